@@ -1,0 +1,45 @@
+# coordhost — see README.md. Every target works on a fresh clone.
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+PLUGIN_DIR  ?= build/plugins
+# Main packages that build to .wasm plugins: plugins/<name>/wasm.
+WASM_MAINS  := $(patsubst %/,%,$(dir $(wildcard plugins/*/wasm/main.go)))
+
+.PHONY: all build plugins run test verify bench fuzz-ci clean
+
+all: build
+
+build:
+	$(GO) build ./...
+
+## plugins: build every plugins/<name>/wasm main package to $(PLUGIN_DIR)/<name>.wasm
+plugins:
+	@mkdir -p $(PLUGIN_DIR)
+	@for pkg in $(WASM_MAINS); do \
+		name=$$(basename $$(dirname $$pkg)); \
+		echo "wasm  $$pkg -> $(PLUGIN_DIR)/$$name.wasm"; \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(PLUGIN_DIR)/$$name.wasm ./$$pkg || exit 1; \
+	done
+
+## run: build the plugins, then run coordhost on its embedded defaults
+run: plugins
+	$(GO) run ./cmd/coordhost
+
+## test: everything CI runs (the README's test command)
+test:
+	$(GO) test -count=1 ./...
+
+verify:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/testdata/')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) mod tidy -diff
+	$(GO) test -count=1 ./internal/archtest
+	GOOS=wasip1 GOARCH=wasm $(GO) build ./abi/... ./plugins/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf build

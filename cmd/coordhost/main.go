@@ -1,0 +1,15 @@
+// Command coordhost runs the coordhost Kafka group coordinator.
+//
+// The server and the plugin tools (assign, check, simulate, ab) are being
+// built; until they exist coordhost says so and exits non-zero.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	fmt.Fprintln(os.Stderr, "coordhost: the server is not implemented yet (see README.md, feature status)")
+	os.Exit(2)
+}

@@ -1,0 +1,3 @@
+module github.com/coordhost/coordhost
+
+go 1.26.0

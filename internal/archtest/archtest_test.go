@@ -1,0 +1,113 @@
+package archtest
+
+import (
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+)
+
+// TestModule is the real check: coordhost's own packages obey the rules.
+func TestModule(t *testing.T) {
+	m, err := Load("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Graph) < 5 {
+		t.Fatalf("loaded only %d packages; is the walk broken?", len(m.Graph))
+	}
+	for _, v := range m.Check() {
+		t.Error(v)
+	}
+}
+
+const mod = "example.com/m"
+
+// TestGraphViolations proves every import rule can fail, naming the import.
+func TestGraphViolations(t *testing.T) {
+	g := Graph{
+		"core":                         {"fmt", "net", mod + "/host", kmsg},
+		"core/records":                 {"os/exec", "sync/atomic", "unsafe", "hash/maphash", kerr, "github.com/other/lib"},
+		"abi":                          {"encoding/binary", mod + "/core", "github.com/other/lib"},
+		"abi/guest":                    {mod + "/abi", "unsafe"},
+		"host/plugin":                  {mod + "/abi", wazero + "/api", mod + "/core", "github.com/other/lib"},
+		"host":                         {mod + "/core", mod + "/plugins/assignor-sticky", mod + "/plugins/assignor-sticky/wasm", mod + "/cmd/coordhost", "go.etcd.io/bbolt"},
+		"host/store":                   {mod + "/core", "go.etcd.io/bbolt"},
+		"plugins/assignor-sticky":      {mod + "/abi", mod + "/abi/guest", mod + "/core", "sort"},
+		"plugins/assignor-sticky/wasm": {mod + "/abi", mod + "/abi/guest", mod + "/plugins/assignor-sticky", mod + "/plugins/assignor-ha", mod + "/host"},
+		"cmd/coordhost":                {mod + "/host", mod + "/plugins/assignor-sticky/wasm", "anything.example/x"},
+		"stray":                        {"fmt"},
+	}
+	want := map[string][]string{
+		"core":                         {`"net"`, `"example.com/m/host"`},
+		"core/records":                 {`"os/exec"`, `"sync/atomic"`, `"unsafe"`, `"hash/maphash"`, `"github.com/other/lib"`},
+		"abi":                          {`"example.com/m/core"`, `"github.com/other/lib"`},
+		"host/plugin":                  {`"example.com/m/core"`, `"github.com/other/lib"`},
+		"host":                         {`"example.com/m/plugins/assignor-sticky/wasm"`, `"example.com/m/cmd/coordhost"`},
+		"plugins/assignor-sticky":      {`"example.com/m/abi/guest"`, `"example.com/m/core"`},
+		"plugins/assignor-sticky/wasm": {`"example.com/m/plugins/assignor-ha"`, `"example.com/m/host"`},
+		"stray":                        {`"fmt"`},
+	}
+	got := map[string][]string{}
+	for _, v := range CheckGraph(mod, g) {
+		got[v.Pkg] = append(got[v.Pkg], strings.TrimPrefix(v.What, "imports "))
+	}
+	for pkg, imps := range want {
+		if strings.Join(got[pkg], " ") != strings.Join(imps, " ") {
+			t.Errorf("%s: violations %v, want %v", pkg, got[pkg], imps)
+		}
+	}
+	for pkg := range got {
+		if _, ok := want[pkg]; !ok {
+			t.Errorf("%s: unexpected violations %v", pkg, got[pkg])
+		}
+	}
+}
+
+const badCore = `package core
+
+import (
+	"math/rand"
+	r2 "math/rand/v2"
+	"time"
+	clock "time"
+	_ "hash/maphash"
+)
+
+func f() {
+	go func() {}()
+	_ = time.Now()
+	time.Sleep(1)
+	<-clock.After(1)
+	_ = rand.Intn(3)
+	_ = r2.IntN(3)
+	_ = rand.New(rand.NewSource(1)).Intn(3) // seeded: allowed
+	_ = time.Duration(5) * time.Millisecond // arithmetic: allowed
+}
+`
+
+// TestCoreSourceViolations proves every purity rule on core's source can fail,
+// naming the offending call or statement.
+func TestCoreSourceViolations(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "bad.go", badCore, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range CheckCoreFile("core", fset, f) {
+		got = append(got, v.Pos+" "+v.What)
+	}
+	want := []string{
+		`bad.go:8 imports "hash/maphash"`,
+		"bad.go:12 go statement",
+		"bad.go:13 time.Now",
+		"bad.go:14 time.Sleep",
+		"bad.go:15 time.After",
+		"bad.go:16 rand.Intn",
+		"bad.go:17 rand.IntN",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
