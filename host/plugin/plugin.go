@@ -245,7 +245,7 @@ func (p *Plugin) invoke(ctx context.Context, inst *instance, op, export string, 
 
 func (p *Plugin) classifyTrap(inst *instance, op string, err error) *Error {
 	if isDeadline(err) {
-		return p.err(op, KindDeadline, fmt.Errorf("call exceeded its deadline (%v): %w", p.cfg.Deadline, err))
+		return p.err(op, KindDeadline, fmt.Errorf("call stopped by its deadline (%v) or its caller's context: %w", p.cfg.Deadline, err))
 	}
 	limit := uint64(p.cfg.MemoryLimitPages) * 65536
 	if mem := inst.mod.Memory(); mem != nil && uint64(mem.Size()) >= limit*3/4 {
