@@ -123,7 +123,7 @@ func (s *state) buildProcesses() {
 	}
 	scratch := make([]uint32, 0, max(len(seen), 16))
 	s.procOrder = seen
-	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), scratch)
+	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), true, scratch)
 	// Members per process, in rank order, then in their map's order.
 	s.memStart = make([]int32, np+1)
 	for _, p := range s.proc {
@@ -140,7 +140,7 @@ func (s *state) buildProcesses() {
 	}
 	name := func(r int32) string { return s.req.Members[s.byRank[r]].ID }
 	for p := 0; p < np; p++ {
-		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, scratch)
+		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, false, scratch)
 	}
 	s.mheap = make([]memberHeap, np)
 }
