@@ -256,3 +256,23 @@ func TestCallerContextCancelsWaitingCall(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestGoGuestPanicBecomesStatus: a Go guest built with abi/guest whose
+// handler panics answers with the PANIC status and the panic text; the host
+// still discards the instance.
+func TestGoGuestPanicBecomesStatus(t *testing.T) {
+	p, err := plugin.Load(context.Background(), plugintest.GoPlugin(t, "testdata/plugins/gopanic"), plugin.Config{Name: "gopanic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	_, err = p.Assign(context.Background(), smallReq())
+	var pe *plugin.Error
+	if !errors.As(err, &pe) || pe.Kind != plugin.KindStatus || pe.Status != abi.StatusPanic ||
+		!strings.Contains(pe.Error(), "deliberate panic with app-42") {
+		t.Fatalf("got %v", err)
+	}
+	if m := p.Metrics(); m.InstancesDiscarded != 1 || m.Errors[plugin.KindStatus] != 1 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
