@@ -59,9 +59,29 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Plugin, error) {
 // Name returns the plugin's configured name.
 func (p *Plugin) Name() string { return p.cfg.Name }
 
-// Kinds returns the operations the plugin's module exports (abi.KindAssign,
-// abi.KindProbe bits).
-func (p *Plugin) Kinds() int32 { return p.cur.Load().kinds }
+// Kinds returns the operations the plugin implements (abi.KindAssign,
+// abi.KindProbe bits): its exports, narrowed by its coordhost_kinds export,
+// which needs an instance (one is created, and pooled, if none is idle).
+func (p *Plugin) Kinds(ctx context.Context) (int32, error) {
+	m, err := p.acquire()
+	if err != nil {
+		return 0, p.err("kinds", KindClosed, err)
+	}
+	defer m.unref(context.WithoutCancel(ctx))
+	if err := m.pool.slot(ctx); err != nil {
+		return 0, p.err("kinds", KindDeadline, err)
+	}
+	inst := m.pool.idleInstance()
+	if inst == nil {
+		if inst, err = p.instantiate(ctx, m); err != nil {
+			m.pool.release(nil)
+			return 0, err
+		}
+	}
+	k := inst.kinds
+	m.pool.release(inst)
+	return k, nil
+}
 
 // Metrics returns a snapshot of the plugin's counters.
 func (p *Plugin) Metrics() Metrics { return p.metrics.snapshot() }
