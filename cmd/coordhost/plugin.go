@@ -117,4 +117,3 @@ func meanLatency(m plugin.Metrics) time.Duration {
 	}
 	return (m.LatencySum / time.Duration(m.LatencyCount)).Round(time.Microsecond)
 }
-

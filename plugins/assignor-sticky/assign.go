@@ -6,6 +6,12 @@ import (
 	"github.com/coordhost/coordhost/abi"
 )
 
+// TaskAssignorError is Kafka's TaskAssignorException: no valid assignment
+// exists. Message is Kafka's own text.
+type TaskAssignorError struct{ Message string }
+
+func (e *TaskAssignorError) Error() string { return e.Message }
+
 // Name is the assignor's name, as Kafka's StickyTaskAssignor.name().
 const Name = "sticky"
 
@@ -74,11 +80,11 @@ func (s *state) assignActive() error {
 		}
 		p := h.poll()
 		if p < 0 {
-			return fmt.Errorf("No process available to assign active task %s.", s.taskName(t))
+			return &TaskAssignorError{Message: fmt.Sprintf("No process available to assign active task %s.", s.taskName(t))}
 		}
 		n := s.addToLeastLoadedMember(p, t, true)
 		if n == -1 {
-			return fmt.Errorf("No member available to assign active task %s.", s.taskName(t))
+			return &TaskAssignorError{Message: fmt.Sprintf("No member available to assign active task %s.", s.taskName(t))}
 		}
 		s.maybeUpdateActivePerMember(n)
 		s.maybeUpdateTasksPerMember(n)
