@@ -59,3 +59,42 @@ func TestReloadInFlightFinishesOnOld(t *testing.T) {
 		t.Fatalf("metrics %+v", m)
 	}
 }
+
+// BenchmarkInstantiate measures creating a fresh instance of an already
+// compiled Go plugin (instantiate + _initialize): the cost paid after every
+// discarded instance.
+func BenchmarkInstantiate(b *testing.B) {
+	ctx := context.Background()
+	p, err := Load(ctx, plugintest.GoPlugin(b, "plugins/assignor-sticky/wasm"), Config{Name: "sticky"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close(ctx)
+	m := p.cur.Load()
+	for b.Loop() {
+		inst, err := p.instantiate(ctx, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = inst.mod.Close(ctx)
+	}
+}
+
+// BenchmarkLoadCached measures loading a Go plugin whose compiled code is
+// already in the process's compilation cache (a reload of a known module).
+func BenchmarkLoadCached(b *testing.B) {
+	ctx := context.Background()
+	wasm := plugintest.GoPlugin(b, "plugins/assignor-sticky/wasm")
+	p, err := Load(ctx, wasm, Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Close(ctx)
+	for b.Loop() {
+		p, err := Load(ctx, wasm, Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Close(ctx)
+	}
+}
