@@ -91,7 +91,7 @@ func DecodeAssignmentInfo(b []byte) (*AssignmentInfo, error) {
 		return nil, r.err
 	}
 	r.what = fmt.Sprintf("streams assignment info v%d", v)
-	d := &assignmentDecoder{r: r, total: len(b), version: v}
+	d := &assignmentDecoder{r: r, version: v}
 	if v >= 3 {
 		a.CommonlySupportedVersion = r.int32("commonly supported version")
 	}
@@ -122,19 +122,15 @@ func DecodeAssignmentInfo(b []byte) (*AssignmentInfo, error) {
 // assignmentDecoder holds what the AssignmentInfo field readers share.
 type assignmentDecoder struct {
 	r       *reader
-	total   int // length of the whole userdata, for Java's sanity bounds
 	version int32
 }
 
-// count reads a count and applies Java's 4.3+ bound count <= total/perByte
-// as well as the remaining-bytes bound.
-func (d *assignmentDecoder) count(field string, minSize, javaDivisor int) int {
-	n := d.r.count(field, minSize)
-	if d.r.err == nil && n > d.total/javaDivisor {
-		d.r.failf("%s: count %d is above %d/%d (corrupted user data)", field, n, d.total, javaDivisor)
-		return 0
-	}
-	return n
+// count reads a count of elements of at least minSize bytes. Kafka 4.3+
+// rejects count > total/minSize ("Corrupted user data"); requiring the
+// elements to fit in the remaining bytes is stricter and rejects only input
+// that Java would fail to read anyway.
+func (d *assignmentDecoder) count(field string, minSize int) int {
+	return d.r.count(field, minSize)
 }
 
 func (d *assignmentDecoder) taskID(field string) TaskID {
@@ -164,7 +160,7 @@ func (d *assignmentDecoder) taskID(field string) TaskID {
 }
 
 func (d *assignmentDecoder) activeTasks() []TaskID {
-	n := d.count("active tasks", 8, 8)
+	n := d.count("active tasks", 8)
 	out := make([]TaskID, 0, n)
 	for i := 0; i < n && d.r.err == nil; i++ {
 		out = append(out, d.taskID("active task"))
@@ -173,7 +169,7 @@ func (d *assignmentDecoder) activeTasks() []TaskID {
 }
 
 func (d *assignmentDecoder) standbyTasks() []StandbyTask {
-	n := d.count("standby tasks", 12, 12)
+	n := d.count("standby tasks", 12)
 	out := make([]StandbyTask, 0, n)
 	for i := 0; i < n && d.r.err == nil; i++ {
 		t := d.taskID("standby task")
@@ -183,7 +179,7 @@ func (d *assignmentDecoder) standbyTasks() []StandbyTask {
 }
 
 func (d *assignmentDecoder) plainPartitions() []TopicPartition {
-	n := d.count("partitions", 6, 6)
+	n := d.count("partitions", 6)
 	out := make([]TopicPartition, 0, n)
 	for i := 0; i < n && d.r.err == nil; i++ {
 		topic := d.r.javaUTF("topic")
@@ -198,7 +194,7 @@ func (d *assignmentDecoder) host() (string, int32) {
 }
 
 func (d *assignmentDecoder) plainHostMap() []HostPartitions {
-	n := d.count("partitions by host", 10, 10)
+	n := d.count("partitions by host", 10)
 	out := make([]HostPartitions, 0, n)
 	for i := 0; i < n && d.r.err == nil; i++ {
 		h, p := d.host()
@@ -208,7 +204,7 @@ func (d *assignmentDecoder) plainHostMap() []HostPartitions {
 }
 
 func (d *assignmentDecoder) dictionary() map[int32]string {
-	n := d.count("topic dictionary", 6, 6)
+	n := d.count("topic dictionary", 6)
 	dict := make(map[int32]string, n)
 	for i := 0; i < n && d.r.err == nil; i++ {
 		idx := d.r.int32("topic index")
@@ -221,11 +217,11 @@ func (d *assignmentDecoder) dictionary() map[int32]string {
 // index. Java would build a TopicPartition with a null topic for an index
 // missing from the dictionary; that is an error here.
 func (d *assignmentDecoder) dictHostMap(dict map[int32]string, field string) []HostPartitions {
-	n := d.count(field, 10, 10)
+	n := d.count(field, 10)
 	out := make([]HostPartitions, 0, n)
 	for i := 0; i < n && d.r.err == nil; i++ {
 		h, p := d.host()
-		m := d.count(field+" partitions", 8, 8)
+		m := d.count(field+" partitions", 8)
 		tps := make([]TopicPartition, 0, m)
 		for j := 0; j < m && d.r.err == nil; j++ {
 			idx := d.r.int32("topic index")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -194,7 +195,8 @@ func (w *walker) plainPartitions() {
 //   - Java decodes the bytes our encoders wrote for every case and must see
 //     what it saw in its own bytes;
 //   - Java and Go decode every truncation of the "basic" vectors and must
-//     both reject every one.
+//     both reject every one;
+//   - Java decodes every edge case and must agree with edgeCases.want.
 func TestGoldenJava(t *testing.T) {
 	regenerated := string(testtool.JavaMain(t, javaDir, javaMain, "generate", casesFile))
 	if *update {
@@ -238,6 +240,23 @@ func TestGoldenJava(t *testing.T) {
 			want[key] = "ERROR"
 		}
 	}
+	for i, c := range edgeCases {
+		key := fmt.Sprintf("edge:%d", i)
+		fmt.Fprintf(&input, "%s\t%s\t%s\n", key, c.kind, c.hex)
+		switch c.want {
+		case "accept":
+			b, _ := hex.DecodeString(c.hex)
+			desc, err := describe(c.kind, b)
+			if err != nil {
+				t.Fatalf("edge case %q: %v", c.name, err) // TestEdgeCases reports it too
+			}
+			want[key] = desc
+		case "reject":
+			want[key] = "ERROR"
+		default:
+			want[key] = "JAVA ACCEPTS"
+		}
+	}
 	file := filepath.Join(t.TempDir(), "decode.txt")
 	if err := os.WriteFile(file, []byte(input.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -250,9 +269,17 @@ func TestGoldenJava(t *testing.T) {
 			t.Fatalf("java printed an unknown line %q", line)
 		}
 		seen++
-		if w == "ERROR" {
+		if strings.HasPrefix(key, "edge:") {
+			i, _ := strconv.Atoi(strings.TrimPrefix(key, "edge:"))
+			key = "edge case " + strconv.Quote(edgeCases[i].name)
+		}
+		if w == "JAVA ACCEPTS" {
+			if strings.HasPrefix(got, "ERROR") {
+				t.Errorf("%s: java now rejects it (%s); update docs/USERDATA.md and make it a reject case", key, got)
+			}
+		} else if w == "ERROR" {
 			if !strings.HasPrefix(got, "ERROR") {
-				t.Errorf("%s: java accepted a truncated vector: %s", key, got)
+				t.Errorf("%s: java accepted it: %s", key, got)
 			}
 		} else if got != w {
 			t.Errorf("%s: java decoded our bytes as\n  %s\nbut its own as\n  %s", key, got, w)

@@ -301,6 +301,9 @@ public final class Golden {
 
     /** Escapes '%', ',', '=', '[', ']', '{', '}', whitespace and control characters as %XX of their UTF-8 bytes. */
     static String esc(final String s) {
+        if (s == null) {
+            return "null";
+        }
         final StringBuilder sb = new StringBuilder();
         for (final byte b : s.getBytes(StandardCharsets.UTF_8)) {
             final int c = b & 0xff;
