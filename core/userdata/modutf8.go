@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -104,6 +105,9 @@ func utf16String(units []uint16) (string, error) {
 // javaCompare orders strings as java.lang.String.compareTo does: by UTF-16
 // code units, which differs from Go's byte order for supplementary characters.
 func javaCompare(a, b string) int {
+	if !hasHighPlane(a) && !hasHighPlane(b) {
+		return strings.Compare(a, b) // byte order = code point order = UTF-16 order here
+	}
 	ua, ub := utf16Units(a), utf16Units(b)
 	for i := 0; i < len(ua) && i < len(ub); i++ {
 		if ua[i] != ub[i] {
@@ -111,6 +115,17 @@ func javaCompare(a, b string) int {
 		}
 	}
 	return len(ua) - len(ub)
+}
+
+// hasHighPlane reports whether s may hold a character at or above U+E000,
+// the only characters whose UTF-16 order differs from their UTF-8 order.
+func hasHighPlane(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0xEE {
+			return true
+		}
+	}
+	return false
 }
 
 func utf16Units(s string) []uint16 { return utf16.Encode([]rune(s)) }

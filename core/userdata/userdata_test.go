@@ -203,3 +203,16 @@ func TestAssignmentTopicsGroupsInFirstSeenOrder(t *testing.T) {
 		t.Fatalf("AssignmentTopics = %+v", got)
 	}
 }
+
+func TestJavaCompareMatchesUTF16Order(t *testing.T) {
+	words := []string{"", "a", "ab", "b", "\u00e9", "\u07ff", "\ue000", "\uff5e", "\U0001F600", "a\U0001F600", "a\uffff", "\x00"}
+	for _, x := range words {
+		for _, y := range words {
+			ux, uy := utf16Units(x), utf16Units(y)
+			want := slices.Compare(ux, uy)
+			if got := javaCompare(x, y); (got < 0) != (want < 0) || (got == 0) != (want == 0) {
+				t.Errorf("javaCompare(%q, %q) = %d, UTF-16 order says %d", x, y, got, want)
+			}
+		}
+	}
+}
