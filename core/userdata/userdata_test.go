@@ -1,6 +1,7 @@
 package userdata
 
 import (
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -213,6 +214,30 @@ func TestJavaCompareMatchesUTF16Order(t *testing.T) {
 			if got := javaCompare(x, y); (got < 0) != (want < 0) || (got == 0) != (want == 0) {
 				t.Errorf("javaCompare(%q, %q) = %d, UTF-16 order says %d", x, y, got, want)
 			}
+		}
+	}
+}
+
+// TestKmsgAloneIsTooLenient shows why DecodeSubscription and
+// DecodeAssignment check the bytes before handing them to kmsg: kmsg reads a
+// negative version and a null (-1) array, which Java's ConsumerProtocol
+// rejects (TestGoldenJava confirms the rejection with Java itself).
+func TestKmsgAloneIsTooLenient(t *testing.T) {
+	for _, name := range []string{"cps negative version", "cps null topics", "cpa null partitions"} {
+		i := slices.IndexFunc(edgeCases, func(c edgeCase) bool { return c.name == name })
+		b, _ := hex.DecodeString(edgeCases[i].hex)
+		var kerr, ours error
+		if edgeCases[i].kind == "cps" {
+			var m kmsg.ConsumerMemberMetadata
+			kerr = m.ReadFrom(b)
+			_, ours = DecodeSubscription(b)
+		} else {
+			var a kmsg.ConsumerMemberAssignment
+			kerr = a.ReadFrom(b)
+			_, ours = DecodeAssignment(b)
+		}
+		if kerr != nil || !errors.Is(ours, ErrMalformed) {
+			t.Errorf("%s: kmsg err %v, ours %v; want kmsg to accept and us to reject", name, kerr, ours)
 		}
 	}
 }
