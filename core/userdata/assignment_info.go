@@ -6,13 +6,21 @@ import (
 	"math"
 )
 
-// Assignment error codes (Kafka Streams' AssignorError).
+// Assignment error codes (Kafka Streams' AssignorError) and what a classic
+// Streams client does when it receives them.
 const (
-	ErrCodeNone                          int32 = 0
+	// ErrCodeNone: a normal assignment.
+	ErrCodeNone int32 = 0
+	// ErrCodeIncompleteSourceTopicMetadata: a source topic is missing; the
+	// client throws MissingSourceTopicException (default: client shutdown).
 	ErrCodeIncompleteSourceTopicMetadata int32 = 1
-	ErrCodeVersionProbing                int32 = 2
-	ErrCodeAssignmentError               int32 = 3
-	ErrCodeShutdownRequested             int32 = 4
+	// ErrCodeVersionProbing: legacy, only logged by the client.
+	ErrCodeVersionProbing int32 = 2
+	// ErrCodeAssignmentError: the client throws TaskAssignmentException.
+	ErrCodeAssignmentError int32 = 3
+	// ErrCodeShutdownRequested: a member asked the application to shut down;
+	// every client shuts down.
+	ErrCodeShutdownRequested int32 = 4
 )
 
 // NoRebalance is the NextRebalanceMs value meaning "no follow-up rebalance"

@@ -12,6 +12,7 @@ type TopicPartition struct {
 	Partition int32
 }
 
+// String returns the "topic-partition" form Kafka uses in logs.
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 // compareTopicPartition is Kafka Streams' PARTITION_COMPARATOR: topic in
