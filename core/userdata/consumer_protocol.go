@@ -22,10 +22,7 @@ const ConsumerProtocolVersion int16 = 3
 // wire. UserData is a copy, nil when the member sent null.
 func DecodeSubscription(b []byte) (*kmsg.ConsumerMemberMetadata, error) {
 	r := newReader(b, "consumer protocol subscription")
-	v := r.int16("version")
-	if r.err == nil && v < 0 {
-		r.failf("unsupported version %d", v)
-	}
+	v := readProtocolVersion(r)
 	checkSubscriptionBody(r, min(v, ConsumerProtocolVersion))
 	if r.err != nil {
 		return nil, r.err
@@ -37,6 +34,16 @@ func DecodeSubscription(b []byte) (*kmsg.ConsumerMemberMetadata, error) {
 	}
 	m.UserData = bytes.Clone(m.UserData)
 	return m, nil
+}
+
+// readProtocolVersion reads the int16 version prefix; ConsumerProtocol
+// rejects a negative one and reads any higher one as its newest version.
+func readProtocolVersion(r *reader) int16 {
+	v := r.int16("version")
+	if r.err == nil && v < 0 {
+		r.failf("unsupported version %d", v)
+	}
+	return v
 }
 
 // checkSubscriptionBody walks a subscription body as Java's generated
@@ -141,10 +148,7 @@ func sortOwned(in []kmsg.ConsumerMemberMetadataOwnedPartition) []kmsg.ConsumerMe
 // when null.
 func DecodeAssignment(b []byte) (*kmsg.ConsumerMemberAssignment, error) {
 	r := newReader(b, "consumer protocol assignment")
-	v := r.int16("version")
-	if r.err == nil && v < 0 {
-		r.failf("unsupported version %d", v)
-	}
+	readProtocolVersion(r) // v0–3 and later versions share one layout
 	n := r.count("assigned partitions", 6)
 	for i := 0; i < n; i++ {
 		checkString(r, "assigned partitions topic")
