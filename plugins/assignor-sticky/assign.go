@@ -194,10 +194,15 @@ func (s *state) response() *abi.AssignResponse {
 	for i := 1; i < len(s.standbys); i += 2 {
 		nStandby[s.standbys[i]]++
 	}
+	// One backing array each for all actives and all standbys.
+	activeAll := make([]int32, 0, len(s.activeOf))
+	standbyAll := make([]int32, 0, len(s.standbys)/2)
 	for r, mi := range s.byRank {
 		m := &resp.Members[mi]
-		m.Active = make([]int32, 0, nActive[r])
-		m.Standby = make([]int32, 0, nStandby[r])
+		m.Active = activeAll[len(activeAll) : len(activeAll) : len(activeAll)+int(nActive[r])]
+		activeAll = activeAll[:len(activeAll)+int(nActive[r])]
+		m.Standby = standbyAll[len(standbyAll) : len(standbyAll) : len(standbyAll)+int(nStandby[r])]
+		standbyAll = standbyAll[:len(standbyAll)+int(nStandby[r])]
 	}
 	for t, r := range s.activeOf {
 		m := &resp.Members[s.byRank[r]]

@@ -2,7 +2,8 @@ package sticky
 
 import (
 	"math"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/coordhost/coordhost/abi"
 )
@@ -96,7 +97,7 @@ func (s *state) rankMembers() {
 	for i := range s.byRank {
 		s.byRank[i] = int32(i)
 	}
-	sort.Slice(s.byRank, func(a, b int) bool { return ms[s.byRank[a]].ID < ms[s.byRank[b]].ID })
+	slices.SortFunc(s.byRank, func(a, b int32) int { return strings.Compare(ms[a].ID, ms[b].ID) })
 	s.proc = make([]int32, len(ms))
 	for r, i := range s.byRank {
 		s.proc[r] = ms[i].Process
@@ -170,7 +171,11 @@ func (s *state) buildPrevious() {
 	for i := range s.prevActive {
 		s.prevActive[i] = -1
 	}
-	var cs []candidate
+	n := 0
+	for i := range s.req.Members {
+		n += len(s.req.Members[i].Standby) + len(s.req.Members[i].TaskOffsets)
+	}
+	cs := make([]candidate, 0, n)
 	for r, mi := range s.byRank {
 		m := &s.req.Members[mi]
 		for _, t := range m.Active {

@@ -1,0 +1,22 @@
+package abi_test
+
+import (
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/abi/abitest"
+)
+
+// BenchmarkDecodeAssignRequest: decoding 100 members x 1,000 tasks with
+// history and offsets (the guest's first step on every call).
+func BenchmarkDecodeAssignRequest(b *testing.B) {
+	in, _ := abi.AppendAssignRequest(nil, abitest.Generate(abitest.Shape{Members: 100, Processes: 50,
+		Subtopologies: 10, Partitions: 100, History: 90, Offsets: true, RandomIDs: true, Seed: 1}))
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		var r abi.AssignRequest
+		if err := abi.DecodeAssignRequest(in, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
