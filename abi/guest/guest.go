@@ -11,9 +11,9 @@
 //
 // The SDK turns a handler's panic into a PANIC status with the panic value
 // and stack as the error text (the instance is then discarded by the host),
-// and yields to the Go scheduler at the end of every call so the garbage
-// collector's background work runs: without it a reactor's heap grows
-// without bound.
+// and keeps the heap bounded: a reactor's GC cannot finish a cycle unless an
+// export yields, so the real build switches automatic GC off and collects
+// at the end of a call once 16 MiB were allocated (guest_wasip1.go).
 package guest
 
 import (
