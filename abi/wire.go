@@ -36,6 +36,10 @@ type reader struct {
 	slab    []int32
 	offSlab []TaskOffset
 	chunk   int
+	// usedTasks/usedOffsets count elements taken; grown* are set when a
+	// slab ran out, to the total a Decoder should provide next time.
+	usedTasks, usedOffsets   int
+	grownTasks, grownOffsets int
 	// text is the message as one string, made on the first string read:
 	// every decoded name is a substring of it, so a message costs one
 	// string allocation, not one per name.
@@ -45,8 +49,10 @@ type reader struct {
 // take returns n int32s of the slab, full-capacity-limited so appends by a
 // caller never overwrite the next set.
 func (r *reader) take(n int) []int32 {
+	r.usedTasks += n
 	if len(r.slab) < n {
 		r.slab = make([]int32, max(n, r.nextChunk()))
+		r.grownTasks = max(r.grownTasks, r.usedTasks+r.remaining())
 	}
 	s := r.slab[:0:n]
 	r.slab = r.slab[n:]
@@ -61,8 +67,10 @@ func (r *reader) nextChunk() int {
 }
 
 func (r *reader) takeOffsets(n int) []TaskOffset {
+	r.usedOffsets += n
 	if len(r.offSlab) < n {
 		r.offSlab = make([]TaskOffset, max(n, r.nextChunk()/2))
+		r.grownOffsets = max(r.grownOffsets, r.usedOffsets+r.remaining()/2)
 	}
 	s := r.offSlab[:0:n]
 	r.offSlab = r.offSlab[n:]

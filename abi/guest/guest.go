@@ -38,7 +38,8 @@ var ErrUnsupported = errors.New("unsupported")
 var (
 	assignFn AssignFunc
 	probeFn  ProbeFunc
-	out      []byte // reused output buffer: one call runs at a time
+	out      []byte      // reused output buffer: one call runs at a time
+	dec      abi.Decoder // reused decoding memory, for the same reason
 )
 
 // HandleAssign registers the plugin's task assignor. Call it from init().
@@ -69,7 +70,7 @@ func InvokeAssign(input []byte) (status abi.Status, output []byte) {
 		return fail(abi.StatusUnsupported, "this plugin has no task assignor")
 	}
 	var req abi.AssignRequest
-	if err := abi.DecodeAssignRequest(input, &req); err != nil {
+	if err := dec.DecodeAssignRequest(input, &req); err != nil {
 		return fail(abi.StatusDecodeError, err.Error())
 	}
 	resp, err := assignFn(&req)
