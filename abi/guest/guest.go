@@ -13,7 +13,8 @@
 // and stack as the error text (the instance is then discarded by the host),
 // and keeps the heap bounded: a reactor's GC cannot finish a cycle unless an
 // export yields, so the real build switches automatic GC off and collects
-// at the end of a call once 16 MiB were allocated (guest_wasip1.go).
+// at the end of a call once the heap grew by max(2 MiB, live heap)
+// (guest_wasip1.go).
 package guest
 
 import (

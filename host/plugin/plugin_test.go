@@ -303,3 +303,30 @@ func TestCompilationCacheDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestProbe: a module exporting coordhost_probe answers a ProbeRequest;
+// one without it is refused with KindUnsupported.
+func TestProbe(t *testing.T) {
+	ctx := context.Background()
+	p, err := plugin.Load(ctx, plugintest.CPlugin(t, hostileSrc, "HOSTILE_PROBE"), plugin.Config{Name: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	req := &abi.ProbeRequest{NowMs: 1000, Group: *smallReq(), Target: make([]abi.MemberAssignment, 3)}
+	resp, err := p.Probe(ctx, req)
+	if err != nil || !resp.Rebalance || resp.NextProbeMs != 5000 {
+		t.Fatalf("got %+v, %v", resp, err)
+	}
+	if k, err := p.Kinds(ctx); err != nil || k != abi.KindAssign|abi.KindProbe {
+		t.Fatalf("kinds %d, %v", k, err)
+	}
+	q, err := plugin.Load(ctx, plugintest.CPlugin(t, hostileSrc), plugin.Config{Name: "no-probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+	if _, err := q.Probe(ctx, req); plugin.KindOf(err) != plugin.KindUnsupported {
+		t.Fatalf("got %v", err)
+	}
+}
