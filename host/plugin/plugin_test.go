@@ -259,6 +259,25 @@ func TestCallerContextCancelsWaitingCall(t *testing.T) {
 	}
 }
 
+// TestGoGuestMemoryBomb: a Go guest that allocates without bound dies of
+// the Go runtime's out-of-memory (a trap) at the memory limit; the host
+// reports it as a memory-limit failure and discards the instance.
+func TestGoGuestMemoryBomb(t *testing.T) {
+	p, err := plugin.Load(context.Background(), plugintest.GoPlugin(t, "testdata/plugins/gobomb"),
+		plugin.Config{Name: "gobomb", MemoryLimitPages: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	out, err := p.AssignWithFallback(context.Background(), smallReq(), roundRobin)
+	if err != nil || !out.UsedFallback || plugin.KindOf(out.PluginErr) != plugin.KindMemory {
+		t.Fatalf("got %+v, %v", out, err)
+	}
+	if m := p.Metrics(); m.Errors[plugin.KindMemory] != 1 || m.InstancesDiscarded != 1 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
+
 // TestGoGuestPanicBecomesStatus: a Go guest built with abi/guest whose
 // handler panics answers with the PANIC status and the panic text; the host
 // still discards the instance.
