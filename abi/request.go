@@ -56,7 +56,7 @@ func appendMember(w *writer, m *Member) {
 // process indices and task indices in range, table orderings, unique member
 // ids, and the size limits of SPEC.md 1.2.
 func DecodeAssignRequest(b []byte, r *AssignRequest) error {
-	var d Decoder
+	d := Decoder{oneShot: true}
 	return d.DecodeAssignRequest(b, r)
 }
 
@@ -70,6 +70,7 @@ type Decoder struct {
 	offsets []TaskOffset
 	members []Member
 	seen    map[string]struct{}
+	oneShot bool // not reused: keep nothing for a next decode
 }
 
 // DecodeAssignRequest is the package function DecodeAssignRequest, reusing
@@ -114,6 +115,9 @@ func (d *Decoder) DecodeAssignRequest(b []byte, r *AssignRequest) error {
 // keep remembers the slabs for the next decode: when a decode had to grow
 // them, the next one starts with room for everything this one needed.
 func (d *Decoder) keep(rd *reader) {
+	if d.oneShot {
+		return
+	}
 	if rd.grownTasks > 0 {
 		d.tasks = make([]int32, rd.grownTasks)
 	}

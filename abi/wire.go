@@ -115,11 +115,18 @@ func (r *reader) uvarint(field string) uint64 {
 	if r.err != nil {
 		return 0
 	}
-	// Fast path: most values (gaps, counts, small indices) fit one byte.
-	if r.off < len(r.b) && r.b[r.off] < 0x80 {
-		v := uint64(r.b[r.off])
-		r.off++
-		return v
+	// Fast paths: most values (gaps, counts, indices, offsets of a few
+	// thousand) fit one or two bytes.
+	if r.off+1 < len(r.b) {
+		b0 := r.b[r.off]
+		if b0 < 0x80 {
+			r.off++
+			return uint64(b0)
+		}
+		if b1 := r.b[r.off+1]; b1 < 0x80 {
+			r.off += 2
+			return uint64(b0&0x7f) | uint64(b1)<<7
+		}
 	}
 	v, n := binary.Uvarint(r.b[r.off:])
 	switch {
