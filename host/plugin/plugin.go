@@ -193,7 +193,13 @@ func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, i
 		perr.discarded = true
 		return nil, perr
 	}
-	p.metrics.memoryBytes.Store(uint64(inst.mod.Memory().Size()))
+	size := uint64(inst.mod.Memory().Size())
+	p.metrics.memoryBytes.Store(size)
+	if size > p.cfg.RecycleAboveBytes {
+		_ = inst.mod.Close(context.WithoutCancel(ctx))
+		p.metrics.recycled.Add(1)
+		inst = nil
+	}
 	m.pool.release(inst)
 	return out, nil
 }

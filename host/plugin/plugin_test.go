@@ -349,3 +349,22 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestRecycleLargeInstances: an instance whose linear memory passed the
+// recycling size after a successful call is retired, not reused.
+func TestRecycleLargeInstances(t *testing.T) {
+	p, err := plugin.Load(context.Background(), plugintest.CPlugin(t, "testdata/plugins/c/assignor.c"),
+		plugin.Config{RecycleAboveBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	for i := 0; i < 3; i++ {
+		if _, err := p.Assign(context.Background(), smallReq()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := p.Metrics(); m.InstancesCreated != 3 || m.InstancesRecycled != 3 || m.InstancesDiscarded != 0 || len(m.Errors) != 0 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
