@@ -162,7 +162,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	}
 	srv := wire.NewServer(ln, wire.Config{
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
-		Dial: func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
+		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.opts.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(ln.Addr().(*net.TCPAddr).Port)}

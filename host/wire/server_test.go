@@ -355,7 +355,9 @@ func TestBadInputClosesCleanly(t *testing.T) {
 	}
 }
 
-func frameOf(b []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...) }
+func frameOf(b []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
 
 // TestShutdownFinishesInFlight: a request being served when Shutdown starts
 // still gets its response; the connection is closed afterwards.
