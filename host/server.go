@@ -62,7 +62,7 @@ type listener struct {
 
 // Start opens the store (a damaged store fails start), starts the data
 // plane, the Kafka listeners and the admin server.
-func Start(ctx context.Context, o Options) (s *Server, err error) {
+func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	cfg := o.Config
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -70,7 +70,7 @@ func Start(ctx context.Context, o Options) (s *Server, err error) {
 	if o.Coordinator == nil {
 		o.Coordinator = &Unwired{Log: o.Log}
 	}
-	s = &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
+	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())
