@@ -55,7 +55,8 @@ func (d *DataPlane) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitReq
 		}
 		out.ThrottleMillis = resp.ThrottleMillis
 		for _, t := range resp.Topics {
-			t.Topic, t.TopicID = d.nameOr(t.Topic, names, t.TopicID), d.topicIDOr(d.nameOr(t.Topic, names, t.TopicID), t.TopicID)
+			t.Topic = d.nameOr(t.Topic, names, t.TopicID)
+			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
 			out.Topics = append(out.Topics, t)
 		}
 	}
@@ -74,16 +75,56 @@ func commitTopicError(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCo
 }
 
 // TxnCommitOffsets stores an allowed TxnOffsetCommit in the data plane,
-// inside the producer's transaction, so exactly-once commits work.
+// inside the producer's transaction, so exactly-once commits work. v6
+// names topics by id and is translated like OffsetCommit v10.
 func (d *DataPlane) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
-	up := *req
-	up.Generation, up.MemberID, up.InstanceID = -1, "", nil
-	resp, err := up.RequestWith(ctx, d.admin)
+	names, err := d.namesFor(ctx, req.Version >= 6, len(req.Topics), func(i int) [16]byte { return req.Topics[i].TopicID })
 	if err != nil {
-		return nil, fmt.Errorf("data-plane txn offset commit for group %q: %w", req.Group, err)
+		return nil, err
 	}
-	resp.SetVersion(req.Version)
-	return resp, nil
+	var byName []string
+	for _, t := range req.Topics {
+		byName = append(byName, t.Topic)
+	}
+	if err := d.ensureIDs(ctx, byName); err != nil {
+		return nil, err
+	}
+	out := kmsg.NewPtrTxnOffsetCommitResponse()
+	out.SetVersion(req.Version)
+	up := *req
+	up.Generation, up.MemberID, up.InstanceID, up.Topics = -1, "", nil, nil
+	for _, t := range req.Topics {
+		name := t.Topic
+		if req.Version >= 6 {
+			name = names[t.TopicID]
+		}
+		if name == "" {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicID.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+			continue
+		}
+		t.Topic, t.TopicID = name, d.topicIDOr(name, t.TopicID)
+		up.Topics = append(up.Topics, t)
+	}
+	if len(up.Topics) > 0 {
+		resp, err := up.RequestWith(ctx, d.admin)
+		if err != nil {
+			return nil, fmt.Errorf("data-plane txn offset commit for group %q: %w", req.Group, err)
+		}
+		out.ThrottleMillis = resp.ThrottleMillis
+		for _, t := range resp.Topics {
+			t.Topic = d.nameOr(t.Topic, names, t.TopicID)
+			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
+			out.Topics = append(out.Topics, t)
+		}
+	}
+	return out, nil
 }
 
 // DeleteOffsets deletes offsets of an allowed OffsetDelete in the data plane.
