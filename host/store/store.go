@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Record is one keyed entry of the log. Key and Value are opaque to the
@@ -72,7 +73,7 @@ func Open(path string) (s *Store, err error) {
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("store %s: locked by another process (is another coordhost running on this data directory?)", path)
 		}
 		return nil, fmt.Errorf("store %s: %w: %v (restore it from a backup, or move it away to start empty)", path, ErrCorrupt, err)
