@@ -185,3 +185,16 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDocMentionsEveryKey keeps docs/CONFIG.md complete.
+func TestDocMentionsEveryKey(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range append(append([]key{}, serverKeys...), groupKeys...) {
+		if !strings.Contains(string(doc), "`"+k.name+"`") {
+			t.Errorf("docs/CONFIG.md does not document %s", k.name)
+		}
+	}
+}
