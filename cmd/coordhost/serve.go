@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,22 +14,29 @@ import (
 )
 
 // serve runs the server until SIGTERM or SIGINT, then drains.
-func serve(args []string) int {
-	cfg, err := config.Load(args, os.Environ(), os.Stderr)
+func serve(args []string) int { return runServe(args, os.Environ(), os.Stderr, nil) }
+
+// runServe is serve with its environment, output and a started-hook
+// injected (for tests).
+func runServe(args, environ []string, stderr io.Writer, started func(*host.Server)) int {
+	cfg, err := config.Load(args, environ, stderr)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "coordhost:", err)
+		fmt.Fprintln(stderr, "coordhost:", err)
 		return 2
 	}
-	log := host.NewLogger(cfg, os.Stderr)
+	log := host.NewLogger(cfg, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: log})
 	if err != nil {
 		log.Error("coordhost failed to start", "err", err)
 		return 1
+	}
+	if started != nil {
+		started(srv)
 	}
 	<-ctx.Done()
 	stop()
