@@ -160,12 +160,14 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 			s.log.Warn("kafka.listen binds every interface but kafka.advertised.host is empty: advertising 127.0.0.1")
 		}
 	}
+	port = ln.Addr().(*net.TCPAddr).Port
 	srv := wire.NewServer(ln, wire.Config{
-		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
+		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)},
+		Table:      s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.opts.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
-	l := &listener{srv: srv, host: adv, port: int32(ln.Addr().(*net.TCPAddr).Port)}
+	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l
 	s.order = append(s.order, node)
 	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port))), "data_plane_node", node)

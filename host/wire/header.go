@@ -28,6 +28,19 @@ type Request struct {
 	ClientID *string
 	// Body is the decoded request, with its version set.
 	Body kmsg.Request
+	// Listener is the coordhost listener (as advertised) the request came
+	// in on: what FindCoordinator for a group answers.
+	Listener Broker
+	// ClientHost is the client's address (host:port), for member
+	// descriptions.
+	ClientHost string
+}
+
+// Broker is a node address as clients see it.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
 }
 
 // ClientIDString returns the client id, or "" when it is null.

@@ -56,6 +56,8 @@ type Config struct {
 	Log *slog.Logger
 	// Observer, if set, counts requests and connections.
 	Observer Observer
+	// Advertised is this listener's node id and address as clients see it.
+	Advertised Broker
 }
 
 // Server is a Kafka listener: it frames requests, answers each connection's
@@ -205,6 +207,9 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	start := time.Now()
 	req, perr := ParseRequest(frame)
+	if req != nil {
+		req.Listener, req.ClientHost = s.cfg.Advertised, c.nc.RemoteAddr().String()
+	}
 	resp, err := c.respond(ctx, req, perr)
 	if s.cfg.Observer != nil && req != nil {
 		s.cfg.Observer.Served(req.Key, time.Since(start), err)

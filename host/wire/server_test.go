@@ -392,3 +392,26 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRequestCarriesListenerAndClient: the group coordinator learns which
+// advertised listener and client address a request came from.
+func TestRequestCarriesListenerAndClient(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	got := make(chan *Request, 1)
+	s := NewServer(ln, Config{
+		Table: NewTable(kafka44), Advertised: Broker{NodeID: 4, Host: "coord.example", Port: 19092},
+		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+			got <- req
+			return ErrorResponse(req.Body, 0), nil
+		},
+	})
+	defer s.Shutdown(context.Background())
+	c := dial(t, ln.Addr().String())
+	hb := kmsg.NewPtrHeartbeatRequest()
+	c.send(hb, 4, 1)
+	c.recv(hb)
+	r := <-got
+	if r.Listener != (Broker{4, "coord.example", 19092}) || r.ClientHost != c.c.LocalAddr().String() || r.ClientIDString() != "test" {
+		t.Fatalf("request context: %+v", r)
+	}
+}
