@@ -211,3 +211,32 @@ func TestTxnOffsetCommitIsTransactional(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOffsetsOnlyGroups: groups whose offsets live in the data plane are
+// listed, and deleting them deletes their offsets.
+func TestOffsetsOnlyGroups(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "in", Partitions: 1, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"g1", "g2"} {
+		c := kmsg.NewPtrOffsetCommitRequest()
+		c.SetVersion(9)
+		c.Group = g
+		c.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}}}
+		if r, err := d.CommitOffsets(ctx, c); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit %s: %+v %v", g, r, err)
+		}
+	}
+	groups, err := d.OffsetsOnlyGroups(ctx)
+	if err != nil || len(groups) != 2 {
+		t.Fatalf("groups %v, %v", groups, err)
+	}
+	res, err := d.DeleteGroupOffsets(ctx, []string{"g1", "never-existed"})
+	if err != nil || res["g1"] != nil || res["never-existed"] != nil {
+		t.Fatalf("delete: %v %v", res, err)
+	}
+	if groups, _ := d.OffsetsOnlyGroups(ctx); len(groups) != 1 || groups[0] != "g2" {
+		t.Fatalf("after delete: %v", groups)
+	}
+}
