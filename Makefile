@@ -38,6 +38,10 @@ verify:
 	$(GO) test -count=1 ./internal/archtest
 	GOOS=wasip1 GOARCH=wasm $(GO) build ./abi/... ./plugins/...
 
+## fuzz-ci: every fuzz target for FUZZTIME (default 5s) each
+fuzz-ci:
+	bash .ci/fuzz
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
