@@ -277,3 +277,13 @@ func (r *rawConn) do(req kmsg.Request, version int16) kmsg.Response {
 	}
 	return resp
 }
+
+// TestJavaClientsProduceConsume: Kafka's own Java producer (idempotent,
+// acks=all) and consumer (assign, no group) work through coordhost.
+func TestJavaClientsProduceConsume(t *testing.T) {
+	srv := startHost(t, "")
+	out := string(testtool.JavaMain(t, "../interop/wireframes", "io.coordhost.interop.WireFrames", "clients", srv.KafkaAddr(), "java-topic"))
+	if !strings.Contains(out, "consumed java-1,java-2,java-3") {
+		t.Fatalf("Java clients through coordhost: %s", out)
+	}
+}
