@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -185,7 +186,7 @@ func TestExternalRewritesEveryBrokerAddress(t *testing.T) {
 		}
 		offsets[part] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.KafkaAddr()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"spread": offsets}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.KafkaAddr()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"spread": offsets}), kgo.FetchMaxWait(250*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

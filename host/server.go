@@ -162,8 +162,8 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	}
 	port = ln.Addr().(*net.TCPAddr).Port
 	srv := wire.NewServer(ln, wire.Config{
-		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)},
-		Table:      s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
+		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
+		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.opts.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})

@@ -94,7 +94,7 @@ func produceConsume(t *testing.T, addr, topic string, values []string) []string 
 func consume(t *testing.T, addr, topic string, n int) []string {
 	t.Helper()
 	ctx := timeout(t)
-	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxWait(250*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

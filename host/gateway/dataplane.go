@@ -50,6 +50,7 @@ type DataPlane struct {
 	cluster  *kfake.Cluster // embedded only
 	admin    *kgo.Client
 	versions map[int16]wire.VersionRange
+	features wire.Features
 
 	mu    sync.Mutex
 	nodes map[int32]string // node id -> real host:port
@@ -169,11 +170,15 @@ func (d *DataPlane) discoverFrom(ctx context.Context, addr string) error {
 	}
 	d.mu.Unlock()
 	d.versions = versions
+	d.features = wire.Features{Supported: avr.SupportedFeatures, Finalized: avr.FinalizedFeatures, Epoch: avr.FinalizedFeaturesEpoch}
 	return nil
 }
 
 // Versions returns the API version ranges the data plane advertises.
 func (d *DataPlane) Versions() map[int16]wire.VersionRange { return d.versions }
+
+// Features returns the KIP-584 features the data plane advertised.
+func (d *DataPlane) Features() *wire.Features { return &d.features }
 
 // Nodes returns the data-plane node ids known so far, in order.
 func (d *DataPlane) Nodes() []int32 {

@@ -58,6 +58,8 @@ type Config struct {
 	Observer Observer
 	// Advertised is this listener's node id and address as clients see it.
 	Advertised Broker
+	// Features, if set, are advertised in ApiVersions v3+.
+	Features *Features
 }
 
 // Server is a Kafka listener: it frames requests, answers each connection's

@@ -415,3 +415,24 @@ func TestRequestCarriesListenerAndClient(t *testing.T) {
 		t.Fatalf("request context: %+v", r)
 	}
 }
+
+// TestApiVersionsFeatures: the data plane's features are advertised,
+// except those enabling consumer-group and share-group protocols.
+func TestApiVersionsFeatures(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	s := NewServer(ln, Config{Table: NewTable(kafka44), Features: &Features{
+		Supported: []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}, {Name: "group.version", MaxVersion: 1}},
+		Finalized: []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2}, {Name: "share.version", MinVersionLevel: 1, MaxVersionLevel: 1}},
+		Epoch:     3,
+	}})
+	defer s.Shutdown(context.Background())
+	c := dial(t, ln.Addr().String())
+	req := kmsg.NewPtrApiVersionsRequest()
+	c.send(req, 3, 1)
+	_, raw := c.recv(req)
+	r := raw.(*kmsg.ApiVersionsResponse)
+	if len(r.SupportedFeatures) != 1 || r.SupportedFeatures[0].Name != "transaction.version" ||
+		len(r.FinalizedFeatures) != 1 || r.FinalizedFeatures[0].Name != "transaction.version" || r.FinalizedFeaturesEpoch != 3 {
+		t.Fatalf("features: %+v / %+v", r.SupportedFeatures, r.FinalizedFeatures)
+	}
+}
