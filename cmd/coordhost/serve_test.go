@@ -63,3 +63,17 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		t.Fatalf("exit %d, output %q", c, out.String())
 	}
 }
+
+func TestConfigCommand(t *testing.T) {
+	var out, errb syncBuf
+	if c := runConfig([]string{"--config", "../../docs/coordhost.example.yaml", "--group=orders-payments"}, nil, &out, &errb); c != 0 {
+		t.Fatalf("exit %d: %s", c, errb.String())
+	}
+	if !strings.Contains(out.String(), `"source": "override \"orders-payments\""`) {
+		t.Fatalf("group config output:\n%s", out.String())
+	}
+	out = syncBuf{}
+	if c := runConfig([]string{"--data.dir=/srv/ch"}, nil, &out, &errb); c != 0 || !strings.Contains(out.String(), `"value": "/srv/ch",`) {
+		t.Fatalf("exit %d, output:\n%s", c, out.String())
+	}
+}

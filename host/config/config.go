@@ -42,7 +42,13 @@ type Config struct {
 	Groups *Groups
 	// File is the YAML file loaded, if any.
 	File string
+
+	settings []Setting
 }
+
+// Settings returns every server key's effective value and its source
+// ("default", "file", "env", "flag"), in key order; admin.token is redacted.
+func (c *Config) Settings() []Setting { return append([]Setting(nil), c.settings...) }
 
 // Kafka configures the Kafka listeners.
 type Kafka struct {
@@ -162,24 +168,32 @@ func build(layers []layer) (*Config, error) {
 		return nil, "", false
 	}
 	vals := make(map[string]any, len(serverKeys))
+	var settings []Setting
 	for _, k := range serverKeys {
-		v, ok := k.def, false
-		var raw any
-		if raw, _, ok = get(k.name); ok {
-			p, err := k.parse(raw)
-			if err != nil {
-				return nil, err
-			}
-			v = p
-		} else if k.kind == kDuration {
-			v, _ = time.ParseDuration(k.def.(string))
+		raw, src, ok := get(k.name)
+		if !ok {
+			raw, src = k.def, "default"
+		}
+		v, err := k.parse(raw)
+		if err != nil {
+			return nil, err
 		}
 		vals[k.name] = v
+		shown := v
+		if d, ok := v.(time.Duration); ok {
+			shown = d.String()
+		}
+		if k.name == "admin.token" && v != "" {
+			shown = "(set)"
+		}
+		settings = append(settings, Setting{Key: k.name, Value: shown, Source: src})
 	}
+	sort.Slice(settings, func(i, j int) bool { return settings[i].Key < settings[j].Key })
 	c, err := fromValues(vals)
 	if err != nil {
 		return nil, err
 	}
+	c.settings = settings
 	g := &Groups{defaults: map[string]any{}, sources: map[string]string{}}
 	for _, k := range groupKeys {
 		if raw, src, ok := get("groups.defaults." + k.name); ok {

@@ -198,3 +198,18 @@ func TestDocMentionsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+func TestSettingsShowSourcesAndRedactToken(t *testing.T) {
+	c, err := load(t, []string{"--admin.token=secret", "--shutdown.timeout=5s"}, "COORDHOST_LOG_LEVEL=debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Setting{}
+	for _, s := range c.Settings() {
+		got[s.Key] = s
+	}
+	if len(got) != len(serverKeys) || got["admin.token"].Value != "(set)" || got["shutdown.timeout"] != (Setting{"shutdown.timeout", "5s", "flag"}) ||
+		got["log.level"].Source != "env" || got["kafka.listen"].Source != "default" {
+		t.Fatalf("settings %+v", got)
+	}
+}
