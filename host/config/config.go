@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -350,6 +349,3 @@ func (g *Groups) validate() error {
 	}
 	return nil
 }
-
-// Environ is os.Environ, for callers of Load.
-func Environ() []string { return os.Environ() }

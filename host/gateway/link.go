@@ -60,6 +60,8 @@ func (l *Link) forward(ctx context.Context, clientID *string, req kmsg.Request, 
 		deadline = d
 	}
 	l.nc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
+	defer stop()
 	l.corr++
 	var opts []kmsg.RequestFormatterOpt
 	if clientID != nil {

@@ -68,6 +68,11 @@ type Server struct {
 	cfg Config
 	ln  net.Listener
 
+	// base is every request's context; it ends when a Shutdown gives up
+	// waiting, so handlers stop too.
+	base   context.Context
+	cancel context.CancelFunc
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool
@@ -92,6 +97,7 @@ func NewServer(ln net.Listener, cfg Config) *Server {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{})}
+	s.base, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -126,7 +132,8 @@ func (s *Server) accept() {
 
 // Shutdown stops accepting, lets every connection finish the request it is
 // serving and write its response, then closes the connections. When ctx
-// ends first the remaining connections are closed at once.
+// ends first, the requests still in flight are cancelled and the remaining
+// connections closed at once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
@@ -139,8 +146,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.cancel()
 		return nil
 	case <-ctx.Done():
+		s.cancel()
 		s.mu.Lock()
 		for c := range s.conns {
 			c.nc.Close()
@@ -175,8 +184,10 @@ func (c *conn) serve() {
 		s.wg.Done()
 	}()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := s.base
+	if ctx == nil { // a Server built without NewServer (tests)
+		ctx = context.Background()
+	}
 	for {
 		if err := c.serveOne(ctx, br); err != nil {
 			c.logClose(err)
@@ -196,13 +207,13 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		}
 	}()
 	s := c.s
-	s.mu.Lock()
+	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	s.mu.Lock() // checked after setting the deadline: Shutdown resets it under this lock
 	draining := s.draining
 	s.mu.Unlock()
 	if draining {
 		return errDraining
 	}
-	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 	frame, err := ReadFrame(br, s.cfg.MaxRequestBytes)
 	if err != nil {
 		return err

@@ -436,3 +436,34 @@ func TestApiVersionsFeatures(t *testing.T) {
 		t.Fatalf("features: %+v / %+v", r.SupportedFeatures, r.FinalizedFeatures)
 	}
 }
+
+// TestShutdownCancelsStuckHandlers: when the drain deadline passes, a
+// handler still running sees its context cancelled and Shutdown returns.
+func TestShutdownCancelsStuckHandlers(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	started := make(chan struct{})
+	s := NewServer(ln, Config{
+		Table: NewTable(kafka44),
+		Group: func(ctx context.Context, req *Request) (kmsg.Response, error) {
+			close(started)
+			<-ctx.Done() // e.g. a JoinGroup waiting for a rebalance
+			return nil, ctx.Err()
+		},
+	})
+	c := dial(t, ln.Addr().String())
+	c.send(kmsg.NewPtrJoinGroupRequest(), 9, 1)
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown hung on a stuck handler")
+	}
+	c.expectClosed()
+}
