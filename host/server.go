@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/config"
@@ -125,6 +130,11 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 	if gc.Embedded {
 		gc.DataDir = filepath.Join(s.cfg.DataDir, "dataplane")
 	}
+	var err error
+	if gc.TLS, err = dataPlaneTLS(s.cfg.DataPlane); err != nil {
+		return err
+	}
+	gc.SASL = dataPlaneSASL(s.cfg.DataPlane)
 	dp, err := gateway.Open(ctx, gc)
 	if err != nil {
 		return err
@@ -189,6 +199,38 @@ func (s *Server) startAdmin() error {
 			return nil
 		},
 	})
+	return nil
+}
+
+// dataPlaneTLS is the client TLS configuration for an external cluster.
+func dataPlaneTLS(c config.DataPlane) (*tls.Config, error) {
+	if !c.TLS {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TLSServerName}
+	if c.TLSCAFile != "" {
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("dataplane.tls.ca.file: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("dataplane.tls.ca.file %s: no PEM certificate in it", c.TLSCAFile)
+		}
+	}
+	return tc, nil
+}
+
+// dataPlaneSASL is coordhost's own SASL mechanism for an external cluster.
+func dataPlaneSASL(c config.DataPlane) sasl.Mechanism {
+	switch c.SASLMechanism {
+	case "PLAIN":
+		return plain.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsMechanism()
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha512Mechanism()
+	}
 	return nil
 }
 

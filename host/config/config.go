@@ -64,6 +64,14 @@ type DataPlane struct {
 	Embedded   bool
 	Bootstrap  []string
 	Partitions int
+	// TLS to an external cluster.
+	TLS           bool
+	TLSCAFile     string
+	TLSServerName string
+	// SASL of coordhost's own admin connection ("" when none).
+	SASLMechanism string
+	SASLUser      string
+	SASLPassword  string
 }
 
 // Admin configures the admin HTTP server.
@@ -182,7 +190,7 @@ func build(layers []layer) (*Config, error) {
 		if d, ok := v.(time.Duration); ok {
 			shown = d.String()
 		}
-		if k.name == "admin.token" && v != "" {
+		if (k.name == "admin.token" || k.name == "dataplane.sasl.password") && v != "" {
 			shown = "(set)"
 		}
 		settings = append(settings, Setting{Key: k.name, Value: shown, Source: src})
@@ -226,6 +234,8 @@ func fromValues(v map[string]any) (*Config, error) {
 		DataPlane: DataPlane{
 			Embedded: v["dataplane.mode"].(string) == "embedded", Bootstrap: v["dataplane.bootstrap"].([]string),
 			Partitions: int(v["dataplane.partitions"].(int64)),
+			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
+			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
 		},
 		Admin:           Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string)},
 		LogFormat:       v["log.format"].(string),
@@ -241,6 +251,18 @@ func fromValues(v map[string]any) (*Config, error) {
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		return nil, fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
+	}
+	if m := v["dataplane.sasl.mechanism"].(string); m != "none" {
+		c.DataPlane.SASLMechanism = m
+		if c.DataPlane.SASLUser == "" {
+			return nil, fmt.Errorf("config: dataplane.sasl.mechanism = %q needs dataplane.sasl.username", m)
+		}
+	}
+	if c.DataPlane.TLSCAFile != "" && !c.DataPlane.TLS {
+		return nil, fmt.Errorf("config: dataplane.tls.ca.file = %q is set but dataplane.tls.enabled is false", c.DataPlane.TLSCAFile)
+	}
+	if c.DataPlane.Embedded && (c.DataPlane.TLS || c.DataPlane.SASLMechanism != "") {
+		return nil, errors.New("config: dataplane.tls.* and dataplane.sasl.* apply to dataplane.mode = \"external\" only")
 	}
 	if c.DataDir == "" {
 		return nil, errors.New(`config: data.dir = "": a data directory is required`)

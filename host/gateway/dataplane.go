@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,9 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/coordhost/coordhost/host/wire"
 )
@@ -36,6 +39,12 @@ type Config struct {
 	// RequestTimeout bounds one forwarded request beyond the time the
 	// request itself asks the broker to wait (default 30 s).
 	RequestTimeout time.Duration
+	// TLS, when set, secures every connection to an external cluster.
+	TLS *tls.Config
+	// SASL, when set, authenticates coordhost's own admin connection.
+	// Client links are not authenticated by coordhost: a client's own
+	// SaslHandshake/SaslAuthenticate pass through on its link.
+	SASL sasl.Mechanism
 	// Advertise returns the coordhost listener address clients must use for
 	// data-plane node id, starting that listener if needed.
 	Advertise func(node int32) (host string, port int32, err error)
@@ -84,17 +93,24 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 	if len(d.cfg.Bootstrap) == 0 {
 		return nil, errors.New("gateway: no data-plane bootstrap address")
 	}
-	if err := d.discover(ctx); err != nil {
-		d.Close()
-		return nil, err
+	opts := []kgo.Opt{kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.ClientID("coordhost"),
+		kgo.DialTimeout(cfg.DialTimeout), kgo.RequestTimeoutOverhead(cfg.RequestTimeout)}
+	if cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
 	}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.ClientID("coordhost"),
-		kgo.DialTimeout(cfg.DialTimeout), kgo.RequestTimeoutOverhead(cfg.RequestTimeout))
+	if cfg.SASL != nil {
+		opts = append(opts, kgo.SASL(cfg.SASL))
+	}
+	admin, err := kgo.NewClient(opts...)
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("gateway: admin client: %w", err)
 	}
 	d.admin = admin
+	if err := d.discover(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -118,54 +134,30 @@ func (d *DataPlane) startEmbedded() error {
 	return nil
 }
 
-// discover asks a bootstrap broker for its API versions and the cluster's
-// nodes.
+// discover asks the data plane for its API versions, its features and its
+// nodes, over the admin connection (authenticated when SASL is configured).
 func (d *DataPlane) discover(ctx context.Context) error {
-	var errs []error
-	for _, addr := range d.cfg.Bootstrap {
-		err := d.discoverFrom(ctx, addr)
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, err)
-	}
-	return fmt.Errorf("gateway: no bootstrap broker answered: %w", errors.Join(errs...))
-}
-
-func (d *DataPlane) discoverFrom(ctx context.Context, addr string) error {
-	d.mu.Lock()
-	d.nodes[-1] = addr
-	d.mu.Unlock()
-	defer func() { d.mu.Lock(); delete(d.nodes, -1); d.mu.Unlock() }()
-	l, err := d.Dial(ctx, -1)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
 	av := kmsg.NewPtrApiVersionsRequest()
-	av.SetVersion(3)
 	av.ClientSoftwareName, av.ClientSoftwareVersion = "coordhost", "dev"
-	raw, err := l.roundTrip(ctx, av)
+	avr, err := av.RequestWith(ctx, d.admin)
 	if err != nil {
-		return err
+		return fmt.Errorf("gateway: ApiVersions from the data plane at %v: %w", d.cfg.Bootstrap, err)
 	}
-	avr := raw.(*kmsg.ApiVersionsResponse)
 	if avr.ErrorCode != 0 {
-		return fmt.Errorf("ApiVersions from %s: error code %d", addr, avr.ErrorCode)
+		return fmt.Errorf("gateway: ApiVersions from the data plane at %v: %w", d.cfg.Bootstrap, kerr.ErrorForCode(avr.ErrorCode))
 	}
 	versions := make(map[int16]wire.VersionRange, len(avr.ApiKeys))
 	for _, k := range avr.ApiKeys {
 		versions[k.ApiKey] = wire.VersionRange{Min: k.MinVersion, Max: k.MaxVersion}
 	}
 	md := kmsg.NewPtrMetadataRequest()
-	md.SetVersion(min(versions[int16(kmsg.Metadata)].Max, 12))
 	md.Topics = []kmsg.MetadataRequestTopic{}
-	raw, err = l.roundTrip(ctx, md)
+	mdr, err := md.RequestWith(ctx, d.admin)
 	if err != nil {
-		return err
+		return fmt.Errorf("gateway: Metadata from the data plane at %v: %w", d.cfg.Bootstrap, err)
 	}
 	d.mu.Lock()
-	for _, b := range raw.(*kmsg.MetadataResponse).Brokers {
+	for _, b := range mdr.Brokers {
 		d.nodes[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
 	d.mu.Unlock()

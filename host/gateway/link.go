@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -36,7 +37,17 @@ func (d *DataPlane) Dial(ctx context.Context, node int32) (*Link, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, d.cfg.DialTimeout)
 	defer cancel()
-	nc, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+	var nc net.Conn
+	var err error
+	if d.cfg.TLS != nil {
+		tc := d.cfg.TLS.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		nc, err = (&tls.Dialer{Config: tc}).DialContext(dctx, "tcp", addr)
+	} else {
+		nc, err = (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dialing data-plane node %d at %s: %w", node, addr, err)
 	}
@@ -46,15 +57,6 @@ func (d *DataPlane) Dial(ctx context.Context, node int32) (*Link, error) {
 // Forward sends req and returns the rewritten response; it returns nil
 // for a Produce with acks=0, which gets no response.
 func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
-	return l.forward(ctx, clientID, req, true)
-}
-
-// roundTrip sends req and returns the response as the data plane wrote it.
-func (l *Link) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	return l.forward(ctx, nil, req, false)
-}
-
-func (l *Link) forward(ctx context.Context, clientID *string, req kmsg.Request, rewrite bool) (kmsg.Response, error) {
 	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + requestWait(req))
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -85,10 +87,8 @@ func (l *Link) forward(ctx context.Context, clientID *string, req kmsg.Request, 
 	if corr != l.corr {
 		return nil, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, corr, l.corr)
 	}
-	if rewrite {
-		if err := l.dp.rewrite(resp); err != nil {
-			return nil, err
-		}
+	if err := l.dp.rewrite(resp); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }

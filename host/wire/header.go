@@ -34,6 +34,9 @@ type Request struct {
 	// ClientHost is the client's address (host:port), for member
 	// descriptions.
 	ClientHost string
+	// Authenticated is true once the data plane accepted a
+	// SaslAuthenticate on this connection (SASL passes through).
+	Authenticated bool
 }
 
 // Broker is a node address as clients see it.

@@ -161,10 +161,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 type conn struct {
-	s   *Server
-	nc  net.Conn
-	log *slog.Logger
-	up  Upstream
+	s    *Server
+	nc   net.Conn
+	log  *slog.Logger
+	up   Upstream
+	auth bool // a forwarded SaslAuthenticate succeeded
 }
 
 func (c *conn) serve() {
@@ -221,7 +222,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	start := time.Now()
 	req, perr := ParseRequest(frame)
 	if req != nil {
-		req.Listener, req.ClientHost = s.cfg.Advertised, c.nc.RemoteAddr().String()
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth
 	}
 	resp, err := c.respond(ctx, req, perr)
 	if s.cfg.Observer != nil && req != nil {
@@ -280,7 +281,11 @@ func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (km
 		}
 		c.up = up
 	}
-	return c.up.Forward(ctx, req.ClientID, body)
+	resp, err := c.up.Forward(ctx, req.ClientID, body)
+	if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && err == nil && a.ErrorCode == 0 {
+		c.auth = true
+	}
+	return resp, err
 }
 
 func (c *conn) group(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
