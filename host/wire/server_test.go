@@ -46,6 +46,7 @@ var kafka44 = map[int16]VersionRange{
 	int16(kmsg.Produce): {3, 13}, int16(kmsg.Fetch): {4, 18}, int16(kmsg.Metadata): {0, 13},
 	int16(kmsg.FindCoordinator): {0, 6}, int16(kmsg.DescribeConfigs): {1, 4}, int16(kmsg.IncrementalAlterConfigs): {0, 1},
 	int16(kmsg.JoinGroup): {0, 9}, int16(kmsg.ConsumerGroupHeartbeat): {0, 1}, int16(kmsg.ShareGroupHeartbeat): {1, 1},
+	int16(kmsg.SASLAuthenticate): {0, 2},
 }
 
 func startServer(t *testing.T, maxBytes int32) (string, *recorder) {
@@ -411,8 +412,16 @@ func TestRequestCarriesListenerAndClient(t *testing.T) {
 	c.send(hb, 4, 1)
 	c.recv(hb)
 	r := <-got
-	if r.Listener != (Broker{4, "coord.example", 19092}) || r.ClientHost != c.c.LocalAddr().String() || r.ClientIDString() != "test" {
+	if r.Listener != (Broker{4, "coord.example", 19092}) || r.ClientHost != c.c.LocalAddr().String() || r.ClientIDString() != "test" || r.Authenticated {
 		t.Fatalf("request context: %+v", r)
+	}
+	sa := kmsg.NewPtrSASLAuthenticateRequest()
+	c.send(sa, 2, 2) // the fake data plane accepts it
+	c.recv(sa)
+	c.send(hb, 4, 3)
+	c.recv(hb)
+	if r := <-got; !r.Authenticated {
+		t.Fatal("Authenticated not set after a successful SaslAuthenticate")
 	}
 }
 
