@@ -399,8 +399,10 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 func TestRequestCarriesListenerAndClient(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	got := make(chan *Request, 1)
+	rec := &recorder{}
 	s := NewServer(ln, Config{
 		Table: NewTable(kafka44), Advertised: Broker{NodeID: 4, Host: "coord.example", Port: 19092},
+		Dial: func(context.Context) (Upstream, error) { return rec, nil },
 		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
 			got <- req
 			return ErrorResponse(req.Body, 0), nil
