@@ -207,3 +207,29 @@ func TestExternalRewritesEveryBrokerAddress(t *testing.T) {
 	}
 
 }
+
+// TestNodeAddedLaterGetsAListener: a data-plane node that appears after
+// start gets its own coordhost listener the first time a response names it.
+func TestNodeAddedLaterGetsAListener(t *testing.T) {
+	dp := newObservedCluster(t, kfake.NumBrokers(1))
+	srv := startHost(t, "", "--dataplane.mode=external", dp.bootstrap())
+	c := dialRaw(t, srv.KafkaAddr())
+	if n := len(c.do(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse).Brokers); n != 1 {
+		t.Fatalf("%d brokers before", n)
+	}
+	if _, _, err := dp.c.AddNode(-1, 0); err != nil {
+		t.Fatal(err)
+	}
+	md := c.do(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse)
+	if len(md.Brokers) != 2 {
+		t.Fatalf("%d brokers after AddNode", len(md.Brokers))
+	}
+	seen := map[int32]bool{}
+	for _, b := range md.Brokers {
+		seen[b.Port] = true
+		dialRaw(t, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))).do(kmsg.NewPtrApiVersionsRequest(), 3)
+	}
+	if len(seen) != 2 {
+		t.Fatalf("nodes share a listener: %+v", md.Brokers)
+	}
+}
