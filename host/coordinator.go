@@ -21,6 +21,17 @@ import (
 // the core-backed event loop; none of these requests is ever forwarded to
 // the data plane. req.Body has its version set; the response must be of
 // the same key and version. An error closes the client's connection.
+//
+// The data-plane helpers an implementation needs are on
+// gateway.DataPlane (Server.DataPlane()): CommitOffsets, TxnCommitOffsets,
+// FetchOffsets and DeleteOffsets store allowed offset requests in the
+// cluster's own offsets log (translating topic ids for OffsetCommit/
+// OffsetFetch v10 and TxnOffsetCommit v6); OffsetsOnlyGroups and
+// DeleteGroupOffsets give ListGroups/DescribeGroups/DeleteGroups the data
+// plane's offsets-only groups; Topics, CreateTopics and EndOffsets serve
+// topic metadata, internal topics and lags. FindCoordinator for groups
+// answers req.Listener; req.Authenticated tells whether the connection's
+// pass-through SASL succeeded.
 type GroupCoordinator interface {
 	Handle(ctx context.Context, req *wire.Request) (kmsg.Response, error)
 }
