@@ -32,8 +32,12 @@ const StoreFile = "coordhost.db"
 // Options configures a Server.
 type Options struct {
 	Config *config.Config
-	// Coordinator answers group coordination; nil uses Unwired.
-	Coordinator GroupCoordinator
+	// Coordinator builds the group coordinator once the store and the data
+	// plane are open (and before any listener accepts a client); nil uses
+	// Unwired. If the coordinator has a Shutdown(context.Context) error
+	// method, it is called after the listeners drained and before the data
+	// plane and the store close.
+	Coordinator func(*Server) (GroupCoordinator, error)
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
 	// routes once their components are wired; nil answers 501.
 	GroupsAPI, PluginsAPI http.Handler
@@ -51,6 +55,7 @@ type Server struct {
 	table   *wire.Table
 	metrics *admin.Metrics
 	admin   *admin.Server
+	coord   GroupCoordinator
 	tls     *tls.Config
 	ready   atomic.Bool
 
@@ -72,9 +77,6 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.Coordinator == nil {
-		o.Coordinator = &Unwired{Log: o.Log}
-	}
 	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
 	defer func() {
 		if err != nil {
@@ -94,6 +96,11 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.table = wire.NewTable(s.dp.Versions())
+	if o.Coordinator == nil {
+		s.coord = &Unwired{Log: o.Log}
+	} else if s.coord, err = o.Coordinator(s); err != nil {
+		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
 	for _, node := range s.dp.Nodes() {
 		if _, _, err := s.advertise(node); err != nil {
 			return nil, err
@@ -175,7 +182,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
-		Group: s.opts.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+		Group: s.coord.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l
@@ -299,6 +306,11 @@ func (s *Server) closeAll(ctx context.Context) error {
 	if s.admin != nil {
 		if err := s.admin.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("admin: %w", err))
+		}
+	}
+	if d, ok := s.coord.(interface{ Shutdown(context.Context) error }); ok {
+		if err := d.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("group coordinator: %w", err))
 		}
 	}
 	if s.dp != nil {

@@ -287,3 +287,48 @@ func TestJavaClientsProduceConsume(t *testing.T) {
 		t.Fatalf("Java clients through coordhost: %s", out)
 	}
 }
+
+// recordingCoordinator is a GroupCoordinator built from the running server.
+type recordingCoordinator struct {
+	srv      *host.Server
+	keys     chan int16
+	shutdown bool
+}
+
+func (r *recordingCoordinator) Handle(_ context.Context, req *wire.Request) (kmsg.Response, error) {
+	r.keys <- req.Key
+	return wire.ErrorResponse(req.Body, 0), nil
+}
+
+func (r *recordingCoordinator) Shutdown(context.Context) error { r.shutdown = true; return nil }
+
+// TestCoordinatorFactory: the coordinator is built with the store and data
+// plane open, receives group requests, and is shut down on drain.
+func TestCoordinatorFactory(t *testing.T) {
+	cfg, err := config.Load([]string{"--data.dir=" + t.TempDir(), "--kafka.listen=127.0.0.1:0", "--admin.listen=127.0.0.1:0"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &recordingCoordinator{keys: make(chan int16, 1)}
+	srv, err := host.Start(timeout(t), host.Options{Config: cfg, Coordinator: func(s *host.Server) (host.GroupCoordinator, error) {
+		if s.Store() == nil || s.DataPlane() == nil {
+			t.Error("coordinator built before the store and data plane were open")
+		}
+		rc.srv = s
+		return rc, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.srv != srv {
+		t.Fatal("factory got another server")
+	}
+	dialRaw(t, srv.KafkaAddr()).do(&kmsg.HeartbeatRequest{Group: "g"}, 4)
+	if k := <-rc.keys; k != int16(kmsg.Heartbeat) {
+		t.Fatalf("coordinator got key %d", k)
+	}
+	stopHost(t, srv)
+	if !rc.shutdown {
+		t.Fatal("coordinator not shut down on drain")
+	}
+}
