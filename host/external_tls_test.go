@@ -44,9 +44,39 @@ func testPKI(t *testing.T) (string, *tls.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
 	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600)
+	os.WriteFile(filepath.Join(dir, "server.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	os.WriteFile(filepath.Join(dir, "server.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 	return caFile, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+// TestTLSListener: clients reach coordhost over TLS (kafka.tls.*).
+func TestTLSListener(t *testing.T) {
+	caFile, _ := testPKI(t)
+	dir := filepath.Dir(caFile)
+	srv := startHost(t, "", "--kafka.tls.cert.file="+filepath.Join(dir, "server.pem"), "--kafka.tls.key.file="+filepath.Join(dir, "server.key"))
+	pool := x509.NewCertPool()
+	raw, _ := os.ReadFile(caFile)
+	pool.AppendCertsFromPEM(raw)
+	ctx := timeout(t)
+	tlsOpt := kgo.DialTLSConfig(&tls.Config{RootCAs: pool})
+	p, err := kgo.NewClient(kgo.SeedBrokers(srv.KafkaAddr()), tlsOpt, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.ProduceSync(ctx, kgo.StringRecord("over tls")).FirstErr(); err != nil {
+		t.Fatalf("produce over TLS: %v", err)
+	}
+	plain := dialRaw(t, srv.KafkaAddr()) // a plaintext client gets no Kafka answer
+	req := kmsg.NewPtrApiVersionsRequest()
+	plain.c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1))
+	if _, err := wireReadFrame(plain); err == nil {
+		t.Fatal("a plaintext request was answered by a TLS listener")
+	}
 }
 
 // TestExternalTLSAndPassThroughSASL: coordhost reaches a TLS + SASL

@@ -332,3 +332,12 @@ func TestCoordinatorFactory(t *testing.T) {
 		t.Fatal("coordinator not shut down on drain")
 	}
 }
+
+func wireReadFrame(r *rawConn) ([]byte, error) {
+	r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	f, err := wire.ReadFrame(r.br, 1<<20)
+	if err == nil {
+		_, _, err = wire.ParseResponse(f, kmsg.NewPtrApiVersionsRequest())
+	}
+	return f, err
+}
