@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/abi/abitest"
 	"github.com/coordhost/coordhost/host/plugin"
 )
+
+func init() {
+	commands["plugin"] = func(args []string) int { return pluginCommand(args, os.Stdout, os.Stderr) }
+}
 
 // pluginCommand runs `coordhost plugin SUBCOMMAND ...` and returns the exit
 // code. Subcommands: check.
