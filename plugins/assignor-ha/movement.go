@@ -1,6 +1,9 @@
 package ha
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // movement is Kafka's TaskMovement: task should leave client dst (which is
 // not caught up on it) for a more caught-up client.
@@ -82,21 +85,33 @@ type movements struct {
 	budget    int               // remaining warm-up replicas (may go negative, like Kafka's AtomicInteger)
 	warmups   map[[2]int32]bool // (client, task) kept as warm-up
 	caughtUpN []int             // per task: number of caught-up clients
-	byLag     map[int32][]int   // per task: clients by (lag, process), built on demand
+	// caughtUpBy lists each stateful task's caught-up clients, ascending
+	// (nil when acceptable.recovery.lag is unbounded: every client is).
+	caughtUpBy [][]int
+	byLag      map[int32][]int // per task: clients by (lag, process), built on demand
 }
 
 func (s *state) newMovements(maxWarmups int) *movements {
 	m := &movements{state: s, budget: maxWarmups, warmups: map[[2]int32]bool{},
 		caughtUpN: make([]int, s.total), byLag: map[int32][]int{}}
+	unbounded := s.acceptable == math.MaxInt64
+	if !unbounded {
+		m.caughtUpBy = make([][]int, s.total)
+	}
 	for t := int32(0); t < s.total; t++ {
 		if !s.stateful[t] {
 			continue
 		}
+		if unbounded {
+			m.caughtUpN[t] = len(s.clients)
+			continue
+		}
 		for c := range s.clients {
 			if s.caughtUp(c, t) {
-				m.caughtUpN[t]++
+				m.caughtUpBy[t] = append(m.caughtUpBy[t], c)
 			}
 		}
+		m.caughtUpN[t] = len(m.caughtUpBy[t])
 	}
 	return m
 }
@@ -107,20 +122,36 @@ func (m *movements) clientsByLag(t int32) []int {
 		return cs
 	}
 	cs := make([]int, len(m.clients))
+	lags := make([]int64, len(m.clients))
 	for i := range cs {
-		cs[i] = i
+		cs[i], lags[i] = i, m.lag(i, t)
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return m.lag(cs[i], t) < m.lag(cs[j], t) })
+	sort.SliceStable(cs, func(i, j int) bool { return lags[cs[i]] < lags[cs[j]] })
 	m.byLag[t] = cs
 	return cs
 }
 
 // needsMove is taskIsNotCaughtUpOnClientAndOtherMoreCaughtUpClientsExist.
 func (m *movements) needsMove(t int32, c int) bool {
-	if m.caughtUp(c, t) {
+	if m.isCaughtUp(c, t) {
 		return false
 	}
-	return m.lag(m.clientsByLag(t)[0], t) < m.lag(c, t)
+	own := m.lag(c, t)
+	for other := range m.clients {
+		if m.lag(other, t) < own {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *movements) isCaughtUp(c int, t int32) bool {
+	if m.caughtUpBy == nil {
+		return true
+	}
+	cs := m.caughtUpBy[t]
+	i := sort.SearchInts(cs, c)
+	return i < len(cs) && cs[i] == c
 }
 
 // mostCaughtUp is mostCaughtUpEligibleClient: the first client in lag order
@@ -137,8 +168,22 @@ func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
 	return -1
 }
 
+// caughtUpLeastLoaded is the caught-up ConstrainedPrioritySet's poll: the
+// least-loaded caught-up client ok accepts, ties to the lower process.
 func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
-	return m.leastLoaded(load, func(c int) bool { return m.caughtUp(c, t) && ok(c) })
+	if m.caughtUpBy == nil {
+		return m.leastLoaded(load, ok)
+	}
+	best, bestW := -1, 0.0
+	for _, c := range m.caughtUpBy[t] {
+		if !ok(c) {
+			continue
+		}
+		if w := m.clients[c].load(); best < 0 || w < bestW {
+			best, bestW = c, w
+		}
+	}
+	return best
 }
 
 // activeMovements is TaskMovement.assignActiveTaskMovements: every active

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/abi/abitest"
 	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
 	sticky "github.com/coordhost/coordhost/plugins/assignor-sticky"
 )
@@ -209,4 +210,33 @@ func TestScaleOutColdHandOvers(t *testing.T) {
 		}
 	}
 	t.Log(b.String())
+}
+
+// BenchmarkAssign times one run of each assignor on the conformance kit's
+// 100 members x 1,055 tasks group (history, offsets, one standby), plus the
+// lagging scale-out group; compare ha against sticky in the same run.
+func BenchmarkAssign(b *testing.B) {
+	var big *abi.AssignRequest
+	for _, c := range abitest.Cases(false) {
+		if c.Name == "100x1000" {
+			big = c.Req
+		}
+	}
+	for _, in := range []struct {
+		name string
+		req  *abi.AssignRequest
+	}{{"100x1000", big}, {"scale-out", scaleOut().request()}} {
+		for _, a := range []struct {
+			name   string
+			assign func(*abi.AssignRequest) (*abi.AssignResponse, error)
+		}{{"ha", ha.Assign}, {"sticky", sticky.Assign}} {
+			b.Run(in.name+"/"+a.name, func(b *testing.B) {
+				for b.Loop() {
+					if _, err := a.assign(in.req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
