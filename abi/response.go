@@ -41,9 +41,9 @@ func decodeAssignments(rd *reader) []MemberAssignment {
 	}
 	ms := make([]MemberAssignment, n)
 	for i := 0; i < n && rd.err == nil; i++ {
-		ms[i].Active = rd.taskset("active", nil)
-		ms[i].Standby = rd.taskset("standby", nil)
-		ms[i].Warmup = rd.taskset("warmup", nil)
+		ms[i].Active = rd.taskset("active")
+		ms[i].Standby = rd.taskset("standby")
+		ms[i].Warmup = rd.taskset("warmup")
 		rd.tags("member.tags")
 	}
 	return ms

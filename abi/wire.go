@@ -30,6 +30,31 @@ type reader struct {
 	b   []byte
 	off int
 	err error
+	// slab and offSlab back every task set and offset list of a message:
+	// one allocation each instead of one per set (allocation is what costs
+	// most inside a Go guest). Sized by the message length, an upper bound.
+	slab    []int32
+	offSlab []TaskOffset
+}
+
+// take returns n int32s of the slab, full-capacity-limited so appends by a
+// caller never overwrite the next set.
+func (r *reader) take(n int) []int32 {
+	if len(r.slab) < n {
+		r.slab = make([]int32, max(n, r.remaining()))
+	}
+	s := r.slab[:0:n]
+	r.slab = r.slab[n:]
+	return s
+}
+
+func (r *reader) takeOffsets(n int) []TaskOffset {
+	if len(r.offSlab) < n {
+		r.offSlab = make([]TaskOffset, max(n, r.remaining()/2))
+	}
+	s := r.offSlab[:0:n]
+	r.offSlab = r.offSlab[n:]
+	return s
 }
 
 func (r *reader) fail(field string, err error) {
@@ -151,16 +176,13 @@ func (r *reader) pairs(field string) []KV {
 	return out
 }
 
-// taskset reads a gap-encoded, strictly ascending task set into dst[:0].
-func (r *reader) taskset(field string, dst []int32) []int32 {
+// taskset reads a gap-encoded, strictly ascending task set.
+func (r *reader) taskset(field string) []int32 {
 	n := r.count(field, MaxTasks, 1)
 	if n == 0 {
-		return dst[:0]
+		return nil
 	}
-	if cap(dst) < n {
-		dst = make([]int32, 0, n)
-	}
-	dst = dst[:0]
+	dst := r.take(n)
 	next := int64(0)
 	for i := 0; i < n && r.err == nil; i++ {
 		t := next + int64(r.uvarint(field))
@@ -179,7 +201,7 @@ func (r *reader) taskoffsets(field string) []TaskOffset {
 	if n == 0 {
 		return nil
 	}
-	out := make([]TaskOffset, 0, n)
+	out := r.takeOffsets(n)
 	next := int64(0)
 	for i := 0; i < n && r.err == nil; i++ {
 		t := next + int64(r.uvarint(field))

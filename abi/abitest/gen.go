@@ -28,7 +28,11 @@ type Shape struct {
 	// Offsets makes every previous holder report task offsets, and some
 	// members report offsets for tasks they do not hold (state on disk).
 	Offsets bool
-	Seed    uint64
+	// RandomIDs draws process and member ids from the seed (UUID-like)
+	// instead of numbering them, so that hash-based tie-breaking in an
+	// assignor meets realistic keys.
+	RandomIDs bool
+	Seed      uint64
 }
 
 // Generate builds the request for s.
@@ -40,7 +44,11 @@ func Generate(s Shape) *abi.AssignRequest {
 	req.Processes = make([]string, max(s.Processes, 1))
 	for i := range req.Processes {
 		req.Processes[i] = fmt.Sprintf("p%05d", i)
+		if s.RandomIDs {
+			req.Processes[i] = fmt.Sprintf("%08x-%04x", rng.Uint32(), rng.Uint32()&0xffff)
+		}
 	}
+	sort.Strings(req.Processes)
 	for i := 0; i < s.Subtopologies; i++ {
 		parts := s.Partitions
 		if i == s.Subtopologies-1 && s.Subtopologies > 1 {
@@ -54,6 +62,9 @@ func Generate(s Shape) *abi.AssignRequest {
 	req.Members = make([]abi.Member, s.Members)
 	for i := range req.Members {
 		req.Members[i] = abi.Member{ID: fmt.Sprintf("m%05d", i), Process: int32(i % len(req.Processes))}
+		if s.RandomIDs {
+			req.Members[i].ID = fmt.Sprintf("%08x%08x", rng.Uint32(), rng.Uint32())
+		}
 	}
 	if s.History > 0 {
 		addHistory(req, s, rng)

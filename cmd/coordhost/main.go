@@ -10,6 +10,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "plugin" {
+		os.Exit(pluginCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	fmt.Fprintln(os.Stderr, "coordhost: the server is not implemented yet (see README.md, feature status)")
 	os.Exit(2)
 }

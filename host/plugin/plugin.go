@@ -59,9 +59,29 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Plugin, error) {
 // Name returns the plugin's configured name.
 func (p *Plugin) Name() string { return p.cfg.Name }
 
-// Kinds returns the operations the plugin's module exports (abi.KindAssign,
-// abi.KindProbe bits).
-func (p *Plugin) Kinds() int32 { return p.cur.Load().kinds }
+// Kinds returns the operations the plugin implements (abi.KindAssign,
+// abi.KindProbe bits): its exports, narrowed by its coordhost_kinds export,
+// which needs an instance (one is created, and pooled, if none is idle).
+func (p *Plugin) Kinds(ctx context.Context) (int32, error) {
+	m, err := p.acquire()
+	if err != nil {
+		return 0, p.err("kinds", KindClosed, err)
+	}
+	defer m.unref(context.WithoutCancel(ctx))
+	if err := m.pool.slot(ctx); err != nil {
+		return 0, p.err("kinds", KindDeadline, err)
+	}
+	inst := m.pool.idleInstance()
+	if inst == nil {
+		if inst, err = p.instantiate(ctx, m); err != nil {
+			m.pool.release(nil)
+			return 0, err
+		}
+	}
+	k := inst.kinds
+	m.pool.release(inst)
+	return k, nil
+}
 
 // Metrics returns a snapshot of the plugin's counters.
 func (p *Plugin) Metrics() Metrics { return p.metrics.snapshot() }
@@ -127,31 +147,36 @@ func (p *Plugin) acquire() (*module, error) {
 func (p *Plugin) call(ctx context.Context, op, export string, input []byte, check func([]byte) *Error) ([]byte, error) {
 	start := time.Now()
 	p.metrics.calls.Add(1)
-	out, err := p.callOnce(ctx, op, export, input, check)
+	var out []byte
+	m, err := p.acquire()
+	if err == nil {
+		out, err = p.callModule(ctx, m, op, export, input, check)
+		m.unref(context.WithoutCancel(ctx))
+	} else {
+		err = p.err(op, KindClosed, err)
+	}
 	p.metrics.observe(time.Since(start))
 	if err != nil {
-		p.metrics.errors[kindIndex(err.Kind)].Add(1)
+		pe := err.(*Error)
+		p.metrics.errors[kindIndex(pe.Kind)].Add(1)
 		p.cfg.Logger.Warn("plugin call failed; instance discarded",
-			"plugin", p.cfg.Name, "op", op, "kind", err.Kind, "err", err.Err)
+			"plugin", p.cfg.Name, "op", op, "kind", pe.Kind, "err", pe.Err)
 		return nil, err
 	}
 	return out, nil
 }
 
-func (p *Plugin) callOnce(ctx context.Context, op, export string, input []byte, check func([]byte) *Error) ([]byte, *Error) {
-	m, err := p.acquire()
-	if err != nil {
-		return nil, p.err(op, KindClosed, err)
-	}
-	defer m.unref(context.WithoutCancel(ctx))
+// callModule runs one call on module m, whose reference the caller holds.
+func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, input []byte, check func([]byte) *Error) ([]byte, error) {
 	if err := m.pool.slot(ctx); err != nil {
 		return nil, p.err(op, KindDeadline, fmt.Errorf("waiting for an instance: %w", err))
 	}
 	inst := m.pool.idleInstance()
 	if inst == nil {
+		var err error
 		if inst, err = p.instantiate(ctx, m); err != nil {
 			m.pool.release(nil)
-			return nil, err.(*Error)
+			return nil, err
 		}
 	}
 	out, perr := p.invoke(ctx, inst, op, export, input)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -254,5 +256,50 @@ func TestCallerContextCancelsWaitingCall(t *testing.T) {
 	defer cancel()
 	if _, err := p.Assign(ctx, smallReq()); plugin.KindOf(err) != plugin.KindDeadline {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestGoGuestPanicBecomesStatus: a Go guest built with abi/guest whose
+// handler panics answers with the PANIC status and the panic text; the host
+// still discards the instance.
+func TestGoGuestPanicBecomesStatus(t *testing.T) {
+	p, err := plugin.Load(context.Background(), plugintest.GoPlugin(t, "testdata/plugins/gopanic"), plugin.Config{Name: "gopanic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	_, err = p.Assign(context.Background(), smallReq())
+	var pe *plugin.Error
+	if !errors.As(err, &pe) || pe.Kind != plugin.KindStatus || pe.Status != abi.StatusPanic ||
+		!strings.Contains(pe.Error(), "deliberate panic with app-42") {
+		t.Fatalf("got %v", err)
+	}
+	if m := p.Metrics(); m.InstancesDiscarded != 1 || m.Errors[plugin.KindStatus] != 1 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
+
+// TestCompilationCacheDir: compiled code is written to the cache directory,
+// where a later process (another Load with the same directory) finds it.
+func TestCompilationCacheDir(t *testing.T) {
+	dir := t.TempDir()
+	wasm := plugintest.CPlugin(t, "testdata/plugins/c/assignor.c")
+	p, err := plugin.Load(context.Background(), wasm, plugin.Config{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	var files int
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	if files == 0 {
+		t.Fatal("nothing was written to the compilation cache directory")
+	}
+	if _, err := p.Assign(context.Background(), smallReq()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -54,8 +54,8 @@ func TestConformanceWasm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(ctx)
-	if p.Kinds() != abi.KindAssign|abi.KindProbe {
-		t.Fatalf("kinds = %d, want assign|probe", p.Kinds())
+	if kinds, err := p.Kinds(ctx); err != nil || kinds != abi.KindAssign|abi.KindProbe {
+		t.Fatalf("kinds = %d (%v), want assign|probe", kinds, err)
 	}
 	cases := haCases(testing.Short())
 	check(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) { return p.Assign(ctx, req) }, cases)

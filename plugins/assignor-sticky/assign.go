@@ -2,10 +2,15 @@ package sticky
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/coordhost/coordhost/abi"
 )
+
+// TaskAssignorError is Kafka's TaskAssignorException: no valid assignment
+// exists. Message is Kafka's own text.
+type TaskAssignorError struct{ Message string }
+
+func (e *TaskAssignorError) Error() string { return e.Message }
 
 // Name is the assignor's name, as Kafka's StickyTaskAssignor.name().
 const Name = "sticky"
@@ -62,17 +67,24 @@ func (s *state) assignActive() error {
 		}
 		rest = append(rest, t)
 	}
-	// 3. the rest, by (subtopology, partition), to the least-loaded process
-	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
-	h := s.processHeap()
+	// 3. the rest, by (subtopology, partition) = task index, to the
+	// least-loaded process
+	left := make([]bool, s.nt)
 	for _, t := range rest {
+		left[t] = true
+	}
+	h := s.processHeap()
+	for t := int32(0); t < s.nt; t++ {
+		if !left[t] {
+			continue
+		}
 		p := h.poll()
 		if p < 0 {
-			return fmt.Errorf("No process available to assign active task %s.", s.taskName(t))
+			return &TaskAssignorError{Message: fmt.Sprintf("No process available to assign active task %s.", s.taskName(t))}
 		}
 		n := s.addToLeastLoadedMember(p, t, true)
 		if n == -1 {
-			return fmt.Errorf("No member available to assign active task %s.", s.taskName(t))
+			return &TaskAssignorError{Message: fmt.Sprintf("No member available to assign active task %s.", s.taskName(t))}
 		}
 		s.maybeUpdateActivePerMember(n)
 		s.maybeUpdateTasksPerMember(n)
@@ -127,12 +139,15 @@ func (s *state) assignStandby() {
 	// The rest by (subtopology, partition), descending, to the least-loaded
 	// process not holding the task; without one, fewer standbys (Kafka logs
 	// a warning).
-	sort.Slice(later, func(i, j int) bool { return later[i].task > later[j].task })
+	remaining := make([]int32, s.nt)
+	for _, pd := range later {
+		remaining[pd.task] = pd.remaining
+	}
 	h := s.processHeap()
 	polled := make([]int32, 0, len(s.procOrder))
-	for _, pd := range later {
-		for k := int32(0); k < pd.remaining; k++ {
-			if !s.standbyToLeastLoaded(h, pd.task, polled) {
+	for t := s.nt - 1; t >= 0; t-- {
+		for k := int32(0); k < remaining[t]; k++ {
+			if !s.standbyToLeastLoaded(h, t, polled) {
 				break
 			}
 		}
@@ -188,13 +203,28 @@ func (s *state) response() *abi.AssignResponse {
 		m := &resp.Members[s.byRank[r]]
 		m.Active = append(m.Active, int32(t))
 	}
+	// Standbys were placed in no particular order: bucket them by task so
+	// that each member's list comes out ascending.
+	start := make([]int32, s.nt+1)
 	for i := 0; i < len(s.standbys); i += 2 {
-		m := &resp.Members[s.byRank[s.standbys[i+1]]]
-		m.Standby = append(m.Standby, s.standbys[i])
+		start[s.standbys[i]+1]++
 	}
-	for i := range resp.Members {
-		st := resp.Members[i].Standby
-		sort.Slice(st, func(a, b int) bool { return st[a] < st[b] })
+	for t := int32(1); t <= s.nt; t++ {
+		start[t] += start[t-1]
+	}
+	byTask := make([]int32, len(s.standbys)/2)
+	for i := 0; i < len(s.standbys); i += 2 {
+		t := s.standbys[i]
+		byTask[start[t]] = s.standbys[i+1]
+		start[t]++
+	}
+	t := int32(0)
+	for i, r := range byTask {
+		for start[t] <= int32(i) {
+			t++
+		}
+		m := &resp.Members[s.byRank[r]]
+		m.Standby = append(m.Standby, t)
 	}
 	return resp
 }

@@ -47,11 +47,16 @@ func tableSizeFor(c int) int {
 
 // hashMapCapacity is the table size of a java.util.HashMap created with
 // initial capacity initCap (0: the no-arg constructor) after n distinct
-// puts: tables double whenever the size passes 3/4 of the capacity.
-func hashMapCapacity(initCap, n int) int {
+// insertions: put doubles the table after an insertion that takes the size
+// past 3/4 of the capacity; computeIfAbsent doubles it before an insertion
+// when the size already is past it.
+func hashMapCapacity(initCap, n int, computeIfAbsent bool) int {
 	c := 16
 	if initCap > 0 {
 		c = tableSizeFor(initCap)
+	}
+	if computeIfAbsent {
+		n--
 	}
 	for n > threshold(c) {
 		c <<= 1
@@ -67,12 +72,19 @@ func threshold(c int) int {
 }
 
 // hashMapOrder reorders keys (given in insertion order, as indices into
-// names) into the iteration order of a HashMap that received them by put in
-// that order: by bucket index, then insertion order within a bucket. It
-// does not model bins of 9 or more colliding keys, which Java turns into
+// names) into the iteration order of a HashMap that received them in that
+// order: by bucket index, then within a bucket in insertion order for put
+// (new nodes go to the tail) or in reverse insertion order for
+// computeIfAbsent (new nodes go to the head; resizes keep relative order).
+// It does not model bins of 9 or more colliding keys, which Java turns into
 // trees (docs/RATIONALE.md).
-func hashMapOrder(keys []int32, names func(int32) string, initCap int, scratch []uint32) []uint32 {
-	capacity := hashMapCapacity(initCap, len(keys))
+func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIfAbsent bool, scratch []uint32) []uint32 {
+	if computeIfAbsent {
+		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
+			keys[i], keys[j] = keys[j], keys[i]
+		}
+	}
+	capacity := hashMapCapacity(initCap, len(keys), computeIfAbsent)
 	mask := uint32(capacity - 1)
 	buckets := scratch[:0]
 	for _, k := range keys {

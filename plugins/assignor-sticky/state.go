@@ -123,7 +123,7 @@ func (s *state) buildProcesses() {
 	}
 	scratch := make([]uint32, 0, max(len(seen), 16))
 	s.procOrder = seen
-	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), scratch)
+	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), true, scratch)
 	// Members per process, in rank order, then in their map's order.
 	s.memStart = make([]int32, np+1)
 	for _, p := range s.proc {
@@ -140,7 +140,7 @@ func (s *state) buildProcesses() {
 	}
 	name := func(r int32) string { return s.req.Members[s.byRank[r]].ID }
 	for p := 0; p < np; p++ {
-		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, scratch)
+		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, false, scratch)
 	}
 	s.mheap = make([]memberHeap, np)
 }
@@ -176,50 +176,65 @@ func (s *state) buildPrevious() {
 		for _, t := range m.Active {
 			s.prevActive[t] = int32(r)
 		}
+		// Standby and offset lists are both ascending: merge them.
+		j := 0
 		for _, t := range m.Standby {
-			cs = append(cs, candidate{task: t, rank: int32(r), prevStandby: true, offset: offsetOf(m.TaskOffsets, t)})
+			for j < len(m.TaskOffsets) && m.TaskOffsets[j].Task < t {
+				j++
+			}
+			var off int64
+			if j < len(m.TaskOffsets) && m.TaskOffsets[j].Task == t {
+				off = m.TaskOffsets[j].Offset
+			}
+			cs = append(cs, candidate{task: t, rank: int32(r), prevStandby: true, offset: off})
 		}
+		j = 0
 		for _, o := range m.TaskOffsets {
-			if !hasTask(m.Standby, o.Task) {
+			for j < len(m.Standby) && m.Standby[j] < o.Task {
+				j++
+			}
+			if j == len(m.Standby) || m.Standby[j] != o.Task {
 				cs = append(cs, candidate{task: o.Task, rank: int32(r), offset: o.Offset})
 			}
 		}
 	}
-	sort.SliceStable(cs, func(a, b int) bool {
-		x, y := &cs[a], &cs[b]
-		if x.task != y.task {
-			return x.task < y.task
-		}
-		if x.prevStandby != y.prevStandby {
-			return x.prevStandby
-		}
-		if x.offset != y.offset {
-			return x.offset > y.offset
-		}
-		return x.rank < y.rank
-	})
+	// Group by task (counting sort keeps member order), then rank each
+	// task's few candidates: previous standbys first, then by offset sum,
+	// highest first; ties keep member order (Java's stable List.sort).
 	s.candStart = make([]int32, s.nt+1)
-	s.cand = make([]int32, len(cs))
-	for i, c := range cs {
+	for _, c := range cs {
 		s.candStart[c.task+1]++
-		s.cand[i] = c.rank
 	}
 	for t := int32(1); t <= s.nt; t++ {
 		s.candStart[t] += s.candStart[t-1]
 	}
-}
-
-func offsetOf(offs []abi.TaskOffset, t int32) int64 {
-	i := sort.Search(len(offs), func(i int) bool { return offs[i].Task >= t })
-	if i < len(offs) && offs[i].Task == t {
-		return offs[i].Offset
+	sorted := make([]candidate, len(cs))
+	fill := append([]int32(nil), s.candStart[:s.nt]...)
+	for _, c := range cs {
+		sorted[fill[c.task]] = c
+		fill[c.task]++
 	}
-	return 0
+	s.cand = make([]int32, len(cs))
+	for t := int32(0); t < s.nt; t++ {
+		group := sorted[s.candStart[t]:s.candStart[t+1]]
+		for i := 1; i < len(group); i++ {
+			for j := i; j > 0 && ranksBefore(&group[j], &group[j-1]); j-- {
+				group[j], group[j-1] = group[j-1], group[j]
+			}
+		}
+		for i, c := range group {
+			s.cand[s.candStart[t]+int32(i)] = c.rank
+		}
+	}
 }
 
-func hasTask(set []int32, t int32) bool {
-	i := sort.Search(len(set), func(i int) bool { return set[i] >= t })
-	return i < len(set) && set[i] == t
+// ranksBefore is STANDBY_CANDIDATE_ORDER: previous standbys first, then the
+// higher offset sum.
+func ranksBefore(x, y *candidate) bool {
+	if x.prevStandby != y.prevStandby {
+		return x.prevStandby
+	}
+	return x.offset > y.offset
 }
 
 func (s *state) candidates(t int32) []int32 { return s.cand[s.candStart[t]:s.candStart[t+1]] }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -73,9 +72,9 @@ func goPluginPath(tb testing.TB, pkg string) string {
 	if p, ok := built[key]; ok {
 		return p
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		missing(tb, "go toolchain at "+goBin)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		missing(tb, "go toolchain not on PATH")
 	}
 	out, err := os.MkdirTemp(cacheDir(tb), "go-")
 	if err != nil {
