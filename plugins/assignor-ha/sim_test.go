@@ -99,6 +99,9 @@ func (c *cluster) lag(p int, t int32, running bool) int64 {
 // simFigures are the outcome of a simulated scale-out.
 type simFigures struct {
 	rounds, coldHandOvers, moves, warmupsPlaced, balancedAt int
+	// lastProbe is the last round whose response asked for a probing
+	// rebalance (-1: none).
+	lastProbe int
 }
 
 // run performs rounds of assign and counts cold hand-overs: an active task
@@ -106,7 +109,7 @@ type simFigures struct {
 // while a process within it existed.
 func (c *cluster) run(t *testing.T, assign func(*abi.AssignRequest) (*abi.AssignResponse, error), rounds int) simFigures {
 	t.Helper()
-	f := simFigures{rounds: rounds, balancedAt: -1}
+	f := simFigures{rounds: rounds, balancedAt: -1, lastProbe: -1}
 	for r := 0; r < rounds; r++ {
 		req := c.request()
 		resp, err := assign(req)
@@ -128,6 +131,9 @@ func (c *cluster) run(t *testing.T, assign func(*abi.AssignRequest) (*abi.Assign
 		}
 		for _, m := range resp.Members {
 			f.warmupsPlaced += len(m.Warmup)
+		}
+		if resp.NextProbeMs >= 0 {
+			f.lastProbe = r + 1
 		}
 		c.target = resp.Members
 		if f.balancedAt < 0 && c.balanced() {
@@ -186,7 +192,7 @@ func (c *cluster) advance() {
 func TestScaleOutColdHandOvers(t *testing.T) {
 	const rounds = 30
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| standbys | assignor | rounds | cold hand-overs | active moves | warm-ups placed | actives balanced after round |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| standbys | assignor | rounds | cold hand-overs | active moves | warm-ups placed | actives balanced after round | last round asking for a probe |\n|---|---|---|---|---|---|---|---|\n")
 	for _, standbys := range []int32{0, 1} {
 		figs := map[string]simFigures{}
 		for _, a := range []struct {
@@ -197,7 +203,7 @@ func TestScaleOutColdHandOvers(t *testing.T) {
 			c.standbys = standbys
 			f := c.run(t, a.assign, rounds)
 			figs[a.name] = f
-			fmt.Fprintf(&b, "| %d | %s | %d | %d | %d | %d | %d |\n", standbys, a.name, f.rounds, f.coldHandOvers, f.moves, f.warmupsPlaced, f.balancedAt)
+			fmt.Fprintf(&b, "| %d | %s | %d | %d | %d | %d | %d | %d |\n", standbys, a.name, f.rounds, f.coldHandOvers, f.moves, f.warmupsPlaced, f.balancedAt, f.lastProbe)
 		}
 		if figs["ha"].coldHandOvers != 0 {
 			t.Errorf("standbys=%d: HA made %d cold hand-overs, want 0", standbys, figs["ha"].coldHandOvers)
@@ -207,6 +213,11 @@ func TestScaleOutColdHandOvers(t *testing.T) {
 		}
 		if figs["ha"].balancedAt < 0 {
 			t.Errorf("standbys=%d: HA never balanced the actives in %d rounds", standbys, rounds)
+		}
+		// Probing is bounded: once actives and standbys sit on caught-up
+		// processes, HA stops asking (well before the last round).
+		if last := figs["ha"].lastProbe; last < 0 || last > rounds/2 {
+			t.Errorf("standbys=%d: HA still asked for probes in round %d of %d", standbys, last, rounds)
 		}
 	}
 	t.Log(b.String())
