@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"cmp"
 	"math"
 	"sort"
 )
@@ -13,25 +14,13 @@ type movement struct {
 	caughtUp int // number of caught-up clients for the task
 }
 
-// movementBefore is the TaskMovement queue order: fewest caught-up clients
+// movementCompare is the TaskMovement queue order: fewest caught-up clients
 // first, then by task.
 func movementCompare(a, b movement) int {
-	switch {
-	case a.caughtUp != b.caughtUp:
-		return cmpInt(a.caughtUp, b.caughtUp)
-	default:
-		return cmpInt(int(a.task), int(b.task))
+	if c := cmp.Compare(a.caughtUp, b.caughtUp); c != 0 {
+		return c
 	}
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.task, b.task)
 }
 
 // movementQueue reproduces java.util.PriorityQueue (a binary heap with
