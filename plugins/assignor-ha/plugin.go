@@ -72,6 +72,9 @@ func Probe(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(req.Target) != len(req.Group.Members) {
+		return nil, fmt.Errorf("probe: target has %d entries for %d members", len(req.Target), len(req.Group.Members))
+	}
 	warm, caught := warmupStatus(req)
 	due := req.LastAssignMs + interval
 	switch {

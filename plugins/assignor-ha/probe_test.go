@@ -73,3 +73,11 @@ func TestProbeCustomInterval(t *testing.T) {
 		t.Fatalf("got %+v, want next probe in 59000 ms", got)
 	}
 }
+
+func TestProbeRejectsATargetOfAnotherShape(t *testing.T) {
+	req := probeAfter(t, 1000, 100)
+	req.Target = req.Target[:1]
+	if _, err := ha.Probe(req); err == nil {
+		t.Fatal("want an error for a target that does not match the members")
+	}
+}
