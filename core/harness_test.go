@@ -369,3 +369,72 @@ func parseTopics(input string) []TopicMetadata {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// describe renders a StreamsGroupDescribe of one group.
+func (h *harness) describe(group string) string {
+	resp := h.c.StreamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{group}})
+	var b strings.Builder
+	for _, g := range resp.Groups {
+		if g.ErrorCode != 0 {
+			fmt.Fprintf(&b, "group %s: error=%s %q\n", g.Group, errName(g.ErrorCode), deref(g.ErrorMessage))
+			continue
+		}
+		fmt.Fprintf(&b, "group %s state=%s epoch=%d assignment-epoch=%d assignor=%s\n", g.Group, g.State, g.Epoch, g.AssignmentEpoch, deref(g.AssignorName))
+		if g.Topology != nil {
+			for _, s := range g.Topology.Subtopologies {
+				fmt.Fprintf(&b, "  subtopology %s sources=%v sinks=%v", s.SubtopologyID, s.SourceTopics, s.RepartitionSinkTopics)
+				for _, t := range s.RepartitionSourceTopics {
+					fmt.Fprintf(&b, " repartition=%s/%d", t.Topic, t.NumPartitions)
+				}
+				for _, t := range s.StateChangelogTopics {
+					fmt.Fprintf(&b, " changelog=%s/%d", t.Topic, t.NumPartitions)
+				}
+				b.WriteString("\n")
+			}
+		}
+		for _, m := range g.Members {
+			fmt.Fprintf(&b, "  member %s epoch=%d process=%s assigned=%s/%s/%s target=%s/%s/%s\n", m.MemberID, m.MemberEpoch, m.ProcessID,
+				fmtKmsgTasks(m.Assignment.ActiveTasks), fmtKmsgTasks(m.Assignment.StandbyTasks), fmtKmsgTasks(m.Assignment.WarmupTasks),
+				fmtKmsgTasks(m.TargetAssignment.ActiveTasks), fmtKmsgTasks(m.TargetAssignment.StandbyTasks), fmtKmsgTasks(m.TargetAssignment.WarmupTasks))
+		}
+	}
+	return b.String()
+}
+
+// offsetCommit validates a commit: member=, epoch=, topic=, partitions=0,1.
+func (h *harness) offsetCommit(args map[string]string) string {
+	epoch, _ := strconv.Atoi(args["epoch"])
+	version, _ := strconv.Atoi(argOr(args, "version", "9"))
+	var parts []int32
+	for _, p := range strings.Split(args["partitions"], ",") {
+		n, _ := strconv.Atoi(p)
+		parts = append(parts, int32(n))
+	}
+	code, msg := h.c.ValidateStreamsOffsetCommit(argOr(args, "group", "g"), args["member"], int32(epoch), int16(version), false,
+		[]OffsetCommitTopic{{Topic: args["topic"], Partitions: parts}})
+	if code == 0 {
+		return "accepted"
+	}
+	return fmt.Sprintf("rejected %s %q", errName(code), msg)
+}
+
+// advanceTo moves the clock to at, firing due timers at their deadlines as
+// a host would (each tick's output is committed and printed).
+func (h *harness) advanceTo(at int64) string {
+	var b strings.Builder
+	for {
+		d, ok := h.c.NextDeadline()
+		if !ok || d > at {
+			break
+		}
+		if d > h.now {
+			h.now = d
+		}
+		fmt.Fprintf(&b, "[tick @%d]\n", h.now)
+		b.WriteString(h.finish(h.c.Tick(h.now), false))
+	}
+	if at > h.now {
+		h.now = at
+	}
+	return b.String()
+}

@@ -61,10 +61,15 @@ func scenarioConfig(t *testing.T, args map[string]string) Config {
 }
 
 func (h *harness) command(t *testing.T, d *datadriven.TestData, args map[string]string) string {
+	prefix := ""
 	if v, ok := args["at"]; ok {
 		n, _ := strconv.ParseInt(v, 10, 64)
-		h.now = n
+		prefix = h.advanceTo(n)
 	}
+	return prefix + h.run(t, d, args)
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]string) string {
 	switch d.Cmd {
 	case "topics":
 		return h.finish(h.c.UpdateTopics(h.now, parseTopics(d.Input)), false) + "ok"
@@ -81,21 +86,18 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData, args map[string]
 		}
 		return h.heartbeat(args)
 	case "tick":
-		if v, ok := args["advance"]; ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			h.now += n
-		}
-		return fmt.Sprintf("now=%d\n", h.now) + h.finish(h.c.Tick(h.now), false)
-	case "advance":
-		n, _ := strconv.ParseInt(args["ms"], 10, 64)
-		h.now += n
-		return fmt.Sprintf("now=%d", h.now)
+		n, _ := strconv.ParseInt(args["advance"], 10, 64)
+		return h.advanceTo(h.now+n) + fmt.Sprintf("now=%d", h.now)
 	case "assign":
 		return h.answerRuns(argOr(args, "group", "g"), argOr(args, "mode", "ref"))
 	case "state":
 		return h.c.Dump() + "timers " + strings.Join(h.c.TimerKeys(), " ") + "\n"
 	case "replay-check":
 		return h.replayCheck()
+	case "describe":
+		return h.describe(argOr(args, "group", "g"))
+	case "offset-commit":
+		return h.offsetCommit(args)
 	case "set-config":
 		var o StreamsGroupOverrides
 		if v, ok := args["standbys"]; ok {

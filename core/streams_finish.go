@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,7 +16,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	if e != nil {
 		return nil, e
 	}
-	if updated != m {
+	if !sameAssignment(updated, m) {
 		c.write(currentAssignmentRecord(g.id, updated))
 		if updated.state == memberUnrevokedTasks {
 			c.setTimer(timer{key: rebalanceTimerKey(g.id, m.id), deadline: c.now + int64(updated.rebalanceTimeoutMs),
@@ -62,7 +63,7 @@ func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *h
 	out := []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	if g.topology != nil && m.topologyEpoch < g.topology.Epoch {
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusStaleTopology,
-			StatusDetail: "The member's topology epoch is older than the group's topology epoch."})
+			StatusDetail: fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topologyEpoch, g.topology.Epoch)})
 	}
 	if ct := g.soft.configured; ct != nil && ct.statusCode >= 0 {
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: ct.statusCode, StatusDetail: ct.statusDetail})
@@ -72,7 +73,7 @@ func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *h
 	}
 	if g.soft.shutdownBy != "" {
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusShutdownApplication,
-			StatusDetail: "A KafkaStreams instance encountered a fatal error and requested a shutdown for the entire application."})
+			StatusDetail: fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", g.soft.shutdownBy)})
 	}
 	return append(out, hb.statuses...)
 }

@@ -250,7 +250,7 @@ func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaEr
 		return c.replaceStaticMember(g, old, req.MemberID), nil
 	}
 	if !exists {
-		return nil, errf(kerr.UnknownMemberID, "Instance id %s is unknown.", *req.InstanceID)
+		return nil, errf(kerr.UnknownMemberID, "Member with instance id %s is not a member of group %s.", *req.InstanceID, g.id)
 	}
 	if oldID != req.MemberID {
 		return nil, errf(kerr.FencedInstanceID, "Static member %s with instance id %s is fenced by member %s.", req.MemberID, *req.InstanceID, oldID)

@@ -23,7 +23,7 @@ func (c *Coordinator) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest) (*kms
 	if req.InstanceID != nil {
 		id, exists := g.staticMembers[*req.InstanceID]
 		if !exists {
-			return nil, errf(kerr.UnknownMemberID, "Instance id %s is unknown.", *req.InstanceID)
+			return nil, errf(kerr.UnknownMemberID, "Member with instance id %s is not a member of group %s.", *req.InstanceID, g.id)
 		}
 		if id != req.MemberID {
 			return nil, errf(kerr.FencedInstanceID, "Static member %s with instance id %s is fenced by member %s.", req.MemberID, *req.InstanceID, id)
@@ -49,10 +49,11 @@ func (c *Coordinator) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest) (*kms
 
 // staticLeave keeps a static member's tasks for its return: epoch -2,
 // nothing pending, active assignment epochs reset to 0 (fencing commits of
-// the old incarnation). The group epoch does not move.
+// the old incarnation); previous epoch and state are kept, as in Kafka. The
+// group epoch does not move.
 func (c *Coordinator) staticLeave(g *streamsGroup, m *streamsMember) {
 	u := m.clone()
-	u.prevEpoch, u.epoch = m.epoch, staticLeaveEpoch
+	u.epoch = staticLeaveEpoch
 	u.pending = emptyOwned()
 	u.assigned.active = taskEpochs{}
 	for t := range m.assigned.active {

@@ -33,7 +33,7 @@ func (g *streamsGroup) reconcile(m *streamsMember, owned *ownedTasksReport) (*st
 		return g.nextAssignment(m, m.epoch), nil
 	default:
 		if owned == nil || !owned.isEmpty() {
-			return nil, errf(kerr.FencedMemberEpoch, "The streams group member is in an unknown state.")
+			return nil, errf(kerr.FencedMemberEpoch, "The streams group member is in a unknown state. The member must abandon all its tasks and rejoin.")
 		}
 		return g.nextAssignment(m, targetEpoch), nil
 	}

@@ -169,3 +169,26 @@ func formatEpochs(e taskEpochs) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+func epochsEqual(a, b taskEpochs) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t, e := range a {
+		if f, ok := b[t]; !ok || f != e {
+			return false
+		}
+	}
+	return true
+}
+
+func (o ownedTasks) equal(p ownedTasks) bool {
+	return epochsEqual(o.active, p.active) && setsEqual(o.standby, p.standby) && setsEqual(o.warmup, p.warmup)
+}
+
+// sameAssignment reports whether two members have equal assignment state
+// (what record type 22 holds).
+func sameAssignment(a, b *streamsMember) bool {
+	return a.epoch == b.epoch && a.prevEpoch == b.prevEpoch && a.state == b.state &&
+		a.assigned.equal(b.assigned) && a.pending.equal(b.pending)
+}

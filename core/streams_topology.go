@@ -70,7 +70,7 @@ func (c *Coordinator) configureTopology(group string, topo *StreamsGroupTopology
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		ct.statusCode = statusMissingSourceTopics
-		ct.statusDetail = "Source topics " + strings.Join(dedup(missing), ", ") + " are missing."
+		ct.statusDetail = "Missing source topics: " + strings.Join(dedup(missing), ", ")
 		return ct
 	}
 	counts, err := c.repartitionCounts(topo)
@@ -97,7 +97,7 @@ func (c *Coordinator) repartitionCounts(topo *StreamsGroupTopologyValue) (map[st
 	counts := map[string]int32{}
 	for _, s := range topo.Subtopologies {
 		if len(s.SourceTopics) == 0 && len(s.RepartitionSourceTopics) == 0 {
-			return nil, fmt.Sprintf("Subtopology %s has no source topics.", s.SubtopologyID)
+			return nil, "Subtopology does not contain any source topics"
 		}
 		for _, t := range s.RepartitionSourceTopics {
 			if t.Partitions != 0 {
@@ -133,9 +133,9 @@ func (c *Coordinator) repartitionCounts(topo *StreamsGroupTopologyValue) (map[st
 		for _, t := range s.RepartitionSourceTopics {
 			if _, ok := counts[t.Name]; !ok {
 				if !written[t.Name] {
-					return nil, fmt.Sprintf("Repartition source topic %s has no partition count and no subtopology writes to it.", t.Name)
+					return nil, "Failed to compute number of partitions for all repartition topics, because a repartition source topic is never used as a sink topic."
 				}
-				return nil, fmt.Sprintf("Failed to compute the number of partitions of repartition topic %s.", t.Name)
+				return nil, "Failed to compute number of partitions for all repartition topics. There may be loops in the topology that cannot be resolved."
 			}
 		}
 	}
@@ -187,7 +187,7 @@ func (c *Coordinator) enforceCopartitioning(topo *StreamsGroupTopologyValue, cou
 				want = c.topics.byName[external[0]].Partitions
 				for _, t := range external[1:] {
 					if c.topics.byName[t].Partitions != want {
-						return statusIncorrectlyPartition, fmt.Sprintf("Following topics are not copartitioned: %s", strings.Join(external, ", ")), ""
+						return statusIncorrectlyPartition, fmt.Sprintf("Following topics do not have the same number of partitions: [%s]", strings.Join(external, ", ")), ""
 					}
 				}
 			} else {
@@ -212,7 +212,7 @@ func (c *Coordinator) enforceCopartitioning(topo *StreamsGroupTopologyValue, cou
 			}
 			for _, t := range repart {
 				if t.Partitions != 0 && t.Partitions != want {
-					return statusIncorrectlyPartition, fmt.Sprintf("Repartition topic %s has %d partitions, but its copartitioned topics have %d.", t.Name, t.Partitions, want), ""
+					return statusIncorrectlyPartition, fmt.Sprintf("Number of partitions [%d] of repartition topic [%s] doesn't match number of partitions [%d] of the source topic.", t.Partitions, t.Name, want), ""
 				}
 				counts[t.Name] = want
 			}

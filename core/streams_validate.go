@@ -28,51 +28,54 @@ const (
 // validateStreamsHeartbeat applies the request-level rules Kafka checks in
 // KafkaApis and GroupCoordinatorService before the group is looked at.
 func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *kafkaError {
+	if req.Topology != nil { // KafkaApis checks topic names before anything else
+		if e := validateTopologyNames(req.Topology); e != nil {
+			return e
+		}
+	}
 	switch {
-	case req.Group == "":
-		return errf(kerr.InvalidRequest, "GroupId can't be empty.")
 	case req.MemberID == "":
 		return errf(kerr.InvalidRequest, "MemberId can't be empty.")
+	case req.Group == "":
+		return errf(kerr.InvalidRequest, "GroupId can't be empty.")
 	case req.InstanceID != nil && *req.InstanceID == "":
 		return errf(kerr.InvalidRequest, "InstanceId can't be empty.")
 	case req.RackID != nil && *req.RackID == "":
 		return errf(kerr.InvalidRequest, "RackId can't be empty.")
-	case req.MemberEpoch < staticLeaveEpoch:
-		return errf(kerr.InvalidRequest, "MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch)
-	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
-		return errf(kerr.InvalidRequest, "InstanceId can't be null when MemberEpoch is -2.")
 	}
-	nulls := 0
-	for _, l := range [][]kmsg.TaskIDs{req.ActiveTasks, req.StandbyTasks, req.WarmupTasks} {
-		if l == nil {
-			nulls++
-		}
-	}
-	if nulls != 0 && nulls != 3 {
-		return errf(kerr.InvalidRequest, "If one of ActiveTasks, StandbyTasks and WarmupTasks is null, all must be null.")
-	}
-	if req.MemberEpoch == joinEpoch {
+	switch {
+	case req.MemberEpoch == joinEpoch:
 		switch {
 		case req.RebalanceTimeoutMillis == -1:
 			return errf(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
+		case len(req.ActiveTasks) > 0:
+			return errf(kerr.InvalidRequest, "ActiveTasks must be empty when (re-)joining.")
+		case len(req.StandbyTasks) > 0:
+			return errf(kerr.InvalidRequest, "StandbyTasks must be empty when (re-)joining.")
+		case len(req.WarmupTasks) > 0:
+			return errf(kerr.InvalidRequest, "WarmupTasks must be empty when (re-)joining.")
 		case req.Topology == nil:
 			return errf(kerr.InvalidRequest, "Topology must be non-null when (re-)joining.")
-		case len(req.ActiveTasks) > 0 || len(req.StandbyTasks) > 0 || len(req.WarmupTasks) > 0:
-			return errf(kerr.InvalidRequest, "ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
 		}
-	} else if req.Topology != nil && req.MemberEpoch > 0 {
+		if e := validateTopologyRequest(req.Topology); e != nil {
+			return e
+		}
+	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
+		return errf(kerr.InvalidRequest, "InstanceId can't be null.")
+	case req.MemberEpoch < staticLeaveEpoch:
+		return errf(kerr.InvalidRequest, "MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch)
+	}
+	if (req.ActiveTasks != nil || req.StandbyTasks != nil || req.WarmupTasks != nil) &&
+		(req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil) {
+		return errf(kerr.InvalidRequest, "If one task-type is non-null, all must be non-null.")
+	}
+	if req.MemberEpoch != joinEpoch && req.Topology != nil {
 		return errf(kerr.InvalidRequest, "Topology can only be provided when (re-)joining.")
 	}
 	if e := validateTaskOffsets("TaskOffsets", req.TaskOffsets); e != nil {
 		return e
 	}
-	if e := validateTaskOffsets("TaskEndOffsets", req.TaskEndOffsets); e != nil {
-		return e
-	}
-	if req.Topology != nil {
-		return validateTopologyRequest(req.Topology)
-	}
-	return nil
+	return validateTaskOffsets("TaskEndOffsets", req.TaskEndOffsets)
 }
 
 func validateTaskOffsets(field string, offs []kmsg.TaskOffset) *kafkaError {
@@ -90,6 +93,7 @@ func validateTaskOffsets(field string, offs []kmsg.TaskOffset) *kafkaError {
 // internalTopicNames are Kafka's own topics, which a topology must not use.
 var internalTopicNames = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
+// validateTopologyRequest applies the service-level topology rules.
 func validateTopologyRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafkaError {
 	for _, s := range t.Subtopologies {
 		if len(s.SourceTopicRegex) > 0 {
@@ -97,9 +101,17 @@ func validateTopologyRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafk
 		}
 		for _, c := range s.StateChangelogTopics {
 			if c.NumPartitions != 0 {
-				return errf(kerr.StreamsInvalidTopology, "Number of partitions must not be defined for changelog topic %s.", c.Topic)
+				return errf(kerr.StreamsInvalidTopology, "Changelog topic %s must have an undefined partition count, but it is set to %d.", c.Topic, c.NumPartitions)
 			}
 		}
+	}
+	return nil
+}
+
+// validateTopologyNames rejects invalid or Kafka-internal topic names, as
+// KafkaApis does before the coordinator sees the request.
+func validateTopologyNames(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafkaError {
+	for _, s := range t.Subtopologies {
 		names := append(append([]string{}, s.SourceTopics...), s.RepartitionSinkTopics...)
 		for _, ti := range append(append([]kmsg.TopicInfo{}, s.StateChangelogTopics...), s.RepartitionSourceTopics...) {
 			names = append(names, ti.Topic)
