@@ -210,7 +210,7 @@ func (h *harness) heartbeat(args map[string]string) string {
 	}
 	_, req.ShutdownApplication = args["shutdown"]
 	if _, ok := args["raw"]; ok { // let the scenario break request rules
-		applyRaw(req, args)
+		h.applyRaw(req, args)
 	}
 	h.nextReq++
 	h.reqMember[h.nextReq] = member
@@ -220,7 +220,7 @@ func (h *harness) heartbeat(args map[string]string) string {
 }
 
 // applyRaw lets scenarios send requests a real client would not.
-func applyRaw(req *kmsg.StreamsGroupHeartbeatRequest, args map[string]string) {
+func (h *harness) applyRaw(req *kmsg.StreamsGroupHeartbeatRequest, args map[string]string) {
 	if v, ok := args["raw-topology"]; ok && v == "null" {
 		req.Topology = nil
 	}
@@ -242,6 +242,9 @@ func applyRaw(req *kmsg.StreamsGroupHeartbeatRequest, args map[string]string) {
 		t.Subtopologies[0].SourceTopicRegex = []string{"in-.*"}
 		req.Topology = &t
 	}
+	if v, ok := args["raw-with-topology"]; ok {
+		req.Topology = h.topologies[v]
+	}
 	if _, ok := args["raw-dup-offsets"]; ok {
 		req.TaskOffsets = append(parseOffsets("0_0:1"), parseOffsets("0_0:2")...)
 	}
@@ -256,11 +259,13 @@ func argOr(args map[string]string, k, def string) string {
 
 // answerRuns answers outstanding assignor runs of group with mode "ref"
 // (ReferenceAssign), "error", or "stale" (answers the oldest run only).
-func (h *harness) answerRuns(group, mode string) string {
+func (h *harness) answerRuns(group, mode string, fail bool) string {
 	var b strings.Builder
 	var keep []AssignorRun
 	answered := false
-	for _, run := range h.runs {
+	pending := h.runs
+	h.runs = nil
+	for _, run := range pending {
 		if run.Group != group || (answered && mode == "one") {
 			keep = append(keep, run)
 			continue
@@ -276,9 +281,9 @@ func (h *harness) answerRuns(group, mode string) string {
 			fmt.Fprintf(&b, "assignor %s epoch=%d answers\n", group, run.Epoch)
 			o = h.c.AssignorResult(h.now, run, res, nil)
 		}
-		b.WriteString(h.finish(o, false))
+		b.WriteString(h.finish(o, fail))
 	}
-	h.runs = keep
+	h.runs = append(keep, h.runs...)
 	if !answered {
 		b.WriteString("no assignor run outstanding\n")
 	}
@@ -323,7 +328,9 @@ func parseTopology(epoch int32, input string) *kmsg.StreamsGroupHeartbeatRequest
 				s.RepartitionSinkTopics = list
 			case "changelogs":
 				for _, n := range list {
-					s.StateChangelogTopics = append(s.StateChangelogTopics, kmsg.TopicInfo{Topic: n})
+					name, parts, _ := strings.Cut(n, ":")
+					p, _ := strconv.Atoi(parts)
+					s.StateChangelogTopics = append(s.StateChangelogTopics, kmsg.TopicInfo{Topic: name, NumPartitions: int32(p)})
 				}
 			case "repartition":
 				for _, n := range list {

@@ -89,7 +89,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 		n, _ := strconv.ParseInt(args["advance"], 10, 64)
 		return h.advanceTo(h.now+n) + fmt.Sprintf("now=%d", h.now)
 	case "assign":
-		return h.answerRuns(argOr(args, "group", "g"), argOr(args, "mode", "ref"))
+		_, fail := args["fail"]
+		return h.answerRuns(argOr(args, "group", "g"), argOr(args, "mode", "ref"), fail)
 	case "state":
 		return h.c.Dump() + "timers " + strings.Join(h.c.TimerKeys(), " ") + "\n"
 	case "replay-check":

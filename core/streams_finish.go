@@ -27,7 +27,9 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	}
 	m = g.members[hb.member]
 	cfg := c.streamsConfig(g.id)
-	c.scheduleSession(g, m.id)
+	if hb.parked {
+		c.scheduleSession(g, m.id)
+	}
 	if req.ShutdownApplication {
 		g.soft.shutdownBy = m.id
 	}

@@ -60,6 +60,7 @@ type hbState struct {
 	owned    *ownedTasksReport // nil: not reported
 	statuses []kmsg.StreamsGroupHeartbeatResponseStatus
 	created  bool // the group was created by this heartbeat
+	parked   bool // the heartbeat waited for an assignor result
 	before   *streamsMember
 	// hash and validated are the metadata hash and validated topology
 	// epoch this heartbeat computed, written if the epoch is bumped.
@@ -110,6 +111,7 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 		c.setTimerIfAbsent(timer{key: "initial-rebalance-timeout-" + g.id, deadline: c.now + int64(cfg.InitialRebalanceDelayMs),
 			kind: timerStreamsInitialDelay, group: g.id})
 	}
+	c.scheduleSession(g, hb.member)
 	if c.maybeUpdateTarget(hb) {
 		c.park(hb)
 		return nil, nil

@@ -211,6 +211,7 @@ func resultTargets(run AssignorRun, res AssignResult) map[string]tasksTuple {
 // park holds a heartbeat until the assignor answers or the wait expires.
 func (c *Coordinator) park(hb *hbState) {
 	g := hb.g
+	hb.parked = true
 	g.soft.parked = append(g.soft.parked, parkedHeartbeat{hb: hb})
 	c.batchParked = append(c.batchParked, hb.id)
 	c.onUndo(func() {
