@@ -68,11 +68,14 @@ type KeyValue struct {
 
 // TaskIDs lists the partitions (task numbers) of one subtopology.
 // AssignmentEpochs is only used by record type 22's active task lists
-// (tagged field 0, nil = absent) and has one entry per partition.
+// (tagged field 0) and has one entry per partition. Kafka's generated class
+// defaults it to an empty list, which is not written; an explicit null is
+// written as a null array (EpochsNull), so three states exist on the wire.
 type TaskIDs struct {
 	SubtopologyID    string
 	Partitions       []int32
-	AssignmentEpochs []int32
+	AssignmentEpochs []int32 // nil or empty: absent
+	EpochsNull       bool    // tag 0 present with a null array
 }
 
 // Endpoint is an interactive-query endpoint.
@@ -115,7 +118,8 @@ type StreamsGroupMetadataValue struct {
 	Epoch                          int32
 	MetadataHash                   int64
 	ValidatedTopologyEpoch         int32      // tag 0, default -1
-	LastAssignmentConfigs          []KeyValue // tag 1, nil = null (absent)
+	LastAssignmentConfigs          []KeyValue // tag 1; nil or empty: absent
+	LastAssignmentConfigsNull      bool       // tag 1 present with a null array
 	StoredDescriptionTopologyEpoch int32      // tag 2, default -1
 	FailedDescriptionTopologyEpoch int32      // tag 3, default -1
 }
@@ -300,9 +304,12 @@ func writeTaskIDs(w *writer, tasks []TaskIDs, withEpochs bool) {
 	for _, t := range tasks {
 		w.compactString(t.SubtopologyID)
 		w.compactInt32s(t.Partitions)
-		if withEpochs && t.AssignmentEpochs != nil {
+		switch {
+		case withEpochs && t.EpochsNull:
+			w.tags(encodeTag(0, func(w *writer) { w.uvarint(0) }))
+		case withEpochs && len(t.AssignmentEpochs) > 0:
 			w.tags(encodeTag(0, func(w *writer) { w.compactInt32s(t.AssignmentEpochs) }))
-		} else {
+		default:
 			w.tags()
 		}
 	}
@@ -317,6 +324,10 @@ func readTaskIDs(r *reader, withEpochs bool) []TaskIDs {
 				return false
 			}
 			t.AssignmentEpochs = sub.compactInt32s(true)
+			t.EpochsNull = t.AssignmentEpochs == nil
+			if len(t.AssignmentEpochs) == 0 {
+				t.AssignmentEpochs = nil
+			}
 			return true
 		})
 		out = append(out, t)
@@ -361,7 +372,10 @@ func (v StreamsGroupMetadataValue) encodeValue(w *writer) {
 	if v.ValidatedTopologyEpoch != -1 {
 		tags = append(tags, encodeTag(0, func(w *writer) { w.int32(v.ValidatedTopologyEpoch) }))
 	}
-	if v.LastAssignmentConfigs != nil {
+	switch {
+	case v.LastAssignmentConfigsNull:
+		tags = append(tags, encodeTag(1, func(w *writer) { w.uvarint(0) }))
+	case len(v.LastAssignmentConfigs) > 0:
 		tags = append(tags, encodeTag(1, func(w *writer) { writeKeyValues(w, v.LastAssignmentConfigs) }))
 	}
 	if v.StoredDescriptionTopologyEpoch != -1 {
@@ -382,6 +396,10 @@ func decodeStreamsGroupMetadataValue(r *reader) RecordValue {
 			v.ValidatedTopologyEpoch = sub.int32()
 		case 1:
 			v.LastAssignmentConfigs = readKeyValues(sub, true)
+			v.LastAssignmentConfigsNull = v.LastAssignmentConfigs == nil
+			if len(v.LastAssignmentConfigs) == 0 {
+				v.LastAssignmentConfigs = nil
+			}
 		case 2:
 			v.StoredDescriptionTopologyEpoch = sub.int32()
 		case 3:

@@ -192,3 +192,5 @@ func sameAssignment(a, b *streamsMember) bool {
 	return a.epoch == b.epoch && a.prevEpoch == b.prevEpoch && a.state == b.state &&
 		a.assigned.equal(b.assigned) && a.pending.equal(b.pending)
 }
+
+func sortStrings(s []string) { sort.Strings(s) }
