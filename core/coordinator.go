@@ -104,8 +104,11 @@ func (c *Coordinator) ReplayBytes(key, value []byte) error {
 func (c *Coordinator) Loaded(now int64) Output {
 	c.begin(now)
 	for _, id := range c.groupIDs() {
-		if g, ok := c.groups[id].(*streamsGroup); ok {
+		switch g := c.groups[id].(type) {
+		case *streamsGroup:
 			c.streamsOnLoaded(g)
+		case *classicGroup:
+			c.classicOnLoaded(g)
 		}
 	}
 	return c.end()
