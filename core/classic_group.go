@@ -133,11 +133,15 @@ type classicGroup struct {
 	initialDelayMs, initialRemainingMs int32
 	// durable is the last GroupMetadata value written or replayed.
 	durable *GroupMetadataValue
+	// released holds the parked requests answered in the current batch;
+	// clones share it, so a rollback can drop them from the restored
+	// state (the host has failed them already).
+	released map[RequestID]bool
 }
 
 func newClassicGroup(id string) *classicGroup {
 	return &classicGroup{id: id, stateTime: -1, members: map[string]*classicMember{}, static: map[string]string{},
-		pendingJoin: map[string]bool{}, pendingSync: map[string]bool{}}
+		pendingJoin: map[string]bool{}, pendingSync: map[string]bool{}, released: map[RequestID]bool{}}
 }
 
 // ID implements Group.
@@ -151,6 +155,15 @@ func (g *classicGroup) StateName() string { return g.state.String() }
 
 // IsEmpty implements Group: Kafka's ClassicGroup.isEmpty is the Empty state.
 func (g *classicGroup) IsEmpty() bool { return g.state == classicEmpty }
+
+// durableStateName is the state a replay of the group's records yields:
+// Stable with members, else Empty.
+func (g *classicGroup) durableStateName() string {
+	if g.durable != nil && len(g.durable.Members) > 0 {
+		return classicStable.String()
+	}
+	return classicEmpty.String()
+}
 
 // dumpDurable writes what the last GroupMetadata record defines.
 func (g *classicGroup) dumpDurable(b *strings.Builder) {
@@ -197,10 +210,28 @@ func classicCopyMap[K comparable, V any](m map[K]V) map[K]V {
 	return out
 }
 
-// snapshotClassic saves g so a rollback restores it in place.
+// snapshotClassic saves g so a rollback restores it in place. Requests
+// answered in the failed batch are not parked again: the host failed them.
 func (c *Coordinator) snapshotClassic(g *classicGroup) {
+	if c.replaying {
+		return
+	}
+	if len(c.undo) == 0 {
+		clear(g.released) // a new batch: the last one was committed or rolled back
+	}
 	saved := g.clone()
-	c.onUndo(func() { *g = *saved })
+	c.onUndo(func() {
+		released := g.released
+		*g = *saved
+		for _, m := range g.members {
+			if m.join.waiting && released[m.join.req] {
+				m.join = parked{}
+			}
+			if m.sync.waiting && released[m.sync.req] {
+				m.sync = parked{}
+			}
+		}
+	})
 }
 
 func (g *classicGroup) transitionTo(s classicState, now int64) {

@@ -381,6 +381,10 @@ func (h *classicHarness) run(t *testing.T, d *datadriven.TestData, args map[stri
 		return fmt.Sprintf("offset-delete error=%s not-held=%v subscribed=%v", errName(d.ErrorCode), d.NotHeld, d.Subscribed)
 	case "streams-join":
 		return h.streamsJoin(who, group, fail)
+	case "streams-leave":
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, group, who, -1
+		return h.finish(h.c.StreamsGroupHeartbeat(h.now, h.req(who), ClientInfo{ClientID: who}, req), fail)
 	case "tick":
 		n, _ := strconv.ParseInt(args["advance"], 10, 64)
 		return h.advanceTo(h.now+n) + fmt.Sprintf("now=%d", h.now)

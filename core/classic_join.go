@@ -167,19 +167,19 @@ func (c *Coordinator) classicJoinExisting(g *classicGroup, id RequestID, client 
 
 // updateMember replaces a member's protocols and timeouts and parks its
 // JoinGroup (ClassicGroup.updateMember).
-func (c *Coordinator) classicUpdateMember(m *classicMember, req *kmsg.JoinGroupRequest, id RequestID) {
+func (c *Coordinator) classicUpdateMember(g *classicGroup, m *classicMember, req *kmsg.JoinGroupRequest, id RequestID) {
 	m.protocols = classicProtocolsOf(req)
 	m.rebalanceTimeoutMs, m.sessionTimeoutMs = req.RebalanceTimeoutMillis, req.SessionTimeoutMillis
 	if m.join.waiting {
 		// A newer JoinGroup replaces the parked one, which Kafka's future
 		// would never complete; answer it so the client is not stuck.
-		c.releaseClassic(&m.join, classicJoinError(m.id, errUnknownMemberID))
+		c.releaseClassic(g, &m.join, classicJoinError(m.id, errUnknownMemberID))
 	}
 	c.parkClassic(&m.join, id, req.Version)
 }
 
 func (c *Coordinator) classicUpdateAndRebalance(g *classicGroup, m *classicMember, id RequestID, req *kmsg.JoinGroupRequest) {
-	c.classicUpdateMember(m, req, id)
+	c.classicUpdateMember(g, m, req, id)
 	c.classicMaybeRebalance(g)
 }
 
@@ -210,10 +210,10 @@ func (c *Coordinator) classicReplaceStatic(g *classicGroup, id RequestID, req *k
 	old := g.members[oldID]
 	fj := kmsg.NewPtrJoinGroupResponse()
 	fj.MemberID, fj.ErrorCode, fj.Members = oldID, errFencedInstanceID, []kmsg.JoinGroupResponseMember{}
-	c.releaseClassic(&old.join, fj)
+	c.releaseClassic(g, &old.join, fj)
 	fs := kmsg.NewPtrSyncGroupResponse()
 	fs.ErrorCode, fs.MemberAssignment = errFencedInstanceID, []byte{}
-	c.releaseClassic(&old.sync, fs)
+	c.releaseClassic(g, &old.sync, fs)
 	m := &classicMember{id: newID, instanceID: old.instanceID, clientID: old.clientID, clientHost: old.clientHost,
 		rebalanceTimeoutMs: old.rebalanceTimeoutMs, sessionTimeoutMs: old.sessionTimeoutMs, protocolType: old.protocolType,
 		protocols: old.protocols, assignment: old.assignment}

@@ -66,10 +66,11 @@ func (c *Coordinator) parkClassic(p *parked, id RequestID, version int16) {
 }
 
 // release answers a parked request; false if none was parked.
-func (c *Coordinator) releaseClassic(p *parked, msg kmsg.Response) bool {
+func (c *Coordinator) releaseClassic(g *classicGroup, p *parked, msg kmsg.Response) bool {
 	if !p.waiting {
 		return false
 	}
+	g.released[p.req] = true
 	switch r := msg.(type) {
 	case *kmsg.JoinGroupResponse:
 		r.Version = p.version
@@ -225,7 +226,7 @@ func (c *Coordinator) completeClassicJoin(g *classicGroup) {
 		return
 	}
 	for _, m := range g.allMembers() {
-		c.releaseClassic(&m.join, g.joinResponse(m, g.isLeader(m.id)))
+		c.releaseClassic(g, &m.join, g.joinResponse(m, g.isLeader(m.id)))
 		c.scheduleClassicHeartbeat(g, m, m.sessionTimeoutMs)
 		m.isNew = false
 		g.pendingSync[m.id] = true
@@ -257,7 +258,7 @@ func (c *Coordinator) expireClassicHeartbeat(g *classicGroup, memberID string) {
 // removeMemberAndUpdate removes m (answering a parked JoinGroup with
 // UNKNOWN_MEMBER_ID) and rebalances or completes the join phase.
 func (c *Coordinator) classicRemoveAndUpdate(g *classicGroup, m *classicMember) {
-	c.releaseClassic(&m.join, classicJoinError("", errUnknownMemberID))
+	c.releaseClassic(g, &m.join, classicJoinError("", errUnknownMemberID))
 	g.remove(m.id)
 	switch {
 	case g.state == classicStable || g.state == classicCompletingRebalance:
@@ -289,7 +290,7 @@ func (c *Coordinator) classicPropagate(g *classicGroup, code int16) {
 		if code == 0 {
 			r.Protocol, r.ProtocolType = g.protocolName, g.protocolType
 		}
-		if c.releaseClassic(&m.sync, r) {
+		if c.releaseClassic(g, &m.sync, r) {
 			c.scheduleClassicHeartbeat(g, m, m.sessionTimeoutMs)
 		}
 	}

@@ -218,6 +218,6 @@ func (c *Coordinator) classicLeaveOne(g *classicGroup, lm kmsg.LeaveGroupRequest
 // JoinGroup with UNKNOWN_MEMBER_ID.
 func (c *Coordinator) classicRemoveCurrent(g *classicGroup, memberID string) {
 	c.cancelTimer(classicHeartbeatKey(g.id, memberID))
-	c.releaseClassic(&g.members[memberID].join, classicJoinError("", errUnknownMemberID))
+	c.releaseClassic(g, &g.members[memberID].join, classicJoinError("", errUnknownMemberID))
 	g.remove(memberID)
 }
