@@ -58,12 +58,18 @@ type classicProp struct {
 }
 
 func runClassicProperty(t *testing.T, seed int64, steps int) {
+	runClassicPropertyInto(t, seed, steps, &classicProp{})
+}
+
+// runClassicPropertyInto runs one seed into p (whose log the caller may
+// read afterwards).
+func runClassicPropertyInto(t *testing.T, seed int64, steps int, p *classicProp) {
 	cfg := DefaultConfig()
 	cfg.Classic.InitialRebalanceDelayMs = 100
 	cfg.Classic.NewMemberJoinTimeoutMs = 20000
 	cfg.Classic.MaxSize = 4
 	c, _ := New(cfg)
-	p := &classicProp{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), c: c, cfg: cfg,
+	*p = classicProp{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), c: c, cfg: cfg,
 		reqFrom: map[RequestID]*classicPropClient{}, maxGen: map[string]int32{}, leaders: map[string]string{}}
 	for i := 0; i < 5; i++ {
 		cl := &classicPropClient{alias: fmt.Sprintf("c%d", i), group: []string{"g", "h"}[i%2], gen: -1}
