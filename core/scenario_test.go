@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestScenarios runs the datadriven scenarios under testdata/scenarios.
@@ -72,7 +73,8 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData, args map[string]
 func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]string) string {
 	switch d.Cmd {
 	case "topics":
-		return h.finish(h.c.UpdateTopics(h.now, parseTopics(d.Input)), false) + "ok"
+		h.lastTopics = parseTopics(d.Input)
+		return h.finish(h.c.UpdateTopics(h.now, h.lastTopics), false) + "ok"
 	case "topology":
 		epoch, _ := strconv.Atoi(argOr(args, "epoch", "0"))
 		h.topologies[argOr(args, "name", "default")] = parseTopology(int32(epoch), d.Input)
@@ -95,6 +97,14 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 		return h.c.Dump() + "timers " + strings.Join(h.c.TimerKeys(), " ") + "\n"
 	case "replay-check":
 		return h.replayCheck()
+	case "restart":
+		return h.restart()
+	case "delete":
+		h.nextReq++
+		h.reqMember[h.nextReq] = "admin"
+		out := h.finish(h.c.DeleteGroups(h.now, h.nextReq, &kmsg.DeleteGroupsRequest{Groups: []string{argOr(args, "group", "g")}}), false)
+		_, exists := h.c.groups[argOr(args, "group", "g")]
+		return out + fmt.Sprintf("group exists: %v", exists)
 	case "describe":
 		return h.describe(argOr(args, "group", "g"))
 	case "offset-commit":
