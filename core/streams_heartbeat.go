@@ -246,9 +246,8 @@ func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaEr
 		if old.epoch != staticLeaveEpoch {
 			return nil, errf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released yet.", oldID, *req.InstanceID)
 		}
-		if oldID == req.MemberID {
-			return old, nil
-		}
+		// Kafka replaces the member even when the id is unchanged: its
+		// records are rewritten from epoch 0 with the tasks it kept.
 		return c.replaceStaticMember(g, old, req.MemberID), nil
 	}
 	if !exists {

@@ -33,11 +33,19 @@ func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
 	if g.assignmentEpoch >= g.groupEpoch {
 		return false
 	}
-	if cfg.AssignmentIntervalMs > 0 && g.assignmentTimestamp != 0 && c.now < g.assignmentTimestamp+int64(cfg.AssignmentIntervalMs) {
+	if !c.intervalElapsed(g, cfg) {
 		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured assignment interval.")
 		return false
 	}
 	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0
+}
+
+// intervalElapsed applies streams.assignment.interval.ms (KIP-1263): no new
+// assignment within the interval after the last one. There is no timer; the
+// next heartbeat after the interval computes, as in Kafka.
+func (c *Coordinator) intervalElapsed(g *streamsGroup, cfg StreamsConfig) bool {
+	return cfg.AssignmentIntervalMs == 0 || g.assignmentTimestamp == 0 ||
+		c.now >= g.assignmentTimestamp+int64(cfg.AssignmentIntervalMs)
 }
 
 // startAssignment computes the target at once when the topology is not
@@ -159,7 +167,8 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 	if run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
 	}
-	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) {
+	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
+		c.intervalElapsed(g, c.streamsConfig(g.id)) {
 		c.startAssignment(g)
 	}
 	if g.soft.inflight == nil {
