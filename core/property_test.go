@@ -79,6 +79,7 @@ type propClient struct {
 	generation int
 	owned      taskSet        // active tasks it actually runs
 	standby    taskSet        // standby tasks
+	warmup     taskSet        // warm-up tasks
 	lateDrop   map[TaskID]int // active tasks it should have dropped: heartbeats left
 	lateBy     int            // how many heartbeats late this client revokes (0 = on time)
 	lastReq    *kmsg.StreamsGroupHeartbeatRequest
@@ -245,7 +246,7 @@ func (s *propSim) heartbeat(cl *propClient) {
 	} else {
 		req.MemberEpoch = cl.epoch
 		if s.rng.IntN(8) > 0 { // sometimes null: "unchanged"
-			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(cl.owned), kmsgTasks(cl.standby), []kmsg.TaskIDs{}
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(cl.owned), kmsgTasks(cl.standby), kmsgTasks(cl.warmup)
 		}
 		for t := range cl.lateDrop { // a late revoker counts down per heartbeat
 			if cl.lateDrop[t]--; cl.lateDrop[t] <= 0 {
@@ -352,8 +353,14 @@ func (s *propSim) answerRun() {
 		s.finish(s.c.AssignorResult(s.now, run, AssignResult{}, fmt.Errorf("trap")))
 		return
 	}
+	res := ReferenceAssign(run.Input)
+	if s.rng.IntN(3) == 0 { // a warm-up-producing assignor (coordhost allows it)
+		for i := range res.Members {
+			res.Members[i].Warmup, res.Members[i].Standby = res.Members[i].Standby, []TaskRef{}
+		}
+	}
 	fmt.Fprintf(&s.trace, "assignor epoch=%d answers\n", run.Epoch)
-	s.finish(s.c.AssignorResult(s.now, run, ReferenceAssign(run.Input), nil))
+	s.finish(s.c.AssignorResult(s.now, run, res, nil))
 }
 
 // activeByMember returns each member's assigned and pending active tasks.
@@ -472,6 +479,7 @@ func (s *propSim) apply(cl *propClient, resp *kmsg.StreamsGroupHeartbeatResponse
 		delete(cl.lateDrop, t)
 	}
 	cl.standby = fromKmsgTasks(resp.StandbyTasks)
+	cl.warmup = fromKmsgTasks(resp.WarmupTasks)
 }
 
 func fromKmsgTasks(ids []kmsg.TaskIDs) taskSet {
