@@ -90,3 +90,27 @@ func TestReplayStreamsRecordOverOtherKind(t *testing.T) {
 		t.Fatal("replaying a streams record over a non-empty group of another kind succeeded")
 	}
 }
+
+// Records written before Kafka 4.2 carry no AssignmentEpochs: replay gives
+// every active task the record's member epoch (Kafka's Utils fallback).
+func TestReplayLegacyAssignmentEpochs(t *testing.T) {
+	c, _ := New(DefaultConfig())
+	for _, g := range loadGolden(t) {
+		if g.name != "current-legacy" && g.name != "current-epochs" {
+			continue
+		}
+		if err := c.ReplayBytes(g.key, g.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := c.groups["app"].(*streamsGroup)
+	if got := formatEpochs(g.members["m2"].assigned.active); got != "0_5@-2,0_6@-2" {
+		t.Errorf("legacy record: active epochs %s, want the member epoch -2 for each", got)
+	}
+	if got := formatEpochs(g.members["m1"].assigned.active); got != "0_0@2,0_3@4" {
+		t.Errorf("record with epochs: %s, want 0_0@2,0_3@4", got)
+	}
+	if got := formatEpochs(g.members["m1"].pending.active); got != "0_1@2" {
+		t.Errorf("pending with epochs: %s", got)
+	}
+}

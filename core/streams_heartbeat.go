@@ -104,7 +104,7 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 	}
 	recompute = recompute || r2
 	if recompute {
-		c.bumpGroupEpoch(g, hb.hash, hb.validated)
+		c.bumpGroupEpoch(g, hb.hash, hb.validated, c.assignmentConfigs(g.id))
 	}
 	cfg := c.streamsConfig(g.id)
 	if wasEmpty && cfg.InitialRebalanceDelayMs > 0 {
@@ -443,11 +443,12 @@ func (c *Coordinator) assignmentConfigs(group string) []KeyValue {
 	return []KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
 }
 
-// bumpGroupEpoch writes the group metadata with epoch+1.
-func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32) {
+// bumpGroupEpoch writes the group metadata with epoch+1 and the given
+// hash, validated topology epoch and assignment configs.
+func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32, configs []KeyValue) {
 	c.write(Record{Key: StreamsGroupMetadataKey{g.id}, Value: StreamsGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: hash, ValidatedTopologyEpoch: validated,
-		LastAssignmentConfigs: c.assignmentConfigs(g.id), StoredDescriptionTopologyEpoch: g.storedDescEpoch,
+		LastAssignmentConfigs: configs, StoredDescriptionTopologyEpoch: g.storedDescEpoch,
 		FailedDescriptionTopologyEpoch: g.failedDescEpoch,
 	}})
 }

@@ -68,7 +68,7 @@ func (c *Coordinator) staticLeave(g *streamsGroup, m *streamsMember) {
 // epoch so the empty group is not left Assigning.
 func (c *Coordinator) fenceMember(g *streamsGroup, id string) {
 	c.writeMemberTombstones(g, id)
-	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch)
+	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
 	if len(g.members) == 0 {
 		c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id},
 			Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.groupEpoch}})
