@@ -95,7 +95,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 		return h.advanceTo(h.now+n) + fmt.Sprintf("now=%d", h.now)
 	case "assign":
 		_, fail := args["fail"]
-		return h.answerRuns(argOr(args, "group", "g"), argOr(args, "mode", "ref"), fail)
+		out := h.answerRuns(argOr(args, "group", "g"), argOr(args, "mode", "ref"), fail)
+		if e := h.c.LastAssignorError(argOr(args, "group", "g")); e != "" {
+			out += "last assignor error: " + e + "\n"
+		}
+		return out
 	case "state":
 		return h.c.Dump() + "timers " + strings.Join(h.c.TimerKeys(), " ") + "\n"
 	case "replay-check":

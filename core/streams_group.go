@@ -93,7 +93,7 @@ type streamsSoft struct {
 	taskOffsets     map[string]memberOffsets
 	inflight        *AssignorRun // last assignor run requested and not answered
 	parked          []parkedHeartbeat
-	lastTargetFail  string
+	lastAssignorErr string // the last failed assignor run, for logs and metrics
 }
 
 // streamsGroup is a KIP-1071 streams group.

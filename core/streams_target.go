@@ -148,7 +148,6 @@ func targetRecord(group, member string, t tasksTuple) Record {
 // parked on the run are answered in the returned Output.
 func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResult, runErr error) Output {
 	c.begin(now)
-	defer func() {}()
 	g, ok := c.groups[run.Group].(*streamsGroup)
 	if !ok {
 		return c.end()
@@ -160,10 +159,11 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 		runErr = validateResult(run, res)
 	}
 	if runErr != nil {
-		g.soft.lastTargetFail = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
+		g.soft.lastAssignorErr = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
 		c.failParked(g, errf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", run.Epoch, runErr))
 		return c.end()
 	}
+	g.soft.lastAssignorErr = ""
 	if run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
 	}
@@ -175,6 +175,15 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 		c.releaseParked(g)
 	}
 	return c.end()
+}
+
+// LastAssignorError returns why the last assignor run of a streams group
+// failed ("" if it succeeded or none ran), for the host's logs and metrics.
+func (c *Coordinator) LastAssignorError(group string) string {
+	if g, ok := c.groups[group].(*streamsGroup); ok {
+		return g.soft.lastAssignorErr
+	}
+	return ""
 }
 
 // validateResult checks an assignor's output against its input.
