@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,6 +29,32 @@ func BenchmarkHeartbeatSteady(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkHeartbeatSteadyRatio interleaves steady heartbeats to a
+// 10-member and a 1000-member group in one loop and times each, so both
+// sizes see the same machine load; it reports ns per heartbeat for each and
+// their ratio (the number docs/BENCHMARKS.md quotes).
+func BenchmarkHeartbeatSteadyRatio(b *testing.B) {
+	small, smallReqs := steadyGroup(b, 10)
+	large, largeReqs := steadyGroup(b, 1000)
+	var tSmall, tLarge time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, side := range []struct {
+			c    *Coordinator
+			reqs []*kmsg.StreamsGroupHeartbeatRequest
+			acc  *time.Duration
+		}{{small, smallReqs, &tSmall}, {large, largeReqs, &tLarge}} {
+			start := time.Now()
+			side.c.StreamsGroupHeartbeat(int64(1000+i), RequestID(i), ClientInfo{ClientID: "c", ClientHost: "h"}, side.reqs[i%len(side.reqs)])
+			side.c.Commit()
+			*side.acc += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(tSmall.Nanoseconds())/float64(b.N), "ns/hb-10")
+	b.ReportMetric(float64(tLarge.Nanoseconds())/float64(b.N), "ns/hb-1000")
+	b.ReportMetric(float64(tLarge)/float64(tSmall), "ratio-1000:10")
 }
 
 // steadyGroup builds a Stable group of n members by replaying records, and
