@@ -104,6 +104,7 @@ type propSim struct {
 	reqMember map[RequestID]string // member id each request was sent as
 	before    map[string]taskSet   // committed active tasks per member before the step
 	err       error
+	topics    []TopicMetadata
 }
 
 // propSnapshot holds committed epochs, to check they never go backwards.
@@ -159,6 +160,7 @@ func (s *propSim) setTopics() {
 		topics = append(topics, TopicMetadata{Name: "store-changelog", Partitions: s.partsIn})
 	}
 	fmt.Fprintf(&s.trace, "topics in=%d changelog=%v\n", s.partsIn, len(topics) == 3)
+	s.topics = topics
 	s.finish(s.c.UpdateTopics(s.now, topics))
 }
 
@@ -180,8 +182,10 @@ func (s *propSim) step() {
 	case r < 81:
 		s.partsIn = []int32{4, 6, 8}[s.rng.IntN(3)]
 		s.setTopics()
-	case r < 97:
+	case r < 96:
 		s.answerRun()
+	case r < 98:
+		s.failover()
 	default:
 		s.resendStale(s.clients[s.rng.IntN(len(s.clients))])
 	}
@@ -320,6 +324,30 @@ func (s *propSim) crash(cl *propClient) {
 	fmt.Fprintf(&s.trace, "crash %s\n", cl.memberID)
 	cl.crashed, cl.inflight, cl.joined = true, false, false
 	cl.owned, cl.standby, cl.lateDrop = taskSet{}, taskSet{}, nil
+}
+
+// failover replaces the coordinator by one rebuilt from the durable log, as
+// after a crash: parked heartbeats and outstanding runs are lost (their
+// connections close), Loaded reschedules timers and re-requests runs.
+func (s *propSim) failover() {
+	fresh, err := New(s.cfg)
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range s.log {
+		if err := fresh.Replay(r); err != nil {
+			s.err = fmt.Errorf("fail-over replay: %w", err)
+			return
+		}
+	}
+	s.trace.WriteString("fail-over\n")
+	s.c, s.runs = fresh, nil
+	s.c.UpdateTopics(s.now, s.topics)
+	s.c.Commit()
+	for _, cl := range s.clients {
+		cl.inflight = false
+	}
+	s.finish(s.c.Loaded(s.now))
 }
 
 // advance moves the clock, firing timers at their deadlines.
