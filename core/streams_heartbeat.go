@@ -108,7 +108,7 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 	}
 	cfg := c.streamsConfig(g.id)
 	if wasEmpty && cfg.InitialRebalanceDelayMs > 0 {
-		c.setTimerIfAbsent(timer{key: "initial-rebalance-timeout-" + g.id, deadline: c.now + int64(cfg.InitialRebalanceDelayMs),
+		c.setTimerIfAbsent(timer{key: initialDelayKey(g.id), deadline: c.now + int64(cfg.InitialRebalanceDelayMs),
 			kind: timerStreamsInitialDelay, group: g.id})
 	}
 	c.scheduleSession(g, hb.member)
