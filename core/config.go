@@ -114,6 +114,7 @@ func (k ClassicConfig) validate() error {
 // StreamsGroupOverrides are per-group settings (streams.* group configs);
 // nil fields fall back to the broker default.
 type StreamsGroupOverrides struct {
+	MaxSize                 *int32
 	SessionTimeoutMs        *int32
 	HeartbeatIntervalMs     *int32
 	NumStandbyReplicas      *int32
@@ -123,6 +124,39 @@ type StreamsGroupOverrides struct {
 	NumWarmupReplicas       *int32
 	AcceptableRecoveryLag   *int64
 	TaskOffsetIntervalMs    *int32
+}
+
+// Validate reports the first invalid override, naming its config key, so a
+// host can reject an IncrementalAlterConfigs before calling
+// SetStreamsGroupConfig.
+func (o StreamsGroupOverrides) Validate() error {
+	positive := []struct {
+		key string
+		v   *int32
+	}{{"streams.max.size", o.MaxSize}, {"streams.session.timeout.ms", o.SessionTimeoutMs},
+		{"streams.heartbeat.interval.ms", o.HeartbeatIntervalMs}, {"streams.task.offset.interval.ms", o.TaskOffsetIntervalMs}}
+	for _, p := range positive {
+		if p.v != nil && *p.v <= 0 {
+			return fmt.Errorf("%s: %d must be > 0", p.key, *p.v)
+		}
+	}
+	nonNegative := []struct {
+		key string
+		v   *int32
+	}{{"streams.num.standby.replicas", o.NumStandbyReplicas}, {"streams.initial.rebalance.delay.ms", o.InitialRebalanceDelayMs},
+		{"streams.assignment.interval.ms", o.AssignmentIntervalMs}, {"streams.num.warmup.replicas", o.NumWarmupReplicas}}
+	for _, p := range nonNegative {
+		if p.v != nil && *p.v < 0 {
+			return fmt.Errorf("%s: %d must be >= 0", p.key, *p.v)
+		}
+	}
+	if o.AcceptableRecoveryLag != nil && *o.AcceptableRecoveryLag < 0 {
+		return fmt.Errorf("streams.acceptable.recovery.lag: %d must be >= 0", *o.AcceptableRecoveryLag)
+	}
+	if o.AssignorName != nil && *o.AssignorName == "" {
+		return fmt.Errorf("streams.assignor.name: must not be empty")
+	}
+	return nil
 }
 
 // SetStreamsGroupConfig replaces the overrides of one group. They are read
@@ -147,6 +181,7 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 			*dst = *v
 		}
 	}
+	set32(&s.MaxSize, o.MaxSize)
 	set32(&s.SessionTimeoutMs, o.SessionTimeoutMs)
 	set32(&s.HeartbeatIntervalMs, o.HeartbeatIntervalMs)
 	set32(&s.NumStandbyReplicas, o.NumStandbyReplicas)

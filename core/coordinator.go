@@ -13,7 +13,9 @@ type Coordinator struct {
 	cfg    Config
 	groups map[string]Group
 	timers map[string]timer
-	topics topicImage
+	// timerHeap orders timers by deadline (lazily; see timers.go).
+	timerHeap timerHeap
+	topics    topicImage
 
 	// overrides holds per-group config overrides (streams groups).
 	overrides map[string]StreamsGroupOverrides

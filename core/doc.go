@@ -23,9 +23,14 @@
 //	//   failure: ro := c.Rollback(); fail the batch's responses and
 //	//            ro.Failed (parked requests); act on ro.AssignorRuns.
 //
-// Describe-style reads (StreamsGroupDescribe, ValidateStreamsOffsetCommit)
-// must be called between batches (right after Commit) to read committed
-// state, as Kafka reads at the last committed offset.
+// Other entry points: DeleteGroups (writes tombstones, returns a response),
+// SetStreamsGroupConfig (per-group overrides; validate them first with
+// StreamsGroupOverrides.Validate). Reads: StreamsGroupDescribe,
+// ValidateStreamsOffsetCommit, ValidateStreamsOffsetFetch, LastAssignorError,
+// Group, Dump, TimerKeys, NextDeadline. Reads must be called between batches
+// (right after Commit) to see committed state, as Kafka reads at the last
+// committed offset. Records: EncodeRecord / DecodeRecord give Kafka's
+// __consumer_offsets bytes for the host's store.
 //
 // # Extension points
 //

@@ -16,6 +16,7 @@ const (
 	GroupKindClassic GroupKind = 2
 )
 
+// String names the kind as ListGroups spells group types.
 func (k GroupKind) String() string {
 	switch k {
 	case GroupKindStreams:

@@ -25,6 +25,7 @@ type harness struct {
 	clients    map[string]*simClient // by member id
 	nextReq    RequestID
 	reqMember  map[RequestID]string
+	lastTopics []TopicMetadata
 }
 
 // simClient is what a client believes: its epoch and the tasks it owns.
@@ -444,4 +445,23 @@ func (h *harness) advanceTo(at int64) string {
 		h.now = at
 	}
 	return b.String()
+}
+
+// restart simulates a coordinator fail-over: a fresh Coordinator replays
+// the durable log, then Loaded schedules timers and re-requests runs.
+// Outstanding assignor runs and parked heartbeats of the old one are lost.
+func (h *harness) restart() string {
+	fresh, err := New(h.cfg)
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	for _, r := range h.log {
+		if err := fresh.Replay(r); err != nil {
+			h.tb.Fatalf("replay: %v", err)
+		}
+	}
+	h.c, h.runs = fresh, nil
+	h.c.UpdateTopics(h.now, h.lastTopics)
+	h.c.Commit()
+	return fmt.Sprintf("restarted from %d records\n", len(h.log)) + h.finish(h.c.Loaded(h.now), false)
 }

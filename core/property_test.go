@@ -79,6 +79,7 @@ type propClient struct {
 	generation int
 	owned      taskSet        // active tasks it actually runs
 	standby    taskSet        // standby tasks
+	warmup     taskSet        // warm-up tasks
 	lateDrop   map[TaskID]int // active tasks it should have dropped: heartbeats left
 	lateBy     int            // how many heartbeats late this client revokes (0 = on time)
 	lastReq    *kmsg.StreamsGroupHeartbeatRequest
@@ -103,6 +104,7 @@ type propSim struct {
 	reqMember map[RequestID]string // member id each request was sent as
 	before    map[string]taskSet   // committed active tasks per member before the step
 	err       error
+	topics    []TopicMetadata
 }
 
 // propSnapshot holds committed epochs, to check they never go backwards.
@@ -158,6 +160,7 @@ func (s *propSim) setTopics() {
 		topics = append(topics, TopicMetadata{Name: "store-changelog", Partitions: s.partsIn})
 	}
 	fmt.Fprintf(&s.trace, "topics in=%d changelog=%v\n", s.partsIn, len(topics) == 3)
+	s.topics = topics
 	s.finish(s.c.UpdateTopics(s.now, topics))
 }
 
@@ -179,8 +182,10 @@ func (s *propSim) step() {
 	case r < 81:
 		s.partsIn = []int32{4, 6, 8}[s.rng.IntN(3)]
 		s.setTopics()
-	case r < 97:
+	case r < 96:
 		s.answerRun()
+	case r < 98:
+		s.failover()
 	default:
 		s.resendStale(s.clients[s.rng.IntN(len(s.clients))])
 	}
@@ -245,7 +250,7 @@ func (s *propSim) heartbeat(cl *propClient) {
 	} else {
 		req.MemberEpoch = cl.epoch
 		if s.rng.IntN(8) > 0 { // sometimes null: "unchanged"
-			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(cl.owned), kmsgTasks(cl.standby), []kmsg.TaskIDs{}
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(cl.owned), kmsgTasks(cl.standby), kmsgTasks(cl.warmup)
 		}
 		for t := range cl.lateDrop { // a late revoker counts down per heartbeat
 			if cl.lateDrop[t]--; cl.lateDrop[t] <= 0 {
@@ -321,6 +326,30 @@ func (s *propSim) crash(cl *propClient) {
 	cl.owned, cl.standby, cl.lateDrop = taskSet{}, taskSet{}, nil
 }
 
+// failover replaces the coordinator by one rebuilt from the durable log, as
+// after a crash: parked heartbeats and outstanding runs are lost (their
+// connections close), Loaded reschedules timers and re-requests runs.
+func (s *propSim) failover() {
+	fresh, err := New(s.cfg)
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range s.log {
+		if err := fresh.Replay(r); err != nil {
+			s.err = fmt.Errorf("fail-over replay: %w", err)
+			return
+		}
+	}
+	s.trace.WriteString("fail-over\n")
+	s.c, s.runs = fresh, nil
+	s.c.UpdateTopics(s.now, s.topics)
+	s.c.Commit()
+	for _, cl := range s.clients {
+		cl.inflight = false
+	}
+	s.finish(s.c.Loaded(s.now))
+}
+
 // advance moves the clock, firing timers at their deadlines.
 func (s *propSim) advance(ms int64) {
 	target := s.now + ms
@@ -352,8 +381,14 @@ func (s *propSim) answerRun() {
 		s.finish(s.c.AssignorResult(s.now, run, AssignResult{}, fmt.Errorf("trap")))
 		return
 	}
+	res := ReferenceAssign(run.Input)
+	if s.rng.IntN(3) == 0 { // a warm-up-producing assignor (coordhost allows it)
+		for i := range res.Members {
+			res.Members[i].Warmup, res.Members[i].Standby = res.Members[i].Standby, []TaskRef{}
+		}
+	}
 	fmt.Fprintf(&s.trace, "assignor epoch=%d answers\n", run.Epoch)
-	s.finish(s.c.AssignorResult(s.now, run, ReferenceAssign(run.Input), nil))
+	s.finish(s.c.AssignorResult(s.now, run, res, nil))
 }
 
 // activeByMember returns each member's assigned and pending active tasks.
@@ -472,6 +507,7 @@ func (s *propSim) apply(cl *propClient, resp *kmsg.StreamsGroupHeartbeatResponse
 		delete(cl.lateDrop, t)
 	}
 	cl.standby = fromKmsgTasks(resp.StandbyTasks)
+	cl.warmup = fromKmsgTasks(resp.WarmupTasks)
 }
 
 func fromKmsgTasks(ids []kmsg.TaskIDs) taskSet {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestScenarios runs the datadriven scenarios under testdata/scenarios.
@@ -15,6 +16,9 @@ import (
 // testdata/scenarios/README.md.
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
+		if strings.HasSuffix(path, ".md") {
+			return
+		}
 		var h *harness
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			args := map[string]string{}
@@ -72,7 +76,8 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData, args map[string]
 func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]string) string {
 	switch d.Cmd {
 	case "topics":
-		return h.finish(h.c.UpdateTopics(h.now, parseTopics(d.Input)), false) + "ok"
+		h.lastTopics = parseTopics(d.Input)
+		return h.finish(h.c.UpdateTopics(h.now, h.lastTopics), false) + "ok"
 	case "topology":
 		epoch, _ := strconv.Atoi(argOr(args, "epoch", "0"))
 		h.topologies[argOr(args, "name", "default")] = parseTopology(int32(epoch), d.Input)
@@ -90,11 +95,23 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 		return h.advanceTo(h.now+n) + fmt.Sprintf("now=%d", h.now)
 	case "assign":
 		_, fail := args["fail"]
-		return h.answerRuns(argOr(args, "group", "g"), argOr(args, "mode", "ref"), fail)
+		out := h.answerRuns(argOr(args, "group", "g"), argOr(args, "mode", "ref"), fail)
+		if e := h.c.LastAssignorError(argOr(args, "group", "g")); e != "" {
+			out += "last assignor error: " + e + "\n"
+		}
+		return out
 	case "state":
 		return h.c.Dump() + "timers " + strings.Join(h.c.TimerKeys(), " ") + "\n"
 	case "replay-check":
 		return h.replayCheck()
+	case "restart":
+		return h.restart()
+	case "delete":
+		h.nextReq++
+		h.reqMember[h.nextReq] = "admin"
+		out := h.finish(h.c.DeleteGroups(h.now, h.nextReq, &kmsg.DeleteGroupsRequest{Groups: []string{argOr(args, "group", "g")}}), false)
+		_, exists := h.c.groups[argOr(args, "group", "g")]
+		return out + fmt.Sprintf("group exists: %v", exists)
 	case "describe":
 		return h.describe(argOr(args, "group", "g"))
 	case "offset-commit":

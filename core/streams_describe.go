@@ -14,7 +14,11 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 	resp := kmsg.NewPtrStreamsGroupDescribeResponse()
 	resp.Version = req.Version
 	for _, id := range req.Groups {
-		resp.Groups = append(resp.Groups, c.describeStreamsGroup(id, req.Version))
+		g := c.describeStreamsGroup(id, req.Version)
+		if g.ErrorCode == 0 && req.Version >= 1 && req.IncludeTopologyDescription {
+			g.TopologyDescriptionStatus = 1 // NOT_STORED: no KIP-1331 description plugin
+		}
+		resp.Groups = append(resp.Groups, g)
 	}
 	return resp
 }

@@ -67,6 +67,7 @@ func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *h
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusStaleTopology,
 			StatusDetail: fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topologyEpoch, g.topology.Epoch)})
 	}
+	out = append(out, hb.statuses...) // ASSIGNMENT_DELAYED, added while updating the target
 	if ct := g.soft.configured; ct != nil && ct.statusCode >= 0 {
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: ct.statusCode, StatusDetail: ct.statusDetail})
 		if ct.statusCode == statusMissingInternal {
@@ -77,7 +78,7 @@ func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *h
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusShutdownApplication,
 			StatusDetail: fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", g.soft.shutdownBy)})
 	}
-	return append(out, hb.statuses...)
+	return out
 }
 
 func kmsgTasks(s taskSet) []kmsg.TaskIDs {

@@ -12,13 +12,14 @@ type StreamsGroupState int8
 
 // Streams group states.
 const (
-	StreamsEmpty StreamsGroupState = iota
-	StreamsNotReady
-	StreamsAssigning
-	StreamsReconciling
-	StreamsStable
+	StreamsEmpty       StreamsGroupState = iota // no members
+	StreamsNotReady                             // topology missing or not validated against topic metadata
+	StreamsAssigning                            // group epoch ahead of assignment epoch
+	StreamsReconciling                          // some member not yet at the assignment epoch
+	StreamsStable                               // every member reconciled
 )
 
+// String is the state as StreamsGroupDescribe spells it.
 func (s StreamsGroupState) String() string {
 	return [...]string{"Empty", "NotReady", "Assigning", "Reconciling", "Stable"}[s]
 }
@@ -92,7 +93,7 @@ type streamsSoft struct {
 	taskOffsets     map[string]memberOffsets
 	inflight        *AssignorRun // last assignor run requested and not answered
 	parked          []parkedHeartbeat
-	lastTargetFail  string
+	lastAssignorErr string // the last failed assignor run, for logs and metrics
 }
 
 // streamsGroup is a KIP-1071 streams group.

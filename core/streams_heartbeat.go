@@ -104,11 +104,11 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 	}
 	recompute = recompute || r2
 	if recompute {
-		c.bumpGroupEpoch(g, hb.hash, hb.validated)
+		c.bumpGroupEpoch(g, hb.hash, hb.validated, c.assignmentConfigs(g.id))
 	}
 	cfg := c.streamsConfig(g.id)
 	if wasEmpty && cfg.InitialRebalanceDelayMs > 0 {
-		c.setTimerIfAbsent(timer{key: "initial-rebalance-timeout-" + g.id, deadline: c.now + int64(cfg.InitialRebalanceDelayMs),
+		c.setTimerIfAbsent(timer{key: initialDelayKey(g.id), deadline: c.now + int64(cfg.InitialRebalanceDelayMs),
 			kind: timerStreamsInitialDelay, group: g.id})
 	}
 	c.scheduleSession(g, hb.member)
@@ -246,9 +246,8 @@ func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaEr
 		if old.epoch != staticLeaveEpoch {
 			return nil, errf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released yet.", oldID, *req.InstanceID)
 		}
-		if oldID == req.MemberID {
-			return old, nil
-		}
+		// Kafka replaces the member even when the id is unchanged: its
+		// records are rewritten from epoch 0 with the tasks it kept.
 		return c.replaceStaticMember(g, old, req.MemberID), nil
 	}
 	if !exists {
@@ -444,11 +443,12 @@ func (c *Coordinator) assignmentConfigs(group string) []KeyValue {
 	return []KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
 }
 
-// bumpGroupEpoch writes the group metadata with epoch+1.
-func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32) {
+// bumpGroupEpoch writes the group metadata with epoch+1 and the given
+// hash, validated topology epoch and assignment configs.
+func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32, configs []KeyValue) {
 	c.write(Record{Key: StreamsGroupMetadataKey{g.id}, Value: StreamsGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: hash, ValidatedTopologyEpoch: validated,
-		LastAssignmentConfigs: c.assignmentConfigs(g.id), StoredDescriptionTopologyEpoch: g.storedDescEpoch,
+		LastAssignmentConfigs: configs, StoredDescriptionTopologyEpoch: g.storedDescEpoch,
 		FailedDescriptionTopologyEpoch: g.failedDescEpoch,
 	}})
 }

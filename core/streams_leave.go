@@ -68,7 +68,7 @@ func (c *Coordinator) staticLeave(g *streamsGroup, m *streamsMember) {
 // epoch so the empty group is not left Assigning.
 func (c *Coordinator) fenceMember(g *streamsGroup, id string) {
 	c.writeMemberTombstones(g, id)
-	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch)
+	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
 	if len(g.members) == 0 {
 		c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id},
 			Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.groupEpoch}})
@@ -109,7 +109,13 @@ func (c *Coordinator) deleteStreamsGroup(g *streamsGroup) {
 	for _, id := range ids {
 		c.write(Record{Key: StreamsGroupCurrentMemberAssignmentKey{g.id, id}})
 	}
-	for _, id := range ids {
+	// Targets of ids without a member can exist after replaying an odd log.
+	targets := make([]string, 0, len(g.target))
+	for id := range g.target {
+		targets = append(targets, id)
+	}
+	sortStrings(targets)
+	for _, id := range targets {
 		c.write(Record{Key: StreamsGroupTargetAssignmentMemberKey{g.id, id}})
 	}
 	c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id}})

@@ -33,11 +33,19 @@ func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
 	if g.assignmentEpoch >= g.groupEpoch {
 		return false
 	}
-	if cfg.AssignmentIntervalMs > 0 && g.assignmentTimestamp != 0 && c.now < g.assignmentTimestamp+int64(cfg.AssignmentIntervalMs) {
+	if !c.intervalElapsed(g, cfg) {
 		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured assignment interval.")
 		return false
 	}
 	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0
+}
+
+// intervalElapsed applies streams.assignment.interval.ms (KIP-1263): no new
+// assignment within the interval after the last one. There is no timer; the
+// next heartbeat after the interval computes, as in Kafka.
+func (c *Coordinator) intervalElapsed(g *streamsGroup, cfg StreamsConfig) bool {
+	return cfg.AssignmentIntervalMs == 0 || g.assignmentTimestamp == 0 ||
+		c.now >= g.assignmentTimestamp+int64(cfg.AssignmentIntervalMs)
 }
 
 // startAssignment computes the target at once when the topology is not
@@ -140,7 +148,6 @@ func targetRecord(group, member string, t tasksTuple) Record {
 // parked on the run are answered in the returned Output.
 func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResult, runErr error) Output {
 	c.begin(now)
-	defer func() {}()
 	g, ok := c.groups[run.Group].(*streamsGroup)
 	if !ok {
 		return c.end()
@@ -152,20 +159,31 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 		runErr = validateResult(run, res)
 	}
 	if runErr != nil {
-		g.soft.lastTargetFail = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
+		g.soft.lastAssignorErr = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
 		c.failParked(g, errf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", run.Epoch, runErr))
 		return c.end()
 	}
+	g.soft.lastAssignorErr = ""
 	if run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
 	}
-	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) {
+	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
+		c.intervalElapsed(g, c.streamsConfig(g.id)) {
 		c.startAssignment(g)
 	}
 	if g.soft.inflight == nil {
 		c.releaseParked(g)
 	}
 	return c.end()
+}
+
+// LastAssignorError returns why the last assignor run of a streams group
+// failed ("" if it succeeded or none ran), for the host's logs and metrics.
+func (c *Coordinator) LastAssignorError(group string) string {
+	if g, ok := c.groups[group].(*streamsGroup); ok {
+		return g.soft.lastAssignorErr
+	}
+	return ""
 }
 
 // validateResult checks an assignor's output against its input.

@@ -12,6 +12,7 @@ type TaskID struct {
 	Partition   int32
 }
 
+// String renders a task as Kafka Streams does, "subtopology_partition".
 func (t TaskID) String() string { return t.Subtopology + "_" + strconv.Itoa(int(t.Partition)) }
 
 // taskSet is a set of tasks.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"container/heap"
 	"fmt"
 	"sort"
 )
@@ -39,10 +40,69 @@ func registerTimerKind(k timerKind, fire func(c *Coordinator, t timer)) {
 	timerKinds[k] = fire
 }
 
+// timerHeap orders timer entries by (deadline, key). Entries are lazy: an
+// entry whose deadline no longer matches the timer map is stale and skipped,
+// so replacing, cancelling and undoing timers never searches the heap.
+type timerHeap []timerEntry
+
+type timerEntry struct {
+	deadline int64
+	key      string
+}
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].deadline != h[j].deadline {
+		return h[i].deadline < h[j].deadline
+	}
+	return h[i].key < h[j].key
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// live reports whether a heap entry still describes a scheduled timer.
+func (c *Coordinator) live(e timerEntry) bool {
+	t, ok := c.timers[e.key]
+	return ok && t.deadline == e.deadline
+}
+
+// indexTimer records t in the heap, rebuilding it when stale entries
+// outnumber live ones.
+func (c *Coordinator) indexTimer(t timer) {
+	heap.Push(&c.timerHeap, timerEntry{t.deadline, t.key})
+	if len(c.timerHeap) > 2*len(c.timers)+64 {
+		h := make(timerHeap, 0, len(c.timers))
+		for k, t := range c.timers {
+			h = append(h, timerEntry{t.deadline, k})
+		}
+		heap.Init(&h)
+		c.timerHeap = h
+	}
+}
+
+// peekTimer returns the earliest scheduled timer, dropping stale entries.
+func (c *Coordinator) peekTimer() (timer, bool) {
+	for len(c.timerHeap) > 0 {
+		e := c.timerHeap[0]
+		if c.live(e) {
+			return c.timers[e.key], true
+		}
+		heap.Pop(&c.timerHeap)
+	}
+	return timer{}, false
+}
+
 // setTimer schedules t (replacing a timer with the same key), undoably.
 func (c *Coordinator) setTimer(t timer) {
 	old, had := c.timers[t.key]
 	c.timers[t.key] = t
+	c.indexTimer(t)
 	c.out.Timers = append(c.out.Timers, TimerChange{Key: t.key, Deadline: t.deadline})
 	c.onUndo(func() { c.restoreTimer(t.key, old, had) })
 }
@@ -70,6 +130,7 @@ func (c *Coordinator) cancelTimer(key string) {
 func (c *Coordinator) restoreTimer(key string, old timer, had bool) {
 	if had {
 		c.timers[key] = old
+		c.indexTimer(old)
 	} else {
 		delete(c.timers, key)
 	}
@@ -83,14 +144,8 @@ func (c *Coordinator) hasTimer(key string) bool {
 
 // NextDeadline returns the earliest timer deadline, if any timer is set.
 func (c *Coordinator) NextDeadline() (int64, bool) {
-	var min int64
-	found := false
-	for _, t := range c.timers {
-		if !found || t.deadline < min {
-			min, found = t.deadline, true
-		}
-	}
-	return min, found
+	t, ok := c.peekTimer()
+	return t.deadline, ok
 }
 
 // Tick fires every timer whose deadline is <= now, earliest first (ties by
@@ -98,31 +153,14 @@ func (c *Coordinator) NextDeadline() (int64, bool) {
 func (c *Coordinator) Tick(now int64) Output {
 	c.begin(now)
 	for {
-		due := c.dueTimers(now)
-		if len(due) == 0 {
+		t, ok := c.peekTimer()
+		if !ok || t.deadline > now {
 			break
 		}
-		t := due[0]
 		c.cancelTimer(t.key)
 		timerKinds[t.kind](c, t)
 	}
 	return c.end()
-}
-
-func (c *Coordinator) dueTimers(now int64) []timer {
-	var due []timer
-	for _, t := range c.timers {
-		if t.deadline <= now {
-			due = append(due, t)
-		}
-	}
-	sort.Slice(due, func(i, j int) bool {
-		if due[i].deadline != due[j].deadline {
-			return due[i].deadline < due[j].deadline
-		}
-		return due[i].key < due[j].key
-	})
-	return due
 }
 
 // TimerKeys lists scheduled timers as "key@deadline", sorted by key (for

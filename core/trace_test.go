@@ -130,6 +130,12 @@ func fmtResponse(who string, msg kmsg.Response) string {
 			}
 		}
 		return s
+	case *kmsg.DeleteGroupsResponse:
+		var parts []string
+		for _, g := range r.Groups {
+			parts = append(parts, fmt.Sprintf("%s=%s", g.Group, errName(g.ErrorCode)))
+		}
+		return fmt.Sprintf("%s: delete %s", who, strings.Join(parts, " "))
 	default:
 		return fmt.Sprintf("%s: %T", who, msg)
 	}
