@@ -452,7 +452,5 @@ var (
 	errMemberIDRequired        = kerr.MemberIDRequired.Code
 	errFencedInstanceID        = kerr.FencedInstanceID.Code
 	errGroupMaxSizeReached     = kerr.GroupMaxSizeReached.Code
-	errGroupSubscribedToTopic  = kerr.GroupSubscribedToTopic.Code
-	errUnsupportedVersion      = kerr.UnsupportedVersion.Code
 	errStaleMemberEpoch        = kerr.StaleMemberEpoch.Code
 )

@@ -355,7 +355,10 @@ func runKgoGroup(t *testing.T, balancer kgo.GroupBalancer) {
 		}(i, cl)
 	}
 	all := []int{0, 1, 2}
-	info := func() string { v := h.view("g"); return fmt.Sprintf("core %s gen=%d members=%d; kgo %s", v.state, v.gen, len(v.members), own) }
+	info := func() string {
+		v := h.view("g")
+		return fmt.Sprintf("core %s gen=%d members=%d; kgo %s", v.state, v.gen, len(v.members), own)
+	}
 	waitFor(t, "a stable complete assignment over 3 members", 20*time.Second, func() bool {
 		v := h.view("g")
 		return v.state == classicStable && len(v.members) == 3 && own.complete(all)
