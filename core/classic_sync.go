@@ -215,9 +215,13 @@ func (c *Coordinator) classicLeaveOne(g *classicGroup, lm kmsg.LeaveGroupRequest
 }
 
 // classicRemoveCurrent removes a member that left, answering its parked
-// JoinGroup with UNKNOWN_MEMBER_ID.
+// JoinGroup with UNKNOWN_MEMBER_ID. A parked SyncGroup of the member gets
+// UNKNOWN_MEMBER_ID too, where Kafka leaves it to time out: a host should
+// not hold a request nobody will answer.
 func (c *Coordinator) classicRemoveCurrent(g *classicGroup, memberID string) {
 	c.cancelTimer(classicHeartbeatKey(g.id, memberID))
-	c.releaseClassic(g, &g.members[memberID].join, classicJoinError("", errUnknownMemberID))
+	m := g.members[memberID]
+	c.releaseClassic(g, &m.join, classicJoinError("", errUnknownMemberID))
+	c.releaseClassic(g, &m.sync, syncError(errUnknownMemberID))
 	g.remove(memberID)
 }
