@@ -150,6 +150,7 @@ func (h *classicHarness) finish(o Output, fail bool) string {
 	h.log = append(h.log, o.Records...)
 	for _, r := range o.Responses {
 		who := h.reqWho[r.Request]
+		_ = r.Msg.AppendTo(nil) // every response must encode at its version
 		b.WriteString(h.alias(fmt.Sprintf("response %s: %s\n", who, fmtClassicResponse(r.Msg))))
 		h.observe(who, r.Msg)
 	}

@@ -39,7 +39,9 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 		return classicJoinError(req.MemberID, errInvalidSessionTimeout)
 	}
 	if req.Version == 0 {
-		req.RebalanceTimeoutMillis = req.SessionTimeoutMillis // v0 has no rebalance timeout
+		r := *req // v0 has no rebalance timeout: Kafka uses the session timeout
+		r.RebalanceTimeoutMillis = r.SessionTimeoutMillis
+		req = &r
 	}
 	existing, had := c.groups[req.Group]
 	if had && existing.Kind() != GroupKindClassic {
