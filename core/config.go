@@ -32,6 +32,9 @@ type StreamsConfig struct {
 	NumWarmupReplicas       int32 // group.streams.num.warmup.replicas
 	AcceptableRecoveryLag   int64 // group.streams.acceptable.recovery.lag
 	TaskOffsetIntervalMs    int32 // group.streams.task.offset.interval.ms
+	// RackAwareAssignmentTags are the client-tag keys rack-aware standby
+	// placement uses (group.streams.rack.aware.assignment.tags).
+	RackAwareAssignmentTags []string
 }
 
 // DefaultConfig returns Kafka 4.4's defaults with the "sticky" assignor.
@@ -91,6 +94,7 @@ type StreamsGroupOverrides struct {
 	NumWarmupReplicas       *int32
 	AcceptableRecoveryLag   *int64
 	TaskOffsetIntervalMs    *int32
+	RackAwareAssignmentTags []string // nil: broker default
 }
 
 // Validate reports the first invalid override, naming its config key, so a
@@ -161,6 +165,9 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 	}
 	if o.AcceptableRecoveryLag != nil {
 		s.AcceptableRecoveryLag = *o.AcceptableRecoveryLag
+	}
+	if o.RackAwareAssignmentTags != nil {
+		s.RackAwareAssignmentTags = o.RackAwareAssignmentTags
 	}
 	return s
 }
