@@ -34,6 +34,9 @@ type StreamsConfig struct {
 	NumWarmupReplicas       int32 // group.streams.num.warmup.replicas
 	AcceptableRecoveryLag   int64 // group.streams.acceptable.recovery.lag
 	TaskOffsetIntervalMs    int32 // group.streams.task.offset.interval.ms
+	// RackAwareAssignmentTags are the client-tag keys rack-aware standby
+	// placement uses (group.streams.rack.aware.assignment.tags).
+	RackAwareAssignmentTags []string
 }
 
 // ClassicConfig is the set of classic-group broker settings.
@@ -124,6 +127,7 @@ type StreamsGroupOverrides struct {
 	NumWarmupReplicas       *int32
 	AcceptableRecoveryLag   *int64
 	TaskOffsetIntervalMs    *int32
+	RackAwareAssignmentTags []string // nil: broker default
 }
 
 // Validate reports the first invalid override, naming its config key, so a
@@ -194,6 +198,9 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 	}
 	if o.AcceptableRecoveryLag != nil {
 		s.AcceptableRecoveryLag = *o.AcceptableRecoveryLag
+	}
+	if o.RackAwareAssignmentTags != nil {
+		s.RackAwareAssignmentTags = o.RackAwareAssignmentTags
 	}
 	return s
 }

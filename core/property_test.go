@@ -69,6 +69,7 @@ func tail(s string, n int) string {
 
 // propClient is a simulated Kafka Streams member.
 type propClient struct {
+	group      string
 	name       string
 	memberID   string
 	process    string
@@ -100,7 +101,7 @@ type propSim struct {
 	runs      []AssignorRun
 	nextReq   RequestID
 	partsIn   int32
-	last      propSnapshot
+	last      map[string]propSnapshot
 	reqMember map[RequestID]string // member id each request was sent as
 	before    map[string]taskSet   // committed active tasks per member before the step
 	err       error
@@ -138,10 +139,11 @@ func newPropSim(seed uint64) *propSim {
 		panic(err)
 	}
 	s := &propSim{rng: rng, c: c, cfg: cfg, byReq: map[RequestID]*propClient{}, reqReport: map[RequestID]taskSet{},
-		reports: map[string]taskSet{}, reqMember: map[RequestID]string{}, partsIn: 4, last: propSnapshot{members: map[string]int32{}}}
+		reports: map[string]taskSet{}, reqMember: map[RequestID]string{}, partsIn: 4, last: map[string]propSnapshot{}}
 	n := 3 + rng.IntN(4)
 	for i := 0; i < n; i++ {
-		cl := &propClient{name: fmt.Sprintf("c%d", i), process: fmt.Sprintf("p%d", i%3), lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}
+		cl := &propClient{group: []string{"g", "h"}[i%2], name: fmt.Sprintf("c%d", i), process: fmt.Sprintf("p%d", i%3),
+			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}
 		if rng.IntN(3) == 0 {
 			inst := fmt.Sprintf("i%d", i)
 			cl.instance = &inst
@@ -239,7 +241,7 @@ func (s *propSim) heartbeat(cl *propClient) {
 	}
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Version = 1
-	req.Group, req.MemberID, req.InstanceID = "g", cl.memberID, cl.instance
+	req.Group, req.MemberID, req.InstanceID = cl.group, cl.memberID, cl.instance
 	if !cl.joined {
 		req.MemberEpoch = 0
 		req.RebalanceTimeoutMillis = 30000
@@ -305,7 +307,7 @@ func (s *propSim) leave(cl *propClient) {
 	}
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Version = 1
-	req.Group, req.MemberID, req.InstanceID, req.MemberEpoch = "g", cl.memberID, cl.instance, -1
+	req.Group, req.MemberID, req.InstanceID, req.MemberEpoch = cl.group, cl.memberID, cl.instance, -1
 	if cl.instance != nil && s.rng.IntN(2) == 0 {
 		req.MemberEpoch = -2
 	}
@@ -391,13 +393,24 @@ func (s *propSim) answerRun() {
 	s.finish(s.c.AssignorResult(s.now, run, res, nil))
 }
 
-// activeByMember returns each member's assigned and pending active tasks.
+// propGroups are the groups the simulated clients join (alternately).
+var propGroups = []string{"g", "h"}
+
+// activeByMember returns each member's assigned and pending active tasks,
+// over all groups (member ids are unique across groups).
 func (s *propSim) activeByMember() map[string]taskSet {
 	out := map[string]taskSet{}
-	g, ok := s.c.groups["g"].(*streamsGroup)
-	if !ok {
-		return out
+	for _, gid := range propGroups {
+		g, ok := s.c.groups[gid].(*streamsGroup)
+		if !ok {
+			continue
+		}
+		s.collectActive(g, out)
 	}
+	return out
+}
+
+func (s *propSim) collectActive(g *streamsGroup, out map[string]taskSet) {
 	for id, m := range g.members {
 		ts := taskSet{}
 		for t := range m.assigned.active {
@@ -408,7 +421,16 @@ func (s *propSim) activeByMember() map[string]taskSet {
 		}
 		out[id] = ts
 	}
-	return out
+}
+
+// memberGroup returns the group a member id belongs to, if it is a member.
+func (s *propSim) memberGroup(member string) *streamsGroup {
+	for _, gid := range propGroups {
+		if g, ok := s.c.groups[gid].(*streamsGroup); ok && g.members[member] != nil {
+			return g
+		}
+	}
+	return nil
 }
 
 // deliver hands a released response to its client (unless it is lost) and
@@ -448,10 +470,10 @@ func (s *propSim) checkGrants(member string, resp *kmsg.StreamsGroupHeartbeatRes
 			if s.before[member].has(t) {
 				continue
 			}
-			g, _ := s.c.groups["g"].(*streamsGroup)
+			mine := s.memberGroup(member)
 			for other, rep := range s.reports {
-				if g == nil || g.members[other] == nil {
-					continue // fenced or gone: fencing is what frees its tasks
+				if og := s.memberGroup(other); og == nil || og != mine {
+					continue // fenced, gone, or another group: fencing is what frees its tasks
 				}
 				if other != member && rep.has(t) && s.err == nil {
 					s.err = fmt.Errorf("response to %s grants %s while %s's last report still includes it", member, t, other)
@@ -528,29 +550,33 @@ func (s *propSim) check(replay bool) error {
 	if len(s.c.undo) != 0 {
 		return fmt.Errorf("undo log not empty after commit")
 	}
-	g, ok := s.c.groups["g"].(*streamsGroup)
-	if !ok {
-		return nil
-	}
 	for id := range s.reports { // reports of members that left no longer count
-		if g.members[id] == nil {
+		if s.memberGroup(id) == nil {
 			delete(s.reports, id)
 		}
 	}
-	holder := map[TaskID]string{}
-	for _, id := range g.sortedMemberIDs() {
-		for t := range s.activeByMember()[id] {
-			if other, dup := holder[t]; dup {
-				return fmt.Errorf("active task %s held by %s and %s", t, other, id)
-			}
-			holder[t] = id
+	for _, gid := range propGroups {
+		g, ok := s.c.groups[gid].(*streamsGroup)
+		if !ok {
+			continue
 		}
-	}
-	if err := checkIndexes(g); err != nil {
-		return err
-	}
-	if err := s.checkEpochs(g); err != nil {
-		return err
+		holder := map[TaskID]string{}
+		active := map[string]taskSet{}
+		s.collectActive(g, active)
+		for _, id := range g.sortedMemberIDs() {
+			for t := range active[id] {
+				if other, dup := holder[t]; dup {
+					return fmt.Errorf("group %s: active task %s held by %s and %s", gid, t, other, id)
+				}
+				holder[t] = id
+			}
+		}
+		if err := checkIndexes(g); err != nil {
+			return err
+		}
+		if err := s.checkEpochs(g); err != nil {
+			return err
+		}
 	}
 	if replay {
 		return s.checkReplay()
@@ -583,16 +609,17 @@ func sortedOwners(m map[TaskID]string) string {
 }
 
 func (s *propSim) checkEpochs(g *streamsGroup) error {
-	if g.groupEpoch < s.last.groupEpoch || g.assignmentEpoch < s.last.assignmentEpoch {
-		return fmt.Errorf("group epochs went backwards: %d/%d after %d/%d", g.groupEpoch, g.assignmentEpoch,
-			s.last.groupEpoch, s.last.assignmentEpoch)
+	last := s.last[g.id]
+	if g.groupEpoch < last.groupEpoch || g.assignmentEpoch < last.assignmentEpoch {
+		return fmt.Errorf("group %s epochs went backwards: %d/%d after %d/%d", g.id, g.groupEpoch, g.assignmentEpoch,
+			last.groupEpoch, last.assignmentEpoch)
 	}
 	if g.assignmentEpoch > g.groupEpoch {
 		return fmt.Errorf("assignment epoch %d ahead of group epoch %d", g.assignmentEpoch, g.groupEpoch)
 	}
 	next := map[string]int32{}
 	for id, m := range g.members {
-		if old, ok := s.last.members[id]; ok && m.epoch < old && m.epoch != staticLeaveEpoch {
+		if old, ok := last.members[id]; ok && m.epoch < old && m.epoch != staticLeaveEpoch {
 			return fmt.Errorf("member %s epoch went backwards: %d after %d", id, m.epoch, old)
 		}
 		if m.epoch > g.assignmentEpoch {
@@ -600,7 +627,7 @@ func (s *propSim) checkEpochs(g *streamsGroup) error {
 		}
 		next[id] = m.epoch
 	}
-	s.last = propSnapshot{groupEpoch: g.groupEpoch, assignmentEpoch: g.assignmentEpoch, members: next}
+	s.last[g.id] = propSnapshot{groupEpoch: g.groupEpoch, assignmentEpoch: g.assignmentEpoch, members: next}
 	return nil
 }
 

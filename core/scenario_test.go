@@ -123,6 +123,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 			n32 := int32(n)
 			o.NumStandbyReplicas = &n32
 		}
+		if v, ok := args["tags"]; ok {
+			o.RackAwareAssignmentTags = strings.Split(v, ",")
+		}
 		h.c.SetStreamsGroupConfig(argOr(args, "group", "g"), o)
 		return "ok"
 	}

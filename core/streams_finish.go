@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -78,7 +79,30 @@ func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *h
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusShutdownApplication,
 			StatusDetail: fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", g.soft.shutdownBy)})
 	}
+	if missing := missingClientTags(c.streamsConfig(g.id).RackAwareAssignmentTags, m.clientTags); hb.req.Version >= 1 && len(missing) > 0 {
+		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusMissingClientTags,
+			StatusDetail: fmt.Sprintf("Missing required client tags for rack-aware standby assignment: [%s]. Configure them via 'client.tag.<tagKey>' in your Streams config.",
+				strings.Join(missing, ", "))})
+	}
 	return out
+}
+
+// missingClientTags lists the configured rack-aware tag keys a member lacks.
+func missingClientTags(required []string, tags []KeyValue) []string {
+	var missing []string
+	for _, k := range required {
+		found := false
+		for _, t := range tags {
+			if t.Key == k {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, k)
+		}
+	}
+	return missing
 }
 
 func kmsgTasks(s taskSet) []kmsg.TaskIDs {

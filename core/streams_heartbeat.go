@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -437,10 +438,15 @@ func validateOwnedTasks(ct *configuredTopology, o *ownedTasksReport) *kafkaError
 	return nil
 }
 
-// assignmentConfigs are the settings whose change triggers a reassignment.
+// assignmentConfigs are the settings whose change triggers a reassignment,
+// as Kafka records them (sorted keys; tags only when configured).
 func (c *Coordinator) assignmentConfigs(group string) []KeyValue {
 	cfg := c.streamsConfig(group)
-	return []KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
+	out := []KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
+	if len(cfg.RackAwareAssignmentTags) > 0 {
+		out = append(out, KeyValue{Key: "rack.aware.assignment.tags", Value: strings.Join(cfg.RackAwareAssignmentTags, ",")})
+	}
+	return out
 }
 
 // bumpGroupEpoch writes the group metadata with epoch+1 and the given

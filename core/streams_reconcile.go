@@ -23,19 +23,19 @@ func (g *streamsGroup) reconcile(m *streamsMember, owned *ownedTasksReport) (*st
 		if m.epoch == targetEpoch {
 			return m, nil
 		}
-		return g.nextAssignment(m, m.epoch), nil
+		return g.nextAssignment(m, m.epoch, owned), nil
 	case memberUnrevokedTasks:
 		if owned == nil || owned.intersects(m.pending) {
 			return m, nil
 		}
-		return g.nextAssignment(m, m.epoch+1), nil
+		return g.nextAssignment(m, m.epoch+1, owned), nil
 	case memberUnreleasedTasks:
-		return g.nextAssignment(m, m.epoch), nil
+		return g.nextAssignment(m, m.epoch, owned), nil
 	default:
 		if owned == nil || !owned.isEmpty() {
 			return nil, errf(kerr.FencedMemberEpoch, "The streams group member is in a unknown state. The member must abandon all its tasks and rejoin.")
 		}
-		return g.nextAssignment(m, targetEpoch), nil
+		return g.nextAssignment(m, targetEpoch, owned), nil
 	}
 }
 
@@ -62,110 +62,148 @@ func (o *ownedTasksReport) isEmpty() bool {
 	return len(o.active) == 0 && len(o.standby) == 0 && len(o.warmup) == 0
 }
 
-// step is the outcome of comparing a member's tasks with its target.
-type step struct {
-	now      ownedTasks // granted regardless of revocations
-	later    ownedTasks // granted only once nothing is pending revocation
-	pending  ownedTasks
-	withheld bool
-}
-
-// nextAssignment is computeNextAssignment + buildNewMember.
-func (g *streamsGroup) nextAssignment(m *streamsMember, revokeEpoch int32) *streamsMember {
+// nextAssignment is Kafka 4.4's computeNextAssignment + buildNewMember:
+// per role, kept = current ∩ target, revoke = current − kept, assign =
+// target − kept minus withheld tasks; then the in-place role changes; then
+// either revocation (UNREVOKED_TASKS at revokeEpoch, only while the member
+// has not already reported the revoked tasks gone) or the new assignment at
+// the target epoch.
+func (g *streamsGroup) nextAssignment(m *streamsMember, revokeEpoch int32, owned *ownedTasksReport) *streamsMember {
 	targetEpoch := g.assignmentEpoch
 	target, ok := g.target[m.id]
 	if !ok {
 		target = emptyTuple()
 	}
-	s := step{now: emptyOwned(), later: emptyOwned(), pending: emptyOwned()}
 	cur := m.assigned
-	// Active tasks: keep, revoke, or grant when no process holds them.
+	kept, revoke, assign := emptyOwned(), emptyOwned(), emptyOwned()
+	withheld := false
 	for t, e := range cur.active {
 		if target.active.has(t) {
-			s.now.active[t] = e
+			kept.active[t] = e
 		} else {
-			s.pending.active[t] = e
+			revoke.active[t] = e
 		}
 	}
 	for t := range target.active {
-		if _, kept := cur.active[t]; kept {
+		if _, k := cur.active[t]; k {
 			continue
 		}
 		if g.activeWithheld(m, t) {
-			s.withheld = true
-			continue
+			withheld = true
+		} else {
+			assign.active[t] = targetEpoch
 		}
-		s.later.active[t] = targetEpoch
 	}
-	g.stepPassive(m, &s, cur.standby, target.standby, target.warmup, target.active, true)
-	g.stepPassive(m, &s, cur.warmup, target.warmup, target.standby, target.active, false)
+	withheld = diffRole(cur.standby, target.standby, kept.standby, revoke.standby, assign.standby,
+		func(t TaskID) bool { return g.standbyWithheld(m, t) }) || withheld
+	withheld = diffRole(cur.warmup, target.warmup, kept.warmup, revoke.warmup, assign.warmup,
+		func(t TaskID) bool { return g.warmupWithheld(m, t) }) || withheld
+
+	// Demotion: an active task that becomes a standby keeps its state; the
+	// standby is granted at once (the active still goes through revocation).
+	for t := range cur.active {
+		grantNow(assign.standby, kept.standby, t)
+	}
+	// Standby <-> warm-up changes need no revocation.
+	for t := range cur.standby {
+		if grantNow(assign.warmup, kept.warmup, t) {
+			delete(revoke.standby, t)
+		}
+	}
+	for t := range cur.warmup {
+		if grantNow(assign.standby, kept.standby, t) {
+			delete(revoke.warmup, t)
+		}
+	}
+	// Promotion: a standby or warm-up that becomes active is never revoked;
+	// it is kept until the active is granted.
+	for t := range cur.standby {
+		if target.active.has(t) {
+			delete(revoke.standby, t)
+		}
+	}
+	for t := range cur.warmup {
+		if target.active.has(t) {
+			delete(revoke.warmup, t)
+		}
+	}
+	revoking := !revoke.isEmpty() && owned.notReleased(revoke)
+	for _, roles := range [][2]taskSet{{cur.standby, kept.standby}, {cur.warmup, kept.warmup}} {
+		for t := range roles[0] {
+			if !target.active.has(t) {
+				continue
+			}
+			if _, granted := assign.active[t]; revoking || !granted {
+				roles[1][t] = struct{}{}
+			}
+		}
+	}
 
 	u := m.clone()
 	u.prevEpoch = m.epoch
-	if !s.pending.isEmpty() {
-		u.state, u.epoch = memberUnrevokedTasks, revokeEpoch
-		u.assigned, u.pending = s.now, s.pending
-		return u
-	}
-	u.assigned = mergeOwned(s.now, s.later)
 	u.pending = emptyOwned()
-	u.epoch = targetEpoch
-	u.state = memberStable
-	if s.withheld {
-		u.state = memberUnreleasedTasks
+	switch {
+	case revoking:
+		u.state, u.epoch, u.assigned, u.pending = memberUnrevokedTasks, revokeEpoch, kept, revoke
+	case !assign.isEmpty():
+		u.state, u.epoch, u.assigned = memberStable, targetEpoch, mergeOwned(kept, assign)
+		if withheld {
+			u.state = memberUnreleasedTasks
+		}
+	case withheld:
+		u.state, u.epoch, u.assigned = memberUnreleasedTasks, targetEpoch, kept
+	default:
+		u.state, u.epoch, u.assigned = memberStable, targetEpoch, kept
 	}
 	return u
 }
 
-// stepPassive handles standby (isStandby) or warm-up tasks: cur are the
-// member's tasks of that role, want its target of that role, other the
-// target of the other passive role, active the target actives.
-func (g *streamsGroup) stepPassive(m *streamsMember, s *step, cur, want, other, active taskSet, isStandby bool) {
-	now, later, pending := &s.now.standby, &s.later.standby, &s.pending.standby
-	nowOther := &s.now.warmup
-	if !isStandby {
-		now, later, pending = &s.now.warmup, &s.later.warmup, &s.pending.warmup
-		nowOther = &s.now.standby
-	}
+// diffRole splits one role's tasks into kept, revoke and assign; it reports
+// whether a target task was withheld.
+func diffRole(cur, target, kept, revoke, assign taskSet, withheldFn func(TaskID) bool) bool {
+	withheld := false
 	for t := range cur {
-		switch {
-		case want.has(t):
-			(*now)[t] = struct{}{}
-		case other.has(t):
-			(*nowOther)[t] = struct{}{} // in-place standby↔warm-up change
-		case active.has(t):
-			// Promoted to active: keep it until the active is granted;
-			// mergeOwned drops it once the task is active.
-			(*now)[t] = struct{}{}
-		default:
-			(*pending)[t] = struct{}{}
+		if target.has(t) {
+			kept[t] = struct{}{}
+		} else {
+			revoke[t] = struct{}{}
 		}
 	}
-	for t := range want {
-		if cur.has(t) || (isStandby && m.assigned.warmup.has(t)) || (!isStandby && m.assigned.standby.has(t)) {
+	for t := range target {
+		if cur.has(t) {
 			continue
 		}
-		if g.passiveWithheld(m, t, isStandby) {
-			s.withheld = true
-			continue
+		if withheldFn(t) {
+			withheld = true
+		} else {
+			assign[t] = struct{}{}
 		}
-		if _, demoted := m.assigned.active[t]; demoted {
-			(*now)[t] = struct{}{} // active→passive: granted at once
-			continue
-		}
-		(*later)[t] = struct{}{}
 	}
+	return withheld
+}
+
+// grantNow moves t from a pending grant to the kept set, if it is pending.
+func grantNow(assign, kept taskSet, t TaskID) bool {
+	if !assign.has(t) {
+		return false
+	}
+	delete(assign, t)
+	kept[t] = struct{}{}
+	return true
+}
+
+// notReleased reports whether the member may still own some of the tasks
+// in p: it did not report its tasks, or reported one of them.
+func (o *ownedTasksReport) notReleased(p ownedTasks) bool {
+	return o == nil || o.intersects(p)
 }
 
 func mergeOwned(a, b ownedTasks) ownedTasks {
 	out := emptyOwned()
-	for t, e := range a.active {
-		out.active[t] = e
-	}
-	for t, e := range b.active {
-		out.active[t] = e
-	}
 	for _, x := range []ownedTasks{a, b} {
+		for t, e := range x.active {
+			out.active[t] = e
+		}
 		for t := range x.standby {
 			out.standby[t] = struct{}{}
 		}
@@ -173,28 +211,24 @@ func mergeOwned(a, b ownedTasks) ownedTasks {
 			out.warmup[t] = struct{}{}
 		}
 	}
-	// A promoted task leaves its passive role once it is active.
-	for t := range out.active {
-		delete(out.standby, t)
-		delete(out.warmup, t)
-	}
 	return out
 }
 
-// holds reports which roles member m itself has for t (assigned or pending).
-func (m *streamsMember) holds(t TaskID) (active, standby, warmup bool) {
-	_, a1 := m.assigned.active[t]
-	_, a2 := m.pending.active[t]
-	return a1 || a2, m.assigned.standby.has(t) || m.pending.standby.has(t), m.assigned.warmup.has(t) || m.pending.warmup.has(t)
+// The withholding predicates (Kafka 4.4's isUnreleased*Task). They look at
+// the ownership indexes, which hold every member's assigned and pending
+// tasks by process, and at the member's own assigned tasks to tell "another
+// member on this process" from the member itself.
+
+// onProcess reports whether m's process holds t in idx.
+func onProcess(idx map[TaskID]map[string]int, m *streamsMember, t TaskID) bool {
+	return idx[t][m.processID] > 0
 }
 
-// othersOnProcess counts holders of t on m's process in idx, minus m.
-func othersOnProcess(idx map[TaskID]map[string]int, m *streamsMember, t TaskID, self bool) int {
-	n := idx[t][m.processID]
-	if self {
-		n--
-	}
-	return n
+// runByAnotherOnProcess: t runs active on m's process, not on m itself.
+func (g *streamsGroup) runByAnotherOnProcess(m *streamsMember, t TaskID) bool {
+	p, ok := g.activeOwner[t]
+	_, self := m.assigned.active[t]
+	return ok && p == m.processID && !self
 }
 
 // activeWithheld: any process holds t active, or another member of m's
@@ -203,23 +237,23 @@ func (g *streamsGroup) activeWithheld(m *streamsMember, t TaskID) bool {
 	if _, ok := g.activeOwner[t]; ok {
 		return true
 	}
-	_, sb, wu := m.holds(t)
-	return othersOnProcess(g.standbyOwners, m, t, sb) > 0 || othersOnProcess(g.warmupOwners, m, t, wu) > 0
+	return onProcess(g.standbyOwners, m, t) && !m.assigned.standby.has(t) ||
+		onProcess(g.warmupOwners, m, t) && !m.assigned.warmup.has(t)
 }
 
-// passiveWithheld: another member of m's process runs t active, or m's
-// process already has it in the same role, or another member of m's
-// process has it in the other passive role.
-func (g *streamsGroup) passiveWithheld(m *streamsMember, t TaskID, isStandby bool) bool {
-	act, sb, wu := m.holds(t)
-	if p, ok := g.activeOwner[t]; ok && p == m.processID && !act {
-		return true
-	}
-	same, other := g.standbyOwners, g.warmupOwners
-	selfOther := wu
-	if !isStandby {
-		same, other = g.warmupOwners, g.standbyOwners
-		selfOther = sb
-	}
-	return same[t][m.processID] > 0 || othersOnProcess(other, m, t, selfOther) > 0
+// standbyWithheld: another member of m's process runs t active, m's process
+// already has it as standby, or another member of m's process has it as a
+// warm-up.
+func (g *streamsGroup) standbyWithheld(m *streamsMember, t TaskID) bool {
+	return g.runByAnotherOnProcess(m, t) || onProcess(g.standbyOwners, m, t) ||
+		onProcess(g.warmupOwners, m, t) && !m.assigned.warmup.has(t)
+}
+
+// warmupWithheld: m's process runs t active (m included), another member of
+// m's process has it as standby, or m's process already has it as warm-up.
+func (g *streamsGroup) warmupWithheld(m *streamsMember, t TaskID) bool {
+	p, ok := g.activeOwner[t]
+	return ok && p == m.processID ||
+		onProcess(g.standbyOwners, m, t) && !m.assigned.standby.has(t) ||
+		onProcess(g.warmupOwners, m, t)
 }

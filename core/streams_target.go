@@ -113,7 +113,7 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 	}
 	cfg := c.streamsConfig(g.id)
 	in.Configs = AssignConfigs{NumStandbyReplicas: cfg.NumStandbyReplicas, NumWarmupReplicas: cfg.NumWarmupReplicas,
-		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: []string{}}
+		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags)}
 	return in
 }
 

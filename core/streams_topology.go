@@ -22,6 +22,7 @@ const (
 	statusMissingInternal      int8 = 3
 	statusShutdownApplication  int8 = 4
 	statusAssignmentDelayed    int8 = 5
+	statusMissingClientTags    int8 = 6 // v1+ only
 )
 
 type configuredSubtopology struct {

@@ -100,7 +100,7 @@ func errName(code int16) string {
 }
 
 var statusNames = []string{"STALE_TOPOLOGY", "MISSING_SOURCE_TOPICS", "INCORRECTLY_PARTITIONED_TOPICS",
-	"MISSING_INTERNAL_TOPICS", "SHUTDOWN_APPLICATION", "ASSIGNMENT_DELAYED"}
+	"MISSING_INTERNAL_TOPICS", "SHUTDOWN_APPLICATION", "ASSIGNMENT_DELAYED", "MISSING_CLIENT_TAGS"}
 
 func fmtResponse(who string, msg kmsg.Response) string {
 	switch r := msg.(type) {
