@@ -328,7 +328,7 @@ func runKgoGroup(t *testing.T, balancer kgo.GroupBalancer) {
 	for i := 0; i < 3; i++ {
 		opts := append([]kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics(kgoTopic),
 			kgo.Balancers(balancer), kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(100 * time.Millisecond),
-			kgo.RebalanceTimeout(3 * time.Second), kgo.DisableAutoCommit(), kgo.FetchMaxWait(100 * time.Millisecond),
+			kgo.RebalanceTimeout(1500 * time.Millisecond), kgo.DisableAutoCommit(), kgo.FetchMaxWait(100 * time.Millisecond),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, own.opts(i)...)
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {
@@ -433,8 +433,75 @@ func runKgoGroup(t *testing.T, balancer kgo.GroupBalancer) {
 	if got := fetchOffset(t, ctx, admin, 0); got != 7 {
 		t.Errorf("offset after an allowed commit: %d, want 7", got)
 	}
+	staleKgoCommit(t, ctx, h, cluster, admin, balancer, own, consumers[1])
 	stopPolls()
 	wg.Wait()
+}
+
+// staleKgoCommit has a kgo consumer's own commit fenced: a consumer that
+// blocks rebalances while it holds a poll misses the next generation (the
+// join phase completes without it at the rebalance timeout), then commits
+// with the generation it knows; core refuses and kfake keeps the offset.
+func staleKgoCommit(t *testing.T, ctx context.Context, h *coreHost, cluster *kfake.Cluster, admin *kgo.Client,
+	balancer kgo.GroupBalancer, own *owned, leaving *kgo.Client) {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics(kgoTopic),
+		kgo.Balancers(balancer), kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(100 * time.Millisecond),
+		kgo.RebalanceTimeout(1500 * time.Millisecond), kgo.DisableAutoCommit(), kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.BlockRebalanceOnPoll()}, own.opts(3)...)
+	blocked, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocked.Close()
+	pollOnce := func() {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		blocked.PollFetches(pctx)
+		cancel()
+	}
+	info := func() string {
+		v := h.view("g")
+		return fmt.Sprintf("core %s gen=%d members=%d; kgo %s", v.state, v.gen, len(v.members), own)
+	}
+	waitFor(t, "a stable complete assignment with the blocking consumer", 20*time.Second, func() bool {
+		pollOnce()
+		blocked.AllowRebalance()
+		v := h.view("g")
+		return v.state == classicStable && len(v.members) == 3 && own.complete([]int{0, 1, 3})
+	}, info)
+	joined := h.view("g")
+	pollOnce() // hold the poll: no rebalance until AllowRebalance
+	own.mu.Lock()
+	var part int32 = -1
+	for p := range own.by[3] {
+		part = p
+	}
+	own.mu.Unlock()
+	before := fetchOffset(t, ctx, admin, part)
+
+	leaving.Close() // a rebalance the blocked consumer cannot take part in
+	waitFor(t, "a generation without the blocked consumer", 20*time.Second, func() bool {
+		v := h.view("g")
+		return v.state == classicStable && v.gen > joined.gen && len(v.members) == 1
+	}, info)
+	var code int16 = -1
+	var sentGen int32
+	blocked.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{kgoTopic: {part: {Epoch: -1, Offset: 3}}},
+		func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil || len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+				t.Errorf("stale kgo commit: %v", err)
+				return
+			}
+			sentGen, code = req.Generation, resp.Topics[0].Partitions[0].ErrorCode
+			t.Logf("kgo committed at generation %d as %q: error %d", req.Generation, req.MemberID, code)
+		})
+	if sentGen != joined.gen || (code != errIllegalGeneration && code != errUnknownMemberID) {
+		t.Errorf("kgo's commit at generation %d (group at %d): error %d, want ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID",
+			sentGen, h.view("g").gen, code)
+	}
+	if after := fetchOffset(t, ctx, admin, part); after != before {
+		t.Errorf("a fenced kgo commit changed partition %d's offset from %d to %d", part, before, after)
+	}
+	blocked.AllowRebalance()
 }
 
 // fetchOffset reads group g's committed offset of a partition through the
