@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -317,10 +318,7 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 		u.endpoint = &Endpoint{Host: req.UserEndpoint.Host, Port: req.UserEndpoint.Port}
 	}
 	if req.ClientTags != nil {
-		u.clientTags = []KeyValue{}
-		for _, t := range req.ClientTags {
-			u.clientTags = append(u.clientTags, KeyValue{Key: t.Key, Value: t.Value})
-		}
+		u.clientTags = clientTagsFromRequest(req.ClientTags)
 	}
 	_, exists := hb.g.members[m.id]
 	newVal := memberMetadataValue(u)
@@ -336,6 +334,26 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 			!slices.Equal(u.clientTags, m.clientTags) || u.processID != m.processID, nil
 	}
 	return true, nil
+}
+
+// clientTagsFromRequest keeps the last value of each key, sorted by key:
+// Kafka holds client tags in a map (a later duplicate wins) and writes them
+// in the map's order, which for typical tag keys is the sorted order.
+func clientTagsFromRequest(tags []kmsg.StreamsGroupHeartbeatRequestClientTag) []KeyValue {
+	byKey := map[string]string{}
+	for _, t := range tags {
+		byKey[t.Key] = t.Value
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]KeyValue, len(keys))
+	for i, k := range keys {
+		out[i] = KeyValue{Key: k, Value: byKey[k]}
+	}
+	return out
 }
 
 func memberMetadataValue(m *streamsMember) StreamsGroupMemberMetadataValue {
