@@ -112,4 +112,3 @@ func (c *Coordinator) ValidateStreamsOffsetFetch(group, memberID string, epoch i
 	}
 	return 0, ""
 }
-
