@@ -425,7 +425,7 @@ func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool,
 	validated := int32(-1)
 	if ct.ready() {
 		validated = g.topology.Epoch
-		if e := validateOwnedTasks(ct, hb.owned); e != nil {
+		if e := validateOwnedTasks(ct, hb.req); e != nil {
 			return false, e
 		}
 	}
@@ -440,16 +440,20 @@ func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool,
 	return recompute, nil
 }
 
-// validateOwnedTasks rejects reported tasks the configured topology lacks.
-func validateOwnedTasks(ct *configuredTopology, o *ownedTasksReport) *kafkaError {
-	if o == nil {
-		return nil
-	}
-	for _, s := range []taskSet{o.active, o.standby, o.warmup} {
-		for t := range s {
-			sub := ct.subtopology(t.Subtopology)
-			if sub == nil || t.Partition < 0 || t.Partition >= sub.numTasks {
-				return errf(kerr.InvalidRequest, "Task %s is not part of the configured topology.", t)
+// validateOwnedTasks rejects reported tasks the configured topology lacks,
+// checking the active, standby and warm-up lists in request order as
+// Kafka's throwIfRequestContainsInvalidTasks does.
+func validateOwnedTasks(ct *configuredTopology, req *kmsg.StreamsGroupHeartbeatRequest) *kafkaError {
+	for _, list := range [][]kmsg.TaskIDs{req.ActiveTasks, req.StandbyTasks, req.WarmupTasks} {
+		for _, ids := range list {
+			sub := ct.subtopology(ids.SubtopologyID)
+			if sub == nil {
+				return errf(kerr.InvalidRequest, "Subtopology %s does not exist in the topology.", ids.SubtopologyID)
+			}
+			for _, p := range ids.Partitions {
+				if p < 0 || p >= sub.numTasks {
+					return errf(kerr.InvalidRequest, "Task %d for subtopology %s is invalid. Number of tasks for this subtopology: %d", p, ids.SubtopologyID, sub.numTasks)
+				}
 			}
 		}
 	}
