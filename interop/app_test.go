@@ -23,11 +23,12 @@ type appConfig struct {
 // lostTaskMarkers are log phrases of Kafka Streams 4.4 and its consumer
 // that mean an instance lost tasks or partitions without a clean handover.
 var lostTaskMarkers = []string{
-	"lost due to missed rebalance", // StreamsRebalanceListener.onPartitionsLost
-	"lost all tasks",
-	"Lost previously assigned partitions", // ConsumerCoordinator.onPartitionsLost
-	"onPartitionsLost",
-	"UNCAUGHT",
+	"lost due to missed rebalance",                // Streams, classic: onPartitionsLost
+	"Invoking tasks lost callback",                // Streams protocol: onAllTasksLost
+	"now lost active tasks",                       // Streams protocol: lost tasks revoked
+	"Giving away all assigned partitions as lost", // classic consumer reset
+	"Lost previously assigned partitions",         // classic consumer onPartitionsLost
+	"UNCAUGHT",                                    // App.java: a stream thread died
 }
 
 // startApp starts one instance of the Streams application.

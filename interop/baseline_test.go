@@ -14,6 +14,7 @@ func TestInteropRealKafka(t *testing.T) {
 	dir := logDir(t)
 	b := startBroker(t, dir)
 	rows := runOfflineMigration(t, dir, b.addr, b.proc)
+	t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, b.addr, "interop-baseline", b.proc) })
 	table := formatTable(rows)
 	t.Logf("results (logs in %s):\n%s", dir, table)
 	fmt.Print(table)
@@ -26,10 +27,11 @@ func TestInteropRealKafka(t *testing.T) {
 func runOfflineMigration(t *testing.T, dir, bootstrap string, others ...*proc) []phaseRow {
 	s := newScenario(t, "5 baseline (offline, real Kafka)", dir, bootstrap, "interop-baseline", others...)
 	f := s.fleet
-	s.must("phase", s.lg.phase("classic"))
+	s.must("phase", s.lg.phase("startup"))
 	f.startAll("classic", 0)
 	s.must("classic instances running", f.waitRunning(startBound))
 	s.must("classic group", s.stable("classic", 3))
+	s.must("phase", s.lg.phase("classic"))
 	time.Sleep(steadyPeriod)
 
 	s.offlineSwitch("offline-upgrade", "streams", 1)

@@ -80,7 +80,10 @@ func (s *scenarioRun) failureReport() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "=== %s failure report (full logs in %s)\n", s.name, s.dir)
 	fmt.Fprintf(&b, "--- group %s as observed:\n%s", s.group, s.obs.report())
-	procs := append(append([]*proc{}, s.others...), s.lg.p)
+	procs := append([]*proc{}, s.others...)
+	if s.lg != nil {
+		procs = append(procs, s.lg.p)
+	}
 	if s.fleet != nil {
 		procs = append(procs, s.fleet.all()...)
 	}
