@@ -79,8 +79,7 @@ func runGroupTools(t *testing.T, dir, bootstrap, classicGroup string, others ...
 	if err := cobs.waitFor(startBound, "classic Empty", func(v groupView) bool {
 		return v.kind == "classic" && v.state == "Empty"
 	}); err != nil {
-		t.Fatalf("%v
-%s", err, cobs.report())
+		t.Fatalf("%v\n%s", err, cobs.report())
 	}
 	cg("--reset-offsets", "--group", classicGroup, "--topic", "input", "--to-earliest", "--execute").expect(t, "NEW-OFFSET", "input")
 	cg("--delete", "--group", classicGroup).expect(t, "successful")
