@@ -31,6 +31,7 @@ func runOfflineMigration(t *testing.T, dir, bootstrap string, others ...*proc) [
 	f.startAll("classic", 0)
 	s.must("classic instances running", f.waitRunning(startBound))
 	s.must("classic group", s.stable("classic", 3))
+	s.must("startup backlog", s.lg.caughtUp(recordsPerSec/2, startBound))
 	s.must("phase", s.lg.phase("classic"))
 	time.Sleep(steadyPeriod)
 

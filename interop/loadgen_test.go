@@ -3,6 +3,7 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +82,30 @@ func (g *loadGen) finish() (loadResult, error) {
 	}
 	err = json.Unmarshal([]byte(strings.TrimPrefix(line, "RESULT ")), &r)
 	return r, err
+}
+
+// caughtUp waits (bounded by d) until fewer than maxLag produced records
+// lack their output, so a following phase measures steady state rather than
+// a backlog from before it.
+func (g *loadGen) caughtUp(maxLag int64, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	var lag int64 = -1
+	for time.Now().Before(deadline) {
+		from := g.p.lineCount()
+		if _, err := fmt.Fprintln(g.p.in, "lag"); err != nil {
+			return err
+		}
+		line, _, err := g.p.waitLine("LAG ", from, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		if lag, err = strconv.ParseInt(strings.TrimPrefix(line, "LAG "), 10, 64); err != nil {
+			return fmt.Errorf("loadgen: %q: %v", line, err)
+		}
+		if lag <= maxLag {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("output still %d records behind after %v", lag, d)
 }

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,26 @@ func (r toolRun) expect(t *testing.T, wants ...string) {
 	}
 }
 
+// expectLines fails the test unless the run succeeded and exactly n of its
+// output lines match the regular expression re.
+func (r toolRun) expectLines(t *testing.T, re string, n int) {
+	t.Helper()
+	if r.err != nil {
+		t.Errorf("%s: %v\n%s", r.args, r.err, r.output)
+		return
+	}
+	rx := regexp.MustCompile(re)
+	got := 0
+	for _, l := range strings.Split(r.output, "\n") {
+		if rx.MatchString(l) {
+			got++
+		}
+	}
+	if got != n {
+		t.Errorf("%s: %d lines match %s, want %d:\n%s", r.args, got, re, n, r.output)
+	}
+}
+
 // runGroupTools is scenario 6: kafka-consumer-groups on a classic Kafka
 // Streams group and kafka-streams-groups on a streams group — list,
 // describe, reset offsets, delete — against bootstrap. classicGroup must be
@@ -81,7 +102,8 @@ func runGroupTools(t *testing.T, dir, bootstrap, classicGroup string, others ...
 	}); err != nil {
 		t.Fatalf("%v\n%s", err, cobs.report())
 	}
-	cg("--reset-offsets", "--group", classicGroup, "--topic", "input", "--to-earliest", "--execute").expect(t, "NEW-OFFSET", "input")
+	cg("--reset-offsets", "--group", classicGroup, "--topic", "input", "--to-earliest", "--execute").
+		expectLines(t, `^`+classicGroup+`\s+input\s+\d+\s+0\s*$`, inputPartitions)
 	cg("--delete", "--group", classicGroup).expect(t, "successful")
 	cg("--list").expect(t, "!"+classicGroup)
 
@@ -101,12 +123,13 @@ func runGroupTools(t *testing.T, dir, bootstrap, classicGroup string, others ...
 
 	sg("--list").expect(t, streamsGroup)
 	sg("--describe", "--group", streamsGroup).expect(t, "input")
-	sg("--describe", "--members", "--group", streamsGroup).expect(t, streamsGroup)
+	sg("--describe", "--members", "--group", streamsGroup).expect(t, "app0-streams-0", "ACTIVE: 0:[0,1,2,3,4,5]; 1:[0,1,2,3,4,5]")
 	s.must("stop instance", s.fleet.stopAll())
 	s.must("streams group empty", s.obs.waitFor(startBound, "streams Empty", func(v groupView) bool {
 		return v.kind == "streams" && v.state == "Empty"
 	}))
-	sg("--reset-offsets", "--group", streamsGroup, "--input-topic", "input", "--to-earliest", "--execute").expect(t, "input")
+	sg("--reset-offsets", "--group", streamsGroup, "--input-topic", "input", "--to-earliest", "--execute").
+		expectLines(t, `^`+streamsGroup+`\s+input\s+\d+\s+0\s*$`, inputPartitions)
 	sg("--delete", "--group", streamsGroup).expect(t, "successful")
 	sg("--list").expect(t, "!"+streamsGroup)
 	if t.Failed() {

@@ -33,6 +33,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * of an input partition is the largest (time the output was read minus the
  * input's produce time) over its records.
  *
+ * <p>Phases split the run: a record counts as "in" for the phase it was
+ * produced in, and as "out" (with its gap) for the phase its output was read
+ * in, so a disruption's gap lands in the phase that caused it even for
+ * records produced just before it began.
+ *
  * <p>Reads commands from stdin: "phase NAME" starts a new phase (records
  * produced from then on are counted, and their gaps measured, under NAME; the
  * run starts in phase "start"); "stop" ends producing; the verifier then waits
@@ -135,6 +140,10 @@ public final class LoadGen {
                     if (line.equals("stop")) {
                         return;
                     }
+                    if (line.equals("lag")) {
+                        System.out.println("LAG " + v.lag());
+                        System.out.flush();
+                    }
                     if (line.startsWith("phase ")) {
                         v.phase(line.substring(6).trim(), System.currentTimeMillis());
                         System.out.println("PHASE " + line.substring(6).trim());
@@ -228,15 +237,24 @@ public final class LoadGen {
             phases.add(new Phase(name, startMs, partitions));
         }
 
+        /** Records produced so far whose output has not been read yet. */
+        synchronized long lag() {
+            long in = 0;
+            for (Phase p : phases) {
+                in += p.in;
+            }
+            return in - records;
+        }
+
         /** Counts one record produced at producedMs in its phase. */
         synchronized void countIn(long producedMs) {
             phaseOf(producedMs).in++;
         }
 
-        /** The phase a record produced at producedMs belongs to. */
-        private Phase phaseOf(long producedMs) {
+        /** The phase that was current at wall-clock ms. */
+        private Phase phaseOf(long ms) {
             for (int i = phases.size() - 1; i > 0; i--) {
-                if (producedMs >= phases.get(i).startMs) {
+                if (ms >= phases.get(i).startMs) {
                     return phases.get(i);
                 }
             }
@@ -312,7 +330,7 @@ public final class LoadGen {
             }
             s.set((int) n);
             int part = Integer.parseInt(key.substring(3)) % partitions;
-            Phase ph = phaseOf(producedMs);
+            Phase ph = phaseOf(readMs);
             ph.out++;
             ph.maxGapMs[part] = Math.max(ph.maxGapMs[part], readMs - producedMs);
         }
