@@ -26,7 +26,7 @@ import org.apache.kafka.streams.kstream.Produced;
  * application.id, group.protocol, application.server, num.standby.replicas,
  * group.instance.id, state.dir, ...) plus input.topic and output.topic. The
  * process prints "STATE new old" on every state change and closes cleanly on
- * SIGTERM.
+ * SIGTERM. A stream thread dying ends the process with exit status 1.
  */
 public final class App {
     private App() {}
@@ -57,11 +57,13 @@ public final class App {
                 done.countDown();
             }
         });
+        // A dead stream thread fails the run: shut the client down, so the
+        // driver sees the process exit at once instead of waiting for RUNNING.
         streams.setUncaughtExceptionHandler(e -> {
             System.out.println("UNCAUGHT " + e);
             e.printStackTrace(System.out);
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler
-                .StreamThreadExceptionResponse.REPLACE_THREAD;
+                .StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close(Duration.ofSeconds(20));
@@ -70,6 +72,9 @@ public final class App {
         }));
         streams.start();
         done.await();
+        if (streams.state() == KafkaStreams.State.ERROR) {
+            System.exit(1);
+        }
     }
 
     static Properties defaults() {
