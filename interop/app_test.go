@@ -3,6 +3,7 @@ package interop
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ type appConfig struct {
 	standbys   int    // num.standby.replicas
 	appServer  string // application.server host:port
 	stateDir   string // state.dir; kept across restarts of the same instance
+	project    string // Maven project with the client version; "" = appDir (4.4.0)
 }
 
 // lostTaskMarkers are log phrases of Kafka Streams 4.4 and its consumer
@@ -46,7 +48,11 @@ func startApp(t *testing.T, logDir string, c appConfig) *proc {
 	if c.instanceID != "" {
 		args = append(args, "group.instance.id="+c.instanceID)
 	}
-	return startJava(t, c.name, logDir, "io.coordhost.interop.streams.App", args...)
+	project := c.project
+	if project == "" {
+		project = appDir
+	}
+	return startJavaFrom(t, project, c.name, logDir, "io.coordhost.interop.streams.App", args...)
 }
 
 // fleet is the set of instances of one application, restarted in place.
@@ -76,9 +82,19 @@ func newFleet(t *testing.T, logDir, bootstrap, appID string, n int) *fleet {
 
 // start starts instance i with the given group protocol.
 func (f *fleet) start(i int, protocol string, gen int) {
+	f.startVersion(i, protocol, gen, "")
+}
+
+// startVersion starts instance i with the given group protocol and the
+// client version of Maven project (see appConfig.project).
+func (f *fleet) startVersion(i int, protocol string, gen int, project string) {
 	c := f.cfgs[i]
 	c.protocol = protocol
+	c.project = project
 	c.name = fmt.Sprintf("app%d-%s-%d", i, protocol, gen)
+	if project != "" {
+		c.name += "-" + strings.TrimPrefix(project, appDir+"-")
+	}
 	f.procs[i] = startApp(f.t, f.logDir, c)
 }
 

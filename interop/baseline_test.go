@@ -7,14 +7,15 @@ import (
 )
 
 // TestInteropRealKafka runs the scenarios that need only the real Apache
-// Kafka 4.4 broker: scenario 5, the offline-migration baseline, and
-// scenario 6's group tools. Run it with COORDHOST_INTEROP=1 (docs/INTEROP.md).
+// Kafka 4.4 broker: scenario 5, the offline-migration baseline, scenario 6's
+// group tools, and a check that scenario 7's older clients run. Run it with COORDHOST_INTEROP=1 (docs/INTEROP.md).
 func TestInteropRealKafka(t *testing.T) {
 	needInterop(t)
 	dir := logDir(t)
 	b := startBroker(t, dir)
 	rows := runOfflineMigration(t, dir, b.addr, b.proc)
 	t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, b.addr, "interop-baseline", b.proc) })
+	t.Run("client-versions", func(t *testing.T) { runClientVersions(t, dir, b.addr, b.proc) })
 	table := formatTable(rows)
 	t.Logf("results (logs in %s):\n%s", dir, table)
 	fmt.Print(table)

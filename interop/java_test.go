@@ -11,27 +11,38 @@ import (
 	"github.com/coordhost/coordhost/internal/testtool"
 )
 
-// appDir is the Maven project with every Java main class the suite runs.
-const appDir = "streams-app"
+// appDir is the Maven project with every Java main class the suite runs
+// (Kafka 4.4.0); the client-matrix projects build App.java against older
+// Kafka Streams versions.
+const (
+	appDir    = "streams-app"
+	app391Dir = "streams-app-3.9.1"
+	app420Dir = "streams-app-4.2.0"
+)
 
-var mavenBuild struct {
+// mavenBuild is one project's build, done once per test binary.
+type mavenBuild struct {
 	once sync.Once
 	cp   string
 	err  string
 }
+
+var builds sync.Map // project dir -> *mavenBuild
 
 func javaPath(t *testing.T) string {
 	t.Helper()
 	return testtool.Require(t, "java")
 }
 
-// classpath builds streams-app once per test binary (mvn package plus its
-// dependency classpath) and returns the classpath of its main classes.
-func classpath(t *testing.T) string {
+// classpath builds the Maven project in dir once per test binary (mvn
+// package plus its dependency classpath) and returns its classpath.
+func classpath(t *testing.T, dir string) string {
 	t.Helper()
 	mvn := testtool.Require(t, "mvn")
+	v, _ := builds.LoadOrStore(dir, &mavenBuild{})
+	mavenBuild := v.(*mavenBuild)
 	mavenBuild.once.Do(func() {
-		abs, err := filepath.Abs(appDir)
+		abs, err := filepath.Abs(dir)
 		if err != nil {
 			mavenBuild.err = err.Error()
 			return
@@ -51,7 +62,7 @@ func classpath(t *testing.T) string {
 		mavenBuild.cp = filepath.Join(abs, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(deps))
 	})
 	if mavenBuild.err != "" {
-		t.Fatalf("maven build of %s: %s", appDir, mavenBuild.err)
+		t.Fatalf("maven build of %s: %s", dir, mavenBuild.err)
 	}
 	return mavenBuild.cp
 }

@@ -38,8 +38,14 @@ type proc struct {
 // process is killed at the end of the test if still running.
 func startJava(t *testing.T, name, logDir, mainClass string, args ...string) *proc {
 	t.Helper()
+	return startJavaFrom(t, appDir, name, logDir, mainClass, args...)
+}
+
+// startJavaFrom is startJava with the classpath of the Maven project in dir.
+func startJavaFrom(t *testing.T, dir, name, logDir, mainClass string, args ...string) *proc {
+	t.Helper()
 	java := javaPath(t)
-	cp := classpath(t)
+	cp := classpath(t, dir)
 	full := append(append(append([]string{}, jvmFlags...), "-cp", cp, mainClass), args...)
 	p := &proc{name: name, cmd: exec.Command(java, full...), log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
