@@ -20,7 +20,15 @@ type appConfig struct {
 	appServer  string // application.server host:port
 	stateDir   string // state.dir; kept across restarts of the same instance
 	project    string // Maven project with the client version; "" = appDir (4.4.0)
+	topics     topics // the application's input and output
 }
+
+// topics are one scenario's input and output topics: each scenario has its
+// own, so its verifier sees only its own records.
+type topics struct{ in, out string }
+
+// topicsOf names the topics of the scenario whose application id is group.
+func topicsOf(group string) topics { return topics{in: group + "-in", out: group + "-out"} }
 
 // lostTaskMarkers are log phrases of Kafka Streams 4.4 and its consumer
 // that mean an instance lost tasks or partitions without a clean handover.
@@ -44,6 +52,8 @@ func startApp(t *testing.T, logDir string, c appConfig) *proc {
 		"application.server=" + c.appServer,
 		"state.dir=" + c.stateDir,
 		"client.id=" + c.name,
+		"input.topic=" + c.topics.in,
+		"output.topic=" + c.topics.out,
 	}
 	if c.instanceID != "" {
 		args = append(args, "group.instance.id="+c.instanceID)
@@ -64,13 +74,15 @@ type fleet struct {
 	old    []*proc // stopped instances, kept for log scans and failure reports
 }
 
-// newFleet describes n instances of application appID against bootstrap.
-func newFleet(t *testing.T, logDir, bootstrap, appID string, n int) *fleet {
+// newFleet describes n instances of application appID on topics tp
+// against bootstrap.
+func newFleet(t *testing.T, logDir, bootstrap, appID string, n int, tp topics) *fleet {
 	f := &fleet{t: t, logDir: logDir}
 	for i := 0; i < n; i++ {
 		f.cfgs = append(f.cfgs, appConfig{
 			bootstrap: bootstrap,
 			appID:     appID,
+			topics:    tp,
 			standbys:  1,
 			appServer: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			stateDir:  filepath.Join(t.TempDir(), fmt.Sprintf("state-%d", i)),

@@ -15,7 +15,7 @@ func TestInteropRealKafka(t *testing.T) {
 	b := startBroker(t, dir)
 	rows := runOfflineMigration(t, dir, b.addr, b.proc)
 	t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, b.addr, "interop-baseline", b.proc) })
-	t.Run("client-versions", func(t *testing.T) { runClientVersions(t, dir, b.addr, b.proc) })
+	t.Run("client-versions", func(t *testing.T) { runClientVersions(t, dir, b.addr, topicsOf("interop-baseline"), b.proc) })
 	table := formatTable(rows)
 	t.Logf("results (logs in %s):\n%s", dir, table)
 	fmt.Print(table)

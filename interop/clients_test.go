@@ -1,8 +1,6 @@
 package interop
 
 import (
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +9,9 @@ import (
 // runClientVersions checks, against bootstrap, that the client-matrix builds
 // of the test application work on their own: Kafka Streams 3.9.1 in a
 // classic group and 4.2.0 in a streams group, each until RUNNING and Stable.
-// (Both write to the shared output topic; run it after a scenario's verdict.)
-func runClientVersions(t *testing.T, dir, bootstrap string, others ...*proc) {
+// Both read and write the topics of the scenario named by group, tp; run it
+// after that scenario's verdict.
+func runClientVersions(t *testing.T, dir, bootstrap string, tp topics, others ...*proc) {
 	for _, c := range []struct{ project, protocol string }{
 		{app391Dir, "classic"},
 		{app420Dir, "streams"},
@@ -23,7 +22,7 @@ func runClientVersions(t *testing.T, dir, bootstrap string, others ...*proc) {
 			t.Fatal(err)
 		}
 		s := &scenarioRun{t: t, name: group, dir: dir, group: group, obs: obs, others: others}
-		s.fleet = newFleet(t, dir, bootstrap, group, 1)
+		s.fleet = newFleet(t, dir, bootstrap, group, 1, tp)
 		s.fleet.startVersion(0, c.protocol, 0, c.project)
 		err = s.fleet.waitRunning(startBound)
 		if err == nil {
@@ -39,25 +38,10 @@ func runClientVersions(t *testing.T, dir, bootstrap string, others ...*proc) {
 	}
 }
 
-// TestInteropClientMatrix is scenario 7: a Kafka Streams 3.9.1 classic
-// instance stays classic while a 4.2.0 instance (streams protocol,
+// runClientMatrix is scenario 7 against bootstrap: a Kafka Streams 3.9.1
+// classic instance stays classic while a 4.2.0 instance (streams protocol,
 // StreamsGroupHeartbeat v0, no task offsets) and a 4.4.0 instance roll to
-// the streams protocol in the same group, under load, through
-// $COORDHOST_INTEROP_BOOTSTRAP.
-func TestInteropClientMatrix(t *testing.T) {
-	needInterop(t)
-	bootstrap := os.Getenv(bootstrapEnv)
-	if bootstrap == "" {
-		t.Skipf("client matrix: set %s to a coordhost listener (coordhost does not start here yet; see docs/INTEROP.md)", bootstrapEnv)
-	}
-	dir := logDir(t)
-	rows := runClientMatrix(t, dir, bootstrap)
-	table := formatTable(rows)
-	t.Logf("results (logs in %s):\n%s", dir, table)
-	fmt.Print(table)
-}
-
-// runClientMatrix drives scenario 7 against bootstrap.
+// the streams protocol in the same group, under load.
 func runClientMatrix(t *testing.T, dir, bootstrap string, others ...*proc) []phaseRow {
 	s := newScenario(t, "7 client matrix", dir, bootstrap, "interop-matrix", others...)
 	s.must("phase", s.lg.phase("startup"))

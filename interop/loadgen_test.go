@@ -49,10 +49,10 @@ func (r loadResult) badOutputs() int64 {
 }
 
 // startLoadGen creates the topics and starts producing at rate records/s.
-func startLoadGen(t *testing.T, logDir, bootstrap string, partitions, keys, rate int) *loadGen {
+func startLoadGen(t *testing.T, logDir, bootstrap string, tp topics, partitions, keys, rate int) *loadGen {
 	t.Helper()
-	p := startJava(t, "loadgen", logDir, "io.coordhost.interop.streams.LoadGen",
-		"bootstrap.servers="+bootstrap, fmt.Sprintf("partitions=%d", partitions),
+	p := startJava(t, "loadgen-"+tp.in, logDir, "io.coordhost.interop.streams.LoadGen",
+		"bootstrap.servers="+bootstrap, "input.topic="+tp.in, "output.topic="+tp.out, fmt.Sprintf("partitions=%d", partitions),
 		fmt.Sprintf("keys=%d", keys), fmt.Sprintf("rate=%d", rate), "drain.ms=90000")
 	if _, _, err := p.waitLine("TOPICS ", 0, 2*time.Minute); err != nil {
 		t.Fatalf("loadgen: %v\n%s", err, p.tail(40))

@@ -47,7 +47,15 @@ func startJavaFrom(t *testing.T, dir, name, logDir, mainClass string, args ...st
 	java := javaPath(t)
 	cp := classpath(t, dir)
 	full := append(append(append([]string{}, jvmFlags...), "-cp", cp, mainClass), args...)
-	p := &proc{name: name, cmd: exec.Command(java, full...), log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
+	return startProc(t, name, logDir, java, full...)
+}
+
+// startProc runs the executable path with args as process name, logging to
+// logDir/name.log; it is killed at the end of the test if still running.
+func startProc(t *testing.T, name, logDir, path string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(path, args...), log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
+	p.cmd.Env = childEnv()
 	p.cond = sync.NewCond(&p.mu)
 	f, err := os.Create(p.log)
 	if err != nil {
@@ -76,6 +84,19 @@ func startJavaFrom(t *testing.T, dir, name, logDir, mainClass string, args ...st
 	}()
 	t.Cleanup(func() { p.kill() })
 	return p
+}
+
+// childEnv is this process's environment without the suite's own
+// COORDHOST_INTEROP* variables: coordhost reads every COORDHOST_* variable
+// as configuration and refuses unknown keys.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "COORDHOST_INTEROP") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func (p *proc) read(r io.Reader, f *os.File) {

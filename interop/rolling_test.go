@@ -2,32 +2,45 @@ package interop
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
-// bootstrapEnv names the address of a running coordinator that supports
-// online classic<->streams migration (a coordhost listener). Until the suite
-// starts coordhost itself, the online scenarios run only against it.
+// bootstrapEnv names the address of an already running coordhost for the
+// embedded-data-plane scenarios; unset, the tests start their own.
 const bootstrapEnv = "COORDHOST_INTEROP_BOOTSTRAP"
 
-// TestInteropOnlineRoll is scenarios 1–3: three classic instances, a rolling
-// upgrade to group.protocol=streams one instance at a time (the group must
-// convert online after the first), then a rolling downgrade back — under
-// continuous load, with zero wrong aggregates and no lost tasks.
-func TestInteropOnlineRoll(t *testing.T) {
+// TestInteropCoordhost runs the scenarios through coordhost: 1–3 (online
+// rolling upgrade and downgrade, embedded data plane) followed by 6 (Kafka's
+// group tools against coordhost), 7 (client matrix), and 4 (the online roll
+// with coordhost in front of a real Apache Kafka 4.4 broker).
+func TestInteropCoordhost(t *testing.T) {
 	needInterop(t)
-	bootstrap := os.Getenv(bootstrapEnv)
-	if bootstrap == "" {
-		t.Skipf("online roll: set %s to a coordhost listener (coordhost does not start here yet; see docs/INTEROP.md)", bootstrapEnv)
+	var rows []phaseRow
+	embeddedSkipped := false
+	t.Run("embedded", func(t *testing.T) {
+		defer func() { embeddedSkipped = t.Skipped() }()
+		dir := logDir(t)
+		bootstrap, others := coordhostFor(t, dir, "")
+		rows = append(rows, runOnlineRoll(t, dir, bootstrap, others...)...)
+		t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, bootstrap, "interop-online", others...) })
+		t.Run("client-matrix", func(t *testing.T) { rows = append(rows, runClientMatrix(t, dir, bootstrap, others...)...) })
+	})
+	t.Run("external-kafka", func(t *testing.T) {
+		if embeddedSkipped {
+			t.Skip("coordhost does not coordinate groups yet (see the embedded subtest)")
+		}
+		dir := logDir(t)
+		b := startBroker(t, dir)
+		bootstrap, others := coordhostFor(t, dir, b.addr)
+		rows = append(rows, runOnlineRoll(t, dir, bootstrap, append(others, b.proc)...)...)
+	})
+	if len(rows) > 0 {
+		table := formatTable(rows)
+		t.Logf("results:\n%s", table)
+		fmt.Print(table)
 	}
-	dir := logDir(t)
-	rows := runOnlineRoll(t, dir, bootstrap)
-	table := formatTable(rows)
-	t.Logf("results (logs in %s):\n%s", dir, table)
-	fmt.Print(table)
 }
 
 // runOnlineRoll drives scenarios 1–3 against bootstrap; others are extra

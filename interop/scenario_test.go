@@ -55,8 +55,8 @@ func newScenario(t *testing.T, name, dir, bootstrap, group string, others ...*pr
 		}
 		obs.close()
 	})
-	s.lg = startLoadGen(t, dir, bootstrap, inputPartitions, inputKeys, recordsPerSec)
-	s.fleet = newFleet(t, dir, bootstrap, group, 3)
+	s.lg = startLoadGen(t, dir, bootstrap, topicsOf(group), inputPartitions, inputKeys, recordsPerSec)
+	s.fleet = newFleet(t, dir, bootstrap, group, 3, topicsOf(group))
 	return s
 }
 

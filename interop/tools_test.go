@@ -83,7 +83,8 @@ func (r toolRun) expectLines(t *testing.T, re string, n int) {
 // runGroupTools is scenario 6: kafka-consumer-groups on a classic Kafka
 // Streams group and kafka-streams-groups on a streams group — list,
 // describe, reset offsets, delete — against bootstrap. classicGroup must be
-// an existing, empty classic group that committed offsets on topic input.
+// a scenario's classic group, stopped, that committed offsets on its input
+// topic (topicsOf); the streams group reads the same topics.
 func runGroupTools(t *testing.T, dir, bootstrap, classicGroup string, others ...*proc) {
 	var n int
 	cg := func(args ...string) toolRun { return runTool(t, dir, consumerGroupsTool, &n, bootstrap, args...) }
@@ -95,15 +96,16 @@ func runGroupTools(t *testing.T, dir, bootstrap, classicGroup string, others ...
 	}
 	defer cobs.close()
 	cg("--list").expect(t, classicGroup)
-	cg("--describe", "--group", classicGroup).expect(t, "input")
+	tp := topicsOf(classicGroup)
+	cg("--describe", "--group", classicGroup).expect(t, tp.in)
 	// Offsets can be reset only once the stopped members' sessions expired.
 	if err := cobs.waitFor(startBound, "classic Empty", func(v groupView) bool {
 		return v.kind == "classic" && v.state == "Empty"
 	}); err != nil {
 		t.Fatalf("%v\n%s", err, cobs.report())
 	}
-	cg("--reset-offsets", "--group", classicGroup, "--topic", "input", "--to-earliest", "--execute").
-		expectLines(t, `^`+classicGroup+`\s+input\s+\d+\s+0\s*$`, inputPartitions)
+	cg("--reset-offsets", "--group", classicGroup, "--topic", tp.in, "--to-earliest", "--execute").
+		expectLines(t, `^`+classicGroup+`\s+`+tp.in+`\s+\d+\s+0\s*$`, inputPartitions)
 	cg("--delete", "--group", classicGroup).expect(t, "successful")
 	cg("--list").expect(t, "!"+classicGroup)
 
@@ -116,20 +118,20 @@ func runGroupTools(t *testing.T, dir, bootstrap, classicGroup string, others ...
 	}
 	s.obs = obs
 	defer obs.close()
-	s.fleet = newFleet(t, dir, bootstrap, streamsGroup, 1)
+	s.fleet = newFleet(t, dir, bootstrap, streamsGroup, 1, tp)
 	s.fleet.start(0, "streams", 0)
 	s.must("streams instance running", s.fleet.waitRunning(startBound))
 	s.must("streams group", s.stable("streams", 1))
 
 	sg("--list").expect(t, streamsGroup)
-	sg("--describe", "--group", streamsGroup).expect(t, "input")
+	sg("--describe", "--group", streamsGroup).expect(t, tp.in)
 	sg("--describe", "--members", "--group", streamsGroup).expect(t, "app0-streams-0", "ACTIVE: 0:[0,1,2,3,4,5]; 1:[0,1,2,3,4,5]")
 	s.must("stop instance", s.fleet.stopAll())
 	s.must("streams group empty", s.obs.waitFor(startBound, "streams Empty", func(v groupView) bool {
 		return v.kind == "streams" && v.state == "Empty"
 	}))
-	sg("--reset-offsets", "--group", streamsGroup, "--input-topic", "input", "--to-earliest", "--execute").
-		expectLines(t, `^`+streamsGroup+`\s+input\s+\d+\s+0\s*$`, inputPartitions)
+	sg("--reset-offsets", "--group", streamsGroup, "--input-topic", tp.in, "--to-earliest", "--execute").
+		expectLines(t, `^`+streamsGroup+`\s+`+tp.in+`\s+\d+\s+0\s*$`, inputPartitions)
 	sg("--delete", "--group", streamsGroup).expect(t, "successful")
 	sg("--list").expect(t, "!"+streamsGroup)
 	if t.Failed() {
