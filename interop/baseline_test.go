@@ -2,6 +2,7 @@ package interop
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,11 +15,28 @@ func TestInteropRealKafka(t *testing.T) {
 	dir := logDir(t)
 	b := startBroker(t, dir)
 	rows := runOfflineMigration(t, dir, b.addr, b.proc)
+	offlineGap = maxGapOf(rows, "offline-")
 	t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, b.addr, "interop-baseline", b.proc) })
 	t.Run("client-versions", func(t *testing.T) { runClientVersions(t, dir, b.addr, topicsOf("interop-baseline"), b.proc) })
 	table := formatTable(rows)
 	t.Logf("results (logs in %s):\n%s", dir, table)
 	fmt.Print(table)
+}
+
+// offlineGap is the baseline's processing gap (the larger of its offline
+// upgrade and downgrade) when TestInteropRealKafka ran earlier in this test
+// binary; the online scenarios must stay within a tenth of it.
+var offlineGap time.Duration
+
+// maxGapOf is the largest gap among rows whose phase name starts with prefix.
+func maxGapOf(rows []phaseRow, prefix string) time.Duration {
+	var m time.Duration
+	for _, r := range rows {
+		if strings.HasPrefix(r.phase.Name, prefix) {
+			m = max(m, r.phase.maxGap())
+		}
+	}
+	return m
 }
 
 // runOfflineMigration is scenario 5: three classic instances under

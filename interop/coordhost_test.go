@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -47,7 +46,11 @@ func coordhostBinary(t *testing.T) string {
 			return
 		}
 		bin := filepath.Join(dir, "coordhost")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			coordhostBuild.err = err
+			return
+		}
 		out, err := exec.Command(goTool, "build", "-o", bin, "../cmd/coordhost").CombinedOutput()
 		if err != nil {
 			coordhostBuild.err = fmt.Errorf("go build ./cmd/coordhost: %v\n%s", err, out)

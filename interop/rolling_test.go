@@ -23,7 +23,9 @@ func TestInteropCoordhost(t *testing.T) {
 		defer func() { embeddedSkipped = t.Skipped() }()
 		dir := logDir(t)
 		bootstrap, others := coordhostFor(t, dir, "")
-		rows = append(rows, runOnlineRoll(t, dir, bootstrap, others...)...)
+		roll := runOnlineRoll(t, dir, bootstrap, others...)
+		rows = append(rows, roll...)
+		checkGapRatio(t, roll)
 		t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, bootstrap, "interop-online", others...) })
 		t.Run("client-matrix", func(t *testing.T) { rows = append(rows, runClientMatrix(t, dir, bootstrap, others...)...) })
 	})
@@ -34,12 +36,30 @@ func TestInteropCoordhost(t *testing.T) {
 		dir := logDir(t)
 		b := startBroker(t, dir)
 		bootstrap, others := coordhostFor(t, dir, b.addr)
-		rows = append(rows, runOnlineRoll(t, dir, bootstrap, append(others, b.proc)...)...)
+		roll := runOnlineRoll(t, dir, bootstrap, append(others, b.proc)...)
+		rows = append(rows, roll...)
+		checkGapRatio(t, roll)
 	})
 	if len(rows) > 0 {
 		table := formatTable(rows)
 		t.Logf("results:\n%s", table)
 		fmt.Print(table)
+	}
+}
+
+// checkGapRatio checks issue 10's bar: the online roll's per-partition max
+// processing gap is at most a tenth of the offline baseline's, measured in
+// the same test binary (so on the same machine, under the same load).
+func checkGapRatio(t *testing.T, roll []phaseRow) {
+	t.Helper()
+	online := maxGapOf(roll, "rolling-")
+	if offlineGap == 0 {
+		t.Logf("online roll gap %v; baseline not run in this binary, ratio not checked (run TestInteropRealKafka too)", online)
+		return
+	}
+	t.Logf("online roll gap %v, offline baseline %v (ratio %.3f, bar 0.1)", online, offlineGap, online.Seconds()/offlineGap.Seconds())
+	if online*10 > offlineGap {
+		t.Errorf("online roll gap %v is more than a tenth of the offline baseline %v", online, offlineGap)
 	}
 }
 
