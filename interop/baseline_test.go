@@ -9,7 +9,8 @@ import (
 
 // TestInteropRealKafka runs the scenarios that need only the real Apache
 // Kafka 4.4 broker: scenario 5, the offline-migration baseline, scenario 6's
-// group tools, and a check that scenario 7's older clients run. Run it with COORDHOST_INTEROP=1 (docs/INTEROP.md).
+// group tools, a check that scenario 7's older clients run, and the negative
+// control: Kafka itself refuses the online roll. Run it with COORDHOST_INTEROP=1 (docs/INTEROP.md).
 func TestInteropRealKafka(t *testing.T) {
 	needInterop(t)
 	dir := logDir(t)
@@ -18,6 +19,7 @@ func TestInteropRealKafka(t *testing.T) {
 	offlineGap = maxGapOf(rows, "offline-")
 	t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, b.addr, "interop-baseline", b.proc) })
 	t.Run("client-versions", func(t *testing.T) { runClientVersions(t, dir, b.addr, topicsOf("interop-baseline"), b.proc) })
+	t.Run("online-refused", func(t *testing.T) { runOnlineRefused(t, dir, b.addr, topicsOf("interop-baseline"), b.proc) })
 	table := formatTable(rows)
 	t.Logf("results (logs in %s):\n%s", dir, table)
 	fmt.Print(table)

@@ -68,3 +68,41 @@ func runClientMatrix(t *testing.T, dir, bootstrap string, others ...*proc) []pha
 	s.must("stop instances", s.fleet.stopAll())
 	return rows
 }
+
+// runOnlineRefused is the negative control of the online roll: on Apache
+// Kafka 4.4 a streams-protocol instance cannot join a group that still has
+// a classic member — Kafka has no online conversion, which is what coordhost
+// adds. The instance must die with Kafka's GROUP_ID_NOT_FOUND ("is not a
+// streams group") while the classic member keeps the group.
+func runOnlineRefused(t *testing.T, dir, bootstrap string, tp topics, others ...*proc) {
+	const group = "interop-refused"
+	obs, err := observe(bootstrap, group, 250*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.close()
+	s := &scenarioRun{t: t, name: group, dir: dir, group: group, obs: obs, others: others}
+	s.fleet = newFleet(t, dir, bootstrap, group, 2, tp)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.failureReport())
+		}
+	})
+	s.fleet.start(0, "classic", 0)
+	s.must("classic instance running", s.fleet.waitRunning(startBound))
+	s.must("classic group", s.stable("classic", 1))
+	s.fleet.start(1, "streams", 0)
+	refused := s.fleet.procs[1]
+	if _, _, err := refused.waitLine("is not a streams group", 0, startBound); err != nil {
+		t.Fatalf("streams instance joining a live classic group: %v", err)
+	}
+	select {
+	case <-refused.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("refused streams instance still running a minute after the error")
+	}
+	if v := obs.last(); v.kind != "classic" || v.members != 1 {
+		t.Errorf("group after the refused join: %v, want classic with 1 member", v)
+	}
+	s.must("stop", s.fleet.stopAll())
+}
