@@ -145,8 +145,8 @@ func (f *fleet) stopAll() error {
 	return nil
 }
 
-// waitRunning waits (bounded) until every live instance reports RUNNING
-// after output line index from (per instance).
+// waitRunning waits (bounded by d per instance) until every live instance
+// has reported RUNNING at least once.
 func (f *fleet) waitRunning(d time.Duration) error {
 	for _, p := range f.procs {
 		if p == nil {

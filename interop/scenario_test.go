@@ -110,7 +110,7 @@ func (s *scenarioRun) finish() ([]phaseRow, loadResult) {
 			end = time.UnixMilli(r.Phases[i+1].StartMs)
 		}
 		rows = append(rows, phaseRow{scenario: s.name, phase: ph,
-			transitions: typeTransitions(hist, time.UnixMilli(ph.StartMs), end), wrong: "", lost: ""})
+			transitions: typeTransitions(hist, time.UnixMilli(ph.StartMs), end)})
 		total.In += ph.In
 		total.Out += ph.Out
 		total.PartitionGapMs = append(total.PartitionGapMs, ph.maxGap().Milliseconds())
