@@ -45,7 +45,11 @@ func TestHeartbeatParityWithKafka(t *testing.T) {
 			responses++
 		}
 	}
-	t.Logf("12 scripts: Kafka wrote %d records and %d responses", records, responses)
+	staticLeaves := strings.Count(strings.Join(allLines, "\n"), "|-2|")
+	t.Logf("12 scripts: Kafka wrote %d records and %d responses; %d static leaves", records, responses, staticLeaves)
+	if staticLeaves == 0 {
+		t.Fatalf("no static member left with -2")
+	}
 	if records < 500 || responses < 500 {
 		t.Fatalf("scripts exercised too little: %d records, %d responses", records, responses)
 	}
@@ -89,10 +93,11 @@ func maskHashes(t *testing.T, lines []string) []string {
 }
 
 type parityClient struct {
-	joined bool
-	epoch  int32
-	owned  []kmsg.TaskIDs
-	late   []kmsg.TaskIDs // what a late revoker still reports
+	joined  bool
+	epoch   int32
+	owned   []kmsg.TaskIDs
+	standby []kmsg.TaskIDs
+	late    []kmsg.TaskIDs // what a late revoker still reports
 }
 
 // heartbeatScript generates a script while running it against coordhost,
@@ -100,11 +105,13 @@ type parityClient struct {
 func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []string) {
 	cfg := DefaultConfig()
 	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs = 0, 0
+	cfg.Streams.NumStandbyReplicas = 1
 	c, _ := New(cfg)
 	parts := 2 + rng.IntN(5)
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: int32(parts)}})
+	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: int32(parts)},
+		{Name: "store-changelog", ID: [16]byte{2}, Partitions: int32(parts)}})
 	c.Commit()
-	lines := []string{fmt.Sprintf("topics in:%d", parts)}
+	lines := []string{fmt.Sprintf("topics in:%d,store-changelog:%d", parts, parts)}
 	var out []string
 	clients := map[string]*parityClient{}
 	now := int64(1000)
@@ -156,6 +163,11 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 		req.Version = 1
 		req.Group, req.MemberID = "g", id
+		instance := ""
+		if id == "m3" || id == "m4" { // static members
+			instance = "i-" + id
+			req.InstanceID = &instance
+		}
 		process := ""
 		owned := "null"
 		switch {
@@ -163,11 +175,14 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 			process = "p-" + id
 			req.MemberEpoch, req.RebalanceTimeoutMillis, req.ProcessID = 0, 30000, &process
 			req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
-				{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+				{SubtopologyID: "0", SourceTopics: []string{"in"}, StateChangelogTopics: []kmsg.TopicInfo{{Topic: "store-changelog"}}}}}
 			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 			owned = ";;"
 		case rng.IntN(12) == 0:
 			req.MemberEpoch = -1
+			if instance != "" && rng.IntN(2) == 0 {
+				req.MemberEpoch = -2
+			}
 		default:
 			req.MemberEpoch = cl.epoch
 			if rng.IntN(6) > 0 {
@@ -177,12 +192,14 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 				} else {
 					cl.late = nil
 				}
-				req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = nonNil(report), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-				owned = strings.Trim(fmtKmsgTasks(report), "[]")
-				owned = strings.ReplaceAll(owned, " ", ",") + ";;"
+				req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = nonNil(report), nonNil(cl.standby), []kmsg.TaskIDs{}
+				list := func(ids []kmsg.TaskIDs) string {
+					return strings.ReplaceAll(strings.Trim(fmtKmsgTasks(ids), "[]"), " ", ",")
+				}
+				owned = list(report) + ";" + list(cl.standby) + ";"
 			}
 		}
-		lines = append(lines, fmt.Sprintf("hb|%s|%d|%s|%s|%d", id, req.MemberEpoch, process, owned, now))
+		lines = append(lines, fmt.Sprintf("hb|%s|%d|%s|%s|%d|%s", id, req.MemberEpoch, process, owned, now, instance))
 		o := run(c.StreamsGroupHeartbeat(now, RequestID(step), ClientInfo{ClientID: "client-" + id, ClientHost: "localhost/127.0.0.1"}, req))
 		emit(o)
 		for _, r := range o.Responses {
@@ -196,7 +213,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 			}
 			line := fmt.Sprintf("response %s epoch=%d", id, resp.MemberEpoch)
 			if resp.ActiveTasks != nil {
-				line += " active=" + fmtKmsgTasks(resp.ActiveTasks)
+				line += " active=" + fmtKmsgTasks(resp.ActiveTasks) + " standby=" + fmtKmsgTasks(resp.StandbyTasks)
 			}
 			line += " status="
 			for _, s := range resp.Status {
@@ -204,7 +221,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 			}
 			out = append(out, line)
 			if resp.MemberEpoch < 0 {
-				delete(clients, id)
+				delete(clients, id) // a static member (-2) rejoins later with epoch 0
 				continue
 			}
 			cl.joined, cl.epoch = true, resp.MemberEpoch
@@ -212,7 +229,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 				if rng.IntN(3) == 0 {
 					cl.late = cl.owned
 				}
-				cl.owned = resp.ActiveTasks
+				cl.owned, cl.standby = resp.ActiveTasks, resp.StandbyTasks
 			}
 		}
 	}
