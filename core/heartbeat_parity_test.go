@@ -104,14 +104,15 @@ type parityClient struct {
 // returning the script and coordhost's output in HeartbeatParity's format.
 func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []string) {
 	cfg := DefaultConfig()
-	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs = 0, 0
+	delay, interval := []int32{0, 3000}[rng.IntN(2)], []int32{0, 1000}[rng.IntN(2)]
+	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs = delay, interval
 	cfg.Streams.NumStandbyReplicas = 1
 	c, _ := New(cfg)
 	parts := 2 + rng.IntN(5)
 	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: int32(parts)},
 		{Name: "store-changelog", ID: [16]byte{2}, Partitions: int32(parts)}})
 	c.Commit()
-	lines := []string{fmt.Sprintf("topics in:%d,store-changelog:%d", parts, parts)}
+	lines := []string{fmt.Sprintf("topics in:%d,store-changelog:%d %d %d", parts, parts, delay, interval)}
 	var out []string
 	clients := map[string]*parityClient{}
 	now := int64(1000)
@@ -143,9 +144,13 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 			now += int64(20000 + rng.IntN(40000))
 			lines = append(lines, fmt.Sprintf("tick|%d", now))
 			out = append(out, fmt.Sprintf("tick %d", now))
-			o := c.Tick(now)
-			c.Commit()
-			emit(o)
+			for {
+				o, fired := c.TickOne(now)
+				if !fired {
+					break
+				}
+				emit(run(o))
+			}
 			for id := range clients {
 				if g, ok := c.groups["g"].(*streamsGroup); !ok || g.members[id] == nil {
 					delete(clients, id)
