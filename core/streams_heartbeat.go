@@ -121,6 +121,8 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 	resp, e := c.finishHeartbeat(hb)
 	if created {
 		g.forgetSoftState()
+	} else if e == nil {
+		c.maybeEarlyProbe(g)
 	}
 	return resp, e
 }

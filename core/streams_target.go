@@ -97,6 +97,9 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 		}
 		return out
 	}
+	// Every member carries the group's known end offsets (largest reported
+	// or host-supplied, docs/WARMUPS.md §2.1).
+	ends := offs(g.knownEndOffsets())
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		am := AssignMember{MemberID: id, ProcessID: m.processID, ClientTags: nonNil(m.clientTags),
@@ -108,12 +111,13 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 			am.RackID = *m.rackID
 		}
 		o := g.soft.taskOffsets[id]
-		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), offs(o.endOffsets)
+		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), ends
 		in.Members = append(in.Members, am)
 	}
 	cfg := c.streamsConfig(g.id)
 	in.Configs = AssignConfigs{NumStandbyReplicas: cfg.NumStandbyReplicas, NumWarmupReplicas: cfg.NumWarmupReplicas,
-		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags)}
+		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags),
+		ProbingIntervalMs: cfg.ProbingIntervalMs}
 	return in
 }
 
@@ -158,14 +162,18 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 	if runErr == nil {
 		runErr = validateResult(run, res)
 	}
+	if run.Probe && runErr == nil {
+		c.probeResult(g, run, res)
+	}
 	if runErr != nil {
 		g.soft.lastAssignorErr = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
 		c.failParked(g, errf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", run.Epoch, runErr))
 		return c.end()
 	}
 	g.soft.lastAssignorErr = ""
-	if run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
+	if !run.Probe && run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
+		c.armProbe(g, res.NextProbeMs)
 	}
 	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
 		c.intervalElapsed(g, c.streamsConfig(g.id)) {
