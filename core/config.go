@@ -138,7 +138,7 @@ type StreamsGroupOverrides struct {
 	NumWarmupReplicas       *int32
 	AcceptableRecoveryLag   *int64
 	TaskOffsetIntervalMs    *int32
-	ProbingIntervalMs       *int64 // streams.probing.rebalance.interval.ms
+	ProbingIntervalMs       *int64   // streams.probing.rebalance.interval.ms
 	RackAwareAssignmentTags []string // nil: broker default
 }
 

@@ -127,12 +127,13 @@ func (c *Coordinator) caughtUpWarmups(g *streamsGroup) []string {
 	return out
 }
 
-// maybeEarlyProbe starts a probe when some warm-up of the current target is
-// caught up and the set of caught-up warm-ups differs from the one that
+// maybeEarlyProbe starts a probe when the group is stable (every member
+// reconciled, so the assignor sees settled ownership and fresh reports),
+// some warm-up of the current target is caught up, and the set of caught-up warm-ups differs from the one that
 // started the last early probe (so a probe that changed nothing is not
 // repeated on every heartbeat).
 func (c *Coordinator) maybeEarlyProbe(g *streamsGroup) {
-	if !c.probeAllowed(g) {
+	if g.state != StreamsStable || !c.probeAllowed(g) {
 		return
 	}
 	caught := strings.Join(c.caughtUpWarmups(g), ",")
