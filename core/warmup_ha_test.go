@@ -176,7 +176,11 @@ func (h *harness) answerHA(run AssignorRun) (string, Output) {
 		label = fmt.Sprintf("answers probe #%d", h.probes)
 	}
 	s := fmt.Sprintf("ha %s epoch=%d %s\n", run.Group, run.Epoch, label) + haSummary(req, resp)
-	return s, h.c.AssignorResult(h.now, run, res, nil)
+	o := h.c.AssignorResult(h.now, run, res, nil)
+	if run.Probe {
+		s += fmt.Sprintf("probe result: %d records\n", len(o.Records))
+	}
+	return s, o
 }
 
 // warmupCommand handles the warm-up scenario commands; ok false: not one.
@@ -248,6 +252,9 @@ func (h *harness) placement(group string) string {
 		}
 		fmt.Fprintf(&b, "%s: actives=%d %v standby=%v warmup=%v\n", p, len(x[0]), x[0], x[1], x[2])
 	}
+	if tags := h.c.streamsConfig(group).RackAwareAssignmentTags; len(tags) > 0 {
+		fmt.Fprintf(&b, "standbys sharing a tag value with their active: %d\n", sameTagStandbys(g, tags))
+	}
 	probe := "none"
 	for _, k := range h.c.TimerKeys() {
 		if strings.HasPrefix(k, probeKey(group)+"@") {
@@ -287,5 +294,40 @@ func parseLag(s string) int64 {
 		return math.MaxInt64
 	}
 	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// sameTagStandbys counts target standbys whose process shares a value of
+// one of the rack tags with the process of the task's active.
+func sameTagStandbys(g *streamsGroup, tags []string) int {
+	tagOf := func(m *streamsMember, k string) string {
+		for _, kv := range m.clientTags {
+			if kv.Key == k {
+				return kv.Value
+			}
+		}
+		return ""
+	}
+	activeOn := map[TaskID]*streamsMember{}
+	for id, t := range g.target {
+		for tk := range t.active {
+			activeOn[tk] = g.members[id]
+		}
+	}
+	n := 0
+	for id, t := range g.target {
+		for tk := range t.standby {
+			a, m := activeOn[tk], g.members[id]
+			if a == nil || m == nil {
+				continue
+			}
+			for _, k := range tags {
+				if tagOf(a, k) == tagOf(m, k) {
+					n++
+					break
+				}
+			}
+		}
+	}
 	return n
 }
