@@ -75,10 +75,16 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 		in.Subtopologies = append(in.Subtopologies, AssignSubtopology{ID: s.id, NumTasks: s.numTasks, Stateful: len(s.changelogs) > 0})
 		index[s.id] = int32(i)
 	}
+	// Only tasks of the configured topology are passed: reports may name
+	// partitions that no longer exist (a topic shrank, a stale client).
+	known := func(t TaskID) (int32, bool) {
+		i, ok := index[t.Subtopology]
+		return i, ok && t.Partition >= 0 && t.Partition < in.Subtopologies[i].NumTasks
+	}
 	refs := func(s taskSet) []TaskRef {
 		out := []TaskRef{}
 		for _, t := range s.sorted() {
-			if i, ok := index[t.Subtopology]; ok {
+			if i, ok := known(t); ok {
 				out = append(out, TaskRef{Subtopology: i, Partition: t.Partition})
 			}
 		}
@@ -91,7 +97,7 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 			ts[t] = struct{}{}
 		}
 		for _, t := range ts.sorted() {
-			if i, ok := index[t.Subtopology]; ok {
+			if i, ok := known(t); ok {
 				out = append(out, TaskOffset{Task: TaskRef{i, t.Partition}, Offset: m[t]})
 			}
 		}
@@ -254,6 +260,18 @@ func (c *Coordinator) park(hb *hbState) {
 // parkedHeartbeat is a heartbeat waiting for an assignor result.
 type parkedHeartbeat struct{ hb *hbState }
 
+// orphanParked marks the parked heartbeats of a removed member: if the
+// member id rejoins before they are released, they belong to the old
+// incarnation and are fenced instead of answered for the new one.
+func (c *Coordinator) orphanParked(g *streamsGroup, member string) {
+	for _, p := range g.soft.parked {
+		if hb := p.hb; hb.member == member && !hb.orphaned {
+			hb.orphaned = true
+			c.onUndo(func() { hb.orphaned = false })
+		}
+	}
+}
+
 // releaseParked answers every parked heartbeat of g with the current target.
 func (c *Coordinator) releaseParked(g *streamsGroup) {
 	parked := g.soft.parked
@@ -291,8 +309,16 @@ func errorHeartbeatResponse(req *kmsg.StreamsGroupHeartbeatRequest, e *kafkaErro
 // one that sent it.
 func (c *Coordinator) resumeHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
 	g, ok := c.groups[hb.g.id].(*streamsGroup)
-	if !ok || g != hb.g || g.members[hb.member] == nil {
+	if !ok || g != hb.g || g.members[hb.member] == nil || hb.orphaned {
 		return nil, errf(kerr.FencedMemberEpoch, "The member was removed while its heartbeat waited for the assignment.")
+	}
+	// Another heartbeat of the member may have been answered while this one
+	// waited: validate its epoch again against the member as it is now, as
+	// Kafka would have validated it had it arrived in that order.
+	if hb.req.MemberEpoch > 0 {
+		if e := checkMemberEpoch(g.members[hb.member], hb.req.MemberEpoch, hb.owned); e != nil {
+			return nil, e
+		}
 	}
 	resp, e := c.finishHeartbeat(hb)
 	if hb.created {
