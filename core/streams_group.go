@@ -93,7 +93,9 @@ type streamsSoft struct {
 	taskOffsets     map[string]memberOffsets
 	inflight        *AssignorRun // last assignor run requested and not answered
 	parked          []parkedHeartbeat
-	lastAssignorErr string // the last failed assignor run, for logs and metrics
+	lastAssignorErr string           // the last failed assignor run, for logs and metrics
+	endOffsets      map[TaskID]int64 // host-supplied changelog end offsets (UpdateEndOffsets)
+	lastEarlyProbe  string           // caught-up warm-ups that started the last early probe
 }
 
 // streamsGroup is a KIP-1071 streams group.

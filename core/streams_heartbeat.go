@@ -63,6 +63,7 @@ type hbState struct {
 	statuses []kmsg.StreamsGroupHeartbeatResponseStatus
 	created  bool // the group was created by this heartbeat
 	parked   bool // the heartbeat waited for an assignor result
+	orphaned bool // its member was removed while it was parked
 	before   *streamsMember
 	// hash and validated are the metadata hash and validated topology
 	// epoch this heartbeat computed, written if the epoch is bumped.
@@ -121,6 +122,8 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 	resp, e := c.finishHeartbeat(hb)
 	if created {
 		g.forgetSoftState()
+	} else if e == nil {
+		c.maybeEarlyProbe(g)
 	}
 	return resp, e
 }

@@ -144,4 +144,5 @@ func (c *Coordinator) streamsOnLoaded(g *streamsGroup) {
 		g.validatedTopologyEpoch == g.topology.Epoch {
 		c.startAssignment(g)
 	}
+	c.armProbeOnLoaded(g)
 }

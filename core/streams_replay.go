@@ -91,6 +91,7 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 			return fmt.Errorf("group %q member %q: metadata tombstone before the target-assignment tombstone", k.GroupID, k.MemberID)
 		}
 		c.removeMember(g, k.MemberID)
+		c.orphanParked(g, k.MemberID)
 		g.updateState()
 		return nil
 	}
