@@ -1,0 +1,45 @@
+package admin
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMetricsText(t *testing.T) {
+	m := NewMetrics()
+	m.Conn(2)
+	m.Conn(-1)
+	m.Served(3, 2*time.Second, nil)
+	m.Served(3, time.Second, errors.New("closed"))
+	m.Served(0, time.Second, nil)
+	m.Gauge("store_records_at_start", "Records at start.", func() float64 { return 7 })
+	var b strings.Builder
+	if _, err := m.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"coordhost_kafka_connections 1\n",
+		`coordhost_kafka_requests_total{api="Produce"} 1` + "\n",
+		`coordhost_kafka_requests_total{api="Metadata"} 2` + "\n",
+		`coordhost_kafka_request_errors_total{api="Metadata"} 1` + "\n",
+		`coordhost_kafka_request_seconds_total{api="Metadata"} 3` + "\n",
+		"# TYPE coordhost_store_records_at_start gauge\ncoordhost_store_records_at_start 7\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestReadyzReportsReason(t *testing.T) {
+	h := Handler(Options{Ready: func() error { return errors.New("draining") }})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "draining") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}

@@ -1,0 +1,118 @@
+package admin
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Metrics counts what the Kafka listeners serve and renders it in the
+// Prometheus text format. It implements wire.Observer.
+type Metrics struct {
+	conns atomic.Int64
+
+	mu   sync.Mutex
+	apis map[int16]*apiStats
+	// gauges are read at scrape time.
+	gauges map[string]gauge
+}
+
+type apiStats struct {
+	count, errors int64
+	seconds       float64
+}
+
+type gauge struct {
+	help string
+	fn   func() float64
+}
+
+// NewMetrics returns an empty registry.
+func NewMetrics() *Metrics {
+	return &Metrics{apis: make(map[int16]*apiStats), gauges: make(map[string]gauge)}
+}
+
+// Served records one request of key that took d; err != nil counts as an error.
+func (m *Metrics) Served(key int16, d time.Duration, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.apis[key]
+	if s == nil {
+		s = &apiStats{}
+		m.apis[key] = s
+	}
+	s.count++
+	s.seconds += d.Seconds()
+	if err != nil {
+		s.errors++
+	}
+}
+
+// Conn adds delta to the open connection count.
+func (m *Metrics) Conn(delta int) { m.conns.Add(int64(delta)) }
+
+// Gauge registers a gauge named name (coordhost_ prefix added) read by fn at scrape time.
+func (m *Metrics) Gauge(name, help string, fn func() float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gauges["coordhost_"+name] = gauge{help, fn}
+}
+
+// WriteTo writes every metric in the Prometheus text exposition format.
+func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
+	cw := &countWriter{w: w}
+	fmt.Fprintf(cw, "# HELP coordhost_kafka_connections Open Kafka client connections.\n# TYPE coordhost_kafka_connections gauge\ncoordhost_kafka_connections %d\n", m.conns.Load())
+	m.mu.Lock()
+	keys := make([]int16, 0, len(m.apis))
+	for k := range m.apis {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	fmt.Fprint(cw, "# HELP coordhost_kafka_requests_total Kafka requests served, by API.\n# TYPE coordhost_kafka_requests_total counter\n")
+	for _, k := range keys {
+		fmt.Fprintf(cw, "coordhost_kafka_requests_total{api=%q} %d\n", kmsg.NameForKey(k), m.apis[k].count)
+	}
+	fmt.Fprint(cw, "# HELP coordhost_kafka_request_errors_total Kafka requests that closed their connection with an error, by API.\n# TYPE coordhost_kafka_request_errors_total counter\n")
+	for _, k := range keys {
+		fmt.Fprintf(cw, "coordhost_kafka_request_errors_total{api=%q} %d\n", kmsg.NameForKey(k), m.apis[k].errors)
+	}
+	fmt.Fprint(cw, "# HELP coordhost_kafka_request_seconds_total Time spent serving Kafka requests, by API.\n# TYPE coordhost_kafka_request_seconds_total counter\n")
+	for _, k := range keys {
+		fmt.Fprintf(cw, "coordhost_kafka_request_seconds_total{api=%q} %g\n", kmsg.NameForKey(k), m.apis[k].seconds)
+	}
+	names := make([]string, 0, len(m.gauges))
+	for n := range m.gauges {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	gs := make([]gauge, len(names))
+	for i, n := range names {
+		gs[i] = m.gauges[n]
+	}
+	m.mu.Unlock()
+	for i, n := range names {
+		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", n, gs[i].help, n, n, gs[i].fn())
+	}
+	return cw.n, cw.err
+}
+
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}

@@ -1,0 +1,373 @@
+// Package config loads coordhost's configuration: built-in defaults, then a
+// YAML file (--config), then COORDHOST_* environment variables, then
+// command-line flags. It is validated once at start — every error names the
+// offending key and value — and is immutable afterwards.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/maps"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// EnvPrefix prefixes every environment variable coordhost reads:
+// COORDHOST_KAFKA_LISTEN sets kafka.listen (dots become underscores).
+const EnvPrefix = "COORDHOST_"
+
+// Config is the validated, immutable configuration of one coordhost process.
+type Config struct {
+	Kafka     Kafka
+	DataDir   string
+	DataPlane DataPlane
+	Admin     Admin
+	LogLevel  slog.Level
+	LogFormat string
+	// ShutdownTimeout bounds draining on SIGTERM.
+	ShutdownTimeout time.Duration
+	// Groups resolves per-group settings.
+	Groups *Groups
+	// File is the YAML file loaded, if any.
+	File string
+
+	settings []Setting
+}
+
+// Settings returns every server key's effective value and its source
+// ("default", "file", "env", "flag"), in key order; admin.token is redacted.
+func (c *Config) Settings() []Setting { return append([]Setting(nil), c.settings...) }
+
+// Kafka configures the Kafka listeners.
+type Kafka struct {
+	Listen          string
+	AdvertisedHost  string
+	MaxRequestBytes int32
+	IdleTimeout     time.Duration
+	TLSCertFile     string
+	TLSKeyFile      string
+}
+
+// DataPlane configures where the data lives.
+type DataPlane struct {
+	Embedded   bool
+	Bootstrap  []string
+	Partitions int
+	// TLS to an external cluster.
+	TLS           bool
+	TLSCAFile     string
+	TLSServerName string
+	// SASL of coordhost's own admin connection ("" when none).
+	SASLMechanism string
+	SASLUser      string
+	SASLPassword  string
+}
+
+// Admin configures the admin HTTP server.
+type Admin struct {
+	Listen string
+	Token  string
+}
+
+// ErrHelp is returned by Load when --help was asked for; usage was printed.
+var ErrHelp = pflag.ErrHelp
+
+// layer is one configuration source, already flattened to dotted keys.
+type layer struct {
+	name string // "file", "env", "flag"
+	vals map[string]any
+}
+
+// Load builds the configuration from args (without the program name and
+// subcommand), environ (os.Environ() form) and the file named by --config.
+// Usage goes to out on --help.
+func Load(args, environ []string, out io.Writer) (*Config, error) {
+	fs := flagSet(out)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("config: unexpected argument %q (flags are --key=value)", fs.Arg(0))
+	}
+	var layers []layer
+	path, _ := fs.GetString("config")
+	if path != "" {
+		k := koanf.New(".")
+		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return nil, fmt.Errorf("config: --config %s: %w", path, err)
+		}
+		layers = append(layers, layer{"file", flatten(k)})
+	}
+	ke := koanf.New(".")
+	err := ke.Load(env.Provider(".", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(k, v string) (string, any) {
+			return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, EnvPrefix)), "_", "."), v
+		},
+	}), nil)
+	if err != nil {
+		return nil, fmt.Errorf("config: environment: %w", err)
+	}
+	layers = append(layers, layer{"env", flatten(ke)})
+	kf := koanf.New(".")
+	if err := kf.Load(posflag.Provider(fs, ".", nil), nil); err != nil {
+		return nil, fmt.Errorf("config: flags: %w", err)
+	}
+	fl := flatten(kf)
+	delete(fl, "config")
+	layers = append(layers, layer{"flag", fl})
+	c, err := build(layers)
+	if err != nil {
+		return nil, err
+	}
+	c.File = path
+	return c, nil
+}
+
+// flatten returns k's leaves by dotted key; lists stay values.
+func flatten(k *koanf.Koanf) map[string]any {
+	flat, _ := maps.Flatten(k.Raw(), nil, ".")
+	return flat
+}
+
+func flagSet(out io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("coordhost serve", pflag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.String("config", "", "YAML configuration file (see docs/CONFIG.md)")
+	for _, k := range serverKeys {
+		fs.String(k.name, "", fmt.Sprintf("%s (default %v)", k.doc, k.def))
+	}
+	for _, k := range groupKeys {
+		fs.String("groups.defaults."+k.name, "", fmt.Sprintf("all groups: %s (default %v)", k.doc, k.def))
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: coordhost [serve] [--config file.yaml] [--key=value ...]")
+		fmt.Fprintln(out, "Precedence: defaults < --config file < COORDHOST_* environment < flags. Keys:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// build resolves every key through the layers (later layers win), checks
+// that no unknown key was given, parses and validates.
+func build(layers []layer) (*Config, error) {
+	if err := unknownKeys(layers); err != nil {
+		return nil, err
+	}
+	get := func(name string) (any, string, bool) {
+		for i := len(layers) - 1; i >= 0; i-- {
+			if v, ok := layers[i].vals[name]; ok {
+				return v, layers[i].name, true
+			}
+		}
+		return nil, "", false
+	}
+	vals := make(map[string]any, len(serverKeys))
+	var settings []Setting
+	for _, k := range serverKeys {
+		raw, src, ok := get(k.name)
+		if !ok {
+			raw, src = k.def, "default"
+		}
+		v, err := k.parse(raw)
+		if err != nil {
+			return nil, err
+		}
+		vals[k.name] = v
+		shown := v
+		if d, ok := v.(time.Duration); ok {
+			shown = d.String()
+		}
+		if (k.name == "admin.token" || k.name == "dataplane.sasl.password") && v != "" {
+			shown = "(set)"
+		}
+		settings = append(settings, Setting{Key: k.name, Value: shown, Source: src})
+	}
+	sort.Slice(settings, func(i, j int) bool { return settings[i].Key < settings[j].Key })
+	c, err := fromValues(vals)
+	if err != nil {
+		return nil, err
+	}
+	c.settings = settings
+	g := &Groups{defaults: map[string]any{}, sources: map[string]string{}}
+	for _, k := range groupKeys {
+		if raw, src, ok := get("groups.defaults." + k.name); ok {
+			p, err := k.parse(raw)
+			if err != nil {
+				return nil, fmt.Errorf("%w (under groups.defaults, from %s)", err, src)
+			}
+			g.defaults[k.name], g.sources[k.name] = p, src
+		}
+	}
+	if raw, src, ok := get("groups.overrides"); ok {
+		if g.overrides, err = parseOverrides(raw, src); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
+	c.Groups = g
+	return c, nil
+}
+
+func fromValues(v map[string]any) (*Config, error) {
+	c := &Config{
+		Kafka: Kafka{
+			Listen: v["kafka.listen"].(string), AdvertisedHost: v["kafka.advertised.host"].(string),
+			MaxRequestBytes: int32(v["kafka.max.request.bytes"].(int64)), IdleTimeout: v["kafka.idle.timeout"].(time.Duration),
+			TLSCertFile: v["kafka.tls.cert.file"].(string), TLSKeyFile: v["kafka.tls.key.file"].(string),
+		},
+		DataDir: v["data.dir"].(string),
+		DataPlane: DataPlane{
+			Embedded: v["dataplane.mode"].(string) == "embedded", Bootstrap: v["dataplane.bootstrap"].([]string),
+			Partitions: int(v["dataplane.partitions"].(int64)),
+			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
+			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
+		},
+		Admin:           Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string)},
+		LogFormat:       v["log.format"].(string),
+		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
+		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)
+	}
+	for _, a := range []struct{ key, addr string }{{"kafka.listen", c.Kafka.Listen}, {"admin.listen", c.Admin.Listen}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return nil, fmt.Errorf("config: %s = %q: not a host:port address", a.key, a.addr)
+		}
+	}
+	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
+		return nil, fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
+	}
+	if m := v["dataplane.sasl.mechanism"].(string); m != "none" {
+		c.DataPlane.SASLMechanism = m
+		if c.DataPlane.SASLUser == "" {
+			return nil, fmt.Errorf("config: dataplane.sasl.mechanism = %q needs dataplane.sasl.username", m)
+		}
+	}
+	if c.DataPlane.TLSCAFile != "" && !c.DataPlane.TLS {
+		return nil, fmt.Errorf("config: dataplane.tls.ca.file = %q is set but dataplane.tls.enabled is false", c.DataPlane.TLSCAFile)
+	}
+	if c.DataPlane.Embedded && (c.DataPlane.TLS || c.DataPlane.SASLMechanism != "") {
+		return nil, errors.New("config: dataplane.tls.* and dataplane.sasl.* apply to dataplane.mode = \"external\" only")
+	}
+	if c.DataDir == "" {
+		return nil, errors.New(`config: data.dir = "": a data directory is required`)
+	}
+	if !c.DataPlane.Embedded && len(c.DataPlane.Bootstrap) == 0 {
+		return nil, errors.New("config: dataplane.mode = \"external\" needs dataplane.bootstrap (host:port of at least one broker)")
+	}
+	for _, b := range c.DataPlane.Bootstrap {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return nil, fmt.Errorf("config: dataplane.bootstrap entry %q: not a host:port address", b)
+		}
+	}
+	return c, nil
+}
+
+// unknownKeys refuses keys no one reads: a typo must not be silently ignored.
+func unknownKeys(layers []layer) error {
+	known := map[string]bool{"groups.overrides": true}
+	for _, k := range serverKeys {
+		known[k.name] = true
+	}
+	for _, k := range groupKeys {
+		known["groups.defaults."+k.name] = true
+	}
+	for _, l := range layers {
+		names := make([]string, 0, len(l.vals))
+		for n := range l.vals {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if !known[n] {
+				hint := ""
+				if l.name == "env" {
+					hint = fmt.Sprintf(" (from %s%s)", EnvPrefix, strings.ToUpper(strings.ReplaceAll(n, ".", "_")))
+				}
+				return fmt.Errorf("config: unknown key %q in %s%s; see docs/CONFIG.md", n, l.name, hint)
+			}
+		}
+	}
+	return nil
+}
+
+// parseOverrides reads the groups.overrides list: entries {match: glob, <key>: value, ...}.
+func parseOverrides(raw any, src string) ([]Override, error) {
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("config: groups.overrides (from %s): must be a list of {match: <glob>, <key>: <value>} entries", src)
+	}
+	seen := map[string]bool{}
+	out := make([]Override, 0, len(list))
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("config: groups.overrides[%d]: must be a map with a match key", i)
+		}
+		flat, _ := maps.Flatten(m, nil, ".")
+		match, ok := flat["match"].(string)
+		if !ok || match == "" {
+			return nil, fmt.Errorf("config: groups.overrides[%d].match = %#v: a non-empty group-id glob is required", i, flat["match"])
+		}
+		if seen[match] {
+			return nil, fmt.Errorf("config: groups.overrides[%d].match = %q: the same glob appears twice", i, match)
+		}
+		seen[match] = true
+		o := Override{Match: match, Values: map[string]any{}, index: i}
+		for name, v := range flat {
+			if name == "match" {
+				continue
+			}
+			k, ok := groupKey(name)
+			if !ok {
+				return nil, fmt.Errorf("config: groups.overrides[%d] (match %q): unknown per-group key %q", i, match, name)
+			}
+			p, err := k.parse(v)
+			if err != nil {
+				return nil, fmt.Errorf("%w (in groups.overrides[%d], match %q)", err, i, match)
+			}
+			o.Values[name] = p
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func groupKey(name string) (key, bool) {
+	for _, k := range groupKeys {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return key{}, false
+}
+
+// validate checks the cross-key rules on the defaults and on each override
+// applied alone over them.
+func (g *Groups) validate() error {
+	if err := checkGroup("groups.defaults", (&Groups{defaults: g.defaults}).For("")); err != nil {
+		return err
+	}
+	for i, o := range g.overrides {
+		one := &Groups{defaults: g.defaults, overrides: []Override{o}}
+		if err := checkGroup(fmt.Sprintf("groups.overrides[%d] (match %q)", i, o.Match), one.For(o.Match)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

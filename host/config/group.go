@@ -1,0 +1,171 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Group is the effective configuration of one group. core reads it; the
+// field comments name the config keys.
+type Group struct {
+	StreamsSessionTimeoutMs        int32  // streams.session.timeout.ms
+	StreamsHeartbeatIntervalMs     int32  // streams.heartbeat.interval.ms
+	StreamsNumStandbyReplicas      int32  // streams.num.standby.replicas
+	StreamsNumWarmupReplicas       int32  // streams.num.warmup.replicas
+	StreamsAcceptableRecoveryLag   int64  // streams.acceptable.recovery.lag
+	StreamsInitialRebalanceDelayMs int32  // streams.initial.rebalance.delay.ms
+	StreamsAssignmentIntervalMs    int32  // streams.assignment.interval.ms
+	StreamsTaskOffsetIntervalMs    int32  // streams.task.offset.interval.ms
+	StreamsAssignorName            string // streams.assignor.name
+	StreamsMaxSize                 int32  // streams.max.size
+	StreamsMigrationPolicy         string // streams.migration.policy
+	InitialRebalanceDelayMs        int32  // group.initial.rebalance.delay.ms
+	MinSessionTimeoutMs            int32  // group.min.session.timeout.ms
+	MaxSessionTimeoutMs            int32  // group.max.session.timeout.ms
+	MaxSize                        int32  // group.max.size
+}
+
+// groupFields maps each per-group key to its Group field.
+var groupFields = map[string]func(*Group, any){
+	"streams.session.timeout.ms":         func(g *Group, v any) { g.StreamsSessionTimeoutMs = int32(v.(int64)) },
+	"streams.heartbeat.interval.ms":      func(g *Group, v any) { g.StreamsHeartbeatIntervalMs = int32(v.(int64)) },
+	"streams.num.standby.replicas":       func(g *Group, v any) { g.StreamsNumStandbyReplicas = int32(v.(int64)) },
+	"streams.num.warmup.replicas":        func(g *Group, v any) { g.StreamsNumWarmupReplicas = int32(v.(int64)) },
+	"streams.acceptable.recovery.lag":    func(g *Group, v any) { g.StreamsAcceptableRecoveryLag = v.(int64) },
+	"streams.initial.rebalance.delay.ms": func(g *Group, v any) { g.StreamsInitialRebalanceDelayMs = int32(v.(int64)) },
+	"streams.assignment.interval.ms":     func(g *Group, v any) { g.StreamsAssignmentIntervalMs = int32(v.(int64)) },
+	"streams.task.offset.interval.ms":    func(g *Group, v any) { g.StreamsTaskOffsetIntervalMs = int32(v.(int64)) },
+	"streams.assignor.name":              func(g *Group, v any) { g.StreamsAssignorName = v.(string) },
+	"streams.max.size":                   func(g *Group, v any) { g.StreamsMaxSize = int32(v.(int64)) },
+	"streams.migration.policy":           func(g *Group, v any) { g.StreamsMigrationPolicy = v.(string) },
+	"group.initial.rebalance.delay.ms":   func(g *Group, v any) { g.InitialRebalanceDelayMs = int32(v.(int64)) },
+	"group.min.session.timeout.ms":       func(g *Group, v any) { g.MinSessionTimeoutMs = int32(v.(int64)) },
+	"group.max.session.timeout.ms":       func(g *Group, v any) { g.MaxSessionTimeoutMs = int32(v.(int64)) },
+	"group.max.size":                     func(g *Group, v any) { g.MaxSize = int32(v.(int64)) },
+}
+
+// Override sets some per-group keys for the groups whose id matches Match,
+// a glob where * matches any run of characters and ? one character.
+type Override struct {
+	Match  string
+	Values map[string]any // parsed values by key name
+	index  int            // position in the file, for ties
+}
+
+// Groups resolves per-group configuration: Kafka 4.4 defaults, then
+// groups.defaults, then every matching override from least to most
+// specific, so for each key the most specific matching glob that sets it
+// wins. Specificity: an exact id beats any glob; then more literal
+// characters; then fewer '*'; then the later entry in the file.
+type Groups struct {
+	defaults  map[string]any    // parsed groups.defaults.* values
+	sources   map[string]string // where each defaults value came from
+	overrides []Override
+}
+
+// Setting is one key of a group's effective configuration and where its
+// value came from.
+type Setting struct {
+	Key    string `json:"key"`
+	Value  any    `json:"value"`
+	Source string `json:"source"` // "default", "groups.defaults (file|env|flag)", `override "glob"`
+}
+
+// For returns the effective configuration of group id.
+func (g *Groups) For(id string) Group {
+	var out Group
+	for _, s := range g.Explain(id) {
+		groupFields[s.Key](&out, s.Value)
+	}
+	return out
+}
+
+// Explain returns the effective configuration of group id, key by key in
+// name order, with the source of each value.
+func (g *Groups) Explain(id string) []Setting {
+	vals := make(map[string]Setting, len(groupKeys))
+	for _, k := range groupKeys {
+		vals[k.name] = Setting{Key: k.name, Value: k.def, Source: "default"}
+		if v, ok := g.defaults[k.name]; ok {
+			vals[k.name] = Setting{Key: k.name, Value: v, Source: "groups.defaults (" + g.sources[k.name] + ")"}
+		}
+	}
+	for _, o := range g.matching(id) {
+		for name, v := range o.Values {
+			vals[name] = Setting{Key: name, Value: v, Source: fmt.Sprintf("override %q", o.Match)}
+		}
+	}
+	out := make([]Setting, 0, len(vals))
+	for _, s := range vals {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// matching returns the overrides matching id, least specific first.
+func (g *Groups) matching(id string) []Override {
+	var out []Override
+	for _, o := range g.overrides {
+		if globMatch(o.Match, id) {
+			out = append(out, o)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return lessSpecific(out[i], out[j]) })
+	return out
+}
+
+func lessSpecific(a, b Override) bool {
+	ae, be := !strings.ContainsAny(a.Match, "*?"), !strings.ContainsAny(b.Match, "*?")
+	if ae != be {
+		return be
+	}
+	al, bl := literals(a.Match), literals(b.Match)
+	if al != bl {
+		return al < bl
+	}
+	as, bs := strings.Count(a.Match, "*"), strings.Count(b.Match, "*")
+	if as != bs {
+		return as > bs
+	}
+	return a.index < b.index
+}
+
+func literals(p string) int { return len(p) - strings.Count(p, "*") - strings.Count(p, "?") }
+
+// globMatch reports whether s matches pattern p (* any run, ? one byte).
+func globMatch(p, s string) bool {
+	star, match := -1, 0
+	i, j := 0, 0
+	for j < len(s) {
+		switch {
+		case i < len(p) && (p[i] == '?' || p[i] == s[j]):
+			i++
+			j++
+		case i < len(p) && p[i] == '*':
+			star, match = i, j
+			i++
+		case star >= 0:
+			i, match = star+1, match+1
+			j = match
+		default:
+			return false
+		}
+	}
+	for i < len(p) && p[i] == '*' {
+		i++
+	}
+	return i == len(p)
+}
+
+// checkGroup validates cross-key rules of one effective configuration.
+func checkGroup(where string, g Group) error {
+	if g.StreamsHeartbeatIntervalMs >= g.StreamsSessionTimeoutMs {
+		return fmt.Errorf("config: %s: streams.heartbeat.interval.ms = %d must be below streams.session.timeout.ms = %d", where, g.StreamsHeartbeatIntervalMs, g.StreamsSessionTimeoutMs)
+	}
+	if g.MinSessionTimeoutMs > g.MaxSessionTimeoutMs {
+		return fmt.Errorf("config: %s: group.min.session.timeout.ms = %d exceeds group.max.session.timeout.ms = %d", where, g.MinSessionTimeoutMs, g.MaxSessionTimeoutMs)
+	}
+	return nil
+}

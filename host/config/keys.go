@@ -1,0 +1,177 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// kind is the type of a config value.
+type kind uint8
+
+const (
+	kString kind = iota
+	kInt
+	kDuration
+	kList
+	kBool
+)
+
+// key describes one configuration key: its name (dotted, as in the YAML
+// file, the flag --name and the variable COORDHOST_NAME_WITH_UNDERSCORES),
+// default, type, bounds and meaning.
+type key struct {
+	name     string
+	def      any
+	kind     kind
+	min, max int64    // kInt bounds
+	oneOf    []string // kString allowed values, when set
+	doc      string
+}
+
+// serverKeys are the process-wide keys.
+var serverKeys = []key{
+	{name: "kafka.listen", def: "127.0.0.1:9092", kind: kString, doc: "Kafka listener address (host:port) of the first data-plane node; further nodes get the following ports (all ephemeral when the port is 0)."},
+	{name: "kafka.advertised.host", def: "", kind: kString, doc: "Host put in every broker address clients see; default: the host of kafka.listen."},
+	{name: "kafka.max.request.bytes", def: int64(100 << 20), kind: kInt, min: 1024, max: math.MaxInt32, doc: "Largest request frame accepted; a larger one closes the connection (Kafka's socket.request.max.bytes)."},
+	{name: "kafka.idle.timeout", def: "10m", kind: kDuration, doc: "Close client connections idle this long (Kafka's connections.max.idle.ms)."},
+	{name: "kafka.tls.cert.file", def: "", kind: kString, doc: "PEM certificate for TLS on the Kafka listeners; empty: plaintext."},
+	{name: "kafka.tls.key.file", def: "", kind: kString, doc: "PEM private key matching kafka.tls.cert.file."},
+	{name: "data.dir", def: "./coordhost-data", kind: kString, doc: "Directory of the durable store (coordhost.db) and of the embedded data plane (dataplane/)."},
+	{name: "dataplane.mode", def: "embedded", kind: kString, oneOf: []string{"embedded", "external"}, doc: "embedded: an in-process single-node cluster under data.dir; external: the Kafka cluster at dataplane.bootstrap."},
+	{name: "dataplane.bootstrap", def: []string{}, kind: kList, doc: "External cluster brokers (host:port, comma-separated in the environment)."},
+	{name: "dataplane.tls.enabled", def: false, kind: kBool, doc: "External: connect to the cluster over TLS (coordhost's own connections and every client's upstream connection)."},
+	{name: "dataplane.tls.ca.file", def: "", kind: kString, doc: "External TLS: PEM CA bundle to verify brokers; empty: the system roots."},
+	{name: "dataplane.tls.server.name", def: "", kind: kString, doc: "External TLS: name to verify broker certificates against; empty: each broker's host."},
+	{name: "dataplane.sasl.mechanism", def: "none", kind: kString, oneOf: []string{"none", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, doc: "External: SASL mechanism of coordhost's own admin connection (offset storage, topic metadata). Client connections authenticate themselves: their SASL handshake passes through to the cluster."},
+	{name: "dataplane.sasl.username", def: "", kind: kString, doc: "External SASL: coordhost's user."},
+	{name: "dataplane.sasl.password", def: "", kind: kString, doc: "External SASL: coordhost's password."},
+	{name: "dataplane.partitions", def: int64(1), kind: kInt, min: 1, max: 10000, doc: "Embedded data plane: partitions of auto-created topics (Kafka's num.partitions)."},
+	{name: "admin.listen", def: "127.0.0.1:9644", kind: kString, doc: "Admin HTTP address (/healthz, /readyz, /metrics, /v1/...). Loopback by default."},
+	{name: "admin.token", def: "", kind: kString, doc: "Bearer token required for plugin management (POST/PUT/DELETE /v1/plugins); empty disables plugin management."},
+	{name: "log.level", def: "info", kind: kString, oneOf: []string{"debug", "info", "warn", "error"}, doc: "Log level."},
+	{name: "log.format", def: "text", kind: kString, oneOf: []string{"text", "json"}, doc: "Log format (log/slog text or JSON)."},
+	{name: "shutdown.timeout", def: "30s", kind: kDuration, doc: "On SIGTERM/SIGINT: how long in-flight requests may finish before connections are closed."},
+}
+
+// groupKeys are the per-group keys. Names follow Kafka 4.4's group configs
+// (GroupConfig) where Kafka has a per-group config, and Kafka's broker
+// config name where Kafka only has a broker-wide one; defaults are Kafka
+// 4.4's. They are set for all groups under groups.defaults and per group-id
+// glob under groups.overrides.
+var groupKeys = []key{
+	{name: "streams.session.timeout.ms", def: int64(45000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: member session timeout."},
+	{name: "streams.heartbeat.interval.ms", def: int64(5000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: heartbeat interval sent to members."},
+	{name: "streams.num.standby.replicas", def: int64(0), kind: kInt, min: 0, max: 1000, doc: "Streams group: standby replicas per stateful task."},
+	{name: "streams.num.warmup.replicas", def: int64(2), kind: kInt, min: 0, max: 1000, doc: "Streams group: warm-up replicas the assignor may add (KIP-441 max.warmup.replicas)."},
+	{name: "streams.acceptable.recovery.lag", def: int64(10000), kind: kInt, min: 0, max: math.MaxInt64, doc: "Streams group: a client within this lag of a task's end offset counts as caught up."},
+	{name: "streams.initial.rebalance.delay.ms", def: int64(3000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Streams group: delay of the first assignment of a new group."},
+	{name: "streams.assignment.interval.ms", def: int64(1000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Streams group: minimum time between two assignor runs."},
+	{name: "streams.task.offset.interval.ms", def: int64(60000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: how often members report task offsets."},
+	{name: "streams.assignor.name", def: "sticky", kind: kString, doc: "Streams group: task assignor (plugin) name (KIP-1357 streams.assignor.name)."},
+	{name: "streams.max.size", def: int64(math.MaxInt32), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: maximum members (Kafka's group.streams.max.size)."},
+	{name: "streams.migration.policy", def: "bidirectional", kind: kString, oneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"}, doc: "Online classic<->streams migration: which directions are allowed (coordhost's own; cf. Kafka's group.consumer.migration.policy)."},
+	{name: "group.initial.rebalance.delay.ms", def: int64(3000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Classic group: delay of the first rebalance of an empty group."},
+	{name: "group.min.session.timeout.ms", def: int64(6000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Classic group: smallest session timeout a member may ask for."},
+	{name: "group.max.session.timeout.ms", def: int64(1800000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Classic group: largest session timeout a member may ask for."},
+	{name: "group.max.size", def: int64(math.MaxInt32), kind: kInt, min: 1, max: math.MaxInt32, doc: "Classic group: maximum members."},
+}
+
+// parse converts a raw value (from YAML, the environment or a flag) to the
+// key's type, or says why it cannot, naming the key and the value.
+func (k key) parse(raw any) (any, error) {
+	bad := func(why string) error { return fmt.Errorf("config: %s = %#v: %s", k.name, raw, why) }
+	switch k.kind {
+	case kInt:
+		var n int64
+		switch v := raw.(type) {
+		case int:
+			n = int64(v)
+		case int64:
+			n = v
+		case float64:
+			if v != math.Trunc(v) || math.Abs(v) > 1<<62 {
+				return nil, bad("not an integer")
+			}
+			n = int64(v)
+		case string:
+			p, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return nil, bad("not an integer")
+			}
+			n = p
+		default:
+			return nil, bad("not an integer")
+		}
+		if n < k.min || n > k.max {
+			return nil, bad(fmt.Sprintf("out of range [%d, %d]", k.min, k.max))
+		}
+		return n, nil
+	case kDuration:
+		s, ok := raw.(string)
+		if !ok {
+			return nil, bad(`not a duration (write e.g. "30s" or "10m")`)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return nil, bad(`not a positive duration (write e.g. "30s" or "10m")`)
+		}
+		return d, nil
+	case kList:
+		switch v := raw.(type) {
+		case string:
+			var out []string
+			for _, s := range strings.Split(v, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					out = append(out, s)
+				}
+			}
+			return out, nil
+		case []string:
+			return v, nil
+		case []any:
+			out := make([]string, 0, len(v))
+			for _, e := range v {
+				s, ok := e.(string)
+				if !ok {
+					return nil, bad("not a list of strings")
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		}
+		return nil, bad("not a list of strings")
+	case kBool:
+		switch v := raw.(type) {
+		case bool:
+			return v, nil
+		case string:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, bad("not a boolean")
+			}
+			return b, nil
+		}
+		return nil, bad("not a boolean")
+	default:
+		s, ok := raw.(string)
+		if !ok {
+			return nil, bad("not a string")
+		}
+		if len(k.oneOf) > 0 && !contains(k.oneOf, s) {
+			return nil, bad("must be one of " + strings.Join(k.oneOf, ", "))
+		}
+		return s, nil
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

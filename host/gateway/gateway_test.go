@@ -1,0 +1,242 @@
+package gateway
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func openEmbedded(t *testing.T) *DataPlane {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := Open(ctx, Config{Embedded: true, Partitions: 3,
+		Advertise: func(int32) (string, int32, error) { return "127.0.0.1", 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestTopicsCreateAndEndOffsets covers the event loop's metadata helpers:
+// internal topic creation (idempotent), topic ids and partition counts,
+// end offsets.
+func TestTopicsCreateAndEndOffsets(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	spec := []TopicSpec{{Name: "app-store-changelog", Partitions: 4, ReplicationFactor: -1, Configs: map[string]string{"cleanup.policy": "compact"}}}
+	for i := 0; i < 2; i++ { // the second call finds it existing: still nil
+		res, err := d.CreateTopics(ctx, spec)
+		if err != nil || res["app-store-changelog"] != nil {
+			t.Fatalf("create #%d: %v %v", i, res, err)
+		}
+	}
+	ts, err := d.Topics(ctx, "app-store-changelog", "missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]TopicInfo{}
+	for _, ti := range ts {
+		byName[ti.Name] = ti
+	}
+	ch := byName["app-store-changelog"]
+	if ch.Err != nil || len(ch.Partitions) != 4 || ch.ID == [16]byte{} || len(ch.Partitions[0].Racks) != len(ch.Partitions[0].Replicas) {
+		t.Fatalf("changelog metadata: %+v", ch)
+	}
+	if m := byName["missing"]; m.Err == nil {
+		t.Fatalf("missing topic has no error: %+v", m)
+	}
+	p, err := kgo.NewClient(kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.DefaultProduceTopic("app-store-changelog"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < 3; i++ {
+		if err := p.ProduceSync(ctx, &kgo.Record{Partition: 2, Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ends, err := d.EndOffsets(ctx, map[string][]int32{"app-store-changelog": {0, 2}})
+	if err != nil || ends["app-store-changelog"][2] != 3 || ends["app-store-changelog"][0] != 0 {
+		t.Fatalf("end offsets %v, %v", ends, err)
+	}
+}
+
+// TestOffsetsRoundTripAcrossVersions: a commit by topic id (v10) is stored
+// in the data plane's offsets log and read back by id (v10), by name in the
+// batched form (v8) and the single-group form (v7); an unknown id is
+// refused without being forwarded.
+func TestOffsetsRoundTripAcrossVersions(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "in", Partitions: 3, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := d.Topics(ctx, "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ts[0].ID
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(10)
+	commit.Group, commit.Generation, commit.MemberID = "app", 7, "member-1" // core validated these
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{
+		{TopicID: id, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 1, Offset: 42, LeaderEpoch: -1}}},
+		{TopicID: [16]byte{9}, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}},
+	}
+	resp, err := d.CommitOffsets(ctx, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[[16]byte]int16{}
+	for _, tp := range resp.Topics {
+		codes[tp.TopicID] = tp.Partitions[0].ErrorCode
+	}
+	if resp.Version != 10 || codes[id] != 0 || codes[[16]byte{9}] != kerr.UnknownTopicID.Code {
+		t.Fatalf("commit response v%d: %+v", resp.Version, resp.Topics)
+	}
+
+	v10 := kmsg.NewPtrOffsetFetchRequest()
+	v10.SetVersion(10)
+	v10.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "app", Topics: []kmsg.OffsetFetchRequestGroupTopic{{TopicID: id, Partitions: []int32{1}}}}}
+	r10, err := d.FetchOffsets(ctx, v10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := r10.Groups; len(g) != 1 || g[0].Topics[0].TopicID != id || g[0].Topics[0].Partitions[0].Offset != 42 {
+		t.Fatalf("v10 fetch: %+v", r10.Groups)
+	}
+	v8 := kmsg.NewPtrOffsetFetchRequest()
+	v8.SetVersion(8)
+	v8.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "app", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "in", Partitions: []int32{1}}}}}
+	r8, err := d.FetchOffsets(ctx, v8)
+	if err != nil || r8.Groups[0].Topics[0].Topic != "in" || r8.Groups[0].Topics[0].Partitions[0].Offset != 42 {
+		t.Fatalf("v8 fetch: %+v %v", r8, err)
+	}
+	v7 := kmsg.NewPtrOffsetFetchRequest()
+	v7.SetVersion(7)
+	v7.Group = "app"
+	v7.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "in", Partitions: []int32{1, 2}}}
+	r7, err := d.FetchOffsets(ctx, v7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]int64{}
+	for _, p := range r7.Topics[0].Partitions {
+		got[p.Partition] = p.Offset
+	}
+	if r7.Topics[0].Topic != "in" || got[1] != 42 || got[2] != -1 {
+		t.Fatalf("v7 fetch: %+v", r7.Topics)
+	}
+
+	del := kmsg.NewPtrOffsetDeleteRequest()
+	del.Group = "app"
+	del.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "in", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 1}}}}
+	dr, err := d.DeleteOffsets(ctx, del)
+	if err != nil || dr.ErrorCode != 0 || dr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("delete: %+v %v", dr, err)
+	}
+	r8, err = d.FetchOffsets(ctx, v8)
+	if err != nil || r8.Groups[0].Topics[0].Partitions[0].Offset != -1 {
+		t.Fatalf("after delete: %+v %v", r8, err)
+	}
+}
+
+// TestTxnOffsetCommitIsTransactional: an allowed TxnOffsetCommit lands in
+// the data plane inside the producer's transaction: invisible before
+// EndTxn(commit), visible after.
+func TestTxnOffsetCommitIsTransactional(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "in", Partitions: 1, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("tx-1"), 60000
+	ipr, err := ip.RequestWith(ctx, d.Admin())
+	if err != nil || ipr.ErrorCode != 0 {
+		t.Fatalf("init producer id: %+v %v", ipr, err)
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "tx-1", ipr.ProducerID, ipr.ProducerEpoch, "app"
+	if r, err := ao.RequestWith(ctx, d.Admin()); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("add offsets to txn: %+v %v", r, err)
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.SetVersion(4)
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = "tx-1", "app", ipr.ProducerID, ipr.ProducerEpoch
+	tc.Generation, tc.MemberID = 3, "member-1" // validated by core, stripped for the data plane
+	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 17, LeaderEpoch: -1}}}}
+	tr, err := d.TxnCommitOffsets(ctx, tc)
+	if err != nil || tr.Version != 4 || tr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("txn offset commit: %+v %v", tr, err)
+	}
+	fetch := func() int64 {
+		f := kmsg.NewPtrOffsetFetchRequest()
+		f.SetVersion(8)
+		f.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "app", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "in", Partitions: []int32{0}}}}}
+		r, err := d.FetchOffsets(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Groups) == 1 && r.Groups[0].ErrorCode == kerr.GroupIDNotFound.Code {
+			return -1 // kfake: a group with only pending offsets does not exist yet
+		}
+		if len(r.Groups) != 1 || len(r.Groups[0].Topics) != 1 {
+			t.Fatalf("fetch: %+v", r)
+		}
+		return r.Groups[0].Topics[0].Partitions[0].Offset
+	}
+	if o := fetch(); o != -1 {
+		t.Fatalf("offset visible before commit: %d", o)
+	}
+	et := kmsg.NewPtrEndTxnRequest()
+	et.TransactionalID, et.ProducerID, et.ProducerEpoch, et.Commit = "tx-1", ipr.ProducerID, ipr.ProducerEpoch, true
+	if r, err := et.RequestWith(ctx, d.Admin()); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("end txn: %+v %v", r, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fetch() != 17 {
+		if time.Now().After(deadline) {
+			t.Fatal("committed transactional offset never became visible")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOffsetsOnlyGroups: groups whose offsets live in the data plane are
+// listed, and deleting them deletes their offsets.
+func TestOffsetsOnlyGroups(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "in", Partitions: 1, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"g1", "g2"} {
+		c := kmsg.NewPtrOffsetCommitRequest()
+		c.SetVersion(9)
+		c.Group = g
+		c.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}}}
+		if r, err := d.CommitOffsets(ctx, c); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit %s: %+v %v", g, r, err)
+		}
+	}
+	groups, err := d.OffsetsOnlyGroups(ctx)
+	if err != nil || len(groups) != 2 {
+		t.Fatalf("groups %v, %v", groups, err)
+	}
+	res, err := d.DeleteGroupOffsets(ctx, []string{"g1", "never-existed"})
+	if err != nil || res["g1"] != nil || res["never-existed"] != nil {
+		t.Fatalf("delete: %v %v", res, err)
+	}
+	if groups, _ := d.OffsetsOnlyGroups(ctx); len(groups) != 1 || groups[0] != "g2" {
+		t.Fatalf("after delete: %v", groups)
+	}
+}

@@ -1,0 +1,258 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The group coordinator validates offset requests itself (members, epochs,
+// generations) and then hands the allowed ones to the helpers below, which
+// store offsets in the data plane's own offsets log as admin requests: no
+// member id, generation -1, so the data plane never needs to know the
+// group's members. Each helper takes the client's request at the client's
+// version and returns the response at that same version. Version skew is
+// handled here: v10 of OffsetCommit/OffsetFetch names topics by id; the
+// upstream request carries both names and ids, so whichever version the
+// data plane negotiates is correct, and the answer is mapped back.
+
+// CommitOffsets stores an allowed OffsetCommit in the data plane.
+func (d *DataPlane) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+	names, err := d.namesFor(ctx, req.Version >= 10, len(req.Topics), func(i int) [16]byte { return req.Topics[i].TopicID })
+	if err != nil {
+		return nil, err
+	}
+	var byName []string
+	for _, t := range req.Topics {
+		byName = append(byName, t.Topic)
+	}
+	if err := d.ensureIDs(ctx, byName); err != nil {
+		return nil, err
+	}
+	out := kmsg.NewPtrOffsetCommitResponse()
+	out.SetVersion(req.Version)
+	up := kmsg.NewPtrOffsetCommitRequest()
+	up.Group, up.Generation, up.MemberID = req.Group, -1, ""
+	up.RetentionTimeMillis = req.RetentionTimeMillis
+	for _, t := range req.Topics {
+		name := t.Topic
+		if req.Version >= 10 {
+			name = names[t.TopicID]
+		}
+		if name == "" {
+			out.Topics = append(out.Topics, commitTopicError(t, kerr.UnknownTopicID.Code))
+			continue
+		}
+		t.Topic, t.TopicID = name, d.topicIDOr(name, t.TopicID)
+		up.Topics = append(up.Topics, t)
+	}
+	if len(up.Topics) > 0 {
+		resp, err := up.RequestWith(ctx, d.admin)
+		if err != nil {
+			return nil, fmt.Errorf("data-plane offset commit for group %q: %w", req.Group, err)
+		}
+		out.ThrottleMillis = resp.ThrottleMillis
+		for _, t := range resp.Topics {
+			t.Topic = d.nameOr(t.Topic, names, t.TopicID)
+			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
+			out.Topics = append(out.Topics, t)
+		}
+	}
+	return out, nil
+}
+
+func commitTopicError(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCommitResponseTopic {
+	rt := kmsg.NewOffsetCommitResponseTopic()
+	rt.Topic, rt.TopicID = t.Topic, t.TopicID
+	for _, p := range t.Partitions {
+		rp := kmsg.NewOffsetCommitResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = p.Partition, code
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
+
+// TxnCommitOffsets stores an allowed TxnOffsetCommit in the data plane,
+// inside the producer's transaction, so exactly-once commits work. v6
+// names topics by id and is translated like OffsetCommit v10.
+func (d *DataPlane) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
+	names, err := d.namesFor(ctx, req.Version >= 6, len(req.Topics), func(i int) [16]byte { return req.Topics[i].TopicID })
+	if err != nil {
+		return nil, err
+	}
+	var byName []string
+	for _, t := range req.Topics {
+		byName = append(byName, t.Topic)
+	}
+	if err := d.ensureIDs(ctx, byName); err != nil {
+		return nil, err
+	}
+	out := kmsg.NewPtrTxnOffsetCommitResponse()
+	out.SetVersion(req.Version)
+	up := *req
+	up.Generation, up.MemberID, up.InstanceID, up.Topics = -1, "", nil, nil
+	for _, t := range req.Topics {
+		name := t.Topic
+		if req.Version >= 6 {
+			name = names[t.TopicID]
+		}
+		if name == "" {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicID.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+			continue
+		}
+		t.Topic, t.TopicID = name, d.topicIDOr(name, t.TopicID)
+		up.Topics = append(up.Topics, t)
+	}
+	if len(up.Topics) > 0 {
+		resp, err := up.RequestWith(ctx, d.admin)
+		if err != nil {
+			return nil, fmt.Errorf("data-plane txn offset commit for group %q: %w", req.Group, err)
+		}
+		out.ThrottleMillis = resp.ThrottleMillis
+		for _, t := range resp.Topics {
+			t.Topic = d.nameOr(t.Topic, names, t.TopicID)
+			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
+			out.Topics = append(out.Topics, t)
+		}
+	}
+	return out, nil
+}
+
+// DeleteOffsets deletes offsets of an allowed OffsetDelete in the data plane.
+func (d *DataPlane) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error) {
+	up := *req
+	resp, err := up.RequestWith(ctx, d.admin)
+	if err != nil {
+		return nil, fmt.Errorf("data-plane offset delete for group %q: %w", req.Group, err)
+	}
+	resp.SetVersion(req.Version)
+	return resp, nil
+}
+
+// FetchOffsets reads committed offsets for an allowed OffsetFetch (single
+// group before v8, batched groups from v8, topic ids from v10).
+func (d *DataPlane) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error) {
+	groups := req.Groups
+	if req.Version < 8 {
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = req.Group
+		if req.Topics != nil {
+			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		}
+		for _, t := range req.Topics {
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = t.Topic, t.Partitions
+			g.Topics = append(g.Topics, gt)
+		}
+		groups = []kmsg.OffsetFetchRequestGroup{g}
+	}
+	var ids [][16]byte
+	var byName []string
+	for _, g := range groups {
+		for _, t := range g.Topics {
+			ids = append(ids, t.TopicID)
+			byName = append(byName, t.Topic)
+		}
+	}
+	if err := d.ensureIDs(ctx, byName); err != nil {
+		return nil, err
+	}
+	names, err := d.namesFor(ctx, req.Version >= 10, len(ids), func(i int) [16]byte { return ids[i] })
+	if err != nil {
+		return nil, err
+	}
+	up := kmsg.NewPtrOffsetFetchRequest()
+	up.RequireStable = req.RequireStable
+	for _, g := range groups {
+		ug := kmsg.NewOffsetFetchRequestGroup()
+		ug.Group = g.Group
+		if g.Topics != nil {
+			ug.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		}
+		for _, t := range g.Topics {
+			if req.Version >= 10 {
+				t.Topic = names[t.TopicID]
+			}
+			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
+			ug.Topics = append(ug.Topics, t)
+		}
+		up.Groups = append(up.Groups, ug)
+	}
+	resp, err := up.RequestWith(ctx, d.admin)
+	if err != nil {
+		return nil, fmt.Errorf("data-plane offset fetch: %w", err)
+	}
+	return d.fetchResponseAt(req, resp, names), nil
+}
+
+// fetchResponseAt shapes the batched upstream answer as the client's version expects.
+func (d *DataPlane) fetchResponseAt(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse, names map[[16]byte]string) *kmsg.OffsetFetchResponse {
+	out := kmsg.NewPtrOffsetFetchResponse()
+	out.SetVersion(req.Version)
+	out.ThrottleMillis = resp.ThrottleMillis
+	for _, g := range resp.Groups {
+		for i := range g.Topics {
+			t := &g.Topics[i]
+			t.Topic = d.nameOr(t.Topic, names, t.TopicID)
+			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
+		}
+		if req.Version >= 8 {
+			out.Groups = append(out.Groups, g)
+			continue
+		}
+		out.ErrorCode = g.ErrorCode
+		for _, t := range g.Topics {
+			ot := kmsg.NewOffsetFetchResponseTopic()
+			ot.Topic = t.Topic
+			for _, p := range t.Partitions {
+				op := kmsg.NewOffsetFetchResponseTopicPartition()
+				op.Partition, op.Offset, op.LeaderEpoch, op.Metadata, op.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+				ot.Partitions = append(ot.Partitions, op)
+			}
+			out.Topics = append(out.Topics, ot)
+		}
+	}
+	return out
+}
+
+// namesFor resolves the topic ids of a v10 request (none otherwise).
+func (d *DataPlane) namesFor(ctx context.Context, byID bool, n int, id func(int) [16]byte) (map[[16]byte]string, error) {
+	if !byID {
+		return nil, nil
+	}
+	ids := make([][16]byte, n)
+	for i := range ids {
+		ids[i] = id(i)
+	}
+	return d.topicNames(ctx, ids)
+}
+
+// nameOr returns name, or the name of id when name is empty.
+func (d *DataPlane) nameOr(name string, names map[[16]byte]string, id [16]byte) string {
+	if name != "" {
+		return name
+	}
+	if n, ok := names[id]; ok {
+		return n
+	}
+	d.topicsMu.Lock()
+	defer d.topicsMu.Unlock()
+	return d.byID[id]
+}
+
+// topicIDOr returns the id of name when known, else id.
+func (d *DataPlane) topicIDOr(name string, id [16]byte) [16]byte {
+	if known := d.topicID(name); known != [16]byte{} {
+		return known
+	}
+	return id
+}

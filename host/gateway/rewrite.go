@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rewrite replaces every broker address in resp (Metadata, DescribeCluster,
+// FindCoordinator for transactions, and the leader endpoints of Produce and
+// Fetch, KIP-951) by the coordhost listener of the same node, learning the
+// node's real address on the way so its listener can reach it.
+func (d *DataPlane) rewrite(resp kmsg.Response) error {
+	switch r := resp.(type) {
+	case *kmsg.MetadataResponse:
+		for i := range r.Brokers {
+			b := &r.Brokers[i]
+			if err := d.rewriteNode(b.NodeID, &b.Host, &b.Port); err != nil {
+				return err
+			}
+		}
+	case *kmsg.DescribeClusterResponse:
+		for i := range r.Brokers {
+			b := &r.Brokers[i]
+			if err := d.rewriteNode(b.NodeID, &b.Host, &b.Port); err != nil {
+				return err
+			}
+		}
+	case *kmsg.FindCoordinatorResponse:
+		if r.ErrorCode == 0 && r.Host != "" {
+			if err := d.rewriteNode(r.NodeID, &r.Host, &r.Port); err != nil {
+				return err
+			}
+		}
+		for i := range r.Coordinators {
+			c := &r.Coordinators[i]
+			if c.ErrorCode == 0 && c.Host != "" {
+				if err := d.rewriteNode(c.NodeID, &c.Host, &c.Port); err != nil {
+					return err
+				}
+			}
+		}
+	case *kmsg.ProduceResponse:
+		for i := range r.Brokers {
+			b := &r.Brokers[i]
+			if err := d.rewriteNode(b.NodeID, &b.Host, &b.Port); err != nil {
+				return err
+			}
+		}
+	case *kmsg.FetchResponse:
+		for i := range r.Brokers {
+			b := &r.Brokers[i]
+			if err := d.rewriteNode(b.NodeID, &b.Host, &b.Port); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (d *DataPlane) rewriteNode(node int32, host *string, port *int32) error {
+	if node < 0 {
+		return nil
+	}
+	d.mu.Lock()
+	d.nodes[node] = net.JoinHostPort(*host, strconv.Itoa(int(*port)))
+	d.mu.Unlock()
+	h, p, err := d.cfg.Advertise(node)
+	if err != nil {
+		return fmt.Errorf("advertising a listener for data-plane node %d: %w", node, err)
+	}
+	*host, *port = h, p
+	return nil
+}

@@ -1,0 +1,325 @@
+package host
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/gateway"
+	"github.com/coordhost/coordhost/host/store"
+	"github.com/coordhost/coordhost/host/wire"
+)
+
+// StoreFile is the store's file name inside the data directory.
+const StoreFile = "coordhost.db"
+
+// Options configures a Server.
+type Options struct {
+	Config *config.Config
+	// Coordinator builds the group coordinator once the store and the data
+	// plane are open (and before any listener accepts a client); nil uses
+	// Unwired. If the coordinator has a Shutdown(context.Context) error
+	// method, it is called after the listeners drained and before the data
+	// plane and the store close.
+	Coordinator func(*Server) (GroupCoordinator, error)
+	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
+	// routes once their components are wired; nil answers 501.
+	GroupsAPI, PluginsAPI http.Handler
+	Log                   *slog.Logger
+}
+
+// Server is a running coordhost: the durable store, the data plane, one
+// Kafka listener per data-plane node and the admin HTTP server.
+type Server struct {
+	opts    Options
+	cfg     *config.Config
+	log     *slog.Logger
+	store   *store.Store
+	dp      *gateway.DataPlane
+	table   *wire.Table
+	metrics *admin.Metrics
+	admin   *admin.Server
+	coord   GroupCoordinator
+	tls     *tls.Config
+	ready   atomic.Bool
+
+	mu        sync.Mutex
+	listeners map[int32]*listener
+	order     []int32 // node ids in listener creation order
+}
+
+type listener struct {
+	srv  *wire.Server
+	host string
+	port int32
+}
+
+// Start opens the store (a damaged store fails start), starts the data
+// plane, the Kafka listeners and the admin server.
+func Start(ctx context.Context, o Options) (_ *Server, err error) {
+	cfg := o.Config
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
+	defer func() {
+		if err != nil {
+			s.closeAll(context.Background())
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	if s.tls, err = loadTLS(cfg.Kafka); err != nil {
+		return nil, err
+	}
+	if err := s.openStore(); err != nil {
+		return nil, err
+	}
+	if err := s.openDataPlane(ctx); err != nil {
+		return nil, err
+	}
+	s.table = wire.NewTable(s.dp.Versions())
+	if o.Coordinator == nil {
+		s.coord = &Unwired{Log: o.Log}
+	} else if s.coord, err = o.Coordinator(s); err != nil {
+		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
+	for _, node := range s.dp.Nodes() {
+		if _, _, err := s.advertise(node); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.startAdmin(); err != nil {
+		return nil, err
+	}
+	s.ready.Store(true)
+	s.log.Info("coordhost is serving", "kafka", s.KafkaAddr(), "admin", s.AdminAddr(), "data_dir", cfg.DataDir, "embedded_data_plane", cfg.DataPlane.Embedded)
+	return s, nil
+}
+
+func (s *Server) openStore() error {
+	st, err := store.Open(filepath.Join(s.cfg.DataDir, StoreFile))
+	if err != nil {
+		return err
+	}
+	s.store = st
+	n := 0
+	if err := st.Replay(func(store.Entry) error { n++; return nil }); err != nil {
+		return err
+	}
+	s.log.Info("store opened", "path", st.Path(), "records", n)
+	s.metrics.Gauge("store_records_at_start", "Records found in the store at start.", func() float64 { return float64(n) })
+	return nil
+}
+
+func (s *Server) openDataPlane(ctx context.Context) error {
+	gc := gateway.Config{
+		Embedded: s.cfg.DataPlane.Embedded, Bootstrap: s.cfg.DataPlane.Bootstrap, Partitions: s.cfg.DataPlane.Partitions,
+		Advertise: s.advertise, Log: s.log,
+	}
+	if gc.Embedded {
+		gc.DataDir = filepath.Join(s.cfg.DataDir, "dataplane")
+	}
+	var err error
+	if gc.TLS, err = dataPlaneTLS(s.cfg.DataPlane); err != nil {
+		return err
+	}
+	gc.SASL = dataPlaneSASL(s.cfg.DataPlane)
+	dp, err := gateway.Open(ctx, gc)
+	if err != nil {
+		return err
+	}
+	s.dp = dp
+	return nil
+}
+
+// advertise returns the listener address of data-plane node, starting a
+// listener for it on first use: the first node gets kafka.listen, later
+// ones the following ports (or ephemeral ports when kafka.listen's is 0).
+func (s *Server) advertise(node int32) (string, int32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.listeners[node]; ok {
+		return l.host, l.port, nil
+	}
+	host, portStr, _ := net.SplitHostPort(s.cfg.Kafka.Listen)
+	base, _ := strconv.Atoi(portStr)
+	port := 0
+	if base != 0 {
+		port = base + len(s.order)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return "", 0, fmt.Errorf("kafka listener for data-plane node %d: %w", node, err)
+	}
+	adv := s.cfg.Kafka.AdvertisedHost
+	if adv == "" {
+		adv = host
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			adv = "127.0.0.1"
+			s.log.Warn("kafka.listen binds every interface but kafka.advertised.host is empty: advertising 127.0.0.1")
+		}
+	}
+	port = ln.Addr().(*net.TCPAddr).Port
+	srv := wire.NewServer(ln, wire.Config{
+		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
+		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
+		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
+		Group: s.coord.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+	})
+	l := &listener{srv: srv, host: adv, port: int32(port)}
+	s.listeners[node] = l
+	s.order = append(s.order, node)
+	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port))), "data_plane_node", node)
+	return l.host, l.port, nil
+}
+
+func (s *Server) startAdmin() error {
+	ln, err := net.Listen("tcp", s.cfg.Admin.Listen)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	s.admin = admin.Start(ln, admin.Options{
+		Token: s.cfg.Admin.Token, Metrics: s.metrics, Config: s.cfg, Log: s.log,
+		Groups: s.opts.GroupsAPI, Plugins: s.opts.PluginsAPI,
+		Ready: func() error {
+			if !s.ready.Load() {
+				return errors.New("starting or draining")
+			}
+			return nil
+		},
+	})
+	return nil
+}
+
+// dataPlaneTLS is the client TLS configuration for an external cluster.
+func dataPlaneTLS(c config.DataPlane) (*tls.Config, error) {
+	if !c.TLS {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TLSServerName}
+	if c.TLSCAFile != "" {
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("dataplane.tls.ca.file: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("dataplane.tls.ca.file %s: no PEM certificate in it", c.TLSCAFile)
+		}
+	}
+	return tc, nil
+}
+
+// dataPlaneSASL is coordhost's own SASL mechanism for an external cluster.
+func dataPlaneSASL(c config.DataPlane) sasl.Mechanism {
+	switch c.SASLMechanism {
+	case "PLAIN":
+		return plain.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsMechanism()
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha512Mechanism()
+	}
+	return nil
+}
+
+func loadTLS(k config.Kafka) (*tls.Config, error) {
+	if k.TLSCertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(k.TLSCertFile, k.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("kafka TLS (kafka.tls.cert.file %s, kafka.tls.key.file %s): %w", k.TLSCertFile, k.TLSKeyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// KafkaAddr is the first (bootstrap) Kafka listener's address.
+func (s *Server) KafkaAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.order) == 0 {
+		return ""
+	}
+	return s.listeners[s.order[0]].srv.Addr().String()
+}
+
+// AdminAddr is the admin server's address.
+func (s *Server) AdminAddr() string {
+	if s.admin == nil {
+		return ""
+	}
+	return s.admin.Addr().String()
+}
+
+// Store is the durable record log (for the event loop).
+func (s *Server) Store() *store.Store { return s.store }
+
+// DataPlane is the data-plane gateway (for the event loop's forwarding helpers).
+func (s *Server) DataPlane() *gateway.DataPlane { return s.dp }
+
+// Table is the served version table.
+func (s *Server) Table() *wire.Table { return s.table }
+
+// Shutdown drains: readiness turns false, listeners stop accepting and
+// finish the requests in flight (until ctx ends), then the data plane is
+// flushed and closed and the store closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.ready.Store(false)
+	s.log.Info("draining")
+	err := s.closeAll(ctx)
+	s.log.Info("stopped", "err", err)
+	return err
+}
+
+func (s *Server) closeAll(ctx context.Context) error {
+	var errs []error
+	s.mu.Lock()
+	ls := make([]*listener, 0, len(s.listeners))
+	for _, l := range s.listeners {
+		ls = append(ls, l)
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		if err := l.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("kafka listener %s: %w", l.srv.Addr(), err))
+		}
+	}
+	if s.admin != nil {
+		if err := s.admin.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("admin: %w", err))
+		}
+	}
+	if d, ok := s.coord.(interface{ Shutdown(context.Context) error }); ok {
+		if err := d.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("group coordinator: %w", err))
+		}
+	}
+	if s.dp != nil {
+		s.dp.Close()
+	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,268 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Record is one keyed entry of the log. Key and Value are opaque to the
+// store (core defines their content); a nil Value is a tombstone that
+// deletes Key.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
+
+// Entry is a stored record with the sequence number of its last write.
+type Entry struct {
+	Seq   uint64
+	Key   []byte
+	Value []byte
+}
+
+// ErrCorrupt wraps every integrity failure found while opening or replaying.
+var ErrCorrupt = errors.New("store is corrupted")
+
+// formatVersion is the on-disk layout version written in the meta bucket.
+const formatVersion = 1
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketRecords = []byte("records") // key -> seq(8) crc32c(4) value
+	bucketBySeq   = []byte("by_seq")  // seq(8) -> key
+	keyFormat     = []byte("format")
+	keyNextSeq    = []byte("next_seq")
+	castagnoli    = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// Store is the durable record log in one local file (bbolt): key -> latest
+// value with the sequence number of its write. Appends are fsynced before
+// they return.
+type Store struct {
+	path string
+	db   *bolt.DB
+
+	mu      sync.Mutex
+	nextSeq uint64
+}
+
+// Open opens (creating if needed) the store file at path and checks it: a
+// file that is not a coordhost store, a failed bbolt consistency check, or a
+// record whose checksum does not match fails Open with an error naming the
+// file — the store is never silently reset.
+func Open(path string) (s *Store, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	_, statErr := os.Stat(path)
+	fresh := errors.Is(statErr, os.ErrNotExist)
+	defer func() {
+		if p := recover(); p != nil { // bbolt panics on some corrupted pages
+			err = fmt.Errorf("store %s: %w: %v (restore it from a backup, or move it away to start empty)", path, ErrCorrupt, p)
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("store %s: locked by another process (is another coordhost running on this data directory?)", path)
+		}
+		return nil, fmt.Errorf("store %s: %w: %v (restore it from a backup, or move it away to start empty)", path, ErrCorrupt, err)
+	}
+	s = &Store{path: path, db: db}
+	if err := s.init(fresh); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init checks an existing store read-only (a damaged file is never
+// written to) and lays out a new one.
+func (s *Store) init(fresh bool) error {
+	empty := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			if !fresh && bucketCount(tx) > 0 {
+				return s.corrupt("the file is a bbolt database but not a coordhost store (no meta bucket)")
+			}
+			empty = true
+			return nil
+		}
+		v := meta.Get(keyFormat)
+		if len(v) != 4 || binary.BigEndian.Uint32(v) != formatVersion {
+			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes format %d)", v, formatVersion))
+		}
+		n := meta.Get(keyNextSeq)
+		if len(n) != 8 || tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketBySeq) == nil {
+			return s.corrupt("missing sequence counter or record buckets")
+		}
+		s.nextSeq = binary.BigEndian.Uint64(n)
+		var first error
+		for err := range tx.Check() { // drain fully: Check's goroutine writes every error
+			if first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return s.corrupt("bbolt consistency check: " + first.Error())
+		}
+		return nil
+	})
+	if err != nil || !empty {
+		return err
+	}
+	return s.db.Update(s.create)
+}
+
+func bucketCount(tx *bolt.Tx) int {
+	n := 0
+	tx.ForEach(func([]byte, *bolt.Bucket) error { n++; return nil })
+	return n
+}
+
+func (s *Store) create(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketRecords); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketBySeq); err != nil {
+		return err
+	}
+	s.nextSeq = 1
+	if err := meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion)); err != nil {
+		return err
+	}
+	return meta.Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, s.nextSeq))
+}
+
+func (s *Store) corrupt(why string) error {
+	return fmt.Errorf("store %s: %w: %s (restore it from a backup, or move it away to start empty)", s.path, ErrCorrupt, why)
+}
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Append writes a batch of records in one transaction and fsyncs it before
+// returning (group commit: the caller batches every record of one event-loop
+// round into one call). Records get consecutive sequence numbers in batch
+// order; a later record of the same key wins. It returns the last sequence
+// number written. On error nothing of the batch is stored.
+func (s *Store) Append(batch []Record) (uint64, error) {
+	if len(batch) == 0 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.nextSeq - 1, nil
+	}
+	for i, r := range batch {
+		if len(r.Key) == 0 {
+			return 0, fmt.Errorf("store append: record %d has an empty key", i)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.nextSeq
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		recs, bySeq := tx.Bucket(bucketRecords), tx.Bucket(bucketBySeq)
+		for _, r := range batch {
+			if old := recs.Get(r.Key); old != nil {
+				if len(old) < 12 {
+					return s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", r.Key, len(old)))
+				}
+				if err := bySeq.Delete(old[:8]); err != nil {
+					return err
+				}
+			}
+			if r.Value == nil {
+				if err := recs.Delete(r.Key); err != nil {
+					return err
+				}
+				next++
+				continue
+			}
+			seq := binary.BigEndian.AppendUint64(nil, next)
+			if err := recs.Put(r.Key, encodeValue(next, r.Value)); err != nil {
+				return err
+			}
+			if err := bySeq.Put(seq, r.Key); err != nil {
+				return err
+			}
+			next++
+		}
+		return tx.Bucket(bucketMeta).Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, next))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store %s: append of %d records: %w", s.path, len(batch), err)
+	}
+	s.nextSeq = next
+	return next - 1, nil
+}
+
+func encodeValue(seq uint64, v []byte) []byte {
+	out := make([]byte, 12, 12+len(v))
+	binary.BigEndian.PutUint64(out, seq)
+	binary.BigEndian.PutUint32(out[8:], crc32.Checksum(v, castagnoli))
+	return append(out, v...)
+}
+
+// Replay calls fn for every live record in sequence order (the order of
+// their last writes). A record that fails its checksum, or an index entry
+// that does not match its record, stops the replay with ErrCorrupt.
+func (s *Store) Replay(fn func(Entry) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = s.corrupt(fmt.Sprintf("reading: %v", p))
+		}
+	}()
+	return s.db.View(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketRecords)
+		c := tx.Bucket(bucketBySeq).Cursor()
+		for k, key := c.First(); k != nil; k, key = c.Next() {
+			e, err := s.decode(k, key, recs.Get(key))
+			if err != nil {
+				return err
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if n, m := recs.Stats().KeyN, tx.Bucket(bucketBySeq).Stats().KeyN; n != m {
+			return s.corrupt(fmt.Sprintf("%d records but %d sequence index entries", n, m))
+		}
+		return nil
+	})
+}
+
+func (s *Store) decode(seqKey, key, raw []byte) (Entry, error) {
+	if len(seqKey) != 8 {
+		return Entry{}, s.corrupt(fmt.Sprintf("sequence index key of %d bytes", len(seqKey)))
+	}
+	seq := binary.BigEndian.Uint64(seqKey)
+	if len(raw) < 12 {
+		return Entry{}, s.corrupt(fmt.Sprintf("sequence %d points to key %q with a %d-byte record", seq, key, len(raw)))
+	}
+	if !bytes.Equal(raw[:8], seqKey) {
+		return Entry{}, s.corrupt(fmt.Sprintf("key %q: index says sequence %d, record says %d", key, seq, binary.BigEndian.Uint64(raw)))
+	}
+	v := raw[12:]
+	if crc32.Checksum(v, castagnoli) != binary.BigEndian.Uint32(raw[8:12]) {
+		return Entry{}, s.corrupt(fmt.Sprintf("key %q (sequence %d): checksum mismatch", key, seq))
+	}
+	return Entry{Seq: seq, Key: bytes.Clone(key), Value: bytes.Clone(v)}, nil
+}
+
+// Close flushes and closes the file.
+func (s *Store) Close() error { return s.db.Close() }

@@ -1,0 +1,124 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Errors ParseRequest wraps; test with errors.Is.
+var (
+	// ErrMalformed: the frame is not a well-formed request of its key and version.
+	ErrMalformed = errors.New("malformed request")
+	// ErrUnknownKey: the API key is not one kmsg (Kafka 4.4) knows.
+	ErrUnknownKey = errors.New("unknown API key")
+	// ErrUndecodableVersion: the key is known but its version is newer than
+	// any kmsg can decode, so neither the body nor a response can be encoded.
+	ErrUndecodableVersion = errors.New("undecodable API version")
+)
+
+// Request is one decoded client request: header fields and body.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	// ClientID is the header's nullable client id.
+	ClientID *string
+	// Body is the decoded request, with its version set.
+	Body kmsg.Request
+	// Listener is the coordhost listener (as advertised) the request came
+	// in on: what FindCoordinator for a group answers.
+	Listener Broker
+	// ClientHost is the client's address (host:port), for member
+	// descriptions.
+	ClientHost string
+	// Authenticated is true once the data plane accepted a
+	// SaslAuthenticate on this connection (SASL passes through).
+	Authenticated bool
+}
+
+// Broker is a node address as clients see it.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+}
+
+// ClientIDString returns the client id, or "" when it is null.
+func (r *Request) ClientIDString() string {
+	if r.ClientID == nil {
+		return ""
+	}
+	return *r.ClientID
+}
+
+// ParseRequest decodes one frame (without its length prefix): request header
+// v1 or v2 (flexible versions, tagged fields skipped) and body. On
+// ErrUndecodableVersion the returned Request carries the header without a
+// body. It never panics on any input.
+func ParseRequest(frame []byte) (*Request, error) {
+	r := kbin.Reader{Src: frame}
+	key, ver, corr := r.Int16(), r.Int16(), r.Int32()
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("%w: header shorter than 8 bytes", ErrMalformed)
+	}
+	body := kmsg.RequestForKey(key)
+	if body == nil {
+		return &Request{Key: key, Version: ver, CorrelationID: corr}, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
+	}
+	req := &Request{Key: key, Version: ver, CorrelationID: corr}
+	if !(key == int16(kmsg.ControlledShutdown) && ver == 0) { // the one header without a client id
+		req.ClientID = r.NullableString()
+	}
+	if ver < 0 || ver > body.MaxVersion() {
+		return req, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, body.MaxVersion())
+	}
+	body.SetVersion(ver)
+	if body.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d header: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
+	}
+	if err := body.ReadFrom(r.Src); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
+	}
+	req.Body = body
+	return req, nil
+}
+
+// AppendResponse appends the framed response to corr (size, correlation id,
+// header tags when flexible except for ApiVersions, body) to dst.
+func AppendResponse(dst []byte, corr int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = kbin.AppendInt32(dst, corr)
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		dst = append(dst, 0) // response header v1: empty tagged fields
+	}
+	dst = resp.AppendTo(dst)
+	size := uint32(len(dst) - start - 4)
+	dst[start], dst[start+1], dst[start+2], dst[start+3] = byte(size>>24), byte(size>>16), byte(size>>8), byte(size)
+	return dst
+}
+
+// ParseResponse decodes a response frame (without length prefix) to a
+// request of key/version. It returns the correlation id and the response.
+func ParseResponse(frame []byte, req kmsg.Request) (int32, kmsg.Response, error) {
+	r := kbin.Reader{Src: frame}
+	corr := r.Int32()
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		kmsg.SkipTags(&r)
+	}
+	if err := r.Complete(); err != nil {
+		return corr, nil, fmt.Errorf("%w: response header: %v", ErrMalformed, err)
+	}
+	if err := resp.ReadFrom(r.Src); err != nil {
+		return corr, nil, fmt.Errorf("%w: %s v%d response: %v", ErrMalformed, kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	return corr, resp, nil
+}

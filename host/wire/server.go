@@ -1,0 +1,313 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Upstream is one client connection's link to the data plane.
+type Upstream interface {
+	// Forward sends req and returns the data plane's response, or nil for
+	// requests that get no response (Produce with acks=0).
+	Forward(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error)
+	Close() error
+}
+
+// GroupFunc answers a group-coordination request.
+type GroupFunc func(ctx context.Context, req *Request) (kmsg.Response, error)
+
+// Observer is told about every request served (for metrics); it may be nil.
+type Observer interface {
+	Served(key int16, d time.Duration, err error)
+	Conn(delta int)
+}
+
+// Config configures a Server.
+type Config struct {
+	// Table is what is served and advertised.
+	Table *Table
+	// MaxRequestBytes bounds a request frame; larger frames close the connection.
+	MaxRequestBytes int32
+	// IdleTimeout closes connections that send nothing for this long
+	// (Kafka's connections.max.idle.ms; default 10 minutes).
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing one response (default 30 s).
+	WriteTimeout time.Duration
+	// TLS, when set, wraps accepted connections.
+	TLS *tls.Config
+	// Dial opens the data-plane link of one new client connection. It is
+	// called lazily, at the connection's first forwarded request.
+	Dial func(ctx context.Context) (Upstream, error)
+	// Group answers group-coordination requests.
+	Group GroupFunc
+	// Log receives connection-level events.
+	Log *slog.Logger
+	// Observer, if set, counts requests and connections.
+	Observer Observer
+	// Advertised is this listener's node id and address as clients see it.
+	Advertised Broker
+	// Features, if set, are advertised in ApiVersions v3+.
+	Features *Features
+}
+
+// Server is a Kafka listener: it frames requests, answers each connection's
+// pipelined requests in order, and routes them by the version table.
+type Server struct {
+	cfg Config
+	ln  net.Listener
+
+	// base is every request's context; it ends when a Shutdown gives up
+	// waiting, so handlers stop too.
+	base   context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	draining bool
+	wg       sync.WaitGroup
+}
+
+// NewServer starts serving cfg on ln (which the Server then owns).
+func NewServer(ln net.Listener, cfg Config) *Server {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{})}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.accept()
+	return s
+}
+
+// Addr is the listening address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.cfg.Log.Error("kafka listener stopped", "addr", s.ln.Addr().String(), "err", err)
+			}
+			return
+		}
+		c := &conn{s: s, nc: nc, log: s.cfg.Log.With("remote", nc.RemoteAddr().String())}
+		s.mu.Lock()
+		if s.draining {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, lets every connection finish the request it is
+// serving and write its response, then closes the connections. When ctx
+// ends first, the requests still in flight are cancelled and the remaining
+// connections closed at once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	for c := range s.conns {
+		c.nc.SetReadDeadline(time.Now()) // unblocks idle reads; in-flight requests finish
+	}
+	s.mu.Unlock()
+	s.ln.Close()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+		s.cancel()
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+		return ctx.Err()
+	}
+}
+
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	log  *slog.Logger
+	up   Upstream
+	auth bool // a forwarded SaslAuthenticate succeeded
+}
+
+func (c *conn) serve() {
+	s := c.s
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Conn(1)
+		defer s.cfg.Observer.Conn(-1)
+	}
+	defer func() {
+		if c.up != nil {
+			c.up.Close()
+		}
+		c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	ctx := s.base
+	if ctx == nil { // a Server built without NewServer (tests)
+		ctx = context.Background()
+	}
+	for {
+		if err := c.serveOne(ctx, br); err != nil {
+			c.logClose(err)
+			return
+		}
+	}
+}
+
+// serveOne reads, answers and writes one request; an error closes the
+// connection. A panic while serving one request is a bug: it is logged with
+// the request's key and closes only this connection.
+func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("BUG: panic while serving a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	s := c.s
+	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	s.mu.Lock() // checked after setting the deadline: Shutdown resets it under this lock
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		return errDraining
+	}
+	frame, err := ReadFrame(br, s.cfg.MaxRequestBytes)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	req, perr := ParseRequest(frame)
+	if req != nil {
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth
+	}
+	resp, err := c.respond(ctx, req, perr)
+	if s.cfg.Observer != nil && req != nil {
+		s.cfg.Observer.Served(req.Key, time.Since(start), err)
+	}
+	if err != nil || resp == nil {
+		return err
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	_, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp))
+	return err
+}
+
+var errDraining = errors.New("server draining")
+
+// respond decides the response to one parsed (or unparsable) request. A nil
+// response with a nil error means "send nothing" (Produce acks=0).
+func (c *conn) respond(ctx context.Context, req *Request, perr error) (kmsg.Response, error) {
+	switch {
+	case perr == nil:
+	case errors.Is(perr, ErrUndecodableVersion) && req.Key == int16(kmsg.ApiVersions):
+		return c.apiVersions(kerr.UnsupportedVersion.Code, 0), nil
+	default: // unknown key, malformed, or a version no response can be encoded for
+		return nil, perr
+	}
+	e, ok := c.s.cfg.Table.Lookup(req.Key)
+	if !ok || req.Version < e.Min || req.Version > e.Max {
+		if req.Key == int16(kmsg.ApiVersions) {
+			return c.apiVersions(kerr.UnsupportedVersion.Code, 0), nil
+		}
+		c.log.Debug("unsupported API version", "api", kmsg.NameForKey(req.Key), "version", req.Version)
+		return ErrorResponse(req.Body, kerr.UnsupportedVersion.Code), nil
+	}
+	switch e.Route {
+	case RouteLocal:
+		return c.apiVersions(0, req.Version), nil
+	case RouteGroup:
+		return c.s.cfg.Group(ctx, req)
+	case RouteSplit:
+		return splitters[req.Key](ctx, c, req)
+	default:
+		return c.forward(ctx, req, req.Body)
+	}
+}
+
+// forward sends body over this connection's data-plane link, opening it on
+// first use.
+func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
+	if c.up == nil {
+		if c.s.cfg.Dial == nil {
+			return nil, fmt.Errorf("no data plane configured for %s", kmsg.NameForKey(body.Key()))
+		}
+		up, err := c.s.cfg.Dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to the data plane: %w", err)
+		}
+		c.up = up
+	}
+	resp, err := c.up.Forward(ctx, req.ClientID, body)
+	if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && err == nil && a.ErrorCode == 0 {
+		c.auth = true
+	}
+	return resp, err
+}
+
+func (c *conn) group(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
+	sub := *req
+	sub.Body = body
+	return c.s.cfg.Group(ctx, &sub)
+}
+
+func (c *conn) logClose(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, errDraining), errors.Is(err, net.ErrClosed):
+		c.log.Debug("kafka connection closed", "reason", err.Error())
+	case errors.Is(err, ErrUnknownKey), errors.Is(err, ErrUndecodableVersion):
+		c.log.Warn("closing kafka connection: request cannot be served", "err", err.Error())
+	case errors.Is(err, ErrFrameSize), errors.Is(err, ErrMalformed):
+		c.log.Warn("closing kafka connection: invalid request", "err", err.Error())
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.log.Debug("kafka connection closed", "reason", err.Error())
+			return
+		}
+		c.log.Warn("closing kafka connection", "err", err.Error())
+	}
+}
