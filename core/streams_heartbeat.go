@@ -155,6 +155,12 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 		created = true
 	default:
 		conv := groupDeleters[g.Kind()]
+		if cg, ok := g.(*classicGroup); ok && !g.IsEmpty() {
+			if e := c.upgradeClassicGroup(cg); e != nil { // online migration
+				return nil, false, e
+			}
+			break
+		}
 		if !g.IsEmpty() || conv == nil {
 			return nil, false, errf(kerr.GroupIDNotFound, "Group %s is not a streams group.", req.Group)
 		}
@@ -163,6 +169,7 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 		created = true
 	}
 	g := c.groups[req.Group].(*streamsGroup)
+	c.fenceSameProcess(g, req) // online migration
 	max := c.streamsConfig(g.id).MaxSize
 	_, known := g.members[req.MemberID]
 	if req.InstanceID != nil {
@@ -341,14 +348,15 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 func memberMetadataValue(m *streamsMember) StreamsGroupMemberMetadataValue {
 	return StreamsGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
 		ClientHost: m.clientHost, RebalanceTimeoutMs: m.rebalanceTimeoutMs, TopologyEpoch: m.topologyEpoch,
-		ProcessID: m.processID, UserEndpoint: m.endpoint, ClientTags: nonNil(m.clientTags)}
+		ProcessID: m.processID, UserEndpoint: m.endpoint, ClientTags: nonNil(m.clientTags), Classic: m.classic}
 }
 
 func metadataEqual(a, b StreamsGroupMemberMetadataValue) bool {
 	return ptrEq(a.InstanceID, b.InstanceID) && ptrEq(a.RackID, b.RackID) && a.ClientID == b.ClientID &&
 		a.ClientHost == b.ClientHost && a.RebalanceTimeoutMs == b.RebalanceTimeoutMs &&
 		a.TopologyEpoch == b.TopologyEpoch && a.ProcessID == b.ProcessID &&
-		ptrEq(a.UserEndpoint, b.UserEndpoint) && slices.Equal(a.ClientTags, b.ClientTags)
+		ptrEq(a.UserEndpoint, b.UserEndpoint) && slices.Equal(a.ClientTags, b.ClientTags) &&
+		a.Classic.equal(b.Classic)
 }
 
 func ptrEq[T comparable](a, b *T) bool {

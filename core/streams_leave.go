@@ -76,11 +76,12 @@ func (c *Coordinator) fenceMember(g *streamsGroup, id string) {
 	c.cancelTimer(sessionTimerKey(g.id, id))
 	c.cancelTimer(rebalanceTimerKey(g.id, id))
 	delete(g.soft.taskOffsets, id)
+	c.afterFence(g, id) // online migration: classic timers, downgrade
 }
 
 // scheduleSession (re)starts a member's session timer.
 func (c *Coordinator) scheduleSession(g *streamsGroup, member string) {
-	c.setTimer(timer{key: sessionTimerKey(g.id, member), deadline: c.now + int64(c.streamsConfig(g.id).SessionTimeoutMs),
+	c.setTimer(timer{key: sessionTimerKey(g.id, member), deadline: c.now + int64(c.sessionTimeoutOf(g, member)),
 		kind: timerStreamsSession, group: g.id, member: member})
 }
 

@@ -1,0 +1,111 @@
+package core
+
+import (
+	"github.com/coordhost/coordhost/core/userdata"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Downgrade: when the last streams-protocol member of a streams group
+// leaves or is fenced and only classic members remain, the group converts
+// back to a classic group whose members keep their current assignment,
+// then rebalances so a classic leader assigns again (Kafka's
+// convertToClassicGroup, for streams; docs/MIGRATION.md).
+
+// afterFence runs after fenceMember removed a member: it cancels the
+// member's classic timers and downgrades the group when it may.
+func (c *Coordinator) afterFence(g *streamsGroup, id string) {
+	c.cancelTimer(migrationJoinKey(g.id, id))
+	c.cancelTimer(migrationSyncKey(g.id, id))
+	c.maybeDowngrade(g)
+}
+
+// maybeDowngrade converts g back to classic when every remaining member is
+// classic, the policy allows it and the classic max size fits.
+func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
+	if c.migration.noDowngrade || len(g.members) == 0 || c.replaying {
+		return
+	}
+	if !c.migrationPolicy(g.id).allowsDowngrade() || int32(len(g.members)) > c.cfg.Classic.MaxSize {
+		return
+	}
+	ids := g.sortedMemberIDs()
+	for _, id := range ids {
+		if g.members[id].classic == nil {
+			return
+		}
+	}
+	assignments := map[string][]byte{}
+	epochs := map[string]int32{}
+	cg := newClassicGroup(g.id)
+	pt, pn := consumerProtocolType, streamProtocolName
+	cg.protocolType, cg.protocolName, cg.generation, cg.stateTime = &pt, &pn, g.groupEpoch, c.now
+	for _, id := range ids {
+		m := g.members[id]
+		b, err := c.classicAssignment(g, m)
+		if err != nil {
+			b = []byte{}
+		}
+		assignments[id] = b
+		epochs[id] = m.epoch
+		protos := make([]classicProtocol, len(m.classic.SupportedProtocols))
+		for i, p := range m.classic.SupportedProtocols {
+			protos[i] = classicProtocol{name: p.Name, metadata: p.Metadata}
+		}
+		cm := &classicMember{id: id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
+			rebalanceTimeoutMs: m.rebalanceTimeoutMs, sessionTimeoutMs: m.classic.SessionTimeoutMs,
+			protocolType: consumerProtocolType, protocols: protos}
+		cg.members[id] = cm
+		cg.order = append(cg.order, id)
+	}
+	for _, key := range c.timerKeysOfGroup(g.id) {
+		c.cancelTimer(key)
+	}
+	c.deleteStreamsGroup(g)
+	c.write(groupMetadataRecord(cg, assignments))
+	live := c.groups[g.id].(*classicGroup)
+	c.snapshotClassic(live)
+	c.rememberDowngrade(g.id, live.generation, epochs)
+	for _, m := range live.allMembers() {
+		c.scheduleClassicHeartbeat(live, m, m.sessionTimeoutMs)
+	}
+	c.classicPrepareRebalance(live)
+}
+
+// rememberDowngrade records the members' last epochs, undoably.
+func (c *Coordinator) rememberDowngrade(group string, generation int32, epochs map[string]int32) {
+	if c.migration.downgraded == nil {
+		c.migration.downgraded = map[string]downgradeInfo{}
+	}
+	old, had := c.migration.downgraded[group]
+	c.migration.downgraded[group] = downgradeInfo{generation: generation, epochs: epochs}
+	c.onUndo(func() {
+		if had {
+			c.migration.downgraded[group] = old
+		} else {
+			delete(c.migration.downgraded, group)
+		}
+	})
+}
+
+// downgradedRejoin is the sharp edge of a downgrade: a classic member whose
+// generation is still its last member epoch in the streams group gets
+// REBALANCE_IN_PROGRESS on Heartbeat and SyncGroup — never
+// ILLEGAL_GENERATION, which a Java client treats as losing all its tasks.
+func (c *Coordinator) downgradedRejoin(g *classicGroup, memberID string, generation int32) bool {
+	d, ok := c.migration.downgraded[g.id]
+	if !ok || g.generation != d.generation || g.members[memberID] == nil {
+		return false
+	}
+	e, ok := d.epochs[memberID]
+	return ok && e == generation && generation != g.generation
+}
+
+// bridgeClassicRequest routes classic requests for a non-empty streams
+// group to the bridge; it reports false for groups the classic path owns.
+func (c *Coordinator) streamsGroupForClassic(group string) (*streamsGroup, bool) {
+	g, ok := c.groups[group].(*streamsGroup)
+	return g, ok && !g.IsEmpty()
+}
+
+var _ = userdata.NoRebalance
+var _ kmsg.Response = (*kmsg.JoinGroupResponse)(nil)
