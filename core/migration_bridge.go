@@ -80,9 +80,10 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 			if req.InstanceID == nil && req.Version >= 4 {
 				return classicJoinError(memberID, errMemberIDRequired)
 			}
-		} else if g.members[memberID] == nil && req.InstanceID == nil {
-			return classicJoinError(memberID, errUnknownMemberID)
 		}
+		// A member id handed out with MEMBER_ID_REQUIRED is not a member
+		// yet: an unknown id joins as a new member (Kafka's consumer-group
+		// bridge creates it too).
 		m = g.members[memberID]
 		if m == nil {
 			if int32(len(g.members)) >= c.streamsConfig(g.id).MaxSize {
@@ -433,7 +434,9 @@ func (c *Coordinator) classicTaskPartitions(ct *configuredTopology, t TaskID) (u
 // classicHostMaps builds partitionsByHost and standbyPartitionsByHost: one
 // entry per endpoint (union over the members sharing it), empty ones too.
 func (c *Coordinator) classicHostMaps(g *streamsGroup, ct *configuredTopology) (active, standby []userdata.HostPartitions) {
-	type acc struct{ a, s map[userdata.TopicPartition]bool }
+	type acc struct {
+		a, s map[userdata.TopicPartition]bool
+	}
 	byEP := map[Endpoint]*acc{}
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
