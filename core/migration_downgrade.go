@@ -57,6 +57,10 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 		cg.members[id] = cm
 		cg.order = append(cg.order, id)
 	}
+	// Like Kafka's ClassicGroup.add, the first member becomes leader until
+	// the rebalance elects one among the members that rejoin.
+	leader := ids[0]
+	cg.leader = &leader
 	for _, key := range c.timerKeysOfGroup(g.id) {
 		c.cancelTimer(key)
 	}
