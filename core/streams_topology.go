@@ -57,11 +57,15 @@ func (t *configuredTopology) subtopology(id string) *configuredSubtopology {
 	return nil
 }
 
-// configureTopology validates topo against the metadata image.
+// configureTopology validates topo against the metadata image, following
+// Kafka 4.4's InternalTopicManager.configureTopics step by step (checked
+// against it by TestTopologyParityWithKafka).
 func (c *Coordinator) configureTopology(group string, topo *StreamsGroupTopologyValue) *configuredTopology {
 	ct := &configuredTopology{epoch: topo.Epoch, statusCode: -1}
+	subs := append([]Subtopology(nil), topo.Subtopologies...)
+	sort.SliceStable(subs, func(i, j int) bool { return subs[i].SubtopologyID < subs[j].SubtopologyID })
 	var missing []string
-	for _, s := range topo.Subtopologies {
+	for _, s := range subs {
 		for _, t := range s.SourceTopics {
 			if _, ok := c.topics.byName[t]; !ok {
 				missing = append(missing, t)
@@ -71,235 +75,353 @@ func (c *Coordinator) configureTopology(group string, topo *StreamsGroupTopology
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		ct.statusCode = statusMissingSourceTopics
-		ct.statusDetail = "Missing source topics: " + strings.Join(dedup(missing), ", ")
+		ct.statusDetail = "Source topics " + summarizeTopics(dedup(missing)) + " are missing."
 		return ct
 	}
-	counts, err := c.repartitionCounts(topo)
-	if err != "" {
-		ct.invalid = err
+	tc := &topicCounts{c: c, decided: map[string]int32{}}
+	if err := tc.decide(subs); err != nil {
+		if err.invalid {
+			ct.invalid = err.msg
+		} else {
+			ct.statusCode, ct.statusDetail = statusIncorrectlyPartition, err.msg
+		}
 		return ct
 	}
-	if code, detail, bad := c.enforceCopartitioning(topo, counts); bad != "" {
-		ct.invalid = bad
-		return ct
-	} else if code >= 0 {
-		ct.statusCode, ct.statusDetail = code, detail
-		return ct
-	}
-	c.buildSubtopologies(ct, topo, counts)
-	c.checkInternalTopics(ct, group, topo, counts)
+	c.buildSubtopologies(ct, subs, tc)
+	c.checkInternalTopics(ct, group, topo, subs)
 	return ct
 }
 
-// repartitionCounts resolves every repartition source topic's partition
-// count: fixed counts first, then sinks take the max of their
-// subtopology's inputs until nothing changes.
-func (c *Coordinator) repartitionCounts(topo *StreamsGroupTopologyValue) (map[string]int32, string) {
-	counts := map[string]int32{}
-	for _, s := range topo.Subtopologies {
-		if len(s.SourceTopics) == 0 && len(s.RepartitionSourceTopics) == 0 {
-			return nil, "Subtopology does not contain any source topics"
+// topicCounts resolves partition counts: a topic that exists counts as it
+// is; otherwise the count decided so far (Kafka's getPartitionCount).
+type topicCounts struct {
+	c       *Coordinator
+	decided map[string]int32
+}
+
+func (tc *topicCounts) count(name string) (int32, bool) {
+	if t, ok := tc.c.topics.byName[name]; ok {
+		return t.Partitions, true
+	}
+	n, ok := tc.decided[name]
+	return n, ok
+}
+
+// configError is a topology problem: invalid (STREAMS_INVALID_TOPOLOGY) or
+// a partitioning status (INCORRECTLY_PARTITIONED_TOPICS).
+type configError struct {
+	invalid bool
+	msg     string
+}
+
+// decide runs RepartitionTopics, the co-partitioning enforcer and
+// ChangelogTopics, in Kafka's order.
+func (tc *topicCounts) decide(subs []Subtopology) *configError {
+	counts, err := tc.repartitionCounts(subs)
+	if err != nil {
+		return err
+	}
+	for k, v := range counts {
+		tc.decided[k] = v
+	}
+	if err := tc.enforceCopartitioning(subs); err != nil {
+		return err
+	}
+	for _, s := range subs {
+		max, ok := tc.inputMax(s)
+		if !ok {
+			return &configError{invalid: true, msg: "No source topics found for subtopology " + s.SubtopologyID}
 		}
+		for _, t := range s.StateChangelogTopics {
+			tc.decided[t.Name] = max
+		}
+	}
+	return nil
+}
+
+// inputMax is the max partition count over a subtopology's source and
+// repartition-source topics whose count is known.
+func (tc *topicCounts) inputMax(s Subtopology) (int32, bool) {
+	var max int32
+	found := false
+	for _, t := range s.SourceTopics {
+		if n, ok := tc.count(t); ok && (!found || n > max) {
+			max, found = n, true
+		}
+	}
+	for _, t := range s.RepartitionSourceTopics {
+		if n, ok := tc.count(t.Name); ok && (!found || n > max) {
+			max, found = n, true
+		}
+	}
+	return max, found
+}
+
+// repartitionCounts is RepartitionTopics.setup: fixed counts first, then
+// every sink not yet counted takes the max of its subtopology's known
+// inputs, pass after pass, until nothing is missing; a pass without
+// progress is a loop.
+func (tc *topicCounts) repartitionCounts(subs []Subtopology) (map[string]int32, *configError) {
+	counts := map[string]int32{}
+	for _, s := range subs {
 		for _, t := range s.RepartitionSourceTopics {
 			if t.Partitions != 0 {
 				counts[t.Name] = t.Partitions
 			}
 		}
 	}
-	written := map[string]bool{}
-	for _, s := range topo.Subtopologies {
-		for _, t := range s.RepartitionSinkTopics {
-			written[t] = true
-		}
-	}
 	for {
-		progress := false
-		for _, s := range topo.Subtopologies {
-			max, known := c.inputMax(s, counts)
-			if !known {
-				continue
-			}
+		needed, progress := false, false
+		for _, s := range subs {
 			for _, sink := range s.RepartitionSinkTopics {
-				if _, ok := counts[sink]; !ok {
-					counts[sink] = max
-					progress = true
+				if _, ok := counts[sink]; ok {
+					continue
 				}
+				n, ok := sinkCount(tc.c, counts, s)
+				if !ok {
+					needed = true
+					continue
+				}
+				counts[sink] = n
+				progress = true
 			}
 		}
-		if !progress {
+		if !progress && needed {
+			return nil, &configError{invalid: true, msg: "Failed to compute number of partitions for all repartition topics. There may be loops in the topology that cannot be resolved."}
+		}
+		if !needed {
 			break
 		}
 	}
-	for _, s := range topo.Subtopologies {
+	for _, s := range subs {
 		for _, t := range s.RepartitionSourceTopics {
 			if _, ok := counts[t.Name]; !ok {
-				if !written[t.Name] {
-					return nil, "Failed to compute number of partitions for all repartition topics, because a repartition source topic is never used as a sink topic."
-				}
-				return nil, "Failed to compute number of partitions for all repartition topics. There may be loops in the topology that cannot be resolved."
+				return nil, &configError{invalid: true, msg: "Failed to compute number of partitions for all repartition topics, because a repartition source topic is never used as a sink topic."}
 			}
 		}
 	}
-	return counts, ""
+	return counts, nil
 }
 
-// inputMax is the max partition count over a subtopology's inputs, and
-// whether every input's count is known.
-func (c *Coordinator) inputMax(s Subtopology, counts map[string]int32) (int32, bool) {
+// sinkCount is RepartitionTopics.computePartitionCount: the max over the
+// subtopology's repartition sources counted so far and its external
+// sources that exist.
+func sinkCount(c *Coordinator, counts map[string]int32, s Subtopology) (int32, bool) {
 	var max int32
-	for _, t := range s.SourceTopics {
-		if n := c.topics.byName[t].Partitions; n > max {
-			max = n
-		}
-	}
+	found := false
 	for _, t := range s.RepartitionSourceTopics {
-		n, ok := counts[t.Name]
-		if !ok {
-			return 0, false
-		}
-		if n > max {
-			max = n
+		if n, ok := counts[t.Name]; ok && (!found || n > max) {
+			max, found = n, true
 		}
 	}
-	return max, true
+	for _, t := range s.SourceTopics {
+		if md, ok := c.topics.byName[t]; ok && (!found || md.Partitions > max) {
+			max, found = md.Partitions, true
+		}
+	}
+	return max, found
 }
 
-// enforceCopartitioning applies each copartition group; it returns a status
-// code (or -1) with detail, or an invalid-topology message.
-func (c *Coordinator) enforceCopartitioning(topo *StreamsGroupTopologyValue, counts map[string]int32) (int8, string, string) {
-	for _, s := range topo.Subtopologies {
+// enforceCopartitioning is Kafka's CopartitionedTopicsEnforcer over every
+// copartition group. Fixed and flexible repartition topics are those of
+// the whole topology (partition count set or 0).
+func (tc *topicCounts) enforceCopartitioning(subs []Subtopology) *configError {
+	fixed, flexible := map[string]bool{}, map[string]bool{}
+	for _, s := range subs {
+		for _, t := range s.RepartitionSourceTopics {
+			if t.Partitions != 0 {
+				fixed[t.Name] = true
+			} else {
+				flexible[t.Name] = true
+			}
+		}
+	}
+	for _, s := range subs {
 		for _, cg := range s.CopartitionGroups {
-			var external []string
-			var repart []TopicInfo
+			group := map[string]bool{}
 			for _, i := range cg.SourceTopics {
 				if int(i) < 0 || int(i) >= len(s.SourceTopics) {
-					return -1, "", fmt.Sprintf("Copartition group of subtopology %s has an invalid source topic index %d.", s.SubtopologyID, i)
+					return &configError{invalid: true, msg: fmt.Sprintf("Copartition group of subtopology %s has an invalid source topic index %d.", s.SubtopologyID, i)}
 				}
-				external = append(external, s.SourceTopics[i])
+				group[s.SourceTopics[i]] = true
 			}
 			for _, i := range cg.RepartitionSourceTopics {
 				if int(i) < 0 || int(i) >= len(s.RepartitionSourceTopics) {
-					return -1, "", fmt.Sprintf("Copartition group of subtopology %s has an invalid repartition topic index %d.", s.SubtopologyID, i)
+					return &configError{invalid: true, msg: fmt.Sprintf("Copartition group of subtopology %s has an invalid repartition topic index %d.", s.SubtopologyID, i)}
 				}
-				repart = append(repart, s.RepartitionSourceTopics[i])
+				group[s.RepartitionSourceTopics[i].Name] = true
 			}
-			var want int32
-			if len(external) > 0 {
-				want = c.topics.byName[external[0]].Partitions
-				for _, t := range external[1:] {
-					if c.topics.byName[t].Partitions != want {
-						return statusIncorrectlyPartition, fmt.Sprintf("Following topics do not have the same number of partitions: [%s]", strings.Join(external, ", ")), ""
-					}
-				}
-			} else {
-				for _, t := range repart {
-					if t.Partitions != 0 {
-						if want != 0 && t.Partitions != want {
-							return statusIncorrectlyPartition, "Following repartition topics have fixed partition counts that differ: " + topicNames(repart), ""
-						}
-						want = t.Partitions
-					}
-				}
-				if want == 0 {
-					for _, t := range repart {
-						if counts[t.Name] > want {
-							want = counts[t.Name]
-						}
-					}
-				}
-				if want == 0 {
-					return -1, "", "No partition count could be determined for copartitioned repartition topics " + topicNames(repart)
-				}
-			}
-			for _, t := range repart {
-				if t.Partitions != 0 && t.Partitions != want {
-					return statusIncorrectlyPartition, fmt.Sprintf("Number of partitions [%d] of repartition topic [%s] doesn't match number of partitions [%d] of the source topic.", t.Partitions, t.Name, want), ""
-				}
-				counts[t.Name] = want
+			if err := tc.enforceGroup(group, fixed, flexible); err != nil {
+				return err
 			}
 		}
 	}
-	return -1, "", ""
+	return nil
 }
 
-func topicNames(ts []TopicInfo) string {
-	names := make([]string, len(ts))
-	for i, t := range ts {
-		names[i] = t.Name
+func (tc *topicCounts) enforceGroup(group, fixed, flexible map[string]bool) *configError {
+	if len(group) == 0 {
+		return nil
+	}
+	rep, ext := map[string]int32{}, map[string]int32{}
+	for t := range group {
+		n, _ := tc.count(t)
+		if fixed[t] || flexible[t] {
+			rep[t] = n
+		} else {
+			ext[t] = n
+		}
+	}
+	var want int32
+	switch {
+	case len(ext) == 0 && len(fixed) > 0:
+		// All fixed repartition topics of the topology must agree.
+		first := true
+		for _, t := range sortedKeys(fixed) {
+			n, _ := tc.count(t)
+			if first {
+				want, first = n, false
+			} else if n != want {
+				return &configError{msg: "Following topics do not have the same number of partitions: [" + fmtCountMap(rep) + "]"}
+			}
+		}
+	case len(ext) == 0:
+		for _, n := range rep {
+			if n > want {
+				want = n
+			}
+		}
+		if want == 0 {
+			return &configError{invalid: true, msg: "All topics in the copartition group had undefined partition number: [" + strings.Join(sortedKeys(boolSet(rep)), ", ") + "]"}
+		}
+	default:
+		first := true
+		for _, t := range sortedKeys(boolSet(ext)) {
+			if first {
+				want, first = ext[t], false
+			} else if ext[t] != want {
+				return &configError{msg: "Following topics do not have the same number of partitions: [" + fmtCountMap(ext) + "]"}
+			}
+		}
+	}
+	for _, t := range sortedKeys(boolSet(rep)) {
+		tc.decided[t] = want
+		if fixed[t] && rep[t] != want {
+			return &configError{msg: fmt.Sprintf("Number of partitions [%d] of repartition topic [%s] doesn't match number of partitions [%d] of the source topic.", rep[t], t, want)}
+		}
+	}
+	return nil
+}
+
+func boolSet(m map[string]int32) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fmtCountMap renders counts as Java's TreeMap.toString does.
+func fmtCountMap(m map[string]int32) string {
+	keys := sortedKeys(boolSet(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// summarizeTopics lists topic names for a status detail.
+func summarizeTopics(names []string) string {
+	if len(names) == 0 {
+		return "<none>"
 	}
 	return strings.Join(names, ", ")
 }
 
-func (c *Coordinator) buildSubtopologies(ct *configuredTopology, topo *StreamsGroupTopologyValue, counts map[string]int32) {
-	for _, s := range topo.Subtopologies {
+// buildSubtopologies builds the configured subtopologies: tasks = max over
+// inputs (existing topics as they are), internal topics with their decided
+// (or fixed) counts.
+func (c *Coordinator) buildSubtopologies(ct *configuredTopology, subs []Subtopology, tc *topicCounts) {
+	for _, s := range subs {
 		cs := configuredSubtopology{id: s.SubtopologyID, sourceTopics: s.SourceTopics, sinks: s.RepartitionSinkTopics,
 			repartitionSources: map[string]int32{}, changelogs: map[string]int32{}}
-		for _, t := range s.SourceTopics {
-			if n := c.topics.byName[t].Partitions; n > cs.numTasks {
-				cs.numTasks = n
-			}
-		}
+		cs.numTasks, _ = tc.inputMax(s)
 		for _, t := range s.RepartitionSourceTopics {
-			cs.repartitionSources[t.Name] = counts[t.Name]
-			if counts[t.Name] > cs.numTasks {
-				cs.numTasks = counts[t.Name]
+			n := t.Partitions
+			if n == 0 {
+				n = tc.decided[t.Name]
 			}
+			cs.repartitionSources[t.Name] = n
 		}
 		for _, t := range s.StateChangelogTopics {
-			cs.changelogs[t.Name] = cs.numTasks
+			cs.changelogs[t.Name] = tc.decided[t.Name]
 		}
 		ct.subtopologies = append(ct.subtopologies, cs)
 	}
-	sort.Slice(ct.subtopologies, func(i, j int) bool { return ct.subtopologies[i].id < ct.subtopologies[j].id })
 }
 
-// checkInternalTopics lists internal topics to create, and flags existing
-// ones with the wrong partition count.
-func (c *Coordinator) checkInternalTopics(ct *configuredTopology, group string, topo *StreamsGroupTopologyValue, counts map[string]int32) {
-	seen := map[string]bool{}
-	var wrong []string
-	add := func(t TopicInfo, n int32) {
-		if seen[t.Name] {
-			return
-		}
-		seen[t.Name] = true
-		if md, ok := c.topics.byName[t.Name]; ok {
-			if md.Partitions != n {
-				wrong = append(wrong, t.Name)
+// checkInternalTopics lists internal topics to create; an existing one with
+// another partition count is INCORRECTLY_PARTITIONED_TOPICS.
+func (c *Coordinator) checkInternalTopics(ct *configuredTopology, group string, topo *StreamsGroupTopologyValue, subs []Subtopology) {
+	want := map[string]TopicToCreate{}
+	for i, s := range subs {
+		cs := ct.subtopologies[i]
+		add := func(t TopicInfo, n int32) {
+			rf := t.ReplicationFactor
+			if rf == 0 {
+				rf = -1
 			}
-			return
+			want[t.Name] = TopicToCreate{Group: group, Name: t.Name, Partitions: n, ReplicationFactor: rf, Configs: t.TopicConfigs}
 		}
-		rf := t.ReplicationFactor
-		if rf == 0 {
-			rf = -1
-		}
-		ct.toCreate = append(ct.toCreate, TopicToCreate{Group: group, Name: t.Name, Partitions: n,
-			ReplicationFactor: rf, Configs: t.TopicConfigs})
-	}
-	for _, s := range topo.Subtopologies {
-		cs := ct.subtopology(s.SubtopologyID)
 		for _, t := range s.RepartitionSourceTopics {
-			add(t, counts[t.Name])
+			add(t, cs.repartitionSources[t.Name])
 		}
 		for _, t := range s.StateChangelogTopics {
-			add(t, cs.numTasks)
+			add(t, cs.changelogs[t.Name])
 		}
 	}
-	sort.Slice(ct.toCreate, func(i, j int) bool { return ct.toCreate[i].Name < ct.toCreate[j].Name })
-	switch {
-	case len(wrong) > 0:
-		sort.Strings(wrong)
-		ct.statusCode = statusIncorrectlyPartition
-		ct.statusDetail = "Internal topics have the wrong number of partitions: " + strings.Join(wrong, ", ")
-		ct.toCreate = nil
-	case len(ct.toCreate) > 0:
+	for _, name := range sortedKeys(boolSet(topicNameSet(want))) {
+		md, exists := c.topics.byName[name]
+		if !exists {
+			continue
+		}
+		if md.Partitions != want[name].Partitions {
+			ct.statusCode = statusIncorrectlyPartition
+			ct.statusDetail = fmt.Sprintf("Existing topic %s has different number of partitions: expected %d, found %d", name, want[name].Partitions, md.Partitions)
+			ct.subtopologies, ct.toCreate = nil, nil
+			return
+		}
+		delete(want, name)
+	}
+	for _, name := range sortedKeys(boolSet(topicNameSet(want))) {
+		ct.toCreate = append(ct.toCreate, want[name])
+	}
+	if len(ct.toCreate) > 0 {
 		names := make([]string, len(ct.toCreate))
 		for i, t := range ct.toCreate {
 			names[i] = t.Name
 		}
 		ct.statusCode = statusMissingInternal
-		ct.statusDetail = "Internal topics are missing: " + strings.Join(names, ", ")
+		ct.statusDetail = "Internal topics are missing: " + summarizeTopics(names)
 	}
+}
+
+func topicNameSet(m map[string]TopicToCreate) map[string]int32 {
+	out := make(map[string]int32, len(m))
+	for k, v := range m {
+		out[k] = v.Partitions
+	}
+	return out
 }
 
 func dedup(sorted []string) []string {
