@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/coordhost/coordhost/core/userdata"
@@ -117,14 +118,21 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	recompute := !exists || u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
 		!ptrEq(u.rackID, m.rackID) || fmt.Sprint(u.clientTags) != fmt.Sprint(m.clientTags)
 	c.storeClassicOffsets(g, u.id, sub.info)
+	hash, validated := c.refreshTopologyView(g)
+	if hash != g.metadataHash || validated != g.validatedTopologyEpoch ||
+		!slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
+		recompute = true
+	}
 	if recompute {
-		c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
+		c.bumpGroupEpoch(g, hash, validated, c.assignmentConfigs(g.id))
 	}
 	c.scheduleSession(g, u.id)
-	hb := &hbState{g: g, member: u.id, req: &kmsg.StreamsGroupHeartbeatRequest{Group: g.id, MemberID: u.id}}
-	c.maybeUpdateTarget(hb) // a classic join never waits for the assignor
+	c.maybeClassicTarget(g, u.id) // a classic join never waits for the assignor
 	cur := g.members[u.id]
 	owned := c.classicOwned(g, cur, sub)
+	if !exists {
+		cur = adoptReported(g, cur, owned)
+	}
 	next, e := g.reconcile(cur, owned)
 	if e != nil {
 		// A member in an unknown state starts over from nothing.
@@ -143,6 +151,64 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	r.ProtocolType, r.Protocol = &pt, &pn
 	r.Members = []kmsg.JoinGroupResponseMember{}
 	return r
+}
+
+// maybeClassicTarget starts a new target assignment when one is due, as
+// a streams heartbeat does; a classic request never waits for it.
+func (c *Coordinator) maybeClassicTarget(g *streamsGroup, member string) {
+	hb := &hbState{g: g, member: member, req: &kmsg.StreamsGroupHeartbeatRequest{Group: g.id, MemberID: member}}
+	c.maybeUpdateTarget(hb)
+}
+
+// refreshTopologyView reconfigures the group's topology against the topic
+// metadata when the streams heartbeat path would (configureAndValidate),
+// and returns the metadata hash and validated topology epoch to record.
+func (c *Coordinator) refreshTopologyView(g *streamsGroup) (int64, int32) {
+	if g.topology == nil {
+		return g.metadataHash, -1
+	}
+	hash := g.metadataHash
+	if g.soft.configured == nil || g.soft.metadataRefresh || g.soft.configured.epoch != g.topology.Epoch {
+		hash = c.groupMetadataHash(g.requiredTopics())
+		g.soft.configured = c.configureTopology(g.id, g.topology)
+		g.soft.metadataRefresh = false
+	}
+	if g.soft.configured.ready() {
+		return hash, g.topology.Epoch
+	}
+	return hash, -1
+}
+
+// adoptReported gives a member new to the group the active tasks it reports
+// owning that no process holds (a classic instance whose membership
+// expired while it kept processing): they become its tasks, so the
+// reconciliation revokes them through the member itself and no other
+// process gets them before it confirms (its next JoinGroup without them).
+func adoptReported(g *streamsGroup, m *streamsMember, owned *ownedTasksReport) *streamsMember {
+	var adopt []TaskID
+	for t := range owned.active {
+		if _, held := g.activeOwner[t]; held {
+			continue
+		}
+		if ct := g.soft.configured; ct.ready() {
+			if sub := ct.subtopology(t.Subtopology); sub == nil || t.Partition >= sub.numTasks {
+				continue
+			}
+		}
+		adopt = append(adopt, t)
+	}
+	if len(adopt) == 0 {
+		return m
+	}
+	u := m.clone()
+	u.assigned.active = taskEpochs{}
+	for t, e := range m.assigned.active {
+		u.assigned.active[t] = e
+	}
+	for _, t := range adopt {
+		u.assigned.active[t] = m.epoch
+	}
+	return u
 }
 
 // classicBridgeMemberID generates a member id the way classic groups do.
@@ -292,6 +358,7 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 		return code
 	}
 	c.scheduleSession(g, m.id)
+	c.maybeClassicTarget(g, m.id)
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)
 		return errRebalanceInProgress

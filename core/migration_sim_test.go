@@ -3,6 +3,7 @@ package core
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // SubscriptionInfo/AssignmentInfo bytes), some the streams protocol, and
 // checks the migration invariants after every step.
 type migSim struct {
-	t        testing.TB
+	t        simT
 	c        *Coordinator
 	now      int64
 	log      []Record
@@ -27,6 +28,16 @@ type migSim struct {
 	trace    strings.Builder
 	topology *kmsg.StreamsGroupHeartbeatRequestTopology
 	tasks    int32
+	// Chaos (property test): the probabilities of a failed append and of
+	// a lost response, drawn from rng.
+	rng          *rand.Rand
+	failP, loseP float64
+	sentGen      map[RequestID]int32
+	kind         map[RequestID]string
+	// tolerateFencing: members may be fenced legitimately (timeouts); a
+	// fencing error is then checked against the coordinator's state.
+	tolerateFencing bool
+	cur             RequestID // the request whose response is being delivered
 }
 
 // migInst is one Kafka Streams instance (one thread).
@@ -44,10 +55,27 @@ type migInst struct {
 	members   []kmsg.JoinGroupResponseMember
 	fenced    int  // fencing errors seen while classic
 	inflight  bool // classic: a JoinGroup or SyncGroup awaits its response
+	refused   bool // the policy refused it: it waits before trying again
+	refusedAt int64
+	followup  int64 // AssignmentInfo.nextRebalanceMs: rejoin at this time
+	paused    bool // alive but silent (a long GC pause): timers may fence it
 }
 
-func newMigSim(t testing.TB, tasks int32) *migSim {
+// simT is what the simulation reports failures to: a *testing.T, or the
+// property test's recorder.
+type simT interface {
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Fatal(args ...any)
+}
+
+func newMigSim(t simT, tasks int32) *migSim {
+	return newMigSimPolicy(t, tasks, MigrationBidirectional)
+}
+
+func newMigSimPolicy(t simT, tasks int32, policy MigrationPolicy) *migSim {
 	cfg := DefaultConfig()
+	cfg.StreamsMigrationPolicy = policy
 	cfg.Streams.InitialRebalanceDelayMs = 0
 	cfg.Streams.AssignmentIntervalMs = 0
 	cfg.Classic.InitialRebalanceDelayMs = 0
@@ -56,7 +84,8 @@ func newMigSim(t testing.TB, tasks int32) *migSim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &migSim{t: t, c: c, reqs: map[RequestID]*migInst{}, tasks: tasks, now: 1000}
+	s := &migSim{t: t, c: c, reqs: map[RequestID]*migInst{}, tasks: tasks, now: 1000,
+		sentGen: map[RequestID]int32{}, kind: map[RequestID]string{}}
 	s.topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
 	s.finish(c.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: tasks}}))
 	return s
@@ -72,18 +101,62 @@ func (s *migSim) inst(name string, proc byte, classic bool) *migInst {
 func (s *migSim) req(in *migInst) RequestID {
 	s.nextReq++
 	s.reqs[s.nextReq] = in
+	s.sentGen[s.nextReq] = in.gen
 	return s.nextReq
 }
 
+func (s *migSim) chance(p float64) bool { return s.rng != nil && p > 0 && s.rng.Float64() < p }
+
 // finish commits a batch, answers assignor runs and delivers responses.
 func (s *migSim) finish(o Output) {
+	if len(o.Records) > 0 && s.chance(s.failP) {
+		ro := s.c.Rollback()
+		s.debugf("append failed (%d records)", len(o.Records))
+		for _, r := range o.Responses {
+			s.lost(r.Request)
+		}
+		for _, id := range ro.Failed {
+			s.lost(id)
+		}
+		s.check()
+		s.runAssignor(ro.AssignorRuns)
+		return
+	}
 	s.c.Commit()
 	s.log = append(s.log, o.Records...)
 	for _, r := range o.Responses {
+		// Streams responses are not lost here: a lost response carrying a
+		// new assignment is never re-sent to a steady member (Kafka's
+		// rule, the streams property test's concern).
+		_, streamsResp := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse)
+		if !streamsResp && s.chance(s.loseP) {
+			s.debugf("response to %s lost", s.reqs[r.Request].name)
+			s.lost(r.Request)
+			continue
+		}
 		s.deliver(r)
 	}
-	for _, run := range o.AssignorRuns {
+	s.runAssignor(o.AssignorRuns)
+}
+
+func (s *migSim) runAssignor(runs []AssignorRun) {
+	for _, run := range runs {
 		s.finish(s.c.AssignorResult(s.now, run, ReferenceAssign(run.Input), nil))
+	}
+}
+
+// lost is a response the client never saw (lost, or failed with
+// NOT_COORDINATOR): it retries what it was doing.
+func (s *migSim) lost(id RequestID) {
+	in := s.reqs[id]
+	if in == nil || !in.alive {
+		return
+	}
+	switch s.kind[id] {
+	case "join":
+		in.inflight, in.rejoin = false, true
+	case "sync":
+		in.inflight, in.needSync = false, true
 	}
 }
 
@@ -96,7 +169,12 @@ func (s *migSim) deliver(r Response) {
 	if in == nil || !in.alive {
 		return
 	}
-	s.debugf("%s <- %T %+v", in.name, r.Msg, r.Msg)
+	if _, ok := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse); ok {
+		s.debugf("%s", fmtResponse(in.name, r.Msg))
+	} else {
+		s.debugf("%s: %s", in.name, fmtClassicResponse(r.Msg))
+	}
+	s.cur = r.Request
 	switch m := r.Msg.(type) {
 	case *kmsg.JoinGroupResponse:
 		in.inflight = false
@@ -105,6 +183,8 @@ func (s *migSim) deliver(r Response) {
 			in.memberID, in.rejoin = m.MemberID, true
 		case m.ErrorCode == errRebalanceInProgress:
 			in.rejoin = true
+		case m.ErrorCode == errInconsistentProtocol && s.tolerateFencing:
+			in.refused, in.refusedAt, in.rejoin = true, s.now, true
 		case m.ErrorCode != 0:
 			s.fail(in, "join", m.ErrorCode)
 		default:
@@ -123,7 +203,8 @@ func (s *migSim) deliver(r Response) {
 			in.rejoin = true
 			return
 		}
-		tasks := s.decodeAssignment(m.MemberAssignment)
+		tasks, next := s.decodeAssignment(m.MemberAssignment)
+		in.followup = next
 		s.grant(in, tasks)
 	case *kmsg.HeartbeatResponse:
 		if in.inflight {
@@ -140,6 +221,10 @@ func (s *migSim) deliver(r Response) {
 				in.gen, in.owned = 0, taskSet{}
 				return
 			}
+			if m.ErrorCode == kerr.GroupIDNotFound.Code && s.tolerateFencing {
+				in.refused, in.refusedAt, in.gen, in.owned = true, s.now, 0, taskSet{}
+				return
+			}
 			s.t.Fatalf("%s: streams heartbeat error %d %s", in.name, m.ErrorCode, deref(m.ErrorMessage))
 		}
 		in.memberID, in.gen = m.MemberID, m.MemberEpoch
@@ -150,11 +235,48 @@ func (s *migSim) deliver(r Response) {
 }
 
 func (s *migSim) fail(in *migInst, what string, code int16) {
-	if in.classic && isFencing(code) {
+	if in.classic && isFencing(code) && !s.legitFence(in, code) {
 		in.fenced++
 		s.t.Errorf("%s (classic) got a fencing error %s on %s at %d (member %q)\n%s", in.name, errName(code), what, s.now, in.memberID, s.trace.String())
 	}
 	in.memberID, in.gen, in.owned, in.rejoin = "", -1, taskSet{}, true
+}
+
+// isMember says whether the coordinator still holds the instance.
+func (s *migSim) isMember(in *migInst) bool {
+	switch g := s.c.groups["g"].(type) {
+	case *streamsGroup:
+		return g.members[in.memberID] != nil
+	case *classicGroup:
+		return g.members[in.memberID] != nil
+	}
+	return false
+}
+
+// legitFence says whether a fencing error is one the coordinator may
+// give: the member is really gone, or really behind. Never when the
+// coordinator holds the member at the generation the client sent.
+func (s *migSim) legitFence(in *migInst, code int16) bool {
+	if !s.tolerateFencing {
+		return false
+	}
+	sent := s.sentGen[s.cur]
+	isJoin := s.kind[s.cur] == "join"
+	switch g := s.c.groups["g"].(type) {
+	case *streamsGroup:
+		m := g.members[in.memberID]
+		return m == nil || m.classic == nil || (!isJoin && m.epoch != sent)
+	case *classicGroup:
+		m := g.members[in.memberID]
+		if m == nil {
+			return true
+		}
+		if isJoin {
+			return code != errUnknownMemberID
+		}
+		return g.generation != sent && !s.c.downgradedRejoin(g, in.memberID, sent)
+	}
+	return true
 }
 
 // grant installs a new active set, checking that no task it adds is still
@@ -165,7 +287,7 @@ func (s *migSim) grant(in *migInst, tasks taskSet) {
 			continue
 		}
 		for _, o := range s.insts {
-			if o != in && o.alive && o.process != in.process && o.owned.has(t) {
+			if o != in && o.alive && o.process != in.process && o.owned.has(t) && s.isMember(o) {
 				s.t.Errorf("at %d %s was granted %s still owned by %s", s.now, in.name, t, o.name)
 			}
 		}
@@ -182,7 +304,7 @@ func (s *migSim) grant(in *migInst, tasks taskSet) {
 	}
 }
 
-func (s *migSim) decodeAssignment(b []byte) taskSet {
+func (s *migSim) decodeAssignment(b []byte) (taskSet, int64) {
 	out := taskSet{}
 	a, err := userdata.DecodeAssignment(b)
 	if err != nil {
@@ -202,7 +324,7 @@ func (s *migSim) decodeAssignment(b []byte) taskSet {
 	for _, t := range info.ActiveTasks {
 		out[classicTaskID(t)] = struct{}{}
 	}
-	return out
+	return out, info.NextRebalanceMs
 }
 
 // subscription builds a classic Streams JoinGroup metadata.
@@ -240,8 +362,37 @@ func (s *migSim) leaderAssign(members []kmsg.JoinGroupResponseMember) []kmsg.Syn
 	for i := range per {
 		per[i] = map[userdata.TaskID][]userdata.TopicPartition{}
 	}
+	// Sticky like Kafka Streams' leader: a task stays with the member that
+	// reports owning it; the others go to the least loaded member.
+	owner := map[int32]int{}
+	for i, m := range members {
+		sub, err := userdata.DecodeSubscription(m.ProtocolMetadata)
+		if err != nil {
+			s.t.Fatalf("leader: %v", err)
+		}
+		for _, tp := range sub.OwnedPartitions {
+			for _, p := range tp.Partitions {
+				if _, taken := owner[p]; !taken {
+					owner[p] = i
+				}
+			}
+		}
+	}
+	load := make([]int, len(members))
+	for _, i := range owner {
+		load[i]++
+	}
 	for p := int32(0); p < s.tasks; p++ {
-		i := int(p) % len(members)
+		i, ok := owner[p]
+		if !ok {
+			i = 0
+			for j := range load {
+				if load[j] < load[i] {
+					i = j
+				}
+			}
+			load[i]++
+		}
 		per[i][userdata.TaskID{Partition: p}] = []userdata.TopicPartition{{Topic: "in", Partition: p}}
 	}
 	var out []kmsg.SyncGroupRequestGroupAssignment
@@ -257,8 +408,12 @@ func (s *migSim) leaderAssign(members []kmsg.JoinGroupResponseMember) []kmsg.Syn
 
 // act makes one instance take its next step.
 func (s *migSim) act(in *migInst) {
-	if !in.alive {
+	if !in.alive || in.paused || in.refused && s.now < in.refusedAt+10000 {
 		return
+	}
+	in.refused = false // a refused instance tries again every 10 s
+	if in.classic && !in.inflight && in.followup != 0 && s.now >= in.followup {
+		in.followup, in.rejoin = 0, true // Kafka Streams' scheduled follow-up rebalance
 	}
 	ci := ClientInfo{ClientID: in.name, ClientHost: "/10.0.0.1"}
 	if !in.classic {
@@ -289,7 +444,9 @@ func (s *migSim) act(in *migInst) {
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 30000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "stream", Metadata: s.subscription(in)}}
 		in.rejoin, in.inflight = false, true
-		s.finish(s.c.JoinGroup(s.now, s.req(in), ci, req))
+		id := s.req(in)
+		s.kind[id] = "join"
+		s.finish(s.c.JoinGroup(s.now, id, ci, req))
 	case in.needSync:
 		req := kmsg.NewPtrSyncGroupRequest()
 		req.Version = 5
@@ -300,7 +457,9 @@ func (s *migSim) act(in *migInst) {
 			req.GroupAssignment = s.leaderAssign(in.members)
 		}
 		in.needSync, in.inflight = false, true
-		s.finish(s.c.SyncGroup(s.now, s.req(in), req))
+		id := s.req(in)
+		s.kind[id] = "sync"
+		s.finish(s.c.SyncGroup(s.now, id, req))
 	default:
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version = 4
@@ -358,7 +517,7 @@ func (s *migSim) settle(max int) {
 func (s *migSim) stable() bool {
 	seen := taskSet{}
 	for _, in := range s.insts {
-		if !in.alive {
+		if !in.alive || in.refused {
 			continue
 		}
 		if in.classic && (in.rejoin || in.needSync || in.inflight) {
@@ -390,7 +549,7 @@ func (s *migSim) describe() string {
 		fmt.Fprintf(&b, "group kind=%s state=%s\n", g.Kind(), g.StateName())
 	}
 	for _, in := range s.insts {
-		fmt.Fprintf(&b, "%s alive=%v classic=%v gen=%d owned=[%s] rejoin=%v sync=%v\n", in.name, in.alive, in.classic, in.gen, formatTasks(in.owned), in.rejoin, in.needSync)
+		fmt.Fprintf(&b, "%s alive=%v classic=%v gen=%d owned=[%s] rejoin=%v sync=%v refused=%v paused=%v\n", in.name, in.alive, in.classic, in.gen, formatTasks(in.owned), in.rejoin, in.needSync, in.refused, in.paused)
 	}
 	return b.String() + s.c.Dump()
 }
@@ -468,9 +627,11 @@ func TestMigrationRollback(t *testing.T) {
 }
 
 func (s *migSim) debugf(format string, args ...any) {
-	if *migrationDebug {
+	if *migrationDebug || s.rng != nil {
 		fmt.Fprintf(&s.trace, "@%d "+format+"\n", append([]any{s.now}, args...)...)
 	}
 }
+
+var migrationSeed = flag.Uint64("migration-seed", 0, "seed for TestMigrationPropertyTrace")
 
 var migrationDebug = flag.Bool("migration-debug", false, "trace the migration simulation")
