@@ -65,43 +65,63 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 		c.cancelTimer(key)
 	}
 	c.deleteStreamsGroup(g)
-	c.write(groupMetadataRecord(cg, assignments))
+	rec := groupMetadataRecord(cg, assignments)
+	v := rec.Value.(GroupMetadataValue)
+	v.Version = 4 // flexible: carries each member's last epoch (tag 1000)
+	for i := range v.Members {
+		e := epochs[v.Members[i].MemberID]
+		v.Members[i].MigrationEpoch = &e
+	}
+	rec.Value = v
+	c.write(rec)
 	live := c.groups[g.id].(*classicGroup)
 	c.snapshotClassic(live)
-	c.rememberDowngrade(g.id, live.generation, epochs)
 	for _, m := range live.allMembers() {
 		c.scheduleClassicHeartbeat(live, m, m.sessionTimeoutMs)
 	}
 	c.classicPrepareRebalance(live)
 }
 
-// rememberDowngrade records the members' last epochs, undoably.
-func (c *Coordinator) rememberDowngrade(group string, generation int32, epochs map[string]int32) {
-	if c.migration.downgraded == nil {
-		c.migration.downgraded = map[string]downgradeInfo{}
-	}
-	old, had := c.migration.downgraded[group]
-	c.migration.downgraded[group] = downgradeInfo{generation: generation, epochs: epochs}
-	c.onUndo(func() {
-		if had {
-			c.migration.downgraded[group] = old
-		} else {
-			delete(c.migration.downgraded, group)
-		}
-	})
-}
-
 // downgradedRejoin is the sharp edge of a downgrade: a classic member whose
 // generation is still its last member epoch in the streams group gets
 // REBALANCE_IN_PROGRESS on Heartbeat and SyncGroup — never
 // ILLEGAL_GENERATION, which a Java client treats as losing all its tasks.
+//
+// The epochs are persisted in the downgrade's GroupMetadata record (v4,
+// member tag 1000), so a coordinator that replayed the log mid-downgrade
+// answers the same; the rule holds until the classic group completes a new
+// generation.
 func (c *Coordinator) downgradedRejoin(g *classicGroup, memberID string, generation int32) bool {
-	d, ok := c.migration.downgraded[g.id]
-	if !ok || g.generation != d.generation || g.members[memberID] == nil {
+	d := g.durable
+	if d == nil || d.Generation != g.generation || generation == g.generation || g.members[memberID] == nil {
 		return false
 	}
-	e, ok := d.epochs[memberID]
-	return ok && e == generation && generation != g.generation
+	for _, m := range d.Members {
+		if m.MemberID == memberID && m.MigrationEpoch != nil {
+			return *m.MigrationEpoch == generation
+		}
+	}
+	return false
+}
+
+// migrationEpochTags encodes GroupMetadataMember.MigrationEpoch as tagged
+// field 1000 (an int32).
+func migrationEpochTags(e *int32) []taggedField {
+	if e == nil {
+		return nil
+	}
+	return []taggedField{encodeTag(classicMemberMetadataTag, func(w *writer) { w.int32(*e) })}
+}
+
+// readMigrationEpochTag decodes tag 1000 of a GroupMetadata member; other
+// tags are skipped.
+func readMigrationEpochTag(tag uint64, sub *reader, m *GroupMetadataMember) bool {
+	if tag != classicMemberMetadataTag {
+		return false
+	}
+	e := sub.int32()
+	m.MigrationEpoch = &e
+	return true
 }
 
 // bridgeClassicRequest routes classic requests for a non-empty streams

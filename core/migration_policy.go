@@ -67,17 +67,6 @@ type migrationState struct {
 	// noDowngrade suppresses downgrade while a streams join fences the
 	// classic members of its own process.
 	noDowngrade bool
-	// downgraded remembers, per group converted back to classic, the
-	// classic generation it was converted at and each member's last
-	// member epoch, so a member still at that epoch gets
-	// REBALANCE_IN_PROGRESS, never ILLEGAL_GENERATION (in memory only; see
-	// docs/MIGRATION.md).
-	downgraded map[string]downgradeInfo
-}
-
-type downgradeInfo struct {
-	generation int32
-	epochs     map[string]int32
 }
 
 // SetStreamsMigrationPolicy sets (or with nil clears) a group's

@@ -58,7 +58,7 @@ type migInst struct {
 	refused   bool // the policy refused it: it waits before trying again
 	refusedAt int64
 	followup  int64 // AssignmentInfo.nextRebalanceMs: rejoin at this time
-	paused    bool // alive but silent (a long GC pause): timers may fence it
+	paused    bool  // alive but silent (a long GC pause): timers may fence it
 }
 
 // simT is what the simulation reports failures to: a *testing.T, or the
