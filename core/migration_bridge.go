@@ -550,3 +550,18 @@ func (c *Coordinator) classicHostMaps(g *streamsGroup, ct *configuredTopology) (
 	}
 	return active, standby
 }
+
+// bridgeCommit validates an OffsetCommit or TxnOffsetCommit of a classic
+// member of a streams group (any version, as Kafka allows classic members
+// of consumer groups): its generation must be its member epoch
+// (ILLEGAL_GENERATION otherwise, as Kafka's bridge answers). A valid
+// commit restarts the member's session timer.
+func (c *Coordinator) bridgeCommit(g *streamsGroup, m *streamsMember, generation int32) int16 {
+	if generation != m.epoch {
+		return errIllegalGeneration
+	}
+	if c.out != nil {
+		c.scheduleSession(g, m.id)
+	}
+	return 0
+}
