@@ -38,6 +38,8 @@ type migSim struct {
 	// fencing error is then checked against the coordinator's state.
 	tolerateFencing bool
 	cur             RequestID // the request whose response is being delivered
+	recording       bool      // datadriven scenarios: always trace
+	failNext        bool      // the next batch with records fails to append
 }
 
 // migInst is one Kafka Streams instance (one thread).
@@ -58,6 +60,8 @@ type migInst struct {
 	refused   bool // the policy refused it: it waits before trying again
 	refusedAt int64
 	followup  int64 // AssignmentInfo.nextRebalanceMs: rejoin at this time
+	version   int32   // SubscriptionInfo version (default 11)
+	instance  *string // group.instance.id (static member)
 	paused    bool  // alive but silent (a long GC pause): timers may fence it
 }
 
@@ -109,7 +113,11 @@ func (s *migSim) chance(p float64) bool { return s.rng != nil && p > 0 && s.rng.
 
 // finish commits a batch, answers assignor runs and delivers responses.
 func (s *migSim) finish(o Output) {
-	if len(o.Records) > 0 && s.chance(s.failP) {
+	fail := len(o.Records) > 0 && (s.failNext || s.chance(s.failP))
+	if fail {
+		s.failNext = false
+	}
+	if fail {
 		ro := s.c.Rollback()
 		s.debugf("append failed (%d records)", len(o.Records))
 		for _, r := range o.Responses {
@@ -124,6 +132,11 @@ func (s *migSim) finish(o Output) {
 	}
 	s.c.Commit()
 	s.log = append(s.log, o.Records...)
+	if s.recording {
+		for _, r := range o.Records {
+			s.debugf("%s", fmtClassicRecord(r))
+		}
+	}
 	for _, r := range o.Responses {
 		// Streams responses are not lost here: a lost response carrying a
 		// new assignment is never re-sent to a steady member (Kafka's
@@ -169,9 +182,16 @@ func (s *migSim) deliver(r Response) {
 	if in == nil || !in.alive {
 		return
 	}
-	if _, ok := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse); ok {
+	switch m := r.Msg.(type) {
+	case *kmsg.StreamsGroupHeartbeatResponse:
 		s.debugf("%s", fmtResponse(in.name, r.Msg))
-	} else {
+	case *kmsg.SyncGroupResponse:
+		if m.ErrorCode != 0 {
+			s.debugf("%s: sync error=%s", in.name, errName(m.ErrorCode))
+		} else {
+			s.debugf("%s: sync %s", in.name, fmtAssignmentInfo(m.MemberAssignment, s.now))
+		}
+	default:
 		s.debugf("%s: %s", in.name, fmtClassicResponse(r.Msg))
 	}
 	s.cur = r.Request
@@ -340,8 +360,18 @@ func (s *migSim) subscription(in *migInst) []byte {
 	if len(parts) > 0 {
 		owned = []kmsg.ConsumerMemberMetadataOwnedPartition{{Topic: "in", Partitions: parts}}
 	}
-	info := &userdata.SubscriptionInfo{Version: 11, LatestSupportedVersion: 11, ProcessID: in.process,
+	v := in.version
+	if v == 0 {
+		v = 11
+	}
+	info := &userdata.SubscriptionInfo{Version: v, LatestSupportedVersion: max(v, 11), ProcessID: in.process,
 		UserEndPoint: fmt.Sprintf("host%d:8080", in.process[15]), TaskOffsetSums: sums, UniqueField: int8(s.now)}
+	if v < 3 {
+		info.LatestSupportedVersion = userdata.UnknownVersion
+	}
+	if v < 2 {
+		info.UserEndPoint = ""
+	}
 	ub, err := info.Encode()
 	if err != nil {
 		s.t.Fatal(err)
@@ -428,6 +458,7 @@ func (s *migSim) act(in *migInst) {
 			}
 			pid := processIDString(in.process)
 			req.ProcessID = &pid
+			req.InstanceID = in.instance
 			req.Topology = s.topology
 			req.RebalanceTimeoutMillis = 30000
 			req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: fmt.Sprintf("host%d", in.process[15]), Port: 8080}
@@ -441,6 +472,7 @@ func (s *migSim) act(in *migInst) {
 		req := kmsg.NewPtrJoinGroupRequest()
 		req.Version = 9
 		req.Group, req.MemberID, req.ProtocolType = "g", in.memberID, "consumer"
+		req.InstanceID = in.instance
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 30000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "stream", Metadata: s.subscription(in)}}
 		in.rejoin, in.inflight = false, true
@@ -451,6 +483,7 @@ func (s *migSim) act(in *migInst) {
 		req := kmsg.NewPtrSyncGroupRequest()
 		req.Version = 5
 		req.Group, req.MemberID, req.Generation = "g", in.memberID, in.gen
+		req.InstanceID = in.instance
 		pt, pn := "consumer", "stream"
 		req.ProtocolType, req.Protocol = &pt, &pn
 		if in.members != nil {
@@ -464,6 +497,7 @@ func (s *migSim) act(in *migInst) {
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version = 4
 		req.Group, req.MemberID, req.Generation = "g", in.memberID, in.gen
+		req.InstanceID = in.instance
 		s.finish(s.c.Heartbeat(s.now, s.req(in), req))
 	}
 }
@@ -627,7 +661,7 @@ func TestMigrationRollback(t *testing.T) {
 }
 
 func (s *migSim) debugf(format string, args ...any) {
-	if *migrationDebug || s.rng != nil {
+	if *migrationDebug || s.rng != nil || s.recording {
 		fmt.Fprintf(&s.trace, "@%d "+format+"\n", append([]any{s.now}, args...)...)
 	}
 }
@@ -635,3 +669,33 @@ func (s *migSim) debugf(format string, args ...any) {
 var migrationSeed = flag.Uint64("migration-seed", 0, "seed for TestMigrationPropertyTrace")
 
 var migrationDebug = flag.Bool("migration-debug", false, "trace the migration simulation")
+
+// fmtAssignmentInfo renders a classic Streams SyncGroup assignment.
+func fmtAssignmentInfo(b []byte, now int64) string {
+	a, err := userdata.DecodeAssignment(b)
+	if err != nil {
+		return "undecodable: " + err.Error()
+	}
+	info, err := userdata.DecodeAssignmentInfo(a.UserData)
+	if err != nil {
+		return "undecodable info: " + err.Error()
+	}
+	var parts, stand, hosts []string
+	for _, t := range a.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, fmt.Sprintf("%s-%d", t.Topic, p))
+		}
+	}
+	for _, st := range info.StandbyTasks {
+		stand = append(stand, st.Task.String())
+	}
+	for _, h := range info.PartitionsByHost {
+		hosts = append(hosts, fmt.Sprintf("%s:%d=%v", h.Host, h.Port, h.Partitions))
+	}
+	next := "none"
+	if info.NextRebalanceMs != userdata.NoRebalance {
+		next = fmt.Sprintf("now%+d", info.NextRebalanceMs-now)
+	}
+	return fmt.Sprintf("v%d/%d partitions=%v active=%v standby=%v err=%d next=%s hosts=%v",
+		info.Version, info.CommonlySupportedVersion, parts, info.ActiveTasks, stand, info.ErrorCode, next, hosts)
+}
