@@ -110,6 +110,21 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 	case "leave":
 		s.leave(s.byName(t, args["name"]))
 		return ""
+	case "leave-admin":
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Version = 5
+		req.Group = "g"
+		inst := args["instance"]
+		req.Members = []kmsg.LeaveGroupRequestMember{{InstanceID: &inst}}
+		o := s.c.LeaveGroup(s.now, 0, req)
+		s.finish(Output{Records: o.Records, Timers: o.Timers})
+		for _, r := range o.Responses {
+			for _, m := range r.Msg.(*kmsg.LeaveGroupResponse).Members {
+				s.debugf("leave %s: %s", deref(m.InstanceID), errName(m.ErrorCode))
+			}
+		}
+		s.check()
+		return ""
 	case "tick":
 		n, _ := strconv.ParseInt(args["advance"], 10, 64)
 		s.now += n

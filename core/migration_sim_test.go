@@ -59,10 +59,10 @@ type migInst struct {
 	inflight  bool // classic: a JoinGroup or SyncGroup awaits its response
 	refused   bool // the policy refused it: it waits before trying again
 	refusedAt int64
-	followup  int64 // AssignmentInfo.nextRebalanceMs: rejoin at this time
+	followup  int64   // AssignmentInfo.nextRebalanceMs: rejoin at this time
 	version   int32   // SubscriptionInfo version (default 11)
 	instance  *string // group.instance.id (static member)
-	paused    bool  // alive but silent (a long GC pause): timers may fence it
+	paused    bool    // alive but silent (a long GC pause): timers may fence it
 }
 
 // simT is what the simulation reports failures to: a *testing.T, or the
@@ -203,7 +203,7 @@ func (s *migSim) deliver(r Response) {
 			in.memberID, in.rejoin = m.MemberID, true
 		case m.ErrorCode == errRebalanceInProgress:
 			in.rejoin = true
-		case m.ErrorCode == errInconsistentProtocol && s.tolerateFencing:
+		case m.ErrorCode == errInconsistentProtocol:
 			in.refused, in.refusedAt, in.rejoin = true, s.now, true
 		case m.ErrorCode != 0:
 			s.fail(in, "join", m.ErrorCode)
@@ -241,7 +241,7 @@ func (s *migSim) deliver(r Response) {
 				in.gen, in.owned = 0, taskSet{}
 				return
 			}
-			if m.ErrorCode == kerr.GroupIDNotFound.Code && s.tolerateFencing {
+			if m.ErrorCode == kerr.GroupIDNotFound.Code {
 				in.refused, in.refusedAt, in.gen, in.owned = true, s.now, 0, taskSet{}
 				return
 			}

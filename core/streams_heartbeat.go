@@ -252,7 +252,9 @@ func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaEr
 			return newStreamsMember(req.MemberID), nil
 		}
 		old := g.members[oldID]
-		if old.epoch != staticLeaveEpoch {
+		// Online migration: a classic static member may be replaced by a
+		// streams one without leaving first (Kafka's KIP-848 rule).
+		if old.epoch != staticLeaveEpoch && old.classic == nil {
 			return nil, errf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released yet.", oldID, *req.InstanceID)
 		}
 		// Kafka replaces the member even when the id is unchanged: its
