@@ -150,6 +150,11 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	pt, pn := consumerProtocolType, streamProtocolName
 	r.ProtocolType, r.Protocol = &pt, &pn
 	r.Members = []kmsg.JoinGroupResponseMember{}
+	// A classic static member that replaced the last streams-protocol
+	// member downgrades the group (Kafka's
+	// validateOnlineDowngradeWithReplacedMember); its SyncGroup then
+	// finds the classic group rebalancing.
+	c.maybeDowngrade(g)
 	return r
 }
 
