@@ -1,10 +1,5 @@
 package core
 
-import (
-	"github.com/coordhost/coordhost/core/userdata"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
 // Downgrade: when the last streams-protocol member of a streams group
 // leaves or is fenced and only classic members remain, the group converts
 // back to a classic group whose members keep their current assignment,
@@ -124,12 +119,9 @@ func readMigrationEpochTag(tag uint64, sub *reader, m *GroupMetadataMember) bool
 	return true
 }
 
-// bridgeClassicRequest routes classic requests for a non-empty streams
+// streamsGroupForClassic routes classic requests for a non-empty streams
 // group to the bridge; it reports false for groups the classic path owns.
 func (c *Coordinator) streamsGroupForClassic(group string) (*streamsGroup, bool) {
 	g, ok := c.groups[group].(*streamsGroup)
 	return g, ok && !g.IsEmpty()
 }
-
-var _ = userdata.NoRebalance
-var _ kmsg.Response = (*kmsg.JoinGroupResponse)(nil)

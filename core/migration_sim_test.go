@@ -53,7 +53,6 @@ type migInst struct {
 	owned     taskSet
 	rejoin    bool // classic: must JoinGroup next
 	needSync  bool // classic: joined, SyncGroup next
-	leaderFor []string
 	members   []kmsg.JoinGroupResponseMember
 	fenced    int  // fencing errors seen while classic
 	inflight  bool // classic: a JoinGroup or SyncGroup awaits its response
