@@ -55,7 +55,8 @@ import org.apache.kafka.common.TopicPartition;
  * what coordhost's Coordinator does for the same script.
  *
  * <p>Scripts follow each other, each starting with "topics in:N" (a fresh
- * manager); then "hb|member|epoch|process|owned|now"
+ * manager; optional initial delay and assignment interval follow the topics);
+ * then "hb|member|epoch|process|owned|now|instance"
  * with owned "null" or "a,b;s;w" (tasks "0_1"); "tick|now".
  */
 public final class HeartbeatParity {
@@ -136,7 +137,38 @@ public final class HeartbeatParity {
                 assigned.get(best).computeIfAbsent(t[0], k -> new TreeSet<>()).add(Integer.parseInt(t[1]));
                 load[best]++;
             }
-            for (int i = 0; i < n; i++) out.put(members.get(i), new MemberAssignment(assigned.get(i), Map.of()));
+            List<Map<String, Set<Integer>>> standby = new ArrayList<>();
+            for (int i = 0; i < n; i++) standby.add(new HashMap<>());
+            int replicas = spec.configs().numStandbyReplicas();
+            if (replicas > 0) {
+                Map<String, String> activeProc = new HashMap<>();
+                for (int i = 0; i < n; i++) {
+                    String proc = spec.memberMetadata(members.get(i)).processId();
+                    for (Map.Entry<String, Set<Integer>> e : assigned.get(i).entrySet()) {
+                        for (int p : e.getValue()) activeProc.put(e.getKey() + "_" + p, proc);
+                    }
+                }
+                for (String s : subs) {
+                    if (!topo.isStateful(s)) continue;
+                    for (int p = 0; p < topo.maxNumInputPartitions(s); p++) {
+                        Set<String> used = new java.util.HashSet<>();
+                        used.add(activeProc.get(s + "_" + p));
+                        for (int r = 0; r < replicas; r++) {
+                            int best = -1;
+                            for (int i = 0; i < n; i++) {
+                                String proc = spec.memberMetadata(members.get(i)).processId();
+                                if (used.contains(proc)) continue;
+                                if (best < 0 || load[i] < load[best]) best = i;
+                            }
+                            if (best < 0) break;
+                            used.add(spec.memberMetadata(members.get(best)).processId());
+                            standby.get(best).computeIfAbsent(s, k -> new TreeSet<>()).add(p);
+                            load[best]++;
+                        }
+                    }
+                }
+            }
+            for (int i = 0; i < n; i++) out.put(members.get(i), new MemberAssignment(assigned.get(i), standby.get(i)));
             return new GroupAssignment(out);
         }
     }
@@ -175,18 +207,22 @@ public final class HeartbeatParity {
 
     private static void runScript(List<String> lines, StringBuilder out) {
         Map<String, Integer> topics = new HashMap<>();
-        for (String t : lines.get(0).substring("topics ".length()).split(",")) {
+        String[] head = lines.get(0).split(" ");
+        for (String t : head[1].split(",")) {
             String[] kv = t.split(":");
             topics.put(kv[0], Integer.parseInt(kv[1]));
         }
+        String delay = head.length > 2 ? head[2] : "0";
+        String interval = head.length > 3 ? head[3] : "0";
         out.append(lines.get(0)).append('\n');
         ClockTime time = new ClockTime();
         Timer timer = new Timer(time);
         LogContext lc = new LogContext();
         SnapshotRegistry registry = new SnapshotRegistry(lc);
         Map<String, Object> props = new HashMap<>();
-        props.put("group.streams.initial.rebalance.delay.ms", "0");
-        props.put("group.streams.assignment.interval.ms", "0");
+        props.put("group.streams.initial.rebalance.delay.ms", delay);
+        props.put("group.streams.assignment.interval.ms", interval);
+        props.put("group.streams.num.standby.replicas", "1");
         GroupCoordinatorConfig config = GroupCoordinatorConfig.fromProps(props);
         GroupMetadataManager gmm = org.apache.kafka.coordinator.group.ParityManagers.build(lc, registry, time, timer,
             new Executor(), config, new GroupConfigManager(config, ShareGroupConfig.fromProps(Map.of())),
@@ -211,11 +247,12 @@ public final class HeartbeatParity {
             }
             time.now = Long.parseLong(f[5]);
             StreamsGroupHeartbeatRequestData req = new StreamsGroupHeartbeatRequestData().setGroupId("g").setMemberId(f[1])
-                .setMemberEpoch(Integer.parseInt(f[2]));
+                .setMemberEpoch(Integer.parseInt(f[2])).setInstanceId(f[6].isEmpty() ? null : f[6]);
             if (req.memberEpoch() == 0 && !f[3].isEmpty()) {
                 req.setRebalanceTimeoutMs(30000).setProcessId(f[3]).setTopology(new StreamsGroupHeartbeatRequestData.Topology()
                     .setEpoch(0).setSubtopologies(List.of(new StreamsGroupHeartbeatRequestData.Subtopology()
-                        .setSubtopologyId("0").setSourceTopics(List.of("in")))));
+                        .setSubtopologyId("0").setSourceTopics(List.of("in"))
+                        .setStateChangelogTopics(List.of(new StreamsGroupHeartbeatRequestData.TopicInfo().setName("store-changelog"))))));
             }
             if (!f[4].equals("null")) {
                 String[] o = f[4].split(";", -1);
@@ -227,7 +264,9 @@ public final class HeartbeatParity {
                 StreamsGroupHeartbeatResponseData resp = ((org.apache.kafka.coordinator.group.streams.StreamsGroupHeartbeatResult) r.response()).data();
                 apply(gmm, r.records(), out);
                 out.append("response ").append(member).append(" epoch=").append(resp.memberEpoch());
-                if (resp.activeTasks() != null) out.append(" active=").append(fmt(resp.activeTasks()));
+                if (resp.activeTasks() != null) {
+                    out.append(" active=").append(fmt(resp.activeTasks())).append(" standby=").append(fmt(resp.standbyTasks()));
+                }
                 out.append(" status=");
                 for (StreamsGroupHeartbeatResponseData.Status s : resp.status()) out.append(s.statusCode()).append(',');
                 out.append('\n');
