@@ -33,6 +33,9 @@ func TestMigrationScenarios(t *testing.T) {
 				n, _ := strconv.Atoi(argOr(args, "tasks", "6"))
 				s = newMigSimPolicy(t, int32(n), policy)
 				s.recording = true
+				if args["assignor"] == "warmup" {
+					s.assign = warmupAssign
+				}
 				s.trace.Reset()
 				return "ok"
 			}

@@ -39,6 +39,7 @@ type migSim struct {
 	tolerateFencing bool
 	cur             RequestID // the request whose response is being delivered
 	recording       bool      // datadriven scenarios: always trace
+	assign          func(AssignInput) AssignResult
 	failNext        bool      // the next batch with records fails to append
 }
 
@@ -51,6 +52,7 @@ type migInst struct {
 	memberID  string
 	gen       int32 // classic generation / streams member epoch
 	owned     taskSet
+	standby   taskSet // classic: standby tasks of its last assignment
 	rejoin    bool // classic: must JoinGroup next
 	needSync  bool // classic: joined, SyncGroup next
 	members   []kmsg.JoinGroupResponseMember
@@ -153,7 +155,11 @@ func (s *migSim) finish(o Output) {
 
 func (s *migSim) runAssignor(runs []AssignorRun) {
 	for _, run := range runs {
-		s.finish(s.c.AssignorResult(s.now, run, ReferenceAssign(run.Input), nil))
+		assign := s.assign
+		if assign == nil {
+			assign = ReferenceAssign
+		}
+		s.finish(s.c.AssignorResult(s.now, run, assign(run.Input), nil))
 	}
 }
 
@@ -222,8 +228,8 @@ func (s *migSim) deliver(r Response) {
 			in.rejoin = true
 			return
 		}
-		tasks, next := s.decodeAssignment(m.MemberAssignment)
-		in.followup = next
+		tasks, next, standby := s.decodeAssignment(m.MemberAssignment)
+		in.followup, in.standby = next, standby
 		s.grant(in, tasks)
 	case *kmsg.HeartbeatResponse:
 		if in.inflight {
@@ -323,7 +329,7 @@ func (s *migSim) grant(in *migInst, tasks taskSet) {
 	}
 }
 
-func (s *migSim) decodeAssignment(b []byte) (taskSet, int64) {
+func (s *migSim) decodeAssignment(b []byte) (taskSet, int64, taskSet) {
 	out := taskSet{}
 	a, err := userdata.DecodeAssignment(b)
 	if err != nil {
@@ -343,7 +349,11 @@ func (s *migSim) decodeAssignment(b []byte) (taskSet, int64) {
 	for _, t := range info.ActiveTasks {
 		out[classicTaskID(t)] = struct{}{}
 	}
-	return out, info.NextRebalanceMs
+	standby := taskSet{}
+	for _, st := range info.StandbyTasks {
+		standby[classicTaskID(st.Task)] = struct{}{}
+	}
+	return out, info.NextRebalanceMs, standby
 }
 
 // subscription builds a classic Streams JoinGroup metadata.
@@ -358,6 +368,12 @@ func (s *migSim) subscription(in *migInst) []byte {
 	}
 	if len(parts) > 0 {
 		owned = []kmsg.ConsumerMemberMetadataOwnedPartition{{Topic: "in", Partitions: parts}}
+	}
+	for _, t := range in.standby.sorted() {
+		if !in.owned.has(t) {
+			ut, _ := userdata.TaskIDFromSubtopology(t.Subtopology, t.Partition)
+			sums = append(sums, userdata.TaskOffsetSum{Task: ut, OffsetSum: 100}) // restoring state
+		}
 	}
 	v := in.version
 	if v == 0 {
@@ -697,4 +713,41 @@ func fmtAssignmentInfo(b []byte, now int64) string {
 	}
 	return fmt.Sprintf("v%d/%d partitions=%v active=%v standby=%v err=%d next=%s hosts=%v",
 		info.Version, info.CommonlySupportedVersion, parts, info.ActiveTasks, stand, info.ErrorCode, next, hosts)
+}
+
+// warmupAssign is a scripted assignor for probing scenarios: an active task
+// stays with the member that runs it; unowned tasks go round-robin; a
+// member without active tasks gets a warm-up of the most loaded member's
+// first task.
+func warmupAssign(in AssignInput) AssignResult {
+	out := AssignResult{Members: make([]MemberTasks, len(in.Members))}
+	owned := map[TaskRef]bool{}
+	for i, m := range in.Members {
+		for _, t := range m.Active {
+			out.Members[i].Active = append(out.Members[i].Active, t)
+			owned[t] = true
+		}
+	}
+	next := 0
+	for si, sub := range in.Subtopologies {
+		for p := int32(0); p < sub.NumTasks; p++ {
+			t := TaskRef{Subtopology: int32(si), Partition: p}
+			if !owned[t] && len(in.Members) > 0 {
+				out.Members[next%len(in.Members)].Active = append(out.Members[next%len(in.Members)].Active, t)
+				next++
+			}
+		}
+	}
+	most := 0
+	for i := range out.Members {
+		if len(out.Members[i].Active) > len(out.Members[most].Active) {
+			most = i
+		}
+	}
+	for i := range out.Members {
+		if len(out.Members[i].Active) == 0 && len(out.Members[most].Active) > 1 {
+			out.Members[i].Warmup = []TaskRef{out.Members[most].Active[0]}
+		}
+	}
+	return out
 }
