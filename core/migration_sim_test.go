@@ -40,7 +40,7 @@ type migSim struct {
 	cur             RequestID // the request whose response is being delivered
 	recording       bool      // datadriven scenarios: always trace
 	assign          func(AssignInput) AssignResult
-	failNext        bool      // the next batch with records fails to append
+	failNext        bool // the next batch with records fails to append
 }
 
 // migInst is one Kafka Streams instance (one thread).
@@ -53,8 +53,8 @@ type migInst struct {
 	gen       int32 // classic generation / streams member epoch
 	owned     taskSet
 	standby   taskSet // classic: standby tasks of its last assignment
-	rejoin    bool // classic: must JoinGroup next
-	needSync  bool // classic: joined, SyncGroup next
+	rejoin    bool    // classic: must JoinGroup next
+	needSync  bool    // classic: joined, SyncGroup next
 	members   []kmsg.JoinGroupResponseMember
 	fenced    int  // fencing errors seen while classic
 	inflight  bool // classic: a JoinGroup or SyncGroup awaits its response
