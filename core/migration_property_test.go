@@ -76,7 +76,10 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 			kind = "c"
 		}
 		in := s.inst(fmt.Sprintf("%s%d", kind, names), byte(1+rng.IntN(4)), classic)
-		s.debugf("start %s process %d", in.name, in.process[15])
+		if classic {
+			in.version = []int32{6, 8, 11, 11}[rng.IntN(4)] // mixed SubscriptionInfo versions
+		}
+		s.debugf("start %s process %d v%d", in.name, in.process[15], in.version)
 	}
 	live := func() []*migInst {
 		var out []*migInst
@@ -113,6 +116,8 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 			for _, in := range ls {
 				in.refused = false // try again: the group may have changed
 			}
+		case r < 42 && len(ls) > 0:
+			s.commitCheck(ls[rng.IntN(len(ls))])
 		default:
 			for _, in := range ls {
 				if rng.IntN(5) != 0 {
@@ -219,4 +224,23 @@ func TestMigrationPropertyTrace(t *testing.T) {
 	}
 	trace, errs := runMigrationProperty(*migrationSeed, 60)
 	t.Logf("%s\n%s", trace, strings.Join(errs, "\n"))
+}
+
+// commitCheck: a classic member's OffsetCommit at the generation the
+// coordinator holds it at is accepted.
+func (s *migSim) commitCheck(in *migInst) {
+	if !in.classic || in.memberID == "" {
+		return
+	}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 8
+	req.Group, req.MemberID, req.Generation = "g", in.memberID, in.gen
+	d, o := s.c.DecideOffsetCommit(s.now, req)
+	s.finish(o)
+	s.debugf("%s commit gen=%d: %s", in.name, in.gen, errName(d.ErrorCode))
+	if g, ok := s.c.groups["g"].(*streamsGroup); ok {
+		if m := g.members[in.memberID]; m != nil && m.classic != nil && m.epoch == in.gen && d.ErrorCode != 0 {
+			s.t.Errorf("at %d classic member %s committing at its epoch %d got %s", s.now, in.name, in.gen, errName(d.ErrorCode))
+		}
+	}
 }
