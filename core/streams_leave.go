@@ -133,7 +133,9 @@ func (c *Coordinator) streamsOnLoaded(g *streamsGroup) {
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		c.scheduleSession(g, id)
-		if m.state == memberUnrevokedTasks {
+		if m.state == memberUnrevokedTasks && m.classic != nil {
+			c.setJoinTimerIfAbsent(g, m) // online migration: classic members confirm by rejoining
+		} else if m.state == memberUnrevokedTasks {
 			c.setTimer(timer{key: rebalanceTimerKey(g.id, id), deadline: c.now + int64(m.rebalanceTimeoutMs),
 				kind: timerStreamsRebalance, group: g.id, member: id, epoch: m.epoch})
 		}
