@@ -56,7 +56,8 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 	rec := &propRecorder{}
 	rng := rand.New(rand.NewPCG(seed, 0x919))
 	policy := []MigrationPolicy{MigrationBidirectional, MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled}[rng.IntN(5)]
-	s := newMigSimPolicy(rec, 6, policy)
+	// Half the seeds park streams heartbeats for the assignor (the default).
+	s := newMigSimConfig(rec, 6, policy, []int64{0, 1000}[rng.IntN(2)])
 	s.rng, s.tolerateFencing = rng, true
 	s.failP, s.loseP = 0.04, 0.04
 	defer func() {
@@ -134,6 +135,7 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 		s.finish(s.c.Tick(s.now))
 		s.check()
 		s.checkKind(policy)
+		s.checkConversion(policy)
 	}
 	// Chaos off: everyone alive resumes; the group must settle.
 	s.failP, s.loseP = 0, 0
@@ -144,6 +146,16 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 		start(rng.IntN(2) == 0)
 	}
 	s.settleLive(300)
+	ups, downs := 0, 0
+	for _, r := range s.log {
+		if r.Key.RecordType() == RecGroupMetadata && r.Value == nil {
+			ups++
+		}
+		if gm, ok := r.Value.(GroupMetadataValue); ok && gm.Version == 4 {
+			downs++
+		}
+	}
+	s.debugf("conversions: %d classic tombstones (upgrades or offline), %d downgrades", ups, downs)
 	return
 }
 
@@ -243,4 +255,20 @@ func (s *migSim) commitCheck(in *migInst) {
 			s.t.Errorf("at %d classic member %s committing at its epoch %d got %s", s.now, in.name, in.gen, errName(d.ErrorCode))
 		}
 	}
+}
+
+// checkConversion: a non-empty group changes kind only as the policy
+// allows (empty groups convert freely).
+func (s *migSim) checkConversion(policy MigrationPolicy) {
+	g, ok := s.c.Group("g")
+	if !ok {
+		s.lastKind, s.lastNonEmpty = 0, false
+		return
+	}
+	if s.lastKind != 0 && s.lastKind != g.Kind() && s.lastNonEmpty {
+		if g.Kind() == GroupKindStreams && !policy.allowsUpgrade() || g.Kind() == GroupKindClassic && !policy.allowsDowngrade() {
+			s.t.Errorf("at %d a non-empty %s group became %s under policy %s", s.now, s.lastKind, g.Kind(), policy)
+		}
+	}
+	s.lastKind, s.lastNonEmpty = g.Kind(), !g.IsEmpty()
 }

@@ -40,6 +40,8 @@ type migSim struct {
 	cur             RequestID // the request whose response is being delivered
 	recording       bool      // datadriven scenarios: always trace
 	assign          func(AssignInput) AssignResult
+	lastKind        GroupKind // property test: the group's kind after the last step
+	lastNonEmpty    bool
 	failNext        bool // the next batch with records fails to append
 }
 
@@ -79,12 +81,16 @@ func newMigSim(t simT, tasks int32) *migSim {
 }
 
 func newMigSimPolicy(t simT, tasks int32, policy MigrationPolicy) *migSim {
+	return newMigSimConfig(t, tasks, policy, 0)
+}
+
+func newMigSimConfig(t simT, tasks int32, policy MigrationPolicy, assignorWait int64) *migSim {
 	cfg := DefaultConfig()
 	cfg.StreamsMigrationPolicy = policy
 	cfg.Streams.InitialRebalanceDelayMs = 0
 	cfg.Streams.AssignmentIntervalMs = 0
 	cfg.Classic.InitialRebalanceDelayMs = 0
-	cfg.AssignorWaitMs = 0
+	cfg.AssignorWaitMs = assignorWait
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
