@@ -226,16 +226,44 @@ func (c *Coordinator) classicBridgeMemberID(g *streamsGroup, clientID string, in
 }
 
 // storeClassicOffsets keeps the member's task offset sums (running actives,
-// -2, are omitted as streams-protocol members omit them).
+// -2, are omitted as streams-protocol members omit them; v1–6 standbys'
+// unknown sums, -3, too) and the end-offset sums the host provided for the
+// group's classic members: classic members never send end offsets. A task
+// without an end offset is never caught up (the assignors' rule).
 func (c *Coordinator) storeClassicOffsets(g *streamsGroup, member string, info *userdata.SubscriptionInfo) {
 	o := g.soft.taskOffsets[member]
 	o.offsets = map[TaskID]int64{}
 	for _, t := range info.TaskOffsetSums {
-		if t.OffsetSum != userdata.LatestOffset {
+		if t.OffsetSum >= 0 {
 			o.offsets[classicTaskID(t.Task)] = t.OffsetSum
 		}
 	}
+	o.endOffsets = map[TaskID]int64{}
+	for t, e := range c.migration.endOffsets[g.id] {
+		o.endOffsets[t] = e
+	}
 	g.soft.taskOffsets[member] = o
+}
+
+// SetClassicTaskEndOffsets gives the coordinator the changelog end-offset
+// sums of a group's tasks (the sum over each task's changelog partitions of
+// their log-end offsets), which classic members cannot report. The host
+// computes them from its log; they reach the assignor with each classic
+// member's offset sums on its next JoinGroup. Soft state: not persisted,
+// not rolled back. nil forgets them.
+func (c *Coordinator) SetClassicTaskEndOffsets(group string, ends map[TaskID]int64) {
+	if ends == nil {
+		delete(c.migration.endOffsets, group)
+		return
+	}
+	if c.migration.endOffsets == nil {
+		c.migration.endOffsets = map[string]map[TaskID]int64{}
+	}
+	cp := make(map[TaskID]int64, len(ends))
+	for t, e := range ends {
+		cp[t] = e
+	}
+	c.migration.endOffsets[group] = cp
 }
 
 // classicOwned is what a classic member reports owning in its JoinGroup:

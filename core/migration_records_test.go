@@ -131,3 +131,38 @@ func FuzzDecodeMigrationRecords(f *testing.F) {
 		}
 	})
 }
+
+// TestClassicMemberLags: a classic member's offset sums (running actives
+// and unknown sums left out) and the host-provided end offsets reach the
+// assignor; a task without an end offset has none (never caught up).
+func TestClassicMemberLags(t *testing.T) {
+	s := newMigSim(t, 4)
+	s.c.SetClassicTaskEndOffsets("g", map[TaskID]int64{{"0", 1}: 500})
+	c1 := s.inst("c1", 1, true)
+	s.settle(20)
+	c1.standby = taskSet{{"0", 1}: {}, {"0", 2}: {}} // the sim reports 100 for these
+	c1.owned = taskSet{{"0", 0}: {}}
+	s.inst("s2", 2, false)
+	s.act(c1) // heartbeat, then a rejoin after the conversion
+	s.act(s.insts[1])
+	c1.rejoin = true
+	s.act(c1)
+	g := s.c.groups["g"].(*streamsGroup)
+	in := s.c.assignInput(g)
+	var got *AssignMember
+	for i := range in.Members {
+		if in.Members[i].MemberID == c1.memberID {
+			got = &in.Members[i]
+		}
+	}
+	if got == nil {
+		t.Fatalf("c1 not in the assignor input: %+v", in.Members)
+	}
+	want := []TaskOffset{{Task: TaskRef{0, 1}, Offset: 100}, {Task: TaskRef{0, 2}, Offset: 100}}
+	if !reflect.DeepEqual(got.TaskOffsets, want) {
+		t.Errorf("offsets %+v, want %+v", got.TaskOffsets, want)
+	}
+	if wantEnd := []TaskOffset{{Task: TaskRef{0, 1}, Offset: 500}}; !reflect.DeepEqual(got.TaskEndOffsets, wantEnd) {
+		t.Errorf("end offsets %+v, want %+v", got.TaskEndOffsets, wantEnd)
+	}
+}
