@@ -100,7 +100,11 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 		ls := live()
 		switch r := rng.IntN(100); {
 		case r < 12 && len(ls) < 6:
-			start(rng.IntN(2) == 0)
+			// Lean towards the protocol the group does not speak, to
+			// drive conversions both ways.
+			g, _ := s.c.Group("g")
+			opposite := g != nil && g.Kind() == GroupKindStreams
+			start(rng.IntN(5) < 3 == opposite)
 		case r < 20 && len(ls) > 0:
 			in := ls[rng.IntN(len(ls))]
 			in.alive = false
