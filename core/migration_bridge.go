@@ -118,6 +118,9 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	recompute := !exists || u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
 		!ptrEq(u.rackID, m.rackID) || fmt.Sprint(u.clientTags) != fmt.Sprint(m.clientTags)
 	c.storeClassicOffsets(g, u.id, sub.info)
+	if exists && c.warmupCaughtUp(g, m) {
+		recompute = true // a probing rejoin found a warm-up ready: reassign
+	}
 	hash, validated := c.refreshTopologyView(g)
 	if hash != g.metadataHash || validated != g.validatedTopologyEpoch ||
 		!slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
@@ -243,6 +246,26 @@ func (c *Coordinator) storeClassicOffsets(g *streamsGroup, member string, info *
 		o.endOffsets[t] = e
 	}
 	g.soft.taskOffsets[member] = o
+}
+
+// warmupCaughtUp says whether one of the member's warm-up tasks has caught
+// up according to the offsets it just reported (its probing rejoin) and the
+// host's end offsets: end known and end − offset ≤ acceptable.recovery.lag.
+// An unknown end offset never counts as caught up.
+func (c *Coordinator) warmupCaughtUp(g *streamsGroup, m *streamsMember) bool {
+	o := g.soft.taskOffsets[m.id]
+	acceptable := c.streamsConfig(g.id).AcceptableRecoveryLag
+	for t := range m.assigned.warmup {
+		if !g.target[m.id].warmup.has(t) {
+			continue // the current target already moved on
+		}
+		off, ok := o.offsets[t]
+		end, known := o.endOffsets[t]
+		if ok && known && end-off <= acceptable {
+			return true
+		}
+	}
+	return false
 }
 
 // SetClassicTaskEndOffsets gives the coordinator the changelog end-offset

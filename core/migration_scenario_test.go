@@ -134,6 +134,18 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		s.finish(s.c.Tick(s.now))
 		s.check()
 		return fmt.Sprintf("now=%d\n", s.now)
+	case "end-offsets":
+		// end-offsets 0_0=150,0_1=9: the host's changelog end-offset sums.
+		ends := map[TaskID]int64{}
+		for _, kv := range strings.Split(args["tasks"], ",") {
+			parts := strings.SplitN(kv, "=", 2)
+			u := strings.SplitN(parts[0], "_", 2)
+			p, _ := strconv.Atoi(u[1])
+			n, _ := strconv.ParseInt(parts[1], 10, 64)
+			ends[TaskID{u[0], int32(p)}] = n
+		}
+		s.c.SetClassicTaskEndOffsets("g", ends)
+		return "ok"
 	case "fail-next":
 		s.failNext = true
 		return "ok"

@@ -750,10 +750,36 @@ func warmupAssign(in AssignInput) AssignResult {
 			most = i
 		}
 	}
-	for i := range out.Members {
-		if len(out.Members[i].Active) == 0 && len(out.Members[most].Active) > 1 {
-			out.Members[i].Warmup = []TaskRef{out.Members[most].Active[0]}
+	for i, m := range in.Members {
+		if len(out.Members[i].Active) != 0 || len(out.Members[most].Active) <= 1 {
+			continue
 		}
+		t := out.Members[most].Active[0]
+		if warmupReady(m, t, in.Configs.AcceptableRecoveryLag) {
+			// Caught up: the warm-up becomes the active task.
+			out.Members[most].Active = out.Members[most].Active[1:]
+			out.Members[i].Active = []TaskRef{t}
+			continue
+		}
+		out.Members[i].Warmup = []TaskRef{t}
 	}
 	return out
+}
+
+// warmupReady: the member reports an offset for t within the acceptable
+// lag of a known end offset.
+func warmupReady(m AssignMember, t TaskRef, acceptable int64) bool {
+	var off, end int64
+	var hasOff, hasEnd bool
+	for _, o := range m.TaskOffsets {
+		if o.Task == t {
+			off, hasOff = o.Offset, true
+		}
+	}
+	for _, o := range m.TaskEndOffsets {
+		if o.Task == t {
+			end, hasEnd = o.Offset, true
+		}
+	}
+	return hasOff && hasEnd && end-off <= acceptable
 }
