@@ -19,6 +19,9 @@ type Config struct {
 	// run waits for the result before answering with the current target.
 	// 0 answers at once.
 	AssignorWaitMs int64
+	// StreamsMigrationPolicy is the broker-wide streams.migration.policy
+	// (online classic <-> streams migration); groups may override it.
+	StreamsMigrationPolicy MigrationPolicy
 }
 
 // StreamsConfig is the set of streams-group settings; broker values are the
@@ -106,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
 	case c.AssignorWaitMs < 0:
 		return fmt.Errorf("assignor wait: %d must be >= 0", c.AssignorWaitMs)
+	case c.StreamsMigrationPolicy < MigrationBidirectional || c.StreamsMigrationPolicy > MigrationDisabled:
+		return fmt.Errorf("streams.migration.policy: %v is not a policy", c.StreamsMigrationPolicy)
 	}
 	return c.Classic.validate()
 }

@@ -23,6 +23,11 @@
 //	//   failure: ro := c.Rollback(); fail the batch's responses and
 //	//            ro.Failed (parked requests); act on ro.AssignorRuns.
 //
+// Classic requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, offset
+// decisions) for a streams group holding classic members are bridged by
+// migration_bridge.go; online migration between the kinds follows
+// streams.migration.policy (Config.StreamsMigrationPolicy,
+// SetStreamsMigrationPolicy; docs/MIGRATION.md).
 // Other entry points: DeleteGroups (writes tombstones, returns a response),
 // SetStreamsGroupConfig (per-group overrides; validate them first with
 // StreamsGroupOverrides.Validate), UpdateEndOffsets (changelog end offsets

@@ -71,6 +71,9 @@ type streamsMember struct {
 	clientTags         []KeyValue
 	assigned           ownedTasks
 	pending            ownedTasks // pending revocation
+	// classic is set for a classic (JoinGroup protocol) member of a
+	// streams group (online migration, migration_member.go).
+	classic *ClassicMemberMetadata
 }
 
 func newStreamsMember(id string) *streamsMember {

@@ -104,6 +104,7 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 	m.clientID, m.clientHost = v.ClientID, v.ClientHost
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
 	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags
+	m.classic = v.Classic
 	c.putMember(g, m)
 	g.updateState()
 	return nil
