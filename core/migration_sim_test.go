@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,10 +63,11 @@ type migInst struct {
 	inflight  bool // classic: a JoinGroup or SyncGroup awaits its response
 	refused   bool // the policy refused it: it waits before trying again
 	refusedAt int64
-	followup  int64   // AssignmentInfo.nextRebalanceMs: rejoin at this time
-	version   int32   // SubscriptionInfo version (default 11)
-	instance  *string // group.instance.id (static member)
-	paused    bool    // alive but silent (a long GC pause): timers may fence it
+	followup  int64            // AssignmentInfo.nextRebalanceMs: rejoin at this time
+	version   int32            // SubscriptionInfo version (default 11)
+	instance  *string          // group.instance.id (static member)
+	paused    bool             // alive but silent (a long GC pause): timers may fence it
+	restored  map[TaskID]int64 // classic: offset sums of standby tasks (default 100)
 }
 
 // simT is what the simulation reports failures to: a *testing.T, or the
@@ -165,7 +167,15 @@ func (s *migSim) runAssignor(runs []AssignorRun) {
 		if assign == nil {
 			assign = ReferenceAssign
 		}
-		s.finish(s.c.AssignorResult(s.now, run, assign(run.Input), nil))
+		res := assign(run.Input)
+		s.finish(s.c.AssignorResult(s.now, run, res, nil))
+		if g, ok := s.c.groups["g"].(*streamsGroup); ok && run.Probe && s.recording {
+			if g.assignmentEpoch == run.Epoch {
+				s.debugf("probe at epoch %d: target unchanged, nothing written, assignment epoch stays %d", run.Epoch, g.assignmentEpoch)
+			} else {
+				s.debugf("probe at epoch %d: new target at assignment epoch %d", run.Epoch, g.assignmentEpoch)
+			}
+		}
 	}
 }
 
@@ -378,7 +388,11 @@ func (s *migSim) subscription(in *migInst) []byte {
 	for _, t := range in.standby.sorted() {
 		if !in.owned.has(t) {
 			ut, _ := userdata.TaskIDFromSubtopology(t.Subtopology, t.Partition)
-			sums = append(sums, userdata.TaskOffsetSum{Task: ut, OffsetSum: 100}) // restoring state
+			off, ok := in.restored[t]
+			if !ok {
+				off = 100 // restoring state
+			}
+			sums = append(sums, userdata.TaskOffsetSum{Task: ut, OffsetSum: off})
 		}
 	}
 	v := in.version
@@ -721,65 +735,33 @@ func fmtAssignmentInfo(b []byte, now int64) string {
 		info.Version, info.CommonlySupportedVersion, parts, info.ActiveTasks, stand, info.ErrorCode, next, hosts)
 }
 
-// warmupAssign is a scripted assignor for probing scenarios: an active task
-// stays with the member that runs it; unowned tasks go round-robin; a
-// member without active tasks gets a warm-up of the most loaded member's
-// first task.
-func warmupAssign(in AssignInput) AssignResult {
-	out := AssignResult{Members: make([]MemberTasks, len(in.Members))}
-	owned := map[TaskRef]bool{}
-	for i, m := range in.Members {
-		for _, t := range m.Active {
-			out.Members[i].Active = append(out.Members[i].Active, t)
-			owned[t] = true
-		}
+// useHA makes the sim answer assignor runs with the real HA assignor
+// through the native ABI adapter (toABI/fromABI), with a stateful topology
+// (changelog store-changelog) and the scenario's warm-up settings:
+// warmups=, acceptable-lag=, probing-interval=.
+func (s *migSim) useHA(t *testing.T, args map[string]string) {
+	o := StreamsGroupOverrides{}
+	if v, ok := args["warmups"]; ok {
+		n, _ := strconv.Atoi(v)
+		x := int32(n)
+		o.NumWarmupReplicas = &x
 	}
-	next := 0
-	for si, sub := range in.Subtopologies {
-		for p := int32(0); p < sub.NumTasks; p++ {
-			t := TaskRef{Subtopology: int32(si), Partition: p}
-			if !owned[t] && len(in.Members) > 0 {
-				out.Members[next%len(in.Members)].Active = append(out.Members[next%len(in.Members)].Active, t)
-				next++
-			}
-		}
+	if v, ok := args["acceptable-lag"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		o.AcceptableRecoveryLag = &n
 	}
-	most := 0
-	for i := range out.Members {
-		if len(out.Members[i].Active) > len(out.Members[most].Active) {
-			most = i
-		}
+	if v, ok := args["probing-interval"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		o.ProbingIntervalMs = &n
 	}
-	for i, m := range in.Members {
-		if len(out.Members[i].Active) != 0 || len(out.Members[most].Active) <= 1 {
-			continue
+	s.c.SetStreamsGroupConfig("g", o)
+	s.topology.Subtopologies[0].StateChangelogTopics = []kmsg.TopicInfo{{Topic: "store-changelog"}}
+	s.finish(s.c.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: s.tasks}, {Name: "store-changelog", Partitions: s.tasks}}))
+	s.assign = func(in AssignInput) AssignResult {
+		res, _, _, err := haAssign(AssignorRun{Group: "g", Input: in})
+		if err != nil {
+			t.Fatalf("HA assignor: %v", err)
 		}
-		t := out.Members[most].Active[0]
-		if warmupReady(m, t, in.Configs.AcceptableRecoveryLag) {
-			// Caught up: the warm-up becomes the active task.
-			out.Members[most].Active = out.Members[most].Active[1:]
-			out.Members[i].Active = []TaskRef{t}
-			continue
-		}
-		out.Members[i].Warmup = []TaskRef{t}
+		return res
 	}
-	return out
-}
-
-// warmupReady: the member reports an offset for t within the acceptable
-// lag of a known end offset.
-func warmupReady(m AssignMember, t TaskRef, acceptable int64) bool {
-	var off, end int64
-	var hasOff, hasEnd bool
-	for _, o := range m.TaskOffsets {
-		if o.Task == t {
-			off, hasOff = o.Offset, true
-		}
-	}
-	for _, o := range m.TaskEndOffsets {
-		if o.Task == t {
-			end, hasEnd = o.Offset, true
-		}
-	}
-	return hasOff && hasEnd && end-off <= acceptable
 }
