@@ -19,6 +19,12 @@ import (
 const (
 	timerMigrationJoin timerKind = 32 // migration-join-<group>-<member>: fence if no JoinGroup in time
 	timerMigrationSync timerKind = 33 // migration-sync-<group>-<member>: fence if no SyncGroup in time
+	// timerMigrationSyncRestored is a sync timer Loaded arms for a classic
+	// member (same key as timerMigrationSync): the log does not say whether
+	// the member was between JoinGroup and SyncGroup at the fail-over, so
+	// every non-revoking classic member gets one; its SyncGroup, JoinGroup
+	// or a valid Heartbeat (it is alive) settles it.
+	timerMigrationSyncRestored timerKind = 34
 )
 
 func migrationJoinKey(group, member string) string { return "migration-join-" + group + "-" + member }
@@ -34,6 +40,7 @@ func init() {
 	}
 	registerTimerKind(timerMigrationJoin, fence)
 	registerTimerKind(timerMigrationSync, fence)
+	registerTimerKind(timerMigrationSyncRestored, fence)
 }
 
 // bridgeJoin handles a JoinGroup for a non-empty streams group.
@@ -373,6 +380,9 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 		return code
 	}
 	c.scheduleSession(g, m.id)
+	if t, ok := c.timers[migrationSyncKey(g.id, m.id)]; ok && t.kind == timerMigrationSyncRestored {
+		c.cancelTimer(t.key) // alive after the fail-over: the restored sync timer has done its job
+	}
 	c.maybeClassicTarget(g, m.id)
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)
@@ -440,9 +450,13 @@ func (c *Coordinator) classicAssignment(g *streamsGroup, m *streamsMember) ([]by
 	n := userdata.Negotiate(subs)
 	hbMs := int64(c.streamsConfig(g.id).HeartbeatIntervalMs)
 	ct := g.soft.configured
-	if ct == nil && g.topology != nil {
+	if g.topology != nil && (ct == nil || !ct.ready() || g.soft.metadataRefresh || ct.epoch != g.topology.Epoch) {
+		// A stale view (e.g. configured by Loaded before the topic
+		// metadata arrived): configure afresh for this answer only, so a
+		// classic member never gets an empty assignment by mistake; the
+		// next heartbeat or JoinGroup refreshes the group's view (and
+		// bumps the epoch if the metadata changed).
 		ct = c.configureTopology(g.id, g.topology)
-		g.soft.configured = ct
 	}
 	info := &userdata.AssignmentInfo{Version: n.Version, CommonlySupportedVersion: n.CommonlySupported,
 		NextRebalanceMs: userdata.NoRebalance}
