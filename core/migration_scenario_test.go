@@ -168,6 +168,9 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 			in.restored[TaskID{u[0], int32(p)}] = n
 		}
 		return "ok"
+	case "lose-next":
+		s.loseNext = true
+		return "ok"
 	case "fail-next":
 		s.failNext = true
 		return "ok"

@@ -44,6 +44,7 @@ type migSim struct {
 	lastKind        GroupKind // property test: the group's kind after the last step
 	lastNonEmpty    bool
 	failNext        bool // the next batch with records fails to append
+	loseNext        bool // the next response is lost
 }
 
 // migInst is one Kafka Streams instance (one thread).
@@ -68,6 +69,10 @@ type migInst struct {
 	instance  *string          // group.instance.id (static member)
 	paused    bool             // alive but silent (a long GC pause): timers may fence it
 	restored  map[TaskID]int64 // classic: offset sums of standby tasks (default 100)
+	fullNext  bool             // streams: a heartbeat failed, the next one is a full request
+	// checked: tasks of lost streams responses, checked against other
+	// processes' ownership when the coordinator granted them.
+	checked taskSet
 }
 
 // simT is what the simulation reports failures to: a *testing.T, or the
@@ -147,12 +152,12 @@ func (s *migSim) finish(o Output) {
 		}
 	}
 	for _, r := range o.Responses {
-		// Streams responses are not lost here: a lost response carrying a
-		// new assignment is never re-sent to a steady member (Kafka's
-		// rule, the streams property test's concern).
-		_, streamsResp := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse)
-		if !streamsResp && s.chance(s.loseP) {
+		// A lost response: the client never saw it. A streams client
+		// keeps its old epoch and tasks and sends a full request next.
+		if s.loseNext || s.chance(s.loseP) {
+			s.loseNext = false
 			s.debugf("response to %s lost", s.reqs[r.Request].name)
+			s.lostGrant(r)
 			s.lost(r.Request)
 			continue
 		}
@@ -184,6 +189,12 @@ func (s *migSim) runAssignor(runs []AssignorRun) {
 func (s *migSim) lost(id RequestID) {
 	in := s.reqs[id]
 	if in == nil || !in.alive {
+		return
+	}
+	if !in.classic {
+		// Like the Java client after a failed heartbeat: resend every
+		// field (a full request), keeping its old epoch and tasks.
+		in.fullNext = true
 		return
 	}
 	switch s.kind[id] {
@@ -320,11 +331,30 @@ func (s *migSim) legitFence(in *migInst, code int16) bool {
 	return true
 }
 
-// grant installs a new active set, checking that no task it adds is still
-// owned by an instance of another process.
-func (s *migSim) grant(in *migInst, tasks taskSet) {
+// lostGrant checks the tasks of a lost streams response when the
+// coordinator granted them (the grant rule below); a later full response
+// re-sending them is not a new grant.
+func (s *migSim) lostGrant(r Response) {
+	in := s.reqs[r.Request]
+	m, ok := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse)
+	if !ok || in == nil || !in.alive || m.ErrorCode != 0 || m.ActiveTasks == nil {
+		return
+	}
+	tasks := fromKmsgTasks(m.ActiveTasks)
+	s.checkGrant(in, tasks)
+	if in.checked == nil {
+		in.checked = taskSet{}
+	}
 	for t := range tasks {
-		if in.owned.has(t) {
+		in.checked[t] = struct{}{}
+	}
+}
+
+// checkGrant checks that no task of tasks that in does not own yet is still
+// owned by a live member instance of another process.
+func (s *migSim) checkGrant(in *migInst, tasks taskSet) {
+	for t := range tasks {
+		if in.owned.has(t) || in.checked.has(t) {
 			continue
 		}
 		for _, o := range s.insts {
@@ -333,6 +363,13 @@ func (s *migSim) grant(in *migInst, tasks taskSet) {
 			}
 		}
 	}
+}
+
+// grant installs a new active set, checking that no task it adds is still
+// owned by an instance of another process.
+func (s *migSim) grant(in *migInst, tasks taskSet) {
+	s.checkGrant(in, tasks)
+	in.checked = nil
 	revoked := false
 	for t := range in.owned {
 		if !tasks.has(t) {
@@ -499,6 +536,9 @@ func (s *migSim) act(in *migInst) {
 			req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: fmt.Sprintf("host%d", in.process[15]), Port: 8080}
 		}
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(in.owned), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		if in.fullNext {
+			req.RebalanceTimeoutMillis, in.fullNext = 30000, false
+		}
 		s.finish(s.c.StreamsGroupHeartbeat(s.now, s.req(in), ci, req))
 		return
 	}
