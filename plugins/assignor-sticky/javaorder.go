@@ -78,7 +78,7 @@ func threshold(c int) int {
 // computeIfAbsent (new nodes go to the head; resizes keep relative order).
 // It does not model bins of 9 or more colliding keys, which Java turns into
 // trees (docs/RATIONALE.md).
-func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIfAbsent bool, scratch []uint32) []uint32 {
+func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIfAbsent bool, scratch *bucketScratch) []uint32 {
 	if computeIfAbsent {
 		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
 			keys[i], keys[j] = keys[j], keys[i]
@@ -86,7 +86,7 @@ func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIf
 	}
 	capacity := hashMapCapacity(initCap, len(keys), computeIfAbsent)
 	mask := uint32(capacity - 1)
-	buckets := scratch[:0]
+	buckets := scratch.buckets[:0]
 	for _, k := range keys {
 		buckets = append(buckets, javaHashMapSpread(javaStringHash(names(k)))&mask)
 	}
@@ -94,7 +94,7 @@ func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIf
 	// and for the process map the number of processes; fall back to a
 	// counting pass for large inputs.
 	if len(keys) > 64 {
-		countingSortByBucket(keys, buckets, capacity)
+		countingSortByBucket(keys, buckets, capacity, scratch)
 		return buckets
 	}
 	for i := 1; i < len(keys); i++ {
@@ -109,16 +109,22 @@ func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIf
 	return buckets
 }
 
-func countingSortByBucket(keys []int32, buckets []uint32, capacity int) {
-	start := make([]int32, capacity+1)
+// bucketScratch is the memory hashMapOrder reuses from one run to the next.
+type bucketScratch struct {
+	buckets, outB []uint32
+	start, outK   []int32
+}
+
+func countingSortByBucket(keys []int32, buckets []uint32, capacity int, scratch *bucketScratch) {
+	start := reuse(&scratch.start, capacity+1)
 	for _, b := range buckets {
 		start[b+1]++
 	}
 	for i := 1; i <= capacity; i++ {
 		start[i] += start[i-1]
 	}
-	outK := make([]int32, len(keys))
-	outB := make([]uint32, len(keys))
+	outK := reuse(&scratch.outK, len(keys))
+	outB := reuse(&scratch.outB, len(keys))
 	for i, b := range buckets {
 		outK[start[b]], outB[start[b]] = keys[i], b
 		start[b]++
