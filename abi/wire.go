@@ -330,12 +330,18 @@ func (w *writer) fail(field string, err error) {
 	}
 }
 
-func (w *writer) u8(v byte)        { w.b = append(w.b, v) }
-func (w *writer) u64(v uint64)     { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *writer) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-func (w *writer) varint(v int64)   { w.b = binary.AppendUvarint(w.b, uint64(v<<1)^uint64(v>>63)) }
-func (w *writer) noTags()          { w.b = append(w.b, 0) }
-func (w *writer) count(n int)      { w.uvarint(uint64(n)) }
+func (w *writer) u8(v byte)    { w.b = append(w.b, v) }
+func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *writer) uvarint(v uint64) {
+	if v < 0x80 { // most gaps, counts and indices: one byte
+		w.b = append(w.b, byte(v))
+		return
+	}
+	w.b = binary.AppendUvarint(w.b, v)
+}
+func (w *writer) varint(v int64) { w.b = binary.AppendUvarint(w.b, uint64(v<<1)^uint64(v>>63)) }
+func (w *writer) noTags()        { w.b = append(w.b, 0) }
+func (w *writer) count(n int)    { w.uvarint(uint64(n)) }
 func (w *writer) nonneg(field string, v int32) {
 	if v < 0 {
 		w.fail(field, fmt.Errorf("negative value %d", v))
@@ -374,15 +380,21 @@ func (w *writer) pairs(field string, kvs []KV) {
 
 func (w *writer) taskset(field string, ts []int32) {
 	w.count(len(ts))
-	next := int32(0)
+	b, next := w.b, int32(0)
 	for _, t := range ts {
 		if t < next {
+			w.b = b
 			w.fail(field, fmt.Errorf("task %d out of order or repeated (sets must be strictly ascending)", t))
 			return
 		}
-		w.uvarint(uint64(t - next))
+		if gap := uint64(t - next); gap < 0x80 {
+			b = append(b, byte(gap))
+		} else {
+			b = binary.AppendUvarint(b, gap)
+		}
 		next = t + 1
 	}
+	w.b = b
 }
 
 func (w *writer) taskoffsets(field string, offs []TaskOffset) {
