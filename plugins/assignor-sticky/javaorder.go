@@ -141,56 +141,52 @@ type procHeap struct {
 	load []float64
 }
 
-func (h *procHeap) less(a, b int32) int {
-	la, lb := h.load[a], h.load[b]
-	switch {
-	case la < lb:
-		return -1
-	case la > lb:
-		return 1
-	}
-	return 0
-}
-
 func (h *procHeap) offer(x int32) {
 	h.q = append(h.q, x)
-	k := len(h.q) - 1
+	q, load := h.q, h.load
+	lx := load[x]
+	k := len(q) - 1
 	for k > 0 {
 		parent := (k - 1) >> 1
-		e := h.q[parent]
-		if h.less(x, e) >= 0 {
+		e := q[parent]
+		if !(lx < load[e]) { // Java: comparator result >= 0
 			break
 		}
-		h.q[k] = e
+		q[k] = e
 		k = parent
 	}
-	h.q[k] = x
+	q[k] = x
 }
 
+// poll removes and returns the head; the slice and keys are held in locals
+// (Go's wasm code generation reloads fields from memory on every access).
 func (h *procHeap) poll() int32 {
 	if len(h.q) == 0 {
 		return -1
 	}
-	res := h.q[0]
-	n := len(h.q) - 1
-	x := h.q[n]
-	h.q = h.q[:n]
+	q, load := h.q, h.load
+	res := q[0]
+	n := len(q) - 1
+	x := q[n]
+	q = q[:n]
+	h.q = q
 	if n > 0 {
+		lx := load[x]
 		k, half := 0, n>>1
 		for k < half {
 			child := 2*k + 1
-			c := h.q[child]
-			if right := child + 1; right < n && h.less(c, h.q[right]) > 0 {
+			c := q[child]
+			if right := child + 1; right < n && load[c] > load[q[right]] {
 				child = right
-				c = h.q[child]
+				c = q[child]
 			}
-			if h.less(x, c) <= 0 {
+			if !(lx > load[c]) { // Java: comparator result <= 0
 				break
 			}
-			h.q[k] = c
+			q[k] = c
 			k = child
 		}
-		h.q[k] = x
+		q[k] = x
 	}
 	return res
 }
@@ -203,53 +199,47 @@ type memberHeap struct {
 	count []int32
 }
 
-func (h *memberHeap) cmp(a, b int32) int {
-	ca, cb := h.count[a], h.count[b]
-	switch {
-	case ca < cb:
-		return -1
-	case ca > cb:
-		return 1
-	}
-	return 0
-}
-
 func (h *memberHeap) offer(x int32) {
 	h.q = append(h.q, x)
-	k := len(h.q) - 1
+	q, count := h.q, h.count
+	cx := count[x]
+	k := len(q) - 1
 	for k > 0 {
 		parent := (k - 1) >> 1
-		e := h.q[parent]
-		if h.cmp(x, e) >= 0 {
+		e := q[parent]
+		if cx >= count[e] {
 			break
 		}
-		h.q[k] = e
+		q[k] = e
 		k = parent
 	}
-	h.q[k] = x
+	q[k] = x
 }
 
 func (h *memberHeap) poll() int32 {
-	res := h.q[0]
-	n := len(h.q) - 1
-	x := h.q[n]
-	h.q = h.q[:n]
+	q, count := h.q, h.count
+	res := q[0]
+	n := len(q) - 1
+	x := q[n]
+	q = q[:n]
+	h.q = q
 	if n > 0 {
+		cx := count[x]
 		k, half := 0, n>>1
 		for k < half {
 			child := 2*k + 1
-			c := h.q[child]
-			if right := child + 1; right < n && h.cmp(c, h.q[right]) > 0 {
+			c := q[child]
+			if right := child + 1; right < n && count[c] > count[q[right]] {
 				child = right
-				c = h.q[child]
+				c = q[child]
 			}
-			if h.cmp(x, c) <= 0 {
+			if cx <= count[c] {
 				break
 			}
-			h.q[k] = c
+			q[k] = c
 			k = child
 		}
-		h.q[k] = x
+		q[k] = x
 	}
 	return res
 }
