@@ -215,30 +215,41 @@ func (r *reader) pairs(field string) []KV {
 	return out
 }
 
-// taskset reads a gap-encoded, strictly ascending task set.
+// taskset reads a gap-encoded, strictly ascending task set. The loop keeps
+// the read position in a local and fills the set by index: this is the
+// decoder's hottest loop, and a Go guest pays for every field access and
+// append check (wasm code generation keeps little in registers).
 func (r *reader) taskset(field string) []int32 {
 	n := r.count(field, MaxTasks, 1)
 	if n == 0 {
 		return nil
 	}
-	dst := r.take(n)
+	dst := r.take(n)[:n]
+	b, off := r.b, r.off
 	next := int64(0)
-	for i := 0; i < n && r.err == nil; i++ {
+	for i := range dst {
 		var gap uint64
-		if r.off < len(r.b) && r.b[r.off] < 0x80 { // inline one-byte gap
-			gap = uint64(r.b[r.off])
-			r.off++
+		if off < len(b) && b[off] < 0x80 { // inline one-byte gap
+			gap = uint64(b[off])
+			off++
 		} else {
+			r.off = off
 			gap = r.uvarint(field)
+			if r.err != nil {
+				return dst[:i]
+			}
+			off = r.off
 		}
 		t := next + int64(gap)
 		if t >= MaxTasks {
+			r.off = off
 			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
-			break
+			return dst[:i]
 		}
-		dst = append(dst, int32(t))
+		dst[i] = int32(t)
 		next = t + 1
 	}
+	r.off = off
 	return dst
 }
 
@@ -247,16 +258,19 @@ func (r *reader) taskoffsets(field string) []TaskOffset {
 	if n == 0 {
 		return nil
 	}
-	out := r.takeOffsets(n)
+	out := r.takeOffsets(n)[:n]
 	next := int64(0)
-	for i := 0; i < n && r.err == nil; i++ {
+	for i := range out {
 		t := next + int64(r.uvarint(field))
 		off := r.varint(field)
+		if r.err != nil {
+			return out[:i]
+		}
 		if t >= MaxTasks {
 			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
-			break
+			return out[:i]
 		}
-		out = append(out, TaskOffset{Task: int32(t), Offset: off})
+		out[i] = TaskOffset{Task: int32(t), Offset: off}
 		next = t + 1
 	}
 	return out
@@ -316,12 +330,18 @@ func (w *writer) fail(field string, err error) {
 	}
 }
 
-func (w *writer) u8(v byte)        { w.b = append(w.b, v) }
-func (w *writer) u64(v uint64)     { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *writer) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-func (w *writer) varint(v int64)   { w.b = binary.AppendUvarint(w.b, uint64(v<<1)^uint64(v>>63)) }
-func (w *writer) noTags()          { w.b = append(w.b, 0) }
-func (w *writer) count(n int)      { w.uvarint(uint64(n)) }
+func (w *writer) u8(v byte)    { w.b = append(w.b, v) }
+func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *writer) uvarint(v uint64) {
+	if v < 0x80 { // most gaps, counts and indices: one byte
+		w.b = append(w.b, byte(v))
+		return
+	}
+	w.b = binary.AppendUvarint(w.b, v)
+}
+func (w *writer) varint(v int64) { w.b = binary.AppendUvarint(w.b, uint64(v<<1)^uint64(v>>63)) }
+func (w *writer) noTags()        { w.b = append(w.b, 0) }
+func (w *writer) count(n int)    { w.uvarint(uint64(n)) }
 func (w *writer) nonneg(field string, v int32) {
 	if v < 0 {
 		w.fail(field, fmt.Errorf("negative value %d", v))
@@ -360,15 +380,21 @@ func (w *writer) pairs(field string, kvs []KV) {
 
 func (w *writer) taskset(field string, ts []int32) {
 	w.count(len(ts))
-	next := int32(0)
+	b, next := w.b, int32(0)
 	for _, t := range ts {
 		if t < next {
+			w.b = b
 			w.fail(field, fmt.Errorf("task %d out of order or repeated (sets must be strictly ascending)", t))
 			return
 		}
-		w.uvarint(uint64(t - next))
+		if gap := uint64(t - next); gap < 0x80 {
+			b = append(b, byte(gap))
+		} else {
+			b = binary.AppendUvarint(b, gap)
+		}
 		next = t + 1
 	}
+	w.b = b
 }
 
 func (w *writer) taskoffsets(field string, offs []TaskOffset) {

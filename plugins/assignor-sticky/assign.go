@@ -118,11 +118,11 @@ func (s *state) taskName(t int32) string {
 	return fmt.Sprintf("%s_%d", s.req.Subtopologies[sub].ID, p)
 }
 
-type pending struct{ task, remaining int32 }
-
 func (s *state) assignStandby() {
 	tasks := s.byPartitionThenSubtopology(true)
-	var later []pending
+	// remaining[t]: standbys of task t left for the second pass (each task
+	// is deferred at most once, so a direct write replaces a pending list).
+	remaining := reuse(&s.bRemaining, int(s.nt))
 	// Stateful tasks by (partition, subtopology), descending.
 	for i := len(tasks) - 1; i >= 0; i-- {
 		t := tasks[i]
@@ -137,17 +137,13 @@ func (s *state) assignStandby() {
 					continue
 				}
 			}
-			later = append(later, pending{t, s.numStandby - k})
+			remaining[t] = s.numStandby - k
 			break
 		}
 	}
 	// The rest by (subtopology, partition), descending, to the least-loaded
 	// process not holding the task; without one, fewer standbys (Kafka logs
 	// a warning).
-	remaining := reuse(&s.bRemaining, int(s.nt))
-	for _, pd := range later {
-		remaining[pd.task] = pd.remaining
-	}
 	h := s.processHeap()
 	polled := reuse(&s.bPolled, len(s.procOrder))[:0]
 	for t := s.nt - 1; t >= 0; t-- {

@@ -78,7 +78,7 @@ func threshold(c int) int {
 // computeIfAbsent (new nodes go to the head; resizes keep relative order).
 // It does not model bins of 9 or more colliding keys, which Java turns into
 // trees (docs/RATIONALE.md).
-func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIfAbsent bool, scratch []uint32) []uint32 {
+func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIfAbsent bool, scratch *bucketScratch) []uint32 {
 	if computeIfAbsent {
 		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
 			keys[i], keys[j] = keys[j], keys[i]
@@ -86,7 +86,7 @@ func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIf
 	}
 	capacity := hashMapCapacity(initCap, len(keys), computeIfAbsent)
 	mask := uint32(capacity - 1)
-	buckets := scratch[:0]
+	buckets := scratch.buckets[:0]
 	for _, k := range keys {
 		buckets = append(buckets, javaHashMapSpread(javaStringHash(names(k)))&mask)
 	}
@@ -94,7 +94,7 @@ func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIf
 	// and for the process map the number of processes; fall back to a
 	// counting pass for large inputs.
 	if len(keys) > 64 {
-		countingSortByBucket(keys, buckets, capacity)
+		countingSortByBucket(keys, buckets, capacity, scratch)
 		return buckets
 	}
 	for i := 1; i < len(keys); i++ {
@@ -109,16 +109,22 @@ func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIf
 	return buckets
 }
 
-func countingSortByBucket(keys []int32, buckets []uint32, capacity int) {
-	start := make([]int32, capacity+1)
+// bucketScratch is the memory hashMapOrder reuses from one run to the next.
+type bucketScratch struct {
+	buckets, outB []uint32
+	start, outK   []int32
+}
+
+func countingSortByBucket(keys []int32, buckets []uint32, capacity int, scratch *bucketScratch) {
+	start := reuse(&scratch.start, capacity+1)
 	for _, b := range buckets {
 		start[b+1]++
 	}
 	for i := 1; i <= capacity; i++ {
 		start[i] += start[i-1]
 	}
-	outK := make([]int32, len(keys))
-	outB := make([]uint32, len(keys))
+	outK := reuse(&scratch.outK, len(keys))
+	outB := reuse(&scratch.outB, len(keys))
 	for i, b := range buckets {
 		outK[start[b]], outB[start[b]] = keys[i], b
 		start[b]++
@@ -135,56 +141,52 @@ type procHeap struct {
 	load []float64
 }
 
-func (h *procHeap) less(a, b int32) int {
-	la, lb := h.load[a], h.load[b]
-	switch {
-	case la < lb:
-		return -1
-	case la > lb:
-		return 1
-	}
-	return 0
-}
-
 func (h *procHeap) offer(x int32) {
 	h.q = append(h.q, x)
-	k := len(h.q) - 1
+	q, load := h.q, h.load
+	lx := load[x]
+	k := len(q) - 1
 	for k > 0 {
 		parent := (k - 1) >> 1
-		e := h.q[parent]
-		if h.less(x, e) >= 0 {
+		e := q[parent]
+		if !(lx < load[e]) { // Java: comparator result >= 0
 			break
 		}
-		h.q[k] = e
+		q[k] = e
 		k = parent
 	}
-	h.q[k] = x
+	q[k] = x
 }
 
+// poll removes and returns the head; the slice and keys are held in locals
+// (Go's wasm code generation reloads fields from memory on every access).
 func (h *procHeap) poll() int32 {
 	if len(h.q) == 0 {
 		return -1
 	}
-	res := h.q[0]
-	n := len(h.q) - 1
-	x := h.q[n]
-	h.q = h.q[:n]
+	q, load := h.q, h.load
+	res := q[0]
+	n := len(q) - 1
+	x := q[n]
+	q = q[:n]
+	h.q = q
 	if n > 0 {
+		lx := load[x]
 		k, half := 0, n>>1
 		for k < half {
 			child := 2*k + 1
-			c := h.q[child]
-			if right := child + 1; right < n && h.less(c, h.q[right]) > 0 {
+			c := q[child]
+			if right := child + 1; right < n && load[c] > load[q[right]] {
 				child = right
-				c = h.q[child]
+				c = q[child]
 			}
-			if h.less(x, c) <= 0 {
+			if !(lx > load[c]) { // Java: comparator result <= 0
 				break
 			}
-			h.q[k] = c
+			q[k] = c
 			k = child
 		}
-		h.q[k] = x
+		q[k] = x
 	}
 	return res
 }
@@ -197,53 +199,47 @@ type memberHeap struct {
 	count []int32
 }
 
-func (h *memberHeap) cmp(a, b int32) int {
-	ca, cb := h.count[a], h.count[b]
-	switch {
-	case ca < cb:
-		return -1
-	case ca > cb:
-		return 1
-	}
-	return 0
-}
-
 func (h *memberHeap) offer(x int32) {
 	h.q = append(h.q, x)
-	k := len(h.q) - 1
+	q, count := h.q, h.count
+	cx := count[x]
+	k := len(q) - 1
 	for k > 0 {
 		parent := (k - 1) >> 1
-		e := h.q[parent]
-		if h.cmp(x, e) >= 0 {
+		e := q[parent]
+		if cx >= count[e] {
 			break
 		}
-		h.q[k] = e
+		q[k] = e
 		k = parent
 	}
-	h.q[k] = x
+	q[k] = x
 }
 
 func (h *memberHeap) poll() int32 {
-	res := h.q[0]
-	n := len(h.q) - 1
-	x := h.q[n]
-	h.q = h.q[:n]
+	q, count := h.q, h.count
+	res := q[0]
+	n := len(q) - 1
+	x := q[n]
+	q = q[:n]
+	h.q = q
 	if n > 0 {
+		cx := count[x]
 		k, half := 0, n>>1
 		for k < half {
 			child := 2*k + 1
-			c := h.q[child]
-			if right := child + 1; right < n && h.cmp(c, h.q[right]) > 0 {
+			c := q[child]
+			if right := child + 1; right < n && count[c] > count[q[right]] {
 				child = right
-				c = h.q[child]
+				c = q[child]
 			}
-			if h.cmp(x, c) <= 0 {
+			if cx <= count[c] {
 				break
 			}
-			h.q[k] = c
+			q[k] = c
 			k = child
 		}
-		h.q[k] = x
+		q[k] = x
 	}
 	return res
 }

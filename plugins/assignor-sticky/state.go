@@ -50,7 +50,7 @@ type state struct {
 	// Scratch kept between runs (states are pooled): a run allocates
 	// only its response. Allocation is what costs most in a Go guest.
 	bFirst, bLeft                 []bool
-	bScratch                      []uint32
+	bBuckets                      bucketScratch
 	bFill, bMheap, bOrder, bHeap  []int32
 	bRemaining, bPolled, bNActive []int32
 	bNStandby, bStart, bByTask    []int32
@@ -150,7 +150,8 @@ func (s *state) buildProcesses() {
 	for p := range s.procLoad {
 		s.procLoad[p] = computeLoad(0, s.procCap[p])
 	}
-	scratch := reuse(&s.bScratch, max(len(seen), len(s.proc)))[:0]
+	scratch := &s.bBuckets
+	scratch.buckets = reuse(&scratch.buckets, max(len(seen), len(s.proc)))[:0]
 	s.procOrder = seen
 	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), true, scratch)
 	// Members per process, in rank order, then in their map's order.
