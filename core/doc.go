@@ -8,4 +8,60 @@
 // are durable, the timers to set, the assignor runs to perform and the topics
 // to create. Live state changes only by applying records, so replaying the
 // record log into an empty coordinator rebuilds the same state.
+//
+// # Using it (the host's loop)
+//
+//	c, _ := core.New(core.DefaultConfig())
+//	// on start-up: c.Replay(rec) (or c.ReplayBytes(key, value)) for every
+//	// durable record in log order, then out := c.Loaded(now).
+//	out := c.StreamsGroupHeartbeat(now, reqID, clientInfo, req)
+//	out = c.Tick(now)                       // at c.NextDeadline()
+//	out = c.AssignorResult(now, run, res, err)
+//	out = c.UpdateTopics(now, topics)       // topic metadata refresh
+//	// Append every out.Records since the last Commit as one batch, then
+//	//   success: c.Commit(); release the batch's out.Responses
+//	//   failure: ro := c.Rollback(); fail the batch's responses and
+//	//            ro.Failed (parked requests); act on ro.AssignorRuns.
+//
+// Other entry points: DeleteGroups (writes tombstones, returns a response),
+// SetStreamsGroupConfig (per-group overrides; validate them first with
+// StreamsGroupOverrides.Validate). Reads: StreamsGroupDescribe,
+// ValidateStreamsOffsetCommit, ValidateStreamsOffsetFetch, LastAssignorError,
+// Group, Dump, TimerKeys, NextDeadline. Reads must be called between batches
+// (right after Commit) to see committed state, as Kafka reads at the last
+// committed offset. Records: EncodeRecord / DecodeRecord give Kafka's
+// __consumer_offsets bytes for the host's store.
+//
+// # Extension points
+//
+// Group kinds. Group (group.go) is the interface every kind implements;
+// GroupKind enumerates kinds. The Coordinator holds map[string]Group: one
+// group per id, of exactly one kind. Streams groups live in streams_*.go;
+// classic groups go in classic*.go, migration in migration*.go.
+//
+// Records. Each record type registers a recordType (decodeKey, decodeValue,
+// apply) with registerRecordType from an init function in its kind's file
+// (streams_records.go registers 17 and 19–23). Classic adds type 2
+// (GroupMetadata) the same way; offsets-related types (0, 1) can be added
+// likewise. Key and value structs implement RecordKey / RecordValue using
+// the primitive reader/writer of wire.go. Coordinator.write applies a
+// record through the dispatch table and queues it; Replay applies it alone.
+//
+// Undo. Every mutation made while applying a record must be undoable:
+// register the inverse with Coordinator.onUndo (see putGroup, putMember,
+// saveHeader). Commit forgets the log, Rollback runs it backwards, and a
+// request that fails half-way reverts to its savepoint.
+//
+// Timers. A timer is data (key, deadline, kind, group, member, epoch).
+// Each kind registers its handlers with registerTimerKind; streams uses
+// kinds 1–15, classic should take 16–31.
+//
+// Group conversion. groupDeleters[kind] writes the tombstones that delete
+// an empty group of that kind; a streams join on an empty group of another
+// kind uses it (offline migration, Kafka's behaviour), and DeleteGroups
+// and online migration can too.
+//
+// Assignors. assignor.go defines the contract (AssignInput, AssignResult):
+// plain data with dense indices, documented for the host to translate to
+// the plugin ABI. ReferenceAssign is a simple in-core assignor for tests.
 package core

@@ -1,0 +1,86 @@
+package core
+
+// The assignor contract. A target assignment is computed outside core: core
+// emits an AssignorRun (an effect), the host runs the named assignor (a wasm
+// plugin, or a native build of it) and hands the result back through
+// Coordinator.AssignorResult, possibly much later. The types are plain data
+// with dense indices so a host can translate them to the plugin ABI without
+// maps: tasks name their subtopology by its index in Input.Subtopologies,
+// and the result lists members in the order of Input.Members.
+
+// AssignorRun asks the host to compute a target assignment for Group at
+// group epoch Epoch with the assignor named Assignor.
+type AssignorRun struct {
+	Group    string
+	Epoch    int32
+	Assignor string
+	Input    AssignInput
+}
+
+// AssignInput is everything an assignor may look at.
+type AssignInput struct {
+	// Subtopologies of the configured topology, sorted by ID.
+	Subtopologies []AssignSubtopology
+	// Members of the group, sorted by MemberID.
+	Members []AssignMember
+	Configs AssignConfigs
+}
+
+// AssignSubtopology describes one subtopology: its tasks are partitions
+// 0..NumTasks-1; Stateful subtopologies have changelogs (and get standbys).
+type AssignSubtopology struct {
+	ID       string
+	NumTasks int32
+	Stateful bool
+}
+
+// AssignMember is one member as the assignor sees it: identity, placement,
+// the tasks it currently owns (not its previous target) and the changelog
+// offsets it last reported. Task lists are sorted.
+type AssignMember struct {
+	MemberID       string
+	InstanceID     string // "" when not static
+	RackID         string // "" when unknown
+	ProcessID      string
+	ClientTags     []KeyValue
+	Active         []TaskRef
+	Standby        []TaskRef
+	Warmup         []TaskRef
+	TaskOffsets    []TaskOffset
+	TaskEndOffsets []TaskOffset
+}
+
+// TaskRef names a task: partition Partition of the subtopology at index
+// Subtopology of AssignInput.Subtopologies.
+type TaskRef struct {
+	Subtopology int32
+	Partition   int32
+}
+
+// TaskOffset is a cumulative changelog offset (or end offset) of a task.
+type TaskOffset struct {
+	Task   TaskRef
+	Offset int64
+}
+
+// AssignConfigs are the group settings an assignor honours.
+type AssignConfigs struct {
+	NumStandbyReplicas      int32
+	NumWarmupReplicas       int32
+	AcceptableRecoveryLag   int64
+	RackAwareAssignmentTags []string
+}
+
+// AssignResult is an assignor's output: one entry per input member, in the
+// order of AssignInput.Members. Warm-up tasks are allowed (a deliberate
+// difference from Kafka 4.4, see docs/RATIONALE.md).
+type AssignResult struct {
+	Members []MemberTasks
+}
+
+// MemberTasks is the target of one member.
+type MemberTasks struct {
+	Active  []TaskRef
+	Standby []TaskRef
+	Warmup  []TaskRef
+}

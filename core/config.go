@@ -1,0 +1,173 @@
+package core
+
+import (
+	"fmt"
+	"math"
+)
+
+// Config is the broker-wide configuration of a Coordinator, validated once
+// by New and immutable afterwards.
+type Config struct {
+	// Streams holds the group.streams.* broker defaults.
+	Streams StreamsConfig
+	// Assignors names the task assignors the host can run; the first is
+	// the default (group.streams.assignors).
+	Assignors []string
+	// AssignorWaitMs bounds how long a heartbeat that triggered an assignor
+	// run waits for the result before answering with the current target.
+	// 0 answers at once.
+	AssignorWaitMs int64
+}
+
+// StreamsConfig is the set of streams-group settings; broker values are the
+// defaults beneath per-group overrides.
+type StreamsConfig struct {
+	SessionTimeoutMs        int32 // group.streams.session.timeout.ms
+	HeartbeatIntervalMs     int32 // group.streams.heartbeat.interval.ms
+	MaxSize                 int32 // group.streams.max.size
+	NumStandbyReplicas      int32 // group.streams.num.standby.replicas
+	InitialRebalanceDelayMs int32 // group.streams.initial.rebalance.delay.ms
+	AssignmentIntervalMs    int32 // group.streams.assignment.interval.ms
+	AssignorName            string
+	NumWarmupReplicas       int32 // group.streams.num.warmup.replicas
+	AcceptableRecoveryLag   int64 // group.streams.acceptable.recovery.lag
+	TaskOffsetIntervalMs    int32 // group.streams.task.offset.interval.ms
+	// RackAwareAssignmentTags are the client-tag keys rack-aware standby
+	// placement uses (group.streams.rack.aware.assignment.tags).
+	RackAwareAssignmentTags []string
+}
+
+// DefaultConfig returns Kafka 4.4's defaults with the "sticky" assignor.
+func DefaultConfig() Config {
+	return Config{
+		Streams: StreamsConfig{
+			SessionTimeoutMs:        45000,
+			HeartbeatIntervalMs:     5000,
+			MaxSize:                 math.MaxInt32,
+			NumStandbyReplicas:      0,
+			InitialRebalanceDelayMs: 3000,
+			AssignmentIntervalMs:    1000,
+			NumWarmupReplicas:       2,
+			AcceptableRecoveryLag:   10000,
+			TaskOffsetIntervalMs:    60000,
+		},
+		Assignors:      []string{"sticky"},
+		AssignorWaitMs: 1000,
+	}
+}
+
+// Validate reports the first invalid setting, naming its key and value.
+func (c Config) Validate() error {
+	s := c.Streams
+	switch {
+	case s.SessionTimeoutMs <= 0:
+		return fmt.Errorf("group.streams.session.timeout.ms: %d must be > 0", s.SessionTimeoutMs)
+	case s.HeartbeatIntervalMs <= 0 || s.HeartbeatIntervalMs >= s.SessionTimeoutMs:
+		return fmt.Errorf("group.streams.heartbeat.interval.ms: %d must be > 0 and < the session timeout %d",
+			s.HeartbeatIntervalMs, s.SessionTimeoutMs)
+	case s.MaxSize <= 0:
+		return fmt.Errorf("group.streams.max.size: %d must be > 0", s.MaxSize)
+	case s.NumStandbyReplicas < 0:
+		return fmt.Errorf("group.streams.num.standby.replicas: %d must be >= 0", s.NumStandbyReplicas)
+	case s.InitialRebalanceDelayMs < 0:
+		return fmt.Errorf("group.streams.initial.rebalance.delay.ms: %d must be >= 0", s.InitialRebalanceDelayMs)
+	case s.AssignmentIntervalMs < 0:
+		return fmt.Errorf("group.streams.assignment.interval.ms: %d must be >= 0", s.AssignmentIntervalMs)
+	case len(c.Assignors) == 0:
+		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
+	case c.AssignorWaitMs < 0:
+		return fmt.Errorf("assignor wait: %d must be >= 0", c.AssignorWaitMs)
+	}
+	return nil
+}
+
+// StreamsGroupOverrides are per-group settings (streams.* group configs);
+// nil fields fall back to the broker default.
+type StreamsGroupOverrides struct {
+	MaxSize                 *int32
+	SessionTimeoutMs        *int32
+	HeartbeatIntervalMs     *int32
+	NumStandbyReplicas      *int32
+	InitialRebalanceDelayMs *int32
+	AssignmentIntervalMs    *int32
+	AssignorName            *string
+	NumWarmupReplicas       *int32
+	AcceptableRecoveryLag   *int64
+	TaskOffsetIntervalMs    *int32
+	RackAwareAssignmentTags []string // nil: broker default
+}
+
+// Validate reports the first invalid override, naming its config key, so a
+// host can reject an IncrementalAlterConfigs before calling
+// SetStreamsGroupConfig.
+func (o StreamsGroupOverrides) Validate() error {
+	positive := []struct {
+		key string
+		v   *int32
+	}{{"streams.max.size", o.MaxSize}, {"streams.session.timeout.ms", o.SessionTimeoutMs},
+		{"streams.heartbeat.interval.ms", o.HeartbeatIntervalMs}, {"streams.task.offset.interval.ms", o.TaskOffsetIntervalMs}}
+	for _, p := range positive {
+		if p.v != nil && *p.v <= 0 {
+			return fmt.Errorf("%s: %d must be > 0", p.key, *p.v)
+		}
+	}
+	nonNegative := []struct {
+		key string
+		v   *int32
+	}{{"streams.num.standby.replicas", o.NumStandbyReplicas}, {"streams.initial.rebalance.delay.ms", o.InitialRebalanceDelayMs},
+		{"streams.assignment.interval.ms", o.AssignmentIntervalMs}, {"streams.num.warmup.replicas", o.NumWarmupReplicas}}
+	for _, p := range nonNegative {
+		if p.v != nil && *p.v < 0 {
+			return fmt.Errorf("%s: %d must be >= 0", p.key, *p.v)
+		}
+	}
+	if o.AcceptableRecoveryLag != nil && *o.AcceptableRecoveryLag < 0 {
+		return fmt.Errorf("streams.acceptable.recovery.lag: %d must be >= 0", *o.AcceptableRecoveryLag)
+	}
+	if o.AssignorName != nil && *o.AssignorName == "" {
+		return fmt.Errorf("streams.assignor.name: must not be empty")
+	}
+	return nil
+}
+
+// SetStreamsGroupConfig replaces the overrides of one group. They are read
+// on every heartbeat, as Kafka reads group configs; a change of the standby
+// count triggers a new assignment at the next heartbeat.
+func (c *Coordinator) SetStreamsGroupConfig(group string, o StreamsGroupOverrides) {
+	c.overrides[group] = o
+}
+
+// streamsConfig resolves a group's effective settings.
+func (c *Coordinator) streamsConfig(group string) StreamsConfig {
+	s := c.cfg.Streams
+	if s.AssignorName == "" {
+		s.AssignorName = c.cfg.Assignors[0]
+	}
+	o, ok := c.overrides[group]
+	if !ok {
+		return s
+	}
+	set32 := func(dst *int32, v *int32) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set32(&s.MaxSize, o.MaxSize)
+	set32(&s.SessionTimeoutMs, o.SessionTimeoutMs)
+	set32(&s.HeartbeatIntervalMs, o.HeartbeatIntervalMs)
+	set32(&s.NumStandbyReplicas, o.NumStandbyReplicas)
+	set32(&s.InitialRebalanceDelayMs, o.InitialRebalanceDelayMs)
+	set32(&s.AssignmentIntervalMs, o.AssignmentIntervalMs)
+	set32(&s.NumWarmupReplicas, o.NumWarmupReplicas)
+	set32(&s.TaskOffsetIntervalMs, o.TaskOffsetIntervalMs)
+	if o.AssignorName != nil {
+		s.AssignorName = *o.AssignorName
+	}
+	if o.AcceptableRecoveryLag != nil {
+		s.AcceptableRecoveryLag = *o.AcceptableRecoveryLag
+	}
+	if o.RackAwareAssignmentTags != nil {
+		s.RackAwareAssignmentTags = o.RackAwareAssignmentTags
+	}
+	return s
+}

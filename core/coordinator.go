@@ -1,0 +1,160 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Coordinator is the whole deterministic group coordinator: every group of
+// every kind, the timers, the topic metadata image and the configuration.
+// It is not safe for concurrent use: one goroutine of the host owns it.
+type Coordinator struct {
+	cfg    Config
+	groups map[string]Group
+	timers map[string]timer
+	// timerHeap orders timers by deadline (lazily; see timers.go).
+	timerHeap timerHeap
+	topics    topicImage
+
+	// overrides holds per-group config overrides (streams groups).
+	overrides map[string]StreamsGroupOverrides
+
+	// Batch state: the undo log since the last Commit, requests parked in
+	// this batch, the Output being built by the running entry point.
+	undo        []func()
+	batchParked []RequestID
+	out         *Output
+	now         int64
+	replaying   bool
+}
+
+// New returns an empty Coordinator with the given broker-wide config.
+func New(cfg Config) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Coordinator{
+		cfg:       cfg,
+		groups:    map[string]Group{},
+		timers:    map[string]timer{},
+		overrides: map[string]StreamsGroupOverrides{},
+		topics:    topicImage{byName: map[string]TopicMetadata{}},
+	}, nil
+}
+
+// begin starts an entry point at time now.
+func (c *Coordinator) begin(now int64) {
+	if c.out != nil {
+		panic("core: entry point re-entered")
+	}
+	c.now = now
+	c.out = &Output{}
+}
+
+// end finishes an entry point and returns what it produced.
+func (c *Coordinator) end() Output {
+	o := *c.out
+	c.out = nil
+	return o
+}
+
+// write applies rec through the replay path and queues it for the log.
+// A record the live path builds must always apply; failure is a bug.
+func (c *Coordinator) write(rec Record) {
+	if err := c.apply(rec); err != nil {
+		panic(fmt.Sprintf("core: live record %s for group %q failed to apply: %v",
+			RecordTypeName(rec.Key.RecordType()), rec.Key.Group(), err))
+	}
+	c.out.Records = append(c.out.Records, rec)
+}
+
+// apply dispatches rec by record type.
+func (c *Coordinator) apply(rec Record) error {
+	rt, ok := recordTypes[rec.Key.RecordType()]
+	if !ok {
+		return fmt.Errorf("record type %d: %w", rec.Key.RecordType(), ErrUnknownRecordType)
+	}
+	if rec.Value != nil && rec.Value.RecordType() != rec.Key.RecordType() {
+		return fmt.Errorf("record key type %d with value type %d", rec.Key.RecordType(), rec.Value.RecordType())
+	}
+	return rt.apply(c, rec)
+}
+
+// Replay applies one durable record while loading the log. Records must come
+// in log order; state after replaying a log equals the live state that wrote
+// it. Call Loaded after the last record. Replay changes nothing on error.
+func (c *Coordinator) Replay(rec Record) error {
+	c.replaying = true
+	defer func() { c.replaying = false }()
+	return c.apply(rec)
+}
+
+// ReplayBytes decodes a record from its key and value bytes and replays it.
+func (c *Coordinator) ReplayBytes(key, value []byte) error {
+	rec, err := DecodeRecord(key, value)
+	if err != nil {
+		return err
+	}
+	return c.Replay(rec)
+}
+
+// Loaded finishes loading at time now: it schedules the timers of every
+// loaded group (session timeouts, pending rebalance timeouts) and requests
+// assignor runs for groups whose group epoch is ahead of their assignment
+// epoch.
+func (c *Coordinator) Loaded(now int64) Output {
+	c.begin(now)
+	for _, id := range c.groupIDs() {
+		if g, ok := c.groups[id].(*streamsGroup); ok {
+			c.streamsOnLoaded(g)
+		}
+	}
+	return c.end()
+}
+
+// groupIDs returns the ids of all groups in sorted order.
+func (c *Coordinator) groupIDs() []string {
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// putGroup installs g (nil removes the id), undoably.
+func (c *Coordinator) putGroup(id string, g Group) {
+	old, had := c.groups[id]
+	if g == nil {
+		delete(c.groups, id)
+	} else {
+		c.groups[id] = g
+	}
+	c.onUndo(func() {
+		if had {
+			c.groups[id] = old
+		} else {
+			delete(c.groups, id)
+		}
+	})
+}
+
+// Group returns the group with the given id, if any.
+func (c *Coordinator) Group(id string) (Group, bool) {
+	g, ok := c.groups[id]
+	return g, ok
+}
+
+// Dump writes every group's durable state canonically (sorted, one group
+// after another). Two Coordinators with equal dumps hold equal durable state;
+// the replay property test compares live state with replayed state this way.
+func (c *Coordinator) Dump() string {
+	var b strings.Builder
+	for _, id := range c.groupIDs() {
+		g := c.groups[id]
+		fmt.Fprintf(&b, "group %q kind=%s state=%s\n", id, g.Kind(), g.StateName())
+		g.dumpDurable(&b)
+	}
+	return b.String()
+}

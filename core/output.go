@@ -1,0 +1,61 @@
+package core
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// RequestID is the host's token for one request; core echoes it on the
+// response so the host can route it back to its connection.
+type RequestID uint64
+
+// ClientInfo is what the host knows about a request's client beyond the
+// request body (Kafka takes these from the request context).
+type ClientInfo struct {
+	ClientID   string
+	ClientHost string
+}
+
+// Output is everything an entry point wants done, as data. The host appends
+// Records to the log (in order, as one batch with everything else returned
+// since the last Commit), then calls Commit and releases Responses; if the
+// append fails it calls Rollback and fails those responses instead.
+type Output struct {
+	// Records to persist, in Kafka's write order. They are already applied
+	// to the Coordinator's (speculative) state.
+	Records []Record
+	// Responses to release once Records are durable.
+	Responses []Response
+	// Timers lists timer changes, for hosts that mirror timers; a host may
+	// instead call Tick at NextDeadline.
+	Timers []TimerChange
+	// AssignorRuns are target-assignment computations to perform; each
+	// result comes back through AssignorResult.
+	AssignorRuns []AssignorRun
+	// TopicsToCreate are internal topics a streams group needs.
+	TopicsToCreate []TopicToCreate
+	// Failed lists requests whose responses were withheld (parked) and that a
+	// Rollback dropped: the host answers them with NOT_COORDINATOR.
+	Failed []RequestID
+}
+
+// Response is one response to release after the batch is durable.
+type Response struct {
+	Request RequestID
+	Msg     kmsg.Response
+}
+
+// TimerChange reports that a timer was set (Deadline in epoch ms) or
+// cancelled.
+type TimerChange struct {
+	Key      string
+	Deadline int64
+	Cancel   bool
+}
+
+// TopicToCreate is an internal topic (repartition or changelog) a streams
+// group needs before it can be assigned.
+type TopicToCreate struct {
+	Group             string
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16 // -1: broker default
+	Configs           []KeyValue
+}

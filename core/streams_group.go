@@ -1,0 +1,356 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// StreamsGroupState is the state of a streams group, derived after every
+// change (Kafka's StreamsGroup.StreamsGroupState).
+type StreamsGroupState int8
+
+// Streams group states.
+const (
+	StreamsEmpty       StreamsGroupState = iota // no members
+	StreamsNotReady                             // topology missing or not validated against topic metadata
+	StreamsAssigning                            // group epoch ahead of assignment epoch
+	StreamsReconciling                          // some member not yet at the assignment epoch
+	StreamsStable                               // every member reconciled
+)
+
+// String is the state as StreamsGroupDescribe spells it.
+func (s StreamsGroupState) String() string {
+	return [...]string{"Empty", "NotReady", "Assigning", "Reconciling", "Stable"}[s]
+}
+
+// memberState is a streams member's reconciliation state (persisted int8).
+type memberState int8
+
+const (
+	memberStable          memberState = 1
+	memberUnrevokedTasks  memberState = 2
+	memberUnreleasedTasks memberState = 3
+	memberUnknown         memberState = 127
+)
+
+func (s memberState) String() string {
+	switch s {
+	case memberStable:
+		return "STABLE"
+	case memberUnrevokedTasks:
+		return "UNREVOKED_TASKS"
+	case memberUnreleasedTasks:
+		return "UNRELEASED_TASKS"
+	}
+	return "UNKNOWN"
+}
+
+func memberStateFromInt8(v int8) memberState {
+	switch s := memberState(v); s {
+	case memberStable, memberUnrevokedTasks, memberUnreleasedTasks:
+		return s
+	}
+	return memberUnknown
+}
+
+// streamsMember is one member. Values are immutable once stored in a group:
+// updates store a modified copy, which makes undo a pointer swap.
+type streamsMember struct {
+	id                 string
+	epoch, prevEpoch   int32
+	state              memberState
+	instanceID         *string
+	rackID             *string
+	clientID           string
+	clientHost         string
+	rebalanceTimeoutMs int32
+	topologyEpoch      int32
+	processID          string
+	endpoint           *Endpoint
+	clientTags         []KeyValue
+	assigned           ownedTasks
+	pending            ownedTasks // pending revocation
+}
+
+func newStreamsMember(id string) *streamsMember {
+	return &streamsMember{id: id, state: memberStable, rebalanceTimeoutMs: -1, topologyEpoch: -1,
+		clientTags: []KeyValue{}, assigned: emptyOwned(), pending: emptyOwned()}
+}
+
+func (m *streamsMember) clone() *streamsMember {
+	c := *m
+	return &c
+}
+
+// streamsSoft is state outside the log: recomputed or re-reported, never
+// rolled back (as in Kafka).
+type streamsSoft struct {
+	configured      *configuredTopology
+	metadataRefresh bool
+	shutdownBy      string // member that requested application shutdown
+	endpointEpoch   int32
+	taskOffsets     map[string]memberOffsets
+	inflight        *AssignorRun // last assignor run requested and not answered
+	parked          []parkedHeartbeat
+	lastAssignorErr string // the last failed assignor run, for logs and metrics
+}
+
+// streamsGroup is a KIP-1071 streams group.
+type streamsGroup struct {
+	id                     string
+	groupEpoch             int32
+	metadataHash           int64
+	validatedTopologyEpoch int32
+	lastAssignmentConfigs  []KeyValue
+	storedDescEpoch        int32
+	failedDescEpoch        int32
+	assignmentEpoch        int32
+	assignmentTimestamp    int64
+	topology               *StreamsGroupTopologyValue
+	members                map[string]*streamsMember
+	staticMembers          map[string]string // instance id -> member id
+	target                 map[string]tasksTuple
+
+	// Ownership indexes by process id, from assigned ∪ pending revocation.
+	activeOwner   map[TaskID]string
+	standbyOwners map[TaskID]map[string]int
+	warmupOwners  map[TaskID]map[string]int
+	state         StreamsGroupState
+	soft          streamsSoft
+}
+
+func newStreamsGroup(id string) *streamsGroup {
+	g := &streamsGroup{
+		id: id, groupEpoch: 1, assignmentEpoch: 1, validatedTopologyEpoch: -1,
+		storedDescEpoch: -1, failedDescEpoch: -1,
+		members: map[string]*streamsMember{}, staticMembers: map[string]string{},
+		target:      map[string]tasksTuple{},
+		activeOwner: map[TaskID]string{}, standbyOwners: map[TaskID]map[string]int{},
+		warmupOwners: map[TaskID]map[string]int{},
+	}
+	g.soft.taskOffsets = map[string]memberOffsets{}
+	g.updateState()
+	return g
+}
+
+// ID implements Group.
+func (g *streamsGroup) ID() string { return g.id }
+
+// Kind implements Group.
+func (g *streamsGroup) Kind() GroupKind { return GroupKindStreams }
+
+// StateName implements Group.
+func (g *streamsGroup) StateName() string { return g.state.String() }
+
+// IsEmpty implements Group.
+func (g *streamsGroup) IsEmpty() bool { return len(g.members) == 0 }
+
+// updateState derives the group state (Kafka's order of checks).
+func (g *streamsGroup) updateState() {
+	switch {
+	case len(g.members) == 0:
+		g.state = StreamsEmpty
+		g.soft.shutdownBy = ""
+	case g.topology == nil || g.topology.Epoch != g.validatedTopologyEpoch:
+		g.state = StreamsNotReady
+	case g.groupEpoch > g.assignmentEpoch:
+		g.state = StreamsAssigning
+	default:
+		g.state = StreamsStable
+		for _, m := range g.members {
+			if m.state != memberStable || m.epoch != g.assignmentEpoch {
+				g.state = StreamsReconciling
+				break
+			}
+		}
+	}
+}
+
+// putMember stores m (replacing the member with its id) and maintains the
+// static-member map and the ownership indexes. It is undoable.
+func (c *Coordinator) putMember(g *streamsGroup, m *streamsMember) {
+	old := g.members[m.id]
+	g.swapMember(old, m)
+	c.onUndo(func() { g.swapMember(m, old); g.updateState() })
+}
+
+// removeMember deletes a member, undoably.
+func (c *Coordinator) removeMember(g *streamsGroup, id string) {
+	old := g.members[id]
+	if old == nil {
+		return
+	}
+	g.swapMember(old, nil)
+	c.onUndo(func() { g.swapMember(nil, old); g.updateState() })
+}
+
+// swapMember replaces old by m (either may be nil) in the member map, the
+// static map and the ownership indexes.
+func (g *streamsGroup) swapMember(old, m *streamsMember) {
+	if old != nil {
+		g.unindex(old)
+		if old.instanceID != nil && g.staticMembers[*old.instanceID] == old.id {
+			delete(g.staticMembers, *old.instanceID)
+		}
+		delete(g.members, old.id)
+	}
+	if m != nil {
+		g.members[m.id] = m
+		if m.instanceID != nil {
+			g.staticMembers[*m.instanceID] = m.id
+		}
+		g.index(m)
+	}
+}
+
+func (g *streamsGroup) index(m *streamsMember) {
+	for _, o := range []ownedTasks{m.assigned, m.pending} {
+		for t := range o.active {
+			g.activeOwner[t] = m.processID
+		}
+		addOwner(g.standbyOwners, o.standby, m.processID)
+		addOwner(g.warmupOwners, o.warmup, m.processID)
+	}
+}
+
+// unindex removes m's tasks; an active entry goes only if it still names m's
+// process (Kafka's rule).
+func (g *streamsGroup) unindex(m *streamsMember) {
+	for _, o := range []ownedTasks{m.assigned, m.pending} {
+		for t := range o.active {
+			if p, ok := g.activeOwner[t]; ok && p == m.processID {
+				delete(g.activeOwner, t)
+			}
+		}
+		dropOwner(g.standbyOwners, o.standby, m.processID)
+		dropOwner(g.warmupOwners, o.warmup, m.processID)
+	}
+}
+
+func addOwner(idx map[TaskID]map[string]int, s taskSet, process string) {
+	for t := range s {
+		ps := idx[t]
+		if ps == nil {
+			ps = map[string]int{}
+			idx[t] = ps
+		}
+		ps[process]++
+	}
+}
+
+func dropOwner(idx map[TaskID]map[string]int, s taskSet, process string) {
+	for t := range s {
+		ps := idx[t]
+		if ps[process] <= 1 {
+			delete(ps, process)
+		} else {
+			ps[process]--
+		}
+		if len(ps) == 0 {
+			delete(idx, t)
+		}
+	}
+}
+
+// setTarget stores (or with nil deletes) a member's target, undoably.
+func (c *Coordinator) setTarget(g *streamsGroup, member string, t *tasksTuple) {
+	old, had := g.target[member]
+	if t == nil {
+		delete(g.target, member)
+	} else {
+		g.target[member] = *t
+	}
+	c.onUndo(func() {
+		if had {
+			g.target[member] = old
+		} else {
+			delete(g.target, member)
+		}
+	})
+}
+
+// requiredTopics lists the topics whose metadata the group depends on.
+func (g *streamsGroup) requiredTopics() []string {
+	if g.topology == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range g.topology.Subtopologies {
+		out = append(out, s.SourceTopics...)
+		for _, t := range s.RepartitionSourceTopics {
+			out = append(out, t.Name)
+		}
+		for _, t := range s.StateChangelogTopics {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+func (g *streamsGroup) sortedMemberIDs() []string {
+	ids := make([]string, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// dumpDurable implements Group.
+func (g *streamsGroup) dumpDurable(b *strings.Builder) {
+	fmt.Fprintf(b, "  epoch=%d assignment-epoch=%d assignment-ts=%d validated-topology=%d hash=%d configs=%v desc=%d/%d\n",
+		g.groupEpoch, g.assignmentEpoch, g.assignmentTimestamp, g.validatedTopologyEpoch, g.metadataHash,
+		g.lastAssignmentConfigs, g.storedDescEpoch, g.failedDescEpoch)
+	if g.topology != nil {
+		fmt.Fprintf(b, "  topology epoch=%d %+v\n", g.topology.Epoch, g.topology.Subtopologies)
+	}
+	for _, id := range g.sortedMemberIDs() {
+		m := g.members[id]
+		fmt.Fprintf(b, "  member %q epoch=%d prev=%d state=%s instance=%s rack=%s client=%q/%q rto=%d topo=%d process=%q endpoint=%v tags=%v\n",
+			id, m.epoch, m.prevEpoch, m.state, strPtr(m.instanceID), strPtr(m.rackID), m.clientID, m.clientHost,
+			m.rebalanceTimeoutMs, m.topologyEpoch, m.processID, m.endpoint, m.clientTags)
+		fmt.Fprintf(b, "    assigned active=[%s] standby=[%s] warmup=[%s]\n",
+			formatEpochs(m.assigned.active), formatTasks(m.assigned.standby), formatTasks(m.assigned.warmup))
+		fmt.Fprintf(b, "    pending  active=[%s] standby=[%s] warmup=[%s]\n",
+			formatEpochs(m.pending.active), formatTasks(m.pending.standby), formatTasks(m.pending.warmup))
+	}
+	tids := make([]string, 0, len(g.target))
+	for id := range g.target {
+		tids = append(tids, id)
+	}
+	sort.Strings(tids)
+	for _, id := range tids {
+		t := g.target[id]
+		fmt.Fprintf(b, "  target %q active=[%s] standby=[%s] warmup=[%s]\n",
+			id, formatTasks(t.active), formatTasks(t.standby), formatTasks(t.warmup))
+	}
+	var owners []string
+	for t, p := range g.activeOwner {
+		owners = append(owners, fmt.Sprintf("%s:%s", t, p))
+	}
+	sort.Strings(owners)
+	fmt.Fprintf(b, "  active-owners %v\n", owners)
+	fmt.Fprintf(b, "  standby-owners %s\n  warmup-owners %s\n", formatOwners(g.standbyOwners), formatOwners(g.warmupOwners))
+}
+
+func formatOwners(idx map[TaskID]map[string]int) string {
+	var out []string
+	for t, ps := range idx {
+		var procs []string
+		for p, n := range ps {
+			procs = append(procs, fmt.Sprintf("%s*%d", p, n))
+		}
+		sort.Strings(procs)
+		out = append(out, fmt.Sprintf("%s:%s", t, strings.Join(procs, "+")))
+	}
+	sort.Strings(out)
+	return fmt.Sprint(out)
+}
+
+func strPtr(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%q", *s)
+}

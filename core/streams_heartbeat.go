@@ -1,0 +1,460 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// StreamsGroupHeartbeat handles one StreamsGroupHeartbeat request (v0–1) at
+// time now. The response comes back in Output.Responses, to be released
+// when Output.Records are durable; a heartbeat that triggered an assignor
+// run may be parked instead and answered by a later AssignorResult or Tick.
+func (c *Coordinator) StreamsGroupHeartbeat(now int64, id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) Output {
+	c.begin(now)
+	sp := c.savepoint()
+	resp, e := c.streamsHeartbeat(id, client, req)
+	if e != nil {
+		c.revertTo(sp)
+		resp = &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version, MemberID: req.MemberID}
+		resp.Default()
+		resp.ErrorCode, resp.ErrorMessage = e.code, &e.msg
+	}
+	if resp != nil {
+		c.respond(id, resp)
+	}
+	return c.end()
+}
+
+// savepoint marks the current undo log and record position, so a request
+// that fails after writing records can take them back (Kafka builds the
+// record list first and drops it on an exception).
+type savepoint struct{ undo, records, timers int }
+
+func (c *Coordinator) savepoint() savepoint {
+	return savepoint{len(c.undo), len(c.out.Records), len(c.out.Timers)}
+}
+
+func (c *Coordinator) revertTo(sp savepoint) {
+	for i := len(c.undo) - 1; i >= sp.undo; i-- {
+		c.undo[i]()
+	}
+	c.undo = c.undo[:sp.undo]
+	c.out.Records = c.out.Records[:sp.records]
+	c.out.Timers = c.out.Timers[:sp.timers]
+}
+
+func (c *Coordinator) respond(id RequestID, msg kmsg.Response) {
+	c.out.Responses = append(c.out.Responses, Response{Request: id, Msg: msg})
+}
+
+// hbState carries one heartbeat through its steps; a parked heartbeat keeps
+// it until it can finish.
+type hbState struct {
+	id       RequestID
+	req      *kmsg.StreamsGroupHeartbeatRequest
+	g        *streamsGroup
+	member   string
+	owned    *ownedTasksReport // nil: not reported
+	statuses []kmsg.StreamsGroupHeartbeatResponseStatus
+	created  bool // the group was created by this heartbeat
+	parked   bool // the heartbeat waited for an assignor result
+	before   *streamsMember
+	// hash and validated are the metadata hash and validated topology
+	// epoch this heartbeat computed, written if the epoch is bumped.
+	hash      int64
+	validated int32
+}
+
+// ownedTasksReport is what the member says it owns.
+type ownedTasksReport struct{ active, standby, warmup taskSet }
+
+func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
+	if e := validateStreamsHeartbeat(req); e != nil {
+		return nil, e
+	}
+	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
+		return c.streamsLeave(req)
+	}
+	hb := &hbState{id: id, req: req, member: req.MemberID, owned: ownedFromRequest(req)}
+	g, created, e := c.streamsGroupForHeartbeat(req)
+	if e != nil {
+		return nil, e
+	}
+	hb.g, hb.created = g, created
+	wasEmpty := len(g.members) == 0
+	m, e := c.resolveStreamsMember(hb)
+	if e != nil {
+		return nil, e
+	}
+	hb.before = m
+	recompute, e := c.updateStreamsMember(hb, m, client)
+	if e != nil {
+		return nil, e
+	}
+	topoChanged, e := c.maybeStoreTopology(hb)
+	if e != nil {
+		return nil, e
+	}
+	r2, e := c.configureAndValidate(hb, topoChanged)
+	if e != nil {
+		return nil, e
+	}
+	recompute = recompute || r2
+	if recompute {
+		c.bumpGroupEpoch(g, hb.hash, hb.validated, c.assignmentConfigs(g.id))
+	}
+	cfg := c.streamsConfig(g.id)
+	if wasEmpty && cfg.InitialRebalanceDelayMs > 0 {
+		c.setTimerIfAbsent(timer{key: initialDelayKey(g.id), deadline: c.now + int64(cfg.InitialRebalanceDelayMs),
+			kind: timerStreamsInitialDelay, group: g.id})
+	}
+	c.scheduleSession(g, hb.member)
+	if c.maybeUpdateTarget(hb) {
+		c.park(hb)
+		return nil, nil
+	}
+	return c.finishHeartbeat(hb)
+}
+
+// ownedFromRequest reads the reported owned tasks, nil when not reported.
+func ownedFromRequest(req *kmsg.StreamsGroupHeartbeatRequest) *ownedTasksReport {
+	if req.ActiveTasks == nil {
+		return nil
+	}
+	conv := func(ids []kmsg.TaskIDs) taskSet {
+		s := taskSet{}
+		for _, id := range ids {
+			for _, p := range id.Partitions {
+				s[TaskID{id.SubtopologyID, p}] = struct{}{}
+			}
+		}
+		return s
+	}
+	return &ownedTasksReport{active: conv(req.ActiveTasks), standby: conv(req.StandbyTasks), warmup: conv(req.WarmupTasks)}
+}
+
+// streamsGroupForHeartbeat finds the group, creating it on a join.
+func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) (*streamsGroup, bool, *kafkaError) {
+	existing, ok := c.groups[req.Group]
+	if req.MemberEpoch != joinEpoch {
+		g, isStreams := existing.(*streamsGroup)
+		if !ok || !isStreams {
+			return nil, false, errf(kerr.GroupIDNotFound, "Streams group %s not found.", req.Group)
+		}
+		return g, false, nil
+	}
+	created := false
+	switch g := existing.(type) {
+	case *streamsGroup:
+	case nil:
+		c.putGroup(req.Group, newStreamsGroup(req.Group))
+		created = true
+	default:
+		conv := groupDeleters[g.Kind()]
+		if !g.IsEmpty() || conv == nil {
+			return nil, false, errf(kerr.GroupIDNotFound, "Group %s is not a streams group.", req.Group)
+		}
+		conv(c, g) // writes the tombstones of the empty group
+		c.putGroup(req.Group, newStreamsGroup(req.Group))
+		created = true
+	}
+	g := c.groups[req.Group].(*streamsGroup)
+	max := c.streamsConfig(g.id).MaxSize
+	_, known := g.members[req.MemberID]
+	if req.InstanceID != nil {
+		if _, ok := g.staticMembers[*req.InstanceID]; ok {
+			known = true
+		}
+	}
+	if !known && int32(len(g.members)) >= max {
+		return nil, false, errf(kerr.GroupMaxSizeReached, "The streams group has reached its maximum capacity of %d members.", max)
+	}
+	return g, created, nil
+}
+
+// groupDeleters writes the tombstones that delete an empty group of a kind,
+// used when a group id changes protocol (offline migration) and by
+// DeleteGroups. Each kind registers its own.
+var groupDeleters = map[GroupKind]func(c *Coordinator, g Group){}
+
+// resolveStreamsMember finds (or, on a join, creates) the member and checks
+// its epoch and identity.
+func (c *Coordinator) resolveStreamsMember(hb *hbState) (*streamsMember, *kafkaError) {
+	req, g := hb.req, hb.g
+	if req.InstanceID != nil {
+		return c.resolveStaticMember(hb)
+	}
+	m := g.members[req.MemberID]
+	if req.MemberEpoch == joinEpoch {
+		if m == nil {
+			return newStreamsMember(req.MemberID), nil
+		}
+		return m, nil
+	}
+	if m == nil {
+		return nil, errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.id)
+	}
+	return m, checkMemberEpoch(m, req.MemberEpoch, hb.owned)
+}
+
+// checkMemberEpoch is Kafka's throwIfStreamsGroupMemberEpochIsInvalid.
+func checkMemberEpoch(m *streamsMember, epoch int32, owned *ownedTasksReport) *kafkaError {
+	if epoch > m.epoch {
+		return errf(kerr.FencedMemberEpoch, "The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", epoch, m.epoch)
+	}
+	if epoch < m.epoch {
+		if epoch != m.prevEpoch || owned == nil || !owned.subsetOf(m.assigned) {
+			return errf(kerr.FencedMemberEpoch, "The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", epoch, m.epoch)
+		}
+	}
+	return nil
+}
+
+func (o *ownedTasksReport) subsetOf(a ownedTasks) bool {
+	for t := range o.active {
+		if _, ok := a.active[t]; !ok {
+			return false
+		}
+	}
+	for t := range o.standby {
+		if !a.standby.has(t) {
+			return false
+		}
+	}
+	for t := range o.warmup {
+		if !a.warmup.has(t) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaError) {
+	req, g := hb.req, hb.g
+	oldID, exists := g.staticMembers[*req.InstanceID]
+	if req.MemberEpoch == joinEpoch {
+		if !exists {
+			if m := g.members[req.MemberID]; m != nil {
+				return m, nil
+			}
+			return newStreamsMember(req.MemberID), nil
+		}
+		old := g.members[oldID]
+		if old.epoch != staticLeaveEpoch {
+			return nil, errf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released yet.", oldID, *req.InstanceID)
+		}
+		// Kafka replaces the member even when the id is unchanged: its
+		// records are rewritten from epoch 0 with the tasks it kept.
+		return c.replaceStaticMember(g, old, req.MemberID), nil
+	}
+	if !exists {
+		return nil, errf(kerr.UnknownMemberID, "Member with instance id %s is not a member of group %s.", *req.InstanceID, g.id)
+	}
+	if oldID != req.MemberID {
+		return nil, errf(kerr.FencedInstanceID, "Static member %s with instance id %s is fenced by member %s.", req.MemberID, *req.InstanceID, oldID)
+	}
+	m := g.members[oldID]
+	return m, checkMemberEpoch(m, req.MemberEpoch, hb.owned)
+}
+
+// replaceStaticMember moves a static member's assignment to a new member id
+// (Kafka's replaceStreamsMember): tombstones for the old id, then the new
+// member's metadata, its inherited target and its current assignment.
+func (c *Coordinator) replaceStaticMember(g *streamsGroup, old *streamsMember, newID string) *streamsMember {
+	target, hasTarget := g.target[old.id]
+	c.writeMemberTombstones(g, old.id)
+	m := old.clone()
+	m.id = newID
+	m.epoch, m.prevEpoch = 0, 0
+	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, newID}, Value: memberMetadataValue(m)})
+	if hasTarget {
+		c.write(targetRecord(g.id, newID, target))
+	}
+	c.write(currentAssignmentRecord(g.id, m))
+	c.cancelTimer(sessionTimerKey(g.id, old.id))
+	c.cancelTimer(rebalanceTimerKey(g.id, old.id))
+	return g.members[newID]
+}
+
+// writeMemberTombstones writes the three member tombstones in the order
+// replay requires.
+func (c *Coordinator) writeMemberTombstones(g *streamsGroup, id string) {
+	c.write(Record{Key: StreamsGroupCurrentMemberAssignmentKey{g.id, id}})
+	c.write(Record{Key: StreamsGroupTargetAssignmentMemberKey{g.id, id}})
+	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, id}})
+}
+
+// updateStreamsMember applies the request's fields with Kafka's "null means
+// unchanged" rules and writes the member metadata if it changed. It
+// reports whether the change requires a new target assignment.
+func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client ClientInfo) (bool, *kafkaError) {
+	req := hb.req
+	u := m.clone()
+	if req.InstanceID != nil {
+		u.instanceID = req.InstanceID
+	}
+	if req.RackID != nil {
+		u.rackID = req.RackID
+	}
+	u.clientID, u.clientHost = client.ClientID, client.ClientHost
+	if req.RebalanceTimeoutMillis != -1 {
+		u.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
+	}
+	if req.Topology != nil {
+		u.topologyEpoch = req.Topology.Epoch
+	}
+	if req.ProcessID != nil {
+		u.processID = *req.ProcessID
+	}
+	if req.MemberEpoch == joinEpoch {
+		u.endpoint = nil
+	}
+	if req.UserEndpoint != nil {
+		u.endpoint = &Endpoint{Host: req.UserEndpoint.Host, Port: req.UserEndpoint.Port}
+	}
+	if req.ClientTags != nil {
+		u.clientTags = []KeyValue{}
+		for _, t := range req.ClientTags {
+			u.clientTags = append(u.clientTags, KeyValue{Key: t.Key, Value: t.Value})
+		}
+	}
+	_, exists := hb.g.members[m.id]
+	newVal := memberMetadataValue(u)
+	if exists && metadataEqual(memberMetadataValue(m), newVal) {
+		return false, nil
+	}
+	c.write(Record{Key: StreamsGroupMemberMetadataKey{hb.g.id, m.id}, Value: newVal})
+	if !exists {
+		return true, nil
+	}
+	if u.instanceID != nil {
+		return u.topologyEpoch != m.topologyEpoch || !ptrEq(u.rackID, m.rackID) ||
+			!slices.Equal(u.clientTags, m.clientTags) || u.processID != m.processID, nil
+	}
+	return true, nil
+}
+
+func memberMetadataValue(m *streamsMember) StreamsGroupMemberMetadataValue {
+	return StreamsGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
+		ClientHost: m.clientHost, RebalanceTimeoutMs: m.rebalanceTimeoutMs, TopologyEpoch: m.topologyEpoch,
+		ProcessID: m.processID, UserEndpoint: m.endpoint, ClientTags: nonNil(m.clientTags)}
+}
+
+func metadataEqual(a, b StreamsGroupMemberMetadataValue) bool {
+	return ptrEq(a.InstanceID, b.InstanceID) && ptrEq(a.RackID, b.RackID) && a.ClientID == b.ClientID &&
+		a.ClientHost == b.ClientHost && a.RebalanceTimeoutMs == b.RebalanceTimeoutMs &&
+		a.TopologyEpoch == b.TopologyEpoch && a.ProcessID == b.ProcessID &&
+		ptrEq(a.UserEndpoint, b.UserEndpoint) && slices.Equal(a.ClientTags, b.ClientTags)
+}
+
+func ptrEq[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// maybeStoreTopology stores the topology of the first member, accepts an
+// older one (STALE_TOPOLOGY), and rejects a changed one.
+func (c *Coordinator) maybeStoreTopology(hb *hbState) (bool, *kafkaError) {
+	req, g := hb.req, hb.g
+	if req.Topology == nil {
+		return false, nil
+	}
+	topo := topologyFromRequest(req.Topology)
+	switch {
+	case g.topology == nil:
+		c.write(Record{Key: StreamsGroupTopologyKey{g.id}, Value: topo})
+		return true, nil
+	case g.topology.Epoch > topo.Epoch:
+		return false, nil
+	case !topologyEqual(*g.topology, topo):
+		return false, errf(kerr.InvalidRequest, "Topology updates are not supported yet.")
+	}
+	return false, nil
+}
+
+func topologyEqual(a, b StreamsGroupTopologyValue) bool {
+	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+}
+
+// configureAndValidate (re)configures the topology against topic metadata
+// when needed, validates reported tasks, stores task offsets, and reports
+// whether the group needs a new assignment.
+func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool, *kafkaError) {
+	g := hb.g
+	recompute := false
+	if g.topology != nil && (topoChanged || g.soft.configured == nil || g.soft.metadataRefresh ||
+		g.soft.configured.epoch != g.topology.Epoch) {
+		hash := c.groupMetadataHash(g.requiredTopics())
+		if hash != g.metadataHash {
+			recompute = true
+		}
+		g.soft.configured = c.configureTopology(g.id, g.topology)
+		g.soft.metadataRefresh = false
+		hb.hash = hash
+	} else {
+		hb.hash = g.metadataHash
+	}
+	ct := g.soft.configured
+	if ct != nil && ct.invalid != "" {
+		return false, errf(kerr.StreamsInvalidTopology, "%s", ct.invalid)
+	}
+	validated := int32(-1)
+	if ct.ready() {
+		validated = g.topology.Epoch
+		if e := validateOwnedTasks(ct, hb.owned); e != nil {
+			return false, e
+		}
+	}
+	if validated != g.validatedTopologyEpoch {
+		recompute = true
+	}
+	hb.validated = validated
+	c.storeTaskOffsets(g, hb.member, hb.req)
+	if !slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
+		recompute = true
+	}
+	return recompute, nil
+}
+
+// validateOwnedTasks rejects reported tasks the configured topology lacks.
+func validateOwnedTasks(ct *configuredTopology, o *ownedTasksReport) *kafkaError {
+	if o == nil {
+		return nil
+	}
+	for _, s := range []taskSet{o.active, o.standby, o.warmup} {
+		for t := range s {
+			sub := ct.subtopology(t.Subtopology)
+			if sub == nil || t.Partition < 0 || t.Partition >= sub.numTasks {
+				return errf(kerr.InvalidRequest, "Task %s is not part of the configured topology.", t)
+			}
+		}
+	}
+	return nil
+}
+
+// assignmentConfigs are the settings whose change triggers a reassignment,
+// as Kafka records them (sorted keys; tags only when configured).
+func (c *Coordinator) assignmentConfigs(group string) []KeyValue {
+	cfg := c.streamsConfig(group)
+	out := []KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
+	if len(cfg.RackAwareAssignmentTags) > 0 {
+		out = append(out, KeyValue{Key: "rack.aware.assignment.tags", Value: strings.Join(cfg.RackAwareAssignmentTags, ",")})
+	}
+	return out
+}
+
+// bumpGroupEpoch writes the group metadata with epoch+1 and the given
+// hash, validated topology epoch and assignment configs.
+func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32, configs []KeyValue) {
+	c.write(Record{Key: StreamsGroupMetadataKey{g.id}, Value: StreamsGroupMetadataValue{
+		Epoch: g.groupEpoch + 1, MetadataHash: hash, ValidatedTopologyEpoch: validated,
+		LastAssignmentConfigs: configs, StoredDescriptionTopologyEpoch: g.storedDescEpoch,
+		FailedDescriptionTopologyEpoch: g.failedDescEpoch,
+	}})
+}

@@ -1,0 +1,200 @@
+package core
+
+import "fmt"
+
+// Replay of streams records (Kafka's GroupMetadataManager.replay overloads).
+// The live path applies its own records through these functions, so live
+// state and replayed state cannot diverge. Every mutation is undoable.
+
+// streamsGroupForRecord returns the streams group a record applies to,
+// creating it when create is set. A group of another kind under the id is
+// an error (Kafka: IllegalStateException), except that an empty group of
+// another kind may be replaced (KAFKA-20254: an offsets-only classic group).
+func (c *Coordinator) streamsGroupForRecord(id string, create bool) (*streamsGroup, error) {
+	switch g := c.groups[id].(type) {
+	case *streamsGroup:
+		return g, nil
+	case nil:
+		if !create {
+			return nil, nil
+		}
+		ng := newStreamsGroup(id)
+		c.putGroup(id, ng)
+		return ng, nil
+	default:
+		if create && g.IsEmpty() {
+			ng := newStreamsGroup(id)
+			c.putGroup(id, ng)
+			return ng, nil
+		}
+		return nil, fmt.Errorf("group %q is a %s group, not a streams group", id, g.Kind())
+	}
+}
+
+// saveHeader makes the group's scalar fields undoable before a change.
+func (c *Coordinator) saveHeader(g *streamsGroup) {
+	h := *g
+	c.onUndo(func() {
+		g.groupEpoch, g.metadataHash, g.validatedTopologyEpoch = h.groupEpoch, h.metadataHash, h.validatedTopologyEpoch
+		g.lastAssignmentConfigs, g.storedDescEpoch, g.failedDescEpoch = h.lastAssignmentConfigs, h.storedDescEpoch, h.failedDescEpoch
+		g.assignmentEpoch, g.assignmentTimestamp, g.topology = h.assignmentEpoch, h.assignmentTimestamp, h.topology
+		g.updateState()
+	})
+}
+
+func applyStreamsGroupMetadata(c *Coordinator, rec Record) error {
+	id := rec.Key.Group()
+	g, err := c.streamsGroupForRecord(id, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	if rec.Value == nil {
+		if len(g.members) > 0 {
+			return fmt.Errorf("group %q: metadata tombstone while %d members remain", id, len(g.members))
+		}
+		if g.assignmentEpoch != -1 {
+			return fmt.Errorf("group %q: metadata tombstone before the target assignment metadata tombstone", id)
+		}
+		c.putGroup(id, nil)
+		return nil
+	}
+	v := rec.Value.(StreamsGroupMetadataValue)
+	c.saveHeader(g)
+	g.groupEpoch = v.Epoch
+	g.metadataHash = v.MetadataHash
+	g.validatedTopologyEpoch = v.ValidatedTopologyEpoch
+	g.lastAssignmentConfigs = v.LastAssignmentConfigs
+	if g.lastAssignmentConfigs == nil {
+		g.lastAssignmentConfigs = []KeyValue{}
+	}
+	g.storedDescEpoch = v.StoredDescriptionTopologyEpoch
+	g.failedDescEpoch = v.FailedDescriptionTopologyEpoch
+	g.updateState()
+	return nil
+}
+
+func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
+	k := rec.Key.(StreamsGroupMemberMetadataKey)
+	g, err := c.streamsGroupForRecord(k.GroupID, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	old := g.members[k.MemberID]
+	if rec.Value == nil {
+		if old == nil {
+			return nil
+		}
+		if old.epoch != -1 {
+			return fmt.Errorf("group %q member %q: metadata tombstone before the current-assignment tombstone", k.GroupID, k.MemberID)
+		}
+		if _, ok := g.target[k.MemberID]; ok {
+			return fmt.Errorf("group %q member %q: metadata tombstone before the target-assignment tombstone", k.GroupID, k.MemberID)
+		}
+		c.removeMember(g, k.MemberID)
+		g.updateState()
+		return nil
+	}
+	v := rec.Value.(StreamsGroupMemberMetadataValue)
+	m := newStreamsMember(k.MemberID)
+	if old != nil {
+		m = old.clone()
+	}
+	m.instanceID, m.rackID = v.InstanceID, v.RackID
+	m.clientID, m.clientHost = v.ClientID, v.ClientHost
+	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
+	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags
+	c.putMember(g, m)
+	g.updateState()
+	return nil
+}
+
+func applyStreamsGroupTargetAssignmentMetadata(c *Coordinator, rec Record) error {
+	g, err := c.streamsGroupForRecord(rec.Key.Group(), rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	c.saveHeader(g)
+	if rec.Value == nil {
+		if len(g.target) > 0 {
+			return fmt.Errorf("group %q: target metadata tombstone while %d member targets remain", g.id, len(g.target))
+		}
+		g.assignmentEpoch = -1
+		g.assignmentTimestamp = 0
+	} else {
+		v := rec.Value.(StreamsGroupTargetAssignmentMetadataValue)
+		g.assignmentEpoch, g.assignmentTimestamp = v.AssignmentEpoch, v.AssignmentTimestamp
+	}
+	g.updateState()
+	return nil
+}
+
+func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
+	k := rec.Key.(StreamsGroupTargetAssignmentMemberKey)
+	g, err := c.streamsGroupForRecord(k.GroupID, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	if rec.Value == nil {
+		c.setTarget(g, k.MemberID, nil)
+	} else {
+		v := rec.Value.(StreamsGroupTargetAssignmentMemberValue)
+		t := tasksTuple{active: fromTaskIDs(v.ActiveTasks), standby: fromTaskIDs(v.StandbyTasks), warmup: fromTaskIDs(v.WarmupTasks)}
+		c.setTarget(g, k.MemberID, &t)
+	}
+	g.updateState()
+	return nil
+}
+
+func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error {
+	k := rec.Key.(StreamsGroupCurrentMemberAssignmentKey)
+	g, err := c.streamsGroupForRecord(k.GroupID, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	old := g.members[k.MemberID]
+	if rec.Value == nil {
+		if old == nil {
+			return nil
+		}
+		m := old.clone()
+		m.epoch, m.prevEpoch = -1, -1
+		m.assigned, m.pending = emptyOwned(), emptyOwned()
+		c.putMember(g, m)
+		g.updateState()
+		return nil
+	}
+	v := rec.Value.(StreamsGroupCurrentMemberAssignmentValue)
+	m := newStreamsMember(k.MemberID)
+	if old != nil {
+		m = old.clone()
+	}
+	m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State)
+	m.assigned = ownedTasks{
+		active:  epochsFromTaskIDs(v.ActiveTasks, v.MemberEpoch),
+		standby: fromTaskIDs(v.StandbyTasks), warmup: fromTaskIDs(v.WarmupTasks),
+	}
+	m.pending = ownedTasks{
+		active:  epochsFromTaskIDs(v.ActiveTasksPendingRevocation, v.MemberEpoch),
+		standby: fromTaskIDs(v.StandbyTasksPendingRevocation), warmup: fromTaskIDs(v.WarmupTasksPendingRevocation),
+	}
+	c.putMember(g, m)
+	g.updateState()
+	return nil
+}
+
+func applyStreamsGroupTopology(c *Coordinator, rec Record) error {
+	g, err := c.streamsGroupForRecord(rec.Key.Group(), rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	c.saveHeader(g)
+	if rec.Value == nil {
+		g.topology = nil
+	} else {
+		v := rec.Value.(StreamsGroupTopologyValue)
+		g.topology = &v
+	}
+	g.soft.configured = nil
+	g.updateState()
+	return nil
+}

@@ -1,0 +1,329 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Target assignment: decide when a new target is needed, request assignor
+// runs as effects, and apply their results (Kafka's
+// maybeUpdateStreamsTargetAssignment and TargetAssignmentBuilder, made
+// asynchronous as docs/ARCHITECTURE.md describes).
+
+func initialDelayKey(group string) string { return "initial-rebalance-timeout-" + group }
+func assignWaitKey(group string) string   { return "assignor-wait-" + group }
+
+func (hb *hbState) status(code int8, detail string) {
+	hb.statuses = append(hb.statuses, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: code, StatusDetail: detail})
+}
+
+// maybeUpdateTarget starts a new target assignment when the group epoch is
+// ahead of the assignment epoch. It reports whether the heartbeat should
+// wait (park) for an assignor result.
+func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
+	g := hb.g
+	cfg := c.streamsConfig(g.id)
+	if c.hasTimer(initialDelayKey(g.id)) {
+		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay.")
+		return false
+	}
+	if g.assignmentEpoch >= g.groupEpoch {
+		return false
+	}
+	if !c.intervalElapsed(g, cfg) {
+		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured assignment interval.")
+		return false
+	}
+	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0
+}
+
+// intervalElapsed applies streams.assignment.interval.ms (KIP-1263): no new
+// assignment within the interval after the last one. There is no timer; the
+// next heartbeat after the interval computes, as in Kafka.
+func (c *Coordinator) intervalElapsed(g *streamsGroup, cfg StreamsConfig) bool {
+	return cfg.AssignmentIntervalMs == 0 || g.assignmentTimestamp == 0 ||
+		c.now >= g.assignmentTimestamp+int64(cfg.AssignmentIntervalMs)
+}
+
+// startAssignment computes the target at once when the topology is not
+// ready (everyone gets nothing), or requests an assignor run. It reports
+// whether a run is in flight.
+func (c *Coordinator) startAssignment(g *streamsGroup) bool {
+	if g.soft.inflight != nil {
+		return true
+	}
+	if !g.soft.configured.ready() || g.validatedTopologyEpoch != g.topology.Epoch {
+		c.writeTarget(g, g.groupEpoch, map[string]tasksTuple{})
+		return false
+	}
+	run := AssignorRun{Group: g.id, Epoch: g.groupEpoch, Assignor: c.streamsConfig(g.id).AssignorName, Input: c.assignInput(g)}
+	g.soft.inflight = &run
+	c.out.AssignorRuns = append(c.out.AssignorRuns, run)
+	return true
+}
+
+// assignInput builds the assignor's view of the group: members sorted by
+// id with their current tasks and reported offsets.
+func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
+	ct := g.soft.configured
+	in := AssignInput{Members: []AssignMember{}}
+	index := map[string]int32{}
+	for i, s := range ct.subtopologies {
+		in.Subtopologies = append(in.Subtopologies, AssignSubtopology{ID: s.id, NumTasks: s.numTasks, Stateful: len(s.changelogs) > 0})
+		index[s.id] = int32(i)
+	}
+	refs := func(s taskSet) []TaskRef {
+		out := []TaskRef{}
+		for _, t := range s.sorted() {
+			if i, ok := index[t.Subtopology]; ok {
+				out = append(out, TaskRef{Subtopology: i, Partition: t.Partition})
+			}
+		}
+		return out
+	}
+	offs := func(m map[TaskID]int64) []TaskOffset {
+		out := []TaskOffset{}
+		ts := make(taskSet, len(m))
+		for t := range m {
+			ts[t] = struct{}{}
+		}
+		for _, t := range ts.sorted() {
+			if i, ok := index[t.Subtopology]; ok {
+				out = append(out, TaskOffset{Task: TaskRef{i, t.Partition}, Offset: m[t]})
+			}
+		}
+		return out
+	}
+	for _, id := range g.sortedMemberIDs() {
+		m := g.members[id]
+		am := AssignMember{MemberID: id, ProcessID: m.processID, ClientTags: nonNil(m.clientTags),
+			Active: refs(m.assigned.active.set()), Standby: refs(m.assigned.standby), Warmup: refs(m.assigned.warmup)}
+		if m.instanceID != nil {
+			am.InstanceID = *m.instanceID
+		}
+		if m.rackID != nil {
+			am.RackID = *m.rackID
+		}
+		o := g.soft.taskOffsets[id]
+		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), offs(o.endOffsets)
+		in.Members = append(in.Members, am)
+	}
+	cfg := c.streamsConfig(g.id)
+	in.Configs = AssignConfigs{NumStandbyReplicas: cfg.NumStandbyReplicas, NumWarmupReplicas: cfg.NumWarmupReplicas,
+		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags)}
+	return in
+}
+
+// writeTarget writes the target records for epoch: a member record for
+// every member whose target changed (or had none), then the metadata.
+func (c *Coordinator) writeTarget(g *streamsGroup, epoch int32, targets map[string]tasksTuple) {
+	for _, id := range g.sortedMemberIDs() {
+		t, ok := targets[id]
+		if !ok {
+			t = emptyTuple()
+		}
+		if old, had := g.target[id]; had && old.equal(t) {
+			continue
+		}
+		c.write(targetRecord(g.id, id, t))
+	}
+	c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id},
+		Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: c.now}})
+}
+
+func targetRecord(group, member string, t tasksTuple) Record {
+	return Record{Key: StreamsGroupTargetAssignmentMemberKey{group, member}, Value: StreamsGroupTargetAssignmentMemberValue{
+		ActiveTasks: toTaskIDs(t.active), StandbyTasks: toTaskIDs(t.standby), WarmupTasks: toTaskIDs(t.warmup)}}
+}
+
+// AssignorResult hands back the outcome of run: its result, or the error
+// that made it fail. A result for epoch E is applied iff E is above the
+// group's assignment epoch and not above its group epoch; if the group
+// epoch has moved past E, a new run is requested. On an error the group
+// keeps its last target and the heartbeats that waited get
+// UNKNOWN_SERVER_ERROR, as Kafka answers a failing assignor. Heartbeats
+// parked on the run are answered in the returned Output.
+func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResult, runErr error) Output {
+	c.begin(now)
+	g, ok := c.groups[run.Group].(*streamsGroup)
+	if !ok {
+		return c.end()
+	}
+	if g.soft.inflight != nil && g.soft.inflight.Epoch == run.Epoch {
+		g.soft.inflight = nil
+	}
+	if runErr == nil {
+		runErr = validateResult(run, res)
+	}
+	if runErr != nil {
+		g.soft.lastAssignorErr = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
+		c.failParked(g, errf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", run.Epoch, runErr))
+		return c.end()
+	}
+	g.soft.lastAssignorErr = ""
+	if run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
+		c.writeTarget(g, run.Epoch, resultTargets(run, res))
+	}
+	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
+		c.intervalElapsed(g, c.streamsConfig(g.id)) {
+		c.startAssignment(g)
+	}
+	if g.soft.inflight == nil {
+		c.releaseParked(g)
+	}
+	return c.end()
+}
+
+// LastAssignorError returns why the last assignor run of a streams group
+// failed ("" if it succeeded or none ran), for the host's logs and metrics.
+func (c *Coordinator) LastAssignorError(group string) string {
+	if g, ok := c.groups[group].(*streamsGroup); ok {
+		return g.soft.lastAssignorErr
+	}
+	return ""
+}
+
+// validateResult checks an assignor's output against its input.
+func validateResult(run AssignorRun, res AssignResult) error {
+	if len(res.Members) != len(run.Input.Members) {
+		return fmt.Errorf("assignor returned %d members for %d", len(res.Members), len(run.Input.Members))
+	}
+	active := map[TaskRef]int{}
+	for i, m := range res.Members {
+		for _, list := range [][]TaskRef{m.Active, m.Standby, m.Warmup} {
+			for _, t := range list {
+				if t.Subtopology < 0 || int(t.Subtopology) >= len(run.Input.Subtopologies) ||
+					t.Partition < 0 || t.Partition >= run.Input.Subtopologies[t.Subtopology].NumTasks {
+					return fmt.Errorf("member %d: task %d/%d does not exist", i, t.Subtopology, t.Partition)
+				}
+			}
+		}
+		for _, t := range m.Active {
+			active[t]++
+			if active[t] > 1 {
+				return fmt.Errorf("task %d/%d assigned active twice", t.Subtopology, t.Partition)
+			}
+		}
+	}
+	return nil
+}
+
+func resultTargets(run AssignorRun, res AssignResult) map[string]tasksTuple {
+	out := map[string]tasksTuple{}
+	for i, m := range res.Members {
+		set := func(refs []TaskRef) taskSet {
+			s := taskSet{}
+			for _, r := range refs {
+				s[TaskID{run.Input.Subtopologies[r.Subtopology].ID, r.Partition}] = struct{}{}
+			}
+			return s
+		}
+		out[run.Input.Members[i].MemberID] = tasksTuple{active: set(m.Active), standby: set(m.Standby), warmup: set(m.Warmup)}
+	}
+	return out
+}
+
+// park holds a heartbeat until the assignor answers or the wait expires.
+func (c *Coordinator) park(hb *hbState) {
+	g := hb.g
+	hb.parked = true
+	g.soft.parked = append(g.soft.parked, parkedHeartbeat{hb: hb})
+	c.batchParked = append(c.batchParked, hb.id)
+	c.onUndo(func() {
+		for i, p := range g.soft.parked {
+			if p.hb == hb {
+				g.soft.parked = append(g.soft.parked[:i:i], g.soft.parked[i+1:]...)
+				break
+			}
+		}
+	})
+	c.setTimerIfAbsent(timer{key: assignWaitKey(g.id), deadline: c.now + c.cfg.AssignorWaitMs, kind: timerStreamsAssignWait, group: g.id})
+}
+
+// parkedHeartbeat is a heartbeat waiting for an assignor result.
+type parkedHeartbeat struct{ hb *hbState }
+
+// releaseParked answers every parked heartbeat of g with the current target.
+func (c *Coordinator) releaseParked(g *streamsGroup) {
+	parked := g.soft.parked
+	g.soft.parked = nil
+	c.cancelTimer(assignWaitKey(g.id))
+	for _, p := range parked {
+		sp := c.savepoint()
+		resp, e := c.resumeHeartbeat(p.hb)
+		if e != nil {
+			c.revertTo(sp)
+			resp = errorHeartbeatResponse(p.hb.req, e)
+		}
+		c.respond(p.hb.id, resp)
+	}
+}
+
+// failParked answers every parked heartbeat of g with e.
+func (c *Coordinator) failParked(g *streamsGroup, e *kafkaError) {
+	parked := g.soft.parked
+	g.soft.parked = nil
+	c.cancelTimer(assignWaitKey(g.id))
+	for _, p := range parked {
+		c.respond(p.hb.id, errorHeartbeatResponse(p.hb.req, e))
+	}
+}
+
+func errorHeartbeatResponse(req *kmsg.StreamsGroupHeartbeatRequest, e *kafkaError) *kmsg.StreamsGroupHeartbeatResponse {
+	resp := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version}
+	resp.Default()
+	resp.MemberID, resp.ErrorCode, resp.ErrorMessage = req.MemberID, e.code, &e.msg
+	return resp
+}
+
+// resumeHeartbeat finishes a parked heartbeat if its member is still the
+// one that sent it.
+func (c *Coordinator) resumeHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
+	g, ok := c.groups[hb.g.id].(*streamsGroup)
+	if !ok || g != hb.g || g.members[hb.member] == nil {
+		return nil, errf(kerr.FencedMemberEpoch, "The member was removed while its heartbeat waited for the assignment.")
+	}
+	return c.finishHeartbeat(hb)
+}
+
+func init() {
+	registerTimerKind(timerStreamsAssignWait, func(c *Coordinator, t timer) {
+		if g, ok := c.groups[t.group].(*streamsGroup); ok {
+			c.releaseParked(g)
+		}
+	})
+	registerTimerKind(timerStreamsInitialDelay, func(c *Coordinator, t timer) {
+		g, ok := c.groups[t.group].(*streamsGroup)
+		if !ok || len(g.members) == 0 || g.topology == nil || g.assignmentEpoch >= g.groupEpoch {
+			return
+		}
+		if g.soft.configured == nil {
+			g.soft.configured = c.configureTopology(g.id, g.topology)
+		}
+		c.startAssignment(g)
+	})
+}
+
+// afterRollback re-requests assignor runs that a rollback may have orphaned
+// and drops parked heartbeats whose group state was reverted.
+func (c *Coordinator) afterRollback() {
+	for _, id := range c.groupIDs() {
+		g, ok := c.groups[id].(*streamsGroup)
+		if !ok {
+			continue
+		}
+		g.soft.inflight = nil
+		if len(g.members) > 0 && g.groupEpoch > g.assignmentEpoch && g.topology != nil && !c.hasTimer(initialDelayKey(id)) {
+			if g.soft.configured == nil {
+				g.soft.configured = c.configureTopology(g.id, g.topology)
+			}
+			if g.soft.configured.ready() && g.validatedTopologyEpoch == g.topology.Epoch {
+				c.startAssignment(g)
+			}
+		}
+	}
+	sort.Slice(c.out.AssignorRuns, func(i, j int) bool { return c.out.AssignorRuns[i].Group < c.out.AssignorRuns[j].Group })
+}

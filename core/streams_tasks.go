@@ -1,0 +1,197 @@
+package core
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// TaskID is a streams task: a partition of a subtopology.
+type TaskID struct {
+	Subtopology string
+	Partition   int32
+}
+
+// String renders a task as Kafka Streams does, "subtopology_partition".
+func (t TaskID) String() string { return t.Subtopology + "_" + strconv.Itoa(int(t.Partition)) }
+
+// taskSet is a set of tasks.
+type taskSet map[TaskID]struct{}
+
+// taskEpochs maps active tasks to the epoch at which they were assigned.
+type taskEpochs map[TaskID]int32
+
+// tasksTuple is a target assignment: active, standby and warm-up tasks.
+type tasksTuple struct {
+	active, standby, warmup taskSet
+}
+
+// ownedTasks is a member's assigned or pending-revocation tasks; active
+// tasks carry their assignment epochs.
+type ownedTasks struct {
+	active          taskEpochs
+	standby, warmup taskSet
+}
+
+func emptyTuple() tasksTuple {
+	return tasksTuple{active: taskSet{}, standby: taskSet{}, warmup: taskSet{}}
+}
+
+func emptyOwned() ownedTasks {
+	return ownedTasks{active: taskEpochs{}, standby: taskSet{}, warmup: taskSet{}}
+}
+
+func (s taskSet) has(t TaskID) bool { _, ok := s[t]; return ok }
+
+func (s taskSet) sorted() []TaskID {
+	out := make([]TaskID, 0, len(s))
+	for t := range s {
+		out = append(out, t)
+	}
+	sortTasks(out)
+	return out
+}
+
+func (e taskEpochs) set() taskSet {
+	s := make(taskSet, len(e))
+	for t := range e {
+		s[t] = struct{}{}
+	}
+	return s
+}
+
+func sortTasks(ts []TaskID) {
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].Subtopology != ts[j].Subtopology {
+			return ts[i].Subtopology < ts[j].Subtopology
+		}
+		return ts[i].Partition < ts[j].Partition
+	})
+}
+
+func (o ownedTasks) isEmpty() bool {
+	return len(o.active) == 0 && len(o.standby) == 0 && len(o.warmup) == 0
+}
+
+func (o ownedTasks) tuple() tasksTuple {
+	return tasksTuple{active: o.active.set(), standby: o.standby, warmup: o.warmup}
+}
+
+func setsEqual(a, b taskSet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t := range a {
+		if !b.has(t) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t tasksTuple) equal(u tasksTuple) bool {
+	return setsEqual(t.active, u.active) && setsEqual(t.standby, u.standby) && setsEqual(t.warmup, u.warmup)
+}
+
+// toTaskIDs groups a set by subtopology, sorted, for records and responses.
+func toTaskIDs(s taskSet) []TaskIDs {
+	return groupTasks(s.sorted(), nil)
+}
+
+// epochsToTaskIDs is toTaskIDs for active tasks with assignment epochs.
+func epochsToTaskIDs(e taskEpochs) []TaskIDs {
+	return groupTasks(e.set().sorted(), e)
+}
+
+func groupTasks(sorted []TaskID, epochs taskEpochs) []TaskIDs {
+	out := []TaskIDs{}
+	for _, t := range sorted {
+		if len(out) == 0 || out[len(out)-1].SubtopologyID != t.Subtopology {
+			ids := TaskIDs{SubtopologyID: t.Subtopology, Partitions: []int32{}}
+			if epochs != nil {
+				ids.AssignmentEpochs = []int32{}
+			}
+			out = append(out, ids)
+		}
+		last := &out[len(out)-1]
+		last.Partitions = append(last.Partitions, t.Partition)
+		if epochs != nil {
+			last.AssignmentEpochs = append(last.AssignmentEpochs, epochs[t])
+		}
+	}
+	return out
+}
+
+// fromTaskIDs builds a set from record task lists.
+func fromTaskIDs(ids []TaskIDs) taskSet {
+	s := taskSet{}
+	for _, id := range ids {
+		for _, p := range id.Partitions {
+			s[TaskID{id.SubtopologyID, p}] = struct{}{}
+		}
+	}
+	return s
+}
+
+// epochsFromTaskIDs reads active tasks with epochs; a list without (or with
+// mismatched) AssignmentEpochs gets fallback for every task, as Kafka does
+// for records written before 4.2.
+func epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
+	e := taskEpochs{}
+	for _, id := range ids {
+		ok := len(id.AssignmentEpochs) == len(id.Partitions)
+		for i, p := range id.Partitions {
+			if ok {
+				e[TaskID{id.SubtopologyID, p}] = id.AssignmentEpochs[i]
+			} else {
+				e[TaskID{id.SubtopologyID, p}] = fallback
+			}
+		}
+	}
+	return e
+}
+
+// formatTasks renders a set as "0_1,0_2" for traces.
+func formatTasks(s taskSet) string {
+	ts := s.sorted()
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// formatEpochs renders active tasks with epochs as "0_1@2,0_2@3".
+func formatEpochs(e taskEpochs) string {
+	ts := e.set().sorted()
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.String() + "@" + strconv.Itoa(int(e[t]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func epochsEqual(a, b taskEpochs) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t, e := range a {
+		if f, ok := b[t]; !ok || f != e {
+			return false
+		}
+	}
+	return true
+}
+
+func (o ownedTasks) equal(p ownedTasks) bool {
+	return epochsEqual(o.active, p.active) && setsEqual(o.standby, p.standby) && setsEqual(o.warmup, p.warmup)
+}
+
+// sameAssignment reports whether two members have equal assignment state
+// (what record type 22 holds).
+func sameAssignment(a, b *streamsMember) bool {
+	return a.epoch == b.epoch && a.prevEpoch == b.prevEpoch && a.state == b.state &&
+		a.assigned.equal(b.assigned) && a.pending.equal(b.pending)
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,145 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// kafkaError is a Kafka error code with its message, returned as a value.
+type kafkaError struct {
+	code int16
+	msg  string
+}
+
+func errf(e *kerr.Error, format string, args ...any) *kafkaError {
+	return &kafkaError{code: e.Code, msg: fmt.Sprintf(format, args...)}
+}
+
+// Member epochs with a meaning of their own.
+const (
+	joinEpoch        int32 = 0
+	leaveEpoch       int32 = -1
+	staticLeaveEpoch int32 = -2
+)
+
+// validateStreamsHeartbeat applies the request-level rules Kafka checks in
+// KafkaApis and GroupCoordinatorService before the group is looked at.
+func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *kafkaError {
+	if req.Topology != nil { // KafkaApis checks topic names before anything else
+		if e := validateTopologyNames(req.Topology); e != nil {
+			return e
+		}
+	}
+	switch {
+	case req.MemberID == "":
+		return errf(kerr.InvalidRequest, "MemberId can't be empty.")
+	case req.Group == "":
+		return errf(kerr.InvalidRequest, "GroupId can't be empty.")
+	case req.InstanceID != nil && *req.InstanceID == "":
+		return errf(kerr.InvalidRequest, "InstanceId can't be empty.")
+	case req.RackID != nil && *req.RackID == "":
+		return errf(kerr.InvalidRequest, "RackId can't be empty.")
+	}
+	switch {
+	case req.MemberEpoch == joinEpoch:
+		switch {
+		case req.RebalanceTimeoutMillis == -1:
+			return errf(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
+		case len(req.ActiveTasks) > 0:
+			return errf(kerr.InvalidRequest, "ActiveTasks must be empty when (re-)joining.")
+		case len(req.StandbyTasks) > 0:
+			return errf(kerr.InvalidRequest, "StandbyTasks must be empty when (re-)joining.")
+		case len(req.WarmupTasks) > 0:
+			return errf(kerr.InvalidRequest, "WarmupTasks must be empty when (re-)joining.")
+		case req.Topology == nil:
+			return errf(kerr.InvalidRequest, "Topology must be non-null when (re-)joining.")
+		}
+		if e := validateTopologyRequest(req.Topology); e != nil {
+			return e
+		}
+	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
+		return errf(kerr.InvalidRequest, "InstanceId can't be null.")
+	case req.MemberEpoch < staticLeaveEpoch:
+		return errf(kerr.InvalidRequest, "MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch)
+	}
+	if (req.ActiveTasks != nil || req.StandbyTasks != nil || req.WarmupTasks != nil) &&
+		(req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil) {
+		return errf(kerr.InvalidRequest, "If one task-type is non-null, all must be non-null.")
+	}
+	if req.MemberEpoch != joinEpoch && req.Topology != nil {
+		return errf(kerr.InvalidRequest, "Topology can only be provided when (re-)joining.")
+	}
+	if e := validateTaskOffsets("TaskOffsets", req.TaskOffsets); e != nil {
+		return e
+	}
+	return validateTaskOffsets("TaskEndOffsets", req.TaskEndOffsets)
+}
+
+func validateTaskOffsets(field string, offs []kmsg.TaskOffset) *kafkaError {
+	seen := map[TaskID]bool{}
+	for _, o := range offs {
+		t := TaskID{o.SubtopologyID, o.Partition}
+		if seen[t] {
+			return errf(kerr.InvalidRequest, "%s contains task %s more than once.", field, t)
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
+// internalTopicNames are Kafka's own topics, which a topology must not use.
+var internalTopicNames = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
+
+// validateTopologyRequest applies the service-level topology rules.
+func validateTopologyRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafkaError {
+	for _, s := range t.Subtopologies {
+		if len(s.SourceTopicRegex) > 0 {
+			return errf(kerr.InvalidRequest, "Regular expressions for source topics are not supported yet.")
+		}
+		for _, c := range s.StateChangelogTopics {
+			if c.NumPartitions != 0 {
+				return errf(kerr.StreamsInvalidTopology, "Changelog topic %s must have an undefined partition count, but it is set to %d.", c.Topic, c.NumPartitions)
+			}
+		}
+	}
+	return nil
+}
+
+// validateTopologyNames rejects invalid or Kafka-internal topic names, as
+// KafkaApis does before the coordinator sees the request.
+func validateTopologyNames(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafkaError {
+	for _, s := range t.Subtopologies {
+		names := append(append([]string{}, s.SourceTopics...), s.RepartitionSinkTopics...)
+		for _, ti := range append(append([]kmsg.TopicInfo{}, s.StateChangelogTopics...), s.RepartitionSourceTopics...) {
+			names = append(names, ti.Topic)
+		}
+		for _, n := range names {
+			if msg := invalidTopicName(n); msg != "" {
+				return errf(kerr.StreamsInvalidTopology, "%s", msg)
+			}
+		}
+	}
+	return nil
+}
+
+// invalidTopicName applies Kafka's topic-name rules (Topic.validate) and
+// rejects Kafka-internal topics.
+func invalidTopicName(n string) string {
+	switch {
+	case n == "" || n == "." || n == "..":
+		return fmt.Sprintf("Topic name %q is illegal.", n)
+	case len(n) > 249:
+		return fmt.Sprintf("Topic name %q is longer than 249 characters.", n)
+	case internalTopicNames[n]:
+		return fmt.Sprintf("Use of Kafka internal topics %s in a Kafka Streams topology is prohibited.", n)
+	}
+	if strings.IndexFunc(n, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) >= 0 {
+		return fmt.Sprintf("Topic name %q contains illegal characters.", n)
+	}
+	return ""
+}
