@@ -2,10 +2,11 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PLUGIN_DIR  ?= build/plugins
+CLANG       ?= clang
 # Main packages that build to .wasm plugins: plugins/<name>/wasm.
 WASM_MAINS  := $(patsubst %/,%,$(dir $(wildcard plugins/*/wasm/main.go)))
 
-.PHONY: all build plugins run test verify bench fuzz-ci clean
+.PHONY: all build plugins plugin-check run test verify bench fuzz-ci clean
 
 all: build
 
@@ -18,8 +19,16 @@ plugins:
 	@for pkg in $(WASM_MAINS); do \
 		name=$$(basename $$(dirname $$pkg)); \
 		echo "wasm  $$pkg -> $(PLUGIN_DIR)/$$name.wasm"; \
-		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(PLUGIN_DIR)/$$name.wasm ./$$pkg || exit 1; \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $(PLUGIN_DIR)/$$name.wasm ./$$pkg || exit 1; \
 	done
+	@if command -v $(CLANG) >/dev/null 2>&1; then \
+		echo "wasm  testdata/plugins/c/assignor.c -> $(PLUGIN_DIR)/c-assignor.wasm"; \
+		$(CLANG) --target=wasm32-wasi -O2 -mexec-model=reactor -o $(PLUGIN_DIR)/c-assignor.wasm testdata/plugins/c/assignor.c || exit 1; \
+	else echo "skip  C plugin: $(CLANG) not found (needs clang lld wasi-libc libclang-rt-14-dev-wasm32)"; fi
+
+## plugin-check: build the plugins and run the conformance kit on each
+plugin-check: plugins
+	@for f in $(PLUGIN_DIR)/*.wasm; do $(GO) run ./cmd/coordhost plugin check -short $$f || exit 1; done
 
 ## run: build the plugins, then run coordhost on its embedded defaults
 run: plugins

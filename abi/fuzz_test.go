@@ -1,0 +1,69 @@
+package abi_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/abi/abitest"
+)
+
+// FuzzDecodeAssignRequest: the decoder never panics, and whatever it accepts
+// re-encodes to bytes that decode to the same request.
+func FuzzDecodeAssignRequest(f *testing.F) {
+	for _, c := range abitest.Cases(true) {
+		b, _ := abi.AppendAssignRequest(nil, c.Req)
+		f.Add(b)
+	}
+	b, _ := abi.AppendAssignRequest(nil, tiny())
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r abi.AssignRequest
+		if abi.DecodeAssignRequest(b, &r) != nil {
+			return
+		}
+		again, err := abi.AppendAssignRequest(nil, &r)
+		if err != nil {
+			t.Fatalf("accepted request does not re-encode: %v", err)
+		}
+		var r2 abi.AssignRequest
+		if err := abi.DecodeAssignRequest(again, &r2); err != nil {
+			t.Fatalf("re-encoded request does not decode: %v", err)
+		}
+		third, _ := abi.AppendAssignRequest(nil, &r2)
+		if !bytes.Equal(again, third) {
+			t.Fatal("encoding is not stable")
+		}
+	})
+}
+
+// FuzzDecodeAssignResponse: never panics; accepted responses re-encode and
+// validation of any decoded response against a fixed request never panics.
+func FuzzDecodeAssignResponse(f *testing.F) {
+	f.Add([]byte{2, 1, 2, 0, 1, 0, 1, 5, 0, 1, 0})
+	f.Add([]byte{2, 0, 1, 0})
+	req := twoProcReq()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r abi.AssignResponse
+		if abi.DecodeAssignResponse(b, &r) != nil {
+			return
+		}
+		if _, err := abi.AppendAssignResponse(nil, &r); err != nil {
+			t.Fatalf("accepted response does not re-encode: %v", err)
+		}
+		_ = abi.ValidateAssignment(req, &r)
+	})
+}
+
+// FuzzDecodeProbe: the probe decoders never panic.
+func FuzzDecodeProbe(f *testing.F) {
+	pr, _ := abi.AppendProbeRequest(nil, &abi.ProbeRequest{Group: *tiny(), Target: []abi.MemberAssignment{{}}})
+	f.Add(pr)
+	f.Add(abi.AppendProbeResponse(nil, &abi.ProbeResponse{Rebalance: true, NextProbeMs: -1}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req abi.ProbeRequest
+		_ = abi.DecodeProbeRequest(b, &req)
+		var resp abi.ProbeResponse
+		_ = abi.DecodeProbeResponse(b, &resp)
+	})
+}

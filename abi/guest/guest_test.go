@@ -1,0 +1,87 @@
+package guest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+func encodedReq(t *testing.T) []byte {
+	t.Helper()
+	b, err := abi.AppendAssignRequest(nil, &abi.AssignRequest{
+		Processes:     []string{"p"},
+		Subtopologies: []abi.Subtopology{{ID: "0", Partitions: 2}},
+		Members:       []abi.Member{{ID: "m"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func withAssign(t *testing.T, f AssignFunc) {
+	old := assignFn
+	HandleAssign(f)
+	t.Cleanup(func() { assignFn = old })
+}
+
+func TestInvokeAssignOK(t *testing.T) {
+	withAssign(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		return &abi.AssignResponse{Members: []abi.MemberAssignment{{Active: []int32{0, 1}}}, NextProbeMs: -1}, nil
+	})
+	st, out := InvokeAssign(encodedReq(t))
+	if st != abi.StatusOK {
+		t.Fatalf("status %v: %s", st, out)
+	}
+	var resp abi.AssignResponse
+	if err := abi.DecodeAssignResponse(out, &resp); err != nil || len(resp.Members[0].Active) != 2 {
+		t.Fatalf("got %+v, %v", resp, err)
+	}
+	if Kinds() != abi.KindAssign {
+		t.Fatalf("kinds %d", Kinds())
+	}
+}
+
+func TestInvokeAssignRecoversPanic(t *testing.T) {
+	withAssign(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		var m []int
+		_ = m[len(req.Members)+3] // index out of range
+		return nil, nil
+	})
+	st, out := InvokeAssign(encodedReq(t))
+	if st != abi.StatusPanic || !strings.Contains(string(out), "index out of range") {
+		t.Fatalf("status %v: %s", st, out)
+	}
+}
+
+func TestInvokeAssignErrors(t *testing.T) {
+	withAssign(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		return nil, errors.New("no member available")
+	})
+	if st, out := InvokeAssign(encodedReq(t)); st != abi.StatusAssignError || string(out) != "no member available" {
+		t.Fatalf("status %v: %s", st, out)
+	}
+	if st, _ := InvokeAssign([]byte{9, 9}); st != abi.StatusDecodeError {
+		t.Fatalf("garbage input: status %v", st)
+	}
+	withAssign(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		return nil, errors.Join(ErrUnsupported, errors.New("warm-ups"))
+	})
+	if st, _ := InvokeAssign(encodedReq(t)); st != abi.StatusUnsupported {
+		t.Fatalf("status %v", st)
+	}
+	withAssign(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		return &abi.AssignResponse{Members: []abi.MemberAssignment{{Active: []int32{1, 0}}}}, nil
+	})
+	if st, out := InvokeAssign(encodedReq(t)); st != abi.StatusPanic || !strings.Contains(string(out), "strictly ascending") {
+		t.Fatalf("unsorted output: status %v: %s", st, out)
+	}
+}
+
+func TestInvokeProbeWithoutHandler(t *testing.T) {
+	if st, _ := InvokeProbe(nil); st != abi.StatusUnsupported {
+		t.Fatalf("status %v", st)
+	}
+}

@@ -1,0 +1,50 @@
+package abi
+
+// AppendAssignResponse appends the encoding of r (SPEC.md 5.2) to dst. Task
+// sets must be strictly ascending.
+func AppendAssignResponse(dst []byte, r *AssignResponse) ([]byte, error) {
+	w := writer{b: dst}
+	w.u8(MsgAssignResponse)
+	appendAssignments(&w, r.Members)
+	w.varint(r.NextProbeMs)
+	w.noTags()
+	return w.b, w.err
+}
+
+func appendAssignments(w *writer, ms []MemberAssignment) {
+	w.count(len(ms))
+	for i := range ms {
+		w.taskset("active", ms[i].Active)
+		w.taskset("standby", ms[i].Standby)
+		w.taskset("warmup", ms[i].Warmup)
+		w.noTags()
+	}
+}
+
+// DecodeAssignResponse decodes an AssignResponse message into r. It checks
+// the encoding only; ValidateAssignment checks the result against its
+// request.
+func DecodeAssignResponse(b []byte, r *AssignResponse) error {
+	rd := reader{b: b}
+	*r = AssignResponse{}
+	rd.kind(MsgAssignResponse, "kind")
+	r.Members = decodeAssignments(&rd)
+	r.NextProbeMs = rd.varint("next_probe_ms")
+	rd.tags("tags")
+	return rd.end("response")
+}
+
+func decodeAssignments(rd *reader) []MemberAssignment {
+	n := rd.count("members", MaxMembers, 4)
+	if n == 0 {
+		return nil
+	}
+	ms := make([]MemberAssignment, n)
+	for i := 0; i < n && rd.err == nil; i++ {
+		ms[i].Active = rd.taskset("active")
+		ms[i].Standby = rd.taskset("standby")
+		ms[i].Warmup = rd.taskset("warmup")
+		rd.tags("member.tags")
+	}
+	return ms
+}

@@ -1,0 +1,340 @@
+package abi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrTruncated reports a message that ends before its last field.
+var ErrTruncated = errors.New("abi: message truncated")
+
+// DecodeError describes why a message could not be decoded: the field being
+// read and the byte offset where decoding stopped.
+type DecodeError struct {
+	Field  string
+	Offset int
+	Err    error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("abi: decode %s at byte %d: %v", e.Field, e.Offset, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// reader decodes the primitives of SPEC.md section 4 with a sticky error:
+// after the first failure every read returns zero values.
+type reader struct {
+	b   []byte
+	off int
+	err error
+	// slab and offSlab back every task set and offset list of a message:
+	// one allocation each instead of one per set (allocation is what costs
+	// most inside a Go guest). Sized by the message length, an upper bound.
+	slab    []int32
+	offSlab []TaskOffset
+}
+
+// take returns n int32s of the slab, full-capacity-limited so appends by a
+// caller never overwrite the next set.
+func (r *reader) take(n int) []int32 {
+	if len(r.slab) < n {
+		r.slab = make([]int32, max(n, r.remaining()))
+	}
+	s := r.slab[:0:n]
+	r.slab = r.slab[n:]
+	return s
+}
+
+func (r *reader) takeOffsets(n int) []TaskOffset {
+	if len(r.offSlab) < n {
+		r.offSlab = make([]TaskOffset, max(n, r.remaining()/2))
+	}
+	s := r.offSlab[:0:n]
+	r.offSlab = r.offSlab[n:]
+	return s
+}
+
+func (r *reader) fail(field string, err error) {
+	if r.err == nil {
+		r.err = &DecodeError{Field: field, Offset: r.off, Err: err}
+	}
+}
+
+func (r *reader) remaining() int { return len(r.b) - r.off }
+
+func (r *reader) u8(field string) byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.fail(field, ErrTruncated)
+		return 0
+	}
+	v := r.b[r.off]
+	r.off++
+	return v
+}
+
+func (r *reader) u64(field string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if r.remaining() < 8 {
+		r.fail(field, ErrTruncated)
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return v
+}
+
+func (r *reader) uvarint(field string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		r.fail(field, ErrTruncated)
+		return 0
+	case n < 0:
+		r.fail(field, errors.New("uvarint overflows 64 bits"))
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// int32 reads a uvarint that must fit a non-negative int32 and be <= max.
+func (r *reader) int32(field string, max int64) int32 {
+	v := r.uvarint(field)
+	if r.err == nil && v > uint64(max) {
+		r.fail(field, fmt.Errorf("value %d exceeds limit %d", v, max))
+		return 0
+	}
+	return int32(v)
+}
+
+func (r *reader) varint(field string) int64 {
+	u := r.uvarint(field)
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+// count reads an element count: each element needs at least minBytes bytes,
+// so a count larger than the rest of the message is rejected before any
+// allocation.
+func (r *reader) count(field string, max int64, minBytes int) int {
+	n := r.int32(field, max)
+	if r.err == nil && int64(n)*int64(minBytes) > int64(r.remaining()) {
+		r.fail(field, fmt.Errorf("count %d exceeds the %d bytes left", n, r.remaining()))
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) string(field string) string {
+	n := r.count(field, MaxString, 1)
+	if r.err != nil {
+		return ""
+	}
+	s := string(r.b[r.off : r.off+n])
+	r.off += n
+	return s
+}
+
+func (r *reader) strings(field string, max int64, ascending bool) []string {
+	n := r.count(field, max, 1)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = r.string(field)
+		if ascending && i > 0 && r.err == nil && out[i] <= out[i-1] {
+			r.fail(field, fmt.Errorf("entry %q not strictly after %q", out[i], out[i-1]))
+		}
+	}
+	return out
+}
+
+func (r *reader) pairs(field string) []KV {
+	n := r.count(field, MaxString, 2)
+	if n == 0 {
+		return nil
+	}
+	out := make([]KV, n)
+	for i := range out {
+		out[i].Key = r.string(field)
+		out[i].Value = r.string(field)
+		if i > 0 && r.err == nil && out[i].Key <= out[i-1].Key {
+			r.fail(field, fmt.Errorf("key %q not strictly after %q", out[i].Key, out[i-1].Key))
+		}
+	}
+	return out
+}
+
+// taskset reads a gap-encoded, strictly ascending task set.
+func (r *reader) taskset(field string) []int32 {
+	n := r.count(field, MaxTasks, 1)
+	if n == 0 {
+		return nil
+	}
+	dst := r.take(n)
+	next := int64(0)
+	for i := 0; i < n && r.err == nil; i++ {
+		t := next + int64(r.uvarint(field))
+		if t >= MaxTasks {
+			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
+			break
+		}
+		dst = append(dst, int32(t))
+		next = t + 1
+	}
+	return dst
+}
+
+func (r *reader) taskoffsets(field string) []TaskOffset {
+	n := r.count(field, MaxTasks, 2)
+	if n == 0 {
+		return nil
+	}
+	out := r.takeOffsets(n)
+	next := int64(0)
+	for i := 0; i < n && r.err == nil; i++ {
+		t := next + int64(r.uvarint(field))
+		off := r.varint(field)
+		if t >= MaxTasks {
+			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
+			break
+		}
+		out = append(out, TaskOffset{Task: int32(t), Offset: off})
+		next = t + 1
+	}
+	return out
+}
+
+// tags skips a tags section: v1 knows no tags, so every tag is unknown.
+func (r *reader) tags(field string) {
+	n := r.count(field, math.MaxInt32, 2)
+	last := int64(-1)
+	for i := 0; i < n && r.err == nil; i++ {
+		tag := r.uvarint(field)
+		if r.err == nil && int64(tag) <= last {
+			r.fail(field, fmt.Errorf("tag %d not strictly after %d", tag, last))
+			return
+		}
+		last = int64(tag)
+		size := r.count(field, math.MaxInt32, 1)
+		if r.err == nil {
+			r.off += size
+		}
+	}
+}
+
+func (r *reader) kind(want byte, field string) {
+	if k := r.u8(field); r.err == nil && k != want {
+		r.fail(field, fmt.Errorf("message kind %d, want %d", k, want))
+	}
+}
+
+func (r *reader) end(field string) error {
+	if r.err == nil && r.off != len(r.b) {
+		r.fail(field, fmt.Errorf("%d trailing bytes", len(r.b)-r.off))
+	}
+	return r.err
+}
+
+// EncodeError reports a value that cannot be encoded (it breaks an ordering
+// or limit rule of SPEC.md).
+type EncodeError struct {
+	Field string
+	Err   error
+}
+
+func (e *EncodeError) Error() string { return fmt.Sprintf("abi: encode %s: %v", e.Field, e.Err) }
+
+func (e *EncodeError) Unwrap() error { return e.Err }
+
+// writer appends the primitives of SPEC.md section 4, keeping the first error.
+type writer struct {
+	b   []byte
+	err error
+}
+
+func (w *writer) fail(field string, err error) {
+	if w.err == nil {
+		w.err = &EncodeError{Field: field, Err: err}
+	}
+}
+
+func (w *writer) u8(v byte)        { w.b = append(w.b, v) }
+func (w *writer) u64(v uint64)     { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *writer) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *writer) varint(v int64)   { w.b = binary.AppendUvarint(w.b, uint64(v<<1)^uint64(v>>63)) }
+func (w *writer) noTags()          { w.b = append(w.b, 0) }
+func (w *writer) count(n int)      { w.uvarint(uint64(n)) }
+func (w *writer) nonneg(field string, v int32) {
+	if v < 0 {
+		w.fail(field, fmt.Errorf("negative value %d", v))
+	}
+	w.uvarint(uint64(uint32(v)))
+}
+
+func (w *writer) string(field, s string) {
+	if len(s) > MaxString {
+		w.fail(field, fmt.Errorf("string of %d bytes exceeds limit %d", len(s), MaxString))
+	}
+	w.count(len(s))
+	w.b = append(w.b, s...)
+}
+
+func (w *writer) strings(field string, ss []string, ascending bool) {
+	w.count(len(ss))
+	for i, s := range ss {
+		if ascending && i > 0 && s <= ss[i-1] {
+			w.fail(field, fmt.Errorf("entry %q not strictly after %q", s, ss[i-1]))
+		}
+		w.string(field, s)
+	}
+}
+
+func (w *writer) pairs(field string, kvs []KV) {
+	w.count(len(kvs))
+	for i, kv := range kvs {
+		if i > 0 && kv.Key <= kvs[i-1].Key {
+			w.fail(field, fmt.Errorf("key %q not strictly after %q", kv.Key, kvs[i-1].Key))
+		}
+		w.string(field, kv.Key)
+		w.string(field, kv.Value)
+	}
+}
+
+func (w *writer) taskset(field string, ts []int32) {
+	w.count(len(ts))
+	next := int32(0)
+	for _, t := range ts {
+		if t < next {
+			w.fail(field, fmt.Errorf("task %d out of order or repeated (sets must be strictly ascending)", t))
+			return
+		}
+		w.uvarint(uint64(t - next))
+		next = t + 1
+	}
+}
+
+func (w *writer) taskoffsets(field string, offs []TaskOffset) {
+	w.count(len(offs))
+	next := int32(0)
+	for _, o := range offs {
+		if o.Task < next {
+			w.fail(field, fmt.Errorf("task %d out of order or repeated", o.Task))
+			return
+		}
+		w.uvarint(uint64(o.Task - next))
+		w.varint(o.Offset)
+		next = o.Task + 1
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/abi/abitest"
+	"github.com/coordhost/coordhost/host/plugin"
+)
+
+// pluginCommand runs `coordhost plugin SUBCOMMAND ...` and returns the exit
+// code. Subcommands: check.
+func pluginCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: coordhost plugin check [flags] FILE.wasm")
+		return 2
+	}
+	switch args[0] {
+	case "check":
+		return pluginCheck(args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "coordhost plugin: unknown subcommand %q (have: check)\n", args[0])
+		return 2
+	}
+}
+
+// pluginCheck loads a plugin with the run-time sandbox settings and runs
+// the conformance kit on it, printing a verdict per case and overall.
+func pluginCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("coordhost plugin check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	deadline := fs.Duration("deadline", 10*time.Second, "per-call deadline")
+	pages := fs.Uint("memory-pages", 1024, "linear memory limit in 64 KiB pages")
+	short := fs.Bool("short", false, "skip the large cases")
+	verbose := fs.Bool("v", false, "log every plugin failure")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: coordhost plugin check [flags] FILE.wasm\n\nRuns the abi/abitest conformance kit on a plugin:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	level := slog.LevelError + 1 // quiet: failures are reported below
+	if *verbose {
+		level = slog.LevelWarn
+	}
+	ctx := context.Background()
+	path := fs.Arg(0)
+	start := time.Now()
+	p, err := plugin.LoadFile(ctx, path, plugin.Config{
+		Deadline: *deadline, MemoryLimitPages: uint32(*pages),
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	})
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL %s: %v\n", path, err)
+		return 1
+	}
+	defer p.Close(ctx)
+	kinds, err := p.Kinds(ctx)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL %s: %v\n", path, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "plugin %s: ABI v%d, operations: %s, loaded in %v\n",
+		p.Name(), abi.Version, kindNames(kinds), time.Since(start).Round(time.Millisecond))
+	if kinds&abi.KindAssign == 0 {
+		fmt.Fprintln(stdout, "no task assignor to check (probing-policy checks are not implemented yet)")
+		return 1
+	}
+	results := abitest.Run(func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		return p.Assign(ctx, req)
+	}, abitest.Cases(*short))
+	failed := 0
+	for _, r := range results {
+		if r.Err != nil {
+			failed++
+			fmt.Fprintf(stdout, "  FAIL %-28s %v\n", r.Case, r.Err)
+			continue
+		}
+		fmt.Fprintf(stdout, "  ok   %-28s %v\n", r.Case, r.Figures)
+	}
+	m := p.Metrics()
+	fmt.Fprintf(stdout, "calls=%d errors=%v instances created=%d discarded=%d mean latency=%v\n",
+		m.Calls, m.Errors, m.InstancesCreated, m.InstancesDiscarded, meanLatency(m))
+	if failed > 0 {
+		fmt.Fprintf(stdout, "FAIL %s: %d of %d cases failed\n", path, failed, len(results))
+		return 1
+	}
+	fmt.Fprintf(stdout, "PASS %s: valid, deterministic and order-independent on %d cases\n", path, len(results))
+	return 0
+}
+
+func kindNames(k int32) string {
+	switch k {
+	case abi.KindAssign:
+		return "assign"
+	case abi.KindProbe:
+		return "probe"
+	case abi.KindAssign | abi.KindProbe:
+		return "assign, probe"
+	}
+	return "none"
+}
+
+func meanLatency(m plugin.Metrics) time.Duration {
+	if m.LatencyCount == 0 {
+		return 0
+	}
+	return (m.LatencySum / time.Duration(m.LatencyCount)).Round(time.Microsecond)
+}
+
+func init() {
+	commands["plugin"] = func(args []string) int { return pluginCommand(args, os.Stdout, os.Stderr) }
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/host/plugin/plugintest"
+)
+
+func TestPluginCheckPassesCAssignor(t *testing.T) {
+	path := plugintest.CPluginPath(t, "testdata/plugins/c/assignor.c")
+	var out, errb bytes.Buffer
+	if code := pluginCommand([]string{"check", "-short", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "PASS "+path) || !strings.Contains(out.String(), "operations: assign") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
+func TestPluginCheckFailsInvalidPlugin(t *testing.T) {
+	path := plugintest.CPluginPath(t, "testdata/plugins/c/hostile.c", "HOSTILE_TASK_TWICE")
+	var out, errb bytes.Buffer
+	if code := pluginCommand([]string{"check", "-short", path}, &out, &errb); code != 1 {
+		t.Fatalf("exit %d\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "FAIL") || !strings.Contains(out.String(), "is active on both") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	out.Reset()
+	bad := plugintest.CPluginPath(t, "testdata/plugins/c/hostile.c", "HOSTILE_WRONG_VERSION")
+	if code := pluginCommand([]string{"check", bad}, &out, &errb); code != 1 || !strings.Contains(out.String(), "plugin speaks ABI v2") {
+		t.Fatalf("exit %d\n%s", code, out.String())
+	}
+}

@@ -1,0 +1,101 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+// Assign runs the plugin's task assignor on req. The response has been
+// decoded and validated against req (abi/SPEC.md section 6); any failure is
+// an *Error and discards the instance that produced it.
+func (p *Plugin) Assign(ctx context.Context, req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	in, err := abi.AppendAssignRequest(nil, req)
+	if err != nil {
+		return nil, p.err("assign", KindRequest, err)
+	}
+	var resp abi.AssignResponse
+	_, err = p.call(ctx, "assign", abi.ExportAssign, in, func(out []byte) *Error {
+		if err := abi.DecodeAssignResponse(out, &resp); err != nil {
+			return p.err("assign", KindBadOutput, err)
+		}
+		if err := abi.ValidateAssignment(req, &resp); err != nil {
+			return p.err("assign", KindInvalidAssignment, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// AssignRaw runs the assign export on already-encoded input and returns the
+// raw output, checking only that it decodes. It serves benchmarks of the
+// host's own overhead.
+func (p *Plugin) AssignRaw(ctx context.Context, input []byte) ([]byte, error) {
+	return p.call(ctx, "assign", abi.ExportAssign, input, func(out []byte) *Error {
+		var resp abi.AssignResponse
+		if err := abi.DecodeAssignResponse(out, &resp); err != nil {
+			return p.err("assign", KindBadOutput, err)
+		}
+		return nil
+	})
+}
+
+// Probe runs the plugin's probing policy.
+func (p *Plugin) Probe(ctx context.Context, req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+	in, err := abi.AppendProbeRequest(nil, req)
+	if err != nil {
+		return nil, p.err("probe", KindRequest, err)
+	}
+	var resp abi.ProbeResponse
+	_, err = p.call(ctx, "probe", abi.ExportProbe, in, func(out []byte) *Error {
+		if err := abi.DecodeProbeResponse(out, &resp); err != nil {
+			return p.err("probe", KindBadOutput, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// Fallback is an assignor run in-process when a plugin fails, typically the
+// native build of the same algorithm.
+type Fallback func(req *abi.AssignRequest) (*abi.AssignResponse, error)
+
+// Outcome is the result of AssignWithFallback.
+type Outcome struct {
+	Response *abi.AssignResponse
+	// PluginErr is the plugin's failure when the fallback answered.
+	PluginErr error
+	// UsedFallback reports that Response came from the fallback.
+	UsedFallback bool
+}
+
+// AssignWithFallback runs the plugin and, if it fails for any reason, the
+// fallback: a plugin failure never reaches the group. The error is returned
+// only when the fallback fails too (or its result is invalid).
+func (p *Plugin) AssignWithFallback(ctx context.Context, req *abi.AssignRequest, fb Fallback) (Outcome, error) {
+	resp, perr := p.Assign(ctx, req)
+	if perr == nil {
+		return Outcome{Response: resp}, nil
+	}
+	p.metrics.fallbacks.Add(1)
+	p.cfg.Logger.Warn("plugin assignor failed; the fallback assignor answers",
+		"plugin", p.cfg.Name, "kind", KindOf(perr), "err", perr)
+	if fb == nil {
+		return Outcome{PluginErr: perr}, errors.Join(perr, errors.New("no fallback assignor configured"))
+	}
+	fresp, err := fb(req)
+	if err == nil {
+		err = abi.ValidateAssignment(req, fresp)
+	}
+	if err != nil {
+		return Outcome{PluginErr: perr}, errors.Join(perr, err)
+	}
+	return Outcome{Response: fresp, PluginErr: perr, UsedFallback: true}, nil
+}

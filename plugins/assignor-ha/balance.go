@@ -1,0 +1,69 @@
+package ha
+
+// taskKind selects the active or the standby list of a client in balance.
+type taskKind int
+
+const (
+	kindActive taskKind = iota
+	kindStandby
+)
+
+// balance is HighAvailabilityTaskAssignor.balanceTasksOverThreads: for
+// every ordered pair of distinct clients (source, destination), walk the
+// source's tasks of the kind in order and move each one the destination
+// does not hold while shouldMove holds and allowed(source, destination);
+// repeat until a full pass moves nothing.
+func (s *state) balance(kind taskKind, allowed func(src, dst int) bool) {
+	for again := true; again; {
+		again = false
+		for src := range s.clients {
+			for dst := range s.clients {
+				if src != dst && s.balancePair(kind, src, dst, allowed) {
+					again = true
+				}
+			}
+		}
+	}
+}
+
+func (s *state) balancePair(kind taskKind, src, dst int, allowed func(src, dst int) bool) bool {
+	list := s.clients[src].active
+	if kind == kindStandby {
+		list = s.clients[src].standby
+	}
+	snapshot := append([]int32(nil), list...)
+	moved := false
+	for _, t := range snapshot {
+		if !shouldMove(&s.clients[src], &s.clients[dst]) {
+			break
+		}
+		if s.clients[dst].hasTask(t) || !allowed(src, dst) {
+			continue
+		}
+		if kind == kindActive {
+			s.unassignActive(src, t)
+			s.assignActive(dst, t)
+		} else {
+			s.unassignStandby(src, t)
+			s.assignStandby(dst, t)
+		}
+		moved = true
+	}
+	return moved
+}
+
+// shouldMove is HighAvailabilityTaskAssignor.shouldMoveATask: move one task
+// from src to dst only if src is more loaded and the move strictly reduces
+// the skew without inverting it.
+func shouldMove(src, dst *client) bool {
+	skew := src.load() - dst.load()
+	if skew <= 0 {
+		return false
+	}
+	atDst := (float64(dst.count()) + 1.0) / float64(dst.capacity)
+	atSrc := (float64(src.count()) - 1.0) / float64(src.capacity)
+	proposed := atSrc - atDst
+	return proposed >= 0 && proposed < skew
+}
+
+func anyMove(int, int) bool { return true }

@@ -1,0 +1,140 @@
+package ha
+
+import (
+	"math"
+	"sort"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+// LagRunning is the lag of a task on the process that currently runs it as
+// active (Kafka's Task.LATEST_OFFSET, -2): always caught up, and sorted
+// before every real lag. KIP-1071 clients omit running actives from their
+// task offsets; the member's current active set says it instead.
+const LagRunning int64 = -2
+
+// endUnknown marks a task whose changelog end offset sum nobody reported
+// (or everyone reported as Long.MAX_VALUE, the 4.4 client's "unknown").
+const endUnknown int64 = math.MaxInt64
+
+// lagEntry is a process's lag for one task that differs from the task's
+// default (the lag of a process without state for it).
+type lagEntry struct {
+	task int32
+	lag  int64
+}
+
+// Lags holds the per-process task lags of one request, computed as Kafka's
+// ClientState.computeTaskLags does, from offsets the members reported:
+//
+//   - a process running the task as active (a member has it in Active): LagRunning;
+//   - end offset unknown: MaxInt64 - offset (sorts after every known lag,
+//     more local state first) and never caught up;
+//   - offset > end (corrupt local state): the end offset, as if restoring from scratch;
+//   - otherwise end - offset, where a process without state has offset 0.
+//
+// The end offset of a task is the largest known end offset any member
+// reported for it; a process's offset is the largest any of its members
+// reported. Negative reported offsets count as absent.
+type Lags struct {
+	end   []int64      // per task; endUnknown when nobody knows
+	procs [][]lagEntry // per process, ascending by task
+}
+
+// ComputeLags derives the lags of every process for every task of req.
+func ComputeLags(req *abi.AssignRequest) *Lags {
+	total := req.NumTasks()
+	l := &Lags{end: make([]int64, total), procs: make([][]lagEntry, len(req.Processes))}
+	for t := range l.end {
+		l.end[t] = -1
+	}
+	for i := range req.Members {
+		for _, o := range req.Members[i].TaskEndOffsets {
+			if o.Offset >= 0 && o.Offset != endUnknown && o.Offset > l.end[o.Task] {
+				l.end[o.Task] = o.Offset
+			}
+		}
+	}
+	for t, e := range l.end {
+		if e < 0 {
+			l.end[t] = endUnknown
+		}
+	}
+	offsets := make([][]abi.TaskOffset, len(req.Processes))
+	for i := range req.Members {
+		m := &req.Members[i]
+		offsets[m.Process] = append(offsets[m.Process], m.TaskOffsets...)
+		for _, t := range m.Active {
+			offsets[m.Process] = append(offsets[m.Process], abi.TaskOffset{Task: t, Offset: runningMark})
+		}
+	}
+	for p, os := range offsets {
+		l.procs[p] = l.merge(os)
+	}
+	return l
+}
+
+// runningMark is an offset no client can report (negative reports are
+// dropped before merging), standing for "runs it as active".
+const runningMark int64 = math.MinInt64
+
+// merge turns one process's reported offsets into its lag entries.
+func (l *Lags) merge(os []abi.TaskOffset) []lagEntry {
+	sort.SliceStable(os, func(i, j int) bool { return os[i].Task < os[j].Task })
+	var out []lagEntry
+	for i := 0; i < len(os); {
+		t, best, running := os[i].Task, int64(-1), false
+		for ; i < len(os) && os[i].Task == t; i++ {
+			switch o := os[i].Offset; {
+			case o == runningMark:
+				running = true
+			case o > best:
+				best = o
+			}
+		}
+		switch {
+		case running:
+			out = append(out, lagEntry{t, LagRunning})
+		case best >= 0:
+			out = append(out, lagEntry{t, l.lagFrom(t, best)})
+		}
+	}
+	return out
+}
+
+func (l *Lags) lagFrom(t int32, offset int64) int64 {
+	end := l.end[t]
+	switch {
+	case end == endUnknown:
+		return endUnknown - offset
+	case offset > end:
+		return end
+	default:
+		return end - offset
+	}
+}
+
+// Lag returns process p's lag for task t.
+func (l *Lags) Lag(p, t int32) int64 {
+	es := l.procs[p]
+	i := sort.Search(len(es), func(i int) bool { return es[i].task >= t })
+	if i < len(es) && es[i].task == t {
+		return es[i].lag
+	}
+	return l.end[t] // no state: offset 0
+}
+
+// EndKnown reports whether some member reported task t's end offset.
+func (l *Lags) EndKnown(t int32) bool { return l.end[t] != endUnknown }
+
+// CaughtUp reports whether process p may take task t as active without a
+// warm-up (HighAvailabilityTaskAssignor.tasksToCaughtUpClients): it runs
+// the task, or acceptable.recovery.lag is MaxInt64 (caught-up-ness is off),
+// or the end offset is known and 0 <= lag <= acceptable.
+func (l *Lags) CaughtUp(p, t int32, acceptable int64) bool {
+	lag := l.Lag(p, t)
+	if lag == LagRunning || acceptable == math.MaxInt64 {
+		return true
+	}
+	return l.end[t] != endUnknown && lag >= 0 && lag <= acceptable
+}

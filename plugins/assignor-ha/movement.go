@@ -1,0 +1,280 @@
+package ha
+
+import (
+	"cmp"
+	"math"
+	"sort"
+)
+
+// movement is Kafka's TaskMovement: task should leave client dst (which is
+// not caught up on it) for a more caught-up client.
+type movement struct {
+	task     int32
+	dst      int
+	caughtUp int // number of caught-up clients for the task
+}
+
+// movementCompare is the TaskMovement queue order: fewest caught-up clients
+// first, then by task.
+func movementCompare(a, b movement) int {
+	if c := cmp.Compare(a.caughtUp, b.caughtUp); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.task, b.task)
+}
+
+// movementQueue reproduces java.util.PriorityQueue (a binary heap with
+// siftUp on add and siftDown on poll): movements of the same task compare
+// equal, and the heap decides their order exactly as Kafka's queue does.
+type movementQueue []movement
+
+func (q *movementQueue) add(m movement) {
+	h := append(*q, m)
+	k := len(h) - 1
+	for k > 0 {
+		parent := (k - 1) / 2
+		if movementCompare(m, h[parent]) >= 0 {
+			break
+		}
+		h[k] = h[parent]
+		k = parent
+	}
+	h[k] = m
+	*q = h
+}
+
+func (q *movementQueue) poll() movement {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	x := h[n]
+	h = h[:n]
+	if n > 0 {
+		k := 0
+		for half := n / 2; k < half; {
+			child := 2*k + 1
+			if right := child + 1; right < n && movementCompare(h[child], h[right]) > 0 {
+				child = right
+			}
+			if movementCompare(x, h[child]) <= 0 {
+				break
+			}
+			h[k] = h[child]
+			k = child
+		}
+		h[k] = x
+	}
+	*q = h
+	return top
+}
+
+// movements carries what both movement phases share.
+type movements struct {
+	*state
+	budget    int               // remaining warm-up replicas (may go negative, like Kafka's AtomicInteger)
+	warmups   map[[2]int32]bool // (client, task) kept as warm-up
+	caughtUpN []int             // per task: number of caught-up clients
+	// caughtUpBy lists each stateful task's caught-up clients, ascending
+	// (nil when acceptable.recovery.lag is unbounded: every client is).
+	caughtUpBy [][]int
+	byLag      map[int32][]int // per task: clients by (lag, process), built on demand
+}
+
+func (s *state) newMovements(maxWarmups int) *movements {
+	m := &movements{state: s, budget: maxWarmups, warmups: map[[2]int32]bool{},
+		caughtUpN: make([]int, s.total), byLag: map[int32][]int{}}
+	unbounded := s.acceptable == math.MaxInt64
+	if !unbounded {
+		m.caughtUpBy = make([][]int, s.total)
+	}
+	for t := int32(0); t < s.total; t++ {
+		if !s.stateful[t] {
+			continue
+		}
+		if unbounded {
+			m.caughtUpN[t] = len(s.clients)
+			continue
+		}
+		for c := range s.clients {
+			if s.caughtUp(c, t) {
+				m.caughtUpBy[t] = append(m.caughtUpBy[t], c)
+			}
+		}
+		m.caughtUpN[t] = len(m.caughtUpBy[t])
+	}
+	return m
+}
+
+// clientsByLag is tasksToClientByLag[t]: clients ordered by lag, then process.
+func (m *movements) clientsByLag(t int32) []int {
+	if cs, ok := m.byLag[t]; ok {
+		return cs
+	}
+	cs := make([]int, len(m.clients))
+	lags := make([]int64, len(m.clients))
+	for i := range cs {
+		cs[i], lags[i] = i, m.lag(i, t)
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return lags[cs[i]] < lags[cs[j]] })
+	m.byLag[t] = cs
+	return cs
+}
+
+// needsMove is taskIsNotCaughtUpOnClientAndOtherMoreCaughtUpClientsExist.
+func (m *movements) needsMove(t int32, c int) bool {
+	if m.isCaughtUp(c, t) {
+		return false
+	}
+	own := m.lag(c, t)
+	for other := range m.clients {
+		if m.lag(other, t) < own {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *movements) isCaughtUp(c int, t int32) bool {
+	if m.caughtUpBy == nil {
+		return true
+	}
+	cs := m.caughtUpBy[t]
+	i := sort.SearchInts(cs, c)
+	return i < len(cs) && cs[i] == c
+}
+
+// mostCaughtUp is mostCaughtUpEligibleClient: the first client in lag order
+// that ok accepts, looking only at clients before dst; -1 if none.
+func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
+	for _, c := range m.clientsByLag(t) {
+		if c == dst {
+			break
+		}
+		if ok(c) {
+			return c
+		}
+	}
+	return -1
+}
+
+// caughtUpLeastLoaded is the caught-up ConstrainedPrioritySet's poll: the
+// least-loaded caught-up client ok accepts, ties to the lower process.
+func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
+	if m.caughtUpBy == nil {
+		return m.leastLoaded(load, ok)
+	}
+	best, bestW := -1, 0.0
+	for _, c := range m.caughtUpBy[t] {
+		if !ok(c) {
+			continue
+		}
+		if w := m.clients[c].load(); best < 0 || w < bestW {
+			best, bestW = c, w
+		}
+	}
+	return best
+}
+
+// activeMovements is TaskMovement.assignActiveTaskMovements: every active
+// on a client that is not caught up, while a more caught-up client exists,
+// goes to a caught-up client holding a standby (swap), else to the
+// least-loaded caught-up client, else to the most caught-up client before
+// it in lag order; the old holder keeps a warm-up while the budget lasts.
+// It returns the number of movements.
+func (m *movements) activeMovements() int {
+	var q movementQueue
+	for c := range m.clients {
+		for _, t := range m.clients[c].active {
+			if m.needsMove(t, c) {
+				q.add(movement{task: t, dst: c, caughtUp: m.caughtUpN[t]})
+			}
+		}
+	}
+	n := len(q)
+	for len(q) > 0 {
+		mv := q.poll()
+		t := mv.task
+		if src := m.caughtUpLeastLoaded(t, func(c int) bool { return m.clients[c].hasStandby(t) }); src >= 0 {
+			m.swap(t, src, mv.dst)
+			continue
+		}
+		if src := m.caughtUpLeastLoaded(t, anyClient); src >= 0 {
+			m.moveActive(t, src, mv.dst)
+			continue
+		}
+		src := m.mostCaughtUp(t, mv.dst, anyClient)
+		if src < 0 {
+			panic("ha: a scheduled movement found no more caught-up client") // Kafka: IllegalStateException
+		}
+		if m.clients[src].hasStandby(t) {
+			m.swap(t, src, mv.dst)
+		} else {
+			m.moveActive(t, src, mv.dst)
+		}
+	}
+	return n
+}
+
+func anyClient(int) bool { return true }
+
+// swap is swapStandbyAndActive: src's standby becomes the active, dst keeps
+// a standby.
+func (m *movements) swap(t int32, src, dst int) {
+	m.unassignStandby(src, t)
+	m.assignActive(src, t)
+	m.unassignActive(dst, t)
+	m.assignStandby(dst, t)
+}
+
+// moveActive is moveActiveAndTryToWarmUp.
+func (m *movements) moveActive(t int32, src, dst int) {
+	m.assignActive(src, t)
+	m.unassignActive(dst, t)
+	if m.takeWarmup() {
+		m.assignStandby(dst, t)
+		m.warmups[[2]int32{int32(dst), t}] = true
+	}
+}
+
+func (m *movements) takeWarmup() bool {
+	ok := m.budget > 0
+	m.budget--
+	return ok
+}
+
+// standbyMovements is TaskMovement.assignStandbyTaskMovements: a standby
+// (not a warm-up) on a client that is not caught up, while a more
+// caught-up client exists, gets a copy on a caught-up client not holding
+// the task (least loaded), else on the most caught-up such client before
+// it; the old holder keeps it as a warm-up while the budget lasts.
+func (m *movements) standbyMovements() int {
+	var q movementQueue
+	for c := range m.clients {
+		for _, t := range m.clients[c].standby {
+			if !m.warmups[[2]int32{int32(c), t}] && m.needsMove(t, c) {
+				q.add(movement{task: t, dst: c, caughtUp: m.caughtUpN[t]})
+			}
+		}
+	}
+	n := 0
+	for len(q) > 0 {
+		mv := q.poll()
+		t := mv.task
+		eligible := func(c int) bool { return !m.clients[c].hasTask(t) }
+		src := m.caughtUpLeastLoaded(t, eligible)
+		if src < 0 {
+			src = m.mostCaughtUp(t, mv.dst, eligible)
+		}
+		if src < 0 {
+			continue // every more caught-up client already holds the task
+		}
+		m.assignStandby(src, t)
+		if m.takeWarmup() {
+			m.warmups[[2]int32{int32(mv.dst), t}] = true
+		} else {
+			m.unassignStandby(mv.dst, t)
+		}
+		n++
+	}
+	return n
+}

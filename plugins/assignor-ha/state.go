@@ -1,0 +1,122 @@
+package ha
+
+import (
+	"sort"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+// client is one process (Kafka's ClientState): its capacity (members, the
+// "stream threads") and the tasks the assignor has placed on it so far.
+// Task lists are kept ascending, like Kafka's TreeSets.
+type client struct {
+	capacity int
+	active   []int32
+	standby  []int32
+	tags     []abi.KV // client tags, ascending by key
+}
+
+func (c *client) count() int { return len(c.active) + len(c.standby) }
+
+// load is ClientState.assignedTaskLoad; computed in float64 as Java does,
+// so equal-looking loads compare equal in both.
+func (c *client) load() float64 { return float64(c.count()) / float64(c.capacity) }
+
+func (c *client) activeLoad() float64 { return float64(len(c.active)) / float64(c.capacity) }
+
+func (c *client) hasActive(t int32) bool  { return has(c.active, t) }
+func (c *client) hasStandby(t int32) bool { return has(c.standby, t) }
+func (c *client) hasTask(t int32) bool    { return c.hasActive(t) || c.hasStandby(t) }
+
+func (c *client) tag(key string) (string, bool) {
+	i := sort.Search(len(c.tags), func(i int) bool { return c.tags[i].Key >= key })
+	if i < len(c.tags) && c.tags[i].Key == key {
+		return c.tags[i].Value, true
+	}
+	return "", false
+}
+
+func has(set []int32, t int32) bool {
+	i := sort.Search(len(set), func(i int) bool { return set[i] >= t })
+	return i < len(set) && set[i] == t
+}
+
+func insert(set []int32, t int32) []int32 {
+	i := sort.Search(len(set), func(i int) bool { return set[i] >= t })
+	set = append(set, 0)
+	copy(set[i+1:], set[i:])
+	set[i] = t
+	return set
+}
+
+func remove(set []int32, t int32) []int32 {
+	i := sort.Search(len(set), func(i int) bool { return set[i] >= t })
+	if i == len(set) || set[i] != t {
+		panic("ha: removing a task the client does not hold") // an internal invariant
+	}
+	return append(set[:i], set[i+1:]...)
+}
+
+// state is the assignor's working state: the clients in process order (the
+// order of Kafka's TreeMap<ProcessId, ClientState>), the lags, and the
+// task table.
+type state struct {
+	clients    []client
+	ids        []int32 // ids[i] = process index of clients[i]
+	lags       *Lags
+	space      abi.TaskSpace
+	stateful   []bool
+	total      int32
+	acceptable int64
+}
+
+func (s *state) lag(c int, t int32) int64 { return s.lags.Lag(s.ids[c], t) }
+
+func (s *state) caughtUp(c int, t int32) bool {
+	return s.lags.CaughtUp(s.ids[c], t, s.acceptable)
+}
+
+func (s *state) assignActive(c int, t int32) {
+	s.mustNotHold(c, t)
+	s.clients[c].active = insert(s.clients[c].active, t)
+}
+
+func (s *state) assignStandby(c int, t int32) {
+	s.mustNotHold(c, t)
+	s.clients[c].standby = insert(s.clients[c].standby, t)
+}
+
+func (s *state) unassignActive(c int, t int32) {
+	s.clients[c].active = remove(s.clients[c].active, t)
+}
+
+func (s *state) unassignStandby(c int, t int32) {
+	s.clients[c].standby = remove(s.clients[c].standby, t)
+}
+
+// mustNotHold is ClientState.assertNotAssigned.
+func (s *state) mustNotHold(c int, t int32) {
+	if s.clients[c].hasTask(t) {
+		panic("ha: a process would hold a task twice") // an internal invariant
+	}
+}
+
+// leastLoaded is ConstrainedPrioritySet.poll over every client: the client
+// with the lowest weight, ties to the lower process, among those ok accepts;
+// -1 if none. (Kafka's set always holds every client at poll time, and its
+// heap orders by the same total order.)
+func (s *state) leastLoaded(weight func(*client) float64, ok func(c int) bool) int {
+	best, bestW := -1, 0.0
+	for c := range s.clients {
+		if !ok(c) {
+			continue
+		}
+		if w := weight(&s.clients[c]); best < 0 || w < bestW {
+			best, bestW = c, w
+		}
+	}
+	return best
+}
+
+func load(c *client) float64       { return c.load() }
+func activeLoad(c *client) float64 { return c.activeLoad() }

@@ -1,0 +1,230 @@
+package sticky
+
+import (
+	"fmt"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+// TaskAssignorError is Kafka's TaskAssignorException: no valid assignment
+// exists. Message is Kafka's own text.
+type TaskAssignorError struct{ Message string }
+
+func (e *TaskAssignorError) Error() string { return e.Message }
+
+// Name is the assignor's name, as Kafka's StickyTaskAssignor.name().
+const Name = "sticky"
+
+// Assign computes the target assignment of Kafka 4.4's StickyTaskAssignor
+// for req. Members are considered in member-id order, so the result does
+// not depend on the order of req.Members. It never assigns warm-up tasks
+// (Kafka 4.4 does not).
+func Assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	s := newState(req)
+	if err := s.assignActive(); err != nil {
+		return nil, err
+	}
+	if s.numStandby > 0 {
+		s.assignStandby()
+	}
+	return s.response(), nil
+}
+
+// activeOrder lists all tasks sorted by (partition, subtopology).
+func (s *state) byPartitionThenSubtopology(statefulOnly bool) []int32 {
+	var maxP int32
+	for _, p := range s.parts {
+		maxP = max(maxP, p)
+	}
+	out := make([]int32, 0, s.nt)
+	for p := int32(0); p < maxP; p++ {
+		for sub, n := range s.parts {
+			if p < n && (!statefulOnly || s.req.Subtopologies[sub].Stateful) {
+				out = append(out, s.space.Task(int32(sub), p))
+			}
+		}
+	}
+	return out
+}
+
+func (s *state) assignActive() error {
+	tasks := s.byPartitionThenSubtopology(false)
+	// 1. back to the previous active owner, within the active quota
+	rest := tasks[:0]
+	for _, t := range tasks {
+		if r := s.prevActive[t]; r >= 0 && s.count[r] < s.activePerMember {
+			s.addActive(r, t)
+			continue
+		}
+		rest = append(rest, t)
+	}
+	// 2. to the least-loaded previous standby holder
+	tasks, rest = rest, rest[:0]
+	for _, t := range tasks {
+		if r := s.findPrevMemberWithLeastLoad(s.candidates(t), -1); r >= 0 && s.count[r] < s.activePerMember {
+			s.addActive(r, t)
+			continue
+		}
+		rest = append(rest, t)
+	}
+	// 3. the rest, by (subtopology, partition) = task index, to the
+	// least-loaded process
+	left := make([]bool, s.nt)
+	for _, t := range rest {
+		left[t] = true
+	}
+	h := s.processHeap()
+	for t := int32(0); t < s.nt; t++ {
+		if !left[t] {
+			continue
+		}
+		p := h.poll()
+		if p < 0 {
+			return &TaskAssignorError{Message: fmt.Sprintf("No process available to assign active task %s.", s.taskName(t))}
+		}
+		n := s.addToLeastLoadedMember(p, t, true)
+		if n == -1 {
+			return &TaskAssignorError{Message: fmt.Sprintf("No member available to assign active task %s.", s.taskName(t))}
+		}
+		s.maybeUpdateActivePerMember(n)
+		s.maybeUpdateTasksPerMember(n)
+		h.offer(p)
+	}
+	return nil
+}
+
+func (s *state) addActive(r, t int32) {
+	n := s.add(r, t, true)
+	s.maybeUpdateActivePerMember(n)
+	s.maybeUpdateTasksPerMember(n)
+}
+
+func (s *state) processHeap() *procHeap {
+	h := &procHeap{q: make([]int32, 0, len(s.procOrder)), load: s.procLoad}
+	for _, p := range s.procOrder {
+		h.offer(p)
+	}
+	return h
+}
+
+// taskName is Kafka's TaskId.toString: subtopology_partition.
+func (s *state) taskName(t int32) string {
+	sub, p := s.space.Locate(t)
+	return fmt.Sprintf("%s_%d", s.req.Subtopologies[sub].ID, p)
+}
+
+type pending struct{ task, remaining int32 }
+
+func (s *state) assignStandby() {
+	tasks := s.byPartitionThenSubtopology(true)
+	var later []pending
+	// Stateful tasks by (partition, subtopology), descending.
+	for i := len(tasks) - 1; i >= 0; i-- {
+		t := tasks[i]
+		for k := int32(0); k < s.numStandby; k++ {
+			if r := s.prevActive[t]; r >= 0 && !s.procHas(s.proc[r], t) && s.count[r] < s.tasksPerMember {
+				s.maybeUpdateTasksPerMember(s.add(r, t, false))
+				continue
+			}
+			if c := s.candidates(t); len(c) > 0 {
+				if r := s.findPrevMemberWithLeastLoad(c, t); r >= 0 && s.count[r] < s.tasksPerMember {
+					s.maybeUpdateTasksPerMember(s.add(r, t, false))
+					continue
+				}
+			}
+			later = append(later, pending{t, s.numStandby - k})
+			break
+		}
+	}
+	// The rest by (subtopology, partition), descending, to the least-loaded
+	// process not holding the task; without one, fewer standbys (Kafka logs
+	// a warning).
+	remaining := make([]int32, s.nt)
+	for _, pd := range later {
+		remaining[pd.task] = pd.remaining
+	}
+	h := s.processHeap()
+	polled := make([]int32, 0, len(s.procOrder))
+	for t := s.nt - 1; t >= 0; t-- {
+		for k := int32(0); k < remaining[t]; k++ {
+			if !s.standbyToLeastLoaded(h, t, polled) {
+				break
+			}
+		}
+	}
+}
+
+// standbyToLeastLoaded is assignStandbyToMemberWithLeastLoad without
+// recursion: processes are polled until one does not hold the task, then
+// offered back innermost first, as the recursive Java code does.
+func (s *state) standbyToLeastLoaded(h *procHeap, t int32, polled []int32) bool {
+	polled = polled[:0]
+	found := false
+	for {
+		p := h.poll()
+		if p < 0 {
+			break
+		}
+		polled = append(polled, p)
+		if !s.procHas(p, t) {
+			if n := s.addToLeastLoadedMember(p, t, false); n != -1 {
+				found = true
+				s.maybeUpdateTasksPerMember(n)
+			}
+			break
+		}
+		if len(h.q) == 0 {
+			break
+		}
+	}
+	for i := len(polled) - 1; i >= 0; i-- {
+		h.offer(polled[i])
+	}
+	return found
+}
+
+// response lays the result out per request member, task sets ascending.
+func (s *state) response() *abi.AssignResponse {
+	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(s.req.Members)), NextProbeMs: -1}
+	nActive := make([]int32, len(s.byRank))
+	nStandby := make([]int32, len(s.byRank))
+	for _, r := range s.activeOf {
+		nActive[r]++
+	}
+	for i := 1; i < len(s.standbys); i += 2 {
+		nStandby[s.standbys[i]]++
+	}
+	for r, mi := range s.byRank {
+		m := &resp.Members[mi]
+		m.Active = make([]int32, 0, nActive[r])
+		m.Standby = make([]int32, 0, nStandby[r])
+	}
+	for t, r := range s.activeOf {
+		m := &resp.Members[s.byRank[r]]
+		m.Active = append(m.Active, int32(t))
+	}
+	// Standbys were placed in no particular order: bucket them by task so
+	// that each member's list comes out ascending.
+	start := make([]int32, s.nt+1)
+	for i := 0; i < len(s.standbys); i += 2 {
+		start[s.standbys[i]+1]++
+	}
+	for t := int32(1); t <= s.nt; t++ {
+		start[t] += start[t-1]
+	}
+	byTask := make([]int32, len(s.standbys)/2)
+	for i := 0; i < len(s.standbys); i += 2 {
+		t := s.standbys[i]
+		byTask[start[t]] = s.standbys[i+1]
+		start[t]++
+	}
+	t := int32(0)
+	for i, r := range byTask {
+		for start[t] <= int32(i) {
+			t++
+		}
+		m := &resp.Members[s.byRank[r]]
+		m.Standby = append(m.Standby, t)
+	}
+	return resp
+}

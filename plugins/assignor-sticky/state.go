@@ -1,0 +1,336 @@
+package sticky
+
+import (
+	"math"
+	"sort"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+// state is Kafka's LocalState and ProcessState on dense arrays. Members are
+// identified by rank (position in member-id order), processes by their
+// index in the request's process table, tasks by abi task index.
+type state struct {
+	req   *abi.AssignRequest
+	parts []int32 // partitions per subtopology
+	space abi.TaskSpace
+	nt    int32 // tasks
+
+	byRank []int32 // rank -> request member index
+	proc   []int32 // rank -> process
+	count  []int32 // rank -> tasks assigned (memberToTaskCounts)
+
+	procCap   []int32   // members per process
+	procTasks []int32   // tasks assigned per process
+	procLoad  []float64 // procTasks / procCap
+	procOrder []int32   // processIdToState iteration order
+	// members of process p: memOrder[memStart[p]:memStart[p+1]], in the
+	// iteration order of the process's memberToTaskCounts HashMap.
+	memStart []int32
+	memOrder []int32
+	mheap    []memberHeap // membersByLoad; q == nil means "not built"
+
+	prevActive []int32 // task -> rank of its previous active owner, or -1
+	candStart  []int32 // task -> ranked previous standby candidates
+	cand       []int32
+
+	slots    int32   // holder slots per task
+	holders  []int32 // task*slots + k -> process holding the task
+	holdN    []int32 // task -> holders used
+	activeOf []int32 // task -> rank
+	standbys []int32 // (task, rank) pairs of assigned standbys
+
+	numStandby                        int32
+	totalActive, totalTasks           int32
+	membersActiveCap, membersTasksCap int32
+	activePerMember, tasksPerMember   int32
+}
+
+func newState(req *abi.AssignRequest) *state {
+	s := &state{req: req, space: abi.NewTaskSpace(req.Subtopologies), numStandby: req.Configs.NumStandbyReplicas}
+	s.nt = s.space.Total()
+	s.parts = make([]int32, len(req.Subtopologies))
+	for i, sub := range req.Subtopologies {
+		s.parts[i] = sub.Partitions
+		s.totalTasks += sub.Partitions
+		s.totalActive += sub.Partitions
+		if sub.Stateful {
+			s.totalTasks += sub.Partitions * s.numStandby
+		}
+	}
+	m := int32(len(req.Members))
+	s.membersActiveCap, s.membersTasksCap = m, m
+	s.activePerMember = tasksPerMember(s.totalActive, m)
+	s.tasksPerMember = tasksPerMember(s.totalTasks, m)
+	s.rankMembers()
+	s.buildProcesses()
+	s.buildPrevious()
+	s.slots = min(s.numStandby+1, int32(len(req.Processes)))
+	s.slots = max(s.slots, 1)
+	s.holders = make([]int32, int(s.nt)*int(s.slots))
+	s.holdN = make([]int32, s.nt)
+	s.activeOf = make([]int32, s.nt)
+	for i := range s.activeOf {
+		s.activeOf[i] = -1
+	}
+	return s
+}
+
+// tasksPerMember is computeTasksPerMember: ceil(tasks / members), 0 without members.
+func tasksPerMember(tasks, members int32) int32 {
+	if members == 0 {
+		return 0
+	}
+	n := tasks / members
+	if tasks%members > 0 {
+		n++
+	}
+	return n
+}
+
+// rankMembers orders members by id: the port iterates members in that
+// order (the parity harness hands Kafka's assignor a sorted member map).
+func (s *state) rankMembers() {
+	ms := s.req.Members
+	s.byRank = make([]int32, len(ms))
+	for i := range s.byRank {
+		s.byRank[i] = int32(i)
+	}
+	sort.Slice(s.byRank, func(a, b int) bool { return ms[s.byRank[a]].ID < ms[s.byRank[b]].ID })
+	s.proc = make([]int32, len(ms))
+	for r, i := range s.byRank {
+		s.proc[r] = ms[i].Process
+	}
+	s.count = make([]int32, len(ms))
+}
+
+func (s *state) buildProcesses() {
+	np := len(s.req.Processes)
+	s.procCap = make([]int32, np)
+	s.procTasks = make([]int32, np)
+	s.procLoad = make([]float64, np)
+	first := make([]bool, np)
+	var seen []int32 // processes in order of their first member
+	for _, p := range s.proc {
+		if !first[p] {
+			first[p] = true
+			seen = append(seen, p)
+		}
+		s.procCap[p]++
+	}
+	for p := range s.procLoad {
+		s.procLoad[p] = computeLoad(0, s.procCap[p])
+	}
+	scratch := make([]uint32, 0, max(len(seen), 16))
+	s.procOrder = seen
+	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), true, scratch)
+	// Members per process, in rank order, then in their map's order.
+	s.memStart = make([]int32, np+1)
+	for _, p := range s.proc {
+		s.memStart[p+1]++
+	}
+	for p := 1; p <= np; p++ {
+		s.memStart[p] += s.memStart[p-1]
+	}
+	s.memOrder = make([]int32, len(s.proc))
+	fill := append([]int32(nil), s.memStart[:np]...)
+	for r, p := range s.proc {
+		s.memOrder[fill[p]] = int32(r)
+		fill[p]++
+	}
+	name := func(r int32) string { return s.req.Members[s.byRank[r]].ID }
+	for p := 0; p < np; p++ {
+		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, false, scratch)
+	}
+	s.mheap = make([]memberHeap, np)
+}
+
+// computeLoad is ProcessState.computeLoad.
+func computeLoad(tasks, capacity int32) float64 {
+	if capacity <= 0 {
+		return -1
+	}
+	return float64(tasks) / float64(capacity)
+}
+
+type candidate struct {
+	task, rank  int32
+	prevStandby bool
+	offset      int64
+}
+
+// buildPrevious records previous active owners (a later member in id order
+// overwrites an earlier one, as HashMap.put does) and ranks previous
+// standby candidates: members currently holding the standby first, then
+// members reporting offsets for the task (state on disk, including the
+// active owner's own); within each group the highest offset sum first, then
+// member order.
+func (s *state) buildPrevious() {
+	s.prevActive = make([]int32, s.nt)
+	for i := range s.prevActive {
+		s.prevActive[i] = -1
+	}
+	var cs []candidate
+	for r, mi := range s.byRank {
+		m := &s.req.Members[mi]
+		for _, t := range m.Active {
+			s.prevActive[t] = int32(r)
+		}
+		// Standby and offset lists are both ascending: merge them.
+		j := 0
+		for _, t := range m.Standby {
+			for j < len(m.TaskOffsets) && m.TaskOffsets[j].Task < t {
+				j++
+			}
+			var off int64
+			if j < len(m.TaskOffsets) && m.TaskOffsets[j].Task == t {
+				off = m.TaskOffsets[j].Offset
+			}
+			cs = append(cs, candidate{task: t, rank: int32(r), prevStandby: true, offset: off})
+		}
+		j = 0
+		for _, o := range m.TaskOffsets {
+			for j < len(m.Standby) && m.Standby[j] < o.Task {
+				j++
+			}
+			if j == len(m.Standby) || m.Standby[j] != o.Task {
+				cs = append(cs, candidate{task: o.Task, rank: int32(r), offset: o.Offset})
+			}
+		}
+	}
+	// Group by task (counting sort keeps member order), then rank each
+	// task's few candidates: previous standbys first, then by offset sum,
+	// highest first; ties keep member order (Java's stable List.sort).
+	s.candStart = make([]int32, s.nt+1)
+	for _, c := range cs {
+		s.candStart[c.task+1]++
+	}
+	for t := int32(1); t <= s.nt; t++ {
+		s.candStart[t] += s.candStart[t-1]
+	}
+	sorted := make([]candidate, len(cs))
+	fill := append([]int32(nil), s.candStart[:s.nt]...)
+	for _, c := range cs {
+		sorted[fill[c.task]] = c
+		fill[c.task]++
+	}
+	s.cand = make([]int32, len(cs))
+	for t := int32(0); t < s.nt; t++ {
+		group := sorted[s.candStart[t]:s.candStart[t+1]]
+		for i := 1; i < len(group); i++ {
+			for j := i; j > 0 && ranksBefore(&group[j], &group[j-1]); j-- {
+				group[j], group[j-1] = group[j-1], group[j]
+			}
+		}
+		for i, c := range group {
+			s.cand[s.candStart[t]+int32(i)] = c.rank
+		}
+	}
+}
+
+// ranksBefore is STANDBY_CANDIDATE_ORDER: previous standbys first, then the
+// higher offset sum.
+func ranksBefore(x, y *candidate) bool {
+	if x.prevStandby != y.prevStandby {
+		return x.prevStandby
+	}
+	return x.offset > y.offset
+}
+
+func (s *state) candidates(t int32) []int32 { return s.cand[s.candStart[t]:s.candStart[t+1]] }
+
+// procHas is ProcessState.hasTask.
+func (s *state) procHas(p, t int32) bool {
+	base := t * s.slots
+	for k := int32(0); k < s.holdN[t]; k++ {
+		if s.holders[base+k] == p {
+			return true
+		}
+	}
+	return false
+}
+
+// addInternal is ProcessState.addTaskInternal; it returns the member's new
+// task count.
+func (s *state) addInternal(r, t int32, active bool) int32 {
+	p := s.proc[r]
+	s.procTasks[p]++
+	if !s.procHas(p, t) {
+		s.holders[t*s.slots+s.holdN[t]] = p
+		s.holdN[t]++
+	}
+	if active {
+		s.activeOf[t] = r
+	} else {
+		s.standbys = append(s.standbys, t, r)
+	}
+	s.count[r]++
+	s.procLoad[p] = computeLoad(s.procTasks[p], s.procCap[p])
+	return s.count[r]
+}
+
+// add is ProcessState.addTask: it also drops the process's member heap.
+func (s *state) add(r, t int32, active bool) int32 {
+	n := s.addInternal(r, t, active)
+	s.mheap[s.proc[r]].q = nil
+	return n
+}
+
+// addToLeastLoadedMember is ProcessState.addTaskToLeastLoadedMember.
+func (s *state) addToLeastLoadedMember(p, t int32, active bool) int32 {
+	members := s.memOrder[s.memStart[p]:s.memStart[p+1]]
+	switch len(members) {
+	case 0:
+		return -1
+	case 1:
+		return s.addInternal(members[0], t, active)
+	}
+	h := &s.mheap[p]
+	if h.q == nil {
+		h.count = s.count
+		h.q = make([]int32, 0, len(members))
+		for _, r := range members {
+			h.offer(r)
+		}
+	}
+	r := h.poll()
+	n := s.addInternal(r, t, active)
+	h.offer(r)
+	return n
+}
+
+// findPrevMemberWithLeastLoad: the first candidate, replaced only by one
+// whose process load and member load are both strictly lower. With
+// standbyTask >= 0, candidates whose process holds it are skipped.
+func (s *state) findPrevMemberWithLeastLoad(cands []int32, standbyTask int32) int32 {
+	best := int32(-1)
+	bestProc, bestMember := math.MaxFloat64, math.MaxFloat64
+	for _, r := range cands {
+		p := s.proc[r]
+		if standbyTask >= 0 && s.procHas(p, standbyTask) {
+			continue
+		}
+		pl, ml := s.procLoad[p], float64(s.count[r])
+		if best >= 0 && !(pl < bestProc && ml < bestMember) {
+			continue
+		}
+		best, bestProc, bestMember = r, pl, ml
+	}
+	return best
+}
+
+func (s *state) maybeUpdateActivePerMember(n int32) {
+	if n == s.activePerMember {
+		s.membersActiveCap--
+		s.totalActive -= n
+		s.activePerMember = tasksPerMember(s.totalActive, s.membersActiveCap)
+	}
+}
+
+func (s *state) maybeUpdateTasksPerMember(n int32) {
+	if n == s.tasksPerMember {
+		s.membersTasksCap--
+		s.totalTasks -= n
+		s.tasksPerMember = tasksPerMember(s.totalTasks, s.membersTasksCap)
+	}
+}
