@@ -13,6 +13,8 @@ type Config struct {
 	// Assignors names the task assignors the host can run; the first is
 	// the default (group.streams.assignors).
 	Assignors []string
+	// Classic holds the classic-group (JoinGroup protocol) settings.
+	Classic ClassicConfig
 	// AssignorWaitMs bounds how long a heartbeat that triggered an assignor
 	// run waits for the result before answering with the current target.
 	// 0 answers at once.
@@ -37,6 +39,21 @@ type StreamsConfig struct {
 	RackAwareAssignmentTags []string
 }
 
+// ClassicConfig is the set of classic-group broker settings.
+type ClassicConfig struct {
+	MinSessionTimeoutMs     int32 // group.min.session.timeout.ms
+	MaxSessionTimeoutMs     int32 // group.max.session.timeout.ms
+	MaxSize                 int32 // group.max.size
+	InitialRebalanceDelayMs int32 // group.initial.rebalance.delay.ms
+	NewMemberJoinTimeoutMs  int32 // new members' JoinGroup timeout (Kafka: 5 minutes, fixed)
+}
+
+// DefaultClassicConfig returns Kafka 4.4's classic-group defaults.
+func DefaultClassicConfig() ClassicConfig {
+	return ClassicConfig{MinSessionTimeoutMs: 6000, MaxSessionTimeoutMs: 1800000, MaxSize: math.MaxInt32,
+		InitialRebalanceDelayMs: 3000, NewMemberJoinTimeoutMs: 300000}
+}
+
 // DefaultConfig returns Kafka 4.4's defaults with the "sticky" assignor.
 func DefaultConfig() Config {
 	return Config{
@@ -51,6 +68,7 @@ func DefaultConfig() Config {
 			AcceptableRecoveryLag:   10000,
 			TaskOffsetIntervalMs:    60000,
 		},
+		Classic:        DefaultClassicConfig(),
 		Assignors:      []string{"sticky"},
 		AssignorWaitMs: 1000,
 	}
@@ -77,6 +95,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
 	case c.AssignorWaitMs < 0:
 		return fmt.Errorf("assignor wait: %d must be >= 0", c.AssignorWaitMs)
+	}
+	return c.Classic.validate()
+}
+
+func (k ClassicConfig) validate() error {
+	switch {
+	case k.MinSessionTimeoutMs <= 0 || k.MaxSessionTimeoutMs < k.MinSessionTimeoutMs:
+		return fmt.Errorf("group.min.session.timeout.ms/group.max.session.timeout.ms: %d/%d must be > 0 and min <= max",
+			k.MinSessionTimeoutMs, k.MaxSessionTimeoutMs)
+	case k.MaxSize <= 0:
+		return fmt.Errorf("group.max.size: %d must be > 0", k.MaxSize)
+	case k.InitialRebalanceDelayMs < 0:
+		return fmt.Errorf("group.initial.rebalance.delay.ms: %d must be >= 0", k.InitialRebalanceDelayMs)
+	case k.NewMemberJoinTimeoutMs <= 0:
+		return fmt.Errorf("classic new member join timeout: %d must be > 0", k.NewMemberJoinTimeoutMs)
 	}
 	return nil
 }

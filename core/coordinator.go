@@ -106,8 +106,11 @@ func (c *Coordinator) ReplayBytes(key, value []byte) error {
 func (c *Coordinator) Loaded(now int64) Output {
 	c.begin(now)
 	for _, id := range c.groupIDs() {
-		if g, ok := c.groups[id].(*streamsGroup); ok {
+		switch g := c.groups[id].(type) {
+		case *streamsGroup:
 			c.streamsOnLoaded(g)
+		case *classicGroup:
+			c.classicOnLoaded(g)
 		}
 	}
 	return c.end()
@@ -146,6 +149,13 @@ func (c *Coordinator) Group(id string) (Group, bool) {
 	return g, ok
 }
 
+// durableStater is implemented by kinds whose state is not all durable
+// (classic groups keep rebalances in memory): the state their records
+// define, which Dump shows instead of StateName.
+type durableStater interface {
+	durableStateName() string
+}
+
 // Dump writes every group's durable state canonically (sorted, one group
 // after another). Two Coordinators with equal dumps hold equal durable state;
 // the replay property test compares live state with replayed state this way.
@@ -153,7 +163,11 @@ func (c *Coordinator) Dump() string {
 	var b strings.Builder
 	for _, id := range c.groupIDs() {
 		g := c.groups[id]
-		fmt.Fprintf(&b, "group %q kind=%s state=%s\n", id, g.Kind(), g.StateName())
+		state := g.StateName()
+		if d, ok := g.(durableStater); ok {
+			state = d.durableStateName()
+		}
+		fmt.Fprintf(&b, "group %q kind=%s state=%s\n", id, g.Kind(), state)
 		g.dumpDurable(&b)
 	}
 	return b.String()

@@ -44,7 +44,17 @@ type recordType struct {
 	name        string
 	decodeKey   func(r *reader) RecordKey
 	decodeValue func(r *reader) RecordValue
-	apply       func(c *Coordinator, rec Record) error
+	// decodeValueAt, when set, decodes values of every version the type
+	// has (classic GroupMetadata: 0-4) and rejects unknown versions; types
+	// without it accept version 0 only.
+	decodeValueAt func(r *reader, version int16) RecordValue
+	apply         func(c *Coordinator, rec Record) error
+}
+
+// versionedValue is implemented by record values written at a version
+// other than 0 (classic GroupMetadata is written at version 3).
+type versionedValue interface {
+	valueVersion() int16
 }
 
 var recordTypes = map[int16]recordType{}
@@ -93,7 +103,11 @@ func EncodeRecord(rec Record) (key, value []byte) {
 		return kw.b, nil
 	}
 	var vw writer
-	vw.int16(0)
+	version := int16(0)
+	if vv, ok := rec.Value.(versionedValue); ok {
+		version = vv.valueVersion()
+	}
+	vw.int16(version)
 	rec.Value.encodeValue(&vw)
 	return kw.b, vw.b
 }
@@ -120,10 +134,14 @@ func DecodeRecord(key, value []byte) (Record, error) {
 		return rec, nil
 	}
 	vr := &reader{b: value}
-	if v := vr.int16(); vr.err == nil && v != 0 {
+	var val RecordValue
+	if v := vr.int16(); rt.decodeValueAt != nil {
+		val = rt.decodeValueAt(vr, v)
+	} else if vr.err == nil && v != 0 {
 		return Record{}, fmt.Errorf("%s value: unsupported version %d", rt.name, v)
+	} else {
+		val = rt.decodeValue(vr)
 	}
-	val := rt.decodeValue(vr)
 	if err := vr.done(); err != nil {
 		return Record{}, fmt.Errorf("%s value: %w", rt.name, err)
 	}
