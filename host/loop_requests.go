@@ -208,7 +208,54 @@ func (l *Loop) forwardFetch(ctx context.Context, body *kmsg.OffsetFetchRequest) 
 		l.log.Warn("offset fetch forwarding failed", "err", err)
 		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
 	}
+	noOffsetsYet(body, resp)
 	return resp, nil
+}
+
+// noOffsetsYet rewrites the data plane's GROUP_ID_NOT_FOUND (the data plane
+// has no offsets for a group core allowed) into Kafka's answer for a group
+// without committed offsets: every requested partition at offset -1, no
+// error. kfake answers GROUP_ID_NOT_FOUND there; Kafka does not.
+func noOffsetsYet(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
+	notFound := kerr.GroupIDNotFound.Code
+	if req.Version < 8 {
+		if resp.ErrorCode != notFound {
+			return
+		}
+		resp.ErrorCode, resp.Topics = 0, nil
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return
+	}
+	byGroup := map[string]kmsg.OffsetFetchRequestGroup{}
+	for _, g := range req.Groups {
+		byGroup[g.Group] = g
+	}
+	for i := range resp.Groups {
+		rg := &resp.Groups[i]
+		if rg.ErrorCode != notFound {
+			continue
+		}
+		rg.ErrorCode, rg.Topics = 0, nil
+		for _, t := range byGroup[rg.Group].Topics {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+	}
 }
 
 func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
