@@ -1,6 +1,8 @@
 package core
 
 import (
+	"sort"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -12,25 +14,30 @@ type OffsetCommitTopic struct {
 }
 
 // ValidateStreamsOffsetCommit decides whether a streams member may commit
-// offsets (Kafka's StreamsGroup.validateOffsetCommit). It returns a Kafka
-// error code (0 to accept) with a message. version is the OffsetCommit
-// request version; transactional commits (TxnOffsetCommit) pass
-// isTransactional. A negative epoch on an empty group is an admin commit.
+// offsets, in the order of Kafka 4.4's StreamsGroup.validateOffsetCommit. It
+// returns a Kafka error code (0 to accept) with a message. version is the
+// OffsetCommit request version; transactional commits (TxnOffsetCommit) pass
+// isTransactional. A negative epoch on an empty group is an admin commit; a
+// transactional commit with epoch -1 and no member id comes from a producer
+// outside the group and is accepted.
 func (c *Coordinator) ValidateStreamsOffsetCommit(group, memberID string, epoch int32, version int16, isTransactional bool, topics []OffsetCommitTopic) (int16, string) {
 	g, ok := c.groups[group].(*streamsGroup)
 	if !ok {
 		return kerr.GroupIDNotFound.Code, "Streams group " + group + " not found."
 	}
-	if memberID == "" && epoch < 0 && len(g.members) == 0 {
+	if epoch < 0 && len(g.members) == 0 {
 		return 0, ""
 	}
-	if !isTransactional && version < 9 {
-		return kerr.UnsupportedVersion.Code, "OffsetCommit version 9 or above must be used by members using the streams group protocol"
+	if isTransactional && epoch == leaveEpoch && memberID == "" {
+		return 0, ""
 	}
 	m := g.members[memberID]
 	if m == nil {
 		e := errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, group)
 		return e.code, e.msg
+	}
+	if !isTransactional && version < 9 {
+		return kerr.UnsupportedVersion.Code, "OffsetCommit version 9 or above must be used by members using the streams group protocol"
 	}
 	if epoch == m.epoch {
 		return 0, ""
@@ -42,39 +49,46 @@ func (c *Coordinator) ValidateStreamsOffsetCommit(group, memberID string, epoch 
 	return c.validateOlderCommit(g, m, epoch, topics)
 }
 
-// validateOlderCommit accepts a commit at an older epoch only for source
-// partitions of active tasks the member still holds (assigned or pending
-// revocation) that were assigned at or before that epoch.
+// validateOlderCommit accepts a commit at an older epoch only for partitions
+// of (repartition) source topics whose task the member still holds active
+// (assigned or pending revocation) since that epoch or earlier. Like Kafka,
+// a topic read by several subtopologies is checked against one of them (the
+// last by subtopology id).
 func (c *Coordinator) validateOlderCommit(g *streamsGroup, m *streamsMember, epoch int32, topics []OffsetCommitTopic) (int16, string) {
 	if g.topology == nil {
 		return kerr.StaleMemberEpoch.Code, "Topology is not available for offset commit validation."
 	}
-	for _, t := range topics {
-		found := false
-		for _, s := range g.topology.Subtopologies {
-			if !containsString(s.SourceTopics, t.Topic) && !containsTopicInfo(s.RepartitionSourceTopics, t.Topic) {
-				continue
-			}
-			found = true
-			for _, p := range t.Partitions {
-				task := TaskID{s.SubtopologyID, p}
-				taskEpoch, ok := m.assigned.active[task]
-				if !ok {
-					taskEpoch, ok = m.pending.active[task]
-				}
-				if !ok {
-					e := errf(kerr.StaleMemberEpoch, "Task %s-%d is not assigned or pending revocation for member.", task.Subtopology, p)
-					return e.code, e.msg
-				}
-				if epoch < taskEpoch {
-					e := errf(kerr.StaleMemberEpoch, "Received member epoch %d is older than assignment epoch %d for task %s-%d.", epoch, taskEpoch, task.Subtopology, p)
-					return e.code, e.msg
-				}
-			}
+	bySource := map[string]string{}
+	subs := append([]Subtopology(nil), g.topology.Subtopologies...)
+	sort.SliceStable(subs, func(i, j int) bool { return subs[i].SubtopologyID < subs[j].SubtopologyID })
+	for _, s := range subs {
+		for _, t := range s.SourceTopics {
+			bySource[t] = s.SubtopologyID
 		}
-		if !found {
-			e := errf(kerr.StaleMemberEpoch, "Topic %s is not a source topic of the topology.", t.Topic)
+		for _, t := range s.RepartitionSourceTopics {
+			bySource[t.Name] = s.SubtopologyID
+		}
+	}
+	for _, t := range topics {
+		sub, ok := bySource[t.Topic]
+		if !ok {
+			e := errf(kerr.StaleMemberEpoch, "Topic %s is not in the topology.", t.Topic)
 			return e.code, e.msg
+		}
+		for _, p := range t.Partitions {
+			task := TaskID{sub, p}
+			taskEpoch, ok := m.assigned.active[task]
+			if !ok {
+				taskEpoch, ok = m.pending.active[task]
+			}
+			if !ok {
+				e := errf(kerr.StaleMemberEpoch, "Task %s-%d is not assigned or pending revocation for member.", sub, p)
+				return e.code, e.msg
+			}
+			if epoch < taskEpoch {
+				e := errf(kerr.StaleMemberEpoch, "Received member epoch %d is older than assignment epoch %d for task %s-%d.", epoch, taskEpoch, sub, p)
+				return e.code, e.msg
+			}
 		}
 	}
 	return 0, ""
@@ -97,22 +111,4 @@ func (c *Coordinator) ValidateStreamsOffsetFetch(group, memberID string, epoch i
 		return e.code, e.msg
 	}
 	return 0, ""
-}
-
-func containsString(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsTopicInfo(l []TopicInfo, s string) bool {
-	for _, x := range l {
-		if x.Name == s {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -317,10 +318,7 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 		u.endpoint = &Endpoint{Host: req.UserEndpoint.Host, Port: req.UserEndpoint.Port}
 	}
 	if req.ClientTags != nil {
-		u.clientTags = []KeyValue{}
-		for _, t := range req.ClientTags {
-			u.clientTags = append(u.clientTags, KeyValue{Key: t.Key, Value: t.Value})
-		}
+		u.clientTags = clientTagsFromRequest(req.ClientTags)
 	}
 	_, exists := hb.g.members[m.id]
 	newVal := memberMetadataValue(u)
@@ -336,6 +334,26 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 			!slices.Equal(u.clientTags, m.clientTags) || u.processID != m.processID, nil
 	}
 	return true, nil
+}
+
+// clientTagsFromRequest keeps the last value of each key, sorted by key:
+// Kafka holds client tags in a map (a later duplicate wins) and writes them
+// in the map's order, which for typical tag keys is the sorted order.
+func clientTagsFromRequest(tags []kmsg.StreamsGroupHeartbeatRequestClientTag) []KeyValue {
+	byKey := map[string]string{}
+	for _, t := range tags {
+		byKey[t.Key] = t.Value
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]KeyValue, len(keys))
+	for i, k := range keys {
+		out[i] = KeyValue{Key: k, Value: byKey[k]}
+	}
+	return out
 }
 
 func memberMetadataValue(m *streamsMember) StreamsGroupMemberMetadataValue {
@@ -407,7 +425,7 @@ func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool,
 	validated := int32(-1)
 	if ct.ready() {
 		validated = g.topology.Epoch
-		if e := validateOwnedTasks(ct, hb.owned); e != nil {
+		if e := validateOwnedTasks(ct, hb.req); e != nil {
 			return false, e
 		}
 	}
@@ -422,16 +440,20 @@ func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool,
 	return recompute, nil
 }
 
-// validateOwnedTasks rejects reported tasks the configured topology lacks.
-func validateOwnedTasks(ct *configuredTopology, o *ownedTasksReport) *kafkaError {
-	if o == nil {
-		return nil
-	}
-	for _, s := range []taskSet{o.active, o.standby, o.warmup} {
-		for t := range s {
-			sub := ct.subtopology(t.Subtopology)
-			if sub == nil || t.Partition < 0 || t.Partition >= sub.numTasks {
-				return errf(kerr.InvalidRequest, "Task %s is not part of the configured topology.", t)
+// validateOwnedTasks rejects reported tasks the configured topology lacks,
+// checking the active, standby and warm-up lists in request order as
+// Kafka's throwIfRequestContainsInvalidTasks does.
+func validateOwnedTasks(ct *configuredTopology, req *kmsg.StreamsGroupHeartbeatRequest) *kafkaError {
+	for _, list := range [][]kmsg.TaskIDs{req.ActiveTasks, req.StandbyTasks, req.WarmupTasks} {
+		for _, ids := range list {
+			sub := ct.subtopology(ids.SubtopologyID)
+			if sub == nil {
+				return errf(kerr.InvalidRequest, "Subtopology %s does not exist in the topology.", ids.SubtopologyID)
+			}
+			for _, p := range ids.Partitions {
+				if p < 0 || p >= sub.numTasks {
+					return errf(kerr.InvalidRequest, "Task %d for subtopology %s is invalid. Number of tasks for this subtopology: %d", p, ids.SubtopologyID, sub.numTasks)
+				}
 			}
 		}
 	}

@@ -32,6 +32,11 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *kafkaErro
 		if e := validateTopologyNames(req.Topology); e != nil {
 			return e
 		}
+		for _, s := range req.Topology.Subtopologies { // then unsupported features
+			if len(s.SourceTopicRegex) > 0 {
+				return errf(kerr.InvalidRequest, "Regular expressions for source topics are not supported yet.")
+			}
+		}
 	}
 	switch {
 	case req.MemberID == "":
@@ -48,11 +53,12 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *kafkaErro
 		switch {
 		case req.RebalanceTimeoutMillis == -1:
 			return errf(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
-		case len(req.ActiveTasks) > 0:
+		// Kafka's throwIfNotEmptyCollection rejects null lists too.
+		case req.ActiveTasks == nil || len(req.ActiveTasks) > 0:
 			return errf(kerr.InvalidRequest, "ActiveTasks must be empty when (re-)joining.")
-		case len(req.StandbyTasks) > 0:
+		case req.StandbyTasks == nil || len(req.StandbyTasks) > 0:
 			return errf(kerr.InvalidRequest, "StandbyTasks must be empty when (re-)joining.")
-		case len(req.WarmupTasks) > 0:
+		case req.WarmupTasks == nil || len(req.WarmupTasks) > 0:
 			return errf(kerr.InvalidRequest, "WarmupTasks must be empty when (re-)joining.")
 		case req.Topology == nil:
 			return errf(kerr.InvalidRequest, "Topology must be non-null when (re-)joining.")
@@ -96,9 +102,6 @@ var internalTopicNames = map[string]bool{"__consumer_offsets": true, "__transact
 // validateTopologyRequest applies the service-level topology rules.
 func validateTopologyRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafkaError {
 	for _, s := range t.Subtopologies {
-		if len(s.SourceTopicRegex) > 0 {
-			return errf(kerr.InvalidRequest, "Regular expressions for source topics are not supported yet.")
-		}
 		for _, c := range s.StateChangelogTopics {
 			if c.NumPartitions != 0 {
 				return errf(kerr.StreamsInvalidTopology, "Changelog topic %s must have an undefined partition count, but it is set to %d.", c.Topic, c.NumPartitions)
