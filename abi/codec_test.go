@@ -181,3 +181,34 @@ func TestTaskSpaceLocate(t *testing.T) {
 		}
 	}
 }
+
+// TestDecoderReuse: a Decoder gives the same result as a fresh decode, for
+// requests smaller and larger than the one before.
+func TestDecoderReuse(t *testing.T) {
+	var d abi.Decoder
+	cases := abitest.Cases(false)
+	for _, i := range []int{9, 0, 7, 9, 3} {
+		b, _ := abi.AppendAssignRequest(nil, cases[i].Req)
+		var fresh, reused abi.AssignRequest
+		if err := abi.DecodeAssignRequest(b, &fresh); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.DecodeAssignRequest(b, &reused); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fresh, reused) {
+			t.Fatalf("%s: reused decoder differs from a fresh decode", cases[i].Name)
+		}
+	}
+	dup := tiny()
+	dup.Members = append(dup.Members, dup.Members[0])
+	b, _ := abi.AppendAssignRequest(nil, dup)
+	var r abi.AssignRequest
+	if err := d.DecodeAssignRequest(b, &r); err == nil || !strings.Contains(err.Error(), "appears twice") {
+		t.Fatalf("duplicate member: %v", err)
+	}
+	b, _ = abi.AppendAssignRequest(nil, tiny())
+	if err := d.DecodeAssignRequest(b, &r); err != nil {
+		t.Fatalf("decoder not usable after an error: %v", err)
+	}
+}

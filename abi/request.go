@@ -56,10 +56,31 @@ func appendMember(w *writer, m *Member) {
 // process indices and task indices in range, table orderings, unique member
 // ids, and the size limits of SPEC.md 1.2.
 func DecodeAssignRequest(b []byte, r *AssignRequest) error {
+	d := Decoder{oneShot: true}
+	return d.DecodeAssignRequest(b, r)
+}
+
+// Decoder decodes AssignRequests into memory it keeps from one call to the
+// next: the member array, the slab behind every task set and offset list,
+// and the duplicate-id check. A guest that decodes one request per call
+// allocates almost nothing after the first call. A request decoded by a
+// Decoder is valid until the Decoder's next decode.
+type Decoder struct {
+	tasks   []int32
+	offsets []TaskOffset
+	members []Member
+	seen    map[string]struct{}
+	oneShot bool // not reused: keep nothing for a next decode
+}
+
+// DecodeAssignRequest is the package function DecodeAssignRequest, reusing
+// d's memory.
+func (d *Decoder) DecodeAssignRequest(b []byte, r *AssignRequest) error {
 	if len(b) > MaxRequestBytes {
 		return &DecodeError{Field: "request", Err: fmt.Errorf("%d bytes exceed limit %d", len(b), MaxRequestBytes)}
 	}
-	rd := reader{b: b}
+	rd := reader{b: b, slab: d.tasks[:cap(d.tasks)], offSlab: d.offsets[:cap(d.offsets)]}
+	defer d.keep(&rd)
 	*r = AssignRequest{}
 	rd.kind(MsgAssignRequest, "kind")
 	r.GroupID = rd.string("group_id")
@@ -75,7 +96,11 @@ func DecodeAssignRequest(b []byte, r *AssignRequest) error {
 	total := r.NumTasks()
 	n := rd.count("members", MaxMembers, 11)
 	if n > 0 {
-		r.Members = make([]Member, n)
+		if cap(d.members) < n {
+			d.members = make([]Member, n)
+		}
+		r.Members = d.members[:n]
+		clear(r.Members)
 	}
 	for i := 0; i < n && rd.err == nil; i++ {
 		decodeMember(&rd, &r.Members[i], int32(len(r.Processes)), total)
@@ -84,7 +109,21 @@ func DecodeAssignRequest(b []byte, r *AssignRequest) error {
 	if err := rd.end("request"); err != nil {
 		return err
 	}
-	return checkUniqueMembers(r.Members)
+	return d.checkUniqueMembers(r.Members)
+}
+
+// keep remembers the slabs for the next decode: when a decode had to grow
+// them, the next one starts with room for everything this one needed.
+func (d *Decoder) keep(rd *reader) {
+	if d.oneShot {
+		return
+	}
+	if rd.grownTasks > 0 {
+		d.tasks = make([]int32, rd.grownTasks)
+	}
+	if rd.grownOffsets > 0 {
+		d.offsets = make([]TaskOffset, rd.grownOffsets)
+	}
 }
 
 func decodeSubtopologies(rd *reader, r *AssignRequest) {
@@ -146,13 +185,16 @@ func below(ts []int32, n int32) bool { return len(ts) == 0 || ts[len(ts)-1] < n 
 
 func offsetsBelow(os []TaskOffset, n int32) bool { return len(os) == 0 || os[len(os)-1].Task < n }
 
-func checkUniqueMembers(ms []Member) error {
-	seen := make(map[string]struct{}, len(ms))
+func (d *Decoder) checkUniqueMembers(ms []Member) error {
+	if d.seen == nil {
+		d.seen = make(map[string]struct{}, len(ms))
+	}
+	defer clear(d.seen)
 	for i := range ms {
-		if _, dup := seen[ms[i].ID]; dup {
+		if _, dup := d.seen[ms[i].ID]; dup {
 			return &DecodeError{Field: "members", Err: fmt.Errorf("member id %q appears twice", ms[i].ID)}
 		}
-		seen[ms[i].ID] = struct{}{}
+		d.seen[ms[i].ID] = struct{}{}
 	}
 	return nil
 }

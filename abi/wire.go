@@ -30,27 +30,47 @@ type reader struct {
 	b   []byte
 	off int
 	err error
-	// slab and offSlab back every task set and offset list of a message:
-	// one allocation each instead of one per set (allocation is what costs
-	// most inside a Go guest). Sized by the message length, an upper bound.
+	// slab and offSlab back the task sets and offset lists of a message:
+	// a few geometrically growing chunks instead of one allocation per set
+	// (allocation is what costs most inside a Go guest).
 	slab    []int32
 	offSlab []TaskOffset
+	chunk   int
+	// usedTasks/usedOffsets count elements taken; grown* are set when a
+	// slab ran out, to the total a Decoder should provide next time.
+	usedTasks, usedOffsets   int
+	grownTasks, grownOffsets int
+	// text is the message as one string, made on the first string read:
+	// every decoded name is a substring of it, so a message costs one
+	// string allocation, not one per name.
+	text string
 }
 
 // take returns n int32s of the slab, full-capacity-limited so appends by a
 // caller never overwrite the next set.
 func (r *reader) take(n int) []int32 {
+	r.usedTasks += n
 	if len(r.slab) < n {
-		r.slab = make([]int32, max(n, r.remaining()))
+		r.slab = make([]int32, max(n, r.nextChunk()))
+		r.grownTasks = max(r.grownTasks, r.usedTasks+r.remaining())
 	}
 	s := r.slab[:0:n]
 	r.slab = r.slab[n:]
 	return s
 }
 
+// nextChunk doubles the chunk size from 256 elements, never beyond what the
+// rest of the message could hold (one element per byte).
+func (r *reader) nextChunk() int {
+	r.chunk = min(max(2*r.chunk, 256), r.remaining())
+	return r.chunk
+}
+
 func (r *reader) takeOffsets(n int) []TaskOffset {
+	r.usedOffsets += n
 	if len(r.offSlab) < n {
-		r.offSlab = make([]TaskOffset, max(n, r.remaining()/2))
+		r.offSlab = make([]TaskOffset, max(n, r.nextChunk()/2))
+		r.grownOffsets = max(r.grownOffsets, r.usedOffsets+r.remaining()/2)
 	}
 	s := r.offSlab[:0:n]
 	r.offSlab = r.offSlab[n:]
@@ -94,6 +114,19 @@ func (r *reader) u64(field string) uint64 {
 func (r *reader) uvarint(field string) uint64 {
 	if r.err != nil {
 		return 0
+	}
+	// Fast paths: most values (gaps, counts, indices, offsets of a few
+	// thousand) fit one or two bytes.
+	if r.off+1 < len(r.b) {
+		b0 := r.b[r.off]
+		if b0 < 0x80 {
+			r.off++
+			return uint64(b0)
+		}
+		if b1 := r.b[r.off+1]; b1 < 0x80 {
+			r.off += 2
+			return uint64(b0&0x7f) | uint64(b1)<<7
+		}
 	}
 	v, n := binary.Uvarint(r.b[r.off:])
 	switch {
@@ -140,7 +173,13 @@ func (r *reader) string(field string) string {
 	if r.err != nil {
 		return ""
 	}
-	s := string(r.b[r.off : r.off+n])
+	if n == 0 {
+		return ""
+	}
+	if r.text == "" {
+		r.text = string(r.b)
+	}
+	s := r.text[r.off : r.off+n]
 	r.off += n
 	return s
 }
@@ -185,7 +224,14 @@ func (r *reader) taskset(field string) []int32 {
 	dst := r.take(n)
 	next := int64(0)
 	for i := 0; i < n && r.err == nil; i++ {
-		t := next + int64(r.uvarint(field))
+		var gap uint64
+		if r.off < len(r.b) && r.b[r.off] < 0x80 { // inline one-byte gap
+			gap = uint64(r.b[r.off])
+			r.off++
+		} else {
+			gap = r.uvarint(field)
+		}
+		t := next + int64(gap)
 		if t >= MaxTasks {
 			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
 			break

@@ -11,9 +11,10 @@
 //
 // The SDK turns a handler's panic into a PANIC status with the panic value
 // and stack as the error text (the instance is then discarded by the host),
-// and yields to the Go scheduler at the end of every call so the garbage
-// collector's background work runs: without it a reactor's heap grows
-// without bound.
+// and keeps the heap bounded: a reactor's GC cannot finish a cycle unless an
+// export yields, so the real build switches automatic GC off and collects
+// at the end of a call once the heap grew by max(2 MiB, live heap)
+// (guest_wasip1.go).
 package guest
 
 import (
@@ -38,7 +39,8 @@ var ErrUnsupported = errors.New("unsupported")
 var (
 	assignFn AssignFunc
 	probeFn  ProbeFunc
-	out      []byte // reused output buffer: one call runs at a time
+	out      []byte      // reused output buffer: one call runs at a time
+	dec      abi.Decoder // reused decoding memory, for the same reason
 )
 
 // HandleAssign registers the plugin's task assignor. Call it from init().
@@ -69,7 +71,7 @@ func InvokeAssign(input []byte) (status abi.Status, output []byte) {
 		return fail(abi.StatusUnsupported, "this plugin has no task assignor")
 	}
 	var req abi.AssignRequest
-	if err := abi.DecodeAssignRequest(input, &req); err != nil {
+	if err := dec.DecodeAssignRequest(input, &req); err != nil {
 		return fail(abi.StatusDecodeError, err.Error())
 	}
 	resp, err := assignFn(&req)

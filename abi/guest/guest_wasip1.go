@@ -58,30 +58,35 @@ func run(n int32, op func([]byte) (abi.Status, []byte)) int32 {
 	return int32(status)
 }
 
-// gcEveryBytes is how much a guest may allocate between two collections.
-const gcEveryBytes = 16 << 20
+// minGCBytes is the least a guest may allocate between two collections;
+// otherwise it may allocate as much as was live after the last one (the
+// runtime's own GOGC=100 rule, with a smaller floor).
+const minGCBytes = 2 << 20
 
 var (
-	allocs    = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	stats     = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	lastAlloc uint64
+	nextGC    uint64 = minGCBytes
 )
 
 // The runtime's own GC cycles cannot finish inside a reactor export (its
 // workers only run when the export yields), and letting them run in a
 // yield at the end of every call was measured at several ms per call under
-// wazero (see docs/BENCHMARKS.md). So the SDK switches the automatic GC off
-// and runs a blocking collection at the end of a call once gcEveryBytes
-// were allocated since the last one: the heap, and so linear memory, stays
-// bounded by the live data plus gcEveryBytes plus one call's garbage.
+// wazero (see docs/RATIONALE.md). So the SDK switches the automatic GC off
+// and runs a blocking collection at the end of a call once the heap has
+// grown by max(minGCBytes, live heap) since the last one: linear memory
+// stays bounded by about twice the live data plus one call's garbage.
 func init() { debug.SetGCPercent(-1) }
 
 func collect() {
-	metrics.Read(allocs)
-	if a := allocs[0].Value.Uint64(); a-lastAlloc >= gcEveryBytes {
-		runtime.GC()
-		metrics.Read(allocs)
-		lastAlloc = allocs[0].Value.Uint64()
+	metrics.Read(stats)
+	if stats[0].Value.Uint64()-lastAlloc < nextGC {
+		return
 	}
+	runtime.GC()
+	metrics.Read(stats)
+	lastAlloc = stats[0].Value.Uint64()
+	nextGC = max(minGCBytes, stats[1].Value.Uint64())
 }
 
 func hostLog(level int32, msg string) {

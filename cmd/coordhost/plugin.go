@@ -14,6 +14,10 @@ import (
 	"github.com/coordhost/coordhost/host/plugin"
 )
 
+func init() {
+	commands["plugin"] = func(args []string) int { return pluginCommand(args, os.Stdout, os.Stderr) }
+}
+
 // pluginCommand runs `coordhost plugin SUBCOMMAND ...` and returns the exit
 // code. Subcommands: check.
 func pluginCommand(args []string, stdout, stderr io.Writer) int {

@@ -26,6 +26,10 @@ type Config struct {
 	PoolSize int
 	// MaxOutputBytes caps a call's output (default 64 MiB).
 	MaxOutputBytes int
+	// RecycleAboveBytes retires an instance after a successful call that
+	// left its linear memory above this size (default: half the memory
+	// limit). Wasm memory never shrinks; a fresh instance starts small.
+	RecycleAboveBytes uint64
 	// CacheDir keeps compiled code across processes; "" uses a cache in
 	// memory shared by the whole process.
 	CacheDir string
@@ -56,6 +60,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxOutputBytes == 0 {
 		c.MaxOutputBytes = 64 << 20
+	}
+	if c.RecycleAboveBytes == 0 {
+		c.RecycleAboveBytes = uint64(c.MemoryLimitPages) * 65536 / 2
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

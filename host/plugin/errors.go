@@ -46,6 +46,8 @@ type Error struct {
 	Kind   Kind
 	Status abi.Status // for KindStatus
 	Err    error
+
+	discarded bool // the failing instance was closed
 }
 
 func (e *Error) Error() string {

@@ -13,6 +13,7 @@ var LatencyBuckets = []time.Duration{
 
 type metrics struct {
 	calls, fallbacks, created, discarded, reloads atomic.Uint64
+	recycled                                      atomic.Uint64
 	errors                                        [16]atomic.Uint64 // by kindIndex
 	latencyCount                                  atomic.Uint64
 	latencySumNs                                  atomic.Uint64
@@ -30,7 +31,10 @@ type Metrics struct {
 	// InstancesCreated and InstancesDiscarded count instance lifetimes:
 	// every failed call discards its instance.
 	InstancesCreated, InstancesDiscarded uint64
-	Reloads                              uint64
+	// InstancesRecycled counts healthy instances retired because their
+	// linear memory passed Config.RecycleAboveBytes.
+	InstancesRecycled uint64
+	Reloads           uint64
 	// LatencyCount and LatencySum cover every call; LatencyBuckets[i]
 	// counts calls no slower than the package's LatencyBuckets[i], the last
 	// entry those slower than all bounds.
@@ -56,7 +60,8 @@ func (m *metrics) snapshot() Metrics {
 	s := Metrics{
 		Calls: m.calls.Load(), Fallbacks: m.fallbacks.Load(),
 		InstancesCreated: m.created.Load(), InstancesDiscarded: m.discarded.Load(), Reloads: m.reloads.Load(),
-		LatencyCount: m.latencyCount.Load(), LatencySum: time.Duration(m.latencySumNs.Load()),
+		InstancesRecycled: m.recycled.Load(),
+		LatencyCount:      m.latencyCount.Load(), LatencySum: time.Duration(m.latencySumNs.Load()),
 		MemoryBytes: m.memoryBytes.Load(), Errors: map[Kind]uint64{},
 	}
 	for i, k := range kinds {

@@ -159,8 +159,11 @@ func (p *Plugin) call(ctx context.Context, op, export string, input []byte, chec
 	if err != nil {
 		pe := err.(*Error)
 		p.metrics.errors[kindIndex(pe.Kind)].Add(1)
-		p.cfg.Logger.Warn("plugin call failed; instance discarded",
-			"plugin", p.cfg.Name, "op", op, "kind", pe.Kind, "err", pe.Err)
+		msg := "plugin call failed; instance discarded"
+		if !pe.discarded {
+			msg = "plugin call failed before reaching an instance"
+		}
+		p.cfg.Logger.Warn(msg, "plugin", p.cfg.Name, "op", op, "kind", pe.Kind, "err", pe.Err)
 		return nil, err
 	}
 	return out, nil
@@ -176,6 +179,7 @@ func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, i
 		var err error
 		if inst, err = p.instantiate(ctx, m); err != nil {
 			m.pool.release(nil)
+			err.(*Error).discarded = true // wazero closed the half-made instance
 			return nil, err
 		}
 	}
@@ -186,9 +190,16 @@ func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, i
 	if perr != nil {
 		p.discard(ctx, inst)
 		m.pool.release(nil)
+		perr.discarded = true
 		return nil, perr
 	}
-	p.metrics.memoryBytes.Store(uint64(inst.mod.Memory().Size()))
+	size := uint64(inst.mod.Memory().Size())
+	p.metrics.memoryBytes.Store(size)
+	if size > p.cfg.RecycleAboveBytes {
+		_ = inst.mod.Close(context.WithoutCancel(ctx))
+		p.metrics.recycled.Add(1)
+		inst = nil
+	}
 	m.pool.release(inst)
 	return out, nil
 }

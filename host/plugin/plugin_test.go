@@ -259,6 +259,25 @@ func TestCallerContextCancelsWaitingCall(t *testing.T) {
 	}
 }
 
+// TestGoGuestMemoryBomb: a Go guest that allocates without bound dies of
+// the Go runtime's out-of-memory (a trap) at the memory limit; the host
+// reports it as a memory-limit failure and discards the instance.
+func TestGoGuestMemoryBomb(t *testing.T) {
+	p, err := plugin.Load(context.Background(), plugintest.GoPlugin(t, "testdata/plugins/gobomb"),
+		plugin.Config{Name: "gobomb", MemoryLimitPages: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	out, err := p.AssignWithFallback(context.Background(), smallReq(), roundRobin)
+	if err != nil || !out.UsedFallback || plugin.KindOf(out.PluginErr) != plugin.KindMemory {
+		t.Fatalf("got %+v, %v", out, err)
+	}
+	if m := p.Metrics(); m.Errors[plugin.KindMemory] != 1 || m.InstancesDiscarded != 1 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
+
 // TestGoGuestPanicBecomesStatus: a Go guest built with abi/guest whose
 // handler panics answers with the PANIC status and the panic text; the host
 // still discards the instance.
@@ -301,5 +320,51 @@ func TestCompilationCacheDir(t *testing.T) {
 	}
 	if _, err := p.Assign(context.Background(), smallReq()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProbe: a module exporting coordhost_probe answers a ProbeRequest;
+// one without it is refused with KindUnsupported.
+func TestProbe(t *testing.T) {
+	ctx := context.Background()
+	p, err := plugin.Load(ctx, plugintest.CPlugin(t, hostileSrc, "HOSTILE_PROBE"), plugin.Config{Name: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	req := &abi.ProbeRequest{NowMs: 1000, Group: *smallReq(), Target: make([]abi.MemberAssignment, 3)}
+	resp, err := p.Probe(ctx, req)
+	if err != nil || !resp.Rebalance || resp.NextProbeMs != 5000 {
+		t.Fatalf("got %+v, %v", resp, err)
+	}
+	if k, err := p.Kinds(ctx); err != nil || k != abi.KindAssign|abi.KindProbe {
+		t.Fatalf("kinds %d, %v", k, err)
+	}
+	q, err := plugin.Load(ctx, plugintest.CPlugin(t, hostileSrc), plugin.Config{Name: "no-probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+	if _, err := q.Probe(ctx, req); plugin.KindOf(err) != plugin.KindUnsupported {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestRecycleLargeInstances: an instance whose linear memory passed the
+// recycling size after a successful call is retired, not reused.
+func TestRecycleLargeInstances(t *testing.T) {
+	p, err := plugin.Load(context.Background(), plugintest.CPlugin(t, "testdata/plugins/c/assignor.c"),
+		plugin.Config{RecycleAboveBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	for i := 0; i < 3; i++ {
+		if _, err := p.Assign(context.Background(), smallReq()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := p.Metrics(); m.InstancesCreated != 3 || m.InstancesRecycled != 3 || m.InstancesDiscarded != 0 || len(m.Errors) != 0 {
+		t.Fatalf("metrics %+v", m)
 	}
 }

@@ -20,7 +20,12 @@ const Name = "sticky"
 // not depend on the order of req.Members. It never assigns warm-up tasks
 // (Kafka 4.4 does not).
 func Assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
-	s := newState(req)
+	s := states.Get().(*state)
+	defer func() {
+		s.req = nil
+		states.Put(s)
+	}()
+	s.reset(req)
 	if err := s.assignActive(); err != nil {
 		return nil, err
 	}
@@ -36,7 +41,7 @@ func (s *state) byPartitionThenSubtopology(statefulOnly bool) []int32 {
 	for _, p := range s.parts {
 		maxP = max(maxP, p)
 	}
-	out := make([]int32, 0, s.nt)
+	out := reuse(&s.bOrder, int(s.nt))[:0]
 	for p := int32(0); p < maxP; p++ {
 		for sub, n := range s.parts {
 			if p < n && (!statefulOnly || s.req.Subtopologies[sub].Stateful) {
@@ -69,7 +74,7 @@ func (s *state) assignActive() error {
 	}
 	// 3. the rest, by (subtopology, partition) = task index, to the
 	// least-loaded process
-	left := make([]bool, s.nt)
+	left := reuse(&s.bLeft, int(s.nt))
 	for _, t := range rest {
 		left[t] = true
 	}
@@ -100,7 +105,7 @@ func (s *state) addActive(r, t int32) {
 }
 
 func (s *state) processHeap() *procHeap {
-	h := &procHeap{q: make([]int32, 0, len(s.procOrder)), load: s.procLoad}
+	h := &procHeap{q: reuse(&s.bHeap, len(s.procOrder))[:0], load: s.procLoad}
 	for _, p := range s.procOrder {
 		h.offer(p)
 	}
@@ -139,12 +144,12 @@ func (s *state) assignStandby() {
 	// The rest by (subtopology, partition), descending, to the least-loaded
 	// process not holding the task; without one, fewer standbys (Kafka logs
 	// a warning).
-	remaining := make([]int32, s.nt)
+	remaining := reuse(&s.bRemaining, int(s.nt))
 	for _, pd := range later {
 		remaining[pd.task] = pd.remaining
 	}
 	h := s.processHeap()
-	polled := make([]int32, 0, len(s.procOrder))
+	polled := reuse(&s.bPolled, len(s.procOrder))[:0]
 	for t := s.nt - 1; t >= 0; t-- {
 		for k := int32(0); k < remaining[t]; k++ {
 			if !s.standbyToLeastLoaded(h, t, polled) {
@@ -186,18 +191,23 @@ func (s *state) standbyToLeastLoaded(h *procHeap, t int32, polled []int32) bool 
 // response lays the result out per request member, task sets ascending.
 func (s *state) response() *abi.AssignResponse {
 	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(s.req.Members)), NextProbeMs: -1}
-	nActive := make([]int32, len(s.byRank))
-	nStandby := make([]int32, len(s.byRank))
+	nActive := reuse(&s.bNActive, len(s.byRank))
+	nStandby := reuse(&s.bNStandby, len(s.byRank))
 	for _, r := range s.activeOf {
 		nActive[r]++
 	}
 	for i := 1; i < len(s.standbys); i += 2 {
 		nStandby[s.standbys[i]]++
 	}
+	// One backing array each for all actives and all standbys.
+	activeAll := make([]int32, 0, len(s.activeOf))
+	standbyAll := make([]int32, 0, len(s.standbys)/2)
 	for r, mi := range s.byRank {
 		m := &resp.Members[mi]
-		m.Active = make([]int32, 0, nActive[r])
-		m.Standby = make([]int32, 0, nStandby[r])
+		m.Active = activeAll[len(activeAll) : len(activeAll) : len(activeAll)+int(nActive[r])]
+		activeAll = activeAll[:len(activeAll)+int(nActive[r])]
+		m.Standby = standbyAll[len(standbyAll) : len(standbyAll) : len(standbyAll)+int(nStandby[r])]
+		standbyAll = standbyAll[:len(standbyAll)+int(nStandby[r])]
 	}
 	for t, r := range s.activeOf {
 		m := &resp.Members[s.byRank[r]]
@@ -205,14 +215,14 @@ func (s *state) response() *abi.AssignResponse {
 	}
 	// Standbys were placed in no particular order: bucket them by task so
 	// that each member's list comes out ascending.
-	start := make([]int32, s.nt+1)
+	start := reuse(&s.bStart, int(s.nt)+1)
 	for i := 0; i < len(s.standbys); i += 2 {
 		start[s.standbys[i]+1]++
 	}
 	for t := int32(1); t <= s.nt; t++ {
 		start[t] += start[t-1]
 	}
-	byTask := make([]int32, len(s.standbys)/2)
+	byTask := reuse(&s.bByTask, len(s.standbys)/2)
 	for i := 0; i < len(s.standbys); i += 2 {
 		t := s.standbys[i]
 		byTask[start[t]] = s.standbys[i+1]

@@ -2,7 +2,9 @@ package sticky
 
 import (
 	"math"
-	"sort"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/coordhost/coordhost/abi"
 )
@@ -44,12 +46,43 @@ type state struct {
 	totalActive, totalTasks           int32
 	membersActiveCap, membersTasksCap int32
 	activePerMember, tasksPerMember   int32
+
+	// Scratch kept between runs (states are pooled): a run allocates
+	// only its response. Allocation is what costs most in a Go guest.
+	bFirst, bLeft                 []bool
+	bScratch                      []uint32
+	bFill, bMheap, bOrder, bHeap  []int32
+	bRemaining, bPolled, bNActive []int32
+	bNStandby, bStart, bByTask    []int32
+	bCands, bSorted               []candidate
 }
 
-func newState(req *abi.AssignRequest) *state {
-	s := &state{req: req, space: abi.NewTaskSpace(req.Subtopologies), numStandby: req.Configs.NumStandbyReplicas}
+var states = sync.Pool{New: func() any { return new(state) }}
+
+// reuse returns buf resized to n zero elements, reallocating only when its
+// capacity is too small.
+func reuse[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n, n+n/4)
+	}
+	*buf = (*buf)[:n]
+	clear(*buf)
+	return *buf
+}
+
+func fill(s []int32, v int32) {
+	for i := range s {
+		s[i] = v
+	}
+}
+
+// reset prepares s for req, reusing its memory.
+func (s *state) reset(req *abi.AssignRequest) {
+	s.req, s.space, s.numStandby = req, abi.NewTaskSpace(req.Subtopologies), req.Configs.NumStandbyReplicas
 	s.nt = s.space.Total()
-	s.parts = make([]int32, len(req.Subtopologies))
+	s.totalTasks, s.totalActive = 0, 0
+	s.standbys = s.standbys[:0]
+	s.parts = reuse(&s.parts, len(req.Subtopologies))
 	for i, sub := range req.Subtopologies {
 		s.parts[i] = sub.Partitions
 		s.totalTasks += sub.Partitions
@@ -67,13 +100,9 @@ func newState(req *abi.AssignRequest) *state {
 	s.buildPrevious()
 	s.slots = min(s.numStandby+1, int32(len(req.Processes)))
 	s.slots = max(s.slots, 1)
-	s.holders = make([]int32, int(s.nt)*int(s.slots))
-	s.holdN = make([]int32, s.nt)
-	s.activeOf = make([]int32, s.nt)
-	for i := range s.activeOf {
-		s.activeOf[i] = -1
-	}
-	return s
+	reuse(&s.holders, int(s.nt)*int(s.slots))
+	reuse(&s.holdN, int(s.nt))
+	fill(reuse(&s.activeOf, int(s.nt)), -1)
 }
 
 // tasksPerMember is computeTasksPerMember: ceil(tasks / members), 0 without members.
@@ -92,25 +121,25 @@ func tasksPerMember(tasks, members int32) int32 {
 // order (the parity harness hands Kafka's assignor a sorted member map).
 func (s *state) rankMembers() {
 	ms := s.req.Members
-	s.byRank = make([]int32, len(ms))
+	reuse(&s.byRank, len(ms))
 	for i := range s.byRank {
 		s.byRank[i] = int32(i)
 	}
-	sort.Slice(s.byRank, func(a, b int) bool { return ms[s.byRank[a]].ID < ms[s.byRank[b]].ID })
-	s.proc = make([]int32, len(ms))
+	slices.SortFunc(s.byRank, func(a, b int32) int { return strings.Compare(ms[a].ID, ms[b].ID) })
+	reuse(&s.proc, len(ms))
 	for r, i := range s.byRank {
 		s.proc[r] = ms[i].Process
 	}
-	s.count = make([]int32, len(ms))
+	reuse(&s.count, len(ms))
 }
 
 func (s *state) buildProcesses() {
 	np := len(s.req.Processes)
-	s.procCap = make([]int32, np)
-	s.procTasks = make([]int32, np)
-	s.procLoad = make([]float64, np)
-	first := make([]bool, np)
-	var seen []int32 // processes in order of their first member
+	reuse(&s.procCap, np)
+	reuse(&s.procTasks, np)
+	reuse(&s.procLoad, np)
+	first := reuse(&s.bFirst, np)
+	seen := s.procOrder[:0] // processes in order of their first member
 	for _, p := range s.proc {
 		if !first[p] {
 			first[p] = true
@@ -121,28 +150,30 @@ func (s *state) buildProcesses() {
 	for p := range s.procLoad {
 		s.procLoad[p] = computeLoad(0, s.procCap[p])
 	}
-	scratch := make([]uint32, 0, max(len(seen), 16))
+	scratch := reuse(&s.bScratch, max(len(seen), len(s.proc)))[:0]
 	s.procOrder = seen
 	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), true, scratch)
 	// Members per process, in rank order, then in their map's order.
-	s.memStart = make([]int32, np+1)
+	reuse(&s.memStart, np+1)
 	for _, p := range s.proc {
 		s.memStart[p+1]++
 	}
 	for p := 1; p <= np; p++ {
 		s.memStart[p] += s.memStart[p-1]
 	}
-	s.memOrder = make([]int32, len(s.proc))
-	fill := append([]int32(nil), s.memStart[:np]...)
+	reuse(&s.memOrder, len(s.proc))
+	next := reuse(&s.bFill, np)
+	copy(next, s.memStart[:np])
 	for r, p := range s.proc {
-		s.memOrder[fill[p]] = int32(r)
-		fill[p]++
+		s.memOrder[next[p]] = int32(r)
+		next[p]++
 	}
 	name := func(r int32) string { return s.req.Members[s.byRank[r]].ID }
 	for p := 0; p < np; p++ {
 		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, false, scratch)
 	}
-	s.mheap = make([]memberHeap, np)
+	reuse(&s.mheap, np)
+	reuse(&s.bMheap, len(s.proc))
 }
 
 // computeLoad is ProcessState.computeLoad.
@@ -166,11 +197,12 @@ type candidate struct {
 // active owner's own); within each group the highest offset sum first, then
 // member order.
 func (s *state) buildPrevious() {
-	s.prevActive = make([]int32, s.nt)
-	for i := range s.prevActive {
-		s.prevActive[i] = -1
+	fill(reuse(&s.prevActive, int(s.nt)), -1)
+	n := 0
+	for i := range s.req.Members {
+		n += len(s.req.Members[i].Standby) + len(s.req.Members[i].TaskOffsets)
 	}
-	var cs []candidate
+	cs := reuse(&s.bCands, n)[:0]
 	for r, mi := range s.byRank {
 		m := &s.req.Members[mi]
 		for _, t := range m.Active {
@@ -201,20 +233,21 @@ func (s *state) buildPrevious() {
 	// Group by task (counting sort keeps member order), then rank each
 	// task's few candidates: previous standbys first, then by offset sum,
 	// highest first; ties keep member order (Java's stable List.sort).
-	s.candStart = make([]int32, s.nt+1)
+	reuse(&s.candStart, int(s.nt)+1)
 	for _, c := range cs {
 		s.candStart[c.task+1]++
 	}
 	for t := int32(1); t <= s.nt; t++ {
 		s.candStart[t] += s.candStart[t-1]
 	}
-	sorted := make([]candidate, len(cs))
-	fill := append([]int32(nil), s.candStart[:s.nt]...)
+	sorted := reuse(&s.bSorted, len(cs))
+	next := reuse(&s.bFill, int(s.nt))
+	copy(next, s.candStart[:s.nt])
 	for _, c := range cs {
-		sorted[fill[c.task]] = c
-		fill[c.task]++
+		sorted[next[c.task]] = c
+		next[c.task]++
 	}
-	s.cand = make([]int32, len(cs))
+	reuse(&s.cand, len(cs))
 	for t := int32(0); t < s.nt; t++ {
 		group := sorted[s.candStart[t]:s.candStart[t+1]]
 		for i := 1; i < len(group); i++ {
@@ -288,7 +321,7 @@ func (s *state) addToLeastLoadedMember(p, t int32, active bool) int32 {
 	h := &s.mheap[p]
 	if h.q == nil {
 		h.count = s.count
-		h.q = make([]int32, 0, len(members))
+		h.q = s.bMheap[s.memStart[p]:s.memStart[p]:s.memStart[p+1]]
 		for _, r := range members {
 			h.offer(r)
 		}

@@ -78,6 +78,9 @@ func TestWasmMemoryStaysFlat(t *testing.T) {
 		if i == 100 {
 			at100 = p.Metrics().MemoryBytes
 		}
+		if i&(i-1) == 0 || i%2000 == 0 {
+			t.Logf("after call %d: %d KiB", i, p.Metrics().MemoryBytes>>10)
+		}
 	}
 	m := p.Metrics()
 	t.Logf("linear memory after call 100: %d KiB; after call %d: %d KiB; instances created: %d",

@@ -13,6 +13,8 @@
  *   HOSTILE_TASK_TWICE      makes task 0 active on two members
  *   HOSTILE_SANDBOX         fails with status 2 and a report of what it can
  *                           see: files it could open, the clock, random bytes
+ *   HOSTILE_PROBE           also exports coordhost_probe: always asks for a
+ *                           rebalance, next probe in 5000 ms
  * Without a flag it is a valid (unbalanced) assignor: every task active on
  * the first member.
  */
@@ -114,3 +116,20 @@ EXPORT("coordhost_assign") int32_t assign(int32_t n) {
     free(buf);
     return rc;
 }
+
+#ifdef HOSTILE_PROBE
+EXPORT("coordhost_probe") int32_t probe(int32_t n) {
+    uint8_t *buf = malloc((size_t)n + 1);
+    int32_t got = coordhost_input_read(buf, n);
+    free(buf);
+    if (got != n || n < 1) return fail(ST_DECODE_ERROR, "no ProbeRequest");
+    wr_t w = {0};
+    wr_byte(&w, 4);        /* ProbeResponse */
+    wr_byte(&w, 1);        /* rebalance */
+    wr_varint(&w, 5000);   /* next_probe_ms */
+    wr_uvarint(&w, 0);     /* tags */
+    int32_t rc = coordhost_output_write(w.b, (int32_t)w.len) == 0 ? ST_OK : ST_PANIC;
+    free(w.b);
+    return rc;
+}
+#endif
