@@ -281,7 +281,7 @@ func (h *classicHarness) memberIDArg(args map[string]string, alias string) strin
 		if v == "none" {
 			return ""
 		}
-		if cl := h.clients[v]; cl != nil {
+		if cl := h.clients[v]; cl != nil && cl.memberID != "" {
 			return cl.memberID
 		}
 		return v

@@ -39,8 +39,6 @@ func TestClassicWithKgoConsumers(t *testing.T) {
 	}
 }
 
-var kgoDebug = false
-
 const kgoTopic, kgoPartitions, kgoPerPartition = "t", 6, 10
 
 // coreHost is the test's host: one goroutine owns the Coordinator.
@@ -137,18 +135,9 @@ func (h *coreHost) hook(cl *kfake.Cluster) {
 	for _, key := range []int16{11, 12, 13, 14} {
 		cl.ControlKey(key, func(req kmsg.Request) (kmsg.Response, error, bool) {
 			cl.KeepControl()
-			if kgoDebug {
-				if j, ok := req.(*kmsg.JoinGroupRequest); ok && j.Reason != nil {
-					fmt.Printf("%d join reason %q\n", nowMs()%100000, *j.Reason)
-				}
-				fmt.Printf("%d enter %T\n", nowMs()%100000, req)
-			}
 			ch := h.call(req)
 			var resp kmsg.Response
 			cl.SleepControl(func() { resp = <-ch }) // a parked JoinGroup must not block other connections
-			if kgoDebug {
-				fmt.Printf("%d %T %+v\n  -> %+v\n", nowMs()%100000, req, req, resp)
-			}
 			return resp, nil, true
 		})
 	}

@@ -202,7 +202,7 @@ func (c *Coordinator) DecideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDe
 				return false
 			}
 			for _, s := range x.topology.Subtopologies {
-				if containsString(s.SourceTopics, topic) || containsTopicInfo(s.RepartitionSourceTopics, topic) {
+				if streamsSourceTopic(s, topic) {
 					return true
 				}
 			}
@@ -215,4 +215,20 @@ func (c *Coordinator) DecideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDe
 		}
 	}
 	return d
+}
+
+// streamsSourceTopic reports whether topic is a source or repartition
+// source topic of a subtopology (StreamsTopology.sourceTopicMap).
+func streamsSourceTopic(s Subtopology, topic string) bool {
+	for _, t := range s.SourceTopics {
+		if t == topic {
+			return true
+		}
+	}
+	for _, t := range s.RepartitionSourceTopics {
+		if t.Name == topic {
+			return true
+		}
+	}
+	return false
 }
