@@ -111,3 +111,29 @@ func TestGroupAdminAPIs(t *testing.T) {
 		t.Fatalf("groups left after DeleteGroups: %+v", lgr.Groups)
 	}
 }
+
+// TestDescribeGroupConfigs: DescribeConfigs on a GROUP resource answers the
+// group's effective configuration.
+func TestDescribeGroupConfigs(t *testing.T) {
+	srv := startLoopHost(t, "", "--groups.defaults.streams.num.standby.replicas=2")
+	ctx := timeout(t)
+	cl := newClient(t, srv.KafkaAddr())
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "orders"
+	r.ConfigNames = []string{"streams.num.standby.replicas", "streams.session.timeout.ms"}
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, res := range resp.Resources {
+		for _, c := range res.Configs {
+			got[c.Name] = *c.Value
+		}
+	}
+	if got["streams.num.standby.replicas"] != "2" || got["streams.session.timeout.ms"] != "45000" || len(got) != 2 {
+		t.Fatalf("group configs: %v", got)
+	}
+}

@@ -41,6 +41,14 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			return c.LeaveGroup(now, id, body)
 		}})
+	}
+	return l.handleAdmin(ctx, req)
+}
+
+// handleAdmin answers the group requests that read or delete groups, the
+// offset requests and the GROUP-resource config requests.
+func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+	switch body := req.Body.(type) {
 	case *kmsg.DeleteGroupsRequest:
 		return l.deleteGroups(ctx, req, body)
 	case *kmsg.StreamsGroupDescribeRequest:
@@ -49,6 +57,24 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 		return l.describeGroups(ctx, req, body)
 	case *kmsg.ListGroupsRequest:
 		return l.listGroups(ctx, req, body)
+	case *kmsg.OffsetCommitRequest, *kmsg.TxnOffsetCommitRequest, *kmsg.OffsetFetchRequest, *kmsg.OffsetDeleteRequest:
+		if l.d.DataPlane == nil { // offsets live in the data plane
+			return wire.ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+		}
+		return l.handleOffsets(ctx, req)
+	case *kmsg.DescribeConfigsRequest:
+		return l.describeGroupConfigs(body), nil
+	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
+		// Altering group configs at runtime is not implemented yet: the
+		// per-group settings come from the config file's group globs.
+		return wire.ErrorResponse(req.Body, kerr.InvalidRequest.Code), nil
+	}
+	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
+}
+
+// handleOffsets answers the offset requests (core decides, the data plane stores).
+func (l *Loop) handleOffsets(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+	switch body := req.Body.(type) {
 	case *kmsg.OffsetCommitRequest:
 		return l.offsetCommit(ctx, req, body)
 	case *kmsg.TxnOffsetCommitRequest:
@@ -57,12 +83,6 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 		return l.offsetFetch(ctx, req, body)
 	case *kmsg.OffsetDeleteRequest:
 		return l.offsetDelete(ctx, req, body)
-	case *kmsg.DescribeConfigsRequest:
-		return l.describeGroupConfigs(body), nil
-	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
-		// Altering group configs at runtime is not implemented yet: the
-		// per-group settings come from the config file's group globs.
-		return wire.ErrorResponse(req.Body, kerr.InvalidRequest.Code), nil
 	}
 	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
 }
@@ -323,7 +343,7 @@ func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.D
 			names = append(names, g.Group)
 		}
 	}
-	if len(names) == 0 {
+	if len(names) == 0 || l.d.DataPlane == nil {
 		return resp, nil
 	}
 	dpOnly := map[string]bool{}
@@ -361,7 +381,7 @@ func (l *Loop) describeGroups(ctx context.Context, req *wire.Request, body *kmsg
 		return nil, err
 	}
 	resp, ok := r.(*kmsg.DescribeGroupsResponse)
-	if !ok {
+	if !ok || l.d.DataPlane == nil {
 		return r, nil
 	}
 	var dpOnly map[string]bool
@@ -393,7 +413,7 @@ func (l *Loop) listGroups(ctx context.Context, req *wire.Request, body *kmsg.Lis
 		return nil, err
 	}
 	resp, ok := r.(*kmsg.ListGroupsResponse)
-	if !ok {
+	if !ok || l.d.DataPlane == nil {
 		return r, nil
 	}
 	groups, err := l.d.DataPlane.OffsetsOnlyGroups(ctx)
