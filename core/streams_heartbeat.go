@@ -118,7 +118,23 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 		c.park(hb)
 		return nil, nil
 	}
-	return c.finishHeartbeat(hb)
+	resp, e := c.finishHeartbeat(hb)
+	if created {
+		g.forgetSoftState()
+	}
+	return resp, e
+}
+
+// forgetSoftState drops the soft state a group's first heartbeat set. Kafka
+// handles that heartbeat on a new, detached group object and materializes
+// the group by replaying the records, so what the heartbeat set outside the
+// records (configured topology, endpoint epoch, task offsets, shutdown
+// request) does not survive it; coordhost does the same.
+func (g *streamsGroup) forgetSoftState() {
+	g.soft.configured = nil
+	g.soft.endpointEpoch = 0
+	g.soft.shutdownBy = ""
+	g.soft.taskOffsets = map[string]memberOffsets{}
 }
 
 // ownedFromRequest reads the reported owned tasks, nil when not reported.
@@ -267,14 +283,15 @@ func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaEr
 // member's metadata, its inherited target and its current assignment.
 func (c *Coordinator) replaceStaticMember(g *streamsGroup, old *streamsMember, newID string) *streamsMember {
 	target, hasTarget := g.target[old.id]
+	if !hasTarget {
+		target = emptyTuple() // Kafka copies the old target, empty if none
+	}
 	c.writeMemberTombstones(g, old.id)
 	m := old.clone()
 	m.id = newID
 	m.epoch, m.prevEpoch = 0, 0
 	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, newID}, Value: memberMetadataValue(m)})
-	if hasTarget {
-		c.write(targetRecord(g.id, newID, target))
-	}
+	c.write(targetRecord(g.id, newID, target))
 	c.write(currentAssignmentRecord(g.id, m))
 	c.cancelTimer(sessionTimerKey(g.id, old.id))
 	c.cancelTimer(rebalanceTimerKey(g.id, old.id))

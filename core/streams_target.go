@@ -286,7 +286,11 @@ func (c *Coordinator) resumeHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	if !ok || g != hb.g || g.members[hb.member] == nil {
 		return nil, errf(kerr.FencedMemberEpoch, "The member was removed while its heartbeat waited for the assignment.")
 	}
-	return c.finishHeartbeat(hb)
+	resp, e := c.finishHeartbeat(hb)
+	if hb.created {
+		g.forgetSoftState()
+	}
+	return resp, e
 }
 
 func init() {
@@ -297,11 +301,11 @@ func init() {
 	})
 	registerTimerKind(timerStreamsInitialDelay, func(c *Coordinator, t timer) {
 		g, ok := c.groups[t.group].(*streamsGroup)
-		if !ok || len(g.members) == 0 || g.topology == nil || g.assignmentEpoch >= g.groupEpoch {
+		// Like Kafka, skip when the configured topology (soft state) is
+		// absent, e.g. for a group created by its first heartbeat: the next
+		// heartbeat computes the assignment.
+		if !ok || len(g.members) == 0 || g.soft.configured == nil || g.assignmentEpoch >= g.groupEpoch {
 			return
-		}
-		if g.soft.configured == nil {
-			g.soft.configured = c.configureTopology(g.id, g.topology)
 		}
 		c.startAssignment(g)
 	})

@@ -163,6 +163,23 @@ func (c *Coordinator) Tick(now int64) Output {
 	return c.end()
 }
 
+// TickOne fires only the earliest due timer (ties by key), if any, and
+// reports whether one fired. A host that answers assignor runs at once can
+// call it in a loop, answering runs between timers, to sequence timers
+// exactly as Kafka does (each of its timers is a separate write whose
+// target assignment is computed inline).
+func (c *Coordinator) TickOne(now int64) (Output, bool) {
+	c.begin(now)
+	t, ok := c.peekTimer()
+	if ok && t.deadline <= now {
+		c.cancelTimer(t.key)
+		timerKinds[t.kind](c, t)
+	} else {
+		ok = false
+	}
+	return c.end(), ok
+}
+
 // TimerKeys lists scheduled timers as "key@deadline", sorted by key (for
 // traces and tests).
 func (c *Coordinator) TimerKeys() []string {

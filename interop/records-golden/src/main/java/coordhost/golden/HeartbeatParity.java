@@ -55,7 +55,8 @@ import org.apache.kafka.common.TopicPartition;
  * what coordhost's Coordinator does for the same script.
  *
  * <p>Scripts follow each other, each starting with "topics in:N" (a fresh
- * manager); then "hb|member|epoch|process|owned|now|instance"
+ * manager; optional initial delay and assignment interval follow the topics);
+ * then "hb|member|epoch|process|owned|now|instance"
  * with owned "null" or "a,b;s;w" (tasks "0_1"); "tick|now".
  */
 public final class HeartbeatParity {
@@ -206,18 +207,21 @@ public final class HeartbeatParity {
 
     private static void runScript(List<String> lines, StringBuilder out) {
         Map<String, Integer> topics = new HashMap<>();
-        for (String t : lines.get(0).substring("topics ".length()).split(",")) {
+        String[] head = lines.get(0).split(" ");
+        for (String t : head[1].split(",")) {
             String[] kv = t.split(":");
             topics.put(kv[0], Integer.parseInt(kv[1]));
         }
+        String delay = head.length > 2 ? head[2] : "0";
+        String interval = head.length > 3 ? head[3] : "0";
         out.append(lines.get(0)).append('\n');
         ClockTime time = new ClockTime();
         Timer timer = new Timer(time);
         LogContext lc = new LogContext();
         SnapshotRegistry registry = new SnapshotRegistry(lc);
         Map<String, Object> props = new HashMap<>();
-        props.put("group.streams.initial.rebalance.delay.ms", "0");
-        props.put("group.streams.assignment.interval.ms", "0");
+        props.put("group.streams.initial.rebalance.delay.ms", delay);
+        props.put("group.streams.assignment.interval.ms", interval);
         props.put("group.streams.num.standby.replicas", "1");
         GroupCoordinatorConfig config = GroupCoordinatorConfig.fromProps(props);
         GroupMetadataManager gmm = org.apache.kafka.coordinator.group.ParityManagers.build(lc, registry, time, timer,
