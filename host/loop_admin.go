@@ -94,9 +94,12 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 		case core.GroupKindStreams:
 			d.Type = "streams"
 			req := kmsg.NewPtrStreamsGroupDescribeRequest()
-			req.Version, req.Groups = 0, []string{id}
+			req.Version, req.Groups = 1, []string{id}
 			if resp := c.StreamsGroupDescribe(req); len(resp.Groups) == 1 {
 				d.Streams = &resp.Groups[0]
+				if n := d.Streams.AssignorName; n != nil {
+					d.Assignor = *n // core's effective assignor of the group
+				}
 			}
 		default:
 			d.Type = "classic"
@@ -115,13 +118,6 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 	if d == nil {
 		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
 		return
-	}
-	if d.Type == "streams" && a.l.d.Explain != nil {
-		for _, s := range a.l.d.Explain(id) {
-			if s.Key == "streams.assignor.name" {
-				d.Assignor, _ = s.Value.(string)
-			}
-		}
 	}
 	d.RecentEvents = a.l.history.get(id)
 	if d.RecentEvents == nil {
