@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/coordhost/coordhost/host"
@@ -152,5 +154,61 @@ func TestStreamsGroupOverTCP(t *testing.T) {
 		if _, errs, _ := m.state(); len(errs) > 0 {
 			t.Errorf("member %s saw errors: %v", m.id, errs)
 		}
+	}
+}
+
+// TestInternalTopicsCreated: a streams topology with a state changelog
+// makes core ask for the internal topic; the loop creates it in the data
+// plane, the topic refresh hands it back to core, and the member gets its
+// tasks.
+func TestInternalTopicsCreated(t *testing.T) {
+	srv := startLoopHost(t, "")
+	ctx := timeout(t)
+	kc := newClient(t, srv.KafkaAddr())
+	if err := createTopic(ctx, kc, "it-in", 3); err != nil {
+		t.Fatal(err)
+	}
+	cl := &coordinator{cl: kc}
+	const changelog = "it-app-store-changelog"
+	var active int
+	waitFor(t, 20*time.Second, "member owns 3 tasks once the changelog exists", func() error {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "it-app", "m1", 30000
+		proc := "p1"
+		req.ProcessID = &proc
+		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+			{SubtopologyID: "0", SourceTopics: []string{"it-in"}, StateChangelogTopics: []kmsg.TopicInfo{{Topic: changelog}}}}}
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if resp.ErrorCode != 0 {
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		active = 0
+		for _, tk := range resp.ActiveTasks {
+			active += len(tk.Partitions)
+		}
+		// leave again so the next round joins afresh with epoch 0
+		lv := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		lv.Group, lv.MemberID, lv.MemberEpoch = "it-app", "m1", -1
+		if _, err := lv.RequestWith(ctx, cl); err != nil {
+			return err
+		}
+		if active != 3 {
+			return fmt.Errorf("member got %d tasks", active)
+		}
+		return nil
+	})
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(changelog)}}
+	md.AllowAutoTopicCreation = false
+	mr, err := md.RequestWith(ctx, kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mr.Topics) != 1 || mr.Topics[0].ErrorCode != 0 || len(mr.Topics[0].Partitions) != 3 {
+		t.Fatalf("changelog topic in the data plane: %+v", mr.Topics)
 	}
 }
