@@ -26,7 +26,7 @@ func TestTransactionalConsumeProduce(t *testing.T) {
 	produceSpread(t, addr, "tx-in", 1, 10, "t")
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("tx-1"), kgo.ConsumerGroup("txg"),
 		kgo.ConsumeTopics("tx-in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(), kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.TransactionTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
