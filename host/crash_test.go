@@ -79,7 +79,13 @@ func startProc(t *testing.T, dataDir, port string, n int) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, addr: "127.0.0.1:" + port, log: logPath}
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("coordhost run %d log:\n%s", n, b)
+		}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", p.addr, 200*time.Millisecond)
