@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -206,7 +207,9 @@ func fetchOffset(ctx context.Context, cl kmsg.Requestor, group, topic string) (i
 // again right after an acknowledged commit. After each restart on the same
 // data directory the group's epochs equal the pre-crash ones, the members
 // carry on with no UNKNOWN_MEMBER_ID or fencing error, OffsetFetch returns
-// the acknowledged offset, and the group reaches Stable again.
+// the acknowledged offset, and the group reaches Stable again. A raw classic
+// member's heartbeat with its pre-crash member id and generation succeeds
+// after each restart (no UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION).
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the coordhost binary")
@@ -254,6 +257,32 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	waitFor(t, 30*time.Second, "a and b Stable", stable(a, b))
+	cm := &classicMember{cl: cl, group: "crc"}
+	if err := cm.join(ctx); err != nil {
+		t.Fatalf("classic member join: %v", err)
+	}
+	checkClassic := func() {
+		t.Helper()
+		gen := cm.generation
+		waitFor(t, 30*time.Second, "classic heartbeat after restart", func() error {
+			err := cm.heartbeat(ctx)
+			var ke *kerr.Error
+			if errors.As(err, &ke) {
+				t.Fatalf("classic member's heartbeat after restart: %v", err)
+			}
+			return err // transport errors: the child is still starting
+		})
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.Groups = []string{"crc"}
+		resp, err := dg.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := resp.Groups[0]
+		if g.State != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != cm.id || cm.generation != gen {
+			t.Fatalf("classic group after restart: %+v (member %s generation %d)", g, cm.id, gen)
+		}
+	}
 
 	crash := func(offset int64) (epochs, *proc) {
 		t.Helper()
@@ -295,6 +324,7 @@ func TestCrashRecovery(t *testing.T) {
 	pre, np := crash(42)
 	p = np
 	check(pre, 42)
+	checkClassic()
 	waitFor(t, 30*time.Second, "a and b Stable after restart 1", stable(a, b))
 
 	// Crash 2: a revocation is pending.
@@ -327,6 +357,7 @@ func TestCrashRecovery(t *testing.T) {
 	pre, np = crash(77)
 	p = np
 	check(pre, 77)
+	checkClassic()
 	waitFor(t, 30*time.Second, "a, b and c Stable after restart 2", stable(a, b, c))
 	for _, m := range []*streamsMember{a, b, c} {
 		if _, errs, fenced := m.state(); len(errs) > 0 || fenced > 0 {
@@ -334,4 +365,53 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	p.kill()
+}
+
+// classicMember is a raw classic-protocol member (JoinGroup/SyncGroup/
+// Heartbeat), to check that its generation and member id survive a crash.
+type classicMember struct {
+	cl         kmsg.Requestor
+	group, id  string
+	generation int32
+}
+
+func (m *classicMember) join(ctx context.Context) error {
+	for i := 0; i < 5; i++ {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = m.group, m.id, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 30000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}
+		resp, err := req.RequestWith(ctx, m.cl)
+		if err != nil {
+			return err
+		}
+		m.id = resp.MemberID
+		if resp.ErrorCode == kerr.MemberIDRequired.Code {
+			continue
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return err
+		}
+		m.generation = resp.Generation
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.Group, sync.MemberID, sync.Generation = m.group, m.id, m.generation
+		sync.ProtocolType, sync.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+		sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: m.id, MemberAssignment: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}
+		sresp, err := sync.RequestWith(ctx, m.cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(sresp.ErrorCode)
+	}
+	return fmt.Errorf("join did not complete")
+}
+
+func (m *classicMember) heartbeat(ctx context.Context) error {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.Generation = m.group, m.id, m.generation
+	resp, err := req.RequestWith(ctx, m.cl)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
 }
