@@ -155,6 +155,7 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 	if d.DataPlane != nil {
 		l.refreshTopicsNow()
 	}
+	l.configureReplayed()
 	l.batch.add(d.Core.Loaded(l.nowMs()))
 	l.timer = time.NewTimer(time.Hour)
 	go l.run()
@@ -163,6 +164,16 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 		go l.refreshTopicsLoop()
 	}
 	return l, nil
+}
+
+// configureReplayed applies the per-group settings to every group the
+// store held, before Loaded schedules their timers and assignor runs.
+func (l *Loop) configureReplayed() {
+	req := kmsg.NewPtrListGroupsRequest()
+	req.Version = 5
+	for _, g := range l.d.Core.ListGroups(req).Groups {
+		l.configure(l.d.Core, g.Group)
+	}
 }
 
 func (l *Loop) nowMs() int64 { return l.d.Now().UnixMilli() }
