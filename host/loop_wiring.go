@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
@@ -22,7 +23,10 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coordinator config: %w", err)
 	}
-	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, plugin.Config{}, s.log)
+	// Compiled plugin code is cached under the data directory, so a restart
+	// does not compile the built-in plugins again.
+	pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache")}
+	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 	l, err := NewLoop(LoopDeps{
 		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 		GroupConfig: func(id string) *core.StreamsGroupOverrides { return StreamsOverrides(cfg.Groups.For(id)) },
