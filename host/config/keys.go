@@ -39,7 +39,7 @@ var serverKeys = []key{
 	{name: "kafka.idle.timeout", def: "10m", kind: kDuration, doc: "Close client connections idle this long (Kafka's connections.max.idle.ms)."},
 	{name: "kafka.tls.cert.file", def: "", kind: kString, doc: "PEM certificate for TLS on the Kafka listeners; empty: plaintext."},
 	{name: "kafka.tls.key.file", def: "", kind: kString, doc: "PEM private key matching kafka.tls.cert.file."},
-	{name: "data.dir", def: "./coordhost-data", kind: kString, doc: "Directory of the durable store (coordhost.db) , of the embedded data plane (dataplane/) and of compiled plugin code (plugin-cache/)."},
+	{name: "data.dir", def: "./coordhost-data", kind: kString, doc: "Directory of the durable store (coordhost.db), of the embedded data plane (dataplane/) and of compiled plugin code (plugin-cache/)."},
 	{name: "dataplane.mode", def: "embedded", kind: kString, oneOf: []string{"embedded", "external"}, doc: "embedded: an in-process single-node cluster under data.dir; external: the Kafka cluster at dataplane.bootstrap."},
 	{name: "dataplane.bootstrap", def: []string{}, kind: kList, doc: "External cluster brokers (host:port, comma-separated in the environment)."},
 	{name: "dataplane.tls.enabled", def: false, kind: kBool, doc: "External: connect to the cluster over TLS (coordhost's own connections and every client's upstream connection)."},
