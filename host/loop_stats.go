@@ -54,12 +54,21 @@ type history struct {
 	limit int
 }
 
+// maxHistoryGroups bounds how many groups' events are kept.
+const maxHistoryGroups = 10000
+
 func newHistory() *history { return &history{byGrp: map[string][]string{}, limit: 20} }
 
 func (h *history) note(group, what string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	line := time.Now().UTC().Format(time.RFC3339Nano) + " " + what
+	if _, known := h.byGrp[group]; !known && len(h.byGrp) >= maxHistoryGroups {
+		for g := range h.byGrp { // forget some other group: bounded memory under group-id churn
+			delete(h.byGrp, g)
+			break
+		}
+	}
 	s := append(h.byGrp[group], line)
 	if len(s) > h.limit {
 		s = s[len(s)-h.limit:]
@@ -104,11 +113,19 @@ func deref(s *string) string {
 	return *s
 }
 
+// maxConfiguredGroups bounds the set of group ids already configured.
+const maxConfiguredGroups = 100000
+
 // configure applies the config file's per-group streams settings to core
 // the first time the loop sees group.
 func (l *Loop) configure(c *core.Coordinator, group string) {
 	if l.configured[group] || l.d.GroupConfig == nil {
 		return
+	}
+	if len(l.configured) >= maxConfiguredGroups {
+		// Applying a group's settings again is harmless; forgetting keeps
+		// memory bounded when clients churn through group ids.
+		clear(l.configured)
 	}
 	l.configured[group] = true
 	if o := l.d.GroupConfig(group); o != nil {
