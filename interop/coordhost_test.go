@@ -1,0 +1,152 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// coordhostFlags are the suite's coordhost settings beyond ports and
+// directories: the same 10 s session timeout and start-up delays as the
+// baseline broker (broker_test.go), one standby like the instances.
+var coordhostFlags = []string{
+	fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", sessionTimeoutMs),
+	"--groups.defaults.streams.heartbeat.interval.ms=1000",
+	"--groups.defaults.streams.initial.rebalance.delay.ms=0",
+	"--groups.defaults.streams.num.standby.replicas=1",
+	"--groups.defaults.group.initial.rebalance.delay.ms=0",
+	"--groups.defaults.group.min.session.timeout.ms=1000",
+	"--dataplane.partitions=" + fmt.Sprint(inputPartitions),
+	"--shutdown.timeout=5s",
+}
+
+var coordhostBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// coordhostBinary builds ./cmd/coordhost once per test binary.
+func coordhostBinary(t *testing.T) string {
+	t.Helper()
+	coordhostBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "interop-coordhost-")
+		if err != nil {
+			coordhostBuild.err = err
+			return
+		}
+		bin := filepath.Join(dir, "coordhost")
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			coordhostBuild.err = err
+			return
+		}
+		out, err := exec.Command(goTool, "build", "-o", bin, "../cmd/coordhost").CombinedOutput()
+		if err != nil {
+			coordhostBuild.err = fmt.Errorf("go build ./cmd/coordhost: %v\n%s", err, out)
+			return
+		}
+		coordhostBuild.bin = bin
+	})
+	if coordhostBuild.err != nil {
+		t.Fatal(coordhostBuild.err)
+	}
+	return coordhostBuild.bin
+}
+
+// coordhost is a running coordhost server.
+type coordhost struct {
+	addr string
+	proc *proc
+}
+
+// startCoordhost starts coordhost on loopback: with an embedded data plane
+// when dataplane is empty, else in front of the Kafka cluster at dataplane.
+// It waits (bounded) until the listener answers Metadata.
+func startCoordhost(t *testing.T, logDir, dataplane string) *coordhost {
+	t.Helper()
+	c := &coordhost{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	args := append([]string{"serve",
+		"--kafka.listen=" + c.addr,
+		fmt.Sprintf("--admin.listen=127.0.0.1:%d", freePort(t)),
+		"--data.dir=" + filepath.Join(t.TempDir(), "coordhost-data"),
+	}, coordhostFlags...)
+	if dataplane != "" {
+		args = append(args, "--dataplane.mode=external", "--dataplane.bootstrap="+dataplane)
+	}
+	c.proc = startProc(t, "coordhost", logDir, coordhostBinary(t), args...)
+	if err := waitMetadata(c.addr, time.Minute, c.proc); err != nil {
+		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
+	}
+	return c
+}
+
+// errGroupsNotServed says the server at an address does not coordinate
+// groups yet (coordhost before its coordinator core is wired in).
+var errGroupsNotServed = errors.New("groups not coordinated yet")
+
+// groupsServed asks addr for the coordinator of group: nil when it names
+// one, errGroupsNotServed when it answers COORDINATOR_NOT_AVAILABLE for as
+// long as d, another error otherwise.
+func groupsServed(addr, group string, d time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = group
+		req.CoordinatorKeys = []string{group}
+		resp, err := req.RequestWith(ctx, cl)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("FindCoordinator: %w", err)
+		}
+		code := resp.ErrorCode
+		if len(resp.Coordinators) > 0 {
+			code = resp.Coordinators[0].ErrorCode
+		}
+		switch e := kerr.ErrorForCode(code); {
+		case e == nil:
+			return nil
+		case !errors.Is(e, kerr.CoordinatorNotAvailable):
+			return fmt.Errorf("FindCoordinator: %w", e)
+		case !time.Now().Before(deadline):
+			return fmt.Errorf("%w: FindCoordinator(%s) answered %v for %v", errGroupsNotServed, group, e, d)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// coordhostFor returns the bootstrap of the coordhost the online scenarios
+// use: $COORDHOST_INTEROP_BOOTSTRAP if set, else a coordhost started here
+// (embedded data plane when dataplane is empty). It skips the test, saying
+// why, while coordhost does not coordinate groups yet: the scenarios start
+// running by themselves once it does.
+func coordhostFor(t *testing.T, dir, dataplane string) (string, []*proc) {
+	t.Helper()
+	if b := os.Getenv(bootstrapEnv); b != "" && dataplane == "" {
+		return b, nil
+	}
+	c := startCoordhost(t, dir, dataplane)
+	if err := groupsServed(c.addr, "interop-probe", 10*time.Second); err != nil {
+		if errors.Is(err, errGroupsNotServed) {
+			t.Skipf("coordhost (%s): %v — the online scenarios run once the coordinator core is wired into serve", c.addr, err)
+		}
+		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
+	}
+	return c.addr, []*proc{c.proc}
+}

@@ -1,0 +1,147 @@
+package interop
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Load and timing of every scenario: a small continuous load keeps the
+// suite's CPU use modest while every partition always has fresh input.
+const (
+	inputPartitions = 6
+	inputKeys       = 60
+	recordsPerSec   = 200
+	steadyPeriod    = 15 * time.Second // time in each protocol after it is Stable
+	startBound      = 3 * time.Minute  // bound on an instance or group getting ready
+)
+
+// phaseRow is one line of the results table.
+type phaseRow struct {
+	scenario    string
+	phase       phaseResult
+	wrong       string // wrong aggregates (on the scenario's total row)
+	transitions string // group type transitions observed during the phase
+	lost        string // lost-task log lines (on the total row)
+}
+
+// scenarioRun is the shared state of one scenario: its processes, the
+// group observer and a failure report of everything needed to diagnose.
+type scenarioRun struct {
+	t      *testing.T
+	name   string
+	dir    string
+	group  string
+	obs    *observer
+	lg     *loadGen
+	fleet  *fleet
+	others []*proc // broker, coordhost, ...: tails in the failure report
+}
+
+// newScenario starts the observer and the load generator for application
+// group on bootstrap and arranges a failure report.
+func newScenario(t *testing.T, name, dir, bootstrap, group string, others ...*proc) *scenarioRun {
+	t.Helper()
+	s := &scenarioRun{t: t, name: name, dir: dir, group: group, others: others}
+	obs, err := observe(bootstrap, group, 250*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.obs = obs
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.failureReport())
+		}
+		obs.close()
+	})
+	s.lg = startLoadGen(t, dir, bootstrap, topicsOf(group), inputPartitions, inputKeys, recordsPerSec)
+	s.fleet = newFleet(t, dir, bootstrap, group, 3, topicsOf(group))
+	return s
+}
+
+// must fails the scenario with err, naming the step.
+func (s *scenarioRun) must(step string, err error) {
+	s.t.Helper()
+	if err != nil {
+		s.t.Fatalf("%s: %s: %v", s.name, step, err)
+	}
+}
+
+// stable waits until the group is Stable in protocol kind with n members.
+func (s *scenarioRun) stable(kind string, n int) error {
+	return s.obs.waitFor(startBound, fmt.Sprintf("%s Stable with %d members", kind, n), func(v groupView) bool {
+		return v.kind == kind && v.state == "Stable" && v.members == n
+	})
+}
+
+// failureReport is every process's log tail and the group's observed history.
+func (s *scenarioRun) failureReport() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "=== %s failure report (full logs in %s)\n", s.name, s.dir)
+	fmt.Fprintf(&b, "--- group %s as observed:\n%s", s.group, s.obs.report())
+	procs := append([]*proc{}, s.others...)
+	if s.lg != nil {
+		procs = append(procs, s.lg.p)
+	}
+	if s.fleet != nil {
+		procs = append(procs, s.fleet.all()...)
+	}
+	for _, p := range procs {
+		fmt.Fprintf(&b, "--- %s (exited=%v err=%v), last lines:\n%s", p.name, p.exited(), p.err, p.tail(60))
+	}
+	return b.String()
+}
+
+// finish stops the load, collects the verdict and builds the table rows.
+func (s *scenarioRun) finish() ([]phaseRow, loadResult) {
+	s.t.Helper()
+	r, err := s.lg.finish()
+	s.must("verifier result", err)
+	hist := s.obs.history()
+	var rows []phaseRow
+	total := phaseResult{Name: "total"}
+	for i, ph := range r.Phases {
+		if ph.In == 0 && ph.Out == 0 {
+			continue
+		}
+		end := time.Now()
+		if i+1 < len(r.Phases) {
+			end = time.UnixMilli(r.Phases[i+1].StartMs)
+		}
+		rows = append(rows, phaseRow{scenario: s.name, phase: ph,
+			transitions: typeTransitions(hist, time.UnixMilli(ph.StartMs), end)})
+		total.In += ph.In
+		total.Out += ph.Out
+		total.PartitionGapMs = append(total.PartitionGapMs, ph.maxGap().Milliseconds())
+	}
+	lost := s.fleet.lostTaskLines()
+	rows = append(rows, phaseRow{scenario: s.name, phase: total,
+		wrong:       fmt.Sprintf("%d (dup %d, missing %d, bad final %d)", r.Wrong, r.Duplicates, r.Missing, r.WrongFinal),
+		transitions: typeTransitions(hist, time.Time{}, time.Now()),
+		lost:        fmt.Sprint(len(lost))})
+	if r.badOutputs() != 0 || r.In != r.Out {
+		s.t.Errorf("%s: verifier: in %d out %d wrong %d duplicates %d missing %d wrong finals %d send errors %d; samples %v",
+			s.name, r.In, r.Out, r.Wrong, r.Duplicates, r.Missing, r.WrongFinal, r.SendErrors, r.WrongSamples)
+	}
+	return rows, r
+}
+
+// formatTable renders rows as the Markdown table of docs/INTEROP.md.
+func formatTable(rows []phaseRow) string {
+	var b strings.Builder
+	b.WriteString("| scenario | phase | max processing gap | records in/out | wrong aggregates | group type transitions seen | lost-task log lines |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %.1f s | %d/%d | %s | %s | %s |\n", r.scenario, r.phase.Name,
+			r.phase.maxGap().Seconds(), r.phase.In, r.phase.Out, orDash(r.wrong), r.transitions, orDash(r.lost))
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

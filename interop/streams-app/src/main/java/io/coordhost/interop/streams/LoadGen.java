@@ -1,0 +1,371 @@
+package io.coordhost.interop.streams;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Input producer and exact output verifier for {@link App}.
+ *
+ * <p>Creates the input and output topics, then produces continuously: key
+ * "k"+i goes to partition i % partitions with value "n,producedMs", n counting
+ * 1, 2, 3... per key. A verifier thread reads the output read_committed and
+ * checks every record: the aggregate for (key, n) must be count=n and
+ * sum=n(n+1)/2, and each (key, n) must appear exactly once. The processing gap
+ * of an input partition is the largest (time the output was read minus the
+ * input's produce time) over its records.
+ *
+ * <p>Phases split the run: a record counts as "in" for the phase it was
+ * produced in, and as "out" (with its gap) for the phase its output was read
+ * in, so a disruption's gap lands in the phase that caused it even for
+ * records produced just before it began.
+ *
+ * <p>Reads commands from stdin: "phase NAME" starts a new phase (records
+ * produced from then on are counted, and their gaps measured, under NAME; the
+ * run starts in phase "start"); "stop" ends producing; the verifier then waits
+ * (bounded by drain.ms) until every produced record has its output, prints
+ * "RESULT {json}" and the process exits. Prints "PROGRESS ..." every 5 s.
+ *
+ * <p>Arguments (key=value): bootstrap.servers, input.topic, output.topic,
+ * partitions, keys, rate (records/s), drain.ms.
+ */
+public final class LoadGen {
+    private LoadGen() {}
+
+    private static Map<String, String> args;
+
+    public static void main(String[] argv) throws Exception {
+        args = new HashMap<>();
+        for (String a : argv) {
+            int eq = a.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("argument " + a + " is not key=value");
+            }
+            args.put(a.substring(0, eq), a.substring(eq + 1));
+        }
+        String bootstrap = need("bootstrap.servers");
+        String input = args.getOrDefault("input.topic", "input");
+        String output = args.getOrDefault("output.topic", "output");
+        int partitions = Integer.parseInt(args.getOrDefault("partitions", "6"));
+        int keys = Integer.parseInt(args.getOrDefault("keys", "60"));
+        int rate = Integer.parseInt(args.getOrDefault("rate", "200"));
+        long drainMs = Long.parseLong(args.getOrDefault("drain.ms", "60000"));
+
+        createTopics(bootstrap, partitions, input, output);
+        System.out.println("TOPICS " + input + " " + output);
+        System.out.flush();
+
+        Verifier v = new Verifier(bootstrap, output, partitions);
+        Thread vt = new Thread(v, "verifier");
+        vt.start();
+
+        long[] produced = new long[keys];
+        AtomicLong sendErrors = new AtomicLong();
+        Thread stopper = stdinReader(v);
+        try (KafkaProducer<String, String> p = producer(bootstrap)) {
+            long start = System.nanoTime();
+            long sent = 0;
+            long lastProgress = System.currentTimeMillis();
+            while (stopper.isAlive()) {
+                long due = start + sent * 1_000_000_000L / rate;
+                long wait = due - System.nanoTime();
+                if (wait > 0) {
+                    Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                    continue;
+                }
+                int k = (int) (sent % keys);
+                long n = ++produced[k];
+                long producedMs = System.currentTimeMillis();
+                v.countIn(producedMs);
+                String value = n + "," + producedMs;
+                p.send(new ProducerRecord<>(input, k % partitions, "k" + k, value), (md, err) -> {
+                    if (err != null) {
+                        sendErrors.incrementAndGet();
+                        System.out.println("SEND-ERROR " + err);
+                    }
+                });
+                sent++;
+                long now = System.currentTimeMillis();
+                if (now - lastProgress >= 5000) {
+                    lastProgress = now;
+                    System.out.println("PROGRESS produced=" + sent + " " + v.progress());
+                    System.out.flush();
+                }
+            }
+            p.flush();
+        }
+        v.expect(produced);
+        vt.join(drainMs);
+        v.stop();
+        vt.join(5000);
+        System.out.println("RESULT " + v.result(produced, sendErrors.get()));
+        System.out.flush();
+        System.exit(0);
+    }
+
+    private static String need(String key) {
+        String v = args.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing argument " + key + "=...");
+        }
+        return v;
+    }
+
+    /** A thread that applies stdin's phase commands and ends on "stop" or EOF. */
+    private static Thread stdinReader(Verifier v) {
+        Thread t = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(
+                    new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    line = line.trim();
+                    if (line.equals("stop")) {
+                        return;
+                    }
+                    if (line.equals("lag")) {
+                        System.out.println("LAG " + v.lag());
+                        System.out.flush();
+                    }
+                    if (line.startsWith("phase ")) {
+                        v.phase(line.substring(6).trim(), System.currentTimeMillis());
+                        System.out.println("PHASE " + line.substring(6).trim());
+                        System.out.flush();
+                    }
+                }
+            } catch (Exception e) {
+                System.out.println("STDIN " + e);
+            }
+        }, "stdin");
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    private static void createTopics(String bootstrap, int partitions, String... topics)
+            throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            for (String t : topics) {
+                try {
+                    admin.createTopics(List.of(new NewTopic(t, partitions, (short) 1))).all().get();
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof TopicExistsException)) {
+                        throw e;
+                    }
+                }
+            }
+        }
+    }
+
+    private static KafkaProducer<String, String> producer(String bootstrap) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", "all");
+        p.put("enable.idempotence", "true");
+        p.put("linger.ms", "5");
+        p.put("delivery.timeout.ms", "120000");
+        return new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
+    }
+
+    /** Counts and per-partition processing gaps of records produced in one phase. */
+    static final class Phase {
+        final String name;
+        final long startMs;
+        final long[] maxGapMs;
+        long in;
+        long out;
+
+        Phase(String name, long startMs, int partitions) {
+            this.name = name;
+            this.startMs = startMs;
+            this.maxGapMs = new long[partitions];
+        }
+
+        String json() {
+            StringBuilder g = new StringBuilder("[");
+            for (int i = 0; i < maxGapMs.length; i++) {
+                g.append(i == 0 ? "" : ",").append(maxGapMs[i]);
+            }
+            g.append(']');
+            return "{\"name\":\"" + name + "\",\"startMs\":" + startMs + ",\"in\":" + in
+                + ",\"out\":" + out + ",\"partitionGapMs\":" + g + "}";
+        }
+    }
+
+    /** Reads the output topic read_committed and checks every record. */
+    static final class Verifier implements Runnable {
+        private final String bootstrap;
+        private final String topic;
+        private final int partitions;
+        private final List<Phase> phases = new ArrayList<>();
+        private final Map<String, java.util.BitSet> seen = new HashMap<>();
+        private final List<String> wrongSamples = new ArrayList<>();
+        private volatile boolean running = true;
+        private volatile long[] expected;
+        private long records;
+        private long wrong;
+        private long duplicates;
+
+        Verifier(String bootstrap, String topic, int partitions) {
+            this.bootstrap = bootstrap;
+            this.topic = topic;
+            this.partitions = partitions;
+            phases.add(new Phase("start", 0, partitions));
+        }
+
+        /** Starts phase name at wall-clock startMs. */
+        synchronized void phase(String name, long startMs) {
+            phases.add(new Phase(name, startMs, partitions));
+        }
+
+        /** Records produced so far whose output has not been read yet. */
+        synchronized long lag() {
+            long in = 0;
+            for (Phase p : phases) {
+                in += p.in;
+            }
+            return in - records;
+        }
+
+        /** Counts one record produced at producedMs in its phase. */
+        synchronized void countIn(long producedMs) {
+            phaseOf(producedMs).in++;
+        }
+
+        /** The phase that was current at wall-clock ms. */
+        private Phase phaseOf(long ms) {
+            for (int i = phases.size() - 1; i > 0; i--) {
+                if (ms >= phases.get(i).startMs) {
+                    return phases.get(i);
+                }
+            }
+            return phases.get(0);
+        }
+
+        synchronized String progress() {
+            return "consumed=" + records + " wrong=" + wrong + " duplicates=" + duplicates;
+        }
+
+        void expect(long[] produced) {
+            expected = produced.clone();
+        }
+
+        void stop() {
+            running = false;
+        }
+
+        @Override
+        public void run() {
+            Properties p = new Properties();
+            p.put("bootstrap.servers", bootstrap);
+            p.put("isolation.level", "read_committed");
+            p.put("enable.auto.commit", "false");
+            p.put("auto.offset.reset", "earliest");
+            try (KafkaConsumer<String, String> c =
+                     new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+                List<TopicPartition> tps = new ArrayList<>();
+                for (int i = 0; i < partitions; i++) {
+                    tps.add(new TopicPartition(topic, i));
+                }
+                c.assign(tps);
+                c.seekToBeginning(tps);
+                while (running && !complete()) {
+                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+                        check(r.key(), r.value(), System.currentTimeMillis());
+                    }
+                }
+            }
+        }
+
+        private synchronized boolean complete() {
+            long[] exp = expected;
+            if (exp == null) {
+                return false;
+            }
+            for (int k = 0; k < exp.length; k++) {
+                java.util.BitSet s = seen.get("a-k" + k);
+                long have = s == null ? 0 : s.cardinality();
+                if (have < exp[k]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        private synchronized void check(String key, String value, long readMs) {
+            records++;
+            String[] f = value.split(",");
+            long count = Long.parseLong(f[0]);
+            long sum = Long.parseLong(f[1]);
+            long n = Long.parseLong(f[2]);
+            long producedMs = Long.parseLong(f[3]);
+            if (count != n || sum != n * (n + 1) / 2) {
+                wrong++;
+                if (wrongSamples.size() < 10) {
+                    wrongSamples.add(key + "=" + value);
+                }
+            }
+            java.util.BitSet s = seen.computeIfAbsent(key, x -> new java.util.BitSet());
+            if (s.get((int) n)) {
+                duplicates++;
+            }
+            s.set((int) n);
+            int part = Integer.parseInt(key.substring(3)) % partitions;
+            Phase ph = phaseOf(readMs);
+            ph.out++;
+            ph.maxGapMs[part] = Math.max(ph.maxGapMs[part], readMs - producedMs);
+        }
+
+        /** The run's verdict as one JSON object. */
+        synchronized String result(long[] produced, long sendErrors) {
+            long in = 0;
+            long missing = 0;
+            long wrongFinal = 0;
+            for (int k = 0; k < produced.length; k++) {
+                in += produced[k];
+                java.util.BitSet s = seen.get("a-k" + k);
+                long have = s == null ? 0 : s.get(1, (int) produced[k] + 1).cardinality();
+                missing += produced[k] - have;
+                // The key's final aggregate must be the one for its last input.
+                long last = s == null ? 0 : s.length() - 1;
+                if (last != produced[k]) {
+                    wrongFinal++;
+                }
+            }
+            StringBuilder ph = new StringBuilder("[");
+            for (int i = 0; i < phases.size(); i++) {
+                ph.append(i == 0 ? "" : ",").append(phases.get(i).json());
+            }
+            ph.append(']');
+            StringBuilder samples = new StringBuilder("[");
+            for (int i = 0; i < wrongSamples.size(); i++) {
+                samples.append(i == 0 ? "" : ",").append('"').append(wrongSamples.get(i)).append('"');
+            }
+            samples.append(']');
+            return "{\"in\":" + in + ",\"out\":" + records + ",\"wrong\":" + wrong
+                + ",\"duplicates\":" + duplicates + ",\"missing\":" + missing
+                + ",\"wrongFinal\":" + wrongFinal + ",\"sendErrors\":" + sendErrors
+                + ",\"phases\":" + ph
+                + ",\"wrongSamples\":" + samples + "}";
+        }
+    }
+}
