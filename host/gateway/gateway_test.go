@@ -240,3 +240,21 @@ func TestOffsetsOnlyGroups(t *testing.T) {
 		t.Fatalf("after delete: %v", groups)
 	}
 }
+
+// TestCreateTopicsConfigsNeverNull: a created topic's null config list (as
+// kfake sends it) becomes an empty list at v5+, as Kafka sends it; a topic
+// with an error keeps its null list.
+func TestCreateTopicsConfigsNeverNull(t *testing.T) {
+	r := kmsg.NewPtrCreateTopicsResponse()
+	r.Version = 7
+	r.Topics = []kmsg.CreateTopicsResponseTopic{{Topic: "ok"}, {Topic: "bad", ErrorCode: 36}}
+	nonNullTopicConfigs(r)
+	if r.Topics[0].Configs == nil || r.Topics[1].Configs != nil {
+		t.Fatalf("configs: ok %v, bad %v", r.Topics[0].Configs, r.Topics[1].Configs)
+	}
+	r.Version, r.Topics[0].Configs = 4, nil
+	nonNullTopicConfigs(r)
+	if r.Topics[0].Configs != nil {
+		t.Fatal("v4 has no configs field, left as is")
+	}
+}

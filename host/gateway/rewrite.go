@@ -56,8 +56,26 @@ func (d *DataPlane) rewrite(resp kmsg.Response) error {
 				return err
 			}
 		}
+	case *kmsg.CreateTopicsResponse:
+		nonNullTopicConfigs(r)
 	}
 	return nil
+}
+
+// nonNullTopicConfigs gives every created topic of a v5+ CreateTopics
+// response a config list: Kafka always sends one when it has no topic
+// config error, and Java's AdminClient dereferences it (a NullPointerException
+// in createTopics otherwise); the embedded data plane (kfake) sends null.
+func nonNullTopicConfigs(r *kmsg.CreateTopicsResponse) {
+	if r.Version < 5 {
+		return
+	}
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		if t.ErrorCode == 0 && t.ConfigErrorCode == 0 && t.Configs == nil {
+			t.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+		}
+	}
 }
 
 func (d *DataPlane) rewriteNode(node int32, host *string, port *int32) error {
