@@ -258,3 +258,15 @@ func TestCreateTopicsConfigsNeverNull(t *testing.T) {
 		t.Fatal("v4 has no configs field, left as is")
 	}
 }
+
+// TestDescribeTopicPartitionsELRNeverNull: kfake's null ELR lists become
+// empty lists, as Kafka sends them.
+func TestDescribeTopicPartitionsELRNeverNull(t *testing.T) {
+	r := kmsg.NewPtrDescribeTopicPartitionsResponse()
+	r.Topics = []kmsg.DescribeTopicPartitionsResponseTopic{{Partitions: []kmsg.DescribeTopicPartitionsResponseTopicPartition{{}, {EligibleLeaderReplicas: []int32{1}}}}}
+	nonNullELR(r)
+	ps := r.Topics[0].Partitions
+	if ps[0].EligibleLeaderReplicas == nil || ps[0].LastKnownELR == nil || len(ps[1].EligibleLeaderReplicas) != 1 {
+		t.Fatalf("partitions: %+v", ps)
+	}
+}

@@ -58,6 +58,8 @@ func (d *DataPlane) rewrite(resp kmsg.Response) error {
 		}
 	case *kmsg.CreateTopicsResponse:
 		nonNullTopicConfigs(r)
+	case *kmsg.DescribeTopicPartitionsResponse:
+		nonNullELR(r)
 	}
 	return nil
 }
@@ -91,4 +93,23 @@ func (d *DataPlane) rewriteNode(node int32, host *string, port *int32) error {
 	}
 	*host, *port = h, p
 	return nil
+}
+
+// nonNullELR gives every partition of a DescribeTopicPartitions response
+// eligible-leader-replica lists: Kafka sends empty lists when ELR is off,
+// Java's AdminClient.describeTopics (which Kafka Streams uses to set up
+// repartition topics) dereferences them, and the embedded data plane
+// (kfake) sends null.
+func nonNullELR(r *kmsg.DescribeTopicPartitionsResponse) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			p := &r.Topics[i].Partitions[j]
+			if p.EligibleLeaderReplicas == nil {
+				p.EligibleLeaderReplicas = []int32{}
+			}
+			if p.LastKnownELR == nil {
+				p.LastKnownELR = []int32{}
+			}
+		}
+	}
 }
