@@ -247,10 +247,14 @@ func TestOffsetsOnlyGroups(t *testing.T) {
 func TestCreateTopicsConfigsNeverNull(t *testing.T) {
 	r := kmsg.NewPtrCreateTopicsResponse()
 	r.Version = 7
-	r.Topics = []kmsg.CreateTopicsResponseTopic{{Topic: "ok"}, {Topic: "bad", ErrorCode: 36}}
+	r.Topics = []kmsg.CreateTopicsResponseTopic{{Topic: "ok"}, {Topic: "bad", ErrorCode: 36},
+		{Topic: "cfg", Configs: []kmsg.CreateTopicsResponseTopicConfig{{Name: "cleanup.policy", Source: -1}, {Name: "x", Source: 1}}}}
 	nonNullTopicConfigs(r)
 	if r.Topics[0].Configs == nil || r.Topics[1].Configs != nil {
 		t.Fatalf("configs: ok %v, bad %v", r.Topics[0].Configs, r.Topics[1].Configs)
+	}
+	if c := r.Topics[2].Configs; c[0].Source != kmsg.ConfigSourceDefaultConfig || c[1].Source != 1 {
+		t.Fatalf("config sources: %+v", c)
 	}
 	r.Version, r.Topics[0].Configs = 4, nil
 	nonNullTopicConfigs(r)

@@ -68,6 +68,7 @@ func (d *DataPlane) rewrite(resp kmsg.Response) error {
 // response a config list: Kafka always sends one when it has no topic
 // config error, and Java's AdminClient dereferences it (a NullPointerException
 // in createTopics otherwise); the embedded data plane (kfake) sends null.
+// It also replaces kfake's unknown config source (-1), which Java rejects.
 func nonNullTopicConfigs(r *kmsg.CreateTopicsResponse) {
 	if r.Version < 5 {
 		return
@@ -76,6 +77,14 @@ func nonNullTopicConfigs(r *kmsg.CreateTopicsResponse) {
 		t := &r.Topics[i]
 		if t.ErrorCode == 0 && t.ConfigErrorCode == 0 && t.Configs == nil {
 			t.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+		}
+		for j := range t.Configs {
+			// kfake leaves the source unknown (-1), which Java's
+			// ConfigSource.forId rejects; the values are what clients
+			// read, so an unknown source is reported as a default.
+			if c := &t.Configs[j]; c.Source < 0 {
+				c.Source = kmsg.ConfigSourceDefaultConfig
+			}
 		}
 	}
 }
