@@ -253,7 +253,7 @@ func TestCreateTopicsConfigsNeverNull(t *testing.T) {
 	if r.Topics[0].Configs == nil || r.Topics[1].Configs != nil {
 		t.Fatalf("configs: ok %v, bad %v", r.Topics[0].Configs, r.Topics[1].Configs)
 	}
-	if c := r.Topics[2].Configs; c[0].Source != kmsg.ConfigSourceDefaultConfig || c[1].Source != 1 {
+	if c := r.Topics[2].Configs; c[0].Source != int8(kmsg.ConfigSourceDefaultConfig) || c[1].Source != 1 {
 		t.Fatalf("config sources: %+v", c)
 	}
 	r.Version, r.Topics[0].Configs = 4, nil

@@ -83,7 +83,7 @@ func nonNullTopicConfigs(r *kmsg.CreateTopicsResponse) {
 			// ConfigSource.forId rejects; the values are what clients
 			// read, so an unknown source is reported as a default.
 			if c := &t.Configs[j]; c.Source < 0 {
-				c.Source = kmsg.ConfigSourceDefaultConfig
+				c.Source = int8(kmsg.ConfigSourceDefaultConfig)
 			}
 		}
 	}
