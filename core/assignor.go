@@ -15,6 +15,9 @@ type AssignorRun struct {
 	Epoch    int32
 	Assignor string
 	Input    AssignInput
+	// Probe marks a probing run at the current group epoch (docs/WARMUPS.md
+	// §2): its result is applied only if it changes the target.
+	Probe bool
 }
 
 // AssignInput is everything an assignor may look at.
@@ -69,6 +72,9 @@ type AssignConfigs struct {
 	NumWarmupReplicas       int32
 	AcceptableRecoveryLag   int64
 	RackAwareAssignmentTags []string
+	// ProbingIntervalMs is the probing interval (Kafka Streams'
+	// probing.rebalance.interval.ms).
+	ProbingIntervalMs int64
 }
 
 // AssignResult is an assignor's output: one entry per input member, in the
@@ -76,6 +82,9 @@ type AssignConfigs struct {
 // difference from Kafka 4.4, see docs/RATIONALE.md).
 type AssignResult struct {
 	Members []MemberTasks
+	// NextProbeMs, when > 0, asks for a probing run that many ms after the
+	// target is computed (the ABI's next_probe_ms; <= 0: no hint).
+	NextProbeMs int64
 }
 
 // MemberTasks is the target of one member.

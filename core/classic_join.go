@@ -44,6 +44,9 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 		req = &r
 	}
 	existing, had := c.groups[req.Group]
+	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
+		return c.bridgeJoin(sg, client, req) // online migration
+	}
 	if had && existing.Kind() != GroupKindClassic {
 		if !existing.IsEmpty() || groupDeleters[existing.Kind()] == nil {
 			return classicJoinError("", errInconsistentProtocol)

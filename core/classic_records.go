@@ -57,6 +57,10 @@ type GroupMetadataMember struct {
 	SessionTimeout   int32
 	Subscription     []byte
 	Assignment       []byte
+	// MigrationEpoch is coordhost's extension (v4+ tagged field 1000,
+	// docs/MIGRATION.md): the member's last member epoch in the streams
+	// group this classic group was converted from; nil when absent.
+	MigrationEpoch *int32
 }
 
 // RecordType implements RecordKey.
@@ -125,7 +129,7 @@ func (v GroupMetadataValue) encodeValue(w *writer) {
 		bytes(m.Subscription)
 		bytes(m.Assignment)
 		if flex {
-			w.tags()
+			w.tags(migrationEpochTags(m.MigrationEpoch)...)
 		}
 	}
 	if flex {
@@ -221,7 +225,7 @@ func decodeGroupMetadataValue(r *reader, version int16) RecordValue {
 		m.Subscription = bytes()
 		m.Assignment = bytes()
 		if flex {
-			r.noTags()
+			r.tags(func(tag uint64, sub *reader) bool { return readMigrationEpochTag(tag, sub, &m) })
 		}
 		v.Members = append(v.Members, m)
 	}

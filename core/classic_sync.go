@@ -29,6 +29,9 @@ func (c *Coordinator) classicSync(id RequestID, req *kmsg.SyncGroupRequest) *kms
 	if req.Group == "" {
 		return syncError(errInvalidGroupID)
 	}
+	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
+		return c.bridgeSync(sg, req) // online migration
+	}
 	g, ok := c.groups[req.Group].(*classicGroup)
 	if !ok || g.IsEmpty() {
 		return syncError(errUnknownMemberID)
@@ -37,6 +40,8 @@ func (c *Coordinator) classicSync(id RequestID, req *kmsg.SyncGroupRequest) *kms
 	switch {
 	case g.state == classicDead:
 		return syncError(errCoordinatorNotAvailable)
+	case c.downgradedRejoin(g, req.MemberID, req.Generation):
+		return syncError(errRebalanceInProgress)
 	case g.validateMember(req.MemberID, req.InstanceID) != 0:
 		return syncError(g.validateMember(req.MemberID, req.InstanceID))
 	case req.Generation != g.generation:
@@ -109,6 +114,9 @@ func (c *Coordinator) classicHeartbeat(req *kmsg.HeartbeatRequest) int16 {
 	if req.Group == "" {
 		return errInvalidGroupID
 	}
+	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
+		return c.bridgeHeartbeat(sg, req) // online migration
+	}
 	g, ok := c.groups[req.Group].(*classicGroup)
 	if !ok {
 		return errUnknownMemberID
@@ -116,6 +124,10 @@ func (c *Coordinator) classicHeartbeat(req *kmsg.HeartbeatRequest) int16 {
 	c.snapshotClassic(g)
 	if g.state == classicDead {
 		return errCoordinatorNotAvailable
+	}
+	if c.downgradedRejoin(g, req.MemberID, req.Generation) {
+		c.scheduleClassicHeartbeat(g, g.members[req.MemberID], g.members[req.MemberID].sessionTimeoutMs)
+		return errRebalanceInProgress
 	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		return code
@@ -161,6 +173,9 @@ func (c *Coordinator) classicLeave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroup
 	if req.Group == "" {
 		resp.ErrorCode = errInvalidGroupID
 		return resp
+	}
+	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
+		return c.bridgeLeave(sg, req) // online migration
 	}
 	g, ok := c.groups[req.Group].(*classicGroup)
 	if !ok {

@@ -19,6 +19,9 @@ type Config struct {
 	// run waits for the result before answering with the current target.
 	// 0 answers at once.
 	AssignorWaitMs int64
+	// StreamsMigrationPolicy is the broker-wide streams.migration.policy
+	// (online classic <-> streams migration); groups may override it.
+	StreamsMigrationPolicy MigrationPolicy
 }
 
 // StreamsConfig is the set of streams-group settings; broker values are the
@@ -34,6 +37,10 @@ type StreamsConfig struct {
 	NumWarmupReplicas       int32 // group.streams.num.warmup.replicas
 	AcceptableRecoveryLag   int64 // group.streams.acceptable.recovery.lag
 	TaskOffsetIntervalMs    int32 // group.streams.task.offset.interval.ms
+	// ProbingIntervalMs is how long after a target holding warm-ups the
+	// assignor is re-run when it gave no hint (coordhost's
+	// group.streams.probing.rebalance.interval.ms; 0 disables).
+	ProbingIntervalMs int64
 	// RackAwareAssignmentTags are the client-tag keys rack-aware standby
 	// placement uses (group.streams.rack.aware.assignment.tags).
 	RackAwareAssignmentTags []string
@@ -67,6 +74,7 @@ func DefaultConfig() Config {
 			NumWarmupReplicas:       2,
 			AcceptableRecoveryLag:   10000,
 			TaskOffsetIntervalMs:    60000,
+			ProbingIntervalMs:       600000,
 		},
 		Classic:        DefaultClassicConfig(),
 		Assignors:      []string{"sticky"},
@@ -91,10 +99,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.initial.rebalance.delay.ms: %d must be >= 0", s.InitialRebalanceDelayMs)
 	case s.AssignmentIntervalMs < 0:
 		return fmt.Errorf("group.streams.assignment.interval.ms: %d must be >= 0", s.AssignmentIntervalMs)
+	case s.NumWarmupReplicas < 0:
+		return fmt.Errorf("group.streams.num.warmup.replicas: %d must be >= 0", s.NumWarmupReplicas)
+	case s.AcceptableRecoveryLag < 0:
+		return fmt.Errorf("group.streams.acceptable.recovery.lag: %d must be >= 0", s.AcceptableRecoveryLag)
+	case s.ProbingIntervalMs < 0:
+		return fmt.Errorf("group.streams.probing.rebalance.interval.ms: %d must be >= 0", s.ProbingIntervalMs)
 	case len(c.Assignors) == 0:
 		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
 	case c.AssignorWaitMs < 0:
 		return fmt.Errorf("assignor wait: %d must be >= 0", c.AssignorWaitMs)
+	case c.StreamsMigrationPolicy < MigrationBidirectional || c.StreamsMigrationPolicy > MigrationDisabled:
+		return fmt.Errorf("streams.migration.policy: %v is not a policy", c.StreamsMigrationPolicy)
 	}
 	return c.Classic.validate()
 }
@@ -127,6 +143,7 @@ type StreamsGroupOverrides struct {
 	NumWarmupReplicas       *int32
 	AcceptableRecoveryLag   *int64
 	TaskOffsetIntervalMs    *int32
+	ProbingIntervalMs       *int64   // streams.probing.rebalance.interval.ms
 	RackAwareAssignmentTags []string // nil: broker default
 }
 
@@ -156,6 +173,9 @@ func (o StreamsGroupOverrides) Validate() error {
 	}
 	if o.AcceptableRecoveryLag != nil && *o.AcceptableRecoveryLag < 0 {
 		return fmt.Errorf("streams.acceptable.recovery.lag: %d must be >= 0", *o.AcceptableRecoveryLag)
+	}
+	if o.ProbingIntervalMs != nil && *o.ProbingIntervalMs < 0 {
+		return fmt.Errorf("streams.probing.rebalance.interval.ms: %d must be >= 0", *o.ProbingIntervalMs)
 	}
 	if o.AssignorName != nil && *o.AssignorName == "" {
 		return fmt.Errorf("streams.assignor.name: must not be empty")
@@ -198,6 +218,9 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 	}
 	if o.AcceptableRecoveryLag != nil {
 		s.AcceptableRecoveryLag = *o.AcceptableRecoveryLag
+	}
+	if o.ProbingIntervalMs != nil {
+		s.ProbingIntervalMs = *o.ProbingIntervalMs
 	}
 	if o.RackAwareAssignmentTags != nil {
 		s.RackAwareAssignmentTags = o.RackAwareAssignmentTags

@@ -19,6 +19,8 @@ type Coordinator struct {
 
 	// overrides holds per-group config overrides (streams groups).
 	overrides map[string]StreamsGroupOverrides
+	// migration is online-migration bookkeeping (migration_policy.go).
+	migration migrationState
 
 	// Batch state: the undo log since the last Commit, requests parked in
 	// this batch, the Output being built by the running entry point.

@@ -23,9 +23,15 @@
 //	//   failure: ro := c.Rollback(); fail the batch's responses and
 //	//            ro.Failed (parked requests); act on ro.AssignorRuns.
 //
+// Classic requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, offset
+// decisions) for a streams group holding classic members are bridged by
+// migration_bridge.go; online migration between the kinds follows
+// streams.migration.policy (Config.StreamsMigrationPolicy,
+// SetStreamsMigrationPolicy; docs/MIGRATION.md).
 // Other entry points: DeleteGroups (writes tombstones, returns a response),
 // SetStreamsGroupConfig (per-group overrides; validate them first with
-// StreamsGroupOverrides.Validate). Reads: StreamsGroupDescribe,
+// StreamsGroupOverrides.Validate), UpdateEndOffsets (changelog end offsets
+// the host fetched, for warm-up lags; docs/WARMUPS.md §2). Reads: StreamsGroupDescribe,
 // ValidateStreamsOffsetCommit, ValidateStreamsOffsetFetch, LastAssignorError,
 // Group, Dump, TimerKeys, NextDeadline. Reads must be called between batches
 // (right after Commit) to see committed state, as Kafka reads at the last
@@ -54,7 +60,8 @@
 //
 // Timers. A timer is data (key, deadline, kind, group, member, epoch).
 // Each kind registers its handlers with registerTimerKind; streams uses
-// kinds 1–15, classic should take 16–31.
+// kinds 1–15 (1–4 and 9, the probing timer, taken), classic should take
+// 16–31.
 //
 // Group conversion. groupDeleters[kind] writes the tombstones that delete
 // an empty group of that kind; a streams join on an empty group of another

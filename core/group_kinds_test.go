@@ -47,8 +47,9 @@ func TestStreamsJoinOnGroupOfAnotherKind(t *testing.T) {
 	// An empty group of another kind is converted when its kind registered
 	// a deleter (the classic kind will): its tombstones come first.
 	deleted := false
+	saved := groupDeleters[GroupKindClassic] // the real classic deleter: restore it for later tests
 	groupDeleters[GroupKindClassic] = func(c *Coordinator, g Group) { deleted = true; c.putGroup(g.ID(), nil) }
-	defer delete(groupDeleters, GroupKindClassic)
+	defer func() { groupDeleters[GroupKindClassic] = saved }()
 	c.groups["idle"] = &otherGroup{id: "idle"}
 	out = c.StreamsGroupHeartbeat(0, 2, ClientInfo{}, joinRequest("idle", "m1"))
 	resp = out.Responses[0].Msg.(*kmsg.StreamsGroupHeartbeatResponse)

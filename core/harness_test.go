@@ -26,6 +26,7 @@ type harness struct {
 	nextReq    RequestID
 	reqMember  map[RequestID]string
 	lastTopics []TopicMetadata
+	probes     int // probing runs answered (warm-up scenarios)
 }
 
 // simClient is what a client believes: its epoch and the tasks it owns.
@@ -199,6 +200,10 @@ func (h *harness) heartbeat(args map[string]string) string {
 	if v, ok := args["end-offsets"]; ok {
 		req.TaskEndOffsets = parseOffsets(v)
 	}
+	if v, ok := args["state-offset"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		req.TaskOffsets = heldStateOffsets(h.clients[member], n)
+	}
 	if v, ok := args["tags"]; ok {
 		req.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{}
 		for _, kv := range strings.Split(v, ",") {
@@ -274,6 +279,10 @@ func (h *harness) answerRuns(group, mode string, fail bool) string {
 		answered = true
 		var o Output
 		switch mode {
+		case "ha":
+			var text string
+			text, o = h.answerHA(run)
+			b.WriteString(text)
 		case "error":
 			fmt.Fprintf(&b, "assignor %s epoch=%d fails\n", group, run.Epoch)
 			o = h.c.AssignorResult(h.now, run, AssignResult{}, fmt.Errorf("plugin trapped"))

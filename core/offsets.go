@@ -103,6 +103,10 @@ func (c *Coordinator) decideCommit(group, memberID string, instanceID *string, g
 		if generation < 0 && len(x.members) == 0 {
 			return d // admin commit on an empty streams group
 		}
+		if m := x.members[memberID]; m != nil && m.classic != nil {
+			d.ErrorCode = c.bridgeCommit(x, m, generation) // online migration
+			return d
+		}
 		d.ErrorCode, d.Message = c.ValidateStreamsOffsetCommit(group, memberID, generation, version, txn, topics)
 	}
 	return d

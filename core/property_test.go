@@ -89,6 +89,7 @@ type propClient struct {
 
 type propSim struct {
 	rng       *rand.Rand
+	wrng      *rand.Rand // warm-up extension's own stream, so rng's sequence is unchanged
 	c         *Coordinator
 	cfg       Config
 	now       int64
@@ -134,11 +135,14 @@ func newPropSim(seed uint64) *propSim {
 	cfg.Streams.AssignmentIntervalMs = []int32{0, 1000}[rng.IntN(2)]
 	cfg.Streams.NumStandbyReplicas = int32(rng.IntN(2))
 	cfg.AssignorWaitMs = []int64{0, 500}[rng.IntN(2)]
+	wrng := rand.New(rand.NewPCG(seed, 0x3a1))
+	cfg.Streams.ProbingIntervalMs = []int64{0, 5000, 600000}[wrng.IntN(3)]
+	cfg.Streams.AcceptableRecoveryLag = []int64{100, 10000}[wrng.IntN(2)]
 	c, err := New(cfg)
 	if err != nil {
 		panic(err)
 	}
-	s := &propSim{rng: rng, c: c, cfg: cfg, byReq: map[RequestID]*propClient{}, reqReport: map[RequestID]taskSet{},
+	s := &propSim{rng: rng, wrng: wrng, c: c, cfg: cfg, byReq: map[RequestID]*propClient{}, reqReport: map[RequestID]taskSet{},
 		reports: map[string]taskSet{}, reqMember: map[RequestID]string{}, partsIn: 4, last: map[string]propSnapshot{}}
 	n := 3 + rng.IntN(4)
 	for i := 0; i < n; i++ {
@@ -253,6 +257,9 @@ func (s *propSim) heartbeat(cl *propClient) {
 		req.MemberEpoch = cl.epoch
 		if s.rng.IntN(8) > 0 { // sometimes null: "unchanged"
 			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(cl.owned), kmsgTasks(cl.standby), kmsgTasks(cl.warmup)
+		}
+		if s.wrng.IntN(4) == 0 { // restoring tasks report lags (warm-up lifecycle)
+			s.reportOffsets(cl, req)
 		}
 		for t := range cl.lateDrop { // a late revoker counts down per heartbeat
 			if cl.lateDrop[t]--; cl.lateDrop[t] <= 0 {
@@ -381,6 +388,12 @@ func (s *propSim) answerRun() {
 	if s.rng.IntN(10) == 0 {
 		fmt.Fprintf(&s.trace, "assignor epoch=%d fails\n", run.Epoch)
 		s.finish(s.c.AssignorResult(s.now, run, AssignResult{}, fmt.Errorf("trap")))
+		return
+	}
+	if s.wrng.IntN(4) == 0 { // the real HA assignor (warm-ups, probe hints)
+		res, _, _, err := haAssign(run)
+		fmt.Fprintf(&s.trace, "ha assignor epoch=%d probe=%v err=%v\n", run.Epoch, run.Probe, err)
+		s.finish(s.c.AssignorResult(s.now, run, res, err))
 		return
 	}
 	res := ReferenceAssign(run.Input)
@@ -644,4 +657,26 @@ func (s *propSim) checkReplay() error {
 		return fmt.Errorf("replayed state differs from live state:\nlive:\n%s\nreplayed:\n%s", live, replayed)
 	}
 	return nil
+}
+
+// reportOffsets adds changelog offsets for the client's standby and warm-up
+// tasks to req (end offset 1000, sometimes reported by the member,
+// sometimes supplied by the host through UpdateEndOffsets).
+func (s *propSim) reportOffsets(cl *propClient, req *kmsg.StreamsGroupHeartbeatRequest) {
+	req.TaskOffsets, req.TaskEndOffsets = []kmsg.TaskOffset{}, []kmsg.TaskOffset{}
+	var ends []TaskEndOffset
+	for _, set := range []taskSet{cl.standby, cl.warmup} {
+		for _, t := range set.sorted() {
+			req.TaskOffsets = append(req.TaskOffsets, kmsg.TaskOffset{SubtopologyID: t.Subtopology, Partition: t.Partition, Offset: int64(s.wrng.IntN(1001))})
+			if s.wrng.IntN(2) == 0 {
+				req.TaskEndOffsets = append(req.TaskEndOffsets, kmsg.TaskOffset{SubtopologyID: t.Subtopology, Partition: t.Partition, Offset: 1000})
+			} else {
+				ends = append(ends, TaskEndOffset{Task: t, Offset: 1000})
+			}
+		}
+	}
+	if len(ends) > 0 {
+		fmt.Fprintf(&s.trace, "host end offsets %s: %d tasks\n", cl.group, len(ends))
+		s.finish(s.c.UpdateEndOffsets(s.now, cl.group, ends))
+	}
 }

@@ -57,6 +57,16 @@ func scenarioConfig(t *testing.T, args map[string]string) Config {
 	num("assign-interval", &cfg.Streams.AssignmentIntervalMs)
 	num("standbys", &cfg.Streams.NumStandbyReplicas)
 	num("max-size", &cfg.Streams.MaxSize)
+	num("warmups", &cfg.Streams.NumWarmupReplicas)
+	if v, ok := args["acceptable-lag"]; ok {
+		cfg.Streams.AcceptableRecoveryLag = parseLag(v)
+	}
+	if v, ok := args["probing-interval"]; ok {
+		cfg.Streams.ProbingIntervalMs = parseLag(v)
+	}
+	if v, ok := args["rack-tags"]; ok {
+		cfg.Streams.RackAwareAssignmentTags = strings.Split(v, ",")
+	}
 	if v, ok := args["wait"]; ok {
 		n, _ := strconv.Atoi(v)
 		cfg.AssignorWaitMs = int64(n)
@@ -128,6 +138,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 		}
 		h.c.SetStreamsGroupConfig(argOr(args, "group", "g"), o)
 		return "ok"
+	}
+	if out, ok := h.warmupCommand(args, d.Cmd); ok {
+		return out
 	}
 	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	return ""

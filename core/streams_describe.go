@@ -59,6 +59,7 @@ func (c *Coordinator) describeMember(g *streamsGroup, m *streamsMember) kmsg.Str
 	dm := kmsg.NewStreamsGroupDescribeResponseGroupMember()
 	dm.MemberID, dm.MemberEpoch, dm.InstanceID, dm.RackID = m.id, m.epoch, m.instanceID, m.rackID
 	dm.ClientID, dm.ClientHost, dm.TopologyEpoch, dm.ProcessID = m.clientID, m.clientHost, m.topologyEpoch, m.processID
+	dm.IsClassic = m.classic != nil // online migration: a classic (JoinGroup protocol) member
 	if m.endpoint != nil {
 		dm.UserEndpoint = &kmsg.StreamsGroupDescribeResponseGroupMemberUserEndpoint{Host: m.endpoint.Host, Port: m.endpoint.Port}
 	}

@@ -71,6 +71,9 @@ type streamsMember struct {
 	clientTags         []KeyValue
 	assigned           ownedTasks
 	pending            ownedTasks // pending revocation
+	// classic is set for a classic (JoinGroup protocol) member of a
+	// streams group (online migration, migration_member.go).
+	classic *ClassicMemberMetadata
 }
 
 func newStreamsMember(id string) *streamsMember {
@@ -93,7 +96,9 @@ type streamsSoft struct {
 	taskOffsets     map[string]memberOffsets
 	inflight        *AssignorRun // last assignor run requested and not answered
 	parked          []parkedHeartbeat
-	lastAssignorErr string // the last failed assignor run, for logs and metrics
+	lastAssignorErr string           // the last failed assignor run, for logs and metrics
+	endOffsets      map[TaskID]int64 // host-supplied changelog end offsets (UpdateEndOffsets)
+	lastEarlyProbe  string           // caught-up warm-ups that started the last early probe
 }
 
 // streamsGroup is a KIP-1071 streams group.

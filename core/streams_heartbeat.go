@@ -63,6 +63,7 @@ type hbState struct {
 	statuses []kmsg.StreamsGroupHeartbeatResponseStatus
 	created  bool // the group was created by this heartbeat
 	parked   bool // the heartbeat waited for an assignor result
+	orphaned bool // its member was removed while it was parked
 	before   *streamsMember
 	// hash and validated are the metadata hash and validated topology
 	// epoch this heartbeat computed, written if the epoch is bumped.
@@ -121,6 +122,8 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 	resp, e := c.finishHeartbeat(hb)
 	if created {
 		g.forgetSoftState()
+	} else if e == nil {
+		c.maybeEarlyProbe(g)
 	}
 	return resp, e
 }
@@ -172,6 +175,12 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 		created = true
 	default:
 		conv := groupDeleters[g.Kind()]
+		if cg, ok := g.(*classicGroup); ok && !g.IsEmpty() {
+			if e := c.upgradeClassicGroup(cg); e != nil { // online migration
+				return nil, false, e
+			}
+			break
+		}
 		if !g.IsEmpty() || conv == nil {
 			return nil, false, errf(kerr.GroupIDNotFound, "Group %s is not a streams group.", req.Group)
 		}
@@ -180,6 +189,7 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 		created = true
 	}
 	g := c.groups[req.Group].(*streamsGroup)
+	c.fenceSameProcess(g, req) // online migration
 	max := c.streamsConfig(g.id).MaxSize
 	_, known := g.members[req.MemberID]
 	if req.InstanceID != nil {
@@ -261,7 +271,9 @@ func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaEr
 			return newStreamsMember(req.MemberID), nil
 		}
 		old := g.members[oldID]
-		if old.epoch != staticLeaveEpoch {
+		// Online migration: a classic static member may be replaced by a
+		// streams one without leaving first (Kafka's KIP-848 rule).
+		if old.epoch != staticLeaveEpoch && old.classic == nil {
 			return nil, errf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released yet.", oldID, *req.InstanceID)
 		}
 		// Kafka replaces the member even when the id is unchanged: its
@@ -376,14 +388,15 @@ func clientTagsFromRequest(tags []kmsg.StreamsGroupHeartbeatRequestClientTag) []
 func memberMetadataValue(m *streamsMember) StreamsGroupMemberMetadataValue {
 	return StreamsGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
 		ClientHost: m.clientHost, RebalanceTimeoutMs: m.rebalanceTimeoutMs, TopologyEpoch: m.topologyEpoch,
-		ProcessID: m.processID, UserEndpoint: m.endpoint, ClientTags: nonNil(m.clientTags)}
+		ProcessID: m.processID, UserEndpoint: m.endpoint, ClientTags: nonNil(m.clientTags), Classic: m.classic}
 }
 
 func metadataEqual(a, b StreamsGroupMemberMetadataValue) bool {
 	return ptrEq(a.InstanceID, b.InstanceID) && ptrEq(a.RackID, b.RackID) && a.ClientID == b.ClientID &&
 		a.ClientHost == b.ClientHost && a.RebalanceTimeoutMs == b.RebalanceTimeoutMs &&
 		a.TopologyEpoch == b.TopologyEpoch && a.ProcessID == b.ProcessID &&
-		ptrEq(a.UserEndpoint, b.UserEndpoint) && slices.Equal(a.ClientTags, b.ClientTags)
+		ptrEq(a.UserEndpoint, b.UserEndpoint) && slices.Equal(a.ClientTags, b.ClientTags) &&
+		a.Classic.equal(b.Classic)
 }
 
 func ptrEq[T comparable](a, b *T) bool {

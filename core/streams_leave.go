@@ -76,11 +76,12 @@ func (c *Coordinator) fenceMember(g *streamsGroup, id string) {
 	c.cancelTimer(sessionTimerKey(g.id, id))
 	c.cancelTimer(rebalanceTimerKey(g.id, id))
 	delete(g.soft.taskOffsets, id)
+	c.afterFence(g, id) // online migration: classic timers, downgrade
 }
 
 // scheduleSession (re)starts a member's session timer.
 func (c *Coordinator) scheduleSession(g *streamsGroup, member string) {
-	c.setTimer(timer{key: sessionTimerKey(g.id, member), deadline: c.now + int64(c.streamsConfig(g.id).SessionTimeoutMs),
+	c.setTimer(timer{key: sessionTimerKey(g.id, member), deadline: c.now + int64(c.sessionTimeoutOf(g, member)),
 		kind: timerStreamsSession, group: g.id, member: member})
 }
 
@@ -132,7 +133,9 @@ func (c *Coordinator) streamsOnLoaded(g *streamsGroup) {
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		c.scheduleSession(g, id)
-		if m.state == memberUnrevokedTasks {
+		if m.state == memberUnrevokedTasks && m.classic != nil {
+			c.setJoinTimerIfAbsent(g, m) // online migration: classic members confirm by rejoining
+		} else if m.state == memberUnrevokedTasks {
 			c.setTimer(timer{key: rebalanceTimerKey(g.id, id), deadline: c.now + int64(m.rebalanceTimeoutMs),
 				kind: timerStreamsRebalance, group: g.id, member: id, epoch: m.epoch})
 		}
@@ -144,4 +147,5 @@ func (c *Coordinator) streamsOnLoaded(g *streamsGroup) {
 		g.validatedTopologyEpoch == g.topology.Epoch {
 		c.startAssignment(g)
 	}
+	c.armProbeOnLoaded(g)
 }

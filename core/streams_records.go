@@ -138,6 +138,10 @@ type StreamsGroupMemberMetadataValue struct {
 	ProcessID          string
 	UserEndpoint       *Endpoint
 	ClientTags         []KeyValue
+	// Classic is coordhost's extension (tagged field 1000, see
+	// migration_member.go and docs/MIGRATION.md): present for a classic
+	// member of a streams group, nil for a streams-protocol member.
+	Classic *ClassicMemberMetadata
 }
 
 // StreamsGroupTargetAssignmentMetadataKey is the key of record type 20.
@@ -431,7 +435,7 @@ func (v StreamsGroupMemberMetadataValue) encodeValue(w *writer) {
 		w.tags()
 	}
 	writeKeyValues(w, v.ClientTags)
-	w.tags()
+	w.tags(classicMemberTags(v.Classic)...)
 }
 
 func decodeStreamsGroupMemberMetadataValue(r *reader) RecordValue {
@@ -453,7 +457,7 @@ func decodeStreamsGroupMemberMetadataValue(r *reader) RecordValue {
 		r.fail(errorString("bad nullable-struct marker for UserEndpoint"))
 	}
 	v.ClientTags = readKeyValues(r, false)
-	r.noTags()
+	r.tags(func(tag uint64, sub *reader) bool { return readClassicMemberTag(tag, sub, &v) })
 	return v
 }
 

@@ -91,6 +91,7 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 			return fmt.Errorf("group %q member %q: metadata tombstone before the target-assignment tombstone", k.GroupID, k.MemberID)
 		}
 		c.removeMember(g, k.MemberID)
+		c.orphanParked(g, k.MemberID)
 		g.updateState()
 		return nil
 	}
@@ -103,6 +104,7 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 	m.clientID, m.clientHost = v.ClientID, v.ClientHost
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
 	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags
+	m.classic = v.Classic
 	c.putMember(g, m)
 	g.updateState()
 	return nil

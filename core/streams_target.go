@@ -75,10 +75,16 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 		in.Subtopologies = append(in.Subtopologies, AssignSubtopology{ID: s.id, NumTasks: s.numTasks, Stateful: len(s.changelogs) > 0})
 		index[s.id] = int32(i)
 	}
+	// Only tasks of the configured topology are passed: reports may name
+	// partitions that no longer exist (a topic shrank, a stale client).
+	known := func(t TaskID) (int32, bool) {
+		i, ok := index[t.Subtopology]
+		return i, ok && t.Partition >= 0 && t.Partition < in.Subtopologies[i].NumTasks
+	}
 	refs := func(s taskSet) []TaskRef {
 		out := []TaskRef{}
 		for _, t := range s.sorted() {
-			if i, ok := index[t.Subtopology]; ok {
+			if i, ok := known(t); ok {
 				out = append(out, TaskRef{Subtopology: i, Partition: t.Partition})
 			}
 		}
@@ -91,12 +97,15 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 			ts[t] = struct{}{}
 		}
 		for _, t := range ts.sorted() {
-			if i, ok := index[t.Subtopology]; ok {
+			if i, ok := known(t); ok {
 				out = append(out, TaskOffset{Task: TaskRef{i, t.Partition}, Offset: m[t]})
 			}
 		}
 		return out
 	}
+	// Every member carries the group's known end offsets (largest reported
+	// or host-supplied, docs/WARMUPS.md §2.1).
+	ends := offs(g.knownEndOffsets())
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		am := AssignMember{MemberID: id, ProcessID: m.processID, ClientTags: nonNil(m.clientTags),
@@ -108,12 +117,13 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 			am.RackID = *m.rackID
 		}
 		o := g.soft.taskOffsets[id]
-		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), offs(o.endOffsets)
+		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), ends
 		in.Members = append(in.Members, am)
 	}
 	cfg := c.streamsConfig(g.id)
 	in.Configs = AssignConfigs{NumStandbyReplicas: cfg.NumStandbyReplicas, NumWarmupReplicas: cfg.NumWarmupReplicas,
-		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags)}
+		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags),
+		ProbingIntervalMs: cfg.ProbingIntervalMs}
 	return in
 }
 
@@ -158,14 +168,18 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 	if runErr == nil {
 		runErr = validateResult(run, res)
 	}
+	if run.Probe && runErr == nil {
+		c.probeResult(g, run, res)
+	}
 	if runErr != nil {
 		g.soft.lastAssignorErr = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
 		c.failParked(g, errf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", run.Epoch, runErr))
 		return c.end()
 	}
 	g.soft.lastAssignorErr = ""
-	if run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
+	if !run.Probe && run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
+		c.armProbe(g, res.NextProbeMs)
 	}
 	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
 		c.intervalElapsed(g, c.streamsConfig(g.id)) {
@@ -246,6 +260,18 @@ func (c *Coordinator) park(hb *hbState) {
 // parkedHeartbeat is a heartbeat waiting for an assignor result.
 type parkedHeartbeat struct{ hb *hbState }
 
+// orphanParked marks the parked heartbeats of a removed member: if the
+// member id rejoins before they are released, they belong to the old
+// incarnation and are fenced instead of answered for the new one.
+func (c *Coordinator) orphanParked(g *streamsGroup, member string) {
+	for _, p := range g.soft.parked {
+		if hb := p.hb; hb.member == member && !hb.orphaned {
+			hb.orphaned = true
+			c.onUndo(func() { hb.orphaned = false })
+		}
+	}
+}
+
 // releaseParked answers every parked heartbeat of g with the current target.
 func (c *Coordinator) releaseParked(g *streamsGroup) {
 	parked := g.soft.parked
@@ -283,8 +309,16 @@ func errorHeartbeatResponse(req *kmsg.StreamsGroupHeartbeatRequest, e *kafkaErro
 // one that sent it.
 func (c *Coordinator) resumeHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
 	g, ok := c.groups[hb.g.id].(*streamsGroup)
-	if !ok || g != hb.g || g.members[hb.member] == nil {
+	if !ok || g != hb.g || g.members[hb.member] == nil || hb.orphaned {
 		return nil, errf(kerr.FencedMemberEpoch, "The member was removed while its heartbeat waited for the assignment.")
+	}
+	// Another heartbeat of the member may have been answered while this one
+	// waited: validate its epoch again against the member as it is now, as
+	// Kafka would have validated it had it arrived in that order.
+	if hb.req.MemberEpoch > 0 {
+		if e := checkMemberEpoch(g.members[hb.member], hb.req.MemberEpoch, hb.owned); e != nil {
+			return nil, e
+		}
 	}
 	resp, e := c.finishHeartbeat(hb)
 	if hb.created {

@@ -184,7 +184,11 @@ func fmtEffects(o Output, showTimers bool) string {
 		for _, m := range r.Input.Members {
 			ms = append(ms, m.MemberID)
 		}
-		fmt.Fprintf(&b, "assignor run %s epoch=%d assignor=%s members=%v subtopologies=%d\n", r.Group, r.Epoch, r.Assignor, ms, len(r.Input.Subtopologies))
+		probe := ""
+		if r.Probe {
+			probe = " (probe)"
+		}
+		fmt.Fprintf(&b, "assignor run %s epoch=%d assignor=%s members=%v subtopologies=%d%s\n", r.Group, r.Epoch, r.Assignor, ms, len(r.Input.Subtopologies), probe)
 	}
 	topics := append([]TopicToCreate(nil), o.TopicsToCreate...)
 	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })

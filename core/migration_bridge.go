@@ -1,0 +1,623 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/coordhost/coordhost/core/userdata"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Bridging: classic JoinGroup / SyncGroup / Heartbeat / LeaveGroup from
+// classic members of a streams group (Kafka's classicGroupJoinToConsumerGroup
+// and friends, for Kafka Streams: assignments are AssignmentInfo, not empty
+// userdata). The assignment is computed by the coordinator; no member is
+// leader. See docs/MIGRATION.md.
+
+// Migration timer kinds (classic members of streams groups).
+const (
+	timerMigrationJoin timerKind = 32 // migration-join-<group>-<member>: fence if no JoinGroup in time
+	timerMigrationSync timerKind = 33 // migration-sync-<group>-<member>: fence if no SyncGroup in time
+)
+
+func migrationJoinKey(group, member string) string { return "migration-join-" + group + "-" + member }
+func migrationSyncKey(group, member string) string { return "migration-sync-" + group + "-" + member }
+
+func init() {
+	fence := func(c *Coordinator, t timer) {
+		if g, ok := c.groups[t.group].(*streamsGroup); ok {
+			if m := g.members[t.member]; m != nil && m.classic != nil {
+				c.fenceMember(g, t.member)
+			}
+		}
+	}
+	registerTimerKind(timerMigrationJoin, fence)
+	registerTimerKind(timerMigrationSync, fence)
+}
+
+// bridgeJoin handles a JoinGroup for a non-empty streams group.
+func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	if p := c.migrationPolicy(g.id); p == MigrationDisabled {
+		return classicJoinError("", errInconsistentProtocol)
+	}
+	var meta []byte
+	for _, p := range req.Protocols {
+		if p.Name == streamProtocolName {
+			meta = p.Metadata
+		}
+	}
+	if req.ProtocolType != consumerProtocolType || meta == nil {
+		return classicJoinError("", errInconsistentProtocol)
+	}
+	sub, err := decodeClassicSubscription(meta)
+	if err != nil {
+		return classicJoinError("", errInconsistentProtocol)
+	}
+	ep, err := parseEndpoint(sub.info.UserEndPoint)
+	if err != nil {
+		return classicJoinError("", errInconsistentProtocol)
+	}
+	// Identify the member.
+	var m *streamsMember
+	memberID := req.MemberID
+	if req.InstanceID != nil {
+		if old, ok := g.staticMembers[*req.InstanceID]; ok {
+			switch {
+			case memberID == "" || memberID != old:
+				// Static replacement, across protocols too.
+				if memberID == "" {
+					memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
+				}
+				m = c.replaceStaticMember(g, g.members[old], memberID)
+			default:
+				m = g.members[old]
+			}
+		}
+	}
+	if m == nil {
+		if memberID == "" {
+			memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
+			if req.InstanceID == nil && req.Version >= 4 {
+				return classicJoinError(memberID, errMemberIDRequired)
+			}
+		}
+		// A member id handed out with MEMBER_ID_REQUIRED is not a member
+		// yet: an unknown id joins as a new member (Kafka's consumer-group
+		// bridge creates it too).
+		m = g.members[memberID]
+		if m == nil {
+			if int32(len(g.members)) >= c.streamsConfig(g.id).MaxSize {
+				return classicJoinError("", errGroupMaxSizeReached)
+			}
+			m = newStreamsMember(memberID)
+		} else if m.classic == nil {
+			return classicJoinError(memberID, errUnknownMemberID)
+		}
+	}
+	_, exists := g.members[m.id]
+	u := m.clone()
+	u.instanceID, u.rackID = req.InstanceID, sub.consumer.Rack
+	u.clientID, u.clientHost = client.ClientID, client.ClientHost
+	u.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
+	u.processID, u.endpoint = processIDString(sub.info.ProcessID), ep
+	u.clientTags = []KeyValue{}
+	for _, t := range sub.info.ClientTags {
+		u.clientTags = append(u.clientTags, KeyValue{Key: t.Key, Value: t.Value})
+	}
+	protos := make([]ClassicProtocol, len(req.Protocols))
+	for i, p := range req.Protocols {
+		protos[i] = ClassicProtocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)}
+	}
+	u.classic = &ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis, SupportedProtocols: protos}
+	if !exists || !metadataEqual(memberMetadataValue(m), memberMetadataValue(u)) {
+		c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, u.id}, Value: memberMetadataValue(u)})
+	}
+	// Only what changes the assignment bumps the epoch: a Streams rejoin
+	// always changes its metadata bytes (uniqueField, offset sums).
+	recompute := !exists || u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
+		!ptrEq(u.rackID, m.rackID) || fmt.Sprint(u.clientTags) != fmt.Sprint(m.clientTags)
+	c.storeClassicOffsets(g, u.id, sub.info)
+	if exists && c.warmupCaughtUp(g, m) {
+		recompute = true // a probing rejoin found a warm-up ready: reassign
+	}
+	hash, validated := c.refreshTopologyView(g)
+	if hash != g.metadataHash || validated != g.validatedTopologyEpoch ||
+		!slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
+		recompute = true
+	}
+	if recompute {
+		c.bumpGroupEpoch(g, hash, validated, c.assignmentConfigs(g.id))
+	}
+	c.scheduleSession(g, u.id)
+	c.maybeClassicTarget(g, u.id) // a classic join never waits for the assignor
+	cur := g.members[u.id]
+	owned := c.classicOwned(g, cur, sub)
+	if !exists {
+		cur = adoptReported(g, cur, owned)
+	}
+	next, e := g.reconcile(cur, owned)
+	if e != nil {
+		// A member in an unknown state starts over from nothing.
+		next = g.nextAssignment(cur, g.assignmentEpoch, &ownedTasksReport{active: taskSet{}, standby: taskSet{}, warmup: taskSet{}})
+	}
+	if !sameAssignment(next, cur) || !exists {
+		c.write(currentAssignmentRecord(g.id, next))
+	}
+	c.cancelTimer(migrationJoinKey(g.id, u.id))
+	c.setTimer(timer{key: migrationSyncKey(g.id, u.id), deadline: c.now + int64(u.rebalanceTimeoutMs),
+		kind: timerMigrationSync, group: g.id, member: u.id})
+	final := g.members[u.id]
+	r := kmsg.NewPtrJoinGroupResponse()
+	r.MemberID, r.Generation = final.id, final.epoch
+	pt, pn := consumerProtocolType, streamProtocolName
+	r.ProtocolType, r.Protocol = &pt, &pn
+	r.Members = []kmsg.JoinGroupResponseMember{}
+	// A classic static member that replaced the last streams-protocol
+	// member downgrades the group (Kafka's
+	// validateOnlineDowngradeWithReplacedMember); its SyncGroup then
+	// finds the classic group rebalancing.
+	c.maybeDowngrade(g)
+	return r
+}
+
+// maybeClassicTarget starts a new target assignment when one is due, as
+// a streams heartbeat does; a classic request never waits for it.
+func (c *Coordinator) maybeClassicTarget(g *streamsGroup, member string) {
+	hb := &hbState{g: g, member: member, req: &kmsg.StreamsGroupHeartbeatRequest{Group: g.id, MemberID: member}}
+	c.maybeUpdateTarget(hb)
+}
+
+// refreshTopologyView reconfigures the group's topology against the topic
+// metadata when the streams heartbeat path would (configureAndValidate),
+// and returns the metadata hash and validated topology epoch to record.
+func (c *Coordinator) refreshTopologyView(g *streamsGroup) (int64, int32) {
+	if g.topology == nil {
+		return g.metadataHash, -1
+	}
+	hash := g.metadataHash
+	if g.soft.configured == nil || g.soft.metadataRefresh || g.soft.configured.epoch != g.topology.Epoch {
+		hash = c.groupMetadataHash(g.requiredTopics())
+		g.soft.configured = c.configureTopology(g.id, g.topology)
+		g.soft.metadataRefresh = false
+	}
+	if g.soft.configured.ready() {
+		return hash, g.topology.Epoch
+	}
+	return hash, -1
+}
+
+// adoptReported gives a member new to the group the active tasks it reports
+// owning that no process holds (a classic instance whose membership
+// expired while it kept processing): they become its tasks, so the
+// reconciliation revokes them through the member itself and no other
+// process gets them before it confirms (its next JoinGroup without them).
+func adoptReported(g *streamsGroup, m *streamsMember, owned *ownedTasksReport) *streamsMember {
+	var adopt []TaskID
+	for t := range owned.active {
+		if _, held := g.activeOwner[t]; held {
+			continue
+		}
+		if ct := g.soft.configured; ct.ready() {
+			if sub := ct.subtopology(t.Subtopology); sub == nil || t.Partition >= sub.numTasks {
+				continue
+			}
+		}
+		adopt = append(adopt, t)
+	}
+	if len(adopt) == 0 {
+		return m
+	}
+	u := m.clone()
+	u.assigned.active = taskEpochs{}
+	for t, e := range m.assigned.active {
+		u.assigned.active[t] = e
+	}
+	for _, t := range adopt {
+		u.assigned.active[t] = m.epoch
+	}
+	return u
+}
+
+// classicBridgeMemberID generates a member id the way classic groups do.
+func (c *Coordinator) classicBridgeMemberID(g *streamsGroup, clientID string, instanceID *string) string {
+	tmp := newClassicGroup(g.id)
+	for id := range g.members {
+		tmp.members[id] = &classicMember{id: id}
+	}
+	return c.classicMemberID(tmp, clientID, instanceID)
+}
+
+// storeClassicOffsets keeps the member's task offset sums (running actives,
+// -2, are omitted as streams-protocol members omit them; v1–6 standbys'
+// unknown sums, -3, too) and the end-offset sums the host provided for the
+// group's classic members: classic members never send end offsets. A task
+// without an end offset is never caught up (the assignors' rule).
+func (c *Coordinator) storeClassicOffsets(g *streamsGroup, member string, info *userdata.SubscriptionInfo) {
+	o := g.soft.taskOffsets[member]
+	o.offsets = map[TaskID]int64{}
+	for _, t := range info.TaskOffsetSums {
+		if t.OffsetSum >= 0 {
+			o.offsets[classicTaskID(t.Task)] = t.OffsetSum
+		}
+	}
+	o.endOffsets = map[TaskID]int64{}
+	for t, e := range c.migration.endOffsets[g.id] {
+		o.endOffsets[t] = e
+	}
+	g.soft.taskOffsets[member] = o
+}
+
+// warmupCaughtUp says whether one of the member's warm-up tasks has caught
+// up according to the offsets it just reported (its probing rejoin) and the
+// host's end offsets: end known and end − offset ≤ acceptable.recovery.lag.
+// An unknown end offset never counts as caught up.
+func (c *Coordinator) warmupCaughtUp(g *streamsGroup, m *streamsMember) bool {
+	o := g.soft.taskOffsets[m.id]
+	acceptable := c.streamsConfig(g.id).AcceptableRecoveryLag
+	for t := range m.assigned.warmup {
+		if !g.target[m.id].warmup.has(t) {
+			continue // the current target already moved on
+		}
+		off, ok := o.offsets[t]
+		end, known := o.endOffsets[t]
+		if ok && known && end-off <= acceptable {
+			return true
+		}
+	}
+	return false
+}
+
+// SetClassicTaskEndOffsets gives the coordinator the changelog end-offset
+// sums of a group's tasks (the sum over each task's changelog partitions of
+// their log-end offsets), which classic members cannot report. The host
+// computes them from its log; they reach the assignor with each classic
+// member's offset sums on its next JoinGroup. Soft state: not persisted,
+// not rolled back. nil forgets them.
+func (c *Coordinator) SetClassicTaskEndOffsets(group string, ends map[TaskID]int64) {
+	if ends == nil {
+		delete(c.migration.endOffsets, group)
+		return
+	}
+	if c.migration.endOffsets == nil {
+		c.migration.endOffsets = map[string]map[TaskID]int64{}
+	}
+	cp := make(map[TaskID]int64, len(ends))
+	for t, e := range ends {
+		cp[t] = e
+	}
+	c.migration.endOffsets[group] = cp
+}
+
+// classicOwned is what a classic member reports owning in its JoinGroup:
+// active tasks from its owned partitions (via the topology) and, for
+// subscriptions without owned partitions (v0), its running actives (-2);
+// standbys and warm-ups it still holds are those of its assignment for
+// which it reports an offset sum.
+func (c *Coordinator) classicOwned(g *streamsGroup, m *streamsMember, sub *classicSubscription) *ownedTasksReport {
+	o := &ownedTasksReport{active: taskSet{}, standby: taskSet{}, warmup: taskSet{}}
+	bySource := map[string]string{}
+	if g.topology != nil {
+		for _, s := range g.topology.Subtopologies {
+			for _, t := range s.SourceTopics {
+				bySource[t] = s.SubtopologyID
+			}
+			for _, t := range s.RepartitionSourceTopics {
+				bySource[t.Name] = s.SubtopologyID
+			}
+		}
+	}
+	for _, tp := range sub.consumer.OwnedPartitions {
+		if sid, ok := bySource[tp.Topic]; ok {
+			for _, p := range tp.Partitions {
+				o.active[TaskID{sid, p}] = struct{}{}
+			}
+		}
+	}
+	sums := sub.info.OffsetSums()
+	for t, s := range sums {
+		id := classicTaskID(t)
+		if s == userdata.LatestOffset && sub.consumer.Version == 0 {
+			o.active[id] = struct{}{}
+		}
+		if s != userdata.LatestOffset {
+			for _, set := range []taskSet{m.assigned.standby, m.pending.standby} {
+				if set.has(id) {
+					o.standby[id] = struct{}{}
+				}
+			}
+			for _, set := range []taskSet{m.assigned.warmup, m.pending.warmup} {
+				if set.has(id) {
+					o.warmup[id] = struct{}{}
+				}
+			}
+		}
+	}
+	return o
+}
+
+// bridgeMember finds and validates the classic member of a SyncGroup or
+// Heartbeat: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID or ILLEGAL_GENERATION.
+func bridgeMember(g *streamsGroup, memberID string, instanceID *string, generation int32) (*streamsMember, int16) {
+	m := g.members[memberID]
+	if instanceID != nil {
+		id, ok := g.staticMembers[*instanceID]
+		if !ok {
+			return nil, errUnknownMemberID
+		}
+		if id != memberID {
+			return nil, errFencedInstanceID
+		}
+	}
+	if m == nil || m.classic == nil {
+		return nil, errUnknownMemberID
+	}
+	if generation != m.epoch {
+		return nil, errIllegalGeneration
+	}
+	return m, 0
+}
+
+// mustRejoin says whether a classic member must rejoin now: behind the
+// assignment epoch, revoking, or waiting for tasks that are now free.
+func (g *streamsGroup) mustRejoin(m *streamsMember) bool {
+	switch {
+	case m.epoch < g.assignmentEpoch && m.state != memberUnrevokedTasks:
+		return true
+	case m.state == memberUnrevokedTasks:
+		return true
+	case m.state == memberUnreleasedTasks:
+		for t := range g.target[m.id].active {
+			if _, has := m.assigned.active[t]; !has && !g.activeWithheld(m, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *Coordinator) setJoinTimerIfAbsent(g *streamsGroup, m *streamsMember) {
+	c.setTimerIfAbsent(timer{key: migrationJoinKey(g.id, m.id), deadline: c.now + int64(m.rebalanceTimeoutMs),
+		kind: timerMigrationJoin, group: g.id, member: m.id})
+}
+
+// bridgeSync handles a SyncGroup from a classic member of a streams group.
+func (c *Coordinator) bridgeSync(g *streamsGroup, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	m, code := bridgeMember(g, req.MemberID, req.InstanceID, req.Generation)
+	if code != 0 {
+		return syncError(code)
+	}
+	if (req.ProtocolType != nil && *req.ProtocolType != consumerProtocolType) || (req.Protocol != nil && *req.Protocol != streamProtocolName) {
+		return syncError(errInconsistentProtocol)
+	}
+	if g.assignmentEpoch > m.epoch && m.state != memberUnrevokedTasks {
+		c.setJoinTimerIfAbsent(g, m)
+		return syncError(errRebalanceInProgress)
+	}
+	c.cancelTimer(migrationSyncKey(g.id, m.id))
+	c.scheduleSession(g, m.id)
+	b, err := c.classicAssignment(g, m)
+	if err != nil {
+		return syncError(errInconsistentProtocol)
+	}
+	r := kmsg.NewPtrSyncGroupResponse()
+	pt, pn := consumerProtocolType, streamProtocolName
+	r.ProtocolType, r.Protocol, r.MemberAssignment = &pt, &pn, b
+	return r
+}
+
+// bridgeHeartbeat handles a Heartbeat from a classic member of a streams
+// group.
+func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatRequest) int16 {
+	m, code := bridgeMember(g, req.MemberID, req.InstanceID, req.Generation)
+	if code != 0 {
+		return code
+	}
+	c.scheduleSession(g, m.id)
+	c.maybeClassicTarget(g, m.id)
+	if g.mustRejoin(m) {
+		c.setJoinTimerIfAbsent(g, m)
+		return errRebalanceInProgress
+	}
+	return 0
+}
+
+// bridgeLeave handles a LeaveGroup on a non-empty streams group: each
+// named member (by id, or by instance id) is fenced; the last
+// streams-protocol member leaving may downgrade the group.
+func (c *Coordinator) bridgeLeave(g *streamsGroup, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	members := req.Members
+	if req.Version < 3 {
+		members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
+	}
+	for _, lm := range members {
+		r := kmsg.LeaveGroupResponseMember{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
+		id := lm.MemberID
+		if lm.InstanceID != nil {
+			sid, ok := g.staticMembers[*lm.InstanceID]
+			switch {
+			case !ok:
+				r.ErrorCode = errUnknownMemberID
+			case id != "" && id != sid:
+				r.ErrorCode = errFencedInstanceID
+			}
+			id = sid
+		}
+		cur, ok := c.groups[g.id].(*streamsGroup)
+		if r.ErrorCode == 0 && (!ok || cur.members[id] == nil) {
+			r.ErrorCode = errUnknownMemberID
+		}
+		if r.ErrorCode == 0 {
+			c.fenceMember(cur, id)
+		}
+		resp.Members = append(resp.Members, r)
+	}
+	return resp
+}
+
+// classicAssignment encodes a member's current tasks as a ConsumerProtocol
+// assignment carrying AssignmentInfo at the group's negotiated version.
+func (c *Coordinator) classicAssignment(g *streamsGroup, m *streamsMember) ([]byte, error) {
+	subs := []*userdata.SubscriptionInfo{}
+	var own *classicSubscription
+	for _, id := range g.sortedMemberIDs() {
+		x := g.members[id]
+		if x.classic == nil {
+			continue
+		}
+		s, err := decodeClassicSubscription(x.classic.metadata())
+		if err != nil {
+			continue // validated on JoinGroup; a bad record is not the client's fault
+		}
+		subs = append(subs, s.info)
+		if id == m.id {
+			own = s
+		}
+	}
+	if own == nil {
+		return nil, fmt.Errorf("member %s has no readable subscription", m.id)
+	}
+	n := userdata.Negotiate(subs)
+	hbMs := int64(c.streamsConfig(g.id).HeartbeatIntervalMs)
+	ct := g.soft.configured
+	if ct == nil && g.topology != nil {
+		ct = c.configureTopology(g.id, g.topology)
+		g.soft.configured = ct
+	}
+	info := &userdata.AssignmentInfo{Version: n.Version, CommonlySupportedVersion: n.CommonlySupported,
+		NextRebalanceMs: userdata.NoRebalance}
+	var parts []userdata.TopicPartition
+	if !ct.ready() {
+		// Internal topics being created (or metadata missing): nothing yet,
+		// come back after a heartbeat interval. errCode 1 would shut the
+		// Java client down.
+		info.NextRebalanceMs = c.now + hbMs
+	} else {
+		tasks := map[userdata.TaskID][]userdata.TopicPartition{}
+		for t := range m.assigned.active {
+			ut, tps, ok := c.classicTaskPartitions(ct, t)
+			if ok {
+				tasks[ut] = tps
+			}
+		}
+		var err error
+		parts, info.ActiveTasks, err = userdata.ActiveTaskList(tasks)
+		if err != nil {
+			return nil, err
+		}
+		passive := taskSet{}
+		for t := range m.assigned.standby {
+			passive[t] = struct{}{}
+		}
+		for t := range m.assigned.warmup {
+			passive[t] = struct{}{}
+		}
+		for _, t := range passive.sorted() {
+			if ut, tps, ok := c.classicTaskPartitions(ct, t); ok {
+				info.StandbyTasks = append(info.StandbyTasks, userdata.StandbyTask{Task: ut, Partitions: tps})
+			}
+		}
+		info.PartitionsByHost, info.StandbyPartitionsByHost = c.classicHostMaps(g, ct)
+		switch {
+		case m.state == memberUnreleasedTasks:
+			info.NextRebalanceMs = c.now + hbMs // withheld tasks: come back for them
+		case len(m.assigned.warmup) > 0:
+			info.NextRebalanceMs = c.now + int64(c.streamsConfig(g.id).TaskOffsetIntervalMs) // probing
+		}
+	}
+	if info.Version < 7 && info.NextRebalanceMs != userdata.NoRebalance {
+		info.NextRebalanceMs = userdata.NoRebalance // not representable; Heartbeat REBALANCE_IN_PROGRESS does it
+	}
+	ub, err := info.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return userdata.EncodeAssignment(&kmsg.ConsumerMemberAssignment{Version: own.consumer.Version,
+		Topics: userdata.AssignmentTopics(parts), UserData: ub})
+}
+
+// classicTaskPartitions maps a streams task to its classic id and source
+// partitions; tasks of non-numeric subtopologies have no classic form.
+func (c *Coordinator) classicTaskPartitions(ct *configuredTopology, t TaskID) (userdata.TaskID, []userdata.TopicPartition, bool) {
+	ut, err := userdata.TaskIDFromSubtopology(t.Subtopology, t.Partition)
+	if err != nil {
+		return ut, nil, false
+	}
+	var tps []userdata.TopicPartition
+	for topic, ps := range c.taskPartitions(ct, taskSet{t: {}}) {
+		for _, p := range ps {
+			tps = append(tps, userdata.TopicPartition{Topic: topic, Partition: p})
+		}
+	}
+	userdata.SortPartitions(tps)
+	return ut, tps, true
+}
+
+// classicHostMaps builds partitionsByHost and standbyPartitionsByHost: one
+// entry per endpoint (union over the members sharing it), empty ones too.
+func (c *Coordinator) classicHostMaps(g *streamsGroup, ct *configuredTopology) (active, standby []userdata.HostPartitions) {
+	type acc struct {
+		a, s map[userdata.TopicPartition]bool
+	}
+	byEP := map[Endpoint]*acc{}
+	for _, id := range g.sortedMemberIDs() {
+		m := g.members[id]
+		if m.endpoint == nil {
+			continue
+		}
+		e := byEP[*m.endpoint]
+		if e == nil {
+			e = &acc{a: map[userdata.TopicPartition]bool{}, s: map[userdata.TopicPartition]bool{}}
+			byEP[*m.endpoint] = e
+		}
+		add := func(dst map[userdata.TopicPartition]bool, tasks taskSet) {
+			for topic, ps := range c.taskPartitions(ct, tasks) {
+				for _, p := range ps {
+					dst[userdata.TopicPartition{Topic: topic, Partition: p}] = true
+				}
+			}
+		}
+		add(e.a, m.assigned.active.set())
+		add(e.s, m.assigned.standby)
+		add(e.s, m.assigned.warmup)
+	}
+	eps := make([]Endpoint, 0, len(byEP))
+	for ep := range byEP {
+		eps = append(eps, ep)
+	}
+	sort.Slice(eps, func(i, j int) bool {
+		if eps[i].Host != eps[j].Host {
+			return eps[i].Host < eps[j].Host
+		}
+		return eps[i].Port < eps[j].Port
+	})
+	list := func(s map[userdata.TopicPartition]bool) []userdata.TopicPartition {
+		out := []userdata.TopicPartition{}
+		for tp := range s {
+			out = append(out, tp)
+		}
+		userdata.SortPartitions(out)
+		return out
+	}
+	for _, ep := range eps {
+		active = append(active, userdata.HostPartitions{Host: ep.Host, Port: int32(ep.Port), Partitions: list(byEP[ep].a)})
+		standby = append(standby, userdata.HostPartitions{Host: ep.Host, Port: int32(ep.Port), Partitions: list(byEP[ep].s)})
+	}
+	return active, standby
+}
+
+// bridgeCommit validates an OffsetCommit or TxnOffsetCommit of a classic
+// member of a streams group (any version, as Kafka allows classic members
+// of consumer groups): its generation must be its member epoch
+// (ILLEGAL_GENERATION otherwise, as Kafka's bridge answers). A valid
+// commit restarts the member's session timer.
+func (c *Coordinator) bridgeCommit(g *streamsGroup, m *streamsMember, generation int32) int16 {
+	if generation != m.epoch {
+		return errIllegalGeneration
+	}
+	if c.out != nil {
+		c.scheduleSession(g, m.id)
+	}
+	return 0
+}

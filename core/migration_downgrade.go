@@ -1,0 +1,127 @@
+package core
+
+// Downgrade: when the last streams-protocol member of a streams group
+// leaves or is fenced and only classic members remain, the group converts
+// back to a classic group whose members keep their current assignment,
+// then rebalances so a classic leader assigns again (Kafka's
+// convertToClassicGroup, for streams; docs/MIGRATION.md).
+
+// afterFence runs after fenceMember removed a member: it cancels the
+// member's classic timers and downgrades the group when it may.
+func (c *Coordinator) afterFence(g *streamsGroup, id string) {
+	c.cancelTimer(migrationJoinKey(g.id, id))
+	c.cancelTimer(migrationSyncKey(g.id, id))
+	c.maybeDowngrade(g)
+}
+
+// maybeDowngrade converts g back to classic when every remaining member is
+// classic, the policy allows it and the classic max size fits.
+func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
+	if c.migration.noDowngrade || len(g.members) == 0 || c.replaying {
+		return
+	}
+	if !c.migrationPolicy(g.id).allowsDowngrade() || int32(len(g.members)) > c.cfg.Classic.MaxSize {
+		return
+	}
+	ids := g.sortedMemberIDs()
+	for _, id := range ids {
+		if g.members[id].classic == nil {
+			return
+		}
+	}
+	assignments := map[string][]byte{}
+	epochs := map[string]int32{}
+	cg := newClassicGroup(g.id)
+	pt, pn := consumerProtocolType, streamProtocolName
+	cg.protocolType, cg.protocolName, cg.generation, cg.stateTime = &pt, &pn, g.groupEpoch, c.now
+	for _, id := range ids {
+		m := g.members[id]
+		b, err := c.classicAssignment(g, m)
+		if err != nil {
+			b = []byte{}
+		}
+		assignments[id] = b
+		epochs[id] = m.epoch
+		protos := make([]classicProtocol, len(m.classic.SupportedProtocols))
+		for i, p := range m.classic.SupportedProtocols {
+			protos[i] = classicProtocol{name: p.Name, metadata: p.Metadata}
+		}
+		cm := &classicMember{id: id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
+			rebalanceTimeoutMs: m.rebalanceTimeoutMs, sessionTimeoutMs: m.classic.SessionTimeoutMs,
+			protocolType: consumerProtocolType, protocols: protos}
+		cg.members[id] = cm
+		cg.order = append(cg.order, id)
+	}
+	// Like Kafka's ClassicGroup.add, the first member becomes leader until
+	// the rebalance elects one among the members that rejoin.
+	leader := ids[0]
+	cg.leader = &leader
+	for _, key := range c.timerKeysOfGroup(g.id) {
+		c.cancelTimer(key)
+	}
+	c.deleteStreamsGroup(g)
+	rec := groupMetadataRecord(cg, assignments)
+	v := rec.Value.(GroupMetadataValue)
+	v.Version = 4 // flexible: carries each member's last epoch (tag 1000)
+	for i := range v.Members {
+		e := epochs[v.Members[i].MemberID]
+		v.Members[i].MigrationEpoch = &e
+	}
+	rec.Value = v
+	c.write(rec)
+	live := c.groups[g.id].(*classicGroup)
+	c.snapshotClassic(live)
+	for _, m := range live.allMembers() {
+		c.scheduleClassicHeartbeat(live, m, m.sessionTimeoutMs)
+	}
+	c.classicPrepareRebalance(live)
+}
+
+// downgradedRejoin is the sharp edge of a downgrade: a classic member whose
+// generation is still its last member epoch in the streams group gets
+// REBALANCE_IN_PROGRESS on Heartbeat and SyncGroup — never
+// ILLEGAL_GENERATION, which a Java client treats as losing all its tasks.
+//
+// The epochs are persisted in the downgrade's GroupMetadata record (v4,
+// member tag 1000), so a coordinator that replayed the log mid-downgrade
+// answers the same; the rule holds until the classic group completes a new
+// generation.
+func (c *Coordinator) downgradedRejoin(g *classicGroup, memberID string, generation int32) bool {
+	d := g.durable
+	if d == nil || d.Generation != g.generation || generation == g.generation || g.members[memberID] == nil {
+		return false
+	}
+	for _, m := range d.Members {
+		if m.MemberID == memberID && m.MigrationEpoch != nil {
+			return *m.MigrationEpoch == generation
+		}
+	}
+	return false
+}
+
+// migrationEpochTags encodes GroupMetadataMember.MigrationEpoch as tagged
+// field 1000 (an int32).
+func migrationEpochTags(e *int32) []taggedField {
+	if e == nil {
+		return nil
+	}
+	return []taggedField{encodeTag(classicMemberMetadataTag, func(w *writer) { w.int32(*e) })}
+}
+
+// readMigrationEpochTag decodes tag 1000 of a GroupMetadata member; other
+// tags are skipped.
+func readMigrationEpochTag(tag uint64, sub *reader, m *GroupMetadataMember) bool {
+	if tag != classicMemberMetadataTag {
+		return false
+	}
+	e := sub.int32()
+	m.MigrationEpoch = &e
+	return true
+}
+
+// streamsGroupForClassic routes classic requests for a non-empty streams
+// group to the bridge; it reports false for groups the classic path owns.
+func (c *Coordinator) streamsGroupForClassic(group string) (*streamsGroup, bool) {
+	g, ok := c.groups[group].(*streamsGroup)
+	return g, ok && !g.IsEmpty()
+}

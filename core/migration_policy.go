@@ -1,0 +1,94 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MigrationPolicy is streams.migration.policy: which online conversions
+// between a classic group and a streams group a group allows (the streams
+// analogue of Kafka's group.consumer.migration.policy). The zero value is
+// the default, bidirectional. Conversions of empty groups (offline
+// migration) are always allowed.
+type MigrationPolicy int8
+
+// Migration policies.
+const (
+	// MigrationBidirectional allows upgrade and downgrade.
+	MigrationBidirectional MigrationPolicy = iota
+	// MigrationUpgrade allows classic → streams only.
+	MigrationUpgrade
+	// MigrationDowngrade allows streams → classic only.
+	MigrationDowngrade
+	// MigrationDisabled allows neither, and classic members may not join
+	// a non-empty streams group (INCONSISTENT_GROUP_PROTOCOL).
+	MigrationDisabled
+)
+
+// String is the config value.
+func (p MigrationPolicy) String() string {
+	switch p {
+	case MigrationBidirectional:
+		return "bidirectional"
+	case MigrationUpgrade:
+		return "upgrade"
+	case MigrationDowngrade:
+		return "downgrade"
+	case MigrationDisabled:
+		return "disabled"
+	}
+	return fmt.Sprintf("MigrationPolicy(%d)", int8(p))
+}
+
+// ParseMigrationPolicy reads a streams.migration.policy value
+// (case-insensitive). Unlike Kafka, which reads an unknown value as
+// disabled, an unknown value is an error.
+func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
+	for _, p := range []MigrationPolicy{MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled} {
+		if strings.EqualFold(s, p.String()) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("streams.migration.policy: unknown value %q (bidirectional, upgrade, downgrade, disabled)", s)
+}
+
+func (p MigrationPolicy) allowsUpgrade() bool {
+	return p == MigrationBidirectional || p == MigrationUpgrade
+}
+
+func (p MigrationPolicy) allowsDowngrade() bool {
+	return p == MigrationBidirectional || p == MigrationDowngrade
+}
+
+// migrationState is the Coordinator's migration bookkeeping.
+type migrationState struct {
+	// overrides are per-group streams.migration.policy values.
+	overrides map[string]MigrationPolicy
+	// noDowngrade suppresses downgrade while a streams join fences the
+	// classic members of its own process.
+	noDowngrade bool
+	// endOffsets are the changelog end-offset sums per task the host
+	// provides for a group's classic members (SetClassicTaskEndOffsets).
+	endOffsets map[string]map[TaskID]int64
+}
+
+// SetStreamsMigrationPolicy sets (or with nil clears) a group's
+// streams.migration.policy override of Config.StreamsMigrationPolicy.
+func (c *Coordinator) SetStreamsMigrationPolicy(group string, p *MigrationPolicy) {
+	if c.migration.overrides == nil {
+		c.migration.overrides = map[string]MigrationPolicy{}
+	}
+	if p == nil {
+		delete(c.migration.overrides, group)
+		return
+	}
+	c.migration.overrides[group] = *p
+}
+
+// migrationPolicy is the group's effective policy.
+func (c *Coordinator) migrationPolicy(group string) MigrationPolicy {
+	if p, ok := c.migration.overrides[group]; ok {
+		return p
+	}
+	return c.cfg.StreamsMigrationPolicy
+}

@@ -1,0 +1,164 @@
+package core
+
+import (
+	"github.com/coordhost/coordhost/core/userdata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Upgrade: a StreamsGroupHeartbeat join on a non-empty classic Kafka
+// Streams group converts it into a streams group whose classic members keep
+// their tasks (Kafka's validateOnlineUpgrade + convertToConsumerGroup, for
+// streams; docs/MIGRATION.md).
+
+// upgradedMember is one classic member as it enters the streams group.
+type upgradedMember struct {
+	m      *streamsMember
+	active taskSet
+	stand  taskSet
+}
+
+// upgradeClassicGroup validates and converts cg. Every refusal is
+// GROUP_ID_NOT_FOUND with a message saying why (Kafka's choice for a
+// refused online upgrade). The caller continues the heartbeat on the new
+// streams group.
+func (c *Coordinator) upgradeClassicGroup(cg *classicGroup) *kafkaError {
+	if p := c.migrationPolicy(cg.id); !p.allowsUpgrade() {
+		return errf(kerr.GroupIDNotFound, "Group %s is a classic group; online upgrade to a streams group is not allowed by streams.migration.policy=%s.", cg.id, p)
+	}
+	if deref0(cg.protocolType) != consumerProtocolType {
+		return errf(kerr.GroupIDNotFound, "Group %s is a classic group of protocol type %q; only %q groups can be upgraded.", cg.id, deref0(cg.protocolType), consumerProtocolType)
+	}
+	if max := c.streamsConfig(cg.id).MaxSize; int32(len(cg.members)) > max {
+		return errf(kerr.GroupIDNotFound, "Classic group %s has %d members, more than the streams group maximum of %d.", cg.id, len(cg.members), max)
+	}
+	members := make([]upgradedMember, 0, len(cg.members))
+	claimed := taskSet{}
+	for _, cm := range cg.allMembers() {
+		um, e := upgradeMember(cg, cm)
+		if e != nil {
+			return e
+		}
+		// A task claimed twice (an assignment of an older generation) stays
+		// with the first member in join order.
+		for t := range um.active {
+			if claimed.has(t) {
+				delete(um.active, t)
+			}
+			claimed[t] = struct{}{}
+		}
+		members = append(members, um)
+	}
+	c.snapshotClassic(cg)
+	for _, cm := range cg.allMembers() {
+		c.releaseClassic(cg, &cm.join, classicJoinError(cm.id, errRebalanceInProgress))
+		c.releaseClassic(cg, &cm.sync, syncError(errRebalanceInProgress))
+	}
+	for _, key := range c.timerKeysOfGroup(cg.id) {
+		c.cancelTimer(key)
+	}
+	c.write(Record{Key: GroupMetadataKey{GroupID: cg.id}}) // the classic group's tombstone
+	c.writeUpgradedGroup(cg.id, cg.generation, members)
+	g := c.groups[cg.id].(*streamsGroup)
+	for _, um := range members {
+		c.scheduleSession(g, um.m.id)
+	}
+	return nil
+}
+
+// upgradeMember builds one converted member from its JoinGroup metadata and
+// last assignment.
+func upgradeMember(cg *classicGroup, cm *classicMember) (upgradedMember, *kafkaError) {
+	meta := cm.metadata(streamProtocolName)
+	sub, err := decodeClassicSubscription(meta)
+	if err != nil {
+		return upgradedMember{}, errf(kerr.GroupIDNotFound, "Classic group %s cannot be upgraded: member %s has no readable %q subscription: %v.", cg.id, cm.id, streamProtocolName, err)
+	}
+	ep, err := parseEndpoint(sub.info.UserEndPoint)
+	if err != nil {
+		return upgradedMember{}, errf(kerr.GroupIDNotFound, "Classic group %s cannot be upgraded: member %s: %v.", cg.id, cm.id, err)
+	}
+	m := newStreamsMember(cm.id)
+	m.instanceID, m.clientID, m.clientHost = cm.instanceID, cm.clientID, cm.clientHost
+	m.rackID = sub.consumer.Rack
+	m.rebalanceTimeoutMs = cm.rebalanceTimeoutMs
+	m.processID, m.endpoint = processIDString(sub.info.ProcessID), ep
+	for _, t := range sub.info.ClientTags {
+		m.clientTags = append(m.clientTags, KeyValue{Key: t.Key, Value: t.Value})
+	}
+	protos := make([]ClassicProtocol, len(cm.protocols))
+	for i, p := range cm.protocols {
+		protos[i] = ClassicProtocol{Name: p.name, Metadata: append([]byte{}, p.metadata...)}
+	}
+	m.classic = &ClassicMemberMetadata{SessionTimeoutMs: cm.sessionTimeoutMs, SupportedProtocols: protos}
+	um := upgradedMember{m: m, active: taskSet{}, stand: taskSet{}}
+	if len(cm.assignment) == 0 {
+		return um, nil
+	}
+	asg, err := userdata.DecodeAssignment(cm.assignment)
+	var info *userdata.AssignmentInfo
+	if err == nil {
+		info, err = userdata.DecodeAssignmentInfo(asg.UserData)
+	}
+	if err != nil {
+		return upgradedMember{}, errf(kerr.GroupIDNotFound, "Classic group %s cannot be upgraded: member %s has an unreadable Streams assignment: %v.", cg.id, cm.id, err)
+	}
+	if info.ErrorCode == userdata.ErrCodeNone {
+		for _, t := range info.ActiveTasks {
+			um.active[classicTaskID(t)] = struct{}{}
+		}
+		for _, s := range info.StandbyTasks {
+			um.stand[classicTaskID(s.Task)] = struct{}{}
+		}
+	}
+	for t := range um.active {
+		delete(um.stand, t)
+	}
+	return um, nil
+}
+
+// writeUpgradedGroup writes the records of the converted streams group:
+// member metadata, group metadata at the classic generation, targets equal
+// to the current assignments, the target metadata, and the current
+// assignments (Kafka's createConsumerGroupRecords order).
+func (c *Coordinator) writeUpgradedGroup(id string, generation int32, members []upgradedMember) {
+	for _, um := range members {
+		c.write(Record{Key: StreamsGroupMemberMetadataKey{id, um.m.id}, Value: memberMetadataValue(um.m)})
+	}
+	c.write(Record{Key: StreamsGroupMetadataKey{id}, Value: StreamsGroupMetadataValue{Epoch: generation,
+		ValidatedTopologyEpoch: -1, StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1,
+		LastAssignmentConfigs: c.assignmentConfigs(id)}})
+	for _, um := range members {
+		c.write(targetRecord(id, um.m.id, tasksTuple{active: um.active, standby: um.stand, warmup: taskSet{}}))
+	}
+	c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{id},
+		Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: generation}})
+	for _, um := range members {
+		m := um.m.clone()
+		m.epoch, m.prevEpoch, m.state = generation, generation, memberStable
+		m.assigned = ownedTasks{active: taskEpochs{}, standby: um.stand, warmup: taskSet{}}
+		for t := range um.active {
+			m.assigned.active[t] = generation
+		}
+		m.pending = emptyOwned()
+		c.write(currentAssignmentRecord(id, m))
+	}
+}
+
+// fenceSameProcess is the same-process rule: a streams-protocol join with
+// process id P fences every classic member of P at once, freeing its tasks
+// (Kafka Streams' state-directory lock makes a process id single-process;
+// docs/MIGRATION.md). It never downgrades the group.
+func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHeartbeatRequest) {
+	if req.ProcessID == nil {
+		return
+	}
+	saved := c.migration.noDowngrade
+	c.migration.noDowngrade = true
+	defer func() { c.migration.noDowngrade = saved }()
+	for _, id := range g.sortedMemberIDs() {
+		if m := g.members[id]; m.classic != nil && m.processID == *req.ProcessID && id != req.MemberID {
+			c.fenceMember(g, id)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package core
+
+import (
+	"math"
+	"sort"
+	"strings"
+)
+
+// The warm-up lifecycle (docs/WARMUPS.md §2): task lags from reported and
+// host-supplied offsets, and the probing rule that re-runs the assignor at
+// the current group epoch so caught-up warm-ups can take over actives. A
+// probe whose result equals the current target writes nothing.
+
+func probeKey(group string) string { return "probing-rebalance-" + group }
+
+// TaskEndOffset is a changelog end offset of a task that the host fetched
+// from the data plane (ListOffsets on the task's changelog partitions,
+// summed over them).
+type TaskEndOffset struct {
+	Task   TaskID
+	Offset int64
+}
+
+// UpdateEndOffsets stores changelog end offsets the host fetched for a
+// streams group's tasks (for members that report only offset sums). They
+// are soft state, merged with member-reported end offsets (the larger
+// wins) when lags are computed and passed to the assignor. A negative
+// offset forgets the task's host end offset (unknown again). If a warm-up
+// is now caught up, a probe may start (its run is in the Output).
+func (c *Coordinator) UpdateEndOffsets(now int64, group string, ends []TaskEndOffset) Output {
+	c.begin(now)
+	if g, ok := c.groups[group].(*streamsGroup); ok {
+		if g.soft.endOffsets == nil {
+			g.soft.endOffsets = map[TaskID]int64{}
+		}
+		for _, e := range ends {
+			if e.Offset < 0 {
+				delete(g.soft.endOffsets, e.Task)
+			} else {
+				g.soft.endOffsets[e.Task] = e.Offset
+			}
+		}
+		c.maybeEarlyProbe(g)
+	}
+	return c.end()
+}
+
+// endOffsetOf is the end offset of task t: the largest reported by a member
+// or supplied by the host. Unknown (ok false) when nobody knows it; a
+// reported math.MaxInt64 (a 4.4 client's "unknown") or negative value does
+// not count.
+func (g *streamsGroup) endOffsetOf(t TaskID) (int64, bool) {
+	end, ok := g.soft.endOffsets[t]
+	for _, o := range g.soft.taskOffsets {
+		if v, has := o.endOffsets[t]; has && v >= 0 && v != math.MaxInt64 && (!ok || v > end) {
+			end, ok = v, true
+		}
+	}
+	return end, ok
+}
+
+// knownEndOffsets returns every task's known end offset (endOffsetOf).
+func (g *streamsGroup) knownEndOffsets() map[TaskID]int64 {
+	out := map[TaskID]int64{}
+	for t, v := range g.soft.endOffsets {
+		out[t] = v
+	}
+	for _, o := range g.soft.taskOffsets {
+		for t, v := range o.endOffsets {
+			if v >= 0 && v != math.MaxInt64 && v > out[t] {
+				out[t] = v
+			} else if _, has := out[t]; !has && v >= 0 && v != math.MaxInt64 {
+				out[t] = v
+			}
+		}
+	}
+	return out
+}
+
+// processOffset is the largest offset any member of process reported for t
+// (negative: no state).
+func (g *streamsGroup) processOffset(process string, t TaskID) int64 {
+	best := int64(-1)
+	for id, o := range g.soft.taskOffsets {
+		if m := g.members[id]; m != nil && m.processID == process {
+			if v, has := o.offsets[t]; has && v > best {
+				best = v
+			}
+		}
+	}
+	return best
+}
+
+// taskLag is the lag of process on t and whether it is known: end − offset,
+// or end when the process has no state or its offset is beyond the end
+// (corrupt state, restored from scratch). Unknown end: not known.
+func (g *streamsGroup) taskLag(process string, t TaskID) (int64, bool) {
+	end, ok := g.endOffsetOf(t)
+	if !ok {
+		return 0, false
+	}
+	off := g.processOffset(process, t)
+	if off < 0 || off > end {
+		return end, true
+	}
+	return end - off, true
+}
+
+// caughtUpWarmups lists, sorted, the target warm-ups ("member:task") whose
+// process is within the acceptable recovery lag. An unknown end offset
+// never counts as caught up.
+func (c *Coordinator) caughtUpWarmups(g *streamsGroup) []string {
+	acceptable := c.streamsConfig(g.id).AcceptableRecoveryLag
+	var out []string
+	for id, t := range g.target {
+		m := g.members[id]
+		if m == nil {
+			continue
+		}
+		for task := range t.warmup {
+			if lag, ok := g.taskLag(m.processID, task); ok && lag <= acceptable {
+				out = append(out, id+":"+task.String())
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maybeEarlyProbe starts a probe when the group is stable (every member
+// reconciled, so the assignor sees settled ownership and fresh reports),
+// some warm-up of the current target is caught up, and the set of caught-up warm-ups differs from the one that
+// started the last early probe (so a probe that changed nothing is not
+// repeated on every heartbeat).
+func (c *Coordinator) maybeEarlyProbe(g *streamsGroup) {
+	if g.state != StreamsStable || !c.probeAllowed(g) {
+		return
+	}
+	caught := strings.Join(c.caughtUpWarmups(g), ",")
+	if caught == "" || caught == g.soft.lastEarlyProbe {
+		return
+	}
+	g.soft.lastEarlyProbe = caught
+	c.startProbe(g)
+}
+
+// probeAllowed: the group has members, a ready topology, an up-to-date
+// target, no initial delay pending and no assignor run in flight.
+func (c *Coordinator) probeAllowed(g *streamsGroup) bool {
+	return len(g.members) > 0 && g.soft.inflight == nil && g.groupEpoch == g.assignmentEpoch &&
+		g.topology != nil && g.soft.configured.ready() && g.validatedTopologyEpoch == g.topology.Epoch &&
+		!c.hasTimer(initialDelayKey(g.id))
+}
+
+// startProbe requests an assignor run at the current group epoch.
+func (c *Coordinator) startProbe(g *streamsGroup) {
+	run := AssignorRun{Group: g.id, Epoch: g.groupEpoch, Assignor: c.streamsConfig(g.id).AssignorName,
+		Input: c.assignInput(g), Probe: true}
+	g.soft.inflight = &run
+	c.out.AssignorRuns = append(c.out.AssignorRuns, run)
+}
+
+// probeResult applies a probe's result: if the group moved on (a new group
+// epoch) it is dropped, as the pending assignment sees the same lags; if it
+// equals the current target nothing is written; otherwise the group epoch
+// is bumped and the new target written at it.
+func (c *Coordinator) probeResult(g *streamsGroup, run AssignorRun, res AssignResult) {
+	if run.Epoch != g.groupEpoch || g.groupEpoch != g.assignmentEpoch {
+		return
+	}
+	targets := resultTargets(run, res)
+	changed := false
+	for _, id := range g.sortedMemberIDs() {
+		t, ok := targets[id]
+		if !ok {
+			t = emptyTuple()
+		}
+		if old, had := g.target[id]; !had || !old.equal(t) {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		c.armProbe(g, res.NextProbeMs)
+		return
+	}
+	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
+	c.writeTarget(g, g.groupEpoch, targets)
+	c.armProbe(g, res.NextProbeMs)
+}
+
+// targetHasWarmups reports whether any member's target holds a warm-up.
+func (g *streamsGroup) targetHasWarmups() bool {
+	for _, t := range g.target {
+		if len(t.warmup) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// armProbe schedules the next probe after a target was computed: at now +
+// hint when the assignor gave one (> 0), else at now + the probing interval
+// while the target holds warm-ups; otherwise no probe is scheduled.
+func (c *Coordinator) armProbe(g *streamsGroup, hint int64) {
+	interval := c.streamsConfig(g.id).ProbingIntervalMs
+	switch {
+	case hint > 0:
+		c.setTimer(timer{key: probeKey(g.id), deadline: c.now + hint, kind: timerStreamsProbe, group: g.id})
+	case g.targetHasWarmups() && interval > 0:
+		c.setTimer(timer{key: probeKey(g.id), deadline: c.now + interval, kind: timerStreamsProbe, group: g.id})
+	default:
+		c.cancelTimer(probeKey(g.id))
+	}
+}
+
+// armProbeOnLoaded restores the probe timer after replay: the assignor's
+// hint is not durable, so a target holding warm-ups is probed at its
+// assignment timestamp + the probing interval (at once if that has passed).
+func (c *Coordinator) armProbeOnLoaded(g *streamsGroup) {
+	interval := c.streamsConfig(g.id).ProbingIntervalMs
+	if len(g.members) > 0 && g.targetHasWarmups() && interval > 0 {
+		c.setTimer(timer{key: probeKey(g.id), deadline: g.assignmentTimestamp + interval, kind: timerStreamsProbe, group: g.id})
+	}
+}
+
+func init() {
+	registerTimerKind(timerStreamsProbe, func(c *Coordinator, t timer) {
+		g, ok := c.groups[t.group].(*streamsGroup)
+		if !ok {
+			return
+		}
+		if c.probeAllowed(g) {
+			c.startProbe(g)
+		}
+		// Otherwise a rebalance is pending or running: its result re-arms.
+	})
+}

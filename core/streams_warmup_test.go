@@ -1,0 +1,106 @@
+package core
+
+import (
+	"math"
+	"testing"
+)
+
+// lagGroup: member w (process pw) holds warm-up 0_0 in the target.
+func lagGroup(t *testing.T) (*Coordinator, *streamsGroup) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Streams.AcceptableRecoveryLag = 100
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newStreamsGroup("g")
+	m := newStreamsMember("w")
+	m.processID = "pw"
+	g.members["w"] = m
+	tt := emptyTuple()
+	tt.warmup[TaskID{"0", 0}] = struct{}{}
+	g.target["w"] = tt
+	c.groups["g"] = g
+	return c, g
+}
+
+func TestWarmupLagRules(t *testing.T) {
+	task := TaskID{"0", 0}
+	cases := []struct {
+		name       string
+		offset     int64 // -1: no report
+		memberEnd  int64 // -1: not reported
+		hostEnd    int64 // -1: not supplied
+		wantLag    int64
+		wantKnown  bool
+		wantCaught bool
+	}{
+		{"unknown end never caught up, even with state", 1000, -1, -1, 0, false, false},
+		{"a 4.4 client's MaxInt64 end counts as unknown", 1000, math.MaxInt64, -1, 0, false, false},
+		{"member-reported end", 950, 1000, -1, 50, true, true},
+		{"host-supplied end", 850, -1, 1000, 150, true, false},
+		{"larger of member and host end wins", 950, 900, 1000, 50, true, true},
+		{"no state: lag is the end offset", -1, -1, 80, 80, true, true},
+		{"offset beyond end: restore from scratch", 5000, 1000, -1, 1000, true, false},
+	}
+	for _, tc := range cases {
+		c, g := lagGroup(t)
+		o := memberOffsets{offsets: map[TaskID]int64{}, endOffsets: map[TaskID]int64{}}
+		if tc.offset >= 0 {
+			o.offsets[task] = tc.offset
+		}
+		if tc.memberEnd >= 0 {
+			o.endOffsets[task] = tc.memberEnd
+		}
+		g.soft.taskOffsets["w"] = o
+		if tc.hostEnd >= 0 {
+			c.UpdateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: tc.hostEnd}})
+		}
+		lag, known := g.taskLag("pw", task)
+		if known != tc.wantKnown || (known && lag != tc.wantLag) {
+			t.Errorf("%s: lag %d known %v, want %d %v", tc.name, lag, known, tc.wantLag, tc.wantKnown)
+		}
+		if caught := len(c.caughtUpWarmups(g)) == 1; caught != tc.wantCaught {
+			t.Errorf("%s: caught up %v, want %v", tc.name, caught, tc.wantCaught)
+		}
+	}
+}
+
+func TestUpdateEndOffsetsForget(t *testing.T) {
+	c, g := lagGroup(t)
+	task := TaskID{"0", 0}
+	c.UpdateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: 10}})
+	if _, ok := g.endOffsetOf(task); !ok {
+		t.Fatal("host end offset not stored")
+	}
+	c.UpdateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: -1}})
+	if _, ok := g.endOffsetOf(task); ok {
+		t.Fatal("a negative host end offset must forget the task's end offset")
+	}
+	if out := c.UpdateEndOffsets(0, "missing", []TaskEndOffset{{Task: task, Offset: 1}}); len(out.Records)+len(out.AssignorRuns) != 0 {
+		t.Fatal("end offsets for an unknown group must do nothing")
+	}
+}
+
+func TestProbingConfigLayer(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.Streams.ProbingIntervalMs != 600000 {
+		t.Fatalf("default probing interval %d, want Kafka Streams' 600000", cfg.Streams.ProbingIntervalMs)
+	}
+	cfg.Streams.ProbingIntervalMs = -1
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("negative probing interval accepted")
+	}
+	neg := int64(-5)
+	if err := (StreamsGroupOverrides{ProbingIntervalMs: &neg}).Validate(); err == nil {
+		t.Fatal("negative probing interval override accepted")
+	}
+	c, _ := New(DefaultConfig())
+	iv, lag, w := int64(1234), int64(7), int32(3)
+	c.SetStreamsGroupConfig("g", StreamsGroupOverrides{ProbingIntervalMs: &iv, AcceptableRecoveryLag: &lag, NumWarmupReplicas: &w})
+	s := c.streamsConfig("g")
+	if s.ProbingIntervalMs != 1234 || s.AcceptableRecoveryLag != 7 || s.NumWarmupReplicas != 3 {
+		t.Fatalf("overrides not applied: %+v", s)
+	}
+}
