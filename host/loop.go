@@ -62,6 +62,9 @@ type LoopDeps struct {
 	// GroupConfig returns a group's streams overrides (nil: none), asked
 	// the first time the loop sees the group id.
 	GroupConfig func(group string) *core.StreamsGroupOverrides
+	// MigrationPolicy returns a group's streams.migration.policy (nil:
+	// core's default), asked with GroupConfig.
+	MigrationPolicy func(group string) *core.MigrationPolicy
 	// Explain returns a group's effective settings with their sources
 	// (DescribeConfigs on GROUP resources, /v1/groups/{id}).
 	Explain func(group string) []config.Setting

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 )
 
@@ -135,5 +137,23 @@ func TestBuiltinWasmAssignor(t *testing.T) {
 	}
 	if pi.Runtime != "wasm" || pi.Metrics == nil || pi.Metrics.Calls < 1 || pi.Failures != 0 {
 		t.Fatalf("sticky did not run as wasm: %+v %+v", pi, pi.Metrics)
+	}
+}
+
+// TestCoreConfigFromGroupDefaults: groups.defaults become core's
+// coordinator-wide settings (streams, classic, migration policy).
+func TestCoreConfigFromGroupDefaults(t *testing.T) {
+	cfg, err := config.Load([]string{"--data.dir=" + t.TempDir(), "--groups.defaults.streams.migration.policy=upgrade",
+		"--groups.defaults.group.max.size=7", "--groups.defaults.streams.assignor.name=ha", "--groups.defaults.streams.num.standby.replicas=1"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := host.CoreConfig(cfg)
+	if cc.StreamsMigrationPolicy != core.MigrationUpgrade || cc.Classic.MaxSize != 7 || cc.Streams.AssignorName != "ha" ||
+		cc.Assignors[0] != "ha" || cc.Streams.NumStandbyReplicas != 1 {
+		t.Fatalf("core config: %+v", cc)
+	}
+	if err := cc.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

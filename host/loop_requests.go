@@ -26,6 +26,7 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 		}})
 	case *kmsg.JoinGroupRequest:
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			l.configure(c, body.Group) // a classic join may convert a streams group
 			return c.JoinGroup(now, id, client, body)
 		}})
 	case *kmsg.SyncGroupRequest:

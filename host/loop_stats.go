@@ -119,7 +119,7 @@ const maxConfiguredGroups = 100000
 // configure applies the config file's per-group streams settings to core
 // the first time the loop sees group.
 func (l *Loop) configure(c *core.Coordinator, group string) {
-	if l.configured[group] || l.d.GroupConfig == nil {
+	if l.configured[group] || (l.d.GroupConfig == nil && l.d.MigrationPolicy == nil) {
 		return
 	}
 	if len(l.configured) >= maxConfiguredGroups {
@@ -128,8 +128,13 @@ func (l *Loop) configure(c *core.Coordinator, group string) {
 		clear(l.configured)
 	}
 	l.configured[group] = true
-	if o := l.d.GroupConfig(group); o != nil {
-		c.SetStreamsGroupConfig(group, *o)
+	if l.d.GroupConfig != nil {
+		if o := l.d.GroupConfig(group); o != nil {
+			c.SetStreamsGroupConfig(group, *o)
+		}
+	}
+	if l.d.MigrationPolicy != nil {
+		c.SetStreamsMigrationPolicy(group, l.d.MigrationPolicy(group))
 	}
 }
 

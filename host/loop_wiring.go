@@ -30,7 +30,14 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	l, err := NewLoop(LoopDeps{
 		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 		GroupConfig: func(id string) *core.StreamsGroupOverrides { return StreamsOverrides(cfg.Groups.For(id)) },
-		Explain:     cfg.Groups.Explain,
+		MigrationPolicy: func(id string) *core.MigrationPolicy {
+			p, err := core.ParseMigrationPolicy(cfg.Groups.For(id).StreamsMigrationPolicy)
+			if err != nil { // validated at start; keep core's default
+				return nil
+			}
+			return &p
+		},
+		Explain: cfg.Groups.Explain,
 	})
 	if err != nil {
 		asg.Close(context.Background())
@@ -65,6 +72,9 @@ func CoreConfig(cfg *config.Config) core.Config {
 		if name != d.StreamsAssignorName {
 			cc.Assignors = append(cc.Assignors, name)
 		}
+	}
+	if p, err := core.ParseMigrationPolicy(d.StreamsMigrationPolicy); err == nil {
+		cc.StreamsMigrationPolicy = p
 	}
 	cc.Classic.InitialRebalanceDelayMs = d.InitialRebalanceDelayMs
 	cc.Classic.MinSessionTimeoutMs = d.MinSessionTimeoutMs
