@@ -31,7 +31,8 @@
 // Other entry points: DeleteGroups (writes tombstones, returns a response),
 // SetStreamsGroupConfig (per-group overrides; validate them first with
 // StreamsGroupOverrides.Validate), UpdateEndOffsets (changelog end offsets
-// the host fetched, for warm-up lags; docs/WARMUPS.md §2). Reads: StreamsGroupDescribe,
+// the host fetched, for warm-up lags of every member, classic members of
+// streams groups included; docs/WARMUPS.md §2, docs/MIGRATION.md). Reads: StreamsGroupDescribe,
 // ValidateStreamsOffsetCommit, ValidateStreamsOffsetFetch, LastAssignorError,
 // Group, Dump, TimerKeys, NextDeadline. Reads must be called between batches
 // (right after Commit) to see committed state, as Kafka reads at the last
@@ -61,7 +62,8 @@
 // Timers. A timer is data (key, deadline, kind, group, member, epoch).
 // Each kind registers its handlers with registerTimerKind; streams uses
 // kinds 1–15 (1–4 and 9, the probing timer, taken), classic should take
-// 16–31.
+// 16–31; migration uses 32–34 (join, sync, and the sync timer Loaded
+// restores for classic members of streams groups).
 //
 // Group conversion. groupDeleters[kind] writes the tombstones that delete
 // an empty group of that kind; a streams join on an empty group of another

@@ -19,6 +19,12 @@ import (
 const (
 	timerMigrationJoin timerKind = 32 // migration-join-<group>-<member>: fence if no JoinGroup in time
 	timerMigrationSync timerKind = 33 // migration-sync-<group>-<member>: fence if no SyncGroup in time
+	// timerMigrationSyncRestored is a sync timer Loaded arms for a classic
+	// member (same key as timerMigrationSync): the log does not say whether
+	// the member was between JoinGroup and SyncGroup at the fail-over, so
+	// every non-revoking classic member gets one; its SyncGroup, JoinGroup
+	// or a valid Heartbeat (it is alive) settles it.
+	timerMigrationSyncRestored timerKind = 34
 )
 
 func migrationJoinKey(group, member string) string { return "migration-join-" + group + "-" + member }
@@ -34,6 +40,7 @@ func init() {
 	}
 	registerTimerKind(timerMigrationJoin, fence)
 	registerTimerKind(timerMigrationSync, fence)
+	registerTimerKind(timerMigrationSyncRestored, fence)
 }
 
 // bridgeJoin handles a JoinGroup for a non-empty streams group.
@@ -118,9 +125,6 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	recompute := !exists || u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
 		!ptrEq(u.rackID, m.rackID) || fmt.Sprint(u.clientTags) != fmt.Sprint(m.clientTags)
 	c.storeClassicOffsets(g, u.id, sub.info)
-	if exists && c.warmupCaughtUp(g, m) {
-		recompute = true // a probing rejoin found a warm-up ready: reassign
-	}
 	hash, validated := c.refreshTopologyView(g)
 	if hash != g.metadataHash || validated != g.validatedTopologyEpoch ||
 		!slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
@@ -158,6 +162,12 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	// validateOnlineDowngradeWithReplacedMember); its SyncGroup then
 	// finds the classic group rebalancing.
 	c.maybeDowngrade(g)
+	if cur, ok := c.groups[g.id].(*streamsGroup); ok && cur == g {
+		// A classic (probing) rejoin reports fresh offset sums: the core's
+		// probing rule decides whether a caught-up warm-up is worth a probe
+		// (docs/WARMUPS.md §2.2), as after a streams heartbeat.
+		c.maybeEarlyProbe(g)
+	}
 	return r
 }
 
@@ -230,9 +240,9 @@ func (c *Coordinator) classicBridgeMemberID(g *streamsGroup, clientID string, in
 
 // storeClassicOffsets keeps the member's task offset sums (running actives,
 // -2, are omitted as streams-protocol members omit them; v1–6 standbys'
-// unknown sums, -3, too) and the end-offset sums the host provided for the
-// group's classic members: classic members never send end offsets. A task
-// without an end offset is never caught up (the assignors' rule).
+// unknown sums, -3, too). Classic members never send end offsets: their
+// lags use the group's host-supplied end offsets (UpdateEndOffsets), like
+// every member's. A task without a known end offset is never caught up.
 func (c *Coordinator) storeClassicOffsets(g *streamsGroup, member string, info *userdata.SubscriptionInfo) {
 	o := g.soft.taskOffsets[member]
 	o.offsets = map[TaskID]int64{}
@@ -241,52 +251,8 @@ func (c *Coordinator) storeClassicOffsets(g *streamsGroup, member string, info *
 			o.offsets[classicTaskID(t.Task)] = t.OffsetSum
 		}
 	}
-	o.endOffsets = map[TaskID]int64{}
-	for t, e := range c.migration.endOffsets[g.id] {
-		o.endOffsets[t] = e
-	}
+	o.endOffsets = nil
 	g.soft.taskOffsets[member] = o
-}
-
-// warmupCaughtUp says whether one of the member's warm-up tasks has caught
-// up according to the offsets it just reported (its probing rejoin) and the
-// host's end offsets: end known and end − offset ≤ acceptable.recovery.lag.
-// An unknown end offset never counts as caught up.
-func (c *Coordinator) warmupCaughtUp(g *streamsGroup, m *streamsMember) bool {
-	o := g.soft.taskOffsets[m.id]
-	acceptable := c.streamsConfig(g.id).AcceptableRecoveryLag
-	for t := range m.assigned.warmup {
-		if !g.target[m.id].warmup.has(t) {
-			continue // the current target already moved on
-		}
-		off, ok := o.offsets[t]
-		end, known := o.endOffsets[t]
-		if ok && known && end-off <= acceptable {
-			return true
-		}
-	}
-	return false
-}
-
-// SetClassicTaskEndOffsets gives the coordinator the changelog end-offset
-// sums of a group's tasks (the sum over each task's changelog partitions of
-// their log-end offsets), which classic members cannot report. The host
-// computes them from its log; they reach the assignor with each classic
-// member's offset sums on its next JoinGroup. Soft state: not persisted,
-// not rolled back. nil forgets them.
-func (c *Coordinator) SetClassicTaskEndOffsets(group string, ends map[TaskID]int64) {
-	if ends == nil {
-		delete(c.migration.endOffsets, group)
-		return
-	}
-	if c.migration.endOffsets == nil {
-		c.migration.endOffsets = map[string]map[TaskID]int64{}
-	}
-	cp := make(map[TaskID]int64, len(ends))
-	for t, e := range ends {
-		cp[t] = e
-	}
-	c.migration.endOffsets[group] = cp
 }
 
 // classicOwned is what a classic member reports owning in its JoinGroup:
@@ -414,6 +380,9 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 		return code
 	}
 	c.scheduleSession(g, m.id)
+	if t, ok := c.timers[migrationSyncKey(g.id, m.id)]; ok && t.kind == timerMigrationSyncRestored {
+		c.cancelTimer(t.key) // alive after the fail-over: the restored sync timer has done its job
+	}
 	c.maybeClassicTarget(g, m.id)
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)
@@ -481,9 +450,13 @@ func (c *Coordinator) classicAssignment(g *streamsGroup, m *streamsMember) ([]by
 	n := userdata.Negotiate(subs)
 	hbMs := int64(c.streamsConfig(g.id).HeartbeatIntervalMs)
 	ct := g.soft.configured
-	if ct == nil && g.topology != nil {
+	if g.topology != nil && (ct == nil || !ct.ready() || g.soft.metadataRefresh || ct.epoch != g.topology.Epoch) {
+		// A stale view (e.g. configured by Loaded before the topic
+		// metadata arrived): configure afresh for this answer only, so a
+		// classic member never gets an empty assignment by mistake; the
+		// next heartbeat or JoinGroup refreshes the group's view (and
+		// bumps the epoch if the metadata changed).
 		ct = c.configureTopology(g.id, g.topology)
-		g.soft.configured = ct
 	}
 	info := &userdata.AssignmentInfo{Version: n.Version, CommonlySupportedVersion: n.CommonlySupported,
 		NextRebalanceMs: userdata.NoRebalance}
@@ -519,11 +492,13 @@ func (c *Coordinator) classicAssignment(g *streamsGroup, m *streamsMember) ([]by
 			}
 		}
 		info.PartitionsByHost, info.StandbyPartitionsByHost = c.classicHostMaps(g, ct)
-		switch {
-		case m.state == memberUnreleasedTasks:
+		if probe, ok := c.timerDeadline(probeKey(g.id)); ok {
+			// Come back with fresh offset sums when the next probe runs
+			// (Kafka Streams' nextScheduledRebalanceMs, for every member).
+			info.NextRebalanceMs = max(probe, c.now)
+		}
+		if m.state == memberUnreleasedTasks && (info.NextRebalanceMs == userdata.NoRebalance || c.now+hbMs < info.NextRebalanceMs) {
 			info.NextRebalanceMs = c.now + hbMs // withheld tasks: come back for them
-		case len(m.assigned.warmup) > 0:
-			info.NextRebalanceMs = c.now + int64(c.streamsConfig(g.id).TaskOffsetIntervalMs) // probing
 		}
 	}
 	if info.Version < 7 && info.NextRebalanceMs != userdata.NoRebalance {

@@ -67,9 +67,6 @@ type migrationState struct {
 	// noDowngrade suppresses downgrade while a streams join fences the
 	// classic members of its own process.
 	noDowngrade bool
-	// endOffsets are the changelog end-offset sums per task the host
-	// provides for a group's classic members (SetClassicTaskEndOffsets).
-	endOffsets map[string]map[TaskID]int64
 }
 
 // SetStreamsMigrationPolicy sets (or with nil clears) a group's

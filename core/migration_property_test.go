@@ -81,6 +81,17 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 			in.version = []int32{6, 8, 11, 11}[rng.IntN(4)] // mixed SubscriptionInfo versions
 		}
 		s.debugf("start %s process %d v%d", in.name, in.process[15], in.version)
+		// One process speaks one protocol: its process id lives in its
+		// state directory, which one process locks (docs/MIGRATION.md,
+		// "Same process, new protocol"). Starting an instance with the
+		// other protocol is a restart of that process: its instances of
+		// the old protocol stop (without LeaveGroup).
+		for _, o := range s.insts {
+			if o != in && o.alive && o.process == in.process && o.classic != in.classic {
+				o.alive = false
+				s.debugf("kill %s (process restarted with the other protocol)", o.name)
+			}
+		}
 	}
 	live := func() []*migInst {
 		var out []*migInst

@@ -137,7 +137,6 @@ func FuzzDecodeMigrationRecords(f *testing.F) {
 // assignor; a task without an end offset has none (never caught up).
 func TestClassicMemberLags(t *testing.T) {
 	s := newMigSim(t, 4)
-	s.c.SetClassicTaskEndOffsets("g", map[TaskID]int64{{"0", 1}: 500})
 	c1 := s.inst("c1", 1, true)
 	s.settle(20)
 	c1.standby = taskSet{{"0", 1}: {}, {"0", 2}: {}} // the sim reports 100 for these
@@ -145,6 +144,7 @@ func TestClassicMemberLags(t *testing.T) {
 	s.inst("s2", 2, false)
 	s.act(c1) // heartbeat, then a rejoin after the conversion
 	s.act(s.insts[1])
+	s.finish(s.c.UpdateEndOffsets(s.now, "g", []TaskEndOffset{{Task: TaskID{"0", 1}, Offset: 500}}))
 	c1.rejoin = true
 	s.act(c1)
 	g := s.c.groups["g"].(*streamsGroup)

@@ -33,8 +33,10 @@ func TestMigrationScenarios(t *testing.T) {
 				n, _ := strconv.Atoi(argOr(args, "tasks", "6"))
 				s = newMigSimPolicy(t, int32(n), policy)
 				s.recording = true
-				if args["assignor"] == "warmup" {
-					s.assign = warmupAssign
+				switch args["assignor"] {
+				case "ha":
+					// The real HA assignor, natively (warmup_ha_test.go).
+					s.useHA(t, args)
 				}
 				s.trace.Reset()
 				return "ok"
@@ -144,7 +146,30 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 			n, _ := strconv.ParseInt(parts[1], 10, 64)
 			ends[TaskID{u[0], int32(p)}] = n
 		}
-		s.c.SetClassicTaskEndOffsets("g", ends)
+		var list []TaskEndOffset
+		for t, e := range ends {
+			list = append(list, TaskEndOffset{Task: t, Offset: e})
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Task.String() < list[j].Task.String() })
+		s.finish(s.c.UpdateEndOffsets(s.now, "g", list))
+		return ""
+	case "restored":
+		// restored name=c2 tasks=0_0=49950: the offset sums a classic
+		// instance reports for its standby/warm-up tasks (default 100).
+		in := s.byName(t, args["name"])
+		if in.restored == nil {
+			in.restored = map[TaskID]int64{}
+		}
+		for _, kv := range strings.Split(args["tasks"], ",") {
+			parts := strings.SplitN(kv, "=", 2)
+			u := strings.SplitN(parts[0], "_", 2)
+			p, _ := strconv.Atoi(u[1])
+			n, _ := strconv.ParseInt(parts[1], 10, 64)
+			in.restored[TaskID{u[0], int32(p)}] = n
+		}
+		return "ok"
+	case "lose-next":
+		s.loseNext = true
 		return "ok"
 	case "fail-next":
 		s.failNext = true

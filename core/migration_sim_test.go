@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,6 +44,7 @@ type migSim struct {
 	lastKind        GroupKind // property test: the group's kind after the last step
 	lastNonEmpty    bool
 	failNext        bool // the next batch with records fails to append
+	loseNext        bool // the next response is lost
 }
 
 // migInst is one Kafka Streams instance (one thread).
@@ -62,10 +64,15 @@ type migInst struct {
 	inflight  bool // classic: a JoinGroup or SyncGroup awaits its response
 	refused   bool // the policy refused it: it waits before trying again
 	refusedAt int64
-	followup  int64   // AssignmentInfo.nextRebalanceMs: rejoin at this time
-	version   int32   // SubscriptionInfo version (default 11)
-	instance  *string // group.instance.id (static member)
-	paused    bool    // alive but silent (a long GC pause): timers may fence it
+	followup  int64            // AssignmentInfo.nextRebalanceMs: rejoin at this time
+	version   int32            // SubscriptionInfo version (default 11)
+	instance  *string          // group.instance.id (static member)
+	paused    bool             // alive but silent (a long GC pause): timers may fence it
+	restored  map[TaskID]int64 // classic: offset sums of standby tasks (default 100)
+	fullNext  bool             // streams: a heartbeat failed, the next one is a full request
+	// checked: tasks of lost streams responses, checked against other
+	// processes' ownership when the coordinator granted them.
+	checked taskSet
 }
 
 // simT is what the simulation reports failures to: a *testing.T, or the
@@ -145,12 +152,12 @@ func (s *migSim) finish(o Output) {
 		}
 	}
 	for _, r := range o.Responses {
-		// Streams responses are not lost here: a lost response carrying a
-		// new assignment is never re-sent to a steady member (Kafka's
-		// rule, the streams property test's concern).
-		_, streamsResp := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse)
-		if !streamsResp && s.chance(s.loseP) {
+		// A lost response: the client never saw it. A streams client
+		// keeps its old epoch and tasks and sends a full request next.
+		if s.loseNext || s.chance(s.loseP) {
+			s.loseNext = false
 			s.debugf("response to %s lost", s.reqs[r.Request].name)
+			s.lostGrant(r)
 			s.lost(r.Request)
 			continue
 		}
@@ -165,7 +172,15 @@ func (s *migSim) runAssignor(runs []AssignorRun) {
 		if assign == nil {
 			assign = ReferenceAssign
 		}
-		s.finish(s.c.AssignorResult(s.now, run, assign(run.Input), nil))
+		res := assign(run.Input)
+		s.finish(s.c.AssignorResult(s.now, run, res, nil))
+		if g, ok := s.c.groups["g"].(*streamsGroup); ok && run.Probe && s.recording {
+			if g.assignmentEpoch == run.Epoch {
+				s.debugf("probe at epoch %d: target unchanged, nothing written, assignment epoch stays %d", run.Epoch, g.assignmentEpoch)
+			} else {
+				s.debugf("probe at epoch %d: new target at assignment epoch %d", run.Epoch, g.assignmentEpoch)
+			}
+		}
 	}
 }
 
@@ -174,6 +189,12 @@ func (s *migSim) runAssignor(runs []AssignorRun) {
 func (s *migSim) lost(id RequestID) {
 	in := s.reqs[id]
 	if in == nil || !in.alive {
+		return
+	}
+	if !in.classic {
+		// Like the Java client after a failed heartbeat: resend every
+		// field (a full request), keeping its old epoch and tasks.
+		in.fullNext = true
 		return
 	}
 	switch s.kind[id] {
@@ -310,11 +331,30 @@ func (s *migSim) legitFence(in *migInst, code int16) bool {
 	return true
 }
 
-// grant installs a new active set, checking that no task it adds is still
-// owned by an instance of another process.
-func (s *migSim) grant(in *migInst, tasks taskSet) {
+// lostGrant checks the tasks of a lost streams response when the
+// coordinator granted them (the grant rule below); a later full response
+// re-sending them is not a new grant.
+func (s *migSim) lostGrant(r Response) {
+	in := s.reqs[r.Request]
+	m, ok := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse)
+	if !ok || in == nil || !in.alive || m.ErrorCode != 0 || m.ActiveTasks == nil {
+		return
+	}
+	tasks := fromKmsgTasks(m.ActiveTasks)
+	s.checkGrant(in, tasks)
+	if in.checked == nil {
+		in.checked = taskSet{}
+	}
 	for t := range tasks {
-		if in.owned.has(t) {
+		in.checked[t] = struct{}{}
+	}
+}
+
+// checkGrant checks that no task of tasks that in does not own yet is still
+// owned by a live member instance of another process.
+func (s *migSim) checkGrant(in *migInst, tasks taskSet) {
+	for t := range tasks {
+		if in.owned.has(t) || in.checked.has(t) {
 			continue
 		}
 		for _, o := range s.insts {
@@ -323,6 +363,13 @@ func (s *migSim) grant(in *migInst, tasks taskSet) {
 			}
 		}
 	}
+}
+
+// grant installs a new active set, checking that no task it adds is still
+// owned by an instance of another process.
+func (s *migSim) grant(in *migInst, tasks taskSet) {
+	s.checkGrant(in, tasks)
+	in.checked = nil
 	revoked := false
 	for t := range in.owned {
 		if !tasks.has(t) {
@@ -378,7 +425,11 @@ func (s *migSim) subscription(in *migInst) []byte {
 	for _, t := range in.standby.sorted() {
 		if !in.owned.has(t) {
 			ut, _ := userdata.TaskIDFromSubtopology(t.Subtopology, t.Partition)
-			sums = append(sums, userdata.TaskOffsetSum{Task: ut, OffsetSum: 100}) // restoring state
+			off, ok := in.restored[t]
+			if !ok {
+				off = 100 // restoring state
+			}
+			sums = append(sums, userdata.TaskOffsetSum{Task: ut, OffsetSum: off})
 		}
 	}
 	v := in.version
@@ -485,6 +536,9 @@ func (s *migSim) act(in *migInst) {
 			req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: fmt.Sprintf("host%d", in.process[15]), Port: 8080}
 		}
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(in.owned), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		if in.fullNext {
+			req.RebalanceTimeoutMillis, in.fullNext = 30000, false
+		}
 		s.finish(s.c.StreamsGroupHeartbeat(s.now, s.req(in), ci, req))
 		return
 	}
@@ -721,65 +775,33 @@ func fmtAssignmentInfo(b []byte, now int64) string {
 		info.Version, info.CommonlySupportedVersion, parts, info.ActiveTasks, stand, info.ErrorCode, next, hosts)
 }
 
-// warmupAssign is a scripted assignor for probing scenarios: an active task
-// stays with the member that runs it; unowned tasks go round-robin; a
-// member without active tasks gets a warm-up of the most loaded member's
-// first task.
-func warmupAssign(in AssignInput) AssignResult {
-	out := AssignResult{Members: make([]MemberTasks, len(in.Members))}
-	owned := map[TaskRef]bool{}
-	for i, m := range in.Members {
-		for _, t := range m.Active {
-			out.Members[i].Active = append(out.Members[i].Active, t)
-			owned[t] = true
-		}
+// useHA makes the sim answer assignor runs with the real HA assignor
+// through the native ABI adapter (toABI/fromABI), with a stateful topology
+// (changelog store-changelog) and the scenario's warm-up settings:
+// warmups=, acceptable-lag=, probing-interval=.
+func (s *migSim) useHA(t *testing.T, args map[string]string) {
+	o := StreamsGroupOverrides{}
+	if v, ok := args["warmups"]; ok {
+		n, _ := strconv.Atoi(v)
+		x := int32(n)
+		o.NumWarmupReplicas = &x
 	}
-	next := 0
-	for si, sub := range in.Subtopologies {
-		for p := int32(0); p < sub.NumTasks; p++ {
-			t := TaskRef{Subtopology: int32(si), Partition: p}
-			if !owned[t] && len(in.Members) > 0 {
-				out.Members[next%len(in.Members)].Active = append(out.Members[next%len(in.Members)].Active, t)
-				next++
-			}
-		}
+	if v, ok := args["acceptable-lag"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		o.AcceptableRecoveryLag = &n
 	}
-	most := 0
-	for i := range out.Members {
-		if len(out.Members[i].Active) > len(out.Members[most].Active) {
-			most = i
-		}
+	if v, ok := args["probing-interval"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		o.ProbingIntervalMs = &n
 	}
-	for i, m := range in.Members {
-		if len(out.Members[i].Active) != 0 || len(out.Members[most].Active) <= 1 {
-			continue
+	s.c.SetStreamsGroupConfig("g", o)
+	s.topology.Subtopologies[0].StateChangelogTopics = []kmsg.TopicInfo{{Topic: "store-changelog"}}
+	s.finish(s.c.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: s.tasks}, {Name: "store-changelog", Partitions: s.tasks}}))
+	s.assign = func(in AssignInput) AssignResult {
+		res, _, _, err := haAssign(AssignorRun{Group: "g", Input: in})
+		if err != nil {
+			t.Fatalf("HA assignor: %v", err)
 		}
-		t := out.Members[most].Active[0]
-		if warmupReady(m, t, in.Configs.AcceptableRecoveryLag) {
-			// Caught up: the warm-up becomes the active task.
-			out.Members[most].Active = out.Members[most].Active[1:]
-			out.Members[i].Active = []TaskRef{t}
-			continue
-		}
-		out.Members[i].Warmup = []TaskRef{t}
+		return res
 	}
-	return out
-}
-
-// warmupReady: the member reports an offset for t within the acceptable
-// lag of a known end offset.
-func warmupReady(m AssignMember, t TaskRef, acceptable int64) bool {
-	var off, end int64
-	var hasOff, hasEnd bool
-	for _, o := range m.TaskOffsets {
-		if o.Task == t {
-			off, hasOff = o.Offset, true
-		}
-	}
-	for _, o := range m.TaskEndOffsets {
-		if o.Task == t {
-			end, hasEnd = o.Offset, true
-		}
-	}
-	return hasOff && hasEnd && end-off <= acceptable
 }

@@ -43,7 +43,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 		resp.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
 	}
 	tasksChanged := !hb.before.assigned.tuple().equal(m.assigned.tuple())
-	if req.MemberEpoch == joinEpoch || tasksChanged {
+	if req.MemberEpoch == joinEpoch || tasksChanged || fullRequest(req) {
 		resp.ActiveTasks = kmsgTasks(m.assigned.active.set())
 		resp.StandbyTasks = kmsgTasks(m.assigned.standby)
 		resp.WarmupTasks = kmsgTasks(m.assigned.warmup)
@@ -186,4 +186,18 @@ func (c *Coordinator) taskPartitions(ct *configuredTopology, tasks taskSet) map[
 		}
 	}
 	return out
+}
+
+// fullRequest says whether a heartbeat is a full request: every field a
+// Streams client sends only when it changed is set (the rebalance timeout
+// and the three owned-task lists). A Java client sends one after a failed
+// heartbeat (e.g. a lost response), and then gets its full assignment
+// again, as Kafka's consumer-group heartbeat does (isFullRequest); without
+// it a member whose response carrying new tasks was lost would never learn
+// them while its assignment stays unchanged. Kafka 4.4's streams heartbeat
+// sends tasks only on a join or a change (TestHeartbeatParityWithKafka
+// checks that a late owned-task report or a previous epoch alone does not
+// resend them).
+func fullRequest(req *kmsg.StreamsGroupHeartbeatRequest) bool {
+	return req.RebalanceTimeoutMillis != -1 && req.ActiveTasks != nil && req.StandbyTasks != nil && req.WarmupTasks != nil
 }

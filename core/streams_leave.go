@@ -135,6 +135,12 @@ func (c *Coordinator) streamsOnLoaded(g *streamsGroup) {
 		c.scheduleSession(g, id)
 		if m.state == memberUnrevokedTasks && m.classic != nil {
 			c.setJoinTimerIfAbsent(g, m) // online migration: classic members confirm by rejoining
+		} else if m.classic != nil {
+			// Online migration: it may have been between JoinGroup and
+			// SyncGroup (nothing in the log says); fence it if it never
+			// comes back (docs/MIGRATION.md, persistence).
+			c.setTimer(timer{key: migrationSyncKey(g.id, id), deadline: c.now + int64(m.rebalanceTimeoutMs),
+				kind: timerMigrationSyncRestored, group: g.id, member: id})
 		} else if m.state == memberUnrevokedTasks {
 			c.setTimer(timer{key: rebalanceTimerKey(g.id, id), deadline: c.now + int64(m.rebalanceTimeoutMs),
 				kind: timerStreamsRebalance, group: g.id, member: id, epoch: m.epoch})

@@ -137,6 +137,12 @@ func (c *Coordinator) restoreTimer(key string, old timer, had bool) {
 	}
 }
 
+// timerDeadline returns the deadline of the timer with key, if scheduled.
+func (c *Coordinator) timerDeadline(key string) (int64, bool) {
+	t, ok := c.timers[key]
+	return t.deadline, ok
+}
+
 // hasTimer reports whether a timer with key is scheduled.
 func (c *Coordinator) hasTimer(key string) bool {
 	_, ok := c.timers[key]
