@@ -35,8 +35,9 @@ type Options struct {
 	// Coordinator builds the group coordinator once the store and the data
 	// plane are open (and before any listener accepts a client); nil uses
 	// Unwired. If the coordinator has a Shutdown(context.Context) error
-	// method, it is called after the listeners drained and before the data
-	// plane and the store close.
+	// method, it is called first on drain (so requests it parked are
+	// answered rather than waited for), then the listeners drain, then the
+	// data plane and the store close.
 	Coordinator func(*Server) (GroupCoordinator, error)
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
 	// routes once their components are wired; nil answers 501.
@@ -279,9 +280,10 @@ func (s *Server) DataPlane() *gateway.DataPlane { return s.dp }
 // Table is the served version table.
 func (s *Server) Table() *wire.Table { return s.table }
 
-// Shutdown drains: readiness turns false, listeners stop accepting and
-// finish the requests in flight (until ctx ends), then the data plane is
-// flushed and closed and the store closed.
+// Shutdown drains: readiness turns false, the group coordinator makes its
+// last round durable and answers what it parked, listeners stop accepting
+// and finish the requests in flight (until ctx ends), then the data plane
+// is flushed and closed and the store closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	s.log.Info("draining")
@@ -298,6 +300,15 @@ func (s *Server) closeAll(ctx context.Context) error {
 		ls = append(ls, l)
 	}
 	s.mu.Unlock()
+	// The coordinator stops first: its last round is made durable and
+	// answered, and requests parked in a rebalance (which could wait out a
+	// rebalance timeout) are answered NOT_COORDINATOR, so the listeners'
+	// drain below does not wait for them.
+	if d, ok := s.coord.(interface{ Shutdown(context.Context) error }); ok {
+		if err := d.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("group coordinator: %w", err))
+		}
+	}
 	for _, l := range ls {
 		if err := l.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("kafka listener %s: %w", l.srv.Addr(), err))
@@ -306,11 +317,6 @@ func (s *Server) closeAll(ctx context.Context) error {
 	if s.admin != nil {
 		if err := s.admin.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("admin: %w", err))
-		}
-	}
-	if d, ok := s.coord.(interface{ Shutdown(context.Context) error }); ok {
-		if err := d.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("group coordinator: %w", err))
 		}
 	}
 	if s.dp != nil {

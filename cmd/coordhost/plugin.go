@@ -122,3 +122,7 @@ func meanLatency(m plugin.Metrics) time.Duration {
 	}
 	return (m.LatencySum / time.Duration(m.LatencyCount)).Round(time.Microsecond)
 }
+
+func init() {
+	commands["plugin"] = func(args []string) int { return pluginCommand(args, os.Stdout, os.Stderr) }
+}

@@ -30,7 +30,7 @@ func runServe(args, environ []string, stderr io.Writer, started func(*host.Serve
 	log := host.NewLogger(cfg, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: log})
+	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: log, Coordinator: host.NewCoordinator})
 	if err != nil {
 		log.Error("coordhost failed to start", "err", err)
 		return 1

@@ -33,6 +33,8 @@ type Config struct {
 	DataDir   string
 	DataPlane DataPlane
 	Admin     Admin
+	// Plugins locates the built-in assignor plugins.
+	Plugins   Plugins
 	LogLevel  slog.Level
 	LogFormat string
 	// ShutdownTimeout bounds draining on SIGTERM.
@@ -72,6 +74,12 @@ type DataPlane struct {
 	SASLMechanism string
 	SASLUser      string
 	SASLPassword  string
+}
+
+// Plugins is the plugins.* section.
+type Plugins struct {
+	Dir      string // plugins.dir
+	Fallback string // plugins.fallback
 }
 
 // Admin configures the admin HTTP server.
@@ -238,6 +246,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
 		},
 		Admin:           Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string)},
+		Plugins:         Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string)},
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
 	}

@@ -169,3 +169,17 @@ func checkGroup(where string, g Group) error {
 	}
 	return nil
 }
+
+// Defaults returns the configuration of a group that no override glob
+// matches: key defaults beneath groups.defaults.
+func (g *Groups) Defaults() Group {
+	var out Group
+	for _, k := range groupKeys {
+		v := k.def
+		if d, ok := g.defaults[k.name]; ok {
+			v = d
+		}
+		groupFields[k.name](&out, v)
+	}
+	return out
+}

@@ -240,3 +240,37 @@ func TestOffsetsOnlyGroups(t *testing.T) {
 		t.Fatalf("after delete: %v", groups)
 	}
 }
+
+// TestCreateTopicsConfigsNeverNull: a created topic's null config list (as
+// kfake sends it) becomes an empty list at v5+, as Kafka sends it; a topic
+// with an error keeps its null list.
+func TestCreateTopicsConfigsNeverNull(t *testing.T) {
+	r := kmsg.NewPtrCreateTopicsResponse()
+	r.Version = 7
+	r.Topics = []kmsg.CreateTopicsResponseTopic{{Topic: "ok"}, {Topic: "bad", ErrorCode: 36},
+		{Topic: "cfg", Configs: []kmsg.CreateTopicsResponseTopicConfig{{Name: "cleanup.policy", Source: -1}, {Name: "x", Source: 1}}}}
+	nonNullTopicConfigs(r)
+	if r.Topics[0].Configs == nil || r.Topics[1].Configs != nil {
+		t.Fatalf("configs: ok %v, bad %v", r.Topics[0].Configs, r.Topics[1].Configs)
+	}
+	if c := r.Topics[2].Configs; c[0].Source != int8(kmsg.ConfigSourceDefaultConfig) || c[1].Source != 1 {
+		t.Fatalf("config sources: %+v", c)
+	}
+	r.Version, r.Topics[0].Configs = 4, nil
+	nonNullTopicConfigs(r)
+	if r.Topics[0].Configs != nil {
+		t.Fatal("v4 has no configs field, left as is")
+	}
+}
+
+// TestDescribeTopicPartitionsELRNeverNull: kfake's null ELR lists become
+// empty lists, as Kafka sends them.
+func TestDescribeTopicPartitionsELRNeverNull(t *testing.T) {
+	r := kmsg.NewPtrDescribeTopicPartitionsResponse()
+	r.Topics = []kmsg.DescribeTopicPartitionsResponseTopic{{Partitions: []kmsg.DescribeTopicPartitionsResponseTopicPartition{{}, {EligibleLeaderReplicas: []int32{1}}}}}
+	nonNullELR(r)
+	ps := r.Topics[0].Partitions
+	if ps[0].EligibleLeaderReplicas == nil || ps[0].LastKnownELR == nil || len(ps[1].EligibleLeaderReplicas) != 1 {
+		t.Fatalf("partitions: %+v", ps)
+	}
+}

@@ -56,8 +56,37 @@ func (d *DataPlane) rewrite(resp kmsg.Response) error {
 				return err
 			}
 		}
+	case *kmsg.CreateTopicsResponse:
+		nonNullTopicConfigs(r)
+	case *kmsg.DescribeTopicPartitionsResponse:
+		nonNullELR(r)
 	}
 	return nil
+}
+
+// nonNullTopicConfigs gives every created topic of a v5+ CreateTopics
+// response a config list: Kafka always sends one when it has no topic
+// config error, and Java's AdminClient dereferences it (a NullPointerException
+// in createTopics otherwise); the embedded data plane (kfake) sends null.
+// It also replaces kfake's unknown config source (-1), which Java rejects.
+func nonNullTopicConfigs(r *kmsg.CreateTopicsResponse) {
+	if r.Version < 5 {
+		return
+	}
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		if t.ErrorCode == 0 && t.ConfigErrorCode == 0 && t.Configs == nil {
+			t.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+		}
+		for j := range t.Configs {
+			// kfake leaves the source unknown (-1), which Java's
+			// ConfigSource.forId rejects; the values are what clients
+			// read, so an unknown source is reported as a default.
+			if c := &t.Configs[j]; c.Source < 0 {
+				c.Source = int8(kmsg.ConfigSourceDefaultConfig)
+			}
+		}
+	}
 }
 
 func (d *DataPlane) rewriteNode(node int32, host *string, port *int32) error {
@@ -73,4 +102,23 @@ func (d *DataPlane) rewriteNode(node int32, host *string, port *int32) error {
 	}
 	*host, *port = h, p
 	return nil
+}
+
+// nonNullELR gives every partition of a DescribeTopicPartitions response
+// eligible-leader-replica lists: Kafka sends empty lists when ELR is off,
+// Java's AdminClient.describeTopics (which Kafka Streams uses to set up
+// repartition topics) dereferences them, and the embedded data plane
+// (kfake) sends null.
+func nonNullELR(r *kmsg.DescribeTopicPartitionsResponse) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			p := &r.Topics[i].Partitions[j]
+			if p.EligibleLeaderReplicas == nil {
+				p.EligibleLeaderReplicas = []int32{}
+			}
+			if p.LastKnownELR == nil {
+				p.LastKnownELR = []int32{}
+			}
+		}
+	}
 }

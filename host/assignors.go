@@ -1,0 +1,416 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/plugin"
+	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
+	sticky "github.com/coordhost/coordhost/plugins/assignor-sticky"
+)
+
+// NativeAssignor is an in-process assignor: the native build of a plugin's
+// algorithm package.
+type NativeAssignor func(req *abi.AssignRequest) (*abi.AssignResponse, error)
+
+// BuiltinAssignors maps the built-in assignor names to their native builds
+// and the .wasm file name `make plugins` writes for them.
+var BuiltinAssignors = map[string]struct {
+	Native NativeAssignor
+	File   string
+}{
+	"sticky": {sticky.Assign, "assignor-sticky.wasm"},
+	"ha":     {ha.Assign, "assignor-ha.wasm"},
+}
+
+// assignor is one configured assignor name: a loaded plugin (nil when the
+// native build runs) and its fallback.
+type assignor struct {
+	name     string
+	plugin   *plugin.Plugin
+	path     string
+	native   NativeAssignor // the same algorithm in-process, when built in
+	fallback string         // assignor used when the plugin fails
+	runs     atomic.Int64
+	failures atomic.Int64 // plugin failures (the fallback answered)
+	errors   atomic.Int64 // runs that failed altogether
+}
+
+// Assignors is the registry of task assignors the event loop runs:
+// built-in ones from .wasm files (or, loudly logged, their native
+// builds) and plugins loaded at runtime through /v1/plugins.
+type Assignors struct {
+	log      *slog.Logger
+	cfg      plugin.Config
+	fallback string
+	mu       sync.RWMutex
+	byName   map[string]*assignor
+}
+
+// NewAssignors loads the built-in assignors: dir/<file>.wasm when present,
+// else the native algorithm package (logged as a warning). fallback names
+// the assignor whose native build answers when a plugin fails.
+func NewAssignors(ctx context.Context, dir, fallback string, cfg plugin.Config, log *slog.Logger) *Assignors {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = log
+	}
+	a := &Assignors{log: log, cfg: cfg, fallback: fallback, byName: map[string]*assignor{}}
+	names := make([]string, 0, len(BuiltinAssignors))
+	for n := range BuiltinAssignors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b := BuiltinAssignors[name]
+		as := &assignor{name: name, native: b.Native, fallback: name}
+		path := filepath.Join(dir, b.File)
+		if _, err := os.Stat(path); err != nil {
+			log.Warn("built-in assignor plugin not found: running its native Go build instead (run `make plugins` to build the .wasm)",
+				"assignor", name, "path", path)
+		} else {
+			pc := cfg
+			pc.Name = name
+			p, err := plugin.LoadFile(ctx, path, pc)
+			if err != nil {
+				log.Error("built-in assignor plugin failed to load: running its native Go build instead", "assignor", name, "path", path, "err", err)
+			} else {
+				as.plugin, as.path = p, path
+				log.Info("assignor plugin loaded", "assignor", name, "path", path)
+			}
+		}
+		a.byName[name] = as
+	}
+	return a
+}
+
+// Names lists the configured assignors, sorted.
+func (a *Assignors) Names() []string {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := make([]string, 0, len(a.byName))
+	for n := range a.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *Assignors) get(name string) *assignor {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.byName[name]
+}
+
+// Load adds (or replaces) a plugin assignor from a .wasm file; the fallback
+// is the default assignor's native build.
+func (a *Assignors) Load(ctx context.Context, name, path string) error {
+	pc := a.cfg
+	pc.Name = name
+	p, err := plugin.LoadFile(ctx, path, pc)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	old := a.byName[name]
+	as := &assignor{name: name, plugin: p, path: path, fallback: a.fallback}
+	if old != nil {
+		as.native, as.fallback = old.native, old.fallback
+	}
+	a.byName[name] = as
+	a.mu.Unlock()
+	if old != nil && old.plugin != nil {
+		_ = old.plugin.Close(ctx)
+	}
+	a.log.Info("assignor plugin loaded", "assignor", name, "path", path)
+	return nil
+}
+
+// Reload hot-reloads a loaded plugin from its file (or from path when not empty).
+func (a *Assignors) Reload(ctx context.Context, name, path string) error {
+	as := a.get(name)
+	if as == nil || as.plugin == nil {
+		return fmt.Errorf("assignor %q has no loaded plugin", name)
+	}
+	if path == "" {
+		path = as.path
+	}
+	if err := as.plugin.ReloadFile(ctx, path); err != nil {
+		return err
+	}
+	a.log.Info("assignor plugin reloaded", "assignor", name, "path", path)
+	return nil
+}
+
+// Unload closes a plugin; a built-in assignor keeps running natively,
+// another name is removed.
+func (a *Assignors) Unload(ctx context.Context, name string) error {
+	a.mu.Lock()
+	as := a.byName[name]
+	if as == nil || as.plugin == nil {
+		a.mu.Unlock()
+		return fmt.Errorf("assignor %q has no loaded plugin", name)
+	}
+	if as.native != nil {
+		a.byName[name] = &assignor{name: name, native: as.native, fallback: as.fallback}
+	} else {
+		delete(a.byName, name)
+	}
+	a.mu.Unlock()
+	a.log.Info("assignor plugin unloaded", "assignor", name)
+	return as.plugin.Close(ctx)
+}
+
+// Close closes every plugin.
+func (a *Assignors) Close(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, as := range a.byName {
+		if as.plugin != nil {
+			_ = as.plugin.Close(ctx)
+		}
+	}
+}
+
+// PluginInfo describes one assignor for /v1/plugins.
+type PluginInfo struct {
+	Name     string          `json:"name"`
+	Path     string          `json:"path,omitempty"`
+	Runtime  string          `json:"runtime"` // "wasm" or "native"
+	Fallback string          `json:"fallback"`
+	Runs     int64           `json:"runs"`
+	Failures int64           `json:"plugin_failures"`
+	Errors   int64           `json:"errors"`
+	Metrics  *plugin.Metrics `json:"metrics,omitempty"`
+}
+
+// Info lists the assignors.
+func (a *Assignors) Info() []PluginInfo {
+	var out []PluginInfo
+	for _, n := range a.Names() {
+		as := a.get(n)
+		if as == nil {
+			continue
+		}
+		pi := PluginInfo{Name: n, Path: as.path, Runtime: "native", Fallback: as.fallback,
+			Runs: as.runs.Load(), Failures: as.failures.Load(), Errors: as.errors.Load()}
+		if as.plugin != nil {
+			pi.Runtime = "wasm"
+			m := as.plugin.Metrics()
+			pi.Metrics = &m
+		}
+		out = append(out, pi)
+	}
+	return out
+}
+
+// Run computes one assignment with the named assignor: its plugin with the
+// fallback's native build behind it, or the native build alone.
+func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	as := a.get(name)
+	if as == nil {
+		return nil, fmt.Errorf("assignor %q is not configured (have %v)", name, a.Names())
+	}
+	as.runs.Add(1)
+	fb := a.nativeOf(as.fallback)
+	if as.plugin == nil {
+		if as.native == nil {
+			as.errors.Add(1)
+			return nil, fmt.Errorf("assignor %q has neither a plugin nor a native build", name)
+		}
+		resp, err := as.native(req)
+		if err == nil {
+			err = abi.ValidateAssignment(req, resp)
+		}
+		if err != nil {
+			as.errors.Add(1)
+		}
+		return resp, err
+	}
+	var fallback plugin.Fallback
+	if fb != nil {
+		fallback = plugin.Fallback(fb)
+	}
+	oc, err := as.plugin.AssignWithFallback(ctx, req, fallback)
+	if oc.PluginErr != nil {
+		as.failures.Add(1)
+	}
+	if err != nil {
+		as.errors.Add(1)
+		return nil, err
+	}
+	return oc.Response, nil
+}
+
+func (a *Assignors) nativeOf(name string) NativeAssignor {
+	if as := a.get(name); as != nil && as.native != nil {
+		return as.native
+	}
+	if b, ok := BuiltinAssignors[name]; ok {
+		return b.Native
+	}
+	return nil
+}
+
+// toABI translates core's assignor input to the plugin ABI request.
+func toABI(run core.AssignorRun) (*abi.AssignRequest, abi.TaskSpace) {
+	in := run.Input
+	req := &abi.AssignRequest{GroupID: run.Group, GroupEpoch: run.Epoch, Seed: seedOf(run.Group, run.Epoch)}
+	req.Configs = abi.Configs{
+		NumStandbyReplicas: in.Configs.NumStandbyReplicas, NumWarmupReplicas: in.Configs.NumWarmupReplicas,
+		AcceptableRecoveryLag: in.Configs.AcceptableRecoveryLag, RackAwareAssignmentTags: in.Configs.RackAwareAssignmentTags,
+		All: []abi.KV{
+			{Key: "acceptable.recovery.lag", Value: fmt.Sprint(in.Configs.AcceptableRecoveryLag)},
+			{Key: "num.standby.replicas", Value: fmt.Sprint(in.Configs.NumStandbyReplicas)},
+			{Key: "num.warmup.replicas", Value: fmt.Sprint(in.Configs.NumWarmupReplicas)},
+		},
+	}
+	for _, s := range in.Subtopologies {
+		req.Subtopologies = append(req.Subtopologies, abi.Subtopology{ID: s.ID, Partitions: s.NumTasks, Stateful: s.Stateful})
+	}
+	ts := abi.NewTaskSpace(req.Subtopologies)
+	procs := map[string]bool{}
+	for _, m := range in.Members {
+		procs[m.ProcessID] = true
+	}
+	for p := range procs {
+		req.Processes = append(req.Processes, p)
+	}
+	sort.Strings(req.Processes)
+	procIdx := make(map[string]int32, len(req.Processes))
+	for i, p := range req.Processes {
+		procIdx[p] = int32(i)
+	}
+	tasks := func(refs []core.TaskRef) []int32 {
+		out := make([]int32, 0, len(refs))
+		for _, r := range refs {
+			out = append(out, ts.Task(r.Subtopology, r.Partition))
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out
+	}
+	offsets := func(os []core.TaskOffset) []abi.TaskOffset {
+		out := make([]abi.TaskOffset, 0, len(os))
+		for _, o := range os {
+			out = append(out, abi.TaskOffset{Task: ts.Task(o.Task.Subtopology, o.Task.Partition), Offset: o.Offset})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
+		return out
+	}
+	for _, m := range in.Members {
+		am := abi.Member{ID: m.MemberID, InstanceID: m.InstanceID, Process: procIdx[m.ProcessID], Rack: m.RackID,
+			Active: tasks(m.Active), Standby: tasks(m.Standby), Warmup: tasks(m.Warmup),
+			TaskOffsets: offsets(m.TaskOffsets), TaskEndOffsets: offsets(m.TaskEndOffsets)}
+		for _, kv := range m.ClientTags {
+			am.ClientTags = append(am.ClientTags, abi.KV{Key: kv.Key, Value: kv.Value})
+		}
+		sort.Slice(am.ClientTags, func(i, j int) bool { return am.ClientTags[i].Key < am.ClientTags[j].Key })
+		req.Members = append(req.Members, am)
+	}
+	return req, ts
+}
+
+// fromABI translates an ABI response back to core's result.
+func fromABI(ts abi.TaskSpace, resp *abi.AssignResponse, members int) (core.AssignResult, error) {
+	if len(resp.Members) != members {
+		return core.AssignResult{}, fmt.Errorf("assignor answered %d members, the group has %d", len(resp.Members), members)
+	}
+	refs := func(idx []int32) ([]core.TaskRef, error) {
+		out := make([]core.TaskRef, 0, len(idx))
+		for _, t := range idx {
+			if t < 0 || t >= ts.Total() {
+				return nil, fmt.Errorf("task index %d out of range [0,%d)", t, ts.Total())
+			}
+			s, p := ts.Locate(t)
+			out = append(out, core.TaskRef{Subtopology: s, Partition: p})
+		}
+		return out, nil
+	}
+	var res core.AssignResult
+	for _, m := range resp.Members {
+		var mt core.MemberTasks
+		var err error
+		if mt.Active, err = refs(m.Active); err != nil {
+			return res, err
+		}
+		if mt.Standby, err = refs(m.Standby); err != nil {
+			return res, err
+		}
+		if mt.Warmup, err = refs(m.Warmup); err != nil {
+			return res, err
+		}
+		res.Members = append(res.Members, mt)
+	}
+	return res, nil
+}
+
+func seedOf(group string, epoch int32) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(group))
+	return h.Sum64() ^ uint64(epoch)
+}
+
+// assignorWorkers bounds concurrent assignor runs.
+const assignorWorkers = 2
+
+// dispatchRun hands run to the worker pool; its result comes back to the
+// loop as a core input. Called on the loop goroutine.
+func (l *Loop) dispatchRun(run core.AssignorRun) {
+	l.stats.runs.Add(1)
+	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		select {
+		case l.workers <- struct{}{}:
+		case <-l.ctx.Done():
+			return
+		}
+		res, err := l.runAssignor(run)
+		<-l.workers
+		if err != nil {
+			l.stats.runErrors.Add(1)
+			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
+		}
+		l.input(func(c *core.Coordinator, now int64) core.Output {
+			if err == nil {
+				l.history.note(run.Group, fmt.Sprintf("target assignment for epoch %d computed by %q", run.Epoch, run.Assignor))
+			} else {
+				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
+			}
+			return c.AssignorResult(now, run, res, err)
+		})
+	}()
+}
+
+func (l *Loop) runAssignor(run core.AssignorRun) (core.AssignResult, error) {
+	if l.d.Assignors == nil {
+		return core.ReferenceAssign(run.Input), nil
+	}
+	req, ts := toABI(run)
+	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	resp, err := l.d.Assignors.Run(ctx, run.Assignor, req)
+	l.stats.runNanos.Add(time.Since(start).Nanoseconds())
+	if err != nil {
+		return core.AssignResult{}, err
+	}
+	if resp == nil {
+		return core.AssignResult{}, errors.New("assignor returned no response")
+	}
+	return fromABI(ts, resp, len(run.Input.Members))
+}

@@ -1,0 +1,202 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/core"
+)
+
+// groupsAPI serves GET /v1/groups and GET /v1/groups/{id}.
+type groupsAPI struct{ l *Loop }
+
+// GroupsHandler is the admin /v1/groups handler of the loop.
+func (l *Loop) GroupsHandler() http.Handler { return &groupsAPI{l} }
+
+// GroupSummary is one entry of GET /v1/groups.
+type GroupSummary struct {
+	Group string `json:"group"`
+	Type  string `json:"type"`
+	State string `json:"state"`
+}
+
+// GroupDetail is GET /v1/groups/{id}.
+type GroupDetail struct {
+	Group    string `json:"group"`
+	Type     string `json:"type"`
+	State    string `json:"state"`
+	Assignor string `json:"assignor,omitempty"`
+	// LastAssignorError is why the last assignor run failed ("" if not).
+	LastAssignorError string `json:"last_assignor_error,omitempty"`
+	// Streams is Kafka's StreamsGroupDescribe of a streams group: members
+	// with epochs, current and target assignments, the topology.
+	Streams *kmsg.StreamsGroupDescribeResponseGroup `json:"streams,omitempty"`
+	// Classic is Kafka's DescribeGroups of a classic group.
+	Classic *kmsg.DescribeGroupsResponseGroup `json:"classic,omitempty"`
+	// RecentEvents are the latest rebalance reasons, oldest first.
+	RecentEvents []string `json:"recent_events"`
+}
+
+func (a *groupsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeJSONResp(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET only"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	id := r.PathValue("id")
+	if id == "" {
+		a.list(ctx, w)
+		return
+	}
+	a.describe(ctx, w, id)
+}
+
+func (a *groupsAPI) list(ctx context.Context, w http.ResponseWriter) {
+	var out []GroupSummary
+	err := a.l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version = 5
+		for _, g := range c.ListGroups(req).Groups {
+			out = append(out, GroupSummary{Group: g.Group, Type: g.GroupType, State: g.GroupState})
+		}
+		return core.Output{}
+	})
+	if err != nil {
+		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		return
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	if out == nil {
+		out = []GroupSummary{}
+	}
+	writeJSONResp(w, 200, map[string]any{"groups": out})
+}
+
+func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id string) {
+	var d *GroupDetail
+	err := a.l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+		g, ok := c.Group(id)
+		if !ok {
+			return core.Output{}
+		}
+		d = &GroupDetail{Group: id, State: g.StateName(), LastAssignorError: c.LastAssignorError(id)}
+		switch g.Kind() {
+		case core.GroupKindStreams:
+			d.Type = "streams"
+			req := kmsg.NewPtrStreamsGroupDescribeRequest()
+			req.Version, req.Groups = 1, []string{id}
+			if resp := c.StreamsGroupDescribe(req); len(resp.Groups) == 1 {
+				d.Streams = &resp.Groups[0]
+				if n := d.Streams.AssignorName; n != nil {
+					d.Assignor = *n // core's effective assignor of the group
+				}
+			}
+		default:
+			d.Type = "classic"
+			req := kmsg.NewPtrDescribeGroupsRequest()
+			req.Version, req.Groups = 5, []string{id}
+			if resp := c.DescribeGroups(req); len(resp.Groups) == 1 {
+				d.Classic = &resp.Groups[0]
+			}
+		}
+		return core.Output{}
+	})
+	if err != nil {
+		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		return
+	}
+	if d == nil {
+		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
+		return
+	}
+	d.RecentEvents = a.l.history.get(id)
+	if d.RecentEvents == nil {
+		d.RecentEvents = []string{}
+	}
+	writeJSONResp(w, 200, d)
+}
+
+// PluginsHandler serves /v1/plugins: GET lists the assignors; POST
+// /v1/plugins/{name} {"path": "..."} loads a plugin, PUT reloads it
+// (optionally from a new path), DELETE unloads it. The admin server
+// requires the token for every method but GET.
+func PluginsHandler(a *Assignors) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if r.Method == http.MethodGet {
+			info := a.Info()
+			if name == "" {
+				writeJSONResp(w, 200, map[string]any{"plugins": info})
+				return
+			}
+			for _, pi := range info {
+				if pi.Name == name {
+					writeJSONResp(w, 200, pi)
+					return
+				}
+			}
+			writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "no assignor " + name})
+			return
+		}
+		if name == "" {
+			writeJSONResp(w, http.StatusBadRequest, map[string]string{"error": "name the plugin: /v1/plugins/{name}"})
+			return
+		}
+		var body struct {
+			Path string `json:"path"`
+		}
+		if r.Method != http.MethodDelete {
+			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+				writeJSONResp(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"path\": \"/file.wasm\"}: " + err.Error()})
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+		defer cancel()
+		var err error
+		switch r.Method {
+		case http.MethodPost:
+			if body.Path == "" {
+				err = errors.New(`load needs {"path": "/file.wasm"}`)
+			} else if _, serr := os.Stat(body.Path); serr != nil {
+				err = serr
+			} else {
+				err = a.Load(ctx, name, body.Path)
+			}
+		case http.MethodPut:
+			err = a.Reload(ctx, name, body.Path)
+		case http.MethodDelete:
+			err = a.Unload(ctx, name)
+		default:
+			writeJSONResp(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET, POST, PUT or DELETE"})
+			return
+		}
+		if err != nil {
+			code := http.StatusBadRequest
+			if strings.Contains(err.Error(), "has no loaded plugin") {
+				code = http.StatusNotFound
+			}
+			writeJSONResp(w, code, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSONResp(w, 200, map[string]any{"ok": true, "plugins": a.Info()})
+	})
+}
+
+func writeJSONResp(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,453 @@
+package host
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/wire"
+)
+
+// Handle answers one group-coordination request (GroupCoordinator).
+func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+	l.stats.requests.Add(1)
+	client := core.ClientInfo{ClientID: req.ClientIDString(), ClientHost: req.ClientHost}
+	switch body := req.Body.(type) {
+	case *kmsg.FindCoordinatorRequest:
+		return findCoordinator(req, body), nil
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		l.stats.heartbeats.Add(1)
+		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			l.configure(c, body.Group)
+			return c.StreamsGroupHeartbeat(now, id, client, body)
+		}})
+	case *kmsg.JoinGroupRequest:
+		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			l.configure(c, body.Group) // a classic join may convert a streams group
+			return c.JoinGroup(now, id, client, body)
+		}})
+	case *kmsg.SyncGroupRequest:
+		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			return c.SyncGroup(now, id, body)
+		}})
+	case *kmsg.HeartbeatRequest:
+		l.stats.heartbeats.Add(1)
+		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			return c.Heartbeat(now, id, body)
+		}})
+	case *kmsg.LeaveGroupRequest:
+		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			return c.LeaveGroup(now, id, body)
+		}})
+	}
+	return l.handleAdmin(ctx, req)
+}
+
+// handleAdmin answers the group requests that read or delete groups, the
+// offset requests and the GROUP-resource config requests.
+func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+	switch body := req.Body.(type) {
+	case *kmsg.DeleteGroupsRequest:
+		return l.deleteGroups(ctx, req, body)
+	case *kmsg.StreamsGroupDescribeRequest:
+		return l.readResponse(ctx, req, func(c *core.Coordinator) kmsg.Response { return c.StreamsGroupDescribe(body) })
+	case *kmsg.DescribeGroupsRequest:
+		return l.describeGroups(ctx, req, body)
+	case *kmsg.ListGroupsRequest:
+		return l.listGroups(ctx, req, body)
+	case *kmsg.OffsetCommitRequest, *kmsg.TxnOffsetCommitRequest, *kmsg.OffsetFetchRequest, *kmsg.OffsetDeleteRequest:
+		if l.d.DataPlane == nil { // offsets live in the data plane
+			return wire.ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+		}
+		return l.handleOffsets(ctx, req)
+	case *kmsg.DescribeConfigsRequest:
+		return l.describeGroupConfigs(body), nil
+	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
+		// Altering group configs at runtime is not implemented yet: the
+		// per-group settings come from the config file's group globs.
+		return wire.ErrorResponse(req.Body, kerr.InvalidRequest.Code), nil
+	}
+	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
+}
+
+// handleOffsets answers the offset requests (core decides, the data plane stores).
+func (l *Loop) handleOffsets(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+	switch body := req.Body.(type) {
+	case *kmsg.OffsetCommitRequest:
+		return l.offsetCommit(ctx, req, body)
+	case *kmsg.TxnOffsetCommitRequest:
+		return l.txnOffsetCommit(ctx, req, body)
+	case *kmsg.OffsetFetchRequest:
+		return l.offsetFetch(ctx, req, body)
+	case *kmsg.OffsetDeleteRequest:
+		return l.offsetDelete(ctx, req, body)
+	}
+	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
+}
+
+// findCoordinator answers that this listener coordinates every group.
+func findCoordinator(req *wire.Request, body *kmsg.FindCoordinatorRequest) kmsg.Response {
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	resp.SetVersion(body.Version)
+	b := req.Listener
+	if body.Version < 4 {
+		resp.NodeID, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
+		return resp
+	}
+	for _, k := range body.CoordinatorKeys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Host, c.Port = k, b.NodeID, b.Host, b.Port
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	return resp
+}
+
+// read runs fn on committed state in the loop goroutine and waits for it.
+func (l *Loop) read(ctx context.Context, fn func(c *core.Coordinator, now int64) core.Output) error {
+	done := make(chan struct{})
+	ev := event{read: func(c *core.Coordinator, now int64) core.Output {
+		defer close(done)
+		return fn(c, now)
+	}}
+	if err := l.submit(ctx, ev); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.done:
+		return fmt.Errorf("group coordinator stopped")
+	}
+}
+
+func (l *Loop) readResponse(ctx context.Context, req *wire.Request, fn func(c *core.Coordinator) kmsg.Response) (kmsg.Response, error) {
+	var resp kmsg.Response
+	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { resp = fn(c); return core.Output{} }); err != nil {
+		return notCoordinator(req), nil
+	}
+	resp.SetVersion(req.Version)
+	return resp, nil
+}
+
+func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+	var d core.OffsetDecision
+	err := l.read(ctx, func(c *core.Coordinator, now int64) core.Output {
+		var out core.Output
+		d, out = c.DecideOffsetCommit(now, body)
+		return out
+	})
+	if err != nil {
+		return notCoordinator(req), nil
+	}
+	if d.ErrorCode != 0 {
+		return wire.ErrorResponse(body, d.ErrorCode), nil
+	}
+	resp, ferr := l.d.DataPlane.CommitOffsets(ctx, body)
+	if ferr != nil {
+		l.log.Warn("offset commit forwarding failed", "group", body.Group, "err", ferr)
+		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
+	}
+	l.stats.commits.Add(1)
+	return resp, nil
+}
+
+func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
+	var d core.OffsetDecision
+	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+		d = c.DecideTxnOffsetCommit(body)
+		return core.Output{}
+	}); err != nil {
+		return notCoordinator(req), nil
+	}
+	if d.ErrorCode != 0 {
+		return wire.ErrorResponse(body, d.ErrorCode), nil
+	}
+	resp, ferr := l.d.DataPlane.TxnCommitOffsets(ctx, body)
+	if ferr != nil {
+		l.log.Warn("transactional offset commit forwarding failed", "group", body.Group, "err", ferr)
+		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
+	}
+	return resp, nil
+}
+
+func (l *Loop) offsetFetch(ctx context.Context, req *wire.Request, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	var ds []core.OffsetDecision
+	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { ds = c.DecideOffsetFetch(body); return core.Output{} }); err != nil {
+		return notCoordinator(req), nil
+	}
+	if body.Version < 8 {
+		if ds[0].ErrorCode != 0 {
+			return wire.ErrorResponse(body, ds[0].ErrorCode), nil
+		}
+		return l.forwardFetch(ctx, body)
+	}
+	// v8+: forward the allowed groups, answer the others with their error.
+	allowed := *body
+	allowed.Groups = nil
+	denied := map[string]int16{}
+	for i, g := range body.Groups {
+		if ds[i].ErrorCode != 0 {
+			denied[g.Group] = ds[i].ErrorCode
+			continue
+		}
+		allowed.Groups = append(allowed.Groups, g)
+	}
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.SetVersion(body.Version)
+	fwd := map[string]kmsg.OffsetFetchResponseGroup{}
+	if len(allowed.Groups) > 0 {
+		r, err := l.forwardFetch(ctx, &allowed)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range r.(*kmsg.OffsetFetchResponse).Groups {
+			fwd[g.Group] = g
+		}
+	}
+	for _, g := range body.Groups {
+		if code, bad := denied[g.Group]; bad {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		if rg, ok := fwd[g.Group]; ok {
+			resp.Groups = append(resp.Groups, rg)
+		}
+	}
+	return resp, nil
+}
+
+func (l *Loop) forwardFetch(ctx context.Context, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	resp, err := l.d.DataPlane.FetchOffsets(ctx, body)
+	if err != nil {
+		l.log.Warn("offset fetch forwarding failed", "err", err)
+		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
+	}
+	noOffsetsYet(body, resp)
+	return resp, nil
+}
+
+// noOffsetsYet rewrites the data plane's GROUP_ID_NOT_FOUND (the data plane
+// has no offsets for a group core allowed) into Kafka's answer for a group
+// without committed offsets: every requested partition at offset -1, no
+// error. kfake answers GROUP_ID_NOT_FOUND there; Kafka does not.
+func noOffsetsYet(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
+	notFound := kerr.GroupIDNotFound.Code
+	if req.Version < 8 {
+		if resp.ErrorCode != notFound {
+			return
+		}
+		resp.ErrorCode, resp.Topics = 0, nil
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return
+	}
+	byGroup := map[string]kmsg.OffsetFetchRequestGroup{}
+	for _, g := range req.Groups {
+		byGroup[g.Group] = g
+	}
+	for i := range resp.Groups {
+		rg := &resp.Groups[i]
+		if rg.ErrorCode != notFound {
+			continue
+		}
+		rg.ErrorCode, rg.Topics = 0, nil
+		for _, t := range byGroup[rg.Group].Topics {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+	}
+}
+
+func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+	var d core.OffsetDeleteDecision
+	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { d = c.DecideOffsetDelete(body); return core.Output{} }); err != nil {
+		return notCoordinator(req), nil
+	}
+	if d.ErrorCode != 0 {
+		return wire.ErrorResponse(body, d.ErrorCode), nil
+	}
+	subscribed := map[string]bool{}
+	for _, t := range d.Subscribed {
+		subscribed[t] = true
+	}
+	allowed := *body
+	allowed.Topics = nil
+	for _, t := range body.Topics {
+		if !subscribed[t.Topic] {
+			allowed.Topics = append(allowed.Topics, t)
+		}
+	}
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.SetVersion(body.Version)
+	if len(allowed.Topics) > 0 {
+		r, err := l.d.DataPlane.DeleteOffsets(ctx, &allowed)
+		if err != nil {
+			l.log.Warn("offset delete forwarding failed", "group", body.Group, "err", err)
+			return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
+		}
+		resp = r
+	}
+	for _, t := range body.Topics {
+		if !subscribed[t.Topic] {
+			continue
+		}
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.GroupSubscribedToTopic.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// deleteGroups deletes core's groups (tombstones, durable before the answer)
+// and then the groups' offsets in the data plane; a group only the data
+// plane knows (offsets-only) is deleted there.
+func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	r, err := l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+		return c.DeleteGroups(now, id, body)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := r.(*kmsg.DeleteGroupsResponse)
+	if !ok {
+		return r, nil
+	}
+	var names []string
+	for _, g := range resp.Groups {
+		if g.ErrorCode == 0 || g.ErrorCode == kerr.GroupIDNotFound.Code {
+			names = append(names, g.Group)
+		}
+	}
+	if len(names) == 0 || l.d.DataPlane == nil {
+		return resp, nil
+	}
+	dpOnly := map[string]bool{}
+	if groups, err := l.d.DataPlane.OffsetsOnlyGroups(ctx); err == nil {
+		for _, g := range groups {
+			dpOnly[g] = true
+		}
+	}
+	res, err := l.d.DataPlane.DeleteGroupOffsets(ctx, names)
+	if err != nil {
+		l.log.Warn("deleting groups' offsets in the data plane failed", "groups", names, "err", err)
+		return resp, nil
+	}
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		e, ok := res[g.Group]
+		switch {
+		case !ok:
+		case g.ErrorCode == kerr.GroupIDNotFound.Code && e == nil && dpOnly[g.Group]:
+			g.ErrorCode = 0
+		case g.ErrorCode == 0 && e != nil:
+			if ke, isK := e.(*kerr.Error); isK {
+				g.ErrorCode = ke.Code
+			}
+		}
+	}
+	return resp, nil
+}
+
+// describeGroups describes core's classic groups; groups core does not
+// hold but the data plane has offsets for are shown Empty, as Kafka does.
+func (l *Loop) describeGroups(ctx context.Context, req *wire.Request, body *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+	r, err := l.readResponse(ctx, req, func(c *core.Coordinator) kmsg.Response { return c.DescribeGroups(body) })
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := r.(*kmsg.DescribeGroupsResponse)
+	if !ok || l.d.DataPlane == nil {
+		return r, nil
+	}
+	var dpOnly map[string]bool
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if g.ErrorCode != 0 || g.State != "Dead" {
+			continue
+		}
+		if dpOnly == nil {
+			dpOnly = map[string]bool{}
+			if groups, err := l.d.DataPlane.OffsetsOnlyGroups(ctx); err == nil {
+				for _, id := range groups {
+					dpOnly[id] = true
+				}
+			}
+		}
+		if dpOnly[g.Group] {
+			g.State, g.ProtocolType = "Empty", "consumer"
+		}
+	}
+	return resp, nil
+}
+
+// listGroups lists core's groups plus the data plane's offsets-only groups
+// (as Empty classic groups).
+func (l *Loop) listGroups(ctx context.Context, req *wire.Request, body *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+	r, err := l.readResponse(ctx, req, func(c *core.Coordinator) kmsg.Response { return c.ListGroups(body) })
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := r.(*kmsg.ListGroupsResponse)
+	if !ok || l.d.DataPlane == nil {
+		return r, nil
+	}
+	groups, err := l.d.DataPlane.OffsetsOnlyGroups(ctx)
+	if err != nil {
+		l.log.Warn("listing the data plane's offsets-only groups failed", "err", err)
+		return resp, nil
+	}
+	have := map[string]bool{}
+	for _, g := range resp.Groups {
+		have[g.Group] = true
+	}
+	if !filterAllows(body.StatesFilter, "empty") || !filterAllows(body.TypesFilter, "classic") {
+		return resp, nil
+	}
+	for _, id := range groups {
+		if have[id] {
+			continue
+		}
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, "consumer", "Empty", "classic"
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
+}
+
+func filterAllows(filter []string, v string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if equalFold(f, v) {
+			return true
+		}
+	}
+	return false
+}

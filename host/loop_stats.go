@@ -1,0 +1,174 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/admin"
+)
+
+// loopStats are the event loop's counters, exported on /metrics.
+type loopStats struct {
+	requests, heartbeats, commits    atomic.Int64
+	appends, records, appendFailures atomic.Int64
+	appendNanos                      atomic.Int64
+	runs, runErrors, runNanos        atomic.Int64
+}
+
+func (l *Loop) registerMetrics(m *admin.Metrics) {
+	g := func(name, help string, v *atomic.Int64) {
+		m.Gauge(name, help, func() float64 { return float64(v.Load()) })
+	}
+	g("coordhost_group_requests_total", "Group-coordination requests handled by the event loop.", &l.stats.requests)
+	g("coordhost_group_heartbeats_total", "Heartbeat and StreamsGroupHeartbeat requests.", &l.stats.heartbeats)
+	g("coordhost_offset_commits_forwarded_total", "Offset commits allowed by core and stored in the data plane.", &l.stats.commits)
+	g("coordhost_store_appends_total", "Store appends (one per event-loop round with records).", &l.stats.appends)
+	g("coordhost_store_records_appended_total", "Records appended to the store.", &l.stats.records)
+	g("coordhost_store_append_failures_total", "Failed store appends (batch rolled back).", &l.stats.appendFailures)
+	g("coordhost_store_append_nanoseconds_total", "Time spent in store appends (fsync included).", &l.stats.appendNanos)
+	g("coordhost_assignor_runs_total", "Assignor runs dispatched to the worker pool.", &l.stats.runs)
+	g("coordhost_assignor_run_errors_total", "Assignor runs that failed (group kept its last target).", &l.stats.runErrors)
+	g("coordhost_assignor_run_nanoseconds_total", "Time spent in assignor runs.", &l.stats.runNanos)
+	if l.d.Assignors != nil {
+		m.Gauge("coordhost_assignor_plugin_failures_total", "Plugin assignor failures answered by the fallback.", func() float64 {
+			var n int64
+			for _, pi := range l.d.Assignors.Info() {
+				n += pi.Failures
+			}
+			return float64(n)
+		})
+	}
+}
+
+// history keeps the recent rebalance reasons of each group (for
+// /v1/groups/{id}); it is soft state, not replayed.
+type history struct {
+	mu    sync.Mutex
+	byGrp map[string][]string
+	limit int
+}
+
+// maxHistoryGroups bounds how many groups' events are kept.
+const maxHistoryGroups = 10000
+
+func newHistory() *history { return &history{byGrp: map[string][]string{}, limit: 20} }
+
+func (h *history) note(group, what string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	line := time.Now().UTC().Format(time.RFC3339Nano) + " " + what
+	if _, known := h.byGrp[group]; !known && len(h.byGrp) >= maxHistoryGroups {
+		for g := range h.byGrp { // forget some other group: bounded memory under group-id churn
+			delete(h.byGrp, g)
+			break
+		}
+	}
+	s := append(h.byGrp[group], line)
+	if len(s) > h.limit {
+		s = s[len(s)-h.limit:]
+	}
+	h.byGrp[group] = s
+}
+
+func (h *history) get(group string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.byGrp[group]...)
+}
+
+// noteRecords records epoch changes of durable records as rebalance reasons.
+func (l *Loop) noteRecords(recs []core.Record) {
+	for _, r := range recs {
+		switch k := r.Key.(type) {
+		case core.StreamsGroupMetadataKey:
+			if v, ok := r.Value.(core.StreamsGroupMetadataValue); ok {
+				l.history.note(k.GroupID, fmt.Sprintf("group epoch bumped to %d (membership, topology or metadata changed)", v.Epoch))
+			} else if r.Value == nil {
+				l.history.note(k.GroupID, "group deleted")
+			}
+		case core.StreamsGroupTargetAssignmentMetadataKey:
+			if v, ok := r.Value.(core.StreamsGroupTargetAssignmentMetadataValue); ok {
+				l.history.note(k.GroupID, fmt.Sprintf("target assignment installed at epoch %d", v.AssignmentEpoch))
+			}
+		case core.GroupMetadataKey:
+			if v, ok := r.Value.(core.GroupMetadataValue); ok {
+				l.history.note(k.GroupID, fmt.Sprintf("classic generation %d stored (%d members, protocol %s)", v.Generation, len(v.Members), deref(v.Protocol)))
+			} else if r.Value == nil {
+				l.history.note(k.GroupID, "group deleted")
+			}
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// maxConfiguredGroups bounds the set of group ids already configured.
+const maxConfiguredGroups = 100000
+
+// configure applies the config file's per-group streams settings to core
+// the first time the loop sees group.
+func (l *Loop) configure(c *core.Coordinator, group string) {
+	if l.configured[group] || (l.d.GroupConfig == nil && l.d.MigrationPolicy == nil) {
+		return
+	}
+	if len(l.configured) >= maxConfiguredGroups {
+		// Applying a group's settings again is harmless; forgetting keeps
+		// memory bounded when clients churn through group ids.
+		clear(l.configured)
+	}
+	l.configured[group] = true
+	if l.d.GroupConfig != nil {
+		if o := l.d.GroupConfig(group); o != nil {
+			c.SetStreamsGroupConfig(group, *o)
+		}
+	}
+	if l.d.MigrationPolicy != nil {
+		c.SetStreamsMigrationPolicy(group, l.d.MigrationPolicy(group))
+	}
+}
+
+// describeGroupConfigs answers DescribeConfigs for GROUP resources with
+// the effective per-group configuration.
+func (l *Loop) describeGroupConfigs(body *kmsg.DescribeConfigsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp.SetVersion(body.Version)
+	for _, r := range body.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		if l.d.Explain != nil {
+			want := map[string]bool{}
+			for _, k := range r.ConfigNames {
+				want[k] = true
+			}
+			for _, s := range l.d.Explain(r.ResourceName) {
+				if len(want) > 0 && !want[s.Key] {
+					continue
+				}
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				c.Name = s.Key
+				c.Value = kmsg.StringPtr(fmt.Sprint(s.Value))
+				c.IsDefault = s.Source == "default"
+				c.Source = kmsg.ConfigSourceDefaultConfig
+				if !c.IsDefault {
+					c.Source = kmsg.ConfigSourceStaticBrokerConfig
+				}
+				rr.Configs = append(rr.Configs, c)
+			}
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func equalFold(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), b) }

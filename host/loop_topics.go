@@ -1,0 +1,136 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/gateway"
+)
+
+// Topic metadata flows from the data plane into core: a background
+// goroutine lists the data plane's topics every TopicRefresh (and at once
+// after the loop created topics) and, when anything changed, hands the
+// new image to core with UpdateTopics.
+
+func (l *Loop) refreshTopicsLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.d.TopicRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+			l.refreshTopics()
+		case <-l.refreshNow:
+			l.refreshTopics()
+		}
+	}
+}
+
+// refreshTopicsNow loads the topic image synchronously (before the loop
+// starts, so Loaded sees the topics).
+func (l *Loop) refreshTopicsNow() {
+	ts, sig, err := l.fetchTopics()
+	if err != nil {
+		l.log.Warn("topic metadata refresh failed", "err", err)
+		return
+	}
+	l.topicSig = sig
+	l.d.Core.UpdateTopics(l.nowMs(), ts)
+	l.d.Core.Commit()
+}
+
+func (l *Loop) refreshTopics() {
+	ts, sig, err := l.fetchTopics()
+	if err != nil {
+		l.log.Warn("topic metadata refresh failed", "err", err)
+		return
+	}
+	l.sigMu.Lock()
+	changed := sig != l.topicSig
+	l.topicSig = sig
+	l.sigMu.Unlock()
+	if changed {
+		l.input(func(c *core.Coordinator, now int64) core.Output { return c.UpdateTopics(now, ts) })
+	}
+}
+
+func (l *Loop) fetchTopics() ([]core.TopicMetadata, string, error) {
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	infos, err := l.d.DataPlane.Topics(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]core.TopicMetadata, 0, len(infos))
+	var sig strings.Builder
+	for _, ti := range infos {
+		if ti.Err != nil {
+			continue
+		}
+		tm := core.TopicMetadata{Name: ti.Name, ID: ti.ID, Partitions: int32(len(ti.Partitions))}
+		parts := append([]gateway.PartitionInfo(nil), ti.Partitions...)
+		sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
+		hasRacks := false
+		racks := make([][]string, len(parts))
+		for i, p := range parts {
+			for _, r := range p.Racks {
+				if r != "" {
+					racks[i] = append(racks[i], r)
+					hasRacks = true
+				}
+			}
+		}
+		if hasRacks {
+			tm.Racks = racks
+		}
+		out = append(out, tm)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	for _, t := range out {
+		fmt.Fprintf(&sig, "%s/%x/%d/%v;", t.Name, t.ID, t.Partitions, t.Racks)
+	}
+	return out, sig.String(), nil
+}
+
+// createTopics creates internal topics core asked for, then refreshes the
+// topic image. Called on the loop goroutine; the work runs beside it.
+func (l *Loop) createTopics(ts []core.TopicToCreate) {
+	specs := make([]gateway.TopicSpec, 0, len(ts))
+	for _, t := range ts {
+		spec := gateway.TopicSpec{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor}
+		if len(t.Configs) > 0 {
+			spec.Configs = map[string]string{}
+			for _, kv := range t.Configs {
+				spec.Configs[kv.Key] = kv.Value
+			}
+		}
+		specs = append(specs, spec)
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+		defer cancel()
+		res, err := l.d.DataPlane.CreateTopics(ctx, specs)
+		if err != nil {
+			l.log.Warn("creating internal topics failed", "err", err)
+		}
+		for name, e := range res {
+			if e != nil {
+				l.log.Warn("internal topic not created", "topic", name, "err", e)
+			} else {
+				l.log.Info("internal topic created", "topic", name)
+			}
+		}
+		select {
+		case l.refreshNow <- struct{}{}:
+		default:
+		}
+	}()
+}
