@@ -4,13 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // TestReconcileParityWithKafka is a differential test of reconciliation:
@@ -27,33 +23,7 @@ func TestReconcileParityWithKafka(t *testing.T) {
 	if *parityCases > 0 {
 		n = *parityCases
 	}
-	var lines, want []string
-	for i := 0; i < n; i++ {
-		line, got := parityCase(rng, i)
-		lines = append(lines, line)
-		want = append(want, got)
-	}
-	in := filepath.Join(t.TempDir(), "cases.txt")
-	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := testtool.JavaMain(t, "../interop/records-golden", "coordhost.golden.ReconcileParity", in)
-	kafka := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(kafka) != n {
-		t.Fatalf("Kafka answered %d of %d cases", len(kafka), n)
-	}
-	bad := 0
-	for i := range kafka {
-		if kafka[i] != want[i] {
-			bad++
-			if bad <= 8 {
-				t.Errorf("case differs:\n in    %s\n kafka %s\n core  %s", lines[i], kafka[i], want[i])
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d cases differ from Kafka", bad, n)
-	}
+	differential(t, rng, n, "coordhost.golden.ReconcileParity", parityCase)
 }
 
 var parityTasks = func() []TaskID {

@@ -4,13 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // TestTopologyParityWithKafka is a differential test of topology
@@ -25,33 +21,7 @@ var parityTopologies = flag.Int("parity.topologies", 2000, "number of topology-c
 func TestTopologyParityWithKafka(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1071, 44))
 	n := *parityTopologies
-	var lines, want []string
-	for i := 0; i < n; i++ {
-		line, got := topologyCase(rng, i)
-		lines = append(lines, line)
-		want = append(want, got)
-	}
-	in := filepath.Join(t.TempDir(), "topologies.txt")
-	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := testtool.JavaMain(t, "../interop/records-golden", "coordhost.golden.TopologyParity", in)
-	kafka := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(kafka) != n {
-		t.Fatalf("Kafka answered %d of %d cases", len(kafka), n)
-	}
-	bad := 0
-	for i := range kafka {
-		if kafka[i] != want[i] {
-			bad++
-			if bad <= 8 {
-				t.Errorf("case differs:\n in    %s\n kafka %s\n core  %s", lines[i], kafka[i], want[i])
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d cases differ from Kafka", bad, n)
-	}
+	differential(t, rng, n, "coordhost.golden.TopologyParity", topologyCase)
 }
 
 func topologyCase(rng *rand.Rand, id int) (string, string) {

@@ -3,12 +3,9 @@ package core
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/coordhost/coordhost/internal/testtool"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,33 +18,7 @@ import (
 func TestValidationParityWithKafka(t *testing.T) {
 	rng := rand.New(rand.NewPCG(88, 1))
 	const n = 3000
-	var lines, want []string
-	for i := 0; i < n; i++ {
-		line, got := validationCase(rng, i)
-		lines = append(lines, line)
-		want = append(want, got)
-	}
-	in := filepath.Join(t.TempDir(), "requests.txt")
-	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := testtool.JavaMain(t, "../interop/records-golden", "coordhost.golden.ValidationParity", in)
-	kafka := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(kafka) != n {
-		t.Fatalf("Kafka answered %d of %d cases", len(kafka), n)
-	}
-	bad := 0
-	for i := range kafka {
-		if kafka[i] != want[i] {
-			bad++
-			if bad <= 8 {
-				t.Errorf("case differs:\n in    %s\n kafka %s\n core  %s", lines[i], kafka[i], want[i])
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d cases differ from Kafka", bad, n)
-	}
+	differential(t, rng, n, "coordhost.golden.ValidationParity", validationCase)
 }
 
 func validationCase(rng *rand.Rand, id int) (string, string) {
