@@ -258,8 +258,8 @@ func (c *Coordinator) storeClassicOffsets(g *streamsGroup, member string, info *
 // classicOwned is what a classic member reports owning in its JoinGroup:
 // active tasks from its owned partitions (via the topology) and, for
 // subscriptions without owned partitions (v0), its running actives (-2);
-// standbys and warm-ups it still holds are those of its assignment for
-// which it reports an offset sum.
+// standbys and warm-ups it still holds are those of its current assignment
+// (not those pending revocation) for which it reports an offset sum.
 func (c *Coordinator) classicOwned(g *streamsGroup, m *streamsMember, sub *classicSubscription) *ownedTasksReport {
 	o := &ownedTasksReport{active: taskSet{}, standby: taskSet{}, warmup: taskSet{}}
 	bySource := map[string]string{}
@@ -286,16 +286,20 @@ func (c *Coordinator) classicOwned(g *streamsGroup, m *streamsMember, sub *class
 		if s == userdata.LatestOffset && sub.consumer.Version == 0 {
 			o.active[id] = struct{}{}
 		}
+		// Only tasks still assigned count: Kafka Streams reports an offset
+		// sum for every task directory on disk, and the directory of a
+		// standby or warm-up it has closed stays there (until the state
+		// cleaner runs, 10 min by default). A pending (revoked) standby or
+		// warm-up was left out of its SyncGroup answer, and the client
+		// closes it while handling that answer, before it can rejoin;
+		// counting its sum as ownership would leave the member
+		// UNREVOKED_TASKS forever.
 		if s != userdata.LatestOffset {
-			for _, set := range []taskSet{m.assigned.standby, m.pending.standby} {
-				if set.has(id) {
-					o.standby[id] = struct{}{}
-				}
+			if m.assigned.standby.has(id) {
+				o.standby[id] = struct{}{}
 			}
-			for _, set := range []taskSet{m.assigned.warmup, m.pending.warmup} {
-				if set.has(id) {
-					o.warmup[id] = struct{}{}
-				}
+			if m.assigned.warmup.has(id) {
+				o.warmup[id] = struct{}{}
 			}
 		}
 	}

@@ -37,6 +37,11 @@ func TestMigrationScenarios(t *testing.T) {
 				case "ha":
 					// The real HA assignor, natively (warmup_ha_test.go).
 					s.useHA(t, args)
+				default:
+					if v, ok := args["standbys"]; ok {
+						n, _ := strconv.Atoi(v)
+						s.useStandbys(int32(n))
+					}
 				}
 				s.trace.Reset()
 				return "ok"
@@ -73,6 +78,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		if v, ok := args["instance"]; ok {
 			in.instance = &v
 		}
+		in.keepDirs = args["dirs"] == "keep"
 		return "ok"
 	case "act":
 		for _, name := range strings.Split(args["name"], ",") {

@@ -73,6 +73,11 @@ type migInst struct {
 	// checked: tasks of lost streams responses, checked against other
 	// processes' ownership when the coordinator granted them.
 	checked taskSet
+	// keepDirs: classic, task directories stay on disk after a task is
+	// closed, so (as real Kafka Streams' getTaskOffsetSums) it keeps
+	// reporting an offset sum for every task it ever held.
+	keepDirs bool
+	dirs     taskSet
 }
 
 // simT is what the simulation reports failures to: a *testing.T, or the
@@ -257,6 +262,16 @@ func (s *migSim) deliver(r Response) {
 		}
 		tasks, next, standby := s.decodeAssignment(m.MemberAssignment)
 		in.followup, in.standby = next, standby
+		if in.keepDirs {
+			if in.dirs == nil {
+				in.dirs = taskSet{}
+			}
+			for _, set := range []taskSet{tasks, standby} {
+				for t := range set {
+					in.dirs[t] = struct{}{}
+				}
+			}
+		}
 		s.grant(in, tasks)
 	case *kmsg.HeartbeatResponse:
 		if in.inflight {
@@ -422,7 +437,17 @@ func (s *migSim) subscription(in *migInst) []byte {
 	if len(parts) > 0 {
 		owned = []kmsg.ConsumerMemberMetadataOwnedPartition{{Topic: "in", Partitions: parts}}
 	}
-	for _, t := range in.standby.sorted() {
+	onDisk := in.standby
+	if in.keepDirs {
+		onDisk = taskSet{}
+		for t := range in.dirs {
+			onDisk[t] = struct{}{}
+		}
+		for t := range in.standby {
+			onDisk[t] = struct{}{}
+		}
+	}
+	for _, t := range onDisk.sorted() {
 		if !in.owned.has(t) {
 			ut, _ := userdata.TaskIDFromSubtopology(t.Subtopology, t.Partition)
 			off, ok := in.restored[t]
@@ -778,13 +803,18 @@ func fmtAssignmentInfo(b []byte, now int64) string {
 // useHA makes the sim answer assignor runs with the real HA assignor
 // through the native ABI adapter (toABI/fromABI), with a stateful topology
 // (changelog store-changelog) and the scenario's warm-up settings:
-// warmups=, acceptable-lag=, probing-interval=.
+// standbys=, warmups=, acceptable-lag=, probing-interval=.
 func (s *migSim) useHA(t *testing.T, args map[string]string) {
 	o := StreamsGroupOverrides{}
 	if v, ok := args["warmups"]; ok {
 		n, _ := strconv.Atoi(v)
 		x := int32(n)
 		o.NumWarmupReplicas = &x
+	}
+	if v, ok := args["standbys"]; ok {
+		n, _ := strconv.Atoi(v)
+		x := int32(n)
+		o.NumStandbyReplicas = &x
 	}
 	if v, ok := args["acceptable-lag"]; ok {
 		n, _ := strconv.ParseInt(v, 10, 64)
@@ -804,4 +834,12 @@ func (s *migSim) useHA(t *testing.T, args map[string]string) {
 		}
 		return res
 	}
+}
+
+// useStandbys gives the reference assignor n standby replicas of a
+// stateful topology (changelog store-changelog).
+func (s *migSim) useStandbys(n int32) {
+	s.c.SetStreamsGroupConfig("g", StreamsGroupOverrides{NumStandbyReplicas: &n})
+	s.topology.Subtopologies[0].StateChangelogTopics = []kmsg.TopicInfo{{Topic: "store-changelog"}}
+	s.finish(s.c.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: s.tasks}, {Name: "store-changelog", Partitions: s.tasks}}))
 }
