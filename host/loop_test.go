@@ -55,6 +55,13 @@ type loopFixture struct {
 
 func newLoopFixture(t *testing.T, dir, fallback string, groupCfg func(string) *core.StreamsGroupOverrides) *loopFixture {
 	t.Helper()
+	return newLoopFixtureWith(t, dir, fallback, groupCfg, plugin.Config{})
+}
+
+// newLoopFixtureWith is newLoopFixture with pc as the config of every
+// plugin the host's Assignors load (deadline, memory limit).
+func newLoopFixtureWith(t *testing.T, dir, fallback string, groupCfg func(string) *core.StreamsGroupOverrides, pc plugin.Config) *loopFixture {
+	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs = 0, 0
 	c, err := core.New(cfg)
@@ -69,7 +76,7 @@ func newLoopFixture(t *testing.T, dir, fallback string, groupCfg func(string) *c
 	}
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	asg := host.NewAssignors(context.Background(), t.TempDir(), fallback, plugin.Config{}, log)
+	asg := host.NewAssignors(context.Background(), t.TempDir(), fallback, pc, log)
 	l, err := host.NewLoop(host.LoopDeps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg})
 	if err != nil {
 		t.Fatal(err)
@@ -113,92 +120,223 @@ func countTasks(ts []kmsg.TaskIDs) int {
 	return n
 }
 
-// TestHostilePluginAsGroupAssignor (issue 6, Must-show 2): a hostile wasm
-// assignor (traps in assign) is a real core group's assignor. The pending
-// run is answered by the fallback (the native sticky build): the member
-// gets all 4 tasks, the plugin's trap metric and the host's failure count
-// go up, the failed instance is discarded and a log line names the plugin.
-// With no usable fallback the run fails: the group keeps its last target,
-// the waiting heartbeat gets UNKNOWN_SERVER_ERROR and the group's
-// describe shows the assignor error.
+// TestHostilePluginAsGroupAssignor (issue 6, Must-show 2): each hostile
+// wasm fixture (testdata/plugins/c/hostile.c) is a real core group's
+// assignor with a pending run. With a fallback (the native sticky build)
+// the first member gets all 4 tasks from it and, once a second joins, the
+// 2+2 target comes from it too; the plugin's error metric for the
+// fixture's kind goes up, every failed call ran on a fresh instance that
+// was then discarded, and a log line names the plugin and the kind. With
+// no usable fallback the run fails: the group keeps its last target, the
+// waiting heartbeat gets UNKNOWN_SERVER_ERROR and the group's describe
+// shows the assignor error. A module speaking the wrong ABI version never
+// runs: Load and Reload refuse it and the group stays on the assignor it had.
 func TestHostilePluginAsGroupAssignor(t *testing.T) {
-	wasm := plugintest.CPluginPath(t, "testdata/plugins/c/hostile.c", "HOSTILE_TRAP_ASSIGN")
-	hostile := func(string) *core.StreamsGroupOverrides {
-		name := "hostile"
-		return &core.StreamsGroupOverrides{AssignorName: &name}
+	cases := []struct {
+		variant string
+		kind    plugin.Kind
+		cfg     plugin.Config
+		okCalls uint64 // leading calls that succeed: TASK_TWICE needs two members
+	}{
+		{"TRAP_INIT", plugin.KindInit, plugin.Config{}, 0},
+		{"TRAP_ASSIGN", plugin.KindTrap, plugin.Config{}, 0},
+		{"LOOP", plugin.KindDeadline, plugin.Config{Deadline: 150 * time.Millisecond}, 0},
+		{"MEMORY_BOMB", plugin.KindMemory, plugin.Config{MemoryLimitPages: 256}, 0},
+		{"GARBAGE", plugin.KindBadOutput, plugin.Config{}, 0},
+		{"UNKNOWN_MEMBER", plugin.KindInvalidAssignment, plugin.Config{}, 0},
+		{"UNKNOWN_TASK", plugin.KindInvalidAssignment, plugin.Config{}, 0},
+		{"TASK_TWICE", plugin.KindInvalidAssignment, plugin.Config{}, 1},
 	}
-	t.Run("fallback answers", func(t *testing.T) {
-		f := newLoopFixture(t, t.TempDir(), "sticky", hostile)
-		if err := f.asg.Load(context.Background(), "hostile", wasm); err != nil {
+	for _, c := range cases {
+		t.Run(c.variant+"/fallback answers", func(t *testing.T) {
+			wasm := plugintest.CPluginPath(t, "testdata/plugins/c/hostile.c", "HOSTILE_"+c.variant)
+			f := newLoopFixtureWith(t, t.TempDir(), "sticky", groupAssignor("hostile"), c.cfg)
+			if err := f.asg.Load(context.Background(), "hostile", wasm); err != nil {
+				t.Fatal(err)
+			}
+			if active := f.ownAllTasks(t, "m1"); countTasks(active) != 4 {
+				t.Fatalf("member owns %v after 10 s; the fallback should have assigned all 4 tasks", active)
+			}
+			// A second member makes a second run (TASK_TWICE can only
+			// misbehave with two members); its target comes from the fallback.
+			m := f.joinUntilCalls(t, "m2", 2)
+			d := f.describe(t)
+			if d.Streams == nil || d.Streams.AssignmentEpoch != d.Streams.Epoch || len(d.Streams.Members) != 2 ||
+				countTasks(d.Streams.Members[0].TargetAssignment.ActiveTasks) != 2 || countTasks(d.Streams.Members[1].TargetAssignment.ActiveTasks) != 2 {
+				t.Fatalf("the fallback's 2+2 target was not installed: %+v", d.Streams)
+			}
+			failed := m.Calls - c.okCalls
+			if info := f.pluginInfo(t, "hostile"); info.Failures != int64(failed) || m.Errors[c.kind] != failed || m.Fallbacks != failed {
+				t.Fatalf("plugin info after %s: %+v metrics %+v", c.variant, info, m)
+			}
+			// Each failed call's instance was discarded and the next call
+			// got a fresh one (an instance whose _initialize trapped is
+			// never created).
+			if c.kind == plugin.KindInit && m.InstancesCreated != 0 ||
+				c.kind != plugin.KindInit && (m.InstancesCreated != failed || m.InstancesDiscarded != failed) {
+				t.Fatalf("instances not discarded and replaced after %s: %+v", c.variant, m)
+			}
+			f.wantLog(t, "plugin call failed; instance discarded", "plugin assignor failed", "plugin=hostile",
+				"kind="+string(c.kind))
+		})
+	}
+	for _, c := range []struct {
+		variant, inErr string
+		kind           plugin.Kind
+	}{{"TRAP_ASSIGN", "unreachable", plugin.KindTrap}, {"GARBAGE", "decode", plugin.KindBadOutput}} {
+		t.Run(c.variant+"/no fallback keeps the last target", func(t *testing.T) {
+			wasm := plugintest.CPluginPath(t, "testdata/plugins/c/hostile.c", "HOSTILE_"+c.variant)
+			f := newLoopFixture(t, t.TempDir(), "no-such-assignor", groupAssignor("hostile"))
+			if err := f.asg.Load(context.Background(), "hostile", wasm); err != nil {
+				t.Fatal(err)
+			}
+			f.wantFailedRunKeepsTarget(t, c.inErr)
+			if m := f.pluginInfo(t, "hostile").Metrics; m.Errors[c.kind] < 1 || m.InstancesDiscarded < 1 {
+				t.Fatalf("metrics after %s: %+v", c.variant, m)
+			}
+			f.wantLog(t, "plugin=hostile", "kind="+string(c.kind))
+		})
+	}
+	t.Run("WRONG_VERSION/refused at load", func(t *testing.T) {
+		good := plugintest.CPluginPath(t, "testdata/plugins/c/assignor.c")
+		bad := plugintest.CPluginPath(t, "testdata/plugins/c/hostile.c", "HOSTILE_WRONG_VERSION")
+		f := newLoopFixture(t, t.TempDir(), "sticky", groupAssignor("hostile"))
+		if err := f.asg.Load(context.Background(), "hostile", good); err != nil {
 			t.Fatal(err)
 		}
-		var resp *kmsg.StreamsGroupHeartbeatResponse
-		var active []kmsg.TaskIDs
-		epoch := int32(0)
-		deadline := time.Now().Add(10 * time.Second)
-		for countTasks(active) != 4 && time.Now().Before(deadline) {
-			resp = f.heartbeat(t, "g", "m1", epoch, active)
-			if resp.ErrorCode != 0 {
-				t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
-			}
-			epoch = resp.MemberEpoch
-			if resp.ActiveTasks != nil {
-				active = resp.ActiveTasks
-			}
-			time.Sleep(20 * time.Millisecond)
+		const want = "plugin speaks ABI v2; this host serves ABI v1"
+		if err := f.asg.Load(context.Background(), "hostile", bad); plugin.KindOf(err) != plugin.KindABIVersion || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Load of a v2 module: %v, want a %s error saying %q", err, plugin.KindABIVersion, want)
 		}
-		if countTasks(active) != 4 {
-			t.Fatalf("member owns %v after 10 s; the fallback should have assigned all 4 tasks", active)
+		if err := f.asg.Reload(context.Background(), "hostile", bad); plugin.KindOf(err) != plugin.KindABIVersion || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Reload with a v2 module: %v, want a %s error saying %q", err, plugin.KindABIVersion, want)
 		}
-		var info host.PluginInfo
-		for _, pi := range f.asg.Info() {
-			if pi.Name == "hostile" {
-				info = pi
-			}
+		if active := f.ownAllTasks(t, "m1"); countTasks(active) != 4 {
+			t.Fatalf("member owns %v; the previously loaded plugin should have assigned all 4 tasks", active)
 		}
-		if info.Runtime != "wasm" || info.Failures < 1 || info.Metrics == nil || info.Metrics.Errors[plugin.KindTrap] < 1 ||
-			info.Metrics.Fallbacks < 1 || info.Metrics.InstancesDiscarded < 1 {
-			t.Fatalf("plugin info after a trap: %+v metrics %+v", info, info.Metrics)
-		}
-		if !strings.Contains(f.logs.String(), "plugin assignor failed") || !strings.Contains(f.logs.String(), "plugin=hostile") {
-			t.Fatalf("no log line for the plugin failure:\n%s", f.logs.String())
+		info := f.pluginInfo(t, "hostile")
+		if info.Path != good || info.Runs < 1 || info.Failures != 0 || info.Metrics.Errors[plugin.KindABIVersion] != 1 || info.Metrics.Fallbacks != 0 {
+			t.Fatalf("after refusing a v2 module the group is not served by the loaded plugin: %+v metrics %+v", info, info.Metrics)
 		}
 	})
-	t.Run("no fallback keeps the last target", func(t *testing.T) {
-		f := newLoopFixture(t, t.TempDir(), "no-such-assignor", hostile)
-		if err := f.asg.Load(context.Background(), "hostile", wasm); err != nil {
-			t.Fatal(err)
+}
+
+// groupAssignor is a group config naming the assignor for every group.
+func groupAssignor(name string) func(string) *core.StreamsGroupOverrides {
+	return func(string) *core.StreamsGroupOverrides { return &core.StreamsGroupOverrides{AssignorName: &name} }
+}
+
+// ownAllTasks heartbeats member into group "g" until it owns 4 tasks or
+// 10 s pass, and returns what it owns.
+func (f *loopFixture) ownAllTasks(t *testing.T, member string) []kmsg.TaskIDs {
+	t.Helper()
+	var active []kmsg.TaskIDs
+	epoch := int32(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for countTasks(active) != 4 && time.Now().Before(deadline) {
+		resp := f.heartbeat(t, "g", member, epoch, active)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
 		}
-		resp := f.heartbeat(t, "g", "m1", 0, nil)
-		saw := resp.ErrorCode
-		deadline := time.Now().Add(10 * time.Second)
-		for saw == 0 && time.Now().Before(deadline) {
-			if countTasks(resp.ActiveTasks) != 0 {
-				t.Fatalf("member got tasks %v from a failing assignor", resp.ActiveTasks)
+		epoch = resp.MemberEpoch
+		if resp.ActiveTasks != nil {
+			active = resp.ActiveTasks
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return active
+}
+
+// pluginInfo is the host's view of the named wasm assignor.
+func (f *loopFixture) pluginInfo(t *testing.T, name string) host.PluginInfo {
+	t.Helper()
+	for _, pi := range f.asg.Info() {
+		if pi.Name == name {
+			if pi.Runtime != "wasm" || pi.Metrics == nil {
+				t.Fatalf("assignor %q is not a wasm plugin: %+v", name, pi)
 			}
-			time.Sleep(50 * time.Millisecond)
-			resp = f.heartbeat(t, "g", "m1", resp.MemberEpoch, nil)
-			saw = resp.ErrorCode
+			return pi
 		}
-		if saw != kerr.UnknownServerError.Code {
-			t.Fatalf("heartbeat error %d, want UNKNOWN_SERVER_ERROR from the failed run", saw)
+	}
+	t.Fatalf("assignor %q not configured", name)
+	return host.PluginInfo{}
+}
+
+// wantLog fails unless the captured log contains every string.
+func (f *loopFixture) wantLog(t *testing.T, want ...string) {
+	t.Helper()
+	text := f.logs.String()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("log lacks %q:\n%s", w, text)
 		}
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("GET", "/v1/groups/g", nil)
-		req.SetPathValue("id", "g")
-		f.loop.GroupsHandler().ServeHTTP(rec, req)
-		var d host.GroupDetail
-		if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil || rec.Code != 200 {
-			t.Fatalf("describe: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// joinUntilCalls heartbeats member into group "g" until the "hostile"
+// plugin has been called calls times (or 10 s pass) and returns its metrics.
+func (f *loopFixture) joinUntilCalls(t *testing.T, member string, calls uint64) plugin.Metrics {
+	t.Helper()
+	epoch := int32(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := *f.pluginInfo(t, "hostile").Metrics; m.Calls >= calls || time.Now().After(deadline) {
+			if m.Calls < calls {
+				t.Fatalf("plugin called %d times after 10 s, want %d: %+v", m.Calls, calls, m)
+			}
+			return m
 		}
-		if !strings.Contains(d.LastAssignorError, "trap") && !strings.Contains(d.LastAssignorError, "unreachable") {
-			t.Fatalf("describe does not show the assignor failure: %+v", d)
+		resp := f.heartbeat(t, "g", member, epoch, nil)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
 		}
-		if d.Streams == nil || d.Streams.AssignmentEpoch >= d.Streams.Epoch || len(d.Streams.Members) != 1 ||
-			countTasks(d.Streams.Members[0].TargetAssignment.ActiveTasks) != 0 {
-			t.Fatalf("group's target moved without an assignor result: %+v", d.Streams)
+		epoch = resp.MemberEpoch
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// describe is the admin API's view of group "g".
+func (f *loopFixture) describe(t *testing.T) host.GroupDetail {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/groups/g", nil)
+	req.SetPathValue("id", "g")
+	f.loop.GroupsHandler().ServeHTTP(rec, req)
+	var d host.GroupDetail
+	if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil || rec.Code != 200 {
+		t.Fatalf("describe: %d %s", rec.Code, rec.Body)
+	}
+	return d
+}
+
+// wantFailedRunKeepsTarget joins m1 to group "g" whose assignor fails with
+// no fallback: the waiting heartbeat gets UNKNOWN_SERVER_ERROR, the member
+// never gets tasks, the group's target stays where it was and its describe
+// shows the assignor error (containing inErr).
+func (f *loopFixture) wantFailedRunKeepsTarget(t *testing.T, inErr string) {
+	t.Helper()
+	resp := f.heartbeat(t, "g", "m1", 0, nil)
+	saw := resp.ErrorCode
+	deadline := time.Now().Add(10 * time.Second)
+	for saw == 0 && time.Now().Before(deadline) {
+		if countTasks(resp.ActiveTasks) != 0 {
+			t.Fatalf("member got tasks %v from a failing assignor", resp.ActiveTasks)
 		}
-	})
+		time.Sleep(50 * time.Millisecond)
+		resp = f.heartbeat(t, "g", "m1", resp.MemberEpoch, nil)
+		saw = resp.ErrorCode
+	}
+	if saw != kerr.UnknownServerError.Code {
+		t.Fatalf("heartbeat error %d, want UNKNOWN_SERVER_ERROR from the failed run", saw)
+	}
+	d := f.describe(t)
+	if !strings.Contains(d.LastAssignorError, inErr) {
+		t.Fatalf("describe does not show the assignor failure (%q): %+v", inErr, d)
+	}
+	if d.Streams == nil || d.Streams.AssignmentEpoch >= d.Streams.Epoch || len(d.Streams.Members) != 1 ||
+		countTasks(d.Streams.Members[0].TargetAssignment.ActiveTasks) != 0 {
+		t.Fatalf("group's target moved without an assignor result: %+v", d.Streams)
+	}
 }
 
 // TestAppendFailureRollsBack: when the store append fails, the batch is
