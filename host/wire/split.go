@@ -52,3 +52,52 @@ func mergeResources[T any](group, other []T, order []bool) []T {
 	}
 	return out
 }
+
+// throttled is a config response whose throttle can be read and merged.
+type throttled interface {
+	kmsg.Response
+	Throttle() (int32, bool)
+	SetThrottle(int32)
+}
+
+// routeConfigResources answers a config API request (DescribeConfigs,
+// AlterConfigs, IncrementalAlterConfigs) whose resources are split by kind:
+// GROUP resources go to the group coordinator (per-group configs live
+// there), every other resource to the data plane; the two answers are merged
+// back into request order. with returns a copy of the request holding only
+// the given resources; reqOf and respOf give a request's and a response's
+// resource list.
+func routeConfigResources[Q kmsg.Request, QR any, P throttled, PR any](
+	ctx context.Context, c *conn, req *Request, body Q,
+	reqOf func(Q) []QR, kind func(QR) kmsg.ConfigResourceType, with func(Q, []QR) Q, respOf func(P) *[]PR,
+) (kmsg.Response, error) {
+	g, o, order := splitResources(reqOf(body), func(r QR) bool { return isGroupResource(kind(r)) })
+	var gr, or []PR
+	var merged P
+	have := false
+	if len(g) > 0 || len(o) == 0 {
+		resp, err := c.group(ctx, req, with(body, g))
+		if err != nil {
+			return nil, err
+		}
+		merged, have = resp.(P), true
+		gr = *respOf(merged)
+	}
+	if len(o) > 0 {
+		resp, err := c.forward(ctx, req, with(body, o))
+		if err != nil {
+			return nil, err
+		}
+		fr := resp.(P)
+		or = *respOf(fr)
+		if !have {
+			merged = fr
+		} else {
+			mt, _ := merged.Throttle()
+			ft, _ := fr.Throttle()
+			merged.SetThrottle(max(mt, ft))
+		}
+	}
+	*respOf(merged) = mergeResources(gr, or, order)
+	return merged, nil
+}
