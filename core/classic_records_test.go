@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/coordhost/coordhost/internal/testtool"
@@ -152,22 +150,7 @@ func TestClassicRecordsGoldenFromJava(t *testing.T) {
 		}
 	}
 	lines = append(lines, "go-tombstone "+hex.EncodeToString(func() []byte { k, _ := EncodeRecord(Record{Key: GroupMetadataKey{"g"}}); return k }())+" -")
-	in := filepath.Join(t.TempDir(), "ours.txt")
-	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	decoded := testtool.JavaMain(t, "../interop/records-golden", "coordhost.golden.RecordsGolden", "decode", in)
-	got := strings.Split(strings.TrimSpace(string(decoded)), "\n")
-	if len(got) != len(lines) {
-		t.Fatalf("Kafka decoded %d of %d records:\n%s", len(got), len(lines), decoded)
-	}
-	for i, line := range got {
-		f := strings.SplitN(line, " ", 4)
-		w := strings.Fields(lines[i])
-		if f[0] != w[0] || f[1] != w[1] || f[2] != w[2] {
-			t.Errorf("Kafka re-serialized %s differently:\n ours  %s %s\n kafka %s %s\n (%s)", w[0], w[1], w[2], f[1], f[2], f[3])
-		}
-	}
+	kafkaReserializes(t, lines)
 }
 
 // FuzzDecodeGroupMetadata feeds arbitrary values of record type 2 (every

@@ -188,22 +188,7 @@ func TestRecordsGoldenFromJava(t *testing.T) {
 	if len(seen) < 12 {
 		t.Fatalf("simulated run wrote only %d kinds of records: %v", len(seen), seen)
 	}
-	in := filepath.Join(t.TempDir(), "ours.txt")
-	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	decoded := testtool.JavaMain(t, "../interop/records-golden", "coordhost.golden.RecordsGolden", "decode", in)
-	got := strings.Split(strings.TrimSpace(string(decoded)), "\n")
-	if len(got) != len(lines) {
-		t.Fatalf("Kafka decoded %d of %d records:\n%s", len(got), len(lines), decoded)
-	}
-	for i, line := range got {
-		f := strings.SplitN(line, " ", 4)
-		w := strings.Fields(lines[i])
-		if f[0] != w[0] || f[1] != w[1] || f[2] != w[2] {
-			t.Errorf("Kafka re-serialized %s differently:\n ours  %s %s\n kafka %s %s\n (%s)", w[0], w[1], w[2], f[1], f[2], f[3])
-		}
-	}
+	kafkaReserializes(t, lines)
 }
 
 // FuzzDecodeRecord feeds arbitrary key/value bytes to the record decoder:
