@@ -1,7 +1,9 @@
 package host
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,28 +84,86 @@ func (h *history) get(group string) []string {
 	return append([]string(nil), h.byGrp[group]...)
 }
 
-// noteRecords records epoch changes of durable records as rebalance reasons.
+// noteRecords records epoch changes of durable records as rebalance
+// reasons, and logs the group's lifecycle: group-level changes at INFO,
+// member-level ones (membership, each member's current assignment) at
+// DEBUG, so a rebalance can be followed from coordhost's log alone.
 func (l *Loop) noteRecords(recs []core.Record) {
+	// A conversion writes one type's tombstone and the other type's
+	// metadata in one batch: say so instead of "group deleted".
+	streamsNow, classicNow := map[string]bool{}, map[string]bool{}
+	for _, r := range recs {
+		switch k := r.Key.(type) {
+		case core.StreamsGroupMetadataKey:
+			streamsNow[k.GroupID] = r.Value != nil
+		case core.GroupMetadataKey:
+			classicNow[k.GroupID] = r.Value != nil
+		}
+	}
 	for _, r := range recs {
 		switch k := r.Key.(type) {
 		case core.StreamsGroupMetadataKey:
 			if v, ok := r.Value.(core.StreamsGroupMetadataValue); ok {
-				l.history.note(k.GroupID, fmt.Sprintf("group epoch bumped to %d (membership, topology or metadata changed)", v.Epoch))
+				l.event(k.GroupID, fmt.Sprintf("group epoch bumped to %d (membership, topology or metadata changed)", v.Epoch))
+			} else if r.Value == nil && classicNow[k.GroupID] {
+				l.event(k.GroupID, "streams group converted to a classic group")
 			} else if r.Value == nil {
-				l.history.note(k.GroupID, "group deleted")
+				l.event(k.GroupID, "group deleted")
 			}
 		case core.StreamsGroupTargetAssignmentMetadataKey:
 			if v, ok := r.Value.(core.StreamsGroupTargetAssignmentMetadataValue); ok {
-				l.history.note(k.GroupID, fmt.Sprintf("target assignment installed at epoch %d", v.AssignmentEpoch))
+				l.event(k.GroupID, fmt.Sprintf("target assignment installed at epoch %d", v.AssignmentEpoch))
 			}
 		case core.GroupMetadataKey:
 			if v, ok := r.Value.(core.GroupMetadataValue); ok {
-				l.history.note(k.GroupID, fmt.Sprintf("classic generation %d stored (%d members, protocol %s)", v.Generation, len(v.Members), deref(v.Protocol)))
+				l.event(k.GroupID, fmt.Sprintf("classic generation %d stored (%d members, protocol %s)", v.Generation, len(v.Members), deref(v.Protocol)))
+			} else if r.Value == nil && streamsNow[k.GroupID] {
+				l.event(k.GroupID, "classic group converted to a streams group")
 			} else if r.Value == nil {
-				l.history.note(k.GroupID, "group deleted")
+				l.event(k.GroupID, "group deleted")
+			}
+		case core.StreamsGroupMemberMetadataKey:
+			if !l.log.Enabled(context.Background(), slog.LevelDebug) {
+				continue
+			}
+			if v, ok := r.Value.(core.StreamsGroupMemberMetadataValue); ok {
+				l.log.Debug("streams member metadata", "group", k.GroupID, "member", k.MemberID,
+					"client", v.ClientID, "process", v.ProcessID, "classic", v.Classic != nil)
+			} else if r.Value == nil {
+				l.log.Debug("streams member removed", "group", k.GroupID, "member", k.MemberID)
+			}
+		case core.StreamsGroupCurrentMemberAssignmentKey:
+			if !l.log.Enabled(context.Background(), slog.LevelDebug) {
+				continue
+			}
+			if v, ok := r.Value.(core.StreamsGroupCurrentMemberAssignmentValue); ok {
+				l.log.Debug("streams member assignment", "group", k.GroupID, "member", k.MemberID,
+					"epoch", v.MemberEpoch, "state", v.State, "active", taskList(v.ActiveTasks),
+					"standby", taskList(v.StandbyTasks), "warmup", taskList(v.WarmupTasks),
+					"revoking", taskList(v.ActiveTasksPendingRevocation))
 			}
 		}
 	}
+}
+
+// event notes a group's rebalance reason and logs it.
+func (l *Loop) event(group, what string) {
+	l.history.note(group, what)
+	l.log.Info("group event", "group", group, "event", what)
+}
+
+// taskList renders tasks as Kafka Streams prints task ids: "0_1 0_3 1_2".
+func taskList(ts []core.TaskIDs) string {
+	var b strings.Builder
+	for _, t := range ts {
+		for _, p := range t.Partitions {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s_%d", t.SubtopologyID, p)
+		}
+	}
+	return b.String()
 }
 
 func deref(s *string) string {

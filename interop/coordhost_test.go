@@ -28,6 +28,8 @@ var coordhostFlags = []string{
 	"--groups.defaults.group.min.session.timeout.ms=1000",
 	"--dataplane.partitions=" + fmt.Sprint(inputPartitions),
 	"--shutdown.timeout=5s",
+	// member-level group events (each member's assignment) for failure reports
+	"--log.level=debug",
 }
 
 var coordhostBuild struct {

@@ -3,8 +3,10 @@ package interop
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,17 +52,34 @@ func startJavaFrom(t *testing.T, dir, name, logDir, mainClass string, args ...st
 	return startProc(t, name, logDir, java, full...)
 }
 
+// createLog creates logDir/name.log, or name-2.log, name-3.log, … when
+// another process of this run already wrote under that name (scenarios
+// reuse instance names), so no log is ever overwritten.
+func createLog(logDir, name string) (*os.File, error) {
+	for i := 1; ; i++ {
+		path := filepath.Join(logDir, name+".log")
+		if i > 1 {
+			path = filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, i))
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+}
+
 // startProc runs the executable path with args as process name, logging to
-// logDir/name.log; it is killed at the end of the test if still running.
+// logDir/name.log (see createLog); it is killed at the end of the test if still running.
 func startProc(t *testing.T, name, logDir, path string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(path, args...), log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
+	p := &proc{name: name, cmd: exec.Command(path, args...), done: make(chan struct{})}
 	p.cmd.Env = childEnv()
 	p.cond = sync.NewCond(&p.mu)
-	f, err := os.Create(p.log)
+	f, err := createLog(logDir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.log = f.Name()
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
