@@ -19,6 +19,7 @@ type appConfig struct {
 	standbys   int    // num.standby.replicas
 	appServer  string // application.server host:port
 	stateDir   string // state.dir; kept across restarts of the same instance
+	leave      bool   // leave the group on close (see App.java's close.leave.group)
 	project    string // Maven project with the client version; "" = appDir (4.4.0)
 	topics     topics // the application's input and output
 }
@@ -54,6 +55,8 @@ func startApp(t *testing.T, logDir string, c appConfig) *proc {
 		"client.id=" + c.name,
 		"input.topic=" + c.topics.in,
 		"output.topic=" + c.topics.out,
+		fmt.Sprintf("heartbeat.interval.ms=%d", heartbeatIntervalMs),
+		fmt.Sprintf("close.leave.group=%t", c.leave),
 	}
 	if c.instanceID != "" {
 		args = append(args, "group.instance.id="+c.instanceID)
@@ -90,6 +93,17 @@ func newFleet(t *testing.T, logDir, bootstrap, appID string, n int, tp topics) *
 	}
 	f.procs = make([]*proc, n)
 	return f
+}
+
+// leaveOnClose makes every instance leave the group when it is stopped,
+// as an operator rolling instances one at a time wants: its tasks move at
+// once instead of after the session timeout. The offline baseline keeps
+// Kafka Streams' default (stay until the session expires), which is why
+// Kafka's documented offline procedure waits out the session timeout.
+func (f *fleet) leaveOnClose() {
+	for i := range f.cfgs {
+		f.cfgs[i].leave = true
+	}
 }
 
 // start starts instance i with the given group protocol.

@@ -22,6 +22,16 @@ import (
 // coordinator's group config, so the broker's minimums are lowered to allow it.
 const sessionTimeoutMs = 10000
 
+// heartbeatIntervalMs is the suite's heartbeat interval, the same for every
+// coordinator and protocol: the classic instances ask for it
+// (heartbeat.interval.ms), the streams protocol takes it from the
+// coordinator (group.streams.heartbeat.interval.ms on the broker,
+// streams.heartbeat.interval.ms on coordhost). It bounds how fast a member
+// learns of a new assignment, so it sets the pace of an online roll; the
+// offline baseline's gap is its session-timeout wait and restarts, which
+// it barely moves. The broker's minimums are lowered to allow it.
+const heartbeatIntervalMs = 250
+
 // brokerConfig is the server.properties of the single-node KRaft broker of
 // the baseline, beyond its ports and directory. Names are Kafka 4.4's
 // (GroupCoordinatorConfig, TransactionLogConfig, ...).
@@ -47,14 +57,14 @@ var brokerConfig = map[string]string{
 	"group.initial.rebalance.delay.ms":                 "0",
 	"group.streams.session.timeout.ms":                 fmt.Sprint(sessionTimeoutMs),
 	"group.streams.min.session.timeout.ms":             "1000",
-	"group.streams.heartbeat.interval.ms":              "1000",
-	"group.streams.min.heartbeat.interval.ms":          "500",
+	"group.streams.heartbeat.interval.ms":              fmt.Sprint(heartbeatIntervalMs),
+	"group.streams.min.heartbeat.interval.ms":          "100",
 	"group.streams.initial.rebalance.delay.ms":         "0",
 	"group.streams.num.standby.replicas":               "1",
 	"group.consumer.session.timeout.ms":                fmt.Sprint(sessionTimeoutMs),
 	"group.consumer.min.session.timeout.ms":            "1000",
-	"group.consumer.heartbeat.interval.ms":             "1000",
-	"group.consumer.min.heartbeat.interval.ms":         "500",
+	"group.consumer.heartbeat.interval.ms":             fmt.Sprint(heartbeatIntervalMs),
+	"group.consumer.min.heartbeat.interval.ms":         "100",
 	"log.flush.interval.messages":                      "9223372036854775807",
 	"log.segment.bytes":                                "16777216",
 }

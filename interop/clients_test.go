@@ -44,6 +44,7 @@ func runClientVersions(t *testing.T, dir, bootstrap string, tp topics, others ..
 // instance roll to the streams protocol in the same group, under load.
 func runClientMatrix(t *testing.T, dir, bootstrap string, others ...*proc) []phaseRow {
 	s := newScenario(t, "7 client matrix", dir, bootstrap, "interop-matrix", others...)
+	s.fleet.leaveOnClose()
 	s.must("phase", s.lg.phase("startup"))
 	// Instance 1 is a 4.2.0 client from the start: a state directory written
 	// by a newer Kafka Streams cannot be opened by an older one (4.4 keeps
@@ -60,6 +61,7 @@ func runClientMatrix(t *testing.T, dir, bootstrap string, others ...*proc) []pha
 	s.fleet.startVersion(1, "streams", 1, app420Dir)
 	s.must("4.2.0 instance running", s.fleet.waitRunning(startBound))
 	s.must("group with a 4.2.0 streams member", s.stable("streams", 3))
+	s.must("output after the 4.2.0 instance", s.settled())
 	s.must("stop instance 2", s.fleet.stop(2))
 	s.fleet.start(2, "streams", 1)
 	s.must("4.4.0 instance running", s.fleet.waitRunning(startBound))

@@ -17,11 +17,12 @@ import (
 )
 
 // coordhostFlags are the suite's coordhost settings beyond ports and
-// directories: the same 10 s session timeout and start-up delays as the
-// baseline broker (broker_test.go), one standby like the instances.
+// directories: the same 10 s session timeout, heartbeat interval and
+// start-up delays as the baseline broker (broker_test.go), one standby like
+// the instances.
 var coordhostFlags = []string{
 	fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", sessionTimeoutMs),
-	"--groups.defaults.streams.heartbeat.interval.ms=1000",
+	fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", heartbeatIntervalMs),
 	"--groups.defaults.streams.initial.rebalance.delay.ms=0",
 	"--groups.defaults.streams.num.standby.replicas=1",
 	"--groups.defaults.group.initial.rebalance.delay.ms=0",
@@ -93,13 +94,8 @@ func startCoordhost(t *testing.T, logDir, dataplane string) *coordhost {
 	return c
 }
 
-// errGroupsNotServed says the server at an address does not coordinate
-// groups yet (coordhost before its coordinator core is wired in).
-var errGroupsNotServed = errors.New("groups not coordinated yet")
-
-// groupsServed asks addr for the coordinator of group: nil when it names
-// one, errGroupsNotServed when it answers COORDINATOR_NOT_AVAILABLE for as
-// long as d, another error otherwise.
+// groupsServed asks addr for the coordinator of group, retrying
+// COORDINATOR_NOT_AVAILABLE for up to d: nil once it names one.
 func groupsServed(addr, group string, d time.Duration) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -124,10 +120,8 @@ func groupsServed(addr, group string, d time.Duration) error {
 		switch e := kerr.ErrorForCode(code); {
 		case e == nil:
 			return nil
-		case !errors.Is(e, kerr.CoordinatorNotAvailable):
-			return fmt.Errorf("FindCoordinator: %w", e)
-		case !time.Now().Before(deadline):
-			return fmt.Errorf("%w: FindCoordinator(%s) answered %v for %v", errGroupsNotServed, group, e, d)
+		case !errors.Is(e, kerr.CoordinatorNotAvailable) || !time.Now().Before(deadline):
+			return fmt.Errorf("FindCoordinator(%s): %w", group, e)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -135,19 +129,14 @@ func groupsServed(addr, group string, d time.Duration) error {
 
 // coordhostFor returns the bootstrap of the coordhost the online scenarios
 // use: $COORDHOST_INTEROP_BOOTSTRAP if set, else a coordhost started here
-// (embedded data plane when dataplane is empty). It skips the test, saying
-// why, while coordhost does not coordinate groups yet: the scenarios start
-// running by themselves once it does.
+// (embedded data plane when dataplane is empty) once it coordinates groups.
 func coordhostFor(t *testing.T, dir, dataplane string) (string, []*proc) {
 	t.Helper()
 	if b := os.Getenv(bootstrapEnv); b != "" && dataplane == "" {
 		return b, nil
 	}
 	c := startCoordhost(t, dir, dataplane)
-	if err := groupsServed(c.addr, "interop-probe", 10*time.Second); err != nil {
-		if errors.Is(err, errGroupsNotServed) {
-			t.Skipf("coordhost (%s): %v — the online scenarios run once the coordinator core is wired into serve", c.addr, err)
-		}
+	if err := groupsServed(c.addr, "interop-probe", 30*time.Second); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
 	return c.addr, []*proc{c.proc}

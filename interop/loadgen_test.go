@@ -32,6 +32,28 @@ type phaseResult struct {
 	In             int64   `json:"in"`
 	Out            int64   `json:"out"`
 	PartitionGapMs []int64 `json:"partitionGapMs"`
+	// WorstProducedMs and WorstKey name, per partition, the record whose
+	// gap is PartitionGapMs: when it was produced, and its key.
+	WorstProducedMs []int64  `json:"worstProducedMs"`
+	WorstKey        []string `json:"worstKey"`
+}
+
+// worst describes where the phase's max gap happened, to line it up with
+// coordhost's and the instances' logs: "partition 2: 7.98s for k14
+// produced at 17:15:39.512".
+func (p phaseResult) worst() string {
+	best := -1
+	for i, g := range p.PartitionGapMs {
+		if best < 0 || g > p.PartitionGapMs[best] {
+			best = i
+		}
+	}
+	if best < 0 || best >= len(p.WorstProducedMs) || best >= len(p.WorstKey) {
+		return "no record"
+	}
+	return fmt.Sprintf("partition %d: %v for %s produced at %s", best,
+		time.Duration(p.PartitionGapMs[best])*time.Millisecond, p.WorstKey[best],
+		time.UnixMilli(p.WorstProducedMs[best]).UTC().Format("15:04:05.000"))
 }
 
 // maxGap is the phase's processing gap: the largest per-partition gap.

@@ -111,6 +111,7 @@ func (s *scenarioRun) finish() ([]phaseRow, loadResult) {
 		}
 		rows = append(rows, phaseRow{scenario: s.name, phase: ph,
 			transitions: typeTransitions(hist, time.UnixMilli(ph.StartMs), end)})
+		s.t.Logf("%s, phase %s: max gap at %s", s.name, ph.Name, ph.worst())
 		total.In += ph.In
 		total.Out += ph.Out
 		total.PartitionGapMs = append(total.PartitionGapMs, ph.maxGap().Milliseconds())

@@ -24,7 +24,8 @@ import org.apache.kafka.streams.kstream.Produced;
  *
  * <p>Arguments are StreamsConfig properties as key=value (bootstrap.servers,
  * application.id, group.protocol, application.server, num.standby.replicas,
- * group.instance.id, state.dir, ...) plus input.topic and output.topic. The
+ * group.instance.id, state.dir, ...) plus input.topic, output.topic and
+ * close.leave.group (true: leave the group on close; default false). The
  * process prints "STATE new old" on every state change and closes cleanly on
  * SIGTERM. A stream thread dying ends the process with exit status 1.
  */
@@ -35,6 +36,7 @@ public final class App {
         Properties props = defaults();
         String input = "input";
         String output = "output";
+        boolean leaveOnClose = false;
         for (String arg : args) {
             int eq = arg.indexOf('=');
             if (eq <= 0) {
@@ -45,6 +47,7 @@ public final class App {
             switch (k) {
                 case "input.topic" -> input = v;
                 case "output.topic" -> output = v;
+                case "close.leave.group" -> leaveOnClose = Boolean.parseBoolean(v);
                 default -> props.put(k, v);
             }
         }
@@ -65,8 +68,16 @@ public final class App {
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler
                 .StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
+        // Kafka Streams' default close keeps a dynamic member in the group
+        // until its session times out; close.leave.group=true leaves at once
+        // (KIP-812's CloseOptions, the one API of 3.9, 4.2 and 4.4 alike;
+        // 4.4 maps it to GroupMembershipOperation.LEAVE_GROUP).
+        final boolean leave = leaveOnClose;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(20));
+            @SuppressWarnings("deprecation")
+            KafkaStreams.CloseOptions close = new KafkaStreams.CloseOptions()
+                .timeout(Duration.ofSeconds(20)).leaveGroup(leave);
+            streams.close(close);
             System.out.println("CLOSED");
             System.out.flush();
         }));

@@ -191,6 +191,8 @@ public final class LoadGen {
         final String name;
         final long startMs;
         final long[] maxGapMs;
+        final long[] worstProducedMs; // produce time of the record with the partition's max gap
+        final String[] worstKey;
         long in;
         long out;
 
@@ -198,12 +200,30 @@ public final class LoadGen {
             this.name = name;
             this.startMs = startMs;
             this.maxGapMs = new long[partitions];
+            this.worstProducedMs = new long[partitions];
+            this.worstKey = new String[partitions];
+        }
+
+        void gap(int part, String key, long producedMs, long readMs) {
+            if (readMs - producedMs > maxGapMs[part]) {
+                maxGapMs[part] = readMs - producedMs;
+                worstProducedMs[part] = producedMs;
+                worstKey[part] = key;
+            }
         }
 
         String json() {
             StringBuilder g = new StringBuilder("[");
             for (int i = 0; i < maxGapMs.length; i++) {
                 g.append(i == 0 ? "" : ",").append(maxGapMs[i]);
+            }
+            g.append("],\"worstProducedMs\":[");
+            for (int i = 0; i < worstProducedMs.length; i++) {
+                g.append(i == 0 ? "" : ",").append(worstProducedMs[i]);
+            }
+            g.append("],\"worstKey\":[");
+            for (int i = 0; i < worstKey.length; i++) {
+                g.append(i == 0 ? "" : ",").append('"').append(worstKey[i] == null ? "" : worstKey[i]).append('"');
             }
             g.append(']');
             return "{\"name\":\"" + name + "\",\"startMs\":" + startMs + ",\"in\":" + in
@@ -332,7 +352,7 @@ public final class LoadGen {
             int part = Integer.parseInt(key.substring(3)) % partitions;
             Phase ph = phaseOf(readMs);
             ph.out++;
-            ph.maxGapMs[part] = Math.max(ph.maxGapMs[part], readMs - producedMs);
+            ph.gap(part, key, producedMs, readMs);
         }
 
         /** The run's verdict as one JSON object. */
