@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // Runtime group configs over real TCP: IncrementalAlterConfigs and
@@ -196,6 +198,7 @@ func TestGroupConfigsAtRuntime(t *testing.T) {
 		{setOp("consumer.session.timeout.ms", "45000"), "consumer.session.timeout.ms"},
 		{setOp("streams.assignor.name", "nope"), `streams.assignor.name = "nope": no such assignor`},
 		{appendOp, "APPEND to key streams.num.standby.replicas because its type is not LIST"},
+		{setOp("streams.rack.aware.assignment.tags", "zone,zone"), `duplicate tag key "zone"`},
 	} {
 		rs, err := alterGroup(ctx, cl, false, []string{"gc-app"}, tc.op)
 		if err != nil {
@@ -215,6 +218,18 @@ func TestGroupConfigsAtRuntime(t *testing.T) {
 	}
 	wantConfig(t, ctx, cl, "gc-other", "group.max.size", "5", kmsg.ConfigSourceGroupConfig)
 	wantConfig(t, ctx, cl, "gc-app", "streams.num.standby.replicas", "0", kmsg.ConfigSourceDefaultConfig)
+
+	// APPEND and SUBTRACT edit the one list key.
+	listOp := func(op kmsg.IncrementalAlterConfigOp, v string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+		c := setOp("streams.rack.aware.assignment.tags", v)
+		c.Op = op
+		return c
+	}
+	mustAlter(t, ctx, cl, "gc-tags", listOp(kmsg.IncrementalAlterConfigOpAppend, "zone"))
+	mustAlter(t, ctx, cl, "gc-tags", listOp(kmsg.IncrementalAlterConfigOpAppend, "rack,zone,host"))
+	wantConfig(t, ctx, cl, "gc-tags", "streams.rack.aware.assignment.tags", "zone,rack,host", kmsg.ConfigSourceGroupConfig)
+	mustAlter(t, ctx, cl, "gc-tags", listOp(kmsg.IncrementalAlterConfigOpSubtract, "zone"))
+	wantConfig(t, ctx, cl, "gc-tags", "streams.rack.aware.assignment.tags", "rack,host", kmsg.ConfigSourceGroupConfig)
 
 	// The real change: one standby per task and a 6 s heartbeat interval.
 	mustAlter(t, ctx, cl, "gc-app", setOp("streams.num.standby.replicas", "1"), setOp("streams.heartbeat.interval.ms", "6000"))
@@ -360,4 +375,34 @@ func TestGroupConfigSurvivesCrash(t *testing.T) {
 	if err != nil || code != kerr.InvalidSessionTimeout.Code {
 		t.Fatalf("classic join under the altered minimum after restart: %v %v", kerr.ErrorForCode(code), err)
 	}
+}
+
+// TestKafkaConfigsTool: Kafka 4.4's own kafka-configs (ConfigCommand, run
+// from the interop streams app's Maven classpath, which holds kafka-tools)
+// alters, lists and describes a group's runtime configs through coordhost,
+// and the group it names need not exist yet.
+func TestKafkaConfigsTool(t *testing.T) {
+	srv := startLoopHost(t, "")
+	configs := func(args ...string) string {
+		t.Helper()
+		base := []string{"--bootstrap-server", srv.KafkaAddr(), "--entity-type", "groups"}
+		return string(testtool.JavaMain(t, "../interop/streams-app", "org.apache.kafka.tools.ConfigCommand", append(base, args...)...))
+	}
+	out := configs("--entity-name", "kc-app", "--alter", "--add-config", "streams.num.standby.replicas=1,streams.heartbeat.interval.ms=6000")
+	if !strings.Contains(out, "Completed updating config for group kc-app") {
+		t.Fatalf("alter: %s", out)
+	}
+	out = configs("--describe")
+	for _, want := range []string{"Dynamic configs for group kc-app are:",
+		"streams.num.standby.replicas=1 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:streams.num.standby.replicas=1, DEFAULT_CONFIG:streams.num.standby.replicas=0}",
+		"streams.heartbeat.interval.ms=6000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:streams.heartbeat.interval.ms=6000, STATIC_BROKER_CONFIG:streams.heartbeat.interval.ms=300}"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("describe lacks %q:\n%s", want, out)
+		}
+	}
+	configs("--entity-name", "kc-app", "--alter", "--delete-config", "streams.heartbeat.interval.ms")
+	ctx := timeout(t)
+	cl := &coordinator{cl: newClient(t, srv.KafkaAddr())}
+	wantConfig(t, ctx, cl, "kc-app", "streams.heartbeat.interval.ms", "300", kmsg.ConfigSourceStaticBrokerConfig)
+	wantConfig(t, ctx, cl, "kc-app", "streams.num.standby.replicas", "1", kmsg.ConfigSourceGroupConfig)
 }

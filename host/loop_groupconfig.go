@@ -138,9 +138,10 @@ func (l *Loop) proposeGroupConfig(c *core.Coordinator, r alterResource) (map[str
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(next, o.name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			// No per-group key is a list (nor is any of Kafka's group
-			// configs), so, as in Kafka, these ops are always refused.
-			return invalidConfig(fmt.Errorf("can't %s to key %s because its type is not LIST", opName(o.op), o.name))
+			if info, ok := config.GroupKey(o.name); !ok || info.Type != "LIST" {
+				return invalidConfig(fmt.Errorf("can't %s to key %s because its type is not LIST", opName(o.op), o.name))
+			}
+			next[o.name] = editList(l.listValue(r.group, next, o.name), o.op, *o.value)
 		default:
 			return invalidRequest(fmt.Sprintf("Unknown operation type %d for key %s", o.op, o.name))
 		}
@@ -156,6 +157,46 @@ func (l *Loop) proposeGroupConfig(c *core.Coordinator, r alterResource) (map[str
 		return invalidConfig(err)
 	}
 	return next, alterResult{}
+}
+
+// listValue is the current value of list key name for group: its runtime
+// value if it has one, else the file layers' (Kafka starts from the key's
+// default instead; see docs/CONFIG.md).
+func (l *Loop) listValue(group string, next map[string]string, name string) []string {
+	raw, ok := next[name]
+	if !ok {
+		for _, s := range l.d.Groups.Explain(group) {
+			if s.Key == name {
+				raw = config.FormatValue(s.Value)
+			}
+		}
+	}
+	return splitList(raw)
+}
+
+// editList applies APPEND (add the values not present yet) or SUBTRACT
+// (remove every occurrence) of the comma-separated values to list.
+func editList(list []string, op kmsg.IncrementalAlterConfigOp, values string) string {
+	for _, v := range splitList(values) {
+		if op == kmsg.IncrementalAlterConfigOpAppend {
+			if !slices.Contains(list, v) {
+				list = append(list, v)
+			}
+			continue
+		}
+		list = slices.DeleteFunc(list, func(x string) bool { return x == v })
+	}
+	return strings.Join(list, ",")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func opName(op kmsg.IncrementalAlterConfigOp) string {
@@ -239,7 +280,9 @@ func (l *Loop) replayGroupConfig(e store.Entry) (host bool, err error) {
 // plus runtime values) to core.
 func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	g := l.d.Groups.ForWith(group, l.dyn[group])
-	c.SetStreamsGroupConfig(group, *StreamsOverrides(g))
+	o := StreamsOverrides(g)
+	o.RackAwareAssignmentTags = g.StreamsRackAwareAssignmentTags
+	c.SetStreamsGroupConfig(group, *o)
 	c.SetClassicGroupConfig(group, classicOverrides(g))
 	if p, err := core.ParseMigrationPolicy(g.StreamsMigrationPolicy); err == nil {
 		c.SetStreamsMigrationPolicy(group, &p)
@@ -352,6 +395,18 @@ func synonym(s config.Setting) kmsg.DescribeConfigsResponseResourceConfigConfigS
 	y := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 	y.Name, y.Value, y.Source = s.Key, kmsg.StringPtr(config.FormatValue(s.Value)), configSource(s.Source)
 	return y
+}
+
+// listGroupConfigResources answers ListConfigResources for GROUP: the
+// groups that have runtime configs, in name order.
+func (l *Loop) listGroupConfigResources() kmsg.Response {
+	resp := kmsg.NewPtrListConfigResourcesResponse()
+	for _, g := range slices.Sorted(maps.Keys(l.dyn)) {
+		r := kmsg.NewListConfigResourcesResponseConfigResource()
+		r.Name, r.Type = g, int8(kmsg.ConfigResourceTypeGroupConfig)
+		resp.ConfigResources = append(resp.ConfigResources, r)
+	}
+	return resp
 }
 
 // configSource maps a setting's source to Kafka's: runtime values are

@@ -67,6 +67,8 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 		return l.describeGroupConfigs(ctx, req, body)
 	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
 		return l.alterGroupConfigs(ctx, req)
+	case *kmsg.ListConfigResourcesRequest:
+		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response { return l.listGroupConfigResources() })
 	}
 	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
 }

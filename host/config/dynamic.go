@@ -34,7 +34,8 @@ type KeyInfo struct {
 var kafkaGroupKeys = map[string]bool{
 	"streams.session.timeout.ms": true, "streams.heartbeat.interval.ms": true, "streams.num.standby.replicas": true,
 	"streams.initial.rebalance.delay.ms": true, "streams.assignment.interval.ms": true, "streams.task.offset.interval.ms": true,
-	"streams.num.warmup.replicas": true, "streams.acceptable.recovery.lag": true,
+	"streams.num.warmup.replicas": true, "streams.acceptable.recovery.lag": true, "streams.assignor.name": true,
+	"streams.rack.aware.assignment.tags": true,
 }
 
 // unservedKafkaKeys are Kafka 4.4 group configs of group types or features
