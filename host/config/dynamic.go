@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -179,7 +181,7 @@ func (g *Groups) ForWith(id string, dyn map[string]string) Group {
 // (ParseDynamic), then the cross-key rules on the effective configuration
 // it yields with the file's layers beneath.
 func (g *Groups) CheckDynamic(id string, dyn map[string]string) error {
-	for _, k := range sortedKeys(dyn) {
+	for _, k := range slices.Sorted(maps.Keys(dyn)) {
 		if _, err := ParseDynamic(k, dyn[k]); err != nil {
 			return err
 		}
@@ -188,13 +190,4 @@ func (g *Groups) CheckDynamic(id string, dyn map[string]string) error {
 		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "config: "))
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
