@@ -34,7 +34,7 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 	if req.Group == "" {
 		return classicJoinError(req.MemberID, errInvalidGroupID)
 	}
-	cc := c.cfg.Classic
+	cc := c.classicConfig(req.Group)
 	if req.SessionTimeoutMillis < cc.MinSessionTimeoutMs || req.SessionTimeoutMillis > cc.MaxSessionTimeoutMs {
 		return classicJoinError(req.MemberID, errInvalidSessionTimeout)
 	}
@@ -92,7 +92,7 @@ func (c *Coordinator) joinClassicGroup(g *classicGroup, id RequestID, client Cli
 
 // acceptJoiningMember enforces group.max.size.
 func (c *Coordinator) classicAcceptJoining(g *classicGroup, memberID string) bool {
-	max := int(c.cfg.Classic.MaxSize)
+	max := int(c.classicConfig(g.id).MaxSize)
 	m, known := g.members[memberID]
 	switch g.state {
 	case classicPreparingRebalance:

@@ -164,7 +164,7 @@ func (c *Coordinator) classicPrepareRebalance(g *classicGroup) {
 	c.classicRemoveSyncExpiration(g)
 	initial := g.state == classicEmpty
 	if initial {
-		delay := c.cfg.Classic.InitialRebalanceDelayMs
+		delay := c.classicConfig(g.id).InitialRebalanceDelayMs
 		remaining := g.rebalanceTimeoutMs() - delay
 		if remaining < 0 {
 			remaining = 0
@@ -191,7 +191,7 @@ func (c *Coordinator) classicCompleteJoinElseSchedule(g *classicGroup) {
 func (c *Coordinator) classicTryCompleteInitial(g *classicGroup) {
 	if g.newMemberAdd && g.initialRemainingMs != 0 {
 		g.newMemberAdd = false
-		delay := min(c.cfg.Classic.InitialRebalanceDelayMs, g.initialRemainingMs)
+		delay := min(c.classicConfig(g.id).InitialRebalanceDelayMs, g.initialRemainingMs)
 		remaining := max(g.initialRemainingMs-g.initialDelayMs, 0)
 		g.initialDelayMs, g.initialRemainingMs = delay, remaining
 		c.setTimer(timer{key: classicJoinKey(g.id), deadline: c.now + int64(delay), kind: timerClassicInitial, group: g.id})
@@ -322,7 +322,7 @@ func (c *Coordinator) classicOnLoaded(g *classicGroup) {
 	for _, m := range g.allMembers() {
 		c.scheduleClassicHeartbeat(g, m, m.sessionTimeoutMs)
 	}
-	if int64(len(g.members)) > int64(c.cfg.Classic.MaxSize) {
+	if int64(len(g.members)) > int64(c.classicConfig(g.id).MaxSize) {
 		c.classicPrepareRebalance(g)
 	}
 }

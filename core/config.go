@@ -227,3 +227,66 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 	}
 	return s
 }
+
+// ClassicGroupOverrides are per-group classic settings (coordhost applies
+// Kafka's broker-wide group.* classic configs per group); nil fields fall
+// back to the broker default.
+type ClassicGroupOverrides struct {
+	MinSessionTimeoutMs     *int32 // group.min.session.timeout.ms
+	MaxSessionTimeoutMs     *int32 // group.max.session.timeout.ms
+	MaxSize                 *int32 // group.max.size
+	InitialRebalanceDelayMs *int32 // group.initial.rebalance.delay.ms
+}
+
+// Validate reports the first invalid override, naming its config key. The
+// session-timeout bounds are checked together with the broker defaults
+// they fall back to.
+func (o ClassicGroupOverrides) Validate(broker ClassicConfig) error {
+	k := broker.with(o)
+	switch {
+	case o.MinSessionTimeoutMs != nil && *o.MinSessionTimeoutMs <= 0:
+		return fmt.Errorf("group.min.session.timeout.ms: %d must be > 0", *o.MinSessionTimeoutMs)
+	case (o.MinSessionTimeoutMs != nil || o.MaxSessionTimeoutMs != nil) && k.MaxSessionTimeoutMs < k.MinSessionTimeoutMs:
+		return fmt.Errorf("group.max.session.timeout.ms: %d must be >= group.min.session.timeout.ms %d",
+			k.MaxSessionTimeoutMs, k.MinSessionTimeoutMs)
+	case o.MaxSize != nil && *o.MaxSize <= 0:
+		return fmt.Errorf("group.max.size: %d must be > 0", *o.MaxSize)
+	case o.InitialRebalanceDelayMs != nil && *o.InitialRebalanceDelayMs < 0:
+		return fmt.Errorf("group.initial.rebalance.delay.ms: %d must be >= 0", *o.InitialRebalanceDelayMs)
+	}
+	return nil
+}
+
+// with returns k with the set fields of o applied.
+func (k ClassicConfig) with(o ClassicGroupOverrides) ClassicConfig {
+	for _, f := range []struct {
+		dst *int32
+		v   *int32
+	}{{&k.MinSessionTimeoutMs, o.MinSessionTimeoutMs}, {&k.MaxSessionTimeoutMs, o.MaxSessionTimeoutMs},
+		{&k.MaxSize, o.MaxSize}, {&k.InitialRebalanceDelayMs, o.InitialRebalanceDelayMs}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	return k
+}
+
+// SetClassicGroupConfig replaces the classic overrides of one group (the
+// style of SetStreamsGroupConfig). They are read at every JoinGroup and
+// rebalance, so a change applies from the group's next join; members
+// already admitted keep their session timeouts.
+func (c *Coordinator) SetClassicGroupConfig(group string, o ClassicGroupOverrides) {
+	if c.classicOverrides == nil {
+		c.classicOverrides = map[string]ClassicGroupOverrides{}
+	}
+	c.classicOverrides[group] = o
+}
+
+// classicConfig resolves a group's effective classic settings.
+func (c *Coordinator) classicConfig(group string) ClassicConfig {
+	o, ok := c.classicOverrides[group]
+	if !ok {
+		return c.cfg.Classic
+	}
+	return c.cfg.Classic.with(o)
+}

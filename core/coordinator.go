@@ -19,6 +19,8 @@ type Coordinator struct {
 
 	// overrides holds per-group config overrides (streams groups).
 	overrides map[string]StreamsGroupOverrides
+	// classicOverrides holds per-group classic settings (config.go).
+	classicOverrides map[string]ClassicGroupOverrides
 	// migration is online-migration bookkeeping (migration_policy.go).
 	migration migrationState
 

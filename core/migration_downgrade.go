@@ -20,7 +20,7 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 	if c.migration.noDowngrade || len(g.members) == 0 || c.replaying {
 		return
 	}
-	if !c.migrationPolicy(g.id).allowsDowngrade() || int32(len(g.members)) > c.cfg.Classic.MaxSize {
+	if !c.migrationPolicy(g.id).allowsDowngrade() || int32(len(g.members)) > c.classicConfig(g.id).MaxSize {
 		return
 	}
 	ids := g.sortedMemberIDs()

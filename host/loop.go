@@ -68,6 +68,10 @@ type LoopDeps struct {
 	// Explain returns a group's effective settings with their sources
 	// (DescribeConfigs on GROUP resources, /v1/groups/{id}).
 	Explain func(group string) []config.Setting
+	// Groups resolves per-group settings with the runtime layer (group
+	// configs altered through Kafka's config APIs) on top; nil leaves
+	// runtime group configs unavailable (loop_groupconfig.go).
+	Groups *config.Groups
 	// TopicRefresh is the period of topic metadata refreshes (default 1s).
 	TopicRefresh time.Duration
 	// Now is the clock (default time.Now); tests may inject one.
@@ -93,6 +97,7 @@ type Loop struct {
 	timer      *time.Timer
 	topicSig   string
 	history    *history
+	dyn        map[string]map[string]string // runtime group configs (loop_groupconfig.go)
 
 	stats      loopStats
 	workers    chan struct{} // assignor worker slots
@@ -108,6 +113,10 @@ type batch struct {
 	create    []core.TopicToCreate
 	failed    []core.RequestID
 	answered  []core.RequestID // requests handed to core in this round
+	// host records (group configs) appended with core's, and how to undo
+	// their speculative effect if the append fails.
+	hostRecords []store.Record
+	undo        []func()
 }
 
 func (b *batch) add(o core.Output) {
@@ -119,7 +128,7 @@ func (b *batch) add(o core.Output) {
 }
 
 func (b *batch) empty() bool {
-	return len(b.records) == 0 && len(b.responses) == 0 && len(b.runs) == 0 && len(b.create) == 0 && len(b.failed) == 0
+	return len(b.records) == 0 && len(b.hostRecords) == 0 && len(b.responses) == 0 && len(b.runs) == 0 && len(b.create) == 0 && len(b.failed) == 0
 }
 
 // NewLoop replays the store into d.Core, calls Loaded and starts the loop
@@ -135,13 +144,16 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 		d.TopicRefresh = time.Second
 	}
 	l := &Loop{d: d, log: d.Log, events: make(chan event, 4096), stop: make(chan struct{}), done: make(chan struct{}),
-		pending: make(map[core.RequestID]*call), configured: make(map[string]bool), history: newHistory(),
+		pending: make(map[core.RequestID]*call), configured: make(map[string]bool), history: newHistory(), dyn: map[string]map[string]string{},
 		workers: make(chan struct{}, assignorWorkers), refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	n := 0
 	if d.Store != nil {
 		err := d.Store.Replay(func(e store.Entry) error {
 			n++
+			if host, err := l.replayGroupConfig(e); host {
+				return err
+			}
 			if err := d.Core.ReplayBytes(e.Key, e.Value); err != nil {
 				return fmt.Errorf("replaying record %d (seq %d) into the coordinator: %w", n, e.Seq, err)
 			}
@@ -284,11 +296,12 @@ func (l *Loop) flush() {
 	}
 	b := l.batch
 	l.batch = batch{}
-	if len(b.records) > 0 {
-		recs := make([]store.Record, len(b.records))
+	if len(b.records) > 0 || len(b.hostRecords) > 0 {
+		recs := make([]store.Record, len(b.records), len(b.records)+len(b.hostRecords))
 		for i, r := range b.records {
 			recs[i].Key, recs[i].Value = core.EncodeRecord(r)
 		}
+		recs = append(recs, b.hostRecords...)
 		start := time.Now()
 		_, err := l.d.Store.Append(recs)
 		l.stats.appendNanos.Add(time.Since(start).Nanoseconds())
@@ -299,6 +312,9 @@ func (l *Loop) flush() {
 			l.log.Error("store append failed: the batch is rolled back and its requests answered NOT_COORDINATOR",
 				"records", len(recs), "err", err)
 			ro := l.d.Core.Rollback()
+			for i := len(b.undo) - 1; i >= 0; i-- {
+				b.undo[i]()
+			}
 			for _, r := range b.responses {
 				l.fail(r.Request)
 			}

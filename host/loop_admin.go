@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/config"
 )
 
 // groupsAPI serves GET /v1/groups and GET /v1/groups/{id}.
@@ -44,6 +45,9 @@ type GroupDetail struct {
 	Classic *kmsg.DescribeGroupsResponseGroup `json:"classic,omitempty"`
 	// RecentEvents are the latest rebalance reasons, oldest first.
 	RecentEvents []string `json:"recent_events"`
+	// Config is the group's effective configuration, key by key with the
+	// source of each value (runtime values: "dynamic").
+	Config []config.Setting `json:"config"`
 }
 
 func (a *groupsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,11 +58,14 @@ func (a *groupsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	id := r.PathValue("id")
-	if id == "" {
+	switch {
+	case id == "":
 		a.list(ctx, w)
-		return
+	case strings.HasSuffix(r.URL.Path, "/config"):
+		a.config(ctx, w, id)
+	default:
+		a.describe(ctx, w, id)
 	}
-	a.describe(ctx, w, id)
 }
 
 func (a *groupsAPI) list(ctx context.Context, w http.ResponseWriter) {
@@ -89,7 +96,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 		if !ok {
 			return core.Output{}
 		}
-		d = &GroupDetail{Group: id, State: g.StateName(), LastAssignorError: c.LastAssignorError(id)}
+		d = &GroupDetail{Group: id, State: g.StateName(), LastAssignorError: c.LastAssignorError(id), Config: a.l.groupSettings(id)}
 		switch g.Kind() {
 		case core.GroupKindStreams:
 			d.Type = "streams"
@@ -124,6 +131,17 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 		d.RecentEvents = []string{}
 	}
 	writeJSONResp(w, 200, d)
+}
+
+// config serves GET /v1/groups/{id}/config: the effective configuration
+// of any group id (existing or not), runtime values included.
+func (a *groupsAPI) config(ctx context.Context, w http.ResponseWriter, id string) {
+	var settings []config.Setting
+	if err := a.l.read(ctx, func(*core.Coordinator, int64) core.Output { settings = a.l.groupSettings(id); return core.Output{} }); err != nil {
+		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSONResp(w, 200, map[string]any{"group": id, "config": settings})
 }
 
 // PluginsHandler serves /v1/plugins: GET lists the assignors; POST

@@ -64,11 +64,11 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 		}
 		return l.handleOffsets(ctx, req)
 	case *kmsg.DescribeConfigsRequest:
-		return l.describeGroupConfigs(body), nil
+		return l.describeGroupConfigs(ctx, req, body)
 	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
-		// Altering group configs at runtime is not implemented yet: the
-		// per-group settings come from the config file's group globs.
-		return wire.ErrorResponse(req.Body, kerr.InvalidRequest.Code), nil
+		return l.alterGroupConfigs(ctx, req)
+	case *kmsg.ListConfigResourcesRequest:
+		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response { return l.listGroupConfigResources() })
 	}
 	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
 }

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
 )
@@ -176,10 +174,10 @@ func deref(s *string) string {
 // maxConfiguredGroups bounds the set of group ids already configured.
 const maxConfiguredGroups = 100000
 
-// configure applies the config file's per-group streams settings to core
-// the first time the loop sees group.
+// configure applies the group's per-group settings (config file layers
+// and runtime values) to core the first time the loop sees group.
 func (l *Loop) configure(c *core.Coordinator, group string) {
-	if l.configured[group] || (l.d.GroupConfig == nil && l.d.MigrationPolicy == nil) {
+	if l.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil && l.d.MigrationPolicy == nil) {
 		return
 	}
 	if len(l.configured) >= maxConfiguredGroups {
@@ -188,6 +186,10 @@ func (l *Loop) configure(c *core.Coordinator, group string) {
 		clear(l.configured)
 	}
 	l.configured[group] = true
+	if l.d.Groups != nil {
+		l.applyGroupConfig(c, group)
+		return
+	}
 	if l.d.GroupConfig != nil {
 		if o := l.d.GroupConfig(group); o != nil {
 			c.SetStreamsGroupConfig(group, *o)
@@ -196,39 +198,6 @@ func (l *Loop) configure(c *core.Coordinator, group string) {
 	if l.d.MigrationPolicy != nil {
 		c.SetStreamsMigrationPolicy(group, l.d.MigrationPolicy(group))
 	}
-}
-
-// describeGroupConfigs answers DescribeConfigs for GROUP resources with
-// the effective per-group configuration.
-func (l *Loop) describeGroupConfigs(body *kmsg.DescribeConfigsRequest) kmsg.Response {
-	resp := kmsg.NewPtrDescribeConfigsResponse()
-	resp.SetVersion(body.Version)
-	for _, r := range body.Resources {
-		rr := kmsg.NewDescribeConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		if l.d.Explain != nil {
-			want := map[string]bool{}
-			for _, k := range r.ConfigNames {
-				want[k] = true
-			}
-			for _, s := range l.d.Explain(r.ResourceName) {
-				if len(want) > 0 && !want[s.Key] {
-					continue
-				}
-				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				c.Name = s.Key
-				c.Value = kmsg.StringPtr(fmt.Sprint(s.Value))
-				c.IsDefault = s.Source == "default"
-				c.Source = kmsg.ConfigSourceDefaultConfig
-				if !c.IsDefault {
-					c.Source = kmsg.ConfigSourceStaticBrokerConfig
-				}
-				rr.Configs = append(rr.Configs, c)
-			}
-		}
-		resp.Resources = append(resp.Resources, rr)
-	}
-	return resp
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), b) }

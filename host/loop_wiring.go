@@ -38,6 +38,7 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 			return &p
 		},
 		Explain: cfg.Groups.Explain,
+		Groups:  cfg.Groups,
 	})
 	if err != nil {
 		asg.Close(context.Background())

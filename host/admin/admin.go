@@ -81,6 +81,10 @@ func Handler(o Options) http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /v1/groups/{id}/config", func(w http.ResponseWriter, r *http.Request) {
+		if o.Groups != nil { // the coordinator adds runtime group configs
+			o.Groups.ServeHTTP(w, r)
+			return
+		}
 		if o.Config == nil {
 			notWired(w, "configuration")
 			return

@@ -9,21 +9,22 @@ import (
 // Group is the effective configuration of one group. core reads it; the
 // field comments name the config keys.
 type Group struct {
-	StreamsSessionTimeoutMs        int32  // streams.session.timeout.ms
-	StreamsHeartbeatIntervalMs     int32  // streams.heartbeat.interval.ms
-	StreamsNumStandbyReplicas      int32  // streams.num.standby.replicas
-	StreamsNumWarmupReplicas       int32  // streams.num.warmup.replicas
-	StreamsAcceptableRecoveryLag   int64  // streams.acceptable.recovery.lag
-	StreamsInitialRebalanceDelayMs int32  // streams.initial.rebalance.delay.ms
-	StreamsAssignmentIntervalMs    int32  // streams.assignment.interval.ms
-	StreamsTaskOffsetIntervalMs    int32  // streams.task.offset.interval.ms
-	StreamsAssignorName            string // streams.assignor.name
-	StreamsMaxSize                 int32  // streams.max.size
-	StreamsMigrationPolicy         string // streams.migration.policy
-	InitialRebalanceDelayMs        int32  // group.initial.rebalance.delay.ms
-	MinSessionTimeoutMs            int32  // group.min.session.timeout.ms
-	MaxSessionTimeoutMs            int32  // group.max.session.timeout.ms
-	MaxSize                        int32  // group.max.size
+	StreamsSessionTimeoutMs        int32    // streams.session.timeout.ms
+	StreamsHeartbeatIntervalMs     int32    // streams.heartbeat.interval.ms
+	StreamsNumStandbyReplicas      int32    // streams.num.standby.replicas
+	StreamsNumWarmupReplicas       int32    // streams.num.warmup.replicas
+	StreamsAcceptableRecoveryLag   int64    // streams.acceptable.recovery.lag
+	StreamsInitialRebalanceDelayMs int32    // streams.initial.rebalance.delay.ms
+	StreamsAssignmentIntervalMs    int32    // streams.assignment.interval.ms
+	StreamsTaskOffsetIntervalMs    int32    // streams.task.offset.interval.ms
+	StreamsAssignorName            string   // streams.assignor.name
+	StreamsMaxSize                 int32    // streams.max.size
+	StreamsRackAwareAssignmentTags []string // streams.rack.aware.assignment.tags
+	StreamsMigrationPolicy         string   // streams.migration.policy
+	InitialRebalanceDelayMs        int32    // group.initial.rebalance.delay.ms
+	MinSessionTimeoutMs            int32    // group.min.session.timeout.ms
+	MaxSessionTimeoutMs            int32    // group.max.session.timeout.ms
+	MaxSize                        int32    // group.max.size
 }
 
 // groupFields maps each per-group key to its Group field.
@@ -38,6 +39,7 @@ var groupFields = map[string]func(*Group, any){
 	"streams.task.offset.interval.ms":    func(g *Group, v any) { g.StreamsTaskOffsetIntervalMs = int32(v.(int64)) },
 	"streams.assignor.name":              func(g *Group, v any) { g.StreamsAssignorName = v.(string) },
 	"streams.max.size":                   func(g *Group, v any) { g.StreamsMaxSize = int32(v.(int64)) },
+	"streams.rack.aware.assignment.tags": func(g *Group, v any) { g.StreamsRackAwareAssignmentTags = v.([]string) },
 	"streams.migration.policy":           func(g *Group, v any) { g.StreamsMigrationPolicy = v.(string) },
 	"group.initial.rebalance.delay.ms":   func(g *Group, v any) { g.InitialRebalanceDelayMs = int32(v.(int64)) },
 	"group.min.session.timeout.ms":       func(g *Group, v any) { g.MinSessionTimeoutMs = int32(v.(int64)) },
@@ -163,6 +165,13 @@ func globMatch(p, s string) bool {
 func checkGroup(where string, g Group) error {
 	if g.StreamsHeartbeatIntervalMs >= g.StreamsSessionTimeoutMs {
 		return fmt.Errorf("config: %s: streams.heartbeat.interval.ms = %d must be below streams.session.timeout.ms = %d", where, g.StreamsHeartbeatIntervalMs, g.StreamsSessionTimeoutMs)
+	}
+	seen := map[string]bool{}
+	for _, tag := range g.StreamsRackAwareAssignmentTags {
+		if seen[tag] {
+			return fmt.Errorf("config: %s: streams.rack.aware.assignment.tags = %q: duplicate tag key %q", where, strings.Join(g.StreamsRackAwareAssignmentTags, ","), tag)
+		}
+		seen[tag] = true
 	}
 	if g.MinSessionTimeoutMs > g.MaxSessionTimeoutMs {
 		return fmt.Errorf("config: %s: group.min.session.timeout.ms = %d exceeds group.max.session.timeout.ms = %d", where, g.MinSessionTimeoutMs, g.MaxSessionTimeoutMs)

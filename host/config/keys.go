@@ -73,6 +73,7 @@ var groupKeys = []key{
 	{name: "streams.assignment.interval.ms", def: int64(1000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Streams group: minimum time between two assignor runs."},
 	{name: "streams.task.offset.interval.ms", def: int64(60000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: how often members report task offsets."},
 	{name: "streams.assignor.name", def: "sticky", kind: kString, doc: "Streams group: task assignor (plugin) name (KIP-1357 streams.assignor.name)."},
+	{name: "streams.rack.aware.assignment.tags", def: []string{}, kind: kList, doc: "Streams group: client-tag keys rack-aware standby placement spreads standbys over (comma-separated; no duplicates)."},
 	{name: "streams.max.size", def: int64(math.MaxInt32), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: maximum members (Kafka's group.streams.max.size)."},
 	{name: "streams.migration.policy", def: "bidirectional", kind: kString, oneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"}, doc: "Online classic<->streams migration: which directions are allowed (coordhost's own; cf. Kafka's group.consumer.migration.policy)."},
 	{name: "group.initial.rebalance.delay.ms", def: int64(3000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Classic group: delay of the first rebalance of an empty group."},

@@ -16,6 +16,7 @@ var splitters = map[int16]splitter{
 	int16(kmsg.DescribeConfigs):         describeConfigs,
 	int16(kmsg.AlterConfigs):            alterConfigs,
 	int16(kmsg.IncrementalAlterConfigs): incrementalAlterConfigs,
+	int16(kmsg.ListConfigResources):     listConfigResources,
 }
 
 // isGroupResource reports whether a config resource is a GROUP resource,

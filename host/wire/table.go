@@ -59,6 +59,7 @@ var specs = []spec{
 	{kmsg.DescribeConfigs, 1, 4, RouteSplit},
 	{kmsg.AlterConfigs, 0, 2, RouteSplit},
 	{kmsg.IncrementalAlterConfigs, 0, 1, RouteSplit},
+	{kmsg.ListConfigResources, 0, maxV, RouteSplit},
 
 	// Client-facing data-plane keys. Inter-broker and controller keys
 	// (LeaderAndISR, Vote, BrokerRegistration, WriteTxnMarkers, share-state
@@ -101,7 +102,6 @@ var specs = []spec{
 	{kmsg.ListTransactions, 0, maxV, RouteForward},
 	{kmsg.GetTelemetrySubscriptions, 0, maxV, RouteForward},
 	{kmsg.PushTelemetry, 0, maxV, RouteForward},
-	{kmsg.ListConfigResources, 0, maxV, RouteForward},
 	{kmsg.DescribeTopicPartitions, 0, maxV, RouteForward},
 }
 
