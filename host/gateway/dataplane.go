@@ -57,7 +57,8 @@ type Config struct {
 // data: topics, records, transactions and committed offsets.
 type DataPlane struct {
 	cfg      Config
-	cluster  *kfake.Cluster // embedded only
+	cluster  *kfake.Cluster     // embedded only
+	txns     *pendingTxnOffsets // embedded only: per-partition RequireStable
 	admin    *kgo.Client
 	versions map[int16]wire.VersionRange
 	features wire.Features
@@ -90,6 +91,7 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 		if err := d.startEmbedded(); err != nil {
 			return nil, err
 		}
+		d.txns = newPendingTxnOffsets()
 	}
 	if len(d.cfg.Bootstrap) == 0 {
 		return nil, errors.New("gateway: no data-plane bootstrap address")

@@ -90,6 +90,9 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 	if err := l.dp.rewrite(resp); err != nil {
 		return nil, err
 	}
+	if l.dp.txns != nil {
+		l.dp.txns.observe(req, resp)
+	}
 	return resp, nil
 }
 

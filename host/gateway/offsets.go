@@ -123,6 +123,9 @@ func (d *DataPlane) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCom
 			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
 			out.Topics = append(out.Topics, t)
 		}
+		if d.txns != nil {
+			d.txns.committed(req, out)
+		}
 	}
 	return out, nil
 }
@@ -171,7 +174,9 @@ func (d *DataPlane) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchReque
 		return nil, err
 	}
 	up := kmsg.NewPtrOffsetFetchRequest()
-	up.RequireStable = req.RequireStable
+	// Embedded: the gateway answers stability per partition (txnstable.go).
+	perPartition := req.RequireStable && d.txns != nil
+	up.RequireStable = req.RequireStable && !perPartition
 	for _, g := range groups {
 		ug := kmsg.NewOffsetFetchRequestGroup()
 		ug.Group = g.Group
@@ -191,11 +196,13 @@ func (d *DataPlane) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchReque
 	if err != nil {
 		return nil, fmt.Errorf("data-plane offset fetch: %w", err)
 	}
-	return d.fetchResponseAt(req, resp, names), nil
+	return d.fetchResponseAt(req, resp, names, perPartition), nil
 }
 
 // fetchResponseAt shapes the batched upstream answer as the client's version expects.
-func (d *DataPlane) fetchResponseAt(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse, names map[[16]byte]string) *kmsg.OffsetFetchResponse {
+// With markUnstable, partitions with a pending transactional offset answer
+// UNSTABLE_OFFSET_COMMIT.
+func (d *DataPlane) fetchResponseAt(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse, names map[[16]byte]string, markUnstable bool) *kmsg.OffsetFetchResponse {
 	out := kmsg.NewPtrOffsetFetchResponse()
 	out.SetVersion(req.Version)
 	out.ThrottleMillis = resp.ThrottleMillis
@@ -204,6 +211,9 @@ func (d *DataPlane) fetchResponseAt(req *kmsg.OffsetFetchRequest, resp *kmsg.Off
 			t := &g.Topics[i]
 			t.Topic = d.nameOr(t.Topic, names, t.TopicID)
 			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
+		}
+		if markUnstable {
+			d.txns.markUnstable(&g)
 		}
 		if req.Version >= 8 {
 			out.Groups = append(out.Groups, g)
