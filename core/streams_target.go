@@ -180,6 +180,7 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 	if !run.Probe && run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
 		c.armProbe(g, res.NextProbeMs)
+		c.probeCheckAfterTarget(g)
 	}
 	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
 		c.intervalElapsed(g, c.streamsConfig(g.id)) {
@@ -354,6 +355,7 @@ func (c *Coordinator) afterRollback() {
 			continue
 		}
 		g.soft.inflight = nil
+		g.soft.probeCheck = 0 // the rolled-back batch's checks were never dispatched
 		if len(g.members) > 0 && g.groupEpoch > g.assignmentEpoch && g.topology != nil && !c.hasTimer(initialDelayKey(id)) {
 			if g.soft.configured == nil {
 				g.soft.configured = c.configureTopology(g.id, g.topology)
