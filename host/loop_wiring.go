@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"time"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
@@ -29,7 +30,16 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 	l, err := NewLoop(LoopDeps{
 		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
-		GroupConfig: func(id string) *core.StreamsGroupOverrides { return StreamsOverrides(cfg.Groups.For(id)) },
+		GroupConfig: func(id string) *core.StreamsGroupOverrides {
+			g := cfg.Groups.For(id)
+			o := StreamsOverrides(g)
+			policy := asg.ProbingPolicy(g.StreamsProbingPolicy, g.StreamsAssignorName)
+			o.ProbingPolicy = &policy
+			return o
+		},
+		EndOffsetsRefresh: func(id string) time.Duration {
+			return time.Duration(cfg.Groups.For(id).StreamsEndOffsetsRefreshMs) * time.Millisecond
+		},
 		MigrationPolicy: func(id string) *core.MigrationPolicy {
 			p, err := core.ParseMigrationPolicy(cfg.Groups.For(id).StreamsMigrationPolicy)
 			if err != nil { // validated at start; keep core's default
@@ -63,6 +73,7 @@ func CoreConfig(cfg *config.Config) core.Config {
 	cc.Streams.NumStandbyReplicas = d.StreamsNumStandbyReplicas
 	cc.Streams.NumWarmupReplicas = d.StreamsNumWarmupReplicas
 	cc.Streams.AcceptableRecoveryLag = d.StreamsAcceptableRecoveryLag
+	cc.Streams.ProbingIntervalMs = d.StreamsProbingIntervalMs
 	cc.Streams.InitialRebalanceDelayMs = d.StreamsInitialRebalanceDelayMs
 	cc.Streams.AssignmentIntervalMs = d.StreamsAssignmentIntervalMs
 	cc.Streams.TaskOffsetIntervalMs = d.StreamsTaskOffsetIntervalMs
@@ -92,7 +103,7 @@ func StreamsOverrides(g config.Group) *core.StreamsGroupOverrides {
 		NumStandbyReplicas: &g.StreamsNumStandbyReplicas, InitialRebalanceDelayMs: &g.StreamsInitialRebalanceDelayMs,
 		AssignmentIntervalMs: &g.StreamsAssignmentIntervalMs, AssignorName: &g.StreamsAssignorName,
 		NumWarmupReplicas: &g.StreamsNumWarmupReplicas, AcceptableRecoveryLag: &g.StreamsAcceptableRecoveryLag,
-		TaskOffsetIntervalMs: &g.StreamsTaskOffsetIntervalMs,
+		TaskOffsetIntervalMs: &g.StreamsTaskOffsetIntervalMs, ProbingIntervalMs: &g.StreamsProbingIntervalMs,
 	}
 }
 

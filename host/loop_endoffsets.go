@@ -1,0 +1,168 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/coordhost/coordhost/core"
+)
+
+// Changelog end offsets from the data plane (docs/WARMUPS.md §2.1): for
+// members that report only offset sums, the loop fetches the end offsets
+// of the changelog partitions of every streams group's stateful tasks
+// (ListOffsets) and hands them to core.UpdateEndOffsets, once after the
+// store is replayed and then every group's streams.end.offsets.refresh.ms.
+// A task whose partitions could not all be fetched is handed in as
+// unknown (-1): a stale or partial end offset would understate the lag,
+// and an unknown end offset never counts as caught up.
+
+type endOffsetStats struct {
+	fetches, failures atomic.Int64
+}
+
+// defaultEndOffsetsRefresh is used when LoopDeps.EndOffsetsRefresh is nil.
+const defaultEndOffsetsRefresh = 30 * time.Second
+
+// endOffsetsRefresh is group's refresh period (0: never).
+func (l *Loop) endOffsetsRefresh(group string) time.Duration {
+	if l.d.EndOffsetsRefresh == nil {
+		return defaultEndOffsetsRefresh
+	}
+	return l.d.EndOffsetsRefresh(group)
+}
+
+// endOffsetsLoop polls every EndOffsetsTick for groups whose refresh is due.
+func (l *Loop) endOffsetsLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.d.EndOffsetsTick)
+	defer t.Stop()
+	last := map[string]time.Time{}
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+		changelogs, ok := l.readChangelogs()
+		if !ok {
+			return
+		}
+		now := time.Now()
+		due := map[string][]core.TaskChangelog{}
+		for g, cls := range changelogs {
+			if d := l.endOffsetsRefresh(g); d > 0 && now.Sub(last[g]) >= d {
+				due[g], last[g] = cls, now
+			}
+		}
+		for g := range last {
+			if _, live := changelogs[g]; !live {
+				delete(last, g)
+			}
+		}
+		if len(due) == 0 {
+			continue
+		}
+		for g, ends := range l.fetchEndOffsets(due) {
+			l.input(func(c *core.Coordinator, now int64) core.Output { return c.UpdateEndOffsets(now, g, ends) })
+		}
+	}
+}
+
+// readChangelogs asks the loop goroutine for core's changelog partitions.
+func (l *Loop) readChangelogs() (map[string][]core.TaskChangelog, bool) {
+	m, err := readCore(l.ctx, l, (*core.Coordinator).StreamsChangelogs)
+	return m, err == nil
+}
+
+// readCore runs read on the loop goroutine (after a flush, so it sees
+// committed state) and returns its result.
+func readCore[T any](ctx context.Context, l *Loop, read func(c *core.Coordinator) T) (T, error) {
+	ch := make(chan T, 1)
+	var zero T
+	err := l.submit(ctx, event{read: func(c *core.Coordinator, _ int64) core.Output {
+		ch <- read(c)
+		return core.Output{}
+	}})
+	if err != nil {
+		return zero, err
+	}
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-l.done:
+		return zero, errors.New("group coordinator is shutting down")
+	}
+}
+
+// fetchEndOffsetsOnLoad runs one fetch for every loaded group before the
+// loop starts (core is not shared yet), so lags are known from the start.
+func (l *Loop) fetchEndOffsetsOnLoad() {
+	changelogs := l.d.Core.StreamsChangelogs()
+	if len(changelogs) == 0 {
+		return
+	}
+	for g, ends := range l.fetchEndOffsets(changelogs) {
+		l.batch.add(l.d.Core.UpdateEndOffsets(l.nowMs(), g, ends))
+	}
+}
+
+// fetchEndOffsets lists the end offsets of every changelog partition of
+// groups in one ListOffsets round and sums them per task.
+func (l *Loop) fetchEndOffsets(groups map[string][]core.TaskChangelog) map[string][]core.TaskEndOffset {
+	parts := map[string][]int32{}
+	seen := map[string]map[int32]bool{}
+	for _, cls := range groups {
+		for _, cl := range cls {
+			if seen[cl.Topic] == nil {
+				seen[cl.Topic] = map[int32]bool{}
+			}
+			if !seen[cl.Topic][cl.Partition] {
+				seen[cl.Topic][cl.Partition] = true
+				parts[cl.Topic] = append(parts[cl.Topic], cl.Partition)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	l.ends.fetches.Add(1)
+	offs, err := l.d.DataPlane.EndOffsets(ctx, parts)
+	if err != nil {
+		l.ends.failures.Add(1)
+		l.log.Warn("changelog end-offset fetch incomplete: tasks without every end offset stay unknown", "err", err)
+	}
+	out := make(map[string][]core.TaskEndOffset, len(groups))
+	for g, cls := range groups {
+		out[g] = sumPerTask(cls, offs)
+	}
+	return out
+}
+
+// sumPerTask sums the end offsets of each task's changelog partitions
+// (cls is sorted by task); a task missing any partition gets -1 (unknown).
+func sumPerTask(cls []core.TaskChangelog, offs map[string]map[int32]int64) []core.TaskEndOffset {
+	var out []core.TaskEndOffset
+	for i := 0; i < len(cls); {
+		task, sum := cls[i].Task, int64(0)
+		for ; i < len(cls) && cls[i].Task == task; i++ {
+			v, ok := offs[cls[i].Topic][cls[i].Partition]
+			if !ok || v < 0 || sum < 0 {
+				sum = -1
+				continue
+			}
+			sum += v
+		}
+		out = append(out, core.TaskEndOffset{Task: task, Offset: sum})
+	}
+	return out
+}
+
+// KnownEndOffsets returns core's known task end offsets of a streams
+// group (reported by members or fetched from the data plane), read on the
+// loop goroutine. A task missing from the map has an unknown end offset.
+func (l *Loop) KnownEndOffsets(ctx context.Context, group string) (map[core.TaskID]int64, error) {
+	return readCore(ctx, l, func(c *core.Coordinator) map[core.TaskID]int64 { return c.KnownEndOffsets(group) })
+}
