@@ -242,7 +242,7 @@ func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest
 			as.errors.Add(1)
 			return nil, fmt.Errorf("assignor %q has neither a plugin nor a native build", name)
 		}
-		resp, err := a.runNative(as, as.native, req)
+		resp, err := runNative(as, "assign", as.native, req)
 		if err == nil {
 			err = abi.ValidateAssignment(req, resp)
 		}
@@ -253,7 +253,9 @@ func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest
 	}
 	var fallback plugin.Fallback
 	if fb != nil {
-		fallback = func(req *abi.AssignRequest) (*abi.AssignResponse, error) { return a.runNative(as, fb, req) }
+		fallback = func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			return runNative(as, "fallback assign", fb, req)
+		}
 	}
 	oc, err := as.plugin.AssignWithFallback(ctx, req, fallback)
 	if oc.PluginErr != nil {

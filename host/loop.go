@@ -187,15 +187,16 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 	}
 	l.configureReplayed()
 	l.batch.add(d.Core.Loaded(l.nowMs()))
+	var fetched map[string]time.Time
 	if d.DataPlane != nil {
-		l.fetchEndOffsetsOnLoad()
+		fetched = l.fetchEndOffsetsOnLoad()
 	}
 	l.timer = time.NewTimer(time.Hour)
 	go l.run()
 	if d.DataPlane != nil {
 		l.wg.Add(2)
 		go l.refreshTopicsLoop()
-		go l.endOffsetsLoop()
+		go l.endOffsetsLoop(fetched)
 	}
 	return l, nil
 }

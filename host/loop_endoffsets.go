@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -33,12 +32,13 @@ func (l *Loop) endOffsetsRefresh(group string) time.Duration {
 	return l.d.EndOffsetsRefresh(group)
 }
 
-// endOffsetsLoop polls every EndOffsetsTick for groups whose refresh is due.
-func (l *Loop) endOffsetsLoop() {
+// endOffsetsLoop polls every EndOffsetsTick for groups whose refresh is
+// due; last holds when each group was last fetched (the fetch on load
+// included).
+func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 	defer l.wg.Done()
 	t := time.NewTicker(l.d.EndOffsetsTick)
 	defer t.Stop()
-	last := map[string]time.Time{}
 	for {
 		select {
 		case <-l.ctx.Done():
@@ -49,13 +49,7 @@ func (l *Loop) endOffsetsLoop() {
 		if !ok {
 			return
 		}
-		now := time.Now()
-		due := map[string][]core.TaskChangelog{}
-		for g, cls := range changelogs {
-			if d := l.endOffsetsRefresh(g); d > 0 && now.Sub(last[g]) >= d {
-				due[g], last[g] = cls, now
-			}
-		}
+		due := l.dueForEndOffsets(changelogs, last, time.Now())
 		for g := range last {
 			if _, live := changelogs[g]; !live {
 				delete(last, g)
@@ -70,44 +64,38 @@ func (l *Loop) endOffsetsLoop() {
 	}
 }
 
+// dueForEndOffsets picks the groups whose refresh period (> 0) has passed
+// since their last fetch, and marks them fetched at now.
+func (l *Loop) dueForEndOffsets(changelogs map[string][]core.TaskChangelog, last map[string]time.Time, now time.Time) map[string][]core.TaskChangelog {
+	due := map[string][]core.TaskChangelog{}
+	for g, cls := range changelogs {
+		if d := l.endOffsetsRefresh(g); d > 0 && now.Sub(last[g]) >= d {
+			due[g], last[g] = cls, now
+		}
+	}
+	return due
+}
+
 // readChangelogs asks the loop goroutine for core's changelog partitions.
 func (l *Loop) readChangelogs() (map[string][]core.TaskChangelog, bool) {
-	m, err := readCore(l.ctx, l, (*core.Coordinator).StreamsChangelogs)
+	var m map[string][]core.TaskChangelog
+	err := l.read(l.ctx, func(c *core.Coordinator, _ int64) core.Output { m = c.StreamsChangelogs(); return core.Output{} })
 	return m, err == nil
 }
 
-// readCore runs read on the loop goroutine (after a flush, so it sees
-// committed state) and returns its result.
-func readCore[T any](ctx context.Context, l *Loop, read func(c *core.Coordinator) T) (T, error) {
-	ch := make(chan T, 1)
-	var zero T
-	err := l.submit(ctx, event{read: func(c *core.Coordinator, _ int64) core.Output {
-		ch <- read(c)
-		return core.Output{}
-	}})
-	if err != nil {
-		return zero, err
+// fetchEndOffsetsOnLoad runs one fetch for every loaded group whose
+// refresh is enabled, before the loop starts (core is not shared yet), so
+// lags are known from the start. It returns when each group was fetched.
+func (l *Loop) fetchEndOffsetsOnLoad() map[string]time.Time {
+	last := map[string]time.Time{}
+	due := l.dueForEndOffsets(l.d.Core.StreamsChangelogs(), last, time.Now())
+	if len(due) == 0 {
+		return last
 	}
-	select {
-	case v := <-ch:
-		return v, nil
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-l.done:
-		return zero, errors.New("group coordinator is shutting down")
-	}
-}
-
-// fetchEndOffsetsOnLoad runs one fetch for every loaded group before the
-// loop starts (core is not shared yet), so lags are known from the start.
-func (l *Loop) fetchEndOffsetsOnLoad() {
-	changelogs := l.d.Core.StreamsChangelogs()
-	if len(changelogs) == 0 {
-		return
-	}
-	for g, ends := range l.fetchEndOffsets(changelogs) {
+	for g, ends := range l.fetchEndOffsets(due) {
 		l.batch.add(l.d.Core.UpdateEndOffsets(l.nowMs(), g, ends))
 	}
+	return last
 }
 
 // fetchEndOffsets lists the end offsets of every changelog partition of
@@ -164,5 +152,7 @@ func sumPerTask(cls []core.TaskChangelog, offs map[string]map[int32]int64) []cor
 // group (reported by members or fetched from the data plane), read on the
 // loop goroutine. A task missing from the map has an unknown end offset.
 func (l *Loop) KnownEndOffsets(ctx context.Context, group string) (map[core.TaskID]int64, error) {
-	return readCore(ctx, l, func(c *core.Coordinator) map[core.TaskID]int64 { return c.KnownEndOffsets(group) })
+	var m map[core.TaskID]int64
+	err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { m = c.KnownEndOffsets(group); return core.Output{} })
+	return m, err
 }

@@ -95,9 +95,10 @@ func (a *Assignors) Probe(ctx context.Context, name string, req *abi.ProbeReques
 	return resp, nil
 }
 
-// runNative runs a native assignor, turning a panic into an error.
-func (a *Assignors) runNative(as *assignor, fn NativeAssignor, req *abi.AssignRequest) (*abi.AssignResponse, error) {
-	return recoverNative(as, "assign", func() (*abi.AssignResponse, error) { return fn(req) })
+// runNative runs a native assignor for as (op: "assign" or "fallback
+// assign"), turning a panic into an error.
+func runNative(as *assignor, op string, fn NativeAssignor, req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	return recoverNative(as, op, func() (*abi.AssignResponse, error) { return fn(req) })
 }
 
 // recoverNative calls fn; a panic becomes an error (with the stack, for the

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/admin"
@@ -385,4 +387,51 @@ func TestStickyWithProbePlugin(t *testing.T) {
 	if e, _ := f.describe(t, "refuse-s"); e != epoch {
 		t.Fatalf("epoch %d, want %d", e, epoch)
 	}
+}
+
+// TestNativePanicInLoop (issue 8): a group whose native assignor panics on
+// its input (it indexes the processes table out of range) gets
+// UNKNOWN_SERVER_ERROR on the heartbeat that waited, keeps its last
+// target (none), the failure is logged with the panic, and the loop goes
+// on serving another group.
+func TestNativePanicInLoop(t *testing.T) {
+	host.BuiltinAssignors["boom"] = struct {
+		Native host.NativeAssignor
+		Probe  host.NativeProbe
+		File   string
+	}{Native: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		_ = req.Processes[len(req.Processes)+int(req.Members[0].Process)]
+		return nil, nil
+	}, File: "boom.wasm"}
+	defer delete(host.BuiltinAssignors, "boom")
+	f := newLoopFixture(t, t.TempDir(), "sticky", func(group string) *core.StreamsGroupOverrides {
+		name := "sticky"
+		if group == "bad" {
+			name = "boom"
+		}
+		return &core.StreamsGroupOverrides{AssignorName: &name}
+	})
+	if code := f.heartbeat(t, "bad", "m1", 0, nil).ErrorCode; code != kerr.UnknownServerError.Code {
+		t.Fatalf("heartbeat waiting on the panicking assignor: error %d, want UNKNOWN_SERVER_ERROR", code)
+	}
+	logs := f.logs.String()
+	if !strings.Contains(logs, "assignor run failed: the group keeps its last target") || !strings.Contains(logs, "group=bad") ||
+		!strings.Contains(logs, `native assign of \"boom\" panicked`) {
+		t.Fatalf("no log line for the recovered panic:\n%s", logs)
+	}
+	pf := &probeFixture{loop: f.loop}
+	if e, targets := pf.describe(t, "bad"); targets["m1"] != [3]int{} || e < 1 {
+		t.Fatalf("group bad: epoch %d targets %v, want no target", e, targets)
+	}
+	for _, pi := range f.asg.Info() {
+		if pi.Name == "boom" && (pi.Panics != 1 || pi.Errors != 1) {
+			t.Fatalf("boom: %+v, want 1 panic, 1 error", pi)
+		}
+	}
+	waitFor(t, 10*time.Second, "group good assigned", func() error {
+		if n := countTasks(f.heartbeat(t, "good", "m1", 0, nil).ActiveTasks); n != 4 {
+			return fmt.Errorf("%d tasks", n)
+		}
+		return nil
+	})
 }
