@@ -26,7 +26,8 @@ type harness struct {
 	nextReq    RequestID
 	reqMember  map[RequestID]string
 	lastTopics []TopicMetadata
-	probes     int // probing runs answered (warm-up scenarios)
+	probes     int          // probing runs answered (warm-up scenarios)
+	checks     []ProbeCheck // probe checks not answered yet (probing-policy scenarios)
 }
 
 // simClient is what a client believes: its epoch and the tasks it owns.
@@ -50,6 +51,7 @@ func (h *harness) finish(o Output, fail bool) string {
 	var b strings.Builder
 	b.WriteString(fmtEffects(o, true))
 	h.runs = append(h.runs, o.AssignorRuns...)
+	h.checks = append(h.checks, o.ProbeChecks...)
 	if fail {
 		ro := h.c.Rollback()
 		b.WriteString("append failed: rolled back\n")

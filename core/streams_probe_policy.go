@@ -19,17 +19,17 @@ type ProbeReason uint8
 
 // Why a probe check was requested.
 const (
-	ProbeReasonTimer   ProbeReason = 1 // the probe timer fired (the time the policy asked for)
-	ProbeReasonOffsets ProbeReason = 2 // offsets changed while the group is Stable with warm-ups
-	ProbeReasonTarget  ProbeReason = 3 // a new target assignment was computed (or the group was loaded)
+	ProbeReasonTimer  ProbeReason = 1 // the probe timer fired (the time the policy asked for)
+	ProbeReasonInput  ProbeReason = 2 // the assignor input changed (offsets, ownership) while Stable with warm-ups
+	ProbeReasonTarget ProbeReason = 3 // a new target assignment was computed (or the group was loaded)
 )
 
 func (r ProbeReason) String() string {
 	switch r {
 	case ProbeReasonTimer:
 		return "timer"
-	case ProbeReasonOffsets:
-		return "offsets"
+	case ProbeReasonInput:
+		return "input"
 	case ProbeReasonTarget:
 		return "target"
 	}
@@ -75,15 +75,15 @@ func (c *Coordinator) policyProbing(g *streamsGroup) bool {
 }
 
 // requestProbeCheck emits a ProbeCheck unless one is in flight or no probe
-// could start now. A check for new offsets is skipped when the assignor
-// input is the one the last check saw.
+// could start now. An input check is skipped when the assignor input is
+// the one the last check saw.
 func (c *Coordinator) requestProbeCheck(g *streamsGroup, reason ProbeReason) {
 	if g.soft.probeCheck != 0 || !c.probeAllowed(g) {
 		return
 	}
 	in := c.assignInput(g)
 	digest := inputDigest(in)
-	if reason == ProbeReasonOffsets && digest == g.soft.lastCheckDigest {
+	if reason == ProbeReasonInput && digest == g.soft.lastCheckDigest {
 		return
 	}
 	g.soft.lastCheckDigest = digest
@@ -136,7 +136,7 @@ func (c *Coordinator) ProbeResult(now int64, check ProbeCheck, d ProbeDecision) 
 }
 
 // builtinProbeRule applies core's own rule to a check the policy could not
-// answer: a timer check probes, an offsets check probes early if a warm-up
+// answer: a timer check probes, an input check probes early if a warm-up
 // newly caught up, and a target check keeps the schedule armProbe set.
 func (c *Coordinator) builtinProbeRule(g *streamsGroup, reason ProbeReason) {
 	switch reason {
@@ -144,7 +144,7 @@ func (c *Coordinator) builtinProbeRule(g *streamsGroup, reason ProbeReason) {
 		if c.probeAllowed(g) {
 			c.startProbe(g)
 		}
-	case ProbeReasonOffsets:
+	case ProbeReasonInput:
 		c.builtinEarlyProbe(g)
 	}
 }

@@ -136,7 +136,7 @@ func (c *Coordinator) caughtUpWarmups(g *streamsGroup) []string {
 func (c *Coordinator) maybeEarlyProbe(g *streamsGroup) {
 	if c.policyProbing(g) {
 		if g.state == StreamsStable && g.targetHasWarmups() {
-			c.requestProbeCheck(g, ProbeReasonOffsets)
+			c.requestProbeCheck(g, ProbeReasonInput)
 		}
 		return
 	}
