@@ -44,6 +44,7 @@ type assignor struct {
 	path     string
 	native   NativeAssignor // the same algorithm in-process, when built in
 	probe    NativeProbe    // its probing policy in-process, when built in
+	hasProbe atomic.Bool    // the loaded plugin exports coordhost_probe (read at load)
 	fallback string         // assignor used when the plugin fails
 	runs     atomic.Int64
 	failures atomic.Int64 // plugin failures (the fallback answered)
@@ -94,6 +95,7 @@ func NewAssignors(ctx context.Context, dir, fallback string, cfg plugin.Config, 
 				log.Error("built-in assignor plugin failed to load: running its native Go build instead", "assignor", name, "path", path, "err", err)
 			} else {
 				as.plugin, as.path = p, path
+				as.noteKinds(ctx)
 				log.Info("assignor plugin loaded", "assignor", name, "path", path)
 			}
 		}
@@ -135,6 +137,7 @@ func (a *Assignors) Load(ctx context.Context, name, path string) error {
 	if old != nil {
 		as.native, as.probe, as.fallback = old.native, old.probe, old.fallback
 	}
+	as.noteKinds(ctx)
 	a.byName[name] = as
 	a.mu.Unlock()
 	if old != nil && old.plugin != nil {
@@ -156,6 +159,7 @@ func (a *Assignors) Reload(ctx context.Context, name, path string) error {
 	if err := as.plugin.ReloadFile(ctx, path); err != nil {
 		return err
 	}
+	as.noteKinds(ctx)
 	a.log.Info("assignor plugin reloaded", "assignor", name, "path", path)
 	return nil
 }

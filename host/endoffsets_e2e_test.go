@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/coordhost/coordhost/core"
@@ -20,19 +21,26 @@ import (
 // TestChangelogEndOffsetsFromDataPlane (issue 8): members that report
 // offsets but no end offsets (as classic members' offset sums) leave the
 // end offsets unknown, and an unknown end offset never counts as caught
-// up. The host fetches the changelog end offsets from the embedded data
-// plane: 5 records in each partition of app-store-changelog become end
-// offset 5 of each task in core, so b's warm-ups at offset 5 are caught up
+// up. The host fetches the changelog end offsets from the data plane
+// (embedded, and an external cluster): 5 records in each partition of
+// app-store-changelog become end offset 5 of each task in core, so b's warm-ups at offset 5 are caught up
 // (acceptable lag 0) and a probe moves two actives to b. In a group whose
 // streams.end.offsets.refresh.ms is 0 nothing is fetched: its end offsets
 // stay unknown and b's warm-ups never take over.
 func TestChangelogEndOffsetsFromDataPlane(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { testChangelogEndOffsets(t) })
+	t.Run("external", func(t *testing.T) {
+		testChangelogEndOffsets(t, "--dataplane.mode=external", newObservedCluster(t, kfake.NumBrokers(3)).bootstrap())
+	})
+}
+
+func testChangelogEndOffsets(t *testing.T, extra ...string) {
 	dir := t.TempDir()
 	yaml := filepath.Join(dir, "coordhost.yaml")
 	if err := os.WriteFile(yaml, []byte("groups:\n  overrides:\n    - match: \"nofetch-*\"\n      streams.end.offsets.refresh.ms: 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, loop := startWithLoop(t, dir, "--config="+yaml, "--groups.defaults.streams.end.offsets.refresh.ms=200")
+	srv, loop := startWithLoop(t, dir, append([]string{"--config=" + yaml, "--groups.defaults.streams.end.offsets.refresh.ms=200"}, extra...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := newClient(t, srv.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))

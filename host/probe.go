@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
@@ -52,17 +53,26 @@ func (a *Assignors) ProbingPolicy(policy, assignor string) string {
 	return policy
 }
 
-// hasProbe reports whether the named module can answer probes.
+// hasProbe reports whether the named module can answer probes. It never
+// calls the plugin (the loop goroutine asks): a plugin's kinds are read
+// when it is loaded.
 func (a *Assignors) hasProbe(name string) bool {
 	as := a.get(name)
 	if as == nil {
 		return false
 	}
 	if as.plugin != nil {
-		k, err := as.plugin.Kinds(context.Background())
-		return err == nil && k&abi.KindProbe != 0
+		return as.hasProbe.Load()
 	}
 	return as.probe != nil
+}
+
+// noteKinds records whether as's plugin exports a probing policy.
+func (as *assignor) noteKinds(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	k, err := as.plugin.Kinds(ctx)
+	as.hasProbe.Store(err == nil && k&abi.KindProbe != 0)
 }
 
 // Probe runs the named module's probing policy: its plugin's probe export,

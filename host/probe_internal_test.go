@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -78,4 +80,31 @@ func TestNativeAssignorPanicRecovered(t *testing.T) {
 		t.Fatalf("Run with a panicking fallback: got %v", err)
 	}
 
+}
+
+// TestProbingPolicyResolution: streams.probing.policy "" uses the group
+// assignor's own module when it has a probe export (native ha; a loaded
+// plugin exporting coordhost_probe), else the built-in (""); "builtin" is
+// always the built-in; another value names a module as given.
+func TestProbingPolicyResolution(t *testing.T) {
+	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
+	defer asg.Close(context.Background())
+	path := filepath.Join(t.TempDir(), "goprobe.wasm")
+	if err := os.WriteFile(path, plugintest.GoPlugin(t, "testdata/plugins/goprobe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := asg.Load(context.Background(), "probeonly", path); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ policy, assignor, want string }{
+		{"", "sticky", ""}, {"", "ha", "ha"}, {"", "probeonly", "probeonly"}, {"", "missing", ""},
+		{"builtin", "ha", ""}, {"probeonly", "sticky", "probeonly"}, {"missing", "sticky", "missing"},
+	} {
+		if got := asg.ProbingPolicy(c.policy, c.assignor); got != c.want {
+			t.Errorf("ProbingPolicy(%q, %q) = %q, want %q", c.policy, c.assignor, got, c.want)
+		}
+	}
+	if _, err := asg.Probe(context.Background(), "sticky", &abi.ProbeRequest{}); err == nil || !strings.Contains(err.Error(), "no probing policy") {
+		t.Fatalf("Probe on sticky: %v", err)
+	}
 }
