@@ -51,7 +51,6 @@ func (h *harness) finish(o Output, fail bool) string {
 	var b strings.Builder
 	b.WriteString(fmtEffects(o, true))
 	h.runs = append(h.runs, o.AssignorRuns...)
-	h.checks = append(h.checks, o.ProbeChecks...)
 	if fail {
 		ro := h.c.Rollback()
 		b.WriteString("append failed: rolled back\n")
@@ -66,6 +65,7 @@ func (h *harness) finish(o Output, fail bool) string {
 		return b.String()
 	}
 	h.c.Commit()
+	h.checks = append(h.checks, o.ProbeChecks...) // a host dispatches them after the append
 	h.log = append(h.log, o.Records...)
 	for _, r := range o.Responses {
 		member := h.reqMember[r.Request]

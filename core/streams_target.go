@@ -355,7 +355,15 @@ func (c *Coordinator) afterRollback() {
 			continue
 		}
 		g.soft.inflight = nil
-		g.soft.probeCheck = 0 // the rolled-back batch's checks were never dispatched
+		if g.soft.probeCheck != 0 {
+			// The rolled-back batch's check was never dispatched (or its
+			// answer is now void): forget it and the input it saw, and ask
+			// the policy again when allowed.
+			g.soft.probeCheck, g.soft.lastCheckDigest = 0, 0
+			if c.policyProbing(g) && len(g.members) > 0 && !c.hasTimer(probeKey(id)) {
+				c.setTimer(timer{key: probeKey(id), deadline: c.now, kind: timerStreamsProbe, group: id})
+			}
+		}
 		if len(g.members) > 0 && g.groupEpoch > g.assignmentEpoch && g.topology != nil && !c.hasTimer(initialDelayKey(id)) {
 			if g.soft.configured == nil {
 				g.soft.configured = c.configureTopology(g.id, g.topology)
