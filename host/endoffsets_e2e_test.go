@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +99,11 @@ func testChangelogEndOffsets(t *testing.T, extra ...string) {
 		return nil
 	})
 	pump(t, "caught-up warm-ups take over", ms, wantTargets(f, t, "fetch-g", map[string][3]int{"a": {2, 0, 0}, "b": {2, 0, 0}}))
+	// streams.probing.policy is empty: the ha assignor's own probe export
+	// decided (probe checks ran, none failed).
+	if checks, failures := probeMetrics(t, srv.AdminAddr()); checks < 1 || failures != 0 {
+		t.Fatalf("probe checks %v, failures %v: want the ha module's policy consulted without failure", checks, failures)
+	}
 
 	ms = scaleOut("nofetch-g")
 	epoch, _ := f.describe(t, "nofetch-g")
@@ -184,4 +191,36 @@ func TestEndOffsetsFetchedOnLoad(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("end offsets after the restart: %v, want %v (fetched on load)", got, want)
 	}
+}
+
+// probeMetrics reads the probe-check counters from the admin /metrics.
+func probeMetrics(t *testing.T, admin string) (checks, failures float64) {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Names as registered (admin.Metrics prefixes "coordhost_" once more).
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscanf(f[1], "%g", &v); err != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(f[0], "coordhost_probe_checks_total"):
+			checks = v
+		case strings.HasSuffix(f[0], "coordhost_probe_failures_total"):
+			failures = v
+		}
+	}
+	return checks, failures
 }

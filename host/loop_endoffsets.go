@@ -24,12 +24,18 @@ type endOffsetStats struct {
 // defaultEndOffsetsRefresh is used when LoopDeps.EndOffsetsRefresh is nil.
 const defaultEndOffsetsRefresh = 30 * time.Second
 
-// endOffsetsRefresh is group's refresh period (0: never).
+// endOffsetsRefresh is group's refresh period (0: never): its effective
+// streams.end.offsets.refresh.ms (runtime value included), else
+// LoopDeps.EndOffsetsRefresh, else the default. It reads loop state: call
+// it on the loop goroutine (or before the loop starts).
 func (l *Loop) endOffsetsRefresh(group string) time.Duration {
-	if l.d.EndOffsetsRefresh == nil {
-		return defaultEndOffsetsRefresh
+	switch {
+	case l.d.Groups != nil:
+		return time.Duration(l.d.Groups.ForWith(group, l.dyn[group]).StreamsEndOffsetsRefreshMs) * time.Millisecond
+	case l.d.EndOffsetsRefresh != nil:
+		return l.d.EndOffsetsRefresh(group)
 	}
-	return l.d.EndOffsetsRefresh(group)
+	return defaultEndOffsetsRefresh
 }
 
 // endOffsetsLoop polls every EndOffsetsTick for groups whose refresh is
@@ -45,11 +51,11 @@ func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 			return
 		case <-t.C:
 		}
-		changelogs, ok := l.readChangelogs()
+		changelogs, periods, ok := l.readChangelogs()
 		if !ok {
 			return
 		}
-		due := l.dueForEndOffsets(changelogs, last, time.Now())
+		due := dueForEndOffsets(changelogs, periods, last, time.Now())
 		for g := range last {
 			if _, live := changelogs[g]; !live {
 				delete(last, g)
@@ -66,21 +72,37 @@ func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 
 // dueForEndOffsets picks the groups whose refresh period (> 0) has passed
 // since their last fetch, and marks them fetched at now.
-func (l *Loop) dueForEndOffsets(changelogs map[string][]core.TaskChangelog, last map[string]time.Time, now time.Time) map[string][]core.TaskChangelog {
+func dueForEndOffsets(changelogs map[string][]core.TaskChangelog, periods map[string]time.Duration,
+	last map[string]time.Time, now time.Time) map[string][]core.TaskChangelog {
 	due := map[string][]core.TaskChangelog{}
 	for g, cls := range changelogs {
-		if d := l.endOffsetsRefresh(g); d > 0 && now.Sub(last[g]) >= d {
+		if d := periods[g]; d > 0 && now.Sub(last[g]) >= d {
 			due[g], last[g] = cls, now
 		}
 	}
 	return due
 }
 
-// readChangelogs asks the loop goroutine for core's changelog partitions.
-func (l *Loop) readChangelogs() (map[string][]core.TaskChangelog, bool) {
+// readChangelogs asks the loop goroutine for core's changelog partitions
+// and each group's refresh period.
+func (l *Loop) readChangelogs() (map[string][]core.TaskChangelog, map[string]time.Duration, bool) {
 	var m map[string][]core.TaskChangelog
-	err := l.read(l.ctx, func(c *core.Coordinator, _ int64) core.Output { m = c.StreamsChangelogs(); return core.Output{} })
-	return m, err == nil
+	var periods map[string]time.Duration
+	err := l.read(l.ctx, func(c *core.Coordinator, _ int64) core.Output {
+		m = c.StreamsChangelogs()
+		periods = l.refreshPeriods(m)
+		return core.Output{}
+	})
+	return m, periods, err == nil
+}
+
+// refreshPeriods is endOffsetsRefresh of every group of changelogs.
+func (l *Loop) refreshPeriods(changelogs map[string][]core.TaskChangelog) map[string]time.Duration {
+	out := make(map[string]time.Duration, len(changelogs))
+	for g := range changelogs {
+		out[g] = l.endOffsetsRefresh(g)
+	}
+	return out
 }
 
 // fetchEndOffsetsOnLoad runs one fetch for every loaded group whose
@@ -88,7 +110,8 @@ func (l *Loop) readChangelogs() (map[string][]core.TaskChangelog, bool) {
 // lags are known from the start. It returns when each group was fetched.
 func (l *Loop) fetchEndOffsetsOnLoad() map[string]time.Time {
 	last := map[string]time.Time{}
-	due := l.dueForEndOffsets(l.d.Core.StreamsChangelogs(), last, time.Now())
+	changelogs := l.d.Core.StreamsChangelogs()
+	due := dueForEndOffsets(changelogs, l.refreshPeriods(changelogs), last, time.Now())
 	if len(due) == 0 {
 		return last
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"time"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
@@ -30,16 +29,7 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 	l, err := NewLoop(LoopDeps{
 		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
-		GroupConfig: func(id string) *core.StreamsGroupOverrides {
-			g := cfg.Groups.For(id)
-			o := StreamsOverrides(g)
-			policy := asg.ProbingPolicy(g.StreamsProbingPolicy, g.StreamsAssignorName)
-			o.ProbingPolicy = &policy
-			return o
-		},
-		EndOffsetsRefresh: func(id string) time.Duration {
-			return time.Duration(cfg.Groups.For(id).StreamsEndOffsetsRefreshMs) * time.Millisecond
-		},
+		GroupConfig: func(id string) *core.StreamsGroupOverrides { return StreamsOverrides(cfg.Groups.For(id)) },
 		MigrationPolicy: func(id string) *core.MigrationPolicy {
 			p, err := core.ParseMigrationPolicy(cfg.Groups.For(id).StreamsMigrationPolicy)
 			if err != nil { // validated at start; keep core's default

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/config"
 )
 
 // Probing policies (docs/WARMUPS.md §2.5): a group's streams.probing.policy
@@ -147,4 +148,14 @@ func probeDecision(resp *abi.ProbeResponse, err error) core.ProbeDecision {
 		return core.ProbeDecision{Builtin: true}
 	}
 	return core.ProbeDecision{Rebalance: resp.Rebalance, NextProbeMs: resp.NextProbeMs}
+}
+
+// probingPolicy resolves g's streams.probing.policy for core: the module
+// core asks, or "" for the built-in policy (no assignors: built-in).
+func (l *Loop) probingPolicy(g config.Group) *string {
+	p := ""
+	if l.d.Assignors != nil {
+		p = l.d.Assignors.ProbingPolicy(g.StreamsProbingPolicy, g.StreamsAssignorName)
+	}
+	return &p
 }

@@ -147,13 +147,6 @@ func (m *lagMember) heartbeat(t *testing.T) {
 	}
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // describe returns the group's epoch and each member's target as
 // "active/standby/warmup" partition counts.
 func (f *probeFixture) describe(t *testing.T, group string) (int32, map[string][3]int) {
