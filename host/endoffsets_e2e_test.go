@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
@@ -223,4 +224,39 @@ func probeMetrics(t *testing.T, admin string) (checks, failures float64) {
 		}
 	}
 	return checks, failures
+}
+
+// TestProbingPolicyRuntimeConfig: streams.probing.policy is a group config
+// like any other: set to "builtin" at run time (IncrementalAlterConfigs),
+// the group's warm-ups are promoted by core's built-in rule and no probing
+// policy is consulted; deleting the value returns the group to its
+// assignor's own policy (ha), which is consulted again.
+func TestProbingPolicyRuntimeConfig(t *testing.T) {
+	srv, loop := startWithLoop(t, t.TempDir(), "--groups.defaults.streams.acceptable.recovery.lag=10")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := newClient(t, srv.KafkaAddr())
+	for _, tp := range []string{"in", probeChangelog} {
+		if err := createTopic(ctx, cl, tp, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAlter(t, ctx, cl, "rt-g", setOp("streams.probing.policy", "builtin"))
+	f := &probeFixture{loop: loop}
+	ms, _ := haScaleOut(t, f, "rt-g")
+	pump(t, "built-in early probe moves actives", ms, wantTargets(f, t, "rt-g", map[string][3]int{"a": {2, 0, 0}, "b": {2, 0, 0}}))
+	if checks, _ := probeMetrics(t, srv.AdminAddr()); checks != 0 {
+		t.Fatalf("%v probe checks with streams.probing.policy=builtin, want 0", checks)
+	}
+
+	del := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	del.Name, del.Op = "streams.probing.policy", kmsg.IncrementalAlterConfigOpDelete
+	mustAlter(t, ctx, cl, "rt-g", del)
+	b := &lagMember{f: f, group: "rt-g", id: "c"} // a change of membership: a new target, a policy check
+	pump(t, "the ha policy is consulted", append(ms, b), func() error {
+		if checks, _ := probeMetrics(t, srv.AdminAddr()); checks < 1 {
+			return fmt.Errorf("%v probe checks", checks)
+		}
+		return nil
+	})
 }
