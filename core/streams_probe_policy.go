@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"math"
 	"sort"
 )
 
@@ -125,7 +126,9 @@ func (c *Coordinator) ProbeResult(now int64, check ProbeCheck, d ProbeDecision) 
 		return c.end()
 	}
 	if d.NextProbeMs >= 0 {
-		c.setTimer(timer{key: probeKey(g.id), deadline: c.now + max(d.NextProbeMs, minProbeCheckMs), kind: timerStreamsProbe, group: g.id})
+		// Clamped so a huge answer cannot overflow into the past.
+		next := min(max(d.NextProbeMs, minProbeCheckMs), math.MaxInt64-max(c.now, 0))
+		c.setTimer(timer{key: probeKey(g.id), deadline: c.now + next, kind: timerStreamsProbe, group: g.id})
 	} else {
 		c.armProbe(g, 0)
 	}
