@@ -41,6 +41,9 @@ type StreamsConfig struct {
 	// assignor is re-run when it gave no hint (coordhost's
 	// group.streams.probing.rebalance.interval.ms; 0 disables).
 	ProbingIntervalMs int64
+	// ProbingPolicy names the probing-policy plugin that decides when to
+	// probe (ProbeCheck); "" is core's built-in rule (docs/WARMUPS.md §2.5).
+	ProbingPolicy string
 	// RackAwareAssignmentTags are the client-tag keys rack-aware standby
 	// placement uses (group.streams.rack.aware.assignment.tags).
 	RackAwareAssignmentTags []string
@@ -144,6 +147,7 @@ type StreamsGroupOverrides struct {
 	AcceptableRecoveryLag   *int64
 	TaskOffsetIntervalMs    *int32
 	ProbingIntervalMs       *int64   // streams.probing.rebalance.interval.ms
+	ProbingPolicy           *string  // the probing-policy plugin; "": core's built-in rule
 	RackAwareAssignmentTags []string // nil: broker default
 }
 
@@ -221,6 +225,9 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 	}
 	if o.ProbingIntervalMs != nil {
 		s.ProbingIntervalMs = *o.ProbingIntervalMs
+	}
+	if o.ProbingPolicy != nil {
+		s.ProbingPolicy = *o.ProbingPolicy
 	}
 	if o.RackAwareAssignmentTags != nil {
 		s.RackAwareAssignmentTags = o.RackAwareAssignmentTags

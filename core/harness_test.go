@@ -26,7 +26,8 @@ type harness struct {
 	nextReq    RequestID
 	reqMember  map[RequestID]string
 	lastTopics []TopicMetadata
-	probes     int // probing runs answered (warm-up scenarios)
+	probes     int          // probing runs answered (warm-up scenarios)
+	checks     []ProbeCheck // probe checks not answered yet (probing-policy scenarios)
 }
 
 // simClient is what a client believes: its epoch and the tasks it owns.
@@ -64,6 +65,7 @@ func (h *harness) finish(o Output, fail bool) string {
 		return b.String()
 	}
 	h.c.Commit()
+	h.checks = append(h.checks, o.ProbeChecks...) // a host dispatches them after the append
 	h.log = append(h.log, o.Records...)
 	for _, r := range o.Responses {
 		member := h.reqMember[r.Request]

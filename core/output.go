@@ -29,6 +29,9 @@ type Output struct {
 	// AssignorRuns are target-assignment computations to perform; each
 	// result comes back through AssignorResult.
 	AssignorRuns []AssignorRun
+	// ProbeChecks ask the host to run a group's probing-policy plugin;
+	// each answer comes back through ProbeResult.
+	ProbeChecks []ProbeCheck
 	// TopicsToCreate are internal topics a streams group needs.
 	TopicsToCreate []TopicToCreate
 	// Failed lists requests whose responses were withheld (parked) and that a

@@ -64,6 +64,9 @@ func scenarioConfig(t *testing.T, args map[string]string) Config {
 	if v, ok := args["probing-interval"]; ok {
 		cfg.Streams.ProbingIntervalMs = parseLag(v)
 	}
+	if v, ok := args["probing-policy"]; ok {
+		cfg.Streams.ProbingPolicy = v
+	}
 	if v, ok := args["rack-tags"]; ok {
 		cfg.Streams.RackAwareAssignmentTags = strings.Split(v, ",")
 	}

@@ -99,6 +99,10 @@ type streamsSoft struct {
 	lastAssignorErr string           // the last failed assignor run, for logs and metrics
 	endOffsets      map[TaskID]int64 // host-supplied changelog end offsets (UpdateEndOffsets)
 	lastEarlyProbe  string           // caught-up warm-ups that started the last early probe
+	probeSeq        uint64           // last ProbeCheck sequence number
+	probeCheck      uint64           // ProbeCheck in flight (0: none)
+	lastCheckDigest uint64           // assignor input the last ProbeCheck saw
+	noopProbeDigest uint64           // assignor input of the last probe that changed nothing
 }
 
 // streamsGroup is a KIP-1071 streams group.

@@ -180,6 +180,7 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 	if !run.Probe && run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
 		c.armProbe(g, res.NextProbeMs)
+		c.probeCheckAfterTarget(g)
 	}
 	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
 		c.intervalElapsed(g, c.streamsConfig(g.id)) {
@@ -354,6 +355,15 @@ func (c *Coordinator) afterRollback() {
 			continue
 		}
 		g.soft.inflight = nil
+		if g.soft.probeCheck != 0 {
+			// The rolled-back batch's check was never dispatched (or its
+			// answer is now void): forget it and the input it saw, and ask
+			// the policy again when allowed.
+			g.soft.probeCheck, g.soft.lastCheckDigest = 0, 0
+			if c.policyProbing(g) && len(g.members) > 0 && !c.hasTimer(probeKey(id)) {
+				c.setTimer(timer{key: probeKey(id), deadline: c.now, kind: timerStreamsProbe, group: id})
+			}
+		}
 		if len(g.members) > 0 && g.groupEpoch > g.assignmentEpoch && g.topology != nil && !c.hasTimer(initialDelayKey(id)) {
 			if g.soft.configured == nil {
 				g.soft.configured = c.configureTopology(g.id, g.topology)

@@ -132,7 +132,19 @@ func (c *Coordinator) caughtUpWarmups(g *streamsGroup) []string {
 // some warm-up of the current target is caught up, and the set of caught-up warm-ups differs from the one that
 // started the last early probe (so a probe that changed nothing is not
 // repeated on every heartbeat).
+// With a probing-policy plugin the policy decides instead (a ProbeCheck).
 func (c *Coordinator) maybeEarlyProbe(g *streamsGroup) {
+	if c.policyProbing(g) {
+		if g.state == StreamsStable && g.targetHasWarmups() {
+			c.requestProbeCheck(g, ProbeReasonInput)
+		}
+		return
+	}
+	c.builtinEarlyProbe(g)
+}
+
+// builtinEarlyProbe is core's own early-probe rule (maybeEarlyProbe).
+func (c *Coordinator) builtinEarlyProbe(g *streamsGroup) {
 	if g.state != StreamsStable || !c.probeAllowed(g) {
 		return
 	}
@@ -181,12 +193,22 @@ func (c *Coordinator) probeResult(g *streamsGroup, run AssignorRun, res AssignRe
 		}
 	}
 	if !changed {
-		c.armProbe(g, res.NextProbeMs)
+		if !c.policyProbing(g) {
+			c.armProbe(g, res.NextProbeMs)
+			return
+		}
+		// The policy's schedule stands; remember the input so the same
+		// probe is not run again (ProbeResult).
+		g.soft.noopProbeDigest = inputDigest(run.Input)
+		if res.NextProbeMs > 0 || !c.hasTimer(probeKey(g.id)) {
+			c.armProbe(g, res.NextProbeMs)
+		}
 		return
 	}
 	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
 	c.writeTarget(g, g.groupEpoch, targets)
 	c.armProbe(g, res.NextProbeMs)
+	c.probeCheckAfterTarget(g)
 }
 
 // targetHasWarmups reports whether any member's target holds a warm-up.
@@ -217,9 +239,12 @@ func (c *Coordinator) armProbe(g *streamsGroup, hint int64) {
 // armProbeOnLoaded restores the probe timer after replay: the assignor's
 // hint is not durable, so a target holding warm-ups is probed at its
 // assignment timestamp + the probing interval (at once if that has passed).
+// With a probing-policy plugin the policy is consulted at once instead.
 func (c *Coordinator) armProbeOnLoaded(g *streamsGroup) {
 	interval := c.streamsConfig(g.id).ProbingIntervalMs
-	if len(g.members) > 0 && g.targetHasWarmups() && interval > 0 {
+	if len(g.members) > 0 && c.policyProbing(g) {
+		c.setTimer(timer{key: probeKey(g.id), deadline: c.now, kind: timerStreamsProbe, group: g.id})
+	} else if len(g.members) > 0 && g.targetHasWarmups() && interval > 0 {
 		c.setTimer(timer{key: probeKey(g.id), deadline: g.assignmentTimestamp + interval, kind: timerStreamsProbe, group: g.id})
 	}
 }
@@ -230,7 +255,11 @@ func init() {
 		if !ok {
 			return
 		}
-		if c.probeAllowed(g) {
+		switch {
+		case !c.probeAllowed(g):
+		case c.policyProbing(g):
+			c.requestProbeCheck(g, ProbeReasonTimer)
+		default:
 			c.startProbe(g)
 		}
 		// Otherwise a rebalance is pending or running: its result re-arms.

@@ -190,6 +190,13 @@ func fmtEffects(o Output, showTimers bool) string {
 		}
 		fmt.Fprintf(&b, "assignor run %s epoch=%d assignor=%s members=%v subtopologies=%d%s\n", r.Group, r.Epoch, r.Assignor, ms, len(r.Input.Subtopologies), probe)
 	}
+	for _, c := range o.ProbeChecks {
+		warm := 0
+		for _, m := range c.Target {
+			warm += len(m.Warmup)
+		}
+		fmt.Fprintf(&b, "probe check %s epoch=%d seq=%d reason=%s policy=%s target-warmups=%d\n", c.Group, c.Epoch, c.Seq, c.Reason, c.Policy, warm)
+	}
 	topics := append([]TopicToCreate(nil), o.TopicsToCreate...)
 	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	for i, t := range topics {

@@ -187,6 +187,7 @@ func (h *harness) answerHA(run AssignorRun) (string, Output) {
 //
 //	end-offsets [group=g] sub=<id> parts=<n> offset=<v>   host-supplied end offsets
 //	placement [group=g]                                 per-process target and lags
+//	probe-answer [group=g] [rebalance] [next=<ms>] [builtin]  answer the oldest probe check
 func (h *harness) warmupCommand(args map[string]string, cmd string) (string, bool) {
 	group := argOr(args, "group", "g")
 	switch cmd {
@@ -200,6 +201,8 @@ func (h *harness) warmupCommand(args map[string]string, cmd string) (string, boo
 		return h.finish(h.c.UpdateEndOffsets(h.now, group, ends), false) + "ok", true
 	case "placement":
 		return h.placement(group), true
+	case "probe-answer":
+		return h.probeAnswer(group, args), true
 	}
 	return "", false
 }

@@ -25,13 +25,15 @@ import (
 type NativeAssignor func(req *abi.AssignRequest) (*abi.AssignResponse, error)
 
 // BuiltinAssignors maps the built-in assignor names to their native builds
-// and the .wasm file name `make plugins` writes for them.
+// (with the native probing policy of a module that exports one) and the
+// .wasm file name `make plugins` writes for them.
 var BuiltinAssignors = map[string]struct {
 	Native NativeAssignor
+	Probe  NativeProbe
 	File   string
 }{
-	"sticky": {sticky.Assign, "assignor-sticky.wasm"},
-	"ha":     {ha.Assign, "assignor-ha.wasm"},
+	"sticky": {sticky.Assign, nil, "assignor-sticky.wasm"},
+	"ha":     {ha.Assign, ha.Probe, "assignor-ha.wasm"},
 }
 
 // assignor is one configured assignor name: a loaded plugin (nil when the
@@ -41,10 +43,14 @@ type assignor struct {
 	plugin   *plugin.Plugin
 	path     string
 	native   NativeAssignor // the same algorithm in-process, when built in
+	probe    NativeProbe    // its probing policy in-process, when built in
+	hasProbe atomic.Bool    // the loaded plugin exports coordhost_probe (read at load)
 	fallback string         // assignor used when the plugin fails
 	runs     atomic.Int64
 	failures atomic.Int64 // plugin failures (the fallback answered)
 	errors   atomic.Int64 // runs that failed altogether
+	panics   atomic.Int64 // native runs that panicked (recovered, counted as errors)
+	probes   probeCounters
 }
 
 // Assignors is the registry of task assignors the event loop runs:
@@ -76,7 +82,7 @@ func NewAssignors(ctx context.Context, dir, fallback string, cfg plugin.Config, 
 	sort.Strings(names)
 	for _, name := range names {
 		b := BuiltinAssignors[name]
-		as := &assignor{name: name, native: b.Native, fallback: name}
+		as := &assignor{name: name, native: b.Native, probe: b.Probe, fallback: name}
 		path := filepath.Join(dir, b.File)
 		if _, err := os.Stat(path); err != nil {
 			log.Warn("built-in assignor plugin not found: running its native Go build instead (run `make plugins` to build the .wasm)",
@@ -89,6 +95,7 @@ func NewAssignors(ctx context.Context, dir, fallback string, cfg plugin.Config, 
 				log.Error("built-in assignor plugin failed to load: running its native Go build instead", "assignor", name, "path", path, "err", err)
 			} else {
 				as.plugin, as.path = p, path
+				as.noteKinds(ctx)
 				log.Info("assignor plugin loaded", "assignor", name, "path", path)
 			}
 		}
@@ -128,8 +135,9 @@ func (a *Assignors) Load(ctx context.Context, name, path string) error {
 	old := a.byName[name]
 	as := &assignor{name: name, plugin: p, path: path, fallback: a.fallback}
 	if old != nil {
-		as.native, as.fallback = old.native, old.fallback
+		as.native, as.probe, as.fallback = old.native, old.probe, old.fallback
 	}
+	as.noteKinds(ctx)
 	a.byName[name] = as
 	a.mu.Unlock()
 	if old != nil && old.plugin != nil {
@@ -151,6 +159,7 @@ func (a *Assignors) Reload(ctx context.Context, name, path string) error {
 	if err := as.plugin.ReloadFile(ctx, path); err != nil {
 		return err
 	}
+	as.noteKinds(ctx)
 	a.log.Info("assignor plugin reloaded", "assignor", name, "path", path)
 	return nil
 }
@@ -165,7 +174,7 @@ func (a *Assignors) Unload(ctx context.Context, name string) error {
 		return fmt.Errorf("assignor %q has no loaded plugin", name)
 	}
 	if as.native != nil {
-		a.byName[name] = &assignor{name: name, native: as.native, fallback: as.fallback}
+		a.byName[name] = &assignor{name: name, native: as.native, probe: as.probe, fallback: as.fallback}
 	} else {
 		delete(a.byName, name)
 	}
@@ -187,14 +196,19 @@ func (a *Assignors) Close(ctx context.Context) {
 
 // PluginInfo describes one assignor for /v1/plugins.
 type PluginInfo struct {
-	Name     string          `json:"name"`
-	Path     string          `json:"path,omitempty"`
-	Runtime  string          `json:"runtime"` // "wasm" or "native"
-	Fallback string          `json:"fallback"`
-	Runs     int64           `json:"runs"`
-	Failures int64           `json:"plugin_failures"`
-	Errors   int64           `json:"errors"`
-	Metrics  *plugin.Metrics `json:"metrics,omitempty"`
+	Name     string `json:"name"`
+	Path     string `json:"path,omitempty"`
+	Runtime  string `json:"runtime"` // "wasm" or "native"
+	Fallback string `json:"fallback"`
+	Runs     int64  `json:"runs"`
+	Failures int64  `json:"plugin_failures"`
+	Errors   int64  `json:"errors"`
+	Panics   int64  `json:"native_panics"`
+	// Probes and ProbeFailures count probing-policy calls of this module
+	// and those that failed (the built-in policy decided instead).
+	Probes        int64           `json:"probes"`
+	ProbeFailures int64           `json:"probe_failures"`
+	Metrics       *plugin.Metrics `json:"metrics,omitempty"`
 }
 
 // Info lists the assignors.
@@ -206,7 +220,8 @@ func (a *Assignors) Info() []PluginInfo {
 			continue
 		}
 		pi := PluginInfo{Name: n, Path: as.path, Runtime: "native", Fallback: as.fallback,
-			Runs: as.runs.Load(), Failures: as.failures.Load(), Errors: as.errors.Load()}
+			Runs: as.runs.Load(), Failures: as.failures.Load(), Errors: as.errors.Load(), Panics: as.panics.Load(),
+			Probes: as.probes.calls.Load(), ProbeFailures: as.probes.failures.Load()}
 		if as.plugin != nil {
 			pi.Runtime = "wasm"
 			m := as.plugin.Metrics()
@@ -231,7 +246,7 @@ func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest
 			as.errors.Add(1)
 			return nil, fmt.Errorf("assignor %q has neither a plugin nor a native build", name)
 		}
-		resp, err := as.native(req)
+		resp, err := runNative(as, "assign", as.native, req)
 		if err == nil {
 			err = abi.ValidateAssignment(req, resp)
 		}
@@ -242,7 +257,9 @@ func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest
 	}
 	var fallback plugin.Fallback
 	if fb != nil {
-		fallback = plugin.Fallback(fb)
+		fallback = func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			return runNative(as, "fallback assign", fb, req)
+		}
 	}
 	oc, err := as.plugin.AssignWithFallback(ctx, req, fallback)
 	if oc.PluginErr != nil {
@@ -277,6 +294,9 @@ func toABI(run core.AssignorRun) (*abi.AssignRequest, abi.TaskSpace) {
 			{Key: "num.standby.replicas", Value: fmt.Sprint(in.Configs.NumStandbyReplicas)},
 			{Key: "num.warmup.replicas", Value: fmt.Sprint(in.Configs.NumWarmupReplicas)},
 		},
+	}
+	if in.Configs.ProbingIntervalMs > 0 { // keys stay ascending: it sorts last
+		req.Configs.All = append(req.Configs.All, abi.KV{Key: ha.ConfigProbingInterval, Value: fmt.Sprint(in.Configs.ProbingIntervalMs)})
 	}
 	for _, s := range in.Subtopologies {
 		req.Subtopologies = append(req.Subtopologies, abi.Subtopology{ID: s.ID, Partitions: s.NumTasks, Stateful: s.Stateful})
@@ -371,6 +391,27 @@ const assignorWorkers = 2
 func (l *Loop) dispatchRun(run core.AssignorRun) {
 	l.stats.runs.Add(1)
 	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
+	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
+		res, err := l.runAssignor(run)
+		if err != nil {
+			l.stats.runErrors.Add(1)
+			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
+		}
+		return func(c *core.Coordinator, now int64) core.Output {
+			if err == nil {
+				l.history.note(run.Group, fmt.Sprintf("target assignment for epoch %d computed by %q", run.Epoch, run.Assignor))
+			} else {
+				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
+			}
+			return c.AssignorResult(now, run, res, err)
+		}
+	})
+}
+
+// onWorker runs work in the background on an assignor worker slot, then
+// hands the core input it returns to the loop. Called on the loop
+// goroutine.
+func (l *Loop) onWorker(work func() func(c *core.Coordinator, now int64) core.Output) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -379,20 +420,9 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 		case <-l.ctx.Done():
 			return
 		}
-		res, err := l.runAssignor(run)
+		in := work()
 		<-l.workers
-		if err != nil {
-			l.stats.runErrors.Add(1)
-			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
-		}
-		l.input(func(c *core.Coordinator, now int64) core.Output {
-			if err == nil {
-				l.history.note(run.Group, fmt.Sprintf("target assignment for epoch %d computed by %q", run.Epoch, run.Assignor))
-			} else {
-				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
-			}
-			return c.AssignorResult(now, run, res, err)
-		})
+		l.input(in)
 	}()
 }
 

@@ -74,6 +74,12 @@ type LoopDeps struct {
 	Groups *config.Groups
 	// TopicRefresh is the period of topic metadata refreshes (default 1s).
 	TopicRefresh time.Duration
+	// EndOffsetsRefresh returns how often a streams group's changelog end
+	// offsets are fetched from the data plane (0: never; nil: every 30s).
+	EndOffsetsRefresh func(group string) time.Duration
+	// EndOffsetsTick is how often the end-offset fetcher looks for groups
+	// whose refresh is due (default 1s).
+	EndOffsetsTick time.Duration
 	// Now is the clock (default time.Now); tests may inject one.
 	Now func() time.Time
 }
@@ -100,6 +106,8 @@ type Loop struct {
 	dyn        map[string]map[string]string // runtime group configs (loop_groupconfig.go)
 
 	stats      loopStats
+	probes     probeStats
+	ends       endOffsetStats
 	workers    chan struct{} // assignor worker slots
 	refreshNow chan struct{}
 	sigMu      sync.Mutex
@@ -110,6 +118,7 @@ type batch struct {
 	records   []core.Record
 	responses []core.Response
 	runs      []core.AssignorRun
+	checks    []core.ProbeCheck
 	create    []core.TopicToCreate
 	failed    []core.RequestID
 	answered  []core.RequestID // requests handed to core in this round
@@ -123,12 +132,14 @@ func (b *batch) add(o core.Output) {
 	b.records = append(b.records, o.Records...)
 	b.responses = append(b.responses, o.Responses...)
 	b.runs = append(b.runs, o.AssignorRuns...)
+	b.checks = append(b.checks, o.ProbeChecks...)
 	b.create = append(b.create, o.TopicsToCreate...)
 	b.failed = append(b.failed, o.Failed...)
 }
 
 func (b *batch) empty() bool {
-	return len(b.records) == 0 && len(b.hostRecords) == 0 && len(b.responses) == 0 && len(b.runs) == 0 && len(b.create) == 0 && len(b.failed) == 0
+	return len(b.records) == 0 && len(b.hostRecords) == 0 && len(b.responses) == 0 && len(b.runs) == 0 &&
+		len(b.checks) == 0 && len(b.create) == 0 && len(b.failed) == 0
 }
 
 // NewLoop replays the store into d.Core, calls Loaded and starts the loop
@@ -142,6 +153,9 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 	}
 	if d.TopicRefresh <= 0 {
 		d.TopicRefresh = time.Second
+	}
+	if d.EndOffsetsTick <= 0 {
+		d.EndOffsetsTick = time.Second
 	}
 	l := &Loop{d: d, log: d.Log, events: make(chan event, 4096), stop: make(chan struct{}), done: make(chan struct{}),
 		pending: make(map[core.RequestID]*call), configured: make(map[string]bool), history: newHistory(), dyn: map[string]map[string]string{},
@@ -166,17 +180,23 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 	l.log.Info("coordinator state replayed", "records", n)
 	if d.Metrics != nil {
 		l.registerMetrics(d.Metrics)
+		l.registerProbeMetrics(d.Metrics)
 	}
 	if d.DataPlane != nil {
 		l.refreshTopicsNow()
 	}
 	l.configureReplayed()
 	l.batch.add(d.Core.Loaded(l.nowMs()))
+	var fetched map[string]time.Time
+	if d.DataPlane != nil {
+		fetched = l.fetchEndOffsetsOnLoad()
+	}
 	l.timer = time.NewTimer(time.Hour)
 	go l.run()
 	if d.DataPlane != nil {
-		l.wg.Add(1)
+		l.wg.Add(2)
 		go l.refreshTopicsLoop()
+		go l.endOffsetsLoop(fetched)
 	}
 	return l, nil
 }
@@ -336,6 +356,9 @@ func (l *Loop) flush() {
 	}
 	for _, run := range b.runs {
 		l.dispatchRun(run)
+	}
+	for _, chk := range b.checks {
+		l.dispatchProbeCheck(chk)
 	}
 	if len(b.create) > 0 {
 		l.createTopics(b.create)

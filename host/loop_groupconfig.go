@@ -282,6 +282,7 @@ func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	g := l.d.Groups.ForWith(group, l.dyn[group])
 	o := StreamsOverrides(g)
 	o.RackAwareAssignmentTags = g.StreamsRackAwareAssignmentTags
+	o.ProbingPolicy = l.probingPolicy(g)
 	c.SetStreamsGroupConfig(group, *o)
 	c.SetClassicGroupConfig(group, classicOverrides(g))
 	if p, err := core.ParseMigrationPolicy(g.StreamsMigrationPolicy); err == nil {

@@ -63,6 +63,7 @@ func CoreConfig(cfg *config.Config) core.Config {
 	cc.Streams.NumStandbyReplicas = d.StreamsNumStandbyReplicas
 	cc.Streams.NumWarmupReplicas = d.StreamsNumWarmupReplicas
 	cc.Streams.AcceptableRecoveryLag = d.StreamsAcceptableRecoveryLag
+	cc.Streams.ProbingIntervalMs = d.StreamsProbingIntervalMs
 	cc.Streams.InitialRebalanceDelayMs = d.StreamsInitialRebalanceDelayMs
 	cc.Streams.AssignmentIntervalMs = d.StreamsAssignmentIntervalMs
 	cc.Streams.TaskOffsetIntervalMs = d.StreamsTaskOffsetIntervalMs
@@ -92,7 +93,7 @@ func StreamsOverrides(g config.Group) *core.StreamsGroupOverrides {
 		NumStandbyReplicas: &g.StreamsNumStandbyReplicas, InitialRebalanceDelayMs: &g.StreamsInitialRebalanceDelayMs,
 		AssignmentIntervalMs: &g.StreamsAssignmentIntervalMs, AssignorName: &g.StreamsAssignorName,
 		NumWarmupReplicas: &g.StreamsNumWarmupReplicas, AcceptableRecoveryLag: &g.StreamsAcceptableRecoveryLag,
-		TaskOffsetIntervalMs: &g.StreamsTaskOffsetIntervalMs,
+		TaskOffsetIntervalMs: &g.StreamsTaskOffsetIntervalMs, ProbingIntervalMs: &g.StreamsProbingIntervalMs,
 	}
 }
 

@@ -14,6 +14,9 @@ type Group struct {
 	StreamsNumStandbyReplicas      int32    // streams.num.standby.replicas
 	StreamsNumWarmupReplicas       int32    // streams.num.warmup.replicas
 	StreamsAcceptableRecoveryLag   int64    // streams.acceptable.recovery.lag
+	StreamsProbingIntervalMs       int64    // streams.probing.rebalance.interval.ms
+	StreamsProbingPolicy           string   // streams.probing.policy
+	StreamsEndOffsetsRefreshMs     int32    // streams.end.offsets.refresh.ms
 	StreamsInitialRebalanceDelayMs int32    // streams.initial.rebalance.delay.ms
 	StreamsAssignmentIntervalMs    int32    // streams.assignment.interval.ms
 	StreamsTaskOffsetIntervalMs    int32    // streams.task.offset.interval.ms
@@ -29,22 +32,25 @@ type Group struct {
 
 // groupFields maps each per-group key to its Group field.
 var groupFields = map[string]func(*Group, any){
-	"streams.session.timeout.ms":         func(g *Group, v any) { g.StreamsSessionTimeoutMs = int32(v.(int64)) },
-	"streams.heartbeat.interval.ms":      func(g *Group, v any) { g.StreamsHeartbeatIntervalMs = int32(v.(int64)) },
-	"streams.num.standby.replicas":       func(g *Group, v any) { g.StreamsNumStandbyReplicas = int32(v.(int64)) },
-	"streams.num.warmup.replicas":        func(g *Group, v any) { g.StreamsNumWarmupReplicas = int32(v.(int64)) },
-	"streams.acceptable.recovery.lag":    func(g *Group, v any) { g.StreamsAcceptableRecoveryLag = v.(int64) },
-	"streams.initial.rebalance.delay.ms": func(g *Group, v any) { g.StreamsInitialRebalanceDelayMs = int32(v.(int64)) },
-	"streams.assignment.interval.ms":     func(g *Group, v any) { g.StreamsAssignmentIntervalMs = int32(v.(int64)) },
-	"streams.task.offset.interval.ms":    func(g *Group, v any) { g.StreamsTaskOffsetIntervalMs = int32(v.(int64)) },
-	"streams.assignor.name":              func(g *Group, v any) { g.StreamsAssignorName = v.(string) },
-	"streams.max.size":                   func(g *Group, v any) { g.StreamsMaxSize = int32(v.(int64)) },
-	"streams.rack.aware.assignment.tags": func(g *Group, v any) { g.StreamsRackAwareAssignmentTags = v.([]string) },
-	"streams.migration.policy":           func(g *Group, v any) { g.StreamsMigrationPolicy = v.(string) },
-	"group.initial.rebalance.delay.ms":   func(g *Group, v any) { g.InitialRebalanceDelayMs = int32(v.(int64)) },
-	"group.min.session.timeout.ms":       func(g *Group, v any) { g.MinSessionTimeoutMs = int32(v.(int64)) },
-	"group.max.session.timeout.ms":       func(g *Group, v any) { g.MaxSessionTimeoutMs = int32(v.(int64)) },
-	"group.max.size":                     func(g *Group, v any) { g.MaxSize = int32(v.(int64)) },
+	"streams.session.timeout.ms":            func(g *Group, v any) { g.StreamsSessionTimeoutMs = int32(v.(int64)) },
+	"streams.heartbeat.interval.ms":         func(g *Group, v any) { g.StreamsHeartbeatIntervalMs = int32(v.(int64)) },
+	"streams.num.standby.replicas":          func(g *Group, v any) { g.StreamsNumStandbyReplicas = int32(v.(int64)) },
+	"streams.num.warmup.replicas":           func(g *Group, v any) { g.StreamsNumWarmupReplicas = int32(v.(int64)) },
+	"streams.acceptable.recovery.lag":       func(g *Group, v any) { g.StreamsAcceptableRecoveryLag = v.(int64) },
+	"streams.probing.rebalance.interval.ms": func(g *Group, v any) { g.StreamsProbingIntervalMs = v.(int64) },
+	"streams.probing.policy":                func(g *Group, v any) { g.StreamsProbingPolicy = v.(string) },
+	"streams.end.offsets.refresh.ms":        func(g *Group, v any) { g.StreamsEndOffsetsRefreshMs = int32(v.(int64)) },
+	"streams.initial.rebalance.delay.ms":    func(g *Group, v any) { g.StreamsInitialRebalanceDelayMs = int32(v.(int64)) },
+	"streams.assignment.interval.ms":        func(g *Group, v any) { g.StreamsAssignmentIntervalMs = int32(v.(int64)) },
+	"streams.task.offset.interval.ms":       func(g *Group, v any) { g.StreamsTaskOffsetIntervalMs = int32(v.(int64)) },
+	"streams.assignor.name":                 func(g *Group, v any) { g.StreamsAssignorName = v.(string) },
+	"streams.max.size":                      func(g *Group, v any) { g.StreamsMaxSize = int32(v.(int64)) },
+	"streams.rack.aware.assignment.tags":    func(g *Group, v any) { g.StreamsRackAwareAssignmentTags = v.([]string) },
+	"streams.migration.policy":              func(g *Group, v any) { g.StreamsMigrationPolicy = v.(string) },
+	"group.initial.rebalance.delay.ms":      func(g *Group, v any) { g.InitialRebalanceDelayMs = int32(v.(int64)) },
+	"group.min.session.timeout.ms":          func(g *Group, v any) { g.MinSessionTimeoutMs = int32(v.(int64)) },
+	"group.max.session.timeout.ms":          func(g *Group, v any) { g.MaxSessionTimeoutMs = int32(v.(int64)) },
+	"group.max.size":                        func(g *Group, v any) { g.MaxSize = int32(v.(int64)) },
 }
 
 // Override sets some per-group keys for the groups whose id matches Match,

@@ -32,6 +32,9 @@ type Result struct {
 // num_warmup_replicas per run), standbys moved likewise, and stateless
 // actives to the least active-loaded processes.
 func AssignProcesses(req *abi.AssignRequest) (*Result, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
 	s, subIDs, err := newState(req)
 	if err != nil {
 		return nil, err

@@ -72,8 +72,8 @@ func Probe(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Target) != len(req.Group.Members) {
-		return nil, fmt.Errorf("probe: target has %d entries for %d members", len(req.Target), len(req.Group.Members))
+	if err := checkProbeRequest(req); err != nil {
+		return nil, err
 	}
 	warm, caught := warmupStatus(req)
 	due := req.LastAssignMs + interval

@@ -1,0 +1,60 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/plugin"
+)
+
+// probeStats count the probing-policy checks the loop ran for core.
+type probeStats struct {
+	checks, failures atomic.Int64
+}
+
+func (l *Loop) registerProbeMetrics(m *admin.Metrics) {
+	m.Gauge("coordhost_probe_checks_total", "Probing-policy checks core asked for (a probing-policy plugin consulted).",
+		func() float64 { return float64(l.probes.checks.Load()) })
+	m.Gauge("coordhost_probe_failures_total", "Probing-policy checks that failed; the built-in interval policy decided them.",
+		func() float64 { return float64(l.probes.failures.Load()) })
+	m.Gauge("coordhost_end_offset_fetches_total", "Changelog end-offset fetches from the data plane (ListOffsets).",
+		func() float64 { return float64(l.ends.fetches.Load()) })
+	m.Gauge("coordhost_end_offset_fetch_failures_total", "Changelog end-offset fetches that failed or left partitions unknown.",
+		func() float64 { return float64(l.ends.failures.Load()) })
+}
+
+// dispatchProbeCheck runs the group's probing policy on the worker pool;
+// its answer comes back to core through ProbeResult. Called on the loop
+// goroutine.
+func (l *Loop) dispatchProbeCheck(chk core.ProbeCheck) {
+	l.probes.checks.Add(1)
+	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
+		dec := l.runProbe(chk)
+		return func(c *core.Coordinator, now int64) core.Output {
+			l.history.note(chk.Group, fmt.Sprintf("probing policy %q (%s check, epoch %d): rebalance=%v next=%dms builtin=%v",
+				chk.Policy, chk.Reason, chk.Epoch, dec.Rebalance, dec.NextProbeMs, dec.Builtin))
+			return c.ProbeResult(now, chk, dec)
+		}
+	})
+}
+
+// runProbe asks the policy; any failure makes core's built-in interval
+// policy decide this check.
+func (l *Loop) runProbe(chk core.ProbeCheck) core.ProbeDecision {
+	if l.d.Assignors == nil {
+		return core.ProbeDecision{Builtin: true}
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+	defer cancel()
+	resp, err := l.d.Assignors.Probe(ctx, chk.Policy, toProbeABI(chk, l.nowMs()))
+	if err != nil {
+		l.probes.failures.Add(1)
+		l.log.Warn("probing policy failed: the built-in interval policy decides this check",
+			"group", chk.Group, "policy", chk.Policy, "reason", chk.Reason.String(), "kind", plugin.KindOf(err), "err", err)
+	}
+	return probeDecision(resp, err)
+}

@@ -1,0 +1,110 @@
+package host
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/plugin"
+	"github.com/coordhost/coordhost/host/plugin/plugintest"
+)
+
+// TestSumPerTask: a task's end offset is the sum over its changelog
+// partitions; a task missing any of them is unknown (-1), never partial.
+func TestSumPerTask(t *testing.T) {
+	t0, t1, t2 := core.TaskID{Subtopology: "0", Partition: 0}, core.TaskID{Subtopology: "0", Partition: 1}, core.TaskID{Subtopology: "1", Partition: 0}
+	cls := []core.TaskChangelog{{Task: t0, Topic: "a", Partition: 0}, {Task: t0, Topic: "b", Partition: 0},
+		{Task: t1, Topic: "a", Partition: 1}, {Task: t1, Topic: "b", Partition: 1}, {Task: t2, Topic: "c", Partition: 0}}
+	offs := map[string]map[int32]int64{"a": {0: 10, 1: 7}, "b": {0: 5}, "c": {0: -1}}
+	got := sumPerTask(cls, offs)
+	want := []core.TaskEndOffset{{Task: t0, Offset: 15}, {Task: t1, Offset: -1}, {Task: t2, Offset: -1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// outOfRange is a native assignor that indexes the request's tables
+// without checking them, as the HA build did before it validated input:
+// an out-of-range process index panics.
+func outOfRange(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(req.Members)), NextProbeMs: -1}
+	for i, m := range req.Members {
+		_ = req.Processes[m.Process+int32(len(req.Processes))] // always out of range
+		resp.Members[i] = abi.MemberAssignment{}
+	}
+	return resp, nil
+}
+
+func outOfRangeProbe(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+	_ = req.Target[len(req.Target)]
+	return &abi.ProbeResponse{}, nil
+}
+
+// TestNativeAssignorPanicRecovered (issue 8): a native assignor or probing
+// policy that panics on its input is an assignor failure, not a crash:
+// Run and Probe return an error naming the panic, counted in native_panics
+// and errors/probe_failures. With a plugin in front, a panicking native
+// fallback is recovered too. (TestNativePanicInLoop runs one in a group.)
+func TestNativeAssignorPanicRecovered(t *testing.T) {
+	asg := &Assignors{log: slog.New(slog.DiscardHandler), byName: map[string]*assignor{
+		"boom":   {name: "boom", native: outOfRange, probe: outOfRangeProbe, fallback: "sticky"},
+		"sticky": {name: "sticky", native: BuiltinAssignors["sticky"].Native, fallback: "sticky"},
+	}}
+	req := &abi.AssignRequest{GroupID: "g", Processes: []string{"p"}, Subtopologies: []abi.Subtopology{{ID: "0", Partitions: 2}},
+		Members: []abi.Member{{ID: "m", Process: 0}}}
+	if _, err := asg.Run(context.Background(), "boom", req); err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("Run: got %v, want a recovered panic", err)
+	}
+	if _, err := asg.Probe(context.Background(), "boom", &abi.ProbeRequest{Group: *req, Target: make([]abi.MemberAssignment, 1)}); err == nil ||
+		!strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("Probe: got %v, want a recovered panic", err)
+	}
+	pi := asg.Info()[0]
+	if pi.Name != "boom" || pi.Panics != 2 || pi.Errors != 1 || pi.ProbeFailures != 1 {
+		t.Fatalf("info %+v: want 2 panics, 1 error, 1 probe failure", pi)
+	}
+	// A failing plugin whose native fallback panics.
+	p, err := plugin.Load(context.Background(), plugintest.GoPlugin(t, "testdata/plugins/gopanic"), plugin.Config{Name: "gopanic", Logger: asg.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	asg.byName["gopanic"] = &assignor{name: "gopanic", plugin: p, fallback: "boom"}
+	if _, err := asg.Run(context.Background(), "gopanic", req); err == nil || !strings.Contains(err.Error(), "native fallback assign of \"gopanic\" panicked") {
+		t.Fatalf("Run with a panicking fallback: got %v", err)
+	}
+
+}
+
+// TestProbingPolicyResolution: streams.probing.policy "" uses the group
+// assignor's own module when it has a probe export (native ha; a loaded
+// plugin exporting coordhost_probe), else the built-in (""); "builtin" is
+// always the built-in; another value names a module as given.
+func TestProbingPolicyResolution(t *testing.T) {
+	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
+	defer asg.Close(context.Background())
+	path := filepath.Join(t.TempDir(), "goprobe.wasm")
+	if err := os.WriteFile(path, plugintest.GoPlugin(t, "testdata/plugins/goprobe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := asg.Load(context.Background(), "probeonly", path); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ policy, assignor, want string }{
+		{"", "sticky", ""}, {"", "ha", "ha"}, {"", "probeonly", "probeonly"}, {"", "missing", ""},
+		{"builtin", "ha", ""}, {"probeonly", "sticky", "probeonly"}, {"missing", "sticky", "missing"},
+	} {
+		if got := asg.ProbingPolicy(c.policy, c.assignor); got != c.want {
+			t.Errorf("ProbingPolicy(%q, %q) = %q, want %q", c.policy, c.assignor, got, c.want)
+		}
+	}
+	if _, err := asg.Probe(context.Background(), "sticky", &abi.ProbeRequest{}); err == nil || !strings.Contains(err.Error(), "no probing policy") {
+		t.Fatalf("Probe on sticky: %v", err)
+	}
+}
