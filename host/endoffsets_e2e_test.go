@@ -206,7 +206,6 @@ func probeMetrics(t *testing.T, admin string) (checks, failures float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Names as registered (admin.Metrics prefixes "coordhost_" once more).
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 2 || strings.HasPrefix(line, "#") {
@@ -217,9 +216,9 @@ func probeMetrics(t *testing.T, admin string) (checks, failures float64) {
 			continue
 		}
 		switch {
-		case strings.HasSuffix(f[0], "coordhost_probe_checks_total"):
+		case f[0] == "coordhost_probe_checks_total":
 			checks = v
-		case strings.HasSuffix(f[0], "coordhost_probe_failures_total"):
+		case f[0] == "coordhost_probe_failures_total":
 			failures = v
 		}
 	}

@@ -17,6 +17,7 @@ func TestMetricsText(t *testing.T) {
 	m.Served(3, time.Second, errors.New("closed"))
 	m.Served(0, time.Second, nil)
 	m.Gauge("store_records_at_start", "Records at start.", func() float64 { return 7 })
+	m.Gauge("coordhost_probe_checks_total", "Already prefixed.", func() float64 { return 3 })
 	var b strings.Builder
 	if _, err := m.WriteTo(&b); err != nil {
 		t.Fatal(err)
@@ -28,10 +29,14 @@ func TestMetricsText(t *testing.T) {
 		`coordhost_kafka_request_errors_total{api="Metadata"} 1` + "\n",
 		`coordhost_kafka_request_seconds_total{api="Metadata"} 3` + "\n",
 		"# TYPE coordhost_store_records_at_start gauge\ncoordhost_store_records_at_start 7\n",
+		"\ncoordhost_probe_checks_total 3\n",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b.String())
 		}
+	}
+	if strings.Contains(b.String(), "coordhost_coordhost_") {
+		t.Errorf("prefix doubled:\n%s", b.String())
 	}
 }
 

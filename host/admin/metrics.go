@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,11 +57,15 @@ func (m *Metrics) Served(key int16, d time.Duration, err error) {
 // Conn adds delta to the open connection count.
 func (m *Metrics) Conn(delta int) { m.conns.Add(int64(delta)) }
 
-// Gauge registers a gauge named name (coordhost_ prefix added) read by fn at scrape time.
+// Gauge registers a gauge named name (with the coordhost_ prefix added
+// unless it has it) read by fn at scrape time.
 func (m *Metrics) Gauge(name, help string, fn func() float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.gauges["coordhost_"+name] = gauge{help, fn}
+	if !strings.HasPrefix(name, "coordhost_") {
+		name = "coordhost_" + name
+	}
+	m.gauges[name] = gauge{help, fn}
 }
 
 // WriteTo writes every metric in the Prometheus text exposition format.
