@@ -200,13 +200,21 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		return b.String()
 	case "commit":
 		in := s.byName(t, args["name"])
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Version = 8
-		req.Group, req.MemberID, req.Generation = "g", in.memberID, in.gen
+		gen := in.gen
 		if v, ok := args["gen"]; ok {
 			n, _ := strconv.Atoi(v)
-			req.Generation = int32(n)
+			gen = int32(n)
 		}
+		if _, txn := args["txn"]; txn { // TxnOffsetCommit v3, as Kafka Streams' EOS producer sends it
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version = 3
+			req.Group, req.MemberID, req.Generation = "g", in.memberID, gen
+			dec := s.c.DecideTxnOffsetCommit(req)
+			return fmt.Sprintf("txn-commit %s gen=%d: %s\n", in.name, gen, errName(dec.ErrorCode))
+		}
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 8
+		req.Group, req.MemberID, req.Generation = "g", in.memberID, gen
 		dec, o := s.c.DecideOffsetCommit(s.now, req)
 		s.finish(o)
 		return fmt.Sprintf("commit %s gen=%d: %s\n", in.name, req.Generation, errName(dec.ErrorCode))

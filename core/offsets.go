@@ -95,6 +95,13 @@ func (c *Coordinator) decideCommit(group, memberID string, instanceID *string, g
 	}
 	switch x := g.(type) {
 	case *classicGroup:
+		if c.downgradedRejoin(x, memberID, generation) {
+			// A member of a just-downgraded group still commits at its last
+			// epoch in the streams group; Kafka's downgrade keeps that epoch
+			// as the generation, so its commits stay valid until it rejoins
+			// (docs/MIGRATION.md).
+			generation = x.generation
+		}
 		d.ErrorCode = x.validateOffsetCommit(memberID, instanceID, generation, txn)
 	case *streamsGroup:
 		if txn && generation == -1 && memberID == "" && instanceID == nil {

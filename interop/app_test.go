@@ -39,6 +39,7 @@ var lostTaskMarkers = []string{
 	"now lost active tasks",                       // Streams protocol: lost tasks revoked
 	"Giving away all assigned partitions as lost", // classic consumer reset
 	"Lost previously assigned partitions",         // classic consumer onPartitionsLost
+	"missed a rebalance and dropped out",          // Streams: fenced thread closes all tasks dirty
 	"UNCAUGHT",                                    // App.java: a stream thread died
 }
 
