@@ -33,7 +33,7 @@ type OffsetDecision struct {
 // must be handled like any other.
 func (c *Coordinator) DecideOffsetCommit(now int64, req *kmsg.OffsetCommitRequest) (OffsetDecision, Output) {
 	c.begin(now)
-	d := c.decideCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version, false, commitTopics(req))
+	d := c.decideCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version, false, c.commitTopics(req))
 	if d.ErrorCode == 0 {
 		if g, ok := c.groups[req.Group].(*classicGroup); ok && (g.state == classicStable || g.state == classicPreparingRebalance) {
 			if m := g.members[req.MemberID]; m != nil {
@@ -48,7 +48,7 @@ func (c *Coordinator) DecideOffsetCommit(now int64, req *kmsg.OffsetCommitReques
 func (c *Coordinator) DecideTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) OffsetDecision {
 	var topics []OffsetCommitTopic
 	for _, t := range req.Topics {
-		ot := OffsetCommitTopic{Topic: t.Topic}
+		ot := OffsetCommitTopic{Topic: c.topicName(t.Topic, t.TopicID)}
 		for _, p := range t.Partitions {
 			ot.Partitions = append(ot.Partitions, p.Partition)
 		}
@@ -61,16 +61,32 @@ func (c *Coordinator) DecideTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) Of
 	return d
 }
 
-func commitTopics(req *kmsg.OffsetCommitRequest) []OffsetCommitTopic {
+func (c *Coordinator) commitTopics(req *kmsg.OffsetCommitRequest) []OffsetCommitTopic {
 	var topics []OffsetCommitTopic
 	for _, t := range req.Topics {
-		ot := OffsetCommitTopic{Topic: t.Topic}
+		ot := OffsetCommitTopic{Topic: c.topicName(t.Topic, t.TopicID)}
 		for _, p := range t.Partitions {
 			ot.Partitions = append(ot.Partitions, p.Partition)
 		}
 		topics = append(topics, ot)
 	}
 	return topics
+}
+
+// topicName is name, or — for the versions that name topics by id
+// (OffsetCommit v10+, TxnOffsetCommit v6+) — the name of topic id in the
+// topic metadata, as Kafka resolves it from its metadata image; "" when
+// unknown.
+func (c *Coordinator) topicName(name string, id [16]byte) string {
+	if name != "" || id == ([16]byte{}) {
+		return name
+	}
+	for n, t := range c.topics.byName {
+		if t.ID == id {
+			return n
+		}
+	}
+	return ""
 }
 
 // decideCommit is OffsetMetadataManager.validateOffsetCommit and
