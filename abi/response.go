@@ -40,6 +40,12 @@ func decodeAssignments(rd *reader) []MemberAssignment {
 		return nil
 	}
 	ms := make([]MemberAssignment, n)
+	// Every task entry takes at least one byte, and every member at least
+	// four more (three counts and its tags): one slab of that bound holds
+	// all the sets (the reader still grows it if it were short).
+	if rd.slab == nil {
+		rd.slab = make([]int32, max(rd.remaining()-4*n, 0))
+	}
 	for i := 0; i < n && rd.err == nil; i++ {
 		ms[i].Active = rd.taskset("active")
 		ms[i].Standby = rd.taskset("standby")

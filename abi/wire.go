@@ -399,14 +399,26 @@ func (w *writer) taskset(field string, ts []int32) {
 
 func (w *writer) taskoffsets(field string, offs []TaskOffset) {
 	w.count(len(offs))
-	next := int32(0)
+	// The buffer and position live in locals: storing w.b per element
+	// costs a write barrier check each time.
+	b, next := w.b, int32(0)
 	for _, o := range offs {
 		if o.Task < next {
+			w.b = b
 			w.fail(field, fmt.Errorf("task %d out of order or repeated", o.Task))
 			return
 		}
-		w.uvarint(uint64(o.Task - next))
-		w.varint(o.Offset)
+		if gap := uint64(o.Task - next); gap < 0x80 {
+			b = append(b, byte(gap))
+		} else {
+			b = binary.AppendUvarint(b, gap)
+		}
+		if z := uint64(o.Offset<<1) ^ uint64(o.Offset>>63); z < 0x80 {
+			b = append(b, byte(z))
+		} else {
+			b = binary.AppendUvarint(b, z)
+		}
 		next = o.Task + 1
 	}
+	w.b = b
 }

@@ -73,24 +73,39 @@ func BenchmarkStickyWasm(b *testing.B) { benchWasm(b, plugin.Config{NoDeadline: 
 // BenchmarkStickyWasmDeadline: the same with the deadline enforced.
 func BenchmarkStickyWasmDeadline(b *testing.B) { benchWasm(b, plugin.Config{PoolSize: 1}) }
 
+// hostWork is what host/plugin does around the guest on every assign
+// call, step for step: encode the request into a reused buffer, copy it
+// into guest memory (here: into a reused buffer), copy the output out,
+// decode it and validate it against the request.
+type hostWork struct {
+	in, mem, out []byte
+}
+
+func (h *hostWork) run(req *abi.AssignRequest, guestOut []byte) error {
+	var err error
+	if h.in, err = abi.AppendAssignRequest(h.in[:0], req); err != nil {
+		return err
+	}
+	h.mem = append(h.mem[:0], h.in...)
+	h.out = append(h.out[:0], guestOut...)
+	var back abi.AssignResponse
+	if err := abi.DecodeAssignResponse(h.out, &back); err != nil {
+		return err
+	}
+	return abi.ValidateAssignment(req, &back)
+}
+
 // BenchmarkHostOverhead measures what the host adds around the guest's
-// work: encoding the request, decoding and validating the response (the
-// copy in and out is inside the wasm call).
+// work (hostWork: encode, copy in, copy out, decode, validate).
 func BenchmarkHostOverhead(b *testing.B) {
 	for _, c := range benchShapes() {
 		req := abitest.Generate(c.s)
 		resp, _ := sticky.Assign(req)
 		out, _ := abi.AppendAssignResponse(nil, resp)
+		var h hostWork
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := abi.AppendAssignRequest(nil, req); err != nil {
-					b.Fatal(err)
-				}
-				var back abi.AssignResponse
-				if err := abi.DecodeAssignResponse(out, &back); err != nil {
-					b.Fatal(err)
-				}
-				if err := abi.ValidateAssignment(req, &back); err != nil {
+				if err := h.run(req, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -116,7 +131,7 @@ func BenchmarkStickyGuestPathNative(b *testing.B) {
 
 // BenchmarkRatios interleaves, on identical inputs, one native call, one
 // wasm call without the deadline, one with it, and the host's own work
-// (encode the request, decode and validate the response), so that the
+// (hostWork: encode, copy in and out, decode, validate), so that the
 // reported ratios hold even when the machine's load drifts during the run.
 // Metrics: native-ms, wasm-ms, deadline-ms, wasm/native (of the sums),
 // wasm/native-median (the median of the per-iteration ratios: a burst of
@@ -139,6 +154,7 @@ func BenchmarkRatios(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		var h hostWork
 		b.Run(c.name, func(b *testing.B) {
 			var native, wasm, deadline, host time.Duration
 			var ratios []float64 // per iteration: wasm / native, measured back to back
@@ -156,12 +172,7 @@ func BenchmarkRatios(b *testing.B) {
 					b.Fatal(err)
 				}
 				t3 := time.Now()
-				in, _ := abi.AppendAssignRequest(nil, req)
-				var back abi.AssignResponse
-				if err := abi.DecodeAssignResponse(out, &back); err != nil || len(in) == 0 {
-					b.Fatal(err)
-				}
-				if err := abi.ValidateAssignment(req, &back); err != nil {
+				if err := h.run(req, out); err != nil {
 					b.Fatal(err)
 				}
 				t4 := time.Now()
