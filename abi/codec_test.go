@@ -212,3 +212,28 @@ func TestDecoderReuse(t *testing.T) {
 		t.Fatalf("decoder not usable after an error: %v", err)
 	}
 }
+
+// TestDecoderAliasInput: with AliasInput the decoded request is the same,
+// and its strings are the input's own bytes (they change with it: the
+// contract the option documents), not a copy.
+func TestDecoderAliasInput(t *testing.T) {
+	req := abitest.Generate(abitest.Shape{Members: 5, Processes: 2, Subtopologies: 2, Partitions: 4, RandomIDs: true, Seed: 9})
+	in, _ := abi.AppendAssignRequest(nil, req)
+	var copied, aliased abi.AssignRequest
+	if err := abi.DecodeAssignRequest(in, &copied); err != nil {
+		t.Fatal(err)
+	}
+	d := abi.Decoder{AliasInput: true}
+	if err := d.DecodeAssignRequest(in, &aliased); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(copied, aliased) {
+		t.Fatal("AliasInput decodes a different request")
+	}
+	id := copied.Members[0].ID
+	at := bytes.Index(in, []byte(id))
+	in[at] ^= 1
+	if aliased.Members[0].ID == id || copied.Members[0].ID != id {
+		t.Fatalf("aliased id %q, copied id %q after changing the input", aliased.Members[0].ID, copied.Members[0].ID)
+	}
+}

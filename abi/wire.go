@@ -185,11 +185,20 @@ func (r *reader) string(field string) string {
 }
 
 func (r *reader) strings(field string, max int64, ascending bool) []string {
+	return r.stringsInto(nil, field, max, ascending)
+}
+
+// stringsInto is strings reusing dst's memory when it is large enough.
+func (r *reader) stringsInto(dst []string, field string, max int64, ascending bool) []string {
 	n := r.count(field, max, 1)
 	if n == 0 {
 		return nil
 	}
-	out := make([]string, n)
+	out := dst[:0]
+	if cap(out) < n {
+		out = make([]string, n)
+	}
+	out = out[:n]
 	for i := range out {
 		out[i] = r.string(field)
 		if ascending && i > 0 && r.err == nil && out[i] <= out[i-1] {
@@ -253,26 +262,61 @@ func (r *reader) taskset(field string) []int32 {
 	return dst
 }
 
+// localUvarint decodes a uvarint of at most 9 bytes at b[off:] and returns
+// it with the offset after it, or 0 for the offset when the caller must take
+// the checked path (truncated, or 10 bytes long). It inlines, which the
+// checked reader.uvarint does not.
+func localUvarint(b []byte, off int) (v uint64, next int) {
+	var shift uint
+	for off < len(b) && shift < 63 {
+		c := b[off]
+		off++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, off
+		}
+		shift += 7
+	}
+	return 0, 0
+}
+
+// taskoffsets reads a task-offset list; like taskset, its loop keeps the
+// read position in a local and decodes one-byte values inline.
 func (r *reader) taskoffsets(field string) []TaskOffset {
 	n := r.count(field, MaxTasks, 2)
 	if n == 0 {
 		return nil
 	}
 	out := r.takeOffsets(n)[:n]
+	b, off := r.b, r.off
 	next := int64(0)
 	for i := range out {
-		t := next + int64(r.uvarint(field))
-		off := r.varint(field)
-		if r.err != nil {
-			return out[:i]
+		gap, o := localUvarint(b, off)
+		var z uint64
+		if o > 0 {
+			z, o = localUvarint(b, o)
 		}
+		if o > 0 {
+			off = o
+		} else {
+			r.off = off
+			gap = r.uvarint(field)
+			z = r.uvarint(field)
+			if r.err != nil {
+				return out[:i]
+			}
+			off = r.off
+		}
+		t := next + int64(gap)
 		if t >= MaxTasks {
+			r.off = off
 			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
 			return out[:i]
 		}
-		out[i] = TaskOffset{Task: int32(t), Offset: off}
+		out[i] = TaskOffset{Task: int32(t), Offset: int64(z>>1) ^ -int64(z&1)}
 		next = t + 1
 	}
+	r.off = off
 	return out
 }
 

@@ -25,6 +25,23 @@ func Assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 		s.req = nil
 		states.Put(s)
 	}()
+	return s.assign(req, false)
+}
+
+// single is the state of AssignReusing.
+var single state
+
+// AssignReusing is Assign for a caller that makes one call at a time and
+// is done with each response before its next call, as the wasm guest is
+// (the SDK encodes the response at once): the response lives in memory
+// reused by the next call, so a run allocates nothing once the memory has
+// grown to the group's size. Not safe for concurrent use.
+func AssignReusing(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	defer func() { single.req = nil }()
+	return single.assign(req, true)
+}
+
+func (s *state) assign(req *abi.AssignRequest, reuseResponse bool) (*abi.AssignResponse, error) {
 	s.reset(req)
 	if err := s.assignActive(); err != nil {
 		return nil, err
@@ -32,7 +49,7 @@ func Assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 	if s.numStandby > 0 {
 		s.assignStandby()
 	}
-	return s.response(), nil
+	return s.response(reuseResponse), nil
 }
 
 // activeOrder lists all tasks sorted by (partition, subtopology).
@@ -105,7 +122,8 @@ func (s *state) addActive(r, t int32) {
 }
 
 func (s *state) processHeap() *procHeap {
-	h := &procHeap{q: reuse(&s.bHeap, len(s.procOrder))[:0], load: s.procLoad}
+	h := &s.pheap
+	*h = procHeap{q: reuse(&s.bHeap, len(s.procOrder))[:0], load: s.procLoad}
 	for _, p := range s.procOrder {
 		h.offer(p)
 	}
@@ -184,9 +202,21 @@ func (s *state) standbyToLeastLoaded(h *procHeap, t int32, polled []int32) bool 
 	return found
 }
 
-// response lays the result out per request member, task sets ascending.
-func (s *state) response() *abi.AssignResponse {
-	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(s.req.Members)), NextProbeMs: -1}
+// response lays the result out per request member, task sets ascending,
+// in fresh memory or, inPlace, in memory s keeps for its next run.
+func (s *state) response(inPlace bool) *abi.AssignResponse {
+	resp := &s.resp
+	var activeAll, standbyAll []int32
+	if inPlace {
+		*resp = abi.AssignResponse{Members: reuse(&s.respMembers, len(s.req.Members)), NextProbeMs: -1}
+		activeAll = reuseCap(&s.respActive, len(s.activeOf))
+		standbyAll = reuseCap(&s.respStandby, len(s.standbys)/2)
+	} else {
+		resp = &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(s.req.Members)), NextProbeMs: -1}
+		// One backing array each for all actives and all standbys.
+		activeAll = make([]int32, 0, len(s.activeOf))
+		standbyAll = make([]int32, 0, len(s.standbys)/2)
+	}
 	nActive := reuse(&s.bNActive, len(s.byRank))
 	nStandby := reuse(&s.bNStandby, len(s.byRank))
 	for _, r := range s.activeOf {
@@ -195,9 +225,6 @@ func (s *state) response() *abi.AssignResponse {
 	for i := 1; i < len(s.standbys); i += 2 {
 		nStandby[s.standbys[i]]++
 	}
-	// One backing array each for all actives and all standbys.
-	activeAll := make([]int32, 0, len(s.activeOf))
-	standbyAll := make([]int32, 0, len(s.standbys)/2)
 	for r, mi := range s.byRank {
 		m := &resp.Members[mi]
 		m.Active = activeAll[len(activeAll) : len(activeAll) : len(activeAll)+int(nActive[r])]

@@ -116,7 +116,9 @@ func BenchmarkHostOverhead(b *testing.B) {
 // BenchmarkStickyGuestPathNative runs, natively, everything the wasm guest
 // runs per call: decode the request, assign, encode the response.
 func BenchmarkStickyGuestPathNative(b *testing.B) {
-	guest.HandleAssign(sticky.Assign)
+	guest.SetOptions(guest.Options{AliasInput: true}) // as wasm/main.go
+	guest.HandleAssign(sticky.AssignReusing)
+	defer guest.SetOptions(guest.Options{})
 	for _, c := range benchShapes() {
 		in, _ := abi.AppendAssignRequest(nil, abitest.Generate(c.s))
 		b.Run(c.name, func(b *testing.B) {

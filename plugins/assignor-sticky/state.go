@@ -2,8 +2,6 @@ package sticky
 
 import (
 	"math"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/coordhost/coordhost/abi"
@@ -55,6 +53,13 @@ type state struct {
 	bRemaining, bPolled, bNActive []int32
 	bNStandby, bStart, bByTask    []int32
 	bCands, bSorted               []candidate
+	bKeys                         []uint64
+	pheap                         procHeap
+
+	// The response of AssignReusing.
+	resp                    abi.AssignResponse
+	respMembers             []abi.MemberAssignment
+	respActive, respStandby []int32
 }
 
 var states = sync.Pool{New: func() any { return new(state) }}
@@ -68,6 +73,14 @@ func reuse[T any](buf *[]T, n int) []T {
 	*buf = (*buf)[:n]
 	clear(*buf)
 	return *buf
+}
+
+// reuseCap returns buf emptied with capacity for n elements.
+func reuseCap(buf *[]int32, n int) []int32 {
+	if cap(*buf) < n {
+		*buf = make([]int32, 0, n+n/4)
+	}
+	return (*buf)[:0]
 }
 
 func fill(s []int32, v int32) {
@@ -121,11 +134,7 @@ func tasksPerMember(tasks, members int32) int32 {
 // order (the parity harness hands Kafka's assignor a sorted member map).
 func (s *state) rankMembers() {
 	ms := s.req.Members
-	reuse(&s.byRank, len(ms))
-	for i := range s.byRank {
-		s.byRank[i] = int32(i)
-	}
-	slices.SortFunc(s.byRank, func(a, b int32) int { return strings.Compare(ms[a].ID, ms[b].ID) })
+	s.byRank = abi.MemberIDOrder(s.byRank, ms, &s.bKeys)
 	reuse(&s.proc, len(ms))
 	for r, i := range s.byRank {
 		s.proc[r] = ms[i].Process

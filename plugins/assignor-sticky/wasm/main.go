@@ -7,6 +7,13 @@ import (
 	sticky "github.com/coordhost/coordhost/plugins/assignor-sticky"
 )
 
-func init() { guest.HandleAssign(sticky.Assign) }
+// The assignor keeps no string of a request past its call, and the SDK
+// encodes each response before the next call: the guest reuses both the
+// input's bytes for the request's strings and the response's memory, so
+// a call allocates nothing once memory has grown to the group's size.
+func init() {
+	guest.SetOptions(guest.Options{AliasInput: true})
+	guest.HandleAssign(sticky.AssignReusing)
+}
 
 func main() {}

@@ -1,0 +1,85 @@
+package abi
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// decodeBoth decodes b with the member fast path on and off.
+func decodeBoth(b []byte) (fast, checked AssignRequest, errFast, errChecked error) {
+	var d1, d2 Decoder
+	errFast = d1.DecodeAssignRequest(b, &fast)
+	memberFastPath = false
+	defer func() { memberFastPath = true }()
+	errChecked = d2.DecodeAssignRequest(b, &checked)
+	return
+}
+
+// TestMemberFastPathMatchesChecked: the fast member decoder gives exactly
+// what the field-by-field reader gives — the same request, or the same
+// error text (field and byte offset) — on records that take the fast path,
+// records that need the fallback (long strings, client tags, large process
+// indices), and truncated or corrupted messages.
+func TestMemberFastPathMatchesChecked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	str := func() string {
+		switch rng.IntN(4) {
+		case 0:
+			return ""
+		case 1:
+			return strings.Repeat("x", 120+rng.IntN(20)) // around the one-byte length limit
+		}
+		return fmt.Sprintf("id-%d-é", rng.IntN(1<<20))
+	}
+	compared := 0
+	for c := range 400 {
+		procs := 1 + rng.IntN(3)
+		if c%7 == 0 {
+			procs = 200 // two-byte process indices
+		}
+		req := &AssignRequest{GroupID: "g", Subtopologies: []Subtopology{{ID: "s", Partitions: 300, Stateful: true}}}
+		for p := range procs {
+			req.Processes = append(req.Processes, fmt.Sprintf("p%04d", p))
+		}
+		for i := range 1 + rng.IntN(6) {
+			m := Member{ID: fmt.Sprintf("m%d-%s", i, str()), InstanceID: str(), Rack: str(), Process: int32(rng.IntN(procs))}
+			if rng.IntN(3) == 0 {
+				m.ClientTags = []KV{{Key: "az", Value: str()}, {Key: "zone", Value: "b"}}
+			}
+			for t := int32(0); t < 300; t += 1 + rng.Int32N(150) {
+				m.Active = append(m.Active, t)
+				m.TaskOffsets = append(m.TaskOffsets, TaskOffset{Task: t, Offset: rng.Int64N(1 << (rng.IntN(40) + 1))})
+			}
+			if rng.IntN(2) == 0 {
+				m.TaskEndOffsets = []TaskOffset{{Task: 299, Offset: -5}}
+			}
+			req.Members = append(req.Members, m)
+		}
+		b, err := AppendAssignRequest(nil, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		variants := [][]byte{b, b[:rng.IntN(len(b))]}
+		for range 3 {
+			bad := append([]byte(nil), b...)
+			bad[rng.IntN(len(bad))] ^= byte(1 + rng.IntN(255))
+			variants = append(variants, bad)
+		}
+		for _, v := range variants {
+			fast, checked, e1, e2 := decodeBoth(v)
+			if fmt.Sprint(e1) != fmt.Sprint(e2) {
+				t.Fatalf("case %d: fast path error %v, checked path error %v", c, e1, e2)
+			}
+			if e1 == nil && !reflect.DeepEqual(fast, checked) {
+				t.Fatalf("case %d: fast and checked paths decode differently", c)
+			}
+			compared++
+		}
+	}
+	if compared < 2000 {
+		t.Fatalf("only %d comparisons", compared)
+	}
+}
