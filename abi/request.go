@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 )
@@ -33,11 +34,125 @@ func AppendAssignRequest(dst []byte, r *AssignRequest) ([]byte, error) {
 		w.u8(flags)
 	}
 	w.count(len(r.Members))
+	b := w.b
 	for i := range r.Members {
-		appendMember(&w, &r.Members[i])
+		ok := memberFastPath
+		if ok {
+			b, ok = appendMemberFast(b, &r.Members[i])
+		}
+		if !ok {
+			// A rule is broken: the checked writer names it.
+			w.b = b
+			appendMember(&w, &r.Members[i])
+			if w.err != nil {
+				return w.b, w.err
+			}
+			b = w.b
+		}
 	}
+	w.b = b
 	w.noTags()
 	return w.b, w.err
+}
+
+// appendMemberFast appends the encoding of m with the buffer in a local
+// passed by value (the checked writer stores its buffer through a pointer
+// at every field: with 1,000 members that was a third of the host's
+// encoding time, in write barriers). ok is false, with b unchanged, when
+// m breaks a rule; appendMember then reports it.
+func appendMemberFast(b []byte, m *Member) (_ []byte, ok bool) {
+	start := b
+	if m.Process < 0 {
+		return start, false
+	}
+	if b, ok = appendStr(b, m.ID); ok {
+		if b, ok = appendStr(b, m.InstanceID); ok {
+			b = binary.AppendUvarint(b, uint64(m.Process))
+			b, ok = appendStr(b, m.Rack)
+		}
+	}
+	if ok {
+		b, ok = appendPairs(b, m.ClientTags)
+	}
+	for _, set := range [3][]int32{m.Active, m.Standby, m.Warmup} {
+		if ok {
+			b, ok = appendTaskSet(b, set)
+		}
+	}
+	for _, offs := range [2][]TaskOffset{m.TaskOffsets, m.TaskEndOffsets} {
+		if ok {
+			b, ok = appendTaskOffsets(b, offs)
+		}
+	}
+	if !ok {
+		return start, false
+	}
+	return append(b, 0), true // no tags
+}
+
+func appendStr(b []byte, s string) ([]byte, bool) {
+	if len(s) > MaxString {
+		return b, false
+	}
+	if len(s) < 0x80 {
+		b = append(b, byte(len(s)))
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+	}
+	return append(b, s...), true
+}
+
+func appendPairs(b []byte, kvs []KV) ([]byte, bool) {
+	b = binary.AppendUvarint(b, uint64(len(kvs)))
+	ok := true
+	for i := 0; i < len(kvs) && ok; i++ {
+		if i > 0 && kvs[i].Key <= kvs[i-1].Key {
+			return b, false
+		}
+		if b, ok = appendStr(b, kvs[i].Key); ok {
+			b, ok = appendStr(b, kvs[i].Value)
+		}
+	}
+	return b, ok
+}
+
+func appendTaskSet(b []byte, ts []int32) ([]byte, bool) {
+	b = binary.AppendUvarint(b, uint64(len(ts)))
+	next := int32(0)
+	for _, t := range ts {
+		if t < next {
+			return b, false
+		}
+		if gap := uint64(t - next); gap < 0x80 {
+			b = append(b, byte(gap))
+		} else {
+			b = binary.AppendUvarint(b, gap)
+		}
+		next = t + 1
+	}
+	return b, true
+}
+
+func appendTaskOffsets(b []byte, offs []TaskOffset) ([]byte, bool) {
+	b = binary.AppendUvarint(b, uint64(len(offs)))
+	next := int32(0)
+	for _, o := range offs {
+		if o.Task < next {
+			return b, false
+		}
+		if gap := uint64(o.Task - next); gap < 0x80 {
+			b = append(b, byte(gap))
+		} else {
+			b = binary.AppendUvarint(b, gap)
+		}
+		if z := uint64(o.Offset<<1) ^ uint64(o.Offset>>63); z < 0x80 {
+			b = append(b, byte(z))
+		} else {
+			b = binary.AppendUvarint(b, z)
+		}
+		next = o.Task + 1
+	}
+	return b, true
 }
 
 func appendMember(w *writer, m *Member) {
@@ -209,7 +324,8 @@ func decodeMember(rd *reader, m *Member, processes, tasks int32) {
 	}
 }
 
-// memberFastPath is switched off by tests comparing the two paths.
+// memberFastPath is switched off by tests comparing the fast member
+// encoder and decoder with the checked ones.
 var memberFastPath = true
 
 // decodeMemberChecked reads a member record field by field through the
