@@ -410,6 +410,12 @@ func below(ts []int32, n int32) bool { return len(ts) == 0 || ts[len(ts)-1] < n 
 
 func offsetsBelow(os []TaskOffset, n int32) bool { return len(os) == 0 || os[len(os)-1].Task < n }
 
+// MemberOrder returns the indices of the last decoded request's members in
+// ascending id order (computed for the duplicate-id check; see
+// MemberIDOrder), valid until the next decode: a plugin that needs that
+// order need not sort again.
+func (d *Decoder) MemberOrder() []int32 { return d.order }
+
 // checkUniqueMembers orders the members by id (MemberIDOrder: an integer
 // sort, cheaper in a wasm guest than a map of strings) and looks for equal
 // neighbours.

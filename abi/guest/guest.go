@@ -41,6 +41,12 @@ type Options struct {
 	AliasInput bool
 }
 
+// MemberOrder returns, during an assign call, the indices of the request's
+// members in ascending member-id order (the SDK's decoder sorts them to
+// check that ids are unique), so that a handler need not sort them again.
+// It is valid until the handler returns.
+func MemberOrder() []int32 { return dec.MemberOrder() }
+
 // SetOptions sets the SDK's options.
 func SetOptions(o Options) { dec.AliasInput = o.AliasInput }
 

@@ -25,7 +25,7 @@ func Assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 		s.req = nil
 		states.Put(s)
 	}()
-	return s.assign(req, false)
+	return s.assign(req, nil, false)
 }
 
 // single is the state of AssignReusing.
@@ -36,13 +36,34 @@ var single state
 // (the SDK encodes the response at once): the response lives in memory
 // reused by the next call, so a run allocates nothing once the memory has
 // grown to the group's size. Not safe for concurrent use.
-func AssignReusing(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+//
+// idOrder, when not nil, is the request's members in ascending id order
+// (abi.MemberIDOrder; the wasm guest gets it from the SDK, whose decoder
+// sorted them already), saving the sort; it must be a permutation of the
+// member indices in that order.
+func AssignReusing(req *abi.AssignRequest, idOrder []int32) (*abi.AssignResponse, error) {
 	defer func() { single.req = nil }()
-	return single.assign(req, true)
+	if idOrder != nil && !inRange(idOrder, len(req.Members)) {
+		return nil, fmt.Errorf("sticky: member order of %d entries for %d members", len(idOrder), len(req.Members))
+	}
+	return single.assign(req, idOrder, true)
 }
 
-func (s *state) assign(req *abi.AssignRequest, reuseResponse bool) (*abi.AssignResponse, error) {
-	s.reset(req)
+// inRange reports whether order has n entries, each in [0, n).
+func inRange(order []int32, n int) bool {
+	if len(order) != n {
+		return false
+	}
+	for _, i := range order {
+		if uint32(i) >= uint32(n) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *state) assign(req *abi.AssignRequest, idOrder []int32, reuseResponse bool) (*abi.AssignResponse, error) {
+	s.reset(req, idOrder)
 	if err := s.assignActive(); err != nil {
 		return nil, err
 	}

@@ -117,7 +117,9 @@ func BenchmarkHostOverhead(b *testing.B) {
 // runs per call: decode the request, assign, encode the response.
 func BenchmarkStickyGuestPathNative(b *testing.B) {
 	guest.SetOptions(guest.Options{AliasInput: true}) // as wasm/main.go
-	guest.HandleAssign(sticky.AssignReusing)
+	guest.HandleAssign(func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		return sticky.AssignReusing(req, guest.MemberOrder())
+	})
 	defer guest.SetOptions(guest.Options{})
 	for _, c := range benchShapes() {
 		in, _ := abi.AppendAssignRequest(nil, abitest.Generate(c.s))

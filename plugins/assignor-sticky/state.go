@@ -89,8 +89,9 @@ func fill(s []int32, v int32) {
 	}
 }
 
-// reset prepares s for req, reusing its memory.
-func (s *state) reset(req *abi.AssignRequest) {
+// reset prepares s for req, reusing its memory; idOrder, if not nil, is
+// the members' id order.
+func (s *state) reset(req *abi.AssignRequest, idOrder []int32) {
 	s.req, s.space, s.numStandby = req, abi.NewTaskSpace(req.Subtopologies), req.Configs.NumStandbyReplicas
 	s.nt = s.space.Total()
 	s.totalTasks, s.totalActive = 0, 0
@@ -108,7 +109,7 @@ func (s *state) reset(req *abi.AssignRequest) {
 	s.membersActiveCap, s.membersTasksCap = m, m
 	s.activePerMember = tasksPerMember(s.totalActive, m)
 	s.tasksPerMember = tasksPerMember(s.totalTasks, m)
-	s.rankMembers()
+	s.rankMembers(idOrder)
 	s.buildProcesses()
 	s.buildPrevious()
 	s.slots = min(s.numStandby+1, int32(len(req.Processes)))
@@ -132,9 +133,13 @@ func tasksPerMember(tasks, members int32) int32 {
 
 // rankMembers orders members by id: the port iterates members in that
 // order (the parity harness hands Kafka's assignor a sorted member map).
-func (s *state) rankMembers() {
+func (s *state) rankMembers(idOrder []int32) {
 	ms := s.req.Members
-	s.byRank = abi.MemberIDOrder(s.byRank, ms, &s.bKeys)
+	if idOrder != nil {
+		s.byRank = append(s.byRank[:0], idOrder...)
+	} else {
+		s.byRank = abi.MemberIDOrder(s.byRank, ms, &s.bKeys)
+	}
 	reuse(&s.proc, len(ms))
 	for r, i := range s.byRank {
 		s.proc[r] = ms[i].Process

@@ -30,12 +30,22 @@ func TestAssignReusingEqualsAssign(t *testing.T) {
 		sh := shapes[(i*7)%len(shapes)]
 		req := abitest.Generate(sh)
 		want, werr := sticky.Assign(req)
-		got, gerr := sticky.AssignReusing(req)
+		var order []int32
+		if i%2 == 1 { // as the guest calls it: with the decoder's id order
+			order = abi.MemberIDOrder(nil, req.Members, new([]uint64))
+		}
+		got, gerr := sticky.AssignReusing(req, order)
 		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 			t.Fatalf("shape %d: errors %v / %v", i, werr, gerr)
 		}
 		if werr == nil && !reflect.DeepEqual(normalize(want), normalize(got)) {
 			t.Fatalf("shape %d: AssignReusing differs from Assign", i)
+		}
+	}
+	req := abitest.Generate(shapes[5])
+	for _, bad := range [][]int32{{0}, make([]int32, len(req.Members)+1), append(make([]int32, len(req.Members)-1), int32(len(req.Members)))} {
+		if _, err := sticky.AssignReusing(req, bad); err == nil {
+			t.Fatalf("member order %v for %d members accepted", bad, len(req.Members))
 		}
 	}
 }
