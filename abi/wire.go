@@ -159,6 +159,23 @@ func (r *reader) varint(field string) int64 {
 // count reads an element count: each element needs at least minBytes bytes,
 // so a count larger than the rest of the message is rejected before any
 // allocation.
+// shortCount reads a count of one byte (< 128, below every count limit)
+// that fits the rest of the message; ok is false, with nothing read, for
+// anything else, which count then reads and checks. It inlines: lists are
+// mostly short, and a Go wasm guest pays for every call.
+func (r *reader) shortCount(minBytes int) (n int, ok bool) {
+	off := r.off
+	if r.err != nil || off >= len(r.b) {
+		return 0, false
+	}
+	c := int(r.b[off])
+	if c >= 0x80 || c*minBytes > len(r.b)-off-1 {
+		return 0, false
+	}
+	r.off = off + 1
+	return c, true
+}
+
 func (r *reader) count(field string, max int64, minBytes int) int {
 	n := r.int32(field, max)
 	if r.err == nil && int64(n)*int64(minBytes) > int64(r.remaining()) {
@@ -209,7 +226,10 @@ func (r *reader) stringsInto(dst []string, field string, max int64, ascending bo
 }
 
 func (r *reader) pairs(field string) []KV {
-	n := r.count(field, MaxString, 2)
+	n, ok := r.shortCount(2)
+	if !ok {
+		n = r.count(field, MaxString, 2)
+	}
 	if n == 0 {
 		return nil
 	}
@@ -229,7 +249,10 @@ func (r *reader) pairs(field string) []KV {
 // decoder's hottest loop, and a Go guest pays for every field access and
 // append check (wasm code generation keeps little in registers).
 func (r *reader) taskset(field string) []int32 {
-	n := r.count(field, MaxTasks, 1)
+	n, ok := r.shortCount(1)
+	if !ok {
+		n = r.count(field, MaxTasks, 1)
+	}
 	if n == 0 {
 		return nil
 	}
@@ -283,7 +306,10 @@ func localUvarint(b []byte, off int) (v uint64, next int) {
 // taskoffsets reads a task-offset list; like taskset, its loop keeps the
 // read position in a local and decodes one-byte values inline.
 func (r *reader) taskoffsets(field string) []TaskOffset {
-	n := r.count(field, MaxTasks, 2)
+	n, ok := r.shortCount(2)
+	if !ok {
+		n = r.count(field, MaxTasks, 2)
+	}
 	if n == 0 {
 		return nil
 	}

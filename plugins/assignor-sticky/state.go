@@ -54,6 +54,7 @@ type state struct {
 	bNStandby, bStart, bByTask    []int32
 	bCands, bSorted               []candidate
 	bKeys                         []uint64
+	bMulti                        []int32
 	pheap                         procHeap
 
 	// The response of AssignReusing.
@@ -245,33 +246,40 @@ func (s *state) buildPrevious() {
 			}
 		}
 	}
-	// Group by task (counting sort keeps member order), then rank each
-	// task's few candidates: previous standbys first, then by offset sum,
-	// highest first; ties keep member order (Java's stable List.sort).
-	reuse(&s.candStart, int(s.nt)+1)
-	for _, c := range cs {
-		s.candStart[c.task+1]++
-	}
-	for t := int32(1); t <= s.nt; t++ {
-		s.candStart[t] += s.candStart[t-1]
-	}
-	sorted := reuse(&s.bSorted, len(cs))
-	next := reuse(&s.bFill, int(s.nt))
-	copy(next, s.candStart[:s.nt])
-	for _, c := range cs {
-		sorted[next[c.task]] = c
-		next[c.task]++
-	}
-	reuse(&s.cand, len(cs))
-	for t := int32(0); t < s.nt; t++ {
-		group := sorted[s.candStart[t]:s.candStart[t+1]]
-		for i := 1; i < len(group); i++ {
-			for j := i; j > 0 && ranksBefore(&group[j], &group[j-1]); j-- {
-				group[j], group[j-1] = group[j-1], group[j]
-			}
+	// Group by task with a counting sort that keeps member order, writing
+	// the ranks and their sort keys straight into place, then rank the
+	// few tasks with more than one candidate: previous standbys first,
+	// then by offset sum, highest first; ties keep member order (Java's
+	// stable List.sort). Only those tasks are visited again: a loop over
+	// every task was a quarter of a small group's run in the wasm guest.
+	start := reuse(&s.candStart, int(s.nt)+1)
+	multi := s.bMulti[:0]
+	for i := range cs {
+		t := cs[i].task
+		if start[t]++; start[t] == 2 {
+			multi = append(multi, t)
 		}
-		for i, c := range group {
-			s.cand[s.candStart[t]+int32(i)] = c.rank
+	}
+	s.bMulti = multi
+	for t := int32(1); t < s.nt; t++ { // start[t]: end of task t's group
+		start[t] += start[t-1]
+	}
+	start[s.nt] = int32(len(cs))
+	s.cand = reuse(&s.cand, len(cs))
+	keys := reuse(&s.bSorted, len(cs))
+	for i := len(cs) - 1; i >= 0; i-- { // backwards: start[t] ends at the group's first slot
+		c := &cs[i]
+		start[c.task]--
+		at := start[c.task]
+		s.cand[at], keys[at] = c.rank, *c
+	}
+	for _, t := range multi {
+		lo, hi := start[t], start[t+1]
+		for i := lo + 1; i < hi; i++ {
+			for j := i; j > lo && ranksBefore(&keys[j], &keys[j-1]); j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+				s.cand[j], s.cand[j-1] = s.cand[j-1], s.cand[j]
+			}
 		}
 	}
 }
