@@ -237,3 +237,35 @@ func TestDecoderAliasInput(t *testing.T) {
 		t.Fatalf("aliased id %q, copied id %q after changing the input", aliased.Members[0].ID, copied.Members[0].ID)
 	}
 }
+
+// TestHugeTaskGapRejected: a task-set gap of 2^64-1 (which would wrap to
+// task -1 in int64 arithmetic) is an error, in task sets and offset lists.
+func TestHugeTaskGapRejected(t *testing.T) {
+	huge := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}
+	for _, field := range []string{"active", "offsets"} {
+		req := &abi.AssignRequest{Processes: []string{"p"}, Subtopologies: []abi.Subtopology{{ID: "s", Partitions: 2}},
+			Members: []abi.Member{{ID: "m", Active: []int32{1}}}}
+		if field == "offsets" {
+			req.Members[0].Active = nil
+			req.Members[0].TaskOffsets = []abi.TaskOffset{{Task: 1, Offset: 0}}
+		}
+		b, _ := abi.AppendAssignRequest(nil, req)
+		// The member's only task is encoded as gap 1: the last 0x01 before
+		// the offset/tags bytes. Replace that byte with the 10-byte gap.
+		var at int
+		if field == "active" {
+			at = bytes.LastIndex(b, []byte{1, 1, 0, 0, 0, 0, 0}) + 1 // count 1, gap 1, empty standby/warmup/offsets/end offsets, tags
+		} else {
+			at = bytes.LastIndex(b, []byte{1, 1, 0, 0, 0}) + 1 // count 1, gap 1, offset 0, end offsets, tags
+		}
+		if at <= 0 {
+			t.Fatalf("%s: layout not found in %x", field, b)
+		}
+		bad := append(append(append([]byte(nil), b[:at]...), huge...), b[at+1:]...)
+		var r abi.AssignRequest
+		err := abi.DecodeAssignRequest(bad, &r)
+		if err == nil || !strings.Contains(err.Error(), "exceeds limit") {
+			t.Fatalf("%s: huge gap decoded as %+v, err %v", field, r.Members, err)
+		}
+	}
+}

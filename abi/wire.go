@@ -273,9 +273,9 @@ func (r *reader) taskset(field string) []int32 {
 			off = r.off
 		}
 		t := next + int64(gap)
-		if t >= MaxTasks {
+		if gap >= MaxTasks || t >= MaxTasks { // gap first: a huge gap wraps int64
 			r.off = off
-			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
+			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", uint64(next)+gap, MaxTasks))
 			return dst[:i]
 		}
 		dst[i] = int32(t)
@@ -334,9 +334,9 @@ func (r *reader) taskoffsets(field string) []TaskOffset {
 			off = r.off
 		}
 		t := next + int64(gap)
-		if t >= MaxTasks {
+		if gap >= MaxTasks || t >= MaxTasks { // gap first: a huge gap wraps int64
 			r.off = off
-			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
+			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", uint64(next)+gap, MaxTasks))
 			return out[:i]
 		}
 		out[i] = TaskOffset{Task: int32(t), Offset: int64(z>>1) ^ -int64(z&1)}
