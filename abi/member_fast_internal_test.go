@@ -135,3 +135,24 @@ func TestMemberFastEncodeMatchesChecked(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMemberFastPath: on any bytes, the fast member decoder and the
+// checked one agree (same request or same error).
+func FuzzMemberFastPath(f *testing.F) {
+	for _, r := range []*AssignRequest{
+		{Processes: []string{"p"}, Subtopologies: []Subtopology{{ID: "s", Partitions: 300}},
+			Members: []Member{{ID: "a", Active: []int32{0, 200}, TaskOffsets: []TaskOffset{{Task: 1, Offset: 1 << 40}}}, {ID: "b", Rack: "r", ClientTags: []KV{{Key: "k", Value: "v"}}}}},
+	} {
+		b, _ := AppendAssignRequest(nil, r)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, checked, e1, e2 := decodeBoth(b)
+		if fmt.Sprint(e1) != fmt.Sprint(e2) {
+			t.Fatalf("fast path error %v, checked path error %v", e1, e2)
+		}
+		if e1 == nil && !reflect.DeepEqual(fast, checked) {
+			t.Fatal("fast and checked paths decode differently")
+		}
+	})
+}
