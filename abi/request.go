@@ -1,7 +1,6 @@
 package abi
 
 import (
-	"encoding/binary"
 	"fmt"
 	"unsafe"
 )
@@ -67,7 +66,7 @@ func appendMemberFast(b []byte, m *Member) (_ []byte, ok bool) {
 	}
 	if b, ok = appendStr(b, m.ID); ok {
 		if b, ok = appendStr(b, m.InstanceID); ok {
-			b = binary.AppendUvarint(b, uint64(m.Process))
+			b = appendUvar(b, uint64(m.Process))
 			b, ok = appendStr(b, m.Rack)
 		}
 	}
@@ -94,16 +93,11 @@ func appendStr(b []byte, s string) ([]byte, bool) {
 	if len(s) > MaxString {
 		return b, false
 	}
-	if len(s) < 0x80 {
-		b = append(b, byte(len(s)))
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-	}
-	return append(b, s...), true
+	return append(appendUvar(b, uint64(len(s))), s...), true
 }
 
 func appendPairs(b []byte, kvs []KV) ([]byte, bool) {
-	b = binary.AppendUvarint(b, uint64(len(kvs)))
+	b = appendUvar(b, uint64(len(kvs)))
 	ok := true
 	for i := 0; i < len(kvs) && ok; i++ {
 		if i > 0 && kvs[i].Key <= kvs[i-1].Key {
@@ -117,39 +111,27 @@ func appendPairs(b []byte, kvs []KV) ([]byte, bool) {
 }
 
 func appendTaskSet(b []byte, ts []int32) ([]byte, bool) {
-	b = binary.AppendUvarint(b, uint64(len(ts)))
+	b = appendUvar(b, uint64(len(ts)))
 	next := int32(0)
 	for _, t := range ts {
 		if t < next {
 			return b, false
 		}
-		if gap := uint64(t - next); gap < 0x80 {
-			b = append(b, byte(gap))
-		} else {
-			b = binary.AppendUvarint(b, gap)
-		}
+		b = appendUvar(b, uint64(t-next))
 		next = t + 1
 	}
 	return b, true
 }
 
 func appendTaskOffsets(b []byte, offs []TaskOffset) ([]byte, bool) {
-	b = binary.AppendUvarint(b, uint64(len(offs)))
+	b = appendUvar(b, uint64(len(offs)))
 	next := int32(0)
 	for _, o := range offs {
 		if o.Task < next {
 			return b, false
 		}
-		if gap := uint64(o.Task - next); gap < 0x80 {
-			b = append(b, byte(gap))
-		} else {
-			b = binary.AppendUvarint(b, gap)
-		}
-		if z := uint64(o.Offset<<1) ^ uint64(o.Offset>>63); z < 0x80 {
-			b = append(b, byte(z))
-		} else {
-			b = binary.AppendUvarint(b, z)
-		}
+		b = appendUvar(b, uint64(o.Task-next))
+		b = appendUvar(b, uint64(o.Offset<<1)^uint64(o.Offset>>63))
 		next = o.Task + 1
 	}
 	return b, true

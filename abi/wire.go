@@ -400,16 +400,22 @@ func (w *writer) fail(field string, err error) {
 	}
 }
 
-func (w *writer) u8(v byte)    { w.b = append(w.b, v) }
-func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *writer) uvarint(v uint64) {
-	if v < 0x80 { // most gaps, counts and indices: one byte
-		w.b = append(w.b, byte(v))
-		return
+func (w *writer) u8(v byte)        { w.b = append(w.b, v) }
+func (w *writer) u64(v uint64)     { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *writer) uvarint(v uint64) { w.b = appendUvar(w.b, v) }
+
+// appendUvar appends v as a uvarint, inline for the one- and two-byte
+// values that most gaps, counts, indices and small offsets are.
+func appendUvar(b []byte, v uint64) []byte {
+	switch {
+	case v < 1<<7:
+		return append(b, byte(v))
+	case v < 1<<14:
+		return append(b, byte(v)|0x80, byte(v>>7))
 	}
-	w.b = binary.AppendUvarint(w.b, v)
+	return binary.AppendUvarint(b, v)
 }
-func (w *writer) varint(v int64) { w.b = binary.AppendUvarint(w.b, uint64(v<<1)^uint64(v>>63)) }
+func (w *writer) varint(v int64) { w.b = appendUvar(w.b, uint64(v<<1)^uint64(v>>63)) }
 func (w *writer) noTags()        { w.b = append(w.b, 0) }
 func (w *writer) count(n int)    { w.uvarint(uint64(n)) }
 func (w *writer) nonneg(field string, v int32) {
@@ -457,11 +463,7 @@ func (w *writer) taskset(field string, ts []int32) {
 			w.fail(field, fmt.Errorf("task %d out of order or repeated (sets must be strictly ascending)", t))
 			return
 		}
-		if gap := uint64(t - next); gap < 0x80 {
-			b = append(b, byte(gap))
-		} else {
-			b = binary.AppendUvarint(b, gap)
-		}
+		b = appendUvar(b, uint64(t-next))
 		next = t + 1
 	}
 	w.b = b
@@ -478,16 +480,8 @@ func (w *writer) taskoffsets(field string, offs []TaskOffset) {
 			w.fail(field, fmt.Errorf("task %d out of order or repeated", o.Task))
 			return
 		}
-		if gap := uint64(o.Task - next); gap < 0x80 {
-			b = append(b, byte(gap))
-		} else {
-			b = binary.AppendUvarint(b, gap)
-		}
-		if z := uint64(o.Offset<<1) ^ uint64(o.Offset>>63); z < 0x80 {
-			b = append(b, byte(z))
-		} else {
-			b = binary.AppendUvarint(b, z)
-		}
+		b = appendUvar(b, uint64(o.Task-next))
+		b = appendUvar(b, uint64(o.Offset<<1)^uint64(o.Offset>>63))
 		next = o.Task + 1
 	}
 	w.b = b
