@@ -36,14 +36,18 @@ func MemberIDOrder(dst []int32, ms []Member, keys *[]uint64) []int32 {
 	for i := 1; i < n && common > 0; i++ {
 		common = commonPrefix(ms[0].ID[:common], ms[i].ID)
 	}
-	if cap(*keys) < n {
-		*keys = make([]uint64, n)
+	if cap(*keys) < 2*n {
+		*keys = make([]uint64, 2*n)
 	}
 	ks := (*keys)[:n]
 	for i := range ms {
 		ks[i] = packPrefix(ms[i].ID, common)<<idxBits | uint64(i)
 	}
-	slices.Sort(ks)
+	if n <= radixMin {
+		slices.Sort(ks)
+	} else {
+		ks = radixSortPrefix(ks, (*keys)[n:2*n])
+	}
 	for i, k := range ks {
 		dst[i] = int32(k & idxMask)
 	}
@@ -62,6 +66,40 @@ func MemberIDOrder(dst []int32, ms []Member, keys *[]uint64) []int32 {
 	}
 	return dst
 }
+
+// radixSortPrefix sorts keys whose low idxBits hold their own position
+// (so they are already in that order) by their high bits, with a stable
+// byte-wise LSD radix sort: the result is the order of the whole keys.
+// tmp has len(keys) room; the result is keys or tmp. For a thousand
+// members this is several times cheaper than a comparison sort in a wasm
+// guest (no data-dependent branches, no calls).
+func radixSortPrefix(keys, tmp []uint64) []uint64 {
+	src, dst := keys, tmp[:len(keys)]
+	for shift := uint(idxBits); shift < 64; shift += 8 {
+		var pos [256]int
+		for _, k := range src {
+			pos[byte(k>>shift)]++
+		}
+		if pos[byte(src[0]>>shift)] == len(src) {
+			continue // one digit value: this pass would change nothing
+		}
+		sum := 0
+		for d, c := range pos {
+			pos[d] = sum
+			sum += c
+		}
+		for _, k := range src {
+			d := byte(k >> shift)
+			dst[pos[d]] = k
+			pos[d]++
+		}
+		src, dst = dst, src
+	}
+	return src
+}
+
+// radixMin is the size up to which a comparison sort is cheaper.
+const radixMin = 128
 
 const (
 	prefixBytes = 5

@@ -32,7 +32,7 @@ func TestMemberIDOrder(t *testing.T) {
 	var keys []uint64
 	var dst []int32
 	for name, gen := range sets {
-		for _, n := range []int{0, 1, 2, 7, 300} {
+		for _, n := range []int{0, 1, 2, 7, 128, 129, 300, 1000} {
 			ms := make([]abi.Member, n)
 			for i := range ms {
 				ms[i].ID = gen(i)
