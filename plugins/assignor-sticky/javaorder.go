@@ -85,7 +85,9 @@ func threshold(c int) int {
 // computeIfAbsent (new nodes go to the head; resizes keep relative order).
 // It does not model bins of 9 or more colliding keys, which Java turns into
 // trees (docs/RATIONALE.md).
-func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIfAbsent bool, scratch *bucketScratch) []uint32 {
+//
+// hashes holds, per key, javaHashMapSpread of its String.hashCode.
+func hashMapOrder(keys []int32, hashes []uint32, initCap int, computeIfAbsent bool, scratch *bucketScratch) []uint32 {
 	if computeIfAbsent {
 		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
 			keys[i], keys[j] = keys[j], keys[i]
@@ -95,7 +97,7 @@ func hashMapOrder(keys []int32, names func(int32) string, initCap int, computeIf
 	mask := uint32(capacity - 1)
 	buckets := scratch.buckets[:0]
 	for _, k := range keys {
-		buckets = append(buckets, javaHashMapSpread(javaStringHash(names(k)))&mask)
+		buckets = append(buckets, hashes[k]&mask)
 	}
 	// Stable insertion sort by bucket: the key lists are short per process
 	// and for the process map the number of processes; fall back to a

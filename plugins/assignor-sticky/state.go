@@ -55,6 +55,7 @@ type state struct {
 	bCands, bSorted               []candidate
 	bKeys                         []uint64
 	bMulti                        []int32
+	bHashes                       []uint32
 	pheap                         procHeap
 
 	// The response of AssignReusing.
@@ -168,7 +169,11 @@ func (s *state) buildProcesses() {
 	scratch := &s.bBuckets
 	scratch.buckets = reuse(&scratch.buckets, max(len(seen), len(s.proc)))[:0]
 	s.procOrder = seen
-	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), true, scratch)
+	hashes := reuse(&s.bHashes, max(np, len(s.proc)))
+	for _, p := range s.procOrder {
+		hashes[p] = javaHashMapSpread(javaStringHash(s.req.Processes[p]))
+	}
+	hashMapOrder(s.procOrder, hashes, len(s.req.Members), true, scratch)
 	// Members per process, in rank order, then in their map's order.
 	reuse(&s.memStart, np+1)
 	for _, p := range s.proc {
@@ -184,9 +189,17 @@ func (s *state) buildProcesses() {
 		s.memOrder[next[p]] = int32(r)
 		next[p]++
 	}
-	name := func(r int32) string { return s.req.Members[s.byRank[r]].ID }
+	// Then by rank: only processes with two or more members need the ids'
+	// hashes (no closure per key: an indirect call costs a wasm guest).
 	for p := 0; p < np; p++ {
-		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, false, scratch)
+		members := s.memOrder[s.memStart[p]:s.memStart[p+1]]
+		if len(members) < 2 {
+			continue
+		}
+		for _, r := range members {
+			hashes[r] = javaHashMapSpread(javaStringHash(s.req.Members[s.byRank[r]].ID))
+		}
+		hashMapOrder(members, hashes, 0, false, scratch)
 	}
 	reuse(&s.mheap, np)
 	reuse(&s.bMheap, len(s.proc))
