@@ -238,38 +238,47 @@ func (s *state) response(inPlace bool) *abi.AssignResponse {
 		activeAll = make([]int32, 0, len(s.activeOf))
 		standbyAll = make([]int32, 0, len(s.standbys)/2)
 	}
-	nActive := reuse(&s.bNActive, len(s.byRank))
-	nStandby := reuse(&s.bNStandby, len(s.byRank))
-	for _, r := range s.activeOf {
-		nActive[r]++
+	// Each member's tasks take a contiguous range of the two backing
+	// arrays, in rank order: count per rank, set each member's slices once,
+	// turn the counts into cursors and place every task at its member's
+	// cursor (not an append per task, which stores a slice header each
+	// time).
+	byRank, activeOf, standbys := s.byRank, s.activeOf, s.standbys
+	curActive := reuse(&s.bNActive, len(byRank))
+	curStandby := reuse(&s.bNStandby, len(byRank))
+	for _, r := range activeOf {
+		curActive[r]++
 	}
-	for i := 1; i < len(s.standbys); i += 2 {
-		nStandby[s.standbys[i]]++
+	for i := 1; i < len(standbys); i += 2 {
+		curStandby[standbys[i]]++
 	}
-	for r, mi := range s.byRank {
-		m := &resp.Members[mi]
-		m.Active = activeAll[len(activeAll) : len(activeAll) : len(activeAll)+int(nActive[r])]
-		activeAll = activeAll[:len(activeAll)+int(nActive[r])]
-		m.Standby = standbyAll[len(standbyAll) : len(standbyAll) : len(standbyAll)+int(nStandby[r])]
-		standbyAll = standbyAll[:len(standbyAll)+int(nStandby[r])]
+	members := resp.Members
+	activeAll, standbyAll = activeAll[:len(activeOf)], standbyAll[:len(standbys)/2]
+	na, ns := int32(0), int32(0)
+	for r, mi := range byRank {
+		a, b := curActive[r], curStandby[r]
+		members[mi].Active = activeAll[na : na+a : na+a]
+		members[mi].Standby = standbyAll[ns : ns+b : ns+b]
+		curActive[r], curStandby[r] = na, ns
+		na, ns = na+a, ns+b
 	}
-	for t, r := range s.activeOf {
-		m := &resp.Members[s.byRank[r]]
-		m.Active = append(m.Active, int32(t))
+	for t, r := range activeOf { // ascending tasks
+		activeAll[curActive[r]] = int32(t)
+		curActive[r]++
 	}
 	// Standbys were placed in no particular order: bucket them by task so
-	// that each member's list comes out ascending.
+	// that each member's range fills in ascending task order.
 	start := reuse(&s.bStart, int(s.nt)+1)
-	for i := 0; i < len(s.standbys); i += 2 {
-		start[s.standbys[i]+1]++
+	for i := 0; i < len(standbys); i += 2 {
+		start[standbys[i]+1]++
 	}
-	for t := int32(1); t <= s.nt; t++ {
+	for t := 1; t < len(start); t++ {
 		start[t] += start[t-1]
 	}
-	byTask := reuse(&s.bByTask, len(s.standbys)/2)
-	for i := 0; i < len(s.standbys); i += 2 {
-		t := s.standbys[i]
-		byTask[start[t]] = s.standbys[i+1]
+	byTask := reuse(&s.bByTask, len(standbys)/2)
+	for i := 0; i < len(standbys); i += 2 {
+		t := standbys[i]
+		byTask[start[t]] = standbys[i+1]
 		start[t]++
 	}
 	t := int32(0)
@@ -277,8 +286,8 @@ func (s *state) response(inPlace bool) *abi.AssignResponse {
 		for start[t] <= int32(i) {
 			t++
 		}
-		m := &resp.Members[s.byRank[r]]
-		m.Standby = append(m.Standby, t)
+		standbyAll[curStandby[r]] = t
+		curStandby[r]++
 	}
 	return resp
 }

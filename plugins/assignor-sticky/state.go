@@ -226,35 +226,41 @@ type candidate struct {
 // active owner's own); within each group the highest offset sum first, then
 // member order.
 func (s *state) buildPrevious() {
-	fill(reuse(&s.prevActive, int(s.nt)), -1)
+	// Slices live in locals throughout: a store through one slice may
+	// alias any other's header as far as the compiler knows, so fields
+	// would be reloaded at every element (costly in a wasm guest).
+	prevActive := reuse(&s.prevActive, int(s.nt))
+	fill(prevActive, -1)
+	members := s.req.Members
 	n := 0
-	for i := range s.req.Members {
-		n += len(s.req.Members[i].Standby) + len(s.req.Members[i].TaskOffsets)
+	for i := range members {
+		n += len(members[i].Standby) + len(members[i].TaskOffsets)
 	}
 	cs := reuse(&s.bCands, n)[:0]
 	for r, mi := range s.byRank {
-		m := &s.req.Members[mi]
-		for _, t := range m.Active {
-			s.prevActive[t] = int32(r)
+		m := &members[mi]
+		active, standby, offs := m.Active, m.Standby, m.TaskOffsets
+		for _, t := range active {
+			prevActive[t] = int32(r)
 		}
 		// Standby and offset lists are both ascending: merge them.
 		j := 0
-		for _, t := range m.Standby {
-			for j < len(m.TaskOffsets) && m.TaskOffsets[j].Task < t {
+		for _, t := range standby {
+			for j < len(offs) && offs[j].Task < t {
 				j++
 			}
 			var off int64
-			if j < len(m.TaskOffsets) && m.TaskOffsets[j].Task == t {
-				off = m.TaskOffsets[j].Offset
+			if j < len(offs) && offs[j].Task == t {
+				off = offs[j].Offset
 			}
 			cs = append(cs, candidate{task: t, rank: int32(r), prevStandby: true, offset: off})
 		}
 		j = 0
-		for _, o := range m.TaskOffsets {
-			for j < len(m.Standby) && m.Standby[j] < o.Task {
+		for _, o := range offs {
+			for j < len(standby) && standby[j] < o.Task {
 				j++
 			}
-			if j == len(m.Standby) || m.Standby[j] != o.Task {
+			if j == len(standby) || standby[j] != o.Task {
 				cs = append(cs, candidate{task: o.Task, rank: int32(r), offset: o.Offset})
 			}
 		}
@@ -274,24 +280,24 @@ func (s *state) buildPrevious() {
 		}
 	}
 	s.bMulti = multi
-	for t := int32(1); t < s.nt; t++ { // start[t]: end of task t's group
+	for t := 1; t < len(start)-1; t++ { // start[t]: end of task t's group
 		start[t] += start[t-1]
 	}
-	start[s.nt] = int32(len(cs))
-	s.cand = reuse(&s.cand, len(cs))
+	start[len(start)-1] = int32(len(cs))
+	cand := reuse(&s.cand, len(cs))
 	keys := reuse(&s.bSorted, len(cs))
 	for i := len(cs) - 1; i >= 0; i-- { // backwards: start[t] ends at the group's first slot
 		c := &cs[i]
 		start[c.task]--
 		at := start[c.task]
-		s.cand[at], keys[at] = c.rank, *c
+		cand[at], keys[at] = c.rank, *c
 	}
 	for _, t := range multi {
 		lo, hi := start[t], start[t+1]
 		for i := lo + 1; i < hi; i++ {
 			for j := i; j > lo && ranksBefore(&keys[j], &keys[j-1]); j-- {
 				keys[j], keys[j-1] = keys[j-1], keys[j]
-				s.cand[j], s.cand[j-1] = s.cand[j-1], s.cand[j]
+				cand[j], cand[j-1] = cand[j-1], cand[j]
 			}
 		}
 	}
