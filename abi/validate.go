@@ -14,8 +14,9 @@ func invalid(format string, args ...any) error {
 }
 
 // validateScratch is the per-call working memory of ValidateAssignment,
-// pooled: the host validates every plugin response, and allocating three
-// task-sized arrays per call was most of its own cost.
+// pooled: the host validates every plugin response, and allocating
+// task-sized arrays (and a holder list per task) per call was most of its
+// own cost.
 type validateScratch struct {
 	owner  []int32 // per task: active member index + 1, 0 = none
 	holder []int32 // per task: process index + 1 of the last process seen holding it
@@ -48,43 +49,10 @@ func ValidateAssignment(req *AssignRequest, resp *AssignResponse) error {
 	sc := validatePool.Get().(*validateScratch)
 	defer validatePool.Put(sc)
 	total := req.NumTasks()
-	sc.owner = grow(sc.owner, int(total))
-	// Rules 1-3 and 5, member by member.
-	for i := range resp.Members {
-		ma := &resp.Members[i]
-		if err := checkSet(ma.Active, total, kindNames[0], req.Members[i].ID); err != nil {
-			return err
-		}
-		for _, t := range ma.Active {
-			if o := sc.owner[t]; o != 0 {
-				return invalid("task %d is active on both %q and %q", t, req.Members[o-1].ID, req.Members[i].ID)
-			}
-			sc.owner[t] = int32(i) + 1
-		}
-		for kind, set := range [2][]int32{ma.Standby, ma.Warmup} {
-			if err := checkSet(set, total, kindNames[kind+1], req.Members[i].ID); err != nil {
-				return err
-			}
-			if err := checkStateful(req.Subtopologies, set, kindNames[kind+1], req.Members[i].ID); err != nil {
-				return err
-			}
-		}
-	}
-	for t, o := range sc.owner {
-		if o == 0 {
-			space := NewTaskSpace(req.Subtopologies)
-			s, p := space.Locate(int32(t))
-			return invalid("task %d (subtopology %q partition %d) is not active anywhere", t, req.Subtopologies[s].ID, p)
-		}
-	}
-	// Rule 4, process by process: members grouped by process, one stamp
-	// per task (the process index + 1 that last held it), so a task held
-	// twice by one process is seen without per-task lists.
-	return sc.checkProcesses(req, resp)
-}
-
-func (sc *validateScratch) checkProcesses(req *AssignRequest, resp *AssignResponse) error {
 	procs := len(req.Processes)
+	// Members grouped by process (counting sort), so that rule 4 needs one
+	// stamp per task — the process index + 1 that last held it — instead
+	// of a list of holders; every rule is checked in the same pass.
 	sc.start = grow(sc.start, procs+1)
 	for i := range req.Members {
 		p := req.Members[i].Process
@@ -102,19 +70,41 @@ func (sc *validateScratch) checkProcesses(req *AssignRequest, resp *AssignRespon
 		sc.byProc[sc.start[p]] = int32(i)
 		sc.start[p]++
 	}
-	sc.holder = grow(sc.holder, len(sc.owner))
+	owner := grow(sc.owner, int(total))
+	holder := grow(sc.holder, int(total))
+	sc.owner, sc.holder = owner, holder
 	for _, i := range sc.byProc {
-		proc := req.Members[i].Process
-		stamp := proc + 1
-		ma := &resp.Members[i]
+		ma, m := &resp.Members[i], &req.Members[i]
+		stamp := m.Process + 1
 		for kind, set := range [3][]int32{ma.Active, ma.Standby, ma.Warmup} {
-			for _, t := range set {
-				if sc.holder[t] == stamp {
-					return invalid("process %q holds task %d more than once (member %q, as %s)",
-						req.Processes[proc], t, req.Members[i].ID, kindNames[kind])
-				}
-				sc.holder[t] = stamp
+			if err := checkSet(set, total, kindNames[kind], m.ID); err != nil {
+				return err
 			}
+			if kind > 0 {
+				if err := checkStateful(req.Subtopologies, set, kindNames[kind], m.ID); err != nil {
+					return err
+				}
+			}
+			for _, t := range set {
+				if kind == 0 {
+					if o := owner[t]; o != 0 {
+						return invalid("task %d is active on both %q and %q", t, req.Members[o-1].ID, m.ID)
+					}
+					owner[t] = i + 1
+				}
+				if holder[t] == stamp {
+					return invalid("process %q holds task %d more than once (member %q, as %s)",
+						req.Processes[m.Process], t, m.ID, kindNames[kind])
+				}
+				holder[t] = stamp
+			}
+		}
+	}
+	for t, o := range owner {
+		if o == 0 {
+			space := NewTaskSpace(req.Subtopologies)
+			s, p := space.Locate(int32(t))
+			return invalid("task %d (subtopology %q partition %d) is not active anywhere", t, req.Subtopologies[s].ID, p)
 		}
 	}
 	return nil
