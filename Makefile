@@ -6,7 +6,7 @@ CLANG       ?= clang
 # Main packages that build to .wasm plugins: plugins/<name>/wasm.
 WASM_MAINS  := $(patsubst %/,%,$(dir $(wildcard plugins/*/wasm/main.go)))
 # The sticky algorithm package is compiled without bounds checks in its
-# wasm build only (docs/BENCHMARKS.md, "Plugins"): 10-20 % of the call.
+# wasm build only (docs/BENCHMARKS.md, "Plugins"): up to 25 % of the call.
 # Keep in step with host/plugin/plugintest.WasmGCFlags.
 WASM_GCFLAGS := -gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B
 
