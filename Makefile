@@ -5,6 +5,10 @@ PLUGIN_DIR  ?= build/plugins
 CLANG       ?= clang
 # Main packages that build to .wasm plugins: plugins/<name>/wasm.
 WASM_MAINS  := $(patsubst %/,%,$(dir $(wildcard plugins/*/wasm/main.go)))
+# The sticky algorithm package is compiled without bounds checks in its
+# wasm build only (docs/BENCHMARKS.md, "Plugins"): up to 25 % of the call.
+# Keep in step with host/plugin/plugintest.WasmGCFlags.
+WASM_GCFLAGS := -gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B
 
 .PHONY: all build plugins plugin-check run test verify bench fuzz-ci clean
 
@@ -19,7 +23,7 @@ plugins:
 	@for pkg in $(WASM_MAINS); do \
 		name=$$(basename $$(dirname $$pkg)); \
 		echo "wasm  $$pkg -> $(PLUGIN_DIR)/$$name.wasm"; \
-		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $(PLUGIN_DIR)/$$name.wasm ./$$pkg || exit 1; \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath $(WASM_GCFLAGS) -o $(PLUGIN_DIR)/$$name.wasm ./$$pkg || exit 1; \
 	done
 	@if command -v $(CLANG) >/dev/null 2>&1; then \
 		echo "wasm  testdata/plugins/c/assignor.c -> $(PLUGIN_DIR)/c-assignor.wasm"; \

@@ -212,3 +212,60 @@ func TestDecoderReuse(t *testing.T) {
 		t.Fatalf("decoder not usable after an error: %v", err)
 	}
 }
+
+// TestDecoderAliasInput: with AliasInput the decoded request is the same,
+// and its strings are the input's own bytes (they change with it: the
+// contract the option documents), not a copy.
+func TestDecoderAliasInput(t *testing.T) {
+	req := abitest.Generate(abitest.Shape{Members: 5, Processes: 2, Subtopologies: 2, Partitions: 4, RandomIDs: true, Seed: 9})
+	in, _ := abi.AppendAssignRequest(nil, req)
+	var copied, aliased abi.AssignRequest
+	if err := abi.DecodeAssignRequest(in, &copied); err != nil {
+		t.Fatal(err)
+	}
+	d := abi.Decoder{AliasInput: true}
+	if err := d.DecodeAssignRequest(in, &aliased); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(copied, aliased) {
+		t.Fatal("AliasInput decodes a different request")
+	}
+	id := copied.Members[0].ID
+	at := bytes.Index(in, []byte(id))
+	in[at] ^= 1
+	if aliased.Members[0].ID == id || copied.Members[0].ID != id {
+		t.Fatalf("aliased id %q, copied id %q after changing the input", aliased.Members[0].ID, copied.Members[0].ID)
+	}
+}
+
+// TestHugeTaskGapRejected: a task-set gap of 2^64-1 (which would wrap to
+// task -1 in int64 arithmetic) is an error, in task sets and offset lists.
+func TestHugeTaskGapRejected(t *testing.T) {
+	huge := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}
+	for _, field := range []string{"active", "offsets"} {
+		req := &abi.AssignRequest{Processes: []string{"p"}, Subtopologies: []abi.Subtopology{{ID: "s", Partitions: 2}},
+			Members: []abi.Member{{ID: "m", Active: []int32{1}}}}
+		if field == "offsets" {
+			req.Members[0].Active = nil
+			req.Members[0].TaskOffsets = []abi.TaskOffset{{Task: 1, Offset: 0}}
+		}
+		b, _ := abi.AppendAssignRequest(nil, req)
+		// The member's only task is encoded as gap 1: the last 0x01 before
+		// the offset/tags bytes. Replace that byte with the 10-byte gap.
+		var at int
+		if field == "active" {
+			at = bytes.LastIndex(b, []byte{1, 1, 0, 0, 0, 0, 0}) + 1 // count 1, gap 1, empty standby/warmup/offsets/end offsets, tags
+		} else {
+			at = bytes.LastIndex(b, []byte{1, 1, 0, 0, 0}) + 1 // count 1, gap 1, offset 0, end offsets, tags
+		}
+		if at <= 0 {
+			t.Fatalf("%s: layout not found in %x", field, b)
+		}
+		bad := append(append(append([]byte(nil), b[:at]...), huge...), b[at+1:]...)
+		var r abi.AssignRequest
+		err := abi.DecodeAssignRequest(bad, &r)
+		if err == nil || !strings.Contains(err.Error(), "exceeds limit") {
+			t.Fatalf("%s: huge gap decoded as %+v, err %v", field, r.Members, err)
+		}
+	}
+}

@@ -40,11 +40,30 @@ func decodeAssignments(rd *reader) []MemberAssignment {
 		return nil
 	}
 	ms := make([]MemberAssignment, n)
+	// Every task entry takes at least one byte, and every member at least
+	// four more (three counts and its tags): one slab of that bound holds
+	// all the sets (the reader still grows it if it were short).
+	if rd.slab == nil {
+		rd.slab = make([]int32, max(rd.remaining()-4*n, 0))
+	}
 	for i := 0; i < n && rd.err == nil; i++ {
-		ms[i].Active = rd.taskset("active")
-		ms[i].Standby = rd.taskset("standby")
-		ms[i].Warmup = rd.taskset("warmup")
-		rd.tags("member.tags")
+		// Empty sets stay nil without a store: each store of a slice
+		// header into the fresh array costs a write barrier while the
+		// host's GC is marking.
+		if a := rd.taskset("active"); a != nil {
+			ms[i].Active = a
+		}
+		if s := rd.taskset("standby"); s != nil {
+			ms[i].Standby = s
+		}
+		if w := rd.taskset("warmup"); w != nil {
+			ms[i].Warmup = w
+		}
+		if rd.err == nil && rd.off < len(rd.b) && rd.b[rd.off] == 0 { // no tags
+			rd.off++
+		} else {
+			rd.tags("member.tags")
+		}
 	}
 	return ms
 }

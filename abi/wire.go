@@ -159,6 +159,23 @@ func (r *reader) varint(field string) int64 {
 // count reads an element count: each element needs at least minBytes bytes,
 // so a count larger than the rest of the message is rejected before any
 // allocation.
+// shortCount reads a count of one byte (< 128, below every count limit)
+// that fits the rest of the message; ok is false, with nothing read, for
+// anything else, which count then reads and checks. It inlines: lists are
+// mostly short, and a Go wasm guest pays for every call.
+func (r *reader) shortCount(minBytes int) (n int, ok bool) {
+	off := r.off
+	if r.err != nil || off >= len(r.b) {
+		return 0, false
+	}
+	c := int(r.b[off])
+	if c >= 0x80 || c*minBytes > len(r.b)-off-1 {
+		return 0, false
+	}
+	r.off = off + 1
+	return c, true
+}
+
 func (r *reader) count(field string, max int64, minBytes int) int {
 	n := r.int32(field, max)
 	if r.err == nil && int64(n)*int64(minBytes) > int64(r.remaining()) {
@@ -185,11 +202,20 @@ func (r *reader) string(field string) string {
 }
 
 func (r *reader) strings(field string, max int64, ascending bool) []string {
+	return r.stringsInto(nil, field, max, ascending)
+}
+
+// stringsInto is strings reusing dst's memory when it is large enough.
+func (r *reader) stringsInto(dst []string, field string, max int64, ascending bool) []string {
 	n := r.count(field, max, 1)
 	if n == 0 {
 		return nil
 	}
-	out := make([]string, n)
+	out := dst[:0]
+	if cap(out) < n {
+		out = make([]string, n)
+	}
+	out = out[:n]
 	for i := range out {
 		out[i] = r.string(field)
 		if ascending && i > 0 && r.err == nil && out[i] <= out[i-1] {
@@ -200,7 +226,10 @@ func (r *reader) strings(field string, max int64, ascending bool) []string {
 }
 
 func (r *reader) pairs(field string) []KV {
-	n := r.count(field, MaxString, 2)
+	n, ok := r.shortCount(2)
+	if !ok {
+		n = r.count(field, MaxString, 2)
+	}
 	if n == 0 {
 		return nil
 	}
@@ -220,7 +249,10 @@ func (r *reader) pairs(field string) []KV {
 // decoder's hottest loop, and a Go guest pays for every field access and
 // append check (wasm code generation keeps little in registers).
 func (r *reader) taskset(field string) []int32 {
-	n := r.count(field, MaxTasks, 1)
+	n, ok := r.shortCount(1)
+	if !ok {
+		n = r.count(field, MaxTasks, 1)
+	}
 	if n == 0 {
 		return nil
 	}
@@ -241,9 +273,9 @@ func (r *reader) taskset(field string) []int32 {
 			off = r.off
 		}
 		t := next + int64(gap)
-		if t >= MaxTasks {
+		if gap >= MaxTasks || t >= MaxTasks { // gap first: a huge gap wraps int64
 			r.off = off
-			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
+			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", uint64(next)+gap, MaxTasks))
 			return dst[:i]
 		}
 		dst[i] = int32(t)
@@ -253,26 +285,64 @@ func (r *reader) taskset(field string) []int32 {
 	return dst
 }
 
+// localUvarint decodes a uvarint of at most 9 bytes at b[off:] and returns
+// it with the offset after it, or 0 for the offset when the caller must take
+// the checked path (truncated, or 10 bytes long). It inlines, which the
+// checked reader.uvarint does not.
+func localUvarint(b []byte, off int) (v uint64, next int) {
+	var shift uint
+	for off < len(b) && shift < 63 {
+		c := b[off]
+		off++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, off
+		}
+		shift += 7
+	}
+	return 0, 0
+}
+
+// taskoffsets reads a task-offset list; like taskset, its loop keeps the
+// read position in a local and decodes one-byte values inline.
 func (r *reader) taskoffsets(field string) []TaskOffset {
-	n := r.count(field, MaxTasks, 2)
+	n, ok := r.shortCount(2)
+	if !ok {
+		n = r.count(field, MaxTasks, 2)
+	}
 	if n == 0 {
 		return nil
 	}
 	out := r.takeOffsets(n)[:n]
+	b, off := r.b, r.off
 	next := int64(0)
 	for i := range out {
-		t := next + int64(r.uvarint(field))
-		off := r.varint(field)
-		if r.err != nil {
+		gap, o := localUvarint(b, off)
+		var z uint64
+		if o > 0 {
+			z, o = localUvarint(b, o)
+		}
+		if o > 0 {
+			off = o
+		} else {
+			r.off = off
+			gap = r.uvarint(field)
+			z = r.uvarint(field)
+			if r.err != nil {
+				return out[:i]
+			}
+			off = r.off
+		}
+		t := next + int64(gap)
+		if gap >= MaxTasks || t >= MaxTasks { // gap first: a huge gap wraps int64
+			r.off = off
+			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", uint64(next)+gap, MaxTasks))
 			return out[:i]
 		}
-		if t >= MaxTasks {
-			r.fail(field, fmt.Errorf("task index %d exceeds limit %d", t, MaxTasks))
-			return out[:i]
-		}
-		out[i] = TaskOffset{Task: int32(t), Offset: off}
+		out[i] = TaskOffset{Task: int32(t), Offset: int64(z>>1) ^ -int64(z&1)}
 		next = t + 1
 	}
+	r.off = off
 	return out
 }
 
@@ -330,16 +400,22 @@ func (w *writer) fail(field string, err error) {
 	}
 }
 
-func (w *writer) u8(v byte)    { w.b = append(w.b, v) }
-func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *writer) uvarint(v uint64) {
-	if v < 0x80 { // most gaps, counts and indices: one byte
-		w.b = append(w.b, byte(v))
-		return
+func (w *writer) u8(v byte)        { w.b = append(w.b, v) }
+func (w *writer) u64(v uint64)     { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *writer) uvarint(v uint64) { w.b = appendUvar(w.b, v) }
+
+// appendUvar appends v as a uvarint, inline for the one- and two-byte
+// values that most gaps, counts, indices and small offsets are.
+func appendUvar(b []byte, v uint64) []byte {
+	switch {
+	case v < 1<<7:
+		return append(b, byte(v))
+	case v < 1<<14:
+		return append(b, byte(v)|0x80, byte(v>>7))
 	}
-	w.b = binary.AppendUvarint(w.b, v)
+	return binary.AppendUvarint(b, v)
 }
-func (w *writer) varint(v int64) { w.b = binary.AppendUvarint(w.b, uint64(v<<1)^uint64(v>>63)) }
+func (w *writer) varint(v int64) { w.b = appendUvar(w.b, uint64(v<<1)^uint64(v>>63)) }
 func (w *writer) noTags()        { w.b = append(w.b, 0) }
 func (w *writer) count(n int)    { w.uvarint(uint64(n)) }
 func (w *writer) nonneg(field string, v int32) {
@@ -387,11 +463,7 @@ func (w *writer) taskset(field string, ts []int32) {
 			w.fail(field, fmt.Errorf("task %d out of order or repeated (sets must be strictly ascending)", t))
 			return
 		}
-		if gap := uint64(t - next); gap < 0x80 {
-			b = append(b, byte(gap))
-		} else {
-			b = binary.AppendUvarint(b, gap)
-		}
+		b = appendUvar(b, uint64(t-next))
 		next = t + 1
 	}
 	w.b = b
@@ -399,14 +471,18 @@ func (w *writer) taskset(field string, ts []int32) {
 
 func (w *writer) taskoffsets(field string, offs []TaskOffset) {
 	w.count(len(offs))
-	next := int32(0)
+	// The buffer and position live in locals: storing w.b per element
+	// costs a write barrier check each time.
+	b, next := w.b, int32(0)
 	for _, o := range offs {
 		if o.Task < next {
+			w.b = b
 			w.fail(field, fmt.Errorf("task %d out of order or repeated", o.Task))
 			return
 		}
-		w.uvarint(uint64(o.Task - next))
-		w.varint(o.Offset)
+		b = appendUvar(b, uint64(o.Task-next))
+		b = appendUvar(b, uint64(o.Offset<<1)^uint64(o.Offset>>63))
 		next = o.Task + 1
 	}
+	w.b = b
 }

@@ -27,7 +27,28 @@ import (
 
 // AssignFunc computes a target assignment. Returning an error fails the call
 // with ASSIGN_ERROR (or UNSUPPORTED, for errors wrapping ErrUnsupported).
+// The SDK encodes the response before the call returns and never keeps it,
+// so a handler may return memory it reuses on its next call.
 type AssignFunc func(req *abi.AssignRequest) (*abi.AssignResponse, error)
+
+// Options tune the SDK's per-call memory use. Set them from init().
+type Options struct {
+	// AliasInput: the strings of a decoded request (ids, names, tags)
+	// point into the SDK's input buffer instead of a copy of it, saving
+	// one input-sized allocation per call. The next call overwrites that
+	// buffer, so a handler that sets it must not keep any string of a
+	// request past its call (copy what it keeps, e.g. strings.Clone).
+	AliasInput bool
+}
+
+// MemberOrder returns, during an assign call, the indices of the request's
+// members in ascending member-id order (the SDK's decoder sorts them to
+// check that ids are unique), so that a handler need not sort them again.
+// It is valid until the handler returns.
+func MemberOrder() []int32 { return dec.MemberOrder() }
+
+// SetOptions sets the SDK's options.
+func SetOptions(o Options) { dec.AliasInput = o.AliasInput }
 
 // ProbeFunc is a probing policy.
 type ProbeFunc func(req *abi.ProbeRequest) (*abi.ProbeResponse, error)
@@ -41,6 +62,9 @@ var (
 	probeFn  ProbeFunc
 	out      []byte      // reused output buffer: one call runs at a time
 	dec      abi.Decoder // reused decoding memory, for the same reason
+	// assignReq is the decoded request of the call in progress (a local
+	// would escape to the heap through the handler call).
+	assignReq abi.AssignRequest
 )
 
 // HandleAssign registers the plugin's task assignor. Call it from init().
@@ -70,11 +94,12 @@ func InvokeAssign(input []byte) (status abi.Status, output []byte) {
 	if assignFn == nil {
 		return fail(abi.StatusUnsupported, "this plugin has no task assignor")
 	}
-	var req abi.AssignRequest
-	if err := dec.DecodeAssignRequest(input, &req); err != nil {
+	req := &assignReq
+	defer func() { *req = abi.AssignRequest{} }() // keep nothing past the call
+	if err := dec.DecodeAssignRequest(input, req); err != nil {
 		return fail(abi.StatusDecodeError, err.Error())
 	}
-	resp, err := assignFn(&req)
+	resp, err := assignFn(req)
 	if err != nil {
 		return handlerError(err)
 	}

@@ -85,3 +85,35 @@ func TestInvokeProbeWithoutHandler(t *testing.T) {
 		t.Fatalf("status %v", st)
 	}
 }
+
+// TestMemberOrderAndAliasInput: during a call, MemberOrder gives the
+// members by ascending id, and with AliasInput the request decodes the
+// same.
+func TestMemberOrderAndAliasInput(t *testing.T) {
+	in, err := abi.AppendAssignRequest(nil, &abi.AssignRequest{
+		Processes:     []string{"p"},
+		Subtopologies: []abi.Subtopology{{ID: "0", Partitions: 3}},
+		Members:       []abi.Member{{ID: "c"}, {ID: "a"}, {ID: "b"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetOptions(Options{AliasInput: true})
+	t.Cleanup(func() { SetOptions(Options{}) })
+	var ids, ordered []string
+	withAssign(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		for _, m := range req.Members {
+			ids = append(ids, strings.Clone(m.ID))
+		}
+		for _, i := range MemberOrder() {
+			ordered = append(ordered, req.Members[i].ID)
+		}
+		return &abi.AssignResponse{Members: []abi.MemberAssignment{{Active: []int32{0}}, {Active: []int32{1}}, {Active: []int32{2}}}, NextProbeMs: -1}, nil
+	})
+	if st, out := InvokeAssign(in); st != abi.StatusOK {
+		t.Fatalf("status %v: %s", st, out)
+	}
+	if strings.Join(ids, ",") != "c,a,b" || strings.Join(ordered, ",") != "a,b,c" {
+		t.Fatalf("ids %v, by MemberOrder %v", ids, ordered)
+	}
+}

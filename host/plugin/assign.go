@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -11,12 +12,15 @@ import (
 // decoded and validated against req (abi/SPEC.md section 6); any failure is
 // an *Error and discards the instance that produced it.
 func (p *Plugin) Assign(ctx context.Context, req *abi.AssignRequest) (*abi.AssignResponse, error) {
-	in, err := abi.AppendAssignRequest(nil, req)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	in, err := abi.AppendAssignRequest((*buf)[:0], req)
+	*buf = in
 	if err != nil {
 		return nil, p.err("assign", KindRequest, err)
 	}
 	var resp abi.AssignResponse
-	_, err = p.call(ctx, "assign", abi.ExportAssign, in, func(out []byte) *Error {
+	err = p.call(ctx, "assign", abi.ExportAssign, in, func(out []byte) *Error {
 		if err := abi.DecodeAssignResponse(out, &resp); err != nil {
 			return p.err("assign", KindBadOutput, err)
 		}
@@ -31,27 +35,33 @@ func (p *Plugin) Assign(ctx context.Context, req *abi.AssignRequest) (*abi.Assig
 	return &resp, nil
 }
 
-// AssignRaw runs the assign export on already-encoded input and returns the
-// raw output, checking only that it decodes. It serves benchmarks of the
-// host's own overhead.
+// AssignRaw runs the assign export on already-encoded input and returns (a
+// copy of) the raw output, checking only that it decodes. It serves
+// benchmarks of the host's own overhead.
 func (p *Plugin) AssignRaw(ctx context.Context, input []byte) ([]byte, error) {
-	return p.call(ctx, "assign", abi.ExportAssign, input, func(out []byte) *Error {
+	var raw []byte
+	err := p.call(ctx, "assign", abi.ExportAssign, input, func(out []byte) *Error {
 		var resp abi.AssignResponse
 		if err := abi.DecodeAssignResponse(out, &resp); err != nil {
 			return p.err("assign", KindBadOutput, err)
 		}
+		raw = bytes.Clone(out)
 		return nil
 	})
+	return raw, err
 }
 
 // Probe runs the plugin's probing policy.
 func (p *Plugin) Probe(ctx context.Context, req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
-	in, err := abi.AppendProbeRequest(nil, req)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	in, err := abi.AppendProbeRequest((*buf)[:0], req)
+	*buf = in
 	if err != nil {
 		return nil, p.err("probe", KindRequest, err)
 	}
 	var resp abi.ProbeResponse
-	_, err = p.call(ctx, "probe", abi.ExportProbe, in, func(out []byte) *Error {
+	err = p.call(ctx, "probe", abi.ExportProbe, in, func(out []byte) *Error {
 		if err := abi.DecodeProbeResponse(out, &resp); err != nil {
 			return p.err("probe", KindBadOutput, err)
 		}

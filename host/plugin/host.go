@@ -82,7 +82,9 @@ func outputWrite(ctx context.Context, m api.Module, stack []uint64) {
 		stack[0] = api.EncodeI32(-1)
 		return
 	}
-	st.output = append(st.output[:0], b...) // Read returns a view: copy now
+	// Read returns a view of guest memory: copy now (SPEC.md 2: the guest
+	// may free the bytes before it returns), into the call's reused buffer.
+	st.output = append(st.output[:0], b...)
 	st.written = true
 	stack[0] = 0
 }

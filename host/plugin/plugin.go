@@ -141,16 +141,16 @@ func (p *Plugin) acquire() (*module, error) {
 	}
 }
 
-// call runs one operation export on a pooled instance. check validates the
-// output before the instance goes back to the pool: any failure, including
-// a failed check, discards the instance.
-func (p *Plugin) call(ctx context.Context, op, export string, input []byte, check func([]byte) *Error) ([]byte, error) {
+// call runs one operation export on a pooled instance. check decodes and
+// validates the output before the instance goes back to the pool: any
+// failure, including a failed check, discards the instance. The output
+// lives in a reused buffer: check must copy whatever it keeps.
+func (p *Plugin) call(ctx context.Context, op, export string, input []byte, check func([]byte) *Error) error {
 	start := time.Now()
 	p.metrics.calls.Add(1)
-	var out []byte
 	m, err := p.acquire()
 	if err == nil {
-		out, err = p.callModule(ctx, m, op, export, input, check)
+		err = p.callModule(ctx, m, op, export, input, check)
 		m.unref(context.WithoutCancel(ctx))
 	} else {
 		err = p.err(op, KindClosed, err)
@@ -164,15 +164,15 @@ func (p *Plugin) call(ctx context.Context, op, export string, input []byte, chec
 			msg = "plugin call failed before reaching an instance"
 		}
 		p.cfg.Logger.Warn(msg, "plugin", p.cfg.Name, "op", op, "kind", pe.Kind, "err", pe.Err)
-		return nil, err
+		return err
 	}
-	return out, nil
+	return nil
 }
 
 // callModule runs one call on module m, whose reference the caller holds.
-func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, input []byte, check func([]byte) *Error) ([]byte, error) {
+func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, input []byte, check func([]byte) *Error) error {
 	if err := m.pool.slot(ctx); err != nil {
-		return nil, p.err(op, KindDeadline, fmt.Errorf("waiting for an instance: %w", err))
+		return p.err(op, KindDeadline, fmt.Errorf("waiting for an instance: %w", err))
 	}
 	inst := m.pool.idleInstance()
 	if inst == nil {
@@ -180,18 +180,23 @@ func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, i
 		if inst, err = p.instantiate(ctx, m); err != nil {
 			m.pool.release(nil)
 			err.(*Error).discarded = true // wazero closed the half-made instance
-			return nil, err
+			return err
 		}
 	}
-	out, perr := p.invoke(ctx, inst, op, export, input)
+	buf := getBuffer()
+	out, perr := p.invoke(ctx, inst, op, export, input, (*buf)[:0])
 	if perr == nil && check != nil {
 		perr = check(out)
 	}
+	if cap(out) > cap(*buf) {
+		*buf = out
+	}
+	putBuffer(buf)
 	if perr != nil {
 		p.discard(ctx, inst)
 		m.pool.release(nil)
 		perr.discarded = true
-		return nil, perr
+		return perr
 	}
 	size := uint64(inst.mod.Memory().Size())
 	p.metrics.memoryBytes.Store(size)
@@ -201,7 +206,7 @@ func (p *Plugin) callModule(ctx context.Context, m *module, op, export string, i
 		inst = nil
 	}
 	m.pool.release(inst)
-	return out, nil
+	return nil
 }
 
 func (p *Plugin) discard(ctx context.Context, inst *instance) {
@@ -248,7 +253,7 @@ func (p *Plugin) deadline(ctx context.Context) (context.Context, context.CancelF
 }
 
 // invoke calls the export with the input and classifies any failure.
-func (p *Plugin) invoke(ctx context.Context, inst *instance, op, export string, input []byte) ([]byte, *Error) {
+func (p *Plugin) invoke(ctx context.Context, inst *instance, op, export string, input, outBuf []byte) ([]byte, *Error) {
 	fn, bit := inst.assign, abi.KindAssign
 	if export == abi.ExportProbe {
 		fn, bit = inst.probe, abi.KindProbe
@@ -256,7 +261,7 @@ func (p *Plugin) invoke(ctx context.Context, inst *instance, op, export string, 
 	if fn == nil || inst.kinds&bit == 0 {
 		return nil, p.err(op, KindUnsupported, fmt.Errorf("plugin does not implement %s", export))
 	}
-	st := &callState{input: input, maxOut: p.cfg.MaxOutputBytes}
+	st := &callState{input: input, output: outBuf, maxOut: p.cfg.MaxOutputBytes}
 	cctx, cancel := p.deadline(context.WithValue(ctx, stateKey{}, st))
 	defer cancel()
 	res, err := fn.Call(cctx, uint64(len(input)))

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -38,7 +39,11 @@ func TestReloadInFlightFinishesOnOld(t *testing.T) {
 	if len(resp.Members[1].Active) == 0 {
 		t.Fatalf("new calls did not run the new module: %+v", resp)
 	}
-	out, err := p.callModule(ctx, inFlight, "assign", abi.ExportAssign, in, nil)
+	var out []byte
+	err = p.callModule(ctx, inFlight, "assign", abi.ExportAssign, in, func(b []byte) *Error {
+		out = bytes.Clone(b)
+		return nil
+	})
 	if err != nil {
 		t.Fatalf("the in-flight call failed on the old module: %v", err)
 	}

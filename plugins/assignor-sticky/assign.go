@@ -25,14 +25,52 @@ func Assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 		s.req = nil
 		states.Put(s)
 	}()
-	s.reset(req)
+	return s.assign(req, nil, false)
+}
+
+// single is the state of AssignReusing.
+var single state
+
+// AssignReusing is Assign for a caller that makes one call at a time and
+// is done with each response before its next call, as the wasm guest is
+// (the SDK encodes the response at once): the response lives in memory
+// reused by the next call, so a run allocates nothing once the memory has
+// grown to the group's size. Not safe for concurrent use.
+//
+// idOrder, when not nil, is the request's members in ascending id order
+// (abi.MemberIDOrder; the wasm guest gets it from the SDK, whose decoder
+// sorted them already), saving the sort; it must be a permutation of the
+// member indices in that order.
+func AssignReusing(req *abi.AssignRequest, idOrder []int32) (*abi.AssignResponse, error) {
+	defer func() { single.req = nil }()
+	if idOrder != nil && !inRange(idOrder, len(req.Members)) {
+		return nil, fmt.Errorf("sticky: member order of %d entries for %d members", len(idOrder), len(req.Members))
+	}
+	return single.assign(req, idOrder, true)
+}
+
+// inRange reports whether order has n entries, each in [0, n).
+func inRange(order []int32, n int) bool {
+	if len(order) != n {
+		return false
+	}
+	for _, i := range order {
+		if uint32(i) >= uint32(n) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *state) assign(req *abi.AssignRequest, idOrder []int32, reuseResponse bool) (*abi.AssignResponse, error) {
+	s.reset(req, idOrder)
 	if err := s.assignActive(); err != nil {
 		return nil, err
 	}
 	if s.numStandby > 0 {
 		s.assignStandby()
 	}
-	return s.response(), nil
+	return s.response(reuseResponse), nil
 }
 
 // activeOrder lists all tasks sorted by (partition, subtopology).
@@ -105,7 +143,8 @@ func (s *state) addActive(r, t int32) {
 }
 
 func (s *state) processHeap() *procHeap {
-	h := &procHeap{q: reuse(&s.bHeap, len(s.procOrder))[:0], load: s.procLoad}
+	h := &s.pheap
+	*h = procHeap{q: reuse(&s.bHeap, len(s.procOrder))[:0], load: s.procLoad}
 	for _, p := range s.procOrder {
 		h.offer(p)
 	}
@@ -184,44 +223,62 @@ func (s *state) standbyToLeastLoaded(h *procHeap, t int32, polled []int32) bool 
 	return found
 }
 
-// response lays the result out per request member, task sets ascending.
-func (s *state) response() *abi.AssignResponse {
-	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(s.req.Members)), NextProbeMs: -1}
-	nActive := reuse(&s.bNActive, len(s.byRank))
-	nStandby := reuse(&s.bNStandby, len(s.byRank))
-	for _, r := range s.activeOf {
-		nActive[r]++
+// response lays the result out per request member, task sets ascending,
+// in fresh memory or, inPlace, in memory s keeps for its next run.
+func (s *state) response(inPlace bool) *abi.AssignResponse {
+	resp := &s.resp
+	var activeAll, standbyAll []int32
+	if inPlace {
+		*resp = abi.AssignResponse{Members: reuse(&s.respMembers, len(s.req.Members)), NextProbeMs: -1}
+		activeAll = reuseCap(&s.respActive, len(s.activeOf))
+		standbyAll = reuseCap(&s.respStandby, len(s.standbys)/2)
+	} else {
+		resp = &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(s.req.Members)), NextProbeMs: -1}
+		// One backing array each for all actives and all standbys.
+		activeAll = make([]int32, 0, len(s.activeOf))
+		standbyAll = make([]int32, 0, len(s.standbys)/2)
 	}
-	for i := 1; i < len(s.standbys); i += 2 {
-		nStandby[s.standbys[i]]++
+	// Each member's tasks take a contiguous range of the two backing
+	// arrays, in rank order: count per rank, set each member's slices once,
+	// turn the counts into cursors and place every task at its member's
+	// cursor (not an append per task, which stores a slice header each
+	// time).
+	byRank, activeOf, standbys := s.byRank, s.activeOf, s.standbys
+	curActive := reuse(&s.bNActive, len(byRank))
+	curStandby := reuse(&s.bNStandby, len(byRank))
+	for _, r := range activeOf {
+		curActive[r]++
 	}
-	// One backing array each for all actives and all standbys.
-	activeAll := make([]int32, 0, len(s.activeOf))
-	standbyAll := make([]int32, 0, len(s.standbys)/2)
-	for r, mi := range s.byRank {
-		m := &resp.Members[mi]
-		m.Active = activeAll[len(activeAll) : len(activeAll) : len(activeAll)+int(nActive[r])]
-		activeAll = activeAll[:len(activeAll)+int(nActive[r])]
-		m.Standby = standbyAll[len(standbyAll) : len(standbyAll) : len(standbyAll)+int(nStandby[r])]
-		standbyAll = standbyAll[:len(standbyAll)+int(nStandby[r])]
+	for i := 1; i < len(standbys); i += 2 {
+		curStandby[standbys[i]]++
 	}
-	for t, r := range s.activeOf {
-		m := &resp.Members[s.byRank[r]]
-		m.Active = append(m.Active, int32(t))
+	members := resp.Members
+	activeAll, standbyAll = activeAll[:len(activeOf)], standbyAll[:len(standbys)/2]
+	na, ns := int32(0), int32(0)
+	for r, mi := range byRank {
+		a, b := curActive[r], curStandby[r]
+		members[mi].Active = activeAll[na : na+a : na+a]
+		members[mi].Standby = standbyAll[ns : ns+b : ns+b]
+		curActive[r], curStandby[r] = na, ns
+		na, ns = na+a, ns+b
+	}
+	for t, r := range activeOf { // ascending tasks
+		activeAll[curActive[r]] = int32(t)
+		curActive[r]++
 	}
 	// Standbys were placed in no particular order: bucket them by task so
-	// that each member's list comes out ascending.
+	// that each member's range fills in ascending task order.
 	start := reuse(&s.bStart, int(s.nt)+1)
-	for i := 0; i < len(s.standbys); i += 2 {
-		start[s.standbys[i]+1]++
+	for i := 0; i < len(standbys); i += 2 {
+		start[standbys[i]+1]++
 	}
-	for t := int32(1); t <= s.nt; t++ {
+	for t := 1; t < len(start); t++ {
 		start[t] += start[t-1]
 	}
-	byTask := reuse(&s.bByTask, len(s.standbys)/2)
-	for i := 0; i < len(s.standbys); i += 2 {
-		t := s.standbys[i]
-		byTask[start[t]] = s.standbys[i+1]
+	byTask := reuse(&s.bByTask, len(standbys)/2)
+	for i := 0; i < len(standbys); i += 2 {
+		t := standbys[i]
+		byTask[start[t]] = standbys[i+1]
 		start[t]++
 	}
 	t := int32(0)
@@ -229,8 +286,8 @@ func (s *state) response() *abi.AssignResponse {
 		for start[t] <= int32(i) {
 			t++
 		}
-		m := &resp.Members[s.byRank[r]]
-		m.Standby = append(m.Standby, t)
+		standbyAll[curStandby[r]] = t
+		curStandby[r]++
 	}
 	return resp
 }

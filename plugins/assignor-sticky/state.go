@@ -2,8 +2,6 @@ package sticky
 
 import (
 	"math"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/coordhost/coordhost/abi"
@@ -55,6 +53,15 @@ type state struct {
 	bRemaining, bPolled, bNActive []int32
 	bNStandby, bStart, bByTask    []int32
 	bCands, bSorted               []candidate
+	bKeys                         []uint64
+	bMulti                        []int32
+	bHashes                       []uint32
+	pheap                         procHeap
+
+	// The response of AssignReusing.
+	resp                    abi.AssignResponse
+	respMembers             []abi.MemberAssignment
+	respActive, respStandby []int32
 }
 
 var states = sync.Pool{New: func() any { return new(state) }}
@@ -70,14 +77,23 @@ func reuse[T any](buf *[]T, n int) []T {
 	return *buf
 }
 
+// reuseCap returns buf emptied with capacity for n elements.
+func reuseCap(buf *[]int32, n int) []int32 {
+	if cap(*buf) < n {
+		*buf = make([]int32, 0, n+n/4)
+	}
+	return (*buf)[:0]
+}
+
 func fill(s []int32, v int32) {
 	for i := range s {
 		s[i] = v
 	}
 }
 
-// reset prepares s for req, reusing its memory.
-func (s *state) reset(req *abi.AssignRequest) {
+// reset prepares s for req, reusing its memory; idOrder, if not nil, is
+// the members' id order.
+func (s *state) reset(req *abi.AssignRequest, idOrder []int32) {
 	s.req, s.space, s.numStandby = req, abi.NewTaskSpace(req.Subtopologies), req.Configs.NumStandbyReplicas
 	s.nt = s.space.Total()
 	s.totalTasks, s.totalActive = 0, 0
@@ -95,7 +111,7 @@ func (s *state) reset(req *abi.AssignRequest) {
 	s.membersActiveCap, s.membersTasksCap = m, m
 	s.activePerMember = tasksPerMember(s.totalActive, m)
 	s.tasksPerMember = tasksPerMember(s.totalTasks, m)
-	s.rankMembers()
+	s.rankMembers(idOrder)
 	s.buildProcesses()
 	s.buildPrevious()
 	s.slots = min(s.numStandby+1, int32(len(req.Processes)))
@@ -119,13 +135,13 @@ func tasksPerMember(tasks, members int32) int32 {
 
 // rankMembers orders members by id: the port iterates members in that
 // order (the parity harness hands Kafka's assignor a sorted member map).
-func (s *state) rankMembers() {
+func (s *state) rankMembers(idOrder []int32) {
 	ms := s.req.Members
-	reuse(&s.byRank, len(ms))
-	for i := range s.byRank {
-		s.byRank[i] = int32(i)
+	if idOrder != nil {
+		s.byRank = append(s.byRank[:0], idOrder...)
+	} else {
+		s.byRank = abi.MemberIDOrder(s.byRank, ms, &s.bKeys)
 	}
-	slices.SortFunc(s.byRank, func(a, b int32) int { return strings.Compare(ms[a].ID, ms[b].ID) })
 	reuse(&s.proc, len(ms))
 	for r, i := range s.byRank {
 		s.proc[r] = ms[i].Process
@@ -153,7 +169,11 @@ func (s *state) buildProcesses() {
 	scratch := &s.bBuckets
 	scratch.buckets = reuse(&scratch.buckets, max(len(seen), len(s.proc)))[:0]
 	s.procOrder = seen
-	hashMapOrder(s.procOrder, func(p int32) string { return s.req.Processes[p] }, len(s.req.Members), true, scratch)
+	hashes := reuse(&s.bHashes, max(np, len(s.proc)))
+	for _, p := range s.procOrder {
+		hashes[p] = javaHashMapSpread(javaStringHash(s.req.Processes[p]))
+	}
+	hashMapOrder(s.procOrder, hashes, len(s.req.Members), true, scratch)
 	// Members per process, in rank order, then in their map's order.
 	reuse(&s.memStart, np+1)
 	for _, p := range s.proc {
@@ -169,9 +189,17 @@ func (s *state) buildProcesses() {
 		s.memOrder[next[p]] = int32(r)
 		next[p]++
 	}
-	name := func(r int32) string { return s.req.Members[s.byRank[r]].ID }
+	// Then by rank: only processes with two or more members need the ids'
+	// hashes (no closure per key: an indirect call costs a wasm guest).
 	for p := 0; p < np; p++ {
-		hashMapOrder(s.memOrder[s.memStart[p]:s.memStart[p+1]], name, 0, false, scratch)
+		members := s.memOrder[s.memStart[p]:s.memStart[p+1]]
+		if len(members) < 2 {
+			continue
+		}
+		for _, r := range members {
+			hashes[r] = javaHashMapSpread(javaStringHash(s.req.Members[s.byRank[r]].ID))
+		}
+		hashMapOrder(members, hashes, 0, false, scratch)
 	}
 	reuse(&s.mheap, np)
 	reuse(&s.bMheap, len(s.proc))
@@ -198,66 +226,79 @@ type candidate struct {
 // active owner's own); within each group the highest offset sum first, then
 // member order.
 func (s *state) buildPrevious() {
-	fill(reuse(&s.prevActive, int(s.nt)), -1)
+	// Slices live in locals throughout: a store through one slice may
+	// alias any other's header as far as the compiler knows, so fields
+	// would be reloaded at every element (costly in a wasm guest).
+	prevActive := reuse(&s.prevActive, int(s.nt))
+	fill(prevActive, -1)
+	members := s.req.Members
 	n := 0
-	for i := range s.req.Members {
-		n += len(s.req.Members[i].Standby) + len(s.req.Members[i].TaskOffsets)
+	for i := range members {
+		n += len(members[i].Standby) + len(members[i].TaskOffsets)
 	}
 	cs := reuse(&s.bCands, n)[:0]
 	for r, mi := range s.byRank {
-		m := &s.req.Members[mi]
-		for _, t := range m.Active {
-			s.prevActive[t] = int32(r)
+		m := &members[mi]
+		active, standby, offs := m.Active, m.Standby, m.TaskOffsets
+		for _, t := range active {
+			prevActive[t] = int32(r)
 		}
 		// Standby and offset lists are both ascending: merge them.
 		j := 0
-		for _, t := range m.Standby {
-			for j < len(m.TaskOffsets) && m.TaskOffsets[j].Task < t {
+		for _, t := range standby {
+			for j < len(offs) && offs[j].Task < t {
 				j++
 			}
 			var off int64
-			if j < len(m.TaskOffsets) && m.TaskOffsets[j].Task == t {
-				off = m.TaskOffsets[j].Offset
+			if j < len(offs) && offs[j].Task == t {
+				off = offs[j].Offset
 			}
 			cs = append(cs, candidate{task: t, rank: int32(r), prevStandby: true, offset: off})
 		}
 		j = 0
-		for _, o := range m.TaskOffsets {
-			for j < len(m.Standby) && m.Standby[j] < o.Task {
+		for _, o := range offs {
+			for j < len(standby) && standby[j] < o.Task {
 				j++
 			}
-			if j == len(m.Standby) || m.Standby[j] != o.Task {
+			if j == len(standby) || standby[j] != o.Task {
 				cs = append(cs, candidate{task: o.Task, rank: int32(r), offset: o.Offset})
 			}
 		}
 	}
-	// Group by task (counting sort keeps member order), then rank each
-	// task's few candidates: previous standbys first, then by offset sum,
-	// highest first; ties keep member order (Java's stable List.sort).
-	reuse(&s.candStart, int(s.nt)+1)
-	for _, c := range cs {
-		s.candStart[c.task+1]++
-	}
-	for t := int32(1); t <= s.nt; t++ {
-		s.candStart[t] += s.candStart[t-1]
-	}
-	sorted := reuse(&s.bSorted, len(cs))
-	next := reuse(&s.bFill, int(s.nt))
-	copy(next, s.candStart[:s.nt])
-	for _, c := range cs {
-		sorted[next[c.task]] = c
-		next[c.task]++
-	}
-	reuse(&s.cand, len(cs))
-	for t := int32(0); t < s.nt; t++ {
-		group := sorted[s.candStart[t]:s.candStart[t+1]]
-		for i := 1; i < len(group); i++ {
-			for j := i; j > 0 && ranksBefore(&group[j], &group[j-1]); j-- {
-				group[j], group[j-1] = group[j-1], group[j]
-			}
+	// Group by task with a counting sort that keeps member order, writing
+	// the ranks and their sort keys straight into place, then rank the
+	// few tasks with more than one candidate: previous standbys first,
+	// then by offset sum, highest first; ties keep member order (Java's
+	// stable List.sort). Only those tasks are visited again: a loop over
+	// every task was a quarter of a small group's run in the wasm guest.
+	start := reuse(&s.candStart, int(s.nt)+1)
+	multi := s.bMulti[:0]
+	for i := range cs {
+		t := cs[i].task
+		if start[t]++; start[t] == 2 {
+			multi = append(multi, t)
 		}
-		for i, c := range group {
-			s.cand[s.candStart[t]+int32(i)] = c.rank
+	}
+	s.bMulti = multi
+	for t := 1; t < len(start)-1; t++ { // start[t]: end of task t's group
+		start[t] += start[t-1]
+	}
+	start[len(start)-1] = int32(len(cs))
+	cand := reuse(&s.cand, len(cs))
+	keys := reuse(&s.bSorted, len(cs))
+	for i := len(cs) - 1; i >= 0; i-- { // backwards: start[t] ends at the group's first slot
+		c := &cs[i]
+		start[c.task]--
+		at := start[c.task]
+		cand[at], keys[at] = c.rank, *c
+	}
+	for _, t := range multi {
+		lo, hi := start[t], start[t+1]
+		for i := lo + 1; i < hi; i++ {
+			for j := i; j > lo && ranksBefore(&keys[j], &keys[j-1]); j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+				cand[j], cand[j-1] = cand[j-1], cand[j]
+			}
 		}
 	}
 }
