@@ -21,7 +21,7 @@ func TestInteropCoordhost(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		dir := logDir(t)
 		bootstrap, others := coordhostFor(t, dir, "")
-		roll := runOnlineRoll(t, dir, bootstrap, others...)
+		roll := runOnlineRoll(t, "1-3 online roll", dir, bootstrap, others...)
 		rows = append(rows, roll...)
 		checkGapRatio(t, roll)
 		t.Run("tools", func(t *testing.T) { runGroupTools(t, dir, bootstrap, "interop-online", others...) })
@@ -31,7 +31,7 @@ func TestInteropCoordhost(t *testing.T) {
 		dir := logDir(t)
 		b := startBroker(t, dir)
 		bootstrap, others := coordhostFor(t, dir, b.addr)
-		roll := runOnlineRoll(t, dir, bootstrap, append(others, b.proc)...)
+		roll := runOnlineRoll(t, "4 online roll, external Kafka", dir, bootstrap, append(others, b.proc)...)
 		rows = append(rows, roll...)
 		checkGapRatio(t, roll)
 	})
@@ -60,8 +60,8 @@ func checkGapRatio(t *testing.T, roll []phaseRow) {
 
 // runOnlineRoll drives scenarios 1–3 against bootstrap; others are extra
 // processes (coordhost, a broker) whose logs go in a failure report.
-func runOnlineRoll(t *testing.T, dir, bootstrap string, others ...*proc) []phaseRow {
-	s := newScenario(t, "1-3 online roll", dir, bootstrap, "interop-online", others...)
+func runOnlineRoll(t *testing.T, name, dir, bootstrap string, others ...*proc) []phaseRow {
+	s := newScenario(t, name, dir, bootstrap, "interop-online", others...)
 	s.fleet.leaveOnClose()
 	s.must("phase", s.lg.phase("startup"))
 	s.fleet.startAll("classic", 0)
