@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/coordhost/coordhost/abi"
@@ -35,7 +36,8 @@ func pluginCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 // pluginCheck loads a plugin with the run-time sandbox settings and runs
-// the conformance kit on it, printing a verdict per case and overall.
+// the conformance kit on each operation it exports (task assignor, probing
+// policy), printing a verdict per case and overall.
 func pluginCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("coordhost plugin check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -77,18 +79,29 @@ func pluginCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "plugin %s: ABI v%d, operations: %s, loaded in %v\n",
 		p.Name(), abi.Version, kindNames(kinds), time.Since(start).Round(time.Millisecond))
-	if kinds&abi.KindAssign == 0 {
-		fmt.Fprintln(stdout, "no task assignor to check (probing-policy checks are not implemented yet)")
-		return 1
+	var results []abitest.Result
+	if kinds&abi.KindAssign != 0 {
+		results = append(results, abitest.Run(func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			return p.Assign(ctx, req)
+		}, abitest.Cases(*short))...)
 	}
-	results := abitest.Run(func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
-		return p.Assign(ctx, req)
-	}, abitest.Cases(*short))
+	if kinds&abi.KindProbe != 0 {
+		for _, r := range abitest.RunProbe(func(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+			return p.Probe(ctx, req)
+		}, abitest.Cases(true)) {
+			r.Case = "probe/" + r.Case
+			results = append(results, r)
+		}
+	}
 	failed := 0
 	for _, r := range results {
 		if r.Err != nil {
 			failed++
 			fmt.Fprintf(stdout, "  FAIL %-28s %v\n", r.Case, r.Err)
+			continue
+		}
+		if strings.HasPrefix(r.Case, "probe/") {
+			fmt.Fprintf(stdout, "  ok   %s\n", r.Case)
 			continue
 		}
 		fmt.Fprintf(stdout, "  ok   %-28s %v\n", r.Case, r.Figures)

@@ -34,3 +34,17 @@ func TestPluginCheckFailsInvalidPlugin(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out.String())
 	}
 }
+
+// TestPluginCheckProbeOnlyModule: a module exporting only a probing policy
+// is checked as one (answers decode, deterministic, order-independent).
+func TestPluginCheckProbeOnlyModule(t *testing.T) {
+	path := plugintest.GoPluginPath(t, "testdata/plugins/goprobe")
+	var out, errb bytes.Buffer
+	if code := pluginCommand([]string{"check", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "operations: probe") || !strings.Contains(out.String(), "ok   probe/") ||
+		!strings.Contains(out.String(), "PASS "+path) {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}

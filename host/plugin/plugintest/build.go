@@ -72,6 +72,12 @@ func GoPlugin(tb testing.TB, pkg string) []byte {
 	return read(tb, goPluginPath(tb, pkg))
 }
 
+// GoPluginPath is GoPlugin, returning the path of the built .wasm.
+func GoPluginPath(tb testing.TB, pkg string) string {
+	tb.Helper()
+	return goPluginPath(tb, pkg)
+}
+
 func goPluginPath(tb testing.TB, pkg string) string {
 	tb.Helper()
 	mu.Lock()
