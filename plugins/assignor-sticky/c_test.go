@@ -2,6 +2,7 @@ package sticky_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -98,4 +99,47 @@ func TestCMatchesGoOnLargeGroups(t *testing.T) {
 				i, sh.Members, sh.Subtopologies*sh.Partitions, firstDiff(formatOutput(req, got, nil), formatOutput(req, want, nil)))
 		}
 	}
+}
+
+// FuzzCDecode feeds any bytes to the C build's own request decoder (through
+// host/plugin): the call must end in a status (a decode or assign error) or
+// a valid response, never a trap or the deadline (a large declared task
+// count may reach the memory limit). Where the Go decoder accepts the bytes,
+// the C build must answer as the Go port does.
+func FuzzCDecode(f *testing.F) {
+	for _, c := range abitest.Cases(true) {
+		b, err := abi.AppendAssignRequest(nil, c.Req)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	p := loadC(f, plugin.Config{Name: "sticky-c", PoolSize: 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := p.AssignRaw(context.Background(), b)
+		if err != nil {
+			var pe *plugin.Error
+			if !errors.As(err, &pe) || (pe.Kind != plugin.KindStatus && pe.Kind != plugin.KindMemory) {
+				t.Fatalf("C build failed on %d input bytes: %v", len(b), err)
+			}
+		}
+		var req abi.AssignRequest
+		if abi.DecodeAssignRequest(b, &req) != nil || len(req.Members) == 0 || req.NumTasks() > 1<<16 {
+			return
+		}
+		want, werr := sticky.Assign(&req)
+		if werr != nil {
+			if err == nil {
+				t.Fatalf("the Go port failed (%v) where the C build did not", werr)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("C build failed on a request the Go port answers: %v", err)
+		}
+		wb, _ := abi.AppendAssignResponse(nil, want)
+		if string(out) != string(wb) {
+			t.Fatalf("C build's response differs from the Go port's")
+		}
+	})
 }
