@@ -28,7 +28,9 @@ plugins:
 	@if command -v $(CLANG) >/dev/null 2>&1; then \
 		echo "wasm  testdata/plugins/c/assignor.c -> $(PLUGIN_DIR)/c-assignor.wasm"; \
 		$(CLANG) --target=wasm32-wasi -O2 -mexec-model=reactor -o $(PLUGIN_DIR)/c-assignor.wasm testdata/plugins/c/assignor.c || exit 1; \
-	else echo "skip  C plugin: $(CLANG) not found (needs clang lld wasi-libc libclang-rt-14-dev-wasm32)"; fi
+		echo "wasm  plugins/assignor-sticky/c/sticky.c -> $(PLUGIN_DIR)/assignor-sticky-c.wasm"; \
+		$(CLANG) --target=wasm32-wasi -O2 -mexec-model=reactor -o $(PLUGIN_DIR)/assignor-sticky-c.wasm plugins/assignor-sticky/c/sticky.c || exit 1; \
+	else echo "skip  C plugins: $(CLANG) not found (needs clang lld wasi-libc libclang-rt-14-dev-wasm32)"; fi
 
 ## plugin-check: build the plugins and run the conformance kit on each
 plugin-check: plugins

@@ -52,8 +52,9 @@ func BenchmarkStickyNative(b *testing.B) {
 	}
 }
 
-func benchWasm(b *testing.B, cfg plugin.Config) {
-	p := loadWasm(b, cfg)
+func benchWasm(b *testing.B, cfg plugin.Config) { benchPlugin(b, loadWasm(b, cfg)) }
+
+func benchPlugin(b *testing.B, p *plugin.Plugin) {
 	for _, c := range benchShapes() {
 		req := abitest.Generate(c.s)
 		b.Run(c.name, func(b *testing.B) {
@@ -72,6 +73,12 @@ func BenchmarkStickyWasm(b *testing.B) { benchWasm(b, plugin.Config{NoDeadline: 
 
 // BenchmarkStickyWasmDeadline: the same with the deadline enforced.
 func BenchmarkStickyWasmDeadline(b *testing.B) { benchWasm(b, plugin.Config{PoolSize: 1}) }
+
+// BenchmarkStickyCWasm: the C build of the same algorithm (c/sticky.c)
+// through host/plugin, without the deadline.
+func BenchmarkStickyCWasm(b *testing.B) {
+	benchPlugin(b, loadC(b, plugin.Config{NoDeadline: true, PoolSize: 1}))
+}
 
 // hostWork is what host/plugin does around the guest on every assign
 // call, step for step: encode the request into a reused buffer, copy it
@@ -136,16 +143,19 @@ func BenchmarkStickyGuestPathNative(b *testing.B) {
 // BenchmarkRatios interleaves, on identical inputs, one native call, one
 // wasm call without the deadline, one with it, and the host's own work
 // (hostWork: encode, copy in and out, decode, validate), so that the
-// reported ratios hold even when the machine's load drifts during the run.
+// reported ratios hold even when the machine's load drifts during the run;
+// then one call of the C build (c/sticky.c, same algorithm, no deadline).
 // Metrics: native-ms, wasm-ms, deadline-ms, wasm/native (of the sums),
 // wasm/native-median (the median of the per-iteration ratios: a burst of
 // load from other processes moves it less than the sums), deadline/wasm,
 // host-overhead-% (of the wasm call, sums) and host-overhead-median-%
-// (the median of the per-iteration shares).
+// (the median of the per-iteration shares), c-ms, c/native and
+// c/native-median (the C build's call against the same native call).
 func BenchmarkRatios(b *testing.B) {
 	ctx := context.Background()
 	fast := loadWasm(b, plugin.Config{Name: "fast", NoDeadline: true, PoolSize: 1})
 	guarded := loadWasm(b, plugin.Config{Name: "guarded", PoolSize: 1})
+	cbuild := loadC(b, plugin.Config{Name: "c", NoDeadline: true, PoolSize: 1})
 	for _, c := range benchShapes() {
 		req := abitest.Generate(c.s)
 		resp, _ := sticky.Assign(req)
@@ -154,16 +164,17 @@ func BenchmarkRatios(b *testing.B) {
 		// on their first call (instantiate + _initialize, measured apart
 		// by host/plugin's BenchmarkInstantiate), and every path sizes its
 		// reused memory for this shape; the ratios are the steady state.
-		for _, p := range []*plugin.Plugin{fast, guarded} {
+		for _, p := range []*plugin.Plugin{fast, guarded, cbuild} {
 			if _, err := p.Assign(ctx, req); err != nil {
 				b.Fatal(err)
 			}
 		}
 		var h hostWork
 		b.Run(c.name, func(b *testing.B) {
-			var native, wasm, deadline, host time.Duration
+			var native, wasm, deadline, host, cwasm time.Duration
 			var ratios []float64   // per iteration: wasm / native, measured back to back
 			var overhead []float64 // per iteration: host work / wasm call
+			var cratios []float64  // per iteration: C build / native
 			for b.Loop() {
 				t0 := time.Now()
 				if _, err := sticky.Assign(req); err != nil {
@@ -182,6 +193,12 @@ func BenchmarkRatios(b *testing.B) {
 					b.Fatal(err)
 				}
 				t4 := time.Now()
+				if _, err := cbuild.Assign(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				t5 := time.Now()
+				cratios = append(cratios, float64(t5.Sub(t4))/float64(t1.Sub(t0)))
+				cwasm += t5.Sub(t4)
 				ratios = append(ratios, float64(t2.Sub(t1))/float64(t1.Sub(t0)))
 				overhead = append(overhead, 100*float64(t4.Sub(t3))/float64(t2.Sub(t1)))
 				native += t1.Sub(t0)
@@ -198,6 +215,9 @@ func BenchmarkRatios(b *testing.B) {
 			b.ReportMetric(float64(deadline)/float64(wasm), "deadline/wasm")
 			b.ReportMetric(100*float64(host)/float64(wasm), "host-overhead-%")
 			b.ReportMetric(median(overhead), "host-overhead-median-%")
+			b.ReportMetric(float64(cwasm.Microseconds())/1000/n, "c-ms")
+			b.ReportMetric(float64(cwasm)/float64(native), "c/native")
+			b.ReportMetric(median(cratios), "c/native-median")
 		})
 	}
 }

@@ -18,7 +18,22 @@ const wasmPkg = "plugins/assignor-sticky/wasm"
 
 func loadWasm(tb testing.TB, cfg plugin.Config) *plugin.Plugin {
 	tb.Helper()
-	p, err := plugin.Load(context.Background(), plugintest.GoPlugin(tb, wasmPkg), cfg)
+	return loadModule(tb, plugintest.GoPlugin(tb, wasmPkg), cfg)
+}
+
+// cSrc is the C build of the sticky algorithm (make plugins builds it to
+// build/plugins/assignor-sticky-c.wasm).
+const cSrc = "plugins/assignor-sticky/c/sticky.c"
+
+func loadC(tb testing.TB, cfg plugin.Config) *plugin.Plugin {
+	tb.Helper()
+	return loadModule(tb, plugintest.CPlugin(tb, cSrc), cfg)
+}
+
+// loadModule loads a built .wasm, closed when the test ends.
+func loadModule(tb testing.TB, wasm []byte, cfg plugin.Config) *plugin.Plugin {
+	tb.Helper()
+	p, err := plugin.Load(context.Background(), wasm, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

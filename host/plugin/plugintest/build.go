@@ -123,7 +123,9 @@ func CPluginPath(tb testing.TB, src string, defines ...string) string {
 	root := Root(tb)
 	abs := filepath.Join(root, src)
 	h := sha256.New()
-	for _, f := range []string{abs, filepath.Join(filepath.Dir(abs), "abi1.h")} {
+	// The source, a header beside it, and the shared ABI header that
+	// plugins elsewhere include by relative path.
+	for _, f := range []string{abs, filepath.Join(filepath.Dir(abs), "abi1.h"), filepath.Join(root, "testdata", "plugins", "c", "abi1.h")} {
 		b, _ := os.ReadFile(f)
 		h.Write(b)
 	}
