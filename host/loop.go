@@ -60,14 +60,9 @@ type LoopDeps struct {
 	Metrics   *admin.Metrics
 	Log       *slog.Logger
 	// GroupConfig returns a group's streams overrides (nil: none), asked
-	// the first time the loop sees the group id.
+	// the first time the loop sees the group id; used only without Groups
+	// (tests that set streams overrides directly).
 	GroupConfig func(group string) *core.StreamsGroupOverrides
-	// MigrationPolicy returns a group's streams.migration.policy (nil:
-	// core's default), asked with GroupConfig.
-	MigrationPolicy func(group string) *core.MigrationPolicy
-	// Explain returns a group's effective settings with their sources
-	// (DescribeConfigs on GROUP resources, /v1/groups/{id}).
-	Explain func(group string) []config.Setting
 	// Groups resolves per-group settings with the runtime layer (group
 	// configs altered through Kafka's config APIs) on top; nil leaves
 	// runtime group configs unavailable (loop_groupconfig.go).

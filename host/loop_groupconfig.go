@@ -333,13 +333,10 @@ func alterResponse(body kmsg.Request, results []alterResult) kmsg.Response {
 // groupSettings is a group's effective configuration with sources, runtime
 // values included (read in the loop goroutine).
 func (l *Loop) groupSettings(group string) []config.Setting {
-	switch {
-	case l.d.Groups != nil:
-		return l.d.Groups.ExplainWith(group, l.dyn[group])
-	case l.d.Explain != nil:
-		return l.d.Explain(group)
+	if l.d.Groups == nil {
+		return nil
 	}
-	return nil
+	return l.d.Groups.ExplainWith(group, l.dyn[group])
 }
 
 // describeGroupConfigs answers DescribeConfigs for GROUP resources with

@@ -177,7 +177,7 @@ const maxConfiguredGroups = 100000
 // configure applies the group's per-group settings (config file layers
 // and runtime values) to core the first time the loop sees group.
 func (l *Loop) configure(c *core.Coordinator, group string) {
-	if l.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil && l.d.MigrationPolicy == nil) {
+	if l.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
 		return
 	}
 	if len(l.configured) >= maxConfiguredGroups {
@@ -190,13 +190,8 @@ func (l *Loop) configure(c *core.Coordinator, group string) {
 		l.applyGroupConfig(c, group)
 		return
 	}
-	if l.d.GroupConfig != nil {
-		if o := l.d.GroupConfig(group); o != nil {
-			c.SetStreamsGroupConfig(group, *o)
-		}
-	}
-	if l.d.MigrationPolicy != nil {
-		c.SetStreamsMigrationPolicy(group, l.d.MigrationPolicy(group))
+	if o := l.d.GroupConfig(group); o != nil {
+		c.SetStreamsGroupConfig(group, *o)
 	}
 }
 

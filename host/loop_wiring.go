@@ -29,16 +29,7 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 	l, err := NewLoop(LoopDeps{
 		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
-		GroupConfig: func(id string) *core.StreamsGroupOverrides { return StreamsOverrides(cfg.Groups.For(id)) },
-		MigrationPolicy: func(id string) *core.MigrationPolicy {
-			p, err := core.ParseMigrationPolicy(cfg.Groups.For(id).StreamsMigrationPolicy)
-			if err != nil { // validated at start; keep core's default
-				return nil
-			}
-			return &p
-		},
-		Explain: cfg.Groups.Explain,
-		Groups:  cfg.Groups,
+		Groups: cfg.Groups,
 	})
 	if err != nil {
 		asg.Close(context.Background())
