@@ -1,5 +1,7 @@
 package core
 
+import "fmt"
+
 // The assignor contract. A target assignment is computed outside core: core
 // emits an AssignorRun (an effect), the host runs the named assignor (a wasm
 // plugin, or a native build of it) and hands the result back through
@@ -75,6 +77,26 @@ type AssignConfigs struct {
 	// ProbingIntervalMs is the probing interval (Kafka Streams'
 	// probing.rebalance.interval.ms).
 	ProbingIntervalMs int64
+	// All is every setting above by Kafka Streams' assignment config name,
+	// keys ascending: what an assignor plugin reads from its request's
+	// configs (the probing interval only when > 0).
+	All []KeyValue
+}
+
+// assignConfigs are the settings of cfg an assignor honours.
+func assignConfigs(cfg StreamsConfig) AssignConfigs {
+	a := AssignConfigs{NumStandbyReplicas: cfg.NumStandbyReplicas, NumWarmupReplicas: cfg.NumWarmupReplicas,
+		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags),
+		ProbingIntervalMs: cfg.ProbingIntervalMs}
+	a.All = []KeyValue{
+		{Key: "acceptable.recovery.lag", Value: fmt.Sprint(a.AcceptableRecoveryLag)},
+		{Key: "num.standby.replicas", Value: fmt.Sprint(a.NumStandbyReplicas)},
+		{Key: "num.warmup.replicas", Value: fmt.Sprint(a.NumWarmupReplicas)},
+	}
+	if a.ProbingIntervalMs > 0 { // keys stay ascending: it sorts last
+		a.All = append(a.All, KeyValue{Key: "probing.rebalance.interval.ms", Value: fmt.Sprint(a.ProbingIntervalMs)})
+	}
+	return a
 }
 
 // AssignResult is an assignor's output: one entry per input member, in the

@@ -187,6 +187,19 @@ func (o StreamsGroupOverrides) Validate() error {
 	return nil
 }
 
+// Overrides returns s as per-group overrides with every field set, so a
+// host can hand core a group's complete effective configuration.
+func (s StreamsConfig) Overrides() StreamsGroupOverrides {
+	return StreamsGroupOverrides{
+		MaxSize: &s.MaxSize, SessionTimeoutMs: &s.SessionTimeoutMs, HeartbeatIntervalMs: &s.HeartbeatIntervalMs,
+		NumStandbyReplicas: &s.NumStandbyReplicas, InitialRebalanceDelayMs: &s.InitialRebalanceDelayMs,
+		AssignmentIntervalMs: &s.AssignmentIntervalMs, AssignorName: &s.AssignorName,
+		NumWarmupReplicas: &s.NumWarmupReplicas, AcceptableRecoveryLag: &s.AcceptableRecoveryLag,
+		TaskOffsetIntervalMs: &s.TaskOffsetIntervalMs, ProbingIntervalMs: &s.ProbingIntervalMs,
+		ProbingPolicy: &s.ProbingPolicy, RackAwareAssignmentTags: nonNil(s.RackAwareAssignmentTags),
+	}
+}
+
 // SetStreamsGroupConfig replaces the overrides of one group. They are read
 // on every heartbeat, as Kafka reads group configs; a change of the standby
 // count triggers a new assignment at the next heartbeat.
@@ -262,6 +275,12 @@ func (o ClassicGroupOverrides) Validate(broker ClassicConfig) error {
 		return fmt.Errorf("group.initial.rebalance.delay.ms: %d must be >= 0", *o.InitialRebalanceDelayMs)
 	}
 	return nil
+}
+
+// Overrides returns k as per-group overrides with every field set.
+func (k ClassicConfig) Overrides() ClassicGroupOverrides {
+	return ClassicGroupOverrides{MinSessionTimeoutMs: &k.MinSessionTimeoutMs, MaxSessionTimeoutMs: &k.MaxSessionTimeoutMs,
+		MaxSize: &k.MaxSize, InitialRebalanceDelayMs: &k.InitialRebalanceDelayMs}
 }
 
 // with returns k with the set fields of o applied.

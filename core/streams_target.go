@@ -121,9 +121,7 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 		in.Members = append(in.Members, am)
 	}
 	cfg := c.streamsConfig(g.id)
-	in.Configs = AssignConfigs{NumStandbyReplicas: cfg.NumStandbyReplicas, NumWarmupReplicas: cfg.NumWarmupReplicas,
-		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags),
-		ProbingIntervalMs: cfg.ProbingIntervalMs}
+	in.Configs = assignConfigs(cfg)
 	return in
 }
 

@@ -214,10 +214,11 @@ func (l *Loop) checkEffective(group string, dyn map[string]string) error {
 		return err
 	}
 	g := l.d.Groups.ForWith(group, dyn)
-	if err := StreamsOverrides(g).Validate(); err != nil {
+	streams, classic, _ := g.CoreGroup()
+	if err := streams.Validate(); err != nil {
 		return err
 	}
-	if err := classicOverrides(g).Validate(core.DefaultClassicConfig()); err != nil {
+	if err := classic.Validate(core.DefaultClassicConfig()); err != nil {
 		return err
 	}
 	if _, ok := dyn["streams.assignor.name"]; ok && l.d.Assignors != nil && !slices.Contains(l.d.Assignors.Names(), g.StreamsAssignorName) {
@@ -276,25 +277,39 @@ func (l *Loop) replayGroupConfig(e store.Entry) (host bool, err error) {
 	return true, nil
 }
 
+// maxConfiguredGroups bounds the set of group ids already configured.
+const maxConfiguredGroups = 100000
+
+// configure applies the group's per-group settings (config file layers
+// and runtime values) to core the first time the loop sees group.
+func (l *Loop) configure(c *core.Coordinator, group string) {
+	if l.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
+		return
+	}
+	if len(l.configured) >= maxConfiguredGroups {
+		// Applying a group's settings again is harmless; forgetting keeps
+		// memory bounded when clients churn through group ids.
+		clear(l.configured)
+	}
+	l.configured[group] = true
+	if l.d.Groups != nil {
+		l.applyGroupConfig(c, group)
+		return
+	}
+	if o := l.d.GroupConfig(group); o != nil {
+		c.SetStreamsGroupConfig(group, *o)
+	}
+}
+
 // applyGroupConfig hands a group's effective configuration (file layers
 // plus runtime values) to core.
 func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	g := l.d.Groups.ForWith(group, l.dyn[group])
-	o := StreamsOverrides(g)
-	o.RackAwareAssignmentTags = g.StreamsRackAwareAssignmentTags
-	o.ProbingPolicy = l.probingPolicy(g)
-	c.SetStreamsGroupConfig(group, *o)
-	c.SetClassicGroupConfig(group, classicOverrides(g))
-	if p, err := core.ParseMigrationPolicy(g.StreamsMigrationPolicy); err == nil {
-		c.SetStreamsMigrationPolicy(group, &p)
-	}
-}
-
-// classicOverrides is a group's effective classic configuration as core
-// per-group overrides (every field set).
-func classicOverrides(g config.Group) core.ClassicGroupOverrides {
-	return core.ClassicGroupOverrides{MinSessionTimeoutMs: &g.MinSessionTimeoutMs, MaxSessionTimeoutMs: &g.MaxSessionTimeoutMs,
-		MaxSize: &g.MaxSize, InitialRebalanceDelayMs: &g.InitialRebalanceDelayMs}
+	streams, classic, migration := g.CoreGroup()
+	streams.ProbingPolicy = l.probingPolicy(g)
+	c.SetStreamsGroupConfig(group, streams)
+	c.SetClassicGroupConfig(group, classic)
+	c.SetStreamsMigrationPolicy(group, &migration)
 }
 
 // alterResponse builds the answer to an alter request from its results.

@@ -171,28 +171,4 @@ func deref(s *string) string {
 	return *s
 }
 
-// maxConfiguredGroups bounds the set of group ids already configured.
-const maxConfiguredGroups = 100000
-
-// configure applies the group's per-group settings (config file layers
-// and runtime values) to core the first time the loop sees group.
-func (l *Loop) configure(c *core.Coordinator, group string) {
-	if l.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
-		return
-	}
-	if len(l.configured) >= maxConfiguredGroups {
-		// Applying a group's settings again is harmless; forgetting keeps
-		// memory bounded when clients churn through group ids.
-		clear(l.configured)
-	}
-	l.configured[group] = true
-	if l.d.Groups != nil {
-		l.applyGroupConfig(c, group)
-		return
-	}
-	if o := l.d.GroupConfig(group); o != nil {
-		c.SetStreamsGroupConfig(group, *o)
-	}
-}
-
 func equalFold(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), b) }

@@ -42,50 +42,22 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 
 // CoreConfig maps the configuration onto core's broker-wide settings: the
 // groups.defaults values (the effective config of a group no glob
-// matches) become the broker defaults.
+// matches) become the broker defaults, key by key as the key table binds
+// them (config.Group.Core); the default assignor comes first in the
+// assignor list, the other built-in ones after it.
 func CoreConfig(cfg *config.Config) core.Config {
 	cc := core.DefaultConfig()
 	if cfg == nil || cfg.Groups == nil {
 		return cc
 	}
-	d := cfg.Groups.Defaults()
-	cc.Streams.SessionTimeoutMs = d.StreamsSessionTimeoutMs
-	cc.Streams.HeartbeatIntervalMs = d.StreamsHeartbeatIntervalMs
-	cc.Streams.NumStandbyReplicas = d.StreamsNumStandbyReplicas
-	cc.Streams.NumWarmupReplicas = d.StreamsNumWarmupReplicas
-	cc.Streams.AcceptableRecoveryLag = d.StreamsAcceptableRecoveryLag
-	cc.Streams.ProbingIntervalMs = d.StreamsProbingIntervalMs
-	cc.Streams.InitialRebalanceDelayMs = d.StreamsInitialRebalanceDelayMs
-	cc.Streams.AssignmentIntervalMs = d.StreamsAssignmentIntervalMs
-	cc.Streams.TaskOffsetIntervalMs = d.StreamsTaskOffsetIntervalMs
-	cc.Streams.MaxSize = d.StreamsMaxSize
-	cc.Streams.AssignorName = d.StreamsAssignorName
-	cc.Assignors = []string{d.StreamsAssignorName}
+	cc = cfg.Groups.Defaults().Core(cc)
+	cc.Assignors = []string{cc.Streams.AssignorName}
 	for name := range BuiltinAssignors {
-		if name != d.StreamsAssignorName {
+		if name != cc.Streams.AssignorName {
 			cc.Assignors = append(cc.Assignors, name)
 		}
 	}
-	if p, err := core.ParseMigrationPolicy(d.StreamsMigrationPolicy); err == nil {
-		cc.StreamsMigrationPolicy = p
-	}
-	cc.Classic.InitialRebalanceDelayMs = d.InitialRebalanceDelayMs
-	cc.Classic.MinSessionTimeoutMs = d.MinSessionTimeoutMs
-	cc.Classic.MaxSessionTimeoutMs = d.MaxSessionTimeoutMs
-	cc.Classic.MaxSize = d.MaxSize
 	return cc
-}
-
-// StreamsOverrides is a group's effective streams configuration as core
-// per-group overrides (every field set).
-func StreamsOverrides(g config.Group) *core.StreamsGroupOverrides {
-	return &core.StreamsGroupOverrides{
-		MaxSize: &g.StreamsMaxSize, SessionTimeoutMs: &g.StreamsSessionTimeoutMs, HeartbeatIntervalMs: &g.StreamsHeartbeatIntervalMs,
-		NumStandbyReplicas: &g.StreamsNumStandbyReplicas, InitialRebalanceDelayMs: &g.StreamsInitialRebalanceDelayMs,
-		AssignmentIntervalMs: &g.StreamsAssignmentIntervalMs, AssignorName: &g.StreamsAssignorName,
-		NumWarmupReplicas: &g.StreamsNumWarmupReplicas, AcceptableRecoveryLag: &g.StreamsAcceptableRecoveryLag,
-		TaskOffsetIntervalMs: &g.StreamsTaskOffsetIntervalMs, ProbingIntervalMs: &g.StreamsProbingIntervalMs,
-	}
 }
 
 // Metrics is the server's metrics registry.

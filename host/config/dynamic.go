@@ -31,15 +31,6 @@ type KeyInfo struct {
 	Kafka bool
 }
 
-// kafkaGroupKeys are the keys that Kafka 4.4's GroupConfig defines and
-// coordhost serves.
-var kafkaGroupKeys = map[string]bool{
-	"streams.session.timeout.ms": true, "streams.heartbeat.interval.ms": true, "streams.num.standby.replicas": true,
-	"streams.initial.rebalance.delay.ms": true, "streams.assignment.interval.ms": true, "streams.task.offset.interval.ms": true,
-	"streams.num.warmup.replicas": true, "streams.acceptable.recovery.lag": true, "streams.assignor.name": true,
-	"streams.rack.aware.assignment.tags": true,
-}
-
 // unservedKafkaKeys are Kafka 4.4 group configs of group types or features
 // coordhost does not serve (by key, or by prefix when ending in '.').
 var unservedKafkaKeys = []struct{ key, why string }{
@@ -47,23 +38,6 @@ var unservedKafkaKeys = []struct{ key, why string }{
 	{"share.", "it configures share groups (KIP-932), which coordhost does not serve"},
 	{"errors.deadletterqueue.", "it configures share-group dead-letter queues (KIP-1191), which coordhost does not serve"},
 	{"streams.assignor.offload.enable", "coordhost always runs assignors off the event loop, in its worker pool"},
-}
-
-// kafkaBrokerBounds are the broker-level bounds Kafka 4.4 checks runtime
-// group configs against (GroupConfig.validateValues), at Kafka's defaults
-// of the group.streams.{min,max}.* broker configs. Values from the config
-// file are not bound by them (tests and small clusters use shorter
-// timeouts); runtime values are, as in Kafka.
-var kafkaBrokerBounds = map[string]struct {
-	min, max int64
-	broker   string
-}{
-	"streams.session.timeout.ms":      {45000, 60000, "group.streams.min/max.session.timeout.ms"},
-	"streams.heartbeat.interval.ms":   {5000, 15000, "group.streams.min/max.heartbeat.interval.ms"},
-	"streams.num.standby.replicas":    {math.MinInt64, 2, "group.streams.max.standby.replicas"},
-	"streams.num.warmup.replicas":     {math.MinInt64, 20, "group.streams.max.warmup.replicas"},
-	"streams.assignment.interval.ms":  {0, 15000, "group.streams.min/max.assignment.interval.ms"},
-	"streams.task.offset.interval.ms": {15000, math.MaxInt64, "group.streams.min.task.offset.interval.ms"},
 }
 
 // GroupKeys describes every per-group key, in name order.
@@ -98,15 +72,16 @@ func (k key) info() KeyInfo {
 	case kBool:
 		t = "BOOLEAN"
 	}
-	return KeyInfo{Name: k.name, Type: t, Doc: k.doc, Kafka: kafkaGroupKeys[k.name]}
+	return KeyInfo{Name: k.name, Type: t, Doc: k.doc, Kafka: k.kafka}
 }
 
 func sortInfos(xs []KeyInfo) { sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name }) }
 
 // ParseDynamic checks one runtime value of a per-group key and returns it
 // in canonical form. Unknown keys, Kafka group configs coordhost does not
-// serve, unparsable values, values outside the key's range and values
-// outside Kafka's broker-level bounds are errors naming the key and value.
+// serve, keys only the config file sets, unparsable values, values outside
+// the key's range and values outside Kafka's broker-level bounds are errors
+// naming the key and value.
 func ParseDynamic(name, raw string) (string, error) {
 	k, ok := groupKey(name)
 	if !ok {
@@ -117,11 +92,14 @@ func ParseDynamic(name, raw string) (string, error) {
 		}
 		return "", fmt.Errorf("unknown group config name: %s", name)
 	}
+	if k.fileOnly {
+		return "", fmt.Errorf("group config %s can be set only in the config file (groups.defaults, groups.overrides)", name)
+	}
 	v, err := k.parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "config: "))
 	}
-	if b, ok := kafkaBrokerBounds[name]; ok {
+	if b := k.runtime; b != nil {
 		n := v.(int64)
 		switch {
 		case n < b.min && b.max == math.MaxInt64:
@@ -170,11 +148,7 @@ func (g *Groups) ExplainWith(id string, dyn map[string]string) []Setting {
 // ForWith returns the effective configuration of group id with its
 // runtime values on top.
 func (g *Groups) ForWith(id string, dyn map[string]string) Group {
-	var out Group
-	for _, s := range g.ExplainWith(id, dyn) {
-		groupFields[s.Key](&out, s.Value)
-	}
-	return out
+	return groupOf(g.ExplainWith(id, dyn))
 }
 
 // CheckDynamic validates the complete runtime set of group id: every value

@@ -21,6 +21,7 @@ type Group struct {
 	StreamsAssignmentIntervalMs    int32    // streams.assignment.interval.ms
 	StreamsTaskOffsetIntervalMs    int32    // streams.task.offset.interval.ms
 	StreamsAssignorName            string   // streams.assignor.name
+	StreamsAssignorTimeoutMs       int32    // streams.assignor.timeout.ms
 	StreamsMaxSize                 int32    // streams.max.size
 	StreamsRackAwareAssignmentTags []string // streams.rack.aware.assignment.tags
 	StreamsMigrationPolicy         string   // streams.migration.policy
@@ -28,29 +29,6 @@ type Group struct {
 	MinSessionTimeoutMs            int32    // group.min.session.timeout.ms
 	MaxSessionTimeoutMs            int32    // group.max.session.timeout.ms
 	MaxSize                        int32    // group.max.size
-}
-
-// groupFields maps each per-group key to its Group field.
-var groupFields = map[string]func(*Group, any){
-	"streams.session.timeout.ms":            func(g *Group, v any) { g.StreamsSessionTimeoutMs = int32(v.(int64)) },
-	"streams.heartbeat.interval.ms":         func(g *Group, v any) { g.StreamsHeartbeatIntervalMs = int32(v.(int64)) },
-	"streams.num.standby.replicas":          func(g *Group, v any) { g.StreamsNumStandbyReplicas = int32(v.(int64)) },
-	"streams.num.warmup.replicas":           func(g *Group, v any) { g.StreamsNumWarmupReplicas = int32(v.(int64)) },
-	"streams.acceptable.recovery.lag":       func(g *Group, v any) { g.StreamsAcceptableRecoveryLag = v.(int64) },
-	"streams.probing.rebalance.interval.ms": func(g *Group, v any) { g.StreamsProbingIntervalMs = v.(int64) },
-	"streams.probing.policy":                func(g *Group, v any) { g.StreamsProbingPolicy = v.(string) },
-	"streams.end.offsets.refresh.ms":        func(g *Group, v any) { g.StreamsEndOffsetsRefreshMs = int32(v.(int64)) },
-	"streams.initial.rebalance.delay.ms":    func(g *Group, v any) { g.StreamsInitialRebalanceDelayMs = int32(v.(int64)) },
-	"streams.assignment.interval.ms":        func(g *Group, v any) { g.StreamsAssignmentIntervalMs = int32(v.(int64)) },
-	"streams.task.offset.interval.ms":       func(g *Group, v any) { g.StreamsTaskOffsetIntervalMs = int32(v.(int64)) },
-	"streams.assignor.name":                 func(g *Group, v any) { g.StreamsAssignorName = v.(string) },
-	"streams.max.size":                      func(g *Group, v any) { g.StreamsMaxSize = int32(v.(int64)) },
-	"streams.rack.aware.assignment.tags":    func(g *Group, v any) { g.StreamsRackAwareAssignmentTags = v.([]string) },
-	"streams.migration.policy":              func(g *Group, v any) { g.StreamsMigrationPolicy = v.(string) },
-	"group.initial.rebalance.delay.ms":      func(g *Group, v any) { g.InitialRebalanceDelayMs = int32(v.(int64)) },
-	"group.min.session.timeout.ms":          func(g *Group, v any) { g.MinSessionTimeoutMs = int32(v.(int64)) },
-	"group.max.session.timeout.ms":          func(g *Group, v any) { g.MaxSessionTimeoutMs = int32(v.(int64)) },
-	"group.max.size":                        func(g *Group, v any) { g.MaxSize = int32(v.(int64)) },
 }
 
 // Override sets some per-group keys for the groups whose id matches Match,
@@ -82,9 +60,14 @@ type Setting struct {
 
 // For returns the effective configuration of group id.
 func (g *Groups) For(id string) Group {
+	return groupOf(g.Explain(id))
+}
+
+// groupOf is the Group holding settings.
+func groupOf(settings []Setting) Group {
 	var out Group
-	for _, s := range g.Explain(id) {
-		groupFields[s.Key](&out, s.Value)
+	for _, s := range settings {
+		groupKeys[groupKeyIndex[s.Key]].field.set(&out, s.Value)
 	}
 	return out
 }
@@ -194,7 +177,7 @@ func (g *Groups) Defaults() Group {
 		if d, ok := g.defaults[k.name]; ok {
 			v = d
 		}
-		groupFields[k.name](&out, v)
+		k.field.set(&out, v)
 	}
 	return out
 }

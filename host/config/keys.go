@@ -29,6 +29,12 @@ type key struct {
 	min, max int64    // kInt bounds
 	oneOf    []string // kString allowed values, when set
 	doc      string
+
+	// Per-group keys only (groupkeys.go).
+	kafka    bool   // a Kafka 4.4 GroupConfig key; else coordhost's own
+	runtime  *bound // Kafka's bounds on runtime values; nil: the key's own range
+	fileOnly bool   // only the config file sets it, not Kafka's config APIs
+	field    field  // where the value lives
 }
 
 // serverKeys are the process-wide keys.
@@ -56,33 +62,6 @@ var serverKeys = []key{
 	{name: "log.level", def: "info", kind: kString, oneOf: []string{"debug", "info", "warn", "error"}, doc: "Log level."},
 	{name: "log.format", def: "text", kind: kString, oneOf: []string{"text", "json"}, doc: "Log format (log/slog text or JSON)."},
 	{name: "shutdown.timeout", def: "30s", kind: kDuration, doc: "On SIGTERM/SIGINT: how long in-flight requests may finish before connections are closed."},
-}
-
-// groupKeys are the per-group keys. Names follow Kafka 4.4's group configs
-// (GroupConfig) where Kafka has a per-group config, and Kafka's broker
-// config name where Kafka only has a broker-wide one; defaults are Kafka
-// 4.4's. They are set for all groups under groups.defaults and per group-id
-// glob under groups.overrides.
-var groupKeys = []key{
-	{name: "streams.session.timeout.ms", def: int64(45000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: member session timeout."},
-	{name: "streams.heartbeat.interval.ms", def: int64(5000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: heartbeat interval sent to members."},
-	{name: "streams.num.standby.replicas", def: int64(0), kind: kInt, min: 0, max: 1000, doc: "Streams group: standby replicas per stateful task."},
-	{name: "streams.num.warmup.replicas", def: int64(2), kind: kInt, min: 0, max: 1000, doc: "Streams group: warm-up replicas the assignor may add (KIP-441 max.warmup.replicas)."},
-	{name: "streams.acceptable.recovery.lag", def: int64(10000), kind: kInt, min: 0, max: math.MaxInt64, doc: "Streams group: a client within this lag of a task's end offset counts as caught up."},
-	{name: "streams.probing.rebalance.interval.ms", def: int64(600000), kind: kInt, min: 0, max: math.MaxInt64, doc: "Streams group: probing interval while the target holds warm-ups (Kafka Streams' probing.rebalance.interval.ms); 0 disables interval probes."},
-	{name: "streams.probing.policy", def: "", kind: kString, doc: "Streams group: probing-policy plugin deciding when to probe; empty: the assignor module's own probe export if it has one, else the built-in interval policy; builtin: always the built-in (docs/WARMUPS.md)."},
-	{name: "streams.end.offsets.refresh.ms", def: int64(30000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Streams group: how often the host fetches changelog end offsets from the data plane (ListOffsets) for task lags; 0 disables."},
-	{name: "streams.initial.rebalance.delay.ms", def: int64(3000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Streams group: delay of the first assignment of a new group."},
-	{name: "streams.assignment.interval.ms", def: int64(1000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Streams group: minimum time between two assignor runs."},
-	{name: "streams.task.offset.interval.ms", def: int64(60000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: how often members report task offsets."},
-	{name: "streams.assignor.name", def: "sticky", kind: kString, doc: "Streams group: task assignor (plugin) name (KIP-1357 streams.assignor.name)."},
-	{name: "streams.rack.aware.assignment.tags", def: []string{}, kind: kList, doc: "Streams group: client-tag keys rack-aware standby placement spreads standbys over (comma-separated; no duplicates)."},
-	{name: "streams.max.size", def: int64(math.MaxInt32), kind: kInt, min: 1, max: math.MaxInt32, doc: "Streams group: maximum members (Kafka's group.streams.max.size)."},
-	{name: "streams.migration.policy", def: "bidirectional", kind: kString, oneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"}, doc: "Online classic<->streams migration: which directions are allowed (coordhost's own; cf. Kafka's group.consumer.migration.policy)."},
-	{name: "group.initial.rebalance.delay.ms", def: int64(3000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Classic group: delay of the first rebalance of an empty group."},
-	{name: "group.min.session.timeout.ms", def: int64(6000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Classic group: smallest session timeout a member may ask for."},
-	{name: "group.max.session.timeout.ms", def: int64(1800000), kind: kInt, min: 1, max: math.MaxInt32, doc: "Classic group: largest session timeout a member may ask for."},
-	{name: "group.max.size", def: int64(math.MaxInt32), kind: kInt, min: 1, max: math.MaxInt32, doc: "Classic group: maximum members."},
 }
 
 // parse converts a raw value (from YAML, the environment or a flag) to the
