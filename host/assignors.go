@@ -2,19 +2,15 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/coordhost/coordhost/abi"
-	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/plugin"
 	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
 	sticky "github.com/coordhost/coordhost/plugins/assignor-sticky"
@@ -280,167 +276,4 @@ func (a *Assignors) nativeOf(name string) NativeAssignor {
 		return b.Native
 	}
 	return nil
-}
-
-// toABI translates core's assignor input to the plugin ABI request.
-func toABI(run core.AssignorRun) (*abi.AssignRequest, abi.TaskSpace) {
-	in := run.Input
-	req := &abi.AssignRequest{GroupID: run.Group, GroupEpoch: run.Epoch, Seed: seedOf(run.Group, run.Epoch)}
-	req.Configs = abi.Configs{
-		NumStandbyReplicas: in.Configs.NumStandbyReplicas, NumWarmupReplicas: in.Configs.NumWarmupReplicas,
-		AcceptableRecoveryLag: in.Configs.AcceptableRecoveryLag, RackAwareAssignmentTags: in.Configs.RackAwareAssignmentTags,
-		All: []abi.KV{
-			{Key: "acceptable.recovery.lag", Value: fmt.Sprint(in.Configs.AcceptableRecoveryLag)},
-			{Key: "num.standby.replicas", Value: fmt.Sprint(in.Configs.NumStandbyReplicas)},
-			{Key: "num.warmup.replicas", Value: fmt.Sprint(in.Configs.NumWarmupReplicas)},
-		},
-	}
-	if in.Configs.ProbingIntervalMs > 0 { // keys stay ascending: it sorts last
-		req.Configs.All = append(req.Configs.All, abi.KV{Key: ha.ConfigProbingInterval, Value: fmt.Sprint(in.Configs.ProbingIntervalMs)})
-	}
-	for _, s := range in.Subtopologies {
-		req.Subtopologies = append(req.Subtopologies, abi.Subtopology{ID: s.ID, Partitions: s.NumTasks, Stateful: s.Stateful})
-	}
-	ts := abi.NewTaskSpace(req.Subtopologies)
-	procs := map[string]bool{}
-	for _, m := range in.Members {
-		procs[m.ProcessID] = true
-	}
-	for p := range procs {
-		req.Processes = append(req.Processes, p)
-	}
-	sort.Strings(req.Processes)
-	procIdx := make(map[string]int32, len(req.Processes))
-	for i, p := range req.Processes {
-		procIdx[p] = int32(i)
-	}
-	tasks := func(refs []core.TaskRef) []int32 {
-		out := make([]int32, 0, len(refs))
-		for _, r := range refs {
-			out = append(out, ts.Task(r.Subtopology, r.Partition))
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		return out
-	}
-	offsets := func(os []core.TaskOffset) []abi.TaskOffset {
-		out := make([]abi.TaskOffset, 0, len(os))
-		for _, o := range os {
-			out = append(out, abi.TaskOffset{Task: ts.Task(o.Task.Subtopology, o.Task.Partition), Offset: o.Offset})
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
-		return out
-	}
-	for _, m := range in.Members {
-		am := abi.Member{ID: m.MemberID, InstanceID: m.InstanceID, Process: procIdx[m.ProcessID], Rack: m.RackID,
-			Active: tasks(m.Active), Standby: tasks(m.Standby), Warmup: tasks(m.Warmup),
-			TaskOffsets: offsets(m.TaskOffsets), TaskEndOffsets: offsets(m.TaskEndOffsets)}
-		for _, kv := range m.ClientTags {
-			am.ClientTags = append(am.ClientTags, abi.KV{Key: kv.Key, Value: kv.Value})
-		}
-		sort.Slice(am.ClientTags, func(i, j int) bool { return am.ClientTags[i].Key < am.ClientTags[j].Key })
-		req.Members = append(req.Members, am)
-	}
-	return req, ts
-}
-
-// fromABI translates an ABI response back to core's result.
-func fromABI(ts abi.TaskSpace, resp *abi.AssignResponse, members int) (core.AssignResult, error) {
-	if len(resp.Members) != members {
-		return core.AssignResult{}, fmt.Errorf("assignor answered %d members, the group has %d", len(resp.Members), members)
-	}
-	refs := func(idx []int32) ([]core.TaskRef, error) {
-		out := make([]core.TaskRef, 0, len(idx))
-		for _, t := range idx {
-			if t < 0 || t >= ts.Total() {
-				return nil, fmt.Errorf("task index %d out of range [0,%d)", t, ts.Total())
-			}
-			s, p := ts.Locate(t)
-			out = append(out, core.TaskRef{Subtopology: s, Partition: p})
-		}
-		return out, nil
-	}
-	var res core.AssignResult
-	for _, m := range resp.Members {
-		var mt core.MemberTasks
-		var err error
-		if mt.Active, err = refs(m.Active); err != nil {
-			return res, err
-		}
-		if mt.Standby, err = refs(m.Standby); err != nil {
-			return res, err
-		}
-		if mt.Warmup, err = refs(m.Warmup); err != nil {
-			return res, err
-		}
-		res.Members = append(res.Members, mt)
-	}
-	return res, nil
-}
-
-func seedOf(group string, epoch int32) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(group))
-	return h.Sum64() ^ uint64(epoch)
-}
-
-// assignorWorkers bounds concurrent assignor runs.
-const assignorWorkers = 2
-
-// dispatchRun hands run to the worker pool; its result comes back to the
-// loop as a core input. Called on the loop goroutine.
-func (l *Loop) dispatchRun(run core.AssignorRun) {
-	l.stats.runs.Add(1)
-	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
-	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
-		res, err := l.runAssignor(run)
-		if err != nil {
-			l.stats.runErrors.Add(1)
-			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
-		}
-		return func(c *core.Coordinator, now int64) core.Output {
-			if err == nil {
-				l.history.note(run.Group, fmt.Sprintf("target assignment for epoch %d computed by %q", run.Epoch, run.Assignor))
-			} else {
-				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
-			}
-			return c.AssignorResult(now, run, res, err)
-		}
-	})
-}
-
-// onWorker runs work in the background on an assignor worker slot, then
-// hands the core input it returns to the loop. Called on the loop
-// goroutine.
-func (l *Loop) onWorker(work func() func(c *core.Coordinator, now int64) core.Output) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		select {
-		case l.workers <- struct{}{}:
-		case <-l.ctx.Done():
-			return
-		}
-		in := work()
-		<-l.workers
-		l.input(in)
-	}()
-}
-
-func (l *Loop) runAssignor(run core.AssignorRun) (core.AssignResult, error) {
-	if l.d.Assignors == nil {
-		return core.ReferenceAssign(run.Input), nil
-	}
-	req, ts := toABI(run)
-	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
-	defer cancel()
-	start := time.Now()
-	resp, err := l.d.Assignors.Run(ctx, run.Assignor, req)
-	l.stats.runNanos.Add(time.Since(start).Nanoseconds())
-	if err != nil {
-		return core.AssignResult{}, err
-	}
-	if resp == nil {
-		return core.AssignResult{}, errors.New("assignor returned no response")
-	}
-	return fromABI(ts, resp, len(run.Input.Members))
 }

@@ -301,10 +301,23 @@ func (l *Loop) configure(c *core.Coordinator, group string) {
 	}
 }
 
+// groupConfig is a group's effective configuration, runtime values
+// included; without per-group configuration, every key's default. Called
+// on the loop goroutine.
+func (l *Loop) groupConfig(group string) config.Group {
+	if l.d.Groups == nil {
+		return noGroups.Defaults()
+	}
+	return l.d.Groups.ForWith(group, l.dyn[group])
+}
+
+// noGroups resolves every group to the keys' defaults.
+var noGroups = &config.Groups{}
+
 // applyGroupConfig hands a group's effective configuration (file layers
 // plus runtime values) to core.
 func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
-	g := l.d.Groups.ForWith(group, l.dyn[group])
+	g := l.groupConfig(group)
 	streams, classic, migration := g.CoreGroup()
 	streams.ProbingPolicy = l.probingPolicy(g)
 	c.SetStreamsGroupConfig(group, streams)

@@ -32,8 +32,9 @@ func (l *Loop) registerProbeMetrics(m *admin.Metrics) {
 // goroutine.
 func (l *Loop) dispatchProbeCheck(chk core.ProbeCheck) {
 	l.probes.checks.Add(1)
+	timeout := l.assignorTimeout(chk.Group)
 	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
-		dec := l.runProbe(chk)
+		dec := l.runProbe(chk, timeout)
 		return func(c *core.Coordinator, now int64) core.Output {
 			l.history.note(chk.Group, fmt.Sprintf("probing policy %q (%s check, epoch %d): rebalance=%v next=%dms builtin=%v",
 				chk.Policy, chk.Reason, chk.Epoch, dec.Rebalance, dec.NextProbeMs, dec.Builtin))
@@ -42,13 +43,13 @@ func (l *Loop) dispatchProbeCheck(chk core.ProbeCheck) {
 	})
 }
 
-// runProbe asks the policy; any failure makes core's built-in interval
-// policy decide this check.
-func (l *Loop) runProbe(chk core.ProbeCheck) core.ProbeDecision {
+// runProbe asks the policy, timeout bounding the plugin call; any failure
+// makes core's built-in interval policy decide this check.
+func (l *Loop) runProbe(chk core.ProbeCheck, timeout time.Duration) core.ProbeDecision {
 	if l.d.Assignors == nil {
 		return core.ProbeDecision{Builtin: true}
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
 	resp, err := l.d.Assignors.Probe(ctx, chk.Policy, toProbeABI(chk, l.nowMs()))
 	if err != nil {

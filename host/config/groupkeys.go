@@ -71,12 +71,13 @@ var groupKeys = withCoreDefaults([]key{
 			coreDef: func(c core.Config) any { return c.Assignors[0] },
 		},
 		doc: "Streams group: task assignor (plugin) name (KIP-1357 streams.assignor.name)."},
-	// The host bounds the plugin call of each assignor run with it. Only the
+	// The host bounds each plugin call made for the group on the assignor
+	// workers (assignor runs, probing-policy checks) with it. Only the
 	// config file sets it: a client altering a group through Kafka's config
 	// APIs cannot hold an assignor worker longer than the operator allows.
 	{name: "streams.assignor.timeout.ms", def: int64(30000), kind: kInt, min: 1, max: math.MaxInt32, fileOnly: true,
 		field: i32(func(g *Group) *int32 { return &g.StreamsAssignorTimeoutMs }, nil),
-		doc:   "Streams group: bound on the plugin call of each run of the group's assignor; a call cut off by it is a plugin failure and the fallback answers. Config file only."},
+		doc:   "Streams group: bound on each plugin call made for the group on the assignor workers (assignor runs, probing-policy checks); a call cut off by it is a plugin failure. Config file only."},
 	{name: "streams.rack.aware.assignment.tags", kind: kList, kafka: true,
 		field: list(func(g *Group) *[]string { return &g.StreamsRackAwareAssignmentTags }, func(c *core.Config) *[]string { return &c.Streams.RackAwareAssignmentTags }),
 		doc:   "Streams group: client-tag keys rack-aware standby placement spreads standbys over (comma-separated; no duplicates)."},

@@ -1,0 +1,85 @@
+package host
+
+// Assignor workers: the loop hands assignor runs and probing-policy checks
+// to a small pool of goroutines and takes their results back as core
+// inputs.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coordhost/coordhost/core"
+)
+
+// assignorWorkers bounds concurrent assignor runs.
+const assignorWorkers = 2
+
+// dispatchRun hands run to the worker pool; its result comes back to the
+// loop as a core input. Called on the loop goroutine.
+func (l *Loop) dispatchRun(run core.AssignorRun) {
+	l.stats.runs.Add(1)
+	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
+	timeout := l.assignorTimeout(run.Group)
+	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
+		res, err := l.runAssignor(run, timeout)
+		if err != nil {
+			l.stats.runErrors.Add(1)
+			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
+		}
+		return func(c *core.Coordinator, now int64) core.Output {
+			if err == nil {
+				l.history.note(run.Group, fmt.Sprintf("target assignment for epoch %d computed by %q", run.Epoch, run.Assignor))
+			} else {
+				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
+			}
+			return c.AssignorResult(now, run, res, err)
+		}
+	})
+}
+
+// onWorker runs work in the background on an assignor worker slot, then
+// hands the core input it returns to the loop. Called on the loop
+// goroutine.
+func (l *Loop) onWorker(work func() func(c *core.Coordinator, now int64) core.Output) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		select {
+		case l.workers <- struct{}{}:
+		case <-l.ctx.Done():
+			return
+		}
+		in := work()
+		<-l.workers
+		l.input(in)
+	}()
+}
+
+// runAssignor computes run's target on a worker; timeout bounds the
+// plugin call.
+func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.AssignResult, error) {
+	if l.d.Assignors == nil {
+		return core.ReferenceAssign(run.Input), nil
+	}
+	req, ts := toABI(run)
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := l.d.Assignors.Run(ctx, run.Assignor, req)
+	l.stats.runNanos.Add(time.Since(start).Nanoseconds())
+	if err != nil {
+		return core.AssignResult{}, err
+	}
+	if resp == nil {
+		return core.AssignResult{}, errors.New("assignor returned no response")
+	}
+	return fromABI(ts, resp, len(run.Input.Members))
+}
+
+// assignorTimeout is the group's streams.assignor.timeout.ms: the bound on
+// each plugin call made for it on a worker. Called on the loop goroutine.
+func (l *Loop) assignorTimeout(group string) time.Duration {
+	return time.Duration(l.groupConfig(group).StreamsAssignorTimeoutMs) * time.Millisecond
+}
