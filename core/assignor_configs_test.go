@@ -3,6 +3,8 @@ package core
 import (
 	"reflect"
 	"testing"
+
+	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
 )
 
 // TestAssignConfigsByName: the assignment configs an assignor plugin reads
@@ -14,6 +16,9 @@ func TestAssignConfigsByName(t *testing.T) {
 		{Key: "num.warmup.replicas", Value: "2"}, {Key: "probing.rebalance.interval.ms", Value: "60000"}}
 	if got := assignConfigs(cfg).All; !reflect.DeepEqual(got, want) {
 		t.Fatalf("configs %v, want %v", got, want)
+	}
+	if want[3].Key != ha.ConfigProbingInterval {
+		t.Fatalf("the HA assignor reads its probing interval from %q, core passes %q", ha.ConfigProbingInterval, want[3].Key)
 	}
 	cfg.ProbingIntervalMs = 0
 	if got := assignConfigs(cfg).All; !reflect.DeepEqual(got, want[:3]) {

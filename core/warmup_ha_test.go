@@ -67,14 +67,9 @@ func toABI(group string, epoch int32, in AssignInput) *abi.AssignRequest {
 	}
 	c := in.Configs
 	req.Configs = abi.Configs{NumStandbyReplicas: c.NumStandbyReplicas, NumWarmupReplicas: c.NumWarmupReplicas,
-		AcceptableRecoveryLag: c.AcceptableRecoveryLag, RackAwareAssignmentTags: c.RackAwareAssignmentTags,
-		All: []abi.KV{
-			{Key: "acceptable.recovery.lag", Value: fmt.Sprint(c.AcceptableRecoveryLag)},
-			{Key: "num.standby.replicas", Value: fmt.Sprint(c.NumStandbyReplicas)},
-			{Key: "num.warmup.replicas", Value: fmt.Sprint(c.NumWarmupReplicas)},
-		}}
-	if c.ProbingIntervalMs > 0 {
-		req.Configs.All = append(req.Configs.All, abi.KV{Key: ha.ConfigProbingInterval, Value: fmt.Sprint(c.ProbingIntervalMs)})
+		AcceptableRecoveryLag: c.AcceptableRecoveryLag, RackAwareAssignmentTags: c.RackAwareAssignmentTags}
+	for _, kv := range c.All {
+		req.Configs.All = append(req.Configs.All, abi.KV{Key: kv.Key, Value: kv.Value})
 	}
 	return req
 }

@@ -21,21 +21,15 @@ type endOffsetStats struct {
 	fetches, failures atomic.Int64
 }
 
-// defaultEndOffsetsRefresh is used when LoopDeps.EndOffsetsRefresh is nil.
-const defaultEndOffsetsRefresh = 30 * time.Second
-
 // endOffsetsRefresh is group's refresh period (0: never): its effective
 // streams.end.offsets.refresh.ms (runtime value included), else
 // LoopDeps.EndOffsetsRefresh, else the default. It reads loop state: call
 // it on the loop goroutine (or before the loop starts).
 func (l *Loop) endOffsetsRefresh(group string) time.Duration {
-	switch {
-	case l.d.Groups != nil:
-		return time.Duration(l.d.Groups.ForWith(group, l.dyn[group]).StreamsEndOffsetsRefreshMs) * time.Millisecond
-	case l.d.EndOffsetsRefresh != nil:
+	if l.d.Groups == nil && l.d.EndOffsetsRefresh != nil {
 		return l.d.EndOffsetsRefresh(group)
 	}
-	return defaultEndOffsetsRefresh
+	return time.Duration(l.groupConfig(group).StreamsEndOffsetsRefreshMs) * time.Millisecond
 }
 
 // endOffsetsLoop polls every EndOffsetsTick for groups whose refresh is
