@@ -162,6 +162,7 @@ func HandOvers(req *abi.AssignRequest, resp *abi.AssignResponse, opts Options) (
 	}
 	var out []HandOver
 	m.movement(func(h HandOver) { out = append(out, h) })
+	slices.SortFunc(out, func(a, b HandOver) int { return int(a.Task) - int(b.Task) })
 	return out, nil
 }
 

@@ -82,11 +82,11 @@ func TestColdAndWarmHandOver(t *testing.T) {
 // within the acceptable lag); an unknown end offset makes a reported
 // offset's lag unknown, so cold.
 func TestHandOverWithoutState(t *testing.T) {
-	req := group(100,
-		abi.Member{ID: "a", Process: 0, TaskEndOffsets: offs(0, 5000, 1, 50)},
+	req := group(100, // b first: hand-overs are listed in task order all the same
 		abi.Member{ID: "b", Process: 1, TaskOffsets: offs(2, 10)},
+		abi.Member{ID: "a", Process: 0, TaskEndOffsets: offs(0, 5000, 1, 50)},
 	)
-	resp := target([]int32{0, 1, 4}, []int32{2, 3, 5})
+	resp := target([]int32{2, 3, 5}, []int32{0, 1, 4})
 	got := measure(t, req, resp).Movement
 	want := Movement{New: 6, HandOvers: 4, Warm: 1, Cold: 3}
 	if got != want {
