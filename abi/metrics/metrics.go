@@ -78,6 +78,9 @@ type Movement struct {
 	HandOvers int `json:"hand_overs"`
 	Warm      int `json:"warm"`
 	Cold      int `json:"cold"`
+	// ColdUnknownLag counts the cold hand-overs whose lag is unknown: no
+	// member reported the task's end offset (e.g. a new group).
+	ColdUnknownLag int `json:"cold_unknown_lag"`
 	// StandbysMoved counts target standby placements on a process that
 	// did not hold that task as a standby before.
 	StandbysMoved int `json:"standbys_moved"`
@@ -375,6 +378,9 @@ func (m *measurer) movement(each func(HandOver)) Movement {
 				mv.Warm++
 			} else {
 				mv.Cold++
+				if lag < 0 {
+					mv.ColdUnknownLag++
+				}
 			}
 			if each != nil {
 				h := HandOver{Task: t, To: procs[mem.Process], Lag: lag, Cold: !warm}

@@ -88,7 +88,7 @@ func TestHandOverWithoutState(t *testing.T) {
 	)
 	resp := target([]int32{2, 3, 5}, []int32{0, 1, 4})
 	got := measure(t, req, resp).Movement
-	want := Movement{New: 6, HandOvers: 4, Warm: 1, Cold: 3}
+	want := Movement{New: 6, HandOvers: 4, Warm: 1, Cold: 3, ColdUnknownLag: 2}
 	if got != want {
 		t.Fatalf("movement %+v, want %+v", got, want)
 	}

@@ -239,7 +239,8 @@ func printAssign(w io.Writer, o *assignOutput) {
 	mv := r.Movement
 	fmt.Fprintf(w, "\nmovement:   %d active tasks kept, %d moved (%d to another process), %d new; %d standbys moved\n",
 		mv.Kept, mv.Moved, mv.MovedProcess, mv.New, mv.StandbysMoved)
-	fmt.Fprintf(w, "hand-overs: %d stateful (%d warm, %d cold)\n", mv.HandOvers, mv.Warm, mv.Cold)
+	fmt.Fprintf(w, "hand-overs: %d stateful (%d warm, %d cold, %d of them with unknown lag)\n",
+		mv.HandOvers, mv.Warm, mv.Cold, mv.ColdUnknownLag)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, h := range o.HandOvers {
 		lag, kind := "unknown", "warm"
