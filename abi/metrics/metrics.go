@@ -229,8 +229,15 @@ func (m *measurer) check() error {
 	if len(m.prev) != n {
 		return fmt.Errorf("metrics: previous assignment has %d member entries for %d members", len(m.prev), n)
 	}
-	if m.total < 0 {
-		return fmt.Errorf("metrics: negative task count %d", m.total)
+	var total int64
+	for _, s := range m.req.Subtopologies {
+		if s.Partitions < 0 {
+			return fmt.Errorf("metrics: subtopology %q has %d partitions", s.ID, s.Partitions)
+		}
+		total += int64(s.Partitions)
+	}
+	if total > abi.MaxTasks {
+		return fmt.Errorf("metrics: %d tasks exceed the limit %d", total, abi.MaxTasks)
 	}
 	for i, mem := range m.req.Members {
 		if mem.Process < 0 || int(mem.Process) >= len(m.req.Processes) {

@@ -228,6 +228,12 @@ func TestBadInputIsAnError(t *testing.T) {
 		`member "a": offset for task 9 out of range`: func(q *abi.AssignRequest, _ *abi.AssignResponse, _ *Options) {
 			q.Members[0].TaskEndOffsets = offs(9, 1)
 		},
+		`subtopology "1" has -2 partitions`: func(q *abi.AssignRequest, _ *abi.AssignResponse, _ *Options) {
+			q.Subtopologies[1].Partitions = -2
+		},
+		"tasks exceed the limit": func(q *abi.AssignRequest, _ *abi.AssignResponse, _ *Options) {
+			q.Subtopologies[0].Partitions, q.Subtopologies[1].Partitions = 1<<31-1, 1<<31-1
+		},
 	}
 	for want, spoil := range cases {
 		req, resp := ok()
