@@ -214,6 +214,9 @@ func assignResult(name string, req *abi.AssignRequest, resp *abi.AssignResponse,
 	return out, nil
 }
 
+// maxHandOverLines caps the hand-overs the tables list.
+const maxHandOverLines = 20
+
 // printAssign writes the human tables.
 func printAssign(w io.Writer, o *assignOutput) {
 	r := o.Metrics
@@ -242,7 +245,11 @@ func printAssign(w io.Writer, o *assignOutput) {
 	fmt.Fprintf(w, "hand-overs: %d stateful (%d warm, %d cold, %d of them with unknown lag)\n",
 		mv.HandOvers, mv.Warm, mv.Cold, mv.ColdUnknownLag)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, h := range o.HandOvers {
+	for i, h := range o.HandOvers {
+		if i == maxHandOverLines {
+			fmt.Fprintf(tw, "  ... and %d more (--json lists all)\n", len(o.HandOvers)-i)
+			break
+		}
 		lag, kind := "unknown", "warm"
 		if h.Lag >= 0 {
 			lag = fmt.Sprint(h.Lag)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -195,4 +196,47 @@ func FuzzDecodeSpec(f *testing.F) {
 			t.Fatalf("the ABI decoder refuses the spec's request: %v", err)
 		}
 	})
+}
+
+// TestAssignTablesCapHandOvers: a large group's tables list the first
+// hand-overs and count the rest; --json lists them all.
+func TestAssignTablesCapHandOvers(t *testing.T) {
+	spec := assignSpec{Subtopologies: []specSubtopology{{ID: "0", Partitions: 30, Stateful: true}}}
+	for _, id := range []string{"a", "b"} {
+		spec.Members = append(spec.Members, specMember{MemberID: id, Process: id})
+	}
+	for p := 0; p < 30; p++ { // a ran everything; b joins without state
+		spec.Members[0].Active = append(spec.Members[0].Active, fmt.Sprintf("0_%d", p))
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := assignCommand([]string{"--plugin", "builtin:sticky", "--input", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	// Sticky gives b half the tasks: 15 cold hand-overs, 20 lines at most.
+	if !strings.Contains(out.String(), "hand-overs: 15 stateful (0 warm, 15 cold, 15 of them with unknown lag)") ||
+		strings.Count(out.String(), " -> b ") != 15 || strings.Contains(out.String(), "more (--json lists all)") {
+		t.Fatalf("15 hand-overs:\n%s", out.String())
+	}
+	spec.Members[0].Active = nil // now 30 new tasks: 20 listed
+	if data, err = json.Marshal(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := assignCommand([]string{"--plugin", "builtin:sticky", "--input", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	if n := strings.Count(out.String(), "lag unknown"); n != maxHandOverLines || !strings.Contains(out.String(), "... and 10 more (--json lists all)") {
+		t.Fatalf("%d hand-over lines:\n%s", n, out.String())
+	}
 }
