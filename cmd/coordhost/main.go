@@ -3,7 +3,8 @@
 //	coordhost [serve] [--config file.yaml] [--key=value ...]
 //
 // serve (the default) starts the server; see docs/CONFIG.md. Other
-// subcommands register themselves in commands from their own files.
+// subcommands register themselves in commands from their own files:
+// plugin check (plugin.go) and assign (assign.go, docs/PLUGINS.md).
 package main
 
 import (

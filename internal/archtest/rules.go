@@ -80,6 +80,11 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "core may import only the standard library, kmsg and kerr"
+	case under(pkg, "abi/metrics"):
+		if std && !under(imp, coreBannedStd...) || own && (local == "abi" || under(local, "abi/metrics")) {
+			return ""
+		}
+		return "abi/metrics may import only abi and the standard library, and does no I/O"
 	case top == "abi":
 		if std || own && under(local, "abi") {
 			return ""
