@@ -32,23 +32,32 @@ const StoreFile = "coordhost.db"
 // Options configures a Server.
 type Options struct {
 	Config *config.Config
-	// Coordinator builds the group coordinator once the store and the data
-	// plane are open (and before any listener accepts a client); nil uses
+	// Coordinator builds the group coordinator, with the admin routes of
+	// its components, once the store and the data plane are open (and
+	// before any listener or the admin server accepts a client); nil uses
 	// Unwired. If the coordinator has a Shutdown(context.Context) error
 	// method, it is called first on drain (so requests it parked are
 	// answered rather than waited for), then the listeners drain, then the
 	// data plane and the store close.
-	Coordinator func(*Server) (GroupCoordinator, error)
+	Coordinator func(*Server) (Wiring, error)
+	Log         *slog.Logger
+}
+
+// Wiring is what a coordinator factory built: the group coordinator and
+// the admin routes that serve its components. Start mounts the routes on
+// the admin server it starts afterwards; nothing is written back into
+// another component once it is built.
+type Wiring struct {
+	Coordinator GroupCoordinator
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
-	// routes once their components are wired; nil answers 501.
+	// routes; nil answers 501.
 	GroupsAPI, PluginsAPI http.Handler
-	Log                   *slog.Logger
 }
 
 // Server is a running coordhost: the durable store, the data plane, one
 // Kafka listener per data-plane node and the admin HTTP server.
 type Server struct {
-	opts    Options
+	wiring  Wiring
 	cfg     *config.Config
 	log     *slog.Logger
 	store   *store.Store
@@ -59,6 +68,9 @@ type Server struct {
 	coord   GroupCoordinator
 	tls     *tls.Config
 	ready   atomic.Bool
+
+	stopOnce sync.Once
+	stopErr  error
 
 	mu        sync.Mutex
 	listeners map[int32]*listener
@@ -78,7 +90,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
+	s := &Server{cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())
@@ -98,9 +110,12 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	}
 	s.table = wire.NewTable(s.dp.Versions())
 	if o.Coordinator == nil {
-		s.coord = &Unwired{Log: o.Log}
-	} else if s.coord, err = o.Coordinator(s); err != nil {
+		s.wiring = Wiring{Coordinator: &Unwired{Log: o.Log}}
+	} else if s.wiring, err = o.Coordinator(s); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
+	if s.coord = s.wiring.Coordinator; s.coord == nil {
+		return nil, errors.New("group coordinator: the factory returned no coordinator")
 	}
 	for _, node := range s.dp.Nodes() {
 		if _, _, err := s.advertise(node); err != nil {
@@ -199,7 +214,7 @@ func (s *Server) startAdmin() error {
 	}
 	s.admin = admin.Start(ln, admin.Options{
 		Token: s.cfg.Admin.Token, Metrics: s.metrics, Config: s.cfg, Log: s.log,
-		Groups: s.opts.GroupsAPI, Plugins: s.opts.PluginsAPI,
+		Groups: s.wiring.GroupsAPI, Plugins: s.wiring.PluginsAPI,
 		Ready: func() error {
 			if !s.ready.Load() {
 				return errors.New("starting or draining")
@@ -283,13 +298,16 @@ func (s *Server) Table() *wire.Table { return s.table }
 // Shutdown drains: readiness turns false, the group coordinator makes its
 // last round durable and answers what it parked, listeners stop accepting
 // and finish the requests in flight (until ctx ends), then the data plane
-// is flushed and closed and the store closed.
+// is flushed and closed and the store closed. Only the first call drains;
+// later ones (and concurrent ones, once it is done) return its result.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.ready.Store(false)
-	s.log.Info("draining")
-	err := s.closeAll(ctx)
-	s.log.Info("stopped", "err", err)
-	return err
+	s.stopOnce.Do(func() {
+		s.ready.Store(false)
+		s.log.Info("draining")
+		s.stopErr = s.closeAll(ctx)
+		s.log.Info("stopped", "err", s.stopErr)
+	})
+	return s.stopErr
 }
 
 func (s *Server) closeAll(ctx context.Context) error {

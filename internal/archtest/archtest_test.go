@@ -37,6 +37,7 @@ func TestGraphViolations(t *testing.T) {
 		"plugins/assignor-sticky/wasm": {mod + "/abi", mod + "/abi/guest", mod + "/plugins/assignor-sticky", mod + "/plugins/assignor-ha", mod + "/host"},
 		"cmd/coordhost":                {mod + "/host", mod + "/plugins/assignor-sticky/wasm", "anything.example/x"},
 		"stray":                        {"fmt"},
+		"":                             {"context", mod + "/host", mod + "/host/config", mod + "/abi", mod + "/core", mod + "/cmd/coordhost", "github.com/other/lib"},
 	}
 	want := map[string][]string{
 		"core":                         {`"net"`, `"example.com/m/host"`},
@@ -47,6 +48,7 @@ func TestGraphViolations(t *testing.T) {
 		"plugins/assignor-sticky":      {`"example.com/m/abi/guest"`, `"example.com/m/core"`},
 		"plugins/assignor-sticky/wasm": {`"example.com/m/plugins/assignor-ha"`, `"example.com/m/host"`},
 		"stray":                        {`"fmt"`},
+		"":                             {`"example.com/m/core"`, `"example.com/m/cmd/coordhost"`, `"github.com/other/lib"`},
 	}
 	got := map[string][]string{}
 	for _, v := range CheckGraph(mod, g) {

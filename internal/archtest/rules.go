@@ -72,6 +72,11 @@ func forbidden(module, pkg, imp string) string {
 	switch top := firstElem(pkg); {
 	case top == "cmd" || top == "internal" || top == "interop":
 		return ""
+	case pkg == "":
+		if std || own && under(local, "host", "abi") {
+			return ""
+		}
+		return "the embedding API (the module's root package) may import only host/*, abi and the standard library"
 	case top == "core":
 		switch {
 		case std && under(imp, coreBannedStd...):
