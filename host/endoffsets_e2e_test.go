@@ -21,7 +21,7 @@ import (
 	"github.com/coordhost/coordhost/host/config"
 )
 
-// TestChangelogEndOffsetsFromDataPlane (issue 8): members that report
+// TestChangelogEndOffsetsFromDataPlane: members that report
 // offsets but no end offsets (as classic members' offset sums) leave the
 // end offsets unknown, and an unknown end offset never counts as caught
 // up. The host fetches the changelog end offsets from the data plane
