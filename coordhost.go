@@ -114,8 +114,9 @@ func New(cfg *config.Config, opts ...Option) (*Coordhost, error) {
 
 // Start opens the store and the data plane, replays the store, starts the
 // event loop, the Kafka listeners and the admin server, and returns once
-// they accept clients. ctx bounds start-up only. Starting a started
-// Coordhost does nothing; after Shutdown, Start returns ErrClosed.
+// they accept clients. ctx bounds start-up only; a Shutdown called during
+// start-up cancels it too. Starting a started Coordhost does nothing;
+// after Shutdown, Start returns ErrClosed.
 func (c *Coordhost) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -125,6 +126,15 @@ func (c *Coordhost) Start(ctx context.Context) error {
 	if c.srv.Load() != nil {
 		return nil
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	srv, err := host.Start(ctx, host.Options{Config: c.cfg, Log: c.opts.log,
 		Coordinator: host.NewCoordinatorWith(c.opts.assignors)})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -322,5 +323,45 @@ func TestNewCopiesConfig(t *testing.T) {
 	}
 	if !cfg.DataPlane.Embedded || len(cfg.DataPlane.Bootstrap) != 0 || cfg.Plugins.Dir == "elsewhere" {
 		t.Fatalf("New changed the caller's config: %+v %+v", cfg.DataPlane, cfg.Plugins)
+	}
+}
+
+// TestShutdownCancelsStart: a Shutdown while Start waits for the data plane
+// (here a listener that accepts and never answers) ends the start-up, and
+// both return promptly.
+func TestShutdownCancelsStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	ch, err := coordhost.New(testConfig(t), coordhost.WithDataPlane(ln.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startErr := make(chan error, 1)
+	go func() { startErr <- ch.Start(context.Background()) }()
+	time.Sleep(200 * time.Millisecond) // Start is waiting for the data plane
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ch.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	select {
+	case err := <-startErr:
+		if err == nil {
+			t.Fatal("Start succeeded against a data plane that never answers")
+		}
+	case <-ctx.Done():
+		t.Fatal("Start did not return after Shutdown")
 	}
 }
