@@ -65,7 +65,6 @@ type Server struct {
 	table   *wire.Table
 	metrics *admin.Metrics
 	admin   *admin.Server
-	coord   GroupCoordinator
 	tls     *tls.Config
 	ready   atomic.Bool
 
@@ -114,7 +113,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	} else if s.wiring, err = o.Coordinator(s); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
-	if s.coord = s.wiring.Coordinator; s.coord == nil {
+	if s.wiring.Coordinator == nil {
 		return nil, errors.New("group coordinator: the factory returned no coordinator")
 	}
 	for _, node := range s.dp.Nodes() {
@@ -198,7 +197,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
-		Group: s.coord.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l
@@ -322,7 +321,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 	// answered, and requests parked in a rebalance (which could wait out a
 	// rebalance timeout) are answered NOT_COORDINATOR, so the listeners'
 	// drain below does not wait for them.
-	if d, ok := s.coord.(interface{ Shutdown(context.Context) error }); ok {
+	if d, ok := s.wiring.Coordinator.(interface{ Shutdown(context.Context) error }); ok {
 		if err := d.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("group coordinator: %w", err))
 		}
