@@ -1,7 +1,8 @@
 // Package config loads coordhost's configuration: built-in defaults, then a
 // YAML file (--config), then COORDHOST_* environment variables, then
-// command-line flags. It is validated once at start — every error names the
-// offending key and value — and is immutable afterwards.
+// command-line flags; Default gives the built-in defaults alone. It is
+// validated at start — every error names the offending key and value — and
+// is not changed afterwards.
 package config
 
 import (
@@ -27,7 +28,10 @@ import (
 // COORDHOST_KAFKA_LISTEN sets kafka.listen (dots become underscores).
 const EnvPrefix = "COORDHOST_"
 
-// Config is the validated, immutable configuration of one coordhost process.
+// Config is the configuration of one coordhost process. Load and Default
+// return a valid one; a program embedding coordhost may change its fields
+// before coordhost.New, which validates the result. A running server never
+// changes it.
 type Config struct {
 	Kafka     Kafka
 	DataDir   string
