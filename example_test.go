@@ -51,6 +51,34 @@ func Example() {
 	// committed: map[0:1]
 }
 
+// Serve runs coordhost until its context ends (in a program: on SIGTERM),
+// then drains; a drained Coordhost does not start again.
+func ExampleCoordhost_Serve() {
+	dir, err := os.MkdirTemp("", "coordhost-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := config.Default()
+	cfg.DataDir, cfg.Kafka.Listen, cfg.Admin.Listen = dir, "127.0.0.1:0", "127.0.0.1:0"
+	ch, err := coordhost.New(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := ch.Start(ctx); err != nil { // clients are served from here on
+		log.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- ch.Serve(ctx) }()
+	cancel()
+	fmt.Println("drained:", <-served == nil)
+	fmt.Println("start again:", ch.Start(context.Background()))
+	// Output:
+	// drained: true
+	// start again: coordhost: closed
+}
+
 // Coordhost in front of an existing Kafka cluster (here an in-process
 // kfake cluster standing in for it): the records and the committed offsets
 // live in the cluster, which answers for them directly.
