@@ -40,7 +40,7 @@ plugin-check: plugins
 run: plugins
 	$(GO) run ./cmd/coordhost
 
-## test: everything CI runs (the README's test command)
+## test: go test ./... (the README's test command); .ci/run adds verify, fuzz-ci and the serial interop and load steps
 test:
 	$(GO) test -count=1 ./...
 

@@ -3,7 +3,7 @@ package core
 import "strings"
 
 // GroupKind says which protocol a group speaks. A group id maps to exactly
-// one group of one kind; online migration (issue 9) converts a group from
+// one group of one kind; online migration converts a group from
 // one kind to the other by writing the old kind's tombstones and the new
 // kind's records.
 type GroupKind int8

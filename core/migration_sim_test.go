@@ -699,7 +699,7 @@ func (s *migSim) replayCheck() {
 	}
 }
 
-// TestMigrationRollingUpgrade is must-show 1: a 3-member classic Streams
+// TestMigrationRollingUpgrade: a 3-member classic Streams
 // group is upgraded by replacing each instance with a streams-protocol one
 // of the same process id (no LeaveGroup: classic Streams does not send
 // one), checking the invariants after every request.
@@ -734,7 +734,7 @@ func TestMigrationRollingUpgrade(t *testing.T) {
 	}
 }
 
-// TestMigrationRollback is must-show 2: the reverse roll from a streams
+// TestMigrationRollback: the reverse roll from a streams
 // group back to classic, ending as a classic group with a classic leader.
 func TestMigrationRollback(t *testing.T) {
 	s := newMigSim(t, 6)

@@ -21,7 +21,7 @@ import (
 	"github.com/coordhost/coordhost/host/config"
 )
 
-// TestChangelogEndOffsetsFromDataPlane (issue 8): members that report
+// TestChangelogEndOffsetsFromDataPlane: members that report
 // offsets but no end offsets (as classic members' offset sums) leave the
 // end offsets unknown, and an unknown end offset never counts as caught
 // up. The host fetches the changelog end offsets from the data plane
@@ -139,12 +139,12 @@ func startWithLoop(t *testing.T, dir string, args ...string) (*host.Server, *hos
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Coordinator: func(s *host.Server) (host.GroupCoordinator, error) {
-			gc, err := host.NewCoordinator(s)
+		Coordinator: func(s *host.Server) (host.Wiring, error) {
+			w, err := host.NewCoordinator(s)
 			if err == nil {
-				loop = gc.(*host.Loop)
+				loop = w.Coordinator.(*host.Loop)
 			}
-			return gc, err
+			return w, err
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -120,7 +120,7 @@ func countTasks(ts []kmsg.TaskIDs) int {
 	return n
 }
 
-// TestHostilePluginAsGroupAssignor (issue 6, Must-show 2): each hostile
+// TestHostilePluginAsGroupAssignor: each hostile
 // wasm fixture (testdata/plugins/c/hostile.c) is a real core group's
 // assignor with a pending run. With a fallback (the native sticky build)
 // the first member gets all 4 tasks from it and, once a second joins, the

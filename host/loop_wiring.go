@@ -13,31 +13,40 @@ import (
 )
 
 // NewCoordinator is the Options.Coordinator factory of a real server: it
-// builds core from the configuration, loads the assignors, replays the
-// store into core and starts the event loop, and installs the admin
-// /v1/groups and /v1/plugins handlers.
-func NewCoordinator(s *Server) (GroupCoordinator, error) {
-	cfg := s.cfg
-	cc := CoreConfig(cfg)
-	c, err := core.New(cc)
-	if err != nil {
-		return nil, fmt.Errorf("coordinator config: %w", err)
+// builds core from the configuration, loads the built-in assignors,
+// replays the store into core and starts the event loop, and returns it
+// with the admin /v1/groups and /v1/plugins handlers.
+func NewCoordinator(s *Server) (Wiring, error) { return NewCoordinatorWith(nil)(s) }
+
+// NewCoordinatorWith is NewCoordinator with in-process assignors added to
+// the built-in ones: a group whose streams.assignor.name is a key of
+// custom runs that function on the assignor workers, like a built-in
+// assignor's native build. A name already taken fails the factory.
+func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring, error) {
+	return func(s *Server) (Wiring, error) {
+		cfg := s.cfg
+		c, err := core.New(CoreConfig(cfg))
+		if err != nil {
+			return Wiring{}, fmt.Errorf("coordinator config: %w", err)
+		}
+		// Compiled plugin code is cached under the data directory, so a
+		// restart does not compile the built-in plugins again.
+		pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache")}
+		asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
+		if err := asg.addNative(custom); err != nil {
+			asg.Close(context.Background())
+			return Wiring{}, err
+		}
+		l, err := NewLoop(LoopDeps{
+			Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
+			Groups: cfg.Groups,
+		})
+		if err != nil {
+			asg.Close(context.Background())
+			return Wiring{}, err
+		}
+		return Wiring{Coordinator: l, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg)}, nil
 	}
-	// Compiled plugin code is cached under the data directory, so a restart
-	// does not compile the built-in plugins again.
-	pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache")}
-	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
-	l, err := NewLoop(LoopDeps{
-		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
-		Groups: cfg.Groups,
-	})
-	if err != nil {
-		asg.Close(context.Background())
-		return nil, err
-	}
-	s.opts.GroupsAPI = l.GroupsHandler()
-	s.opts.PluginsAPI = PluginsHandler(asg)
-	return l, nil
 }
 
 // CoreConfig maps the configuration onto core's broker-wide settings: the

@@ -256,7 +256,7 @@ func haGroups(policy map[string]string) func(string) *core.StreamsGroupOverrides
 	}
 }
 
-// TestProbingPolicyPluginDecides (issue 8, host wiring): a probing policy
+// TestProbingPolicyPluginDecides (host wiring): a probing policy
 // is its own plugin kind. Scale-out with the HA assignor: b's warm-ups
 // catch up. With the HA module's own probe (the default policy) the probe
 // moves two actives to b (group epoch bumped, target 2/2). With the
@@ -317,7 +317,7 @@ func TestProbingPolicyPluginDecides(t *testing.T) {
 	})
 }
 
-// TestStickyWithProbePlugin (issue 8): the sticky assignor (no probe
+// TestStickyWithProbePlugin: the sticky assignor (no probe
 // export, never warm-ups: the built-in policy never probes it) paired
 // with the probe-only goprobe module. Asking for a probe 300 ms after the
 // target, the policy makes the sticky assignor run once more at the same
@@ -382,7 +382,7 @@ func TestStickyWithProbePlugin(t *testing.T) {
 	}
 }
 
-// TestNativePanicInLoop (issue 8): a group whose native assignor panics on
+// TestNativePanicInLoop: a group whose native assignor panics on
 // its input (it indexes the processes table out of range) gets
 // UNKNOWN_SERVER_ERROR on the heartbeat that waited, keeps its last
 // target (none), the failure is logged with the panic, and the loop goes

@@ -46,7 +46,7 @@ func outOfRangeProbe(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
 	return &abi.ProbeResponse{}, nil
 }
 
-// TestNativeAssignorPanicRecovered (issue 8): a native assignor or probing
+// TestNativeAssignorPanicRecovered: a native assignor or probing
 // policy that panics on its input is an assignor failure, not a crash:
 // Run and Probe return an error naming the panic, counted in native_panics
 // and errors/probe_failures. With a plugin in front, a panicking native

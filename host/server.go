@@ -32,23 +32,32 @@ const StoreFile = "coordhost.db"
 // Options configures a Server.
 type Options struct {
 	Config *config.Config
-	// Coordinator builds the group coordinator once the store and the data
-	// plane are open (and before any listener accepts a client); nil uses
+	// Coordinator builds the group coordinator, with the admin routes of
+	// its components, once the store and the data plane are open (and
+	// before any listener or the admin server accepts a client); nil uses
 	// Unwired. If the coordinator has a Shutdown(context.Context) error
 	// method, it is called first on drain (so requests it parked are
 	// answered rather than waited for), then the listeners drain, then the
 	// data plane and the store close.
-	Coordinator func(*Server) (GroupCoordinator, error)
+	Coordinator func(*Server) (Wiring, error)
+	Log         *slog.Logger
+}
+
+// Wiring is what a coordinator factory built: the group coordinator and
+// the admin routes that serve its components. Start mounts the routes on
+// the admin server it starts afterwards; nothing is written back into
+// another component once it is built.
+type Wiring struct {
+	Coordinator GroupCoordinator
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
-	// routes once their components are wired; nil answers 501.
+	// routes; nil answers 501.
 	GroupsAPI, PluginsAPI http.Handler
-	Log                   *slog.Logger
 }
 
 // Server is a running coordhost: the durable store, the data plane, one
 // Kafka listener per data-plane node and the admin HTTP server.
 type Server struct {
-	opts    Options
+	wiring  Wiring
 	cfg     *config.Config
 	log     *slog.Logger
 	store   *store.Store
@@ -56,9 +65,11 @@ type Server struct {
 	table   *wire.Table
 	metrics *admin.Metrics
 	admin   *admin.Server
-	coord   GroupCoordinator
 	tls     *tls.Config
 	ready   atomic.Bool
+
+	stopOnce sync.Once
+	stopErr  error
 
 	mu        sync.Mutex
 	listeners map[int32]*listener
@@ -78,7 +89,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
+	s := &Server{cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())
@@ -98,9 +109,12 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	}
 	s.table = wire.NewTable(s.dp.Versions())
 	if o.Coordinator == nil {
-		s.coord = &Unwired{Log: o.Log}
-	} else if s.coord, err = o.Coordinator(s); err != nil {
+		s.wiring = Wiring{Coordinator: &Unwired{Log: o.Log}}
+	} else if s.wiring, err = o.Coordinator(s); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
+	if s.wiring.Coordinator == nil {
+		return nil, errors.New("group coordinator: the factory returned no coordinator")
 	}
 	for _, node := range s.dp.Nodes() {
 		if _, _, err := s.advertise(node); err != nil {
@@ -183,7 +197,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
-		Group: s.coord.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l
@@ -199,7 +213,7 @@ func (s *Server) startAdmin() error {
 	}
 	s.admin = admin.Start(ln, admin.Options{
 		Token: s.cfg.Admin.Token, Metrics: s.metrics, Config: s.cfg, Log: s.log,
-		Groups: s.opts.GroupsAPI, Plugins: s.opts.PluginsAPI,
+		Groups: s.wiring.GroupsAPI, Plugins: s.wiring.PluginsAPI,
 		Ready: func() error {
 			if !s.ready.Load() {
 				return errors.New("starting or draining")
@@ -283,13 +297,16 @@ func (s *Server) Table() *wire.Table { return s.table }
 // Shutdown drains: readiness turns false, the group coordinator makes its
 // last round durable and answers what it parked, listeners stop accepting
 // and finish the requests in flight (until ctx ends), then the data plane
-// is flushed and closed and the store closed.
+// is flushed and closed and the store closed. Only the first call drains;
+// later ones (and concurrent ones, once it is done) return its result.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.ready.Store(false)
-	s.log.Info("draining")
-	err := s.closeAll(ctx)
-	s.log.Info("stopped", "err", err)
-	return err
+	s.stopOnce.Do(func() {
+		s.ready.Store(false)
+		s.log.Info("draining")
+		s.stopErr = s.closeAll(ctx)
+		s.log.Info("stopped", "err", s.stopErr)
+	})
+	return s.stopErr
 }
 
 func (s *Server) closeAll(ctx context.Context) error {
@@ -304,7 +321,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 	// answered, and requests parked in a rebalance (which could wait out a
 	// rebalance timeout) are answered NOT_COORDINATOR, so the listeners'
 	// drain below does not wait for them.
-	if d, ok := s.coord.(interface{ Shutdown(context.Context) error }); ok {
+	if d, ok := s.wiring.Coordinator.(interface{ Shutdown(context.Context) error }); ok {
 		if err := d.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("group coordinator: %w", err))
 		}

@@ -310,12 +310,12 @@ func TestCoordinatorFactory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := &recordingCoordinator{keys: make(chan int16, 1)}
-	srv, err := host.Start(timeout(t), host.Options{Config: cfg, Coordinator: func(s *host.Server) (host.GroupCoordinator, error) {
+	srv, err := host.Start(timeout(t), host.Options{Config: cfg, Coordinator: func(s *host.Server) (host.Wiring, error) {
 		if s.Store() == nil || s.DataPlane() == nil {
 			t.Error("coordinator built before the store and data plane were open")
 		}
 		rc.srv = s
-		return rc, nil
+		return host.Wiring{Coordinator: rc}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)

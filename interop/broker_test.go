@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// sessionTimeoutMs is the suite's group session timeout (issue 10): the
+// sessionTimeoutMs is the suite's group session timeout: the
 // classic clients ask for it, and the streams protocol takes it from the
 // coordinator's group config, so the broker's minimums are lowered to allow it.
 const sessionTimeoutMs = 10000

@@ -42,7 +42,7 @@ func TestInteropCoordhost(t *testing.T) {
 	}
 }
 
-// checkGapRatio checks issue 10's bar: the online roll's per-partition max
+// checkGapRatio checks the suite's bar: the online roll's per-partition max
 // processing gap is at most a tenth of the offline baseline's, measured in
 // the same test binary (so on the same machine, under the same load).
 func checkGapRatio(t *testing.T, roll []phaseRow) {

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/coordhost/coordhost"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/config"
 )
@@ -17,8 +18,9 @@ import (
 func serve(args []string) int { return runServe(args, os.Environ(), os.Stderr, nil) }
 
 // runServe is serve with its environment, output and a started-hook
-// injected (for tests).
-func runServe(args, environ []string, stderr io.Writer, started func(*host.Server)) int {
+// injected (for tests). It builds the server through the embedding API,
+// as a Go program embedding coordhost does.
+func runServe(args, environ []string, stderr io.Writer, started func(*coordhost.Coordhost)) int {
 	cfg, err := config.Load(args, environ, stderr)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
@@ -28,21 +30,22 @@ func runServe(args, environ []string, stderr io.Writer, started func(*host.Serve
 		return 2
 	}
 	log := host.NewLogger(cfg, stderr)
+	ch, err := coordhost.New(cfg, coordhost.WithLogger(log))
+	if err != nil {
+		fmt.Fprintln(stderr, "coordhost:", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: log, Coordinator: host.NewCoordinator})
-	if err != nil {
+	context.AfterFunc(ctx, stop) // a second signal during the drain stops the process at once
+	if err := ch.Start(ctx); err != nil {
 		log.Error("coordhost failed to start", "err", err)
 		return 1
 	}
 	if started != nil {
-		started(srv)
+		started(ch)
 	}
-	<-ctx.Done()
-	stop()
-	dctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(dctx); err != nil {
+	if err := ch.Serve(ctx); err != nil { // until SIGTERM/SIGINT, then drains within shutdown.timeout
 		log.Error("shutdown", "err", err)
 		return 1
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost"
 )
 
 type syncBuf struct {
@@ -24,11 +24,11 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 // flushes and exits 0.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
 	var out syncBuf
-	ready := make(chan *host.Server, 1)
+	ready := make(chan *coordhost.Coordhost, 1)
 	code := make(chan int, 1)
 	args := []string{"--data.dir=" + t.TempDir(), "--kafka.listen=127.0.0.1:0", "--admin.listen=127.0.0.1:0"}
-	go func() { code <- runServe(args, nil, &out, func(s *host.Server) { ready <- s }) }()
-	var srv *host.Server
+	go func() { code <- runServe(args, nil, &out, func(s *coordhost.Coordhost) { ready <- s }) }()
+	var srv *coordhost.Coordhost
 	select {
 	case srv = <-ready:
 	case c := <-code:

@@ -1,7 +1,8 @@
 // Package config loads coordhost's configuration: built-in defaults, then a
 // YAML file (--config), then COORDHOST_* environment variables, then
-// command-line flags. It is validated once at start — every error names the
-// offending key and value — and is immutable afterwards.
+// command-line flags; Default gives the built-in defaults alone. It is
+// validated at start — every error names the offending key and value — and
+// is not changed afterwards.
 package config
 
 import (
@@ -27,7 +28,10 @@ import (
 // COORDHOST_KAFKA_LISTEN sets kafka.listen (dots become underscores).
 const EnvPrefix = "COORDHOST_"
 
-// Config is the validated, immutable configuration of one coordhost process.
+// Config is the configuration of one coordhost process. Load and Default
+// return a valid one; a program embedding coordhost may change its fields
+// before coordhost.New, which validates the result. A running server never
+// changes it.
 type Config struct {
 	Kafka     Kafka
 	DataDir   string
@@ -228,6 +232,9 @@ func build(layers []layer) (*Config, error) {
 		return nil, err
 	}
 	c.Groups = g
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -253,38 +260,68 @@ func fromValues(v map[string]any) (*Config, error) {
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)
 	}
+	if m := v["dataplane.sasl.mechanism"].(string); m != "none" {
+		c.DataPlane.SASLMechanism = m
+	}
+	return c, nil
+}
+
+// Default is the configuration coordhost runs with when given no file,
+// environment or flags: an embedded data plane, the store under
+// ./coordhost-data, the Kafka listener on 127.0.0.1:9092 and the admin
+// server on 127.0.0.1:9644. A program embedding coordhost may change its
+// exported fields before handing it to coordhost.New, which validates it.
+func Default() *Config {
+	c, err := build(nil)
+	if err != nil {
+		panic(fmt.Sprintf("config: the built-in defaults are invalid: %v", err)) // a bug in the key table
+	}
+	return c
+}
+
+// Validate checks the rules between fields (addresses, TLS and SASL pairs,
+// the data plane's mode); Load and Default return only valid
+// configurations, and coordhost.New checks a configuration a program
+// changed in Go. Each error names the offending key and value.
+func (c *Config) Validate() error {
 	for _, a := range []struct{ key, addr string }{{"kafka.listen", c.Kafka.Listen}, {"admin.listen", c.Admin.Listen}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			return nil, fmt.Errorf("config: %s = %q: not a host:port address", a.key, a.addr)
+			return fmt.Errorf("config: %s = %q: not a host:port address", a.key, a.addr)
 		}
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
-		return nil, fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
+		return fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
 	}
-	if m := v["dataplane.sasl.mechanism"].(string); m != "none" {
-		c.DataPlane.SASLMechanism = m
+	switch m := c.DataPlane.SASLMechanism; m {
+	case "":
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 		if c.DataPlane.SASLUser == "" {
-			return nil, fmt.Errorf("config: dataplane.sasl.mechanism = %q needs dataplane.sasl.username", m)
+			return fmt.Errorf("config: dataplane.sasl.mechanism = %q needs dataplane.sasl.username", m)
 		}
+	default:
+		return fmt.Errorf("config: dataplane.sasl.mechanism = %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
 	}
 	if c.DataPlane.TLSCAFile != "" && !c.DataPlane.TLS {
-		return nil, fmt.Errorf("config: dataplane.tls.ca.file = %q is set but dataplane.tls.enabled is false", c.DataPlane.TLSCAFile)
+		return fmt.Errorf("config: dataplane.tls.ca.file = %q is set but dataplane.tls.enabled is false", c.DataPlane.TLSCAFile)
 	}
 	if c.DataPlane.Embedded && (c.DataPlane.TLS || c.DataPlane.SASLMechanism != "") {
-		return nil, errors.New("config: dataplane.tls.* and dataplane.sasl.* apply to dataplane.mode = \"external\" only")
+		return errors.New("config: dataplane.tls.* and dataplane.sasl.* apply to dataplane.mode = \"external\" only")
 	}
 	if c.DataDir == "" {
-		return nil, errors.New(`config: data.dir = "": a data directory is required`)
+		return errors.New(`config: data.dir = "": a data directory is required`)
 	}
 	if !c.DataPlane.Embedded && len(c.DataPlane.Bootstrap) == 0 {
-		return nil, errors.New("config: dataplane.mode = \"external\" needs dataplane.bootstrap (host:port of at least one broker)")
+		return errors.New("config: dataplane.mode = \"external\" needs dataplane.bootstrap (host:port of at least one broker)")
 	}
 	for _, b := range c.DataPlane.Bootstrap {
 		if _, _, err := net.SplitHostPort(b); err != nil {
-			return nil, fmt.Errorf("config: dataplane.bootstrap entry %q: not a host:port address", b)
+			return fmt.Errorf("config: dataplane.bootstrap entry %q: not a host:port address", b)
 		}
 	}
-	return c, nil
+	if c.Groups == nil {
+		return errors.New("config: Groups is nil (start from config.Default or config.Load)")
+	}
+	return nil
 }
 
 // unknownKeys refuses keys no one reads: a typo must not be silently ignored.

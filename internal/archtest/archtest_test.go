@@ -31,24 +31,28 @@ func TestGraphViolations(t *testing.T) {
 		"abi":                          {"encoding/binary", mod + "/core", "github.com/other/lib"},
 		"abi/guest":                    {mod + "/abi", "unsafe"},
 		"abi/metrics":                  {mod + "/abi", "time", "os", mod + "/abi/guest", mod + "/abi/abitest"},
-		"host/plugin":                  {mod + "/abi", wazero + "/api", mod + "/core", "github.com/other/lib"},
+		"host/plugin":                  {mod + "/abi", wazero + "/api", mod + "/core", "github.com/other/lib", mod + "/internal/testtool"},
+		"host/plugin/plugintest":       {mod + "/abi", mod + "/internal/testtool"},
 		"host":                         {mod + "/core", mod + "/plugins/assignor-sticky", mod + "/plugins/assignor-sticky/wasm", mod + "/cmd/coordhost", "go.etcd.io/bbolt"},
 		"host/store":                   {mod + "/core", "go.etcd.io/bbolt"},
 		"plugins/assignor-sticky":      {mod + "/abi", mod + "/abi/guest", mod + "/core", "sort"},
 		"plugins/assignor-sticky/wasm": {mod + "/abi", mod + "/abi/guest", mod + "/plugins/assignor-sticky", mod + "/plugins/assignor-ha", mod + "/host"},
 		"cmd/coordhost":                {mod + "/host", mod + "/plugins/assignor-sticky/wasm", "anything.example/x"},
 		"stray":                        {"fmt"},
+		"":                             {"context", mod + "/host", mod + "/host/config", mod + "/abi", mod + "/core", mod + "/cmd/coordhost", "github.com/other/lib"},
 	}
 	want := map[string][]string{
 		"core":                         {`"net"`, `"example.com/m/host"`},
 		"core/records":                 {`"os/exec"`, `"sync/atomic"`, `"unsafe"`, `"hash/maphash"`, `"github.com/other/lib"`},
 		"abi":                          {`"example.com/m/core"`, `"github.com/other/lib"`},
 		"abi/metrics":                  {`"os"`, `"example.com/m/abi/guest"`, `"example.com/m/abi/abitest"`},
-		"host/plugin":                  {`"example.com/m/core"`, `"github.com/other/lib"`},
+		"host/plugin":                  {`"example.com/m/core"`, `"github.com/other/lib"`, `"example.com/m/internal/testtool"`},
+		"host/plugin/plugintest":       nil,
 		"host":                         {`"example.com/m/plugins/assignor-sticky/wasm"`, `"example.com/m/cmd/coordhost"`},
 		"plugins/assignor-sticky":      {`"example.com/m/abi/guest"`, `"example.com/m/core"`},
 		"plugins/assignor-sticky/wasm": {`"example.com/m/plugins/assignor-ha"`, `"example.com/m/host"`},
 		"stray":                        {`"fmt"`},
+		"":                             {`"example.com/m/core"`, `"example.com/m/cmd/coordhost"`, `"github.com/other/lib"`},
 	}
 	got := map[string][]string{}
 	for _, v := range CheckGraph(mod, g) {

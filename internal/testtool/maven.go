@@ -26,11 +26,7 @@ type mavenBuild struct {
 func JavaMain(tb testing.TB, dir, mainClass string, args ...string) []byte {
 	tb.Helper()
 	java := Require(tb, "java")
-	mvn := Require(tb, "mvn")
-	cp, err := buildMaven(mvn, dir)
-	if err != nil {
-		tb.Fatalf("maven build of %s: %v", dir, err)
-	}
+	cp := MavenClasspath(tb, dir)
 	cmd := exec.Command(java, append([]string{"-cp", cp, mainClass}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -38,6 +34,19 @@ func JavaMain(tb testing.TB, dir, mainClass string, args ...string) []byte {
 		tb.Fatalf("java %s %s: %v\n%s", mainClass, strings.Join(args, " "), err, tail(stderr.String(), 4000))
 	}
 	return stdout.Bytes()
+}
+
+// MavenClasspath builds the Maven project in dir (once per test binary:
+// mvn package plus its dependency classpath) and returns the classpath of
+// its classes and dependencies. A missing mvn skips the test, or fails it
+// under CI=true; a failed build fails it with the tool's output.
+func MavenClasspath(tb testing.TB, dir string) string {
+	tb.Helper()
+	cp, err := buildMaven(Require(tb, "mvn"), dir)
+	if err != nil {
+		tb.Fatalf("maven build of %s: %v", dir, err)
+	}
+	return cp
 }
 
 func buildMaven(mvn, dir string) (string, error) {

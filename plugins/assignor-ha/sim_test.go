@@ -186,7 +186,7 @@ func (c *cluster) advance() {
 	}
 }
 
-// TestScaleOutColdHandOvers is issue 8's "must show 3": on a scale-out with
+// TestScaleOutColdHandOvers: on a scale-out with
 // caught-up and lagging processes, the HA assignor makes no cold hand-over
 // while Kafka's sticky assignor makes some. Figures: docs/BENCHMARKS.md.
 func TestScaleOutColdHandOvers(t *testing.T) {

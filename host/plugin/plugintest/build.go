@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // Root returns the module root (the directory holding go.mod).
@@ -32,16 +34,6 @@ func Root(tb testing.TB) string {
 		}
 		dir = parent
 	}
-}
-
-// missing skips the test, or fails it under CI=true (the rule of
-// internal/testtool, which host/plugin may not import).
-func missing(tb testing.TB, why string) {
-	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("required under CI=true: %s", why)
-	}
-	tb.Skipf("skipped: %s (required under CI=true)", why)
 }
 
 var (
@@ -86,10 +78,7 @@ func goPluginPath(tb testing.TB, pkg string) string {
 	if p, ok := built[key]; ok {
 		return p
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		missing(tb, "go toolchain not on PATH")
-	}
+	goBin := testtool.Require(tb, "go")
 	out, err := os.MkdirTemp(cacheDir(tb), "go-")
 	if err != nil {
 		tb.Fatal(err)
@@ -116,10 +105,7 @@ func CPlugin(tb testing.TB, src string, defines ...string) []byte {
 // CPluginPath is CPlugin returning the path of the built file.
 func CPluginPath(tb testing.TB, src string, defines ...string) string {
 	tb.Helper()
-	clang, err := exec.LookPath("clang")
-	if err != nil {
-		missing(tb, "clang (with wasi-libc, lld, libclang-rt-dev-wasm32) not found on PATH")
-	}
+	clang := testtool.Require(tb, "clang") // with wasi-libc, lld and libclang-rt-dev-wasm32
 	root := Root(tb)
 	abs := filepath.Join(root, src)
 	h := sha256.New()
