@@ -61,6 +61,12 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	fetch, _ := req.(*kmsg.FetchRequest)
+	if fetch != nil && l.dp.fetchSessions != nil {
+		if resp := l.dp.fetchSessions.refuse(l.node, fetch); resp != nil {
+			return resp, nil
+		}
+	}
 	l.nc.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
 	defer stop()
@@ -92,6 +98,9 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 	}
 	if l.dp.txns != nil {
 		l.dp.txns.observe(req, resp)
+	}
+	if fetch != nil && l.dp.fetchSessions != nil {
+		l.dp.fetchSessions.observe(l.node, fetch, resp.(*kmsg.FetchResponse))
 	}
 	return resp, nil
 }
