@@ -157,6 +157,14 @@ func (d *DataPlane) discover(ctx context.Context) error {
 	for _, k := range avr.ApiKeys {
 		versions[k.ApiKey] = wire.VersionRange{Min: k.MinVersion, Max: k.MaxVersion}
 	}
+	if d.cluster != nil {
+		// Kafka advertises client telemetry (KIP-714) only when a
+		// telemetry receiver is configured, which by default none is.
+		// The embedded cluster always does, and subscribes every client
+		// to every metric every 30 s with nothing to receive them.
+		delete(versions, int16(kmsg.GetTelemetrySubscriptions))
+		delete(versions, int16(kmsg.PushTelemetry))
+	}
 	md := kmsg.NewPtrMetadataRequest()
 	md.Topics = []kmsg.MetadataRequestTopic{}
 	mdr, err := md.RequestWith(ctx, d.admin)
