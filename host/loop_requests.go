@@ -419,14 +419,11 @@ func (l *Loop) describeGroups(ctx context.Context, req *wire.Request, body *kmsg
 // an Empty classic group with protocol type "").
 func (l *Loop) listGroups(ctx context.Context, req *wire.Request, body *kmsg.ListGroupsRequest) (kmsg.Response, error) {
 	var dpGroups []string
-	if l.d.DataPlane != nil {
+	if l.d.DataPlane != nil && filterAllows(body.StatesFilter, "empty") && filterAllows(body.TypesFilter, "classic") {
 		var err error
 		if dpGroups, err = l.d.DataPlane.OffsetsOnlyGroups(ctx); err != nil {
 			l.log.Warn("listing the data plane's offsets-only groups failed", "err", err)
 		}
-	}
-	if !filterAllows(body.StatesFilter, "empty") || !filterAllows(body.TypesFilter, "classic") {
-		dpGroups = nil
 	}
 	var resp *kmsg.ListGroupsResponse
 	var dpOnly []string
