@@ -30,10 +30,10 @@ func (l *Link) metadataCreating(ctx context.Context, clientID *string, req *kmsg
 	failed := make(map[string]int16)
 	var missing []string
 	for _, name := range unknownTopics(resp.(*kmsg.MetadataResponse)) {
-		if legalTopicName(name) {
+		if illegalTopicName(name) == "" {
 			missing = append(missing, name)
 		} else {
-			failed[name] = kerr.InvalidTopicException.Code // the data plane does not check names
+			failed[name] = kerr.InvalidTopicException.Code
 		}
 	}
 	if len(missing) == 0 {
@@ -80,18 +80,58 @@ func withTopicErrors(resp kmsg.Response, codes map[string]int16) kmsg.Response {
 	return resp
 }
 
-// legalTopicName applies Kafka's topic-name rules (Topic.validate): 1 to
-// 249 characters of [a-zA-Z0-9._-], neither "." nor "..".
-func legalTopicName(n string) bool {
-	if n == "" || n == "." || n == ".." || len(n) > 249 {
-		return false
+// illegalTopicName applies Kafka's topic-name rules (Topic.validate): 1 to
+// 249 characters of [a-zA-Z0-9._-], neither "." nor "..". It returns
+// Kafka's message for an illegal name, "" for a legal one.
+func illegalTopicName(n string) string {
+	switch {
+	case n == "":
+		return "Topic name is illegal, it can't be empty"
+	case n == "." || n == "..":
+		return "Topic name cannot be \".\" or \"..\""
+	case len(n) > 249:
+		return "Topic name is illegal, it can't be longer than 249 characters, topic name: " + n
 	}
 	for _, r := range n {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
+			return "Topic name \"" + n + "\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
 		}
 	}
-	return true
+	return ""
+}
+
+// createTopicsChecked forwards a CreateTopics to the embedded data plane,
+// which accepts any name, answering the topics whose name Kafka refuses
+// INVALID_TOPIC_EXCEPTION itself, as Kafka does.
+func (l *Link) createTopicsChecked(ctx context.Context, clientID *string, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+	var legal []kmsg.CreateTopicsRequestTopic
+	var refused []kmsg.CreateTopicsResponseTopic
+	for _, t := range req.Topics {
+		msg := illegalTopicName(t.Topic)
+		if msg == "" {
+			legal = append(legal, t)
+			continue
+		}
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, kerr.InvalidTopicException.Code, &msg
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return l.roundTrip(ctx, clientID, req)
+	}
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	if len(legal) > 0 {
+		rest := *req
+		rest.Topics = legal
+		r, err := l.roundTrip(ctx, clientID, &rest)
+		if err != nil {
+			return nil, err
+		}
+		resp = r.(*kmsg.CreateTopicsResponse)
+	}
+	resp.Topics = append(resp.Topics, refused...)
+	return resp, nil
 }
 
 // unknownTopics lists the topics of resp the data plane does not know

@@ -69,6 +69,8 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 		if r.AllowAutoTopicCreation && len(r.Topics) > 0 {
 			return l.metadataCreating(ctx, clientID, r)
 		}
+	case *kmsg.CreateTopicsRequest:
+		return l.createTopicsChecked(ctx, clientID, r)
 	}
 	return l.roundTrip(ctx, clientID, req)
 }
