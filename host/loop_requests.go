@@ -374,21 +374,28 @@ func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.D
 	return resp, nil
 }
 
-// describeGroups describes core's classic groups; groups core does not
-// hold but the data plane has offsets for are shown Empty, as Kafka does.
+// describeGroups describes core's classic groups; a group core does not
+// hold but the data plane has offsets for is shown as Kafka shows a group
+// made by offset commits alone: Empty, protocol type "", no members.
 func (l *Loop) describeGroups(ctx context.Context, req *wire.Request, body *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-	r, err := l.readResponse(ctx, req, func(c *core.Coordinator) kmsg.Response { return c.DescribeGroups(body) })
-	if err != nil {
-		return nil, err
+	var resp *kmsg.DescribeGroupsResponse
+	held := map[string]bool{}
+	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+		resp = c.DescribeGroups(body)
+		for _, g := range resp.Groups {
+			_, held[g.Group] = c.Group(g.Group)
+		}
+		return core.Output{}
+	}); err != nil {
+		return notCoordinator(req), nil
 	}
-	resp, ok := r.(*kmsg.DescribeGroupsResponse)
-	if !ok || l.d.DataPlane == nil {
-		return r, nil
+	if l.d.DataPlane == nil {
+		return resp, nil
 	}
 	var dpOnly map[string]bool
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
-		if g.ErrorCode != 0 || g.State != "Dead" {
+		if held[g.Group] || g.Group == "" {
 			continue
 		}
 		if dpOnly == nil {
@@ -400,41 +407,40 @@ func (l *Loop) describeGroups(ctx context.Context, req *wire.Request, body *kmsg
 			}
 		}
 		if dpOnly[g.Group] {
-			g.State, g.ProtocolType = "Empty", "consumer"
+			g.ErrorCode, g.ErrorMessage, g.State, g.ProtocolType, g.Protocol = 0, nil, "Empty", "", ""
+			g.Members, g.AuthorizedOperations = []kmsg.DescribeGroupsResponseGroupMember{}, -2147483648
 		}
 	}
 	return resp, nil
 }
 
 // listGroups lists core's groups plus the data plane's offsets-only groups
-// (as Empty classic groups).
+// core does not hold (as Kafka lists a group made by offset commits alone:
+// an Empty classic group with protocol type "").
 func (l *Loop) listGroups(ctx context.Context, req *wire.Request, body *kmsg.ListGroupsRequest) (kmsg.Response, error) {
-	r, err := l.readResponse(ctx, req, func(c *core.Coordinator) kmsg.Response { return c.ListGroups(body) })
-	if err != nil {
-		return nil, err
-	}
-	resp, ok := r.(*kmsg.ListGroupsResponse)
-	if !ok || l.d.DataPlane == nil {
-		return r, nil
-	}
-	groups, err := l.d.DataPlane.OffsetsOnlyGroups(ctx)
-	if err != nil {
-		l.log.Warn("listing the data plane's offsets-only groups failed", "err", err)
-		return resp, nil
-	}
-	have := map[string]bool{}
-	for _, g := range resp.Groups {
-		have[g.Group] = true
-	}
-	if !filterAllows(body.StatesFilter, "empty") || !filterAllows(body.TypesFilter, "classic") {
-		return resp, nil
-	}
-	for _, id := range groups {
-		if have[id] {
-			continue
+	var dpGroups []string
+	if l.d.DataPlane != nil && filterAllows(body.StatesFilter, "empty") && filterAllows(body.TypesFilter, "classic") {
+		var err error
+		if dpGroups, err = l.d.DataPlane.OffsetsOnlyGroups(ctx); err != nil {
+			l.log.Warn("listing the data plane's offsets-only groups failed", "err", err)
 		}
+	}
+	var resp *kmsg.ListGroupsResponse
+	var dpOnly []string
+	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+		resp = c.ListGroups(body)
+		for _, id := range dpGroups {
+			if _, held := c.Group(id); !held {
+				dpOnly = append(dpOnly, id)
+			}
+		}
+		return core.Output{}
+	}); err != nil {
+		return notCoordinator(req), nil
+	}
+	for _, id := range dpOnly {
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, "consumer", "Empty", "classic"
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, "", "Empty", "classic"
 		resp.Groups = append(resp.Groups, g)
 	}
 	return resp, nil

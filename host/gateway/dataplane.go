@@ -56,12 +56,15 @@ type Config struct {
 // DataPlane is coordhost's connection to the Kafka cluster that holds the
 // data: topics, records, transactions and committed offsets.
 type DataPlane struct {
-	cfg      Config
-	cluster  *kfake.Cluster     // embedded only
-	txns     *pendingTxnOffsets // embedded only: per-partition RequireStable
-	admin    *kgo.Client
-	versions map[int16]wire.VersionRange
-	features wire.Features
+	cfg     Config
+	cluster *kfake.Cluster     // embedded only
+	txns    *pendingTxnOffsets // embedded only: per-partition RequireStable
+	// fetchSessions is embedded only: incremental fetches on sessions
+	// restored without their topic ids are refused.
+	fetchSessions *liveFetchSessions
+	admin         *kgo.Client
+	versions      map[int16]wire.VersionRange
+	features      wire.Features
 
 	mu    sync.Mutex
 	nodes map[int32]string // node id -> real host:port
@@ -92,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 			return nil, err
 		}
 		d.txns = newPendingTxnOffsets()
+		d.fetchSessions = newLiveFetchSessions()
 	}
 	if len(d.cfg.Bootstrap) == 0 {
 		return nil, errors.New("gateway: no data-plane bootstrap address")
@@ -152,6 +156,14 @@ func (d *DataPlane) discover(ctx context.Context) error {
 	versions := make(map[int16]wire.VersionRange, len(avr.ApiKeys))
 	for _, k := range avr.ApiKeys {
 		versions[k.ApiKey] = wire.VersionRange{Min: k.MinVersion, Max: k.MaxVersion}
+	}
+	if d.cluster != nil {
+		// Kafka advertises client telemetry (KIP-714) only when a
+		// telemetry receiver is configured, which by default none is.
+		// The embedded cluster always does, and subscribes every client
+		// to every metric every 30 s with nothing to receive them.
+		delete(versions, int16(kmsg.GetTelemetrySubscriptions))
+		delete(versions, int16(kmsg.PushTelemetry))
 	}
 	md := kmsg.NewPtrMetadataRequest()
 	md.Topics = []kmsg.MetadataRequestTopic{}

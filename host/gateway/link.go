@@ -57,6 +57,26 @@ func (d *DataPlane) Dial(ctx context.Context, node int32) (*Link, error) {
 // Forward sends req and returns the rewritten response; it returns nil
 // for a Produce with acks=0, which gets no response.
 func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
+	if l.dp.cluster == nil {
+		return l.roundTrip(ctx, clientID, req)
+	}
+	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		if resp := l.dp.fetchSessions.refuse(l.node, r); resp != nil {
+			return resp, nil
+		}
+	case *kmsg.MetadataRequest:
+		if r.AllowAutoTopicCreation && len(r.Topics) > 0 {
+			return l.metadataCreating(ctx, clientID, r)
+		}
+	case *kmsg.CreateTopicsRequest:
+		return l.createTopicsChecked(ctx, clientID, r)
+	}
+	return l.roundTrip(ctx, clientID, req)
+}
+
+// roundTrip writes req to the data plane and reads its answer.
+func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
 	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + requestWait(req))
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -92,6 +112,9 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 	}
 	if l.dp.txns != nil {
 		l.dp.txns.observe(req, resp)
+	}
+	if fetch, ok := req.(*kmsg.FetchRequest); ok && l.dp.fetchSessions != nil {
+		l.dp.fetchSessions.observe(l.node, fetch, resp.(*kmsg.FetchResponse))
 	}
 	return resp, nil
 }
