@@ -1,0 +1,227 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Limits are the memory and connection bounds every Kafka listener of one
+// process shares: the in-flight request bytes (Kafka's
+// queued.max.request.bytes), connections in total (max.connections) and
+// per source address (max.connections.per.ip). A nil *Limits bounds
+// nothing.
+type Limits struct {
+	budget   budget
+	maxConns int
+	maxPerIP int
+
+	mu    sync.Mutex
+	conns int
+	perIP map[netip.Addr]int
+}
+
+// NewLimits returns limits for budget request bytes in flight (at least
+// the largest frame a listener accepts, so every frame can be read), and
+// maxConns / maxConnsPerIP open client connections.
+func NewLimits(budget int64, maxConns, maxConnsPerIP int) *Limits {
+	l := &Limits{maxConns: maxConns, maxPerIP: maxConnsPerIP, perIP: map[netip.Addr]int{}}
+	l.budget.avail, l.budget.size = budget, budget
+	return l
+}
+
+// InFlightBytes is the request bytes currently granted (for tests and
+// metrics).
+func (l *Limits) InFlightBytes() int64 {
+	if l == nil {
+		return 0
+	}
+	l.budget.mu.Lock()
+	defer l.budget.mu.Unlock()
+	return l.budget.size - l.budget.avail
+}
+
+// errTooManyConns reports a connection over a cap; the listener closes it.
+var errTooManyConns = errors.New("too many connections")
+
+// admit counts a new connection from addr, or refuses it when a cap is
+// reached (Kafka closes such a connection at once).
+func (l *Limits) admit(addr net.Addr) (release func(), err error) {
+	if l == nil {
+		return func() {}, nil
+	}
+	ip := remoteIP(addr)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.conns >= l.maxConns:
+		return nil, fmt.Errorf("%w: %d open (max %d)", errTooManyConns, l.conns, l.maxConns)
+	case l.perIP[ip] >= l.maxPerIP:
+		return nil, fmt.Errorf("%w from %s: %d open (max %d per address)", errTooManyConns, ip, l.perIP[ip], l.maxPerIP)
+	}
+	l.conns++
+	l.perIP[ip]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.conns--
+			if l.perIP[ip]--; l.perIP[ip] <= 0 {
+				delete(l.perIP, ip)
+			}
+		})
+	}, nil
+}
+
+// acquire waits until n request bytes are granted; see budget.acquire.
+func (l *Limits) acquire(ctx context.Context, n int64) error {
+	if l == nil {
+		return nil
+	}
+	return l.budget.acquire(ctx, n)
+}
+
+func (l *Limits) release(n int64) {
+	if l != nil {
+		l.budget.release(n)
+	}
+}
+
+// budget is a weighted semaphore of bytes granted first come, first
+// served: a large frame waiting is not overtaken by small ones, so it is
+// never starved.
+type budget struct {
+	mu      sync.Mutex
+	size    int64
+	avail   int64
+	waiters []*budgetWaiter
+}
+
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+// acquire blocks until n bytes are granted or ctx ends. A request for more
+// than the whole budget fails at once (it could never be granted).
+func (b *budget) acquire(ctx context.Context, n int64) error {
+	b.mu.Lock()
+	if n > b.size {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: %d bytes exceed the request budget of %d", ErrFrameSize, n, b.size)
+	}
+	if len(b.waiters) == 0 && b.avail >= n {
+		b.avail -= n
+		b.mu.Unlock()
+		return nil
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready: // granted meanwhile: hand it back
+		b.avail += n
+	default:
+		for i, o := range b.waiters {
+			if o == w {
+				b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	b.grant()
+	return ctx.Err()
+}
+
+func (b *budget) release(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.avail += n
+	if b.avail > b.size {
+		panic(fmt.Sprintf("wire: request budget released more than granted (%d > %d)", b.avail, b.size))
+	}
+	b.grant()
+}
+
+// grant wakes the waiters at the head of the queue that now fit.
+func (b *budget) grant() {
+	for len(b.waiters) > 0 && b.waiters[0].n <= b.avail {
+		w := b.waiters[0]
+		b.waiters = b.waiters[1:]
+		b.avail -= w.n
+		close(w.ready)
+	}
+}
+
+// remoteIP is the address's IP without port (IPv4-mapped addresses
+// unmapped); the zero Addr when it has none.
+func remoteIP(a net.Addr) netip.Addr {
+	if t, ok := a.(*net.TCPAddr); ok {
+		ip, _ := netip.AddrFromSlice(t.IP)
+		return ip.Unmap().WithZone(t.Zone)
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// JavaHost is addr as Kafka records a client's host: Java's
+// InetAddress.toString() of the socket's peer, "/" and the IP without
+// port ("/127.0.0.1", IPv6 as eight uncompressed groups
+// "/0:0:0:0:0:0:0:1"). An address without an IP (a pipe in tests) is
+// returned as it is.
+func JavaHost(addr net.Addr) string {
+	ip := remoteIP(addr)
+	if !ip.IsValid() {
+		return addr.String()
+	}
+	if ip.Is4() {
+		return "/" + ip.String()
+	}
+	b := ip.As16()
+	s := "/"
+	for i := 0; i < 16; i += 2 {
+		if i > 0 {
+			s += ":"
+		}
+		s += fmt.Sprintf("%x", uint16(b[i])<<8|uint16(b[i+1]))
+	}
+	if z := ip.Zone(); z != "" {
+		s += "%" + z
+	}
+	return s
+}
+
+// refusals rate-limits the warning about connections refused over a cap:
+// a flood of connections logs one line a second with the count.
+type refusals struct {
+	mu     sync.Mutex
+	last   time.Time
+	missed int
+}
+
+func (r *refusals) note(log *slog.Logger, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); now.Sub(r.last) >= time.Second {
+		log.Warn("kafka connection refused", "err", err.Error(), "refused_since_last_warning", r.missed)
+		r.last, r.missed = now, 0
+		return
+	}
+	r.missed++
+}

@@ -1,0 +1,127 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestJavaHost(t *testing.T) {
+	for _, tc := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 53122}, "/127.0.0.1"},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:10.1.2.3"), Port: 1}, "/10.1.2.3"},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 9092}, "/0:0:0:0:0:0:0:1"},
+		{&net.TCPAddr{IP: net.ParseIP("fe80::1:abcd"), Port: 9092, Zone: "eth0"}, "/fe80:0:0:0:0:0:1:abcd%eth0"},
+		{pipeAddr{}, "pipe"},
+	} {
+		if got := JavaHost(tc.addr); got != tc.want {
+			t.Errorf("JavaHost(%v) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// TestBudgetFirstComeFirstServed: a grant waits for released bytes, a
+// large waiter is not overtaken by a small one that would fit, a
+// cancelled waiter lets the next one through, and more than the whole
+// budget is refused at once.
+func TestBudgetFirstComeFirstServed(t *testing.T) {
+	l := NewLimits(100, 10, 10)
+	ctx := context.Background()
+	if err := l.acquire(ctx, 70); err != nil {
+		t.Fatal(err)
+	}
+	big, small := make(chan error, 1), make(chan error, 1)
+	go func() { big <- l.acquire(ctx, 60) }()
+	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 1 })
+	go func() { small <- l.acquire(ctx, 10) }()
+	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 2 })
+	select {
+	case err := <-small:
+		t.Fatalf("a small request overtook a waiting large one (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	l.release(70)
+	if err := <-big; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-small; err != nil {
+		t.Fatal(err)
+	}
+	if got := l.InFlightBytes(); got != 70 {
+		t.Fatalf("in flight %d, want 70", got)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	blocked := make(chan error, 1)
+	go func() { blocked <- l.acquire(cctx, 50) }()
+	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 1 })
+	next := make(chan error, 1)
+	go func() { next <- l.acquire(ctx, 30) }()
+	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 2 })
+	cancel()
+	if err := <-blocked; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+	if err := <-next; err != nil {
+		t.Fatal(err)
+	}
+	if err := l.acquire(ctx, 101); !errors.Is(err, ErrFrameSize) {
+		t.Fatalf("more than the budget: %v", err)
+	}
+	l.release(100)
+	if got := l.InFlightBytes(); got != 0 {
+		t.Fatalf("in flight %d after releasing everything", got)
+	}
+}
+
+// TestConnectionCaps: a connection over the total or the per-address cap
+// is refused; a closed one frees its slot once.
+func TestConnectionCaps(t *testing.T) {
+	l := NewLimits(1<<20, 3, 2)
+	a := &net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 1}
+	b := &net.TCPAddr{IP: net.ParseIP("10.0.0.2"), Port: 1}
+	r1, err := l.admit(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.admit(&net.TCPAddr{IP: a.IP, Port: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.admit(&net.TCPAddr{IP: a.IP, Port: 3}); !errors.Is(err, errTooManyConns) {
+		t.Fatalf("third connection from one address: %v", err)
+	}
+	if _, err := l.admit(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.admit(&net.TCPAddr{IP: net.ParseIP("10.0.0.3")}); !errors.Is(err, errTooManyConns) {
+		t.Fatalf("fourth connection in total: %v", err)
+	}
+	r1()
+	r1()
+	if _, err := l.admit(&net.TCPAddr{IP: net.ParseIP("10.0.0.3")}); err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+	if _, err := l.admit(&net.TCPAddr{IP: net.ParseIP("10.0.0.4")}); !errors.Is(err, errTooManyConns) {
+		t.Fatalf("a double release freed two slots: %v", err)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
