@@ -58,6 +58,7 @@ type Server struct {
 	admin   *admin.Server
 	coord   GroupCoordinator
 	tls     *tls.Config
+	limits  *wire.Limits // shared by every Kafka listener
 	ready   atomic.Bool
 
 	mu        sync.Mutex
@@ -78,7 +79,8 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
+	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener),
+		limits: wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())
@@ -182,6 +184,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	srv := wire.NewServer(ln, wire.Config{
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
+		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired, PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.coord.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})

@@ -59,6 +59,16 @@ type Kafka struct {
 	IdleTimeout     time.Duration
 	TLSCertFile     string
 	TLSKeyFile      string
+	// QueuedMaxRequestBytes bounds the request bytes in flight over all
+	// listeners; MaxConnections and MaxConnectionsPerIP the open
+	// connections.
+	QueuedMaxRequestBytes int64
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	// SASLRequired: clients authenticate before anything but ApiVersions
+	// and SASL; until then frames are at most SASLMaxReceiveBytes.
+	SASLRequired        bool
+	SASLMaxReceiveBytes int32
 }
 
 // DataPlane configures where the data lives.
@@ -237,6 +247,9 @@ func fromValues(v map[string]any) (*Config, error) {
 			Listen: v["kafka.listen"].(string), AdvertisedHost: v["kafka.advertised.host"].(string),
 			MaxRequestBytes: int32(v["kafka.max.request.bytes"].(int64)), IdleTimeout: v["kafka.idle.timeout"].(time.Duration),
 			TLSCertFile: v["kafka.tls.cert.file"].(string), TLSKeyFile: v["kafka.tls.key.file"].(string),
+			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64),
+			MaxConnections:        int(v["kafka.max.connections"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
+			SASLRequired: v["kafka.sasl.required"].(bool), SASLMaxReceiveBytes: int32(v["kafka.sasl.max.receive.bytes"].(int64)),
 		},
 		DataDir: v["data.dir"].(string),
 		DataPlane: DataPlane{
@@ -260,6 +273,12 @@ func fromValues(v map[string]any) (*Config, error) {
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		return nil, fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
+	}
+	if c.Kafka.QueuedMaxRequestBytes < int64(c.Kafka.MaxRequestBytes) {
+		return nil, fmt.Errorf("config: kafka.queued.max.request.bytes = %d is below kafka.max.request.bytes = %d: a largest frame could never be read", c.Kafka.QueuedMaxRequestBytes, c.Kafka.MaxRequestBytes)
+	}
+	if c.Kafka.SASLRequired && v["dataplane.mode"].(string) == "embedded" {
+		return nil, errors.New("config: kafka.sasl.required = true needs dataplane.mode = \"external\" (the embedded data plane has no SASL)")
 	}
 	if m := v["dataplane.sasl.mechanism"].(string); m != "none" {
 		c.DataPlane.SASLMechanism = m
