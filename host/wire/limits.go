@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +26,9 @@ type Limits struct {
 	mu    sync.Mutex
 	conns int
 	perIP map[netip.Addr]int
+
+	garbage    atomic.Int64 // large-frame bytes released since the last forced collection
+	collecting atomic.Bool
 }
 
 // NewLimits returns limits for budget request bytes in flight (at least
@@ -87,11 +92,32 @@ func (l *Limits) acquire(ctx context.Context, n int64) error {
 	return l.budget.acquire(ctx, n)
 }
 
+// release gives n bytes back. Large frames are garbage once answered, and
+// the collector would let up to the whole live heap of such garbage
+// accumulate (GOGC=100) before reclaiming it: after every quarter of the
+// budget released by large frames, a collection is started, so the
+// process holds about the budget plus that quarter, not twice the budget.
 func (l *Limits) release(n int64) {
-	if l != nil {
-		l.budget.release(n)
+	if l == nil {
+		return
+	}
+	l.budget.release(n)
+	if n < largeFrame || l.garbage.Add(n) < l.budget.size/4 {
+		return
+	}
+	if l.collecting.CompareAndSwap(false, true) {
+		l.garbage.Store(0)
+		go func() {
+			defer l.collecting.Store(false)
+			runtime.GC()
+		}()
 	}
 }
+
+// largeFrame is the size from which a released frame counts toward a
+// forced collection: larger than ordinary requests (a producer's
+// max.request.size is 1 MiB by default).
+const largeFrame = 1 << 20
 
 // budget is a weighted semaphore of bytes granted first come, first
 // served: a large frame waiting is not overtaken by small ones, so it is
