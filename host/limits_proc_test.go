@@ -95,12 +95,38 @@ func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.D
 // TestMemoryBoundedUnderLargeFrames: 100 connections each sending a
 // 100 MiB frame to the coordhost binary (default limits: a 256 MiB
 // request budget, 100 MiB frames) leave its peak RSS at most 512 MiB;
-// it serves a client afterwards.
+// a client's small requests are answered during the flood and after it.
 func TestMemoryBoundedUnderLargeFrames(t *testing.T) {
 	dir := t.TempDir()
 	p := startProc(t, dir, freePort(t), 1)
 	base := peakRSS(t, p.cmd.Process.Pid)
+	small := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second) // the flood holds the budget by now
+		c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+		if err != nil {
+			small <- err
+			return
+		}
+		defer c.Close()
+		r := &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+		var slowest time.Duration
+		for i := 0; i < 20; i++ {
+			start := time.Now()
+			if _, err := wireApiVersions(r); err != nil {
+				small <- fmt.Errorf("request %d during the flood: %w", i, err)
+				return
+			}
+			slowest = max(slowest, time.Since(start))
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("20 small requests during the flood, slowest %v", slowest)
+		small <- nil
+	}()
 	closed := flood(t, p.addr, 100, 100<<20, 100<<20, 6*time.Second)
+	if err := <-small; err != nil {
+		t.Error(err)
+	}
 	peak := peakRSS(t, p.cmd.Process.Pid)
 	t.Logf("peak RSS %d MiB (at start %d MiB); %d of 100 frames read and refused in 6s", peak>>20, base>>20, closed)
 	if peak > 512<<20 {

@@ -27,8 +27,7 @@ type Limits struct {
 	conns int
 	perIP map[netip.Addr]int
 
-	garbage    atomic.Int64 // large-frame bytes released since the last forced collection
-	collecting atomic.Bool
+	garbage atomic.Int64 // large-frame bytes released since the last forced collection
 }
 
 // NewLimits returns limits for budget request bytes in flight (at least
@@ -89,28 +88,38 @@ func (l *Limits) acquire(ctx context.Context, n int64) error {
 	if l == nil {
 		return nil
 	}
-	return l.budget.acquire(ctx, n)
+	if err := l.budget.acquire(ctx, n); err != nil {
+		return err
+	}
+	if n >= largeFrame {
+		l.collectIfDue()
+	}
+	return nil
 }
 
-// release gives n bytes back. Large frames are garbage once answered, and
-// the collector would let up to the whole live heap of such garbage
-// accumulate (GOGC=100) before reclaiming it: after every quarter of the
-// budget released by large frames, a collection is started, so the
-// process holds about the budget plus that quarter, not twice the budget.
+// release gives n bytes back.
 func (l *Limits) release(n int64) {
 	if l == nil {
 		return
 	}
 	l.budget.release(n)
-	if n < largeFrame || l.garbage.Add(n) < l.budget.size/4 {
-		return
+	if n >= largeFrame {
+		l.garbage.Add(n)
 	}
-	if l.collecting.CompareAndSwap(false, true) {
-		l.garbage.Store(0)
-		go func() {
-			defer l.collecting.Store(false)
-			runtime.GC()
-		}()
+}
+
+// collectIfDue runs a collection before a large frame is allocated once a
+// quarter of the budget was released by large frames since the last one.
+// An answered frame is garbage, and the collector would let up to the
+// whole live heap of such garbage accumulate (GOGC=100) before reclaiming
+// it: the process would hold twice the budget, not the budget and a
+// quarter. The collection runs in the goroutine about to allocate (and
+// only there: one at a time), when the frames released are no longer
+// referenced by the goroutines that served them.
+func (l *Limits) collectIfDue() {
+	due := l.budget.size / 4
+	if l.garbage.Load() >= due && l.garbage.Swap(0) >= due {
+		runtime.GC()
 	}
 }
 
@@ -120,8 +129,10 @@ func (l *Limits) release(n int64) {
 const largeFrame = 1 << 20
 
 // budget is a weighted semaphore of bytes granted first come, first
-// served: a large frame waiting is not overtaken by small ones, so it is
-// never starved.
+// served, so a large frame waiting is not starved by a stream of others
+// — except small frames (heartbeats, commits), which take bytes that are
+// free even while a large frame waits: a flood of large frames holding
+// the budget does not stall the small requests of every other client.
 type budget struct {
 	mu      sync.Mutex
 	size    int64
@@ -142,7 +153,7 @@ func (b *budget) acquire(ctx context.Context, n int64) error {
 		b.mu.Unlock()
 		return fmt.Errorf("%w: %d bytes exceed the request budget of %d", ErrFrameSize, n, b.size)
 	}
-	if len(b.waiters) == 0 && b.avail >= n {
+	if b.avail >= n && (len(b.waiters) == 0 || n <= smallFrame) {
 		b.avail -= n
 		b.mu.Unlock()
 		return nil
@@ -182,7 +193,11 @@ func (b *budget) release(n int64) {
 	b.grant()
 }
 
-// grant wakes the waiters at the head of the queue that now fit.
+// smallFrame is the largest frame that may overtake waiting ones.
+const smallFrame = 64 << 10
+
+// grant wakes the waiters at the head of the queue that now fit, then the
+// small ones further back that fit.
 func (b *budget) grant() {
 	for len(b.waiters) > 0 && b.waiters[0].n <= b.avail {
 		w := b.waiters[0]
@@ -190,6 +205,17 @@ func (b *budget) grant() {
 		b.avail -= w.n
 		close(w.ready)
 	}
+	kept := b.waiters[:0]
+	for _, w := range b.waiters {
+		if w.n <= smallFrame && w.n <= b.avail {
+			b.avail -= w.n
+			close(w.ready)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(b.waiters[len(kept):])
+	b.waiters = kept
 }
 
 // remoteIP is the address's IP without port (IPv4-mapped addresses

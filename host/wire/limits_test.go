@@ -31,42 +31,50 @@ func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
 // TestBudgetFirstComeFirstServed: a grant waits for released bytes, a
-// large waiter is not overtaken by a small one that would fit, a
-// cancelled waiter lets the next one through, and more than the whole
-// budget is refused at once.
+// large waiter is not overtaken by a medium one that would fit, a small
+// one overtakes when it fits, a cancelled waiter lets the next one
+// through, and more than the whole budget is refused at once.
 func TestBudgetFirstComeFirstServed(t *testing.T) {
-	l := NewLimits(100, 10, 10)
+	const k = 1 << 10
+	l := NewLimits(1000*k, 10, 10)
 	ctx := context.Background()
-	if err := l.acquire(ctx, 70); err != nil {
+	waiters := func(n int) func() bool {
+		return func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == n }
+	}
+	if err := l.acquire(ctx, 700*k); err != nil {
 		t.Fatal(err)
 	}
-	big, small := make(chan error, 1), make(chan error, 1)
-	go func() { big <- l.acquire(ctx, 60) }()
-	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 1 })
-	go func() { small <- l.acquire(ctx, 10) }()
-	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 2 })
+	big, medium := make(chan error, 1), make(chan error, 1)
+	go func() { big <- l.acquire(ctx, 600*k) }()
+	waitUntil(t, waiters(1))
+	go func() { medium <- l.acquire(ctx, 100*k) }()
+	waitUntil(t, waiters(2))
+	if err := l.acquire(ctx, smallFrame); err != nil { // fits, overtakes
+		t.Fatal(err)
+	}
 	select {
-	case err := <-small:
-		t.Fatalf("a small request overtook a waiting large one (%v)", err)
+	case err := <-medium:
+		t.Fatalf("a medium request overtook a waiting large one (%v)", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	l.release(70)
+	l.release(700 * k)
 	if err := <-big; err != nil {
 		t.Fatal(err)
 	}
-	if err := <-small; err != nil {
+	if err := <-medium; err != nil {
 		t.Fatal(err)
 	}
-	if got := l.InFlightBytes(); got != 70 {
-		t.Fatalf("in flight %d, want 70", got)
+	l.release(smallFrame)
+	if got := l.InFlightBytes(); got != 700*k {
+		t.Fatalf("in flight %d, want %d", got, 700*k)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	blocked := make(chan error, 1)
-	go func() { blocked <- l.acquire(cctx, 50) }()
-	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 1 })
+	go func() { blocked <- l.acquire(cctx, 500*k) }()
+	waitUntil(t, waiters(1))
 	next := make(chan error, 1)
-	go func() { next <- l.acquire(ctx, 30) }()
-	waitUntil(t, func() bool { l.budget.mu.Lock(); defer l.budget.mu.Unlock(); return len(l.budget.waiters) == 2 })
+	go func() { next <- l.acquire(ctx, 300*k) }()
+	waitUntil(t, waiters(2))
 	cancel()
 	if err := <-blocked; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
@@ -74,10 +82,10 @@ func TestBudgetFirstComeFirstServed(t *testing.T) {
 	if err := <-next; err != nil {
 		t.Fatal(err)
 	}
-	if err := l.acquire(ctx, 101); !errors.Is(err, ErrFrameSize) {
+	if err := l.acquire(ctx, 1000*k+1); !errors.Is(err, ErrFrameSize) {
 		t.Fatalf("more than the budget: %v", err)
 	}
-	l.release(100)
+	l.release(1000 * k)
 	if got := l.InFlightBytes(); got != 0 {
 		t.Fatalf("in flight %d after releasing everything", got)
 	}
