@@ -172,3 +172,30 @@ func TestIdleConnectionClosed(t *testing.T) {
 	c.apiVersions(1)
 	c.expectGone()
 }
+
+// TestShutdownEndsBudgetWait: a connection waiting for request budget
+// does not hold up Shutdown.
+func TestShutdownEndsBudgetWait(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := NewLimits(1<<20, 10, 10)
+	s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 1 << 20, Limits: lim})
+	hog, waiter := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
+	hog.c.Write(binary.BigEndian.AppendUint32(nil, 1<<20))
+	waitUntil(t, func() bool { return lim.InFlightBytes() == 1<<20 })
+	waiter.c.Write(binary.BigEndian.AppendUint32(nil, 1<<19))
+	waitUntil(t, func() bool { lim.budget.mu.Lock(); defer lim.budget.mu.Unlock(); return len(lim.budget.waiters) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	waiter.expectGone()
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := lim.InFlightBytes(); n != 0 {
+		t.Fatalf("%d bytes of budget held after Shutdown", n)
+	}
+}

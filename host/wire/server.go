@@ -247,10 +247,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}()
 	s := c.s
 	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-	s.mu.Lock() // checked after setting the deadline: Shutdown resets it under this lock
-	draining := s.draining
-	s.mu.Unlock()
-	if draining {
+	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
 	frame, release, err := c.readFrame(br)
@@ -278,6 +275,12 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	_, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp))
 	return err
+}
+
+func (s *Server) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
 }
 
 var (
@@ -317,8 +320,13 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err er
 	var once sync.Once
 	release = func() { once.Do(func() { s.cfg.Limits.release(int64(n)) }) }
 	// The wait for budget is not idleness: the frame gets a full idle
-	// timeout to arrive.
+	// timeout to arrive (unless Shutdown, which resets deadlines under
+	// s.mu, began).
 	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	if s.isDraining() {
+		release()
+		return nil, nil, errDraining
+	}
 	frame, err = readFrameBody(br, n)
 	if err != nil {
 		release()
