@@ -77,7 +77,7 @@ func FuzzConn(f *testing.F) {
 		if bugs.Load() != 0 {
 			t.Fatalf("a request panicked (recovered) on input %x", in)
 		}
-		if n := lim.InFlightBytes(); n != 0 {
+		if n := lim.inFlightBytes(); n != 0 {
 			t.Fatalf("%d bytes of request budget still held after the connection ended", n)
 		}
 	})

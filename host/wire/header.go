@@ -34,7 +34,7 @@ type Request struct {
 	Listener Broker
 	// ClientHost is the client's host as Kafka records it for member
 	// descriptions and member records: "/" and the IP, without the
-	// connection's port (see JavaHost), so a reconnect changes nothing.
+	// connection's port (see javaHost), so a reconnect changes nothing.
 	ClientHost string
 	// Authenticated is true once the data plane accepted a
 	// SaslAuthenticate on this connection (SASL passes through).

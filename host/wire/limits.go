@@ -39,9 +39,8 @@ func NewLimits(budget int64, maxConns, maxConnsPerIP int) *Limits {
 	return l
 }
 
-// InFlightBytes is the request bytes currently granted (for tests and
-// metrics).
-func (l *Limits) InFlightBytes() int64 {
+// inFlightBytes is the request bytes currently granted.
+func (l *Limits) inFlightBytes() int64 {
 	if l == nil {
 		return 0
 	}
@@ -232,12 +231,12 @@ func remoteIP(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// JavaHost is addr as Kafka records a client's host: Java's
+// javaHost is addr as Kafka records a client's host: Java's
 // InetAddress.toString() of the socket's peer, "/" and the IP without
 // port ("/127.0.0.1", IPv6 as eight uncompressed groups
 // "/0:0:0:0:0:0:0:1"). An address without an IP (a pipe in tests) is
 // returned as it is.
-func JavaHost(addr net.Addr) string {
+func javaHost(addr net.Addr) string {
 	ip := remoteIP(addr)
 	if !ip.IsValid() {
 		return addr.String()

@@ -66,7 +66,7 @@ func TestBudgetHoldsReading(t *testing.T) {
 	addr := startLimited(t, Config{MaxRequestBytes: budget, Limits: lim})
 	hog := dial(t, addr)
 	hog.c.Write(binary.BigEndian.AppendUint32(nil, budget))
-	waitUntil(t, func() bool { return lim.InFlightBytes() == budget })
+	waitUntil(t, func() bool { return lim.inFlightBytes() == budget })
 
 	other := dial(t, addr)
 	req := kmsg.NewPtrApiVersionsRequest()
@@ -82,7 +82,7 @@ func TestBudgetHoldsReading(t *testing.T) {
 	if corr, _ := other.recv(req); corr != 5 {
 		t.Fatalf("correlation id %d", corr)
 	}
-	waitUntil(t, func() bool { return lim.InFlightBytes() == 0 })
+	waitUntil(t, func() bool { return lim.inFlightBytes() == 0 })
 }
 
 // TestPreAuthentication: on a listener requiring SASL, a frame over the
@@ -96,7 +96,7 @@ func TestPreAuthentication(t *testing.T) {
 	c := dial(t, addr)
 	c.c.Write(binary.BigEndian.AppendUint32(nil, 100<<10))
 	c.expectGone()
-	if n := lim.InFlightBytes(); n != 0 {
+	if n := lim.inFlightBytes(); n != 0 {
 		t.Fatalf("a refused pre-authentication frame holds %d bytes of budget", n)
 	}
 
@@ -184,7 +184,7 @@ func TestShutdownEndsBudgetWait(t *testing.T) {
 	s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 1 << 20, Limits: lim})
 	hog, waiter := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
 	hog.c.Write(binary.BigEndian.AppendUint32(nil, 1<<20))
-	waitUntil(t, func() bool { return lim.InFlightBytes() == 1<<20 })
+	waitUntil(t, func() bool { return lim.inFlightBytes() == 1<<20 })
 	waiter.c.Write(binary.BigEndian.AppendUint32(nil, 1<<19))
 	waitUntil(t, func() bool { lim.budget.mu.Lock(); defer lim.budget.mu.Unlock(); return len(lim.budget.waiters) == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -195,7 +195,7 @@ func TestShutdownEndsBudgetWait(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if n := lim.InFlightBytes(); n != 0 {
+	if n := lim.inFlightBytes(); n != 0 {
 		t.Fatalf("%d bytes of budget held after Shutdown", n)
 	}
 }

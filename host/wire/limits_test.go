@@ -19,8 +19,8 @@ func TestJavaHost(t *testing.T) {
 		{&net.TCPAddr{IP: net.ParseIP("fe80::1:abcd"), Port: 9092, Zone: "eth0"}, "/fe80:0:0:0:0:0:1:abcd%eth0"},
 		{pipeAddr{}, "pipe"},
 	} {
-		if got := JavaHost(tc.addr); got != tc.want {
-			t.Errorf("JavaHost(%v) = %q, want %q", tc.addr, got, tc.want)
+		if got := javaHost(tc.addr); got != tc.want {
+			t.Errorf("javaHost(%v) = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
 }
@@ -65,7 +65,7 @@ func TestBudgetFirstComeFirstServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.release(smallFrame)
-	if got := l.InFlightBytes(); got != 700*k {
+	if got := l.inFlightBytes(); got != 700*k {
 		t.Fatalf("in flight %d, want %d", got, 700*k)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -86,7 +86,7 @@ func TestBudgetFirstComeFirstServed(t *testing.T) {
 		t.Fatalf("more than the budget: %v", err)
 	}
 	l.release(1000 * k)
-	if got := l.InFlightBytes(); got != 0 {
+	if got := l.inFlightBytes(); got != 0 {
 		t.Fatalf("in flight %d after releasing everything", got)
 	}
 }

@@ -259,7 +259,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	req, perr := ParseRequest(frame)
 	frame = nil
 	if req != nil {
-		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, JavaHost(c.nc.RemoteAddr()), c.auth
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), c.auth
 		if s.cfg.SASLRequired && !c.auth && !preAuthKeys[req.Key] {
 			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 		}
