@@ -258,21 +258,22 @@ func javaHost(addr net.Addr) string {
 	return s
 }
 
-// refusals rate-limits the warning about connections refused over a cap:
-// a flood of connections logs one line a second with the count.
-type refusals struct {
+// warnings rate-limits a warning a client can cause at will (a
+// connection refused over a cap, an invalid request): a flood logs one
+// line a second, with the count of those left out.
+type warnings struct {
 	mu     sync.Mutex
 	last   time.Time
 	missed int
 }
 
-func (r *refusals) note(log *slog.Logger, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if now := time.Now(); now.Sub(r.last) >= time.Second {
-		log.Warn("kafka connection refused", "err", err.Error(), "refused_since_last_warning", r.missed)
-		r.last, r.missed = now, 0
+func (w *warnings) warn(log *slog.Logger, msg string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now := time.Now(); now.Sub(w.last) >= time.Second {
+		log.Warn(msg, "err", err.Error(), "not_logged_since_last", w.missed)
+		w.last, w.missed = now, 0
 		return
 	}
-	r.missed++
+	w.missed++
 }

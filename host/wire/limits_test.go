@@ -3,7 +3,9 @@ package wire
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -131,5 +133,27 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within 5s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// countHandler counts log records.
+type countHandler struct{ n *atomic.Int64 }
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (h countHandler) Handle(context.Context, slog.Record) error { h.n.Add(1); return nil }
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h countHandler) WithGroup(string) slog.Handler             { return h }
+
+// TestWarningsRateLimited: a flood of client-caused warnings logs one
+// line, not one per connection.
+func TestWarningsRateLimited(t *testing.T) {
+	var n atomic.Int64
+	var w warnings
+	log := slog.New(countHandler{&n})
+	for i := 0; i < 1000; i++ {
+		w.warn(log, "kafka connection refused", errTooManyConns)
+	}
+	if n.Load() != 1 || w.missed != 999 {
+		t.Fatalf("%d lines logged, %d counted as left out; want 1 and 999", n.Load(), w.missed)
 	}
 }

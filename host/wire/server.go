@@ -88,7 +88,8 @@ type Server struct {
 	// budget stop waiting.
 	drain     context.Context
 	stopDrain context.CancelFunc
-	refused   refusals
+	refused   warnings // connections over a cap
+	invalid   warnings // connections closed for an invalid request
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -140,7 +141,7 @@ func (s *Server) accept() {
 		unadmit, err := s.cfg.Limits.admit(nc.RemoteAddr())
 		if err != nil {
 			nc.Close()
-			s.refused.note(s.cfg.Log, err)
+			s.refused.warn(s.cfg.Log.With("remote", nc.RemoteAddr().String()), "kafka connection refused", err)
 			continue
 		}
 		c := &conn{s: s, nc: nc, unadmit: unadmit, log: s.cfg.Log.With("remote", nc.RemoteAddr().String())}
@@ -396,9 +397,9 @@ func (c *conn) logClose(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, errDraining), errors.Is(err, net.ErrClosed):
 		c.log.Debug("kafka connection closed", "reason", err.Error())
 	case errors.Is(err, ErrUnknownKey), errors.Is(err, ErrUndecodableVersion):
-		c.log.Warn("closing kafka connection: request cannot be served", "err", err.Error())
+		c.s.invalid.warn(c.log, "closing kafka connection: request cannot be served", err)
 	case errors.Is(err, ErrFrameSize), errors.Is(err, ErrMalformed), errors.Is(err, errUnauthenticated):
-		c.log.Warn("closing kafka connection: invalid request", "err", err.Error())
+		c.s.invalid.warn(c.log, "closing kafka connection: invalid request", err)
 	default:
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
