@@ -52,13 +52,13 @@ type Server struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	store   *store.Store
+	limits  *wire.Limits // shared by every Kafka listener
 	dp      *gateway.DataPlane
 	table   *wire.Table
 	metrics *admin.Metrics
 	admin   *admin.Server
 	coord   GroupCoordinator
 	tls     *tls.Config
-	limits  *wire.Limits // shared by every Kafka listener
 	ready   atomic.Bool
 
 	mu        sync.Mutex
@@ -79,8 +79,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener),
-		limits: wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)}
+	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())
@@ -92,6 +91,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if s.tls, err = loadTLS(cfg.Kafka); err != nil {
 		return nil, err
 	}
+	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)
 	if err := s.openStore(); err != nil {
 		return nil, err
 	}

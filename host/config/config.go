@@ -263,6 +263,9 @@ func fromValues(v map[string]any) (*Config, error) {
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
 	}
+	if err := c.validateLimits(); err != nil {
+		return nil, err
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)
 	}
@@ -273,12 +276,6 @@ func fromValues(v map[string]any) (*Config, error) {
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		return nil, fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
-	}
-	if c.Kafka.QueuedMaxRequestBytes < int64(c.Kafka.MaxRequestBytes) {
-		return nil, fmt.Errorf("config: kafka.queued.max.request.bytes = %d is below kafka.max.request.bytes = %d: a largest frame could never be read", c.Kafka.QueuedMaxRequestBytes, c.Kafka.MaxRequestBytes)
-	}
-	if c.Kafka.SASLRequired && v["dataplane.mode"].(string) == "embedded" {
-		return nil, errors.New("config: kafka.sasl.required = true needs dataplane.mode = \"external\" (the embedded data plane has no SASL)")
 	}
 	if m := v["dataplane.sasl.mechanism"].(string); m != "none" {
 		c.DataPlane.SASLMechanism = m
@@ -396,6 +393,23 @@ func (g *Groups) validate() error {
 		if err := checkGroup(fmt.Sprintf("groups.overrides[%d] (match %q)", i, o.Match), one.For(o.Match)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validateLimits checks the Kafka listeners' limits against each other and
+// the data plane.
+func (c *Config) validateLimits() error {
+	k := c.Kafka
+	switch {
+	case k.QueuedMaxRequestBytes < int64(k.MaxRequestBytes):
+		return fmt.Errorf("config: kafka.queued.max.request.bytes = %d is below kafka.max.request.bytes = %d: a largest frame could never be read", k.QueuedMaxRequestBytes, k.MaxRequestBytes)
+	case k.MaxConnections < 1 || k.MaxConnectionsPerIP < 1:
+		return fmt.Errorf("config: kafka.max.connections.total = %d, kafka.max.connections.per.ip = %d: both must be at least 1", k.MaxConnections, k.MaxConnectionsPerIP)
+	case k.SASLRequired && k.SASLMaxReceiveBytes < 1:
+		return fmt.Errorf("config: kafka.sasl.max.receive.bytes = %d: must be at least 1", k.SASLMaxReceiveBytes)
+	case k.SASLRequired && c.DataPlane.Embedded:
+		return errors.New("config: kafka.sasl.required = true needs dataplane.mode = \"external\" (the embedded data plane has no SASL)")
 	}
 	return nil
 }
