@@ -62,9 +62,9 @@ func freePort(t *testing.T) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-// startProc runs coordhost serve on dataDir and waits until its Kafka
-// listener answers.
-func startProc(t *testing.T, dataDir, port string, n int) *proc {
+// startProc runs coordhost serve on dataDir (with extra flags) and waits
+// until its Kafka listener answers.
+func startProc(t *testing.T, dataDir, port string, n int, extra ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(dataDir, fmt.Sprintf("stderr-%d.log", n))
 	f, err := os.Create(logPath)
@@ -73,7 +73,7 @@ func startProc(t *testing.T, dataDir, port string, n int) *proc {
 	}
 	defer f.Close()
 	args := append([]string{"--data.dir=" + dataDir, "--kafka.listen=127.0.0.1:" + port, "--admin.listen=127.0.0.1:0",
-		"--plugins.dir=" + filepath.Join(dataDir, "no-plugins")}, fastGroups...)
+		"--plugins.dir=" + filepath.Join(dataDir, "no-plugins")}, append(append([]string{}, fastGroups...), extra...)...)
 	cmd := exec.Command(coordhostBinary(t), args...)
 	cmd.Stderr, cmd.Stdout = f, f
 	if err := cmd.Start(); err != nil {

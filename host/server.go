@@ -61,6 +61,7 @@ type Server struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	store   *store.Store
+	limits  *wire.Limits // shared by every Kafka listener
 	dp      *gateway.DataPlane
 	table   *wire.Table
 	metrics *admin.Metrics
@@ -101,6 +102,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if s.tls, err = loadTLS(cfg.Kafka); err != nil {
 		return nil, err
 	}
+	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)
 	if err := s.openStore(); err != nil {
 		return nil, err
 	}
@@ -196,6 +198,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	srv := wire.NewServer(ln, wire.Config{
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
+		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired, PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})

@@ -63,6 +63,16 @@ type Kafka struct {
 	IdleTimeout     time.Duration
 	TLSCertFile     string
 	TLSKeyFile      string
+	// QueuedMaxRequestBytes bounds the request bytes in flight over all
+	// listeners; MaxConnections and MaxConnectionsPerIP the open
+	// connections.
+	QueuedMaxRequestBytes int64
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	// SASLRequired: clients authenticate before anything but ApiVersions
+	// and SASL; until then frames are at most SASLMaxReceiveBytes.
+	SASLRequired        bool
+	SASLMaxReceiveBytes int32
 }
 
 // DataPlane configures where the data lives.
@@ -244,6 +254,9 @@ func fromValues(v map[string]any) (*Config, error) {
 			Listen: v["kafka.listen"].(string), AdvertisedHost: v["kafka.advertised.host"].(string),
 			MaxRequestBytes: int32(v["kafka.max.request.bytes"].(int64)), IdleTimeout: v["kafka.idle.timeout"].(time.Duration),
 			TLSCertFile: v["kafka.tls.cert.file"].(string), TLSKeyFile: v["kafka.tls.key.file"].(string),
+			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64),
+			MaxConnections:        int(v["kafka.max.connections.total"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
+			SASLRequired: v["kafka.sasl.required"].(bool), SASLMaxReceiveBytes: int32(v["kafka.sasl.max.receive.bytes"].(int64)),
 		},
 		DataDir: v["data.dir"].(string),
 		DataPlane: DataPlane{
@@ -256,6 +269,9 @@ func fromValues(v map[string]any) (*Config, error) {
 		Plugins:         Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string)},
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
+	}
+	if err := c.validateLimits(); err != nil {
+		return nil, err
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)
@@ -414,6 +430,23 @@ func (g *Groups) validate() error {
 		if err := checkGroup(fmt.Sprintf("groups.overrides[%d] (match %q)", i, o.Match), one.For(o.Match)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validateLimits checks the Kafka listeners' limits against each other and
+// the data plane.
+func (c *Config) validateLimits() error {
+	k := c.Kafka
+	switch {
+	case k.QueuedMaxRequestBytes < int64(k.MaxRequestBytes):
+		return fmt.Errorf("config: kafka.queued.max.request.bytes = %d is below kafka.max.request.bytes = %d: a largest frame could never be read", k.QueuedMaxRequestBytes, k.MaxRequestBytes)
+	case k.MaxConnections < 1 || k.MaxConnectionsPerIP < 1:
+		return fmt.Errorf("config: kafka.max.connections.total = %d, kafka.max.connections.per.ip = %d: both must be at least 1", k.MaxConnections, k.MaxConnectionsPerIP)
+	case k.SASLRequired && k.SASLMaxReceiveBytes < 1:
+		return fmt.Errorf("config: kafka.sasl.max.receive.bytes = %d: must be at least 1", k.SASLMaxReceiveBytes)
+	case k.SASLRequired && c.DataPlane.Embedded:
+		return errors.New("config: kafka.sasl.required = true needs dataplane.mode = \"external\" (the embedded data plane has no SASL)")
 	}
 	return nil
 }

@@ -28,7 +28,9 @@ func (b bugCatcher) WithGroup(string) slog.Handler      { return b }
 
 // FuzzConn feeds arbitrary bytes to a live connection of a server with a
 // fake data plane and group coordinator: whatever arrives, the connection
-// answers or closes, and nothing panics (not even a recovered panic).
+// answers or closes, nothing panics (not even a recovered panic), and the
+// request budget is all given back. With an odd first byte the listener
+// requires SASL (a small pre-authentication frame limit).
 func FuzzConn(f *testing.F) {
 	for _, s := range seedFrames() {
 		f.Add(frameOf(s))
@@ -36,11 +38,14 @@ func FuzzConn(f *testing.F) {
 	}
 	f.Add([]byte{0, 0, 0, 10, 0, 200, 0, 0, 0, 0, 0, 1, 0, 0})
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
+	f.Add([]byte{0, 0, 8, 0}) // over the pre-authentication limit when SASL is required
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var bugs atomic.Int64
 		rec := &recorder{}
+		lim := NewLimits(1<<16, 10, 10)
 		s := &Server{cfg: Config{
 			Table: NewTable(kafka44), MaxRequestBytes: 1 << 16, IdleTimeout: time.Second, WriteTimeout: time.Second,
+			Limits: lim, SASLRequired: len(in) > 0 && in[0]&1 == 1, PreAuthMaxRequestBytes: 1 << 10,
 			Dial: func(context.Context) (Upstream, error) { return rec, nil },
 			Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
 				return ErrorResponse(req.Body, 15), nil
@@ -71,6 +76,9 @@ func FuzzConn(f *testing.F) {
 		}
 		if bugs.Load() != 0 {
 			t.Fatalf("a request panicked (recovered) on input %x", in)
+		}
+		if n := lim.inFlightBytes(); n != 0 {
+			t.Fatalf("%d bytes of request budget still held after the connection ended", n)
 		}
 	})
 }

@@ -10,6 +10,10 @@ import (
 // DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default (100 MiB).
 const DefaultMaxRequestBytes = 100 * 1024 * 1024
 
+// DefaultPreAuthMaxRequestBytes is Kafka's sasl.server.max.receive.size
+// default (512 KiB): the largest frame before SASL authentication.
+const DefaultPreAuthMaxRequestBytes = 512 * 1024
+
 // ErrFrameSize reports a frame whose length prefix is negative or larger than
 // the configured maximum; Kafka closes the connection in that case.
 var ErrFrameSize = errors.New("invalid frame size")
@@ -18,14 +22,28 @@ var ErrFrameSize = errors.New("invalid frame size")
 // then that many bytes) from r. A length below zero or above max is refused
 // before any allocation.
 func ReadFrame(r io.Reader, max int32) ([]byte, error) {
+	n, err := readFrameSize(r, max)
+	if err != nil {
+		return nil, err
+	}
+	return readFrameBody(r, n)
+}
+
+// readFrameSize reads a frame's length prefix and checks it against max.
+func readFrameSize(r io.Reader, max int32) (int32, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || n > max {
-		return nil, fmt.Errorf("%w: %d bytes (maximum %d)", ErrFrameSize, n, max)
+		return 0, fmt.Errorf("%w: %d bytes (maximum %d)", ErrFrameSize, n, max)
 	}
+	return n, nil
+}
+
+// readFrameBody reads the n bytes of a frame whose size was read.
+func readFrameBody(r io.Reader, n int32) ([]byte, error) {
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		if errors.Is(err, io.EOF) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,6 +34,9 @@ func seedFrames() [][]byte {
 	pr := kmsg.NewPtrProduceRequest()
 	pr.Acks = -1
 	add(pr, 9)
+	long := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	long.Group, long.MemberID = "app", strings.Repeat("m", MaxStringLen+1)
+	add(long, 0)
 	return out
 }
 
@@ -47,6 +52,9 @@ func FuzzParseRequest(f *testing.F) {
 		if err == nil {
 			if req.Body == nil || req.Body.Key() != req.Key || req.Body.GetVersion() != req.Version {
 				t.Fatalf("parsed request inconsistent with its header: %+v", req)
+			}
+			if n := longestString(reflect.ValueOf(req.Body)); n > MaxStringLen {
+				t.Fatalf("accepted a string of %d bytes", n)
 			}
 			// A served error response must always be encodable.
 			_ = AppendResponse(nil, req.CorrelationID, ErrorResponse(req.Body, 35))

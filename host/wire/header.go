@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,8 +32,9 @@ type Request struct {
 	// Listener is the coordhost listener (as advertised) the request came
 	// in on: what FindCoordinator for a group answers.
 	Listener Broker
-	// ClientHost is the client's address (host:port), for member
-	// descriptions.
+	// ClientHost is the client's host as Kafka records it for member
+	// descriptions and member records: "/" and the IP, without the
+	// connection's port (see javaHost), so a reconnect changes nothing.
 	ClientHost string
 	// Authenticated is true once the data plane accepted a
 	// SaslAuthenticate on this connection (SASL passes through).
@@ -85,6 +87,13 @@ func ParseRequest(frame []byte) (*Request, error) {
 	if err := body.ReadFrom(r.Src); err != nil {
 		return nil, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
 	}
+	// Only a compact string (flexible versions) can be longer than Kafka's
+	// string limit, and only in a frame longer than the limit.
+	if body.IsFlexible() && len(frame) > MaxStringLen {
+		if n := longestString(reflect.ValueOf(body)); n > MaxStringLen {
+			return nil, fmt.Errorf("%w: %s v%d: a string of %d bytes (Kafka's maximum is %d)", ErrMalformed, kmsg.NameForKey(key), ver, n, MaxStringLen)
+		}
+	}
 	req.Body = body
 	return req, nil
 }
@@ -121,4 +130,41 @@ func ParseResponse(frame []byte, req kmsg.Request) (int32, kmsg.Response, error)
 		return corr, nil, fmt.Errorf("%w: %s v%d response: %v", ErrMalformed, kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
 	return corr, resp, nil
+}
+
+// MaxStringLen is the longest string field Kafka's request parsing accepts
+// (0x7fff bytes); a longer one fails the request, and Kafka closes the
+// connection.
+const MaxStringLen = 0x7fff
+
+// longestString is the length of the longest string (or *string) anywhere
+// in v: request fields, nested structs and arrays. Byte slices (records,
+// metadata) are not strings and are skipped.
+func longestString(v reflect.Value) int {
+	switch v.Kind() {
+	case reflect.String:
+		return v.Len()
+	case reflect.Pointer:
+		if v.IsNil() {
+			return 0
+		}
+		return longestString(v.Elem())
+	case reflect.Struct:
+		longest := 0
+		for i := 0; i < v.NumField(); i++ {
+			longest = max(longest, longestString(v.Field(i)))
+		}
+		return longest
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return 0
+		}
+		longest := 0
+		for i := 0; i < v.Len(); i++ {
+			longest = max(longest, longestString(v.Index(i)))
+		}
+		return longest
+	default:
+		return 0
+	}
 }

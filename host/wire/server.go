@@ -38,8 +38,20 @@ type Observer interface {
 type Config struct {
 	// Table is what is served and advertised.
 	Table *Table
-	// MaxRequestBytes bounds a request frame; larger frames close the connection.
+	// MaxRequestBytes bounds a request frame; larger frames close the
+	// connection before anything of them is allocated.
 	MaxRequestBytes int32
+	// Limits, shared by every listener of the process, bound the request
+	// bytes in flight and the open connections; nil bounds neither.
+	Limits *Limits
+	// SASLRequired makes a connection authenticate before anything but
+	// ApiVersions, SaslHandshake and SaslAuthenticate is served (Kafka's
+	// SASL listener); until then frames over PreAuthMaxRequestBytes close
+	// it.
+	SASLRequired bool
+	// PreAuthMaxRequestBytes bounds a frame before authentication (Kafka's
+	// sasl.server.max.receive.size; default 512 KiB).
+	PreAuthMaxRequestBytes int32
 	// IdleTimeout closes connections that send nothing for this long
 	// (Kafka's connections.max.idle.ms; default 10 minutes).
 	IdleTimeout time.Duration
@@ -72,6 +84,12 @@ type Server struct {
 	// waiting, so handlers stop too.
 	base   context.Context
 	cancel context.CancelFunc
+	// drain ends when Shutdown starts: connections waiting for request
+	// budget stop waiting.
+	drain     context.Context
+	stopDrain context.CancelFunc
+	refused   warnings // connections over a cap
+	invalid   warnings // connections closed for an invalid request
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -83,6 +101,9 @@ type Server struct {
 func NewServer(ln net.Listener, cfg Config) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.PreAuthMaxRequestBytes <= 0 {
+		cfg.PreAuthMaxRequestBytes = DefaultPreAuthMaxRequestBytes
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
@@ -98,6 +119,7 @@ func NewServer(ln net.Listener, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{})}
 	s.base, s.cancel = context.WithCancel(context.Background())
+	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -116,11 +138,18 @@ func (s *Server) accept() {
 			}
 			return
 		}
-		c := &conn{s: s, nc: nc, log: s.cfg.Log.With("remote", nc.RemoteAddr().String())}
+		unadmit, err := s.cfg.Limits.admit(nc.RemoteAddr())
+		if err != nil {
+			nc.Close()
+			s.refused.warn(s.cfg.Log.With("remote", nc.RemoteAddr().String()), "kafka connection refused", err)
+			continue
+		}
+		c := &conn{s: s, nc: nc, unadmit: unadmit, log: s.cfg.Log.With("remote", nc.RemoteAddr().String())}
 		s.mu.Lock()
 		if s.draining {
 			s.mu.Unlock()
 			nc.Close()
+			unadmit()
 			continue
 		}
 		s.conns[c] = struct{}{}
@@ -137,6 +166,9 @@ func (s *Server) accept() {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
+	if s.stopDrain != nil {
+		s.stopDrain()
+	}
 	for c := range s.conns {
 		c.nc.SetReadDeadline(time.Now()) // unblocks idle reads; in-flight requests finish
 	}
@@ -161,11 +193,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 type conn struct {
-	s    *Server
-	nc   net.Conn
-	log  *slog.Logger
-	up   Upstream
-	auth bool // a forwarded SaslAuthenticate succeeded
+	s       *Server
+	nc      net.Conn
+	unadmit func() // gives the connection's slot back to the Limits
+	log     *slog.Logger
+	up      Upstream
+	auth    bool // a forwarded SaslAuthenticate succeeded
 }
 
 func (c *conn) serve() {
@@ -179,12 +212,18 @@ func (c *conn) serve() {
 			c.up.Close()
 		}
 		c.nc.Close()
+		if c.unadmit != nil {
+			c.unadmit()
+		}
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
 		s.wg.Done()
 	}()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	// A small buffer: frames are read straight into their own buffer, so
+	// this only batches headers and small pipelined requests, and an open
+	// connection costs little.
+	br := bufio.NewReaderSize(c.nc, 8<<10)
 	ctx := s.base
 	if ctx == nil { // a Server built without NewServer (tests)
 		ctx = context.Background()
@@ -209,25 +248,28 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}()
 	s := c.s
 	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-	s.mu.Lock() // checked after setting the deadline: Shutdown resets it under this lock
-	draining := s.draining
-	s.mu.Unlock()
-	if draining {
+	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
-	frame, err := ReadFrame(br, s.cfg.MaxRequestBytes)
+	frame, release, err := c.readFrame(br)
 	if err != nil {
 		return err
 	}
+	defer release()
 	start := time.Now()
 	req, perr := ParseRequest(frame)
+	frame = nil
 	if req != nil {
-		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), c.auth
+		if s.cfg.SASLRequired && !c.auth && !preAuthKeys[req.Key] {
+			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
+		}
 	}
 	resp, err := c.respond(ctx, req, perr)
 	if s.cfg.Observer != nil && req != nil {
 		s.cfg.Observer.Served(req.Key, time.Since(start), err)
 	}
+	release() // the request is answered: its bytes are no longer in flight
 	if err != nil || resp == nil {
 		return err
 	}
@@ -236,7 +278,63 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	return err
 }
 
-var errDraining = errors.New("server draining")
+func (s *Server) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+var (
+	errDraining        = errors.New("server draining")
+	errUnauthenticated = errors.New("request needs SASL authentication")
+)
+
+// preAuthKeys are what a connection may send before authenticating on a
+// listener requiring SASL (Kafka closes the connection on anything else).
+var preAuthKeys = map[int16]bool{
+	int16(kmsg.ApiVersions): true, int16(kmsg.SASLHandshake): true, int16(kmsg.SASLAuthenticate): true,
+}
+
+// readFrame reads one request frame once the request budget grants its
+// declared size: nothing of a frame is allocated before its size passed
+// the frame limits (the smaller one before authentication) and the
+// budget. release, idempotent, gives the bytes back.
+func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err error) {
+	s := c.s
+	n, err := readFrameSize(br, s.cfg.MaxRequestBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.cfg.SASLRequired && !c.auth && n > s.cfg.PreAuthMaxRequestBytes {
+		return nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
+	}
+	drain := s.drain
+	if drain == nil { // a Server built without NewServer (tests)
+		drain = context.Background()
+	}
+	if err := s.cfg.Limits.acquire(drain, int64(n)); err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = errDraining
+		}
+		return nil, nil, err
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { s.cfg.Limits.release(int64(n)) }) }
+	// The wait for budget is not idleness: the frame gets a full idle
+	// timeout to arrive (unless Shutdown, which resets deadlines under
+	// s.mu, began).
+	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	if s.isDraining() {
+		release()
+		return nil, nil, errDraining
+	}
+	frame, err = readFrameBody(br, n)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return frame, release, nil
+}
 
 // respond decides the response to one parsed (or unparsable) request. A nil
 // response with a nil error means "send nothing" (Produce acks=0).
@@ -299,9 +397,9 @@ func (c *conn) logClose(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, errDraining), errors.Is(err, net.ErrClosed):
 		c.log.Debug("kafka connection closed", "reason", err.Error())
 	case errors.Is(err, ErrUnknownKey), errors.Is(err, ErrUndecodableVersion):
-		c.log.Warn("closing kafka connection: request cannot be served", "err", err.Error())
-	case errors.Is(err, ErrFrameSize), errors.Is(err, ErrMalformed):
-		c.log.Warn("closing kafka connection: invalid request", "err", err.Error())
+		c.s.invalid.warn(c.log, "closing kafka connection: request cannot be served", err)
+	case errors.Is(err, ErrFrameSize), errors.Is(err, ErrMalformed), errors.Is(err, errUnauthenticated):
+		c.s.invalid.warn(c.log, "closing kafka connection: invalid request", err)
 	default:
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

@@ -395,7 +395,8 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 }
 
 // TestRequestCarriesListenerAndClient: the group coordinator learns which
-// advertised listener and client address a request came from.
+// advertised listener and client host a request came from, the host as
+// Kafka records it ("/" and the IP, no port).
 func TestRequestCarriesListenerAndClient(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	got := make(chan *Request, 1)
@@ -414,7 +415,7 @@ func TestRequestCarriesListenerAndClient(t *testing.T) {
 	c.send(hb, 4, 1)
 	c.recv(hb)
 	r := <-got
-	if r.Listener != (Broker{4, "coord.example", 19092}) || r.ClientHost != c.c.LocalAddr().String() || r.ClientIDString() != "test" || r.Authenticated {
+	if r.Listener != (Broker{4, "coord.example", 19092}) || r.ClientHost != "/127.0.0.1" || r.ClientIDString() != "test" || r.Authenticated {
 		t.Fatalf("request context: %+v", r)
 	}
 	sa := kmsg.NewPtrSASLAuthenticateRequest()

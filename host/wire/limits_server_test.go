@@ -1,0 +1,201 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startLimited serves kafka44 with cfg's limits on loopback.
+func startLimited(t *testing.T, cfg Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	cfg.Table = NewTable(kafka44)
+	cfg.Dial = func(context.Context) (Upstream, error) { return rec, nil }
+	cfg.Group = func(_ context.Context, req *Request) (kmsg.Response, error) {
+		return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+	}
+	s := NewServer(ln, cfg)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	return ln.Addr().String()
+}
+
+// expectGone asserts the server closed the connection without answering
+// (a clean close, or a reset when it left bytes unread).
+func (c *client) expectGone() {
+	c.t.Helper()
+	_, err := c.br.ReadByte()
+	if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		c.t.Fatalf("want the connection closed, got %v", err)
+	}
+}
+
+func (c *client) apiVersions(corr int16) {
+	c.t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	c.send(req, 3, corr)
+	if got, _ := c.recv(req); got != int32(corr) {
+		c.t.Fatalf("ApiVersions answered with correlation id %d, want %d", got, corr)
+	}
+}
+
+// TestBudgetHoldsReading: while one connection's declared frame holds the
+// whole request budget, other connections' requests are not read; they
+// are answered once the budget frees.
+func TestBudgetHoldsReading(t *testing.T) {
+	const budget = 1 << 20
+	lim := NewLimits(budget, 100, 100)
+	addr := startLimited(t, Config{MaxRequestBytes: budget, Limits: lim})
+	hog := dial(t, addr)
+	hog.c.Write(binary.BigEndian.AppendUint32(nil, budget))
+	waitUntil(t, func() bool { return lim.inFlightBytes() == budget })
+
+	other := dial(t, addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	other.send(req, 3, 5)
+	other.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := other.br.ReadByte(); err == nil {
+		t.Fatal("a request was answered while the budget was exhausted")
+	}
+	other.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+
+	hog.c.Write(bytes.Repeat([]byte{0xff}, budget)) // the frame arrives: unknown key, closed, released
+	hog.expectGone()
+	if corr, _ := other.recv(req); corr != 5 {
+		t.Fatalf("correlation id %d", corr)
+	}
+	waitUntil(t, func() bool { return lim.inFlightBytes() == 0 })
+}
+
+// TestPreAuthentication: on a listener requiring SASL, a frame over the
+// pre-authentication limit closes the connection without taking budget,
+// and so does any request but ApiVersions and SASL; once authenticated,
+// the same large request is served.
+func TestPreAuthentication(t *testing.T) {
+	lim := NewLimits(1<<20, 100, 100)
+	addr := startLimited(t, Config{MaxRequestBytes: 1 << 20, Limits: lim, SASLRequired: true, PreAuthMaxRequestBytes: 1024})
+
+	c := dial(t, addr)
+	c.c.Write(binary.BigEndian.AppendUint32(nil, 100<<10))
+	c.expectGone()
+	if n := lim.inFlightBytes(); n != 0 {
+		t.Fatalf("a refused pre-authentication frame holds %d bytes of budget", n)
+	}
+
+	c = dial(t, addr)
+	c.send(kmsg.NewPtrMetadataRequest(), 12, 1)
+	c.expectGone()
+
+	big := kmsg.NewPtrMetadataRequest()
+	big.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(strings.Repeat("t", 2000))}}
+	c = dial(t, addr)
+	c.apiVersions(1)
+	sa := kmsg.NewPtrSASLAuthenticateRequest()
+	c.send(sa, 2, 2) // the fake data plane accepts it
+	c.recv(sa)
+	c.send(big, 12, 3)
+	if corr, _ := c.recv(big); corr != 3 {
+		t.Fatalf("correlation id %d", corr)
+	}
+}
+
+// TestStringLengthLimit: a compact string longer than Kafka's 32,767-byte
+// limit closes the connection (Kafka fails parsing such a request and
+// closes it); one of exactly the limit is served.
+func TestStringLengthLimit(t *testing.T) {
+	addr := startLimited(t, Config{Limits: NewLimits(DefaultMaxRequestBytes, 10, 10)})
+	for _, tc := range []struct {
+		n      int
+		served bool
+	}{{MaxStringLen, true}, {MaxStringLen + 1, false}, {64 << 10, false}} {
+		c := dial(t, addr)
+		hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		hb.Group, hb.MemberID = "g", strings.Repeat("m", tc.n)
+		c.send(hb, 0, 1)
+		if !tc.served {
+			c.expectGone()
+			continue
+		}
+		if _, resp := c.recv(hb); resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode != kerr.CoordinatorNotAvailable.Code {
+			t.Fatalf("member id of %d bytes: %+v", tc.n, resp)
+		}
+	}
+}
+
+// TestConnectionCapsCloseNewConnections: connections over the per-address
+// cap are closed at once; closing one frees its slot.
+func TestConnectionCapsCloseNewConnections(t *testing.T) {
+	addr := startLimited(t, Config{Limits: NewLimits(1<<20, 10, 2)})
+	a, b := dial(t, addr), dial(t, addr)
+	a.apiVersions(1)
+	b.apiVersions(1)
+	dial(t, addr).expectGone()
+	a.c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c := dial(t, addr)
+		req := kmsg.NewPtrApiVersionsRequest()
+		c.send(req, 3, 2)
+		if _, err := ReadFrame(c.br, 1<<20); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the closed connection's slot was not freed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestIdleConnectionClosed: a connection that sends nothing for the idle
+// timeout is closed.
+func TestIdleConnectionClosed(t *testing.T) {
+	addr := startLimited(t, Config{IdleTimeout: 100 * time.Millisecond})
+	c := dial(t, addr)
+	c.apiVersions(1)
+	c.expectGone()
+}
+
+// TestShutdownEndsBudgetWait: a connection waiting for request budget
+// does not hold up Shutdown.
+func TestShutdownEndsBudgetWait(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := NewLimits(1<<20, 10, 10)
+	s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 1 << 20, Limits: lim})
+	hog, waiter := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
+	hog.c.Write(binary.BigEndian.AppendUint32(nil, 1<<20))
+	waitUntil(t, func() bool { return lim.inFlightBytes() == 1<<20 })
+	waiter.c.Write(binary.BigEndian.AppendUint32(nil, 1<<19))
+	waitUntil(t, func() bool { lim.budget.mu.Lock(); defer lim.budget.mu.Unlock(); return len(lim.budget.waiters) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	waiter.expectGone()
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := lim.inFlightBytes(); n != 0 {
+		t.Fatalf("%d bytes of budget held after Shutdown", n)
+	}
+}
