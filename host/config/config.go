@@ -270,9 +270,6 @@ func fromValues(v map[string]any) (*Config, error) {
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
 	}
-	if err := c.validateLimits(); err != nil {
-		return nil, err
-	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)
 	}
@@ -307,6 +304,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		return fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
+	}
+	if err := c.validateLimits(); err != nil {
+		return err
 	}
 	switch m := c.DataPlane.SASLMechanism; m {
 	case "":

@@ -40,3 +40,12 @@ func TestListenerLimits(t *testing.T) {
 		}
 	}
 }
+
+// A program that changes the limits in Go gets the same checks as a file.
+func TestValidateChecksLimitsSetInGo(t *testing.T) {
+	c := Default()
+	c.Kafka.QueuedMaxRequestBytes = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "kafka.queued.max.request.bytes") {
+		t.Fatalf("Validate with a zero request budget: %v, want an error naming kafka.queued.max.request.bytes", err)
+	}
+}
