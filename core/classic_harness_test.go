@@ -124,9 +124,15 @@ func (h *classicHarness) req(who string) RequestID {
 
 // finish commits (or rolls back) an Output and renders it.
 func (h *classicHarness) finish(o Output, fail bool) string {
+	if err := eventsExplain(o); err != nil {
+		h.tb.Fatal(err)
+	}
 	var b strings.Builder
 	for _, r := range o.Records {
 		fmt.Fprintf(&b, "%s\n", fmtClassicRecord(r))
+	}
+	for _, e := range o.Events {
+		fmt.Fprintf(&b, "event %s\n", e)
 	}
 	for _, t := range o.Timers {
 		if t.Cancel {

@@ -182,6 +182,9 @@ func (p *classicProp) leave(cl *classicPropClient) Output {
 // finish commits or rolls back a batch, lets clients observe their
 // responses, and checks the invariants.
 func (p *classicProp) finish(o Output, fail bool) {
+	if err := eventsExplain(o); err != nil {
+		p.fatalf("%v", err)
+	}
 	if fail {
 		p.trace = append(p.trace, "  append failed")
 		p.c.Rollback()

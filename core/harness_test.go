@@ -48,6 +48,9 @@ func newHarness(tb testing.TB, cfg Config) *harness {
 
 // finish commits (or rolls back) an Output and renders it.
 func (h *harness) finish(o Output, fail bool) string {
+	if err := eventsExplain(o); err != nil {
+		h.tb.Fatal(err)
+	}
 	var b strings.Builder
 	b.WriteString(fmtEffects(o, true))
 	h.runs = append(h.runs, o.AssignorRuns...)

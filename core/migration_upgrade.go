@@ -59,6 +59,7 @@ func (c *Coordinator) upgradeClassicGroup(cg *classicGroup) *kafkaError {
 	}
 	c.write(Record{Key: GroupMetadataKey{GroupID: cg.id}}) // the classic group's tombstone
 	c.writeUpgradedGroup(cg.id, cg.generation, members)
+	c.emitGroup(EventGroupConverted, cg.id, ReasonOnlineToStreams, cg.generation)
 	g := c.groups[cg.id].(*streamsGroup)
 	for _, um := range members {
 		c.scheduleSession(g, um.m.id)
@@ -158,7 +159,7 @@ func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHe
 	defer func() { c.migration.noDowngrade = saved }()
 	for _, id := range g.sortedMemberIDs() {
 		if m := g.members[id]; m.classic != nil && m.processID == *req.ProcessID && id != req.MemberID {
-			c.fenceMember(g, id)
+			c.fenceMember(g, id, EventMemberFenced, ReasonProcessReplaced)
 		}
 	}
 }

@@ -200,6 +200,9 @@ func (s *propSim) step() {
 // finish commits the output (or, 6% of the time, fails the append) and
 // delivers the released responses.
 func (s *propSim) finish(o Output) {
+	if err := eventsExplain(o); err != nil && s.err == nil {
+		s.err = err
+	}
 	s.runs = append(s.runs, o.AssignorRuns...)
 	s.trace.WriteString(fmtEffects(o, false))
 	if len(o.Records) > 0 && s.rng.IntN(100) < 6 {
