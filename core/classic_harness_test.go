@@ -544,17 +544,6 @@ func (h *classicHarness) replayCheck() string {
 	return fmt.Sprintf("replay of %d records matches live state", len(h.log))
 }
 
-func replayLog(cfg Config, log []Record) (*Coordinator, error) {
-	fresh, _ := New(cfg)
-	for i, r := range log {
-		k, v := EncodeRecord(r)
-		if err := fresh.ReplayBytes(k, v); err != nil {
-			return nil, fmt.Errorf("replay failed at record %d (%s): %v", i, fmtClassicRecord(r), err)
-		}
-	}
-	return fresh, nil
-}
-
 // reload replaces the Coordinator by one replayed from the durable log
 // (a coordinator failover) and shows what Loaded schedules.
 func (h *classicHarness) reload() string {
