@@ -20,24 +20,32 @@ func (hb *hbState) status(code int8, detail string) {
 	hb.statuses = append(hb.statuses, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: code, StatusDetail: detail})
 }
 
-// maybeUpdateTarget starts a new target assignment when the group epoch is
-// ahead of the assignment epoch. It reports whether the heartbeat should
-// wait (park) for an assignor result.
+// maybeUpdateTarget starts a new target assignment when one is due and
+// tells the heartbeat why it is delayed otherwise. It reports whether the
+// heartbeat should wait (park) for an assignor result.
 func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
-	g := hb.g
-	cfg := c.streamsConfig(g.id)
+	wait, delayed := c.updateTargetIfDue(hb.g)
+	if delayed != "" {
+		hb.status(statusAssignmentDelayed, delayed)
+	}
+	return wait
+}
+
+// updateTargetIfDue starts a new target assignment when the group epoch is
+// ahead of the assignment epoch and neither the initial rebalance delay nor
+// the assignment interval holds it back (then delayed says which). wait
+// reports an assignor run in flight that a heartbeat may wait for.
+func (c *Coordinator) updateTargetIfDue(g *streamsGroup) (wait bool, delayed string) {
 	if c.hasTimer(initialDelayKey(g.id)) {
-		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay.")
-		return false
+		return false, "Assignment delayed due to the configured initial rebalance delay."
 	}
 	if g.assignmentEpoch >= g.groupEpoch {
-		return false
+		return false, ""
 	}
-	if !c.intervalElapsed(g, cfg) {
-		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured assignment interval.")
-		return false
+	if !c.intervalElapsed(g, c.streamsConfig(g.id)) {
+		return false, "Assignment delayed due to the configured assignment interval."
 	}
-	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0
+	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0, ""
 }
 
 // intervalElapsed applies streams.assignment.interval.ms (KIP-1263): no new
