@@ -75,33 +75,30 @@ type EventReason string
 
 // Event reasons.
 const (
-	ReasonLeave              EventReason = "leave"
-	ReasonStaticLeave        EventReason = "static-leave"
-	ReasonSessionTimeout     EventReason = "session-timeout"
-	ReasonRebalanceTimeout   EventReason = "rebalance-timeout"
-	ReasonJoinTimeout        EventReason = "join-timeout" // a classic member did not rejoin or sync in time
-	ReasonStaticReplacement  EventReason = "static-replacement"
-	ReasonProcessReplaced    EventReason = "process-replaced" // a streams-protocol member of the same process joined
-	ReasonMemberJoined       EventReason = "member-joined"
-	ReasonMemberLeft         EventReason = "member-left"
-	ReasonMemberUpdated      EventReason = "member-updated"
-	ReasonTopologyChanged    EventReason = "topology-changed"
-	ReasonMetadataChanged    EventReason = "metadata-changed"
-	ReasonConfigChanged      EventReason = "config-changed"
-	ReasonProbe              EventReason = "probe"
-	ReasonAssignor           EventReason = "assignor"
-	ReasonTopologyNotReady   EventReason = "topology-not-ready"
-	ReasonStaleEpoch         EventReason = "stale-epoch"
-	ReasonAssignorError      EventReason = "assignor-error"
-	ReasonWarmupCaughtUp     EventReason = "warmup-caught-up"
-	ReasonProbeTimer         EventReason = "probe-timer"
-	ReasonLeaderAssignment   EventReason = "leader-assignment"
-	ReasonEmpty              EventReason = "empty"
-	ReasonOfflineToStreams   EventReason = "offline-classic-to-streams"
-	ReasonOfflineToClassic   EventReason = "offline-streams-to-classic"
-	ReasonOnlineToStreams    EventReason = "online-classic-to-streams"
-	ReasonOnlineToClassic    EventReason = "online-streams-to-classic"
-	ReasonMigrationDowngrade EventReason = "migration-downgrade"
+	ReasonLeave             EventReason = "leave"
+	ReasonStaticLeave       EventReason = "static-leave"
+	ReasonSessionTimeout    EventReason = "session-timeout"
+	ReasonRebalanceTimeout  EventReason = "rebalance-timeout"
+	ReasonJoinTimeout       EventReason = "join-timeout" // a classic member did not rejoin or sync in time
+	ReasonStaticReplacement EventReason = "static-replacement"
+	ReasonProcessReplaced   EventReason = "process-replaced" // a streams-protocol member of the same process joined
+	ReasonMemberJoined      EventReason = "member-joined"
+	ReasonMemberLeft        EventReason = "member-left"
+	ReasonMemberUpdated     EventReason = "member-updated"
+	ReasonTopologyChanged   EventReason = "topology-changed"
+	ReasonMetadataChanged   EventReason = "metadata-changed"
+	ReasonConfigChanged     EventReason = "config-changed"
+	ReasonProbe             EventReason = "probe"
+	ReasonAssignor          EventReason = "assignor"
+	ReasonTopologyNotReady  EventReason = "topology-not-ready"
+	ReasonStaleEpoch        EventReason = "stale-epoch"
+	ReasonAssignorError     EventReason = "assignor-error"
+	ReasonLeaderAssignment  EventReason = "leader-assignment"
+	ReasonEmpty             EventReason = "empty"
+	ReasonOfflineToStreams  EventReason = "offline-classic-to-streams"
+	ReasonOfflineToClassic  EventReason = "offline-streams-to-classic"
+	ReasonOnlineToStreams   EventReason = "online-classic-to-streams"
+	ReasonOnlineToClassic   EventReason = "online-streams-to-classic"
 )
 
 // Event is one domain change core made, for the host's logs, metrics and

@@ -2,6 +2,9 @@ package core
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -120,5 +123,39 @@ func TestEventsRevertWithFailedRequest(t *testing.T) {
 	}
 	if len(o.Records) != 0 || len(o.Events) != 0 {
 		t.Fatalf("failed heartbeat kept %d records and events %s", len(o.Records), fmtEvents(o.Events))
+	}
+}
+
+// TestEventKindsInTraces: every event kind shows up in some scenario
+// trace, so none is dead or untested.
+func TestEventKindsInTraces(t *testing.T) {
+	seen := map[string]bool{}
+	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if i := strings.Index(line, "event "); i >= 0 && (i == 0 || line[0] == '@') {
+				if f := strings.Fields(line[i+len("event "):]); len(f) > 0 {
+					seen[f[0]] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []EventKind{EventGroupCreated, EventGroupDeleted, EventGroupConverted, EventMemberJoined,
+		EventMemberUpdated, EventMemberLeft, EventMemberFenced, EventMemberReconciled, EventTopologyStored,
+		EventEpochBumped, EventTargetAssigned, EventAssignorResultDiscarded, EventProbe, EventWarmupPromoted,
+		EventRebalanceStarted, EventGenerationStored} {
+		if !seen[string(k)] {
+			t.Errorf("no scenario trace shows a %s event", k)
+		}
 	}
 }
