@@ -34,7 +34,7 @@ func init() {
 	fence := func(c *Coordinator, t timer) {
 		if g, ok := c.groups[t.group].(*streamsGroup); ok {
 			if m := g.members[t.member]; m != nil && m.classic != nil {
-				c.fenceMember(g, t.member)
+				c.fenceMember(g, t.member, EventMemberFenced, ReasonJoinTimeout)
 			}
 		}
 	}
@@ -43,111 +43,27 @@ func init() {
 	registerTimerKind(timerMigrationSyncRestored, fence)
 }
 
-// bridgeJoin handles a JoinGroup for a non-empty streams group.
+// bridgeJoin handles a JoinGroup for a non-empty streams group: it
+// validates the subscription, identifies the member, stores its metadata,
+// bumps the group epoch if the assignment must change, reconciles the
+// member and answers with its epoch as the generation.
 func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	if p := c.migrationPolicy(g.id); p == MigrationDisabled {
-		return classicJoinError("", errInconsistentProtocol)
+	sub, ep, refused := c.bridgeSubscription(g, req)
+	if refused != nil {
+		return refused
 	}
-	var meta []byte
-	for _, p := range req.Protocols {
-		if p.Name == streamProtocolName {
-			meta = p.Metadata
-		}
-	}
-	if req.ProtocolType != consumerProtocolType || meta == nil {
-		return classicJoinError("", errInconsistentProtocol)
-	}
-	sub, err := decodeClassicSubscription(meta)
-	if err != nil {
-		return classicJoinError("", errInconsistentProtocol)
-	}
-	ep, err := parseEndpoint(sub.info.UserEndPoint)
-	if err != nil {
-		return classicJoinError("", errInconsistentProtocol)
-	}
-	// Identify the member.
-	var m *streamsMember
-	memberID := req.MemberID
-	if req.InstanceID != nil {
-		if old, ok := g.staticMembers[*req.InstanceID]; ok {
-			switch {
-			case memberID == "" || memberID != old:
-				// Static replacement, across protocols too.
-				if memberID == "" {
-					memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
-				}
-				m = c.replaceStaticMember(g, g.members[old], memberID)
-			default:
-				m = g.members[old]
-			}
-		}
-	}
-	if m == nil {
-		if memberID == "" {
-			memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
-			if req.InstanceID == nil && req.Version >= 4 {
-				return classicJoinError(memberID, errMemberIDRequired)
-			}
-		}
-		// A member id handed out with MEMBER_ID_REQUIRED is not a member
-		// yet: an unknown id joins as a new member (Kafka's consumer-group
-		// bridge creates it too).
-		m = g.members[memberID]
-		if m == nil {
-			if int32(len(g.members)) >= c.streamsConfig(g.id).MaxSize {
-				return classicJoinError("", errGroupMaxSizeReached)
-			}
-			m = newStreamsMember(memberID)
-		} else if m.classic == nil {
-			return classicJoinError(memberID, errUnknownMemberID)
-		}
+	m, refused := c.bridgeIdentify(g, client, req)
+	if refused != nil {
+		return refused
 	}
 	_, exists := g.members[m.id]
-	u := m.clone()
-	u.instanceID, u.rackID = req.InstanceID, sub.consumer.Rack
-	u.clientID, u.clientHost = client.ClientID, client.ClientHost
-	u.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
-	u.processID, u.endpoint = processIDString(sub.info.ProcessID), ep
-	u.clientTags = []KeyValue{}
-	for _, t := range sub.info.ClientTags {
-		u.clientTags = append(u.clientTags, KeyValue{Key: t.Key, Value: t.Value})
-	}
-	protos := make([]ClassicProtocol, len(req.Protocols))
-	for i, p := range req.Protocols {
-		protos[i] = ClassicProtocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)}
-	}
-	u.classic = &ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis, SupportedProtocols: protos}
-	if !exists || !metadataEqual(memberMetadataValue(m), memberMetadataValue(u)) {
-		c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, u.id}, Value: memberMetadataValue(u)})
-	}
-	// Only what changes the assignment bumps the epoch: a Streams rejoin
-	// always changes its metadata bytes (uniqueField, offset sums).
-	recompute := !exists || u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
-		!ptrEq(u.rackID, m.rackID) || fmt.Sprint(u.clientTags) != fmt.Sprint(m.clientTags)
+	u := bridgeUpdatedMember(m, client, req, sub, ep)
+	c.bridgeStoreMember(g, m, u, exists)
 	c.storeClassicOffsets(g, u.id, sub.info)
-	hash, validated := c.refreshTopologyView(g)
-	if hash != g.metadataHash || validated != g.validatedTopologyEpoch ||
-		!slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
-		recompute = true
-	}
-	if recompute {
-		c.bumpGroupEpoch(g, hash, validated, c.assignmentConfigs(g.id))
-	}
+	c.bridgeMaybeBump(g, m, u, exists)
 	c.scheduleSession(g, u.id)
-	c.maybeClassicTarget(g, u.id) // a classic join never waits for the assignor
-	cur := g.members[u.id]
-	owned := c.classicOwned(g, cur, sub)
-	if !exists {
-		cur = adoptReported(g, cur, owned)
-	}
-	next, e := g.reconcile(cur, owned)
-	if e != nil {
-		// A member in an unknown state starts over from nothing.
-		next = g.nextAssignment(cur, g.assignmentEpoch, &ownedTasksReport{active: taskSet{}, standby: taskSet{}, warmup: taskSet{}})
-	}
-	if !sameAssignment(next, cur) || !exists {
-		c.write(currentAssignmentRecord(g.id, next))
-	}
+	c.updateTargetIfDue(g) // a classic join never waits for the assignor
+	c.bridgeReconcile(g, u.id, exists, sub)
 	c.cancelTimer(migrationJoinKey(g.id, u.id))
 	c.setTimer(timer{key: migrationSyncKey(g.id, u.id), deadline: c.now + int64(u.rebalanceTimeoutMs),
 		kind: timerMigrationSync, group: g.id, member: u.id})
@@ -171,11 +87,152 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	return r
 }
 
-// maybeClassicTarget starts a new target assignment when one is due, as
-// a streams heartbeat does; a classic request never waits for it.
-func (c *Coordinator) maybeClassicTarget(g *streamsGroup, member string) {
-	hb := &hbState{g: g, member: member, req: &kmsg.StreamsGroupHeartbeatRequest{Group: g.id, MemberID: member}}
-	c.maybeUpdateTarget(hb)
+// bridgeSubscription checks that the policy lets classic members join and
+// decodes the member's Kafka Streams subscription and endpoint; a refusal
+// comes back as the JoinGroup response.
+func (c *Coordinator) bridgeSubscription(g *streamsGroup, req *kmsg.JoinGroupRequest) (*classicSubscription, *Endpoint, *kmsg.JoinGroupResponse) {
+	if p := c.migrationPolicy(g.id); p == MigrationDisabled {
+		return nil, nil, classicJoinError("", errInconsistentProtocol)
+	}
+	var meta []byte
+	for _, p := range req.Protocols {
+		if p.Name == streamProtocolName {
+			meta = p.Metadata
+		}
+	}
+	if req.ProtocolType != consumerProtocolType || meta == nil {
+		return nil, nil, classicJoinError("", errInconsistentProtocol)
+	}
+	sub, err := decodeClassicSubscription(meta)
+	if err != nil {
+		return nil, nil, classicJoinError("", errInconsistentProtocol)
+	}
+	ep, err := parseEndpoint(sub.info.UserEndPoint)
+	if err != nil {
+		return nil, nil, classicJoinError("", errInconsistentProtocol)
+	}
+	return sub, ep, nil
+}
+
+// bridgeIdentify finds the joining member: a static member by instance id
+// (a different member id replaces it, across protocols too), else by
+// member id; an unknown id joins as a new member. Refusals
+// (MEMBER_ID_REQUIRED, GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID for a
+// streams-protocol member's id) come back as the JoinGroup response.
+func (c *Coordinator) bridgeIdentify(g *streamsGroup, client ClientInfo, req *kmsg.JoinGroupRequest) (*streamsMember, *kmsg.JoinGroupResponse) {
+	memberID := req.MemberID
+	if req.InstanceID != nil {
+		if old, ok := g.staticMembers[*req.InstanceID]; ok {
+			if memberID == old {
+				return g.members[old], nil
+			}
+			if memberID == "" {
+				memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
+			}
+			return c.replaceStaticMember(g, g.members[old], memberID), nil
+		}
+	}
+	if memberID == "" {
+		memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
+		if req.InstanceID == nil && req.Version >= 4 {
+			return nil, classicJoinError(memberID, errMemberIDRequired)
+		}
+	}
+	// A member id handed out with MEMBER_ID_REQUIRED is not a member yet:
+	// an unknown id joins as a new member (Kafka's consumer-group bridge
+	// creates it too).
+	m := g.members[memberID]
+	switch {
+	case m == nil && int32(len(g.members)) >= c.streamsConfig(g.id).MaxSize:
+		return nil, classicJoinError("", errGroupMaxSizeReached)
+	case m == nil:
+		return newStreamsMember(memberID), nil
+	case m.classic == nil:
+		return nil, classicJoinError(memberID, errUnknownMemberID)
+	}
+	return m, nil
+}
+
+// bridgeUpdatedMember is m with the JoinGroup's metadata.
+func bridgeUpdatedMember(m *streamsMember, client ClientInfo, req *kmsg.JoinGroupRequest, sub *classicSubscription, ep *Endpoint) *streamsMember {
+	u := m.clone()
+	u.instanceID, u.rackID = req.InstanceID, sub.consumer.Rack
+	u.clientID, u.clientHost = client.ClientID, client.ClientHost
+	u.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
+	u.processID, u.endpoint = processIDString(sub.info.ProcessID), ep
+	u.clientTags = []KeyValue{}
+	for _, t := range sub.info.ClientTags {
+		u.clientTags = append(u.clientTags, KeyValue{Key: t.Key, Value: t.Value})
+	}
+	protos := make([]ClassicProtocol, len(req.Protocols))
+	for i, p := range req.Protocols {
+		protos[i] = ClassicProtocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)}
+	}
+	u.classic = &ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis, SupportedProtocols: protos}
+	return u
+}
+
+// bridgeStoreMember writes the member's metadata if it is new or changed.
+func (c *Coordinator) bridgeStoreMember(g *streamsGroup, m, u *streamsMember, exists bool) {
+	if exists && metadataEqual(memberMetadataValue(m), memberMetadataValue(u)) {
+		return
+	}
+	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, u.id}, Value: memberMetadataValue(u)})
+	kind := EventMemberUpdated
+	if !exists {
+		kind = EventMemberJoined
+	}
+	c.emit(Event{Kind: kind, Group: g.id, Member: u.id, Epoch: g.groupEpoch, MemberEpoch: m.epoch})
+}
+
+// bridgeMaybeBump bumps the group epoch when the join changes what the
+// assignor sees: a new member; a changed process, endpoint, rack or client
+// tags (a Streams rejoin always changes its metadata bytes — uniqueField,
+// offset sums — so changed metadata alone does not count); changed topic
+// metadata, validated topology or assignment configs.
+func (c *Coordinator) bridgeMaybeBump(g *streamsGroup, m, u *streamsMember, exists bool) {
+	var why EventReason
+	switch {
+	case !exists:
+		why = ReasonMemberJoined
+	case u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
+		!ptrEq(u.rackID, m.rackID) || !slices.Equal(u.clientTags, m.clientTags):
+		why = ReasonMemberUpdated
+	}
+	hash, validated := c.refreshTopologyView(g)
+	switch {
+	case why != "":
+	case hash != g.metadataHash:
+		why = ReasonMetadataChanged
+	case validated != g.validatedTopologyEpoch:
+		why = ReasonTopologyChanged
+	case !slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs):
+		why = ReasonConfigChanged
+	}
+	if why != "" {
+		c.bumpGroupEpoch(g, hash, validated, c.assignmentConfigs(g.id))
+		c.emitEpochBumped(g, why)
+	}
+}
+
+// bridgeReconcile moves the member toward its target from what its
+// subscription says it owns; a member new to the group first adopts the
+// active tasks it runs that nobody holds.
+func (c *Coordinator) bridgeReconcile(g *streamsGroup, id string, exists bool, sub *classicSubscription) {
+	cur := g.members[id]
+	owned := c.classicOwned(g, cur, sub)
+	if !exists {
+		cur = adoptReported(g, cur, owned)
+	}
+	next, e := g.reconcile(cur, owned)
+	if e != nil {
+		// A member in an unknown state starts over from nothing.
+		next = g.nextAssignment(cur, g.assignmentEpoch, &ownedTasksReport{active: taskSet{}, standby: taskSet{}, warmup: taskSet{}})
+	}
+	if !sameAssignment(next, cur) || !exists {
+		c.write(currentAssignmentRecord(g.id, next))
+		c.emitReconciled(g, next)
+	}
 }
 
 // refreshTopologyView reconfigures the group's topology against the topic
@@ -387,7 +444,7 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 	if t, ok := c.timers[migrationSyncKey(g.id, m.id)]; ok && t.kind == timerMigrationSyncRestored {
 		c.cancelTimer(t.key) // alive after the fail-over: the restored sync timer has done its job
 	}
-	c.maybeClassicTarget(g, m.id)
+	c.updateTargetIfDue(g)
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)
 		return errRebalanceInProgress
@@ -422,7 +479,7 @@ func (c *Coordinator) bridgeLeave(g *streamsGroup, req *kmsg.LeaveGroupRequest) 
 			r.ErrorCode = errUnknownMemberID
 		}
 		if r.ErrorCode == 0 {
-			c.fenceMember(cur, id)
+			c.fenceMember(cur, id, EventMemberLeft, ReasonLeave)
 		}
 		resp.Members = append(resp.Members, r)
 	}

@@ -20,24 +20,32 @@ func (hb *hbState) status(code int8, detail string) {
 	hb.statuses = append(hb.statuses, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: code, StatusDetail: detail})
 }
 
-// maybeUpdateTarget starts a new target assignment when the group epoch is
-// ahead of the assignment epoch. It reports whether the heartbeat should
-// wait (park) for an assignor result.
+// maybeUpdateTarget starts a new target assignment when one is due and
+// tells the heartbeat why it is delayed otherwise. It reports whether the
+// heartbeat should wait (park) for an assignor result.
 func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
-	g := hb.g
-	cfg := c.streamsConfig(g.id)
+	wait, delayed := c.updateTargetIfDue(hb.g)
+	if delayed != "" {
+		hb.status(statusAssignmentDelayed, delayed)
+	}
+	return wait
+}
+
+// updateTargetIfDue starts a new target assignment when the group epoch is
+// ahead of the assignment epoch and neither the initial rebalance delay nor
+// the assignment interval holds it back (then delayed says which). wait
+// reports an assignor run in flight that a heartbeat may wait for.
+func (c *Coordinator) updateTargetIfDue(g *streamsGroup) (wait bool, delayed string) {
 	if c.hasTimer(initialDelayKey(g.id)) {
-		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay.")
-		return false
+		return false, "Assignment delayed due to the configured initial rebalance delay."
 	}
 	if g.assignmentEpoch >= g.groupEpoch {
-		return false
+		return false, ""
 	}
-	if !c.intervalElapsed(g, cfg) {
-		hb.status(statusAssignmentDelayed, "Assignment delayed due to the configured assignment interval.")
-		return false
+	if !c.intervalElapsed(g, c.streamsConfig(g.id)) {
+		return false, "Assignment delayed due to the configured assignment interval."
 	}
-	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0
+	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0, ""
 }
 
 // intervalElapsed applies streams.assignment.interval.ms (KIP-1263): no new
@@ -57,6 +65,7 @@ func (c *Coordinator) startAssignment(g *streamsGroup) bool {
 	}
 	if !g.soft.configured.ready() || g.validatedTopologyEpoch != g.topology.Epoch {
 		c.writeTarget(g, g.groupEpoch, map[string]tasksTuple{})
+		c.emitGroup(EventTargetAssigned, g.id, ReasonTopologyNotReady, g.groupEpoch)
 		return false
 	}
 	run := AssignorRun{Group: g.id, Epoch: g.groupEpoch, Assignor: c.streamsConfig(g.id).AssignorName, Input: c.assignInput(g)}
@@ -170,15 +179,21 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 		c.probeResult(g, run, res)
 	}
 	if runErr != nil {
+		c.emitGroup(EventAssignorResultDiscarded, g.id, ReasonAssignorError, run.Epoch)
 		g.soft.lastAssignorErr = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
 		c.failParked(g, errf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", run.Epoch, runErr))
 		return c.end()
 	}
 	g.soft.lastAssignorErr = ""
-	if !run.Probe && run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
+	switch {
+	case run.Probe:
+	case run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch:
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
+		c.emitGroup(EventTargetAssigned, g.id, ReasonAssignor, run.Epoch)
 		c.armProbe(g, res.NextProbeMs)
 		c.probeCheckAfterTarget(g)
+	default:
+		c.emitGroup(EventAssignorResultDiscarded, g.id, ReasonStaleEpoch, run.Epoch)
 	}
 	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
 		c.intervalElapsed(g, c.streamsConfig(g.id)) {
