@@ -38,6 +38,9 @@ type GroupDetail struct {
 	Assignor string `json:"assignor,omitempty"`
 	// LastAssignorError is why the last assignor run failed ("" if not).
 	LastAssignorError string `json:"last_assignor_error,omitempty"`
+	// AssignorFallback is set while the group's last target came from the
+	// fallback assignor because its plugin failed.
+	AssignorFallback *AssignorFallback `json:"assignor_fallback,omitempty"`
 	// Streams is Kafka's StreamsGroupDescribe of a streams group: members
 	// with epochs, current and target assignments, the topology.
 	Streams *kmsg.StreamsGroupDescribeResponseGroup `json:"streams,omitempty"`
@@ -126,6 +129,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
 		return
 	}
+	d.AssignorFallback = a.l.fallbacks.get(id)
 	d.RecentEvents = a.l.history.get(id)
 	if d.RecentEvents == nil {
 		d.RecentEvents = []string{}
