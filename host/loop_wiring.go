@@ -25,7 +25,7 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	}
 	// Compiled plugin code is cached under the data directory, so a restart
 	// does not compile the built-in plugins again.
-	pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache")}
+	pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache"), MaxModuleBytes: cfg.Plugins.MaxBytes}
 	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 	l, err := NewLoop(LoopDeps{
 		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
@@ -36,7 +36,7 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 		return nil, err
 	}
 	s.opts.GroupsAPI = l.GroupsHandler()
-	s.opts.PluginsAPI = PluginsHandler(asg)
+	s.opts.PluginsAPI = PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.LoadDirs, MaxBytes: cfg.Plugins.MaxBytes})
 	return l, nil
 }
 

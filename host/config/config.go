@@ -78,14 +78,20 @@ type DataPlane struct {
 
 // Plugins is the plugins.* section.
 type Plugins struct {
-	Dir      string // plugins.dir
-	Fallback string // plugins.fallback
+	Dir      string   // plugins.dir
+	Fallback string   // plugins.fallback
+	LoadDirs []string // plugins.load.dirs (plugins.dir when empty)
+	MaxBytes int64    // plugins.max.bytes
 }
 
 // Admin configures the admin HTTP server.
 type Admin struct {
-	Listen string
-	Token  string
+	Listen          string
+	Token           string
+	TLSCertFile     string // admin.tls.cert.file
+	TLSKeyFile      string // admin.tls.key.file
+	TLSClientCAFile string // admin.tls.client.ca.file
+	Insecure        bool   // admin.insecure
 }
 
 // ErrHelp is returned by Load when --help was asked for; usage was printed.
@@ -245,8 +251,11 @@ func fromValues(v map[string]any) (*Config, error) {
 			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
 			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
 		},
-		Admin:           Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string)},
-		Plugins:         Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string)},
+		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
+			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
+			TLSClientCAFile: v["admin.tls.client.ca.file"].(string), Insecure: v["admin.insecure"].(bool)},
+		Plugins: Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string),
+			LoadDirs: v["plugins.load.dirs"].([]string), MaxBytes: v["plugins.max.bytes"].(int64)},
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
 	}
@@ -260,6 +269,15 @@ func fromValues(v map[string]any) (*Config, error) {
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		return nil, fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
+	}
+	if (c.Admin.TLSCertFile == "") != (c.Admin.TLSKeyFile == "") {
+		return nil, fmt.Errorf("config: admin.tls.cert.file = %q and admin.tls.key.file = %q: set both or neither", c.Admin.TLSCertFile, c.Admin.TLSKeyFile)
+	}
+	if c.Admin.TLSClientCAFile != "" && c.Admin.TLSCertFile == "" {
+		return nil, fmt.Errorf("config: admin.tls.client.ca.file = %q needs admin.tls.cert.file (client certificates need TLS)", c.Admin.TLSClientCAFile)
+	}
+	if len(c.Plugins.LoadDirs) == 0 {
+		c.Plugins.LoadDirs = []string{c.Plugins.Dir}
 	}
 	if m := v["dataplane.sasl.mechanism"].(string); m != "none" {
 		c.DataPlane.SASLMechanism = m
