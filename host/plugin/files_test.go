@@ -97,3 +97,26 @@ func TestLoadFileRefusesNonRegularAndLarge(t *testing.T) {
 		t.Fatalf("large file: %v", err)
 	}
 }
+
+// FuzzFilePolicyResolve: Resolve never panics, and whatever it accepts is
+// a regular file in the plugin directory.
+func FuzzFilePolicyResolve(f *testing.F) {
+	for _, s := range []string{"ok.wasm", "../ok.wasm", "/dev/zero", "a/../ok.wasm", ".", "..", "/", "ok.wasm/", "x\x00.wasm", "//ok.wasm"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ok.wasm"), []byte("x"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	fp := FilePolicy{Dirs: []string{dir}, MaxBytes: 10}
+	f.Fuzz(func(t *testing.T, requested string) {
+		got, err := fp.Resolve(requested)
+		if err != nil {
+			return
+		}
+		fi, serr := os.Lstat(got)
+		if serr != nil || !fi.Mode().IsRegular() || filepath.Dir(got) != dir {
+			t.Fatalf("%q resolved to %q (%v), outside %s or not a regular file", requested, got, serr, dir)
+		}
+	})
+}
