@@ -607,6 +607,13 @@ func checkIndexes(g *streamsGroup) error {
 	if b1.String() != b2.String() {
 		return fmt.Errorf("ownership index drifted:\n have %s\n want %s", b1.String(), b2.String())
 	}
+	for id := range g.target {
+		fresh.target[id] = g.target[id]
+		fresh.indexWarmupTarget(id)
+	}
+	if fmt.Sprint(fresh.warmupTargets) != fmt.Sprint(g.warmupTargets) {
+		return fmt.Errorf("warm-up target index drifted:\n have %v\n want %v", g.warmupTargets, fresh.warmupTargets)
+	}
 	return nil
 }
 

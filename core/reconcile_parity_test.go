@@ -93,6 +93,7 @@ func parityCase(rng *rand.Rand, id int) (string, string) {
 		}
 	}
 	g.target["m"] = target
+	g.indexWarmupTarget("m")
 	g.assignmentEpoch = targetEpoch
 	var owned *ownedTasksReport
 	ownedField := "null"

@@ -120,6 +120,7 @@ type streamsGroup struct {
 	members                map[string]*streamsMember
 	staticMembers          map[string]string // instance id -> member id
 	target                 map[string]tasksTuple
+	warmupTargets          map[string]struct{} // members whose target holds a warm-up (setTarget keeps it)
 
 	// Ownership indexes by process id, from assigned ∪ pending revocation.
 	activeOwner   map[TaskID]string
@@ -134,7 +135,7 @@ func newStreamsGroup(id string) *streamsGroup {
 		id: id, groupEpoch: 1, assignmentEpoch: 1, validatedTopologyEpoch: -1,
 		storedDescEpoch: -1, failedDescEpoch: -1,
 		members: map[string]*streamsMember{}, staticMembers: map[string]string{},
-		target:      map[string]tasksTuple{},
+		target: map[string]tasksTuple{}, warmupTargets: map[string]struct{}{},
 		activeOwner: map[TaskID]string{}, standbyOwners: map[TaskID]map[string]int{},
 		warmupOwners: map[TaskID]map[string]int{},
 	}
@@ -270,12 +271,14 @@ func (c *Coordinator) setTarget(g *streamsGroup, member string, t *tasksTuple) {
 	} else {
 		g.target[member] = *t
 	}
+	g.indexWarmupTarget(member)
 	c.onUndo(func() {
 		if had {
 			g.target[member] = old
 		} else {
 			delete(g.target, member)
 		}
+		g.indexWarmupTarget(member)
 	})
 }
 

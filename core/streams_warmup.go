@@ -108,16 +108,21 @@ func (g *streamsGroup) taskLag(process string, t TaskID) (int64, bool) {
 
 // caughtUpWarmups lists, sorted, the target warm-ups ("member:task") whose
 // process is within the acceptable recovery lag. An unknown end offset
-// never counts as caught up.
+// never counts as caught up. Only members whose target holds a warm-up are
+// visited (warmupTargets), so a steady heartbeat in a group without
+// warm-ups costs the same whatever the group's size.
 func (c *Coordinator) caughtUpWarmups(g *streamsGroup) []string {
+	if len(g.warmupTargets) == 0 {
+		return nil
+	}
 	acceptable := c.streamsConfig(g.id).AcceptableRecoveryLag
 	var out []string
-	for id, t := range g.target {
+	for id := range g.warmupTargets {
 		m := g.members[id]
 		if m == nil {
 			continue
 		}
-		for task := range t.warmup {
+		for task := range g.target[id].warmup {
 			if lag, ok := g.taskLag(m.processID, task); ok && lag <= acceptable {
 				out = append(out, id+":"+task.String())
 			}
@@ -125,6 +130,17 @@ func (c *Coordinator) caughtUpWarmups(g *streamsGroup) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// indexWarmupTarget records in warmupTargets whether member's target holds
+// a warm-up; setTarget calls it on every change and undo, live and in
+// replay, so the index always matches target.
+func (g *streamsGroup) indexWarmupTarget(member string) {
+	if len(g.target[member].warmup) > 0 {
+		g.warmupTargets[member] = struct{}{}
+	} else {
+		delete(g.warmupTargets, member)
+	}
 }
 
 // maybeEarlyProbe starts a probe when the group is stable (every member
@@ -214,14 +230,7 @@ func (c *Coordinator) probeResult(g *streamsGroup, run AssignorRun, res AssignRe
 }
 
 // targetHasWarmups reports whether any member's target holds a warm-up.
-func (g *streamsGroup) targetHasWarmups() bool {
-	for _, t := range g.target {
-		if len(t.warmup) > 0 {
-			return true
-		}
-	}
-	return false
-}
+func (g *streamsGroup) targetHasWarmups() bool { return len(g.warmupTargets) > 0 }
 
 // armProbe schedules the next probe after a target was computed: at now +
 // hint when the assignor gave one (> 0), else at now + the probing interval

@@ -21,6 +21,7 @@ func lagGroup(t *testing.T) (*Coordinator, *streamsGroup) {
 	tt := emptyTuple()
 	tt.warmup[TaskID{"0", 0}] = struct{}{}
 	g.target["w"] = tt
+	g.indexWarmupTarget("w")
 	c.groups["g"] = g
 	return c, g
 }
@@ -103,4 +104,61 @@ func TestProbingConfigLayer(t *testing.T) {
 	if s.ProbingIntervalMs != 1234 || s.AcceptableRecoveryLag != 7 || s.NumWarmupReplicas != 3 {
 		t.Fatalf("overrides not applied: %+v", s)
 	}
+}
+
+// TestWarmupTargetIndex checks that the index of members whose target holds
+// a warm-up follows every target change: live writes, a rolled-back batch,
+// and replay of the same records into a fresh coordinator.
+func TestWarmupTargetIndex(t *testing.T) {
+	c, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newStreamsGroup("g")
+	c.groups["g"] = g
+	warm, cold := emptyTuple(), emptyTuple()
+	warm.warmup[TaskID{"0", 1}] = struct{}{}
+	cold.active[TaskID{"0", 0}] = struct{}{}
+	want := func(step string, members ...string) {
+		t.Helper()
+		if len(g.warmupTargets) != len(members) {
+			t.Fatalf("%s: index %v, want %v", step, g.warmupTargets, members)
+		}
+		for _, m := range members {
+			if _, ok := g.warmupTargets[m]; !ok {
+				t.Fatalf("%s: index %v, want %v", step, g.warmupTargets, members)
+			}
+		}
+		if g.targetHasWarmups() != (len(members) > 0) {
+			t.Fatalf("%s: targetHasWarmups %v", step, g.targetHasWarmups())
+		}
+	}
+	c.setTarget(g, "a", &warm)
+	c.setTarget(g, "b", &cold)
+	c.Commit()
+	want("written", "a")
+	c.setTarget(g, "a", &cold)
+	c.setTarget(g, "b", &warm)
+	want("rewritten", "b")
+	c.Rollback()
+	want("rolled back", "a")
+	c.setTarget(g, "a", nil)
+	c.Commit()
+	want("deleted")
+
+	r, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []Record{targetRecord("g", "a", cold), targetRecord("g", "b", warm), targetRecord("g", "c", warm)} {
+		if err := r.Replay(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g = r.groups["g"].(*streamsGroup)
+	want("replayed", "b", "c")
+	if err := r.Replay(Record{Key: StreamsGroupTargetAssignmentMemberKey{"g", "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	want("tombstone replayed", "c")
 }

@@ -67,8 +67,11 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := l.d.Assignors.Run(ctx, run.Assignor, req)
+	resp, fb, err := l.d.Assignors.run(ctx, run.Assignor, req)
 	l.stats.runNanos.Add(time.Since(start).Nanoseconds())
+	if err == nil {
+		l.noteFallback(run, fb)
+	}
 	if err != nil {
 		return core.AssignResult{}, err
 	}

@@ -231,16 +231,23 @@ func (a *Assignors) Info() []PluginInfo {
 // Run computes one assignment with the named assignor: its plugin with the
 // fallback's native build behind it, or the native build alone.
 func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	resp, _, err := a.run(ctx, name, req)
+	return resp, err
+}
+
+// run is Run that also reports, when the plugin failed and the fallback
+// answered, the plugin's error and the fallback's name (nil otherwise).
+func (a *Assignors) run(ctx context.Context, name string, req *abi.AssignRequest) (*abi.AssignResponse, *fellBack, error) {
 	as := a.get(name)
 	if as == nil {
-		return nil, fmt.Errorf("assignor %q is not configured (have %v)", name, a.Names())
+		return nil, nil, fmt.Errorf("assignor %q is not configured (have %v)", name, a.Names())
 	}
 	as.runs.Add(1)
 	fb := a.nativeOf(as.fallback)
 	if as.plugin == nil {
 		if as.native == nil {
 			as.errors.Add(1)
-			return nil, fmt.Errorf("assignor %q has neither a plugin nor a native build", name)
+			return nil, nil, fmt.Errorf("assignor %q has neither a plugin nor a native build", name)
 		}
 		resp, err := runNative(as, "assign", as.native, req)
 		if err == nil {
@@ -249,7 +256,7 @@ func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest
 		if err != nil {
 			as.errors.Add(1)
 		}
-		return resp, err
+		return resp, nil, err
 	}
 	var fallback plugin.Fallback
 	if fb != nil {
@@ -263,9 +270,12 @@ func (a *Assignors) Run(ctx context.Context, name string, req *abi.AssignRequest
 	}
 	if err != nil {
 		as.errors.Add(1)
-		return nil, err
+		return nil, nil, err
 	}
-	return oc.Response, nil
+	if oc.UsedFallback {
+		return oc.Response, &fellBack{fallback: as.fallback, err: oc.PluginErr}, nil
+	}
+	return oc.Response, nil, nil
 }
 
 func (a *Assignors) nativeOf(name string) NativeAssignor {

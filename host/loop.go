@@ -90,6 +90,8 @@ type Loop struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines (assignor runs, refreshes)
 
+	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
+
 	// owned by the loop goroutine
 	nextID     core.RequestID
 	pending    map[core.RequestID]*call

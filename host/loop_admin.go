@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/plugin"
 )
 
 // groupsAPI serves GET /v1/groups and GET /v1/groups/{id}.
@@ -38,6 +38,9 @@ type GroupDetail struct {
 	Assignor string `json:"assignor,omitempty"`
 	// LastAssignorError is why the last assignor run failed ("" if not).
 	LastAssignorError string `json:"last_assignor_error,omitempty"`
+	// AssignorFallback is set while the group's last target came from the
+	// fallback assignor because its plugin failed.
+	AssignorFallback *AssignorFallback `json:"assignor_fallback,omitempty"`
 	// Streams is Kafka's StreamsGroupDescribe of a streams group: members
 	// with epochs, current and target assignments, the topology.
 	Streams *kmsg.StreamsGroupDescribeResponseGroup `json:"streams,omitempty"`
@@ -126,6 +129,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
 		return
 	}
+	d.AssignorFallback = a.l.fallbacks.get(id)
 	d.RecentEvents = a.l.history.get(id)
 	if d.RecentEvents == nil {
 		d.RecentEvents = []string{}
@@ -146,9 +150,11 @@ func (a *groupsAPI) config(ctx context.Context, w http.ResponseWriter, id string
 
 // PluginsHandler serves /v1/plugins: GET lists the assignors; POST
 // /v1/plugins/{name} {"path": "..."} loads a plugin, PUT reloads it
-// (optionally from a new path), DELETE unloads it. The admin server
-// requires the token for every method but GET.
-func PluginsHandler(a *Assignors) http.Handler {
+// (optionally from a new path), DELETE unloads it. A path is checked
+// against files (plugin directories, names, file type and size) before
+// anything is read. The admin server requires the token for every method
+// but GET.
+func PluginsHandler(a *Assignors, files plugin.FilePolicy) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if r.Method == http.MethodGet {
@@ -184,15 +190,18 @@ func PluginsHandler(a *Assignors) http.Handler {
 		var err error
 		switch r.Method {
 		case http.MethodPost:
-			if body.Path == "" {
-				err = errors.New(`load needs {"path": "/file.wasm"}`)
-			} else if _, serr := os.Stat(body.Path); serr != nil {
-				err = serr
-			} else {
-				err = a.Load(ctx, name, body.Path)
+			var path string
+			if path, err = files.Resolve(body.Path); err == nil {
+				err = a.Load(ctx, name, path)
 			}
 		case http.MethodPut:
-			err = a.Reload(ctx, name, body.Path)
+			path := body.Path
+			if path != "" {
+				path, err = files.Resolve(path)
+			}
+			if err == nil {
+				err = a.Reload(ctx, name, path)
+			}
 		case http.MethodDelete:
 			err = a.Unload(ctx, name)
 		default:

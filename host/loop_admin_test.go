@@ -21,7 +21,8 @@ import (
 // events); /v1/plugins lists the assignors and loads, reloads and unloads
 // a plugin only with the admin token; /metrics has the loop's counters.
 func TestLoopAdminAPI(t *testing.T) {
-	srv := startLoopHost(t, "", "--admin.token=s3cret")
+	wasm := plugintest.CPluginPath(t, "testdata/plugins/c/assignor.c")
+	srv := startLoopHost(t, "", "--admin.token=s3cret", "--plugins.load.dirs="+filepath.Dir(wasm))
 	ctx := timeout(t)
 	kc := newClient(t, srv.KafkaAddr())
 	if err := createTopic(ctx, kc, "adm-in", 2); err != nil {
@@ -53,11 +54,14 @@ func TestLoopAdminAPI(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	code, body := call("GET", "/v1/groups", "", "")
+	if code, _ := call("GET", "/v1/groups", "", ""); code != 401 {
+		t.Fatalf("/v1/groups without the token: %d, want 401", code)
+	}
+	code, body := call("GET", "/v1/groups", "s3cret", "")
 	if code != 200 || !strings.Contains(body, `"group": "adm"`) || !strings.Contains(body, `"type": "streams"`) {
 		t.Fatalf("/v1/groups: %d %s", code, body)
 	}
-	code, body = call("GET", "/v1/groups/adm", "", "")
+	code, body = call("GET", "/v1/groups/adm", "s3cret", "")
 	var d host.GroupDetail
 	if err := json.Unmarshal([]byte(body), &d); err != nil || code != 200 {
 		t.Fatalf("/v1/groups/adm: %d %s", code, body)
@@ -72,15 +76,17 @@ func TestLoopAdminAPI(t *testing.T) {
 	if len(d.RecentEvents) == 0 || !strings.Contains(strings.Join(d.RecentEvents, "\n"), "target assignment") {
 		t.Fatalf("recent events: %v", d.RecentEvents)
 	}
-	if code, _ := call("GET", "/v1/groups/nope", "", ""); code != 404 {
+	if code, _ := call("GET", "/v1/groups/nope", "s3cret", ""); code != 404 {
 		t.Fatalf("unknown group: %d", code)
 	}
-	code, body = call("GET", "/v1/plugins", "", "")
+	code, body = call("GET", "/v1/plugins", "s3cret", "")
 	if code != 200 || !strings.Contains(body, `"name": "sticky"`) || !strings.Contains(body, `"runtime": "native"`) {
 		t.Fatalf("/v1/plugins: %d %s", code, body)
 	}
-	wasm := plugintest.CPluginPath(t, "testdata/plugins/c/assignor.c")
 	load := `{"path": "` + wasm + `"}`
+	if code, body := call("POST", "/v1/plugins/c", "s3cret", `{"path": "/dev/zero"}`); code != 400 || !strings.Contains(body, "not a file in a plugin directory") {
+		t.Fatalf("load from outside the plugin directories: %d %s", code, body)
+	}
 	if code, _ := call("POST", "/v1/plugins/c", "", load); code != 401 {
 		t.Fatalf("load without token: %d, want 401", code)
 	}
@@ -96,7 +102,7 @@ func TestLoopAdminAPI(t *testing.T) {
 	if code, _ := call("DELETE", "/v1/plugins/c", "s3cret", ""); code != 404 {
 		t.Fatalf("second unload: %d, want 404", code)
 	}
-	code, body = call("GET", "/metrics", "", "")
+	code, body = call("GET", "/metrics", "s3cret", "")
 	if code != 200 || !strings.Contains(body, "coordhost_group_heartbeats_total") || !strings.Contains(body, "coordhost_store_appends_total") {
 		t.Fatalf("/metrics lacks loop counters: %s", body)
 	}

@@ -177,7 +177,12 @@ func TestHostilePluginAsGroupAssignor(t *testing.T) {
 				t.Fatalf("instances not discarded and replaced after %s: %+v", c.variant, m)
 			}
 			f.wantLog(t, "plugin call failed; instance discarded", "plugin assignor failed", "plugin=hostile",
-				"kind="+string(c.kind))
+				"kind="+string(c.kind), "the group's target comes from the fallback assignor", "group=g", "fallback=sticky")
+			// The group's admin view says its target came from the fallback.
+			if fb := d.AssignorFallback; fb == nil || fb.Assignor != "hostile" || fb.Fallback != "sticky" ||
+				fb.Epoch != d.Streams.Epoch || fb.Error == "" {
+				t.Fatalf("admin view lacks the fallback: %+v", fb)
+			}
 		})
 	}
 	for _, c := range []struct {

@@ -31,7 +31,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		// Compiled plugin code is cached under the data directory, so a
 		// restart does not compile the built-in plugins again.
-		pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache")}
+		pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache"), MaxModuleBytes: cfg.Plugins.MaxBytes}
 		asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 		if err := asg.addNative(custom); err != nil {
 			asg.Close(context.Background())
@@ -45,7 +45,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
-		return Wiring{Coordinator: l, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg)}, nil
+		return Wiring{Coordinator: l, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
 	}
 }
 

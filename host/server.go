@@ -214,8 +214,10 @@ func (s *Server) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	s.admin = admin.Start(ln, admin.Options{
+	s.admin, err = admin.Start(ln, admin.Options{
 		Token: s.cfg.Admin.Token, Metrics: s.metrics, Config: s.cfg, Log: s.log,
+		TLSCertFile: s.cfg.Admin.TLSCertFile, TLSKeyFile: s.cfg.Admin.TLSKeyFile,
+		ClientCAFile: s.cfg.Admin.TLSClientCAFile, Insecure: s.cfg.Admin.Insecure,
 		Groups: s.wiring.GroupsAPI, Plugins: s.wiring.PluginsAPI,
 		Ready: func() error {
 			if !s.ready.Load() {
@@ -224,7 +226,10 @@ func (s *Server) startAdmin() error {
 			return nil
 		},
 	})
-	return nil
+	if err != nil {
+		_ = ln.Close()
+	}
+	return err
 }
 
 // dataPlaneTLS is the client TLS configuration for an external cluster.

@@ -202,10 +202,12 @@ func TestAdminEndpoints(t *testing.T) {
 	}{
 		{"GET", "/healthz", "", 200, "ok"},
 		{"GET", "/readyz", "", 200, "ready"},
-		{"GET", "/metrics", "", 200, `coordhost_kafka_requests_total{api="Produce"}`},
-		{"GET", "/v1/groups", "", 501, "group coordination is not wired"},
-		{"GET", "/v1/groups/orders", "", 501, "group coordination is not wired"},
-		{"GET", "/v1/plugins", "", 501, "plugin host is not wired"},
+		{"GET", "/metrics", "", 401, "Bearer"},
+		{"GET", "/v1/groups", "wrong", 401, "Bearer"},
+		{"GET", "/metrics", "s3cret", 200, `coordhost_kafka_requests_total{api="Produce"}`},
+		{"GET", "/v1/groups", "s3cret", 501, "group coordination is not wired"},
+		{"GET", "/v1/groups/orders", "s3cret", 501, "group coordination is not wired"},
+		{"GET", "/v1/plugins", "s3cret", 501, "plugin host is not wired"},
 		{"POST", "/v1/plugins", "", 401, "Bearer"},
 		{"DELETE", "/v1/plugins/sticky", "wrong", 401, "Bearer"},
 		{"POST", "/v1/plugins", "s3cret", 501, "plugin host is not wired"},
@@ -215,7 +217,7 @@ func TestAdminEndpoints(t *testing.T) {
 			t.Errorf("%s %s: %d %q, want %d containing %q", c.method, c.path, code, body, c.code, c.body)
 		}
 	}
-	code, body := call("GET", "/v1/groups/orders/config", "")
+	code, body := call("GET", "/v1/groups/orders/config", "s3cret")
 	var out struct {
 		Config []config.Setting `json:"config"`
 	}

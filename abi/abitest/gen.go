@@ -189,3 +189,17 @@ func Cases(short bool) []Case {
 	}
 	return out
 }
+
+// largestShape is the largest group the kit checks: 1,000 members on 1,000
+// processes, 10,004 stateful tasks (10 subtopologies), 2 standby replicas,
+// 90 % of members with a previous assignment and reported offsets. A plugin
+// must assign it within the default plugin memory limit.
+var largestShape = Shape{Members: 1000, Processes: 1000, Subtopologies: 10, Partitions: 1053,
+	Standbys: 2, History: 90, Offsets: true, Seed: 14}
+
+// Largest returns the case of the largest group the kit checks
+// (largestShape). It is not part of Cases: one call takes seconds as
+// WebAssembly, and the checks call it three times.
+func Largest() Case {
+	return Case{Name: "1000x10004-standbys2", Req: Generate(largestShape)}
+}

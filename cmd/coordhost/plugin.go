@@ -43,7 +43,7 @@ func pluginCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	deadline := fs.Duration("deadline", 10*time.Second, "per-call deadline")
 	pages := fs.Uint("memory-pages", 1024, "linear memory limit in 64 KiB pages")
-	short := fs.Bool("short", false, "skip the large cases")
+	short := fs.Bool("short", false, "skip the large cases (100 members x 1,000 tasks and 1,000 members x 10,004 tasks)")
 	verbose := fs.Bool("v", false, "log every plugin failure")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: coordhost plugin check [flags] FILE.wasm\n\nRuns the abi/abitest conformance kit on a plugin:")
@@ -81,9 +81,13 @@ func pluginCheck(args []string, stdout, stderr io.Writer) int {
 		p.Name(), abi.Version, kindNames(kinds), time.Since(start).Round(time.Millisecond))
 	var results []abitest.Result
 	if kinds&abi.KindAssign != 0 {
+		cases := abitest.Cases(*short)
+		if !*short {
+			cases = append(cases, abitest.Largest())
+		}
 		results = append(results, abitest.Run(func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 			return p.Assign(ctx, req)
-		}, abitest.Cases(*short))...)
+		}, cases)...)
 	}
 	if kinds&abi.KindProbe != 0 {
 		for _, r := range abitest.RunProbe(func(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {

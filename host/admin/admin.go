@@ -5,11 +5,15 @@ package admin
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -18,8 +22,16 @@ import (
 
 // Options configures the admin server.
 type Options struct {
-	// Token guards plugin management; empty disables it.
+	// Token, when set, is required (Authorization: Bearer) on every
+	// endpoint but /healthz and /readyz; empty leaves reads open and
+	// disables plugin management unless client certificates are on.
 	Token string
+	// TLSCertFile and TLSKeyFile serve the API over TLS; ClientCAFile
+	// makes a client certificate it verifies authenticate like the token.
+	TLSCertFile, TLSKeyFile, ClientCAFile string
+	// Insecure allows a non-loopback listener without authentication and
+	// TLS (admin.insecure); without it Start refuses such a listener.
+	Insecure bool
 	// Ready reports nil once coordhost serves Kafka clients.
 	Ready func() error
 	// Metrics is rendered at /metrics.
@@ -41,10 +53,22 @@ type Server struct {
 	ln  net.Listener
 }
 
-// Start serves the admin API on ln.
-func Start(ln net.Listener, o Options) *Server {
+// Start serves the admin API on ln. It refuses (and serves nothing) when
+// ln is not a loopback address and the API would be reachable without
+// authentication or TLS, unless o.Insecure; or when a TLS file is unusable.
+func Start(ln net.Listener, o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := checkExposure(ln.Addr(), o); err != nil {
+		return nil, err
+	}
+	if o.TLSCertFile != "" {
+		tc, err := serverTLS(o)
+		if err != nil {
+			return nil, err
+		}
+		ln = tls.NewListener(ln, tc)
 	}
 	s := &Server{ln: ln, srv: &http.Server{Handler: Handler(o), ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
@@ -52,7 +76,53 @@ func Start(ln net.Listener, o Options) *Server {
 			o.Log.Error("admin server stopped", "err", err)
 		}
 	}()
-	return s
+	return s, nil
+}
+
+// checkExposure is the start-up rule for the listener's address.
+func checkExposure(addr net.Addr, o Options) error {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	var missing []string
+	if o.Token == "" && o.ClientCAFile == "" {
+		missing = append(missing, "authentication (admin.token or admin.tls.client.ca.file)")
+	}
+	if o.TLSCertFile == "" {
+		missing = append(missing, "TLS (admin.tls.cert.file, admin.tls.key.file)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if o.Insecure {
+		o.Log.Warn("admin API on a non-loopback address without "+strings.Join(missing, " and ")+": admin.insecure is set", "addr", addr.String())
+		return nil
+	}
+	return fmt.Errorf("admin.listen %s is not a loopback address and the admin API would have no %s; set them, or admin.insecure=true to serve it unprotected",
+		addr, strings.Join(missing, " and no "))
+}
+
+// serverTLS loads the admin listener's certificate and, when configured,
+// the CA that verifies client certificates (asked for, not required:
+// /healthz and /readyz stay reachable without one).
+func serverTLS(o Options) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("admin.tls.cert.file/admin.tls.key.file: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if o.ClientCAFile != "" {
+		pem, err := os.ReadFile(o.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("admin.tls.client.ca.file: %w", err)
+		}
+		tc.ClientCAs = x509.NewCertPool()
+		if !tc.ClientCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("admin.tls.client.ca.file %q: no PEM certificate in it", o.ClientCAFile)
+		}
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return tc, nil
 }
 
 // Addr is the listening address.
@@ -102,27 +172,59 @@ func Handler(o Options) http.Handler {
 	if plugins == nil {
 		plugins = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { notWired(w, "the plugin host") })
 	}
-	mux.Handle("/v1/plugins", guard(o.Token, plugins))
-	mux.Handle("/v1/plugins/{name}", guard(o.Token, plugins))
-	return mux
+	mux.Handle("/v1/plugins", guard(o, plugins))
+	mux.Handle("/v1/plugins/{name}", guard(o, plugins))
+	return requireAuth(o, mux)
 }
 
-// guard lets reads through and requires the bearer token for every method
-// that changes plugins (load, reload, unload).
-func guard(token string, next http.Handler) http.Handler {
+// open are the endpoints served without authentication (probes).
+var open = map[string]bool{"/healthz": true, "/readyz": true}
+
+// requireAuth asks every request but the probes for the token or a
+// verified client certificate, when either is configured.
+func requireAuth(o Options, next http.Handler) http.Handler {
+	if o.Token == "" && o.ClientCAFile == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if open[r.URL.Path] || authenticated(o, r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		unauthorized(w, "the admin API requires Authorization: Bearer <admin.token> or a client certificate")
+	})
+}
+
+// authenticated: the bearer token matches, or TLS verified a client
+// certificate against admin.tls.client.ca.file.
+func authenticated(o Options, r *http.Request) bool {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && o.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(o.Token)) == 1
+}
+
+func unauthorized(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="coordhost"`)
+	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
+}
+
+// guard lets reads through and requires authentication for every method
+// that changes plugins (load, reload, unload); with neither a token nor
+// client certificates configured, plugin management is disabled.
+func guard(o Options, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if token == "" {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "plugin management is disabled: set admin.token (COORDHOST_ADMIN_TOKEN) to enable it"})
+		if o.Token == "" && o.ClientCAFile == "" {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "plugin management is disabled: set admin.token (COORDHOST_ADMIN_TOKEN) or admin.tls.client.ca.file to enable it"})
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="coordhost"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "plugin management requires Authorization: Bearer <admin.token>"})
+		if !authenticated(o, r) {
+			unauthorized(w, "plugin management requires Authorization: Bearer <admin.token> or a client certificate")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -92,14 +92,29 @@ type DataPlane struct {
 
 // Plugins is the plugins.* section.
 type Plugins struct {
-	Dir      string // plugins.dir
-	Fallback string // plugins.fallback
+	Dir      string   // plugins.dir
+	Fallback string   // plugins.fallback
+	LoadDirs []string // plugins.load.dirs (plugins.dir when empty)
+	MaxBytes int64    // plugins.max.bytes
+}
+
+// PluginLoadDirs are the directories plugins may be loaded from at run
+// time: plugins.load.dirs, or plugins.dir when that is empty.
+func (p Plugins) PluginLoadDirs() []string {
+	if len(p.LoadDirs) == 0 {
+		return []string{p.Dir}
+	}
+	return p.LoadDirs
 }
 
 // Admin configures the admin HTTP server.
 type Admin struct {
-	Listen string
-	Token  string
+	Listen          string
+	Token           string
+	TLSCertFile     string // admin.tls.cert.file
+	TLSKeyFile      string // admin.tls.key.file
+	TLSClientCAFile string // admin.tls.client.ca.file
+	Insecure        bool   // admin.insecure
 }
 
 // ErrHelp is returned by Load when --help was asked for; usage was printed.
@@ -265,8 +280,11 @@ func fromValues(v map[string]any) (*Config, error) {
 			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
 			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
 		},
-		Admin:           Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string)},
-		Plugins:         Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string)},
+		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
+			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
+			TLSClientCAFile: v["admin.tls.client.ca.file"].(string), Insecure: v["admin.insecure"].(bool)},
+		Plugins: Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string),
+			LoadDirs: v["plugins.load.dirs"].([]string), MaxBytes: v["plugins.max.bytes"].(int64)},
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
 	}
@@ -304,6 +322,12 @@ func (c *Config) Validate() error {
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		return fmt.Errorf("config: kafka.tls.cert.file = %q and kafka.tls.key.file = %q: set both or neither", c.Kafka.TLSCertFile, c.Kafka.TLSKeyFile)
+	}
+	if (c.Admin.TLSCertFile == "") != (c.Admin.TLSKeyFile == "") {
+		return fmt.Errorf("config: admin.tls.cert.file = %q and admin.tls.key.file = %q: set both or neither", c.Admin.TLSCertFile, c.Admin.TLSKeyFile)
+	}
+	if c.Admin.TLSClientCAFile != "" && c.Admin.TLSCertFile == "" {
+		return fmt.Errorf("config: admin.tls.client.ca.file = %q needs admin.tls.cert.file (client certificates need TLS)", c.Admin.TLSClientCAFile)
 	}
 	if err := c.validateLimits(); err != nil {
 		return err

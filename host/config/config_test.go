@@ -111,6 +111,9 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "override without match", yaml: "groups:\n  overrides:\n    - streams.num.standby.replicas: 1\n", want: []string{"groups.overrides[0].match"}},
 		{name: "duplicate glob", yaml: "groups:\n  overrides:\n    - match: a*\n    - match: a*\n", want: []string{`"a*"`, "twice"}},
 		{name: "tls half set", args: []string{"--kafka.tls.cert.file=c.pem"}, want: []string{"kafka.tls.cert.file", "kafka.tls.key.file"}},
+		{name: "admin tls half set", args: []string{"--admin.tls.key.file=k.pem"}, want: []string{"admin.tls.cert.file", "admin.tls.key.file"}},
+		{name: "admin client CA without TLS", args: []string{"--admin.tls.client.ca.file=ca.pem"}, want: []string{"admin.tls.client.ca.file", "needs admin.tls.cert.file"}},
+		{name: "plugin size limit", args: []string{"--plugins.max.bytes=10"}, want: []string{"plugins.max.bytes", `"10"`, "out of range"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,10 @@ type Config struct {
 	// PoolSize bounds the number of instances, and so of concurrent calls
 	// (default 2).
 	PoolSize int
+	// MaxModuleBytes caps the size of a module file LoadFile and
+	// ReloadFile read (default DefaultMaxModuleBytes); only regular files
+	// are read.
+	MaxModuleBytes int64
 	// MaxOutputBytes caps a call's output (default 64 MiB).
 	MaxOutputBytes int
 	// RecycleAboveBytes retires an instance after a successful call that

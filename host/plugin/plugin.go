@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -32,7 +31,7 @@ func LoadFile(ctx context.Context, path string, cfg Config) (*Plugin, error) {
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), ".wasm")
 	}
-	wasm, err := os.ReadFile(path)
+	wasm, err := readModule(path, cfg.MaxModuleBytes)
 	if err != nil {
 		return nil, &Error{Plugin: cfg.Name, Op: "load", Kind: KindLoad, Err: err}
 	}
@@ -109,7 +108,7 @@ func (p *Plugin) Reload(ctx context.Context, wasm []byte) error {
 
 // ReloadFile is Reload with the contents of a file.
 func (p *Plugin) ReloadFile(ctx context.Context, path string) error {
-	wasm, err := os.ReadFile(path)
+	wasm, err := readModule(path, p.cfg.MaxModuleBytes)
 	if err != nil {
 		return p.err("reload", KindLoad, err)
 	}

@@ -31,9 +31,12 @@ func (s *state) balancePair(kind taskKind, src, dst int, allowed func(src, dst i
 	if kind == kindStandby {
 		list = s.clients[src].standby
 	}
-	snapshot := append([]int32(nil), list...)
+	if !shouldMove(&s.clients[src], &s.clients[dst]) {
+		return false // the loop below would stop before its first task
+	}
+	s.scratch = append(s.scratch[:0], list...) // the walk sees the list as it was
 	moved := false
-	for _, t := range snapshot {
+	for _, t := range s.scratch {
 		if !shouldMove(&s.clients[src], &s.clients[dst]) {
 			break
 		}

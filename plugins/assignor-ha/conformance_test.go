@@ -3,6 +3,7 @@ package ha_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/abi/abitest"
@@ -92,4 +93,35 @@ func check(t *testing.T, assign abitest.AssignFunc, cases []abitest.Case) {
 		}
 		t.Logf("%s: %v", r.Case, r.Figures)
 	}
+}
+
+// TestLargestShapeWasm runs the kit's largest group (1,000 members × 10,004
+// tasks × 2 standbys) once through the wasm build with the default memory
+// limit: it must answer, exactly as the native build does, instead of
+// trapping into the fallback. The deadline is raised so that a loaded CI
+// machine cannot turn a slow call into a failure (time is measured in
+// docs/BENCHMARKS.md, not asserted).
+func TestLargestShapeWasm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one call takes seconds as WebAssembly")
+	}
+	ctx := context.Background()
+	p, err := plugin.Load(ctx, plugintest.GoPlugin(t, "plugins/assignor-ha/wasm"), plugin.Config{Name: "assignor-ha", Deadline: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	c := abitest.Largest()
+	got, err := p.Assign(ctx, c.Req)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Name, err)
+	}
+	if err := abi.ValidateAssignment(c.Req, got); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ha.Assign(c.Req)
+	if d := diffResponses(want, got); d != "" {
+		t.Fatalf("%s: wasm differs from native: %s", c.Name, d)
+	}
+	t.Logf("linear memory after the call: %d MiB", p.Metrics().MemoryBytes>>20)
 }

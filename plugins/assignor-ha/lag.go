@@ -117,8 +117,15 @@ func (l *Lags) lagFrom(t int32, offset int64) int64 {
 // Lag returns process p's lag for task t.
 func (l *Lags) Lag(p, t int32) int64 {
 	es := l.procs[p]
-	i := sort.Search(len(es), func(i int) bool { return es[i].task >= t })
-	if i < len(es) && es[i].task == t {
+	lo, hi := 0, len(es) // sort.Search without a closure call per probe
+	for lo < hi {
+		if mid := int(uint(lo+hi) >> 1); es[mid].task < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if i := lo; i < len(es) && es[i].task == t {
 		return es[i].lag
 	}
 	return l.end[t] // no state: offset 0
@@ -132,7 +139,11 @@ func (l *Lags) EndKnown(t int32) bool { return l.end[t] != endUnknown }
 // the task, or acceptable.recovery.lag is MaxInt64 (caught-up-ness is off),
 // or the end offset is known and 0 <= lag <= acceptable.
 func (l *Lags) CaughtUp(p, t int32, acceptable int64) bool {
-	lag := l.Lag(p, t)
+	return l.caughtUpAt(t, l.Lag(p, t), acceptable)
+}
+
+// caughtUpAt is CaughtUp for a process whose lag for t is lag.
+func (l *Lags) caughtUpAt(t int32, lag, acceptable int64) bool {
 	if lag == LagRunning || acceptable == math.MaxInt64 {
 		return true
 	}

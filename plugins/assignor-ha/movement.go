@@ -77,47 +77,28 @@ type movements struct {
 	// caughtUpBy lists each stateful task's caught-up clients, ascending
 	// (nil when acceptable.recovery.lag is unbounded: every client is).
 	caughtUpBy [][]int
-	byLag      map[int32][]int // per task: clients by (lag, process), built on demand
+	byLag      lagIndex
 }
 
 func (s *state) newMovements(maxWarmups int) *movements {
 	m := &movements{state: s, budget: maxWarmups, warmups: map[[2]int32]bool{},
-		caughtUpN: make([]int, s.total), byLag: map[int32][]int{}}
-	unbounded := s.acceptable == math.MaxInt64
-	if !unbounded {
-		m.caughtUpBy = make([][]int, s.total)
-	}
-	for t := int32(0); t < s.total; t++ {
-		if !s.stateful[t] {
-			continue
-		}
-		if unbounded {
-			m.caughtUpN[t] = len(s.clients)
-			continue
-		}
-		for c := range s.clients {
-			if s.caughtUp(c, t) {
-				m.caughtUpBy[t] = append(m.caughtUpBy[t], c)
+		caughtUpN: make([]int, s.total), byLag: s.newLagIndex()}
+	if s.acceptable == math.MaxInt64 {
+		for t := int32(0); t < s.total; t++ {
+			if s.stateful[t] {
+				m.caughtUpN[t] = len(s.clients)
 			}
 		}
-		m.caughtUpN[t] = len(m.caughtUpBy[t])
+		return m
+	}
+	m.caughtUpBy = make([][]int, s.total)
+	for t := int32(0); t < s.total; t++ {
+		if s.stateful[t] {
+			m.caughtUpBy[t] = m.byLag.caughtUp(s, t)
+			m.caughtUpN[t] = len(m.caughtUpBy[t])
+		}
 	}
 	return m
-}
-
-// clientsByLag is tasksToClientByLag[t]: clients ordered by lag, then process.
-func (m *movements) clientsByLag(t int32) []int {
-	if cs, ok := m.byLag[t]; ok {
-		return cs
-	}
-	cs := make([]int, len(m.clients))
-	lags := make([]int64, len(m.clients))
-	for i := range cs {
-		cs[i], lags[i] = i, m.lag(i, t)
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return lags[cs[i]] < lags[cs[j]] })
-	m.byLag[t] = cs
-	return cs
 }
 
 // needsMove is taskIsNotCaughtUpOnClientAndOtherMoreCaughtUpClientsExist.
@@ -125,13 +106,7 @@ func (m *movements) needsMove(t int32, c int) bool {
 	if m.isCaughtUp(c, t) {
 		return false
 	}
-	own := m.lag(c, t)
-	for other := range m.clients {
-		if m.lag(other, t) < own {
-			return true
-		}
-	}
-	return false
+	return m.byLag.minLag(m.state, t) < m.lag(c, t)
 }
 
 func (m *movements) isCaughtUp(c int, t int32) bool {
@@ -143,18 +118,36 @@ func (m *movements) isCaughtUp(c int, t int32) bool {
 	return i < len(cs) && cs[i] == c
 }
 
-// mostCaughtUp is mostCaughtUpEligibleClient: the first client in lag order
-// that ok accepts, looking only at clients before dst; -1 if none.
+// mostCaughtUp is mostCaughtUpEligibleClient: walking the clients in
+// Kafka's tasksToClientByLag order (lag, then process), the first that ok
+// accepts, looking only at clients before dst; -1 if none. The order is not
+// built (it would hold clients × tasks entries): the answer is the lesser
+// of the first accepted client with a lag entry (byLag, already in that
+// order) and the lowest accepted client without one (all at the task's
+// no-state lag).
 func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
-	for _, c := range m.clientsByLag(t) {
-		if c == dst {
+	dstLag := m.lag(dst, t)
+	before := func(lag int64, c int) bool { return lag < dstLag || (lag == dstLag && c < dst) }
+	best, bestLag := -1, int64(0)
+	for _, e := range m.byLag[t] {
+		if !before(e.lag, int(e.c)) {
 			break
 		}
-		if ok(c) {
+		if ok(int(e.c)) {
+			best, bestLag = int(e.c), e.lag
+			break
+		}
+	}
+	noState := m.lags.end[t]
+	for c := range m.clients {
+		if !before(noState, c) || (best >= 0 && (noState > bestLag || (noState == bestLag && c > best))) {
+			break
+		}
+		if !m.byLag.has(t, c) && ok(c) {
 			return c
 		}
 	}
-	return -1
+	return best
 }
 
 // caughtUpLeastLoaded is the caught-up ConstrainedPrioritySet's poll: the
@@ -165,10 +158,7 @@ func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
 	}
 	best, bestW := -1, 0.0
 	for _, c := range m.caughtUpBy[t] {
-		if !ok(c) {
-			continue
-		}
-		if w := m.clients[c].load(); best < 0 || w < bestW {
+		if w := m.clients[c].load(); (best < 0 || w < bestW) && ok(c) {
 			best, bestW = c, w
 		}
 	}

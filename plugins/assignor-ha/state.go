@@ -37,12 +37,27 @@ func (c *client) tag(key string) (string, bool) {
 }
 
 func has(set []int32, t int32) bool {
-	i := sort.Search(len(set), func(i int) bool { return set[i] >= t })
+	i := searchTasks(set, t)
 	return i < len(set) && set[i] == t
 }
 
+// searchTasks is sort.Search for the first element >= t, without the
+// closure call per probe (the hot path of a WebAssembly build).
+func searchTasks(set []int32, t int32) int {
+	lo, hi := 0, len(set)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if set[mid] < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 func insert(set []int32, t int32) []int32 {
-	i := sort.Search(len(set), func(i int) bool { return set[i] >= t })
+	i := searchTasks(set, t)
 	set = append(set, 0)
 	copy(set[i+1:], set[i:])
 	set[i] = t
@@ -50,7 +65,7 @@ func insert(set []int32, t int32) []int32 {
 }
 
 func remove(set []int32, t int32) []int32 {
-	i := sort.Search(len(set), func(i int) bool { return set[i] >= t })
+	i := searchTasks(set, t)
 	if i == len(set) || set[i] != t {
 		panic("ha: removing a task the client does not hold") // an internal invariant
 	}
@@ -68,6 +83,7 @@ type state struct {
 	stateful   []bool
 	total      int32
 	acceptable int64
+	scratch    []int32 // balancePair's copy of a task list, reused
 }
 
 func (s *state) lag(c int, t int32) int64 { return s.lags.Lag(s.ids[c], t) }
@@ -104,14 +120,12 @@ func (s *state) mustNotHold(c int, t int32) {
 // leastLoaded is ConstrainedPrioritySet.poll over every client: the client
 // with the lowest weight, ties to the lower process, among those ok accepts;
 // -1 if none. (Kafka's set always holds every client at poll time, and its
-// heap orders by the same total order.)
+// heap orders by the same total order.) ok, a pure predicate, is asked only
+// of a client that would win on weight.
 func (s *state) leastLoaded(weight func(*client) float64, ok func(c int) bool) int {
 	best, bestW := -1, 0.0
 	for c := range s.clients {
-		if !ok(c) {
-			continue
-		}
-		if w := weight(&s.clients[c]); best < 0 || w < bestW {
+		if w := weight(&s.clients[c]); (best < 0 || w < bestW) && ok(c) {
 			best, bestW = c, w
 		}
 	}

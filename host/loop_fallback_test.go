@@ -1,0 +1,33 @@
+package host
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/coordhost/coordhost/core"
+)
+
+// TestNoteFallback: a run the fallback answered is shown for its group
+// until a run the plugin answers itself clears it; other groups are not
+// touched.
+func TestNoteFallback(t *testing.T) {
+	l := &Loop{log: slog.New(slog.DiscardHandler), history: newHistory()}
+	run := core.AssignorRun{Group: "g", Epoch: 3, Assignor: "ha"}
+	l.noteFallback(run, &fellBack{fallback: "sticky", err: errors.New("memory_limit")})
+	fb := l.fallbacks.get("g")
+	if fb == nil || fb.Assignor != "ha" || fb.Fallback != "sticky" || fb.Epoch != 3 || fb.Error != "memory_limit" || fb.At.IsZero() {
+		t.Fatalf("fallback not recorded: %+v", fb)
+	}
+	if ev := l.history.get("g"); len(ev) != 1 {
+		t.Fatalf("group events %v, want the fallback noted", ev)
+	}
+	if l.fallbacks.get("other") != nil {
+		t.Fatal("another group shows a fallback")
+	}
+	run.Epoch = 4
+	l.noteFallback(run, nil)
+	if fb := l.fallbacks.get("g"); fb != nil {
+		t.Fatalf("a run the plugin answered did not clear the fallback: %+v", fb)
+	}
+}
