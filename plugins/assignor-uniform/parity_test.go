@@ -180,10 +180,6 @@ func runJava(t *testing.T, files []string) map[string]string {
 	return res
 }
 
-// heterogeneousPorted is false while the uniform assignor's heterogeneous
-// path is being ported: its vectors are generated but not yet compared.
-const heterogeneousPorted = false
-
 func vectorName(i int) string { return fmt.Sprintf("case%03d", i) }
 
 func TestParityVectors(t *testing.T) {
@@ -214,9 +210,6 @@ func compareOutputs(t *testing.T, name string, sh abitest.PartitionShape, got, w
 	t.Helper()
 	gotBy, wantBy := sections(got), sections(want)
 	for _, a := range []string{"uniform", "range"} {
-		if a == "uniform" && sh.Heterogeneous && !heterogeneousPorted {
-			continue
-		}
 		if gotBy[a] != wantBy[a] {
 			t.Errorf("%s (%s): the Go %s assignor differs from Kafka's:\n%s", name, shapeKind(sh), a, firstDiff(gotBy[a], wantBy[a]))
 		}

@@ -185,7 +185,3 @@ func assignedTopicOrder(req *abi.PartitionAssignRequest, m *abi.ConsumerMember) 
 	}
 	return topicSetOrder(req.Topics, ts, grownCapacity(len(ts)))
 }
-
-func heterogeneous(req *abi.PartitionAssignRequest) ([]assignment, error) {
-	return nil, errors.New("heterogeneous subscriptions: not implemented yet")
-}
