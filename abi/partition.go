@@ -217,6 +217,9 @@ func checkPartitionRequest(r *PartitionAssignRequest) error {
 			}
 		}
 	}
+	if !slices.ContainsFunc(r.Members, func(m ConsumerMember) bool { return len(m.Assigned) > 0 }) {
+		return nil // nothing owned: skip the partition-sized table
+	}
 	owners := newPartitionOwners(r.Topics)
 	for i := range r.Members {
 		for _, tp := range r.Members[i].Assigned {
