@@ -67,3 +67,39 @@ func FuzzDecodeProbe(f *testing.F) {
 		_ = abi.DecodeProbeResponse(b, &resp)
 	})
 }
+
+// FuzzDecodePartitionAssign: the partition-assignor decoders never panic;
+// an accepted request re-encodes to bytes that decode to the same request, and validating any
+// decoded response against a fixed request never panics.
+func FuzzDecodePartitionAssign(f *testing.F) {
+	cases := abitest.PartitionCases()
+	for _, c := range cases[:4] {
+		b, _ := abi.AppendPartitionAssignRequest(nil, c.Req)
+		f.Add(b)
+	}
+	f.Add([]byte{6, 1, 1, 0, 2, 0, 0, 0, 0})
+	req := cases[0].Req
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r abi.PartitionAssignRequest
+		if abi.DecodePartitionAssignRequest(b, &r) == nil {
+			again, err := abi.AppendPartitionAssignRequest(nil, &r)
+			if err != nil {
+				t.Fatalf("accepted request does not re-encode: %v", err)
+			}
+			var r2 abi.PartitionAssignRequest
+			if err := abi.DecodePartitionAssignRequest(again, &r2); err != nil {
+				t.Fatalf("re-encoded request does not decode: %v", err)
+			}
+			if third, _ := abi.AppendPartitionAssignRequest(nil, &r2); !bytes.Equal(again, third) {
+				t.Fatal("encoding is not stable")
+			}
+		}
+		var resp abi.PartitionAssignResponse
+		if abi.DecodePartitionAssignResponse(b, len(req.Topics), &resp) == nil {
+			if _, err := abi.AppendPartitionAssignResponse(nil, &resp); err != nil {
+				t.Fatalf("accepted response does not re-encode: %v", err)
+			}
+			_ = abi.ValidatePartitionAssignment(req, &resp)
+		}
+	})
+}

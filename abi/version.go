@@ -16,7 +16,10 @@ const (
 	ExportAssign = "coordhost_assign"
 	// ExportProbe is the probing-policy operation.
 	ExportProbe = "coordhost_probe"
-	// ExportKinds optionally says which operations are real (KindAssign|KindProbe).
+	// ExportAssignPartitions is the partition-assignor operation (consumer
+	// groups, KIP-848).
+	ExportAssignPartitions = "coordhost_assign_partitions"
+	// ExportKinds optionally says which operations are real (Kind* bits).
 	ExportKinds = "coordhost_kinds"
 	// ImportInputRead copies the call's input into guest memory.
 	ImportInputRead = "input_read"
@@ -28,8 +31,9 @@ const (
 
 // Operation kinds, as bits of the coordhost_kinds export.
 const (
-	KindAssign int32 = 1
-	KindProbe  int32 = 2
+	KindAssign           int32 = 1
+	KindProbe            int32 = 2
+	KindAssignPartitions int32 = 4
 )
 
 // Status is the value an operation export returns (SPEC.md section 3.3).
@@ -77,6 +81,10 @@ const (
 	MsgAssignResponse byte = 2
 	MsgProbeRequest   byte = 3
 	MsgProbeResponse  byte = 4
+	// MsgPartitionAssignRequest and MsgPartitionAssignResponse are the
+	// partition-assignor messages (SPEC.md 5.5 and 5.6).
+	MsgPartitionAssignRequest  byte = 5
+	MsgPartitionAssignResponse byte = 6
 )
 
 func itoa(v int64) string {

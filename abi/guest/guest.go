@@ -50,6 +50,10 @@ func MemberOrder() []int32 { return dec.MemberOrder() }
 // SetOptions sets the SDK's options.
 func SetOptions(o Options) { dec.AliasInput = o.AliasInput }
 
+// PartitionAssignFunc is a consumer-group partition assignor (SPEC.md 3.5).
+// Errors map to statuses as for AssignFunc.
+type PartitionAssignFunc func(req *abi.PartitionAssignRequest) (*abi.PartitionAssignResponse, error)
+
 // ProbeFunc is a probing policy.
 type ProbeFunc func(req *abi.ProbeRequest) (*abi.ProbeResponse, error)
 
@@ -60,6 +64,7 @@ var ErrUnsupported = errors.New("unsupported")
 var (
 	assignFn AssignFunc
 	probeFn  ProbeFunc
+	partsFn  PartitionAssignFunc
 	out      []byte      // reused output buffer: one call runs at a time
 	dec      abi.Decoder // reused decoding memory, for the same reason
 	// assignReq is the decoded request of the call in progress (a local
@@ -69,6 +74,10 @@ var (
 
 // HandleAssign registers the plugin's task assignor. Call it from init().
 func HandleAssign(f AssignFunc) { assignFn = f }
+
+// HandleAssignPartitions registers the plugin's partition assignor. Call it
+// from init().
+func HandleAssignPartitions(f PartitionAssignFunc) { partsFn = f }
 
 // HandleProbe registers the plugin's probing policy. Call it from init().
 func HandleProbe(f ProbeFunc) { probeFn = f }
@@ -81,6 +90,9 @@ func Kinds() int32 {
 	}
 	if probeFn != nil {
 		k |= abi.KindProbe
+	}
+	if partsFn != nil {
+		k |= abi.KindAssignPartitions
 	}
 	return k
 }
@@ -133,6 +145,33 @@ func InvokeProbe(input []byte) (status abi.Status, output []byte) {
 		return fail(abi.StatusPanic, "probe handler returned neither a response nor an error")
 	}
 	out = abi.AppendProbeResponse(out[:0], resp)
+	return abi.StatusOK, out
+}
+
+// InvokeAssignPartitions runs the partition-assignor operation on an
+// encoded PartitionAssignRequest, as the coordhost_assign_partitions export
+// does. The output is valid until the next call.
+func InvokeAssignPartitions(input []byte) (status abi.Status, output []byte) {
+	defer recoverInto(&status, &output)
+	if partsFn == nil {
+		return fail(abi.StatusUnsupported, "this plugin has no partition assignor")
+	}
+	var req abi.PartitionAssignRequest
+	if err := abi.DecodePartitionAssignRequest(input, &req); err != nil {
+		return fail(abi.StatusDecodeError, err.Error())
+	}
+	resp, err := partsFn(&req)
+	if err != nil {
+		return handlerError(err)
+	}
+	if resp == nil {
+		return fail(abi.StatusPanic, "partition assign handler returned neither a response nor an error")
+	}
+	b, err := abi.AppendPartitionAssignResponse(out[:0], resp)
+	if err != nil {
+		return fail(abi.StatusPanic, "encoding the response: "+err.Error())
+	}
+	out = b
 	return abi.StatusOK, out
 }
 

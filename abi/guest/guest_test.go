@@ -117,3 +117,39 @@ func TestMemberOrderAndAliasInput(t *testing.T) {
 		t.Fatalf("ids %v, by MemberOrder %v", ids, ordered)
 	}
 }
+
+func TestInvokeAssignPartitions(t *testing.T) {
+	old := partsFn
+	t.Cleanup(func() { partsFn = old })
+	req := &abi.PartitionAssignRequest{
+		Topics:  []abi.Topic{{ID: abi.TopicID{1}, Name: "t", Partitions: 2}},
+		Members: []abi.ConsumerMember{{ID: "m", Subscribed: []int32{0}}},
+	}
+	in, err := abi.AppendPartitionAssignRequest(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := InvokeAssignPartitions(in); st != abi.StatusUnsupported {
+		t.Fatalf("without a handler: status %v", st)
+	}
+	HandleAssignPartitions(func(r *abi.PartitionAssignRequest) (*abi.PartitionAssignResponse, error) {
+		return &abi.PartitionAssignResponse{Members: [][]abi.TopicPartitions{{{Topic: 0, Partitions: []int32{0, 1}}}}}, nil
+	})
+	if Kinds()&abi.KindAssignPartitions == 0 {
+		t.Fatalf("kinds %d", Kinds())
+	}
+	st, out := InvokeAssignPartitions(in)
+	var resp abi.PartitionAssignResponse
+	if st != abi.StatusOK || abi.DecodePartitionAssignResponse(out, 1, &resp) != nil || abi.ValidatePartitionAssignment(req, &resp) != nil {
+		t.Fatalf("status %v: %q", st, out)
+	}
+	if st, out := InvokeAssignPartitions(in[:len(in)-1]); st != abi.StatusDecodeError {
+		t.Fatalf("truncated input: status %v: %s", st, out)
+	}
+	HandleAssignPartitions(func(r *abi.PartitionAssignRequest) (*abi.PartitionAssignResponse, error) {
+		return nil, errors.New("no")
+	})
+	if st, out := InvokeAssignPartitions(in); st != abi.StatusAssignError || string(out) != "no" {
+		t.Fatalf("status %v: %s", st, out)
+	}
+}

@@ -37,6 +37,9 @@ func assign(n int32) int32 { return run(n, InvokeAssign) }
 //go:wasmexport coordhost_probe
 func probe(n int32) int32 { return run(n, InvokeProbe) }
 
+//go:wasmexport coordhost_assign_partitions
+func assignPartitions(n int32) int32 { return run(n, InvokeAssignPartitions) }
+
 func run(n int32, op func([]byte) (abi.Status, []byte)) int32 {
 	if n < 0 {
 		return int32(abi.StatusDecodeError)

@@ -97,6 +97,11 @@ func pluginCheck(args []string, stdout, stderr io.Writer) int {
 			results = append(results, r)
 		}
 	}
+	if kinds&abi.KindAssignPartitions != 0 {
+		results = append(results, abitest.RunPartitions(func(req *abi.PartitionAssignRequest) (*abi.PartitionAssignResponse, error) {
+			return p.AssignPartitions(ctx, req)
+		}, abitest.PartitionCases())...)
+	}
 	failed := 0
 	for _, r := range results {
 		if r.Err != nil {
@@ -122,15 +127,19 @@ func pluginCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func kindNames(k int32) string {
-	switch k {
-	case abi.KindAssign:
-		return "assign"
-	case abi.KindProbe:
-		return "probe"
-	case abi.KindAssign | abi.KindProbe:
-		return "assign, probe"
+	var names []string
+	for _, kn := range []struct {
+		bit  int32
+		name string
+	}{{abi.KindAssign, "assign"}, {abi.KindProbe, "probe"}, {abi.KindAssignPartitions, "assign_partitions"}} {
+		if k&kn.bit != 0 {
+			names = append(names, kn.name)
+		}
 	}
-	return "none"
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 func meanLatency(m plugin.Metrics) time.Duration {

@@ -48,3 +48,23 @@ func TestPluginCheckProbeOnlyModule(t *testing.T) {
 		t.Fatalf("output:\n%s", out.String())
 	}
 }
+
+// TestPluginCheckPartitionAssignor: a module exporting the partition
+// assignor kind gets the partition conformance cases; a valid one passes
+// and one giving a partition two owners fails naming it.
+func TestPluginCheckPartitionAssignor(t *testing.T) {
+	path := plugintest.GoPluginPath(t, "plugins/assignor-range/wasm")
+	var out, errb bytes.Buffer
+	if code := pluginCommand([]string{"check", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "operations: assign_partitions") || !strings.Contains(out.String(), "ok   partitions/heterogeneous-sticky") ||
+		!strings.Contains(out.String(), "PASS "+path) {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	out.Reset()
+	bad := plugintest.GoPluginPath(t, "testdata/plugins/gobadpartitions")
+	if code := pluginCommand([]string{"check", bad}, &out, &errb); code != 1 || !strings.Contains(out.String(), "is assigned to both") {
+		t.Fatalf("exit %d\n%s", code, out.String())
+	}
+}

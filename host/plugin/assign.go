@@ -73,6 +73,31 @@ func (p *Plugin) Probe(ctx context.Context, req *abi.ProbeRequest) (*abi.ProbeRe
 	return &resp, nil
 }
 
+// AssignPartitions runs the plugin's partition assignor (consumer groups)
+// on req. The response has been decoded and validated against req
+// (abi/SPEC.md section 6.1); any failure is an *Error and discards the
+// instance that produced it.
+func (p *Plugin) AssignPartitions(ctx context.Context, req *abi.PartitionAssignRequest) (*abi.PartitionAssignResponse, error) {
+	in, err := abi.AppendPartitionAssignRequest(nil, req)
+	if err != nil {
+		return nil, p.err("assign_partitions", KindRequest, err)
+	}
+	var resp abi.PartitionAssignResponse
+	err = p.call(ctx, "assign_partitions", abi.ExportAssignPartitions, in, func(out []byte) *Error {
+		if err := abi.DecodePartitionAssignResponse(out, len(req.Topics), &resp); err != nil {
+			return p.err("assign_partitions", KindBadOutput, err)
+		}
+		if err := abi.ValidatePartitionAssignment(req, &resp); err != nil {
+			return p.err("assign_partitions", KindInvalidAssignment, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
 // Fallback is an assignor run in-process when a plugin fails, typically the
 // native build of the same algorithm.
 type Fallback func(req *abi.AssignRequest) (*abi.AssignResponse, error)

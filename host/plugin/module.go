@@ -132,7 +132,8 @@ func checkABI(cm wazero.CompiledModule) (Kind, error) {
 			return KindLoad, fmt.Errorf("module imports %s.%s: only %s and %s are provided", mod, name, abi.ImportModule, wasi_snapshot_preview1.ModuleName)
 		}
 	}
-	for _, op := range []string{abi.ExportAssign, abi.ExportProbe} {
+	ops := []string{abi.ExportAssign, abi.ExportProbe, abi.ExportAssignPartitions}
+	for _, op := range ops {
 		def, ok := exports[op]
 		if !ok {
 			continue
@@ -141,10 +142,8 @@ func checkABI(cm wazero.CompiledModule) (Kind, error) {
 			return KindLoad, fmt.Errorf("%s must have type (i32) -> i32", op)
 		}
 	}
-	if _, a := exports[abi.ExportAssign]; !a {
-		if _, p := exports[abi.ExportProbe]; !p {
-			return KindLoad, fmt.Errorf("module exports neither %s nor %s", abi.ExportAssign, abi.ExportProbe)
-		}
+	if exportedKinds(cm) == 0 {
+		return KindLoad, fmt.Errorf("module exports none of %s", strings.Join(ops, ", "))
 	}
 	return "", nil
 }
@@ -159,6 +158,9 @@ func exportedKinds(cm wazero.CompiledModule) int32 {
 	}
 	if _, ok := exports[abi.ExportProbe]; ok {
 		k |= abi.KindProbe
+	}
+	if _, ok := exports[abi.ExportAssignPartitions]; ok {
+		k |= abi.KindAssignPartitions
 	}
 	return k
 }

@@ -232,7 +232,8 @@ func (p *Plugin) instantiate(ctx context.Context, m *module) (*instance, error) 
 		return nil, p.err("instantiate", KindInit, errors.New("module exited during _initialize"))
 	}
 	p.metrics.created.Add(1)
-	inst := &instance{mod: mod, assign: mod.ExportedFunction(abi.ExportAssign), probe: mod.ExportedFunction(abi.ExportProbe), kinds: m.kinds}
+	inst := &instance{mod: mod, assign: mod.ExportedFunction(abi.ExportAssign), probe: mod.ExportedFunction(abi.ExportProbe),
+		parts: mod.ExportedFunction(abi.ExportAssignPartitions), kinds: m.kinds}
 	if k := mod.ExportedFunction(abi.ExportKinds); k != nil {
 		res, err := k.Call(ictx)
 		if err != nil || len(res) != 1 {
@@ -254,8 +255,11 @@ func (p *Plugin) deadline(ctx context.Context) (context.Context, context.CancelF
 // invoke calls the export with the input and classifies any failure.
 func (p *Plugin) invoke(ctx context.Context, inst *instance, op, export string, input, outBuf []byte) ([]byte, *Error) {
 	fn, bit := inst.assign, abi.KindAssign
-	if export == abi.ExportProbe {
+	switch export {
+	case abi.ExportProbe:
 		fn, bit = inst.probe, abi.KindProbe
+	case abi.ExportAssignPartitions:
+		fn, bit = inst.parts, abi.KindAssignPartitions
 	}
 	if fn == nil || inst.kinds&bit == 0 {
 		return nil, p.err(op, KindUnsupported, fmt.Errorf("plugin does not implement %s", export))

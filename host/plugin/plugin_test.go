@@ -368,3 +368,27 @@ func TestRecycleLargeInstances(t *testing.T) {
 		t.Fatalf("metrics %+v", m)
 	}
 }
+
+// TestPartitionAssignorOnlyModule: a module whose only operation is
+// coordhost_assign_partitions loads, reports that kind, and its status
+// reaches the caller; the task operations answer KindUnsupported.
+func TestPartitionAssignorOnlyModule(t *testing.T) {
+	ctx := context.Background()
+	p, err := plugin.Load(ctx, plugintest.CPlugin(t, "testdata/plugins/c/partitions_only.c"), plugin.Config{Name: "parts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if k, err := p.Kinds(ctx); err != nil || k != abi.KindAssignPartitions {
+		t.Fatalf("kinds %d, %v", k, err)
+	}
+	req := &abi.PartitionAssignRequest{Members: []abi.ConsumerMember{{ID: "m"}}}
+	_, err = p.AssignPartitions(ctx, req)
+	var perr *plugin.Error
+	if !errors.As(err, &perr) || perr.Status != abi.StatusUnsupported || !strings.Contains(err.Error(), "no assignor here") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := p.Assign(ctx, smallReq()); plugin.KindOf(err) != plugin.KindUnsupported {
+		t.Fatalf("assign: got %v", err)
+	}
+}

@@ -11,6 +11,7 @@ type instance struct {
 	mod    api.Module
 	assign api.Function
 	probe  api.Function
+	parts  api.Function // coordhost_assign_partitions
 	kinds  int32
 }
 
