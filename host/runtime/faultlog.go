@@ -23,7 +23,9 @@ type fault struct {
 }
 
 // NewFaultLog wraps l.
-func NewFaultLog(l Log) *FaultLog { return &FaultLog{Log: l, fail: map[int]fault{}, appends: map[int]int{}} }
+func NewFaultLog(l Log) *FaultLog {
+	return &FaultLog{Log: l, fail: map[int]fault{}, appends: map[int]int{}}
+}
 
 // FailAppends makes the next n appends of partition p (-1: of any
 // partition; n < 0: all of them until Clear) fail with err (wrap one of

@@ -175,17 +175,6 @@ func (s *Store) ReplayPartition(p int, fn func(Entry) error) (err error) {
 		if root == nil || root.Bucket(partName(p)) == nil {
 			return fmt.Errorf("store %s: no partition %d", s.path, p)
 		}
-		recs := tx.Bucket(bucketRecords)
-		c := root.Bucket(partName(p)).Cursor()
-		for k, key := c.First(); k != nil; k, key = c.Next() {
-			e, err := s.decode(k, key, recs.Get(key))
-			if err != nil {
-				return err
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.replayIndex(tx.Bucket(bucketRecords), root.Bucket(partName(p)), fn)
 	})
 }

@@ -262,21 +262,30 @@ func (s *Store) Replay(fn func(Entry) error) (err error) {
 	}()
 	return s.db.View(func(tx *bolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
-		c := tx.Bucket(bucketBySeq).Cursor()
-		for k, key := c.First(); k != nil; k, key = c.Next() {
-			e, err := s.decode(k, key, recs.Get(key))
-			if err != nil {
-				return err
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
+		if err := s.replayIndex(recs, tx.Bucket(bucketBySeq), fn); err != nil {
+			return err
 		}
 		if n, m := recs.Stats().KeyN, tx.Bucket(bucketBySeq).Stats().KeyN; n != m {
 			return s.corrupt(fmt.Sprintf("%d records but %d sequence index entries", n, m))
 		}
 		return nil
 	})
+}
+
+// replayIndex calls fn for the record of every entry of the sequence
+// index idx, in sequence order.
+func (s *Store) replayIndex(recs, idx *bolt.Bucket, fn func(Entry) error) error {
+	c := idx.Cursor()
+	for k, key := c.First(); k != nil; k, key = c.Next() {
+		e, err := s.decode(k, key, recs.Get(key))
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) decode(seqKey, key, raw []byte) (Entry, error) {
