@@ -391,7 +391,7 @@ const assignorWorkers = 2
 func (l *Loop) dispatchRun(run core.AssignorRun) {
 	l.stats.runs.Add(1)
 	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
-	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
+	l.onWorker(run.Group, func() func(c *core.Coordinator, now int64) core.Output {
 		res, err := l.runAssignor(run)
 		if err != nil {
 			l.stats.runErrors.Add(1)
@@ -409,9 +409,9 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 }
 
 // onWorker runs work in the background on an assignor worker slot, then
-// hands the core input it returns to the loop. Called on the loop
-// goroutine.
-func (l *Loop) onWorker(work func() func(c *core.Coordinator, now int64) core.Output) {
+// hands the core input it returns to group's partition. Called on the
+// partition's worker.
+func (l *Loop) onWorker(group string, work func() func(c *core.Coordinator, now int64) core.Output) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -422,7 +422,7 @@ func (l *Loop) onWorker(work func() func(c *core.Coordinator, now int64) core.Ou
 		}
 		in := work()
 		<-l.workers
-		l.input(in)
+		l.inputGroup(group, in)
 	}()
 }
 

@@ -232,8 +232,9 @@ func (l *Loop) stageGroupConfig(c *core.Coordinator, group string, next map[stri
 	old, had := l.dyn[group]
 	l.setDyn(group, next)
 	l.applyGroupConfig(c, group)
-	l.batch.hostRecords = append(l.batch.hostRecords, store.Record{Key: store.GroupConfigKey(group), Value: store.EncodeGroupConfig(next)})
-	l.batch.undo = append(l.batch.undo, func() {
+	b := l.batchOf(c)
+	b.hostRecords = append(b.hostRecords, store.Record{Key: store.GroupConfigKey(group), Value: store.EncodeGroupConfig(next)})
+	b.undo = append(b.undo, func() {
 		if had {
 			l.setDyn(group, old)
 		} else {

@@ -19,16 +19,20 @@ import (
 func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	cfg := s.cfg
 	cc := CoreConfig(cfg)
-	c, err := core.New(cc)
-	if err != nil {
+	if _, err := core.New(cc); err != nil {
 		return nil, fmt.Errorf("coordinator config: %w", err)
 	}
 	// Compiled plugin code is cached under the data directory, so a restart
 	// does not compile the built-in plugins again.
 	pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache")}
 	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
-	l, err := NewLoop(LoopDeps{
-		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
+	ctx := s.startCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l, err := NewLoopContext(ctx, LoopDeps{
+		NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
+		Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 		Groups: cfg.Groups,
 	})
 	if err != nil {

@@ -59,6 +59,8 @@ type Server struct {
 	coord   GroupCoordinator
 	tls     *tls.Config
 	ready   atomic.Bool
+	// startCtx is Start's context, for the coordinator's start-up I/O.
+	startCtx context.Context
 
 	mu        sync.Mutex
 	listeners map[int32]*listener
@@ -78,7 +80,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
+	s := &Server{opts: o, cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener), startCtx: ctx}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())
