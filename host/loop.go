@@ -108,7 +108,7 @@ type Loop struct {
 	rlog   runtime.Log
 	closer func() error // stops rlog's committer (nil: nothing to stop)
 	stop   chan struct{}
-	done   chan struct{} // closed once the partitions are unloaded
+	done   chan struct{} // closed when the loop stops
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines (assignor runs, refreshes)
@@ -398,13 +398,16 @@ func (l *Loop) stopAll(ctx context.Context) error {
 	if l.rt != nil {
 		err = l.rt.Close(ctx)
 	}
-	if err == nil {
-		l.doneOnce.Do(func() {
-			close(l.done)
-			if l.closer != nil {
-				err = l.closer()
+	// Requests still waiting give up now (NOT_COORDINATOR), even when ctx
+	// ended before every partition stopped; an append still running then
+	// fails and rolls back.
+	l.doneOnce.Do(func() {
+		close(l.done)
+		if l.closer != nil {
+			if cerr := l.closer(); err == nil {
+				err = cerr
 			}
-		})
-	}
+		}
+	})
 	return err
 }
