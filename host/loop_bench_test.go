@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,7 +16,8 @@ import (
 // BenchmarkLoopHeartbeatWorkers: steady StreamsGroupHeartbeats of 64
 // one-member groups spread over 50 partitions, 64 clients in flight,
 // through the event loop (runtime, core, no wire) on 1 and 2 workers;
-// docs/BENCHMARKS.md compares the two in the same run.
+// docs/BENCHMARKS.md compares the two in the same run. cpu-ns/hb is the
+// process's CPU time per heartbeat, the clients' included.
 func BenchmarkLoopHeartbeatWorkers(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
@@ -35,6 +37,7 @@ func BenchmarkLoopHeartbeatWorkers(b *testing.B) {
 			}
 			var next atomic.Int64
 			b.SetParallelism(groups / 2) // 64 clients on 2 procs
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				g := int(next.Add(1)-1) % groups
@@ -49,6 +52,18 @@ func BenchmarkLoopHeartbeatWorkers(b *testing.B) {
 					epoch = resp.MemberEpoch
 				}
 			})
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/hb")
 		})
 	}
+}
+
+// cpuTime is the process's user and system CPU time so far, in ns: the
+// loop's and the benchmark clients' together.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

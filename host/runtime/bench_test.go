@@ -9,9 +9,10 @@ import (
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
-// BenchmarkRuntimeWorkers: heartbeat-like events (a fixed CPU cost each)
-// of 64 groups spread over 50 partitions, 64 clients in flight, on 1 and 2
-// workers; compare ns/op of the two in the same run (docs/BENCHMARKS.md).
+// BenchmarkRuntimeWorkers: events with a fixed CPU cost (cpuWork) of 64
+// groups spread over 50 partitions, 64 clients in flight, on 1 and 2
+// workers: how the pool spreads partitions over cores, apart from core's
+// cost (docs/BENCHMARKS.md).
 func BenchmarkRuntimeWorkers(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
