@@ -363,8 +363,14 @@ func (p *partition) round() {
 	p.mu.Unlock()
 }
 
+// rejectLater answers the events queued behind an unload; a second
+// unload of the same partition is done with the first.
 func (p *partition) rejectLater(evs []Event) {
 	for _, ev := range evs {
+		if u, ok := ev.Input.(unload); ok {
+			close(u.done)
+			continue
+		}
 		if ev.Reject != nil {
 			ev.Reject(ErrNotCoordinator)
 		}

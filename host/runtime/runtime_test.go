@@ -351,3 +351,41 @@ func p99(ds []time.Duration) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)*99/100]
 }
+
+// TestRuntimeUnloadTwiceAndQueuedRejects: events queued behind an unload
+// are rejected, not lost, and a second unload queued behind the first
+// returns with it.
+func TestRuntimeUnloadTwiceAndQueuedRejects(t *testing.T) {
+	gate := make(chan struct{})
+	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), NewShard: func(int) (runtime.Shard, error) { return newKV(), nil }})
+	// Hold the worker so that what follows queues behind this event.
+	if err := rt.Submit(0, runtime.Event{Read: true, Input: get{fn: func(map[string]string) { <-gate }}}); err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := rt.Unload(gone, 0); !errors.Is(err, context.Canceled) { // queued; not waited for
+		t.Fatalf("unload: %v", err)
+	}
+	rejected := make(chan error, 1)
+	if err := rt.Submit(0, runtime.Event{Input: put{group: "g"}, Reject: func(err error) { rejected <- err }}); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		second <- rt.Unload(ctx, 0)
+	}()
+	time.Sleep(100 * time.Millisecond) // let the second unload queue
+	close(gate)
+	if err := <-rejected; !errors.Is(err, runtime.ErrNotCoordinator) {
+		t.Fatalf("event behind an unload: %v", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("second unload: %v", err)
+	}
+	if rt.Held(0) {
+		t.Fatal("partition still held")
+	}
+}
