@@ -2,9 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"crypto/sha256"
 	"maps"
 	"path/filepath"
 	"sort"
