@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -168,5 +169,24 @@ func TestLoopConvertsAStoreWrittenBeforePartitions(t *testing.T) {
 	defer l.Shutdown(context.Background())
 	if got := listGroupIDs(t, l); !slices.Equal(got, want) {
 		t.Fatalf("groups after a restart: %v, want %v", got, want)
+	}
+}
+
+// TestLoopStartEndsWithItsContext: a start whose context has ended (a
+// signal during start-up) fails instead of loading the partitions.
+func TestLoopStartEndsWithItsContext(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "coordhost.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l, err := host.NewLoopContext(ctx, host.LoopDeps{NewCore: newTestCore, Store: st})
+	if !errors.Is(err, context.Canceled) {
+		if l != nil {
+			l.Shutdown(context.Background())
+		}
+		t.Fatalf("start with an ended context: %v", err)
 	}
 }
