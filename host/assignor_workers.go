@@ -17,12 +17,12 @@ import (
 const assignorWorkers = 2
 
 // dispatchRun hands run to the worker pool; its result comes back to the
-// loop as a core input. Called on the loop goroutine.
+// group's partition as a core input. Called on the partition's worker.
 func (l *Loop) dispatchRun(run core.AssignorRun) {
 	l.stats.runs.Add(1)
 	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
 	timeout := l.assignorTimeout(run.Group)
-	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
+	l.onWorker(run.Group, func() func(c *core.Coordinator, now int64) core.Output {
 		res, err := l.runAssignor(run, timeout)
 		if err != nil {
 			l.stats.runErrors.Add(1)
@@ -40,9 +40,9 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 }
 
 // onWorker runs work in the background on an assignor worker slot, then
-// hands the core input it returns to the loop. Called on the loop
-// goroutine.
-func (l *Loop) onWorker(work func() func(c *core.Coordinator, now int64) core.Output) {
+// hands the core input it returns to group's partition. Called on the
+// partition's worker.
+func (l *Loop) onWorker(group string, work func() func(c *core.Coordinator, now int64) core.Output) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -53,7 +53,7 @@ func (l *Loop) onWorker(work func() func(c *core.Coordinator, now int64) core.Ou
 		}
 		in := work()
 		<-l.workers
-		l.input(in)
+		l.inputGroup(group, in)
 	}()
 }
 
@@ -84,5 +84,7 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 // assignorTimeout is the group's streams.assignor.timeout.ms: the bound on
 // each plugin call made for it on a worker. Called on the loop goroutine.
 func (l *Loop) assignorTimeout(group string) time.Duration {
+	l.dynMu.RLock()
+	defer l.dynMu.RUnlock()
 	return time.Duration(l.groupConfig(group).StreamsAssignorTimeoutMs) * time.Millisecond
 }

@@ -15,29 +15,38 @@ import (
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/gateway"
+	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
 )
 
-// The event loop. One goroutine (run) owns the core.Coordinator; every
-// other goroutine talks to it through the events channel. A round drains
-// the events that are queued (up to maxBatch), hands each to core, appends
+// The event loop. Groups map to partitions (Kafka's __consumer_offsets
+// rule); each partition has its own core.Coordinator (a shard,
+// loop_shard.go) and host/runtime runs the partitions on a pool of
+// workers, one event at a time per partition. A round of a partition
+// hands the events that are queued (up to maxBatch) to its core, appends
 // every record core returned to the store as one fsynced batch (group
-// commit), then calls Commit and releases the round's responses — or, if
-// the append failed, calls Rollback and answers them NOT_COORDINATOR.
-// Reads of committed state (describe, list, offset decisions) flush the
-// round first, so they see exactly what is durable.
+// commit, shared with the other partitions' rounds of the moment), then
+// calls Commit and releases the round's responses — or, if the append
+// failed, calls Rollback and answers them NOT_COORDINATOR. Reads of
+// committed state (describe, list, offset decisions) flush the round
+// first, so they see exactly what is durable. Requests naming several
+// groups are split by partition and their answers merged
+// (loop_fanout.go).
 
 // maxBatch bounds the events handled in one round.
 const maxBatch = 512
 
-// event is one unit of work for the loop goroutine. mutate runs core entry
+// event is one unit of work for a partition. mutate runs core entry
 // points that return an Output; read runs reads of committed state.
 type event struct {
 	mutate func(c *core.Coordinator, now int64, id core.RequestID) core.Output
 	read   func(c *core.Coordinator, now int64) core.Output
 	// call is the waiting request (nil for internal inputs).
 	call *call
+	// configs marks an event that changes runtime group configs: it runs
+	// with dynMu held alone.
+	configs bool
 }
 
 // call is one client request waiting for its response.
@@ -53,7 +62,19 @@ type reply struct {
 
 // LoopDeps are what the event loop uses around core.
 type LoopDeps struct {
-	Core      *core.Coordinator
+	// Core is the coordinator of a loop with a single partition; it is
+	// used when NewCore is nil.
+	Core *core.Coordinator
+	// NewCore builds the coordinator of one partition. With NewCore the
+	// loop runs Partitions partitions.
+	NewCore func() (*core.Coordinator, error)
+	// Partitions is the partition count with NewCore: 0 takes the count
+	// recorded in the store, or runtime.DefaultPartitions for a new store.
+	// A store created with another count is refused.
+	Partitions int
+	// Workers is the number of goroutines that run partitions (0:
+	// GOMAXPROCS).
+	Workers   int
 	Store     *store.Store
 	DataPlane *gateway.DataPlane
 	Assignors *Assignors
@@ -83,24 +104,32 @@ type LoopDeps struct {
 type Loop struct {
 	d      LoopDeps
 	log    *slog.Logger
-	events chan event
+	rt     *runtime.Runtime
+	rlog   runtime.Log
+	closer func() error // stops rlog's committer (nil: nothing to stop)
 	stop   chan struct{}
-	done   chan struct{}
+	done   chan struct{} // closed when the loop stops
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines (assignor runs, refreshes)
 
+	stopOnce, doneOnce, closeOnce sync.Once
+
+	byCore sync.Map // *core.Coordinator -> *shard, while its partition is loaded
+
+	// dynMu guards dyn: readers of committed state and of a group's
+	// settings hold it shared, events that change runtime configs (and
+	// their undo) hold it alone.
+	dynMu    sync.RWMutex
+	dyn      map[string]map[string]string // runtime group configs (loop_groupconfig.go)
+	topicSig string
+	topics   []core.TopicMetadata // the image fetched at start, applied by each partition on load
+	history  *history
+
 	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
 
-	// owned by the loop goroutine
-	nextID     core.RequestID
-	pending    map[core.RequestID]*call
-	configured map[string]bool
-	batch      batch
-	timer      *time.Timer
-	topicSig   string
-	history    *history
-	dyn        map[string]map[string]string // runtime group configs (loop_groupconfig.go)
+	fetchedMu sync.Mutex
+	fetched   map[string]time.Time // end offsets fetched on load, by group
 
 	stats      loopStats
 	probes     probeStats
@@ -110,7 +139,7 @@ type Loop struct {
 	sigMu      sync.Mutex
 }
 
-// batch is what a round accumulated since the last Commit.
+// batch is what a partition's round accumulated since the last Commit.
 type batch struct {
 	records   []core.Record
 	events    []core.Event
@@ -119,7 +148,6 @@ type batch struct {
 	checks    []core.ProbeCheck
 	create    []core.TopicToCreate
 	failed    []core.RequestID
-	answered  []core.RequestID // requests handed to core in this round
 	// host records (group configs) appended with core's, and how to undo
 	// their speculative effect if the append fails.
 	hostRecords []store.Record
@@ -136,14 +164,16 @@ func (b *batch) add(o core.Output) {
 	b.failed = append(b.failed, o.Failed...)
 }
 
-func (b *batch) empty() bool {
-	return len(b.records) == 0 && len(b.events) == 0 && len(b.hostRecords) == 0 && len(b.responses) == 0 && len(b.runs) == 0 &&
-		len(b.checks) == 0 && len(b.create) == 0 && len(b.failed) == 0
+// NewLoop partitions the store (converting a store written before
+// partitions once), replays each partition into its core, calls Loaded
+// and starts serving. A record the core cannot decode fails start.
+func NewLoop(d LoopDeps) (*Loop, error) {
+	return NewLoopContext(context.Background(), d)
 }
 
-// NewLoop replays the store into d.Core, calls Loaded and starts the loop
-// goroutine. A record the core cannot decode fails start.
-func NewLoop(d LoopDeps) (*Loop, error) {
+// NewLoopContext is NewLoop with the start-up I/O (store replay, topic
+// metadata, end offsets) bounded by ctx.
+func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -156,27 +186,19 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 	if d.EndOffsetsTick <= 0 {
 		d.EndOffsetsTick = time.Second
 	}
-	l := &Loop{d: d, log: d.Log, events: make(chan event, 4096), stop: make(chan struct{}), done: make(chan struct{}),
-		pending: make(map[core.RequestID]*call), configured: make(map[string]bool), history: newHistory(), dyn: map[string]map[string]string{},
+	l := &Loop{d: d, log: d.Log, stop: make(chan struct{}), done: make(chan struct{}), history: newHistory(),
+		dyn: map[string]map[string]string{}, fetched: map[string]time.Time{},
 		workers: make(chan struct{}, assignorWorkers), refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	n := 0
-	if d.Store != nil {
-		err := d.Store.Replay(func(e store.Entry) error {
-			n++
-			if host, err := l.replayGroupConfig(e); host {
-				return err
-			}
-			if err := d.Core.ReplayBytes(e.Key, e.Value); err != nil {
-				return fmt.Errorf("replaying record %d (seq %d) into the coordinator: %w", n, e.Seq, err)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	// The start-up I/O below uses l.ctx; ending ctx (a signal during
+	// start) ends it too.
+	stopStart := context.AfterFunc(ctx, l.cancel)
+	defer stopStart()
+	parts, err := l.openLog()
+	if err != nil {
+		l.cancel()
+		return nil, err
 	}
-	l.log.Info("coordinator state replayed", "records", n)
 	if d.Metrics != nil {
 		l.registerMetrics(d.Metrics)
 		l.registerProbeMetrics(d.Metrics)
@@ -184,51 +206,94 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 	if d.DataPlane != nil {
 		l.refreshTopicsNow()
 	}
-	l.configureReplayed()
-	l.batch.add(d.Core.Loaded(l.nowMs()))
-	var fetched map[string]time.Time
-	if d.DataPlane != nil {
-		fetched = l.fetchEndOffsetsOnLoad()
+	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
+		Now: d.Now, MaxBatch: maxBatch})
+	if err == nil {
+		err = l.rt.LoadAll(ctx)
 	}
-	l.timer = time.NewTimer(time.Hour)
-	go l.run()
+	if err != nil {
+		l.cancel()
+		l.stopAll(context.Background())
+		return nil, err
+	}
+	l.log.Info("coordinator state replayed", "records", l.stats.replayed.Load(), "partitions", parts)
 	if d.DataPlane != nil {
 		l.wg.Add(2)
 		go l.refreshTopicsLoop()
-		go l.endOffsetsLoop(fetched)
+		go l.endOffsetsLoop(l.fetched)
 	}
 	return l, nil
 }
 
-// configureReplayed applies the per-group settings to every group the
-// store held, before Loaded schedules their timers and assignor runs.
-func (l *Loop) configureReplayed() {
-	req := kmsg.NewPtrListGroupsRequest()
-	req.Version = 5
-	for _, g := range l.d.Core.ListGroups(req).Groups {
-		l.configure(l.d.Core, g.Group)
+// openLog picks the partition count and the record log: the store's
+// committer on a partitioned store, or a log in memory without a store.
+func (l *Loop) openLog() (int, error) {
+	parts := 1
+	if l.d.NewCore != nil {
+		parts = l.d.Partitions
+		if parts <= 0 && l.d.Store != nil {
+			parts = l.d.Store.Partitions()
+		}
+		if parts <= 0 {
+			parts = runtime.DefaultPartitions
+		}
 	}
+	if l.d.Store == nil {
+		l.rlog = &statsLog{Log: runtime.NewMemLog(), stats: &l.stats}
+		return parts, nil
+	}
+	if err := l.d.Store.Partition(parts, recordGroup); err != nil {
+		return 0, err
+	}
+	sl, err := store.NewLog(l.d.Store)
+	if err != nil {
+		return 0, err
+	}
+	l.rlog, l.closer = &statsLog{Log: sl, stats: &l.stats}, sl.Close
+	return parts, nil
+}
+
+// recordGroup names the group of a stored record: the group of a
+// group-config record, or the group in a core record's key.
+func recordGroup(key []byte) (string, error) {
+	if g, ok := store.GroupConfigGroup(key); ok {
+		return g, nil
+	}
+	rec, err := core.DecodeRecord(key, nil)
+	if err != nil {
+		return "", err
+	}
+	return rec.Key.Group(), nil
 }
 
 func (l *Loop) nowMs() int64 { return l.d.Now().UnixMilli() }
 
-// submit hands ev to the loop; it fails when the loop has stopped.
-func (l *Loop) submit(ctx context.Context, ev event) error {
+// errStopping answers requests once Shutdown began.
+var errStopping = errors.New("group coordinator is shutting down")
+
+// submit hands ev to partition p; a partition not held (or loading)
+// answers with the error Kafka's clients retry on.
+func (l *Loop) submit(p int, ev event) error {
 	select {
-	case l.events <- ev:
-		return nil
 	case <-l.stop:
-		return errors.New("group coordinator is shutting down")
-	case <-ctx.Done():
-		return ctx.Err()
+		return errStopping
+	default:
 	}
+	rev := runtime.Event{Input: ev, Read: ev.read != nil}
+	if ev.call != nil {
+		rev.Reject = func(error) { ev.call.done <- reply{msg: notCoordinator(ev.call.req)} }
+	}
+	return l.rt.Submit(p, rev)
 }
 
-// do submits a request event and waits for its response.
+// do submits a request event to the partition of the request's group
+// (requestGroup) and waits for its response.
 func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Response, error) {
 	ev.call = &call{req: req, done: make(chan reply, 1)}
-	if err := l.submit(ctx, ev); err != nil {
-		return notCoordinator(req), nil
+	group, configs := requestGroup(req)
+	ev.configs = ev.configs || configs
+	if err := l.submit(l.rt.PartitionFor(group), ev); err != nil {
+		return submitError(req, err), nil
 	}
 	select {
 	case r := <-ev.call.done:
@@ -240,199 +305,113 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 	}
 }
 
+// submitError is the answer to a request its partition did not take.
+func submitError(req *wire.Request, err error) kmsg.Response {
+	if errors.Is(err, runtime.ErrLoadInProgress) {
+		return wire.ErrorResponse(req.Body, kerr.CoordinatorLoadInProgress.Code)
+	}
+	return notCoordinator(req)
+}
+
 func notCoordinator(req *wire.Request) kmsg.Response {
 	return wire.ErrorResponse(req.Body, kerr.NotCoordinator.Code)
 }
 
-// run is the loop goroutine.
-func (l *Loop) run() {
-	defer close(l.done)
-	l.flush()
-	for {
-		select {
-		case <-l.stop:
-			l.drainOnStop()
-			return
-		case ev := <-l.events:
-			l.handle(ev)
-			for i := 1; i < maxBatch; i++ {
-				select {
-				case ev := <-l.events:
-					l.handle(ev)
-					continue
-				default:
-				}
-				break
-			}
-		case <-l.timer.C:
-			l.batch.add(l.d.Core.Tick(l.nowMs()))
-		}
-		l.flush()
+// readOn runs fn on committed state of partition p and waits for it.
+func (l *Loop) readOn(ctx context.Context, p int, fn func(c *core.Coordinator, now int64) core.Output) error {
+	done := make(chan struct{})
+	ev := event{read: func(c *core.Coordinator, now int64) core.Output {
+		defer close(done)
+		return fn(c, now)
+	}}
+	if err := l.submit(p, ev); err != nil {
+		return err
 	}
-}
-
-// drainOnStop answers queued requests NOT_COORDINATOR after the last flush.
-func (l *Loop) drainOnStop() {
-	l.flush()
-	for {
-		select {
-		case ev := <-l.events:
-			if ev.call != nil {
-				ev.call.done <- reply{msg: notCoordinator(ev.call.req)}
-			}
-		default:
-			for id, c := range l.pending {
-				c.done <- reply{msg: notCoordinator(c.req)}
-				delete(l.pending, id)
-			}
-			return
-		}
-	}
-}
-
-func (l *Loop) handle(ev event) {
-	now := l.nowMs()
-	if ev.read != nil {
-		l.flush() // reads see committed state only
-		out := ev.read(l.d.Core, now)
-		l.batch.add(out)
-		return
-	}
-	l.nextID++
-	id := l.nextID
-	if ev.call != nil {
-		l.pending[id] = ev.call
-		l.batch.answered = append(l.batch.answered, id)
-	}
-	l.batch.add(ev.mutate(l.d.Core, now, id))
-}
-
-// flush ends a round: append, Commit or Rollback, release, dispatch.
-func (l *Loop) flush() {
-	if l.batch.empty() {
-		l.resetTimer()
-		return
-	}
-	b := l.batch
-	l.batch = batch{}
-	if len(b.records) > 0 || len(b.hostRecords) > 0 {
-		recs := make([]store.Record, len(b.records), len(b.records)+len(b.hostRecords))
-		for i, r := range b.records {
-			recs[i].Key, recs[i].Value = core.EncodeRecord(r)
-		}
-		recs = append(recs, b.hostRecords...)
-		start := time.Now()
-		_, err := l.d.Store.Append(recs)
-		l.stats.appendNanos.Add(time.Since(start).Nanoseconds())
-		l.stats.appends.Add(1)
-		l.stats.records.Add(int64(len(recs)))
-		if err != nil {
-			l.stats.appendFailures.Add(1)
-			l.log.Error("store append failed: the batch is rolled back and its requests answered NOT_COORDINATOR",
-				"records", len(recs), "err", err)
-			ro := l.d.Core.Rollback()
-			for i := len(b.undo) - 1; i >= 0; i-- {
-				b.undo[i]()
-			}
-			for _, r := range b.responses {
-				l.fail(r.Request)
-			}
-			for _, id := range append(b.failed, ro.Failed...) {
-				l.fail(id)
-			}
-			l.batch.add(core.Output{AssignorRuns: ro.AssignorRuns, TopicsToCreate: ro.TopicsToCreate, Responses: ro.Responses})
-			l.resetTimer()
-			return
-		}
-	}
-	l.d.Core.Commit()
-	l.noteCommitted(&b)
-	for _, r := range b.responses {
-		l.release(r)
-	}
-	for _, id := range b.failed {
-		l.fail(id)
-	}
-	for _, run := range b.runs {
-		l.dispatchRun(run)
-	}
-	for _, chk := range b.checks {
-		l.dispatchProbeCheck(chk)
-	}
-	if len(b.create) > 0 {
-		l.createTopics(b.create)
-	}
-	l.resetTimer()
-}
-
-func (l *Loop) release(r core.Response) {
-	c, ok := l.pending[r.Request]
-	if !ok {
-		return
-	}
-	delete(l.pending, r.Request)
-	if r.Msg != nil {
-		r.Msg.SetVersion(c.req.Version)
-	}
-	c.done <- reply{msg: r.Msg}
-}
-
-func (l *Loop) fail(id core.RequestID) {
-	c, ok := l.pending[id]
-	if !ok {
-		return
-	}
-	delete(l.pending, id)
-	c.done <- reply{msg: notCoordinator(c.req)}
-}
-
-func (l *Loop) resetTimer() {
-	if !l.timer.Stop() {
-		select {
-		case <-l.timer.C:
-		default:
-		}
-	}
-	d := time.Hour
-	if at, ok := l.d.Core.NextDeadline(); ok {
-		d = time.Duration(at-l.nowMs()) * time.Millisecond
-		if d < 0 {
-			d = 0
-		}
-	}
-	l.timer.Reset(d)
-}
-
-// input queues an internal input (assignor result, topic update).
-func (l *Loop) input(fn func(c *core.Coordinator, now int64) core.Output) {
 	select {
-	case l.events <- event{mutate: func(c *core.Coordinator, now int64, _ core.RequestID) core.Output { return fn(c, now) }}:
-	case <-l.stop:
-	}
-}
-
-// Shutdown stops the loop after a last flush and waits for background work.
-func (l *Loop) Shutdown(ctx context.Context) error {
-	select {
-	case <-l.stop:
-	default:
-		close(l.stop)
-	}
-	l.cancel()
-	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	case <-l.done:
-	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("group coordinator stopped")
 	}
-	ch := make(chan struct{})
-	go func() { l.wg.Wait(); close(ch) }()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if l.d.Assignors != nil {
-		l.d.Assignors.Close(context.Background())
+}
+
+// readGroup runs fn on committed state of group's partition.
+func (l *Loop) readGroup(ctx context.Context, group string, fn func(c *core.Coordinator, now int64) core.Output) error {
+	return l.readOn(ctx, l.rt.PartitionFor(group), fn)
+}
+
+// read runs fn on committed state of every partition, one partition after
+// the other (never two at once), so fn may gather into shared variables.
+func (l *Loop) read(ctx context.Context, fn func(c *core.Coordinator, now int64) core.Output) error {
+	for p := 0; p < l.rt.Partitions(); p++ {
+		if err := l.readOn(ctx, p, fn); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// input queues an internal input for every partition (topic updates).
+func (l *Loop) input(fn func(c *core.Coordinator, now int64) core.Output) {
+	for p := 0; p < l.rt.Partitions(); p++ {
+		l.inputOn(p, fn)
+	}
+}
+
+// inputGroup queues an internal input (assignor result, probe decision,
+// end offsets) for group's partition.
+func (l *Loop) inputGroup(group string, fn func(c *core.Coordinator, now int64) core.Output) {
+	l.inputOn(l.rt.PartitionFor(group), fn)
+}
+
+func (l *Loop) inputOn(p int, fn func(c *core.Coordinator, now int64) core.Output) {
+	err := l.submit(p, event{mutate: func(c *core.Coordinator, now int64, _ core.RequestID) core.Output { return fn(c, now) }})
+	if err != nil && !errors.Is(err, errStopping) {
+		l.log.Warn("internal input dropped: partition not held", "partition", p, "err", err)
+	}
+}
+
+// Shutdown stops the loop: every partition ends with a last flush and
+// answers what is still queued NOT_COORDINATOR; background work stops and
+// the assignors are closed. It is safe to call more than once; when ctx
+// ends first it returns ctx's error, and the assignors are still closed.
+func (l *Loop) Shutdown(ctx context.Context) error {
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.cancel()
+	err := l.stopAll(ctx)
+	ch := make(chan struct{})
+	go func() { l.wg.Wait(); close(ch) }()
+	if err == nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if l.d.Assignors != nil {
+		l.closeOnce.Do(func() { l.d.Assignors.Close(context.Background()) })
+	}
+	return err
+}
+
+// stopAll unloads the partitions and stops the store's committer.
+func (l *Loop) stopAll(ctx context.Context) error {
+	var err error
+	if l.rt != nil {
+		err = l.rt.Close(ctx)
+	}
+	// Requests still waiting give up now (NOT_COORDINATOR), even when ctx
+	// ended before every partition stopped; an append still running then
+	// fails and rolls back.
+	l.doneOnce.Do(func() {
+		close(l.done)
+		if l.closer != nil {
+			if cerr := l.closer(); err == nil {
+				err = cerr
+			}
+		}
+	})
+	return err
 }

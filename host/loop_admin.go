@@ -94,7 +94,7 @@ func (a *groupsAPI) list(ctx context.Context, w http.ResponseWriter) {
 
 func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id string) {
 	var d *GroupDetail
-	err := a.l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+	err := a.l.readGroup(ctx, id, func(c *core.Coordinator, _ int64) core.Output {
 		g, ok := c.Group(id)
 		if !ok {
 			return core.Output{}
@@ -141,7 +141,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 // of any group id (existing or not), runtime values included.
 func (a *groupsAPI) config(ctx context.Context, w http.ResponseWriter, id string) {
 	var settings []config.Setting
-	if err := a.l.read(ctx, func(*core.Coordinator, int64) core.Output { settings = a.l.groupSettings(id); return core.Output{} }); err != nil {
+	if err := a.l.readGroup(ctx, id, func(*core.Coordinator, int64) core.Output { settings = a.l.groupSettings(id); return core.Output{} }); err != nil {
 		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -59,7 +60,7 @@ func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 			continue
 		}
 		for g, ends := range l.fetchEndOffsets(due) {
-			l.input(func(c *core.Coordinator, now int64) core.Output { return c.UpdateEndOffsets(now, g, ends) })
+			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output { return c.UpdateEndOffsets(now, g, ends) })
 		}
 	}
 }
@@ -80,11 +81,12 @@ func dueForEndOffsets(changelogs map[string][]core.TaskChangelog, periods map[st
 // readChangelogs asks the loop goroutine for core's changelog partitions
 // and each group's refresh period.
 func (l *Loop) readChangelogs() (map[string][]core.TaskChangelog, map[string]time.Duration, bool) {
-	var m map[string][]core.TaskChangelog
-	var periods map[string]time.Duration
+	m := map[string][]core.TaskChangelog{}
+	periods := map[string]time.Duration{}
 	err := l.read(l.ctx, func(c *core.Coordinator, _ int64) core.Output {
-		m = c.StreamsChangelogs()
-		periods = l.refreshPeriods(m)
+		cls := c.StreamsChangelogs()
+		maps.Copy(m, cls)
+		maps.Copy(periods, l.refreshPeriods(cls))
 		return core.Output{}
 	})
 	return m, periods, err == nil
@@ -99,18 +101,19 @@ func (l *Loop) refreshPeriods(changelogs map[string][]core.TaskChangelog) map[st
 	return out
 }
 
-// fetchEndOffsetsOnLoad runs one fetch for every loaded group whose
-// refresh is enabled, before the loop starts (core is not shared yet), so
-// lags are known from the start. It returns when each group was fetched.
-func (l *Loop) fetchEndOffsetsOnLoad() map[string]time.Time {
+// fetchEndOffsetsOnLoad runs one fetch for every group of a partition
+// whose refresh is enabled, as the partition loads (before it serves), so
+// lags are known from the start; core's inputs join b. It returns when
+// each group was fetched.
+func (l *Loop) fetchEndOffsetsOnLoad(c *core.Coordinator, b *batch) map[string]time.Time {
 	last := map[string]time.Time{}
-	changelogs := l.d.Core.StreamsChangelogs()
+	changelogs := c.StreamsChangelogs()
 	due := dueForEndOffsets(changelogs, l.refreshPeriods(changelogs), last, time.Now())
 	if len(due) == 0 {
 		return last
 	}
 	for g, ends := range l.fetchEndOffsets(due) {
-		l.batch.add(l.d.Core.UpdateEndOffsets(l.nowMs(), g, ends))
+		b.add(c.UpdateEndOffsets(l.nowMs(), g, ends))
 	}
 	return last
 }
@@ -170,6 +173,6 @@ func sumPerTask(cls []core.TaskChangelog, offs map[string]map[int32]int64) []cor
 // loop goroutine. A task missing from the map has an unknown end offset.
 func (l *Loop) KnownEndOffsets(ctx context.Context, group string) (map[core.TaskID]int64, error) {
 	var m map[core.TaskID]int64
-	err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { m = c.KnownEndOffsets(group); return core.Output{} })
+	err := l.readGroup(ctx, group, func(c *core.Coordinator, _ int64) core.Output { m = c.KnownEndOffsets(group); return core.Output{} })
 	return m, err
 }

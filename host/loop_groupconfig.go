@@ -233,8 +233,9 @@ func (l *Loop) stageGroupConfig(c *core.Coordinator, group string, next map[stri
 	old, had := l.dyn[group]
 	l.setDyn(group, next)
 	l.applyGroupConfig(c, group)
-	l.batch.hostRecords = append(l.batch.hostRecords, store.Record{Key: store.GroupConfigKey(group), Value: store.EncodeGroupConfig(next)})
-	l.batch.undo = append(l.batch.undo, func() {
+	b := l.batchOf(c)
+	b.hostRecords = append(b.hostRecords, store.Record{Key: store.GroupConfigKey(group), Value: store.EncodeGroupConfig(next)})
+	b.undo = append(b.undo, func() {
 		if had {
 			l.setDyn(group, old)
 		} else {
@@ -281,23 +282,36 @@ func (l *Loop) replayGroupConfig(e store.Entry) (host bool, err error) {
 const maxConfiguredGroups = 100000
 
 // configure applies the group's per-group settings (config file layers
-// and runtime values) to core the first time the loop sees group.
+// and runtime values) to core the first time c's partition sees group.
+// Called inside one of c's partition's events.
 func (l *Loop) configure(c *core.Coordinator, group string) {
-	if l.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
+	s := l.shardOf(c)
+	if s.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
 		return
 	}
-	if len(l.configured) >= maxConfiguredGroups {
+	l.dynMu.RLock()
+	defer l.dynMu.RUnlock()
+	s.configure(group)
+}
+
+// configure is Loop.configure with dynMu already held.
+func (s *shard) configure(group string) {
+	l := s.l
+	if s.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
+		return
+	}
+	if len(s.configured) >= maxConfiguredGroups {
 		// Applying a group's settings again is harmless; forgetting keeps
 		// memory bounded when clients churn through group ids.
-		clear(l.configured)
+		clear(s.configured)
 	}
-	l.configured[group] = true
+	s.configured[group] = true
 	if l.d.Groups != nil {
-		l.applyGroupConfig(c, group)
+		l.applyGroupConfig(s.c, group)
 		return
 	}
 	if o := l.d.GroupConfig(group); o != nil {
-		c.SetStreamsGroupConfig(group, *o)
+		s.c.SetStreamsGroupConfig(group, *o)
 	}
 }
 

@@ -33,7 +33,7 @@ func (l *Loop) registerProbeMetrics(m *admin.Metrics) {
 func (l *Loop) dispatchProbeCheck(chk core.ProbeCheck) {
 	l.probes.checks.Add(1)
 	timeout := l.assignorTimeout(chk.Group)
-	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
+	l.onWorker(chk.Group, func() func(c *core.Coordinator, now int64) core.Output {
 		dec := l.runProbe(chk, timeout)
 		return func(c *core.Coordinator, now int64) core.Output {
 			l.history.note(chk.Group, fmt.Sprintf("probing policy %q (%s check, epoch %d): rebalance=%v next=%dms builtin=%v",

@@ -53,7 +53,7 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 	case *kmsg.DeleteGroupsRequest:
 		return l.deleteGroups(ctx, req, body)
 	case *kmsg.StreamsGroupDescribeRequest:
-		return l.readResponse(ctx, req, func(c *core.Coordinator) kmsg.Response { return c.StreamsGroupDescribe(body) })
+		return l.describeStreamsGroups(ctx, req, body)
 	case *kmsg.DescribeGroupsRequest:
 		return l.describeGroups(ctx, req, body)
 	case *kmsg.ListGroupsRequest:
@@ -66,7 +66,7 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 	case *kmsg.DescribeConfigsRequest:
 		return l.describeGroupConfigs(ctx, req, body)
 	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
-		return l.alterGroupConfigs(ctx, req)
+		return l.alterConfigsByPartition(ctx, req)
 	case *kmsg.ListConfigResourcesRequest:
 		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response { return l.listGroupConfigResources() })
 	}
@@ -105,30 +105,13 @@ func findCoordinator(req *wire.Request, body *kmsg.FindCoordinatorRequest) kmsg.
 	return resp
 }
 
-// read runs fn on committed state in the loop goroutine and waits for it.
-func (l *Loop) read(ctx context.Context, fn func(c *core.Coordinator, now int64) core.Output) error {
-	done := make(chan struct{})
-	ev := event{read: func(c *core.Coordinator, now int64) core.Output {
-		defer close(done)
-		return fn(c, now)
-	}}
-	if err := l.submit(ctx, ev); err != nil {
-		return err
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.done:
-		return fmt.Errorf("group coordinator stopped")
-	}
-}
-
+// readResponse answers req with fn's response, read on committed state of
+// one partition: for reads that need no group's state in core (group
+// configs).
 func (l *Loop) readResponse(ctx context.Context, req *wire.Request, fn func(c *core.Coordinator) kmsg.Response) (kmsg.Response, error) {
 	var resp kmsg.Response
-	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { resp = fn(c); return core.Output{} }); err != nil {
-		return notCoordinator(req), nil
+	if err := l.readOn(ctx, 0, func(c *core.Coordinator, _ int64) core.Output { resp = fn(c); return core.Output{} }); err != nil {
+		return submitError(req, err), nil
 	}
 	resp.SetVersion(req.Version)
 	return resp, nil
@@ -136,13 +119,13 @@ func (l *Loop) readResponse(ctx context.Context, req *wire.Request, fn func(c *c
 
 func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	var d core.OffsetDecision
-	err := l.read(ctx, func(c *core.Coordinator, now int64) core.Output {
+	err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, now int64) core.Output {
 		var out core.Output
 		d, out = c.DecideOffsetCommit(now, body)
 		return out
 	})
 	if err != nil {
-		return notCoordinator(req), nil
+		return submitError(req, err), nil
 	}
 	if d.ErrorCode != 0 {
 		return wire.ErrorResponse(body, d.ErrorCode), nil
@@ -158,11 +141,11 @@ func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.O
 
 func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
 	var d core.OffsetDecision
-	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+	if err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output {
 		d = c.DecideTxnOffsetCommit(body)
 		return core.Output{}
 	}); err != nil {
-		return notCoordinator(req), nil
+		return submitError(req, err), nil
 	}
 	if d.ErrorCode != 0 {
 		return wire.ErrorResponse(body, d.ErrorCode), nil
@@ -176,9 +159,9 @@ func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kms
 }
 
 func (l *Loop) offsetFetch(ctx context.Context, req *wire.Request, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-	var ds []core.OffsetDecision
-	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { ds = c.DecideOffsetFetch(body); return core.Output{} }); err != nil {
-		return notCoordinator(req), nil
+	ds, err := l.decideOffsetFetch(ctx, body)
+	if err != nil {
+		return submitError(req, err), nil
 	}
 	if body.Version < 8 {
 		if ds[0].ErrorCode != 0 {
@@ -281,8 +264,8 @@ func noOffsetsYet(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) 
 
 func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	var d core.OffsetDeleteDecision
-	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { d = c.DecideOffsetDelete(body); return core.Output{} }); err != nil {
-		return notCoordinator(req), nil
+	if err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output { d = c.DecideOffsetDelete(body); return core.Output{} }); err != nil {
+		return submitError(req, err), nil
 	}
 	if d.ErrorCode != 0 {
 		return wire.ErrorResponse(body, d.ErrorCode), nil
@@ -328,15 +311,9 @@ func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.O
 // and then the groups' offsets in the data plane; a group only the data
 // plane knows (offsets-only) is deleted there.
 func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
-	r, err := l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.DeleteGroups(now, id, body)
-	}})
+	resp, err := l.deleteCoreGroups(ctx, req, body)
 	if err != nil {
 		return nil, err
-	}
-	resp, ok := r.(*kmsg.DeleteGroupsResponse)
-	if !ok {
-		return r, nil
 	}
 	var names []string
 	for _, g := range resp.Groups {
@@ -378,24 +355,25 @@ func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.D
 // hold but the data plane has offsets for is shown as Kafka shows a group
 // made by offset commits alone: Empty, protocol type "", no members.
 func (l *Loop) describeGroups(ctx context.Context, req *wire.Request, body *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-	var resp *kmsg.DescribeGroupsResponse
-	held := map[string]bool{}
-	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
-		resp = c.DescribeGroups(body)
-		for _, g := range resp.Groups {
-			_, held[g.Group] = c.Group(g.Group)
-		}
-		return core.Output{}
-	}); err != nil {
-		return notCoordinator(req), nil
+	resp, err := l.describeCoreGroups(ctx, body)
+	if err != nil {
+		return submitError(req, err), nil
 	}
 	if l.d.DataPlane == nil {
 		return resp, nil
 	}
+	ids := make([]string, len(resp.Groups))
+	for i, g := range resp.Groups {
+		ids[i] = g.Group
+	}
+	held, err := l.heldGroups(ctx, ids)
+	if err != nil {
+		return submitError(req, err), nil
+	}
 	var dpOnly map[string]bool
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
-		if held[g.Group] || g.Group == "" {
+		if held[i] || g.Group == "" {
 			continue
 		}
 		if dpOnly == nil {
@@ -425,20 +403,18 @@ func (l *Loop) listGroups(ctx context.Context, req *wire.Request, body *kmsg.Lis
 			l.log.Warn("listing the data plane's offsets-only groups failed", "err", err)
 		}
 	}
-	var resp *kmsg.ListGroupsResponse
-	var dpOnly []string
-	if err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
-		resp = c.ListGroups(body)
-		for _, id := range dpGroups {
-			if _, held := c.Group(id); !held {
-				dpOnly = append(dpOnly, id)
-			}
-		}
-		return core.Output{}
-	}); err != nil {
-		return notCoordinator(req), nil
+	resp, err := l.listCoreGroups(ctx, body)
+	if err != nil {
+		return submitError(req, err), nil
 	}
-	for _, id := range dpOnly {
+	held, err := l.heldGroups(ctx, dpGroups)
+	if err != nil {
+		return submitError(req, err), nil
+	}
+	for i, id := range dpGroups {
+		if held[i] {
+			continue
+		}
 		g := kmsg.NewListGroupsResponseGroup()
 		g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, "", "Empty", "classic"
 		resp.Groups = append(resp.Groups, g)

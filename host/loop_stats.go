@@ -20,6 +20,7 @@ type loopStats struct {
 	appendNanos                      atomic.Int64
 	runs, runErrors, runNanos        atomic.Int64
 	rebalances, fenced               atomic.Int64
+	replayed                         atomic.Int64
 }
 
 // countEvent counts the committed events the metrics report.

@@ -32,17 +32,15 @@ func (l *Loop) refreshTopicsLoop() {
 	}
 }
 
-// refreshTopicsNow loads the topic image synchronously (before the loop
-// starts, so Loaded sees the topics).
+// refreshTopicsNow loads the topic image synchronously (before the
+// partitions load, so each partition's Loaded sees the topics).
 func (l *Loop) refreshTopicsNow() {
 	ts, sig, err := l.fetchTopics()
 	if err != nil {
 		l.log.Warn("topic metadata refresh failed", "err", err)
 		return
 	}
-	l.topicSig = sig
-	l.d.Core.UpdateTopics(l.nowMs(), ts)
-	l.d.Core.Commit()
+	l.topicSig, l.topics = sig, ts
 }
 
 func (l *Loop) refreshTopics() {

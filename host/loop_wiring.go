@@ -14,8 +14,8 @@ import (
 
 // NewCoordinator is the Options.Coordinator factory of a real server: it
 // builds core from the configuration, loads the built-in assignors,
-// replays the store into core and starts the event loop, and returns it
-// with the admin /v1/groups and /v1/plugins handlers.
+// replays the store into one core per partition, starts the event loop,
+// and returns it with the admin /v1/groups and /v1/plugins handlers.
 func NewCoordinator(s *Server) (Wiring, error) { return NewCoordinatorWith(nil)(s) }
 
 // NewCoordinatorWith is NewCoordinator with in-process assignors added to
@@ -25,8 +25,8 @@ func NewCoordinator(s *Server) (Wiring, error) { return NewCoordinatorWith(nil)(
 func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring, error) {
 	return func(s *Server) (Wiring, error) {
 		cfg := s.cfg
-		c, err := core.New(CoreConfig(cfg))
-		if err != nil {
+		cc := CoreConfig(cfg)
+		if _, err := core.New(cc); err != nil {
 			return Wiring{}, fmt.Errorf("coordinator config: %w", err)
 		}
 		// Compiled plugin code is cached under the data directory, so a
@@ -37,8 +37,13 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
-		l, err := NewLoop(LoopDeps{
-			Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
+		ctx := s.startCtx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		l, err := NewLoopContext(ctx, LoopDeps{
+			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
+			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups,
 		})
 		if err != nil {

@@ -68,6 +68,8 @@ type Server struct {
 	admin   *admin.Server
 	tls     *tls.Config
 	ready   atomic.Bool
+	// startCtx is Start's context, for the coordinator's start-up I/O.
+	startCtx context.Context
 
 	stopOnce sync.Once
 	stopErr  error
@@ -90,7 +92,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener)}
+	s := &Server{cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener), startCtx: ctx}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())

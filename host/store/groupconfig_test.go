@@ -18,10 +18,10 @@ func TestGroupConfigRecords(t *testing.T) {
 	v2 := map[string]string{"streams.session.timeout.ms": "50000"}
 	core := []byte{0, 17, 0, 1, 'a'} // a core key: record type 17
 	for _, b := range [][]Record{
-		{{GroupConfigKey("a"), EncodeGroupConfig(v1)}, {core, []byte("x")}},
-		{{GroupConfigKey("b"), EncodeGroupConfig(v2)}},
-		{{GroupConfigKey("a"), EncodeGroupConfig(nil)}}, // empty set: tombstone
-		{{GroupConfigKey("b"), EncodeGroupConfig(v1)}},
+		{{Key: GroupConfigKey("a"), Value: EncodeGroupConfig(v1)}, {Key: core, Value: []byte("x")}},
+		{{Key: GroupConfigKey("b"), Value: EncodeGroupConfig(v2)}},
+		{{Key: GroupConfigKey("a"), Value: EncodeGroupConfig(nil)}}, // empty set: tombstone
+		{{Key: GroupConfigKey("b"), Value: EncodeGroupConfig(v1)}},
 	} {
 		if _, err := s.Append(b); err != nil {
 			t.Fatal(err)

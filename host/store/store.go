@@ -13,15 +13,14 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/coordhost/coordhost/host/runtime"
 )
 
 // Record is one keyed entry of the log. Key and Value are opaque to the
 // store (core defines their content); a nil Value is a tombstone that
-// deletes Key.
-type Record struct {
-	Key   []byte
-	Value []byte
-}
+// deletes Key. It is the runtime's record type.
+type Record = runtime.Record
 
 // Entry is a stored record with the sequence number of its last write.
 type Entry struct {
@@ -33,8 +32,14 @@ type Entry struct {
 // ErrCorrupt wraps every integrity failure found while opening or replaying.
 var ErrCorrupt = errors.New("store is corrupted")
 
-// formatVersion is the on-disk layout version written in the meta bucket.
-const formatVersion = 1
+// The on-disk layout versions written in the meta bucket: format 1 is one
+// log; format 2 adds a sequence index per partition (partition.go) and the
+// partition count. A format-1 store is converted once when it is first
+// opened with a partition count.
+const (
+	formatVersion            = 1
+	formatVersionPartitioned = 2
+)
 
 var (
 	bucketMeta    = []byte("meta")
@@ -54,6 +59,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	nextSeq uint64
+	parts   int // partition count; 0 while the store is not partitioned
 }
 
 // Open opens (creating if needed) the store file at path and checks it: a
@@ -100,8 +106,13 @@ func (s *Store) init(fresh bool) error {
 			return nil
 		}
 		v := meta.Get(keyFormat)
-		if len(v) != 4 || binary.BigEndian.Uint32(v) != formatVersion {
-			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes format %d)", v, formatVersion))
+		if len(v) != 4 || (binary.BigEndian.Uint32(v) != formatVersion && binary.BigEndian.Uint32(v) != formatVersionPartitioned) {
+			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes formats %d and %d)", v, formatVersion, formatVersionPartitioned))
+		}
+		if binary.BigEndian.Uint32(v) == formatVersionPartitioned {
+			if err := s.initPartitions(tx); err != nil {
+				return err
+			}
 		}
 		n := meta.Get(keyNextSeq)
 		if len(n) != 8 || tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketBySeq) == nil {
@@ -160,13 +171,9 @@ func (s *Store) Path() string { return s.path }
 // returning (group commit: the caller batches every record of one event-loop
 // round into one call). Records get consecutive sequence numbers in batch
 // order; a later record of the same key wins. It returns the last sequence
-// number written. On error nothing of the batch is stored.
+// number written. On error nothing of the batch is stored. A partitioned
+// store takes appends per partition only (AppendPartitions).
 func (s *Store) Append(batch []Record) (uint64, error) {
-	if len(batch) == 0 {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.nextSeq - 1, nil
-	}
 	for i, r := range batch {
 		if len(r.Key) == 0 {
 			return 0, fmt.Errorf("store append: record %d has an empty key", i)
@@ -174,33 +181,17 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(batch) == 0 {
+		return s.nextSeq - 1, nil
+	}
+	if s.parts > 0 {
+		return 0, fmt.Errorf("store %s: partitioned into %d partitions: append through a partition", s.path, s.parts)
+	}
 	next := s.nextSeq
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		recs, bySeq := tx.Bucket(bucketRecords), tx.Bucket(bucketBySeq)
-		for _, r := range batch {
-			if old := recs.Get(r.Key); old != nil {
-				if len(old) < 12 {
-					return s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", r.Key, len(old)))
-				}
-				if err := bySeq.Delete(old[:8]); err != nil {
-					return err
-				}
-			}
-			if r.Value == nil {
-				if err := recs.Delete(r.Key); err != nil {
-					return err
-				}
-				next++
-				continue
-			}
-			seq := binary.BigEndian.AppendUint64(nil, next)
-			if err := recs.Put(r.Key, encodeValue(next, r.Value)); err != nil {
-				return err
-			}
-			if err := bySeq.Put(seq, r.Key); err != nil {
-				return err
-			}
-			next++
+		var err error
+		if next, err = s.put(tx, nil, batch, next); err != nil {
+			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, next))
 	})
@@ -209,6 +200,48 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 	}
 	s.nextSeq = next
 	return next - 1, nil
+}
+
+// put writes batch from sequence number next on and returns the next free
+// one; idx, when not nil, is the sequence index of the batch's partition.
+func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) (uint64, error) {
+	recs, bySeq := tx.Bucket(bucketRecords), tx.Bucket(bucketBySeq)
+	for _, r := range batch {
+		if old := recs.Get(r.Key); old != nil {
+			if len(old) < 12 {
+				return 0, s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", r.Key, len(old)))
+			}
+			if err := bySeq.Delete(old[:8]); err != nil {
+				return 0, err
+			}
+			if idx != nil {
+				if err := idx.Delete(old[:8]); err != nil {
+					return 0, err
+				}
+			}
+		}
+		if r.Value == nil {
+			if err := recs.Delete(r.Key); err != nil {
+				return 0, err
+			}
+			next++
+			continue
+		}
+		seq := binary.BigEndian.AppendUint64(nil, next)
+		if err := recs.Put(r.Key, encodeValue(next, r.Value)); err != nil {
+			return 0, err
+		}
+		if err := bySeq.Put(seq, r.Key); err != nil {
+			return 0, err
+		}
+		if idx != nil {
+			if err := idx.Put(seq, r.Key); err != nil {
+				return 0, err
+			}
+		}
+		next++
+	}
+	return next, nil
 }
 
 func encodeValue(seq uint64, v []byte) []byte {
@@ -229,21 +262,30 @@ func (s *Store) Replay(fn func(Entry) error) (err error) {
 	}()
 	return s.db.View(func(tx *bolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
-		c := tx.Bucket(bucketBySeq).Cursor()
-		for k, key := c.First(); k != nil; k, key = c.Next() {
-			e, err := s.decode(k, key, recs.Get(key))
-			if err != nil {
-				return err
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
+		if err := s.replayIndex(recs, tx.Bucket(bucketBySeq), fn); err != nil {
+			return err
 		}
 		if n, m := recs.Stats().KeyN, tx.Bucket(bucketBySeq).Stats().KeyN; n != m {
 			return s.corrupt(fmt.Sprintf("%d records but %d sequence index entries", n, m))
 		}
 		return nil
 	})
+}
+
+// replayIndex calls fn for the record of every entry of the sequence
+// index idx, in sequence order.
+func (s *Store) replayIndex(recs, idx *bolt.Bucket, fn func(Entry) error) error {
+	c := idx.Cursor()
+	for k, key := c.First(); k != nil; k, key = c.Next() {
+		e, err := s.decode(k, key, recs.Get(key))
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) decode(seqKey, key, raw []byte) (Entry, error) {

@@ -49,9 +49,9 @@ func TestSurvivesReopenAndReplaysInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(Record{[]byte("a"), []byte("1")}, Record{[]byte("b"), []byte("2")}, Record{[]byte("c"), []byte("3")})
-	must(Record{[]byte("a"), []byte("4")}, Record{[]byte("b"), nil})
-	must(Record{[]byte("d"), []byte{}}) // empty value is a value, not a tombstone
+	must(Record{Key: []byte("a"), Value: []byte("1")}, Record{Key: []byte("b"), Value: []byte("2")}, Record{Key: []byte("c"), Value: []byte("3")})
+	must(Record{Key: []byte("a"), Value: []byte("4")}, Record{Key: []byte("b"), Value: nil})
+	must(Record{Key: []byte("d"), Value: []byte{}}) // empty value is a value, not a tombstone
 	want := "3 c=3;4 a=4;6 d=;"
 	if got := render(replayAll(t, s)); got != want {
 		t.Fatalf("before reopen: %s, want %s", got, want)
@@ -64,7 +64,7 @@ func TestSurvivesReopenAndReplaysInOrder(t *testing.T) {
 	if got := render(replayAll(t, s)); got != want {
 		t.Fatalf("after reopen: %s, want %s", got, want)
 	}
-	last, err := s.Append([]Record{{[]byte("e"), []byte("5")}})
+	last, err := s.Append([]Record{{Key: []byte("e"), Value: []byte("5")}})
 	if err != nil || last != 7 {
 		t.Fatalf("sequence after reopen: %d, %v; want 7", last, err)
 	}
@@ -73,7 +73,7 @@ func TestSurvivesReopenAndReplaysInOrder(t *testing.T) {
 func TestRejectsEmptyKey(t *testing.T) {
 	s := openT(t, filepath.Join(t.TempDir(), "s.db"))
 	defer s.Close()
-	if _, err := s.Append([]Record{{nil, []byte("x")}}); err == nil {
+	if _, err := s.Append([]Record{{Key: nil, Value: []byte("x")}}); err == nil {
 		t.Fatal("empty key accepted")
 	}
 }
@@ -123,7 +123,7 @@ func writeSome(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "s.db")
 	s := openT(t, path)
 	for i := 0; i < 50; i++ {
-		if _, err := s.Append([]Record{{[]byte(fmt.Sprintf("key-%03d", i)), []byte(fmt.Sprintf("VALUE-MARKER-%03d", i))}}); err != nil {
+		if _, err := s.Append([]Record{{Key: []byte(fmt.Sprintf("key-%03d", i)), Value: []byte(fmt.Sprintf("VALUE-MARKER-%03d", i))}}); err != nil {
 			t.Fatal(err)
 		}
 	}

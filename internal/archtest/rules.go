@@ -103,6 +103,11 @@ func forbidden(module, pkg, imp string) string {
 			return "" // a test harness package skips or fails on a missing tool as every test does
 		}
 		return "host/plugin may import only abi and wazero, never core"
+	case under(pkg, "host/runtime"):
+		if std {
+			return ""
+		}
+		return "host/runtime may import only the standard library: it knows coordinators and record logs through its own interfaces, no Kafka messages"
 	case top == "host":
 		if !own || under(local, "core", "abi", "host", "internal") || isPluginAlgo(local) {
 			return ""

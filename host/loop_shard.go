@@ -1,0 +1,247 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/runtime"
+	"github.com/coordhost/coordhost/host/store"
+)
+
+// shard is one partition's coordinator (runtime.Shard): its core, the
+// requests waiting for the round's commit, and the round's batch. The
+// runtime calls it from one worker at a time.
+type shard struct {
+	l          *Loop
+	p          int
+	c          *core.Coordinator
+	nextID     core.RequestID
+	pending    map[core.RequestID]*call
+	configured map[string]bool
+	batch      batch
+	// encoded counts the records of batch already handed to the runtime.
+	encoded, encodedHost int
+}
+
+// newShard builds partition p's shard (runtime.Config.NewShard).
+func (l *Loop) newShard(p int) (runtime.Shard, error) {
+	c := l.d.Core
+	if l.d.NewCore != nil {
+		var err error
+		if c, err = l.d.NewCore(); err != nil {
+			return nil, fmt.Errorf("coordinator config: %w", err)
+		}
+	}
+	s := &shard{l: l, p: p, c: c, pending: map[core.RequestID]*call{}, configured: map[string]bool{}}
+	l.byCore.Store(c, s)
+	return s, nil
+}
+
+// shardOf returns the shard whose core is c; called on that shard's
+// worker, from inside one of its events.
+func (l *Loop) shardOf(c *core.Coordinator) *shard {
+	s, _ := l.byCore.Load(c)
+	return s.(*shard)
+}
+
+// batchOf returns the round's batch of the partition whose core is c.
+func (l *Loop) batchOf(c *core.Coordinator) *batch { return &l.shardOf(c).batch }
+
+// Replay implements runtime.Shard: group-config records are the host's,
+// the others core's.
+func (s *shard) Replay(r runtime.Record) error {
+	s.l.stats.replayed.Add(1)
+	e := store.Entry{Key: r.Key, Value: r.Value}
+	s.l.dynMu.Lock()
+	host, err := s.l.replayGroupConfig(e)
+	s.l.dynMu.Unlock()
+	if host {
+		return err
+	}
+	if err := s.c.ReplayBytes(r.Key, r.Value); err != nil {
+		return fmt.Errorf("replaying a record into the coordinator: %w", err)
+	}
+	return nil
+}
+
+// Step implements runtime.Shard.
+func (s *shard) Step(now int64, in any) []runtime.Record {
+	switch in := in.(type) {
+	case runtime.Loaded:
+		s.loaded(now)
+	case runtime.Tick:
+		s.batch.add(s.c.Tick(now))
+	case event:
+		s.handle(in, now)
+	}
+	return s.newRecords()
+}
+
+// loaded prepares a replayed partition: the topic image, each group's
+// settings, core's Loaded, and one end-offset fetch for its groups.
+func (s *shard) loaded(now int64) {
+	if s.l.topics != nil {
+		s.c.UpdateTopics(now, s.l.topics)
+		s.c.Commit()
+	}
+	s.l.dynMu.RLock()
+	defer s.l.dynMu.RUnlock()
+	req := kmsg.NewPtrListGroupsRequest()
+	req.Version = 5
+	for _, g := range s.c.ListGroups(req).Groups {
+		s.configure(g.Group)
+	}
+	s.batch.add(s.c.Loaded(now))
+	if s.l.d.DataPlane != nil {
+		fetched := s.l.fetchEndOffsetsOnLoad(s.c, &s.batch)
+		s.l.fetchedMu.Lock()
+		for g, at := range fetched {
+			s.l.fetched[g] = at
+		}
+		s.l.fetchedMu.Unlock()
+	}
+}
+
+func (s *shard) handle(ev event, now int64) {
+	if ev.read != nil {
+		s.l.dynMu.RLock()
+		s.batch.add(ev.read(s.c, now))
+		s.l.dynMu.RUnlock()
+		return
+	}
+	s.nextID++
+	id := s.nextID
+	if ev.call != nil {
+		s.pending[id] = ev.call
+	}
+	if ev.configs {
+		s.l.dynMu.Lock()
+		defer s.l.dynMu.Unlock()
+	}
+	s.batch.add(ev.mutate(s.c, now, id))
+}
+
+// newRecords encodes the records the batch gained since the last call.
+func (s *shard) newRecords() []runtime.Record {
+	b := &s.batch
+	var out []runtime.Record
+	for _, r := range b.records[s.encoded:] {
+		k, v := core.EncodeRecord(r)
+		out = append(out, runtime.Record{Key: k, Value: v})
+	}
+	out = append(out, b.hostRecords[s.encodedHost:]...)
+	s.encoded, s.encodedHost = len(b.records), len(b.hostRecords)
+	return out
+}
+
+// Commit implements runtime.Shard: the round's records are durable.
+func (s *shard) Commit() {
+	b := s.take()
+	s.c.Commit()
+	s.l.noteCommitted(&b)
+	for _, r := range b.responses {
+		s.release(r)
+	}
+	for _, id := range b.failed {
+		s.fail(id)
+	}
+	for _, run := range b.runs {
+		s.l.dispatchRun(run)
+	}
+	for _, chk := range b.checks {
+		s.l.dispatchProbeCheck(chk)
+	}
+	if len(b.create) > 0 {
+		s.l.createTopics(b.create)
+	}
+}
+
+// Rollback implements runtime.Shard: the append failed, so the round's
+// changes are undone and its requests answered NOT_COORDINATOR.
+func (s *shard) Rollback(err error) {
+	b := s.take()
+	s.l.stats.appendFailures.Add(1)
+	kind := "storage failed"
+	switch {
+	case errors.Is(err, runtime.ErrInvalidRecord):
+		kind = "invalid record"
+	case errors.Is(err, runtime.ErrFenced):
+		kind = "fenced"
+	}
+	s.l.log.Error("store append failed: the batch is rolled back and its requests answered NOT_COORDINATOR",
+		"partition", s.p, "records", len(b.records)+len(b.hostRecords), "kind", kind, "err", err)
+	ro := s.c.Rollback()
+	if len(b.undo) > 0 {
+		s.l.dynMu.Lock()
+		for i := len(b.undo) - 1; i >= 0; i-- {
+			b.undo[i]()
+		}
+		s.l.dynMu.Unlock()
+	}
+	for _, r := range b.responses {
+		s.fail(r.Request)
+	}
+	for _, id := range append(b.failed, ro.Failed...) {
+		s.fail(id)
+	}
+	s.batch.add(core.Output{AssignorRuns: ro.AssignorRuns, TopicsToCreate: ro.TopicsToCreate, Responses: ro.Responses})
+}
+
+func (s *shard) take() batch {
+	b := s.batch
+	s.batch, s.encoded, s.encodedHost = batch{}, 0, 0
+	return b
+}
+
+// NextDeadline implements runtime.Shard.
+func (s *shard) NextDeadline() (int64, bool) { return s.c.NextDeadline() }
+
+// Unload implements runtime.Shard: requests still waiting are answered
+// NOT_COORDINATOR.
+func (s *shard) Unload() {
+	for id, c := range s.pending {
+		c.done <- reply{msg: notCoordinator(c.req)}
+		delete(s.pending, id)
+	}
+	s.l.byCore.Delete(s.c)
+}
+
+func (s *shard) release(r core.Response) {
+	c, ok := s.pending[r.Request]
+	if !ok {
+		return
+	}
+	delete(s.pending, r.Request)
+	if r.Msg != nil {
+		r.Msg.SetVersion(c.req.Version)
+	}
+	c.done <- reply{msg: r.Msg}
+}
+
+func (s *shard) fail(id core.RequestID) {
+	c, ok := s.pending[id]
+	if !ok {
+		return
+	}
+	delete(s.pending, id)
+	c.done <- reply{msg: notCoordinator(c.req)}
+}
+
+// statsLog counts a record log's appends for /metrics.
+type statsLog struct {
+	runtime.Log
+	stats *loopStats
+}
+
+func (l *statsLog) Append(p int, recs []runtime.Record) error {
+	start := time.Now()
+	err := l.Log.Append(p, recs)
+	l.stats.appendNanos.Add(time.Since(start).Nanoseconds())
+	l.stats.appends.Add(1)
+	l.stats.records.Add(int64(len(recs)))
+	return err
+}

@@ -1,0 +1,64 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Record is one keyed entry of a partition's log. Key and Value are opaque
+// to the runtime (the coordinator defines them); a nil Value is a tombstone
+// that deletes Key when the log is compacted.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
+
+// Log is the record log of the partitions: what a partition's coordinator
+// wrote, appended durably in batches, replayed when the partition loads.
+// Implementations must allow concurrent calls for different partitions;
+// the runtime never calls Append or Replay concurrently for one partition.
+type Log interface {
+	// Validate checks one record before it joins a batch, so that a record
+	// the log cannot store fails alone instead of failing the batch it
+	// would share with other groups. It returns an error wrapping
+	// ErrInvalidRecord.
+	Validate(Record) error
+	// Append stores recs at the end of partition p's log and returns once
+	// they are durable. On error none of recs is stored; the error wraps
+	// ErrFenced, ErrStorage or ErrInvalidRecord.
+	Append(p int, recs []Record) error
+	// Replay calls fn with partition p's records in log order. A log may
+	// hand over its compacted form (the latest value of each key, no
+	// tombstones); replaying either form gives the same state.
+	Replay(p int, fn func(Record) error) error
+	// Compact drops what no longer matters from partition p's log: every
+	// value overwritten by a later write of its key, and tombstones.
+	Compact(p int) error
+}
+
+// The errors a Log's Append wraps.
+var (
+	// ErrFenced: this process no longer owns the partition (another writer
+	// took it over); the partition must be unloaded.
+	ErrFenced = errors.New("record log: partition fenced by another writer")
+	// ErrStorage: the log could not store the batch (disk full, I/O
+	// failure); the batch is rolled back and may be retried later.
+	ErrStorage = errors.New("record log: storage failed")
+	// ErrInvalidRecord: a record the log can never store (empty key, key
+	// or value too large).
+	ErrInvalidRecord = errors.New("record log: invalid record")
+)
+
+// LimitsError returns nil when r fits the limits (maxKey, maxValue in
+// bytes; 0: no limit) and otherwise an error wrapping ErrInvalidRecord.
+func LimitsError(r Record, maxKey, maxValue int) error {
+	switch {
+	case len(r.Key) == 0:
+		return fmt.Errorf("%w: empty key", ErrInvalidRecord)
+	case maxKey > 0 && len(r.Key) > maxKey:
+		return fmt.Errorf("%w: key of %d bytes, more than %d", ErrInvalidRecord, len(r.Key), maxKey)
+	case maxValue > 0 && len(r.Value) > maxValue:
+		return fmt.Errorf("%w: value of %d bytes, more than %d", ErrInvalidRecord, len(r.Value), maxValue)
+	}
+	return nil
+}

@@ -1,0 +1,439 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"time"
+)
+
+// Shard is the coordinator of one partition (Kafka's CoordinatorShard):
+// the domain logic the runtime drives, one call at a time.
+type Shard interface {
+	// Replay applies one record of the partition's log while it loads.
+	Replay(Record) error
+	// Step handles one input — an Event's Input, Loaded{} once after
+	// replay, or Tick{} when NextDeadline has passed — and returns the
+	// records it wrote. Its effects stay pending until Commit or Rollback.
+	Step(now int64, in any) []Record
+	// Commit makes what was stepped since the last Commit or Rollback
+	// final: the records are durable.
+	Commit()
+	// Rollback undoes what was stepped since the last Commit or Rollback:
+	// appending the records failed with err.
+	Rollback(err error)
+	// NextDeadline returns when the shard next needs a Tick.
+	NextDeadline() (int64, bool)
+	// Unload is called once when the partition is unloaded, after the
+	// last Commit or Rollback.
+	Unload()
+}
+
+// Loaded is the input a shard gets once its log is replayed.
+type Loaded struct{}
+
+// Tick is the input a shard gets when its deadline has passed.
+type Tick struct{}
+
+// Event is one input for a partition.
+type Event struct {
+	// Input is handed to the partition's Shard.Step.
+	Input any
+	// Read marks an input that reads committed state: the partition's
+	// pending records are committed before it is stepped.
+	Read bool
+	// Reject, when set, is called instead of Step when the partition is
+	// unloaded before the event is handled.
+	Reject func(error)
+}
+
+// The errors Submit returns.
+var (
+	// ErrNotCoordinator: the partition is not held by this runtime
+	// (Kafka's NOT_COORDINATOR).
+	ErrNotCoordinator = errors.New("partition not held")
+	// ErrLoadInProgress: the partition is loading (Kafka's
+	// COORDINATOR_LOAD_IN_PROGRESS).
+	ErrLoadInProgress = errors.New("partition loading")
+)
+
+// Config is the runtime's setup.
+type Config struct {
+	// Partitions is the partition count (default DefaultPartitions).
+	Partitions int
+	// Workers is the number of goroutines that run partitions (default
+	// GOMAXPROCS).
+	Workers int
+	// Log is the record log of every partition.
+	Log Log
+	// NewShard builds the coordinator of partition p when it loads.
+	NewShard func(p int) (Shard, error)
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// MaxBatch bounds the events of one round (default 512).
+	MaxBatch int
+}
+
+type partState int
+
+const (
+	stateUnloaded partState = iota
+	stateLoading
+	stateActive
+)
+
+// Runtime runs partitions on a pool of workers (Kafka's
+// CoordinatorRuntime): a partition handles one event at a time, and a
+// round — the events queued when a worker picks the partition up — ends
+// with one append of the round's records, then Commit (or Rollback).
+type Runtime struct {
+	cfg   Config
+	parts []*partition
+	ready chan *partition
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+type partition struct {
+	id    int
+	rt    *Runtime
+	mu    sync.Mutex
+	state partState
+	queue []Event
+	// scheduled: the partition is in the ready queue or on a worker.
+	scheduled bool
+	shard     Shard
+	timer     *time.Timer
+	unloaded  chan struct{} // closed when an unload completes
+}
+
+// unload is the queued marker of an Unload.
+type unload struct{ done chan struct{} }
+
+// New starts the workers; no partition is held until Load.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = DefaultPartitions
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = goruntime.GOMAXPROCS(0)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 512
+	}
+	if cfg.Log == nil || cfg.NewShard == nil {
+		return nil, errors.New("runtime: Log and NewShard are required")
+	}
+	r := &Runtime{cfg: cfg, ready: make(chan *partition, cfg.Partitions), stop: make(chan struct{})}
+	for p := 0; p < cfg.Partitions; p++ {
+		r.parts = append(r.parts, &partition{id: p, rt: r})
+	}
+	for w := 0; w < cfg.Workers; w++ {
+		r.wg.Add(1)
+		go r.worker()
+	}
+	return r, nil
+}
+
+// Partitions returns the partition count.
+func (r *Runtime) Partitions() int { return len(r.parts) }
+
+// PartitionFor returns the partition of group.
+func (r *Runtime) PartitionFor(group string) int { return PartitionFor(group, len(r.parts)) }
+
+func (r *Runtime) worker() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case p := <-r.ready:
+			p.round()
+		}
+	}
+}
+
+// Submit queues ev for partition p. It fails with ErrNotCoordinator or
+// ErrLoadInProgress when the partition is not active.
+func (r *Runtime) Submit(p int, ev Event) error {
+	if p < 0 || p >= len(r.parts) {
+		return fmt.Errorf("partition %d of %d: %w", p, len(r.parts), ErrNotCoordinator)
+	}
+	return r.parts[p].enqueue(ev)
+}
+
+func (p *partition) enqueue(ev Event) error {
+	p.mu.Lock()
+	switch p.state {
+	case stateLoading:
+		p.mu.Unlock()
+		return ErrLoadInProgress
+	case stateUnloaded:
+		p.mu.Unlock()
+		return ErrNotCoordinator
+	}
+	p.queue = append(p.queue, ev)
+	p.scheduleLocked()
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *partition) scheduleLocked() {
+	if !p.scheduled {
+		p.scheduled = true
+		p.rt.ready <- p // capacity Partitions: never blocks
+	}
+}
+
+// Load replays partition p's log into a new shard, steps Loaded and makes
+// the partition active. Submit answers ErrLoadInProgress meanwhile. It
+// returns when the partition is active, or with the replay's error (the
+// partition is then not held).
+func (r *Runtime) Load(ctx context.Context, p int) error {
+	if p < 0 || p >= len(r.parts) {
+		return fmt.Errorf("runtime: no partition %d", p)
+	}
+	part := r.parts[p]
+	part.mu.Lock()
+	if part.state != stateUnloaded {
+		part.mu.Unlock()
+		return fmt.Errorf("runtime: partition %d is already held", p)
+	}
+	part.state = stateLoading
+	part.mu.Unlock()
+	sh, err := part.load(ctx)
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	if err != nil {
+		part.state = stateUnloaded
+		return err
+	}
+	part.shard, part.state = sh, stateActive
+	part.queue = append([]Event{{Input: Loaded{}}}, part.queue...)
+	part.scheduleLocked()
+	return nil
+}
+
+func (p *partition) load(ctx context.Context) (Shard, error) {
+	sh, err := p.rt.cfg.NewShard(p.id)
+	if err != nil {
+		return nil, fmt.Errorf("partition %d: %w", p.id, err)
+	}
+	n := 0
+	err = p.rt.cfg.Log.Replay(p.id, func(rec Record) error {
+		if n++; n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return sh.Replay(rec)
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("partition %d: replaying record %d: %w", p.id, n, err)
+	}
+	return sh, nil
+}
+
+// LoadAll loads every partition, several at a time.
+func (r *Runtime) LoadAll(ctx context.Context) error {
+	errs := make([]error, len(r.parts))
+	sem := make(chan struct{}, r.cfg.Workers)
+	var wg sync.WaitGroup
+	for p := range r.parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[p] = r.Load(ctx, p)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Unload stops partition p after the events queued before it: their round
+// is committed, the shard's Unload is called, and later events are
+// rejected with ErrNotCoordinator. It returns when the partition is
+// unloaded or ctx ends.
+func (r *Runtime) Unload(ctx context.Context, p int) error {
+	part := r.parts[p]
+	done := make(chan struct{})
+	part.mu.Lock()
+	if part.state != stateActive {
+		part.mu.Unlock()
+		return fmt.Errorf("runtime: partition %d: %w", p, ErrNotCoordinator)
+	}
+	part.queue = append(part.queue, Event{Input: unload{done: done}})
+	part.scheduleLocked()
+	part.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Held reports whether partition p is active.
+func (r *Runtime) Held(p int) bool {
+	part := r.parts[p]
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	return part.state == stateActive
+}
+
+// Close unloads every active partition and stops the workers. It is safe
+// to call more than once; a ctx that ends first leaves the rest to stop
+// in the background.
+func (r *Runtime) Close(ctx context.Context) error {
+	var err error
+	for p := range r.parts {
+		if r.Held(p) {
+			if e := r.Unload(ctx, p); e != nil && !errors.Is(e, ErrNotCoordinator) {
+				err = e
+				break
+			}
+		}
+	}
+	r.once.Do(func() { close(r.stop) })
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// round runs the queued events of p (up to MaxBatch) on the calling
+// worker, then appends and commits.
+func (p *partition) round() {
+	p.mu.Lock()
+	n := min(len(p.queue), p.rt.cfg.MaxBatch)
+	evs := p.queue[:n:n]
+	p.queue = p.queue[n:]
+	sh := p.shard
+	p.mu.Unlock()
+	var recs []Record
+	var stopping *unload
+	for i, ev := range evs {
+		if u, ok := ev.Input.(unload); ok {
+			stopping = &u
+			p.rejectLater(evs[i+1:])
+			break
+		}
+		if ev.Read {
+			recs = p.flush(sh, recs)
+		}
+		recs = p.step(sh, recs, ev.Input)
+	}
+	recs = p.flush(sh, recs)
+	p.mu.Lock()
+	if stopping != nil {
+		p.state, p.shard = stateUnloaded, nil
+		rest := p.queue
+		p.queue = nil
+		p.scheduled = false
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		p.mu.Unlock()
+		sh.Unload()
+		p.rejectLater(rest)
+		close(stopping.done)
+		return
+	}
+	p.armTimerLocked(sh)
+	if len(p.queue) > 0 {
+		p.rt.ready <- p // still scheduled
+	} else {
+		p.scheduled = false
+	}
+	p.mu.Unlock()
+}
+
+// rejectLater answers the events queued behind an unload; a second
+// unload of the same partition is done with the first.
+func (p *partition) rejectLater(evs []Event) {
+	for _, ev := range evs {
+		if u, ok := ev.Input.(unload); ok {
+			close(u.done)
+			continue
+		}
+		if ev.Reject != nil {
+			ev.Reject(ErrNotCoordinator)
+		}
+	}
+}
+
+func (p *partition) now() int64 { return p.rt.cfg.Now().UnixMilli() }
+
+// step hands one input to the shard and validates what it wrote. A record
+// the log can never store ends the round at once: the round is rolled back
+// with the record's error (no append is tried), so the record never reaches
+// a write shared with other partitions.
+func (p *partition) step(sh Shard, recs []Record, in any) []Record {
+	out := sh.Step(p.now(), in)
+	for _, r := range out {
+		if err := p.rt.cfg.Log.Validate(r); err != nil {
+			sh.Rollback(fmt.Errorf("partition %d: %w", p.id, err))
+			return nil
+		}
+	}
+	return append(recs, out...)
+}
+
+// flush appends recs and commits, or rolls back if the append fails.
+func (p *partition) flush(sh Shard, recs []Record) []Record {
+	if len(recs) > 0 {
+		if err := p.rt.cfg.Log.Append(p.id, recs); err != nil {
+			sh.Rollback(err)
+			return nil
+		}
+	}
+	sh.Commit()
+	return nil
+}
+
+// armTimerLocked schedules a Tick at the shard's next deadline.
+func (p *partition) armTimerLocked(sh Shard) {
+	at, ok := sh.NextDeadline()
+	if !ok {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		return
+	}
+	d := max(time.Duration(at-p.now())*time.Millisecond, 0)
+	if p.timer == nil {
+		p.timer = time.AfterFunc(d, p.tick)
+		return
+	}
+	p.timer.Reset(d)
+}
+
+func (p *partition) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != stateActive {
+		return
+	}
+	for _, ev := range p.queue {
+		if _, ok := ev.Input.(Tick); ok {
+			return // one pending tick is enough
+		}
+	}
+	p.queue = append(p.queue, Event{Input: Tick{}})
+	p.scheduleLocked()
+}

@@ -1,0 +1,180 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/coordhost/coordhost/host/runtime"
+)
+
+// Partitions: a partitioned store (format 2) keeps, beside the records and
+// their global sequence index, one sequence index per partition
+//
+//	partitions/<partition uint32> : seq(8) -> key
+//
+// so that a partition replays alone, and records its partition count in
+// the meta bucket. The count is fixed when the store is partitioned: the
+// partition of a group depends on it.
+
+var (
+	bucketPartitions = []byte("partitions")
+	keyPartitions    = []byte("partitions")
+)
+
+// ErrPartitionCount is wrapped by Partition when the store was created
+// with another partition count.
+var ErrPartitionCount = errors.New("store partition count differs")
+
+// MaxKeySize and MaxValueSize bound a record the store can hold (bbolt's
+// key limit; a value carries a 12-byte header).
+const (
+	MaxKeySize   = bolt.MaxKeySize
+	MaxValueSize = bolt.MaxValueSize - 12
+)
+
+// Partitions returns the store's partition count, 0 if it is not
+// partitioned yet.
+func (s *Store) Partitions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.parts
+}
+
+func (s *Store) initPartitions(tx *bolt.Tx) error {
+	v := tx.Bucket(bucketMeta).Get(keyPartitions)
+	parts := tx.Bucket(bucketPartitions)
+	if len(v) != 4 || parts == nil {
+		return s.corrupt("partitioned store without its partition count or indexes")
+	}
+	s.parts = int(binary.BigEndian.Uint32(v))
+	for p := 0; p < s.parts; p++ {
+		if parts.Bucket(partName(p)) == nil {
+			return s.corrupt(fmt.Sprintf("partition %d has no index", p))
+		}
+	}
+	return nil
+}
+
+func partName(p int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(p)) }
+
+// Partition makes the store a log of n partitions. A store that is
+// already partitioned must have n partitions: any other count is refused
+// with an error wrapping ErrPartitionCount, since every group's partition
+// depends on it. A store that is not partitioned yet (new, or written by a
+// coordhost before partitions) is converted in one transaction: group
+// names the group of each record key, and the record joins the group's
+// partition by Kafka's rule (runtime.PartitionFor). A key group cannot
+// name fails the conversion, and the store is left as it was.
+func (s *Store) Partition(n int, group func(key []byte) (string, error)) error {
+	if n < 1 {
+		return fmt.Errorf("store %s: partition count %d: must be at least 1", s.path, n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parts != 0 {
+		if s.parts != n {
+			return fmt.Errorf("store %s: %w: it was created with %d partitions and cannot be opened with %d "+
+				"(the partition of every group depends on the count; start with %d partitions)", s.path, ErrPartitionCount, s.parts, n, s.parts)
+		}
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucket(bucketPartitions)
+		if err != nil {
+			return err
+		}
+		idx := make([]*bolt.Bucket, n)
+		for p := range idx {
+			if idx[p], err = root.CreateBucket(partName(p)); err != nil {
+				return err
+			}
+		}
+		c := tx.Bucket(bucketBySeq).Cursor()
+		for seq, key := c.First(); seq != nil; seq, key = c.Next() {
+			g, err := group(key)
+			if err != nil {
+				return fmt.Errorf("converting to %d partitions: record key %x (sequence %d): %w", n, key, binary.BigEndian.Uint64(seq), err)
+			}
+			if err := idx[runtime.PartitionFor(g, n)].Put(seq, key); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if err := meta.Put(keyPartitions, binary.BigEndian.AppendUint32(nil, uint32(n))); err != nil {
+			return err
+		}
+		return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionPartitioned))
+	})
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	s.parts = n
+	return nil
+}
+
+// Validate returns nil for a record the store can hold, and otherwise an
+// error wrapping runtime.ErrInvalidRecord.
+func (s *Store) Validate(r Record) error { return runtime.LimitsError(r, MaxKeySize, MaxValueSize) }
+
+// PartitionBatch is one partition's records in an AppendPartitions call.
+type PartitionBatch struct {
+	Partition int
+	Records   []Record
+}
+
+// AppendPartitions writes the batches of several partitions in one
+// transaction with one fsync. On error nothing is stored; the error wraps
+// runtime.ErrInvalidRecord when a record fails Validate and
+// runtime.ErrStorage otherwise.
+func (s *Store) AppendPartitions(batches []PartitionBatch) error {
+	for _, b := range batches {
+		for i, r := range b.Records {
+			if err := s.Validate(r); err != nil {
+				return fmt.Errorf("store %s: partition %d record %d: %w", s.path, b.Partition, i, err)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range batches {
+		if b.Partition < 0 || b.Partition >= s.parts {
+			return fmt.Errorf("store %s: %w: partition %d of %d", s.path, runtime.ErrInvalidRecord, b.Partition, s.parts)
+		}
+	}
+	next := s.nextSeq
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketPartitions)
+		for _, b := range batches {
+			var err error
+			if next, err = s.put(tx, root.Bucket(partName(b.Partition)), b.Records, next); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, next))
+	})
+	if err != nil {
+		return fmt.Errorf("store %s: append of %d partition batches: %w: %w", s.path, len(batches), runtime.ErrStorage, err)
+	}
+	s.nextSeq = next
+	return nil
+}
+
+// ReplayPartition calls fn for every live record of partition p in the
+// order of their last writes, with the checks of Replay.
+func (s *Store) ReplayPartition(p int, fn func(Entry) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.corrupt(fmt.Sprintf("reading partition %d: %v", p, r))
+		}
+	}()
+	return s.db.View(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketPartitions)
+		if root == nil || root.Bucket(partName(p)) == nil {
+			return fmt.Errorf("store %s: no partition %d", s.path, p)
+		}
+		return s.replayIndex(tx.Bucket(bucketRecords), root.Bucket(partName(p)), fn)
+	})
+}
