@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
 )
@@ -15,7 +16,9 @@ import (
 // NewCoordinator is the Options.Coordinator factory of a real server: it
 // builds core from the configuration, loads the assignors, replays the
 // store into core and starts the event loop, and installs the admin
-// /v1/groups and /v1/plugins handlers.
+// /v1/groups and /v1/plugins handlers. In front of an external cluster the
+// loop is wrapped in host/authz, so the cluster's authorizer decides every
+// group request.
 func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	cfg := s.cfg
 	cc := CoreConfig(cfg)
@@ -37,6 +40,9 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	}
 	s.opts.GroupsAPI = l.GroupsHandler()
 	s.opts.PluginsAPI = PluginsHandler(asg)
+	if !cfg.DataPlane.Embedded { // the external cluster's authorizer decides every group request
+		return authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "", Log: s.log.With("component", "authz")}), nil
+	}
 	return l, nil
 }
 

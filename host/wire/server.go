@@ -166,6 +166,8 @@ type conn struct {
 	log  *slog.Logger
 	up   Upstream
 	auth bool // a forwarded SaslAuthenticate succeeded
+	// clientID is the client id of the request being served (Ask sends it).
+	clientID *string
 }
 
 func (c *conn) serve() {
@@ -223,6 +225,9 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	req, perr := ParseRequest(frame)
 	if req != nil {
 		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth
+		if s.cfg.Dial != nil {
+			req.Session, c.clientID = c, req.ClientID
+		}
 	}
 	resp, err := c.respond(ctx, req, perr)
 	if s.cfg.Observer != nil && req != nil {
@@ -286,6 +291,12 @@ func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (km
 		c.auth = true
 	}
 	return resp, err
+}
+
+// Ask implements Session: body goes over this connection's data-plane link
+// with the client id of the request being served.
+func (c *conn) Ask(ctx context.Context, body kmsg.Request) (kmsg.Response, error) {
+	return c.forward(ctx, &Request{ClientID: c.clientID}, body)
 }
 
 func (c *conn) group(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {

@@ -95,6 +95,11 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/plugin may import only abi and wazero, never core"
+	case under(pkg, "host/authz"):
+		if std || imp == kmsg || imp == kerr || own && (under(local, "host/authz") || local == "host/wire") {
+			return ""
+		}
+		return "host/authz asks the cluster through host/wire only: no core, no gateway, no copy of coordinator state"
 	case top == "host":
 		if !own || under(local, "core", "abi", "host", "internal") || isPluginAlgo(local) {
 			return ""
