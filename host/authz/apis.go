@@ -39,6 +39,9 @@ func (c *check) handle() (kmsg.Response, error) {
 	case *kmsg.JoinGroupRequest:
 		return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)
 	case *kmsg.SyncGroupRequest:
+		if b.Version >= 5 && (b.ProtocolType == nil || b.Protocol == nil) {
+			return denied(b, kerr.InconsistentGroupProtocol.Code), nil // Kafka checks this before authorizing
+		}
 		return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)
 	case *kmsg.HeartbeatRequest:
 		return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)

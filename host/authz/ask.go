@@ -188,7 +188,11 @@ func ask(ctx context.Context, s wire.Session, rs []resource, op kmsg.ACLOperatio
 			v.set(r, kmsg.ACLOperationWrite, ok)
 		}
 	case kmsg.ACLResourceTypeCluster:
-		err = askCluster(ctx, s, rs[0], v)
+		if err = askCluster(ctx, s, rs[0], v); err == nil && op == kmsg.ACLOperationDescribeConfigs && !v[rs[0]][op] {
+			var ok bool
+			ok, err = askClusterDescribeConfigs(ctx, s)
+			v.set(rs[0], op, ok)
+		}
 	default:
 		err = fmt.Errorf("no way to ask about resource type %v", rs[0].rt)
 	}
@@ -353,7 +357,8 @@ func askTxnWrite(ctx context.Context, s wire.Session, id string) (bool, error) {
 	return r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code, nil
 }
 
-// askCluster learns every CLUSTER operation.
+// askCluster learns DESCRIBE on the cluster, and every CLUSTER operation
+// when DESCRIBE is allowed (Kafka answers the bitfield only then).
 func askCluster(ctx context.Context, s wire.Session, r resource, v verdicts) error {
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.IncludeClusterAuthorizedOperations = true
@@ -365,9 +370,33 @@ func askCluster(ctx context.Context, s wire.Session, r resource, v verdicts) err
 	if !ok {
 		return fmt.Errorf("DescribeCluster answered with %T", resp)
 	}
-	if dr.ErrorCode != 0 || dr.ClusterAuthorizedOperations == unknownOps {
-		return fmt.Errorf("DescribeCluster: no authorized operations (error %d)", dr.ErrorCode)
+	if dr.ErrorCode != 0 {
+		return fmt.Errorf("DescribeCluster: %w", kerr.ErrorForCode(dr.ErrorCode))
 	}
-	v.setBits(r, clusterOps, dr.ClusterAuthorizedOperations)
+	bits := dr.ClusterAuthorizedOperations
+	if bits == unknownOps { // not told: taken as denied (ListGroups then filters group by group)
+		bits = 0
+	}
+	v.setBits(r, clusterOps, bits)
 	return nil
+}
+
+// askClusterDescribeConfigs learns DESCRIBE_CONFIGS on the cluster, which
+// Kafka checks first for a BROKER config resource (here: the cluster-wide
+// default, asking for no config).
+func askClusterDescribeConfigs(ctx context.Context, s wire.Session) (bool, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeBroker, "", []string{}
+	req.Resources = append(req.Resources, rr)
+	resp, err := s.Ask(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	r, ok := resp.(*kmsg.DescribeConfigsResponse)
+	if !ok || len(r.Resources) != 1 {
+		return false, fmt.Errorf("DescribeConfigs answered with %T", resp)
+	}
+	return r.Resources[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code, nil
 }

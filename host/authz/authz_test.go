@@ -118,6 +118,12 @@ func (s *session) Ask(_ context.Context, body kmsg.Request) (kmsg.Response, erro
 		for _, rr := range r.Resources {
 			x := kmsg.NewDescribeConfigsResponseResource()
 			x.ResourceName, x.ErrorCode = rr.ResourceName, gaf(rr.ResourceName, kmsg.ACLOperationDescribeConfigs)
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				x.ErrorCode = 0
+				if !f.ok("CLUSTER", kmsg.ACLOperationDescribeConfigs) {
+					x.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				}
+			}
 			resp.Resources = append(resp.Resources, x)
 		}
 		return resp, nil
@@ -155,7 +161,9 @@ func (s *session) Ask(_ context.Context, body kmsg.Request) (kmsg.Response, erro
 		return resp, nil
 	case *kmsg.DescribeClusterRequest:
 		resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
-		resp.ClusterAuthorizedOperations = f.bits("CLUSTER", kmsg.ACLOperationDescribe, kmsg.ACLOperationDescribeConfigs)
+		if f.ok("CLUSTER", kmsg.ACLOperationDescribe) { // Kafka tells the bitfield only then
+			resp.ClusterAuthorizedOperations = f.bits("CLUSTER", kmsg.ACLOperationDescribe, kmsg.ACLOperationDescribeConfigs)
+		}
 		return resp, nil
 	}
 	return nil, errors.New("unexpected probe " + kmsg.NameForKey(body.Key()))
@@ -437,6 +445,17 @@ func TestConfigsAndFindCoordinator(t *testing.T) {
 	lc.SetVersion(1)
 	if c := h.do(lc).(*kmsg.ListConfigResourcesResponse).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("list config resources without cluster DESCRIBE_CONFIGS: %d", c)
+	}
+	h.f.grant("CLUSTER", kmsg.ACLOperationDescribeConfigs) // without DESCRIBE: no bitfield
+	h.now = h.now.Add(time.Second)
+	if c := h.do(lc).(*kmsg.ListConfigResourcesResponse).ErrorCode; c != 0 {
+		t.Fatalf("list config resources with cluster DESCRIBE_CONFIGS: %d", c)
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.SetVersion(5)
+	sg.Group = "g"
+	if c := h.do(sg).(*kmsg.SyncGroupResponse).ErrorCode; c != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("SyncGroup v5 without protocol type and name: %d, want INCONSISTENT_GROUP_PROTOCOL as Kafka checks it first", c)
 	}
 }
 
