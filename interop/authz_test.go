@@ -404,6 +404,13 @@ func TestInteropAuthorization(t *testing.T) {
 			t.Logf("%s: commit allowed %v", row.user, committed)
 		})
 	}
+	for _, u := range []string{"noacl", "prefixed", "denyover"} {
+		lines := ch.proc.grep("principal=User:" + u + " ")
+		if len(lines) == 0 || !strings.Contains(lines[0], "authorization denied") {
+			t.Errorf("no audit line names User:%s: %q", u, lines)
+		}
+	}
+
 	t.Run("revoked within the TTL", func(t *testing.T) {
 		direct, through := dialKafka(t, secure), dialKafka(t, ch.addr)
 		for _, c := range []*rawConn{direct, through} {

@@ -114,7 +114,13 @@ func (c *check) allowed(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperati
 
 // logDenied writes the audit line of one denial.
 func (c *check) logDenied(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) {
-	c.a.cfg.Log.Info("authorization denied", "operation", opName(op), "resource_type", rtName(rt), "resource", name,
+	principal := "User:ANONYMOUS"
+	if c.req.SASLUser != "" {
+		principal = "User:" + c.req.SASLUser
+	} else if c.req.Authenticated {
+		principal = "unknown"
+	}
+	c.a.cfg.Log.Info("authorization denied", "principal", principal, "operation", opName(op), "resource_type", rtName(rt), "resource", name,
 		"api", kmsg.NameForKey(c.req.Key), "client_id", c.req.ClientIDString(), "client", c.req.ClientHost,
 		"authenticated", c.req.Authenticated)
 }

@@ -211,7 +211,7 @@ func newHarness(t *testing.T, ttl time.Duration) *harness {
 
 func (h *harness) do(body kmsg.Request) kmsg.Response {
 	h.t.Helper()
-	resp, err := h.a.Handle(context.Background(), &wire.Request{Key: body.Key(), Version: body.GetVersion(), Body: body, Session: h.sess, Authenticated: true})
+	resp, err := h.a.Handle(context.Background(), &wire.Request{Key: body.Key(), Version: body.GetVersion(), Body: body, Session: h.sess, Authenticated: true, SASLUser: "alice"})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestGroupReadDecides(t *testing.T) {
 		if len(h.reached()) != 0 {
 			t.Fatal("a refused heartbeat reached the coordinator")
 		}
-		if !strings.Contains(h.log.String(), "authorization denied") || !strings.Contains(h.log.String(), "resource=g") || !strings.Contains(h.log.String(), "operation=READ") {
+		if !strings.Contains(h.log.String(), "authorization denied") || !strings.Contains(h.log.String(), "resource=g") || !strings.Contains(h.log.String(), "operation=READ") || !strings.Contains(h.log.String(), "principal=User:alice") {
 			t.Fatalf("no audit line: %s", h.log.String())
 		}
 		h.f.grant("GROUP:g", kmsg.ACLOperationRead, kmsg.ACLOperationDescribe)

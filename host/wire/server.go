@@ -168,6 +168,10 @@ type conn struct {
 	auth bool // a forwarded SaslAuthenticate succeeded
 	// clientID is the client id of the request being served (Ask sends it).
 	clientID *string
+	// SASL as passed through: the mechanism of the last handshake, the
+	// user its first message claims, and that user once the cluster
+	// accepted the authentication.
+	saslMech, saslClaim, user string
 }
 
 func (c *conn) serve() {
@@ -224,7 +228,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	start := time.Now()
 	req, perr := ParseRequest(frame)
 	if req != nil {
-		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth
+		req.Listener, req.ClientHost, req.Authenticated, req.SASLUser = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth, c.user
 		if s.cfg.Dial != nil {
 			req.Session, c.clientID = c, req.ClientID
 		}
@@ -286,9 +290,17 @@ func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (km
 		}
 		c.up = up
 	}
+	switch b := body.(type) {
+	case *kmsg.SASLHandshakeRequest:
+		c.saslMech, c.saslClaim = b.Mechanism, ""
+	case *kmsg.SASLAuthenticateRequest:
+		if c.saslClaim == "" {
+			c.saslClaim = saslUser(c.saslMech, b.SASLAuthBytes)
+		}
+	}
 	resp, err := c.up.Forward(ctx, req.ClientID, body)
 	if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && err == nil && a.ErrorCode == 0 {
-		c.auth = true
+		c.auth, c.user = true, c.saslClaim
 	}
 	return resp, err
 }
