@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -45,13 +44,6 @@ type Request struct {
 	// client's pass-through SASL authenticated it; nil when the listener
 	// has no data plane. It may be used only while the request is handled.
 	Session Session
-}
-
-// Session asks the data plane something over one client connection's own
-// upstream link (opened on first use), so the cluster answers for that
-// client's principal. A Session is comparable: one value per connection.
-type Session interface {
-	Ask(ctx context.Context, body kmsg.Request) (kmsg.Response, error)
 }
 
 // Broker is a node address as clients see it.

@@ -228,7 +228,8 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	start := time.Now()
 	req, perr := ParseRequest(frame)
 	if req != nil {
-		req.Listener, req.ClientHost, req.Authenticated, req.SASLUser = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth, c.user
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.nc.RemoteAddr().String(), c.auth
+		req.SASLUser = c.user
 		if s.cfg.Dial != nil {
 			req.Session, c.clientID = c, req.ClientID
 		}
@@ -300,15 +301,10 @@ func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (km
 	}
 	resp, err := c.up.Forward(ctx, req.ClientID, body)
 	if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && err == nil && a.ErrorCode == 0 {
-		c.auth, c.user = true, c.saslClaim
+		c.auth = true
+		c.user = c.saslClaim
 	}
 	return resp, err
-}
-
-// Ask implements Session: body goes over this connection's data-plane link
-// with the client id of the request being served.
-func (c *conn) Ask(ctx context.Context, body kmsg.Request) (kmsg.Response, error) {
-	return c.forward(ctx, &Request{ClientID: c.clientID}, body)
 }
 
 func (c *conn) group(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
