@@ -3,6 +3,7 @@ package interop
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/coordhost/coordhost/host/wire"
@@ -36,7 +38,10 @@ func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
 		"listeners":                      fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d", port, sport),
 		"advertised.listeners":           fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d", port, sport),
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"sasl.enabled.mechanisms":        "SCRAM-SHA-256,SCRAM-SHA-512",
+		"sasl.enabled.mechanisms":        "SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+		// unsecured OAUTHBEARER (tests only): the broker's default validator
+		// accepts an unsigned JWT and takes the principal from its sub claim
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":   "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
 		"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": jaas,
 		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": jaas,
 		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -149,12 +154,20 @@ func (c *rawConn) do(req kmsg.Request) (kmsg.Response, error) {
 	return resp, err
 }
 
-// login runs SaslHandshake and SaslAuthenticate with SCRAM.
-func (c *rawConn) login(user string, sha512 bool) error {
+// login runs SaslHandshake and SaslAuthenticate with mechanism:
+// SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (an unsigned token).
+func (c *rawConn) login(user, mechanism string) error {
 	a := scram.Auth{User: user, Pass: password(user)}
-	var m sasl.Mechanism = a.AsSha256Mechanism()
-	if sha512 {
+	var m sasl.Mechanism
+	switch mechanism {
+	case "SCRAM-SHA-256":
+		m = a.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
 		m = a.AsSha512Mechanism()
+	case "OAUTHBEARER":
+		m = oauth.Auth{Token: unsecuredJWT(user)}.AsMechanism()
+	default:
+		return fmt.Errorf("mechanism %s", mechanism)
 	}
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.SetVersion(1)
@@ -188,6 +201,14 @@ func (c *rawConn) login(user string, sha512 bool) error {
 		}
 		msg = next
 	}
+}
+
+// unsecuredJWT is an unsigned token for sub, as Kafka's unsecured
+// OAUTHBEARER validator accepts it.
+func unsecuredJWT(sub string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	now := time.Now().Unix()
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d}`, sub, now, now+3600))) + "."
 }
 
 // authCodes is the authorization verdict of a response: every
@@ -358,20 +379,22 @@ func TestInteropAuthorization(t *testing.T) {
 		}
 	})
 
-	rows := []struct{ name, user, group string }{
-		{"no ACL", "noacl", "g"},
-		{"exact ACL", "exact", "g"},
-		{"prefixed ACL", "prefixed", "g"},
-		{"DENY over ALLOW", "denyover", "g"},
-		{"wildcard User:*", "noacl", "gw"},
-		{"super user", "admin", "g"},
+	rows := []struct{ name, user, group, mech string }{
+		{"no ACL", "noacl", "g", "SCRAM-SHA-256"},
+		{"exact ACL", "exact", "g", "SCRAM-SHA-512"},
+		{"prefixed ACL", "prefixed", "g", "SCRAM-SHA-256"},
+		{"DENY over ALLOW", "denyover", "g", "SCRAM-SHA-512"},
+		{"wildcard User:*", "noacl", "gw", "SCRAM-SHA-256"},
+		{"super user", "admin", "g", "SCRAM-SHA-512"},
+		{"OAUTHBEARER exact ACL", "exact", "g", "OAUTHBEARER"},
+		{"OAUTHBEARER no ACL", "noacl", "g", "OAUTHBEARER"},
 	}
 	for i, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			offset := int64(1000 + i)
 			direct, through := dialKafka(t, secure), dialKafka(t, ch.addr)
 			for _, c := range []*rawConn{direct, through} {
-				if err := c.login(row.user, i%2 == 1); err != nil {
+				if err := c.login(row.user, row.mech); err != nil {
 					t.Fatalf("login %s: %v", row.user, err)
 				}
 			}
@@ -414,7 +437,7 @@ func TestInteropAuthorization(t *testing.T) {
 	t.Run("revoked within the TTL", func(t *testing.T) {
 		direct, through := dialKafka(t, secure), dialKafka(t, ch.addr)
 		for _, c := range []*rawConn{direct, through} {
-			if err := c.login("exact", false); err != nil {
+			if err := c.login("exact", "SCRAM-SHA-256"); err != nil {
 				t.Fatal(err)
 			}
 		}
