@@ -22,7 +22,7 @@ import (
 	"github.com/coordhost/coordhost/host/wire"
 )
 
-// The secured broker: a SASL_PLAINTEXT listener (SCRAM-SHA-256/512) for
+// The secured broker: a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, unsecured OAUTHBEARER) for
 // the principals under test, StandardAuthorizer, and a PLAINTEXT listener
 // whose ANONYMOUS principal is a super user (the controller link, and the
 // suite's admin that creates ACLs and reads offsets).

@@ -2,13 +2,15 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"strings"
 )
 
 // saslUser is the user name a client claims in its first SASL message for
 // mechanism (PLAIN: the authorization id, else the authentication id;
 // SCRAM: the n= attribute; OAUTHBEARER: the a= authorization id of the GS2
-// header), or "" when the message names none. The name is only a claim: a
+// header, else the token's sub claim), or "" when the message names none. The name is only a claim: a
 // connection reports it once the cluster accepted the authentication. It
 // never panics on any input.
 func saslUser(mechanism string, first []byte) string {
@@ -25,7 +27,38 @@ func saslUser(mechanism string, first []byte) string {
 	case strings.HasPrefix(mechanism, "SCRAM-"):
 		return gs2Attr(first, "n=", 2)
 	case mechanism == "OAUTHBEARER":
-		return gs2Attr(first, "a=", 1)
+		if a := gs2Attr(first, "a=", 1); a != "" {
+			return a
+		}
+		return bearerSubject(first)
+	}
+	return ""
+}
+
+// bearerSubject is the sub claim of the token in an OAUTHBEARER client
+// message ("auth=Bearer <header>.<payload>.<signature>"), the claim Kafka's
+// default principal comes from; "" when there is none.
+func bearerSubject(msg []byte) string {
+	for _, kv := range bytes.Split(msg, []byte{1}) {
+		tok, ok := bytes.CutPrefix(kv, []byte("auth=Bearer "))
+		if !ok {
+			continue
+		}
+		parts := bytes.Split(tok, []byte{'.'})
+		if len(parts) != 3 {
+			return ""
+		}
+		payload, err := base64.RawURLEncoding.DecodeString(string(bytes.TrimRight(parts[1], "=")))
+		if err != nil {
+			return ""
+		}
+		var claims struct {
+			Sub string `json:"sub"`
+		}
+		if json.Unmarshal(payload, &claims) != nil {
+			return ""
+		}
+		return claims.Sub
 	}
 	return ""
 }

@@ -12,6 +12,8 @@ func TestSASLUser(t *testing.T) {
 		{"SCRAM-SHA-256", "n,,r=x,n=later", ""},
 		{"OAUTHBEARER", "n,a=bob,\x01auth=Bearer e30.e30.\x01\x01", "bob"},
 		{"OAUTHBEARER", "n,,\x01auth=Bearer e30.e30.\x01\x01", ""},
+		{"OAUTHBEARER", "n,,\x01auth=Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJjYXJvbCJ9.\x01\x01", "carol"},
+		{"OAUTHBEARER", "n,,\x01auth=Bearer x.!!!.\x01\x01", ""},
 		{"GSSAPI", "anything", ""},
 	} {
 		if got := saslUser(c.mech, []byte(c.msg)); got != c.want {
