@@ -48,7 +48,7 @@ func (c *check) handle() (kmsg.Response, error) {
 	case *kmsg.StreamsGroupHeartbeatRequest:
 		return c.streamsGroupHeartbeat(b)
 	case *kmsg.LeaveGroupRequest:
-		return c.leaveGroup(b)
+		return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)
 	case *kmsg.OffsetCommitRequest:
 		return c.offsetCommit(b)
 	case *kmsg.TxnOffsetCommitRequest:
@@ -101,10 +101,6 @@ func denied(body kmsg.Request, code int16) kmsg.Response {
 		r.Topics = nil
 	}
 	return resp
-}
-
-func (c *check) leaveGroup(b *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
-	return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)
 }
 
 // allowedSet decides op on every named resource of type rt at once,
