@@ -18,6 +18,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
 )
 
@@ -141,7 +142,9 @@ func startWithLoop(t *testing.T, dir string, args ...string) (*host.Server, *hos
 	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Coordinator: func(s *host.Server) (host.Wiring, error) {
 			w, err := host.NewCoordinator(s)
-			if err == nil {
+			if a, ok := w.Coordinator.(*authz.Coordinator); ok { // external: the cluster authorizes
+				loop = a.Inner().(*host.Loop)
+			} else if err == nil {
 				loop = w.Coordinator.(*host.Loop)
 			}
 			return w, err

@@ -11,11 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/wire"
 )
 
 // observedCluster is an external Kafka (kfake) that records every API key
-// it receives.
+// it receives, except the authorization probes' heartbeats.
 type observedCluster struct {
 	c    *kfake.Cluster
 	mu   sync.Mutex
@@ -32,6 +33,9 @@ func newObservedCluster(t *testing.T, opts ...kfake.Opt) *observedCluster {
 	o := &observedCluster{c: c, seen: map[int16]int{}}
 	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
+		if hb, ok := req.(*kmsg.HeartbeatRequest); ok && hb.MemberID == authz.ProbeMemberID {
+			return nil, nil, false // asks the cluster's authorizer; joins nothing
+		}
 		o.mu.Lock()
 		o.seen[req.Key()]++
 		o.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
 )
@@ -15,7 +16,9 @@ import (
 // NewCoordinator is the Options.Coordinator factory of a real server: it
 // builds core from the configuration, loads the built-in assignors,
 // replays the store into one core per partition, starts the event loop,
-// and returns it with the admin /v1/groups and /v1/plugins handlers.
+// and returns it with the admin /v1/groups and /v1/plugins handlers. In
+// front of an external cluster the loop is wrapped in host/authz, so the
+// cluster's authorizer decides every group request.
 func NewCoordinator(s *Server) (Wiring, error) { return NewCoordinatorWith(nil)(s) }
 
 // NewCoordinatorWith is NewCoordinator with in-process assignors added to
@@ -50,7 +53,12 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
-		return Wiring{Coordinator: l, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
+		var gc GroupCoordinator = l
+		if !cfg.DataPlane.Embedded { // the external cluster's authorizer decides every group request
+			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired,
+				Log: s.log.With("component", "authz")})
+		}
+		return Wiring{Coordinator: gc, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
 	}
 }
 

@@ -81,22 +81,34 @@ type broker struct {
 // Metadata. The broker is killed when the test ends.
 func startBroker(t *testing.T, logDir string) *broker {
 	t.Helper()
-	port, cport := freePort(t), freePort(t)
+	port := freePort(t)
+	return launchBroker(t, logDir, port, map[string]string{
+		"listeners":            fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
+		"advertised.listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
+	})
+}
+
+// launchBroker is startBroker with the broker's own listeners (props; a
+// CONTROLLER listener is added) and extra kafka-storage format arguments.
+// port is the PLAINTEXT listener that waits for Metadata.
+func launchBroker(t *testing.T, logDir string, port int, props map[string]string, formatArgs ...string) *broker {
+	t.Helper()
+	cport := freePort(t)
 	dir := filepath.Join(t.TempDir(), "kraft")
-	props := map[string]string{
-		"listeners":                fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, cport),
-		"advertised.listeners":     fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
-		"controller.quorum.voters": fmt.Sprintf("1@127.0.0.1:%d", cport),
-		"log.dirs":                 dir,
-	}
+	props["listeners"] += fmt.Sprintf(",CONTROLLER://127.0.0.1:%d", cport)
+	props["controller.quorum.voters"] = fmt.Sprintf("1@127.0.0.1:%d", cport)
+	props["log.dirs"] = dir
 	for k, v := range brokerConfig {
-		props[k] = v
+		if _, set := props[k]; !set {
+			props[k] = v
+		}
 	}
 	cfg := filepath.Join(logDir, "server.properties")
 	if err := os.WriteFile(cfg, []byte(propertiesText(props)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	format := startJava(t, "broker-format", logDir, "kafka.tools.StorageTool", "format", "-t", clusterID(t), "-c", cfg)
+	args := append([]string{"format", "-t", clusterID(t), "-c", cfg}, formatArgs...)
+	format := startJava(t, "broker-format", logDir, "kafka.tools.StorageTool", args...)
 	select {
 	case <-format.done:
 		if format.err != nil {

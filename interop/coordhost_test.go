@@ -75,8 +75,10 @@ type coordhost struct {
 
 // startCoordhost starts coordhost on loopback: with an embedded data plane
 // when dataplane is empty, else in front of the Kafka cluster at dataplane.
-// It waits (bounded) until the listener answers Metadata.
-func startCoordhost(t *testing.T, logDir, dataplane string) *coordhost {
+// It waits (bounded) until the listener answers Metadata, or, with extra
+// flags (a SASL cluster refuses an unauthenticated Metadata), until it logs
+// that it is serving.
+func startCoordhost(t *testing.T, logDir, dataplane string, extra ...string) *coordhost {
 	t.Helper()
 	c := &coordhost{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	args := append([]string{"serve",
@@ -87,7 +89,13 @@ func startCoordhost(t *testing.T, logDir, dataplane string) *coordhost {
 	if dataplane != "" {
 		args = append(args, "--dataplane.mode=external", "--dataplane.bootstrap="+dataplane)
 	}
-	c.proc = startProc(t, "coordhost", logDir, coordhostBinary(t), args...)
+	c.proc = startProc(t, "coordhost", logDir, coordhostBinary(t), append(args, extra...)...)
+	if len(extra) > 0 {
+		if _, _, err := c.proc.waitLine("coordhost is serving", 0, time.Minute); err != nil {
+			t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
+		}
+		return c
+	}
 	if err := waitMetadata(c.addr, time.Minute, c.proc); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}

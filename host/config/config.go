@@ -88,6 +88,8 @@ type DataPlane struct {
 	SASLMechanism string
 	SASLUser      string
 	SASLPassword  string
+	// AuthzCacheTTL bounds the reuse of a cluster authorization decision.
+	AuthzCacheTTL time.Duration
 }
 
 // Plugins is the plugins.* section.
@@ -279,6 +281,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			Partitions: int(v["dataplane.partitions"].(int64)),
 			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
 			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
+			AuthzCacheTTL: v["dataplane.authorization.cache.ttl"].(time.Duration),
 		},
 		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
 			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),

@@ -59,6 +59,7 @@ var serverKeys = []key{
 	{name: "dataplane.sasl.mechanism", def: "none", kind: kString, oneOf: []string{"none", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, doc: "External: SASL mechanism of coordhost's own admin connection (offset storage, topic metadata). Client connections authenticate themselves: their SASL handshake passes through to the cluster."},
 	{name: "dataplane.sasl.username", def: "", kind: kString, doc: "External SASL: coordhost's user."},
 	{name: "dataplane.sasl.password", def: "", kind: kString, doc: "External SASL: coordhost's password."},
+	{name: "dataplane.authorization.cache.ttl", def: "5s", kind: kDuration, doc: "External: how long one client connection reuses an authorization decision its cluster gave (per resource and operation); 0 asks the cluster for every group request."},
 	{name: "dataplane.partitions", def: int64(1), kind: kInt, min: 1, max: 10000, doc: "Embedded data plane: partitions of auto-created topics (Kafka's num.partitions)."},
 	{name: "admin.listen", def: "127.0.0.1:9644", kind: kString, doc: "Admin HTTP address (/healthz, /readyz, /metrics, /v1/...). Loopback by default."},
 	{name: "admin.token", def: "", kind: kString, doc: "Bearer token (header `Authorization: Bearer TOKEN`, never a URL parameter) required on every admin endpoint but /healthz and /readyz when set; empty: reads are open (loopback only unless admin.insecure) and plugin management is disabled unless client certificates are configured."},

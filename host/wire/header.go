@@ -39,6 +39,13 @@ type Request struct {
 	// Authenticated is true once the data plane accepted a
 	// SaslAuthenticate on this connection (SASL passes through).
 	Authenticated bool
+	// SASLUser is the user name the connection's accepted SASL
+	// authentication claimed ("" when unknown): for logs, not decisions.
+	SASLUser string
+	// Session is the connection's own link to the data plane, as the
+	// client's pass-through SASL authenticated it; nil when the listener
+	// has no data plane. It may be used only while the request is handled.
+	Session Session
 }
 
 // Broker is a node address as clients see it.

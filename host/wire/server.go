@@ -199,6 +199,12 @@ type conn struct {
 	log     *slog.Logger
 	up      Upstream
 	auth    bool // a forwarded SaslAuthenticate succeeded
+	// clientID is the client id of the request being served (Ask sends it).
+	clientID *string
+	// SASL as passed through: the mechanism of the last handshake, the
+	// user its first message claims, and that user once the cluster
+	// accepted the authentication.
+	saslMech, saslClaim, user string
 }
 
 func (c *conn) serve() {
@@ -263,6 +269,10 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), c.auth
 		if s.cfg.SASLRequired && !c.auth && !preAuthKeys[req.Key] {
 			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
+		}
+		req.SASLUser = c.user
+		if s.cfg.Dial != nil {
+			req.Session, c.clientID = c, req.ClientID
 		}
 	}
 	resp, err := c.respond(ctx, req, perr)
@@ -379,9 +389,18 @@ func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (km
 		}
 		c.up = up
 	}
+	switch b := body.(type) {
+	case *kmsg.SASLHandshakeRequest:
+		c.saslMech, c.saslClaim = b.Mechanism, ""
+	case *kmsg.SASLAuthenticateRequest:
+		if c.saslClaim == "" {
+			c.saslClaim = saslUser(c.saslMech, b.SASLAuthBytes)
+		}
+	}
 	resp, err := c.up.Forward(ctx, req.ClientID, body)
 	if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && err == nil && a.ErrorCode == 0 {
 		c.auth = true
+		c.user = c.saslClaim
 	}
 	return resp, err
 }

@@ -108,6 +108,11 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/runtime may import only the standard library: it knows coordinators and record logs through its own interfaces, no Kafka messages"
+	case under(pkg, "host/authz"):
+		if std || imp == kmsg || imp == kerr || own && (under(local, "host/authz") || local == "host/wire") {
+			return ""
+		}
+		return "host/authz asks the cluster through host/wire only: no core, no gateway, no copy of coordinator state"
 	case top == "host":
 		if !own || under(local, "core", "abi", "host", "internal") || isPluginAlgo(local) {
 			return ""
