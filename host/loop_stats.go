@@ -194,11 +194,4 @@ func taskList(ts []core.TaskIDs) string {
 	return b.String()
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 func equalFold(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), b) }

@@ -308,7 +308,7 @@ func askTopics(ctx context.Context, s wire.Session, rs []resource, v verdicts) e
 	}
 	mr, ok := resp.(*kmsg.MetadataResponse)
 	if !ok {
-		return fmt.Errorf("Metadata answered with %T", resp)
+		return fmt.Errorf("the cluster answered Metadata with %T", resp)
 	}
 	for _, t := range mr.Topics {
 		rs := []resource{{kmsg.ACLResourceTypeTopic, topicByID(t.TopicID)}}

@@ -107,7 +107,6 @@ type partition struct {
 	scheduled bool
 	shard     Shard
 	timer     *time.Timer
-	unloaded  chan struct{} // closed when an unload completes
 }
 
 // unload is the queued marker of an Unload.
@@ -338,7 +337,7 @@ func (p *partition) round() {
 		}
 		recs = p.step(sh, recs, ev.Input)
 	}
-	recs = p.flush(sh, recs)
+	p.flush(sh, recs)
 	p.mu.Lock()
 	if stopping != nil {
 		p.state, p.shard = stateUnloaded, nil
