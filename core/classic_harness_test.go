@@ -124,9 +124,15 @@ func (h *classicHarness) req(who string) RequestID {
 
 // finish commits (or rolls back) an Output and renders it.
 func (h *classicHarness) finish(o Output, fail bool) string {
+	if err := eventsExplain(o); err != nil {
+		h.tb.Fatal(err)
+	}
 	var b strings.Builder
 	for _, r := range o.Records {
 		fmt.Fprintf(&b, "%s\n", fmtClassicRecord(r))
+	}
+	for _, e := range o.Events {
+		fmt.Fprintf(&b, "event %s\n", e)
 	}
 	for _, t := range o.Timers {
 		if t.Cancel {
@@ -536,17 +542,6 @@ func (h *classicHarness) replayCheck() string {
 		return h.alias("REPLAY MISMATCH\nlive:\n" + live + "replayed:\n" + replayed)
 	}
 	return fmt.Sprintf("replay of %d records matches live state", len(h.log))
-}
-
-func replayLog(cfg Config, log []Record) (*Coordinator, error) {
-	fresh, _ := New(cfg)
-	for i, r := range log {
-		k, v := EncodeRecord(r)
-		if err := fresh.ReplayBytes(k, v); err != nil {
-			return nil, fmt.Errorf("replay failed at record %d (%s): %v", i, fmtClassicRecord(r), err)
-		}
-	}
-	return fresh, nil
 }
 
 // reload replaces the Coordinator by one replayed from the durable log

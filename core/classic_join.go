@@ -52,6 +52,7 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 			return classicJoinError("", errInconsistentProtocol)
 		}
 		groupDeleters[existing.Kind()](c, existing) // offline conversion (Kafka 4.2+)
+		c.emitGroup(EventGroupConverted, req.Group, ReasonOfflineToClassic, 0)
 		for _, key := range c.timerKeysOfGroup(req.Group) {
 			c.cancelTimer(key)
 		}
@@ -69,6 +70,7 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 		g = newClassicGroup(req.Group)
 		g.stateTime = c.now
 		c.putGroup(req.Group, g)
+		c.emitGroup(EventGroupCreated, req.Group, "", 0)
 	}
 	before := len(c.out.Records)
 	resp := c.joinClassicGroup(g, id, client, req, unknown)
@@ -198,6 +200,7 @@ func (c *Coordinator) classicAddAndRebalance(g *classicGroup, id RequestID, clie
 		g.newMemberAdd = true
 	}
 	g.add(m)
+	c.emit(Event{Kind: EventMemberJoined, Group: g.id, Member: memberID, Epoch: g.generation, MemberEpoch: g.generation})
 	c.parkClassic(&m.join, id, req.Version)
 	c.scheduleClassicHeartbeat(g, m, c.cfg.Classic.NewMemberJoinTimeoutMs)
 	c.classicMaybeRebalance(g)
@@ -224,6 +227,8 @@ func (c *Coordinator) classicReplaceStatic(g *classicGroup, id RequestID, req *k
 		protocols: old.protocols, assignment: old.assignment}
 	delete(g.members, oldID)
 	g.members[newID] = m
+	c.emit(Event{Kind: EventMemberFenced, Group: g.id, Member: oldID, Reason: ReasonStaticReplacement, Epoch: g.generation, MemberEpoch: leaveEpoch})
+	c.emit(Event{Kind: EventMemberJoined, Group: g.id, Member: newID, Reason: ReasonStaticReplacement, Epoch: g.generation, MemberEpoch: g.generation})
 	for i, x := range g.order {
 		if x == oldID {
 			g.order[i] = newID
@@ -250,6 +255,7 @@ func (c *Coordinator) classicReplaceStatic(g *classicGroup, id RequestID, req *k
 				assignment[x.id] = x.assignment
 			}
 			c.write(groupMetadataRecord(g, assignment))
+			c.emitGroup(EventGenerationStored, g.id, ReasonStaticReplacement, g.generation)
 			if req.Version >= 9 {
 				r := g.joinResponse(m, g.isLeader(newID))
 				r.SkipAssignment = g.isLeader(newID)

@@ -22,7 +22,8 @@ import (
 //     leader is one of its members;
 //   - a Stable group's in-memory generation equals its last record
 //     (generation, protocol, leader, members and assignments);
-//   - replaying the committed records yields the live durable state.
+//   - replaying the committed records, compacted as the store keeps them,
+//     yields the live durable state.
 func TestClassicProperties(t *testing.T) {
 	seeds := 1000
 	if testing.Short() {
@@ -182,6 +183,9 @@ func (p *classicProp) leave(cl *classicPropClient) Output {
 // finish commits or rolls back a batch, lets clients observe their
 // responses, and checks the invariants.
 func (p *classicProp) finish(o Output, fail bool) {
+	if err := eventsExplain(o); err != nil {
+		p.fatalf("%v", err)
+	}
 	if fail {
 		p.trace = append(p.trace, "  append failed")
 		p.c.Rollback()

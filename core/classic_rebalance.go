@@ -173,6 +173,7 @@ func (c *Coordinator) classicPrepareRebalance(g *classicGroup) {
 		c.setTimer(timer{key: classicJoinKey(g.id), deadline: c.now + int64(delay), kind: timerClassicInitial, group: g.id})
 	}
 	g.transitionTo(classicPreparingRebalance, c.now)
+	c.emitGroup(EventRebalanceStarted, g.id, "", g.generation)
 	if !initial {
 		c.classicCompleteJoinElseSchedule(g)
 	}
@@ -209,6 +210,7 @@ func (c *Coordinator) completeClassicJoin(g *classicGroup) {
 		if !m.join.waiting && !m.isStatic() {
 			g.remove(m.id)
 			c.cancelTimer(classicHeartbeatKey(g.id, m.id))
+			c.emitClassicFenced(g, m.id, ReasonRebalanceTimeout)
 		}
 	}
 	if g.state == classicDead {
@@ -223,6 +225,7 @@ func (c *Coordinator) completeClassicJoin(g *classicGroup) {
 	g.initNextGeneration(c.now)
 	if g.state == classicEmpty {
 		c.write(groupMetadataRecord(g, nil))
+		c.emitGroup(EventGenerationStored, g.id, ReasonEmpty, g.generation)
 		return
 	}
 	for _, m := range g.allMembers() {
@@ -260,6 +263,7 @@ func (c *Coordinator) expireClassicHeartbeat(g *classicGroup, memberID string) {
 func (c *Coordinator) classicRemoveAndUpdate(g *classicGroup, m *classicMember) {
 	c.releaseClassic(g, &m.join, classicJoinError("", errUnknownMemberID))
 	g.remove(m.id)
+	c.emitClassicFenced(g, m.id, ReasonSessionTimeout)
 	switch {
 	case g.state == classicStable || g.state == classicCompletingRebalance:
 		c.classicMaybeRebalance(g)
@@ -311,6 +315,7 @@ func (c *Coordinator) classicExpirePendingSync(g *classicGroup, gen int32) {
 		if g.pendingSync[m.id] {
 			g.remove(m.id)
 			c.cancelTimer(classicHeartbeatKey(g.id, m.id))
+			c.emitClassicFenced(g, m.id, ReasonRebalanceTimeout)
 		}
 	}
 	c.classicPrepareRebalance(g)

@@ -93,6 +93,7 @@ func (c *Coordinator) classicStoreAssignment(g *classicGroup, req *kmsg.SyncGrou
 		}
 	}
 	c.write(groupMetadataRecord(g, assignment))
+	c.emitGroup(EventGenerationStored, g.id, ReasonLeaderAssignment, g.generation)
 	for _, m := range g.allMembers() {
 		m.assignment = assignment[m.id]
 	}
@@ -239,4 +240,5 @@ func (c *Coordinator) classicRemoveCurrent(g *classicGroup, memberID string) {
 	c.releaseClassic(g, &m.join, classicJoinError("", errUnknownMemberID))
 	c.releaseClassic(g, &m.sync, syncError(errUnknownMemberID))
 	g.remove(memberID)
+	c.emit(Event{Kind: EventMemberLeft, Group: g.id, Member: memberID, Reason: ReasonLeave, Epoch: g.generation, MemberEpoch: leaveEpoch})
 }

@@ -37,6 +37,7 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 		return kerr.UnknownServerError.Code
 	}
 	del(c, g)
+	c.emitGroup(EventGroupDeleted, name, "", 0)
 	for _, key := range c.timerKeysOfGroup(name) {
 		c.cancelTimer(key)
 	}

@@ -6,7 +6,7 @@
 // current wall-clock time in epoch milliseconds from its caller and returns,
 // as data, the records to persist, the responses to release once those records
 // are durable, the timers to set, the assignor runs to perform and the topics
-// to create. Live state changes only by applying records, so replaying the
+// to create, with events saying why it changed what it changed (events.go). Live state changes only by applying records, so replaying the
 // record log into an empty coordinator rebuilds the same state.
 //
 // # Using it (the host's loop)
@@ -19,9 +19,11 @@
 //	out = c.AssignorResult(now, run, res, err)
 //	out = c.UpdateTopics(now, topics)       // topic metadata refresh
 //	// Append every out.Records since the last Commit as one batch, then
-//	//   success: c.Commit(); release the batch's out.Responses
+//	//   success: c.Commit(); release the batch's out.Responses and
+//	//            report its out.Events (logs, metrics, history)
 //	//   failure: ro := c.Rollback(); fail the batch's responses and
-//	//            ro.Failed (parked requests); act on ro.AssignorRuns.
+//	//            ro.Failed (parked requests), drop its events; act on
+//	//            ro.AssignorRuns.
 //
 // Classic requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, offset
 // decisions) for a streams group holding classic members are bridged by

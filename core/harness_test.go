@@ -48,6 +48,9 @@ func newHarness(tb testing.TB, cfg Config) *harness {
 
 // finish commits (or rolls back) an Output and renders it.
 func (h *harness) finish(o Output, fail bool) string {
+	if err := eventsExplain(o); err != nil {
+		h.tb.Fatal(err)
+	}
 	var b strings.Builder
 	b.WriteString(fmtEffects(o, true))
 	h.runs = append(h.runs, o.AssignorRuns...)
@@ -302,15 +305,13 @@ func (h *harness) answerRuns(group, mode string, fail bool) string {
 	return b.String()
 }
 
-// replayCheck rebuilds a fresh Coordinator from the durable log and
-// compares its canonical dump with the live one.
+// replayCheck rebuilds a fresh Coordinator from the durable log (compacted,
+// as the store replays it) and compares its canonical dump with the live
+// one.
 func (h *harness) replayCheck() string {
-	fresh, _ := New(h.cfg)
-	for i, r := range h.log {
-		k, v := EncodeRecord(r)
-		if err := fresh.ReplayBytes(k, v); err != nil {
-			return fmt.Sprintf("replay failed at record %d (%s): %v", i, fmtRecord(r), err)
-		}
+	fresh, err := replayLog(h.cfg, h.log)
+	if err != nil {
+		return err.Error()
 	}
 	live, replayed := h.c.Dump(), fresh.Dump()
 	if live != replayed {
@@ -459,17 +460,13 @@ func (h *harness) advanceTo(at int64) string {
 }
 
 // restart simulates a coordinator fail-over: a fresh Coordinator replays
-// the durable log, then Loaded schedules timers and re-requests runs.
-// Outstanding assignor runs and parked heartbeats of the old one are lost.
+// the durable log (compacted, as the store replays it), then Loaded
+// schedules timers and re-requests runs. Outstanding assignor runs and
+// parked heartbeats of the old one are lost.
 func (h *harness) restart() string {
-	fresh, err := New(h.cfg)
+	fresh, err := replayLog(h.cfg, h.log)
 	if err != nil {
-		h.tb.Fatal(err)
-	}
-	for _, r := range h.log {
-		if err := fresh.Replay(r); err != nil {
-			h.tb.Fatalf("replay: %v", err)
-		}
+		h.tb.Fatalf("replay: %v", err)
 	}
 	h.c, h.runs = fresh, nil
 	h.c.UpdateTopics(h.now, h.lastTopics)

@@ -34,7 +34,7 @@ func init() {
 	fence := func(c *Coordinator, t timer) {
 		if g, ok := c.groups[t.group].(*streamsGroup); ok {
 			if m := g.members[t.member]; m != nil && m.classic != nil {
-				c.fenceMember(g, t.member)
+				c.fenceMember(g, t.member, EventMemberFenced, ReasonJoinTimeout)
 			}
 		}
 	}
@@ -119,19 +119,36 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	u.classic = &ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis, SupportedProtocols: protos}
 	if !exists || !metadataEqual(memberMetadataValue(m), memberMetadataValue(u)) {
 		c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, u.id}, Value: memberMetadataValue(u)})
+		kind := EventMemberUpdated
+		if !exists {
+			kind = EventMemberJoined
+		}
+		c.emit(Event{Kind: kind, Group: g.id, Member: u.id, Epoch: g.groupEpoch, MemberEpoch: m.epoch})
 	}
 	// Only what changes the assignment bumps the epoch: a Streams rejoin
 	// always changes its metadata bytes (uniqueField, offset sums).
-	recompute := !exists || u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
-		!ptrEq(u.rackID, m.rackID) || fmt.Sprint(u.clientTags) != fmt.Sprint(m.clientTags)
+	var why EventReason
+	switch {
+	case !exists:
+		why = ReasonMemberJoined
+	case u.processID != m.processID || !ptrEq(u.endpoint, m.endpoint) ||
+		!ptrEq(u.rackID, m.rackID) || fmt.Sprint(u.clientTags) != fmt.Sprint(m.clientTags):
+		why = ReasonMemberUpdated
+	}
 	c.storeClassicOffsets(g, u.id, sub.info)
 	hash, validated := c.refreshTopologyView(g)
-	if hash != g.metadataHash || validated != g.validatedTopologyEpoch ||
-		!slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
-		recompute = true
+	switch {
+	case why != "":
+	case hash != g.metadataHash:
+		why = ReasonMetadataChanged
+	case validated != g.validatedTopologyEpoch:
+		why = ReasonTopologyChanged
+	case !slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs):
+		why = ReasonConfigChanged
 	}
-	if recompute {
+	if why != "" {
 		c.bumpGroupEpoch(g, hash, validated, c.assignmentConfigs(g.id))
+		c.emitEpochBumped(g, why)
 	}
 	c.scheduleSession(g, u.id)
 	c.maybeClassicTarget(g, u.id) // a classic join never waits for the assignor
@@ -147,6 +164,7 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	}
 	if !sameAssignment(next, cur) || !exists {
 		c.write(currentAssignmentRecord(g.id, next))
+		c.emitReconciled(g, next)
 	}
 	c.cancelTimer(migrationJoinKey(g.id, u.id))
 	c.setTimer(timer{key: migrationSyncKey(g.id, u.id), deadline: c.now + int64(u.rebalanceTimeoutMs),
@@ -422,7 +440,7 @@ func (c *Coordinator) bridgeLeave(g *streamsGroup, req *kmsg.LeaveGroupRequest) 
 			r.ErrorCode = errUnknownMemberID
 		}
 		if r.ErrorCode == 0 {
-			c.fenceMember(cur, id)
+			c.fenceMember(cur, id, EventMemberLeft, ReasonLeave)
 		}
 		resp.Members = append(resp.Members, r)
 	}

@@ -69,6 +69,7 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 	}
 	rec.Value = v
 	c.write(rec)
+	c.emitGroup(EventGroupConverted, g.id, ReasonOnlineToClassic, cg.generation)
 	live := c.groups[g.id].(*classicGroup)
 	c.snapshotClassic(live)
 	for _, m := range live.allMembers() {

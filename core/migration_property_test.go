@@ -17,8 +17,9 @@ import (
 // processes, no grant of a task another member still owns, no fencing
 // error for a classic member the coordinator holds at the generation it
 // sent, the group kind the policy and membership say, and at every
-// restart the replayed state equals the live one. At the end, with the
-// chaos off, the group must settle with every task active exactly once.
+// restart the state replayed from the compacted log (as the store
+// replays it) equals the live one. At the end, with the chaos off, the
+// group must settle with every task active exactly once.
 
 // propRecorder collects failures; Fatal aborts the run.
 type propRecorder struct{ errs []string }
@@ -250,7 +251,10 @@ func TestMigrationPropertyTrace(t *testing.T) {
 		t.Skip("set -migration-seed to print one seed's trace")
 	}
 	trace, errs := runMigrationProperty(*migrationSeed, 60)
-	t.Logf("%s\n%s", trace, strings.Join(errs, "\n"))
+	t.Log(trace)
+	if len(errs) > 0 {
+		t.Fatalf("seed %d:\n%s", *migrationSeed, strings.Join(errs, "\n"))
+	}
 }
 
 // commitCheck: a classic member's OffsetCommit at the generation the

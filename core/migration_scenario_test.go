@@ -128,7 +128,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		inst := args["instance"]
 		req.Members = []kmsg.LeaveGroupRequestMember{{InstanceID: &inst}}
 		o := s.c.LeaveGroup(s.now, 0, req)
-		s.finish(Output{Records: o.Records, Timers: o.Timers})
+		s.finish(Output{Records: o.Records, Events: o.Events, Timers: o.Timers})
 		for _, r := range o.Responses {
 			for _, m := range r.Msg.(*kmsg.LeaveGroupResponse).Members {
 				s.debugf("leave %s: %s", deref(m.InstanceID), errName(m.ErrorCode))

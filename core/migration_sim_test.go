@@ -132,6 +132,9 @@ func (s *migSim) chance(p float64) bool { return s.rng != nil && p > 0 && s.rng.
 
 // finish commits a batch, answers assignor runs and delivers responses.
 func (s *migSim) finish(o Output) {
+	if err := eventsExplain(o); err != nil {
+		s.t.Fatal(err)
+	}
 	fail := len(o.Records) > 0 && (s.failNext || s.chance(s.failP))
 	if fail {
 		s.failNext = false
@@ -154,6 +157,9 @@ func (s *migSim) finish(o Output) {
 	if s.recording {
 		for _, r := range o.Records {
 			s.debugf("%s", fmtClassicRecord(r))
+		}
+		for _, e := range o.Events {
+			s.debugf("event %s", e)
 		}
 	}
 	for _, r := range o.Responses {

@@ -59,6 +59,7 @@ func (c *Coordinator) upgradeClassicGroup(cg *classicGroup) *kafkaError {
 	}
 	c.write(Record{Key: GroupMetadataKey{GroupID: cg.id}}) // the classic group's tombstone
 	c.writeUpgradedGroup(cg.id, cg.generation, members)
+	c.emitGroup(EventGroupConverted, cg.id, ReasonOnlineToStreams, cg.generation)
 	g := c.groups[cg.id].(*streamsGroup)
 	for _, um := range members {
 		c.scheduleSession(g, um.m.id)
@@ -92,10 +93,23 @@ func upgradeMember(cg *classicGroup, cm *classicMember) (upgradedMember, *kafkaE
 	}
 	m.classic = &ClassicMemberMetadata{SessionTimeoutMs: cm.sessionTimeoutMs, SupportedProtocols: protos}
 	um := upgradedMember{m: m, active: taskSet{}, stand: taskSet{}}
-	if len(cm.assignment) == 0 {
+	// The tasks it reported running in its latest JoinGroup are its own
+	// until it learns otherwise, whatever the stored assignments say.
+	for t, sum := range sub.info.OffsetSums() {
+		if sum == userdata.LatestOffset {
+			um.active[classicTaskID(t)] = struct{}{}
+		}
+	}
+	assignment := cm.assignment
+	if len(assignment) == 0 {
+		// A rebalance cleared it (resetAndPropagateAssignment): the member
+		// still holds what the last stored generation gave it.
+		assignment = cg.storedAssignment(cm.id)
+	}
+	if len(assignment) == 0 {
 		return um, nil
 	}
-	asg, err := userdata.DecodeAssignment(cm.assignment)
+	asg, err := userdata.DecodeAssignment(assignment)
 	var info *userdata.AssignmentInfo
 	if err == nil {
 		info, err = userdata.DecodeAssignmentInfo(asg.UserData)
@@ -115,6 +129,20 @@ func upgradeMember(cg *classicGroup, cm *classicMember) (upgradedMember, *kafkaE
 		delete(um.stand, t)
 	}
 	return um, nil
+}
+
+// storedAssignment is the member's assignment in the group's last stored
+// generation (nil if it had none).
+func (g *classicGroup) storedAssignment(member string) []byte {
+	if g.durable == nil {
+		return nil
+	}
+	for _, m := range g.durable.Members {
+		if m.MemberID == member {
+			return m.Assignment
+		}
+	}
+	return nil
 }
 
 // writeUpgradedGroup writes the records of the converted streams group:
@@ -158,7 +186,7 @@ func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHe
 	defer func() { c.migration.noDowngrade = saved }()
 	for _, id := range g.sortedMemberIDs() {
 		if m := g.members[id]; m.classic != nil && m.processID == *req.ProcessID && id != req.MemberID {
-			c.fenceMember(g, id)
+			c.fenceMember(g, id, EventMemberFenced, ReasonProcessReplaced)
 		}
 	}
 }

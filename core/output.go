@@ -16,11 +16,16 @@ type ClientInfo struct {
 // Output is everything an entry point wants done, as data. The host appends
 // Records to the log (in order, as one batch with everything else returned
 // since the last Commit), then calls Commit and releases Responses; if the
-// append fails it calls Rollback and fails those responses instead.
+// append fails it calls Rollback and fails those responses instead. Events
+// are the batch's account of its changes: the host reports them after
+// Commit and drops them with the records on Rollback.
 type Output struct {
 	// Records to persist, in Kafka's write order. They are already applied
 	// to the Coordinator's (speculative) state.
 	Records []Record
+	// Events say why the state changed: an Output with Records carries at
+	// least one Event for every group its records touch (events.go).
+	Events []Event
 	// Responses to release once Records are durable.
 	Responses []Response
 	// Timers lists timer changes, for hosts that mirror timers; a host may

@@ -19,6 +19,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	}
 	if !sameAssignment(updated, m) {
 		c.write(currentAssignmentRecord(g.id, updated))
+		c.emitReconciled(g, updated)
 		if updated.state == memberUnrevokedTasks {
 			c.setTimer(timer{key: rebalanceTimerKey(g.id, m.id), deadline: c.now + int64(updated.rebalanceTimeoutMs),
 				kind: timerStreamsRebalance, group: g.id, member: m.id, epoch: updated.epoch})

@@ -33,10 +33,10 @@ func (c *Coordinator) StreamsGroupHeartbeat(now int64, id RequestID, client Clie
 // savepoint marks the current undo log and record position, so a request
 // that fails after writing records can take them back (Kafka builds the
 // record list first and drops it on an exception).
-type savepoint struct{ undo, records, timers int }
+type savepoint struct{ undo, records, events, timers int }
 
 func (c *Coordinator) savepoint() savepoint {
-	return savepoint{len(c.undo), len(c.out.Records), len(c.out.Timers)}
+	return savepoint{len(c.undo), len(c.out.Records), len(c.out.Events), len(c.out.Timers)}
 }
 
 func (c *Coordinator) revertTo(sp savepoint) {
@@ -45,6 +45,7 @@ func (c *Coordinator) revertTo(sp savepoint) {
 	}
 	c.undo = c.undo[:sp.undo]
 	c.out.Records = c.out.Records[:sp.records]
+	c.out.Events = c.out.Events[:sp.events]
 	c.out.Timers = c.out.Timers[:sp.timers]
 }
 
@@ -69,6 +70,15 @@ type hbState struct {
 	// epoch this heartbeat computed, written if the epoch is bumped.
 	hash      int64
 	validated int32
+	// why is the first change found that requires a new target.
+	why EventReason
+}
+
+// because records the reason for a new target unless one is known.
+func (hb *hbState) because(r EventReason) {
+	if hb.why == "" {
+		hb.why = r
+	}
 }
 
 // ownedTasksReport is what the member says it owns.
@@ -108,6 +118,7 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kms
 	recompute = recompute || r2
 	if recompute {
 		c.bumpGroupEpoch(g, hb.hash, hb.validated, c.assignmentConfigs(g.id))
+		c.emitEpochBumped(g, hb.why)
 	}
 	cfg := c.streamsConfig(g.id)
 	if wasEmpty && cfg.InitialRebalanceDelayMs > 0 {
@@ -172,6 +183,7 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 	case *streamsGroup:
 	case nil:
 		c.putGroup(req.Group, newStreamsGroup(req.Group))
+		c.emitGroup(EventGroupCreated, req.Group, "", 0)
 		created = true
 	default:
 		conv := groupDeleters[g.Kind()]
@@ -186,6 +198,7 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 		}
 		conv(c, g) // writes the tombstones of the empty group
 		c.putGroup(req.Group, newStreamsGroup(req.Group))
+		c.emitGroup(EventGroupConverted, req.Group, ReasonOfflineToStreams, 0)
 		created = true
 	}
 	g := c.groups[req.Group].(*streamsGroup)
@@ -305,6 +318,8 @@ func (c *Coordinator) replaceStaticMember(g *streamsGroup, old *streamsMember, n
 	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, newID}, Value: memberMetadataValue(m)})
 	c.write(targetRecord(g.id, newID, target))
 	c.write(currentAssignmentRecord(g.id, m))
+	c.emit(Event{Kind: EventMemberFenced, Group: g.id, Member: old.id, Reason: ReasonStaticReplacement, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
+	c.emit(Event{Kind: EventMemberJoined, Group: g.id, Member: newID, Reason: ReasonStaticReplacement, Epoch: g.groupEpoch})
 	c.cancelTimer(sessionTimerKey(g.id, old.id))
 	c.cancelTimer(rebalanceTimerKey(g.id, old.id))
 	return g.members[newID]
@@ -356,12 +371,16 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 	}
 	c.write(Record{Key: StreamsGroupMemberMetadataKey{hb.g.id, m.id}, Value: newVal})
 	if !exists {
+		c.emit(Event{Kind: EventMemberJoined, Group: hb.g.id, Member: m.id, Epoch: hb.g.groupEpoch})
+		hb.because(ReasonMemberJoined)
 		return true, nil
 	}
-	if u.instanceID != nil {
-		return u.topologyEpoch != m.topologyEpoch || !ptrEq(u.rackID, m.rackID) ||
-			!slices.Equal(u.clientTags, m.clientTags) || u.processID != m.processID, nil
+	c.emit(Event{Kind: EventMemberUpdated, Group: hb.g.id, Member: m.id, Epoch: hb.g.groupEpoch, MemberEpoch: m.epoch})
+	if u.instanceID != nil && u.topologyEpoch == m.topologyEpoch && ptrEq(u.rackID, m.rackID) &&
+		slices.Equal(u.clientTags, m.clientTags) && u.processID == m.processID {
+		return false, nil
 	}
+	hb.because(ReasonMemberUpdated)
 	return true, nil
 }
 
@@ -417,6 +436,7 @@ func (c *Coordinator) maybeStoreTopology(hb *hbState) (bool, *kafkaError) {
 	switch {
 	case g.topology == nil:
 		c.write(Record{Key: StreamsGroupTopologyKey{g.id}, Value: topo})
+		c.emitGroup(EventTopologyStored, g.id, "", topo.Epoch)
 		return true, nil
 	case g.topology.Epoch > topo.Epoch:
 		return false, nil
@@ -441,6 +461,7 @@ func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool,
 		hash := c.groupMetadataHash(g.requiredTopics())
 		if hash != g.metadataHash {
 			recompute = true
+			hb.because(ReasonMetadataChanged)
 		}
 		g.soft.configured = c.configureTopology(g.id, g.topology)
 		g.soft.metadataRefresh = false
@@ -461,11 +482,13 @@ func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool,
 	}
 	if validated != g.validatedTopologyEpoch {
 		recompute = true
+		hb.because(ReasonTopologyChanged)
 	}
 	hb.validated = validated
 	c.storeTaskOffsets(g, hb.member, hb.req)
 	if !slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
 		recompute = true
+		hb.because(ReasonConfigChanged)
 	}
 	return recompute, nil
 }

@@ -38,7 +38,7 @@ func (c *Coordinator) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest) (*kms
 	if req.MemberEpoch == staticLeaveEpoch {
 		c.staticLeave(g, m)
 	} else {
-		c.fenceMember(g, m.id)
+		c.fenceMember(g, m.id, EventMemberLeft, ReasonLeave)
 	}
 	resp := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version}
 	resp.Default()
@@ -60,15 +60,19 @@ func (c *Coordinator) staticLeave(g *streamsGroup, m *streamsMember) {
 		u.assigned.active[t] = 0
 	}
 	c.write(currentAssignmentRecord(g.id, u))
+	c.emit(Event{Kind: EventMemberLeft, Group: g.id, Member: m.id, Reason: ReasonStaticLeave, Epoch: g.groupEpoch, MemberEpoch: staticLeaveEpoch})
 	c.cancelTimer(rebalanceTimerKey(g.id, m.id))
 }
 
 // fenceMember removes a member: its three tombstones in replay order, a
 // group epoch bump, and for the last member the target metadata at the new
-// epoch so the empty group is not left Assigning.
-func (c *Coordinator) fenceMember(g *streamsGroup, id string) {
+// epoch so the empty group is not left Assigning. kind (EventMemberLeft or
+// EventMemberFenced) and reason say why, in the batch's events.
+func (c *Coordinator) fenceMember(g *streamsGroup, id string, kind EventKind, reason EventReason) {
 	c.writeMemberTombstones(g, id)
 	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
+	c.emit(Event{Kind: kind, Group: g.id, Member: id, Reason: reason, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
+	c.emitEpochBumped(g, ReasonMemberLeft)
 	if len(g.members) == 0 {
 		c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id},
 			Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.groupEpoch}})
@@ -88,7 +92,7 @@ func (c *Coordinator) scheduleSession(g *streamsGroup, member string) {
 func init() {
 	registerTimerKind(timerStreamsSession, func(c *Coordinator, t timer) {
 		if g, ok := c.groups[t.group].(*streamsGroup); ok && g.members[t.member] != nil {
-			c.fenceMember(g, t.member)
+			c.fenceMember(g, t.member, EventMemberFenced, ReasonSessionTimeout)
 		}
 	})
 	registerTimerKind(timerStreamsRebalance, func(c *Coordinator, t timer) {
@@ -97,7 +101,7 @@ func init() {
 			return
 		}
 		if m := g.members[t.member]; m != nil && m.epoch == t.epoch {
-			c.fenceMember(g, t.member)
+			c.fenceMember(g, t.member, EventMemberFenced, ReasonRebalanceTimeout)
 		}
 	})
 	groupDeleters[GroupKindStreams] = func(c *Coordinator, gr Group) { c.deleteStreamsGroup(gr.(*streamsGroup)) }

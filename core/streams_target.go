@@ -57,6 +57,7 @@ func (c *Coordinator) startAssignment(g *streamsGroup) bool {
 	}
 	if !g.soft.configured.ready() || g.validatedTopologyEpoch != g.topology.Epoch {
 		c.writeTarget(g, g.groupEpoch, map[string]tasksTuple{})
+		c.emitGroup(EventTargetAssigned, g.id, ReasonTopologyNotReady, g.groupEpoch)
 		return false
 	}
 	run := AssignorRun{Group: g.id, Epoch: g.groupEpoch, Assignor: c.streamsConfig(g.id).AssignorName, Input: c.assignInput(g)}
@@ -170,15 +171,21 @@ func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResul
 		c.probeResult(g, run, res)
 	}
 	if runErr != nil {
+		c.emitGroup(EventAssignorResultDiscarded, g.id, ReasonAssignorError, run.Epoch)
 		g.soft.lastAssignorErr = fmt.Sprintf("epoch %d: %v", run.Epoch, runErr)
 		c.failParked(g, errf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", run.Epoch, runErr))
 		return c.end()
 	}
 	g.soft.lastAssignorErr = ""
-	if !run.Probe && run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch {
+	switch {
+	case run.Probe:
+	case run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch:
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
+		c.emitGroup(EventTargetAssigned, g.id, ReasonAssignor, run.Epoch)
 		c.armProbe(g, res.NextProbeMs)
 		c.probeCheckAfterTarget(g)
+	default:
+		c.emitGroup(EventAssignorResultDiscarded, g.id, ReasonStaleEpoch, run.Epoch)
 	}
 	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
 		c.intervalElapsed(g, c.streamsConfig(g.id)) {

@@ -170,6 +170,7 @@ func (c *Coordinator) startProbe(g *streamsGroup) {
 		Input: c.assignInput(g), Probe: true}
 	g.soft.inflight = &run
 	c.out.AssignorRuns = append(c.out.AssignorRuns, run)
+	c.emitGroup(EventProbe, g.id, "", g.groupEpoch)
 }
 
 // probeResult applies a probe's result: if the group moved on (a new group
@@ -205,6 +206,7 @@ func (c *Coordinator) probeResult(g *streamsGroup, run AssignorRun, res AssignRe
 		}
 		return
 	}
+	c.emitProbeTarget(g, targets)
 	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
 	c.writeTarget(g, g.groupEpoch, targets)
 	c.armProbe(g, res.NextProbeMs)

@@ -164,11 +164,14 @@ func deref(s *string) string {
 	return *s
 }
 
-// fmtEffects renders records, timers, runs and topics of an Output.
+// fmtEffects renders records, events, timers, runs and topics of an Output.
 func fmtEffects(o Output, showTimers bool) string {
 	var b strings.Builder
 	for _, r := range o.Records {
 		fmt.Fprintf(&b, "%s\n", fmtRecord(r))
+	}
+	for _, e := range o.Events {
+		fmt.Fprintf(&b, "event %s\n", e)
 	}
 	if showTimers {
 		for _, t := range o.Timers {

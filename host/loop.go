@@ -111,6 +111,7 @@ type Loop struct {
 // batch is what a round accumulated since the last Commit.
 type batch struct {
 	records   []core.Record
+	events    []core.Event
 	responses []core.Response
 	runs      []core.AssignorRun
 	checks    []core.ProbeCheck
@@ -125,6 +126,7 @@ type batch struct {
 
 func (b *batch) add(o core.Output) {
 	b.records = append(b.records, o.Records...)
+	b.events = append(b.events, o.Events...)
 	b.responses = append(b.responses, o.Responses...)
 	b.runs = append(b.runs, o.AssignorRuns...)
 	b.checks = append(b.checks, o.ProbeChecks...)
@@ -133,7 +135,7 @@ func (b *batch) add(o core.Output) {
 }
 
 func (b *batch) empty() bool {
-	return len(b.records) == 0 && len(b.hostRecords) == 0 && len(b.responses) == 0 && len(b.runs) == 0 &&
+	return len(b.records) == 0 && len(b.events) == 0 && len(b.hostRecords) == 0 && len(b.responses) == 0 && len(b.runs) == 0 &&
 		len(b.checks) == 0 && len(b.create) == 0 && len(b.failed) == 0
 }
 
@@ -342,7 +344,7 @@ func (l *Loop) flush() {
 		}
 	}
 	l.d.Core.Commit()
-	l.noteRecords(b.records)
+	l.noteCommitted(&b)
 	for _, r := range b.responses {
 		l.release(r)
 	}

@@ -19,6 +19,17 @@ type loopStats struct {
 	appends, records, appendFailures atomic.Int64
 	appendNanos                      atomic.Int64
 	runs, runErrors, runNanos        atomic.Int64
+	rebalances, fenced               atomic.Int64
+}
+
+// countEvent counts the committed events the metrics report.
+func (s *loopStats) countEvent(e core.Event) {
+	switch e.Kind {
+	case core.EventEpochBumped, core.EventRebalanceStarted:
+		s.rebalances.Add(1)
+	case core.EventMemberFenced:
+		s.fenced.Add(1)
+	}
 }
 
 func (l *Loop) registerMetrics(m *admin.Metrics) {
@@ -35,6 +46,8 @@ func (l *Loop) registerMetrics(m *admin.Metrics) {
 	g("coordhost_assignor_runs_total", "Assignor runs dispatched to the worker pool.", &l.stats.runs)
 	g("coordhost_assignor_run_errors_total", "Assignor runs that failed (group kept its last target).", &l.stats.runErrors)
 	g("coordhost_assignor_run_nanoseconds_total", "Time spent in assignor runs.", &l.stats.runNanos)
+	g("coordhost_group_rebalances_total", "Streams group epoch bumps and classic rebalances started (committed).", &l.stats.rebalances)
+	g("coordhost_group_members_fenced_total", "Members the coordinator removed (timeouts, static replacement, same process).", &l.stats.fenced)
 	if l.d.Assignors != nil {
 		m.Gauge("coordhost_assignor_plugin_failures_total", "Plugin assignor failures answered by the fallback.", func() float64 {
 			var n int64
@@ -82,58 +95,74 @@ func (h *history) get(group string) []string {
 	return append([]string(nil), h.byGrp[group]...)
 }
 
-// noteRecords records epoch changes of durable records as rebalance
-// reasons, and logs the group's lifecycle: group-level changes at INFO,
-// member-level ones (membership, each member's current assignment) at
-// DEBUG, so a rebalance can be followed from coordhost's log alone.
-func (l *Loop) noteRecords(recs []core.Record) {
-	// A conversion writes one type's tombstone and the other type's
-	// metadata in one batch: say so instead of "group deleted".
-	streamsNow, classicNow := map[string]bool{}, map[string]bool{}
-	for _, r := range recs {
-		switch k := r.Key.(type) {
-		case core.StreamsGroupMetadataKey:
-			streamsNow[k.GroupID] = r.Value != nil
-		case core.GroupMetadataKey:
-			classicNow[k.GroupID] = r.Value != nil
+// noteCommitted reports a committed batch: core's events say why each
+// group changed. Group-level events, and members leaving or being fenced,
+// go to the group's history (/v1/groups/{id}) and the log at INFO
+// ("group event"); other member events (joins, metadata, reconciliation)
+// are logged at DEBUG, as is each member's new assignment from the batch's
+// records, so a rebalance can be followed from coordhost's log alone.
+func (l *Loop) noteCommitted(b *batch) {
+	for _, e := range b.events {
+		l.stats.countEvent(e)
+		if e.MemberLevel() && e.Kind != core.EventMemberLeft && e.Kind != core.EventMemberFenced {
+			l.log.Debug("member event", "group", e.Group, "member", e.Member, "event", string(e.Kind),
+				"reason", string(e.Reason), "member_epoch", e.MemberEpoch)
+			continue
 		}
+		l.event(e.Group, describeEvent(e))
 	}
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.logAssignments(b.records)
+	}
+}
+
+// describeEvent renders a history and log line for e.
+func describeEvent(e core.Event) string {
+	why := ""
+	if e.Reason != "" {
+		why = " (" + string(e.Reason) + ")"
+	}
+	switch e.Kind {
+	case core.EventEpochBumped:
+		return fmt.Sprintf("group epoch bumped to %d%s", e.Epoch, why)
+	case core.EventTargetAssigned:
+		return fmt.Sprintf("target assignment installed at epoch %d%s", e.Epoch, why)
+	case core.EventAssignorResultDiscarded:
+		return fmt.Sprintf("assignor result for epoch %d discarded%s", e.Epoch, why)
+	case core.EventGenerationStored:
+		return fmt.Sprintf("classic generation %d stored%s", e.Epoch, why)
+	case core.EventRebalanceStarted:
+		return fmt.Sprintf("classic rebalance started (generation %d)", e.Epoch)
+	case core.EventGroupDeleted:
+		return "group deleted"
+	case core.EventGroupCreated:
+		return "group created"
+	case core.EventGroupConverted:
+		switch e.Reason {
+		case core.ReasonOfflineToStreams, core.ReasonOnlineToStreams:
+			return "classic group converted to a streams group" + why
+		case core.ReasonOfflineToClassic, core.ReasonOnlineToClassic:
+			return "streams group converted to a classic group" + why
+		}
+	case core.EventMemberLeft:
+		return fmt.Sprintf("member %s left%s", e.Member, why)
+	case core.EventMemberFenced:
+		return fmt.Sprintf("member %s fenced%s", e.Member, why)
+	}
+	return e.String()
+}
+
+// logAssignments logs, at DEBUG, the member metadata and current
+// assignments a committed batch wrote (the detail behind its events).
+func (l *Loop) logAssignments(recs []core.Record) {
 	for _, r := range recs {
 		switch k := r.Key.(type) {
-		case core.StreamsGroupMetadataKey:
-			if v, ok := r.Value.(core.StreamsGroupMetadataValue); ok {
-				l.event(k.GroupID, fmt.Sprintf("group epoch bumped to %d (membership, topology or metadata changed)", v.Epoch))
-			} else if r.Value == nil && classicNow[k.GroupID] {
-				l.event(k.GroupID, "streams group converted to a classic group")
-			} else if r.Value == nil {
-				l.event(k.GroupID, "group deleted")
-			}
-		case core.StreamsGroupTargetAssignmentMetadataKey:
-			if v, ok := r.Value.(core.StreamsGroupTargetAssignmentMetadataValue); ok {
-				l.event(k.GroupID, fmt.Sprintf("target assignment installed at epoch %d", v.AssignmentEpoch))
-			}
-		case core.GroupMetadataKey:
-			if v, ok := r.Value.(core.GroupMetadataValue); ok {
-				l.event(k.GroupID, fmt.Sprintf("classic generation %d stored (%d members, protocol %s)", v.Generation, len(v.Members), deref(v.Protocol)))
-			} else if r.Value == nil && streamsNow[k.GroupID] {
-				l.event(k.GroupID, "classic group converted to a streams group")
-			} else if r.Value == nil {
-				l.event(k.GroupID, "group deleted")
-			}
 		case core.StreamsGroupMemberMetadataKey:
-			if !l.log.Enabled(context.Background(), slog.LevelDebug) {
-				continue
-			}
 			if v, ok := r.Value.(core.StreamsGroupMemberMetadataValue); ok {
 				l.log.Debug("streams member metadata", "group", k.GroupID, "member", k.MemberID,
 					"client", v.ClientID, "process", v.ProcessID, "classic", v.Classic != nil)
-			} else if r.Value == nil {
-				l.log.Debug("streams member removed", "group", k.GroupID, "member", k.MemberID)
 			}
 		case core.StreamsGroupCurrentMemberAssignmentKey:
-			if !l.log.Enabled(context.Background(), slog.LevelDebug) {
-				continue
-			}
 			if v, ok := r.Value.(core.StreamsGroupCurrentMemberAssignmentValue); ok {
 				l.log.Debug("streams member assignment", "group", k.GroupID, "member", k.MemberID,
 					"epoch", v.MemberEpoch, "state", v.State, "active", taskList(v.ActiveTasks),

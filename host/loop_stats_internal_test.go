@@ -2,44 +2,151 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/plugin"
+	"github.com/coordhost/coordhost/host/store"
+	"github.com/coordhost/coordhost/host/wire"
 )
 
-// TestNoteRecordsNamesConversions: a batch holding one group type's
-// tombstone and the other type's metadata is a conversion, logged and kept
-// as such (not as a deletion); member assignments are logged at DEBUG.
-func TestNoteRecordsNamesConversions(t *testing.T) {
+// TestNoteCommittedDescribesEvents: core's events become the group's
+// history and INFO log lines (conversions named as such, never as
+// deletions); member joins and assignments are logged at DEBUG only.
+func TestNoteCommittedDescribesEvents(t *testing.T) {
 	var logs bytes.Buffer
 	l := &Loop{history: newHistory(), log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	l.noteRecords([]core.Record{
-		{Key: core.GroupMetadataKey{GroupID: "g"}},
-		{Key: core.StreamsGroupMetadataKey{GroupID: "g"}, Value: core.StreamsGroupMetadataValue{Epoch: 5}},
-		{Key: core.StreamsGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: core.StreamsGroupCurrentMemberAssignmentValue{
-			MemberEpoch: 5, ActiveTasks: []core.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 3}}, {SubtopologyID: "1", Partitions: []int32{2}}}}},
-		{Key: core.GroupMetadataKey{GroupID: "gone"}},
+	l.noteCommitted(&batch{
+		events: []core.Event{
+			{Kind: core.EventGroupConverted, Group: "g", Reason: core.ReasonOnlineToStreams, Epoch: 4},
+			{Kind: core.EventMemberJoined, Group: "g", Member: "m"},
+			{Kind: core.EventEpochBumped, Group: "g", Reason: core.ReasonMemberJoined, Epoch: 5},
+			{Kind: core.EventMemberFenced, Group: "g", Member: "old", Reason: core.ReasonSessionTimeout, MemberEpoch: -1},
+			{Kind: core.EventGroupDeleted, Group: "gone"},
+		},
+		records: []core.Record{
+			{Key: core.StreamsGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: core.StreamsGroupCurrentMemberAssignmentValue{
+				MemberEpoch: 5, ActiveTasks: []core.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 3}}, {SubtopologyID: "1", Partitions: []int32{2}}}}},
+		},
 	})
-	l.noteRecords([]core.Record{
-		{Key: core.StreamsGroupMetadataKey{GroupID: "g"}},
-		{Key: core.GroupMetadataKey{GroupID: "g"}, Value: core.GroupMetadataValue{Generation: 7}},
-	})
-	events := strings.Join(l.history.get("g"), "\n")
-	for _, want := range []string{"classic group converted to a streams group", "group epoch bumped to 5",
-		"streams group converted to a classic group", "classic generation 7 stored"} {
-		if !strings.Contains(events, want) {
-			t.Errorf("events of g lack %q:\n%s", want, events)
+	l.noteCommitted(&batch{events: []core.Event{
+		{Kind: core.EventGroupConverted, Group: "g", Reason: core.ReasonOnlineToClassic, Epoch: 6},
+		{Kind: core.EventGenerationStored, Group: "g", Reason: core.ReasonLeaderAssignment, Epoch: 7},
+	}})
+	history := strings.Join(l.history.get("g"), "\n")
+	for _, want := range []string{"classic group converted to a streams group (online-classic-to-streams)",
+		"group epoch bumped to 5 (member-joined)", "member old fenced (session-timeout)",
+		"streams group converted to a classic group", "classic generation 7 stored (leader-assignment)"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("history of g lacks %q:\n%s", want, history)
 		}
 	}
-	if strings.Contains(events, "deleted") {
-		t.Errorf("a conversion was reported as a deletion:\n%s", events)
+	if strings.Contains(history, "deleted") || strings.Contains(history, "member-joined g/m") {
+		t.Errorf("a conversion reported as a deletion, or a member join kept in the history:\n%s", history)
 	}
 	if got := l.history.get("gone"); len(got) != 1 || !strings.HasSuffix(got[0], "group deleted") {
 		t.Errorf("events of a deleted group: %q", got)
 	}
-	if !strings.Contains(logs.String(), `active="0_1 0_3 1_2"`) {
-		t.Errorf("member assignment not logged at DEBUG:\n%s", logs.String())
+	out := logs.String()
+	for _, want := range []string{`level=INFO msg="group event" group=g event="group epoch bumped to 5 (member-joined)"`,
+		`level=DEBUG msg="member event" group=g member=m event=member-joined`, `active="0_1 0_3 1_2"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
 	}
+	if l.stats.rebalances.Load() != 1 || l.stats.fenced.Load() != 1 {
+		t.Errorf("counted %d rebalances and %d fenced members, want 1 and 1", l.stats.rebalances.Load(), l.stats.fenced.Load())
+	}
+}
+
+// TestLoopReportsOnlyCommittedEvents: a join whose batch is stored shows
+// core's events in the log and the history; after the store fails, a
+// join's rolled-back batch reports nothing.
+func TestLoopReportsOnlyCommittedEvents(t *testing.T) {
+	dir := t.TempDir()
+	cfg := core.DefaultConfig()
+	cfg.Streams.InitialRebalanceDelayMs = 0
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UpdateTopics(time.Now().UnixMilli(), []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.Commit()
+	st, err := store.Open(filepath.Join(dir, "coordhost.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuf{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
+	l, err := NewLoop(LoopDeps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.Shutdown(ctx)
+		_ = st.Close()
+	})
+	join := func(group string) {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Version = 1
+		proc := "p"
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.ProcessID = group, "m1", 30000, &proc
+		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+			{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := l.Handle(ctx, &wire.Request{Key: req.Key(), Version: req.Version, Body: req}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	join("stored")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "target assignment installed at epoch 2 (assignor)") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if out := logs.String(); !strings.Contains(out, `group=stored event="group epoch bumped to 2 (member-joined)"`) ||
+		!strings.Contains(out, "target assignment installed at epoch 2 (assignor)") {
+		t.Fatalf("committed join not reported:\n%s", out)
+	}
+	if err := st.Close(); err != nil { // every append now fails
+		t.Fatal(err)
+	}
+	join("lost")
+	if out := logs.String(); !strings.Contains(out, "store append failed") || strings.Contains(out, "group=lost") {
+		t.Fatalf("a rolled-back batch was reported:\n%s", out)
+	}
+	if h := l.history.get("lost"); len(h) != 0 {
+		t.Fatalf("history of a rolled-back group: %q", h)
+	}
+}
+
+// lockedBuf is a log sink safe for the loop's goroutines.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *lockedBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *lockedBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
