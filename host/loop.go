@@ -77,6 +77,9 @@ type LoopDeps struct {
 	EndOffsetsTick time.Duration
 	// Now is the clock (default time.Now); tests may inject one.
 	Now func() time.Time
+	// HistoryTargets is how many targets the rebalance history keeps per
+	// group (admin.history.targets; 0: DefaultHistoryTargets).
+	HistoryTargets int
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -98,6 +101,7 @@ type Loop struct {
 	timer      *time.Timer
 	topicSig   string
 	history    *history
+	ab         *abRuntime                   // rebalance history, shadow runs (ab.go)
 	dyn        map[string]map[string]string // runtime group configs (loop_groupconfig.go)
 
 	stats      loopStats
@@ -158,6 +162,7 @@ func NewLoop(d LoopDeps) (*Loop, error) {
 		pending: make(map[core.RequestID]*call), configured: make(map[string]bool), history: newHistory(), dyn: map[string]map[string]string{},
 		workers: make(chan struct{}, assignorWorkers), refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.ab = newAB(l)
 	n := 0
 	if d.Store != nil {
 		err := d.Store.Replay(func(e store.Entry) error {

@@ -29,7 +29,7 @@ func NewCoordinator(s *Server) (GroupCoordinator, error) {
 	asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 	l, err := NewLoop(LoopDeps{
 		Core: c, Store: s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
-		Groups: cfg.Groups,
+		Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets,
 	})
 	if err != nil {
 		asg.Close(context.Background())

@@ -86,6 +86,8 @@ type Plugins struct {
 type Admin struct {
 	Listen string
 	Token  string
+	// HistoryTargets is admin.history.targets.
+	HistoryTargets int
 }
 
 // ErrHelp is returned by Load when --help was asked for; usage was printed.
@@ -245,7 +247,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
 			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
 		},
-		Admin:           Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string)},
+		Admin:           Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string), HistoryTargets: int(v["admin.history.targets"].(int64))},
 		Plugins:         Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string)},
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),

@@ -22,6 +22,7 @@ type Group struct {
 	StreamsTaskOffsetIntervalMs    int32    // streams.task.offset.interval.ms
 	StreamsAssignorName            string   // streams.assignor.name
 	StreamsAssignorTimeoutMs       int32    // streams.assignor.timeout.ms
+	StreamsAssignorShadow          []string // streams.assignor.shadow
 	StreamsMaxSize                 int32    // streams.max.size
 	StreamsRackAwareAssignmentTags []string // streams.rack.aware.assignment.tags
 	StreamsMigrationPolicy         string   // streams.migration.policy

@@ -78,6 +78,11 @@ var groupKeys = withCoreDefaults([]key{
 	{name: "streams.assignor.timeout.ms", def: int64(30000), kind: kInt, min: 1, max: math.MaxInt32, fileOnly: true,
 		field: i32(func(g *Group) *int32 { return &g.StreamsAssignorTimeoutMs }, nil),
 		doc:   "Streams group: bound on each plugin call made for the group on the assignor workers (assignor runs, probing-policy checks); a call cut off by it is a plugin failure. Config file only."},
+	// The host runs each shadow beside the group's assignor (host/shadow.go);
+	// core never sees them.
+	{name: "streams.assignor.shadow", def: []string{}, kind: kList, fileOnly: true,
+		field: list(func(g *Group) *[]string { return &g.StreamsAssignorShadow }, nil),
+		doc:   "Streams group: shadow assignors (comma-separated names) that compute a target beside the group's assignor on the identical input, off the critical path, for comparison at /v1/ab; their results are never applied (docs/AB-TESTING.md). Config file only."},
 	{name: "streams.rack.aware.assignment.tags", kind: kList, kafka: true,
 		field: list(func(g *Group) *[]string { return &g.StreamsRackAwareAssignmentTags }, func(c *core.Config) *[]string { return &c.Streams.RackAwareAssignmentTags }),
 		doc:   "Streams group: client-tag keys rack-aware standby placement spreads standbys over (comma-separated; no duplicates)."},
@@ -162,11 +167,12 @@ func str(g func(*Group) *string) field {
 
 // list binds a LIST key; its default is shown as an empty list, never nil.
 func list(g func(*Group) *[]string, c func(*core.Config) *[]string) field {
-	return field{
-		set:     func(x *Group, v any) { *g(x) = v.([]string) },
-		toCore:  func(cc *core.Config, x *Group) { *c(cc) = *g(x) },
-		coreDef: func(cc core.Config) any { return append([]string{}, *c(&cc)...) },
+	f := field{set: func(x *Group, v any) { *g(x) = v.([]string) }}
+	if c != nil {
+		f.toCore = func(cc *core.Config, x *Group) { *c(cc) = *g(x) }
+		f.coreDef = func(cc core.Config) any { return append([]string{}, *c(&cc)...) }
 	}
+	return f
 }
 
 // withCoreDefaults fills the default of every key core reads from

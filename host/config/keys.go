@@ -57,6 +57,7 @@ var serverKeys = []key{
 	{name: "dataplane.partitions", def: int64(1), kind: kInt, min: 1, max: 10000, doc: "Embedded data plane: partitions of auto-created topics (Kafka's num.partitions)."},
 	{name: "admin.listen", def: "127.0.0.1:9644", kind: kString, doc: "Admin HTTP address (/healthz, /readyz, /metrics, /v1/...). Loopback by default."},
 	{name: "admin.token", def: "", kind: kString, doc: "Bearer token required for plugin management (POST/PUT/DELETE /v1/plugins); empty disables plugin management."},
+	{name: "admin.history.targets", def: int64(20), kind: kInt, min: 1, max: 1000, doc: "Targets the rebalance history keeps per group (GET /v1/groups/{id}/history)."},
 	{name: "plugins.dir", def: "build/plugins", kind: kString, doc: "Directory of the built-in assignor plugins (assignor-sticky.wasm, assignor-ha.wasm, as `make plugins` writes them); a missing file runs the native Go build of the same assignor, with a warning."},
 	{name: "plugins.fallback", def: "sticky", kind: kString, oneOf: []string{"sticky", "ha"}, doc: "Assignor whose native build answers when a plugin assignor fails (trap, deadline, invalid output)."},
 	{name: "log.level", def: "info", kind: kString, oneOf: []string{"debug", "info", "warn", "error"}, doc: "Log level."},
