@@ -14,16 +14,7 @@ import (
 // glob from the config file, as docs/AB-TESTING.md writes it (a YAML list),
 // and is empty by default.
 func TestShadowsFromGroupConfig(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "c.yaml")
-	yaml := "groups:\n  overrides:\n    - match: \"orders-*\"\n      streams.assignor.shadow: [ha, candidate]\n"
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load([]string{"--config", file}, nil, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &Loop{d: LoopDeps{Groups: cfg.Groups}, dyn: map[string]map[string]string{}}
+	l := loopWithGroupsYAML(t, "groups:\n  overrides:\n    - match: \"orders-*\"\n      streams.assignor.shadow: [ha, candidate]\n")
 	if got := l.groupConfig("orders-1").StreamsAssignorShadow; !reflect.DeepEqual(got, []string{"ha", "candidate"}) {
 		t.Errorf("orders-1: %q, want [ha candidate]", got)
 	}
@@ -33,4 +24,19 @@ func TestShadowsFromGroupConfig(t *testing.T) {
 	if _, err := config.ParseDynamic("streams.assignor.shadow", "ha"); err == nil {
 		t.Error("streams.assignor.shadow accepted at run time; it is config-file only")
 	}
+}
+
+// loopWithGroupsYAML is a bare Loop whose per-group settings come from a
+// config file holding yaml.
+func loopWithGroupsYAML(t *testing.T, yaml string) *Loop {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load([]string{"--config", file}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Loop{d: LoopDeps{Groups: cfg.Groups}, dyn: map[string]map[string]string{}}
 }
