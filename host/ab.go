@@ -83,6 +83,7 @@ type abRuntime struct {
 	queues map[string]*shadowQueue
 	groups map[string]*GroupAB
 	stats  map[[2]string]*assignorStats // by assignor, role
+	arms   map[string]string            // split arm by group (split.go)
 }
 
 // newAB is the loop's A/B runtime; its goroutines stop with l.ctx and
@@ -91,7 +92,7 @@ func newAB(l *Loop) *abRuntime {
 	a := &abRuntime{log: l.log, asg: l.d.Assignors, ctx: l.ctx, wg: &l.wg,
 		history: newTargetHistory(l.d.HistoryTargets, l.log),
 		slots:   make(chan struct{}, shadowSlots), queues: map[string]*shadowQueue{},
-		groups: map[string]*GroupAB{}, stats: map[[2]string]*assignorStats{}}
+		groups: map[string]*GroupAB{}, stats: map[[2]string]*assignorStats{}, arms: map[string]string{}}
 	if l.d.Metrics != nil {
 		a.registerMetrics(l.d.Metrics)
 	}
@@ -213,6 +214,9 @@ type ABReport struct {
 	Note      string          `json:"note"`
 	Groups    []GroupAB       `json:"groups"`
 	Assignors []assignorStats `json:"assignors"`
+	// Split compares the groups that run a candidate assignor with the
+	// others; absent when no group is split.
+	Split *SplitReport `json:"split,omitempty"`
 }
 
 // abNote is the /v1/ab note.
@@ -222,7 +226,7 @@ const abNote = "every figure is measured against the group's actual assignment w
 func (a *abRuntime) report() ABReport {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := ABReport{Note: abNote, Groups: make([]GroupAB, 0, len(a.groups)), Assignors: make([]assignorStats, 0, len(a.stats))}
+	out := ABReport{Note: abNote, Groups: make([]GroupAB, 0, len(a.groups)), Assignors: make([]assignorStats, 0, len(a.stats)), Split: a.splitReport()}
 	for _, g := range a.groups {
 		c := GroupAB{Group: g.Group, Primary: g.Primary, Shadows: append([]*ArmResult{}, g.Shadows...)}
 		out.Groups = append(out.Groups, c)

@@ -39,12 +39,12 @@ type abMember struct {
 	active []kmsg.TaskIDs
 }
 
-func newABFixture(t *testing.T, historyTargets int, shadows []string, pc plugin.Config) *abFixture {
+func newABFixture(t *testing.T, historyTargets int, shadows []string, pc plugin.Config, flags ...string) *abFixture {
 	t.Helper()
-	cfg, err := config.Load([]string{
+	cfg, err := config.Load(append([]string{
 		"--groups.defaults.streams.initial.rebalance.delay.ms=0", "--groups.defaults.streams.assignment.interval.ms=0",
 		"--groups.defaults.streams.assignor.shadow=" + strings.Join(shadows, ","),
-	}, nil, io.Discard)
+	}, flags...), nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,5 +342,26 @@ func (f *abFixture) wantShadows(t *testing.T, runs int) {
 	}
 	if strings.Contains(b.String(), `group="`) {
 		t.Error("/metrics has per-group A/B series")
+	}
+}
+
+// TestSplitGroupRunsCandidate: a group in the candidate arm of a split
+// (here 100 %) runs the candidate assignor as its primary — core's
+// describe and the history name it — and /v1/ab counts it in that arm,
+// with "insufficient data" below 20 groups per arm.
+func TestSplitGroupRunsCandidate(t *testing.T) {
+	f := newABFixture(t, 0, nil, plugin.Config{},
+		"--groups.defaults.streams.assignor.candidate.name=ha", "--groups.defaults.streams.assignor.candidate.percent=100")
+	f.step(t, "join m1")
+	if d := f.describe(t); d.Assignor != "ha" {
+		t.Fatalf("group's assignor %q, want the candidate ha", d.Assignor)
+	}
+	if h := f.history(t); h.Targets[0].Assignor != "ha" {
+		t.Fatalf("history: %+v", h.Targets)
+	}
+	var r host.ABReport
+	if code := f.get(t, "/v1/ab", "", &r); code != 200 || r.Split == nil || r.Split.Status != "insufficient data" ||
+		r.Split.Arms[1].Arm != "candidate" || r.Split.Arms[1].Groups != 1 || r.Split.Arms[0].Groups != 0 {
+		t.Fatalf("/v1/ab split: %d %+v", code, r.Split)
 	}
 }

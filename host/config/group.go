@@ -30,6 +30,11 @@ type Group struct {
 	MinSessionTimeoutMs            int32    // group.min.session.timeout.ms
 	MaxSessionTimeoutMs            int32    // group.max.session.timeout.ms
 	MaxSize                        int32    // group.max.size
+
+	// StreamsAssignorCandidate and StreamsAssignorCandidatePercent are
+	// streams.assignor.candidate.name and streams.assignor.candidate.percent.
+	StreamsAssignorCandidate        string
+	StreamsAssignorCandidatePercent int64
 }
 
 // Override sets some per-group keys for the groups whose id matches Match,
