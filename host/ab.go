@@ -46,7 +46,10 @@ type ArmResult struct {
 
 // GroupAB is one group's latest primary and shadow results.
 type GroupAB struct {
-	Group   string       `json:"group"`
+	Group string `json:"group"`
+	// Arm is the group's arm of a split ("control" or "candidate"; ""
+	// when its settings split nothing).
+	Arm     string       `json:"arm,omitempty"`
 	Primary *ArmResult   `json:"primary,omitempty"`
 	Shadows []*ArmResult `json:"shadows"`
 }
@@ -228,7 +231,7 @@ func (a *abRuntime) report() ABReport {
 	defer a.mu.Unlock()
 	out := ABReport{Note: abNote, Groups: make([]GroupAB, 0, len(a.groups)), Assignors: make([]assignorStats, 0, len(a.stats)), Split: a.splitReport()}
 	for _, g := range a.groups {
-		c := GroupAB{Group: g.Group, Primary: g.Primary, Shadows: append([]*ArmResult{}, g.Shadows...)}
+		c := GroupAB{Group: g.Group, Arm: a.arms[g.Group], Primary: g.Primary, Shadows: append([]*ArmResult{}, g.Shadows...)}
 		out.Groups = append(out.Groups, c)
 	}
 	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Group < out.Groups[j].Group })

@@ -361,7 +361,7 @@ func TestSplitGroupRunsCandidate(t *testing.T) {
 	}
 	var r host.ABReport
 	if code := f.get(t, "/v1/ab", "", &r); code != 200 || r.Split == nil || r.Split.Status != "insufficient data" ||
-		r.Split.Arms[1].Arm != "candidate" || r.Split.Arms[1].Groups != 1 || r.Split.Arms[0].Groups != 0 {
+		r.Split.Arms[1].Arm != "candidate" || r.Split.Arms[1].Groups != 1 || r.Split.Arms[0].Groups != 0 || r.Groups[0].Arm != "candidate" {
 		t.Fatalf("/v1/ab split: %d %+v", code, r.Split)
 	}
 }
