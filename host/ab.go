@@ -105,8 +105,16 @@ func newAB(l *Loop) *abRuntime {
 // observe hands a committed batch's events to the history. A nil
 // runtime (a Loop built by hand in tests) ignores every call.
 func (a *abRuntime) observe(events []core.Event) {
-	if a != nil {
-		a.history.observe(events)
+	if a == nil {
+		return
+	}
+	a.history.observe(events)
+	for _, e := range events {
+		if e.Kind == core.EventGroupDeleted {
+			a.mu.Lock()
+			delete(a.groups, e.Group)
+			a.mu.Unlock()
+		}
 	}
 }
 
@@ -229,17 +237,30 @@ const abNote = "every figure is measured against the group's actual assignment w
 func (a *abRuntime) report() ABReport {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := ABReport{Note: abNote, Groups: make([]GroupAB, 0, len(a.groups)), Assignors: make([]assignorStats, 0, len(a.stats)), Split: a.splitReport()}
+	out := ABReport{Note: abNote, Groups: make([]GroupAB, 0, len(a.groups)), Split: a.splitReport()}
 	for _, g := range a.groups {
 		c := GroupAB{Group: g.Group, Arm: a.arms[g.Group], Primary: g.Primary, Shadows: append([]*ArmResult{}, g.Shadows...)}
 		out.Groups = append(out.Groups, c)
 	}
 	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Group < out.Groups[j].Group })
+	out.Assignors = a.totalsLocked()
+	return out
+}
+
+// totals are the per-assignor totals, sorted by assignor and role.
+func (a *abRuntime) totals() []assignorStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.totalsLocked()
+}
+
+func (a *abRuntime) totalsLocked() []assignorStats {
+	out := make([]assignorStats, 0, len(a.stats))
 	for _, s := range a.stats {
-		out.Assignors = append(out.Assignors, *s)
+		out = append(out, *s)
 	}
-	sort.Slice(out.Assignors, func(i, j int) bool {
-		x, y := out.Assignors[i], out.Assignors[j]
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i], out[j]
 		return x.Assignor < y.Assignor || x.Assignor == y.Assignor && x.Role < y.Role
 	})
 	return out
@@ -251,7 +272,7 @@ func (a *abRuntime) registerMetrics(m *admin.Metrics) {
 	fam := func(name, help string, v func(s assignorStats) int64) {
 		m.GaugeFamily(name, help, func() []admin.Series {
 			var out []admin.Series
-			for _, s := range a.report().Assignors {
+			for _, s := range a.totals() {
 				out = append(out, admin.Series{Labels: [][2]string{{"assignor", s.Assignor}, {"role", s.Role}}, Value: float64(v(s))})
 			}
 			return out

@@ -23,10 +23,10 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 	l.stats.runs.Add(1)
 	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
 	timeout := l.assignorTimeout(run.Group)
-	reasons := l.ab.reasons(run.Group)
-	l.ab.shadow(run, l.groupConfig(run.Group).StreamsAssignorShadow, timeout)
+	reasons, shadows := l.ab.reasons(run.Group), l.groupConfig(run.Group).StreamsAssignorShadow
 	l.onWorker(func() func(c *core.Coordinator, now int64) core.Output {
 		res, rec, err := l.runAssignor(run, timeout)
+		l.ab.shadow(run, shadows, timeout) // after the primary: never beside it on this run
 		if rec != nil {
 			rec.Reasons = reasons
 		}

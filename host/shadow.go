@@ -44,8 +44,8 @@ type shadowQueue struct {
 }
 
 // shadow hands run to each shadow assignor but the primary, without
-// blocking: a full queue drops the run (counted). Called on the loop
-// goroutine.
+// blocking: a full queue drops the run (counted). Called on the worker
+// once the primary's run is done.
 func (a *abRuntime) shadow(run core.AssignorRun, shadows []string, timeout time.Duration) {
 	if a == nil || a.asg == nil {
 		return
