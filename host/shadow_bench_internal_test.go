@@ -41,7 +41,7 @@ func benchRun() core.AssignorRun {
 // BenchmarkPrimaryWithShadow measures the primary's assignment latency
 // (the native sticky build, measured with abi/metrics as in production)
 // at GOMAXPROCS=2 with a CPU-bound wasm shadow (a module that spins until
-// its 50 ms deadline) handed every run, against the same without it. On
+// its 20 ms deadline) handed every run, against the same without it. On
 // a shared machine the load moves more than the effect, so the two are
 // interleaved in blocks of 20 runs: "off" blocks hold the only shadow
 // slot (no shadow computes; the block waits for a running one to end
@@ -52,7 +52,7 @@ func BenchmarkPrimaryWithShadow(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	spin := plugintest.CPluginPath(b, "testdata/plugins/c/hostile.c", "HOSTILE_LOOP")
 	ctx := context.Background()
-	asg := NewAssignors(ctx, b.TempDir(), "sticky", plugin.Config{Deadline: 50 * time.Millisecond}, nil)
+	asg := NewAssignors(ctx, b.TempDir(), "sticky", plugin.Config{Deadline: 20 * time.Millisecond}, nil)
 	defer asg.Close(ctx)
 	if err := asg.Load(ctx, "spin", spin); err != nil {
 		b.Fatal(err)
