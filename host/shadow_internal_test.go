@@ -1,13 +1,18 @@
 package host
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
+	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/plugin"
 )
 
 // TestShadowsFromGroupConfig: streams.assignor.shadow is read per group-id
@@ -39,4 +44,70 @@ func loopWithGroupsYAML(t *testing.T, yaml string) *Loop {
 		t.Fatal(err)
 	}
 	return &Loop{d: LoopDeps{Groups: cfg.Groups}, dyn: map[string]map[string]string{}}
+}
+
+// TestShadowQueueDropsWhenBehind: a shadow that is behind never blocks the
+// caller: runs beyond its queue (and the one it computes) are dropped and
+// counted; a native shadow that panics or answers garbage is a counted
+// failure, nothing else.
+func TestShadowQueueDropsWhenBehind(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, nil)
+	asg.byName["slow"] = &assignor{name: "slow", native: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return BuiltinAssignors["sticky"].Native(req)
+	}}
+	asg.byName["panics"] = &assignor{name: "panics", native: func(*abi.AssignRequest) (*abi.AssignResponse, error) { panic("boom") }}
+	asg.byName["garbage"] = &assignor{name: "garbage", native: func(*abi.AssignRequest) (*abi.AssignResponse, error) {
+		return &abi.AssignResponse{}, nil // no member entries
+	}}
+	l := &Loop{d: LoopDeps{Assignors: asg}, log: slog.New(slog.DiscardHandler)}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.ab = newAB(l)
+	defer func() { l.cancel(); l.wg.Wait() }()
+	run := benchRun()
+	const sent = 30
+	l.ab.shadow(run, []string{"slow"}, time.Minute)
+	<-started // the shadow computes the first run; the queue is empty
+	done := make(chan struct{})
+	go func() {
+		for i := 1; i < sent; i++ {
+			l.ab.shadow(run, []string{"slow", "sticky"}, time.Minute) // sticky is the primary: skipped
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handing runs to a shadow that is behind blocked")
+	}
+	close(release)
+	l.ab.shadow(run, []string{"panics", "garbage"}, time.Minute)
+	want := map[string]assignorStats{ // runs, failures, dropped
+		"slow":    {Runs: shadowQueueLen + 1, Dropped: sent - shadowQueueLen - 1},
+		"panics":  {Runs: 1, Failures: 1},
+		"garbage": {Runs: 1, Failures: 1},
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := map[string]assignorStats{}
+		for _, s := range l.ab.totals() {
+			got[s.Assignor] = assignorStats{Runs: s.Runs, Failures: s.Failures, Dropped: s.Dropped}
+		}
+		ok := len(got) == len(want)
+		for n, w := range want {
+			ok = ok && got[n] == w
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shadow totals %+v, want %+v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
