@@ -15,13 +15,17 @@ import (
 	"github.com/coordhost/coordhost/host/plugin"
 )
 
-// TestShadowsFromGroupConfig: streams.assignor.shadow is read per group-id
-// glob from the config file, as docs/AB-TESTING.md writes it (a YAML list),
-// and is empty by default.
+// TestShadowsFromGroupConfig: streams.assignor.shadow and the split keys
+// are read per group-id glob from the config file, as docs/AB-TESTING.md
+// writes them (the shadows as a YAML list); no shadows by default.
 func TestShadowsFromGroupConfig(t *testing.T) {
-	l := loopWithGroupsYAML(t, "groups:\n  overrides:\n    - match: \"orders-*\"\n      streams.assignor.shadow: [ha, candidate]\n")
+	l := loopWithGroupsYAML(t, "groups:\n  overrides:\n    - match: \"orders-*\"\n      streams.assignor.shadow: [ha, candidate]\n"+
+		"      streams.assignor.candidate.name: ha\n      streams.assignor.candidate.percent: 25\n")
 	if got := l.groupConfig("orders-1").StreamsAssignorShadow; !reflect.DeepEqual(got, []string{"ha", "candidate"}) {
 		t.Errorf("orders-1: %q, want [ha candidate]", got)
+	}
+	if g := l.groupConfig("orders-1"); g.StreamsAssignorCandidate != "ha" || g.StreamsAssignorCandidatePercent != 25 {
+		t.Errorf("orders-1 split: %q at %d %%, want ha at 25 %%", g.StreamsAssignorCandidate, g.StreamsAssignorCandidatePercent)
 	}
 	if got := l.groupConfig("payments").StreamsAssignorShadow; len(got) != 0 {
 		t.Errorf("payments: %q, want none", got)
