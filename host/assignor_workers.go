@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
 )
 
@@ -22,8 +23,13 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 	l.stats.runs.Add(1)
 	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
 	timeout := l.assignorTimeout(run.Group)
+	reasons, shadows := l.ab.reasons(run.Group), l.assignorShadows(run.Group)
 	l.onWorker(run.Group, func() func(c *core.Coordinator, now int64) core.Output {
-		res, err := l.runAssignor(run, timeout)
+		res, rec, err := l.runAssignor(run, timeout)
+		l.ab.shadow(run, shadows, timeout) // after the primary: never beside it on this run
+		if rec != nil {
+			rec.Reasons = reasons
+		}
 		if err != nil {
 			l.stats.runErrors.Add(1)
 			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
@@ -34,7 +40,9 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 			} else {
 				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
 			}
-			return c.AssignorResult(now, run, res, err)
+			out := c.AssignorResult(now, run, res, err)
+			l.ab.installed(run.Group, rec, out.Events)
+			return out
 		}
 	})
 }
@@ -58,27 +66,34 @@ func (l *Loop) onWorker(group string, work func() func(c *core.Coordinator, now 
 }
 
 // runAssignor computes run's target on a worker; timeout bounds the
-// plugin call.
-func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.AssignResult, error) {
+// plugin call. The history entry of the target comes with it (nil
+// without the plugin host or when the run failed).
+func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.AssignResult, *TargetRecord, error) {
 	if l.d.Assignors == nil {
-		return core.ReferenceAssign(run.Input), nil
+		return core.ReferenceAssign(run.Input), nil, nil
 	}
 	req, ts := toABI(run)
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	resp, fb, err := l.d.Assignors.run(ctx, run.Assignor, req)
-	l.stats.runNanos.Add(time.Since(start).Nanoseconds())
+	took := time.Since(start)
+	l.stats.runNanos.Add(took.Nanoseconds())
 	if err == nil {
 		l.noteFallback(run, fb)
 	}
+	if err == nil && resp == nil {
+		err = errors.New("assignor returned no response")
+	}
+	var res core.AssignResult
+	if err == nil {
+		res, err = fromABI(ts, resp, len(run.Input.Members))
+	}
 	if err != nil {
-		return core.AssignResult{}, err
+		l.ab.record(run.Group, arm{Assignor: run.Assignor, Role: rolePrimary, Epoch: run.Epoch}, metrics.Report{}, err)
+		return core.AssignResult{}, nil, err
 	}
-	if resp == nil {
-		return core.AssignResult{}, errors.New("assignor returned no response")
-	}
-	return fromABI(ts, resp, len(run.Input.Members))
+	return res, l.ab.primary(run, req, resp, took), nil
 }
 
 // assignorTimeout is the group's streams.assignor.timeout.ms: the bound on
@@ -87,4 +102,11 @@ func (l *Loop) assignorTimeout(group string) time.Duration {
 	l.dynMu.RLock()
 	defer l.dynMu.RUnlock()
 	return time.Duration(l.groupConfig(group).StreamsAssignorTimeoutMs) * time.Millisecond
+}
+
+// assignorShadows is the group's streams.assignor.shadow list.
+func (l *Loop) assignorShadows(group string) []string {
+	l.dynMu.RLock()
+	defer l.dynMu.RUnlock()
+	return l.groupConfig(group).StreamsAssignorShadow
 }

@@ -1,13 +1,8 @@
 package host
 
 import (
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/coordhost/coordhost/host/config"
 )
 
 // TestAssignorTimeoutFromGroupConfig: the bound on a group's plugin calls
@@ -17,16 +12,7 @@ func TestAssignorTimeoutFromGroupConfig(t *testing.T) {
 	if got := (&Loop{}).assignorTimeout("g"); got != 30*time.Second {
 		t.Fatalf("without per-group configuration: %v, want 30s", got)
 	}
-	file := filepath.Join(t.TempDir(), "c.yaml")
-	yaml := "groups:\n  defaults:\n    streams.assignor.timeout.ms: 5000\n  overrides:\n    - match: \"slow-*\"\n      streams.assignor.timeout.ms: 120000\n"
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load([]string{"--config", file}, nil, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &Loop{d: LoopDeps{Groups: cfg.Groups}, dyn: map[string]map[string]string{}}
+	l := loopWithGroupsYAML(t, "groups:\n  defaults:\n    streams.assignor.timeout.ms: 5000\n  overrides:\n    - match: \"slow-*\"\n      streams.assignor.timeout.ms: 120000\n")
 	for group, want := range map[string]time.Duration{"orders": 5 * time.Second, "slow-1": 2 * time.Minute} {
 		if got := l.assignorTimeout(group); got != want {
 			t.Errorf("group %s: %v, want %v", group, got, want)

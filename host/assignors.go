@@ -47,6 +47,9 @@ type assignor struct {
 	errors   atomic.Int64 // runs that failed altogether
 	panics   atomic.Int64 // native runs that panicked (recovered, counted as errors)
 	probes   probeCounters
+
+	// version is the loaded module's hash (shadow.go).
+	version atomic.Pointer[string]
 }
 
 // Assignors is the registry of task assignors the event loop runs:
@@ -92,6 +95,7 @@ func NewAssignors(ctx context.Context, dir, fallback string, cfg plugin.Config, 
 			} else {
 				as.plugin, as.path = p, path
 				as.noteKinds(ctx)
+				as.noteVersion(path)
 				log.Info("assignor plugin loaded", "assignor", name, "path", path)
 			}
 		}
@@ -134,6 +138,7 @@ func (a *Assignors) Load(ctx context.Context, name, path string) error {
 		as.native, as.probe, as.fallback = old.native, old.probe, old.fallback
 	}
 	as.noteKinds(ctx)
+	as.noteVersion(path)
 	a.byName[name] = as
 	a.mu.Unlock()
 	if old != nil && old.plugin != nil {
@@ -156,6 +161,7 @@ func (a *Assignors) Reload(ctx context.Context, name, path string) error {
 		return err
 	}
 	as.noteKinds(ctx)
+	as.noteVersion(path)
 	a.log.Info("assignor plugin reloaded", "assignor", name, "path", path)
 	return nil
 }

@@ -98,6 +98,9 @@ type LoopDeps struct {
 	EndOffsetsTick time.Duration
 	// Now is the clock (default time.Now); tests may inject one.
 	Now func() time.Time
+	// HistoryTargets is how many targets the rebalance history keeps per
+	// group (admin.history.targets; 0: DefaultHistoryTargets).
+	HistoryTargets int
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -125,6 +128,7 @@ type Loop struct {
 	topicSig string
 	topics   []core.TopicMetadata // the image fetched at start, applied by each partition on load
 	history  *history
+	ab       *abRuntime // rebalance history, shadow runs (ab.go)
 
 	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
 
@@ -190,6 +194,7 @@ func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 		dyn: map[string]map[string]string{}, fetched: map[string]time.Time{},
 		workers: make(chan struct{}, assignorWorkers), refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.ab = newAB(l)
 	// The start-up I/O below uses l.ctx; ending ctx (a signal during
 	// start) ends it too.
 	stopStart := context.AfterFunc(ctx, l.cancel)

@@ -17,7 +17,8 @@ import (
 	"github.com/coordhost/coordhost/host/plugin"
 )
 
-// groupsAPI serves GET /v1/groups and GET /v1/groups/{id}.
+// groupsAPI serves GET /v1/groups, GET /v1/groups/{id} (and its /config
+// and /history) and GET /v1/ab.
 type groupsAPI struct{ l *Loop }
 
 // GroupsHandler is the admin /v1/groups handler of the loop.
@@ -62,6 +63,10 @@ func (a *groupsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	id := r.PathValue("id")
 	switch {
+	case r.URL.Path == "/v1/ab":
+		writeJSONResp(w, 200, a.l.ab.report())
+	case strings.HasSuffix(r.URL.Path, "/history"):
+		a.history(ctx, w, id)
 	case id == "":
 		a.list(ctx, w)
 	case strings.HasSuffix(r.URL.Path, "/config"):
@@ -146,6 +151,30 @@ func (a *groupsAPI) config(ctx context.Context, w http.ResponseWriter, id string
 		return
 	}
 	writeJSONResp(w, 200, map[string]any{"group": id, "config": settings})
+}
+
+// GroupHistory is GET /v1/groups/{id}/history.
+type GroupHistory struct {
+	Group string `json:"group"`
+	// Limit is how many targets are kept (admin.history.targets).
+	Limit int `json:"limit"`
+	// Targets are the last installed targets, oldest first.
+	Targets []TargetRecord `json:"targets"`
+}
+
+// history serves GET /v1/groups/{id}/history: the group's last targets
+// with their reasons, assignor, metrics and moves.
+func (a *groupsAPI) history(ctx context.Context, w http.ResponseWriter, id string) {
+	found := false
+	if err := a.l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { _, found = c.Group(id); return core.Output{} }); err != nil {
+		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		return
+	}
+	if !found {
+		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
+		return
+	}
+	writeJSONResp(w, 200, GroupHistory{Group: id, Limit: a.l.ab.history.limit, Targets: a.l.ab.history.get(id)})
 }
 
 // PluginsHandler serves /v1/plugins: GET lists the assignors; POST

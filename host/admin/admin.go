@@ -38,8 +38,8 @@ type Options struct {
 	Metrics *Metrics
 	// Config supplies the effective per-group configuration.
 	Config *config.Config
-	// Groups serves /v1/groups and /v1/groups/{id} once group coordination
-	// is wired; nil answers 501.
+	// Groups serves /v1/groups, /v1/groups/{id}, its /history and /v1/ab
+	// once group coordination is wired; nil answers 501.
 	Groups http.Handler
 	// Plugins serves /v1/plugins once the plugin host is wired; nil answers
 	// 501. Mutating methods reach it only with the bearer token.
@@ -168,6 +168,8 @@ func Handler(o Options) http.Handler {
 	}
 	mux.Handle("/v1/groups", groups)
 	mux.Handle("/v1/groups/{id}", groups)
+	mux.Handle("GET /v1/groups/{id}/history", groups)
+	mux.Handle("GET /v1/ab", groups)
 	plugins := o.Plugins
 	if plugins == nil {
 		plugins = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { notWired(w, "the plugin host") })

@@ -19,8 +19,21 @@ type Metrics struct {
 
 	mu   sync.Mutex
 	apis map[int16]*apiStats
-	// gauges are read at scrape time.
-	gauges map[string]gauge
+	// gauges and families are read at scrape time.
+	gauges   map[string]gauge
+	families map[string]family
+}
+
+// Series is one labelled value of a gauge family: label name and value
+// pairs, in the order they are written.
+type Series struct {
+	Labels [][2]string
+	Value  float64
+}
+
+type family struct {
+	help string
+	fn   func() []Series
 }
 
 type apiStats struct {
@@ -35,7 +48,7 @@ type gauge struct {
 
 // NewMetrics returns an empty registry.
 func NewMetrics() *Metrics {
-	return &Metrics{apis: make(map[int16]*apiStats), gauges: make(map[string]gauge)}
+	return &Metrics{apis: make(map[int16]*apiStats), gauges: make(map[string]gauge), families: make(map[string]family)}
 }
 
 // Served records one request of key that took d; err != nil counts as an error.
@@ -68,6 +81,17 @@ func (m *Metrics) Gauge(name, help string, fn func() float64) {
 	m.gauges[name] = gauge{help, fn}
 }
 
+// GaugeFamily registers a labelled gauge named name (coordhost_ prefix
+// added unless it has it) whose series fn returns at scrape time.
+func (m *Metrics) GaugeFamily(name, help string, fn func() []Series) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !strings.HasPrefix(name, "coordhost_") {
+		name = "coordhost_" + name
+	}
+	m.families[name] = family{help, fn}
+}
+
 // WriteTo writes every metric in the Prometheus text exposition format.
 func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: w}
@@ -90,20 +114,44 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	for _, k := range keys {
 		fmt.Fprintf(cw, "coordhost_kafka_request_seconds_total{api=%q} %g\n", kmsg.NameForKey(k), m.apis[k].seconds)
 	}
-	names := make([]string, 0, len(m.gauges))
-	for n := range m.gauges {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	gs := make([]gauge, len(names))
-	for i, n := range names {
-		gs[i] = m.gauges[n]
-	}
+	names, gs := sorted(m.gauges)
+	fnames, fs := sorted(m.families)
 	m.mu.Unlock()
 	for i, n := range names {
 		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", n, gs[i].help, n, n, gs[i].fn())
 	}
+	for i, n := range fnames {
+		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s gauge\n", n, fs[i].help, n)
+		for _, s := range fs[i].fn() {
+			fmt.Fprint(cw, n)
+			for j, l := range s.Labels {
+				sep := ","
+				if j == 0 {
+					sep = "{"
+				}
+				fmt.Fprintf(cw, "%s%s=%q", sep, l[0], l[1])
+			}
+			if len(s.Labels) > 0 {
+				fmt.Fprint(cw, "}")
+			}
+			fmt.Fprintf(cw, " %g\n", s.Value)
+		}
+	}
 	return cw.n, cw.err
+}
+
+// sorted returns m's names in order and their values.
+func sorted[V any](m map[string]V) ([]string, []V) {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	vs := make([]V, len(names))
+	for i, n := range names {
+		vs[i] = m[n]
+	}
+	return names, vs
 }
 
 type countWriter struct {

@@ -117,6 +117,7 @@ type Admin struct {
 	TLSKeyFile      string // admin.tls.key.file
 	TLSClientCAFile string // admin.tls.client.ca.file
 	Insecure        bool   // admin.insecure
+	HistoryTargets  int    // admin.history.targets
 }
 
 // ErrHelp is returned by Load when --help was asked for; usage was printed.
@@ -285,7 +286,8 @@ func fromValues(v map[string]any) (*Config, error) {
 		},
 		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
 			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
-			TLSClientCAFile: v["admin.tls.client.ca.file"].(string), Insecure: v["admin.insecure"].(bool)},
+			TLSClientCAFile: v["admin.tls.client.ca.file"].(string), Insecure: v["admin.insecure"].(bool),
+			HistoryTargets: int(v["admin.history.targets"].(int64))},
 		Plugins: Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string),
 			LoadDirs: v["plugins.load.dirs"].([]string), MaxBytes: v["plugins.max.bytes"].(int64)},
 		LogFormat:       v["log.format"].(string),

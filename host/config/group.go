@@ -22,6 +22,7 @@ type Group struct {
 	StreamsTaskOffsetIntervalMs    int32    // streams.task.offset.interval.ms
 	StreamsAssignorName            string   // streams.assignor.name
 	StreamsAssignorTimeoutMs       int32    // streams.assignor.timeout.ms
+	StreamsAssignorShadow          []string // streams.assignor.shadow
 	StreamsMaxSize                 int32    // streams.max.size
 	StreamsRackAwareAssignmentTags []string // streams.rack.aware.assignment.tags
 	StreamsMigrationPolicy         string   // streams.migration.policy
@@ -29,6 +30,11 @@ type Group struct {
 	MinSessionTimeoutMs            int32    // group.min.session.timeout.ms
 	MaxSessionTimeoutMs            int32    // group.max.session.timeout.ms
 	MaxSize                        int32    // group.max.size
+
+	// StreamsAssignorCandidate and StreamsAssignorCandidatePercent are
+	// streams.assignor.candidate.name and streams.assignor.candidate.percent.
+	StreamsAssignorCandidate        string
+	StreamsAssignorCandidatePercent int64
 }
 
 // Override sets some per-group keys for the groups whose id matches Match,

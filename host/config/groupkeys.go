@@ -78,6 +78,19 @@ var groupKeys = withCoreDefaults([]key{
 	{name: "streams.assignor.timeout.ms", def: int64(30000), kind: kInt, min: 1, max: math.MaxInt32, fileOnly: true,
 		field: i32(func(g *Group) *int32 { return &g.StreamsAssignorTimeoutMs }, nil),
 		doc:   "Streams group: bound on each plugin call made for the group on the assignor workers (assignor runs, probing-policy checks); a call cut off by it is a plugin failure. Config file only."},
+	// The host runs each shadow beside the group's assignor (host/shadow.go);
+	// core never sees them.
+	{name: "streams.assignor.shadow", def: []string{}, kind: kList, fileOnly: true,
+		field: list(func(g *Group) *[]string { return &g.StreamsAssignorShadow }, nil),
+		doc:   "Streams group: shadow assignors (comma-separated names) that compute a target beside the group's assignor on the identical input, off the critical path, for comparison at /v1/ab; their results are never applied (docs/AB-TESTING.md). Config file only."},
+	// The host makes the candidate the assignor of the groups in its share
+	// before core sees the group's settings (host/split.go).
+	{name: "streams.assignor.candidate.name", def: "", kind: kString, fileOnly: true,
+		field: str(func(g *Group) *string { return &g.StreamsAssignorCandidate }),
+		doc:   "Streams group: candidate assignor of a split; the groups whose stable bucket (a hash of the group id, 0-99) is below streams.assignor.candidate.percent run it instead of streams.assignor.name (docs/AB-TESTING.md). Config file only."},
+	{name: "streams.assignor.candidate.percent", def: int64(0), kind: kInt, min: 0, max: 100, fileOnly: true,
+		field: i64(func(g *Group) *int64 { return &g.StreamsAssignorCandidatePercent }, nil),
+		doc:   "Streams group: share of groups, in percent, that run streams.assignor.candidate.name. Config file only."},
 	{name: "streams.rack.aware.assignment.tags", kind: kList, kafka: true,
 		field: list(func(g *Group) *[]string { return &g.StreamsRackAwareAssignmentTags }, func(c *core.Config) *[]string { return &c.Streams.RackAwareAssignmentTags }),
 		doc:   "Streams group: client-tag keys rack-aware standby placement spreads standbys over (comma-separated; no duplicates)."},
@@ -148,11 +161,12 @@ func i32(g func(*Group) *int32, c func(*core.Config) *int32) field {
 
 // i64 binds a LONG key.
 func i64(g func(*Group) *int64, c func(*core.Config) *int64) field {
-	return field{
-		set:     func(x *Group, v any) { *g(x) = v.(int64) },
-		toCore:  func(cc *core.Config, x *Group) { *c(cc) = *g(x) },
-		coreDef: func(cc core.Config) any { return *c(&cc) },
+	f := field{set: func(x *Group, v any) { *g(x) = v.(int64) }}
+	if c != nil {
+		f.toCore = func(cc *core.Config, x *Group) { *c(cc) = *g(x) }
+		f.coreDef = func(cc core.Config) any { return *c(&cc) }
 	}
+	return f
 }
 
 // str binds a STRING key core does not read.
@@ -162,11 +176,12 @@ func str(g func(*Group) *string) field {
 
 // list binds a LIST key; its default is shown as an empty list, never nil.
 func list(g func(*Group) *[]string, c func(*core.Config) *[]string) field {
-	return field{
-		set:     func(x *Group, v any) { *g(x) = v.([]string) },
-		toCore:  func(cc *core.Config, x *Group) { *c(cc) = *g(x) },
-		coreDef: func(cc core.Config) any { return append([]string{}, *c(&cc)...) },
+	f := field{set: func(x *Group, v any) { *g(x) = v.([]string) }}
+	if c != nil {
+		f.toCore = func(cc *core.Config, x *Group) { *c(cc) = *g(x) }
+		f.coreDef = func(cc core.Config) any { return append([]string{}, *c(&cc)...) }
 	}
+	return f
 }
 
 // withCoreDefaults fills the default of every key core reads from

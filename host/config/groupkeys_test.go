@@ -121,6 +121,8 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		"group.min.session.timeout.ms": int64(29), "group.max.session.timeout.ms": int64(31), "group.max.size": int64(37),
 		// keys core does not read
 		"streams.probing.policy": "builtin", "streams.end.offsets.refresh.ms": int64(41), "streams.assignor.timeout.ms": int64(43),
+		"streams.assignor.shadow": []string{"ha", "candidate"}, "streams.assignor.candidate.name": "candidate",
+		"streams.assignor.candidate.percent": int64(47),
 	}
 	for _, k := range groupKeys {
 		if _, ok := values[k.name]; !ok {
@@ -138,7 +140,9 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 	if got := g.Core(core.DefaultConfig()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("core config:\n%+v\nwant\n%+v", got, want)
 	}
-	if g.StreamsProbingPolicy != "builtin" || g.StreamsEndOffsetsRefreshMs != 41 || g.StreamsAssignorTimeoutMs != 43 {
+	if g.StreamsProbingPolicy != "builtin" || g.StreamsEndOffsetsRefreshMs != 41 || g.StreamsAssignorTimeoutMs != 43 ||
+		!reflect.DeepEqual(g.StreamsAssignorShadow, []string{"ha", "candidate"}) || g.StreamsAssignorCandidate != "candidate" ||
+		g.StreamsAssignorCandidatePercent != 47 {
 		t.Fatalf("host-only keys: %+v", g)
 	}
 	s, c, p := g.CoreGroup()

@@ -1,0 +1,106 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/plugin"
+	"github.com/coordhost/coordhost/host/plugin/plugintest"
+)
+
+// benchRun is a fixed assignor run: 3 subtopologies of 32 tasks (two
+// stateful), 12 members on 6 processes, of which the first 10 own tasks
+// round-robin (the last two just joined) and report offsets for them.
+func benchRun() core.AssignorRun {
+	in := core.AssignInput{Configs: core.AssignConfigs{NumStandbyReplicas: 1, NumWarmupReplicas: 2, AcceptableRecoveryLag: 100}}
+	for s := 0; s < 3; s++ {
+		in.Subtopologies = append(in.Subtopologies, core.AssignSubtopology{ID: fmt.Sprint(s), NumTasks: 32, Stateful: s < 2})
+	}
+	for m := 0; m < 12; m++ {
+		in.Members = append(in.Members, core.AssignMember{MemberID: fmt.Sprintf("m%02d", m), ProcessID: fmt.Sprintf("p%d", m/2)})
+	}
+	i := 0
+	for s := int32(0); s < 3; s++ {
+		for p := int32(0); p < 32; p++ {
+			m := &in.Members[i%10]
+			t := core.TaskRef{Subtopology: s, Partition: p}
+			m.Active = append(m.Active, t)
+			m.TaskOffsets = append(m.TaskOffsets, core.TaskOffset{Task: t, Offset: 1000})
+			m.TaskEndOffsets = append(m.TaskEndOffsets, core.TaskOffset{Task: t, Offset: 1000})
+			i++
+		}
+	}
+	return core.AssignorRun{Group: "bench", Epoch: 7, Assignor: "sticky", Input: in}
+}
+
+// BenchmarkPrimaryWithShadow measures the primary's assignment latency
+// (the native sticky build, measured with abi/metrics as in production)
+// at GOMAXPROCS=2 with a CPU-bound wasm shadow (a module that spins until
+// its 20 ms deadline) handed every run, against the same without it. On
+// a shared machine the load moves more than the effect, so the two are
+// interleaved in blocks of 20 runs: "off" blocks hold the only shadow
+// slot (no shadow computes; the block waits for a running one to end
+// first), "on" blocks start once the shadow spins. It reports the mean
+// latency of each and their ratio (on/off); compare runs with benchstat
+// (docs/BENCHMARKS.md).
+func BenchmarkPrimaryWithShadow(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	spin := plugintest.CPluginPath(b, "testdata/plugins/c/hostile.c", "HOSTILE_LOOP")
+	ctx := context.Background()
+	asg := NewAssignors(ctx, b.TempDir(), "sticky", plugin.Config{Deadline: 20 * time.Millisecond}, nil)
+	defer asg.Close(ctx)
+	if err := asg.Load(ctx, "spin", spin); err != nil {
+		b.Fatal(err)
+	}
+	run, shadows := benchRun(), []string{"spin"}
+	l := &Loop{d: LoopDeps{Assignors: asg}, log: slog.New(slog.DiscardHandler)}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	l.ab = newAB(l)
+	defer func() { l.cancel(); l.wg.Wait() }()
+	var took [2]time.Duration // off, on
+	var runs [2]int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		for on := 0; on < 2; on++ {
+			b.StopTimer()
+			if on == 0 {
+				l.ab.slots <- struct{}{} // no shadow starts; a running one ends first
+			} else {
+				<-l.ab.slots
+				l.ab.shadow(run, shadows, time.Minute)
+				for len(l.ab.slots) == 0 { // until the shadow spins
+					runtime.Gosched()
+				}
+			}
+			b.StartTimer()
+			for k := 0; k < 20 && i < b.N; k, i = k+1, i+1 {
+				l.ab.shadow(run, shadows, time.Minute)
+				start := time.Now()
+				if _, rec, err := l.runAssignor(run, time.Minute); err != nil || rec == nil {
+					b.Fatal(err)
+				}
+				took[on] += time.Since(start)
+				runs[on]++
+			}
+		}
+	}
+	b.StopTimer()
+	if runs[0] == 0 || runs[1] == 0 {
+		return
+	}
+	off, on := float64(took[0])/float64(runs[0]), float64(took[1])/float64(runs[1])
+	b.ReportMetric(off, "ns/run-off")
+	b.ReportMetric(on, "ns/run-on")
+	b.ReportMetric(on/off, "on/off")
+	for _, s := range l.ab.report().Assignors {
+		if s.Assignor == "spin" && (s.Runs != s.Failures || s.Runs == 0) {
+			b.Fatalf("the shadow did not spin until its deadline: %+v", s)
+		}
+	}
+}

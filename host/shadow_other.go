@@ -1,0 +1,12 @@
+//go:build !linux
+
+package host
+
+import "runtime"
+
+// shadowThread makes the calling goroutine's OS thread its own; only
+// Linux lowers its priority (shadow_linux.go).
+func shadowThread() error {
+	runtime.LockOSThread()
+	return nil
+}
