@@ -622,11 +622,24 @@ func (s *migSim) round() {
 	s.check()
 }
 
-// check verifies the coordinator-state invariants.
+// check verifies the coordinator-state invariants, and that no task runs
+// on two processes whose instances the streams group both holds as members.
 func (s *migSim) check() {
 	g, ok := s.c.groups["g"].(*streamsGroup)
 	if !ok {
 		return
+	}
+	runs := map[TaskID]*migInst{}
+	for _, in := range s.insts {
+		if !in.alive || g.members[in.memberID] == nil {
+			continue
+		}
+		for t := range in.owned {
+			if o := runs[t]; o != nil && o.process != in.process {
+				s.t.Errorf("at %d task %s runs on members %s and %s of two processes", s.now, t, o.name, in.name)
+			}
+			runs[t] = in
+		}
 	}
 	holder := map[TaskID]string{}
 	for _, id := range g.sortedMemberIDs() {
