@@ -464,6 +464,10 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 	if t, ok := c.timers[migrationSyncKey(g.id, m.id)]; ok && t.kind == timerMigrationSyncRestored {
 		c.cancelTimer(t.key) // alive after the fail-over: the restored sync timer has done its job
 	}
+	// Refresh the topology view first, as a streams heartbeat does: a view
+	// configured by Loaded before the topic metadata arrived would compute
+	// an empty target ("topology not ready") that nothing corrects later.
+	c.bridgeMaybeBump(g, m, m, true)
 	c.updateTargetIfDue(g)
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)

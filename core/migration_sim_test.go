@@ -581,7 +581,8 @@ func (s *migSim) act(in *migInst) {
 		req.InstanceID = in.instance
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 30000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "stream", Metadata: s.subscription(in)}}
-		in.rejoin, in.inflight = false, true
+		// A client that rejoins abandons the SyncGroup of its last join.
+		in.rejoin, in.needSync, in.inflight = false, false, true
 		id := s.req(in)
 		s.kind[id] = "join"
 		s.finish(s.c.JoinGroup(s.now, id, ci, req))
