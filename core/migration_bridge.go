@@ -236,14 +236,10 @@ func (c *Coordinator) bridgeMaybeBump(g *streamsGroup, m, u *streamsMember, exis
 }
 
 // bridgeReconcile moves the member toward its target from what its
-// subscription says it owns; a member new to the group first adopts the
-// active tasks it runs that nobody holds.
+// subscription says it owns.
 func (c *Coordinator) bridgeReconcile(g *streamsGroup, id string, exists bool, sub *classicSubscription) {
 	cur := g.members[id]
 	owned := c.classicOwned(g, cur, sub)
-	if !exists {
-		cur = adoptReported(g, cur, owned)
-	}
 	next, e := g.reconcile(cur, owned)
 	if e != nil {
 		// A member in an unknown state starts over from nothing.
@@ -272,38 +268,6 @@ func (c *Coordinator) refreshTopologyView(g *streamsGroup) (int64, int32) {
 		return hash, g.topology.Epoch
 	}
 	return hash, -1
-}
-
-// adoptReported gives a member new to the group the active tasks it reports
-// owning that no process holds (a classic instance whose membership
-// expired while it kept processing): they become its tasks, so the
-// reconciliation revokes them through the member itself and no other
-// process gets them before it confirms (its next JoinGroup without them).
-func adoptReported(g *streamsGroup, m *streamsMember, owned *ownedTasksReport) *streamsMember {
-	var adopt []TaskID
-	for t := range owned.active {
-		if _, held := g.activeOwner[t]; held {
-			continue
-		}
-		if ct := g.soft.configured; ct.ready() {
-			if sub := ct.subtopology(t.Subtopology); sub == nil || t.Partition >= sub.numTasks {
-				continue
-			}
-		}
-		adopt = append(adopt, t)
-	}
-	if len(adopt) == 0 {
-		return m
-	}
-	u := m.clone()
-	u.assigned.active = taskEpochs{}
-	for t, e := range m.assigned.active {
-		u.assigned.active[t] = e
-	}
-	for _, t := range adopt {
-		u.assigned.active[t] = m.epoch
-	}
-	return u
 }
 
 // classicBridgeMemberID generates a member id the way classic groups do.
