@@ -25,10 +25,17 @@ const (
 	// every non-revoking classic member gets one; its SyncGroup, JoinGroup
 	// or a valid Heartbeat (it is alive) settles it.
 	timerMigrationSyncRestored timerKind = 34
+	// timerMigrationPending is a member id handed out with MEMBER_ID_REQUIRED
+	// (migration-pending-<group>-<member>); it expires after the JoinGroup's
+	// session timeout, like a classic group's pending member.
+	timerMigrationPending timerKind = 35
 )
 
 func migrationJoinKey(group, member string) string { return "migration-join-" + group + "-" + member }
 func migrationSyncKey(group, member string) string { return "migration-sync-" + group + "-" + member }
+func migrationPendingKey(group, member string) string {
+	return "migration-pending-" + group + "-" + member
+}
 
 func init() {
 	fence := func(c *Coordinator, t timer) {
@@ -41,6 +48,7 @@ func init() {
 	registerTimerKind(timerMigrationJoin, fence)
 	registerTimerKind(timerMigrationSync, fence)
 	registerTimerKind(timerMigrationSyncRestored, fence)
+	registerTimerKind(timerMigrationPending, func(*Coordinator, timer) {}) // the id is forgotten
 }
 
 // bridgeJoin handles a JoinGroup for a non-empty streams group: it
@@ -114,38 +122,50 @@ func (c *Coordinator) bridgeSubscription(g *streamsGroup, req *kmsg.JoinGroupReq
 	return sub, ep, nil
 }
 
-// bridgeIdentify finds the joining member: a static member by instance id
-// (a different member id replaces it, across protocols too), else by
-// member id; an unknown id joins as a new member. Refusals
-// (MEMBER_ID_REQUIRED, GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID for a
-// streams-protocol member's id) come back as the JoinGroup response.
+// bridgeIdentify finds the joining member. A static member is found by
+// instance id: an empty member id replaces it (across protocols too); a
+// non-empty one must be its current id (FENCED_INSTANCE_ID) and an unknown
+// instance with a non-empty id is UNKNOWN_MEMBER_ID (Kafka's
+// getOrMaybeSubscribeStaticConsumerGroupMember). A dynamic member with a
+// member id must be a member, or hold an id this group handed out with
+// MEMBER_ID_REQUIRED (pending): any other id belongs to a member the group
+// fenced, whose client may still run tasks that now belong to others, so it
+// gets UNKNOWN_MEMBER_ID — the Java client then drops its tasks
+// (onPartitionsLost) and rejoins without an id (docs/MIGRATION.md, "A
+// fenced member rejoins"). Refusals (also MEMBER_ID_REQUIRED,
+// GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID for a streams-protocol member's
+// id) come back as the JoinGroup response.
 func (c *Coordinator) bridgeIdentify(g *streamsGroup, client ClientInfo, req *kmsg.JoinGroupRequest) (*streamsMember, *kmsg.JoinGroupResponse) {
 	memberID := req.MemberID
 	if req.InstanceID != nil {
-		if old, ok := g.staticMembers[*req.InstanceID]; ok {
-			if memberID == old {
-				return g.members[old], nil
-			}
-			if memberID == "" {
-				memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
-			}
-			return c.replaceStaticMember(g, g.members[old], memberID), nil
+		old, ok := g.staticMembers[*req.InstanceID]
+		switch {
+		case ok && memberID == old:
+			return g.members[old], nil
+		case ok && memberID != "":
+			return nil, classicJoinError(memberID, errFencedInstanceID)
+		case ok:
+			return c.replaceStaticMember(g, g.members[old], c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)), nil
+		case memberID != "":
+			return nil, classicJoinError(memberID, errUnknownMemberID)
 		}
 	}
 	if memberID == "" {
 		memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
 		if req.InstanceID == nil && req.Version >= 4 {
+			c.setTimer(timer{key: migrationPendingKey(g.id, memberID), deadline: c.now + int64(req.SessionTimeoutMillis),
+				kind: timerMigrationPending, group: g.id, member: memberID})
 			return nil, classicJoinError(memberID, errMemberIDRequired)
 		}
+	} else if g.members[memberID] == nil && !c.hasTimer(migrationPendingKey(g.id, memberID)) {
+		return nil, classicJoinError(memberID, errUnknownMemberID)
 	}
-	// A member id handed out with MEMBER_ID_REQUIRED is not a member yet:
-	// an unknown id joins as a new member (Kafka's consumer-group bridge
-	// creates it too).
 	m := g.members[memberID]
 	switch {
 	case m == nil && int32(len(g.members)) >= c.streamsConfig(g.id).MaxSize:
 		return nil, classicJoinError("", errGroupMaxSizeReached)
 	case m == nil:
+		c.cancelTimer(migrationPendingKey(g.id, memberID)) // a member now
 		return newStreamsMember(memberID), nil
 	case m.classic == nil:
 		return nil, classicJoinError(memberID, errUnknownMemberID)
@@ -216,14 +236,10 @@ func (c *Coordinator) bridgeMaybeBump(g *streamsGroup, m, u *streamsMember, exis
 }
 
 // bridgeReconcile moves the member toward its target from what its
-// subscription says it owns; a member new to the group first adopts the
-// active tasks it runs that nobody holds.
+// subscription says it owns.
 func (c *Coordinator) bridgeReconcile(g *streamsGroup, id string, exists bool, sub *classicSubscription) {
 	cur := g.members[id]
 	owned := c.classicOwned(g, cur, sub)
-	if !exists {
-		cur = adoptReported(g, cur, owned)
-	}
 	next, e := g.reconcile(cur, owned)
 	if e != nil {
 		// A member in an unknown state starts over from nothing.
@@ -252,38 +268,6 @@ func (c *Coordinator) refreshTopologyView(g *streamsGroup) (int64, int32) {
 		return hash, g.topology.Epoch
 	}
 	return hash, -1
-}
-
-// adoptReported gives a member new to the group the active tasks it reports
-// owning that no process holds (a classic instance whose membership
-// expired while it kept processing): they become its tasks, so the
-// reconciliation revokes them through the member itself and no other
-// process gets them before it confirms (its next JoinGroup without them).
-func adoptReported(g *streamsGroup, m *streamsMember, owned *ownedTasksReport) *streamsMember {
-	var adopt []TaskID
-	for t := range owned.active {
-		if _, held := g.activeOwner[t]; held {
-			continue
-		}
-		if ct := g.soft.configured; ct.ready() {
-			if sub := ct.subtopology(t.Subtopology); sub == nil || t.Partition >= sub.numTasks {
-				continue
-			}
-		}
-		adopt = append(adopt, t)
-	}
-	if len(adopt) == 0 {
-		return m
-	}
-	u := m.clone()
-	u.assigned.active = taskEpochs{}
-	for t, e := range m.assigned.active {
-		u.assigned.active[t] = e
-	}
-	for _, t := range adopt {
-		u.assigned.active[t] = m.epoch
-	}
-	return u
 }
 
 // classicBridgeMemberID generates a member id the way classic groups do.
@@ -444,6 +428,10 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 	if t, ok := c.timers[migrationSyncKey(g.id, m.id)]; ok && t.kind == timerMigrationSyncRestored {
 		c.cancelTimer(t.key) // alive after the fail-over: the restored sync timer has done its job
 	}
+	// Refresh the topology view first, as a streams heartbeat does: a view
+	// configured by Loaded before the topic metadata arrived would compute
+	// an empty target ("topology not ready") that nothing corrects later.
+	c.bridgeMaybeBump(g, m, m, true)
 	c.updateTargetIfDue(g)
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)

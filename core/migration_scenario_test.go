@@ -33,6 +33,9 @@ func TestMigrationScenarios(t *testing.T) {
 				n, _ := strconv.Atoi(argOr(args, "tasks", "6"))
 				s = newMigSimPolicy(t, int32(n), policy)
 				s.recording = true
+				// fencing=checked: a fencing error is allowed when the
+				// coordinator really no longer holds the member (legitFence).
+				s.tolerateFencing = args["fencing"] == "checked"
 				switch args["assignor"] {
 				case "ha":
 					// The real HA assignor, natively (warmup_ha_test.go).

@@ -581,7 +581,8 @@ func (s *migSim) act(in *migInst) {
 		req.InstanceID = in.instance
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 30000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "stream", Metadata: s.subscription(in)}}
-		in.rejoin, in.inflight = false, true
+		// A client that rejoins abandons the SyncGroup of its last join.
+		in.rejoin, in.needSync, in.inflight = false, false, true
 		id := s.req(in)
 		s.kind[id] = "join"
 		s.finish(s.c.JoinGroup(s.now, id, ci, req))
@@ -622,11 +623,24 @@ func (s *migSim) round() {
 	s.check()
 }
 
-// check verifies the coordinator-state invariants.
+// check verifies the coordinator-state invariants, and that no task runs
+// on two processes whose instances the streams group both holds as members.
 func (s *migSim) check() {
 	g, ok := s.c.groups["g"].(*streamsGroup)
 	if !ok {
 		return
+	}
+	runs := map[TaskID]*migInst{}
+	for _, in := range s.insts {
+		if !in.alive || g.members[in.memberID] == nil {
+			continue
+		}
+		for t := range in.owned {
+			if o := runs[t]; o != nil && o.process != in.process {
+				s.t.Errorf("at %d task %s runs on members %s and %s of two processes", s.now, t, o.name, in.name)
+			}
+			runs[t] = in
+		}
 	}
 	holder := map[TaskID]string{}
 	for _, id := range g.sortedMemberIDs() {
