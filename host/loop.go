@@ -127,6 +127,7 @@ type Loop struct {
 	history  *history
 
 	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
+	offs      offsetGates // per-group queues of offset requests (offsets_gate.go)
 
 	fetchedMu sync.Mutex
 	fetched   map[string]time.Time // end offsets fetched on load, by group
