@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,9 +127,16 @@ func (f *fakePlane) written() []string {
 	return append([]string(nil), f.writes...)
 }
 
+// skewClock is the wall clock moved forward by skew (ms).
+type skewClock struct{ skew atomic.Int64 }
+
+func (c *skewClock) now() time.Time {
+	return time.Now().Add(time.Duration(c.skew.Load()) * time.Millisecond)
+}
+
 // gateLoop is a one-partition loop (every group on the same partition)
-// over a real core, storing offsets in fake.
-func gateLoop(t *testing.T, fake *fakePlane) *Loop {
+// over a real core on clock, storing offsets in fake.
+func gateLoop(t *testing.T, fake *fakePlane, clock *skewClock) *Loop {
 	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs = 0, 0
@@ -140,7 +148,7 @@ func gateLoop(t *testing.T, fake *fakePlane) *Loop {
 	c.Commit()
 	log := slog.New(slog.DiscardHandler)
 	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
-	l, err := NewLoop(LoopDeps{Core: c, Assignors: asg, Log: log})
+	l, err := NewLoop(LoopDeps{Core: c, Assignors: asg, Log: log, Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +293,7 @@ func holdCommits(fake *fakePlane, group string) (entered chan string, release ch
 // core and held in the data plane.
 type heldCommit struct {
 	l       *Loop
+	clock   *skewClock
 	fake    *fakePlane
 	entered chan string
 	release chan commitFate
@@ -294,8 +303,8 @@ type heldCommit struct {
 
 func startHeldCommit(t *testing.T) *heldCommit {
 	t.Helper()
-	h := &heldCommit{fake: &fakePlane{stored: map[string]int64{}}}
-	h.l = gateLoop(t, h.fake)
+	h := &heldCommit{fake: &fakePlane{stored: map[string]int64{}}, clock: &skewClock{}}
+	h.l = gateLoop(t, h.fake, h.clock)
 	h.entered, h.release = holdCommits(h.fake, "g")
 	h.epochA = ownAll(t, h.l, "g", "A")
 	h.doneA = commitAsync(t, h.l, commitReq("g", "A", h.epochA, 10))
@@ -306,39 +315,48 @@ func startHeldCommit(t *testing.T) *heldCommit {
 }
 
 // TestFencedMembersCommitNeverLandsLast: member A's commit passes core's
-// check and its forward is held in the data plane; A leaves and B joins
-// and takes every task (A is fenced) while it is held; B commits. B's
-// commit waits for A's forward, so the data plane stores A's offset and
-// then B's, and the group's offset is B's. A's next commit is refused.
+// check and its forward is held in the data plane; while it is held A is
+// fenced (it leaves, or its session expires) and B joins and takes every
+// task; B commits. B's commit waits for A's forward, so the data plane
+// stores A's offset and then B's, and the group's offset is B's. A's next
+// commit is refused.
 func TestFencedMembersCommitNeverLandsLast(t *testing.T) {
-	h := startHeldCommit(t)
-	l, fake, entered, release := h.l, h.fake, h.entered, h.release
-	leave(t, l, "g", "A")
-	epochB := ownAll(t, l, "g", "B")
-	doneB := commitAsync(t, l, commitReq("g", "B", epochB, 20))
-	waitBehind(t, l, "g", entered) // B waits at the gate behind A's forward
-	if w := fake.written(); len(w) != 0 {
-		t.Fatalf("written while A's forward is held: %v", w)
-	}
-	release <- fateStored
-	if code := <-h.doneA; code != 0 {
-		t.Errorf("A's allowed commit answered %v", kerr.ErrorForCode(code))
-	}
-	if m := <-entered; m != "B" {
-		t.Fatalf("second forward from %s, want B", m)
-	}
-	release <- fateStored
-	if code := <-doneB; code != 0 {
-		t.Errorf("B's commit answered %v", kerr.ErrorForCode(code))
-	}
-	if w := fake.written(); len(w) != 2 || w[0] != "A@10" || w[1] != "B@20" {
-		t.Errorf("writes %v, want [A@10 B@20]", w)
-	}
-	if got := fake.offset("g", 0); got != 20 {
-		t.Errorf("offset of g/in/0 is %d, want B's 20", got)
-	}
-	if code := commitCode(handleReq(t, l, commitReq("g", "A", h.epochA, 30))); code != kerr.UnknownMemberID.Code {
-		t.Errorf("fenced A's commit answered %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(code))
+	for _, fence := range []string{"leave", "session-expiry"} {
+		t.Run(fence, func(t *testing.T) {
+			h := startHeldCommit(t)
+			l, fake, entered, release := h.l, h.fake, h.entered, h.release
+			if fence == "leave" {
+				leave(t, l, "g", "A")
+			} else { // past A's session; B's first heartbeat ends in the timer that expires A
+				h.clock.skew.Add(int64(core.DefaultConfig().Streams.SessionTimeoutMs) + 1000)
+			}
+			epochB := ownAll(t, l, "g", "B")
+			doneB := commitAsync(t, l, commitReq("g", "B", epochB, 20))
+			waitBehind(t, l, "g", entered) // B waits at the gate behind A's forward
+			if w := fake.written(); len(w) != 0 {
+				t.Fatalf("written while A's forward is held: %v", w)
+			}
+			release <- fateStored
+			if code := <-h.doneA; code != 0 {
+				t.Errorf("A's allowed commit answered %v", kerr.ErrorForCode(code))
+			}
+			if m := <-entered; m != "B" {
+				t.Fatalf("second forward from %s, want B", m)
+			}
+			release <- fateStored
+			if code := <-doneB; code != 0 {
+				t.Errorf("B's commit answered %v", kerr.ErrorForCode(code))
+			}
+			if w := fake.written(); len(w) != 2 || w[0] != "A@10" || w[1] != "B@20" {
+				t.Errorf("writes %v, want [A@10 B@20]", w)
+			}
+			if got := fake.offset("g", 0); got != 20 {
+				t.Errorf("offset of g/in/0 is %d, want B's 20", got)
+			}
+			if code := commitCode(handleReq(t, l, commitReq("g", "A", h.epochA, 30))); code != kerr.UnknownMemberID.Code {
+				t.Errorf("fenced A's commit answered %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(code))
+			}
+		})
 	}
 }
 
