@@ -131,6 +131,7 @@ type Loop struct {
 	ab       *abRuntime // rebalance history, shadow runs (ab.go)
 
 	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
+	offs      offsetGates // per-group queues of offset requests (offsets_gate.go)
 
 	fetchedMu sync.Mutex
 	fetched   map[string]time.Time // end offsets fetched on load, by group

@@ -59,7 +59,7 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 	case *kmsg.ListGroupsRequest:
 		return l.listGroups(ctx, req, body)
 	case *kmsg.OffsetCommitRequest, *kmsg.TxnOffsetCommitRequest, *kmsg.OffsetFetchRequest, *kmsg.OffsetDeleteRequest:
-		if l.d.DataPlane == nil { // offsets live in the data plane
+		if l.offsetStore() == nil { // offsets live in the data plane
 			return wire.ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
 		}
 		return l.handleOffsets(ctx, req)
@@ -117,48 +117,72 @@ func (l *Loop) readResponse(ctx context.Context, req *wire.Request, fn func(c *c
 	return resp, nil
 }
 
+// offsetCommit decides and forwards an OffsetCommit as one step of the
+// group's offset queue (offsets_gate.go).
 func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
-	var d core.OffsetDecision
-	err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, now int64) core.Output {
-		var out core.Output
-		d, out = c.DecideOffsetCommit(now, body)
-		return out
+	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) {
+		var d core.OffsetDecision
+		err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, now int64) core.Output {
+			var out core.Output
+			d, out = c.DecideOffsetCommit(now, body)
+			return out
+		})
+		if err != nil {
+			return submitError(req, err), nil
+		}
+		if d.ErrorCode != 0 {
+			return wire.ErrorResponse(body, d.ErrorCode), nil
+		}
+		resp, ferr := l.offsetStore().CommitOffsets(l.ctx, body)
+		if ferr != nil {
+			l.log.Warn("offset commit forwarding failed; reading the outcome back", "group", body.Group, "err", ferr)
+			return l.settleCommit(body), nil
+		}
+		l.stats.commits.Add(1)
+		return resp, nil
 	})
-	if err != nil {
-		return submitError(req, err), nil
-	}
-	if d.ErrorCode != 0 {
-		return wire.ErrorResponse(body, d.ErrorCode), nil
-	}
-	resp, ferr := l.d.DataPlane.CommitOffsets(ctx, body)
-	if ferr != nil {
-		l.log.Warn("offset commit forwarding failed", "group", body.Group, "err", ferr)
-		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
-	}
-	l.stats.commits.Add(1)
-	return resp, nil
 }
 
+// txnOffsetCommit decides and forwards a TxnOffsetCommit as one step of
+// the group's offset queue. Its offsets are not readable before the
+// transaction ends, so a forward of unknown outcome is answered
+// COORDINATOR_NOT_AVAILABLE once a read of the group has been answered.
 func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
-	var d core.OffsetDecision
-	if err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output {
-		d = c.DecideTxnOffsetCommit(body)
-		return core.Output{}
-	}); err != nil {
-		return submitError(req, err), nil
-	}
-	if d.ErrorCode != 0 {
-		return wire.ErrorResponse(body, d.ErrorCode), nil
-	}
-	resp, ferr := l.d.DataPlane.TxnCommitOffsets(ctx, body)
-	if ferr != nil {
-		l.log.Warn("transactional offset commit forwarding failed", "group", body.Group, "err", ferr)
-		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
-	}
-	return resp, nil
+	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) {
+		var d core.OffsetDecision
+		if err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output {
+			d = c.DecideTxnOffsetCommit(body)
+			return core.Output{}
+		}); err != nil {
+			return submitError(req, err), nil
+		}
+		if d.ErrorCode != 0 {
+			return wire.ErrorResponse(body, d.ErrorCode), nil
+		}
+		resp, ferr := l.offsetStore().TxnCommitOffsets(l.ctx, body)
+		if ferr != nil {
+			l.log.Warn("transactional offset commit forwarding failed; reading the group back", "group", body.Group, "err", ferr)
+			l.readBack(readBackRequest(body.Group, false, nil))
+			return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
+		}
+		return resp, nil
+	})
 }
 
+// offsetFetch reads offsets as one step of each named group's offset
+// queue, so it sees every commit allowed before it.
 func (l *Loop) offsetFetch(ctx context.Context, req *wire.Request, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	groups := []string{body.Group}
+	if body.Version >= 8 {
+		groups = groups[:0]
+		for _, g := range body.Groups {
+			groups = append(groups, g.Group)
+		}
+	}
+	return l.gated(ctx, groups, func() (kmsg.Response, error) { return l.offsetFetchStep(ctx, req, body) })
+}
+
+func (l *Loop) offsetFetchStep(ctx context.Context, req *wire.Request, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	ds, err := l.decideOffsetFetch(ctx, body)
 	if err != nil {
 		return submitError(req, err), nil
@@ -207,7 +231,7 @@ func (l *Loop) offsetFetch(ctx context.Context, req *wire.Request, body *kmsg.Of
 }
 
 func (l *Loop) forwardFetch(ctx context.Context, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-	resp, err := l.d.DataPlane.FetchOffsets(ctx, body)
+	resp, err := l.offsetStore().FetchOffsets(ctx, body)
 	if err != nil {
 		l.log.Warn("offset fetch forwarding failed", "err", err)
 		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
@@ -262,7 +286,13 @@ func noOffsetsYet(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) 
 	}
 }
 
+// offsetDelete decides and forwards an OffsetDelete as one step of the
+// group's offset queue.
 func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) { return l.offsetDeleteStep(ctx, req, body) })
+}
+
+func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	var d core.OffsetDeleteDecision
 	if err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output { d = c.DecideOffsetDelete(body); return core.Output{} }); err != nil {
 		return submitError(req, err), nil
@@ -284,9 +314,10 @@ func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.O
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.SetVersion(body.Version)
 	if len(allowed.Topics) > 0 {
-		r, err := l.d.DataPlane.DeleteOffsets(ctx, &allowed)
+		r, err := l.offsetStore().DeleteOffsets(l.ctx, &allowed)
 		if err != nil {
-			l.log.Warn("offset delete forwarding failed", "group", body.Group, "err", err)
+			l.log.Warn("offset delete forwarding failed; reading the group back", "group", body.Group, "err", err)
+			l.readBack(readBackRequest(body.Group, false, nil))
 			return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
 		}
 		resp = r
