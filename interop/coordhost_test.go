@@ -69,8 +69,11 @@ func coordhostBinary(t *testing.T) string {
 
 // coordhost is a running coordhost server.
 type coordhost struct {
-	addr string
-	proc *proc
+	addr   string
+	proc   *proc
+	t      *testing.T
+	logDir string
+	args   []string // the serve command line, reused by restart
 }
 
 // startCoordhost starts coordhost on loopback: with an embedded data plane
@@ -78,7 +81,7 @@ type coordhost struct {
 // It waits (bounded) until the listener answers Metadata.
 func startCoordhost(t *testing.T, logDir, dataplane string) *coordhost {
 	t.Helper()
-	c := &coordhost{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	c := &coordhost{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), t: t, logDir: logDir}
 	args := append([]string{"serve",
 		"--kafka.listen=" + c.addr,
 		fmt.Sprintf("--admin.listen=127.0.0.1:%d", freePort(t)),
@@ -87,11 +90,34 @@ func startCoordhost(t *testing.T, logDir, dataplane string) *coordhost {
 	if dataplane != "" {
 		args = append(args, "--dataplane.mode=external", "--dataplane.bootstrap="+dataplane)
 	}
+	c.args = args
 	c.proc = startProc(t, "coordhost", logDir, coordhostBinary(t), args...)
 	if err := waitMetadata(c.addr, time.Minute, c.proc); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
 	return c
+}
+
+// restart ends coordhost — SIGTERM and a bounded wait for its drain when
+// graceful, else SIGKILL — and starts it again at once on the same address
+// and data directory. It returns the downtime: from the signal until the
+// new process answers Metadata. old is the stopped process, for reports.
+func (c *coordhost) restart(graceful bool) (downtime time.Duration, old *proc, err error) {
+	old = c.proc
+	start := time.Now()
+	if graceful {
+		err = old.stop(30 * time.Second)
+	} else {
+		old.kill()
+	}
+	if err != nil {
+		return 0, old, err
+	}
+	c.proc = startProc(c.t, "coordhost", c.logDir, coordhostBinary(c.t), c.args...)
+	if err := waitMetadata(c.addr, time.Minute, c.proc); err != nil {
+		return 0, old, fmt.Errorf("restarted coordhost: %v", err)
+	}
+	return time.Since(start), old, nil
 }
 
 // groupsServed asks addr for the coordinator of group, retrying

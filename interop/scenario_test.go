@@ -17,6 +17,21 @@ const (
 	startBound      = 3 * time.Minute  // bound on an instance or group getting ready
 )
 
+// appSpec is one of the suite's Kafka Streams applications with its load.
+type appSpec struct {
+	name       string // "agg" (App.java) or "orders" (OrdersApp.java)
+	partitions int    // input partitions
+	threads    int    // num.stream.threads per instance
+}
+
+// The suite's two applications: aggApp is the light one every CI scenario
+// runs (one sub-topology, one thread); ordersApp the heavier one (a
+// stream-table join, a repartition topic, two aggregates, two threads).
+var (
+	aggApp    = appSpec{name: "agg", partitions: inputPartitions, threads: 1}
+	ordersApp = appSpec{name: "orders", partitions: 8, threads: 2}
+)
+
 // phaseRow is one line of the results table.
 type phaseRow struct {
 	scenario    string
@@ -43,6 +58,12 @@ type scenarioRun struct {
 // group on bootstrap and arranges a failure report.
 func newScenario(t *testing.T, name, dir, bootstrap, group string, others ...*proc) *scenarioRun {
 	t.Helper()
+	return newScenarioApp(t, aggApp, name, dir, bootstrap, group, others...)
+}
+
+// newScenarioApp is newScenario for application app.
+func newScenarioApp(t *testing.T, app appSpec, name, dir, bootstrap, group string, others ...*proc) *scenarioRun {
+	t.Helper()
 	s := &scenarioRun{t: t, name: name, dir: dir, group: group, others: others}
 	obs, err := observe(bootstrap, group, 250*time.Millisecond)
 	if err != nil {
@@ -55,9 +76,22 @@ func newScenario(t *testing.T, name, dir, bootstrap, group string, others ...*pr
 		}
 		obs.close()
 	})
-	s.lg = startLoadGen(t, dir, bootstrap, topicsOf(group), inputPartitions, inputKeys, recordsPerSec)
+	s.lg = startLoadGen(t, dir, bootstrap, app, topicsOf(group), inputKeys, recordsPerSec)
 	s.fleet = newFleet(t, dir, bootstrap, group, 3, topicsOf(group))
+	s.fleet.setApp(app)
 	return s
+}
+
+// startClassic starts every instance with the classic protocol (phase
+// "startup") and waits until the group is Stable and the output has caught
+// up with the backlog.
+func (s *scenarioRun) startClassic() {
+	s.t.Helper()
+	s.must("phase", s.lg.phase("startup"))
+	s.fleet.startAll("classic", 0)
+	s.must("classic instances running", s.fleet.waitRunning(startBound))
+	s.must("classic group", s.stable("classic", 3))
+	s.must("startup backlog", s.lg.caughtUp(recordsPerSec/2, startBound))
 }
 
 // must fails the scenario with err, naming the step.
@@ -118,12 +152,13 @@ func (s *scenarioRun) finish() ([]phaseRow, loadResult) {
 	}
 	lost := s.fleet.lostTaskLines()
 	rows = append(rows, phaseRow{scenario: s.name, phase: total,
-		wrong:       fmt.Sprintf("%d (dup %d, missing %d, bad final %d)", r.Wrong, r.Duplicates, r.Missing, r.WrongFinal),
+		wrong:       r.verdict(),
 		transitions: typeTransitions(hist, time.Time{}, time.Now()),
 		lost:        fmt.Sprint(len(lost))})
-	if r.badOutputs() != 0 || r.In != r.Out {
-		s.t.Errorf("%s: verifier: in %d out %d wrong %d duplicates %d missing %d wrong finals %d send errors %d; samples %v",
-			s.name, r.In, r.Out, r.Wrong, r.Duplicates, r.Missing, r.WrongFinal, r.SendErrors, r.WrongSamples)
+	if r.badOutputs() != 0 || r.In != r.Out || (r.regionChecked && r.RegionOut != r.In) {
+		s.t.Errorf("%s: verifier: in %d out %d wrong %d duplicates %d missing %d wrong finals %d send errors %d; samples %v; regions: out %d wrong %d duplicates %d missing %d, samples %v",
+			s.name, r.In, r.Out, r.Wrong, r.Duplicates, r.Missing, r.WrongFinal, r.SendErrors, r.WrongSamples,
+			r.RegionOut, r.RegionWrong, r.RegionDuplicates, r.RegionMissing, r.RegionSamples)
 	}
 	return rows, r
 }
