@@ -132,5 +132,5 @@ const settleDelay = 2 * time.Second
 // Rolling on before that stacks one hand-over's stall on the next.
 func (s *scenarioRun) settled() error {
 	time.Sleep(settleDelay)
-	return s.lg.caughtUp(recordsPerSec/2, startBound)
+	return s.caughtUp(startBound)
 }
