@@ -74,4 +74,4 @@ interop-compare:
 
 ## interop-restart: coordhost SIGTERM and SIGKILL restarts under the exactly-once orders app, in each group state (docs/INTEROP.md)
 interop-restart:
-	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestInteropCoordhostRestart' ./interop
+	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestInteropRestart' ./interop
