@@ -76,7 +76,8 @@ var restartStates = []restartState{
 // coordhost's downtime plus restartResumeSlack, and at the end no output may
 // be wrong, duplicated or missing. With graceful restarts only
 // (COORDHOST_INTEROP_RESTARTS=sigterm) it took 194 s on 2 shared cores;
-// both kinds add four restarts and their checks, about a minute more.
+// with both kinds it has not passed yet (the SIGKILL half fails on the
+// code it was written against; docs/INTEROP.md).
 func TestInteropRestart(t *testing.T) {
 	needInterop(t)
 	dir := logDir(t)
