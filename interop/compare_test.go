@@ -60,7 +60,7 @@ func TestInteropCompare(t *testing.T) {
 		}
 		runs = n
 	}
-	loadBefore := loadAverage()
+	loadBefore, commit := loadAverage(), gitCommit()
 	started := time.Now().UTC()
 	dir := logDir(t)
 	b := startBroker(t, dir)
@@ -69,6 +69,7 @@ func TestInteropCompare(t *testing.T) {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
 	gaps := map[measure][]time.Duration{}
+	var rows []phaseRow // every scenario's rows, verdicts included
 	for run := 1; run <= runs; run++ {
 		for _, app := range apps {
 			for _, cm := range []closeMode{closeLeave, closeDefault} {
@@ -76,6 +77,8 @@ func TestInteropCompare(t *testing.T) {
 				ok := t.Run(group, func(t *testing.T) {
 					onKafka := runRealKafka(t, app, cm, true, "real Kafka "+group, group+"-kafka", dir, b.addr, b.proc)
 					online := runOnlineRollWith(t, app, cm, "coordhost "+group, group+"-online", dir, c.addr, c.proc)
+					rows = append(rows, onKafka...)
+					rows = append(rows, online...)
 					for _, r := range append(onKafka, online...) {
 						if r.phase.Name == "total" || r.phase.Name == "startup" || r.phase.Name == "classic" {
 							continue
@@ -92,8 +95,8 @@ func TestInteropCompare(t *testing.T) {
 	}
 	table := compareTable(apps, gaps)
 	head := fmt.Sprintf("`make interop-compare` (%d run(s) of each measurement), commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after.\n\n",
-		runs, gitCommit(), started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage())
-	out := head + table + "\n" + compareConfigs()
+		runs, commit, started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage())
+	out := head + table + "\n" + compareConfigs() + "\nEvery scenario's phases and verdicts:\n\n" + formatTable(rows)
 	t.Logf("comparison:\n%s", out)
 	fmt.Print(out)
 	if path := os.Getenv(compareOutEnv); path != "" {
