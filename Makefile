@@ -62,3 +62,16 @@ bench:
 
 clean:
 	rm -rf build
+
+.PHONY: interop-compare interop-restart
+
+## interop-compare: the fair comparison table of docs/INTEROP.md (both apps, each close mode, plain rolls on real Kafka 4.4, RUNS runs each; about 20 minutes a run) -> build/interop-compare.md
+RUNS ?= 3
+interop-compare:
+	@mkdir -p build
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_RUNS=$(RUNS) COORDHOST_INTEROP_COMPARE_OUT=$(CURDIR)/build/interop-compare.md \
+		$(GO) test -count=1 -v -timeout 240m -run 'TestInteropCompare' ./interop
+
+## interop-restart: coordhost SIGTERM and SIGKILL restarts under the exactly-once orders app, in each group state (docs/INTEROP.md)
+interop-restart:
+	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestInteropRestart' ./interop

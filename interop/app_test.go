@@ -22,14 +22,18 @@ type appConfig struct {
 	leave      bool   // leave the group on close (see App.java's close.leave.group)
 	project    string // Maven project with the client version; "" = appDir (4.4.0)
 	topics     topics // the application's input and output
+	app        appSpec
 }
 
 // topics are one scenario's input and output topics: each scenario has its
 // own, so its verifier sees only its own records.
-type topics struct{ in, out string }
+// ordersApp also reads a customers table and writes per-region aggregates.
+type topics struct{ in, out, customers, regions string }
 
 // topicsOf names the topics of the scenario whose application id is group.
-func topicsOf(group string) topics { return topics{in: group + "-in", out: group + "-out"} }
+func topicsOf(group string) topics {
+	return topics{in: group + "-in", out: group + "-out", customers: group + "-customers", regions: group + "-regions"}
+}
 
 // lostTaskMarkers are log phrases of Kafka Streams 4.4 and its consumer
 // that mean an instance lost tasks or partitions without a clean handover.
@@ -46,6 +50,10 @@ var lostTaskMarkers = []string{
 // startApp starts one instance of the Streams application.
 func startApp(t *testing.T, logDir string, c appConfig) *proc {
 	t.Helper()
+	main, inKey := "io.coordhost.interop.streams.App", "input.topic"
+	if c.app.name == ordersApp.name {
+		main, inKey = "io.coordhost.interop.streams.OrdersApp", "orders.topic"
+	}
 	args := []string{
 		"bootstrap.servers=" + c.bootstrap,
 		"application.id=" + c.appID,
@@ -54,7 +62,7 @@ func startApp(t *testing.T, logDir string, c appConfig) *proc {
 		"application.server=" + c.appServer,
 		"state.dir=" + c.stateDir,
 		"client.id=" + c.name,
-		"input.topic=" + c.topics.in,
+		inKey + "=" + c.topics.in,
 		"output.topic=" + c.topics.out,
 		fmt.Sprintf("heartbeat.interval.ms=%d", heartbeatIntervalMs),
 		fmt.Sprintf("close.leave.group=%t", c.leave),
@@ -66,7 +74,13 @@ func startApp(t *testing.T, logDir string, c appConfig) *proc {
 	if project == "" {
 		project = appDir
 	}
-	return startJavaFrom(t, project, c.name, logDir, "io.coordhost.interop.streams.App", args...)
+	if c.app.name == ordersApp.name {
+		args = append(args, "customers.topic="+c.topics.customers, "regions.topic="+c.topics.regions)
+	}
+	if c.app.threads > 0 {
+		args = append(args, fmt.Sprintf("num.stream.threads=%d", c.app.threads))
+	}
+	return startJavaFrom(t, project, c.name, logDir, main, args...)
 }
 
 // fleet is the set of instances of one application, restarted in place.
@@ -96,6 +110,22 @@ func newFleet(t *testing.T, logDir, bootstrap, appID string, n int, tp topics) *
 	return f
 }
 
+// closeMode is how an instance closes: leaving the group at once, or with
+// Kafka Streams' default (a dynamic member stays until its session expires).
+type closeMode string
+
+const (
+	closeLeave   closeMode = "leave-group"
+	closeDefault closeMode = "default"
+)
+
+// setClose makes every instance close in mode cm.
+func (f *fleet) setClose(cm closeMode) {
+	for i := range f.cfgs {
+		f.cfgs[i].leave = cm == closeLeave
+	}
+}
+
 // leaveOnClose makes every instance leave the group when it is stopped,
 // as an operator rolling instances one at a time wants: its tasks move at
 // once instead of after the session timeout. The offline baseline keeps
@@ -104,6 +134,13 @@ func newFleet(t *testing.T, logDir, bootstrap, appID string, n int, tp topics) *
 func (f *fleet) leaveOnClose() {
 	for i := range f.cfgs {
 		f.cfgs[i].leave = true
+	}
+}
+
+// setApp makes every instance run app.
+func (f *fleet) setApp(app appSpec) {
+	for i := range f.cfgs {
+		f.cfgs[i].app = app
 	}
 }
 

@@ -45,32 +45,55 @@ func maxGapOf(rows []phaseRow, prefix string) time.Duration {
 // continuous load, then the migration Kafka documents — stop all, wait the
 // session timeout, restart all with group.protocol=streams — and back the
 // same way. bootstrap is the address every client uses.
+//
+// The instances close with Kafka Streams' default (stay in the group until
+// the session expires), the case Kafka's documented procedure is written
+// for; TestInteropCompare runs it with each close mode (runRealKafka).
 func runOfflineMigration(t *testing.T, dir, bootstrap string, others ...*proc) []phaseRow {
-	s := newScenario(t, "5 baseline (offline, real Kafka)", dir, bootstrap, "interop-baseline", others...)
+	return runRealKafka(t, aggApp, closeDefault, false, "5 baseline (offline, real Kafka)", "interop-baseline", dir, bootstrap, others...)
+}
+
+// runRealKafka is the offline migration of app on a real Kafka broker with
+// instances closing in mode cm; with plain, each protocol also gets a plain
+// rolling restart (the same protocol again, one instance at a time, paced
+// like the online roll): the floor any roll pays.
+func runRealKafka(t *testing.T, app appSpec, cm closeMode, plain bool, name, group, dir, bootstrap string, others ...*proc) []phaseRow {
+	s := newScenarioApp(t, app, name, dir, bootstrap, group, others...)
 	f := s.fleet
-	s.must("phase", s.lg.phase("startup"))
-	f.startAll("classic", 0)
-	s.must("classic instances running", f.waitRunning(startBound))
-	s.must("classic group", s.stable("classic", 3))
-	s.must("startup backlog", s.lg.caughtUp(recordsPerSec/2, startBound))
+	f.setClose(cm)
+	s.startClassic()
 	s.must("phase", s.lg.phase("classic"))
 	time.Sleep(steadyPeriod)
 
-	s.offlineSwitch("offline-upgrade", "streams", 1)
-	s.offlineSwitch("offline-downgrade", "classic", 2)
+	if plain {
+		s.rollingSwitch("plain-roll-classic", "classic", "classic", 1)
+	}
+	s.offlineSwitch("offline-upgrade", "streams", 2)
+	if plain {
+		s.rollingSwitch("plain-roll-streams", "streams", "streams", 3)
+	}
+	s.offlineSwitch("offline-downgrade", "classic", 4)
 
 	rows, _ := s.finish()
 	s.must("stop instances", f.stopAll())
 	return rows
 }
 
-// offlineSwitch stops every instance, waits out the session timeout and
-// restarts all of them with protocol, then runs steadily for a while.
+// offlineSwitch stops every instance, waits until the group can change
+// protocol and restarts all of them with protocol, then runs steadily for a
+// while. Instances that closed with Kafka Streams' default stay members
+// until their sessions expire, so it waits out the session timeout; after a
+// leave-group close it waits (at most as long) for the group to be empty.
 func (s *scenarioRun) offlineSwitch(phase, protocol string, gen int) {
 	s.t.Helper()
 	s.must("phase", s.lg.phase(phase))
 	s.must("stop all", s.fleet.stopAll())
-	time.Sleep(sessionTimeoutMs*time.Millisecond + time.Second)
+	wait := sessionTimeoutMs*time.Millisecond + time.Second
+	if s.fleet.cfgs[0].leave {
+		_ = s.obs.waitFor(wait, "group empty", func(v groupView) bool { return v.members == 0 })
+	} else {
+		time.Sleep(wait)
+	}
 	s.fleet.startAll(protocol, gen)
 	s.must(protocol+" instances running", s.fleet.waitRunning(startBound))
 	s.must(protocol+" group", s.stable(protocol, 3))

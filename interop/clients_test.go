@@ -55,7 +55,7 @@ func runClientMatrix(t *testing.T, dir, bootstrap string, others ...*proc) []pha
 	s.fleet.start(2, "classic", 0)
 	s.must("classic instances running", s.fleet.waitRunning(startBound))
 	s.must("classic group", s.stable("classic", 3))
-	s.must("startup backlog", s.lg.caughtUp(recordsPerSec/2, startBound))
+	s.must("startup backlog", s.caughtUp(startBound))
 	s.must("phase", s.lg.phase("mixed-roll"))
 	s.must("stop instance 1", s.fleet.stop(1))
 	s.fleet.startVersion(1, "streams", 1, app420Dir)

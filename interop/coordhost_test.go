@@ -69,8 +69,11 @@ func coordhostBinary(t *testing.T) string {
 
 // coordhost is a running coordhost server.
 type coordhost struct {
-	addr string
-	proc *proc
+	addr   string
+	proc   *proc
+	t      *testing.T
+	logDir string
+	args   []string // the serve command line, reused by restart
 }
 
 // startCoordhost starts coordhost on loopback: with an embedded data plane
@@ -80,7 +83,7 @@ type coordhost struct {
 // that it is serving.
 func startCoordhost(t *testing.T, logDir, dataplane string, extra ...string) *coordhost {
 	t.Helper()
-	c := &coordhost{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	c := &coordhost{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), t: t, logDir: logDir}
 	args := append([]string{"serve",
 		"--kafka.listen=" + c.addr,
 		fmt.Sprintf("--admin.listen=127.0.0.1:%d", freePort(t)),
@@ -89,7 +92,8 @@ func startCoordhost(t *testing.T, logDir, dataplane string, extra ...string) *co
 	if dataplane != "" {
 		args = append(args, "--dataplane.mode=external", "--dataplane.bootstrap="+dataplane)
 	}
-	c.proc = startProc(t, "coordhost", logDir, coordhostBinary(t), append(args, extra...)...)
+	c.args = append(args, extra...)
+	c.proc = startProc(t, "coordhost", logDir, coordhostBinary(t), c.args...)
 	if len(extra) > 0 {
 		if _, _, err := c.proc.waitLine("coordhost is serving", 0, time.Minute); err != nil {
 			t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
@@ -100,6 +104,28 @@ func startCoordhost(t *testing.T, logDir, dataplane string, extra ...string) *co
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
 	return c
+}
+
+// restart ends coordhost — SIGTERM and a bounded wait for its drain when
+// graceful, else SIGKILL — and starts it again at once on the same address
+// and data directory. It returns the downtime: from the signal until the
+// new process answers Metadata. old is the stopped process, for reports.
+func (c *coordhost) restart(graceful bool) (downtime time.Duration, old *proc, err error) {
+	old = c.proc
+	start := time.Now()
+	if graceful {
+		err = old.stop(30 * time.Second)
+	} else {
+		old.kill()
+	}
+	if err != nil {
+		return 0, old, err
+	}
+	c.proc = startProc(c.t, "coordhost", c.logDir, coordhostBinary(c.t), c.args...)
+	if err := waitMetadata(c.addr, time.Minute, c.proc); err != nil {
+		return 0, old, fmt.Errorf("restarted coordhost: %v", err)
+	}
+	return time.Since(start), old, nil
 }
 
 // groupsServed asks addr for the coordinator of group, retrying

@@ -10,7 +10,10 @@ import (
 )
 
 // loadGen is the running input producer and output verifier (LoadGen.java).
-type loadGen struct{ p *proc }
+type loadGen struct {
+	p       *proc
+	regions bool // OrdersApp: a regions output is verified too
+}
 
 // loadResult is LoadGen's verdict (its RESULT line).
 type loadResult struct {
@@ -23,6 +26,23 @@ type loadResult struct {
 	SendErrors   int64         `json:"sendErrors"`
 	Phases       []phaseResult `json:"phases"`
 	WrongSamples []string      `json:"wrongSamples"`
+	// OrdersApp's regions output (LoadGen's RegionVerifier): updates read,
+	// wrong aggregates, repeated and skipped orders.
+	RegionOut        int64    `json:"regionOut"`
+	RegionWrong      int64    `json:"regionWrong"`
+	RegionDuplicates int64    `json:"regionDuplicates"`
+	RegionMissing    int64    `json:"regionMissing"`
+	RegionSamples    []string `json:"regionSamples"`
+	regionChecked    bool     // the run had a regions output
+}
+
+// verdict is the wrong-aggregates cell of the results table.
+func (r loadResult) verdict() string {
+	v := fmt.Sprintf("%d (dup %d, missing %d, bad final %d)", r.Wrong, r.Duplicates, r.Missing, r.WrongFinal)
+	if r.regionChecked {
+		v += fmt.Sprintf("; regions %d (dup %d, missing %d)", r.RegionWrong, r.RegionDuplicates, r.RegionMissing)
+	}
+	return v
 }
 
 // phaseResult counts the records produced during one phase of a scenario.
@@ -67,20 +87,28 @@ func (p phaseResult) maxGap() time.Duration {
 
 // badOutputs is the number of wrong, duplicated or missing outputs.
 func (r loadResult) badOutputs() int64 {
-	return r.Wrong + r.Duplicates + r.Missing + r.WrongFinal + r.SendErrors
+	return r.Wrong + r.Duplicates + r.Missing + r.WrongFinal + r.SendErrors +
+		r.RegionWrong + r.RegionDuplicates + r.RegionMissing
 }
 
-// startLoadGen creates the topics and starts producing at rate records/s.
-func startLoadGen(t *testing.T, logDir, bootstrap string, tp topics, partitions, keys, rate int) *loadGen {
+// startLoadGen creates app's topics (for ordersApp also the customers
+// table, written first) and starts producing at rate records/s.
+func startLoadGen(t *testing.T, logDir, bootstrap string, app appSpec, tp topics, keys, rate int) *loadGen {
 	t.Helper()
-	p := startJava(t, "loadgen-"+tp.in, logDir, "io.coordhost.interop.streams.LoadGen",
-		"bootstrap.servers="+bootstrap, "input.topic="+tp.in, "output.topic="+tp.out, fmt.Sprintf("partitions=%d", partitions),
-		fmt.Sprintf("keys=%d", keys), fmt.Sprintf("rate=%d", rate), "drain.ms=90000")
+	args := []string{"bootstrap.servers=" + bootstrap, "input.topic=" + tp.in, "output.topic=" + tp.out,
+		fmt.Sprintf("partitions=%d", app.partitions), fmt.Sprintf("keys=%d", keys), fmt.Sprintf("rate=%d", rate), "drain.ms=90000"}
+	if app.name == ordersApp.name {
+		args = append(args, "customers.topic="+tp.customers, "regions.topic="+tp.regions, fmt.Sprintf("regions=%d", orderRegions))
+	}
+	p := startJava(t, "loadgen-"+tp.in, logDir, "io.coordhost.interop.streams.LoadGen", args...)
 	if _, _, err := p.waitLine("TOPICS ", 0, 2*time.Minute); err != nil {
 		t.Fatalf("loadgen: %v\n%s", err, p.tail(40))
 	}
-	return &loadGen{p: p}
+	return &loadGen{p: p, regions: app.name == ordersApp.name}
 }
+
+// orderRegions is the number of regions OrdersApp's customers are spread over.
+const orderRegions = 4
 
 // phase starts a new named phase of the run.
 func (g *loadGen) phase(name string) error {
@@ -103,6 +131,7 @@ func (g *loadGen) finish() (loadResult, error) {
 		return r, err
 	}
 	err = json.Unmarshal([]byte(strings.TrimPrefix(line, "RESULT ")), &r)
+	r.regionChecked = g.regions
 	return r, err
 }
 

@@ -17,6 +17,26 @@ const (
 	startBound      = 3 * time.Minute  // bound on an instance or group getting ready
 )
 
+// appSpec is one of the suite's Kafka Streams applications with its load.
+type appSpec struct {
+	name       string // "agg" (App.java) or "orders" (OrdersApp.java)
+	partitions int    // input partitions
+	threads    int    // num.stream.threads per instance
+	// caughtUp is how many records may lack their output for the output to
+	// count as caught up: a record passes two exactly-once commits in the
+	// heavier app (before and after its repartition topic), so its steady
+	// lag is about twice the light app's.
+	caughtUp int64
+}
+
+// The suite's two applications: aggApp is the light one every CI scenario
+// runs (one sub-topology, one thread); ordersApp the heavier one (a
+// stream-table join, a repartition topic, two aggregates, two threads).
+var (
+	aggApp    = appSpec{name: "agg", partitions: inputPartitions, threads: 1, caughtUp: recordsPerSec / 2}
+	ordersApp = appSpec{name: "orders", partitions: 8, threads: 2, caughtUp: recordsPerSec}
+)
+
 // phaseRow is one line of the results table.
 type phaseRow struct {
 	scenario    string
@@ -35,6 +55,7 @@ type scenarioRun struct {
 	group  string
 	obs    *observer
 	lg     *loadGen
+	app    appSpec // zero for the one-instance checks (one thread, light app)
 	fleet  *fleet
 	others []*proc // broker, coordhost, ...: tails in the failure report
 }
@@ -43,7 +64,13 @@ type scenarioRun struct {
 // group on bootstrap and arranges a failure report.
 func newScenario(t *testing.T, name, dir, bootstrap, group string, others ...*proc) *scenarioRun {
 	t.Helper()
-	s := &scenarioRun{t: t, name: name, dir: dir, group: group, others: others}
+	return newScenarioApp(t, aggApp, name, dir, bootstrap, group, others...)
+}
+
+// newScenarioApp is newScenario for application app.
+func newScenarioApp(t *testing.T, app appSpec, name, dir, bootstrap, group string, others ...*proc) *scenarioRun {
+	t.Helper()
+	s := &scenarioRun{t: t, name: name, dir: dir, group: group, others: others, app: app}
 	obs, err := observe(bootstrap, group, 250*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -55,9 +82,32 @@ func newScenario(t *testing.T, name, dir, bootstrap, group string, others ...*pr
 		}
 		obs.close()
 	})
-	s.lg = startLoadGen(t, dir, bootstrap, topicsOf(group), inputPartitions, inputKeys, recordsPerSec)
+	s.lg = startLoadGen(t, dir, bootstrap, app, topicsOf(group), inputKeys, recordsPerSec)
 	s.fleet = newFleet(t, dir, bootstrap, group, 3, topicsOf(group))
+	s.fleet.setApp(app)
 	return s
+}
+
+// startClassic starts every instance with the classic protocol (phase
+// "startup") and waits until the group is Stable and the output has caught
+// up with the backlog.
+func (s *scenarioRun) startClassic() {
+	s.t.Helper()
+	s.must("phase", s.lg.phase("startup"))
+	s.fleet.startAll("classic", 0)
+	s.must("classic instances running", s.fleet.waitRunning(startBound))
+	s.must("classic group", s.stable("classic", 3))
+	s.must("startup backlog", s.caughtUp(startBound))
+}
+
+// caughtUp waits (bounded by d) until the output has caught up with the
+// input (appSpec.caughtUp).
+func (s *scenarioRun) caughtUp(d time.Duration) error {
+	lag := s.app.caughtUp
+	if lag == 0 {
+		lag = recordsPerSec / 2
+	}
+	return s.lg.caughtUp(lag, d)
 }
 
 // must fails the scenario with err, naming the step.
@@ -68,8 +118,10 @@ func (s *scenarioRun) must(step string, err error) {
 	}
 }
 
-// stable waits until the group is Stable in protocol kind with n members.
+// stable waits until the group is Stable in protocol kind with n instances:
+// every stream thread of an instance is a member of the group.
 func (s *scenarioRun) stable(kind string, n int) error {
+	n *= max(1, s.app.threads)
 	return s.obs.waitFor(startBound, fmt.Sprintf("%s Stable with %d members", kind, n), func(v groupView) bool {
 		return v.kind == kind && v.state == "Stable" && v.members == n
 	})
@@ -118,12 +170,13 @@ func (s *scenarioRun) finish() ([]phaseRow, loadResult) {
 	}
 	lost := s.fleet.lostTaskLines()
 	rows = append(rows, phaseRow{scenario: s.name, phase: total,
-		wrong:       fmt.Sprintf("%d (dup %d, missing %d, bad final %d)", r.Wrong, r.Duplicates, r.Missing, r.WrongFinal),
+		wrong:       r.verdict(),
 		transitions: typeTransitions(hist, time.Time{}, time.Now()),
 		lost:        fmt.Sprint(len(lost))})
-	if r.badOutputs() != 0 || r.In != r.Out {
-		s.t.Errorf("%s: verifier: in %d out %d wrong %d duplicates %d missing %d wrong finals %d send errors %d; samples %v",
-			s.name, r.In, r.Out, r.Wrong, r.Duplicates, r.Missing, r.WrongFinal, r.SendErrors, r.WrongSamples)
+	if r.badOutputs() != 0 || r.In != r.Out || (r.regionChecked && r.RegionOut != r.In) {
+		s.t.Errorf("%s: verifier: in %d out %d wrong %d duplicates %d missing %d wrong finals %d send errors %d; samples %v; regions: out %d wrong %d duplicates %d missing %d, samples %v",
+			s.name, r.In, r.Out, r.Wrong, r.Duplicates, r.Missing, r.WrongFinal, r.SendErrors, r.WrongSamples,
+			r.RegionOut, r.RegionWrong, r.RegionDuplicates, r.RegionMissing, r.RegionSamples)
 	}
 	return rows, r
 }

@@ -45,7 +45,14 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * "RESULT {json}" and the process exits. Prints "PROGRESS ..." every 5 s.
  *
  * <p>Arguments (key=value): bootstrap.servers, input.topic, output.topic,
- * partitions, keys, rate (records/s), drain.ms.
+ * partitions, keys, rate (records/s), drain.ms. For {@link OrdersApp} also
+ * customers.topic, regions.topic and regions: the customers table ("k"+i
+ * in region "r"+(i % regions), partition i % partitions like the orders) is
+ * written before the first order, and a second verifier reads the regions
+ * topic in order: per region, every update must raise the count by one and
+ * the sum by the order's n, each customer's n must follow its previous one,
+ * and the region must be the customer's; an n seen again is a duplicate, a
+ * skipped n is missing.
  */
 public final class LoadGen {
     private LoadGen() {}
@@ -69,13 +76,29 @@ public final class LoadGen {
         int rate = Integer.parseInt(args.getOrDefault("rate", "200"));
         long drainMs = Long.parseLong(args.getOrDefault("drain.ms", "60000"));
 
-        createTopics(bootstrap, partitions, input, output);
+        String customers = args.get("customers.topic");
+        String regionsTopic = args.get("regions.topic");
+        int regions = Integer.parseInt(args.getOrDefault("regions", "4"));
+        if (customers == null) {
+            createTopics(bootstrap, partitions, input, output);
+        } else {
+            createTopics(bootstrap, partitions, input, output, customers, regionsTopic);
+            writeCustomers(bootstrap, customers, partitions, keys, regions);
+        }
         System.out.println("TOPICS " + input + " " + output);
         System.out.flush();
 
         Verifier v = new Verifier(bootstrap, output, partitions);
         Thread vt = new Thread(v, "verifier");
         vt.start();
+        RegionVerifier rv = null;
+        Thread rt = null;
+        if (customers != null) {
+            rv = new RegionVerifier(v, bootstrap, regionsTopic, partitions, keys, regions);
+            v.regions = rv;
+            rt = new Thread(rv, "region-verifier");
+            rt.start();
+        }
 
         long[] produced = new long[keys];
         AtomicLong sendErrors = new AtomicLong();
@@ -113,10 +136,19 @@ public final class LoadGen {
             p.flush();
         }
         v.expect(produced);
+        long drainEnd = System.currentTimeMillis() + drainMs;
         vt.join(drainMs);
+        if (rv != null) {
+            rv.expect(produced);
+            rt.join(Math.max(1, drainEnd - System.currentTimeMillis()));
+            rv.stop();
+            rt.join(5000);
+        }
         v.stop();
         vt.join(5000);
-        System.out.println("RESULT " + v.result(produced, sendErrors.get()));
+        // The region verdict first: its thread takes its own lock, then the main verifier's.
+        String regionJson = rv == null ? "" : rv.json();
+        System.out.println("RESULT " + v.result(produced, sendErrors.get(), regionJson));
         System.out.flush();
         System.exit(0);
     }
@@ -208,6 +240,16 @@ public final class LoadGen {
         }
     }
 
+    /** Writes every customer's region, flushed before the first order is sent. */
+    private static void writeCustomers(String bootstrap, String topic, int partitions, int keys, int regions) {
+        try (KafkaProducer<String, String> p = producer(bootstrap)) {
+            for (int k = 0; k < keys; k++) {
+                p.send(new ProducerRecord<>(topic, k % partitions, "k" + k, "r" + (k % regions)));
+            }
+            p.flush();
+        }
+    }
+
     private static KafkaProducer<String, String> producer(String bootstrap) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
@@ -219,6 +261,38 @@ public final class LoadGen {
         p.put("linger.ms", "5");
         p.put("delivery.timeout.ms", "120000");
         return new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
+    }
+
+    /** A check of one output record (key, value, the time it was read). */
+    interface Check {
+        void check(String key, String value, long readMs);
+    }
+
+    /**
+     * Reads every partition of topic read_committed from the beginning,
+     * handing each record to check, until done says so.
+     */
+    static void readCommitted(String bootstrap, String topic, int partitions,
+                              java.util.function.BooleanSupplier done, Check check) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("isolation.level", "read_committed");
+        p.put("enable.auto.commit", "false");
+        p.put("auto.offset.reset", "earliest");
+        try (KafkaConsumer<String, String> c =
+                 new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int i = 0; i < partitions; i++) {
+                tps.add(new TopicPartition(topic, i));
+            }
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            while (!done.getAsBoolean()) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+                    check.check(r.key(), r.value(), System.currentTimeMillis());
+                }
+            }
+        }
     }
 
     /** Counts and per-partition processing gaps of records produced in one phase. */
@@ -276,6 +350,7 @@ public final class LoadGen {
         private final List<String> wrongSamples = new ArrayList<>();
         private volatile boolean running = true;
         private volatile long[] expected;
+        volatile RegionVerifier regions; // OrdersApp's second output, or null
         private long records;
         private long wrong;
         private long duplicates;
@@ -298,7 +373,9 @@ public final class LoadGen {
             for (Phase p : phases) {
                 in += p.in;
             }
-            return in - records;
+            long lag = in - records;
+            RegionVerifier rv = regions;
+            return rv == null ? lag : Math.max(lag, in - rv.records());
         }
 
         /** Counts one record produced at producedMs in its phase. */
@@ -330,25 +407,7 @@ public final class LoadGen {
 
         @Override
         public void run() {
-            Properties p = new Properties();
-            p.put("bootstrap.servers", bootstrap);
-            p.put("isolation.level", "read_committed");
-            p.put("enable.auto.commit", "false");
-            p.put("auto.offset.reset", "earliest");
-            try (KafkaConsumer<String, String> c =
-                     new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
-                List<TopicPartition> tps = new ArrayList<>();
-                for (int i = 0; i < partitions; i++) {
-                    tps.add(new TopicPartition(topic, i));
-                }
-                c.assign(tps);
-                c.seekToBeginning(tps);
-                while (running && !complete()) {
-                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
-                        check(r.key(), r.value(), System.currentTimeMillis());
-                    }
-                }
-            }
+            readCommitted(bootstrap, topic, partitions, () -> !running || complete(), this::check);
         }
 
         private synchronized boolean complete() {
@@ -390,8 +449,13 @@ public final class LoadGen {
             ph.gap(part, key, producedMs, readMs);
         }
 
+        /** A gap measured on the second output: counts toward the phase's gap only. */
+        synchronized void gapOnly(int part, String key, long producedMs, long readMs) {
+            phaseOf(readMs).gap(part, key, producedMs, readMs);
+        }
+
         /** The run's verdict as one JSON object. */
-        synchronized String result(long[] produced, long sendErrors) {
+        synchronized String result(long[] produced, long sendErrors, String region) {
             long in = 0;
             long missing = 0;
             long wrongFinal = 0;
@@ -416,11 +480,122 @@ public final class LoadGen {
                 samples.append(i == 0 ? "" : ",").append('"').append(wrongSamples.get(i)).append('"');
             }
             samples.append(']');
-            return "{\"in\":" + in + ",\"out\":" + records + ",\"wrong\":" + wrong
+            return "{\"in\":" + in + ",\"out\":" + records + region + ",\"wrong\":" + wrong
                 + ",\"duplicates\":" + duplicates + ",\"missing\":" + missing
                 + ",\"wrongFinal\":" + wrongFinal + ",\"sendErrors\":" + sendErrors
                 + ",\"phases\":" + ph
                 + ",\"wrongSamples\":" + samples + "}";
+        }
+    }
+
+    /**
+     * Reads OrdersApp's regions topic read_committed, in order per region, and
+     * checks every update against the state the previous updates imply.
+     */
+    static final class RegionVerifier implements Runnable {
+        private final Verifier main;
+        private final String bootstrap;
+        private final String topic;
+        private final int partitions;
+        private final int regions;
+        private final long[] lastN; // per customer: the last n seen
+        private final Map<String, long[]> state = new HashMap<>(); // region -> {count, sum}
+        private final List<String> samples = new ArrayList<>();
+        private volatile boolean running = true;
+        private volatile long[] expected;
+        private volatile long records; // written under this lock, read by the main verifier's lag
+        private long wrong;
+        private long duplicates;
+        private long skipped;
+
+        RegionVerifier(Verifier main, String bootstrap, String topic, int partitions, int keys, int regions) {
+            this.main = main;
+            this.bootstrap = bootstrap;
+            this.topic = topic;
+            this.partitions = partitions;
+            this.regions = regions;
+            this.lastN = new long[keys];
+        }
+
+        void expect(long[] produced) {
+            expected = produced.clone();
+        }
+
+        void stop() {
+            running = false;
+        }
+
+        long records() {
+            return records;
+        }
+
+        private synchronized boolean complete() {
+            long[] exp = expected;
+            if (exp == null) {
+                return false;
+            }
+            for (int k = 0; k < exp.length; k++) {
+                if (lastN[k] < exp[k]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        @Override
+        public void run() {
+            readCommitted(bootstrap, topic, partitions, () -> !running || complete(), this::check);
+        }
+
+        private synchronized void check(String region, String value, long readMs) {
+            records++;
+            String[] f = value.split(",");
+            long count = Long.parseLong(f[0]);
+            long sum = Long.parseLong(f[1]);
+            String customer = f[2];
+            long n = Long.parseLong(f[3]);
+            long producedMs = Long.parseLong(f[4]);
+            int k = Integer.parseInt(customer.substring(1));
+            long[] st = state.computeIfAbsent(region, x -> new long[2]);
+            boolean bad = false;
+            if (n <= lastN[k]) {
+                duplicates++;
+                bad = true;
+            } else if (n > lastN[k] + 1) {
+                skipped += n - lastN[k] - 1;
+                bad = true;
+            }
+            if (count != st[0] + 1 || sum != st[1] + n || !region.equals("r" + (k % regions))) {
+                wrong++;
+                bad = true;
+            }
+            if (bad && samples.size() < 10) {
+                samples.add(region + "=" + value + " after " + st[0] + "," + st[1] + " last n " + lastN[k]);
+            }
+            // Resynchronise on what the record says, so one error is counted once.
+            st[0] = count;
+            st[1] = sum;
+            lastN[k] = Math.max(lastN[k], n);
+            main.gapOnly(k % partitions, customer, producedMs, readMs);
+        }
+
+        /** The region verdict as JSON fields (each with a leading comma). */
+        synchronized String json() {
+            long missing = skipped;
+            long[] exp = expected;
+            if (exp != null) {
+                for (int k = 0; k < exp.length; k++) {
+                    missing += Math.max(0, exp[k] - lastN[k]);
+                }
+            }
+            StringBuilder s = new StringBuilder("[");
+            for (int i = 0; i < samples.size(); i++) {
+                s.append(i == 0 ? "" : ",").append('"').append(samples.get(i)).append('"');
+            }
+            s.append(']');
+            return ",\"regionOut\":" + records + ",\"regionWrong\":" + wrong
+                + ",\"regionDuplicates\":" + duplicates + ",\"regionMissing\":" + missing
+                + ",\"regionSamples\":" + s;
         }
     }
 }
