@@ -148,6 +148,14 @@ func (s *Server) openStore() error {
 	return nil
 }
 
+// embeddedWarning is logged at every start on the embedded data plane: it
+// has no transaction log, so exactly-once is not kept across a crash of
+// the process (docs/RELIABILITY.md, "The embedded data plane").
+const embeddedWarning = "the embedded data plane is for development and tests: it cannot finish a transaction a crash interrupted, " +
+	"so an exactly-once application can see duplicates and wrong results after coordhost is killed " +
+	"(measured: wrong aggregates after the first kill -9 under a Kafka Streams exactly_once_v2 app, docs/RELIABILITY.md); " +
+	"use dataplane.mode=external in production"
+
 func (s *Server) openDataPlane(ctx context.Context) error {
 	gc := gateway.Config{
 		Embedded: s.cfg.DataPlane.Embedded, Bootstrap: s.cfg.DataPlane.Bootstrap, Partitions: s.cfg.DataPlane.Partitions,
@@ -155,6 +163,7 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 	}
 	if gc.Embedded {
 		gc.DataDir = filepath.Join(s.cfg.DataDir, "dataplane")
+		s.log.Warn(embeddedWarning)
 	}
 	var err error
 	if gc.TLS, err = dataPlaneTLS(s.cfg.DataPlane); err != nil {

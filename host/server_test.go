@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -342,4 +343,38 @@ func wireReadFrame(r *rawConn) ([]byte, error) {
 		_, _, err = wire.ParseResponse(f, kmsg.NewPtrApiVersionsRequest())
 	}
 	return f, err
+}
+
+// A start on the embedded data plane warns that exactly-once does not
+// survive a crash of the process; docs/RELIABILITY.md says why.
+func TestEmbeddedStartWarnsAboutExactlyOnce(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg, err := config.Load([]string{"--data.dir=" + t.TempDir(), "--kafka.listen=127.0.0.1:0", "--admin.listen=127.0.0.1:0"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopHost(t, srv)
+	mu.Lock()
+	defer mu.Unlock()
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "exactly-once") || !strings.Contains(out, "dataplane.mode=external") {
+		t.Fatalf("no exactly-once warning at an embedded start; log:\n%s", out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
