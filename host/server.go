@@ -225,6 +225,9 @@ func (s *Server) startAdmin() error {
 			if !s.ready.Load() {
 				return errors.New("starting or draining")
 			}
+			if r, ok := s.wiring.Coordinator.(interface{ Ready() error }); ok {
+				return r.Ready()
+			}
 			return nil
 		},
 	})
