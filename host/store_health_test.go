@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 )
@@ -112,3 +114,29 @@ func TestStoreFailureBackoffAndReadiness(t *testing.T) {
 }
 
 func wrapStorage(msg string) error { return errors.Join(errors.New(msg), runtime.ErrStorage) }
+
+// TestStorePartitionsKey: store.partitions sets the partition count of a
+// new store; an existing store started with another count is refused
+// with both counts named, and starts again with its own.
+func TestStorePartitionsKey(t *testing.T) {
+	dir := t.TempDir()
+	srv := startLoopHost(t, dir, "--store.partitions=3", "--runtime.workers=1")
+	if n := srv.Store().Partitions(); n != 3 {
+		t.Fatalf("store created with %d partitions, want 3", n)
+	}
+	stopHost(t, srv)
+	cfg, err := config.Load([]string{"--data.dir=" + dir, "--kafka.listen=127.0.0.1:0", "--admin.listen=127.0.0.1:0",
+		"--plugins.dir=" + t.TempDir(), "--store.partitions=5"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if s, err := host.Start(ctx, host.Options{Config: cfg, Coordinator: host.NewCoordinator}); err == nil {
+		s.Shutdown(ctx)
+		t.Fatal("a 3-partition store started with store.partitions=5")
+	} else if !strings.Contains(err.Error(), "created with 3 partitions and cannot be opened with 5") {
+		t.Fatalf("refusal: %v", err)
+	}
+	startLoopHost(t, dir, "--store.partitions=3")
+}
