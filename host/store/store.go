@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -102,6 +103,7 @@ func OpenNew(path string) (*Store, error) {
 }
 
 func open(path string, replace bool) (s *Store, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a damaged length can point outside the mapped file
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -121,6 +123,11 @@ func open(path string, replace bool) (s *Store, err error) {
 			err = fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, p, repairHint)
 		}
 	}()
+	if !fresh {
+		if err := checkMetaPages(path); err != nil {
+			return nil, err
+		}
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
@@ -188,11 +195,44 @@ func (s *Store) init(fresh bool) error {
 	return s.db.Update(s.create)
 }
 
-// walkBuckets reads every key of every bucket of tx.
+// checkMetaPages refuses a file whose two meta pages do not say they
+// are meta pages 0 and 1: bbolt opens such a file from the other meta
+// page, and its consistency check then panics on a goroutine of its own.
+// A meta page torn by a crash keeps its header and only fails its
+// checksum, which bbolt handles by using the other one.
+func checkMetaPages(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	defer f.Close()
+	const metaMagic, metaFlag = 0xED0CDAED, 0x04
+	buf := make([]byte, 64)
+	pageSize := int64(os.Getpagesize())
+	for id := int64(0); id < 2; id++ {
+		if _, err := f.ReadAt(buf, id*pageSize); err != nil {
+			return fmt.Errorf("store %s: %w: reading meta page %d: %v %s", path, ErrCorrupt, id, err, repairHint)
+		}
+		pid, flags := binary.LittleEndian.Uint64(buf), binary.LittleEndian.Uint16(buf[8:])
+		if pid != uint64(id) || flags != metaFlag || binary.LittleEndian.Uint32(buf[16:]) != metaMagic {
+			return fmt.Errorf("store %s: %w: meta page %d is damaged (id %d, flags %#x) %s", path, ErrCorrupt, id, pid, flags, repairHint)
+		}
+		if id == 0 {
+			if ps := int64(binary.LittleEndian.Uint32(buf[24:])); ps >= 512 && ps <= 1<<16 && ps&(ps-1) == 0 {
+				pageSize = ps
+			}
+		}
+	}
+	return nil
+}
+
+// walkBuckets reads every byte of every key and value of every bucket
+// of tx (a damaged length faults here, under SetPanicOnFault).
 func walkBuckets(tx *bolt.Tx) {
 	var walk func(b *bolt.Bucket)
 	walk = func(b *bolt.Bucket) {
 		b.ForEach(func(k, v []byte) error {
+			crc32.Update(crc32.Checksum(k, castagnoli), castagnoli, v)
 			if v == nil {
 				if nb := b.Bucket(k); nb != nil {
 					walk(nb)
@@ -323,6 +363,7 @@ func encodeValue(seq uint64, v []byte) []byte {
 // their last writes). A record that fails its checksum, or an index entry
 // that does not match its record, stops the replay with ErrCorrupt.
 func (s *Store) Replay(fn func(Entry) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			err = s.corrupt(fmt.Sprintf("reading: %v", p))
