@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
+	"github.com/coordhost/coordhost/host/wire"
 )
 
 // shard is one partition's coordinator (runtime.Shard): its core, the
@@ -183,9 +185,10 @@ func (s *shard) Commit() {
 }
 
 // Rollback implements runtime.Shard: the append failed, so the round's
-// changes are undone and its requests answered NOT_COORDINATOR (what
-// Kafka's coordinator answers when its log append fails with a storage
-// error). A storage failure marks the store unhealthy (readiness, the
+// changes are undone and its requests answered as Kafka's coordinator
+// answers a failed log append: NOT_COORDINATOR for a storage failure or a
+// fenced partition, UNKNOWN_SERVER_ERROR for a record the log can never
+// hold (Kafka's RecordTooLargeException). A storage failure marks the store unhealthy (readiness, the
 // coordhost_store_unhealthy gauge), is logged at most once a second, and
 // backs off the partition's timers.
 func (s *shard) Rollback(err error) {
@@ -193,13 +196,17 @@ func (s *shard) Rollback(err error) {
 	s.wrote = false
 	s.l.stats.appendFailures.Add(1)
 	records := len(b.records) + len(b.hostRecords)
+	code := kerr.NotCoordinator.Code
 	switch {
 	case errors.Is(err, runtime.ErrInvalidRecord), errors.Is(err, runtime.ErrFenced):
 		kind := "invalid record"
 		if errors.Is(err, runtime.ErrFenced) {
 			kind = "fenced"
 		}
-		s.l.log.Error("store append failed: the batch is rolled back and its requests answered NOT_COORDINATOR",
+		if kind == "invalid record" {
+			code = kerr.UnknownServerError.Code // Kafka's answer to a record too large for its log
+		}
+		s.l.log.Error("store append failed: the batch is rolled back and its requests answered "+kerr.ErrorForCode(code).Error(),
 			"partition", s.p, "records", records, "kind", kind, "err", err)
 	default:
 		s.failures++
@@ -218,10 +225,10 @@ func (s *shard) Rollback(err error) {
 		s.l.dynMu.Unlock()
 	}
 	for _, r := range b.responses {
-		s.fail(r.Request)
+		s.failWith(r.Request, code)
 	}
 	for _, id := range append(b.failed, ro.Failed...) {
-		s.fail(id)
+		s.failWith(id, code)
 	}
 	s.batch.add(core.Output{AssignorRuns: ro.AssignorRuns, TopicsToCreate: ro.TopicsToCreate, Responses: ro.Responses})
 }
@@ -264,13 +271,16 @@ func (s *shard) release(r core.Response) {
 	c.done <- reply{msg: r.Msg}
 }
 
-func (s *shard) fail(id core.RequestID) {
+func (s *shard) fail(id core.RequestID) { s.failWith(id, kerr.NotCoordinator.Code) }
+
+// failWith answers request id with error code.
+func (s *shard) failWith(id core.RequestID, code int16) {
 	c, ok := s.pending[id]
 	if !ok {
 		return
 	}
 	delete(s.pending, id)
-	c.done <- reply{msg: notCoordinator(c.req)}
+	c.done <- reply{msg: wire.ErrorResponse(c.req.Body, code)}
 }
 
 // statsLog counts a record log's appends for /metrics.

@@ -111,6 +111,16 @@ func TestStoreFailureBackoffAndReadiness(t *testing.T) {
 	if !strings.Contains(logs.String(), "store appends succeed again") {
 		t.Fatalf("no log line for the recovery:\n%s", logs.String())
 	}
+
+	// A record the log can never hold is answered as Kafka answers a
+	// record too large for its log, and is no storage failure.
+	fault.FailAppends(-1, 1, errors.Join(errors.New("key of 70000 bytes"), runtime.ErrInvalidRecord))
+	if r := f.heartbeat(t, "g2", "m3", 0, nil); r.ErrorCode != kerr.UnknownServerError.Code {
+		t.Fatalf("join whose record is invalid: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if err := l.Ready(); err != nil || gauge() != "0" {
+		t.Fatalf("after an invalid record: ready %v, gauge %s", err, gauge())
+	}
 }
 
 func wrapStorage(msg string) error { return errors.Join(errors.New(msg), runtime.ErrStorage) }
