@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Salvaged is what Salvage could read from a damaged store.
@@ -41,7 +42,8 @@ type DroppedRecord struct {
 // goroutine of its own on some damaged pages): every record of the
 // records bucket whose value checksum verifies and whose key a sequence
 // index confirms is kept, every other record found is listed as dropped. It never writes
-// the file. It fails only when path cannot be opened as a file at all.
+// the file. It fails only when path cannot be opened as a file at all, or
+// when another process (a running coordhost) holds the store.
 func Salvage(path string) (out *Salvaged, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -54,12 +56,19 @@ func Salvage(path string) (out *Salvaged, err error) {
 		return out, nil
 	}
 	defer func() {
-		if p := recover(); p != nil { // bbolt panics on some damaged pages
+		p := recover()
+		if out == nil { // refused before reading
+			return
+		}
+		if p != nil { // bbolt panics on some damaged pages
 			out.Unreadable = fmt.Errorf("reading stopped at a damaged page: %v", p)
 		}
 		sort.SliceStable(out.Records, func(i, j int) bool { return out.Records[i].Seq < out.Records[j].Seq })
 	}()
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("store %s: locked by another process (stop coordhost before repairing its store)", path)
+	}
 	if err != nil {
 		out.Unreadable = err
 		return out, nil

@@ -118,9 +118,13 @@ func open(path string, replace bool) (s *Store, err error) {
 	} else if statErr == nil && fi.Size() == 0 {
 		return nil, fmt.Errorf("store %s: %w: the file is empty (0 bytes) %s", path, ErrCorrupt, repairHint)
 	}
+	var db *bolt.DB
 	defer func() {
 		if p := recover(); p != nil { // bbolt panics on some corrupted pages
-			err = fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, p, repairHint)
+			if db != nil {
+				db.Close() // releases the file lock
+			}
+			s, err = nil, fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, p, repairHint)
 		}
 	}()
 	if !fresh {
@@ -128,7 +132,7 @@ func open(path string, replace bool) (s *Store, err error) {
 			return nil, err
 		}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("store %s: locked by another process (is another coordhost running on this data directory?)", path)

@@ -237,3 +237,18 @@ func TestOpenDamagedLeafPages(t *testing.T) {
 		t.Fatalf("salvage of damaged leaf pages: %d records, unreadable %v", len(sal.Records), sal.Unreadable)
 	}
 }
+
+// TestSalvageRefusesAStoreInUse: Salvage of a store another handle holds
+// (a running coordhost) fails instead of reporting it unreadable, so a
+// repair never replaces a live store.
+func TestSalvageRefusesAStoreInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "coordhost.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Salvage(path); err == nil || !strings.Contains(err.Error(), "locked by another process") {
+		t.Fatalf("salvage of a store in use: %v", err)
+	}
+}
