@@ -101,6 +101,9 @@ type LoopDeps struct {
 	// HistoryTargets is how many targets the rebalance history keeps per
 	// group (admin.history.targets; 0: DefaultHistoryTargets).
 	HistoryTargets int
+	// WrapLog, when set, wraps the record log (tests inject faults with
+	// runtime.FaultLog).
+	WrapLog func(runtime.Log) runtime.Log
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -137,6 +140,7 @@ type Loop struct {
 	fetched   map[string]time.Time // end offsets fetched on load, by group
 
 	stats      loopStats
+	health     storeHealth
 	probes     probeStats
 	ends       endOffsetStats
 	workers    chan struct{} // assignor worker slots
@@ -255,7 +259,11 @@ func (l *Loop) openLog() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l.rlog, l.closer = &statsLog{Log: sl, stats: &l.stats}, sl.Close
+	var rl runtime.Log = sl
+	if l.d.WrapLog != nil {
+		rl = l.d.WrapLog(rl)
+	}
+	l.rlog, l.closer = &statsLog{Log: rl, stats: &l.stats}, sl.Close
 	return parts, nil
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
+	"github.com/coordhost/coordhost/host/wire"
 )
 
 // shard is one partition's coordinator (runtime.Shard): its core, the
@@ -25,7 +27,22 @@ type shard struct {
 	batch      batch
 	// encoded counts the records of batch already handed to the runtime.
 	encoded, encodedHost int
+	// wrote: the round since the last Commit or Rollback handed records
+	// to the runtime. failures counts the consecutive rounds whose append
+	// failed with a storage error; until retryAt (unix ms) the shard's
+	// timers wait, so a failing store is retried with backoff, not in a
+	// hot loop of expiries rolled back and due again at once.
+	wrote    bool
+	failures int
+	retryAt  int64
 }
+
+// The backoff of a partition's timer-driven work while its appends fail
+// with a storage error: doubling from storeRetryMin up to storeRetryMax.
+const (
+	storeRetryMin = 100 * time.Millisecond
+	storeRetryMax = 5 * time.Second
+)
 
 // newShard builds partition p's shard (runtime.Config.NewShard).
 func (l *Loop) newShard(p int) (runtime.Shard, error) {
@@ -135,12 +152,19 @@ func (s *shard) newRecords() []runtime.Record {
 	}
 	out = append(out, b.hostRecords[s.encodedHost:]...)
 	s.encoded, s.encodedHost = len(b.records), len(b.hostRecords)
+	s.wrote = s.wrote || len(out) > 0
 	return out
 }
 
 // Commit implements runtime.Shard: the round's records are durable.
 func (s *shard) Commit() {
 	b := s.take()
+	if s.wrote {
+		s.wrote, s.failures, s.retryAt = false, 0, 0
+		if s.l.health.ok() {
+			s.l.log.Info("store appends succeed again: the store is healthy", "partition", s.p)
+		}
+	}
 	s.c.Commit()
 	s.l.noteCommitted(&b)
 	for _, r := range b.responses {
@@ -161,19 +185,37 @@ func (s *shard) Commit() {
 }
 
 // Rollback implements runtime.Shard: the append failed, so the round's
-// changes are undone and its requests answered NOT_COORDINATOR.
+// changes are undone and its requests answered as Kafka's coordinator
+// answers a failed log append: NOT_COORDINATOR for a storage failure or a
+// fenced partition, UNKNOWN_SERVER_ERROR for a record the log can never
+// hold (Kafka's RecordTooLargeException). A storage failure marks the store unhealthy (readiness, the
+// coordhost_store_unhealthy gauge), is logged at most once a second, and
+// backs off the partition's timers.
 func (s *shard) Rollback(err error) {
 	b := s.take()
+	s.wrote = false
 	s.l.stats.appendFailures.Add(1)
-	kind := "storage failed"
+	records := len(b.records) + len(b.hostRecords)
+	code := kerr.NotCoordinator.Code
 	switch {
-	case errors.Is(err, runtime.ErrInvalidRecord):
-		kind = "invalid record"
-	case errors.Is(err, runtime.ErrFenced):
-		kind = "fenced"
+	case errors.Is(err, runtime.ErrInvalidRecord), errors.Is(err, runtime.ErrFenced):
+		kind := "invalid record"
+		if errors.Is(err, runtime.ErrFenced) {
+			kind = "fenced"
+		}
+		if kind == "invalid record" {
+			code = kerr.UnknownServerError.Code // Kafka's answer to a record too large for its log
+		}
+		s.l.log.Error("store append failed: the batch is rolled back and its requests answered "+kerr.ErrorForCode(code).Error(),
+			"partition", s.p, "records", records, "kind", kind, "err", err)
+	default:
+		s.failures++
+		s.retryAt = s.l.d.Now().Add(min(storeRetryMin<<min(s.failures-1, 10), storeRetryMax)).UnixMilli()
+		if log, suppressed := s.l.health.failed(err, s.l.d.Now()); log {
+			s.l.log.Error("store append failed: the batch is rolled back and its requests answered NOT_COORDINATOR; the store is unhealthy until an append succeeds",
+				"partition", s.p, "records", records, "kind", "storage failed", "failures_not_logged", suppressed, "err", err)
+		}
 	}
-	s.l.log.Error("store append failed: the batch is rolled back and its requests answered NOT_COORDINATOR",
-		"partition", s.p, "records", len(b.records)+len(b.hostRecords), "kind", kind, "err", err)
 	ro := s.c.Rollback()
 	if len(b.undo) > 0 {
 		s.l.dynMu.Lock()
@@ -183,10 +225,10 @@ func (s *shard) Rollback(err error) {
 		s.l.dynMu.Unlock()
 	}
 	for _, r := range b.responses {
-		s.fail(r.Request)
+		s.failWith(r.Request, code)
 	}
 	for _, id := range append(b.failed, ro.Failed...) {
-		s.fail(id)
+		s.failWith(id, code)
 	}
 	s.batch.add(core.Output{AssignorRuns: ro.AssignorRuns, TopicsToCreate: ro.TopicsToCreate, Responses: ro.Responses})
 }
@@ -197,8 +239,15 @@ func (s *shard) take() batch {
 	return b
 }
 
-// NextDeadline implements runtime.Shard.
-func (s *shard) NextDeadline() (int64, bool) { return s.c.NextDeadline() }
+// NextDeadline implements runtime.Shard: core's next deadline, not before
+// the end of a storage-failure backoff.
+func (s *shard) NextDeadline() (int64, bool) {
+	at, ok := s.c.NextDeadline()
+	if ok && at < s.retryAt {
+		at = s.retryAt
+	}
+	return at, ok
+}
 
 // Unload implements runtime.Shard: requests still waiting are answered
 // NOT_COORDINATOR.
@@ -222,13 +271,16 @@ func (s *shard) release(r core.Response) {
 	c.done <- reply{msg: r.Msg}
 }
 
-func (s *shard) fail(id core.RequestID) {
+func (s *shard) fail(id core.RequestID) { s.failWith(id, kerr.NotCoordinator.Code) }
+
+// failWith answers request id with error code.
+func (s *shard) failWith(id core.RequestID, code int16) {
 	c, ok := s.pending[id]
 	if !ok {
 		return
 	}
 	delete(s.pending, id)
-	c.done <- reply{msg: notCoordinator(c.req)}
+	c.done <- reply{msg: wire.ErrorResponse(c.req.Body, code)}
 }
 
 // statsLog counts a record log's appends for /metrics.

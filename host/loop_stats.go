@@ -43,6 +43,12 @@ func (l *Loop) registerMetrics(m *admin.Metrics) {
 	g("coordhost_store_appends_total", "Store appends (one per event-loop round with records).", &l.stats.appends)
 	g("coordhost_store_records_appended_total", "Records appended to the store.", &l.stats.records)
 	g("coordhost_store_append_failures_total", "Failed store appends (batch rolled back).", &l.stats.appendFailures)
+	m.Gauge("coordhost_store_unhealthy", "1 while store appends fail with a storage error (disk full, read-only, I/O error), 0 once one succeeds.", func() float64 {
+		if l.health.unhealthy.Load() {
+			return 1
+		}
+		return 0
+	})
 	g("coordhost_store_append_nanoseconds_total", "Time spent in store appends (fsync included).", &l.stats.appendNanos)
 	g("coordhost_assignor_runs_total", "Assignor runs dispatched to the worker pool.", &l.stats.runs)
 	g("coordhost_assignor_run_errors_total", "Assignor runs that failed (group kept its last target).", &l.stats.runErrors)
@@ -196,3 +202,69 @@ func taskList(ts []core.TaskIDs) string {
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), b) }
+
+// storeHealth follows the store's appends: while the last append that
+// tried to write failed with a storage error (disk full, read-only, I/O
+// error), the store is unhealthy, /readyz answers 503 and the
+// coordhost_store_unhealthy gauge is 1; the next append that succeeds
+// makes it healthy again. Its error log is rate-limited to one line a
+// second, with the count of failures since the last line.
+type storeHealth struct {
+	unhealthy atomic.Bool
+	mu        sync.Mutex
+	lastErr   error
+	since     time.Time
+	lastLog   time.Time
+	unlogged  int
+}
+
+// storeLogEvery is the interval of the rate-limited append-failure log.
+const storeLogEvery = time.Second
+
+// failed records a storage failure; it returns whether to log it now and
+// how many failures were not logged since the last line.
+func (h *storeHealth) failed(err error, now time.Time) (log bool, suppressed int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.unhealthy.Load() {
+		h.since = now
+	}
+	h.unhealthy.Store(true)
+	h.lastErr = err
+	if now.Sub(h.lastLog) < storeLogEvery {
+		h.unlogged++
+		return false, 0
+	}
+	suppressed, h.unlogged, h.lastLog = h.unlogged, 0, now
+	return true, suppressed
+}
+
+// ok records a successful append; it reports whether the store was
+// unhealthy until now.
+func (h *storeHealth) ok() bool {
+	if !h.unhealthy.Load() {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	was := h.unhealthy.Swap(false)
+	h.unlogged = 0
+	return was
+}
+
+// ready is nil while the store is healthy.
+func (h *storeHealth) ready() error {
+	if !h.unhealthy.Load() {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.unhealthy.Load() {
+		return nil
+	}
+	return fmt.Errorf("store appends failing since %s: %v", h.since.UTC().Format(time.RFC3339), h.lastErr)
+}
+
+// Ready reports nil while the loop's store takes appends, and otherwise
+// why not (for /readyz).
+func (l *Loop) Ready() error { return l.health.ready() }

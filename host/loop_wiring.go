@@ -47,7 +47,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		l, err := NewLoopContext(ctx, LoopDeps{
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
-			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets,
+			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cfg.StorePartitions, Workers: cfg.Workers,
 		})
 		if err != nil {
 			asg.Close(context.Background())

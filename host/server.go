@@ -134,7 +134,15 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 }
 
 func (s *Server) openStore() error {
-	st, err := store.Open(filepath.Join(s.cfg.DataDir, StoreFile))
+	path := filepath.Join(s.cfg.DataDir, StoreFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		dp := filepath.Join(s.cfg.DataDir, "dataplane")
+		if ents, _ := os.ReadDir(dp); len(ents) > 0 {
+			return fmt.Errorf("store %s: %w: the file is missing but the embedded data plane's directory %s is not empty, so this data directory was used before "+
+				"(restore the store from a backup, or run `coordhost repair` with this configuration to start with an empty store)", path, store.ErrMissing, dp)
+		}
+	}
+	st, err := store.Open(path)
 	if err != nil {
 		return err
 	}
@@ -233,6 +241,9 @@ func (s *Server) startAdmin() error {
 		Ready: func() error {
 			if !s.ready.Load() {
 				return errors.New("starting or draining")
+			}
+			if r, ok := s.wiring.Coordinator.(interface{ Ready() error }); ok {
+				return r.Ready()
 			}
 			return nil
 		},

@@ -43,6 +43,11 @@ type Config struct {
 	LogFormat string
 	// ShutdownTimeout bounds draining on SIGTERM.
 	ShutdownTimeout time.Duration
+	// StorePartitions is the partition count of a new store (an existing
+	// store keeps its own; another count is refused at start).
+	StorePartitions int
+	// Workers runs the partitions (0: GOMAXPROCS).
+	Workers int
 	// Groups resolves per-group settings.
 	Groups *Groups
 	// File is the YAML file loaded, if any.
@@ -292,6 +297,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			LoadDirs: v["plugins.load.dirs"].([]string), MaxBytes: v["plugins.max.bytes"].(int64)},
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
+		StorePartitions: int(v["store.partitions"].(int64)), Workers: int(v["runtime.workers"].(int64)),
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)

@@ -51,6 +51,8 @@ var serverKeys = []key{
 	{name: "kafka.tls.cert.file", def: "", kind: kString, doc: "PEM certificate for TLS on the Kafka listeners; empty: plaintext."},
 	{name: "kafka.tls.key.file", def: "", kind: kString, doc: "PEM private key matching kafka.tls.cert.file."},
 	{name: "data.dir", def: "./coordhost-data", kind: kString, doc: "Directory of the durable store (coordhost.db), of the embedded data plane (dataplane/) and of compiled plugin code (plugin-cache/)."},
+	{name: "store.partitions", def: int64(50), kind: kInt, min: 1, max: 10000, doc: "Partitions of the group store (Kafka's offsets.topic.num.partitions): a group's partition is fixed by this count, so it takes effect only when the store is created; a store created with another count refuses to start."},
+	{name: "runtime.workers", def: int64(0), kind: kInt, min: 0, max: 1024, doc: "Goroutines that run the partitions' event loops; 0: GOMAXPROCS."},
 	{name: "dataplane.mode", def: "embedded", kind: kString, oneOf: []string{"embedded", "external"}, doc: "embedded: an in-process single-node cluster under data.dir; external: the Kafka cluster at dataplane.bootstrap."},
 	{name: "dataplane.bootstrap", def: []string{}, kind: kList, doc: "External cluster brokers (host:port, comma-separated in the environment)."},
 	{name: "dataplane.tls.enabled", def: false, kind: kBool, doc: "External: connect to the cluster over TLS (coordhost's own connections and every client's upstream connection)."},

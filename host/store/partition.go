@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -165,6 +166,7 @@ func (s *Store) AppendPartitions(batches []PartitionBatch) error {
 // ReplayPartition calls fn for every live record of partition p in the
 // order of their last writes, with the checks of Replay.
 func (s *Store) ReplayPartition(p int, fn func(Entry) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = s.corrupt(fmt.Sprintf("reading partition %d: %v", p, r))

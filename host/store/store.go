@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -31,6 +32,30 @@ type Entry struct {
 
 // ErrCorrupt wraps every integrity failure found while opening or replaying.
 var ErrCorrupt = errors.New("store is corrupted")
+
+// ErrMissing is wrapped by Open when the store file is gone but its marker
+// shows that a store was created at that path before.
+var ErrMissing = errors.New("store is missing")
+
+// repairHint ends the message of every damaged-store error.
+const repairHint = "(restore it from a backup, or run `coordhost repair` with this configuration: " +
+	"it keeps the records whose checksum verifies, moves the damaged file aside and reports what it dropped)"
+
+// MarkerPath is the marker file written beside the store at path once the
+// store exists: a store file missing while its marker is there was lost,
+// and Open refuses to replace it with an empty one.
+func MarkerPath(path string) string { return path + ".created" }
+
+func writeMarker(path string) error {
+	m := MarkerPath(path)
+	if _, err := os.Stat(m); err == nil {
+		return nil
+	}
+	if err := os.WriteFile(m, []byte("coordhost store "+filepath.Base(path)+" created "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("store %s: marker: %w", path, err)
+	}
+	return nil
+}
 
 // The on-disk layout versions written in the meta bucket: format 1 is one
 // log; format 2 adds a sequence index per partition (partition.go) and the
@@ -66,26 +91,60 @@ type Store struct {
 // file that is not a coordhost store, a failed bbolt consistency check, or a
 // record whose checksum does not match fails Open with an error naming the
 // file — the store is never silently reset.
-func Open(path string) (s *Store, err error) {
+func Open(path string) (s *Store, err error) { return open(path, false) }
+
+// OpenNew creates a new store at path, which must not exist, even where
+// the marker of a lost store is (the operator's repair).
+func OpenNew(path string) (*Store, error) {
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("store %s: exists already", path)
+	}
+	return open(path, true)
+}
+
+func open(path string, replace bool) (s *Store, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a damaged length can point outside the mapped file
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	_, statErr := os.Stat(path)
+	fi, statErr := os.Stat(path)
 	fresh := errors.Is(statErr, os.ErrNotExist)
+	if fresh && !replace {
+		if _, err := os.Stat(MarkerPath(path)); err == nil {
+			return nil, fmt.Errorf("store %s: %w: the file is missing but %s shows a store was created here before "+
+				"(restore the store from a backup, or run `coordhost repair` with this configuration to start with an empty store)",
+				path, ErrMissing, MarkerPath(path))
+		}
+	} else if statErr == nil && fi.Size() == 0 {
+		return nil, fmt.Errorf("store %s: %w: the file is empty (0 bytes) %s", path, ErrCorrupt, repairHint)
+	}
+	var db *bolt.DB
 	defer func() {
 		if p := recover(); p != nil { // bbolt panics on some corrupted pages
-			err = fmt.Errorf("store %s: %w: %v (restore it from a backup, or move it away to start empty)", path, ErrCorrupt, p)
+			if db != nil {
+				db.Close() // releases the file lock
+			}
+			s, err = nil, fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, p, repairHint)
 		}
 	}()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if !fresh {
+		if err := checkMetaPages(path); err != nil {
+			return nil, err
+		}
+	}
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("store %s: locked by another process (is another coordhost running on this data directory?)", path)
 		}
-		return nil, fmt.Errorf("store %s: %w: %v (restore it from a backup, or move it away to start empty)", path, ErrCorrupt, err)
+		return nil, fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, err, repairHint)
 	}
 	s = &Store{path: path, db: db}
 	if err := s.init(fresh); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := writeMarker(path); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -119,6 +178,10 @@ func (s *Store) init(fresh bool) error {
 			return s.corrupt("missing sequence counter or record buckets")
 		}
 		s.nextSeq = binary.BigEndian.Uint64(n)
+		// Every page is read here first, on this goroutine, where a panic
+		// of bbolt on a damaged page is recovered into ErrCorrupt; its
+		// consistency check runs on a goroutine of its own.
+		walkBuckets(tx)
 		var first error
 		for err := range tx.Check() { // drain fully: Check's goroutine writes every error
 			if first == nil {
@@ -134,6 +197,55 @@ func (s *Store) init(fresh bool) error {
 		return err
 	}
 	return s.db.Update(s.create)
+}
+
+// checkMetaPages refuses a file whose two meta pages do not say they
+// are meta pages 0 and 1: bbolt opens such a file from the other meta
+// page, and its consistency check then panics on a goroutine of its own.
+// A meta page torn by a crash keeps its header and only fails its
+// checksum, which bbolt handles by using the other one.
+func checkMetaPages(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	defer f.Close()
+	const metaMagic, metaFlag = 0xED0CDAED, 0x04
+	buf := make([]byte, 64)
+	pageSize := int64(os.Getpagesize())
+	for id := int64(0); id < 2; id++ {
+		if _, err := f.ReadAt(buf, id*pageSize); err != nil {
+			return fmt.Errorf("store %s: %w: reading meta page %d: %v %s", path, ErrCorrupt, id, err, repairHint)
+		}
+		pid, flags := binary.LittleEndian.Uint64(buf), binary.LittleEndian.Uint16(buf[8:])
+		if pid != uint64(id) || flags != metaFlag || binary.LittleEndian.Uint32(buf[16:]) != metaMagic {
+			return fmt.Errorf("store %s: %w: meta page %d is damaged (id %d, flags %#x) %s", path, ErrCorrupt, id, pid, flags, repairHint)
+		}
+		if id == 0 {
+			if ps := int64(binary.LittleEndian.Uint32(buf[24:])); ps >= 512 && ps <= 1<<16 && ps&(ps-1) == 0 {
+				pageSize = ps
+			}
+		}
+	}
+	return nil
+}
+
+// walkBuckets reads every byte of every key and value of every bucket
+// of tx (a damaged length faults here, under SetPanicOnFault).
+func walkBuckets(tx *bolt.Tx) {
+	var walk func(b *bolt.Bucket)
+	walk = func(b *bolt.Bucket) {
+		b.ForEach(func(k, v []byte) error {
+			crc32.Update(crc32.Checksum(k, castagnoli), castagnoli, v)
+			if v == nil {
+				if nb := b.Bucket(k); nb != nil {
+					walk(nb)
+				}
+			}
+			return nil
+		})
+	}
+	tx.ForEach(func(_ []byte, b *bolt.Bucket) error { walk(b); return nil })
 }
 
 func bucketCount(tx *bolt.Tx) int {
@@ -161,7 +273,7 @@ func (s *Store) create(tx *bolt.Tx) error {
 }
 
 func (s *Store) corrupt(why string) error {
-	return fmt.Errorf("store %s: %w: %s (restore it from a backup, or move it away to start empty)", s.path, ErrCorrupt, why)
+	return fmt.Errorf("store %s: %w: %s %s", s.path, ErrCorrupt, why, repairHint)
 }
 
 // Path is the store's file.
@@ -255,6 +367,7 @@ func encodeValue(seq uint64, v []byte) []byte {
 // their last writes). A record that fails its checksum, or an index entry
 // that does not match its record, stops the replay with ErrCorrupt.
 func (s *Store) Replay(fn func(Entry) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			err = s.corrupt(fmt.Sprintf("reading: %v", p))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -154,5 +155,100 @@ func TestSecondOpenIsRefusedWhileLocked(t *testing.T) {
 	defer s.Close()
 	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("second open: %v, want a lock error", err)
+	}
+}
+
+// TestOpenRefusesLostOrEmptyStore: a store file that is gone while its
+// marker shows it existed, or a 0-byte store file, fails Open with an
+// error naming the file and the repair; OpenNew replaces a lost file
+// with an empty store.
+func TestOpenRefusesLostOrEmptyStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "coordhost.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path)
+	if !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "coordhost repair") {
+		t.Fatalf("open of a lost store: %v", err)
+	}
+	s, err = OpenNew(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "0 bytes") {
+		t.Fatalf("open of a 0-byte store: %v", err)
+	}
+}
+
+// TestOpenDamagedLeafPages: damaged pages other than the meta and free
+// pages fail Open with ErrCorrupt (not a panic), and Salvage keeps the
+// records of the pages it can still read.
+func TestOpenDamagedLeafPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "coordhost.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if _, err := s.Append([]Record{{Key: fmt.Appendf(nil, "k%03d", i), Value: bytes.Repeat([]byte{byte(i)}, 200)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := os.Getpagesize()
+	damaged := 0
+	for off := 2 * ps; off+ps <= len(b); off += ps {
+		flags := binary.LittleEndian.Uint16(b[off+8:])
+		if flags == 0x02 { // leaf pages only: the freelist is loaded at open and fails there
+			b[off+8], b[off+9] = 0xff, 0xff
+			damaged++
+			if damaged == 2 {
+				break
+			}
+		}
+	}
+	if damaged == 0 {
+		t.Fatal("no leaf page found")
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with damaged leaf pages: %v", err)
+	}
+	sal, err := Salvage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sal.Unreadable == nil || len(sal.Records) >= 200 {
+		t.Fatalf("salvage of damaged leaf pages: %d records, unreadable %v", len(sal.Records), sal.Unreadable)
+	}
+}
+
+// TestSalvageRefusesAStoreInUse: Salvage of a store another handle holds
+// (a running coordhost) fails instead of reporting it unreadable, so a
+// repair never replaces a live store.
+func TestSalvageRefusesAStoreInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "coordhost.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Salvage(path); err == nil || !strings.Contains(err.Error(), "locked by another process") {
+		t.Fatalf("salvage of a store in use: %v", err)
 	}
 }

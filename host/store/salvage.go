@@ -1,0 +1,146 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Salvaged is what Salvage could read from a damaged store.
+type Salvaged struct {
+	// Partitions is the partition count recorded in the file (0: not
+	// partitioned, or unreadable).
+	Partitions int
+	// Records are the records whose header and checksum verify, in the
+	// order of their last writes.
+	Records []Entry
+	// Dropped are the records found whose header or checksum does not
+	// verify.
+	Dropped []DroppedRecord
+	// Unreadable is why the file, or a part of it, could not be read at
+	// all; the records in that part are lost and their count is unknown.
+	Unreadable error
+}
+
+// DroppedRecord is a record Salvage found but could not verify.
+type DroppedRecord struct {
+	Key []byte
+	Why string
+}
+
+// Salvage reads the store file at path read-only, without trusting its
+// free-page list (bbolt's consistency check is not run: it panics on a
+// goroutine of its own on some damaged pages): every record of the
+// records bucket whose value checksum verifies and whose key a sequence
+// index confirms is kept, every other record found is listed as dropped. It never writes
+// the file. It fails only when path cannot be opened as a file at all, or
+// when another process (a running coordhost) holds the store.
+func Salvage(path string) (out *Salvaged, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	out = &Salvaged{}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a damaged length can point outside the mapped file
+	if fi.Size() == 0 {
+		out.Unreadable = errors.New("the file is empty (0 bytes)")
+		return out, nil
+	}
+	defer func() {
+		p := recover()
+		if out == nil { // refused before reading
+			return
+		}
+		if p != nil { // bbolt panics on some damaged pages
+			out.Unreadable = fmt.Errorf("reading stopped at a damaged page: %v", p)
+		}
+		sort.SliceStable(out.Records, func(i, j int) bool { return out.Records[i].Seq < out.Records[j].Seq })
+	}()
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("store %s: locked by another process (stop coordhost before repairing its store)", path)
+	}
+	if err != nil {
+		out.Unreadable = err
+		return out, nil
+	}
+	defer db.Close()
+	// The checksum covers a record's value, not its key: a key is kept
+	// only when a sequence index (the global one or its partition's, each
+	// read on its own so that one damaged index does not hide the other)
+	// names it under the sequence number its record carries.
+	indexed := map[uint64][][]byte{}
+	readIndex := func(get func(tx *bolt.Tx) *bolt.Bucket) {
+		defer func() { _ = recover() }()
+		_ = db.View(func(tx *bolt.Tx) error {
+			idx := get(tx)
+			if idx == nil {
+				return nil
+			}
+			return idx.ForEach(func(k, v []byte) error {
+				if len(k) == 8 && v != nil {
+					seq := binary.BigEndian.Uint64(k)
+					indexed[seq] = append(indexed[seq], bytes.Clone(v))
+				}
+				return nil
+			})
+		})
+	}
+	readIndex(func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(bucketBySeq) })
+	_ = db.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(keyPartitions); len(v) == 4 {
+				out.Partitions = int(binary.BigEndian.Uint32(v))
+			}
+		}
+		return nil
+	})
+	for p := 0; p < out.Partitions; p++ {
+		readIndex(func(tx *bolt.Tx) *bolt.Bucket {
+			if root := tx.Bucket(bucketPartitions); root != nil {
+				return root.Bucket(partName(p))
+			}
+			return nil
+		})
+	}
+	confirmed := func(seq uint64, key []byte) bool {
+		for _, k := range indexed[seq] {
+			if bytes.Equal(k, key) {
+				return true
+			}
+		}
+		return false
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketRecords)
+		if recs == nil {
+			return errors.New("no records bucket")
+		}
+		return recs.ForEach(func(k, v []byte) error {
+			switch {
+			case len(v) < 12:
+				out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "shorter than its header"})
+			case crc32.Checksum(v[12:], castagnoli) != binary.BigEndian.Uint32(v[8:12]):
+				out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "checksum mismatch"})
+			case !confirmed(binary.BigEndian.Uint64(v), k):
+				out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "key not confirmed by a sequence index"})
+			default:
+				out.Records = append(out.Records, Entry{Seq: binary.BigEndian.Uint64(v), Key: bytes.Clone(k), Value: bytes.Clone(v[12:])})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		out.Unreadable = err
+	}
+	return out, nil
+}
