@@ -296,9 +296,10 @@ func TestRuntimeIsolatesFailures(t *testing.T) {
 	if err := doPut(rt, bad, "k", "2"); !errors.Is(err, runtime.ErrFenced) {
 		t.Fatalf("fenced: %v", err)
 	}
-	huge := strings.Repeat("k", store.MaxKeySize+1)
-	bl := backends(t, parts)["bbolt"]()
-	rt2 := start(t, bl, parts, 2, map[int]*kvShard{})
+	huge := strings.Repeat("k", 1<<10+1)
+	ml := runtime.NewMemLog()
+	ml.MaxKey = 1 << 10
+	rt2 := start(t, ml, parts, 2, map[int]*kvShard{})
 	if err := doPut(rt2, bad, huge, "1"); !errors.Is(err, runtime.ErrInvalidRecord) {
 		t.Fatalf("huge key: %v", err)
 	}

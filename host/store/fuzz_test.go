@@ -9,19 +9,28 @@ import (
 	"testing"
 )
 
-// FuzzDecode: the on-disk record layout decoder rejects damage with an
-// error, never a panic, and accepts exactly what encodeValue wrote.
+// FuzzDecode: the on-disk record layout decoder (hashed long keys
+// included) rejects damage with an error, never a panic, and accepts
+// exactly what encodeValue wrote under the key storeKey gives.
 func FuzzDecode(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1}, []byte("k"), encodeValue(1, []byte("v")))
+	seq1 := []byte{0, 0, 0, 0, 0, 0, 0, 1}
+	f.Add(seq1, []byte("k"), encodeValue(1, []byte("k"), []byte("v")))
 	f.Add([]byte{1}, []byte("k"), []byte{})
+	long := bytes.Repeat([]byte("m"), 33000)
+	f.Add(seq1, storeKey(long), encodeValue(1, long, []byte("v")))
+	short := []byte{hashedKeyPrefix, 'k'}
+	f.Add(seq1, storeKey(short), encodeValue(1, short, nil))
 	f.Fuzz(func(t *testing.T, seqKey, key, raw []byte) {
 		s := &Store{path: "fuzz.db"}
 		e, err := s.decode(seqKey, key, raw)
 		if err != nil {
 			return
 		}
-		if !bytes.Equal(encodeValue(e.Seq, e.Value), raw) {
-			t.Fatalf("accepted bytes that encodeValue would not write: %x", raw)
+		if !bytes.Equal(storeKey(e.Key), key) {
+			t.Fatalf("accepted record key %x under bbolt key %x", shortKey(e.Key), shortKey(key))
+		}
+		if !bytes.Equal(encodeValue(e.Seq, e.Key, e.Value), raw) {
+			t.Fatalf("accepted bytes that encodeValue would not write: %x", shortKey(raw))
 		}
 	})
 }

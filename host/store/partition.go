@@ -29,13 +29,6 @@ var (
 // with another partition count.
 var ErrPartitionCount = errors.New("store partition count differs")
 
-// MaxKeySize and MaxValueSize bound a record the store can hold (bbolt's
-// key limit; a value carries a 12-byte header).
-const (
-	MaxKeySize   = bolt.MaxKeySize
-	MaxValueSize = bolt.MaxValueSize - 12
-)
-
 // Partitions returns the store's partition count, 0 if it is not
 // partitioned yet.
 func (s *Store) Partitions() int {
@@ -112,13 +105,28 @@ func (s *Store) Partition(n int, group func(key []byte) (string, error)) error {
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	s.parts = n
+	s.parts, s.format = n, formatVersionPartitioned
 	return nil
 }
 
 // Validate returns nil for a record the store can hold, and otherwise an
-// error wrapping runtime.ErrInvalidRecord.
-func (s *Store) Validate(r Record) error { return runtime.LimitsError(r, MaxKeySize, MaxValueSize) }
+// error wrapping runtime.ErrInvalidRecord. A key of any length is held
+// (one too long for bbolt under its hash, longkey.go); the record must
+// fit in one bbolt value.
+func (s *Store) Validate(r Record) error {
+	if err := runtime.LimitsError(r, 0, 0); err != nil {
+		return err
+	}
+	size := len(r.Value)
+	if hashedKey(r.Key) {
+		size += len(r.Key)
+	}
+	if size > s.maxRecord {
+		return fmt.Errorf("%w: record of %d bytes (key %d, value %d), more than the %d a store value can hold",
+			runtime.ErrInvalidRecord, size, len(r.Key), len(r.Value), s.maxRecord)
+	}
+	return nil
+}
 
 // PartitionBatch is one partition's records in an AppendPartitions call.
 type PartitionBatch struct {

@@ -74,7 +74,8 @@ func Salvage(path string) (out *Salvaged, err error) {
 		return out, nil
 	}
 	defer db.Close()
-	// The checksum covers a record's value, not its key: a key is kept
+	// The checksum covers a record's value, not its bbolt key (a hashed
+	// key's full key is in the value, and must hash to it): a key is kept
 	// only when a sequence index (the global one or its partition's, each
 	// read on its own so that one damaged index does not hide the other)
 	// names it under the sequence number its record carries.
@@ -127,15 +128,22 @@ func Salvage(path string) (out *Salvaged, err error) {
 		}
 		return recs.ForEach(func(k, v []byte) error {
 			switch {
-			case len(v) < 12:
+			case len(v) < valueHeader:
 				out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "shorter than its header"})
-			case crc32.Checksum(v[12:], castagnoli) != binary.BigEndian.Uint32(v[8:12]):
+				return nil
+			case crc32.Checksum(v[valueHeader:], castagnoli) != binary.BigEndian.Uint32(v[8:12]):
 				out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "checksum mismatch"})
+				return nil
 			case !confirmed(binary.BigEndian.Uint64(v), k):
 				out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "key not confirmed by a sequence index"})
-			default:
-				out.Records = append(out.Records, Entry{Seq: binary.BigEndian.Uint64(v), Key: bytes.Clone(k), Value: bytes.Clone(v[12:])})
+				return nil
 			}
+			key, value, err := splitValue(k, v[valueHeader:])
+			if err != nil {
+				out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: err.Error()})
+				return nil
+			}
+			out.Records = append(out.Records, Entry{Seq: binary.BigEndian.Uint64(v), Key: bytes.Clone(key), Value: bytes.Clone(value)})
 			return nil
 		})
 	})

@@ -59,11 +59,14 @@ func writeMarker(path string) error {
 
 // The on-disk layout versions written in the meta bucket: format 1 is one
 // log; format 2 adds a sequence index per partition (partition.go) and the
-// partition count. A format-1 store is converted once when it is first
-// opened with a partition count.
+// partition count; format 3 is format 2 holding records stored under the
+// hash of a key too long for bbolt (longkey.go), written when the first
+// such record is. A format-1 store is converted once when it is first
+// opened with a partition count; a format-2 store needs no conversion.
 const (
 	formatVersion            = 1
 	formatVersionPartitioned = 2
+	formatVersionHashedKeys  = 3
 )
 
 var (
@@ -84,7 +87,10 @@ type Store struct {
 
 	mu      sync.Mutex
 	nextSeq uint64
-	parts   int // partition count; 0 while the store is not partitioned
+	parts   int    // partition count; 0 while the store is not partitioned
+	format  uint32 // the format recorded in the meta bucket
+	// maxRecord bounds a record (MaxRecordSize; lower in tests).
+	maxRecord int
 }
 
 // Open opens (creating if needed) the store file at path and checks it: a
@@ -139,7 +145,7 @@ func open(path string, replace bool) (s *Store, err error) {
 		}
 		return nil, fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, err, repairHint)
 	}
-	s = &Store{path: path, db: db}
+	s = &Store{path: path, db: db, maxRecord: MaxRecordSize}
 	if err := s.init(fresh); err != nil {
 		db.Close()
 		return nil, err
@@ -165,10 +171,11 @@ func (s *Store) init(fresh bool) error {
 			return nil
 		}
 		v := meta.Get(keyFormat)
-		if len(v) != 4 || (binary.BigEndian.Uint32(v) != formatVersion && binary.BigEndian.Uint32(v) != formatVersionPartitioned) {
-			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes formats %d and %d)", v, formatVersion, formatVersionPartitioned))
+		if len(v) != 4 || binary.BigEndian.Uint32(v) < formatVersion || binary.BigEndian.Uint32(v) > formatVersionHashedKeys {
+			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes formats %d to %d)", v, formatVersion, formatVersionHashedKeys))
 		}
-		if binary.BigEndian.Uint32(v) == formatVersionPartitioned {
+		s.format = binary.BigEndian.Uint32(v)
+		if s.format >= formatVersionPartitioned {
 			if err := s.initPartitions(tx); err != nil {
 				return err
 			}
@@ -266,6 +273,7 @@ func (s *Store) create(tx *bolt.Tx) error {
 		return err
 	}
 	s.nextSeq = 1
+	s.format = formatVersion
 	if err := meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion)); err != nil {
 		return err
 	}
@@ -289,6 +297,9 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 	for i, r := range batch {
 		if len(r.Key) == 0 {
 			return 0, fmt.Errorf("store append: record %d has an empty key", i)
+		}
+		if hashedKey(r.Key) {
+			return 0, fmt.Errorf("store append: record %d: %w: a key of %d bytes is held by a partitioned store only", i, runtime.ErrInvalidRecord, len(r.Key))
 		}
 	}
 	s.mu.Lock()
@@ -316,12 +327,21 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 
 // put writes batch from sequence number next on and returns the next free
 // one; idx, when not nil, is the sequence index of the batch's partition.
+// A record whose key is stored under its hash makes the store format 3
+// (the caller's transaction writes both, or neither).
 func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) (uint64, error) {
 	recs, bySeq := tx.Bucket(bucketRecords), tx.Bucket(bucketBySeq)
 	for _, r := range batch {
-		if old := recs.Get(r.Key); old != nil {
-			if len(old) < 12 {
-				return 0, s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", r.Key, len(old)))
+		key := storeKey(r.Key)
+		if r.Value != nil && hashedKey(r.Key) && s.format != formatVersionHashedKeys {
+			if err := tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionHashedKeys)); err != nil {
+				return 0, err
+			}
+			s.format = formatVersionHashedKeys
+		}
+		if old := recs.Get(key); old != nil {
+			if len(old) < valueHeader {
+				return 0, s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", shortKey(key), len(old)))
 			}
 			if err := bySeq.Delete(old[:8]); err != nil {
 				return 0, err
@@ -333,34 +353,27 @@ func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) 
 			}
 		}
 		if r.Value == nil {
-			if err := recs.Delete(r.Key); err != nil {
+			if err := recs.Delete(key); err != nil {
 				return 0, err
 			}
 			next++
 			continue
 		}
 		seq := binary.BigEndian.AppendUint64(nil, next)
-		if err := recs.Put(r.Key, encodeValue(next, r.Value)); err != nil {
+		if err := recs.Put(key, encodeValue(next, r.Key, r.Value)); err != nil {
 			return 0, err
 		}
-		if err := bySeq.Put(seq, r.Key); err != nil {
+		if err := bySeq.Put(seq, key); err != nil {
 			return 0, err
 		}
 		if idx != nil {
-			if err := idx.Put(seq, r.Key); err != nil {
+			if err := idx.Put(seq, key); err != nil {
 				return 0, err
 			}
 		}
 		next++
 	}
 	return next, nil
-}
-
-func encodeValue(seq uint64, v []byte) []byte {
-	out := make([]byte, 12, 12+len(v))
-	binary.BigEndian.PutUint64(out, seq)
-	binary.BigEndian.PutUint32(out[8:], crc32.Checksum(v, castagnoli))
-	return append(out, v...)
 }
 
 // Replay calls fn for every live record in sequence order (the order of
@@ -406,17 +419,21 @@ func (s *Store) decode(seqKey, key, raw []byte) (Entry, error) {
 		return Entry{}, s.corrupt(fmt.Sprintf("sequence index key of %d bytes", len(seqKey)))
 	}
 	seq := binary.BigEndian.Uint64(seqKey)
-	if len(raw) < 12 {
-		return Entry{}, s.corrupt(fmt.Sprintf("sequence %d points to key %q with a %d-byte record", seq, key, len(raw)))
+	if len(raw) < valueHeader {
+		return Entry{}, s.corrupt(fmt.Sprintf("sequence %d points to key %q with a %d-byte record", seq, shortKey(key), len(raw)))
 	}
 	if !bytes.Equal(raw[:8], seqKey) {
-		return Entry{}, s.corrupt(fmt.Sprintf("key %q: index says sequence %d, record says %d", key, seq, binary.BigEndian.Uint64(raw)))
+		return Entry{}, s.corrupt(fmt.Sprintf("key %q: index says sequence %d, record says %d", shortKey(key), seq, binary.BigEndian.Uint64(raw)))
 	}
-	v := raw[12:]
-	if crc32.Checksum(v, castagnoli) != binary.BigEndian.Uint32(raw[8:12]) {
-		return Entry{}, s.corrupt(fmt.Sprintf("key %q (sequence %d): checksum mismatch", key, seq))
+	payload := raw[valueHeader:]
+	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(raw[8:12]) {
+		return Entry{}, s.corrupt(fmt.Sprintf("key %q (sequence %d): checksum mismatch", shortKey(key), seq))
 	}
-	return Entry{Seq: seq, Key: bytes.Clone(key), Value: bytes.Clone(v)}, nil
+	k, v, err := splitValue(key, payload)
+	if err != nil {
+		return Entry{}, s.corrupt(fmt.Sprintf("sequence %d: %v", seq, err))
+	}
+	return Entry{Seq: seq, Key: bytes.Clone(k), Value: bytes.Clone(v)}, nil
 }
 
 // Close flushes and closes the file.
