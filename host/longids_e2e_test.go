@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordhost/coordhost/host"
 )
 
 // TestLongIDsStored: a streams group whose group id and member id are each
@@ -13,7 +15,7 @@ import (
 // joins and gets its tasks, while another group sharing its store
 // partition (and so its store rounds) heartbeats without an error; after
 // a restart on the same data directory the member is still in the group
-// with its epoch and keeps heartbeating.
+// with its epoch and keeps heartbeating, and `coordhost repair` keeps it.
 func TestLongIDsStored(t *testing.T) {
 	dir := t.TempDir()
 	srv := startLoopHost(t, dir, "--store.partitions=1")
@@ -77,5 +79,19 @@ func TestLongIDsStored(t *testing.T) {
 	}
 	if code, _, err := m.heartbeat(ctx); err != nil || code != 0 {
 		t.Fatalf("long-id member after the restart: code %d err %v (%v)", code, err, m.errs)
+	}
+
+	stopHost(t, srv)
+	var rep strings.Builder
+	if err := host.RepairStore(dir, 1, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.String(), "dropped 0 records") {
+		t.Fatalf("repair of a healthy store with long ids:\n%s", rep.String())
+	}
+	srv = startLoopHost(t, dir, "--store.partitions=1")
+	m.cl = onConn{dialRaw(t, srv.KafkaAddr())}
+	if g, err = describeStreams(ctx, m.cl, group); err != nil || len(g.Members) != 1 || g.Members[0].MemberID != member {
+		t.Fatalf("long-id group after a repair: %+v, %v", g.Members, err)
 	}
 }
