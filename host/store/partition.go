@@ -105,7 +105,7 @@ func (s *Store) Partition(n int, group func(key []byte) (string, error)) error {
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	s.parts, s.format = n, formatVersionPartitioned
+	s.parts = n
 	return nil
 }
 

@@ -87,8 +87,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	nextSeq uint64
-	parts   int    // partition count; 0 while the store is not partitioned
-	format  uint32 // the format recorded in the meta bucket
+	parts   int // partition count; 0 while the store is not partitioned
 	// maxRecord bounds a record (MaxRecordSize; lower in tests).
 	maxRecord int
 }
@@ -174,8 +173,7 @@ func (s *Store) init(fresh bool) error {
 		if len(v) != 4 || binary.BigEndian.Uint32(v) < formatVersion || binary.BigEndian.Uint32(v) > formatVersionHashedKeys {
 			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes formats %d to %d)", v, formatVersion, formatVersionHashedKeys))
 		}
-		s.format = binary.BigEndian.Uint32(v)
-		if s.format >= formatVersionPartitioned {
+		if binary.BigEndian.Uint32(v) >= formatVersionPartitioned {
 			if err := s.initPartitions(tx); err != nil {
 				return err
 			}
@@ -273,11 +271,20 @@ func (s *Store) create(tx *bolt.Tx) error {
 		return err
 	}
 	s.nextSeq = 1
-	s.format = formatVersion
 	if err := meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion)); err != nil {
 		return err
 	}
 	return meta.Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, s.nextSeq))
+}
+
+// markHashedKeys records format 3 in tx (read from tx, not cached: a
+// failed transaction must not leave the mark behind in memory only).
+func markHashedKeys(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keyFormat); len(v) == 4 && binary.BigEndian.Uint32(v) == formatVersionHashedKeys {
+		return nil
+	}
+	return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionHashedKeys))
 }
 
 func (s *Store) corrupt(why string) error {
@@ -333,11 +340,10 @@ func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) 
 	recs, bySeq := tx.Bucket(bucketRecords), tx.Bucket(bucketBySeq)
 	for _, r := range batch {
 		key := storeKey(r.Key)
-		if r.Value != nil && hashedKey(r.Key) && s.format != formatVersionHashedKeys {
-			if err := tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionHashedKeys)); err != nil {
+		if r.Value != nil && hashedKey(r.Key) {
+			if err := markHashedKeys(tx); err != nil {
 				return 0, err
 			}
-			s.format = formatVersionHashedKeys
 		}
 		if old := recs.Get(key); old != nil {
 			if len(old) < valueHeader {
