@@ -43,8 +43,9 @@ type migSim struct {
 	assign          func(AssignInput) AssignResult
 	lastKind        GroupKind // property test: the group's kind after the last step
 	lastNonEmpty    bool
-	failNext        bool // the next batch with records fails to append
-	loseNext        bool // the next response is lost
+	failNext        bool   // the next batch with records fails to append
+	loseNext        bool   // the next response is lost
+	snap            string // datadriven scenarios: the placement of the last snapshot
 }
 
 // migInst is one Kafka Streams instance (one thread).
