@@ -342,7 +342,7 @@ func (s *migSim) staticLeave(t *testing.T, in *migInst) {
 }
 
 // placement is the streams group's epochs, and each member's target and
-// assigned active tasks keyed by instance id (member ids change when a
+// assigned active (and standby) tasks keyed by instance id (member ids change when a
 // static member is replaced), as the coordinator holds them.
 func (s *migSim) placement(t *testing.T) string {
 	g, ok := s.c.groups["g"].(*streamsGroup)
@@ -362,8 +362,12 @@ func (s *migSim) placement(t *testing.T) string {
 		for task := range m.assigned.active {
 			assigned[task] = struct{}{}
 		}
-		lines = append(lines, fmt.Sprintf("%s process=%s target=[%s] assigned=[%s] pending=%d\n",
-			key, m.processID[len(m.processID)-1:], formatTasks(g.target[id].active), formatTasks(assigned), len(m.pending.active)))
+		line := fmt.Sprintf("%s process=%s target=[%s] assigned=[%s] pending=%d",
+			key, m.processID[len(m.processID)-1:], formatTasks(g.target[id].active), formatTasks(assigned), len(m.pending.active))
+		if len(g.target[id].standby)+len(m.assigned.standby) > 0 {
+			line += fmt.Sprintf(" standby target=[%s] assigned=[%s]", formatTasks(g.target[id].standby), formatTasks(m.assigned.standby))
+		}
+		lines = append(lines, line+"\n")
 	}
 	sort.Strings(lines)
 	return b.String() + strings.Join(lines, "")
