@@ -221,6 +221,9 @@ func (s *migSim) restart() {
 		s.t.Fatalf("replay: %v", err)
 	}
 	s.c = r
+	if s.overrides != nil {
+		r.SetStreamsGroupConfig("g", *s.overrides)
+	}
 	for _, in := range s.insts {
 		if in.inflight {
 			in.inflight = false
@@ -232,7 +235,7 @@ func (s *migSim) restart() {
 		}
 	}
 	s.finish(r.Loaded(s.now))
-	s.finish(r.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: s.tasks}}))
+	s.finish(r.UpdateTopics(s.now, s.topics))
 }
 
 // checkKind: a streams group holds a streams-protocol member, unless the

@@ -82,6 +82,18 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 			in.instance = &v
 		}
 		in.keepDirs = args["dirs"] == "keep"
+		if from, ok := args["from"]; ok {
+			// A restart on the same state directory: the new incarnation
+			// reports the task directories the old one left on disk.
+			for _, old := range s.insts {
+				if old.name == from {
+					in.dirs = taskSet{}
+					for task := range old.dirs {
+						in.dirs[task] = struct{}{}
+					}
+				}
+			}
+		}
 		return "ok"
 	case "act":
 		for _, name := range strings.Split(args["name"], ",") {
@@ -122,8 +134,25 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		}
 		return "ok"
 	case "leave":
-		s.leave(s.byName(t, args["name"]))
+		in := s.byName(t, args["name"])
+		if _, ok := args["static"]; ok {
+			s.staticLeave(t, in)
+			return ""
+		}
+		s.leave(in)
 		return ""
+	case "snapshot":
+		s.snap = s.placement(t)
+		return s.snap
+	case "unchanged":
+		// The coordinator's group epoch, target assignment and every
+		// member's assigned tasks (by instance id) since the last snapshot.
+		now := s.placement(t)
+		if now != s.snap {
+			t.Errorf("%s: the group moved since the snapshot:\nbefore:\n%safter:\n%s", d.Pos, s.snap, now)
+			return "CHANGED\n" + now
+		}
+		return "unchanged\n" + now
 	case "leave-admin":
 		req := kmsg.NewPtrLeaveGroupRequest()
 		req.Version = 5
@@ -297,4 +326,49 @@ func (s *migSim) aliasIDs(out string) string {
 		}
 	}
 	return out
+}
+
+// staticLeave is a static streams member's close: a heartbeat with member
+// epoch -2 and its instance id (Kafka's LEAVE_GROUP_STATIC_MEMBER_EPOCH).
+func (s *migSim) staticLeave(t *testing.T, in *migInst) {
+	if in.classic || in.instance == nil {
+		t.Fatalf("leave static: %s is not a static streams member", in.name)
+	}
+	in.alive = false
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = "g", in.memberID, -2, in.instance
+	s.finish(s.c.StreamsGroupHeartbeat(s.now, s.req(in), ClientInfo{ClientID: in.name, ClientHost: "/10.0.0.1"}, req))
+	s.check()
+}
+
+// placement is the streams group's epochs, and each member's target and
+// assigned active (and standby) tasks keyed by instance id (member ids change when a
+// static member is replaced), as the coordinator holds them.
+func (s *migSim) placement(t *testing.T) string {
+	g, ok := s.c.groups["g"].(*streamsGroup)
+	if !ok {
+		t.Fatalf("placement: group g is not a streams group")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "group-epoch=%d assignment-epoch=%d\n", g.groupEpoch, g.assignmentEpoch)
+	lines := []string{}
+	for _, id := range g.sortedMemberIDs() {
+		m := g.members[id]
+		key := "member " + s.aliasIDs(id)
+		if m.instanceID != nil {
+			key = "instance " + *m.instanceID
+		}
+		assigned := taskSet{}
+		for task := range m.assigned.active {
+			assigned[task] = struct{}{}
+		}
+		line := fmt.Sprintf("%s process=%s target=[%s] assigned=[%s] pending=%d",
+			key, m.processID[len(m.processID)-1:], formatTasks(g.target[id].active), formatTasks(assigned), len(m.pending.active))
+		if len(g.target[id].standby)+len(m.assigned.standby) > 0 {
+			line += fmt.Sprintf(" standby target=[%s] assigned=[%s]", formatTasks(g.target[id].standby), formatTasks(m.assigned.standby))
+		}
+		lines = append(lines, line+"\n")
+	}
+	sort.Strings(lines)
+	return b.String() + strings.Join(lines, "")
 }

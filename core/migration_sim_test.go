@@ -43,8 +43,13 @@ type migSim struct {
 	assign          func(AssignInput) AssignResult
 	lastKind        GroupKind // property test: the group's kind after the last step
 	lastNonEmpty    bool
-	failNext        bool // the next batch with records fails to append
-	loseNext        bool // the next response is lost
+	failNext        bool   // the next batch with records fails to append
+	loseNext        bool   // the next response is lost
+	snap            string // datadriven scenarios: the placement of the last snapshot
+	// overrides: the group's config overrides, given again to a restarted
+	// coordinator (a host keeps them outside the log).
+	overrides *StreamsGroupOverrides
+	topics    []TopicMetadata // the topic metadata last given, given again after a restart
 }
 
 // migInst is one Kafka Streams instance (one thread).
@@ -110,7 +115,7 @@ func newMigSimConfig(t simT, tasks int32, policy MigrationPolicy, assignorWait i
 	s := &migSim{t: t, c: c, reqs: map[RequestID]*migInst{}, tasks: tasks, now: 1000,
 		sentGen: map[RequestID]int32{}, kind: map[RequestID]string{}}
 	s.topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
-	s.finish(c.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: tasks}}))
+	s.setTopics([]TopicMetadata{{Name: "in", Partitions: tasks}})
 	return s
 }
 
@@ -844,9 +849,9 @@ func (s *migSim) useHA(t *testing.T, args map[string]string) {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		o.ProbingIntervalMs = &n
 	}
-	s.c.SetStreamsGroupConfig("g", o)
+	s.setGroupConfig(o)
 	s.topology.Subtopologies[0].StateChangelogTopics = []kmsg.TopicInfo{{Topic: "store-changelog"}}
-	s.finish(s.c.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: s.tasks}, {Name: "store-changelog", Partitions: s.tasks}}))
+	s.setTopics([]TopicMetadata{{Name: "in", Partitions: s.tasks}, {Name: "store-changelog", Partitions: s.tasks}})
 	s.assign = func(in AssignInput) AssignResult {
 		res, _, _, err := haAssign(AssignorRun{Group: "g", Input: in})
 		if err != nil {
@@ -859,7 +864,17 @@ func (s *migSim) useHA(t *testing.T, args map[string]string) {
 // useStandbys gives the reference assignor n standby replicas of a
 // stateful topology (changelog store-changelog).
 func (s *migSim) useStandbys(n int32) {
-	s.c.SetStreamsGroupConfig("g", StreamsGroupOverrides{NumStandbyReplicas: &n})
+	s.setGroupConfig(StreamsGroupOverrides{NumStandbyReplicas: &n})
 	s.topology.Subtopologies[0].StateChangelogTopics = []kmsg.TopicInfo{{Topic: "store-changelog"}}
-	s.finish(s.c.UpdateTopics(s.now, []TopicMetadata{{Name: "in", Partitions: s.tasks}, {Name: "store-changelog", Partitions: s.tasks}}))
+	s.setTopics([]TopicMetadata{{Name: "in", Partitions: s.tasks}, {Name: "store-changelog", Partitions: s.tasks}})
+}
+
+func (s *migSim) setGroupConfig(o StreamsGroupOverrides) {
+	s.overrides = &o
+	s.c.SetStreamsGroupConfig("g", o)
+}
+
+func (s *migSim) setTopics(topics []TopicMetadata) {
+	s.topics = topics
+	s.finish(s.c.UpdateTopics(s.now, topics))
 }

@@ -284,6 +284,13 @@ func (c *Coordinator) resolveStaticMember(hb *hbState) (*streamsMember, *kafkaEr
 			return newStreamsMember(req.MemberID), nil
 		}
 		old := g.members[oldID]
+		// The holder itself at member epoch 0: it joined when a classic
+		// group at generation 0 converted, got epoch 0 before the first
+		// target, and the Java client sends its epoch (0) again. A new
+		// incarnation has a new member id.
+		if oldID == req.MemberID && old.epoch == joinEpoch && old.classic == nil {
+			return old, nil
+		}
 		// Online migration: a classic static member may be replaced by a
 		// streams one without leaving first (Kafka's KIP-848 rule).
 		if old.epoch != staticLeaveEpoch && old.classic == nil {
