@@ -13,7 +13,9 @@ import (
 
 // Topic metadata flows from the data plane into core: a background
 // goroutine lists the data plane's topics every TopicRefresh (and at once
-// after the loop created topics) and, when anything changed, hands the
+// after a topic was created through coordhost: by the loop for a streams
+// group, or by a client's CreateTopics or auto-creation, TopicsCreated)
+// and, when anything changed, hands the
 // new image to core with UpdateTopics.
 
 func (l *Loop) refreshTopicsLoop() {
@@ -126,9 +128,16 @@ func (l *Loop) createTopics(ts []core.TopicToCreate) {
 				l.log.Info("internal topic created", "topic", name)
 			}
 		}
-		select {
-		case l.refreshNow <- struct{}{}:
-		default:
-		}
+		l.TopicsCreated()
 	}()
+}
+
+// TopicsCreated asks for a topic metadata refresh at once, without
+// waiting for the next periodic one; calls made while one is pending
+// coalesce into it. It never blocks.
+func (l *Loop) TopicsCreated() {
+	select {
+	case l.refreshNow <- struct{}{}:
+	default:
+	}
 }

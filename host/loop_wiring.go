@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"time"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
@@ -20,6 +21,10 @@ import (
 // front of an external cluster the loop is wrapped in host/authz, so the
 // cluster's authorizer decides every group request.
 func NewCoordinator(s *Server) (Wiring, error) { return NewCoordinatorWith(nil)(s) }
+
+// topicRefresh is the wired loop's periodic topic refresh (0: the
+// loop's default); tests lengthen it.
+var topicRefresh time.Duration
 
 // NewCoordinatorWith is NewCoordinator with in-process assignors added to
 // the built-in ones: a group whose streams.assignor.name is a key of
@@ -48,6 +53,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cfg.StorePartitions, Workers: cfg.Workers,
+			TopicRefresh: topicRefresh,
 		})
 		if err != nil {
 			asg.Close(context.Background())
@@ -58,7 +64,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired,
 				Log: s.log.With("component", "authz")})
 		}
-		return Wiring{Coordinator: gc, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
+		return Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
 	}
 }
 

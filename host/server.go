@@ -52,6 +52,10 @@ type Wiring struct {
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
 	// routes; nil answers 501.
 	GroupsAPI, PluginsAPI http.Handler
+	// TopicsCreated, when set, is called (without blocking) each time a
+	// CreateTopics passing through coordhost created a topic, so the
+	// coordinator learns of it before its next periodic refresh.
+	TopicsCreated func()
 }
 
 // Server is a running coordhost: the durable store, the data plane, one
@@ -167,7 +171,7 @@ const embeddedWarning = "the embedded data plane is for development and tests: i
 func (s *Server) openDataPlane(ctx context.Context) error {
 	gc := gateway.Config{
 		Embedded: s.cfg.DataPlane.Embedded, Bootstrap: s.cfg.DataPlane.Bootstrap, Partitions: s.cfg.DataPlane.Partitions,
-		Advertise: s.advertise, Log: s.log,
+		Advertise: s.advertise, Log: s.log, TopicsCreated: s.topicsCreated,
 	}
 	if gc.Embedded {
 		gc.DataDir = filepath.Join(s.cfg.DataDir, "dataplane")
@@ -184,6 +188,15 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 	}
 	s.dp = dp
 	return nil
+}
+
+// topicsCreated passes the data plane's topic-creation signal to the
+// coordinator. The data plane calls it only on client links, which exist
+// once the listeners started, after the wiring was built.
+func (s *Server) topicsCreated() {
+	if f := s.wiring.TopicsCreated; f != nil {
+		f()
+	}
 }
 
 // advertise returns the listener address of data-plane node, starting a

@@ -51,6 +51,11 @@ type Config struct {
 	Advertise func(node int32) (host string, port int32, err error)
 	// Log receives data-plane events.
 	Log *slog.Logger
+	// TopicsCreated, when set, is called after the data plane answered a
+	// CreateTopics sent on a client link (a forwarded one, or the
+	// auto-creation of a Metadata request) with at least one topic
+	// created. It runs on the forwarding goroutine and must not block.
+	TopicsCreated func()
 }
 
 // DataPlane is coordhost's connection to the Kafka cluster that holds the

@@ -113,10 +113,23 @@ func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request
 	if l.dp.txns != nil {
 		l.dp.txns.observe(req, resp)
 	}
+	if ct, ok := req.(*kmsg.CreateTopicsRequest); ok && l.dp.cfg.TopicsCreated != nil && !ct.ValidateOnly && anyCreated(resp.(*kmsg.CreateTopicsResponse)) {
+		l.dp.cfg.TopicsCreated()
+	}
 	if fetch, ok := req.(*kmsg.FetchRequest); ok && l.dp.fetchSessions != nil {
 		l.dp.fetchSessions.observe(l.node, fetch, resp.(*kmsg.FetchResponse))
 	}
 	return resp, nil
+}
+
+// anyCreated reports whether a CreateTopics response created a topic.
+func anyCreated(r *kmsg.CreateTopicsResponse) bool {
+	for _, t := range r.Topics {
+		if t.ErrorCode == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Close closes the link.
