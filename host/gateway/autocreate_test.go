@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -107,6 +108,67 @@ func TestCreateTopicsNames(t *testing.T) {
 	for _, ti := range ts {
 		if ti.Name != "fine.name-1" {
 			t.Errorf("topic %.20q exists", ti.Name)
+		}
+	}
+}
+
+// TestTopicsCreatedHook: Config.TopicsCreated is called once per client
+// CreateTopics that created a topic, and once per Metadata request whose
+// auto-creation created one; a CreateTopics that created nothing (the
+// topic exists, or validate-only) and a Metadata request on known topics
+// do not call it.
+func TestTopicsCreatedHook(t *testing.T) {
+	ctx := ctxT(t)
+	var calls atomic.Int32
+	d, err := Open(ctx, Config{Embedded: true, Partitions: 3, TopicsCreated: func() { calls.Add(1) },
+		Advertise: func(int32) (string, int32, error) { return "127.0.0.1", 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	link, err := d.Dial(ctx, d.Nodes()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	create := func(name string, validateOnly bool) {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis, req.ValidateOnly = 7, 5000, validateOnly
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, -1
+		req.Topics = append(req.Topics, rt)
+		if _, err := link.Forward(ctx, nil, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metadata := func(name string) {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version, req.AllowAutoTopicCreation = 12, true
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+		if _, err := link.Forward(ctx, nil, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		what string
+		do   func()
+		want int32
+	}{
+		{"validate-only CreateTopics", func() { create("hook-a", true) }, 0},
+		{"CreateTopics", func() { create("hook-a", false) }, 1},
+		{"CreateTopics of an existing topic", func() { create("hook-a", false) }, 1},
+		{"CreateTopics of an invalid name", func() { create("bad/name", false) }, 1},
+		{"Metadata auto-creating a topic", func() { metadata("hook-b") }, 2},
+		{"Metadata of a known topic", func() { metadata("hook-b") }, 2},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := calls.Load(); got != s.want {
+			t.Fatalf("after %s: %d calls, want %d", s.what, got, s.want)
 		}
 	}
 }
