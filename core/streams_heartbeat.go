@@ -85,6 +85,9 @@ func (hb *hbState) because(r EventReason) {
 type ownedTasksReport struct{ active, standby, warmup taskSet }
 
 func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
+	if e := checkTopologySize(req.Topology, c.streamsConfig(req.Group).MaxTopologySize); e != nil {
+		return nil, e
+	}
 	if e := validateStreamsHeartbeat(req); e != nil {
 		return nil, e
 	}
