@@ -15,6 +15,10 @@ type Config struct {
 	Assignors []string
 	// Classic holds the classic-group (JoinGroup protocol) settings.
 	Classic ClassicConfig
+	// MaxGroups caps the groups this coordinator holds: a join that would
+	// create one more is answered COORDINATOR_NOT_AVAILABLE (retriable).
+	// 0: no cap, as in Kafka.
+	MaxGroups int
 	// AssignorWaitMs bounds how long a heartbeat that triggered an assignor
 	// run waits for the result before answering with the current target.
 	// 0 answers at once.
@@ -122,6 +126,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.probing.rebalance.interval.ms: %d must be >= 0", s.ProbingIntervalMs)
 	case len(c.Assignors) == 0:
 		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
+	case c.MaxGroups < 0:
+		return fmt.Errorf("max groups: %d must be >= 0", c.MaxGroups)
 	case c.AssignorWaitMs < 0:
 		return fmt.Errorf("assignor wait: %d must be >= 0", c.AssignorWaitMs)
 	case c.StreamsMigrationPolicy < MigrationBidirectional || c.StreamsMigrationPolicy > MigrationDisabled:

@@ -185,6 +185,9 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 	switch g := existing.(type) {
 	case *streamsGroup:
 	case nil:
+		if e := c.groupCapReached(req.Group); e != nil {
+			return nil, false, e
+		}
 		c.putGroup(req.Group, newStreamsGroup(req.Group))
 		c.emitGroup(EventGroupCreated, req.Group, "", 0)
 		created = true

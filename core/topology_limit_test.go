@@ -77,3 +77,59 @@ func TestTopologySizeLimit(t *testing.T) {
 	req.Topology.Subtopologies[1].RepartitionSourceTopics = []kmsg.TopicInfo{{Topic: "r"}, {Topic: "r2"}, {Topic: "r3"}}
 	refused(req) // 11 > 10
 }
+
+// TestGroupCap: with MaxGroups 2, a join that would create a third group
+// (streams or classic) gets COORDINATOR_NOT_AVAILABLE and leaves nothing;
+// joins to the existing groups still succeed, and once a group is gone a
+// new one may be created.
+func TestGroupCap(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxGroups = 2
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.Commit()
+	hb := func(req *kmsg.StreamsGroupHeartbeatRequest) (int16, Output) {
+		t.Helper()
+		out := c.StreamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, req)
+		c.Commit()
+		return out.Responses[0].Msg.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode, out
+	}
+	for _, g := range []string{"a", "b"} {
+		if code, _ := hb(limitJoin(g, 1)); code != 0 {
+			t.Fatalf("join %s: code %d", g, code)
+		}
+	}
+	code, out := hb(limitJoin("c", 1))
+	if code != kerr.CoordinatorNotAvailable.Code || len(out.Records) != 0 || c.groups["c"] != nil {
+		t.Fatalf("third streams group: code %d, %d records, group %v", code, len(out.Records), c.groups["c"])
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "k", "consumer", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	cout := c.JoinGroup(1000, 2, ClientInfo{ClientID: "c"}, join)
+	c.Commit()
+	if r := cout.Responses[0].Msg.(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.groups["k"] != nil || len(cout.Records) != 0 {
+		t.Fatalf("third classic group: code %d, group %v, %d records", r.ErrorCode, c.groups["k"], len(cout.Records))
+	}
+	second := limitJoin("a", 1)
+	second.MemberID = "m-a2"
+	if code, _ := hb(second); code != 0 {
+		t.Fatalf("second member of an existing group: code %d", code)
+	}
+	leave := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	leave.Version, leave.Group, leave.MemberID, leave.MemberEpoch = 1, "b", "m-b", leaveEpoch
+	if code, _ := hb(leave); code != 0 {
+		t.Fatalf("leave b: code %d", code)
+	}
+	c.DeleteGroups(1000, 3, &kmsg.DeleteGroupsRequest{Groups: []string{"b"}})
+	c.Commit()
+	if c.groups["b"] != nil {
+		t.Fatal("b not deleted")
+	}
+	if code, _ := hb(limitJoin("c", 1)); code != 0 || c.groups["c"] == nil {
+		t.Fatalf("join c after b was deleted: code %d", code)
+	}
+}

@@ -88,3 +88,27 @@ func TestOversizedTopologyRefused(t *testing.T) {
 		t.Fatalf("describe huge: code %d, want GROUP_ID_NOT_FOUND", g.ErrorCode)
 	}
 }
+
+// TestMaxGroupsThroughServer: runtime.max.groups reaches the coordinator
+// of a one-partition store: the first JoinGroup creates its group, the
+// second group's JoinGroup is answered COORDINATOR_NOT_AVAILABLE, and a
+// second join to the first group is not refused.
+func TestMaxGroupsThroughServer(t *testing.T) {
+	srv := startLoopHost(t, "", "--store.partitions=1", "--runtime.max.groups=1")
+	c := dialRaw(t, srv.KafkaAddr())
+	join := func(group string) int16 {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.ProtocolType, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+		return c.do(req, 5).(*kmsg.JoinGroupResponse).ErrorCode
+	}
+	if code := join("first"); code != kerr.MemberIDRequired.Code {
+		t.Fatalf("first group: code %d, want MEMBER_ID_REQUIRED", code)
+	}
+	if code := join("second"); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("second group: code %d, want COORDINATOR_NOT_AVAILABLE", code)
+	}
+	if code := join("first"); code != kerr.MemberIDRequired.Code {
+		t.Fatalf("first group again: code %d, want MEMBER_ID_REQUIRED", code)
+	}
+}
