@@ -73,8 +73,8 @@ func DefaultClassicConfig() ClassicConfig {
 }
 
 // DefaultMaxTopologySize is the default of StreamsConfig.MaxTopologySize:
-// far above the few hundred subtopologies of large Kafka Streams apps, and
-// small enough that one group's stored topology stays within megabytes.
+// reaching it takes tens of thousands of subtopologies, and one group's
+// stored topology stays within megabytes.
 const DefaultMaxTopologySize = 100000
 
 // DefaultConfig returns Kafka 4.4's defaults with the "sticky" assignor.
