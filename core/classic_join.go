@@ -67,6 +67,9 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 		if !unknown {
 			return classicJoinError(req.MemberID, errUnknownMemberID)
 		}
+		if e := c.groupCapReached(req.Group); e != nil {
+			return classicJoinError("", e.code)
+		}
 		g = newClassicGroup(req.Group)
 		g.stateTime = c.now
 		c.putGroup(req.Group, g)

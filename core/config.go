@@ -15,6 +15,10 @@ type Config struct {
 	Assignors []string
 	// Classic holds the classic-group (JoinGroup protocol) settings.
 	Classic ClassicConfig
+	// MaxGroups caps the groups this coordinator holds: a join that would
+	// create one more is answered COORDINATOR_NOT_AVAILABLE (retriable).
+	// 0: no cap, as in Kafka.
+	MaxGroups int
 	// AssignorWaitMs bounds how long a heartbeat that triggered an assignor
 	// run waits for the result before answering with the current target.
 	// 0 answers at once.
@@ -27,9 +31,13 @@ type Config struct {
 // StreamsConfig is the set of streams-group settings; broker values are the
 // defaults beneath per-group overrides.
 type StreamsConfig struct {
-	SessionTimeoutMs        int32 // group.streams.session.timeout.ms
-	HeartbeatIntervalMs     int32 // group.streams.heartbeat.interval.ms
-	MaxSize                 int32 // group.streams.max.size
+	SessionTimeoutMs    int32 // group.streams.session.timeout.ms
+	HeartbeatIntervalMs int32 // group.streams.heartbeat.interval.ms
+	MaxSize             int32 // group.streams.max.size
+	// MaxTopologySize bounds the entries of a topology a heartbeat may
+	// carry: subtopologies, topic names and copartition-group entries
+	// (coordhost's streams.max.topology.size; Kafka has no such bound).
+	MaxTopologySize         int32
 	NumStandbyReplicas      int32 // group.streams.num.standby.replicas
 	InitialRebalanceDelayMs int32 // group.streams.initial.rebalance.delay.ms
 	AssignmentIntervalMs    int32 // group.streams.assignment.interval.ms
@@ -64,6 +72,11 @@ func DefaultClassicConfig() ClassicConfig {
 		InitialRebalanceDelayMs: 3000, NewMemberJoinTimeoutMs: 300000}
 }
 
+// DefaultMaxTopologySize is the default of StreamsConfig.MaxTopologySize:
+// reaching it takes tens of thousands of subtopologies, and one group's
+// stored topology stays within megabytes.
+const DefaultMaxTopologySize = 100000
+
 // DefaultConfig returns Kafka 4.4's defaults with the "sticky" assignor.
 func DefaultConfig() Config {
 	return Config{
@@ -71,6 +84,7 @@ func DefaultConfig() Config {
 			SessionTimeoutMs:        45000,
 			HeartbeatIntervalMs:     5000,
 			MaxSize:                 math.MaxInt32,
+			MaxTopologySize:         DefaultMaxTopologySize,
 			NumStandbyReplicas:      0,
 			InitialRebalanceDelayMs: 3000,
 			AssignmentIntervalMs:    1000,
@@ -96,6 +110,8 @@ func (c Config) Validate() error {
 			s.HeartbeatIntervalMs, s.SessionTimeoutMs)
 	case s.MaxSize <= 0:
 		return fmt.Errorf("group.streams.max.size: %d must be > 0", s.MaxSize)
+	case s.MaxTopologySize <= 0:
+		return fmt.Errorf("streams.max.topology.size: %d must be > 0", s.MaxTopologySize)
 	case s.NumStandbyReplicas < 0:
 		return fmt.Errorf("group.streams.num.standby.replicas: %d must be >= 0", s.NumStandbyReplicas)
 	case s.InitialRebalanceDelayMs < 0:
@@ -110,6 +126,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.probing.rebalance.interval.ms: %d must be >= 0", s.ProbingIntervalMs)
 	case len(c.Assignors) == 0:
 		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
+	case c.MaxGroups < 0:
+		return fmt.Errorf("max groups: %d must be >= 0", c.MaxGroups)
 	case c.AssignorWaitMs < 0:
 		return fmt.Errorf("assignor wait: %d must be >= 0", c.AssignorWaitMs)
 	case c.StreamsMigrationPolicy < MigrationBidirectional || c.StreamsMigrationPolicy > MigrationDisabled:
@@ -137,6 +155,7 @@ func (k ClassicConfig) validate() error {
 // nil fields fall back to the broker default.
 type StreamsGroupOverrides struct {
 	MaxSize                 *int32
+	MaxTopologySize         *int32 // streams.max.topology.size
 	SessionTimeoutMs        *int32
 	HeartbeatIntervalMs     *int32
 	NumStandbyReplicas      *int32
@@ -158,7 +177,7 @@ func (o StreamsGroupOverrides) Validate() error {
 	positive := []struct {
 		key string
 		v   *int32
-	}{{"streams.max.size", o.MaxSize}, {"streams.session.timeout.ms", o.SessionTimeoutMs},
+	}{{"streams.max.size", o.MaxSize}, {"streams.max.topology.size", o.MaxTopologySize}, {"streams.session.timeout.ms", o.SessionTimeoutMs},
 		{"streams.heartbeat.interval.ms", o.HeartbeatIntervalMs}, {"streams.task.offset.interval.ms", o.TaskOffsetIntervalMs}}
 	for _, p := range positive {
 		if p.v != nil && *p.v <= 0 {
@@ -191,7 +210,7 @@ func (o StreamsGroupOverrides) Validate() error {
 // host can hand core a group's complete effective configuration.
 func (s StreamsConfig) Overrides() StreamsGroupOverrides {
 	return StreamsGroupOverrides{
-		MaxSize: &s.MaxSize, SessionTimeoutMs: &s.SessionTimeoutMs, HeartbeatIntervalMs: &s.HeartbeatIntervalMs,
+		MaxSize: &s.MaxSize, MaxTopologySize: &s.MaxTopologySize, SessionTimeoutMs: &s.SessionTimeoutMs, HeartbeatIntervalMs: &s.HeartbeatIntervalMs,
 		NumStandbyReplicas: &s.NumStandbyReplicas, InitialRebalanceDelayMs: &s.InitialRebalanceDelayMs,
 		AssignmentIntervalMs: &s.AssignmentIntervalMs, AssignorName: &s.AssignorName,
 		NumWarmupReplicas: &s.NumWarmupReplicas, AcceptableRecoveryLag: &s.AcceptableRecoveryLag,
@@ -223,6 +242,7 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 		}
 	}
 	set32(&s.MaxSize, o.MaxSize)
+	set32(&s.MaxTopologySize, o.MaxTopologySize)
 	set32(&s.SessionTimeoutMs, o.SessionTimeoutMs)
 	set32(&s.HeartbeatIntervalMs, o.HeartbeatIntervalMs)
 	set32(&s.NumStandbyReplicas, o.NumStandbyReplicas)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Coordinator is the whole deterministic group coordinator: every group of
@@ -145,6 +147,17 @@ func (c *Coordinator) putGroup(id string, g Group) {
 			delete(c.groups, id)
 		}
 	})
+}
+
+// groupCapReached reports whether creating group id would exceed
+// Config.MaxGroups. Kafka has no such cap; COORDINATOR_NOT_AVAILABLE is
+// retriable, so a client waits and retries while groups expire or are
+// deleted rather than failing.
+func (c *Coordinator) groupCapReached(id string) *kafkaError {
+	if _, ok := c.groups[id]; ok || c.cfg.MaxGroups == 0 || len(c.groups) < c.cfg.MaxGroups {
+		return nil
+	}
+	return errf(kerr.CoordinatorNotAvailable, "The coordinator holds %d groups, its maximum; retry later.", len(c.groups))
 }
 
 // Group returns the group with the given id, if any.

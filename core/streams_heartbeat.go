@@ -85,6 +85,9 @@ func (hb *hbState) because(r EventReason) {
 type ownedTasksReport struct{ active, standby, warmup taskSet }
 
 func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
+	if e := checkTopologySize(req.Topology, c.streamsConfig(req.Group).MaxTopologySize); e != nil {
+		return nil, e
+	}
 	if e := validateStreamsHeartbeat(req); e != nil {
 		return nil, e
 	}
@@ -182,6 +185,9 @@ func (c *Coordinator) streamsGroupForHeartbeat(req *kmsg.StreamsGroupHeartbeatRe
 	switch g := existing.(type) {
 	case *streamsGroup:
 	case nil:
+		if e := c.groupCapReached(req.Group); e != nil {
+			return nil, false, e
+		}
 		c.putGroup(req.Group, newStreamsGroup(req.Group))
 		c.emitGroup(EventGroupCreated, req.Group, "", 0)
 		created = true

@@ -25,6 +25,29 @@ const (
 	staticLeaveEpoch int32 = -2
 )
 
+// checkTopologySize refuses a topology with more entries than max before
+// anything is built from it, by counting: each subtopology, each topic name
+// it lists and each copartition group's source and repartition-source
+// entries count one. Kafka has no such bound; INVALID_REQUEST is its answer
+// to a heartbeat it will not accept as sent.
+func checkTopologySize(t *kmsg.StreamsGroupHeartbeatRequestTopology, max int32) *kafkaError {
+	if t == nil {
+		return nil
+	}
+	n := len(t.Subtopologies)
+	for _, s := range t.Subtopologies {
+		n += len(s.SourceTopics) + len(s.SourceTopicRegex) + len(s.RepartitionSinkTopics) +
+			len(s.RepartitionSourceTopics) + len(s.StateChangelogTopics)
+		for _, cg := range s.CopartitionGroups {
+			n += len(cg.SourceTopics) + len(cg.RepartitionSourceTopics) + len(cg.SourceTopicRegex)
+		}
+	}
+	if n > int(max) {
+		return errf(kerr.InvalidRequest, "The topology has %d entries (subtopologies, topics and copartition-group entries), more than streams.max.topology.size %d.", n, max)
+	}
+	return nil
+}
+
 // validateStreamsHeartbeat applies the request-level rules Kafka checks in
 // KafkaApis and GroupCoordinatorService before the group is looked at.
 func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *kafkaError {

@@ -12,6 +12,7 @@ import (
 	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
+	"github.com/coordhost/coordhost/host/runtime"
 )
 
 // NewCoordinator is the Options.Coordinator factory of a real server: it
@@ -34,6 +35,11 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 	return func(s *Server) (Wiring, error) {
 		cfg := s.cfg
 		cc := CoreConfig(cfg)
+		storeParts := 0
+		if s.store != nil {
+			storeParts = s.store.Partitions()
+		}
+		cc.MaxGroups = partitionShare(cfg.MaxGroups, storeParts, cfg.StorePartitions)
 		if _, err := core.New(cc); err != nil {
 			return Wiring{}, fmt.Errorf("coordinator config: %w", err)
 		}
@@ -86,6 +92,19 @@ func CoreConfig(cfg *config.Config) core.Config {
 		}
 	}
 	return cc
+}
+
+// partitionShare is one partition's share of maxGroups (rounded up) over
+// the store's partitions: its existing count, else the configured one.
+func partitionShare(maxGroups, storeParts, configured int) int {
+	parts := storeParts
+	if parts == 0 {
+		parts = configured
+	}
+	if parts <= 0 {
+		parts = runtime.DefaultPartitions
+	}
+	return (maxGroups + parts - 1) / parts
 }
 
 // Metrics is the server's metrics registry.

@@ -48,6 +48,8 @@ type Config struct {
 	StorePartitions int
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
+	// MaxGroups caps the groups of the process (0: no cap).
+	MaxGroups int
 	// Groups resolves per-group settings.
 	Groups *Groups
 	// File is the YAML file loaded, if any.
@@ -298,6 +300,7 @@ func fromValues(v map[string]any) (*Config, error) {
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
 		StorePartitions: int(v["store.partitions"].(int64)), Workers: int(v["runtime.workers"].(int64)),
+		MaxGroups: int(v["runtime.max.groups"].(int64)),
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)

@@ -24,6 +24,7 @@ type Group struct {
 	StreamsAssignorTimeoutMs       int32    // streams.assignor.timeout.ms
 	StreamsAssignorShadow          []string // streams.assignor.shadow
 	StreamsMaxSize                 int32    // streams.max.size
+	StreamsMaxTopologySize         int32    // streams.max.topology.size
 	StreamsRackAwareAssignmentTags []string // streams.rack.aware.assignment.tags
 	StreamsMigrationPolicy         string   // streams.migration.policy
 	InitialRebalanceDelayMs        int32    // group.initial.rebalance.delay.ms

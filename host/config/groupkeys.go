@@ -97,6 +97,9 @@ var groupKeys = withCoreDefaults([]key{
 	{name: "streams.max.size", kind: kInt, min: 1, max: math.MaxInt32,
 		field: i32(func(g *Group) *int32 { return &g.StreamsMaxSize }, func(c *core.Config) *int32 { return &c.Streams.MaxSize }),
 		doc:   "Streams group: maximum members (Kafka's group.streams.max.size)."},
+	{name: "streams.max.topology.size", kind: kInt, min: 1, max: math.MaxInt32, fileOnly: true,
+		field: i32(func(g *Group) *int32 { return &g.StreamsMaxTopologySize }, func(c *core.Config) *int32 { return &c.Streams.MaxTopologySize }),
+		doc:   "Streams group: maximum entries of a heartbeat's topology (subtopologies, topic names, copartition-group entries); a larger one is refused with INVALID_REQUEST before anything is stored (coordhost's own; Kafka has no bound). Config file only."},
 	{name: "streams.migration.policy", kind: kString, oneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"},
 		field: field{
 			set: func(g *Group, v any) { g.StreamsMigrationPolicy = v.(string) },

@@ -117,7 +117,8 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		"streams.initial.rebalance.delay.ms": int64(11), "streams.assignment.interval.ms": int64(13),
 		"streams.task.offset.interval.ms": int64(17), "streams.assignor.name": "ha",
 		"streams.rack.aware.assignment.tags": []string{"zone"}, "streams.max.size": int64(19),
-		"streams.migration.policy": "upgrade", "group.initial.rebalance.delay.ms": int64(23),
+		"streams.max.topology.size": int64(53),
+		"streams.migration.policy":  "upgrade", "group.initial.rebalance.delay.ms": int64(23),
 		"group.min.session.timeout.ms": int64(29), "group.max.session.timeout.ms": int64(31), "group.max.size": int64(37),
 		// keys core does not read
 		"streams.probing.policy": "builtin", "streams.end.offsets.refresh.ms": int64(41), "streams.assignor.timeout.ms": int64(43),
@@ -133,7 +134,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 	want := core.DefaultConfig()
 	want.Streams = core.StreamsConfig{SessionTimeoutMs: 50001, HeartbeatIntervalMs: 5001, NumStandbyReplicas: 1, NumWarmupReplicas: 3,
 		AcceptableRecoveryLag: 7, ProbingIntervalMs: 9, InitialRebalanceDelayMs: 11, AssignmentIntervalMs: 13, TaskOffsetIntervalMs: 17,
-		AssignorName: "ha", RackAwareAssignmentTags: []string{"zone"}, MaxSize: 19}
+		AssignorName: "ha", RackAwareAssignmentTags: []string{"zone"}, MaxSize: 19, MaxTopologySize: 53}
 	want.StreamsMigrationPolicy = core.MigrationUpgrade
 	want.Classic = core.ClassicConfig{InitialRebalanceDelayMs: 23, MinSessionTimeoutMs: 29, MaxSessionTimeoutMs: 31, MaxSize: 37,
 		NewMemberJoinTimeoutMs: want.Classic.NewMemberJoinTimeoutMs}
@@ -146,7 +147,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		t.Fatalf("host-only keys: %+v", g)
 	}
 	s, c, p := g.CoreGroup()
-	if *s.SessionTimeoutMs != 50001 || *s.AssignorName != "ha" || *s.ProbingPolicy != "" || *c.MaxSize != 37 || p != core.MigrationUpgrade {
+	if *s.SessionTimeoutMs != 50001 || *s.AssignorName != "ha" || *s.ProbingPolicy != "" || *s.MaxTopologySize != 53 || *c.MaxSize != 37 || p != core.MigrationUpgrade {
 		t.Fatalf("per-group: streams %+v classic %+v policy %v", s, c, p)
 	}
 }

@@ -53,6 +53,7 @@ var serverKeys = []key{
 	{name: "data.dir", def: "./coordhost-data", kind: kString, doc: "Directory of the durable store (coordhost.db), of the embedded data plane (dataplane/) and of compiled plugin code (plugin-cache/)."},
 	{name: "store.partitions", def: int64(50), kind: kInt, min: 1, max: 10000, doc: "Partitions of the group store (Kafka's offsets.topic.num.partitions): a group's partition is fixed by this count, so it takes effect only when the store is created; a store created with another count refuses to start."},
 	{name: "runtime.workers", def: int64(0), kind: kInt, min: 0, max: 1024, doc: "Goroutines that run the partitions' event loops; 0: GOMAXPROCS."},
+	{name: "runtime.max.groups", def: int64(100000), kind: kInt, min: 0, max: math.MaxInt32, doc: "Groups the process holds; each store partition holds at most its share (rounded up), and a join that would create a group beyond it is answered COORDINATOR_NOT_AVAILABLE (retriable). 0: no cap, as in Kafka."},
 	{name: "dataplane.mode", def: "embedded", kind: kString, oneOf: []string{"embedded", "external"}, doc: "embedded: an in-process single-node cluster under data.dir; external: the Kafka cluster at dataplane.bootstrap."},
 	{name: "dataplane.bootstrap", def: []string{}, kind: kList, doc: "External cluster brokers (host:port, comma-separated in the environment)."},
 	{name: "dataplane.tls.enabled", def: false, kind: kBool, doc: "External: connect to the cluster over TLS (coordhost's own connections and every client's upstream connection)."},
