@@ -36,6 +36,20 @@ func JavaMain(tb testing.TB, dir, mainClass string, args ...string) []byte {
 	return stdout.Bytes()
 }
 
+// JavaMainPerFile runs mainClass (as JavaMain) on input files and splits
+// its output, where each file's answer follows a line "== NAME", into the
+// answers by NAME: the protocol of the parity harnesses under interop/.
+func JavaMainPerFile(tb testing.TB, dir, mainClass string, files ...string) map[string]string {
+	tb.Helper()
+	out := string(JavaMain(tb, dir, mainClass, files...))
+	res := map[string]string{}
+	for _, chunk := range strings.Split(out, "== ")[1:] {
+		name, body, _ := strings.Cut(chunk, "\n")
+		res[name] = body
+	}
+	return res
+}
+
 // MavenClasspath builds the Maven project in dir (once per test binary:
 // mvn package plus its dependency classpath) and returns the classpath of
 // its classes and dependencies. A missing mvn skips the test, or fails it

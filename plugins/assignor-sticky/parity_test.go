@@ -137,13 +137,7 @@ func goOutput(req *abi.AssignRequest) string {
 // output per file name.
 func runJava(t *testing.T, files []string) map[string]string {
 	t.Helper()
-	out := string(testtool.JavaMain(t, javaDir, javaMain, files...))
-	res := map[string]string{}
-	for _, chunk := range strings.Split(out, "== ")[1:] {
-		name, body, _ := strings.Cut(chunk, "\n")
-		res[name] = body
-	}
-	return res
+	return testtool.JavaMainPerFile(t, javaDir, javaMain, files...)
 }
 
 func vectorName(i int) string { return fmt.Sprintf("case%03d", i) }

@@ -167,17 +167,11 @@ func javaError(err error) string {
 	return err.Error()
 }
 
-// runJava runs Kafka's assignors on the given input files and returns the
+// runJava runs Kafka's assignor on the given input files and returns the
 // output per file name.
 func runJava(t *testing.T, files []string) map[string]string {
 	t.Helper()
-	out := string(testtool.JavaMain(t, javaDir, javaMain, files...))
-	res := map[string]string{}
-	for _, chunk := range strings.Split(out, "== ")[1:] {
-		name, body, _ := strings.Cut(chunk, "\n")
-		res[name] = body
-	}
-	return res
+	return testtool.JavaMainPerFile(t, javaDir, javaMain, files...)
 }
 
 func vectorName(i int) string { return fmt.Sprintf("case%03d", i) }
