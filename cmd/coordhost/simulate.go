@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/plugin"
+	"github.com/coordhost/coordhost/host/sim"
+)
+
+func init() {
+	commands["simulate"] = func(args []string) int { return simulateCommand(args, os.Stdout, os.Stderr) }
+}
+
+const simulateUsage = `usage: coordhost simulate --scenario FILE [--seed N] --assignor A [--assignor B ...] [--json FILE] [--html FILE]
+
+Replays the streams group scenario in FILE (YAML or JSON; format:
+docs/AB-TESTING.md, "Simulating a group's life") against each assignor and
+compares them: rebalances, tasks moved, warm and cold hand-overs,
+task-seconds without a caught-up active, balance over time. An assignor is
+a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file.
+--json and --html write the reports ("-" is standard output); without
+either, a table goes to standard output. The same scenario, seed and
+assignors give byte-identical reports.
+`
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// simulateCommand runs `coordhost simulate` and returns the exit code: 0
+// when every assignor's replay completed, 1 when the scenario, an assignor
+// or an output fails, 2 on usage errors.
+func simulateCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("coordhost simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	scenario := fs.String("scenario", "", "the scenario file (YAML or JSON)")
+	seedArg := fs.String("seed", "", "seed for the scenario's randomness (default: the file's seed)")
+	var assignors listFlag
+	fs.Var(&assignors, "assignor", "an assignor to replay: sticky, ha, builtin:NAME or FILE.wasm (repeatable)")
+	jsonOut := fs.String("json", "", "write the JSON report to this file (- for standard output)")
+	htmlOut := fs.String("html", "", "write the HTML report to this file (- for standard output)")
+	deadline := fs.Duration("deadline", 10*time.Second, "per-call deadline of a .wasm plugin")
+	pages := fs.Uint("memory-pages", 1024, "linear memory limit of a .wasm plugin, in 64 KiB pages")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, simulateUsage+"\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *scenario == "" || len(assignors) == 0 || fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "coordhost simulate:", err)
+		return 1
+	}
+	var seed *uint64
+	if *seedArg != "" {
+		v, err := strconv.ParseUint(*seedArg, 10, 64)
+		if err != nil {
+			fmt.Fprintf(stderr, "coordhost simulate: --seed %q: want an unsigned integer\n", *seedArg)
+			return 2
+		}
+		seed = &v
+	}
+	data, err := os.ReadFile(*scenario)
+	if err != nil {
+		return fail(err)
+	}
+	sc, err := sim.Decode(*scenario, data, seed)
+	if err != nil {
+		return fail(err)
+	}
+	cfg := plugin.Config{Deadline: *deadline, MemoryLimitPages: uint32(*pages),
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	var runs []sim.Assignor
+	seen := map[string]bool{}
+	for _, arg := range assignors {
+		a, err := simAssignor(context.Background(), arg, cfg)
+		if err != nil {
+			return fail(err)
+		}
+		defer a.close()
+		if seen[a.Name] {
+			return fail(fmt.Errorf("--assignor %s: an assignor named %q is already in the run", arg, a.Name))
+		}
+		seen[a.Name] = true
+		runs = append(runs, a.Assignor)
+	}
+	report := sim.Run(sc, runs)
+	for _, out := range []struct {
+		path string
+		data func() []byte
+	}{{*jsonOut, report.JSON}, {*htmlOut, report.HTML}} {
+		if err := writeOutput(out.path, out.data, stdout); err != nil {
+			return fail(err)
+		}
+	}
+	if *jsonOut == "" && *htmlOut == "" {
+		printSimulation(stdout, report)
+	}
+	if failed := report.Failed(); len(failed) > 0 {
+		return fail(fmt.Errorf("replay stopped for %s (see the report)", strings.Join(failed, ", ")))
+	}
+	return 0
+}
+
+func writeOutput(path string, data func() []byte, stdout io.Writer) error {
+	switch path {
+	case "":
+		return nil
+	case "-":
+		_, err := stdout.Write(data())
+		return err
+	}
+	return os.WriteFile(path, data(), 0o644)
+}
+
+// openSim is an opened assignor in the simulator's terms.
+type openSim struct {
+	sim.Assignor
+	close func()
+}
+
+// simAssignor opens arg as `coordhost assign` opens --plugin (a bare
+// built-in name is accepted too) and names its version: "native", or the
+// module's "wasm sha256:" prefix as the rebalance history names it.
+func simAssignor(ctx context.Context, arg string, cfg plugin.Config) (*openSim, error) {
+	if _, ok := host.BuiltinAssignors[arg]; ok && !strings.HasSuffix(arg, ".wasm") {
+		if _, err := os.Stat(arg); errors.Is(err, os.ErrNotExist) {
+			arg = "builtin:" + arg
+		}
+	}
+	a, err := openAssignor(ctx, arg, cfg)
+	if err != nil {
+		return nil, err
+	}
+	version := "native"
+	if !strings.HasPrefix(arg, "builtin:") {
+		data, err := os.ReadFile(arg)
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		version = "wasm sha256:" + hex.EncodeToString(sum[:])[:16]
+	}
+	return &openSim{Assignor: sim.Assignor{Name: a.name, Version: version, Assign: a.assign}, close: a.close}, nil
+}
+
+// printSimulation writes the totals as a table.
+func printSimulation(w io.Writer, r *sim.Report) {
+	fmt.Fprintf(w, "scenario %q, seed %d, %v s, %d tasks\n\n", r.Scenario, r.Seed, r.DurationS, r.Tasks)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ASSIGNOR\tREBALANCES\tMOVED\tWARM\tCOLD\tUNAVAILABLE TASK-S\tMAX UNAVAILABLE\tMAX SPREAD\t")
+	for _, a := range r.Assignors {
+		t := a.Totals
+		name := a.Name
+		if a.Error != "" {
+			name += " (stopped: " + a.Error + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%v\t%d\t%d\t\n", name, t.Rebalances, t.TasksMoved, t.Warm, t.Cold,
+			a.UnavailableTaskS, t.MaxUnavailable, t.MaxActiveSpread)
+	}
+	tw.Flush()
+}

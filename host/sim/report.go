@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/coordhost/coordhost/abi/metrics"
+)
+
+// Report is the result of a run: the scenario's parameters and one entry
+// per assignor, in the order they were given. Its JSON has a fixed field
+// order and no maps, so equal runs encode to equal bytes.
+type Report struct {
+	Scenario    string           `json:"scenario"`
+	Seed        uint64           `json:"seed"`
+	DurationS   float64          `json:"duration_s"`
+	TickMs      int64            `json:"tick_ms"`
+	Tasks       int              `json:"tasks"`
+	RestorePerS int64            `json:"restore_records_per_s"`
+	Assignors   []AssignorReport `json:"assignors"`
+}
+
+// AssignorReport is one assignor's replay.
+type AssignorReport struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Error is the failure that stopped the replay, if any.
+	Error  string `json:"error,omitempty"`
+	Totals Totals `json:"totals"`
+	// UnavailableTaskS is the sum over time of the tasks without a
+	// caught-up active (task-seconds).
+	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
+	// Rebalances lists every installed target, the baseline first.
+	Rebalances []Rebalance `json:"rebalances"`
+	// Unavailable is the number of tasks without a caught-up active,
+	// one point each time it changes.
+	Unavailable []Point `json:"unavailable"`
+
+	unavailableMs int64
+}
+
+// Totals sum the rebalances after the baseline.
+type Totals struct {
+	Rebalances int `json:"rebalances"`
+	// ProbesUnchanged counts probing runs whose target equalled the
+	// current one (nothing installed).
+	ProbesUnchanged int `json:"probes_unchanged"`
+	TasksMoved      int `json:"tasks_moved"`
+	HandOvers       int `json:"hand_overs"`
+	Warm            int `json:"warm_hand_overs"`
+	Cold            int `json:"cold_hand_overs"`
+	StandbysMoved   int `json:"standbys_moved"`
+	WarmupsOpened   int `json:"warmups_opened"`
+	// MaxUnavailable is the most tasks without a caught-up active at once.
+	MaxUnavailable int `json:"max_unavailable_tasks"`
+	// MaxActiveSpread is the largest active_per_process spread of a
+	// target after the baseline.
+	MaxActiveSpread int `json:"max_active_per_process_spread"`
+}
+
+func (t *Totals) add(rb Rebalance) {
+	t.Rebalances++
+	t.TasksMoved += rb.TasksMoved
+	t.HandOvers += rb.Movement.HandOvers
+	t.Warm += rb.Movement.Warm
+	t.Cold += rb.Movement.Cold
+	t.StandbysMoved += rb.Movement.StandbysMoved
+	t.WarmupsOpened += rb.Warmups.Open
+	t.MaxActiveSpread = max(t.MaxActiveSpread, rb.Balance.ActivePerProcess.Spread)
+}
+
+// Rebalance is one installed target and its abi/metrics figures, measured
+// against the members' previous target.
+type Rebalance struct {
+	AtS      float64  `json:"at_s"`
+	Epoch    int32    `json:"epoch"`
+	Reasons  []string `json:"reasons"`
+	Baseline bool     `json:"baseline,omitempty"`
+	Members  int      `json:"members"`
+	// Processes with at least one member.
+	Processes int `json:"processes"`
+	// TasksMoved is Movement.Moved plus FromDeparted.
+	TasksMoved int `json:"tasks_moved"`
+	// FromDeparted counts active tasks whose previous owner left the
+	// group or was fenced (abi/metrics counts them in Movement.New).
+	FromDeparted int              `json:"from_departed"`
+	Movement     metrics.Movement `json:"movement"`
+	Balance      metrics.Balance  `json:"balance"`
+	Standbys     metrics.Standbys `json:"standbys"`
+	Warmups      metrics.Warmups  `json:"warmups"`
+}
+
+// Point is a value that holds from AtS on.
+type Point struct {
+	AtS   float64 `json:"at_s"`
+	Tasks int     `json:"tasks"`
+}
+
+// JSON encodes the report, indented, with a final newline.
+func (r *Report) JSON() []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		panic("sim: encoding the report: " + err.Error()) // plain structs and finite floats only
+	}
+	return b.Bytes()
+}
+
+// Failed lists the assignors whose replay stopped on an error.
+func (r *Report) Failed() []string {
+	var out []string
+	for _, a := range r.Assignors {
+		if a.Error != "" {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+// Assignor is one assignor to simulate: a name and version for the report
+// and the function that computes a target, which must return a valid
+// assignment (abi.ValidateAssignment) or an error.
+type Assignor struct {
+	Name    string
+	Version string
+	Assign  func(*abi.AssignRequest) (*abi.AssignResponse, error)
+}
+
+// Run replays sc against each assignor in turn and returns the report.
+// Every assignor sees the same events, member ids and changelogs; an
+// assignor that fails stops its own replay (its error is in the report).
+func Run(sc *Scenario, assignors []Assignor) *Report {
+	r := &Report{Scenario: sc.Name, Seed: sc.Seed, DurationS: sc.DurationS, TickMs: sc.TickMs,
+		Tasks: int(abi.NewTaskSpace(sc.subs).Total()), RestorePerS: sc.State.RestorePerS}
+	for _, a := range assignors {
+		r.Assignors = append(r.Assignors, newWorld(sc, a).run())
+	}
+	return r
+}
+
+// member is one member of the group as the simulation knows it.
+type member struct {
+	label, id, process, rack string
+	crashedMs                int64 // -1: running
+	target                   abi.MemberAssignment
+}
+
+// world is one assignor's replay of the scenario.
+type world struct {
+	sc       *Scenario
+	a        Assignor
+	stateful []bool
+	end      []int64            // per task: changelog end offset
+	local    map[string][]int64 // per process: offset of its local state per task, -1 none
+	appendMs int64              // records per second of each changelog
+	members  []*member          // in the group, sorted by id
+	epoch    int32
+	started  bool // the first target is installed
+	probeAt  int64
+	lastWarm string           // caught-up warm-ups that started the last early probe
+	owner    map[int32]string // active task -> member id in the installed target
+	out      *AssignorReport
+	unavail  int // tasks without a caught-up active at the last tick
+}
+
+func newWorld(sc *Scenario, a Assignor) *world {
+	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1,
+		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
+	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
+	for _, s := range sc.subs {
+		for range s.Partitions {
+			w.stateful = append(w.stateful, s.Stateful)
+			var e int64
+			if s.Stateful {
+				e = sc.State.ChangelogRecords
+				if sc.State.ChangelogJitter > 0 {
+					e += rng.Int64N(sc.State.ChangelogJitter + 1)
+				}
+			}
+			w.end = append(w.end, e)
+		}
+	}
+	return w
+}
+
+func (w *world) run() AssignorReport {
+	steps := w.sc.steps
+	tick := w.sc.TickMs
+	var carry int64 // sub-record remainder of changelog growth, in record-milliseconds
+	for now := int64(0); now < w.sc.durationMs(); now += tick {
+		var reasons []string
+		for len(steps) > 0 && steps[0].atMs <= now {
+			if r := w.apply(steps[0], now); r != "" {
+				reasons = append(reasons, r)
+			}
+			steps = steps[1:]
+		}
+		reasons = append(reasons, w.fence(now)...)
+		var err error
+		switch {
+		case len(reasons) > 0:
+			err = w.assign(now, reasons, false)
+		case w.probeDue(now):
+			err = w.assign(now, []string{"probe"}, true)
+		}
+		if err != nil {
+			w.out.Error = err.Error()
+			break
+		}
+		w.account(now)
+		carry += w.appendMs * tick
+		grow := carry / 1000
+		carry %= 1000
+		w.advance(grow, w.sc.State.RestorePerS*tick/1000)
+	}
+	w.out.UnavailableTaskS = float64(w.out.unavailableMs) / 1000
+	return *w.out
+}
+
+// apply applies one step and returns the reason it gives for a rebalance.
+func (w *world) apply(s step, now int64) string {
+	switch s.kind {
+	case stepJoin:
+		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1}
+		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return cmpString(a.id, id) })
+		w.members = slices.Insert(w.members, i, m)
+		if w.local[m.process] == nil {
+			w.local[m.process] = none(len(w.end))
+		}
+		return "member-joined:" + s.label
+	case stepLeave:
+		w.remove(s.label)
+		return "member-left:" + s.label
+	case stepCrash:
+		w.find(s.label).crashedMs = now
+	case stepAppend:
+		w.appendMs = s.n
+	case stepLoseState:
+		if l := w.local[s.process]; l != nil {
+			copy(l, none(len(l)))
+		}
+	}
+	return ""
+}
+
+// fence removes the crashed members whose session timed out.
+func (w *world) fence(now int64) []string {
+	var out []string
+	for _, m := range slices.Clone(w.members) {
+		if m.crashedMs >= 0 && now >= m.crashedMs+ms(w.sc.SessionTimeoS) {
+			w.remove(m.label)
+			out = append(out, "member-fenced:"+m.label)
+		}
+	}
+	return out
+}
+
+func (w *world) find(label string) *member {
+	for _, m := range w.members {
+		if m.label == label {
+			return m
+		}
+	}
+	panic(fmt.Sprintf("sim: member %q not in the group (Decode checks every step)", label))
+}
+
+func (w *world) remove(label string) {
+	m := w.find(label)
+	w.members = slices.DeleteFunc(w.members, func(x *member) bool { return x == m })
+}
+
+func none(n int) []int64 {
+	l := make([]int64, n)
+	for i := range l {
+		l[i] = -1
+	}
+	return l
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// request builds the input the host would hand the assignor: members
+// sorted by id, their current target as owned tasks, the offsets of the
+// local state of their process and every changelog's end offset.
+func (w *world) request() *abi.AssignRequest {
+	a := w.sc.Assignment
+	req := &abi.AssignRequest{GroupID: w.sc.Name, GroupEpoch: w.epoch, Seed: splitmix(w.sc.Seed ^ uint64(w.epoch)),
+		Subtopologies: w.sc.subs,
+		Configs: abi.Configs{NumStandbyReplicas: a.NumStandbyReplicas, NumWarmupReplicas: a.NumWarmupReplicas,
+			AcceptableRecoveryLag: a.AcceptableRecoveryLag, All: []abi.KV{
+				{Key: "acceptable.recovery.lag", Value: strconv.FormatInt(a.AcceptableRecoveryLag, 10)},
+				{Key: "num.standby.replicas", Value: strconv.Itoa(int(a.NumStandbyReplicas))},
+				{Key: "num.warmup.replicas", Value: strconv.Itoa(int(a.NumWarmupReplicas))},
+				{Key: "probing.rebalance.interval.ms", Value: strconv.FormatInt(a.ProbingIntervalMs, 10)},
+			}}}
+	procs := map[string]int32{}
+	for _, m := range w.members {
+		if _, ok := procs[m.process]; !ok {
+			procs[m.process] = 0
+			req.Processes = append(req.Processes, m.process)
+		}
+	}
+	sort.Strings(req.Processes)
+	for i, p := range req.Processes {
+		procs[p] = int32(i)
+	}
+	var ends []abi.TaskOffset
+	for t, e := range w.end {
+		if w.stateful[t] {
+			ends = append(ends, abi.TaskOffset{Task: int32(t), Offset: e})
+		}
+	}
+	for _, m := range w.members {
+		am := abi.Member{ID: m.id, Process: procs[m.process], Rack: m.rack,
+			Active: m.target.Active, Standby: m.target.Standby, Warmup: m.target.Warmup, TaskEndOffsets: ends}
+		for t, o := range w.local[m.process] {
+			if o >= 0 && w.stateful[t] {
+				am.TaskOffsets = append(am.TaskOffsets, abi.TaskOffset{Task: int32(t), Offset: o})
+			}
+		}
+		req.Members = append(req.Members, am)
+	}
+	return req
+}
+
+// splitmix is SplitMix64's finalizer: a per-run seed from the scenario's.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}

@@ -1,0 +1,430 @@
+// Package sim replays a scenario of a streams group's life — members
+// joining, leaving, crashing, a rolling restart, changelog growth — against
+// task assignors, and measures what each assignor's targets cost: rebalances,
+// tasks moved, warm and cold hand-overs (abi/metrics), task-seconds without
+// a caught-up active, and balance over time. A run is a pure function of the
+// scenario, the seed and the assignors' answers: it reads no clock, and its
+// JSON and HTML reports are byte-identical for the same inputs.
+//
+// docs/AB-TESTING.md ("Simulating a group's life") describes the scenario
+// format and the model; `coordhost simulate` runs it.
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/knadh/koanf/parsers/yaml"
+)
+
+// Limits of a scenario, so a hostile file cannot make a run unbounded.
+const (
+	MaxTicks   = 1_000_000 // duration_s / tick
+	MaxEvents  = 10_000    // after expanding restarts
+	MaxMembers = 1_000     // members alive at once
+	maxSeconds = 30 * 24 * 3600
+	maxRecords = 1 << 50
+)
+
+// Scenario is a decoded, validated scenario file.
+type Scenario struct {
+	Name          string            `json:"name"`
+	Seed          uint64            `json:"seed"`
+	DurationS     float64           `json:"duration_s"`
+	TickMs        int64             `json:"tick_ms"`
+	SessionTimeoS float64           `json:"session_timeout_s"`
+	Subtopologies []Subtopology     `json:"subtopologies"`
+	Assignment    AssignmentConfigs `json:"assignment"`
+	State         StateModel        `json:"state"`
+	Events        []Event           `json:"events"`
+
+	// Derived by Decode.
+	steps []step
+	subs  []abi.Subtopology
+}
+
+// Subtopology is one subtopology of the group's topology.
+type Subtopology struct {
+	ID         string `json:"id"`
+	Partitions int32  `json:"partitions"`
+	Stateful   bool   `json:"stateful"`
+}
+
+// AssignmentConfigs are the group's assignment configs, handed to every
+// assignor run as the host hands them (abi.Configs and its All list).
+type AssignmentConfigs struct {
+	NumStandbyReplicas    int32 `json:"num_standby_replicas"`
+	NumWarmupReplicas     int32 `json:"num_warmup_replicas"`
+	AcceptableRecoveryLag int64 `json:"acceptable_recovery_lag"`
+	ProbingIntervalMs     int64 `json:"probing_interval_ms"`
+}
+
+// StateModel is the changelog and restore model of every stateful task.
+type StateModel struct {
+	// ChangelogRecords is each stateful task's changelog end offset at
+	// t = 0, plus a draw from [0, ChangelogJitter] per task from the seed.
+	ChangelogRecords int64 `json:"changelog_records"`
+	ChangelogJitter  int64 `json:"changelog_jitter"`
+	// AppendPerS is how many records each stateful changelog grows by per
+	// second (an event may change it).
+	AppendPerS int64 `json:"append_records_per_s"`
+	// RestorePerS is how many records one copy of a task (active, standby
+	// or warm-up) restores per second, each copy independently.
+	RestorePerS int64 `json:"restore_records_per_s"`
+}
+
+// Event is one line of the scenario's events: exactly one of Join, Leave,
+// Crash, Restart, AppendPerS or LoseState, at AtS seconds.
+type Event struct {
+	AtS float64 `json:"at_s"`
+	// Join: a member (its label) joins, on Process (default: the label),
+	// in Rack. Leave: it leaves the group (a clean close). Crash: it stops
+	// without leaving; the group fences it after session_timeout_s.
+	Join    string `json:"join,omitempty"`
+	Process string `json:"process,omitempty"`
+	Rack    string `json:"rack,omitempty"`
+	Leave   string `json:"leave,omitempty"`
+	Crash   string `json:"crash,omitempty"`
+	// Restart: a rolling restart of these members, one every EveryS
+	// seconds; each leaves, and rejoins DownS seconds later on the same
+	// process with its state on disk.
+	Restart []string `json:"restart,omitempty"`
+	DownS   float64  `json:"down_s,omitempty"`
+	EveryS  float64  `json:"every_s,omitempty"`
+	// AppendPerS sets the changelogs' growth from now on.
+	AppendPerS *int64 `json:"append_records_per_s,omitempty"`
+	// LoseState: the process loses its local state (e.g. a new disk).
+	LoseState string `json:"lose_state,omitempty"`
+}
+
+// stepKind is one primitive change a step applies.
+type stepKind int
+
+const (
+	stepJoin stepKind = iota
+	stepLeave
+	stepCrash
+	stepAppend
+	stepLoseState
+)
+
+// step is one primitive change at atMs, after restarts are expanded and
+// member ids drawn from the seed.
+type step struct {
+	atMs    int64
+	order   int // position in the expanded list, for a stable sort
+	kind    stepKind
+	label   string
+	id      string // the member id of a join
+	process string
+	rack    string
+	n       int64
+}
+
+// Decode parses a scenario (JSON, or YAML when it does not start with
+// '{'), validates it and draws its member ids from the seed (seed, when not
+// nil, replaces the file's). Errors name the file, the field and the value.
+func Decode(name string, data []byte, seed *uint64) (*Scenario, error) {
+	sc, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if seed != nil {
+		sc.Seed = *seed
+	}
+	if err := sc.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := sc.expand(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return sc, nil
+}
+
+func decode(data []byte) (*Scenario, error) {
+	sc := &Scenario{TickMs: 1000, SessionTimeoS: 45,
+		Assignment: AssignmentConfigs{NumWarmupReplicas: 2, AcceptableRecoveryLag: 10000, ProbingIntervalMs: 600000}}
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, errors.New("empty file, want a scenario (YAML or JSON object)")
+	}
+	if trimmed[0] != '{' {
+		js, err := yamlToJSON(data)
+		if err != nil {
+			return nil, err
+		}
+		data = js
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(sc); err != nil {
+		return nil, jsonError(data, err)
+	}
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, errors.New("data after the scenario object")
+	}
+	return sc, nil
+}
+
+// yamlToJSON turns a YAML document into JSON, so one strict decoder (with
+// unknown fields refused) serves both formats.
+func yamlToJSON(data []byte) (out []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil { // the YAML parser is third-party code
+			out, err = nil, fmt.Errorf("yaml: cannot parse: %v", v)
+		}
+	}()
+	m, err := yaml.Parser().Unmarshal(data)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("yaml: want a mapping at the top level")
+	}
+	out, err = json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("yaml: %v (keys must be strings)", err)
+	}
+	return out, nil
+}
+
+func jsonError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("offset %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		return fmt.Errorf("field %s: %s is not a valid %s", typ.Field, typ.Value, typ.Type)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("truncated scenario")
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func (sc *Scenario) validate() error {
+	switch {
+	case !finite(sc.DurationS) || sc.DurationS <= 0 || sc.DurationS > maxSeconds:
+		return fmt.Errorf("duration_s: %v must be in (0, %d]", sc.DurationS, maxSeconds)
+	case sc.TickMs <= 0:
+		return fmt.Errorf("tick_ms: %d must be > 0", sc.TickMs)
+	case sc.durationMs()/sc.TickMs > MaxTicks:
+		return fmt.Errorf("duration_s / tick_ms: %d ticks exceed the limit %d", sc.durationMs()/sc.TickMs, MaxTicks)
+	case !finite(sc.SessionTimeoS) || sc.SessionTimeoS < 0 || sc.SessionTimeoS > maxSeconds:
+		return fmt.Errorf("session_timeout_s: %v must be in [0, %d]", sc.SessionTimeoS, maxSeconds)
+	}
+	if err := sc.validateSubtopologies(); err != nil {
+		return err
+	}
+	a := sc.Assignment
+	switch {
+	case a.NumStandbyReplicas < 0:
+		return fmt.Errorf("assignment.num_standby_replicas: %d must be >= 0", a.NumStandbyReplicas)
+	case a.NumWarmupReplicas < 0:
+		return fmt.Errorf("assignment.num_warmup_replicas: %d must be >= 0", a.NumWarmupReplicas)
+	case a.AcceptableRecoveryLag < 0:
+		return fmt.Errorf("assignment.acceptable_recovery_lag: %d must be >= 0", a.AcceptableRecoveryLag)
+	case a.ProbingIntervalMs <= 0:
+		return fmt.Errorf("assignment.probing_interval_ms: %d must be > 0", a.ProbingIntervalMs)
+	}
+	st := sc.State
+	switch {
+	case st.ChangelogRecords < 0 || st.ChangelogRecords > maxRecords:
+		return fmt.Errorf("state.changelog_records: %d must be in [0, 2^50]", st.ChangelogRecords)
+	case st.ChangelogJitter < 0 || st.ChangelogJitter > maxRecords:
+		return fmt.Errorf("state.changelog_jitter: %d must be in [0, 2^50]", st.ChangelogJitter)
+	case st.AppendPerS < 0 || st.AppendPerS > maxRecords/maxSeconds:
+		return fmt.Errorf("state.append_records_per_s: %d must be in [0, %d]", st.AppendPerS, maxRecords/maxSeconds)
+	case st.RestorePerS <= 0 || st.RestorePerS > maxRecords/maxSeconds:
+		return fmt.Errorf("state.restore_records_per_s: %d must be in (0, %d]", st.RestorePerS, maxRecords/maxSeconds)
+	case st.RestorePerS*sc.TickMs < 1000:
+		return fmt.Errorf("state.restore_records_per_s: %d restores less than one record per tick of %d ms", st.RestorePerS, sc.TickMs)
+	}
+	if len(sc.Events) > MaxEvents {
+		return fmt.Errorf("events: %d exceed the limit %d", len(sc.Events), MaxEvents)
+	}
+	return nil
+}
+
+func (sc *Scenario) validateSubtopologies() error {
+	if len(sc.Subtopologies) == 0 {
+		return errors.New("subtopologies: none, want at least one")
+	}
+	var total int64
+	seen := map[string]bool{}
+	for i, s := range sc.Subtopologies {
+		switch {
+		case s.ID == "":
+			return fmt.Errorf("subtopologies[%d]: id is empty", i)
+		case seen[s.ID]:
+			return fmt.Errorf("subtopologies[%d]: id %q appears twice", i, s.ID)
+		case s.Partitions <= 0:
+			return fmt.Errorf("subtopologies[%d] (%q): partitions %d must be > 0", i, s.ID, s.Partitions)
+		}
+		seen[s.ID] = true
+		if total += int64(s.Partitions); total > abi.MaxTasks {
+			return fmt.Errorf("subtopologies: %d tasks exceed the limit %d", total, abi.MaxTasks)
+		}
+		sc.subs = append(sc.subs, abi.Subtopology{ID: s.ID, Partitions: s.Partitions, Stateful: s.Stateful})
+	}
+	// The host lists subtopologies in ascending id order (abi/SPEC.md 4.1).
+	sort.Slice(sc.subs, func(i, j int) bool { return sc.subs[i].ID < sc.subs[j].ID })
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+func (sc *Scenario) durationMs() int64 { return int64(math.Round(sc.DurationS * 1000)) }
+
+// ms converts seconds (validated finite and bounded) to milliseconds.
+func ms(s float64) int64 { return int64(math.Round(s * 1000)) }
+
+// expand turns events into primitive steps in time order, checks that each
+// names a member in the right state at its time, and draws member ids.
+func (sc *Scenario) expand() error {
+	var steps []step
+	add := func(s step) {
+		s.order = len(steps)
+		steps = append(steps, s)
+	}
+	procs := map[string]string{} // label -> process of its last join
+	racks := map[string]string{}
+	for i, e := range sc.Events {
+		if err := sc.expandEvent(e, procs, racks, add); err != nil {
+			return fmt.Errorf("events[%d] (at_s %v): %w", i, e.AtS, err)
+		}
+		if len(steps) > MaxEvents {
+			return fmt.Errorf("events: %d steps after expanding restarts exceed the limit %d", len(steps), MaxEvents)
+		}
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].atMs < steps[j].atMs })
+	rng := rand.New(rand.NewPCG(sc.Seed, 0x636f6f7264686f73)) // "coordhos"
+	live := map[string]bool{}                                 // labels of the members in the group
+	alive := 0
+	for i := range steps {
+		s := &steps[i]
+		known := live[s.label]
+		switch s.kind {
+		case stepJoin:
+			if known {
+				return fmt.Errorf("at %v s: join %q: already a member", float64(s.atMs)/1000, s.label)
+			}
+			if alive++; alive > MaxMembers {
+				return fmt.Errorf("at %v s: more than %d members", float64(s.atMs)/1000, MaxMembers)
+			}
+			live[s.label] = true
+			s.id = memberID(rng)
+		case stepLeave, stepCrash:
+			if !known {
+				return fmt.Errorf("at %v s: %s %q: not a running member", float64(s.atMs)/1000, verbs[s.kind], s.label)
+			}
+			delete(live, s.label)
+			alive--
+		}
+		// A crashed member is fenced after the session timeout; it may
+		// join again after that.
+		if s.kind == stepCrash {
+			fenceAt := s.atMs + ms(sc.SessionTimeoS)
+			for j := i + 1; j < len(steps); j++ {
+				if steps[j].atMs >= fenceAt {
+					break
+				}
+				if n := steps[j]; n.label == s.label && n.kind <= stepCrash {
+					return fmt.Errorf("at %v s: %s %q: it crashed at %v s and is fenced only at %v s (session_timeout_s)",
+						float64(n.atMs)/1000, verbs[n.kind], s.label, float64(s.atMs)/1000, float64(fenceAt)/1000)
+				}
+			}
+		}
+	}
+	sc.steps = steps
+	return nil
+}
+
+var verbs = map[stepKind]string{stepJoin: "join", stepLeave: "leave", stepCrash: "crash"}
+
+func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add func(step)) error {
+	if !finite(e.AtS) || e.AtS < 0 || e.AtS > sc.DurationS {
+		return fmt.Errorf("at_s: %v must be in [0, duration_s]", e.AtS)
+	}
+	at := ms(e.AtS)
+	kinds := 0
+	for _, set := range []bool{e.Join != "", e.Leave != "", e.Crash != "", e.Restart != nil, e.AppendPerS != nil, e.LoseState != ""} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return errors.New("want exactly one of join, leave, crash, restart, append_records_per_s, lose_state")
+	}
+	if (e.Process != "" || e.Rack != "") && e.Join == "" {
+		return errors.New("process and rack belong to a join")
+	}
+	if (e.DownS != 0 || e.EveryS != 0) && e.Restart == nil {
+		return errors.New("down_s and every_s belong to a restart")
+	}
+	switch {
+	case e.Join != "":
+		p := e.Process
+		if p == "" {
+			p = e.Join
+		}
+		procs[e.Join], racks[e.Join] = p, e.Rack
+		add(step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack})
+	case e.Leave != "":
+		add(step{atMs: at, kind: stepLeave, label: e.Leave})
+	case e.Crash != "":
+		add(step{atMs: at, kind: stepCrash, label: e.Crash})
+	case e.AppendPerS != nil:
+		if n := *e.AppendPerS; n < 0 || n > maxRecords/maxSeconds {
+			return fmt.Errorf("append_records_per_s: %d must be in [0, %d]", n, maxRecords/maxSeconds)
+		}
+		add(step{atMs: at, kind: stepAppend, n: *e.AppendPerS})
+	case e.LoseState != "":
+		add(step{atMs: at, kind: stepLoseState, process: e.LoseState})
+	default:
+		return sc.expandRestart(e, at, procs, racks, add)
+	}
+	return nil
+}
+
+func (sc *Scenario) expandRestart(e Event, at int64, procs, racks map[string]string, add func(step)) error {
+	switch {
+	case len(e.Restart) == 0:
+		return errors.New("restart: no members")
+	case !finite(e.DownS) || e.DownS < 0 || e.DownS > maxSeconds:
+		return fmt.Errorf("down_s: %v must be in [0, %d]", e.DownS, maxSeconds)
+	case !finite(e.EveryS) || e.EveryS < 0 || e.EveryS > maxSeconds:
+		return fmt.Errorf("every_s: %v must be in [0, %d]", e.EveryS, maxSeconds)
+	case len(e.Restart) > MaxEvents:
+		return fmt.Errorf("restart: %d members exceed the limit %d", len(e.Restart), MaxEvents)
+	}
+	for i, label := range e.Restart {
+		p, ok := procs[label]
+		if !ok {
+			return fmt.Errorf("restart[%d]: %q never joined before", i, label)
+		}
+		leave := at + int64(i)*ms(e.EveryS)
+		add(step{atMs: leave, kind: stepLeave, label: label})
+		add(step{atMs: leave + ms(e.DownS), kind: stepJoin, label: label, process: p, rack: racks[label]})
+	}
+	return nil
+}
+
+// memberID draws a member id shaped like the ones Kafka clients send (22
+// URL-safe base64 characters of a random UUID).
+func memberID(rng *rand.Rand) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var b [22]byte
+	for i := range b {
+		b[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(b[:])
+}

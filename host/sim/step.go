@@ -1,0 +1,233 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/abi/metrics"
+)
+
+// assign runs the assignor on the group as it is at now and installs the
+// target: members reconcile at once. A probe whose target equals the
+// current one changes nothing (core writes nothing for it).
+func (w *world) assign(now int64, reasons []string, probe bool) error {
+	if len(w.members) == 0 { // nobody to assign to: every task waits
+		w.probeAt = -1
+		w.owner = nil
+		return nil
+	}
+	if !probe {
+		w.epoch++
+	}
+	req := w.request()
+	resp, err := w.a.Assign(req)
+	if err == nil {
+		err = abi.ValidateAssignment(req, resp)
+	}
+	if err != nil {
+		return fmt.Errorf("at %v s, epoch %d: %s: %w", seconds(now), req.GroupEpoch, w.a.Name, err)
+	}
+	w.armProbe(now, resp)
+	if probe && !w.differs(resp) {
+		w.out.Totals.ProbesUnchanged++
+		return nil
+	}
+	if probe {
+		w.epoch++
+	}
+	report, err := metrics.Measure(req, resp, metrics.Options{})
+	if err != nil {
+		return fmt.Errorf("at %v s: %w", seconds(now), err)
+	}
+	rb := Rebalance{AtS: seconds(now), Epoch: w.epoch, Reasons: reasons, Baseline: !w.started,
+		Members: report.Members, Processes: report.Processes, Movement: report.Movement,
+		Balance: report.Balance, Standbys: report.Standbys, Warmups: report.Warmups}
+	rb.FromDeparted = w.fromDeparted(req, resp)
+	rb.TasksMoved = report.Movement.Moved + rb.FromDeparted
+	for i, m := range w.members {
+		m.target = resp.Members[i]
+	}
+	w.owner = map[int32]string{}
+	for _, m := range w.members {
+		for _, t := range m.target.Active {
+			w.owner[t] = m.id
+		}
+	}
+	if !w.started {
+		w.started = true
+		w.baseline()
+	} else {
+		w.out.Totals.add(rb)
+	}
+	w.out.Rebalances = append(w.out.Rebalances, rb)
+	return nil
+}
+
+// fromDeparted counts the active tasks of resp whose previous owner is no
+// longer in the group: abi/metrics counts them as new, the simulation knows
+// they moved.
+func (w *world) fromDeparted(req *abi.AssignRequest, resp *abi.AssignResponse) int {
+	in := map[string]bool{}
+	for _, m := range req.Members {
+		in[m.ID] = true
+	}
+	n := 0
+	for _, a := range resp.Members {
+		for _, t := range a.Active {
+			if prev, ok := w.owner[t]; ok && !in[prev] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// baseline makes the first target's active and standby copies caught up:
+// the group ran it before the scenario's window.
+func (w *world) baseline() {
+	for _, m := range w.members {
+		l := w.local[m.process]
+		for _, set := range [][]int32{m.target.Active, m.target.Standby} {
+			for _, t := range set {
+				if w.stateful[t] {
+					l[t] = w.end[t]
+				}
+			}
+		}
+	}
+}
+
+func (w *world) differs(resp *abi.AssignResponse) bool {
+	for i, m := range w.members {
+		n := resp.Members[i]
+		if !slices.Equal(m.target.Active, n.Active) || !slices.Equal(m.target.Standby, n.Standby) ||
+			!slices.Equal(m.target.Warmup, n.Warmup) {
+			return true
+		}
+	}
+	return false
+}
+
+// armProbe sets the probe timer as core does after a target: the
+// assignor's hint, else the probing interval while warm-ups are open.
+func (w *world) armProbe(now int64, resp *abi.AssignResponse) {
+	w.probeAt = -1
+	switch {
+	case resp.NextProbeMs > 0:
+		w.probeAt = now + resp.NextProbeMs
+	case hasWarmups(resp.Members):
+		w.probeAt = now + w.sc.Assignment.ProbingIntervalMs
+	}
+}
+
+func hasWarmups(ms []abi.MemberAssignment) bool {
+	for _, m := range ms {
+		if len(m.Warmup) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// probeDue says whether a probe starts at now: the timer fired, or some
+// warm-up caught up and that set of caught-up warm-ups differs from the
+// one that started the previous early probe.
+func (w *world) probeDue(now int64) bool {
+	if !w.started || len(w.members) == 0 {
+		return false
+	}
+	if w.probeAt >= 0 && now >= w.probeAt {
+		return true
+	}
+	var b strings.Builder
+	for _, m := range w.members {
+		if m.crashedMs >= 0 {
+			continue
+		}
+		for _, t := range m.target.Warmup {
+			if w.caughtUp(m.process, t) {
+				b.WriteString(m.process + "/" + strconv.Itoa(int(t)) + " ")
+			}
+		}
+	}
+	if key := b.String(); key != "" && key != w.lastWarm {
+		w.lastWarm = key
+		return true
+	}
+	return false
+}
+
+// caughtUp applies abi/metrics' rule: the lag of the process's local state
+// (the whole changelog without one) is within acceptable.recovery.lag.
+func (w *world) caughtUp(process string, t int32) bool {
+	lag := w.end[t]
+	if o := w.local[process][t]; o >= 0 && o <= w.end[t] {
+		lag = w.end[t] - o
+	}
+	return lag <= w.sc.Assignment.AcceptableRecoveryLag
+}
+
+// account adds the interval [now, now+tick) to the unavailable figures: a
+// task is unavailable while no running member has it active on caught-up
+// state (a stateless task only needs a running owner).
+func (w *world) account(now int64) {
+	if !w.started {
+		return
+	}
+	available := 0
+	for _, m := range w.members {
+		if m.crashedMs >= 0 {
+			continue
+		}
+		l := w.local[m.process]
+		for _, t := range m.target.Active {
+			if !w.stateful[t] || l[t] >= w.end[t] {
+				available++
+			}
+		}
+	}
+	n := len(w.end) - available
+	dt := min(w.sc.TickMs, w.sc.durationMs()-now)
+	w.out.unavailableMs += int64(n) * dt
+	w.out.Totals.MaxUnavailable = max(w.out.Totals.MaxUnavailable, n)
+	if n != w.unavail {
+		w.out.Unavailable = append(w.out.Unavailable, Point{AtS: seconds(now), Tasks: n})
+		w.unavail = n
+	}
+}
+
+// advance moves time on by one tick: every changelog grows by grow records,
+// and every copy on a running member's process restores up to restore
+// records towards its end (a caught-up copy follows it).
+func (w *world) advance(grow, restore int64) {
+	for t := range w.end {
+		if w.stateful[t] {
+			w.end[t] += grow
+		}
+	}
+	done := map[string][]bool{} // per process: tasks advanced this tick
+	for _, m := range w.members {
+		if m.crashedMs >= 0 {
+			continue
+		}
+		l, seen := w.local[m.process], done[m.process]
+		if seen == nil {
+			seen = make([]bool, len(w.end))
+			done[m.process] = seen
+		}
+		for _, set := range [][]int32{m.target.Active, m.target.Standby, m.target.Warmup} {
+			for _, t := range set {
+				if !w.stateful[t] || seen[t] {
+					continue
+				}
+				seen[t] = true
+				l[t] = min(max(l[t], 0)+restore, w.end[t])
+			}
+		}
+	}
+}
+
+func seconds(ms int64) float64 { return float64(ms) / 1000 }
