@@ -1,0 +1,105 @@
+package sim_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/host/sim"
+)
+
+const minimal = `{"duration_s": 10, "subtopologies": [{"id": "0", "partitions": 2}],
+ "state": {"restore_records_per_s": 100}, "events": [%s]}`
+
+func withEvents(events string) string { return strings.Replace(minimal, "%s", events, 1) }
+
+// TestBadScenarios: each broken file gives an error naming the field or
+// event and the value, never a panic.
+func TestBadScenarios(t *testing.T) {
+	cases := []struct{ name, data, want string }{
+		{"empty", "  \n", "empty file"},
+		{"not yaml", "a: [1, 2", "yaml"},
+		{"yaml list", "- 1\n- 2\n", "yaml"},
+		{"json syntax", `{"duration_s": 10,}`, "offset"},
+		{"trailing data", `{"duration_s": 10} {}`, "data after the scenario"},
+		{"unknown field", "duraton_s: 10\n", `unknown field "duraton_s"`},
+		{"wrong type", "duration_s: ten\n", "field duration_s: string is not a valid float64"},
+		{"unquoted id", "duration_s: 10\nsubtopologies:\n  - {id: 0, partitions: 1}\n", "field subtopologies.id: number is not a valid string"},
+		{"no duration", `{"subtopologies": [{"id": "0", "partitions": 1}]}`, "duration_s: 0 must be in"},
+		{"zero tick", `{"duration_s": 10, "tick_ms": 0}`, "tick_ms: 0 must be > 0"},
+		{"too many ticks", `{"duration_s": 2000000, "tick_ms": 1}`, "exceed the limit"},
+		{"no subtopologies", `{"duration_s": 10}`, "subtopologies: none"},
+		{"duplicate subtopology", `{"duration_s": 10, "subtopologies": [{"id": "a", "partitions": 1}, {"id": "a", "partitions": 1}]}`, `id "a" appears twice`},
+		{"zero partitions", `{"duration_s": 10, "subtopologies": [{"id": "a", "partitions": 0}]}`, "partitions 0 must be > 0"},
+		{"too many tasks", `{"duration_s": 10, "subtopologies": [{"id": "a", "partitions": 2147483647}]}`, "exceed the limit"},
+		{"no restore rate", `{"duration_s": 10, "subtopologies": [{"id": "0", "partitions": 1}]}`, "state.restore_records_per_s: 0"},
+		{"negative standbys", strings.Replace(withEvents(""), `"state"`, `"assignment": {"num_standby_replicas": -1}, "state"`, 1), "num_standby_replicas: -1"},
+		{"zero probing", strings.Replace(withEvents(""), `"state"`, `"assignment": {"probing_interval_ms": 0}, "state"`, 1), "probing_interval_ms: 0 must be > 0"},
+		{"event after the end", withEvents(`{"at_s": 11, "join": "a"}`), "events[0] (at_s 11): at_s: 11 must be in [0, duration_s]"},
+		{"two kinds", withEvents(`{"at_s": 1, "join": "a", "leave": "a"}`), "exactly one of"},
+		{"no kind", withEvents(`{"at_s": 1}`), "exactly one of"},
+		{"process without join", withEvents(`{"at_s": 1, "leave": "a", "process": "p"}`), "belong to a join"},
+		{"leave unknown", withEvents(`{"at_s": 1, "leave": "a"}`), `leave "a": not a running member`},
+		{"join twice", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "join": "a"}`), `join "a": already a member`},
+		{"leave before join in time", withEvents(`{"at_s": 5, "join": "a"}, {"at_s": 1, "leave": "a"}`), `at 1 s: leave "a": not a running member`},
+		{"rejoin before fenced", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "crash": "a"}, {"at_s": 5, "join": "a"}`), "fenced only at 46 s"},
+		{"restart unknown", withEvents(`{"at_s": 0, "restart": ["x"]}`), `restart[0]: "x" never joined`},
+		{"restart empty", withEvents(`{"at_s": 0, "restart": []}`), "restart: no members"},
+		{"restart negative down", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "restart": ["a"], "down_s": -1}`), "down_s: -1"},
+		{"negative append", withEvents(`{"at_s": 1, "append_records_per_s": -5}`), "append_records_per_s: -5"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := sim.Decode("s.yaml", []byte(c.data), nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "s.yaml: ") {
+				t.Fatalf("error %v, want one with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// roundRobin is a minimal valid assignor for fuzzing the replay: task t
+// goes to member t mod n.
+func roundRobin(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(req.Members)), NextProbeMs: -1}
+	for t := int32(0); t < req.NumTasks(); t++ {
+		m := &resp.Members[int(t)%len(req.Members)]
+		m.Active = append(m.Active, t)
+	}
+	return resp, nil
+}
+
+// FuzzDecode: no input makes Decode panic, and a small decoded scenario
+// replays without panicking.
+func FuzzDecode(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "sim", "*.yaml"))
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "crash": "a"}, {"at_s": 2, "join": "b", "process": "p"},
+		{"at_s": 3, "lose_state": "p"}, {"at_s": 4, "restart": ["b"], "down_s": 1, "every_s": 1}, {"at_s": 5, "append_records_per_s": 9}`)))
+	f.Add([]byte("duration_s: 1\nsubtopologies: [{id: x, partitions: 1}]\nstate: {restore_records_per_s: 1000}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := sim.Decode("fuzz", data, nil)
+		if err != nil || sc.DurationS*1000/float64(sc.TickMs) > 2000 || len(sc.Events) > 50 {
+			return
+		}
+		tasks := 0
+		for _, s := range sc.Subtopologies {
+			tasks += int(s.Partitions)
+		}
+		if tasks > 256 {
+			return
+		}
+		r := sim.Run(sc, []sim.Assignor{{Name: "rr", Assign: roundRobin}})
+		if r.Assignors[0].Error != "" {
+			t.Fatalf("round robin failed: %s", r.Assignors[0].Error)
+		}
+		r.JSON()
+		r.HTML()
+	})
+}

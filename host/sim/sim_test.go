@@ -1,0 +1,254 @@
+package sim_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/host/sim"
+	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
+	sticky "github.com/coordhost/coordhost/plugins/assignor-sticky"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden reports under testdata/sim/golden")
+
+var builtins = []sim.Assignor{
+	{Name: "sticky", Version: "native", Assign: sticky.Assign},
+	{Name: "ha", Version: "native", Assign: ha.Assign},
+}
+
+func decode(t *testing.T, name string, data []byte) *sim.Scenario {
+	t.Helper()
+	sc, err := sim.Decode(name, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func readScenario(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "sim", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// leaveScenario is testdata/sim/leave.yaml with some lines replaced: two
+// members, four stateful tasks of 10000 records, 1000 records/s restored,
+// member b leaves at 10 s.
+func leaveScenario(t *testing.T, replace ...string) *sim.Scenario {
+	t.Helper()
+	data := string(readScenario(t, "leave.yaml"))
+	for i := 0; i < len(replace); i += 2 {
+		if !strings.Contains(data, replace[i]) {
+			t.Fatalf("leave.yaml has no %q", replace[i])
+		}
+		data = strings.Replace(data, replace[i], replace[i+1], 1)
+	}
+	return decode(t, "leave.yaml", []byte(data))
+}
+
+// TestLeaveHandChecked: figures worked out by hand from the restore model
+// (docs/AB-TESTING.md), for both built-in assignors.
+func TestLeaveHandChecked(t *testing.T) {
+	cases := []struct {
+		name    string
+		replace []string
+		// want
+		moved, warm, cold int
+		unavailableS      float64
+		points            []sim.Point
+	}{
+		// b's two tasks restore 10000 records at 1000/s on a: 10 s each.
+		{name: "cold", moved: 2, cold: 2, unavailableS: 20,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 20, Tasks: 0}}},
+		// Half the rate: 20 s each.
+		{name: "slower restore", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 500"},
+			moved: 2, cold: 2, unavailableS: 40,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 30, Tasks: 0}}},
+		// The changelog grows 100 records/s, so it holds 11000 records at
+		// 10 s; after k seconds of restoring the copy holds 1000k of
+		// 11000+100k records: caught up at k = 13 (12.2 rounded up).
+		{name: "growing changelog", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 1000\n  append_records_per_s: 100"},
+			moved: 2, cold: 2, unavailableS: 26,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 23, Tasks: 0}}},
+		// One standby per task: a holds caught-up standbys of b's tasks,
+		// so both hand-overs are warm and nothing waits.
+		{name: "standby", replace: []string{"num_standby_replicas: 0", "num_standby_replicas: 1"},
+			moved: 2, warm: 2, unavailableS: 0, points: []sim.Point{{AtS: 0, Tasks: 0}}},
+		// A crash instead of a leave: b's tasks wait from 10 s through the
+		// 5 s session timeout and then the 10 s restore.
+		{name: "crash", replace: []string{"leave: b", "crash: b", "tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5"},
+			moved: 2, cold: 2, unavailableS: 30,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 25, Tasks: 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := sim.Run(leaveScenario(t, c.replace...), builtins)
+			for _, a := range r.Assignors {
+				tot := a.Totals
+				if a.Error != "" || tot.Rebalances != 1 || tot.TasksMoved != c.moved || tot.Warm != c.warm || tot.Cold != c.cold ||
+					a.UnavailableTaskS != c.unavailableS || tot.MaxUnavailable != peak(c.points) {
+					t.Errorf("%s: error %q, totals %+v, unavailable %v task-s; want 1 rebalance, %d moved, %d warm, %d cold, %v task-s",
+						a.Name, a.Error, tot, a.UnavailableTaskS, c.moved, c.warm, c.cold, c.unavailableS)
+				}
+				if got := a.Unavailable; !equalPoints(got, c.points) {
+					t.Errorf("%s: unavailable over time %v, want %v", a.Name, got, c.points)
+				}
+				last := a.Rebalances[len(a.Rebalances)-1]
+				if last.FromDeparted != 2 || last.Movement.Kept != 2 || last.Members != 1 || last.Reasons[0] == "" {
+					t.Errorf("%s: last target %+v", a.Name, last)
+				}
+			}
+		})
+	}
+}
+
+func peak(ps []sim.Point) int {
+	n := 0
+	for _, p := range ps {
+		n = max(n, p.Tasks)
+	}
+	return n
+}
+
+func equalPoints(a, b []sim.Point) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReportsAreDeterministic: decoding and running every example twice
+// gives byte-identical JSON and HTML, and leave.yaml's match the goldens.
+func TestReportsAreDeterministic(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "sim", "*.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			data := readScenario(t, name)
+			first := sim.Run(decode(t, name, data), builtins)
+			second := sim.Run(decode(t, name, data), builtins)
+			for _, a := range first.Assignors {
+				if a.Error != "" {
+					t.Errorf("%s: %s", a.Name, a.Error)
+				}
+			}
+			j1, j2, h1, h2 := first.JSON(), second.JSON(), first.HTML(), second.HTML()
+			if !bytes.Equal(j1, j2) || !bytes.Equal(h1, h2) {
+				t.Fatal("two runs of the same scenario and seed differ")
+			}
+			if name != "leave.yaml" {
+				return
+			}
+			for _, g := range []struct {
+				file string
+				got  []byte
+			}{{"leave.json", j1}, {"leave.html", h1}} {
+				path := filepath.Join("..", "..", "testdata", "sim", "golden", g.file)
+				if *update {
+					if err := os.WriteFile(path, g.got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(g.got, want) {
+					t.Errorf("%s differs from the golden (go test ./host/sim -run Deterministic -update rewrites it; review the diff)", g.file)
+				}
+			}
+		})
+	}
+}
+
+// TestSeedDrawsMemberIDsAndChangelogs: another seed gives other member
+// ids (seen by the assignor) and other changelog sizes, so the figures
+// differ; the --seed override replaces the file's.
+func TestSeedDrawsMemberIDsAndChangelogs(t *testing.T) {
+	data := readScenario(t, "rolling-restart.yaml")
+	var reports [][]byte
+	for _, seed := range []uint64{42, 43} {
+		sc, err := sim.Decode("rolling-restart.yaml", data, &seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sim.Run(sc, builtins[:1])
+		if r.Seed != seed {
+			t.Fatalf("seed %d, want %d", r.Seed, seed)
+		}
+		reports = append(reports, r.JSON())
+	}
+	fileSeed := sim.Run(decode(t, "rolling-restart.yaml", data), builtins[:1]).JSON()
+	if !bytes.Equal(fileSeed, reports[0]) {
+		t.Error("--seed equal to the file's seed changed the report")
+	}
+	a := strings.SplitN(string(reports[0]), "\n", 3)[2]
+	b := strings.SplitN(string(reports[1]), "\n", 3)[2]
+	if a == b {
+		t.Error("seeds 42 and 43 give the same report")
+	}
+}
+
+// TestAssignorFailureIsReported: an assignor that errs, or returns an
+// invalid assignment, stops its own replay with the reason; the others
+// complete.
+func TestAssignorFailureIsReported(t *testing.T) {
+	calls := 0
+	bad := []sim.Assignor{
+		{Name: "fails-second", Version: "test", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			if calls++; calls == 2 {
+				return &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(req.Members)+1)}, nil
+			}
+			return sticky.Assign(req)
+		}},
+		builtins[0],
+	}
+	r := sim.Run(leaveScenario(t), bad)
+	if got := r.Failed(); len(got) != 1 || got[0] != "fails-second" {
+		t.Fatalf("failed %v", got)
+	}
+	if e := r.Assignors[0].Error; !strings.Contains(e, "at 10 s, epoch 2: fails-second:") || !strings.Contains(e, "member entries") {
+		t.Errorf("error %q", e)
+	}
+	if r.Assignors[1].Error != "" || r.Assignors[1].UnavailableTaskS != 20 {
+		t.Errorf("sticky after a failing assignor: %+v", r.Assignors[1])
+	}
+	if !strings.Contains(string(r.HTML()), "<strong>Stopped:</strong>") {
+		t.Error("the HTML report does not show the failure")
+	}
+}
+
+// TestHTMLIsSelfContained: no scripts, nothing loaded from elsewhere, and
+// names are escaped.
+func TestHTMLIsSelfContained(t *testing.T) {
+	sc := leaveScenario(t, "name: leave", `name: "<b>&x"`)
+	page := string(sim.Run(sc, builtins).HTML())
+	for _, bad := range []string{"<script", "http://", "https://", "src=", "href=", "<b>&x"} {
+		if bad == "http://" {
+			page = strings.ReplaceAll(page, `xmlns="http://www.w3.org/2000/svg"`, "")
+		}
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;b&gt;&amp;x") || strings.Count(page, "<svg") != 2 {
+		t.Error("page lacks the escaped name or its two charts")
+	}
+}
