@@ -88,6 +88,11 @@ func (fp FilePolicy) check(path string) (string, error) {
 		}
 		return "", err
 	}
+	// A relative directory (the default build/plugins) gives a relative
+	// target; dirOf compares absolute paths.
+	if real, err = filepath.Abs(real); err != nil {
+		return "", err
+	}
 	if _, ok := fp.dirOf(real, true); !ok {
 		return "", ErrPathOutside
 	}
