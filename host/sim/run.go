@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/coordhost/coordhost/abi"
 )
@@ -115,7 +116,7 @@ func (w *world) apply(s step, now int64) string {
 	switch s.kind {
 	case stepJoin:
 		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1}
-		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return cmpString(a.id, id) })
+		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return strings.Compare(a.id, id) })
 		w.members = slices.Insert(w.members, i, m)
 		if w.local[m.process] == nil {
 			w.local[m.process] = none(len(w.end))
@@ -168,16 +169,6 @@ func none(n int) []int64 {
 		l[i] = -1
 	}
 	return l
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // request builds the input the host would hand the assignor: members
