@@ -35,7 +35,7 @@ func Run(sc *Scenario, assignors []Assignor) *Report {
 // member is one member of the group as the simulation knows it.
 type member struct {
 	label, id, process, rack string
-	crashedMs                int64 // -1: running
+	crashedMs                int64 // when it crashed (the event's time); -1: running
 	target                   abi.MemberAssignment
 }
 
@@ -82,14 +82,16 @@ func (w *world) run() AssignorReport {
 	tick := w.sc.TickMs
 	var carry int64 // sub-record remainder of changelog growth, in record-milliseconds
 	for now := int64(0); now < w.sc.durationMs(); now += tick {
-		var reasons []string
+		// Fencing first: a label whose crashed member is fenced at this
+		// tick may join again in the same tick (Decode allows it from
+		// the crash's time plus the session timeout).
+		reasons := w.fence(now)
 		for len(steps) > 0 && steps[0].atMs <= now {
-			if r := w.apply(steps[0], now); r != "" {
+			if r := w.apply(steps[0]); r != "" {
 				reasons = append(reasons, r)
 			}
 			steps = steps[1:]
 		}
-		reasons = append(reasons, w.fence(now)...)
 		var err error
 		switch {
 		case len(reasons) > 0:
@@ -112,7 +114,7 @@ func (w *world) run() AssignorReport {
 }
 
 // apply applies one step and returns the reason it gives for a rebalance.
-func (w *world) apply(s step, now int64) string {
+func (w *world) apply(s step) string {
 	switch s.kind {
 	case stepJoin:
 		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1}
@@ -123,10 +125,10 @@ func (w *world) apply(s step, now int64) string {
 		}
 		return "member-joined:" + s.label
 	case stepLeave:
-		w.remove(s.label)
+		w.remove(w.find(s.label))
 		return "member-left:" + s.label
 	case stepCrash:
-		w.find(s.label).crashedMs = now
+		w.find(s.label).crashedMs = s.atMs
 	case stepAppend:
 		w.appendMs = s.n
 	case stepLoseState:
@@ -142,7 +144,7 @@ func (w *world) fence(now int64) []string {
 	var out []string
 	for _, m := range slices.Clone(w.members) {
 		if m.crashedMs >= 0 && now >= m.crashedMs+ms(w.sc.SessionTimeoS) {
-			w.remove(m.label)
+			w.remove(m)
 			out = append(out, "member-fenced:"+m.label)
 		}
 	}
@@ -158,8 +160,7 @@ func (w *world) find(label string) *member {
 	panic(fmt.Sprintf("sim: member %q not in the group (Decode checks every step)", label))
 }
 
-func (w *world) remove(label string) {
-	m := w.find(label)
+func (w *world) remove(m *member) {
 	w.members = slices.DeleteFunc(w.members, func(x *member) bool { return x == m })
 }
 

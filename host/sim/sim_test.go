@@ -209,6 +209,28 @@ func TestSeedDrawsMemberIDsAndChangelogs(t *testing.T) {
 	}
 }
 
+// TestCrashThenRejoinAtFence: a member that crashed between ticks may join
+// again from its crash time plus the session timeout; it is fenced and
+// rejoins in the same tick, as two reasons of one rebalance.
+func TestCrashThenRejoinAtFence(t *testing.T) {
+	sc := leaveScenario(t, "  - {at_s: 10, leave: b}",
+		"  - {at_s: 10.5, crash: b}\n  - {at_s: 15.5, join: b}", "tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5")
+	for _, a := range sim.Run(sc, builtins).Assignors {
+		if a.Error != "" || len(a.Rebalances) != 2 {
+			t.Fatalf("%s: %q, %d targets", a.Name, a.Error, len(a.Rebalances))
+		}
+		rb := a.Rebalances[1]
+		if rb.AtS != 16 || strings.Join(rb.Reasons, " ") != "member-fenced:b member-joined:b" || rb.Members != 2 {
+			t.Errorf("%s: %+v", a.Name, rb)
+		}
+		// b's two tasks wait from 11 s (the crash's tick) to 16 s; b's
+		// process kept its state, so it takes them back caught up.
+		if a.UnavailableTaskS != 10 || a.Totals.Cold != 0 {
+			t.Errorf("%s: %v task-s, totals %+v", a.Name, a.UnavailableTaskS, a.Totals)
+		}
+	}
+}
+
 // TestAssignorFailureIsReported: an assignor that errs, or returns an
 // invalid assignment, stops its own replay with the reason; the others
 // complete.
