@@ -16,7 +16,6 @@ import (
 func (w *world) assign(now int64, reasons []string, probe bool) error {
 	if len(w.members) == 0 { // nobody to assign to: every task waits
 		w.probeAt = -1
-		w.owner = nil
 		return nil
 	}
 	if !probe {
