@@ -143,7 +143,7 @@ func (w *world) apply(s step) string {
 func (w *world) fence(now int64) []string {
 	var out []string
 	for _, m := range slices.Clone(w.members) {
-		if m.crashedMs >= 0 && now >= m.crashedMs+ms(w.sc.SessionTimeoS) {
+		if m.crashedMs >= 0 && now >= m.crashedMs+ms(w.sc.SessionTimeoutS) {
 			w.remove(m)
 			out = append(out, "member-fenced:"+m.label)
 		}

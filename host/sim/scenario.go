@@ -36,15 +36,15 @@ const (
 
 // Scenario is a decoded, validated scenario file.
 type Scenario struct {
-	Name          string            `json:"name"`
-	Seed          uint64            `json:"seed"`
-	DurationS     float64           `json:"duration_s"`
-	TickMs        int64             `json:"tick_ms"`
-	SessionTimeoS float64           `json:"session_timeout_s"`
-	Subtopologies []Subtopology     `json:"subtopologies"`
-	Assignment    AssignmentConfigs `json:"assignment"`
-	State         StateModel        `json:"state"`
-	Events        []Event           `json:"events"`
+	Name            string            `json:"name"`
+	Seed            uint64            `json:"seed"`
+	DurationS       float64           `json:"duration_s"`
+	TickMs          int64             `json:"tick_ms"`
+	SessionTimeoutS float64           `json:"session_timeout_s"`
+	Subtopologies   []Subtopology     `json:"subtopologies"`
+	Assignment      AssignmentConfigs `json:"assignment"`
+	State           StateModel        `json:"state"`
+	Events          []Event           `json:"events"`
 
 	// Derived by Decode.
 	steps []step
@@ -150,7 +150,7 @@ func Decode(name string, data []byte, seed *uint64) (*Scenario, error) {
 }
 
 func decode(data []byte) (*Scenario, error) {
-	sc := &Scenario{TickMs: 1000, SessionTimeoS: 45,
+	sc := &Scenario{TickMs: 1000, SessionTimeoutS: 45,
 		Assignment: AssignmentConfigs{NumWarmupReplicas: 2, AcceptableRecoveryLag: 10000, ProbingIntervalMs: 600000}}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 {
@@ -218,8 +218,8 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("tick_ms: %d must be > 0", sc.TickMs)
 	case sc.durationMs()/sc.TickMs > MaxTicks:
 		return fmt.Errorf("duration_s / tick_ms: %d ticks exceed the limit %d", sc.durationMs()/sc.TickMs, MaxTicks)
-	case !finite(sc.SessionTimeoS) || sc.SessionTimeoS < 0 || sc.SessionTimeoS > maxSeconds:
-		return fmt.Errorf("session_timeout_s: %v must be in [0, %d]", sc.SessionTimeoS, maxSeconds)
+	case !finite(sc.SessionTimeoutS) || sc.SessionTimeoutS < 0 || sc.SessionTimeoutS > maxSeconds:
+		return fmt.Errorf("session_timeout_s: %v must be in [0, %d]", sc.SessionTimeoutS, maxSeconds)
 	}
 	if err := sc.validateSubtopologies(); err != nil {
 		return err
@@ -332,7 +332,7 @@ func (sc *Scenario) expand() error {
 		// A crashed member is fenced after the session timeout; it may
 		// join again after that.
 		if s.kind == stepCrash {
-			fenceAt := s.atMs + ms(sc.SessionTimeoS)
+			fenceAt := s.atMs + ms(sc.SessionTimeoutS)
 			for j := i + 1; j < len(steps); j++ {
 				if steps[j].atMs >= fenceAt {
 					break
