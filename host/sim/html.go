@@ -54,12 +54,13 @@ svg text{font-size:11px;font-family:sans-serif}
 		b.WriteString("<table>\n<tr><th>at s</th><th>epoch</th><th>reasons</th><th>members</th><th>moved</th><th>warm</th><th>cold</th><th>warm-ups</th><th>active spread</th></tr>\n")
 		for _, rb := range a.Rebalances {
 			reasons := strings.Join(rb.Reasons, " ")
-			if rb.Baseline {
+			moves := fmt.Sprintf("<td>%d</td><td>%d</td><td>%d</td>", rb.TasksMoved, rb.Movement.Warm, rb.Movement.Cold)
+			if rb.Baseline { // the starting point moves nothing
 				reasons += " (baseline)"
+				moves = "<td>–</td><td>–</td><td>–</td>"
 			}
-			fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>\n",
-				num(rb.AtS), rb.Epoch, esc(reasons), rb.Members, rb.TasksMoved, rb.Movement.Warm, rb.Movement.Cold,
-				rb.Warmups.Open, rb.Balance.ActivePerProcess.Spread)
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td>%s<td>%d</td><td>%d</td></tr>\n",
+				num(rb.AtS), rb.Epoch, esc(reasons), rb.Members, moves, rb.Warmups.Open, rb.Balance.ActivePerProcess.Spread)
 		}
 		b.WriteString("</table>\n")
 	}
