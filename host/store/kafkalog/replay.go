@@ -1,0 +1,107 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/host/runtime"
+)
+
+// read calls fn with partition p's committed records, from its start to
+// the last stable offset at the time of the call. It runs after the
+// take-over, when no transaction of the partition is open, so that
+// offset is the high watermark and the record just below it is there:
+// the active segment is never compacted, and a commit or abort marker
+// (kept by KeepControlRecords) ends every transaction.
+func (l *Log) read(p int, fn func(runtime.Record) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	start, err := l.offset(ctx, p, -2)
+	if err != nil {
+		return err
+	}
+	end, err := l.offset(ctx, p, -1)
+	if err != nil {
+		return err
+	}
+	if end <= start {
+		return nil
+	}
+	opts := append(append([]kgo.Opt(nil), l.cfg.ClientOpts...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.cfg.Topic: {int32(p): kgo.NewOffset().At(start)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: reading offsets %d to %d: %w", runtime.ErrStorage, start, end, err)
+		}
+		for _, fe := range fs.Errors() {
+			return fmt.Errorf("%w: fetch: %w", runtime.ErrStorage, fe.Err)
+		}
+		var ferr error
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if ferr != nil || done || r.Offset >= end {
+				done = true
+				return
+			}
+			if !r.Attrs.IsControl() {
+				v, err := decodeValue(r.Value)
+				if err != nil {
+					ferr = fmt.Errorf("offset %d: %w", r.Offset, err)
+					return
+				}
+				if ferr = fn(runtime.Record{Key: r.Key, Value: v}); ferr != nil {
+					return
+				}
+			}
+			done = r.Offset >= end-1
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// offset returns partition p's earliest offset (ts -2) or its last stable
+// offset (ts -1, read_committed).
+func (l *Log) offset(ctx context.Context, p int, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID, req.IsolationLevel = -1, 1
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = l.cfg.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(p), ts, -1
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	var off int64
+	err := retry(ctx, "list offsets", func() error {
+		resp, err := req.RequestWith(ctx, l.cl)
+		if err != nil {
+			return err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return errors.New("list offsets: unexpected answer")
+		}
+		rp := resp.Topics[0].Partitions[0]
+		off = rp.Offset
+		return kerr.ErrorForCode(rp.ErrorCode)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", runtime.ErrStorage, err)
+	}
+	return off, nil
+}
