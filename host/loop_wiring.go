@@ -13,6 +13,7 @@ import (
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/runtime"
+	"github.com/coordhost/coordhost/host/store/kafkalog"
 )
 
 // NewCoordinator is the Options.Coordinator factory of a real server: it
@@ -59,7 +60,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cfg.StorePartitions, Workers: cfg.Workers,
-			TopicRefresh: topicRefresh,
+			TopicRefresh: topicRefresh, OpenLog: stateTopicLog(ctx, s),
 		})
 		if err != nil {
 			asg.Close(context.Background())
@@ -71,6 +72,22 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 				Log: s.log.With("component", "authz")})
 		}
 		return Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
+	}
+}
+
+// stateTopicLog opens the record log in the external cluster's state
+// topic when store.kind is kafka (nil otherwise: the store's log).
+func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func() error, error) {
+	if s.cfg.Store.Kind != "kafka" {
+		return nil
+	}
+	return func(parts int) (runtime.Log, func() error, error) {
+		l, err := kafkalog.Open(ctx, kafkalog.Config{ClientOpts: s.dp.Admin().Opts(), Topic: s.cfg.Store.KafkaTopic, Partitions: parts,
+			ReplicationFactor: s.cfg.Store.KafkaReplicationFactor, MinInsyncReplicas: s.cfg.Store.KafkaMinInsyncReplicas})
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, l.Close, nil
 	}
 }
 
