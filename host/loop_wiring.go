@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/authz"
@@ -82,13 +84,35 @@ func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func(
 		return nil
 	}
 	return func(parts int) (runtime.Log, func() error, error) {
-		l, err := kafkalog.Open(ctx, kafkalog.Config{ClientOpts: s.dp.Admin().Opts(), Topic: s.cfg.Store.KafkaTopic, Partitions: parts,
-			ReplicationFactor: s.cfg.Store.KafkaReplicationFactor, MinInsyncReplicas: s.cfg.Store.KafkaMinInsyncReplicas})
+		kc, err := StateTopicConfig(s.cfg, parts)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := kafkalog.Open(ctx, kc)
 		if err != nil {
 			return nil, nil, err
 		}
 		return l, l.Close, nil
 	}
+}
+
+// StateTopicConfig is the configuration of the state topic log
+// (store.kafka.*) of parts partitions on the external cluster of cfg,
+// reached as coordhost's own connection is (dataplane.tls.*, .sasl.*).
+func StateTopicConfig(cfg *config.Config, parts int) (kafkalog.Config, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.DataPlane.Bootstrap...), kgo.ClientID("coordhost")}
+	tc, err := dataPlaneTLS(cfg.DataPlane)
+	if err != nil {
+		return kafkalog.Config{}, err
+	}
+	if tc != nil {
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if m := dataPlaneSASL(cfg.DataPlane); m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return kafkalog.Config{ClientOpts: opts, Topic: cfg.Store.KafkaTopic, Partitions: parts,
+		ReplicationFactor: cfg.Store.KafkaReplicationFactor, MinInsyncReplicas: cfg.Store.KafkaMinInsyncReplicas}, nil
 }
 
 // CoreConfig maps the configuration onto core's broker-wide settings: the

@@ -4,7 +4,8 @@
 //
 // serve (the default) starts the server; see docs/CONFIG.md. Other
 // subcommands register themselves in commands from their own files:
-// plugin check (plugin.go) and assign (assign.go, docs/PLUGINS.md).
+// plugin check (plugin.go), assign (assign.go, docs/PLUGINS.md) and store
+// migrate (store.go, docs/SCALE-OUT.md).
 package main
 
 import (
