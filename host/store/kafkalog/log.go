@@ -117,6 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	for p := range l.parts {
 		l.parts[p] = &partition{txid: fmt.Sprintf("%s-p%d", l.prefix, p), pid: -1, epoch: -1}
+		l.parts[p].leader.Store(-1)
 	}
 	return l, nil
 }
@@ -240,4 +241,7 @@ type partition struct {
 	// recover: the last transaction failed before its commit; the next
 	// append bumps the epoch first (aborting it, resetting sequences).
 	recover bool
+	// leader is the broker leading the topic partition as last learned
+	// (-1: ask the metadata).
+	leader atomic.Int32
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -286,5 +288,67 @@ func TestClosed(t *testing.T) {
 	l.Close()
 	if err := l.Append(0, []runtime.Record{rec("g/1", "v")}); !errors.Is(err, runtime.ErrStorage) {
 		t.Fatalf("append after close: %v", err)
+	}
+}
+
+// TestStorageFailureAbortsAndRecovers: a produce the broker refuses fails
+// the append with ErrStorage; its records never replay, and the next
+// append (after an epoch bump that aborts the open transaction) is
+// stored. A commit whose outcome is unknown gives the partition up as
+// fenced until a replay takes it over again.
+func TestStorageFailureAbortsAndRecovers(t *testing.T) {
+	c := cluster(t)
+	l := open(t, c, 1, func(cfg *kafkalog.Config) { cfg.Timeout = time.Second })
+	state(t, l, 0)
+	if err := l.Append(0, []runtime.Record{rec("g/0", "kept")}); err != nil {
+		t.Fatal(err)
+	}
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = pr.Topics[0].Topic
+		rp := kmsg.NewProduceResponseTopicPartition()
+		rp.ErrorCode = kerr.InvalidRecord.Code
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	err := l.Append(0, []runtime.Record{rec("g/1", "lost")})
+	if !errors.Is(err, runtime.ErrStorage) || errors.Is(err, runtime.ErrFenced) {
+		t.Fatalf("refused produce: %v", err)
+	}
+	if err := l.Append(0, []runtime.Record{rec("g/2", "after")}); err != nil {
+		t.Fatalf("append after the failure: %v", err)
+	}
+	want := map[string]string{"g/0": "kept", "g/2": "after"}
+	if got := state(t, open(t, c, 1), 0); !maps.Equal(got, want) {
+		t.Fatalf("replayed %v, want %v", got, want)
+	}
+
+	state(t, l, 0) // take back
+	var failing atomic.Bool
+	failing.Store(true)
+	c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false
+		}
+		return nil, errors.New("connection lost"), true
+	})
+	err = l.Append(0, []runtime.Record{rec("g/3", "maybe")})
+	failing.Store(false)
+	if !errors.Is(err, runtime.ErrFenced) || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("unanswered commit: %v", err)
+	}
+	if err := l.Append(0, []runtime.Record{rec("g/4", "v")}); !errors.Is(err, runtime.ErrFenced) {
+		t.Fatalf("append before a new take-over: %v", err)
+	}
+	got := state(t, l, 0)
+	if _, ok := got["g/3"]; ok {
+		t.Fatalf("the transaction whose commit was never sent replayed: %v", got)
+	}
+	if err := l.Append(0, []runtime.Record{rec("g/4", "v")}); err != nil {
+		t.Fatalf("append after taking over again: %v", err)
 	}
 }

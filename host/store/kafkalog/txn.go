@@ -173,19 +173,18 @@ func (l *Log) produce(ctx context.Context, p int, txid string, records []byte) e
 	t.Partitions = append(t.Partitions, rp)
 	req.Topics = append(req.Topics, t)
 	return retry(ctx, "produce", func() error {
-		leader, err := l.leader(ctx, p)
+		leader := l.parts[p].leader.Load()
+		if leader < 0 {
+			var err error
+			if leader, err = l.leader(ctx, p); err != nil {
+				return err
+			}
+			l.parts[p].leader.Store(leader)
+		}
+		err := l.produceTo(ctx, leader, req)
 		if err != nil {
-			return err
+			l.parts[p].leader.Store(-1) // ask the metadata again
 		}
-		kresp, err := l.cl.Broker(int(leader)).Request(ctx, req)
-		if err != nil {
-			return err
-		}
-		resp := kresp.(*kmsg.ProduceResponse)
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return fmt.Errorf("%w: produce answered %d topics", kerr.UnknownServerError, len(resp.Topics))
-		}
-		err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 		if errors.Is(err, kerr.DuplicateSequenceNumber) {
 			return nil // a retry of a batch the broker had written
 		}
@@ -193,8 +192,20 @@ func (l *Log) produce(ctx context.Context, p int, txid string, records []byte) e
 	})
 }
 
-// leader returns the broker leading partition p, asking the cluster's
-// metadata (kgo caches the brokers; the answer is small).
+func (l *Log) produceTo(ctx context.Context, leader int32, req *kmsg.ProduceRequest) error {
+	kresp, err := l.cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.ProduceResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("%w: produce answered %d topics", kerr.UnknownServerError, len(resp.Topics))
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// leader returns the broker leading partition p, from the cluster's
+// metadata.
 func (l *Log) leader(ctx context.Context, p int) (int32, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
