@@ -13,11 +13,7 @@ import (
 )
 
 // read calls fn with partition p's committed records, from its start to
-// the last stable offset at the time of the call. It runs after the
-// take-over, when no transaction of the partition is open, so that
-// offset is the high watermark and the record just below it is there:
-// the active segment is never compacted, and a commit or abort marker
-// (kept by KeepControlRecords) ends every transaction.
+// the last stable offset at the time of the call.
 func (l *Log) read(p int, fn func(runtime.Record) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 	defer cancel()
@@ -25,6 +21,25 @@ func (l *Log) read(p int, fn func(runtime.Record) error) error {
 	if err != nil {
 		return err
 	}
+	return l.scan(ctx, p, start, func(r *kgo.Record) (bool, error) {
+		if r.Attrs.IsControl() {
+			return false, nil
+		}
+		v, err := decodeValue(r.Value)
+		if err != nil {
+			return false, fmt.Errorf("offset %d: %w", r.Offset, err)
+		}
+		return false, fn(runtime.Record{Key: r.Key, Value: v})
+	})
+}
+
+// scan calls fn with partition p's records from offset start to the last
+// stable offset, read_committed, commit and abort markers included, until
+// fn says stop. It runs when no transaction of the partition is open (after
+// a take-over or a recovery), so that offset is the high watermark and the
+// record just below it is there: the active segment is never compacted,
+// and a marker ends every transaction.
+func (l *Log) scan(ctx context.Context, p int, start int64, fn func(*kgo.Record) (stop bool, err error)) error {
 	end, err := l.offset(ctx, p, -1)
 	if err != nil {
 		return err
@@ -55,17 +70,8 @@ func (l *Log) read(p int, fn func(runtime.Record) error) error {
 				done = true
 				return
 			}
-			if !r.Attrs.IsControl() {
-				v, err := decodeValue(r.Value)
-				if err != nil {
-					ferr = fmt.Errorf("offset %d: %w", r.Offset, err)
-					return
-				}
-				if ferr = fn(runtime.Record{Key: r.Key, Value: v}); ferr != nil {
-					return
-				}
-			}
-			done = r.Offset >= end-1
+			done, ferr = fn(r)
+			done = done || r.Offset >= end-1
 		})
 		if ferr != nil {
 			return ferr

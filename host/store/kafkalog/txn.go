@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/runtime"
@@ -108,25 +109,61 @@ func (l *Log) append(ctx context.Context, p int, pt *partition, recs []runtime.R
 	if err := l.addPartition(ctx, p, pt); err != nil {
 		return l.failed(pt, err)
 	}
-	seq := pt.seq
+	seq, first := pt.seq, int64(-1)
 	for _, run := range split(recs, l.maxMsg) {
 		b := batch{pid: pt.pid, epoch: pt.epoch, seq: seq, now: time.Now().UnixMilli()}
-		if err := l.produce(ctx, p, pt.txid, b.encode(run)); err != nil {
+		base, err := l.produce(ctx, p, pt.txid, b.encode(run))
+		if err != nil {
 			return l.failed(pt, err)
+		}
+		if first < 0 {
+			first = base
 		}
 		seq += int32(len(run))
 	}
 	pt.seq = seq
-	if err := l.endTxn(ctx, pt, true); err != nil {
-		// The commit may or may not have happened: only a replay can
-		// tell, so the partition is given up as if fenced.
+	err := l.endTxn(ctx, pt, true)
+	if err == nil {
+		return nil
+	}
+	if fenced(err) {
 		pt.owned = false
-		if fenced(err) {
-			return classify(err)
-		}
-		return fmt.Errorf("%w: commit outcome unknown, the partition must be replayed: %w", runtime.ErrFenced, err)
+		return classify(err)
+	}
+	committed, rerr := l.settle(p, pt, first)
+	switch {
+	case rerr != nil:
+		// Only a replay can tell whether the batch is in the log: the
+		// partition is given up as if fenced.
+		pt.owned = false
+		return fmt.Errorf("%w: commit outcome unknown (%w), the partition must be replayed: %w", runtime.ErrFenced, err, rerr)
+	case !committed:
+		return fmt.Errorf("%w: commit failed and the transaction was aborted: %w", runtime.ErrStorage, err)
 	}
 	return nil
+}
+
+// settle learns the outcome of pt's transaction whose commit got no
+// answer, its first record at offset first: a recovery (epoch bump)
+// completes the transaction — the commit if the coordinator had
+// prepared it, else an abort — and the partition then shows either that
+// record or the abort marker at the first offset read_committed returns
+// from first.
+func (l *Log) settle(p int, pt *partition, first int64) (committed bool, err error) {
+	if first < 0 {
+		return false, errors.New("no offset of the transaction's first record")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	if err := l.initProducer(ctx, pt, pt.pid, pt.epoch); err != nil {
+		return false, classify(err)
+	}
+	err = l.scan(ctx, p, first, func(r *kgo.Record) (bool, error) {
+		// A marker's key is version(2) type(2), type 1 a commit.
+		committed = !r.Attrs.IsControl() || len(r.Key) >= 4 && r.Key[3] == 1
+		return true, nil
+	})
+	return committed, err
 }
 
 // failed handles a failure before the commit: the transaction is left to
@@ -162,8 +199,9 @@ func (l *Log) addPartition(ctx context.Context, p int, pt *partition) error {
 	})
 }
 
-// produce writes one record batch to partition p with acks=all.
-func (l *Log) produce(ctx context.Context, p int, txid string, records []byte) error {
+// produce writes one record batch to partition p with acks=all and
+// returns its base offset.
+func (l *Log) produce(ctx context.Context, p int, txid string, records []byte) (base int64, err error) {
 	req := kmsg.NewPtrProduceRequest()
 	req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr(txid), -1, int32(l.cfg.Timeout.Milliseconds())
 	t := kmsg.NewProduceRequestTopic()
@@ -172,7 +210,7 @@ func (l *Log) produce(ctx context.Context, p int, txid string, records []byte) e
 	rp.Partition, rp.Records = int32(p), records
 	t.Partitions = append(t.Partitions, rp)
 	req.Topics = append(req.Topics, t)
-	return retry(ctx, "produce", func() error {
+	err = retry(ctx, "produce", func() error {
 		leader := l.parts[p].leader.Load()
 		if leader < 0 {
 			var err error
@@ -181,27 +219,30 @@ func (l *Log) produce(ctx context.Context, p int, txid string, records []byte) e
 			}
 			l.parts[p].leader.Store(leader)
 		}
-		err := l.produceTo(ctx, leader, req)
+		var err error
+		base, err = l.produceTo(ctx, leader, req)
 		if err != nil {
 			l.parts[p].leader.Store(-1) // ask the metadata again
 		}
 		if errors.Is(err, kerr.DuplicateSequenceNumber) {
-			return nil // a retry of a batch the broker had written
+			return nil // a retry of a batch the broker had written, at base
 		}
 		return err
 	})
+	return base, err
 }
 
-func (l *Log) produceTo(ctx context.Context, leader int32, req *kmsg.ProduceRequest) error {
+func (l *Log) produceTo(ctx context.Context, leader int32, req *kmsg.ProduceRequest) (int64, error) {
 	kresp, err := l.cl.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp := kresp.(*kmsg.ProduceResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return fmt.Errorf("%w: produce answered %d topics", kerr.UnknownServerError, len(resp.Topics))
+		return 0, fmt.Errorf("%w: produce answered %d topics", kerr.UnknownServerError, len(resp.Topics))
 	}
-	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	rp := resp.Topics[0].Partitions[0]
+	return rp.BaseOffset, kerr.ErrorForCode(rp.ErrorCode)
 }
 
 // leader returns the broker leading partition p, from the cluster's
