@@ -20,9 +20,9 @@ import (
 	"github.com/coordhost/coordhost/host/store/kafkalog"
 )
 
-func cluster(t testing.TB) *kfake.Cluster {
+func cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,9 +217,10 @@ func TestValidateBoundsRecords(t *testing.T) {
 }
 
 // TestOpenRefusesTopic: an existing topic with another partition count or
-// without compaction is refused; a missing one is created compacted.
+// without compaction is refused; a missing one is created compacted, even
+// on a cluster that creates topics a Metadata request names.
 func TestOpenRefusesTopic(t *testing.T) {
-	c := cluster(t)
+	c := cluster(t, kfake.AllowAutoTopicCreation())
 	open(t, c, 4)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {

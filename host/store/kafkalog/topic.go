@@ -62,6 +62,7 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, cfg Config) (topicInfo, er
 // exists is false when the cluster does not know the topic.
 func describeTopic(ctx context.Context, cl *kgo.Client, topic string) (topicInfo, bool, error) {
 	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false // a broker's auto-creation would make it with the delete policy
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)

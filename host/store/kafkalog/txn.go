@@ -32,7 +32,7 @@ func retriable(err error) bool {
 	if errors.As(err, &ke) {
 		return ke.Retriable
 	}
-	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed)
 }
 
 // retry calls do until it succeeds, fails for good, or ctx ends.
