@@ -6,7 +6,6 @@ package kafkalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -158,10 +157,10 @@ func (l *Log) part(p int) (*partition, error) {
 // Append implements runtime.Log: one transaction holds recs (in record
 // batches within max.message.bytes), written with acks=all, and Append
 // returns once the transaction committed. A writer fenced by a newer
-// epoch gets an error wrapping runtime.ErrFenced, and so does an append
-// whose commit outcome stayed unknown (the partition must be replayed to
-// learn it); other failures abort the transaction and wrap
-// runtime.ErrStorage.
+// epoch gets an error wrapping runtime.ErrFenced; other failures abort the
+// transaction and wrap runtime.ErrStorage. A commit that got no answer is
+// settled (txn.go): committed, Append succeeds; aborted, ErrStorage; still
+// unknown, ErrFenced (the partition must be replayed to learn it).
 func (l *Log) Append(p int, recs []runtime.Record) error {
 	for i, r := range recs {
 		if err := l.Validate(r); err != nil {
@@ -223,9 +222,6 @@ func (l *Log) Close() error {
 	}
 	return nil
 }
-
-// IsFenced reports whether err says a newer writer took the partition.
-func IsFenced(err error) bool { return errors.Is(err, runtime.ErrFenced) }
 
 var _ runtime.Log = (*Log)(nil)
 
