@@ -104,6 +104,9 @@ type LoopDeps struct {
 	// WrapLog, when set, wraps the record log (tests inject faults with
 	// runtime.FaultLog).
 	WrapLog func(runtime.Log) runtime.Log
+	// OpenLog, when set, opens the record log of parts partitions instead
+	// of Store's (store.kind=kafka), with the function that closes it.
+	OpenLog func(parts int) (runtime.Log, func() error, error)
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -247,6 +250,14 @@ func (l *Loop) openLog() (int, error) {
 		if parts <= 0 {
 			parts = runtime.DefaultPartitions
 		}
+	}
+	if l.d.OpenLog != nil {
+		rl, closer, err := l.d.OpenLog(parts)
+		if err != nil {
+			return 0, err
+		}
+		l.rlog, l.closer = &statsLog{Log: rl, stats: &l.stats}, closer
+		return parts, nil
 	}
 	if l.d.Store == nil {
 		l.rlog = &statsLog{Log: runtime.NewMemLog(), stats: &l.stats}

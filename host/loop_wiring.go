@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/runtime"
+	"github.com/coordhost/coordhost/host/store/kafkalog"
 )
 
 // NewCoordinator is the Options.Coordinator factory of a real server: it
@@ -59,7 +62,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cfg.StorePartitions, Workers: cfg.Workers,
-			TopicRefresh: topicRefresh,
+			TopicRefresh: topicRefresh, OpenLog: stateTopicLog(ctx, s),
 		})
 		if err != nil {
 			asg.Close(context.Background())
@@ -72,6 +75,44 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		return Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
 	}
+}
+
+// stateTopicLog opens the record log in the external cluster's state
+// topic when store.kind is kafka (nil otherwise: the store's log).
+func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func() error, error) {
+	if s.cfg.Store.Kind != "kafka" {
+		return nil
+	}
+	return func(parts int) (runtime.Log, func() error, error) {
+		kc, err := StateTopicConfig(s.cfg, parts)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := kafkalog.Open(ctx, kc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, l.Close, nil
+	}
+}
+
+// StateTopicConfig is the configuration of the state topic log
+// (store.kafka.*) of parts partitions on the external cluster of cfg,
+// reached as coordhost's own connection is (dataplane.tls.*, .sasl.*).
+func StateTopicConfig(cfg *config.Config, parts int) (kafkalog.Config, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.DataPlane.Bootstrap...), kgo.ClientID("coordhost")}
+	tc, err := dataPlaneTLS(cfg.DataPlane)
+	if err != nil {
+		return kafkalog.Config{}, err
+	}
+	if tc != nil {
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if m := dataPlaneSASL(cfg.DataPlane); m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return kafkalog.Config{ClientOpts: opts, Topic: cfg.Store.KafkaTopic, Partitions: parts,
+		ReplicationFactor: cfg.Store.KafkaReplicationFactor, MinInsyncReplicas: cfg.Store.KafkaMinInsyncReplicas}, nil
 }
 
 // CoreConfig maps the configuration onto core's broker-wide settings: the

@@ -109,8 +109,10 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)
-	if err := s.openStore(); err != nil {
-		return nil, err
+	if cfg.Store.Kind != "kafka" { // the kafka store is opened with the coordinator (stateTopicLog)
+		if err := s.openStore(); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.openDataPlane(ctx); err != nil {
 		return nil, err

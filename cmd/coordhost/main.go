@@ -4,8 +4,9 @@
 //
 // serve (the default) starts the server; see docs/CONFIG.md. Other
 // subcommands register themselves in commands from their own files:
-// plugin check (plugin.go), assign (assign.go, docs/PLUGINS.md) and
-// simulate (simulate.go, docs/AB-TESTING.md).
+// plugin check (plugin.go), assign (assign.go, docs/PLUGINS.md), simulate
+// (simulate.go, docs/AB-TESTING.md) and store migrate (store.go,
+// docs/SCALE-OUT.md).
 package main
 
 import (

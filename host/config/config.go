@@ -46,6 +46,8 @@ type Config struct {
 	// StorePartitions is the partition count of a new store (an existing
 	// store keeps its own; another count is refused at start).
 	StorePartitions int
+	// Store picks the group store's backend (store.kind, store.kafka.*).
+	Store Store
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
 	// MaxGroups caps the groups of the process (0: no cap).
@@ -97,6 +99,14 @@ type DataPlane struct {
 	SASLPassword  string
 	// AuthzCacheTTL bounds the reuse of a cluster authorization decision.
 	AuthzCacheTTL time.Duration
+}
+
+// Store is the store.kind and store.kafka.* section.
+type Store struct {
+	Kind                   string // store.kind: "bbolt" or "kafka"
+	KafkaTopic             string // store.kafka.topic
+	KafkaReplicationFactor int    // store.kafka.replication.factor
+	KafkaMinInsyncReplicas int    // store.kafka.min.insync.replicas
 }
 
 // Plugins is the plugins.* section.
@@ -299,7 +309,10 @@ func fromValues(v map[string]any) (*Config, error) {
 			LoadDirs: v["plugins.load.dirs"].([]string), MaxBytes: v["plugins.max.bytes"].(int64)},
 		LogFormat:       v["log.format"].(string),
 		ShutdownTimeout: v["shutdown.timeout"].(time.Duration),
-		StorePartitions: int(v["store.partitions"].(int64)), Workers: int(v["runtime.workers"].(int64)),
+		StorePartitions: int(v["store.partitions"].(int64)),
+		Store: Store{Kind: v["store.kind"].(string), KafkaTopic: v["store.kafka.topic"].(string),
+			KafkaReplicationFactor: int(v["store.kafka.replication.factor"].(int64)), KafkaMinInsyncReplicas: int(v["store.kafka.min.insync.replicas"].(int64))},
+		Workers:   int(v["runtime.workers"].(int64)),
 		MaxGroups: int(v["runtime.max.groups"].(int64)),
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
@@ -371,6 +384,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(b); err != nil {
 			return fmt.Errorf("config: dataplane.bootstrap entry %q: not a host:port address", b)
 		}
+	}
+	if c.Store.Kind == "kafka" && c.DataPlane.Embedded {
+		return errors.New(`config: store.kind = "kafka" needs dataplane.mode = "external" (the state topic lives on the external cluster)`)
 	}
 	if c.Groups == nil {
 		return errors.New("config: Groups is nil (start from config.Default or config.Load)")

@@ -46,6 +46,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) {
 			c.DataPlane.Embedded, c.DataPlane.Bootstrap, c.DataPlane.SASLMechanism = false, []string{"k:9092"}, "GSSAPI"
 		}, `dataplane.sasl.mechanism = "GSSAPI"`},
+		{func(c *Config) { c.Store.Kind = "kafka" }, `store.kind = "kafka" needs dataplane.mode = "external"`},
 		{func(c *Config) { c.Groups = nil }, "Groups is nil"},
 	}
 	if err := Default().Validate(); err != nil {

@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
+	"github.com/coordhost/coordhost/host/store/kafkalog"
 )
 
 // kvShard is a test coordinator: groups hold string values; a put writes
@@ -98,6 +102,7 @@ func (s *kvShard) Unload()                     {}
 func backends(t *testing.T, parts int) map[string]func() runtime.Log {
 	dir := t.TempDir()
 	var st *store.Store
+	var kc *kfake.Cluster
 	return map[string]func() runtime.Log{
 		"memory": func() runtime.Log { return runtime.NewMemLog() },
 		"fault":  func() runtime.Log { return runtime.NewFaultLog(runtime.NewMemLog()) },
@@ -113,6 +118,24 @@ func backends(t *testing.T, parts int) map[string]func() runtime.Log {
 				t.Cleanup(func() { st.Close() })
 			}
 			l, err := store.NewLog(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			return l
+		},
+		// kafka: the state topic on an in-process cluster; a second log
+		// on it takes the partitions over when it replays them.
+		"kafka": func() runtime.Log {
+			if kc == nil {
+				var err error
+				if kc, err = kfake.NewCluster(kfake.NumBrokers(1)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(kc.Close)
+			}
+			l, err := kafkalog.Open(context.Background(), kafkalog.Config{ClientOpts: []kgo.Opt{kgo.SeedBrokers(kc.ListenAddrs()...)},
+				Partitions: parts, Timeout: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
