@@ -28,7 +28,7 @@ import (
 // suite's admin that creates ACLs and reads offsets).
 const adminPassword = "admin-secret"
 
-var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover"}
+var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover", appUser}
 
 func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
 	t.Helper()
@@ -355,13 +355,7 @@ func TestInteropAuthorization(t *testing.T) {
 	}
 	defer admin.Close()
 	createACLs(t, admin, authzACLs)
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "t", NumPartitions: 1, ReplicationFactor: 1}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if resp, err := ct.RequestWith(ctx, admin); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create topic: %v %+v", err, resp)
-	}
+	createTopics(t, admin, 1, "t")
 	ch := startCoordhost(t, dir, secure, "--dataplane.sasl.mechanism=SCRAM-SHA-256",
 		"--dataplane.sasl.username=admin", "--dataplane.sasl.password="+adminPassword, "--dataplane.authorization.cache.ttl=1s")
 	t.Logf("broker and coordhost up in %v", time.Since(start).Round(time.Second))
@@ -469,6 +463,7 @@ func TestInteropAuthorization(t *testing.T) {
 			t.Fatalf("coordhost enforced the revocation %v after the broker", d)
 		}
 	})
+	t.Run("applications", func(t *testing.T) { testAuthorizedApps(t, dir, secure, ch.addr, admin) })
 	t.Logf("authorization interop took %v", time.Since(start).Round(time.Second))
 }
 
