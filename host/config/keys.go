@@ -50,6 +50,7 @@ var serverKeys = []key{
 	{name: "kafka.sasl.max.receive.bytes", def: int64(512 << 10), kind: kInt, min: 1024, max: math.MaxInt32, doc: "With kafka.sasl.required: largest frame before authentication; a larger one closes the connection (Kafka's sasl.server.max.receive.size)."},
 	{name: "kafka.tls.cert.file", def: "", kind: kString, doc: "PEM certificate for TLS on the Kafka listeners; empty: plaintext."},
 	{name: "kafka.tls.key.file", def: "", kind: kString, doc: "PEM private key matching kafka.tls.cert.file."},
+	{name: "kafka.tls.client.ca.file", def: "", kind: kString, doc: "PEM CA bundle: the Kafka listeners require a client certificate it verifies (Kafka's ssl.client.auth=required). Needs kafka.tls.cert.file; with dataplane.mode=external, SASL too (docs/SECURITY.md)."},
 	{name: "data.dir", def: "./coordhost-data", kind: kString, doc: "Directory of the durable store (coordhost.db), of the embedded data plane (dataplane/) and of compiled plugin code (plugin-cache/)."},
 	{name: "store.partitions", def: int64(50), kind: kInt, min: 1, max: 10000, doc: "Partitions of the group store (Kafka's offsets.topic.num.partitions): a group's partition is fixed by this count, so it takes effect only when the store is created; a store created with another count refuses to start."},
 	{name: "runtime.workers", def: int64(0), kind: kInt, min: 0, max: 1024, doc: "Goroutines that run the partitions' event loops; 0: GOMAXPROCS."},
