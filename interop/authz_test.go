@@ -401,6 +401,8 @@ func TestInteropAuthorization(t *testing.T) {
 		}
 	}
 
+	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure) })
+
 	// before the revocation below takes User:exact's READ on g away
 	t.Run("transactional commit", func(t *testing.T) { testTxnCommit(t, secure, ch.addr, admin) })
 

@@ -141,7 +141,7 @@ func escapeRFC2253(s string) string {
 // certPrincipal is the principal of the connection's verified client
 // certificate ("" without one), derived once the handshake is done.
 func (c *conn) certPrincipal() string {
-	if c.principal != "" {
+	if c.principal != "" || c.s.cfg.TLS == nil || c.s.cfg.TLS.ClientCAs == nil {
 		return c.principal
 	}
 	tc, ok := c.nc.(*tls.Conn)

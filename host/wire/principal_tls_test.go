@@ -2,58 +2,27 @@ package wire
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// issue makes a certificate for subject signed by parent (self-signed CA when parent is nil).
-func issue(t *testing.T, subject pkix.Name, parent *tls.Certificate, ca bool) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: subject, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	if ca {
-		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
-	}
-	signer, signerKey := tmpl, any(key)
-	if parent != nil {
-		signer, signerKey = parent.Leaf, parent.PrivateKey
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
-}
+	"github.com/coordhost/coordhost/internal/testtool"
+)
 
 // TestClientCertificatePrincipal: a listener that requires client
 // certificates admits a client whose certificate its CA signed and gives
 // each request that certificate's principal; a client without one, or
 // with one of another CA, is not served.
 func TestClientCertificatePrincipal(t *testing.T) {
-	ca := issue(t, pkix.Name{CommonName: "test CA"}, nil, true)
-	other := issue(t, pkix.Name{CommonName: "other CA"}, nil, true)
-	server := issue(t, pkix.Name{CommonName: "coordhost"}, &ca, false)
-	alice := issue(t, pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Org, Inc."}}, &ca, false)
-	mallory := issue(t, pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Org, Inc."}}, &other, false)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Leaf)
+	pki, other := testtool.NewPKI(t, "test CA"), testtool.NewPKI(t, "other CA")
+	server := pki.Issue(t, pkix.Name{CommonName: "coordhost"})
+	subject := pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Org, Inc."}}
+	alice, mallory := pki.Issue(t, subject), other.Issue(t, subject)
+	pool := pki.Pool
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
