@@ -63,7 +63,7 @@ bench:
 clean:
 	rm -rf build
 
-.PHONY: interop-compare interop-restart
+.PHONY: interop-compare interop-restart interop-authz-variants
 
 ## interop-compare: the fair comparison table of docs/INTEROP.md (both apps, each close mode, plain rolls on real Kafka 4.4, RUNS runs each; about 20 minutes a run) -> build/interop-compare.md
 RUNS ?= 3
@@ -75,3 +75,7 @@ interop-compare:
 ## interop-restart: coordhost SIGTERM and SIGKILL restarts under the exactly-once orders app, in each group state (docs/INTEROP.md)
 interop-restart:
 	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestInteropRestart' ./interop
+
+## interop-authz-variants: the authorization table against a broker with allow.everyone.if.no.acl.found=true and one with a custom Authorizer class (two broker starts, about 2 minutes; docs/SECURITY.md)
+interop-authz-variants:
+	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 15m -run 'TestInteropAuthorizerVariants' ./interop

@@ -276,16 +276,25 @@ func dataPlaneTLS(c config.DataPlane) (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TLSServerName}
 	if c.TLSCAFile != "" {
-		pem, err := os.ReadFile(c.TLSCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("dataplane.tls.ca.file: %w", err)
-		}
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("dataplane.tls.ca.file %s: no PEM certificate in it", c.TLSCAFile)
+		var err error
+		if tc.RootCAs, err = certPool("dataplane.tls.ca.file", c.TLSCAFile); err != nil {
+			return nil, err
 		}
 	}
 	return tc, nil
+}
+
+// certPool reads the PEM CA bundle file named by config key.
+func certPool(key, file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s %s: no PEM certificate in it", key, file)
+	}
+	return pool, nil
 }
 
 // dataPlaneSASL is coordhost's own SASL mechanism for an external cluster.
@@ -309,7 +318,14 @@ func loadTLS(k config.Kafka) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka TLS (kafka.tls.cert.file %s, kafka.tls.key.file %s): %w", k.TLSCertFile, k.TLSKeyFile, err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if k.TLSClientCAFile != "" { // Kafka's ssl.client.auth=required
+		if tc.ClientCAs, err = certPool("kafka.tls.client.ca.file", k.TLSClientCAFile); err != nil {
+			return nil, err
+		}
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
 }
 
 // KafkaAddr is the first (bootstrap) Kafka listener's address.

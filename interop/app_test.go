@@ -23,6 +23,7 @@ type appConfig struct {
 	project    string // Maven project with the client version; "" = appDir (4.4.0)
 	topics     topics // the application's input and output
 	app        appSpec
+	extra      []string // further client properties as key=value (SASL login, ...)
 }
 
 // topics are one scenario's input and output topics: each scenario has its
@@ -77,6 +78,7 @@ func startApp(t *testing.T, logDir string, c appConfig) *proc {
 	if c.app.name == ordersApp.name {
 		args = append(args, "customers.topic="+c.topics.customers, "regions.topic="+c.topics.regions)
 	}
+	args = append(args, c.extra...)
 	if c.app.threads > 0 {
 		args = append(args, fmt.Sprintf("num.stream.threads=%d", c.app.threads))
 	}

@@ -28,9 +28,17 @@ import (
 // suite's admin that creates ACLs and reads offsets).
 const adminPassword = "admin-secret"
 
-var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover"}
+var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover", appUser, "opsuser", "rouser"}
 
 func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
+	t.Helper()
+	return startSecureBrokerWith(t, appDir, logDir, nil)
+}
+
+// startSecureBrokerWith is startSecureBroker with the broker's classpath
+// from project and authorizer settings overriding the StandardAuthorizer
+// ones.
+func startSecureBrokerWith(t *testing.T, project, logDir string, authorizer map[string]string) (plain, secure string) {
 	t.Helper()
 	port, sport := freePort(t), freePort(t)
 	jaas := "org.apache.kafka.common.security.scram.ScramLoginModule required;"
@@ -47,13 +55,16 @@ func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
 		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users":           "User:ANONYMOUS;User:admin",
 	}
+	for k, v := range authorizer {
+		props[k] = v
+	}
 	var format []string
 	for _, u := range authzUsers {
 		for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
 			format = append(format, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", mech, u, password(u)))
 		}
 	}
-	b := launchBroker(t, logDir, port, props, format...)
+	b := launchBrokerFrom(t, project, logDir, port, props, format...)
 	return b.addr, fmt.Sprintf("127.0.0.1:%d", sport)
 }
 
@@ -355,13 +366,7 @@ func TestInteropAuthorization(t *testing.T) {
 	}
 	defer admin.Close()
 	createACLs(t, admin, authzACLs)
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "t", NumPartitions: 1, ReplicationFactor: 1}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if resp, err := ct.RequestWith(ctx, admin); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create topic: %v %+v", err, resp)
-	}
+	createTopics(t, admin, 1, "t")
 	ch := startCoordhost(t, dir, secure, "--dataplane.sasl.mechanism=SCRAM-SHA-256",
 		"--dataplane.sasl.username=admin", "--dataplane.sasl.password="+adminPassword, "--dataplane.authorization.cache.ttl=1s")
 	t.Logf("broker and coordhost up in %v", time.Since(start).Round(time.Second))
@@ -379,7 +384,7 @@ func TestInteropAuthorization(t *testing.T) {
 		}
 	})
 
-	rows := []struct{ name, user, group, mech string }{
+	authzTable(t, secure, ch.addr, admin, 1000, []authzRow{
 		{"no ACL", "noacl", "g", "SCRAM-SHA-256"},
 		{"exact ACL", "exact", "g", "SCRAM-SHA-512"},
 		{"prefixed ACL", "prefixed", "g", "SCRAM-SHA-256"},
@@ -388,51 +393,18 @@ func TestInteropAuthorization(t *testing.T) {
 		{"super user", "admin", "g", "SCRAM-SHA-512"},
 		{"OAUTHBEARER exact ACL", "exact", "g", "OAUTHBEARER"},
 		{"OAUTHBEARER no ACL", "noacl", "g", "OAUTHBEARER"},
-	}
-	for i, row := range rows {
-		t.Run(row.name, func(t *testing.T) {
-			offset := int64(1000 + i)
-			direct, through := dialKafka(t, secure), dialKafka(t, ch.addr)
-			for _, c := range []*rawConn{direct, through} {
-				if err := c.login(row.user, row.mech); err != nil {
-					t.Fatalf("login %s: %v", row.user, err)
-				}
-			}
-			var committed bool
-			for _, req := range groupRequests(row.group, offset) {
-				name := kmsg.NameForKey(req.Key())
-				want, err := direct.do(req)
-				if err != nil {
-					t.Fatalf("broker %s: %v", name, err)
-				}
-				if _, txn := req.(*kmsg.TxnOffsetCommitRequest); txn && authCodes(want) == "allowed" {
-					// Producer 1 is in no transaction: the broker answers
-					// an allowed commit COORDINATOR_NOT_AVAILABLE, which
-					// coordhost's data-plane client retries for longer than
-					// this test waits. host/authz's tests cover the path.
-					continue
-				}
-				got, err := through.do(req)
-				if err != nil {
-					t.Fatalf("coordhost %s: %v", name, err)
-				}
-				if g, w := authCodes(got), authCodes(want); g != w {
-					t.Errorf("%s as %s on %s: coordhost %s, broker %s", name, row.user, row.group, g, w)
-				}
-				if r, ok := got.(*kmsg.OffsetCommitResponse); ok {
-					committed = r.Topics[0].Partitions[0].ErrorCode == 0
-					checkCommitted(t, admin, row.group, offset, committed)
-				}
-			}
-			t.Logf("%s: commit allowed %v", row.user, committed)
-		})
-	}
+	})
 	for _, u := range []string{"noacl", "prefixed", "denyover"} {
 		lines := ch.proc.grep("principal=User:" + u + " ")
 		if len(lines) == 0 || !strings.Contains(lines[0], "authorization denied") {
 			t.Errorf("no audit line names User:%s: %q", u, lines)
 		}
 	}
+
+	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure) })
+
+	// before the revocation below takes User:exact's READ on g away
+	t.Run("transactional commit", func(t *testing.T) { testTxnCommit(t, secure, ch.addr, admin) })
 
 	t.Run("revoked within the TTL", func(t *testing.T) {
 		direct, through := dialKafka(t, secure), dialKafka(t, ch.addr)
@@ -469,6 +441,7 @@ func TestInteropAuthorization(t *testing.T) {
 			t.Fatalf("coordhost enforced the revocation %v after the broker", d)
 		}
 	})
+	t.Run("applications", func(t *testing.T) { testAuthorizedApps(t, dir, secure, ch.addr, admin) })
 	t.Logf("authorization interop took %v", time.Since(start).Round(time.Second))
 }
 
@@ -518,5 +491,56 @@ func checkCommitted(t *testing.T, admin *kgo.Client, group string, offset int64,
 	}
 	if (got == offset) != allowed {
 		t.Errorf("group %s: broker has offset %d after a commit of %d that coordhost allowed=%v", group, got, offset, allowed)
+	}
+}
+
+// authzRow is one principal of an authorization table: it logs in as user
+// with mech and sends every group API for group.
+type authzRow struct{ name, user, group, mech string }
+
+// authzTable: for each row, every group API sent by the same principal
+// straight to the broker (secure) and through coordhost gets the same
+// authorization verdict; a commit coordhost allows is on the broker, a
+// refused one is not. base is the first row's commit offset.
+func authzTable(t *testing.T, secure, chAddr string, admin *kgo.Client, base int64, rows []authzRow) {
+	t.Helper()
+	for i, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			offset := base + int64(i)
+			direct, through := dialKafka(t, secure), dialKafka(t, chAddr)
+			for _, c := range []*rawConn{direct, through} {
+				if err := c.login(row.user, row.mech); err != nil {
+					t.Fatalf("login %s: %v", row.user, err)
+				}
+			}
+			var committed bool
+			for _, req := range groupRequests(row.group, offset) {
+				name := kmsg.NameForKey(req.Key())
+				want, err := direct.do(req)
+				if err != nil {
+					t.Fatalf("broker %s: %v", name, err)
+				}
+				got, err := through.do(req)
+				if err != nil {
+					t.Fatalf("coordhost %s: %v", name, err)
+				}
+				if w, ok := want.(*kmsg.TxnOffsetCommitResponse); ok {
+					// producer 1 has no transaction: the broker's answer, an
+					// error for an allowed commit, comes back as it is
+					g, w := got.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, w.Topics[0].Partitions[0].ErrorCode
+					if g != w {
+						t.Errorf("TxnOffsetCommit as %s: coordhost %v, broker %v", row.user, kerr.ErrorForCode(g), kerr.ErrorForCode(w))
+					}
+				}
+				if g, w := authCodes(got), authCodes(want); g != w {
+					t.Errorf("%s as %s on %s: coordhost %s, broker %s", name, row.user, row.group, g, w)
+				}
+				if r, ok := got.(*kmsg.OffsetCommitResponse); ok {
+					committed = r.Topics[0].Partitions[0].ErrorCode == 0
+					checkCommitted(t, admin, row.group, offset, committed)
+				}
+			}
+			t.Logf("%s: commit allowed %v", row.user, committed)
+		})
 	}
 }

@@ -93,6 +93,13 @@ func startBroker(t *testing.T, logDir string) *broker {
 // port is the PLAINTEXT listener that waits for Metadata.
 func launchBroker(t *testing.T, logDir string, port int, props map[string]string, formatArgs ...string) *broker {
 	t.Helper()
+	return launchBrokerFrom(t, appDir, logDir, port, props, formatArgs...)
+}
+
+// launchBrokerFrom is launchBroker with the classpath of the Maven project
+// in project (one that adds a broker plugin, such as an authorizer).
+func launchBrokerFrom(t *testing.T, project, logDir string, port int, props map[string]string, formatArgs ...string) *broker {
+	t.Helper()
 	cport := freePort(t)
 	dir := filepath.Join(t.TempDir(), "kraft")
 	props["listeners"] += fmt.Sprintf(",CONTROLLER://127.0.0.1:%d", cport)
@@ -108,7 +115,7 @@ func launchBroker(t *testing.T, logDir string, port int, props map[string]string
 		t.Fatal(err)
 	}
 	args := append([]string{"format", "-t", clusterID(t), "-c", cfg}, formatArgs...)
-	format := startJava(t, "broker-format", logDir, "kafka.tools.StorageTool", args...)
+	format := startJavaFrom(t, project, "broker-format", logDir, "kafka.tools.StorageTool", args...)
 	select {
 	case <-format.done:
 		if format.err != nil {
@@ -118,7 +125,7 @@ func launchBroker(t *testing.T, logDir string, port int, props map[string]string
 		t.Fatalf("kafka-storage format did not finish in 2m\n%s", format.tail(40))
 	}
 	b := &broker{addr: fmt.Sprintf("127.0.0.1:%d", port)}
-	b.proc = startJava(t, "broker", logDir, "kafka.Kafka", cfg)
+	b.proc = startJavaFrom(t, project, "broker", logDir, "kafka.Kafka", cfg)
 	if err := waitMetadata(b.addr, 3*time.Minute, b.proc); err != nil {
 		t.Fatalf("broker: %v\n%s", err, b.proc.tail(60))
 	}

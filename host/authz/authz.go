@@ -120,9 +120,13 @@ func (c *check) logDenied(rt kmsg.ACLResourceType, name string, op kmsg.ACLOpera
 	} else if c.req.Authenticated {
 		principal = "unknown"
 	}
-	c.a.cfg.Log.Info("authorization denied", "principal", principal, "operation", opName(op), "resource_type", rtName(rt), "resource", name,
+	attrs := []any{"principal", principal, "operation", opName(op), "resource_type", rtName(rt), "resource", name,
 		"api", kmsg.NameForKey(c.req.Key), "client_id", c.req.ClientIDString(), "client", c.req.ClientHost,
-		"authenticated", c.req.Authenticated)
+		"authenticated", c.req.Authenticated}
+	if c.req.CertPrincipal != "" { // admitted the connection; the SASL principal is the one authorized
+		attrs = append(attrs, "certificate", c.req.CertPrincipal)
+	}
+	c.a.cfg.Log.Info("authorization denied", attrs...)
 }
 
 // inner hands body (the allowed part of the request) to the wrapped Handler.

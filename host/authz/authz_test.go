@@ -525,3 +525,19 @@ func TestStreamsHeartbeatTopologyTopics(t *testing.T) {
 		t.Fatalf("all topics describable: code %d", code)
 	}
 }
+
+// TestAuditNamesCertificate: a refusal on a connection a client
+// certificate admitted names the SASL principal, which was authorized, and
+// the certificate's.
+func TestAuditNamesCertificate(t *testing.T) {
+	h := newHarness(t, time.Second)
+	body := heartbeat("g")
+	resp, err := h.a.Handle(context.Background(), &wire.Request{Key: body.Key(), Version: 4, Body: body, Session: h.sess, Authenticated: true,
+		SASLUser: "alice", CertPrincipal: "User:CN=alice,OU=eng"})
+	if err != nil || resp.(*kmsg.HeartbeatResponse).ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if l := h.log.String(); !strings.Contains(l, "principal=User:alice") || !strings.Contains(l, `certificate="User:CN=alice,OU=eng"`) {
+		t.Fatalf("audit line: %s", l)
+	}
+}

@@ -72,6 +72,9 @@ type Kafka struct {
 	IdleTimeout     time.Duration
 	TLSCertFile     string
 	TLSKeyFile      string
+	// TLSClientCAFile, when set, makes the listeners require and verify a
+	// client certificate.
+	TLSClientCAFile string
 	// QueuedMaxRequestBytes bounds the request bytes in flight over all
 	// listeners; MaxConnections and MaxConnectionsPerIP the open
 	// connections.
@@ -289,6 +292,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			Listen: v["kafka.listen"].(string), AdvertisedHost: v["kafka.advertised.host"].(string),
 			MaxRequestBytes: int32(v["kafka.max.request.bytes"].(int64)), IdleTimeout: v["kafka.idle.timeout"].(time.Duration),
 			TLSCertFile: v["kafka.tls.cert.file"].(string), TLSKeyFile: v["kafka.tls.key.file"].(string),
+			TLSClientCAFile:       v["kafka.tls.client.ca.file"].(string),
 			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64),
 			MaxConnections:        int(v["kafka.max.connections.total"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
 			SASLRequired: v["kafka.sasl.required"].(bool), SASLMaxReceiveBytes: int32(v["kafka.sasl.max.receive.bytes"].(int64)),
@@ -352,6 +356,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.Admin.TLSCertFile == "") != (c.Admin.TLSKeyFile == "") {
 		return fmt.Errorf("config: admin.tls.cert.file = %q and admin.tls.key.file = %q: set both or neither", c.Admin.TLSCertFile, c.Admin.TLSKeyFile)
+	}
+	if err := c.validateClientCerts(); err != nil {
+		return err
 	}
 	if c.Admin.TLSClientCAFile != "" && c.Admin.TLSCertFile == "" {
 		return fmt.Errorf("config: admin.tls.client.ca.file = %q needs admin.tls.cert.file (client certificates need TLS)", c.Admin.TLSClientCAFile)
@@ -501,6 +508,29 @@ func (c *Config) validateLimits() error {
 		return fmt.Errorf("config: kafka.sasl.max.receive.bytes = %d: must be at least 1", k.SASLMaxReceiveBytes)
 	case k.SASLRequired && c.DataPlane.Embedded:
 		return errors.New("config: kafka.sasl.required = true needs dataplane.mode = \"external\" (the embedded data plane has no SASL)")
+	}
+	return nil
+}
+
+// validateClientCerts refuses client certificates on the Kafka listeners
+// where coordhost could not authorize their holders as the cluster would.
+// In front of an external cluster a client is authorized by asking the
+// cluster over the client's own upstream session; coordhost cannot
+// authenticate upstream as a certificate's principal, so without SASL
+// every certificate would be authorized as coordhost's unauthenticated
+// upstream session instead: refused. With SASL the principal authorized is
+// the SASL one, as on a Kafka SASL_SSL listener.
+func (c *Config) validateClientCerts() error {
+	ca := c.Kafka.TLSClientCAFile
+	switch {
+	case ca == "":
+		return nil
+	case c.Kafka.TLSCertFile == "":
+		return fmt.Errorf("config: kafka.tls.client.ca.file = %q needs kafka.tls.cert.file (client certificates need TLS)", ca)
+	case !c.DataPlane.Embedded && c.DataPlane.SASLMechanism == "" && !c.Kafka.SASLRequired:
+		return fmt.Errorf("config: kafka.tls.client.ca.file = %q with dataplane.mode = \"external\" needs SASL (dataplane.sasl.mechanism or kafka.sasl.required): "+
+			"coordhost cannot ask the cluster's authorizer about a certificate's principal, since it cannot authenticate upstream as it, "+
+			"so it refuses to authorize certificate holders as its own unauthenticated upstream session", ca)
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 		return nil, errors.New("gateway: no data-plane bootstrap address")
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.ClientID("coordhost"),
-		kgo.DialTimeout(cfg.DialTimeout), kgo.RequestTimeoutOverhead(cfg.RequestTimeout)}
+		kgo.DialTimeout(cfg.DialTimeout), kgo.RequestTimeoutOverhead(cfg.RequestTimeout), kgo.RetryTimeoutFn(retryTimeout)}
 	if cfg.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
 	}
@@ -124,6 +124,22 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// retryTimeout is kgo's default retry bound per request key, except that
+// a client's TxnOffsetCommit is sent once: the cluster's answer, a
+// retriable COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR too, goes back
+// to the client, which retries it as Kafka's clients do. Retried here
+// (for 30 s), it held the client past its own request timeout while the
+// cluster kept answering that it cannot verify the producer's transaction.
+func retryTimeout(key int16) time.Duration {
+	switch kmsg.Key(key) {
+	case kmsg.TxnOffsetCommit:
+		return time.Nanosecond // shorter than any backoff: no retry (0 would mean no bound)
+	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.ConsumerGroupHeartbeat:
+		return 45 * time.Second // kgo's default session timeout
+	}
+	return 30 * time.Second
 }
 
 func (d *DataPlane) startEmbedded() error {

@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/host/wire"
 )
 
 func openEmbedded(t *testing.T) *DataPlane {
@@ -272,5 +275,38 @@ func TestDescribeTopicPartitionsELRNeverNull(t *testing.T) {
 	ps := r.Topics[0].Partitions
 	if ps[0].EligibleLeaderReplicas == nil || ps[0].LastKnownELR == nil || len(ps[1].EligibleLeaderReplicas) != 1 {
 		t.Fatalf("partitions: %+v", ps)
+	}
+}
+
+// TestTxnOffsetCommitForwardedOnce: a TxnOffsetCommit the cluster answers
+// COORDINATOR_NOT_AVAILABLE (Kafka 4.4 does so for a producer whose
+// transaction it cannot verify) is forwarded once and the cluster's answer
+// goes back to the client, which retries as Kafka's clients do; it is not
+// retried here until the client's own request has timed out.
+func TestTxnOffsetCommitForwardedOnce(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "in", Partitions: 1, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	d.cluster.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		d.cluster.KeepControl()
+		calls.Add(1)
+		resp := wire.ErrorResponse(req, kerr.CoordinatorNotAvailable.Code)
+		return resp, nil, true
+	})
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.SetVersion(4)
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = "tx", "app", 1, 0, -1
+	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 17, LeaderEpoch: -1}}}}
+	tr, err := d.TxnCommitOffsets(ctx, tc)
+	if err != nil {
+		t.Fatalf("txn offset commit: %v", err)
+	}
+	if code := tr.Topics[0].Partitions[0].ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("the client got %v, the cluster answered COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the cluster got the commit %d times, want once", n)
 	}
 }

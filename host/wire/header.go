@@ -42,6 +42,10 @@ type Request struct {
 	// SASLUser is the user name the connection's accepted SASL
 	// authentication claimed ("" when unknown): for logs, not decisions.
 	SASLUser string
+	// CertPrincipal is the principal of the client's verified TLS
+	// certificate as Kafka's default principal builder names it ("" without
+	// one; see CertPrincipal): for logs, not decisions.
+	CertPrincipal string
 	// Session is the connection's own link to the data plane, as the
 	// client's pass-through SASL authenticated it; nil when the listener
 	// has no data plane. It may be used only while the request is handled.

@@ -205,6 +205,7 @@ type conn struct {
 	// user its first message claims, and that user once the cluster
 	// accepted the authentication.
 	saslMech, saslClaim, user string
+	principal                 string // of the client certificate (principal.go)
 }
 
 func (c *conn) serve() {
@@ -270,7 +271,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		if s.cfg.SASLRequired && !c.auth && !preAuthKeys[req.Key] {
 			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 		}
-		req.SASLUser = c.user
+		req.SASLUser, req.CertPrincipal = c.user, c.certPrincipal()
 		if s.cfg.Dial != nil {
 			req.Session, c.clientID = c, req.ClientID
 		}
