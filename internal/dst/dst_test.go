@@ -55,7 +55,7 @@ func oneSeed() (uint64, bool) {
 // its error and the tail of its trace.
 func TestDST(t *testing.T) {
 	if seed, ok := oneSeed(); ok {
-		res := Run(Options{Seed: seed, Steps: *flagSteps})
+		res := Run(Options{Seed: seed, Steps: *flagSteps, Trace: true})
 		t.Logf("seed %d: %+v\n%s", seed, res.Stats, res.Trace)
 		if res.Err != nil {
 			t.Fatalf("seed %d: %v", seed, res.Err)
@@ -91,7 +91,9 @@ func runSeeds(first uint64, n, steps int, opt *Options) (*failedSeed, Stats, []u
 		next   = first
 		wg     sync.WaitGroup
 	)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+	// Seeds spend much of their time handing rounds to the runtime's
+	// worker and back: run more of them than there are CPUs.
+	for w := 0; w < 4*runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -121,6 +123,13 @@ func runSeeds(first uint64, n, steps int, opt *Options) (*failedSeed, Stats, []u
 		}()
 	}
 	wg.Wait()
+	if lowest != nil { // rerun the lowest failing seed with its trace
+		o := Options{Seed: lowest.seed, Steps: steps, Trace: true}
+		if opt != nil {
+			o.WrapLog = opt.WrapLog
+		}
+		lowest.res = Run(o)
+	}
 	return lowest, total, fails
 }
 
@@ -145,7 +154,7 @@ func tail(trace string, lines int) string {
 // TestDSTDeterministic: a seed run twice gives the same trace.
 func TestDSTDeterministic(t *testing.T) {
 	for seed := uint64(0); seed < 5; seed++ {
-		a, b := Run(Options{Seed: seed}), Run(Options{Seed: seed})
+		a, b := Run(Options{Seed: seed, Trace: true}), Run(Options{Seed: seed, Trace: true})
 		if a.Trace != b.Trace || fmt.Sprint(a.Err) != fmt.Sprint(b.Err) {
 			t.Fatalf("seed %d: two runs differ (%d and %d bytes of trace)", seed, len(a.Trace), len(b.Trace))
 		}

@@ -3,6 +3,7 @@ package dst
 import (
 	"fmt"
 
+	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
@@ -37,7 +38,9 @@ func (l *crashLog) Append(p int, recs []runtime.Record) error {
 	if mode == crashDurable {
 		durable = l.Log.Append(p, recs) == nil
 	}
-	if !durable {
+	if durable {
+		s.undelivered = append([]core.Response(nil), sh.resp...)
+	} else {
 		sh.c.Rollback()
 	}
 	sh.crash, sh.dead = true, true

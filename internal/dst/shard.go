@@ -29,6 +29,7 @@ type roundEnd struct {
 	runs      []core.AssignorRun
 	failed    []core.RequestID
 	dead      bool // the shard had crashed: nothing was delivered
+	wrote     bool // the round appended records
 }
 
 // shard is runtime.Shard over a core.Coordinator, as host's shard is, minus
@@ -50,6 +51,8 @@ type shard struct {
 	failed []core.RequestID
 	// crash: a crash happened during this round's append.
 	crash bool
+	// wrote: the round being built has records.
+	wrote bool
 }
 
 func (s *shard) Replay(r runtime.Record) error {
@@ -90,6 +93,7 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 	s.resp = append(s.resp, o.Responses...)
 	s.runs = append(s.runs, o.AssignorRuns...)
 	s.failed = append(s.failed, o.Failed...)
+	s.wrote = s.wrote || len(o.Records) > 0
 	for _, r := range o.Records {
 		k, v := core.EncodeRecord(r)
 		out = append(out, runtime.Record{Key: k, Value: v})
@@ -98,8 +102,8 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 }
 
 func (s *shard) take() roundEnd {
-	e := roundEnd{responses: s.resp, runs: s.runs, failed: s.failed}
-	s.resp, s.runs, s.failed = nil, nil, nil
+	e := roundEnd{responses: s.resp, runs: s.runs, failed: s.failed, wrote: s.wrote}
+	s.resp, s.runs, s.failed, s.wrote = nil, nil, nil, false
 	return e
 }
 

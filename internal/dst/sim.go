@@ -27,14 +27,17 @@ type Options struct {
 	// replays from: tests inject a storage bug here to prove the run
 	// catches it, leaving the real code path unchanged.
 	WrapLog func(runtime.Log) runtime.Log
+	// Trace records the run step by step in Result.Trace (a failing seed
+	// is rerun with it; the bulk runs go faster without).
+	Trace bool
 }
 
 // Result is what one run found.
 type Result struct {
 	// Err is the first broken invariant (nil: none).
 	Err error
-	// Trace is the run's step-by-step account; two runs of one seed give
-	// identical traces.
+	// Trace is the run's step-by-step account (with Options.Trace); two
+	// runs of one seed give identical traces.
 	Trace string
 	// Stats counts what the run exercised.
 	Stats Stats
@@ -97,6 +100,9 @@ type sim struct {
 	// dropNext: the process dies after the next round's append, before
 	// its responses are sent.
 	dropNext bool
+	// undelivered: responses of a batch that became durable in an append
+	// the process died in; the coordinator acted on their requests.
+	undelivered []core.Response
 
 	inv   invariants
 	trace strings.Builder
@@ -164,6 +170,9 @@ func newSim(o Options) *sim {
 }
 
 func (s *sim) tracef(format string, args ...any) {
+	if !s.opt.Trace {
+		return
+	}
 	fmt.Fprintf(&s.trace, format, args...)
 	s.trace.WriteByte('\n')
 }
@@ -295,6 +304,8 @@ func (s *sim) internal(p int, what string, fn func(c *core.Coordinator, now int6
 func (s *sim) handle(p int, e roundEnd, last bool) {
 	if e.dead {
 		s.tracef("p%d crashed during the append", p)
+		s.noteUndelivered(s.undelivered)
+		s.undelivered = nil
 		s.crash("crash during an append")
 		return
 	}
@@ -313,17 +324,28 @@ func (s *sim) handle(p int, e roundEnd, last bool) {
 	if last && s.dropNext && len(e.responses) > 0 {
 		// The process dies after the append, before any response leaves.
 		s.dropNext = false
+		s.noteUndelivered(e.responses)
 		s.crash("crash after an append, before its responses were sent")
 		return
 	}
 	for _, r := range e.responses {
 		s.release(r)
 	}
-	if e.ok {
+	if e.ok && e.wrote {
 		s.inv.afterCommit(s, p)
 	}
 	if errors.Is(e.err, runtime.ErrFenced) {
 		s.reload(p)
+	}
+}
+
+// noteUndelivered does the invariant bookkeeping of responses to durable
+// requests that never left the process: the coordinator acted on them.
+func (s *sim) noteUndelivered(rs []core.Response) {
+	for _, r := range rs {
+		if c := s.inflight[r.Request]; c != nil && c.check != nil {
+			c.check(r.Msg)
+		}
 	}
 }
 
