@@ -70,7 +70,7 @@ func TestDST(t *testing.T) {
 		t.Fatalf("%d of %d seeds failed (%v); first: seed %d: %v\nreproduce: go test ./internal/dst -run TestDST -seed=%d -v\ntrace tail:\n%s",
 			len(failed), n, failed, first.seed, first.res.Err, first.seed, tail(first.res.Trace, 60))
 	}
-	if total.Crashes < n || total.Grants < n || total.FailedAppends == 0 || total.Fenced == 0 || total.Lost == 0 {
+	if n >= 100 && (total.Grants < n || total.FailedAppends < n || total.Fenced == 0 || total.Lost == 0 || total.Crashes < 2*n) {
 		t.Fatalf("the run exercised too little: %+v", total)
 	}
 }
