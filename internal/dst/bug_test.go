@@ -38,7 +38,7 @@ const bugSeeds = 20
 // acknowledged epoch bumps, within bugSeeds seeds, and that the real log
 // passes the same seeds.
 func TestDSTCatchesLostEpoch(t *testing.T) {
-	broken := &Options{WrapLog: func(l runtime.Log) runtime.Log { return epochLossLog{l} }}
+	broken := func(o *Options) { o.WrapLog = func(l runtime.Log) runtime.Log { return epochLossLog{l} } }
 	first, _, failed := runSeeds(0, bugSeeds, *flagSteps, broken)
 	if first == nil {
 		t.Fatalf("the injected lost-epoch bug went unnoticed in %d seeds", bugSeeds)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -80,9 +81,10 @@ type failedSeed struct {
 	res  Result
 }
 
-// runSeeds runs seeds first..first+n-1 and returns the lowest failing one,
-// the summed stats and every failing seed.
-func runSeeds(first uint64, n, steps int, opt *Options) (*failedSeed, Stats, []uint64) {
+// runSeeds runs seeds first..first+n-1 (with setup, when set, adjusting
+// each seed's options) and returns the lowest failing one, the summed
+// stats and every failing seed.
+func runSeeds(first uint64, n, steps int, setup func(*Options)) (*failedSeed, Stats, []uint64) {
 	var (
 		mu     sync.Mutex
 		total  Stats
@@ -106,8 +108,8 @@ func runSeeds(first uint64, n, steps int, opt *Options) (*failedSeed, Stats, []u
 					return
 				}
 				o := Options{Seed: seed, Steps: steps}
-				if opt != nil {
-					o.WrapLog = opt.WrapLog
+				if setup != nil {
+					setup(&o)
 				}
 				res := Run(o)
 				mu.Lock()
@@ -124,9 +126,13 @@ func runSeeds(first uint64, n, steps int, opt *Options) (*failedSeed, Stats, []u
 	}
 	wg.Wait()
 	if lowest != nil { // rerun the lowest failing seed with its trace
-		o := Options{Seed: lowest.seed, Steps: steps, Trace: true}
-		if opt != nil {
-			o.WrapLog = opt.WrapLog
+		o := Options{Seed: lowest.seed, Steps: steps}
+		if setup != nil {
+			setup(&o)
+		}
+		o.Trace = true
+		if o.StoreDir != "" {
+			o.StoreDir += "-rerun"
 		}
 		lowest.res = Run(o)
 	}
@@ -161,5 +167,25 @@ func TestDSTDeterministic(t *testing.T) {
 		if strings.Count(a.Trace, "\n") < 200 {
 			t.Fatalf("seed %d: trace suspiciously short:\n%s", seed, a.Trace)
 		}
+	}
+}
+
+// storeSeeds is how many seeds run over the bbolt store: each append is
+// an fsync, so they cost far more than seeds in memory.
+const storeSeeds = 50
+
+// TestDSTStore runs seeds over host/store's bbolt store, closed and opened
+// again at every crash, instead of the in-memory log.
+func TestDSTStore(t *testing.T) {
+	dir := t.TempDir()
+	setup := func(o *Options) { o.StoreDir = filepath.Join(dir, strconv.FormatUint(o.Seed, 10)) }
+	first, total, failed := runSeeds(0, storeSeeds, *flagSteps, setup)
+	t.Logf("%d seeds over the store: %+v", storeSeeds, total)
+	if first != nil {
+		t.Fatalf("%d of %d seeds failed over the store (%v); first: seed %d: %v\ntrace tail:\n%s",
+			len(failed), storeSeeds, failed, first.seed, first.res.Err, tail(first.res.Trace, 60))
+	}
+	if total.Crashes < 2*storeSeeds || total.Grants == 0 {
+		t.Fatalf("the run exercised too little: %+v", total)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/runtime"
+	"github.com/coordhost/coordhost/host/store"
 )
 
 // Options configure one simulated run.
@@ -27,6 +29,10 @@ type Options struct {
 	// replays from: tests inject a storage bug here to prove the run
 	// catches it, leaving the real code path unchanged.
 	WrapLog func(runtime.Log) runtime.Log
+	// StoreDir, when set, puts the record log in host/store's bbolt store
+	// in this directory (closed and opened again at every crash) instead of
+	// runtime.MemLog.
+	StoreDir string
 	// Trace records the run step by step in Result.Trace (a failing seed
 	// is rerun with it; the bulk runs go faster without).
 	Trace bool
@@ -78,7 +84,8 @@ type sim struct {
 	cfg    core.Config
 	topics []core.TopicMetadata
 
-	mem    *runtime.MemLog
+	base   runtime.Log // MemLog or the store's log
+	store  *store.Store
 	faults *runtime.FaultLog
 	log    runtime.Log
 	rt     *runtime.Runtime
@@ -124,6 +131,7 @@ func Run(o Options) (res Result) {
 		if s.rt != nil {
 			s.stopRuntime()
 		}
+		s.closeLog()
 		res = Result{Err: s.failure(), Trace: s.trace.String(), Stats: s.stats}
 	}()
 	s.start()
@@ -150,12 +158,6 @@ func newSim(o Options) *sim {
 		inflight: map[core.RequestID]*call{}, inv: newInvariants()}
 	s.topics = []core.TopicMetadata{{Name: "in", Partitions: 4}, {Name: "in2", Partitions: 2},
 		{Name: "store-changelog", Partitions: 4}, {Name: "t", Partitions: 4}}
-	s.mem = runtime.NewMemLog()
-	s.faults = runtime.NewFaultLog(s.mem)
-	s.log = &crashLog{Log: s.faults, sim: s}
-	if o.WrapLog != nil {
-		s.log = o.WrapLog(s.log)
-	}
 	for i := 0; i < 3+rng.IntN(4); i++ {
 		s.streams = append(s.streams, &streamsClient{name: fmt.Sprintf("st%d", i), group: streamsGroups[i%2],
 			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]})
@@ -193,8 +195,68 @@ func (s *sim) failure() error {
 	return s.err
 }
 
-// start builds the runtime and loads every partition.
+// openLog builds the record log stack: the base log (kept in memory, or
+// the store opened again), the fault log, the crash log and WrapLog.
+func (s *sim) openLog() error {
+	switch {
+	case s.opt.StoreDir == "":
+		if s.base == nil {
+			s.base = runtime.NewMemLog()
+		}
+	default:
+		st, err := store.Open(filepath.Join(s.opt.StoreDir, "coordhost.db"))
+		if err != nil {
+			return err
+		}
+		if err := st.Partition(partitions, recordGroup); err != nil {
+			st.Close()
+			return err
+		}
+		l, err := store.NewLog(st)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		s.store, s.base = st, l
+	}
+	s.faults = runtime.NewFaultLog(s.base)
+	s.log = &crashLog{Log: s.faults, sim: s}
+	if s.opt.WrapLog != nil {
+		s.log = s.opt.WrapLog(s.log)
+	}
+	return nil
+}
+
+// closeLog closes the store, as the process's death does (every append
+// the store acknowledged is committed).
+func (s *sim) closeLog() {
+	if s.store == nil {
+		return
+	}
+	if err := s.base.(*store.Log).Close(); err != nil {
+		s.fail(fmt.Errorf("closing the store's log: %w", err))
+	}
+	if err := s.store.Close(); err != nil {
+		s.fail(fmt.Errorf("closing the store: %w", err))
+	}
+	s.store = nil
+}
+
+// recordGroup is the group of a record key, for the store's partitioning.
+func recordGroup(key []byte) (string, error) {
+	rec, err := core.DecodeRecord(key, nil)
+	if err != nil {
+		return "", err
+	}
+	return rec.Key.Group(), nil
+}
+
+// start opens the log, builds the runtime and loads every partition.
 func (s *sim) start() {
+	if err := s.openLog(); err != nil {
+		s.fail(fmt.Errorf("opening the record log: %w", err))
+		return
+	}
 	rt, err := runtime.New(runtime.Config{Partitions: partitions, Workers: 1, Log: s.log, NewShard: s.newShard,
 		Now: func() time.Time { return time.UnixMilli(s.now) }})
 	if err != nil {
@@ -390,7 +452,6 @@ func (s *sim) crash(why string) {
 	lost := s.takeInflight(func(*call) bool { return true })
 	s.runs = nil
 	clear(s.crashAt)
-	s.faults.Clear()
 	compact := s.rng.IntN(2) == 0
 	for p := 0; p < partitions; p++ {
 		if err := s.checkCompactedReplay(p, durable[p]); err != nil {
@@ -398,13 +459,14 @@ func (s *sim) crash(why string) {
 			return
 		}
 		if compact {
-			if err := s.log.Compact(p); err != nil {
+			if err := s.base.Compact(p); err != nil {
 				s.fail(err)
 				return
 			}
 		}
 		s.expectNext[p] = durable[p]
 	}
+	s.closeLog()
 	s.tracef("restart (compacted log: %v)", compact)
 	s.start()
 	s.inv.afterRestart(s, durable)
@@ -454,7 +516,7 @@ func (s *sim) reload(p int) {
 // a fresh coordinator: it must give the durable state too.
 func (s *sim) checkCompactedReplay(p int, durable string) error {
 	var recs []runtime.Record
-	if err := s.mem.Replay(p, func(r runtime.Record) error { recs = append(recs, r); return nil }); err != nil {
+	if err := s.base.Replay(p, func(r runtime.Record) error { recs = append(recs, r); return nil }); err != nil {
 		return err
 	}
 	c, err := core.New(s.cfg)
