@@ -50,7 +50,7 @@ func TestDSTCatchesLostEpoch(t *testing.T) {
 	if !strings.Contains(first.res.Trace, "CRASH") || !strings.Contains(first.res.Trace, "restart") {
 		t.Fatalf("seed %d: the rerun's trace does not show the crash and restart:\n%s", first.seed, tail(first.res.Trace, 40))
 	}
-	t.Logf("caught by %d of %d seeds (first: seed %d): %s", len(failed), bugSeeds, first.seed, firstLine(msg))
+	t.Logf("caught by %d of %d seeds (first: seed %d, within %d steps): %s", len(failed), bugSeeds, first.seed, first.steps, firstLine(msg))
 	if clean, _, _ := runSeeds(first.seed, 1, *flagSteps, nil); clean != nil {
 		t.Fatalf("seed %d fails with the real log too: %v", first.seed, clean.res.Err)
 	}

@@ -68,8 +68,8 @@ func TestDST(t *testing.T) {
 	first, total, failed := runSeeds(*flagFirst, n, *flagSteps, nil)
 	t.Logf("%d seeds from %d, %d steps each: %d failed, %s; %+v", n, *flagFirst, *flagSteps, len(failed), time.Since(start).Round(time.Millisecond), total)
 	if first != nil {
-		t.Fatalf("%d of %d seeds failed (%v); first: seed %d: %v\nreproduce: go test ./internal/dst -run TestDST -seed=%d -v\ntrace tail:\n%s",
-			len(failed), n, failed, first.seed, first.res.Err, first.seed, tail(first.res.Trace, 60))
+		t.Fatalf("%d of %d seeds failed (%v); first: seed %d (fails within %d steps): %v\nreproduce: go test ./internal/dst -run TestDST -seed=%d -steps=%d -v\ntrace:\n%s",
+			len(failed), n, failed, first.seed, first.steps, first.res.Err, first.seed, first.steps, tail(first.res.Trace, 200))
 	}
 	if n >= 100 && (total.Grants < n || total.FailedAppends < n || total.Fenced == 0 || total.Lost == 0 || total.Crashes < 2*n) {
 		t.Fatalf("the run exercised too little: %+v", total)
@@ -77,8 +77,40 @@ func TestDST(t *testing.T) {
 }
 
 type failedSeed struct {
-	seed uint64
-	res  Result
+	seed  uint64
+	steps int // the fewest steps with which the seed fails
+	res   Result
+}
+
+// shortest reruns a failing seed with its trace and with as few steps as
+// still make it fail (a run of k steps is the first k steps of a longer
+// one, then the final restart), found by bisection: the minimal trace.
+func shortest(seed uint64, steps int, setup func(*Options)) (int, Result) {
+	run := func(n int) Result {
+		o := Options{Seed: seed, Steps: n}
+		if setup != nil {
+			setup(&o)
+		}
+		if o.StoreDir != "" {
+			o.StoreDir += fmt.Sprintf("-rerun%d", n)
+		}
+		o.Trace = true
+		return Run(o)
+	}
+	best := run(steps)
+	lo, hi := 1, steps
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if r := run(mid); r.Err != nil {
+			hi, best = mid, r
+		} else {
+			lo = mid + 1
+		}
+	}
+	if best.Err == nil { // not reproducible: report the full run
+		return steps, run(steps)
+	}
+	return hi, best
 }
 
 // runSeeds runs seeds first..first+n-1 (with setup, when set, adjusting
@@ -117,7 +149,7 @@ func runSeeds(first uint64, n, steps int, setup func(*Options)) (*failedSeed, St
 				if res.Err != nil {
 					fails = append(fails, seed)
 					if lowest == nil || seed < lowest.seed {
-						lowest = &failedSeed{seed, res}
+						lowest = &failedSeed{seed: seed, steps: steps, res: res}
 					}
 				}
 				mu.Unlock()
@@ -125,16 +157,8 @@ func runSeeds(first uint64, n, steps int, setup func(*Options)) (*failedSeed, St
 		}()
 	}
 	wg.Wait()
-	if lowest != nil { // rerun the lowest failing seed with its trace
-		o := Options{Seed: lowest.seed, Steps: steps}
-		if setup != nil {
-			setup(&o)
-		}
-		o.Trace = true
-		if o.StoreDir != "" {
-			o.StoreDir += "-rerun"
-		}
-		lowest.res = Run(o)
+	if lowest != nil {
+		lowest.steps, lowest.res = shortest(lowest.seed, steps, setup)
 	}
 	return lowest, total, fails
 }
@@ -182,8 +206,8 @@ func TestDSTStore(t *testing.T) {
 	first, total, failed := runSeeds(0, storeSeeds, *flagSteps, setup)
 	t.Logf("%d seeds over the store: %+v", storeSeeds, total)
 	if first != nil {
-		t.Fatalf("%d of %d seeds failed over the store (%v); first: seed %d: %v\ntrace tail:\n%s",
-			len(failed), storeSeeds, failed, first.seed, first.res.Err, tail(first.res.Trace, 60))
+		t.Fatalf("%d of %d seeds failed over the store (%v); first: seed %d (fails within %d steps): %v\ntrace:\n%s",
+			len(failed), storeSeeds, failed, first.seed, first.steps, first.res.Err, tail(first.res.Trace, 200))
 	}
 	if total.Crashes < 2*storeSeeds || total.Grants == 0 {
 		t.Fatalf("the run exercised too little: %+v", total)

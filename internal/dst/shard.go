@@ -78,7 +78,7 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 	case runtime.Loaded:
 		if s.expected {
 			if got := s.c.Dump(); got != s.expect {
-				s.sim.fail(fmt.Errorf("partition %d: state replayed from the log differs from the durable state before the crash:\nreplayed:\n%s\ndurable:\n%s", s.p, got, s.expect))
+				s.sim.fail(fmt.Errorf("partition %d: state replayed from the log differs from the durable state before the crash (- durable, + replayed):\n%s", s.p, dumpDiff(s.expect, got)))
 			}
 		}
 		// As host's shard does: the topic image (not in the log), then Loaded.

@@ -529,7 +529,38 @@ func (s *sim) checkCompactedReplay(p int, durable string) error {
 		}
 	}
 	if got := c.Dump(); got != durable {
-		return fmt.Errorf("partition %d: state replayed from the compacted log differs from the durable state:\nreplayed:\n%s\ndurable:\n%s", p, got, durable)
+		return fmt.Errorf("partition %d: state replayed from the compacted log differs from the durable state (- durable, + replayed):\n%s", p, dumpDiff(durable, got))
 	}
 	return nil
+}
+
+// dumpDiff lists the lines of two dumps that the other lacks, each under
+// the group it belongs to.
+func dumpDiff(want, got string) string {
+	in := func(d string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(d, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	side := func(d string, other map[string]bool, mark string) {
+		group := ""
+		for _, l := range strings.Split(d, "\n") {
+			if strings.HasPrefix(l, "group ") {
+				group = l
+			}
+			if !other[l] {
+				fmt.Fprintf(&b, "%s %s\n", mark, l)
+				if group != "" && group != l {
+					fmt.Fprintf(&b, "    (in %s)\n", group)
+				}
+			}
+		}
+	}
+	side(want, g, "-")
+	side(got, w, "+")
+	return b.String()
 }
