@@ -138,17 +138,22 @@ func (inv *invariants) afterCommit(s *sim, p int) {
 			return
 		}
 		inv.last[g] = st
-		// A member no longer in the group gives up its claims, and a
-		// member that rejoins under the same id starts from epoch 0.
-		for m := range inv.claims[g] {
-			if _, ok := st.members[m]; !ok {
-				delete(inv.claims[g], m)
-			}
+		inv.forgetGone(g, st)
+	}
+}
+
+// forgetGone drops what members no longer in group g had: their claims,
+// and their acknowledged epochs (one that rejoins under the same id starts
+// from epoch 0).
+func (inv *invariants) forgetGone(g string, st groupState) {
+	for m := range inv.claims[g] {
+		if _, ok := st.members[m]; !ok {
+			delete(inv.claims[g], m)
 		}
-		for m := range inv.ackedEpoch[g] {
-			if _, ok := st.members[m]; !ok {
-				delete(inv.ackedEpoch[g], m)
-			}
+	}
+	for m := range inv.ackedEpoch[g] {
+		if _, ok := st.members[m]; !ok {
+			delete(inv.ackedEpoch[g], m)
 		}
 	}
 }
@@ -199,8 +204,17 @@ func (inv *invariants) afterRestart(s *sim, durable map[int]string) {
 			return
 		}
 	}
+	// A batch that became durable in the append the process died in may
+	// have removed members (a session expiry): they are gone now.
 	for g, st := range after {
 		inv.last[g] = st
+		inv.forgetGone(g, st)
+	}
+	for _, g := range sortedKeys(inv.claims) {
+		if _, ok := after[g]; !ok {
+			delete(inv.claims, g)
+			delete(inv.ackedEpoch, g)
+		}
 	}
 }
 
