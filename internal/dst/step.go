@@ -27,9 +27,7 @@ func (s *sim) step() {
 	case r < 77:
 		s.answerRun()
 	case r < 80:
-		if cl := s.streams[s.rng.IntN(len(s.streams))]; cl != nil {
-			s.one(s.streamsStale(cl))
-		}
+		s.one(s.streamsStale(s.streams[s.rng.IntN(len(s.streams))]))
 	case r < 83:
 		if s.rng.IntN(2) == 0 {
 			s.one(s.streamsLeave(s.streams[s.rng.IntN(len(s.streams))]))
