@@ -1,0 +1,153 @@
+package dst
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/runtime"
+)
+
+// request is one client request as a runtime event: call runs it on the
+// partition's coordinator.
+type request struct {
+	id   core.RequestID
+	call func(c *core.Coordinator, now int64, id core.RequestID) core.Output
+}
+
+// gate is the first event of a multi-event round: its Step waits until the
+// sim has queued the round's other events, so they all land in the next
+// round (one append, one Commit) whatever the scheduling.
+type gate struct{ entered, release chan struct{} }
+
+// roundEnd is what a runtime round handed back: the responses released by
+// its Commit (ok), or the requests failed by its Rollback.
+type roundEnd struct {
+	ok        bool
+	err       error
+	responses []core.Response
+	runs      []core.AssignorRun
+	failed    []core.RequestID
+	dead      bool // the shard had crashed: nothing was delivered
+	wrote     bool // the round appended records
+}
+
+// shard is runtime.Shard over a core.Coordinator, as host's shard is, minus
+// sockets: it collects each round's responses and hands them to the sim at
+// Commit. Its timers are the sim's: NextDeadline reports none, and the sim
+// submits Tick when the simulated clock passes core's deadline.
+type shard struct {
+	sim  *sim
+	p    int
+	c    *core.Coordinator
+	dead bool
+	// expect is the durable state (core's Dump) the replayed log must give,
+	// checked when Loaded is stepped; "" on a first load.
+	expect   string
+	expected bool
+	// The round being built, and what a Rollback carries into the next one.
+	resp   []core.Response
+	runs   []core.AssignorRun
+	failed []core.RequestID
+	// crash: a crash happened during this round's append.
+	crash bool
+	// wrote: the round being built has records.
+	wrote bool
+}
+
+func (s *shard) Replay(r runtime.Record) error {
+	if err := s.c.ReplayBytes(r.Key, r.Value); err != nil {
+		return fmt.Errorf("replaying a record: %w", err)
+	}
+	return nil
+}
+
+func (s *shard) Step(now int64, in any) (out []runtime.Record) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.sim.fail(fmt.Errorf("panic in partition %d: %v\n%s", s.p, r, debug.Stack()))
+			out = nil
+		}
+	}()
+	var o core.Output
+	switch in := in.(type) {
+	case gate:
+		close(in.entered)
+		<-in.release
+		return nil
+	case runtime.Loaded:
+		if s.expected {
+			if got := s.c.Dump(); got != s.expect {
+				s.sim.fail(fmt.Errorf("partition %d: state replayed from the log differs from the durable state before the crash (- durable, + replayed):\n%s", s.p, dumpDiff(s.expect, got)))
+			}
+		}
+		// As host's shard does: the topic image (not in the log), then Loaded.
+		s.c.UpdateTopics(now, s.sim.topics)
+		s.c.Commit()
+		o = s.c.Loaded(now)
+	case runtime.Tick:
+		o = s.c.Tick(now)
+	case request:
+		o = in.call(s.c, now, in.id)
+	}
+	s.resp = append(s.resp, o.Responses...)
+	s.runs = append(s.runs, o.AssignorRuns...)
+	s.failed = append(s.failed, o.Failed...)
+	s.wrote = s.wrote || len(o.Records) > 0
+	for _, r := range o.Records {
+		k, v := core.EncodeRecord(r)
+		out = append(out, runtime.Record{Key: k, Value: v})
+	}
+	return out
+}
+
+func (s *shard) take() roundEnd {
+	e := roundEnd{responses: s.resp, runs: s.runs, failed: s.failed, wrote: s.wrote}
+	s.resp, s.runs, s.failed, s.wrote = nil, nil, nil, false
+	return e
+}
+
+func (s *shard) Commit() {
+	if s.dead {
+		s.deadEnd()
+		return
+	}
+	s.c.Commit()
+	e := s.take()
+	e.ok = true
+	s.sim.ends <- e
+}
+
+func (s *shard) Rollback(err error) {
+	if s.dead {
+		s.deadEnd()
+		return
+	}
+	e := s.take()
+	e.err = err
+	// Requests answered in the round fail (host: NOT_COORDINATOR); what the
+	// rollback itself produced is released with the next round, as host does.
+	for _, r := range e.responses {
+		e.failed = append(e.failed, r.Request)
+	}
+	e.responses = nil
+	ro := s.c.Rollback()
+	e.failed = append(e.failed, ro.Failed...)
+	s.resp, s.runs = ro.Responses, append(e.runs, ro.AssignorRuns...)
+	e.runs = nil
+	s.sim.ends <- e
+}
+
+// deadEnd ends a round of a dead shard: the round whose append crashed
+// tells the sim; the rounds of unloading a dead process say nothing.
+func (s *shard) deadEnd() {
+	if s.crash {
+		s.crash = false
+		s.sim.ends <- roundEnd{dead: true}
+	}
+}
+
+// NextDeadline reports none: the sim fires timers from its own clock.
+func (s *shard) NextDeadline() (int64, bool) { return 0, false }
+
+func (s *shard) Unload() {}
