@@ -79,3 +79,9 @@ interop-restart:
 ## interop-authz-variants: the authorization table against a broker with allow.everyone.if.no.acl.found=true and one with a custom Authorizer class (two broker starts, about 2 minutes; docs/SECURITY.md)
 interop-authz-variants:
 	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 15m -run 'TestInteropAuthorizerVariants' ./interop
+
+.PHONY: dst
+## dst: the deterministic simulation over SEEDS seeds (default 100000; CI runs 2,000 inside go test under CI=true) — docs/RELIABILITY.md
+SEEDS ?= 100000
+dst:
+	COORDHOST_DST_SEEDS=$(SEEDS) $(GO) test -count=1 -v -timeout 5h -run 'TestDST$$' ./internal/dst
