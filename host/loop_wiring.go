@@ -81,6 +81,8 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 // assignor list, the other built-in ones after it.
 func CoreConfig(cfg *config.Config) core.Config {
 	cc := core.DefaultConfig()
+	cc.Consumer.Assignors = consumerAssignors()
+	cc.Consumer.HeartbeatIntervalMs = consumerHeartbeatMs
 	if cfg == nil || cfg.Groups == nil {
 		return cc
 	}
