@@ -189,7 +189,7 @@ func (c *Coordinator) consumerGroupForHeartbeat(req *kmsg.ConsumerGroupHeartbeat
 	}
 	if req.MemberEpoch != joinEpoch || (ok && !existing.IsEmpty()) {
 		if !ok {
-			return nil, errf(kerr.GroupIDNotFound, "Consumer group %s not found.", req.Group)
+			return nil, errf(kerr.GroupIDNotFound, "Group %s not found.", req.Group)
 		}
 		return nil, errf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.Group)
 	}

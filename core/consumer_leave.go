@@ -59,7 +59,7 @@ func (c *Coordinator) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest) (*k
 		if _, exists := c.groups[req.Group]; exists {
 			return nil, errf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.Group)
 		}
-		return nil, errf(kerr.GroupIDNotFound, "Consumer group %s not found.", req.Group)
+		return nil, errf(kerr.GroupIDNotFound, "Group %s not found.", req.Group)
 	}
 	memberID := req.MemberID
 	if req.InstanceID == nil {

@@ -2,7 +2,9 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"testing"
@@ -185,6 +187,18 @@ func TestConsumerGroupKgo(t *testing.T) {
 	// A member joins: partitions move only after their owner revoked them.
 	clients["c4"] = start848Consumer(t, srv.KafkaAddr(), "c4", group, topic, own)
 	waitFor(t, 25*time.Second, "three consumers stable after a join", settled("c1", "c2", "c4"))
+
+	// The admin API describes the group as a consumer group.
+	var detail host.GroupDetail
+	resp, err := http.Get("http://" + srv.AdminAddr() + "/v1/groups/" + group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&detail)
+	resp.Body.Close()
+	if err != nil || detail.Type != "consumer" || detail.Assignor != "uniform" || detail.Consumer == nil || len(detail.Consumer.Members) != 3 {
+		t.Fatalf("admin detail %+v (%v)", detail, err)
+	}
 
 	// kgo's own commit goes through with its current epoch.
 	if err := clients["c1"].CommitUncommittedOffsets(ctx); err != nil {
