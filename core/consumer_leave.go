@@ -39,6 +39,15 @@ func init() {
 		for _, id := range cg.sortedMemberIDs() {
 			c.writeConsumerMemberTombstones(cg, id)
 		}
+		// A target left without its member (a log replayed out of order).
+		var orphans []string
+		for id := range cg.target {
+			orphans = append(orphans, id)
+		}
+		sortStrings(orphans)
+		for _, id := range orphans {
+			c.write(Record{Key: ConsumerGroupTargetAssignmentMemberKey{cg.id, id}})
+		}
 		c.write(Record{Key: ConsumerGroupTargetAssignmentMetadataKey{cg.id}})
 		c.write(Record{Key: ConsumerGroupPartitionMetadataKey{cg.id}})
 		c.write(Record{Key: ConsumerGroupMetadataKey{cg.id}})

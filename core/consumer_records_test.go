@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"reflect"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func consumerSampleRecords() []Record {
@@ -68,4 +70,59 @@ func TestConsumerRecordsRoundTrip(t *testing.T) {
 			t.Errorf("%s: got %#v want %#v", RecordTypeName(rec.Key.RecordType()), got, rec)
 		}
 	}
+}
+
+// FuzzConsumerReplayThenServe replays consumer records in any order (a
+// pool of samples and records a live scenario wrote) and then serves
+// heartbeats, leaves, ticks, a describe and a delete: a log in any order
+// must never make the coordinator panic.
+func FuzzConsumerReplayThenServe(f *testing.F) {
+	h := newCHarness(f, consumerTestConfig())
+	r := h.hb(joinReq("g", "m", "a", "b"))
+	inst := "i1"
+	j := joinReq("g", "s", "a")
+	j.InstanceID = &inst
+	h.hb(j)
+	h.hb(ackReq("g", "m", r.MemberEpoch, r.Assignment.Topics))
+	h.hb(ackReq("g", "m", -1, nil))
+	pool := append(consumerSampleRecords(), h.log...)
+	f.Add([]byte{0, 4, 5, 6, 7})
+	f.Add([]byte{8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+	f.Add([]byte{20, 19, 18, 3, 2, 1})
+	f.Fuzz(func(t *testing.T, order []byte) {
+		if len(order) > 64 {
+			order = order[:64]
+		}
+		c, _ := New(consumerTestConfig())
+		c.UpdateTopics(0, []TopicMetadata{{Name: "a", ID: topicID("a"), Partitions: 4}, {Name: "b", ID: topicID("b"), Partitions: 2}})
+		c.Commit()
+		for _, b := range order {
+			_ = c.Replay(pool[int(b)%len(pool)])
+		}
+		c.Loaded(1)
+		c.Commit()
+		inst := "i1"
+		for i, epoch := range []int32{0, 1, 3, -2, 0, -1} {
+			for _, id := range []string{"m", "s"} {
+				req := joinReq("g", id, "a")
+				if id == "s" {
+					req.InstanceID = &inst
+				}
+				if epoch != 0 {
+					req = ackReq("g", id, epoch, nil)
+					if id == "s" {
+						req.InstanceID = &inst
+					}
+				}
+				c.ConsumerGroupHeartbeat(int64(10+i), RequestID(i), ClientInfo{}, req)
+				c.Commit()
+			}
+		}
+		c.Tick(1 << 40)
+		c.Commit()
+		c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}})
+		c.DeleteGroups(1<<40, 9, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}})
+		c.Commit()
+		_ = c.Dump()
+	})
 }
