@@ -497,3 +497,29 @@ func TestConsumerEmptyClassicConverts(t *testing.T) {
 	}
 	h.checkReplay()
 }
+
+// TestConsumerRejoinWithEpochZero: a member that lost track (fenced on its
+// side) rejoins with epoch 0 under its member id; as in Kafka after
+// KAFKA-19233 it is accepted whatever its epoch, gets its assignment again,
+// and a revocation it no longer owns completes at once.
+func TestConsumerRejoinWithEpochZero(t *testing.T) {
+	h := newCHarness(t, consumerTestConfig())
+	r1 := h.hb(joinReq("g", "m1", "a"))
+	h.hb(joinReq("g", "m2", "a"))
+	h.hb(ackReq("g", "m1", 1, r1.Assignment.Topics)) // m1 asked to revoke a:1,3
+	g := h.group("g")
+	if g.members["m1"].state != memberUnrevokedTasks {
+		t.Fatalf("m1 state %s", consumerStateName(g.members["m1"].state))
+	}
+	r := h.hb(joinReq("g", "m1", "a")) // rejoin owning nothing
+	wantCode(t, r, &kerr.Error{})
+	if r.MemberEpoch != 2 || fmtAssignment(r.Assignment) != "a:[0 2]" || g.members["m1"].state != memberStable {
+		t.Fatalf("rejoin: epoch %d assignment %s state %s", r.MemberEpoch, fmtAssignment(r.Assignment), consumerStateName(g.members["m1"].state))
+	}
+	r2 := h.hb(ackReq("g", "m2", 2, nil))
+	if fmtAssignment(r2.Assignment) != "a:[1 3]" {
+		t.Fatalf("m2 got %s", fmtAssignment(r2.Assignment))
+	}
+	checkOwners(t, g)
+	h.checkReplay()
+}
