@@ -26,6 +26,9 @@ type Config struct {
 	// StreamsMigrationPolicy is the broker-wide streams.migration.policy
 	// (online classic <-> streams migration); groups may override it.
 	StreamsMigrationPolicy MigrationPolicy
+	// Consumer holds the KIP-848 consumer-group settings and server
+	// assignors (consumer_config.go).
+	Consumer ConsumerConfig
 }
 
 // StreamsConfig is the set of streams-group settings; broker values are the
@@ -101,6 +104,9 @@ func DefaultConfig() Config {
 
 // Validate reports the first invalid setting, naming its key and value.
 func (c Config) Validate() error {
+	if err := validateConsumerConfig(c.Consumer); err != nil {
+		return err
+	}
 	s := c.Streams
 	switch {
 	case s.SessionTimeoutMs <= 0:

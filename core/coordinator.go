@@ -117,6 +117,8 @@ func (c *Coordinator) Loaded(now int64) Output {
 			c.streamsOnLoaded(g)
 		case *classicGroup:
 			c.classicOnLoaded(g)
+		case *consumerGroup:
+			c.consumerOnLoaded(g)
 		}
 	}
 	return c.end()

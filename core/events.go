@@ -99,6 +99,7 @@ const (
 	ReasonOfflineToClassic  EventReason = "offline-streams-to-classic"
 	ReasonOnlineToStreams   EventReason = "online-classic-to-streams"
 	ReasonOnlineToClassic   EventReason = "online-streams-to-classic"
+	ReasonOfflineToConsumer EventReason = "offline-to-consumer" // an empty group of another kind became a consumer group
 )
 
 // Event is one domain change core made, for the host's logs, metrics and

@@ -62,6 +62,12 @@ func recordMember(k RecordKey) string {
 		return kk.MemberID
 	case StreamsGroupCurrentMemberAssignmentKey:
 		return kk.MemberID
+	case ConsumerGroupMemberMetadataKey:
+		return kk.MemberID
+	case ConsumerGroupTargetAssignmentMemberKey:
+		return kk.MemberID
+	case ConsumerGroupCurrentMemberAssignmentKey:
+		return kk.MemberID
 	}
 	return ""
 }

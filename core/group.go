@@ -14,6 +14,8 @@ const (
 	GroupKindStreams GroupKind = 1
 	// GroupKindClassic is a classic JoinGroup/SyncGroup group (classic*.go).
 	GroupKindClassic GroupKind = 2
+	// GroupKindConsumer is a KIP-848 consumer group (consumer_*.go).
+	GroupKindConsumer GroupKind = 3
 )
 
 // String names the kind as ListGroups spells group types.
@@ -23,6 +25,8 @@ func (k GroupKind) String() string {
 		return "streams"
 	case GroupKindClassic:
 		return "classic"
+	case GroupKindConsumer:
+		return "consumer"
 	}
 	return "unknown"
 }

@@ -32,18 +32,27 @@ func (c *Coordinator) UpdateTopics(now int64, topics []TopicMetadata) Output {
 	}
 	c.topics.byName = next
 	for _, id := range c.groupIDs() {
-		if g, ok := c.groups[id].(*streamsGroup); ok {
-			for _, name := range g.requiredTopics() {
-				a, inOld := old[name]
-				b, inNew := next[name]
-				if inOld != inNew || topicHash(a) != topicHash(b) {
-					g.soft.metadataRefresh = true
-					break
-				}
-			}
+		switch g := c.groups[id].(type) {
+		case *consumerGroup:
+			g.metadataRefresh = g.metadataRefresh || topicsChanged(old, next, g.subscribedTopics())
+		case *streamsGroup:
+			g.soft.metadataRefresh = g.soft.metadataRefresh || topicsChanged(old, next, g.requiredTopics())
 		}
 	}
 	return c.end()
+}
+
+// topicsChanged reports whether any of names differs between two topic
+// images (appeared, disappeared or changed metadata).
+func topicsChanged(old, next map[string]TopicMetadata, names []string) bool {
+	for _, name := range names {
+		a, inOld := old[name]
+		b, inNew := next[name]
+		if inOld != inNew || topicHash(a) != topicHash(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // topicHash is the deterministic hash of one topic's metadata: FNV-1a 64

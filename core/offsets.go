@@ -131,6 +131,8 @@ func (c *Coordinator) decideCommit(group, memberID string, instanceID *string, g
 			return d
 		}
 		d.ErrorCode, d.Message = c.ValidateStreamsOffsetCommit(group, memberID, generation, version, txn, topics)
+	case *consumerGroup:
+		d.ErrorCode, d.Message = c.validateConsumerCommit(x, memberID, generation, version, txn, topics)
 	}
 	return d
 }
@@ -184,6 +186,10 @@ func (c *Coordinator) decideFetch(group string, memberID *string, epoch int32) O
 		d.NotHeld = true
 		return d
 	}
+	if cg, ok := g.(*consumerGroup); ok {
+		d.ErrorCode, d.Message = validateConsumerFetch(cg, memberID, epoch)
+		return d
+	}
 	if _, isStreams := g.(*streamsGroup); isStreams && !(memberID == nil && epoch < 0) {
 		id := ""
 		if memberID != nil {
@@ -223,6 +229,8 @@ func (c *Coordinator) DecideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDe
 			return d
 		}
 		subscribed = x.isSubscribedToTopic
+	case *consumerGroup:
+		subscribed = x.subscribedTo
 	case *streamsGroup:
 		subscribed = func(topic string) bool {
 			if x.IsEmpty() || x.topology == nil {

@@ -201,6 +201,10 @@ func FuzzDecodeRecord(f *testing.F) {
 	for _, g := range parseGolden(f, data) {
 		f.Add(g.key, g.value, g.value == nil)
 	}
+	for _, rec := range consumerSampleRecords() {
+		k, v := EncodeRecord(rec)
+		f.Add(k, v, v == nil)
+	}
 	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool) {
 		if tombstone {
 			value = nil

@@ -47,6 +47,8 @@ type GroupDetail struct {
 	Streams *kmsg.StreamsGroupDescribeResponseGroup `json:"streams,omitempty"`
 	// Classic is Kafka's DescribeGroups of a classic group.
 	Classic *kmsg.DescribeGroupsResponseGroup `json:"classic,omitempty"`
+	// Consumer is Kafka's ConsumerGroupDescribe of a KIP-848 consumer group.
+	Consumer *kmsg.ConsumerGroupDescribeResponseGroup `json:"consumer,omitempty"`
 	// RecentEvents are the latest rebalance reasons, oldest first.
 	RecentEvents []string `json:"recent_events"`
 	// Config is the group's effective configuration, key by key with the
@@ -115,6 +117,14 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 				if n := d.Streams.AssignorName; n != nil {
 					d.Assignor = *n // core's effective assignor of the group
 				}
+			}
+		case core.GroupKindConsumer:
+			d.Type = "consumer"
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Version, req.Groups = 1, []string{id}
+			if resp := c.ConsumerGroupDescribe(req); len(resp.Groups) == 1 {
+				d.Consumer = &resp.Groups[0]
+				d.Assignor = d.Consumer.AssignorName
 			}
 		default:
 			d.Type = "classic"

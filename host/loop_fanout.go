@@ -22,6 +22,8 @@ func requestGroup(req *wire.Request) (group string, configs bool) {
 	switch b := req.Body.(type) {
 	case *kmsg.StreamsGroupHeartbeatRequest:
 		return b.Group, false
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return b.Group, false
 	case *kmsg.JoinGroupRequest:
 		return b.Group, false
 	case *kmsg.SyncGroupRequest:
@@ -191,22 +193,49 @@ func (l *Loop) describeCoreGroups(ctx context.Context, body *kmsg.DescribeGroups
 // describeStreamsGroups answers StreamsGroupDescribe, each group in its
 // partition.
 func (l *Loop) describeStreamsGroups(ctx context.Context, req *wire.Request, body *kmsg.StreamsGroupDescribeRequest) (kmsg.Response, error) {
-	ans := newAnswers[kmsg.StreamsGroupDescribeResponseGroup](len(body.Groups))
-	err := l.split(len(body.Groups), func(i int) string { return body.Groups[i] }, func(idx []int) error {
+	groups, err := describeSplit(ctx, l, body.Groups, func(c *core.Coordinator, ids []string) []kmsg.StreamsGroupDescribeResponseGroup {
 		sub := *body
-		sub.Groups = pick(body.Groups, idx)
-		return l.readOn(ctx, l.partitionOf(sub.Groups), func(c *core.Coordinator, _ int64) core.Output {
-			ans.put(idx, c.StreamsGroupDescribe(&sub).Groups)
-			return core.Output{}
-		})
+		sub.Groups = ids
+		return c.StreamsGroupDescribe(&sub).Groups
 	})
 	if err != nil {
 		return submitError(req, err), nil
 	}
 	resp := kmsg.NewPtrStreamsGroupDescribeResponse()
 	resp.SetVersion(req.Version)
-	resp.Groups = ans.all()
+	resp.Groups = groups
 	return resp, nil
+}
+
+// describeConsumerGroups answers ConsumerGroupDescribe, each group in its
+// partition.
+func (l *Loop) describeConsumerGroups(ctx context.Context, req *wire.Request, body *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
+	groups, err := describeSplit(ctx, l, body.Groups, func(c *core.Coordinator, ids []string) []kmsg.ConsumerGroupDescribeResponseGroup {
+		sub := *body
+		sub.Groups = ids
+		return c.ConsumerGroupDescribe(&sub).Groups
+	})
+	if err != nil {
+		return submitError(req, err), nil
+	}
+	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
+	resp.SetVersion(req.Version)
+	resp.Groups = groups
+	return resp, nil
+}
+
+// describeSplit reads each group's description in its partition, and
+// returns them in request order.
+func describeSplit[G any](ctx context.Context, l *Loop, groups []string, describe func(c *core.Coordinator, ids []string) []G) ([]G, error) {
+	ans := newAnswers[G](len(groups))
+	err := l.split(len(groups), func(i int) string { return groups[i] }, func(idx []int) error {
+		ids := pick(groups, idx)
+		return l.readOn(ctx, l.partitionOf(ids), func(c *core.Coordinator, _ int64) core.Output {
+			ans.put(idx, describe(c, ids))
+			return core.Output{}
+		})
+	})
+	return ans.all(), err
 }
 
 // listCoreGroups lists the groups of every partition, in id order.

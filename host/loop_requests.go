@@ -24,6 +24,11 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 			l.configure(c, body.Group)
 			return c.StreamsGroupHeartbeat(now, id, client, body)
 		}})
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		l.stats.heartbeats.Add(1)
+		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			return c.ConsumerGroupHeartbeat(now, id, client, body)
+		}})
 	case *kmsg.JoinGroupRequest:
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			l.configure(c, body.Group) // a classic join may convert a streams group
@@ -54,6 +59,8 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 		return l.deleteGroups(ctx, req, body)
 	case *kmsg.StreamsGroupDescribeRequest:
 		return l.describeStreamsGroups(ctx, req, body)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return l.describeConsumerGroups(ctx, req, body)
 	case *kmsg.DescribeGroupsRequest:
 		return l.describeGroups(ctx, req, body)
 	case *kmsg.ListGroupsRequest:

@@ -122,6 +122,8 @@ func StateTopicConfig(cfg *config.Config, parts int) (kafkalog.Config, error) {
 // assignor list, the other built-in ones after it.
 func CoreConfig(cfg *config.Config) core.Config {
 	cc := core.DefaultConfig()
+	cc.Consumer.Assignors = consumerAssignors()
+	cc.Consumer.HeartbeatIntervalMs = consumerHeartbeatMs
 	if cfg == nil || cfg.Groups == nil {
 		return cc
 	}

@@ -118,6 +118,11 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.table = wire.NewTable(s.dp.Versions())
+	if !cfg.DataPlane.Embedded {
+		// The external cluster's authorizer (host/authz) has no rule for
+		// the KIP-848 APIs yet and refuses them: do not advertise them.
+		s.table = s.table.Without(wire.ConsumerGroupKeys...)
+	}
 	if o.Coordinator == nil {
 		s.wiring = Wiring{Coordinator: &Unwired{Log: o.Log}}
 	} else if s.wiring, err = o.Coordinator(s); err != nil {

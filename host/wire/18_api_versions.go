@@ -16,12 +16,12 @@ func (c *conn) apiVersions(code int16, version int16) kmsg.Response {
 	}
 	if f := c.s.cfg.Features; f != nil && code == 0 {
 		for _, sf := range f.Supported {
-			if !notServedFeature[sf.Name] {
+			if c.featureServed(sf.Name) {
 				resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 			}
 		}
 		for _, ff := range f.Finalized {
-			if !notServedFeature[ff.Name] {
+			if c.featureServed(ff.Name) {
 				resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 			}
 		}
@@ -39,7 +39,16 @@ type Features struct {
 	Epoch     int64
 }
 
-// notServedFeature names features that enable protocols coordhost does not
-// serve (KIP-848 consumer groups, KIP-932 share groups): advertising them
-// would tell clients to use APIs coordhost refuses.
-var notServedFeature = map[string]bool{"group.version": true, "share.version": true}
+// featureServed reports whether a data-plane feature may be advertised:
+// not share.version (KIP-932 share groups are not served), and
+// group.version (KIP-848 consumer groups; Java clients need it to use the
+// consumer protocol) only while ConsumerGroupHeartbeat is served.
+func (c *conn) featureServed(name string) bool {
+	switch name {
+	case "share.version":
+		return false
+	case "group.version":
+		return c.s.cfg.Table.Serves(int16(kmsg.ConsumerGroupHeartbeat), 0)
+	}
+	return true
+}

@@ -175,8 +175,8 @@ func TestApiVersionsTooNewGetsV0Error(t *testing.T) {
 }
 
 // TestUnsupportedAndNotServedGetUnsupportedVersion: a served key at a
-// version outside the table, and consumer-group/share-group keys at any
-// version, get UNSUPPORTED_VERSION and reach neither backend.
+// version outside the table, and share-group keys at any version, get
+// UNSUPPORTED_VERSION and reach neither backend.
 func TestUnsupportedAndNotServedGetUnsupportedVersion(t *testing.T) {
 	addr, rec := startServer(t, 0)
 	c := dial(t, addr)
@@ -185,10 +185,7 @@ func TestUnsupportedAndNotServedGetUnsupportedVersion(t *testing.T) {
 		v   int16
 	}{
 		{produceOne(), 2},
-		{kmsg.NewPtrConsumerGroupHeartbeatRequest(), 0},
-		{kmsg.NewPtrConsumerGroupHeartbeatRequest(), 1},
 		{kmsg.NewPtrShareGroupHeartbeatRequest(), 1},
-		{&kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}, 0},
 		{kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest(), 0},
 	}
 	for i, tc := range cases {
@@ -429,7 +426,9 @@ func TestRequestCarriesListenerAndClient(t *testing.T) {
 }
 
 // TestApiVersionsFeatures: the data plane's features are advertised,
-// except those enabling consumer-group and share-group protocols.
+// except share.version (share groups are not served); group.version is
+// advertised while consumer groups are served (consumer_table_test.go
+// checks a table without them).
 func TestApiVersionsFeatures(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	s := NewServer(ln, Config{Table: NewTable(kafka44), Features: &Features{
@@ -443,7 +442,7 @@ func TestApiVersionsFeatures(t *testing.T) {
 	c.send(req, 3, 1)
 	_, raw := c.recv(req)
 	r := raw.(*kmsg.ApiVersionsResponse)
-	if len(r.SupportedFeatures) != 1 || r.SupportedFeatures[0].Name != "transaction.version" ||
+	if len(r.SupportedFeatures) != 2 || r.SupportedFeatures[0].Name != "transaction.version" || r.SupportedFeatures[1].Name != "group.version" ||
 		len(r.FinalizedFeatures) != 1 || r.FinalizedFeatures[0].Name != "transaction.version" || r.FinalizedFeaturesEpoch != 3 {
 		t.Fatalf("features: %+v / %+v", r.SupportedFeatures, r.FinalizedFeatures)
 	}

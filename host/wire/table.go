@@ -36,8 +36,8 @@ type spec struct {
 // ranges (from the 4.4.0 kafka-clients *RequestData LOWEST/HIGHEST
 // constants); forwarded rows take the data plane's range. Keys missing here
 // are not served: never advertised, answered with UNSUPPORTED_VERSION. That
-// includes every consumer-group (KIP-848) and share-group key: forwarding
-// them would create a second coordinator for the same group id.
+// includes every share-group key: forwarding them would create a second
+// coordinator for the same group id.
 var specs = []spec{
 	{kmsg.ApiVersions, 0, 5, RouteLocal},
 
@@ -54,6 +54,8 @@ var specs = []spec{
 	{kmsg.OffsetDelete, 0, 0, RouteGroup},
 	{kmsg.StreamsGroupHeartbeat, 0, 1, RouteGroup},
 	{kmsg.StreamsGroupDescribe, 0, 1, RouteGroup},
+	{kmsg.ConsumerGroupHeartbeat, 0, 1, RouteGroup},
+	{kmsg.ConsumerGroupDescribe, 0, 1, RouteGroup},
 
 	{kmsg.FindCoordinator, 0, 6, RouteSplit},
 	{kmsg.DescribeConfigs, 1, 4, RouteSplit},
@@ -108,11 +110,10 @@ var specs = []spec{
 // maxV in a spec row means "as far as kmsg can decode".
 const maxV = int16(0x7fff)
 
-// NotServed lists the known keys coordhost refuses on purpose (consumer-group
-// and share-group APIs, and the streams topology-description update it does
-// not implement yet): never advertised, never forwarded.
+// NotServed lists the known keys coordhost refuses on purpose (share-group
+// APIs, and the streams topology-description update it does not implement
+// yet): never advertised, never forwarded.
 var NotServed = []kmsg.Key{
-	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe,
 	kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe, kmsg.ShareFetch, kmsg.ShareAcknowledge,
 	kmsg.DescribeShareGroupOffsets, kmsg.AlterShareGroupOffsets, kmsg.DeleteShareGroupOffsets,
 	kmsg.InitializeShareGroupState, kmsg.ReadShareGroupState, kmsg.WriteShareGroupState,
@@ -161,6 +162,21 @@ func NewTable(dataPlane map[int16]VersionRange) *Table {
 		t.entries[int16(s.key)] = Entry{Key: int16(s.key), Min: lo, Max: hi, Route: s.route}
 	}
 	return t
+}
+
+// ConsumerGroupKeys are the KIP-848 consumer-group APIs.
+var ConsumerGroupKeys = []kmsg.Key{kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe}
+
+// Without returns a copy of t that does not serve keys.
+func (t *Table) Without(keys ...kmsg.Key) *Table {
+	out := &Table{entries: make(map[int16]Entry, len(t.entries))}
+	for k, e := range t.entries {
+		out.entries[k] = e
+	}
+	for _, k := range keys {
+		delete(out.entries, int16(k))
+	}
+	return out
 }
 
 // Lookup returns the entry of a served key.

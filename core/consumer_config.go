@@ -1,0 +1,112 @@
+package core
+
+import (
+	"fmt"
+	"math"
+)
+
+// ConsumerConfig is the set of KIP-848 consumer-group settings (Kafka's
+// group.consumer.*). Zero values take Kafka 4.4's defaults.
+type ConsumerConfig struct {
+	SessionTimeoutMs    int32 // group.consumer.session.timeout.ms (45000)
+	HeartbeatIntervalMs int32 // group.consumer.heartbeat.interval.ms (5000)
+	MaxSize             int32 // group.consumer.max.size (unbounded)
+	// Assignors are the server-side assignors members may name
+	// (group.consumer.assignors); the first is the default. Core does not
+	// implement assignment algorithms itself: the host supplies them.
+	Assignors []NamedPartitionAssignor
+}
+
+// NamedPartitionAssignor is a server-side assignor and the name members
+// select it by ("uniform", "range").
+type NamedPartitionAssignor struct {
+	Name     string
+	Assignor PartitionAssignor
+}
+
+// PartitionAssignor computes a consumer group's target assignment (Kafka's
+// ConsumerGroupPartitionAssignor). It runs inline in the heartbeat that
+// needs it, as in Kafka, so it must be deterministic and fast.
+type PartitionAssignor interface {
+	// AssignPartitions returns one entry per in.Members, in order.
+	AssignPartitions(in PartitionAssignInput) ([][]AssignedTopic, error)
+}
+
+// PartitionAssignInput is what a partition assignor may look at: Kafka's
+// GroupSpec and SubscribedTopicDescriber.
+type PartitionAssignInput struct {
+	Group string
+	Epoch int32
+	// Topics are the subscribed topics that exist, ascending by ID.
+	Topics []AssignTopic
+	// Members are ascending by member id.
+	Members []PartitionAssignMember
+}
+
+// AssignTopic describes one subscribed topic.
+type AssignTopic struct {
+	ID         [16]byte
+	Name       string
+	Partitions int32
+	Racks      [][]string // per partition, the racks of its replicas (may be nil)
+}
+
+// PartitionAssignMember is one member as the assignor sees it; Assigned is
+// its current target assignment.
+type PartitionAssignMember struct {
+	MemberID   string
+	InstanceID string // "" when not static
+	RackID     string // "" when unknown
+	Subscribed []int32
+	Assigned   []AssignedTopic
+}
+
+// AssignedTopic lists partitions of the topic at index Topic of
+// PartitionAssignInput.Topics, ascending.
+type AssignedTopic struct {
+	Topic      int32
+	Partitions []int32
+}
+
+// Kafka 4.4's defaults of the consumer-group settings.
+const (
+	defaultConsumerSessionTimeoutMs    = 45000
+	defaultConsumerHeartbeatIntervalMs = 5000
+)
+
+// consumerConfig returns the consumer settings with defaults filled in.
+func (c *Coordinator) consumerConfig() ConsumerConfig {
+	cc := c.cfg.Consumer
+	if cc.SessionTimeoutMs <= 0 {
+		cc.SessionTimeoutMs = defaultConsumerSessionTimeoutMs
+	}
+	if cc.HeartbeatIntervalMs <= 0 {
+		cc.HeartbeatIntervalMs = defaultConsumerHeartbeatIntervalMs
+	}
+	if cc.MaxSize <= 0 {
+		cc.MaxSize = math.MaxInt32
+	}
+	return cc
+}
+
+// consumerAssignor finds a server assignor by name.
+func (c *Coordinator) consumerAssignor(name string) (PartitionAssignor, bool) {
+	for _, a := range c.cfg.Consumer.Assignors {
+		if a.Name == name {
+			return a.Assignor, true
+		}
+	}
+	return nil, false
+}
+
+// validateConsumerConfig checks the assignor table (names unique, set).
+func validateConsumerConfig(cc ConsumerConfig) error {
+	seen := map[string]bool{}
+	for _, a := range cc.Assignors {
+		if a.Name == "" || a.Assignor == nil || seen[a.Name] {
+			return fmt.Errorf("group.consumer.assignors: assignor %q is unnamed, nil or listed twice", a.Name)
+		}
+		seen[a.Name] = true
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Replay of consumer-group records (Kafka's GroupMetadataManager.replay
+// overloads for types 3–8). The live path applies its own records through
+// these functions, so live state and replayed state cannot diverge.
+
+// consumerGroupForRecord returns the consumer group a record applies to,
+// creating it when create is set; an empty group of another kind (an
+// offsets-only classic group) is replaced, any other kind is an error.
+func (c *Coordinator) consumerGroupForRecord(id string, create bool) (*consumerGroup, error) {
+	switch g := c.groups[id].(type) {
+	case *consumerGroup:
+		return g, nil
+	case nil:
+		if !create {
+			return nil, nil
+		}
+	default:
+		if !create || !g.IsEmpty() {
+			if !create {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("group %q is a %s group, not a consumer group", id, g.Kind())
+		}
+	}
+	ng := newConsumerGroup(id)
+	c.putGroup(id, ng)
+	return ng, nil
+}
+
+// saveConsumerHeader makes the group's scalar fields undoable.
+func (c *Coordinator) saveConsumerHeader(g *consumerGroup) {
+	h := *g
+	c.onUndo(func() {
+		g.groupEpoch, g.metadataHash, g.creationTimeMs = h.groupEpoch, h.metadataHash, h.creationTimeMs
+		g.assignmentEpoch, g.assignmentTimestamp = h.assignmentEpoch, h.assignmentTimestamp
+		g.updateState()
+	})
+}
+
+func applyConsumerGroupMetadata(c *Coordinator, rec Record) error {
+	id := rec.Key.Group()
+	g, err := c.consumerGroupForRecord(id, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	if rec.Value == nil {
+		if len(g.members) > 0 {
+			return fmt.Errorf("group %q: metadata tombstone while %d members remain", id, len(g.members))
+		}
+		if len(g.target) > 0 {
+			return fmt.Errorf("group %q: metadata tombstone while %d member targets remain", id, len(g.target))
+		}
+		c.putGroup(id, nil)
+		return nil
+	}
+	v := rec.Value.(ConsumerGroupMetadataValue)
+	c.saveConsumerHeader(g)
+	g.groupEpoch, g.metadataHash, g.creationTimeMs = v.Epoch, v.MetadataHash, v.CreationTimeMs
+	g.updateState()
+	return nil
+}
+
+func applyConsumerGroupMemberMetadata(c *Coordinator, rec Record) error {
+	k := rec.Key.(ConsumerGroupMemberMetadataKey)
+	g, err := c.consumerGroupForRecord(k.GroupID, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	old := g.members[k.MemberID]
+	if rec.Value == nil {
+		if old == nil {
+			return nil
+		}
+		if old.epoch != -1 {
+			return fmt.Errorf("group %q member %q: metadata tombstone before the current-assignment tombstone", k.GroupID, k.MemberID)
+		}
+		if _, ok := g.target[k.MemberID]; ok {
+			return fmt.Errorf("group %q member %q: metadata tombstone before the target-assignment tombstone", k.GroupID, k.MemberID)
+		}
+		c.removeConsumerMember(g, k.MemberID)
+		g.updateState()
+		return nil
+	}
+	v := rec.Value.(ConsumerGroupMemberMetadataValue)
+	m := newConsumerMember(k.MemberID)
+	if old != nil {
+		m = old.clone()
+	}
+	m.instanceID, m.rackID = v.InstanceID, v.RackID
+	m.clientID, m.clientHost = v.ClientID, v.ClientHost
+	m.topics = normalizeTopics(v.SubscribedTopicNames)
+	m.regex, m.rebalanceTimeoutMs, m.serverAssignor = v.SubscribedTopicRegex, v.RebalanceTimeoutMs, v.ServerAssignor
+	c.putConsumerMember(g, m)
+	g.updateState()
+	return nil
+}
+
+func applyConsumerGroupTargetAssignmentMetadata(c *Coordinator, rec Record) error {
+	g, err := c.consumerGroupForRecord(rec.Key.Group(), rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	c.saveConsumerHeader(g)
+	if rec.Value == nil {
+		if len(g.target) > 0 {
+			return fmt.Errorf("group %q: target metadata tombstone while %d member targets remain", g.id, len(g.target))
+		}
+		g.assignmentEpoch, g.assignmentTimestamp = -1, 0
+	} else {
+		v := rec.Value.(ConsumerGroupTargetAssignmentMetadataValue)
+		g.assignmentEpoch, g.assignmentTimestamp = v.AssignmentEpoch, v.AssignmentTimestamp
+	}
+	g.updateState()
+	return nil
+}
+
+func applyConsumerGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
+	k := rec.Key.(ConsumerGroupTargetAssignmentMemberKey)
+	g, err := c.consumerGroupForRecord(k.GroupID, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	if rec.Value == nil {
+		c.setConsumerTarget(g, k.MemberID, nil)
+	} else {
+		c.setConsumerTarget(g, k.MemberID, partSetOf(rec.Value.(ConsumerGroupTargetAssignmentMemberValue).TopicPartitions))
+	}
+	g.updateState()
+	return nil
+}
+
+func applyConsumerGroupCurrentMemberAssignment(c *Coordinator, rec Record) error {
+	k := rec.Key.(ConsumerGroupCurrentMemberAssignmentKey)
+	g, err := c.consumerGroupForRecord(k.GroupID, rec.Value != nil)
+	if err != nil || g == nil {
+		return err
+	}
+	old := g.members[k.MemberID]
+	m := newConsumerMember(k.MemberID)
+	if old != nil {
+		m = old.clone()
+	}
+	if rec.Value == nil {
+		if old == nil {
+			return nil
+		}
+		m.epoch, m.prevEpoch = -1, -1
+		m.assigned, m.pending = partEpochs{}, partSet{}
+	} else {
+		v := rec.Value.(ConsumerGroupCurrentMemberAssignmentValue)
+		m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State)
+		m.assigned = partEpochsOf(v.AssignedPartitions, v.MemberEpoch)
+		m.pending = partSetOf(v.PartitionsPendingRevocation)
+	}
+	c.putConsumerMember(g, m)
+	g.updateState()
+	return nil
+}
+
+// normalizeTopics sorts and deduplicates subscribed topic names.
+func normalizeTopics(names []string) []string {
+	out := slices.Clone(names)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// consumerOnLoaded schedules the timers of a loaded consumer group: a
+// session timeout for every member, and a rebalance timeout for members
+// revoking partitions (Kafka's onLoaded).
+func (c *Coordinator) consumerOnLoaded(g *consumerGroup) {
+	cfg := c.consumerConfig()
+	for _, id := range g.sortedMemberIDs() {
+		m := g.members[id]
+		c.setTimer(timer{key: consumerSessionKey(g.id, id), deadline: c.now + int64(cfg.SessionTimeoutMs),
+			kind: timerConsumerSession, group: g.id, member: id})
+		if m.state == memberUnrevokedTasks {
+			c.scheduleConsumerRebalance(g, m)
+		}
+	}
+}
