@@ -1,34 +1,15 @@
-package cluster
+package cluster_test
 
 import (
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordhost/coordhost/host/cluster"
 )
 
-// fakeClock is a monotonic clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func TestLeaseLifetime(t *testing.T) {
-	clk := newFakeClock()
-	l := NewLease(clk, 10*time.Second, 2*time.Second)
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	l := cluster.NewLease(clk, 10*time.Second, 2*time.Second)
 	if l.Valid() {
 		t.Fatal("a lease never renewed is valid")
 	}
@@ -52,8 +33,8 @@ func TestLeaseLifetime(t *testing.T) {
 // expired lease, and an answer to a heartbeat sent before the pause does
 // not bring it back past the old bound.
 func TestLeasePausePastExpiry(t *testing.T) {
-	clk := newFakeClock()
-	l := NewLease(clk, 10*time.Second, 2*time.Second)
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	l := cluster.NewLease(clk, 10*time.Second, 2*time.Second)
 	l.Renew(clk.Now())
 	before := clk.Now()
 	clk.Advance(30 * time.Second) // the process is stopped (SIGSTOP, GC, VM pause)
@@ -71,8 +52,8 @@ func TestLeasePausePastExpiry(t *testing.T) {
 }
 
 func TestLeaseDrop(t *testing.T) {
-	clk := newFakeClock()
-	l := NewLease(clk, 10*time.Second, time.Second)
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	l := cluster.NewLease(clk, 10*time.Second, time.Second)
 	l.Renew(clk.Now())
 	sent := clk.Now()
 	clk.Advance(time.Millisecond)

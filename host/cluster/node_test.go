@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store/kafkalog"
@@ -54,6 +56,7 @@ type node struct {
 	log  *kafkalog.Log
 	rt   *runtime.Runtime
 	own  *cluster.Node
+	m    *admin.Metrics
 }
 
 func newCluster(t *testing.T) *kfake.Cluster {
@@ -79,7 +82,8 @@ func startNode(t *testing.T, c *kfake.Cluster, name string, mod func(*cluster.Co
 		t.Fatal(err)
 	}
 	cfg := cluster.Config{ClientOpts: seeds, ClusterID: "test", NodeID: name, Topic: kafkalog.DefaultTopic,
-		SessionTimeout: 1500 * time.Millisecond, Margin: 300 * time.Millisecond, Heartbeat: 150 * time.Millisecond}
+		SessionTimeout: 1500 * time.Millisecond, Margin: 300 * time.Millisecond, Heartbeat: 150 * time.Millisecond,
+		Metrics: admin.NewMetrics()}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -90,7 +94,7 @@ func startNode(t *testing.T, c *kfake.Cluster, name string, mod func(*cluster.Co
 	if err := own.Start(rt); err != nil {
 		t.Fatal(err)
 	}
-	n := &node{name: name, log: l, rt: rt, own: own}
+	n := &node{name: name, log: l, rt: rt, own: own, m: cfg.Metrics}
 	t.Cleanup(func() { n.stop(t) })
 	return n
 }
@@ -232,6 +236,14 @@ func TestNodesSplitAndFailOver(t *testing.T) {
 	st := b.own.Status()
 	if len(st.Partitions) != parts || !st.LeaseValid {
 		t.Fatalf("b's status: %+v", st)
+	}
+	// b gained half the partitions when it joined and the rest when a left.
+	var text strings.Builder
+	b.m.WriteTo(&text)
+	for _, want := range []string{"coordhost_cluster_ownership_changes_total 6\n", "coordhost_cluster_partitions_owned 6\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("b's metrics lack %q:\n%s", want, text.String())
+		}
 	}
 }
 
