@@ -221,7 +221,7 @@ func TestNodesSplitAndFailOver(t *testing.T) {
 	if a.own.Serving(pa) == nil {
 		t.Fatal("a still answers after it stopped")
 	}
-	by = waitSplit(t, b)
+	waitSplit(t, b)
 	if got := read(t, b, pa, "group-x"); got != "written by a" {
 		t.Fatalf("b serves %q for a group a wrote, want %q", got, "written by a")
 	}
