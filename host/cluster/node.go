@@ -87,6 +87,7 @@ type Node struct {
 	stopping bool
 
 	changes     atomic.Int64
+	retakes     atomic.Int64
 	replays     atomic.Int64
 	replayNanos atomic.Int64
 }
@@ -254,6 +255,32 @@ func (n *Node) load(ctx context.Context, p int, o *owned) {
 		}
 		wait = min(2*wait, loadRetryMax)
 	}
+}
+
+// Retake takes partition p over again (unload, then fence and replay)
+// when this node owns it and its writer was fenced, or lost track of a
+// commit: the replay fences whoever wrote since and shows whether that
+// commit is in the log. Calls while p is loading do nothing.
+func (n *Node) Retake(p int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	o, ok := n.parts[p]
+	if !ok || n.stopping || o.state != "active" {
+		return
+	}
+	ctx, cancel := context.WithCancel(n.ctx)
+	again := &owned{since: o.since, cancel: cancel, done: make(chan struct{}), state: "loading"}
+	n.parts[p] = again
+	n.retakes.Add(1)
+	n.cfg.Log.Warn("partition writer fenced while owned: taking the partition over again", "node", n.cfg.NodeID, "partition", p)
+	go func() {
+		if err := n.rt.Unload(ctx, p); err != nil && !errors.Is(err, runtime.ErrNotCoordinator) {
+			cancel()
+			close(again.done)
+			return // released meanwhile
+		}
+		n.load(ctx, p, again)
+	}()
 }
 
 func (n *Node) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
@@ -427,6 +454,8 @@ func (n *Node) registerMetrics(m *admin.Metrics) {
 		func() float64 { return float64(n.replays.Load()) })
 	m.Gauge("coordhost_cluster_replay_seconds_total", "Seconds spent in those take-overs.",
 		func() float64 { return time.Duration(n.replayNanos.Load()).Seconds() })
+	m.Gauge("coordhost_cluster_retakes_total", "Owned partitions taken over again after their writer was fenced or lost track of a commit.",
+		func() float64 { return float64(n.retakes.Load()) })
 	m.Gauge("coordhost_cluster_partitions_owned", "Partitions the ownership group assigns this node.",
 		func() float64 { return float64(len(n.Owned())) })
 	m.Gauge("coordhost_cluster_lease_remaining_seconds", "How long this node may still answer for its partitions without a renewed lease (0: expired).",

@@ -24,7 +24,11 @@ const parts = 6
 
 // kvShard is a partition's coordinator in these tests: a map that put
 // events write through the log and get events read.
-type kvShard struct{ m map[string]string }
+type kvShard struct {
+	m map[string]string
+	// fenced is called when an append failed with ErrFenced.
+	fenced func()
+}
 
 type put struct{ k, v string }
 
@@ -44,8 +48,12 @@ func (s *kvShard) Step(_ int64, in any) []runtime.Record {
 	}
 	return nil
 }
-func (s *kvShard) Commit()                     {}
-func (s *kvShard) Rollback(error)              {}
+func (s *kvShard) Commit() {}
+func (s *kvShard) Rollback(err error) {
+	if errors.Is(err, runtime.ErrFenced) && s.fenced != nil {
+		s.fenced()
+	}
+}
 func (s *kvShard) NextDeadline() (int64, bool) { return 0, false }
 func (s *kvShard) Unload()                     {}
 
@@ -76,8 +84,11 @@ func startNode(t *testing.T, c *kfake.Cluster, name string, mod func(*cluster.Co
 	if err != nil {
 		t.Fatal(err)
 	}
+	var own *cluster.Node
 	rt, err := runtime.New(runtime.Config{Partitions: parts, Workers: 2, Log: l,
-		NewShard: func(int) (runtime.Shard, error) { return &kvShard{m: map[string]string{}}, nil }})
+		NewShard: func(p int) (runtime.Shard, error) {
+			return &kvShard{m: map[string]string{}, fenced: func() { own.Retake(p) }}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +98,7 @@ func startNode(t *testing.T, c *kfake.Cluster, name string, mod func(*cluster.Co
 	if mod != nil {
 		mod(&cfg)
 	}
-	own, err := cluster.New(cfg)
+	own, err = cluster.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,4 +410,54 @@ func memberOf(req kmsg.Request) string {
 		return r.MemberID
 	}
 	return ""
+}
+
+// TestFencedOwnerTakesOver: a writer outside the group fences a
+// partition node a owns; a's next append fails ErrFenced, and a takes
+// the partition over again, replaying what the intruder wrote, fencing
+// it in turn, and serving writes again.
+func TestFencedOwnerTakesOver(t *testing.T) {
+	c := newCluster(t)
+	a := startNode(t, c, "a", nil)
+	waitSplit(t, a)
+	submitWait(t, a, 1, put{"k", "a1"})
+	if got := read(t, a, 1, "k"); got != "a1" {
+		t.Fatalf("a reads %q", got)
+	}
+	intruder, err := kafkalog.Open(context.Background(), kafkalog.Config{ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, Partitions: parts, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer intruder.Close()
+	if err := intruder.Replay(1, func(runtime.Record) error { return nil }); err != nil { // fences a's writer
+		t.Fatal(err)
+	}
+	if err := intruder.Append(1, []runtime.Record{{Key: []byte("k"), Value: []byte("intruder")}}); err != nil {
+		t.Fatal(err)
+	}
+	submitWait(t, a, 1, put{"k", "a2"}) // fenced: rolled back, a takes p over again
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if a.rt.Held(1) {
+			if got := read(t, a, 1, "k"); got == "intruder" {
+				break // replayed what the intruder wrote
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a did not take partition 1 over again: %+v", a.own.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	submitWait(t, a, 1, put{"k", "a3"})
+	if got := read(t, a, 1, "k"); got != "a3" {
+		t.Fatalf("after the retake a reads %q", got)
+	}
+	if err := intruder.Append(1, []runtime.Record{{Key: []byte("k"), Value: []byte("late")}}); !errors.Is(err, runtime.ErrFenced) {
+		t.Fatalf("intruder's append after a's retake: %v, want ErrFenced", err)
+	}
+	var text strings.Builder
+	a.m.WriteTo(&text)
+	if !strings.Contains(text.String(), "coordhost_cluster_retakes_total 1\n") {
+		t.Errorf("metrics: %s", text.String())
+	}
 }
