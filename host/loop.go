@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/gateway"
 	"github.com/coordhost/coordhost/host/runtime"
@@ -107,6 +108,11 @@ type LoopDeps struct {
 	// OpenLog, when set, opens the record log of parts partitions instead
 	// of Store's (store.kind=kafka), with the function that closes it.
 	OpenLog func(parts int) (runtime.Log, func() error, error)
+	// Ownership, when set, shares the partitions with the cluster's other
+	// nodes: the loop loads the partitions its group assigns instead of
+	// every one, and answers for a partition only while Serving allows
+	// (cluster.id; docs/SCALE-OUT.md).
+	Ownership *cluster.Node
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -221,7 +227,9 @@ func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
 		Now: d.Now, MaxBatch: maxBatch})
-	if err == nil {
+	if err == nil && d.Ownership != nil {
+		err = d.Ownership.Start(l.rt)
+	} else if err == nil {
 		err = l.rt.LoadAll(ctx)
 	}
 	if err != nil {
@@ -304,6 +312,9 @@ func (l *Loop) submit(p int, ev event) error {
 		return errStopping
 	default:
 	}
+	if err := l.serving(p); err != nil {
+		return err
+	}
 	rev := runtime.Event{Input: ev, Read: ev.read != nil}
 	if ev.call != nil {
 		rev.Reject = func(error) { ev.call.done <- reply{msg: notCoordinator(ev.call.req)} }
@@ -317,11 +328,15 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 	ev.call = &call{req: req, done: make(chan reply, 1)}
 	group, configs := requestGroup(req)
 	ev.configs = ev.configs || configs
-	if err := l.submit(l.rt.PartitionFor(group), ev); err != nil {
+	p := l.rt.PartitionFor(group)
+	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}
 	select {
 	case r := <-ev.call.done:
+		if l.serving(p) != nil { // the lease ended while the request ran
+			return notCoordinator(req), nil
+		}
 		return r.msg, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -354,13 +369,28 @@ func (l *Loop) readOn(ctx context.Context, p int, fn func(c *core.Coordinator, n
 	}
 	select {
 	case <-done:
-		return nil
+		// Checked again after the read, so nothing it decided (an answer,
+		// a forward) leaves once the lease has ended.
+		return l.serving(p)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.done:
 		return fmt.Errorf("group coordinator stopped")
 	}
 }
+
+// serving is the ownership gate of partition p: nil when this node may
+// answer for it (always without Ownership).
+func (l *Loop) serving(p int) error {
+	if l.d.Ownership == nil {
+		return nil
+	}
+	return l.d.Ownership.Serving(p)
+}
+
+// elsewhere reports whether another node of the cluster answers for
+// partition p: reads and inputs for every partition skip it.
+func (l *Loop) elsewhere(p int) bool { return l.d.Ownership != nil && l.serving(p) != nil }
 
 // readGroup runs fn on committed state of group's partition.
 func (l *Loop) readGroup(ctx context.Context, group string, fn func(c *core.Coordinator, now int64) core.Output) error {
@@ -371,6 +401,9 @@ func (l *Loop) readGroup(ctx context.Context, group string, fn func(c *core.Coor
 // the other (never two at once), so fn may gather into shared variables.
 func (l *Loop) read(ctx context.Context, fn func(c *core.Coordinator, now int64) core.Output) error {
 	for p := 0; p < l.rt.Partitions(); p++ {
+		if l.elsewhere(p) {
+			continue
+		}
 		if err := l.readOn(ctx, p, fn); err != nil {
 			return err
 		}
@@ -381,7 +414,9 @@ func (l *Loop) read(ctx context.Context, fn func(c *core.Coordinator, now int64)
 // input queues an internal input for every partition (topic updates).
 func (l *Loop) input(fn func(c *core.Coordinator, now int64) core.Output) {
 	for p := 0; p < l.rt.Partitions(); p++ {
-		l.inputOn(p, fn)
+		if !l.elsewhere(p) {
+			l.inputOn(p, fn)
+		}
 	}
 }
 
@@ -405,7 +440,13 @@ func (l *Loop) inputOn(p int, fn func(c *core.Coordinator, now int64) core.Outpu
 func (l *Loop) Shutdown(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
 	l.cancel()
-	err := l.stopAll(ctx)
+	var err error
+	if l.d.Ownership != nil { // unload, then leave the group: the others take over
+		err = l.d.Ownership.Stop(ctx)
+	}
+	if serr := l.stopAll(ctx); err == nil {
+		err = serr
+	}
 	ch := make(chan struct{})
 	go func() { l.wg.Wait(); close(ch) }()
 	if err == nil {

@@ -208,6 +208,9 @@ func (s *shard) Rollback(err error) {
 		}
 		s.l.log.Error("store append failed: the batch is rolled back and its requests answered "+kerr.ErrorForCode(code).Error(),
 			"partition", s.p, "records", records, "kind", kind, "err", err)
+		if kind == "fenced" && s.l.d.Ownership != nil {
+			s.l.d.Ownership.Retake(s.p) // owned: replaying fences back and settles an unknown commit
+		}
 	default:
 		s.failures++
 		s.retryAt = s.l.d.Now().Add(min(storeRetryMin<<min(s.failures-1, 10), storeRetryMax)).UnixMilli()

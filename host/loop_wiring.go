@@ -1,9 +1,11 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/authz"
+	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/runtime"
@@ -58,11 +61,16 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		if ctx == nil {
 			ctx = context.Background()
 		}
+		own, err := ownership(s)
+		if err != nil {
+			asg.Close(context.Background())
+			return Wiring{}, err
+		}
 		l, err := NewLoopContext(ctx, LoopDeps{
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cfg.StorePartitions, Workers: cfg.Workers,
-			TopicRefresh: topicRefresh, OpenLog: stateTopicLog(ctx, s),
+			TopicRefresh: topicRefresh, OpenLog: stateTopicLog(ctx, s), Ownership: own,
 		})
 		if err != nil {
 			asg.Close(context.Background())
@@ -73,8 +81,33 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired,
 				Log: s.log.With("component", "authz")})
 		}
-		return Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}, nil
+		w := Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}
+		if own != nil {
+			w.ClusterAPI = own.Handler()
+		}
+		return w, nil
 	}
+}
+
+// ownership is this node's membership of its cluster's ownership group
+// (cluster.id with store.kind=kafka; nil otherwise: one node holds every
+// partition).
+func ownership(s *Server) (*cluster.Node, error) {
+	cfg := s.cfg
+	if cfg.Cluster.ID == "" || cfg.Store.Kind != "kafka" {
+		return nil, nil
+	}
+	kc, err := StateTopicConfig(cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	node := cfg.Cluster.NodeID
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	return cluster.New(cluster.Config{ClientOpts: kc.ClientOpts, ClusterID: cfg.Cluster.ID, NodeID: node,
+		Topic: cmp.Or(kc.Topic, kafkalog.DefaultTopic), SessionTimeout: cfg.Cluster.SessionTimeout, Margin: cfg.Cluster.LeaseMargin,
+		Metrics: s.metrics, Log: s.log.With("component", "cluster")})
 }
 
 // stateTopicLog opens the record log in the external cluster's state

@@ -52,6 +52,8 @@ type Wiring struct {
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
 	// routes; nil answers 501.
 	GroupsAPI, PluginsAPI http.Handler
+	// ClusterAPI serves GET /v1/cluster (nil: no cluster, 501).
+	ClusterAPI http.Handler
 	// TopicsCreated, when set, is called (without blocking) each time a
 	// CreateTopics passing through coordhost created a topic, so the
 	// coordinator learns of it before its next periodic refresh.
@@ -257,7 +259,7 @@ func (s *Server) startAdmin() error {
 		Token: s.cfg.Admin.Token, Metrics: s.metrics, Config: s.cfg, Log: s.log,
 		TLSCertFile: s.cfg.Admin.TLSCertFile, TLSKeyFile: s.cfg.Admin.TLSKeyFile,
 		ClientCAFile: s.cfg.Admin.TLSClientCAFile, Insecure: s.cfg.Admin.Insecure,
-		Groups: s.wiring.GroupsAPI, Plugins: s.wiring.PluginsAPI,
+		Groups: s.wiring.GroupsAPI, Plugins: s.wiring.PluginsAPI, Cluster: s.wiring.ClusterAPI,
 		Ready: func() error {
 			if !s.ready.Load() {
 				return errors.New("starting or draining")

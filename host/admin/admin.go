@@ -44,6 +44,9 @@ type Options struct {
 	// Plugins serves /v1/plugins once the plugin host is wired; nil answers
 	// 501. Mutating methods reach it only with the bearer token.
 	Plugins http.Handler
+	// Cluster serves GET /v1/cluster (this node's view of partition
+	// ownership) when the node is part of a cluster; nil answers 501.
+	Cluster http.Handler
 	Log     *slog.Logger
 }
 
@@ -174,6 +177,13 @@ func Handler(o Options) http.Handler {
 	if plugins == nil {
 		plugins = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { notWired(w, "the plugin host") })
 	}
+	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		if o.Cluster == nil {
+			notWired(w, "cluster ownership (cluster.id)")
+			return
+		}
+		o.Cluster.ServeHTTP(w, r)
+	})
 	mux.Handle("/v1/plugins", guard(o, plugins))
 	mux.Handle("/v1/plugins/{name}", guard(o, plugins))
 	return requireAuth(o, mux)

@@ -48,3 +48,25 @@ func TestReadyzReportsReason(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestClusterNotWired: without cluster ownership /v1/cluster answers 501,
+// with it the handler serves; other methods are not routed.
+func TestClusterNotWired(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Handler(Options{}).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/cluster", nil))
+	if rec.Code != 501 {
+		t.Fatalf("GET /v1/cluster without a cluster: %d, want 501", rec.Code)
+	}
+	served := false
+	h := Handler(Options{Cluster: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served = true })})
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/cluster", nil))
+	if !served || rec.Code != 200 {
+		t.Fatalf("GET /v1/cluster: served %v, code %d", served, rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/cluster", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /v1/cluster: %d, want 405", rec.Code)
+	}
+}

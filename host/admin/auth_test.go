@@ -24,7 +24,7 @@ import (
 // the token in the URL, and serves with Authorization: Bearer.
 func TestTokenRequiredOnEveryDataEndpoint(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{}) })
-	h := Handler(Options{Token: "s3cret", Metrics: NewMetrics(), Groups: ok, Plugins: ok})
+	h := Handler(Options{Token: "s3cret", Metrics: NewMetrics(), Groups: ok, Plugins: ok, Cluster: ok})
 	do := func(method, target, auth string) int {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(method, target, nil)
@@ -42,7 +42,7 @@ func TestTokenRequiredOnEveryDataEndpoint(t *testing.T) {
 	for _, e := range []struct{ method, path string }{
 		{"GET", "/metrics"}, {"GET", "/v1/groups"}, {"GET", "/v1/groups/g"}, {"GET", "/v1/groups/g/config"},
 		{"GET", "/v1/plugins"}, {"GET", "/v1/plugins/ha"}, {"POST", "/v1/plugins/x"}, {"DELETE", "/v1/plugins/x"},
-		{"GET", "/no-such-endpoint"},
+		{"GET", "/v1/cluster"}, {"GET", "/no-such-endpoint"},
 	} {
 		for _, auth := range []string{"", "Bearer wrong", "s3cret", "Basic s3cret"} {
 			if c := do(e.method, e.path, auth); c != http.StatusUnauthorized {

@@ -48,6 +48,8 @@ type Config struct {
 	StorePartitions int
 	// Store picks the group store's backend (store.kind, store.kafka.*).
 	Store Store
+	// Cluster shares the store's partitions among nodes (cluster.*).
+	Cluster Cluster
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
 	// MaxGroups caps the groups of the process (0: no cap).
@@ -110,6 +112,15 @@ type Store struct {
 	KafkaTopic             string // store.kafka.topic
 	KafkaReplicationFactor int    // store.kafka.replication.factor
 	KafkaMinInsyncReplicas int    // store.kafka.min.insync.replicas
+}
+
+// Cluster is the cluster.* section: ownership of the state topic's
+// partitions across coordhost nodes (docs/SCALE-OUT.md).
+type Cluster struct {
+	ID             string        // cluster.id ("": a single node holds every partition)
+	NodeID         string        // cluster.node.id
+	SessionTimeout time.Duration // cluster.ownership.session.timeout.ms
+	LeaseMargin    time.Duration // cluster.ownership.lease.margin.ms
 }
 
 // Plugins is the plugins.* section.
@@ -316,6 +327,9 @@ func fromValues(v map[string]any) (*Config, error) {
 		StorePartitions: int(v["store.partitions"].(int64)),
 		Store: Store{Kind: v["store.kind"].(string), KafkaTopic: v["store.kafka.topic"].(string),
 			KafkaReplicationFactor: int(v["store.kafka.replication.factor"].(int64)), KafkaMinInsyncReplicas: int(v["store.kafka.min.insync.replicas"].(int64))},
+		Cluster: Cluster{ID: v["cluster.id"].(string), NodeID: v["cluster.node.id"].(string),
+			SessionTimeout: time.Duration(v["cluster.ownership.session.timeout.ms"].(int64)) * time.Millisecond,
+			LeaseMargin:    time.Duration(v["cluster.ownership.lease.margin.ms"].(int64)) * time.Millisecond},
 		Workers:   int(v["runtime.workers"].(int64)),
 		MaxGroups: int(v["runtime.max.groups"].(int64)),
 	}
@@ -394,6 +408,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Store.Kind == "kafka" && c.DataPlane.Embedded {
 		return errors.New(`config: store.kind = "kafka" needs dataplane.mode = "external" (the state topic lives on the external cluster)`)
+	}
+	if c.Cluster.ID != "" && c.Store.Kind != "kafka" {
+		return fmt.Errorf(`config: cluster.id = %q needs store.kind = "kafka" (the nodes share the state topic's partitions)`, c.Cluster.ID)
+	}
+	if c.Cluster.ID != "" && c.Cluster.LeaseMargin >= c.Cluster.SessionTimeout {
+		return fmt.Errorf("config: cluster.ownership.lease.margin.ms = %d must be below cluster.ownership.session.timeout.ms = %d",
+			c.Cluster.LeaseMargin.Milliseconds(), c.Cluster.SessionTimeout.Milliseconds())
 	}
 	if c.Groups == nil {
 		return errors.New("config: Groups is nil (start from config.Default or config.Load)")

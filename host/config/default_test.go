@@ -47,6 +47,11 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.DataPlane.Embedded, c.DataPlane.Bootstrap, c.DataPlane.SASLMechanism = false, []string{"k:9092"}, "GSSAPI"
 		}, `dataplane.sasl.mechanism = "GSSAPI"`},
 		{func(c *Config) { c.Store.Kind = "kafka" }, `store.kind = "kafka" needs dataplane.mode = "external"`},
+		{func(c *Config) { c.Cluster.ID = "east" }, `cluster.id = "east" needs store.kind = "kafka"`},
+		{func(c *Config) {
+			c.DataPlane.Embedded, c.DataPlane.Bootstrap, c.Store.Kind, c.Cluster.ID = false, []string{"k:9092"}, "kafka", "east"
+			c.Cluster.LeaseMargin = c.Cluster.SessionTimeout
+		}, "cluster.ownership.lease.margin.ms = 10000 must be below cluster.ownership.session.timeout.ms = 10000"},
 		{func(c *Config) { c.Groups = nil }, "Groups is nil"},
 	}
 	if err := Default().Validate(); err != nil {
