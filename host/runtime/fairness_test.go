@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -98,5 +99,54 @@ func TestRoundFairness(t *testing.T) {
 	}
 	if strings.Join(trace, "|") != strings.Join(want, "|") {
 		t.Errorf("trace\n got %q\nwant %q", trace, want)
+	}
+}
+
+// blockingLog holds partition 0's appends until release is closed.
+type blockingLog struct {
+	runtime.Log
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (l *blockingLog) Append(p int, recs []runtime.Record) error {
+	if p == 0 {
+		l.once.Do(func() { close(l.entered) })
+		<-l.release
+	}
+	return l.Log.Append(p, recs)
+}
+
+// TestSlowAppendDoesNotHoldWorker: with one worker, a partition whose
+// append waits for the disk does not keep another partition's write
+// from being handled and answered.
+func TestSlowAppendDoesNotHoldWorker(t *testing.T) {
+	log := &blockingLog{Log: runtime.NewMemLog(), entered: make(chan struct{}), release: make(chan struct{})}
+	defer close(log.release)
+	rt := startCfg(t, runtime.Config{Partitions: 2, Workers: 1, Log: log,
+		NewShard: func(int) (runtime.Shard, error) { return newKV(), nil }})
+	var groups [2]string
+	for i := 0; groups[0] == "" || groups[1] == ""; i++ {
+		g := fmt.Sprintf("g%d", i)
+		groups[rt.PartitionFor(g)] = g
+	}
+	stuck := make(chan error, 1)
+	go func() { stuck <- doPut(rt, groups[0], "k", "v") }()
+	<-log.entered
+	done := make(chan error, 1)
+	go func() { done <- doPut(rt, groups[1], "k", "v") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("partition 1's write waited for partition 0's append")
+	}
+	select {
+	case err := <-stuck:
+		t.Fatalf("partition 0's write answered before its append: %v", err)
+	default:
 	}
 }

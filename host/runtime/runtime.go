@@ -71,8 +71,10 @@ var (
 type Config struct {
 	// Partitions is the partition count (default DefaultPartitions).
 	Partitions int
-	// Workers is the number of goroutines that run partitions (default
-	// GOMAXPROCS).
+	// Workers is the number of goroutines that step partitions (default
+	// GOMAXPROCS). A round's final append is waited for off the workers,
+	// so a slow disk under one partition does not hold a worker that
+	// other partitions need.
 	Workers int
 	// Log is the record log of every partition.
 	Log Log
@@ -360,6 +362,24 @@ func (p *partition) round() {
 			sh.Commit()
 		}
 	}
+	if len(recs) == 0 {
+		p.finish(sh, nil, stopping)
+		return
+	}
+	// The append may wait for the disk: the worker goes back to the pool
+	// and the round ends on a goroutine of its own. The partition stays
+	// scheduled until then, so nothing else runs it meanwhile.
+	p.rt.wg.Add(1)
+	go func() {
+		defer p.rt.wg.Done()
+		p.finish(sh, recs, stopping)
+	}()
+}
+
+// finish ends a round: it appends recs and commits (or rolls back), then
+// unloads the partition if the round ended with an unload, or arms its
+// timer and schedules it again if events are queued.
+func (p *partition) finish(sh Shard, recs []Record, stopping *unload) {
 	p.flush(sh, recs)
 	p.mu.Lock()
 	if stopping != nil {
