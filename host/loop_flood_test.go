@@ -398,7 +398,7 @@ func TestFloodThroughBinary(t *testing.T) {
 	// The child reads COORDHOST_* as its config: it must not see this one.
 	t.Setenv("COORDHOST_FLOOD", "1") // restored after the test
 	os.Unsetenv("COORDHOST_FLOOD")
-	p := startProc(t, t.TempDir(), freePort(t), 1, "--kafka.idle.timeout=1m")
+	p := startProc(t, t.TempDir(), freePort(t), 1)
 	w := joinWireCanaries(t, p.addr)
 	baseOther, baseSame := w.measure(t, 150)
 	t.Logf("unflooded: canary p99 other partitions %v, flooded partition %v; load average %s", baseOther, baseSame, loadAverage())
@@ -425,6 +425,53 @@ func TestFloodThroughBinary(t *testing.T) {
 	t.Logf("join flood: canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %d flooding requests; load average %s",
 		joinOther, ratio(joinOther, baseOther), joinSame, ratio(joinSame, baseSame), floods, loadAverage())
 
+	// Huge heartbeats: 32 connections keep sending a heartbeat whose
+	// topology of 120,000 subtopologies (about 3 MB) is over
+	// streams.max.topology.size, so the server decodes each in full and
+	// refuses it before core builds anything: the cost is the decoding.
+	huge := hugeJoin("flood", "huge")
+	huge.Topology.Subtopologies = nil
+	for i := 0; i < 120000; i++ {
+		huge.Topology.Subtopologies = append(huge.Topology.Subtopologies,
+			kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{SubtopologyID: fmt.Sprint(i), SourceTopics: []string{"t00"}})
+	}
+	hugeBytes := kmsg.NewRequestFormatter(kmsg.FormatterClientID("flood")).AppendRequest(nil, huge, 1)
+	hugeStop := make(chan struct{})
+	var hwg sync.WaitGroup
+	var hugeSent atomic.Int64
+	for c := 0; c < 32; c++ {
+		cl, err := dialWire(p.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.c.Close()
+		hwg.Add(1)
+		go func() {
+			defer hwg.Done()
+			for {
+				select {
+				case <-hugeStop:
+					return
+				default:
+				}
+				cl.c.SetDeadline(time.Now().Add(30 * time.Second))
+				if _, err := cl.c.Write(hugeBytes); err != nil {
+					return
+				}
+				if _, err := wire.ReadFrame(cl.br, 64<<20); err != nil {
+					return
+				}
+				hugeSent.Add(1)
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	hugeOther, hugeSame := w.measure(t, 60)
+	close(hugeStop)
+	hwg.Wait()
+	t.Logf("huge heartbeats (%d bytes) on 32 connections: canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %d sent; load average %s",
+		len(hugeBytes), hugeOther, ratio(hugeOther, baseOther), hugeSame, ratio(hugeSame, baseSame), hugeSent.Load(), loadAverage())
+
 	// The frames come from another process (this test binary running
 	// TestFrameFloodProcess), so their writers do not share this
 	// process's CPU with the canaries.
@@ -448,6 +495,8 @@ func TestFloodThroughBinary(t *testing.T) {
 	}{
 		{"join flood, other partitions", joinOther, otherBar},
 		{"join flood, flooded partition", joinSame, sameBar},
+		{"huge heartbeats, other partitions", hugeOther, otherBar},
+		{"huge heartbeats, flooded partition", hugeSame, sameBar},
 		{"frame flood, other partitions", frameOther, sameBar},
 		{"frame flood, flooded partition", frameSame, sameBar},
 	} {
