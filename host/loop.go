@@ -48,6 +48,9 @@ type event struct {
 	// configs marks an event that changes runtime group configs: it runs
 	// with dynMu held alone.
 	configs bool
+	// group is the group the event is for, its fairness key in the
+	// partition's rounds (runtime.Event.Key); "" for partition-wide work.
+	group string
 }
 
 // call is one client request waiting for its response.
@@ -315,7 +318,7 @@ func (l *Loop) submit(p int, ev event) error {
 	if err := l.serving(p); err != nil {
 		return err
 	}
-	rev := runtime.Event{Input: ev, Read: ev.read != nil}
+	rev := runtime.Event{Input: ev, Read: ev.read != nil, Key: ev.group}
 	if ev.call != nil {
 		rev.Reject = func(error) { ev.call.done <- reply{msg: notCoordinator(ev.call.req)} }
 	}
@@ -327,7 +330,7 @@ func (l *Loop) submit(p int, ev event) error {
 func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Response, error) {
 	ev.call = &call{req: req, done: make(chan reply, 1)}
 	group, configs := requestGroup(req)
-	ev.configs = ev.configs || configs
+	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
@@ -423,11 +426,15 @@ func (l *Loop) input(fn func(c *core.Coordinator, now int64) core.Output) {
 // inputGroup queues an internal input (assignor result, probe decision,
 // end offsets) for group's partition.
 func (l *Loop) inputGroup(group string, fn func(c *core.Coordinator, now int64) core.Output) {
-	l.inputOn(l.rt.PartitionFor(group), fn)
+	l.inputKeyed(l.rt.PartitionFor(group), group, fn)
 }
 
 func (l *Loop) inputOn(p int, fn func(c *core.Coordinator, now int64) core.Output) {
-	err := l.submit(p, event{mutate: func(c *core.Coordinator, now int64, _ core.RequestID) core.Output { return fn(c, now) }})
+	l.inputKeyed(p, "", fn)
+}
+
+func (l *Loop) inputKeyed(p int, group string, fn func(c *core.Coordinator, now int64) core.Output) {
+	err := l.submit(p, event{group: group, mutate: func(c *core.Coordinator, now int64, _ core.RequestID) core.Output { return fn(c, now) }})
 	if err != nil && !errors.Is(err, errStopping) {
 		l.log.Warn("internal input dropped: partition not held", "partition", p, "err", err)
 	}

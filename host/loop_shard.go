@@ -16,7 +16,9 @@ import (
 
 // shard is one partition's coordinator (runtime.Shard): its core, the
 // requests waiting for the round's commit, and the round's batch. The
-// runtime calls it from one worker at a time.
+// runtime calls it from one goroutine at a time: Step on a worker, the
+// round's Commit or Rollback on a worker or, after an append, on the
+// goroutine that waited for it.
 type shard struct {
 	l          *Loop
 	p          int

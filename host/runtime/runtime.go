@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -47,6 +49,12 @@ type Event struct {
 	// Reject, when set, is called instead of Step when the partition is
 	// unloaded before the event is handled.
 	Reject func(error)
+	// Key is the event's fairness key (the group it is for). A round takes
+	// at most Config.MaxPerKey events of one key, leaving the rest queued
+	// in order for the next rounds, and steps the keys with fewer events
+	// in the round first; events of one key keep their order. Events
+	// without a key are never held back and are stepped first.
+	Key string
 }
 
 // The errors Submit returns.
@@ -63,8 +71,10 @@ var (
 type Config struct {
 	// Partitions is the partition count (default DefaultPartitions).
 	Partitions int
-	// Workers is the number of goroutines that run partitions (default
-	// GOMAXPROCS).
+	// Workers is the number of goroutines that step partitions (default
+	// GOMAXPROCS). A round's final append is waited for off the workers,
+	// so a slow disk under one partition does not hold a worker that
+	// other partitions need.
 	Workers int
 	// Log is the record log of every partition.
 	Log Log
@@ -74,7 +84,14 @@ type Config struct {
 	Now func() time.Time
 	// MaxBatch bounds the events of one round (default 512).
 	MaxBatch int
+	// MaxPerKey bounds the events of one Event.Key in one round (default
+	// DefaultMaxPerKey), so one group's backlog cannot make a round, and
+	// the append that ends it, long for the other groups of its partition.
+	MaxPerKey int
 }
+
+// DefaultMaxPerKey is Config.MaxPerKey's default.
+const DefaultMaxPerKey = 8
 
 type partState int
 
@@ -103,6 +120,8 @@ type partition struct {
 	mu    sync.Mutex
 	state partState
 	queue []Event
+	// unloading: an unload is queued; rounds then take the queue in order.
+	unloading bool
 	// scheduled: the partition is in the ready queue or on a worker.
 	scheduled bool
 	shard     Shard
@@ -125,6 +144,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512
+	}
+	if cfg.MaxPerKey <= 0 {
+		cfg.MaxPerKey = DefaultMaxPerKey
 	}
 	if cfg.Log == nil || cfg.NewShard == nil {
 		return nil, errors.New("runtime: Log and NewShard are required")
@@ -270,6 +292,7 @@ func (r *Runtime) Unload(ctx context.Context, p int) error {
 		return fmt.Errorf("runtime: partition %d: %w", p, ErrNotCoordinator)
 	}
 	part.queue = append(part.queue, Event{Input: unload{done: done}})
+	part.unloading = true
 	part.scheduleLocked()
 	part.mu.Unlock()
 	select {
@@ -315,13 +338,13 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 }
 
-// round runs the queued events of p (up to MaxBatch) on the calling
-// worker, then appends and commits.
+// round runs queued events of p (see takeLocked) on the calling worker,
+// then appends and commits. While nothing of the round is waiting to be
+// appended, each event that wrote no record is committed at once, so its
+// response does not wait for the events stepped after it and their append.
 func (p *partition) round() {
 	p.mu.Lock()
-	n := min(len(p.queue), p.rt.cfg.MaxBatch)
-	evs := p.queue[:n:n]
-	p.queue = p.queue[n:]
+	evs := p.takeLocked()
 	sh := p.shard
 	p.mu.Unlock()
 	var recs []Record
@@ -335,12 +358,32 @@ func (p *partition) round() {
 		if ev.Read {
 			recs = p.flush(sh, recs)
 		}
-		recs = p.step(sh, recs, ev.Input)
+		if recs = p.step(sh, recs, ev.Input); len(recs) == 0 && i < len(evs)-1 {
+			sh.Commit()
+		}
 	}
+	if len(recs) == 0 {
+		p.finish(sh, nil, stopping)
+		return
+	}
+	// The append may wait for the disk: the worker goes back to the pool
+	// and the round ends on a goroutine of its own. The partition stays
+	// scheduled until then, so nothing else runs it meanwhile.
+	p.rt.wg.Add(1)
+	go func() {
+		defer p.rt.wg.Done()
+		p.finish(sh, recs, stopping)
+	}()
+}
+
+// finish ends a round: it appends recs and commits (or rolls back), then
+// unloads the partition if the round ended with an unload, or arms its
+// timer and schedules it again if events are queued.
+func (p *partition) finish(sh Shard, recs []Record, stopping *unload) {
 	p.flush(sh, recs)
 	p.mu.Lock()
 	if stopping != nil {
-		p.state, p.shard = stateUnloaded, nil
+		p.state, p.shard, p.unloading = stateUnloaded, nil, false
 		rest := p.queue
 		p.queue = nil
 		p.scheduled = false
@@ -360,6 +403,51 @@ func (p *partition) round() {
 		p.scheduled = false
 	}
 	p.mu.Unlock()
+}
+
+// takeLocked removes the events of the next round from the queue: up to
+// MaxBatch, at most MaxPerKey of one key, in the order Event.Key
+// describes. Once an unload is queued the queue is taken in order.
+func (p *partition) takeLocked() []Event {
+	limit := p.rt.cfg.MaxBatch
+	if p.unloading {
+		n := min(len(p.queue), limit)
+		evs := p.queue[:n:n]
+		p.queue = p.queue[n:]
+		return evs
+	}
+	per := p.rt.cfg.MaxPerKey
+	taken := make(map[string]int)
+	var evs, rest []Event
+	for i, ev := range p.queue {
+		if len(evs) == limit {
+			rest = append(rest, p.queue[i:]...)
+			break
+		}
+		if ev.Key != "" && taken[ev.Key] == per {
+			rest = append(rest, ev)
+			continue
+		}
+		if ev.Key != "" {
+			taken[ev.Key]++
+		}
+		evs = append(evs, ev)
+	}
+	clear(p.queue) // the events now live in evs and rest
+	p.queue = rest
+	if len(taken) > 0 {
+		slices.SortStableFunc(evs, func(a, b Event) int { return cmp.Compare(rank(a, taken), rank(b, taken)) })
+	}
+	return evs
+}
+
+// rank orders a round's events: those without a key first, then the keys
+// with the fewest events in the round.
+func rank(ev Event, taken map[string]int) int {
+	if ev.Key == "" {
+		return 0
+	}
+	return taken[ev.Key]
 }
 
 // rejectLater answers the events queued behind an unload; a second

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	goruntime "runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -90,6 +91,12 @@ type Server struct {
 	stopDrain context.CancelFunc
 	refused   warnings // connections over a cap
 	invalid   warnings // connections closed for an invalid request
+	// decoding holds a slot for each frame over smallFrame being decoded
+	// on this listener: at most GOMAXPROCS-1 (at least 1) at once, so
+	// connections sending large requests cannot keep every core decoding
+	// while the small requests of other connections wait for one. nil
+	// bounds nothing.
+	decoding chan struct{}
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -117,7 +124,7 @@ func NewServer(ln net.Listener, cfg Config) *Server {
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{})}
+	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), decoding: make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	s.wg.Add(1)
@@ -264,7 +271,14 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	defer release()
 	start := time.Now()
-	req, perr := ParseRequest(frame)
+	decoded, err := s.decodeSlot(ctx, len(frame))
+	if err != nil {
+		return err
+	}
+	req, perr := func() (*Request, error) {
+		defer decoded() // even if parsing panics
+		return ParseRequest(frame)
+	}()
 	frame = nil
 	if req != nil {
 		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), c.auth
@@ -287,6 +301,21 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	_, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp))
 	return err
+}
+
+// decodeSlot waits for a decoding slot for a frame of n bytes (frames up
+// to smallFrame need none) and returns its release; the wait ends with ctx
+// (a Shutdown that gave up waiting).
+func (s *Server) decodeSlot(ctx context.Context, n int) (release func(), err error) {
+	if s.decoding == nil || n <= smallFrame {
+		return func() {}, nil
+	}
+	select {
+	case s.decoding <- struct{}{}:
+		return func() { <-s.decoding }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (s *Server) isDraining() bool {

@@ -1,0 +1,67 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestLargeFramesDecodeInSlots: a frame over 64 KiB is decoded only in a
+// decoding slot, and while every slot is held a small request of another
+// connection is still answered.
+func TestLargeFramesDecodeInSlots(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(ln, Config{Table: NewTable(kafka44), Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+		return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+	}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	for range cap(s.decoding) {
+		s.decoding <- struct{}{}
+	}
+	held := true
+	t.Cleanup(func() { // before the Shutdown above (cleanups run last first)
+		if held {
+			for range cap(s.decoding) {
+				<-s.decoding
+			}
+		}
+	})
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "g", "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: make([]byte, 100<<10)}}
+	big := dial(t, ln.Addr().String())
+	big.send(join, 9, 1)
+
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID = "g", "m"
+	small := dial(t, ln.Addr().String())
+	small.send(hb, 4, 1)
+	if _, resp := small.recv(hb); resp.(*kmsg.HeartbeatResponse).ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("small request while the slots are held: %+v", resp)
+	}
+	big.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	var ne net.Error
+	if _, err := big.br.ReadByte(); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("the large request was answered (or its connection closed: %v) while every decoding slot was held", err)
+	}
+	for range cap(s.decoding) {
+		<-s.decoding
+	}
+	held = false
+	big.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, resp := big.recv(join); resp.(*kmsg.JoinGroupResponse).ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("large request once a slot is free: %+v", resp)
+	}
+}
