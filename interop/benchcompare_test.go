@@ -240,7 +240,7 @@ func TestBenchCompare(t *testing.T) {
 // about.
 func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time.Time, loadBefore string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up; load average at start %s, at end %s.\n\n",
+	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); load average at start %s, at end %s.\n\n",
 		commit, started.Format("2006-01-02 15:04"), runs, phase, loadBefore, loadAverage())
 	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
@@ -258,36 +258,51 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time
 				x.Rate, x.P50us/1000, x.P99us/1000, x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.LoadAvg)
 		}
 	}
-	// med is the median over runs of f for a server, shape and phase.
-	med := func(server string, sh benchShape, ph string, f func(hbResult) float64) float64 {
-		var v []float64
-		for _, r := range rows {
-			if x, ok := r.res[ph]; ok && r.server == server && r.shape == sh {
-				v = append(v, f(x))
+	// ratios are f(a)/f(b) run by run, a and b naming a server and shape:
+	// pairs from the same round saw about the same machine load.
+	type side struct {
+		server string
+		shape  benchShape
+	}
+	ratios := func(a, b side, ph string, f func(hbResult) float64) string {
+		var v []string
+		var xs []float64
+		for _, ra := range rows {
+			for _, rb := range rows {
+				xa, oka := ra.res[ph]
+				xb, okb := rb.res[ph]
+				if oka && okb && ra.run == rb.run && ra.server == a.server && ra.shape == a.shape && rb.server == b.server && rb.shape == b.shape && f(xb) != 0 {
+					xs = append(xs, f(xa)/f(xb))
+					v = append(v, fmt.Sprintf("%.2f", f(xa)/f(xb)))
+				}
 			}
 		}
-		return medianF(v)
+		if len(xs) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("**%.2f** (%s)", medianF(xs), strings.Join(v, ", "))
 	}
 	net := func(x hbResult) float64 { return x.NetCPUPer10k }
-	b.WriteString("\nMedians over the runs (idle-subtracted CPU):\n\n| shape | phase | Kafka CPU-s / 10k | coordhost CPU-s / 10k | coordhost : Kafka | Kafka p99 ms | coordhost p99 ms |\n|---|---|---:|---:|---:|---:|---:|\n")
+	p99 := func(x hbResult) float64 { return x.P99us }
+	rate := func(x hbResult) float64 { return x.Rate }
+	kafka, ch2, ch1 := "kafka", "coordhost w=2", "coordhost w=1"
+	b.WriteString("\nRatios, median over the runs (each run's own ratio in brackets, in run order); CPU idle-subtracted:\n\n" +
+		"| shape | phase | CPU / heartbeat coordhost : Kafka | p99 coordhost : Kafka |\n|---|---|---|---|\n")
 	for _, sh := range benchShapes {
 		for _, ph := range phases {
-			k, c := med("kafka", sh, ph, net), med("coordhost w=2", sh, ph, net)
-			kp, cp := med("kafka", sh, ph, func(x hbResult) float64 { return x.P99us / 1000 }), med("coordhost w=2", sh, ph, func(x hbResult) float64 { return x.P99us / 1000 })
-			fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.2f | %.2f | %.2f |\n", sh.name, ph, k, c, c/k, kp, cp)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", sh.name, ph, ratios(side{ch2, sh}, side{kafka, sh}, ph, net), ratios(side{ch2, sh}, side{kafka, sh}, ph, p99))
 		}
 	}
 	big, small := benchShapes[1], benchShapes[0]
-	b.WriteString("\nCPU per heartbeat, 1000-member group : 10-member groups (medians, idle-subtracted):\n\n| phase | Kafka | coordhost |\n|---|---:|---:|\n")
-	for _, ph := range phases {
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f |\n", ph, med("kafka", big, ph, net)/med("kafka", small, ph, net),
-			med("coordhost w=2", big, ph, net)/med("coordhost w=2", small, ph, net))
+	// Only phases at the same rate for both shapes: a server's CPU per
+	// heartbeat depends on the rate.
+	b.WriteString("\nCPU per heartbeat, 1000-member group : 10-member groups:\n\n| phase | Kafka | coordhost |\n|---|---|---|\n")
+	for _, ph := range phases[:2] {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", ph, ratios(side{kafka, big}, side{kafka, small}, ph, net), ratios(side{ch2, big}, side{ch2, small}, ph, net))
 	}
-	b.WriteString("\nCoordhost runtime workers, closed loop, 2 : 1 (medians):\n\n| shape | throughput 2 : 1 | CPU-s / 10k 2 : 1 |\n|---|---:|---:|\n")
-	rate := func(x hbResult) float64 { return x.Rate }
+	b.WriteString("\nCoordhost runtime workers, closed loop, 2 : 1:\n\n| shape | throughput | CPU / heartbeat |\n|---|---|---|\n")
 	for _, sh := range benchShapes {
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f |\n", sh.name, med("coordhost w=2", sh, "closed", rate)/med("coordhost w=1", sh, "closed", rate),
-			med("coordhost w=2", sh, "closed", net)/med("coordhost w=1", sh, "closed", net))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", sh.name, ratios(side{ch2, sh}, side{ch1, sh}, "closed", rate), ratios(side{ch2, sh}, side{ch1, sh}, "closed", net))
 	}
 	return b.String()
 }
