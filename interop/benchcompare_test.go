@@ -319,7 +319,7 @@ func medianF(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// TestBenchCompareSmoke (COORDHOST_INTEROP=1; about 15 s) runs hbload's
+// TestBenchCompareSmoke (COORDHOST_INTEROP=1; under 30 s with the builds) runs hbload's
 // whole path against coordhost in a small shape: topic, idle window, join
 // until steady, a closed-loop and a fixed-rate phase, leave. It checks
 // that both phases ran steady, error-free heartbeats and read coordhost's
