@@ -164,6 +164,17 @@ func startBenchCoordhost(t *testing.T, dir string, workers int) *coordhost {
 		fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", benchIntervalMs))
 }
 
+// warmUp runs 100 × 10 steady heartbeats, closed loop, for 45 s on a
+// fresh server before anything is measured on it, in groups of their own:
+// a fresh broker's JIT needs it — three passes of the 100 × 10 shape, one
+// after the other on one broker, measured 1.48, 0.88 and 0.70 CPU-s per
+// 10k heartbeats (docs/BENCHMARKS.md). coordhost gets the same, so both
+// sides see the same sequence.
+func warmUp(t *testing.T, dir, name, addr string) {
+	t.Helper()
+	runHBLoad(t, dir, name+"-jit", addr, 0, benchShapes[0], "-idle", "0", "-warmup", "0", "-duration", "45s", "-phases", "closed")
+}
+
 // benchRow is one hbload run's results: which server, which round.
 type benchRow struct {
 	server string // "kafka", "coordhost w=2", "coordhost w=1"
@@ -174,7 +185,8 @@ type benchRow struct {
 
 // TestBenchCompare (`make bench-compare`) alternates, RUNS times, a fresh
 // Kafka 4.4 broker, coordhost with 2 runtime workers and coordhost with 1,
-// so all three see the same machine noise. On each it runs hbload for each
+// so all three see the same machine noise. On each, after a 45 s warm-up
+// (warmUp), it runs hbload for each
 // shape: closed loop, a fixed 2,000/s and a fixed 80 % of the Kafka
 // broker's closed-loop rate of the same round and shape (coordhost with 1
 // worker: closed loop only). It writes the tables of docs/BENCHMARKS.md to
@@ -204,6 +216,7 @@ func TestBenchCompare(t *testing.T) {
 	for run := 1; run <= runs; run++ {
 		kafkaClosed := map[string]float64{}
 		b := startBenchBroker(t, dir)
+		warmUp(t, dir, fmt.Sprintf("k%d", run), b.addr)
 		for i, sh := range benchShapes {
 			name := fmt.Sprintf("k%d-%d", run, i)
 			res := runHBLoad(t, dir, name, b.addr, b.proc.cmd.Process.Pid, sh, append(hbArgs, "-phases", "closed,rate=2000,rate=0.8x")...)
@@ -213,6 +226,7 @@ func TestBenchCompare(t *testing.T) {
 		b.proc.kill()
 		for _, w := range []int{2, 1} {
 			c := startBenchCoordhost(t, dir, w)
+			warmUp(t, dir, fmt.Sprintf("c%d-w%d", run, w), c.addr)
 			for i, sh := range benchShapes {
 				name := fmt.Sprintf("c%d-w%d-%d", run, w, i)
 				phases := "closed"
