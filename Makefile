@@ -78,7 +78,7 @@ interop-restart:
 
 .PHONY: bench-compare
 
-## bench-compare: streams heartbeats over the wire, coordhost (2 and 1 runtime workers) vs a real Kafka 4.4 broker, each in its own process, loaded by interop/hbload; RUNS alternating runs (docs/BENCHMARKS.md; about 7 minutes a run) -> build/bench-compare.md
+## bench-compare: streams heartbeats over the wire, coordhost (2 and 1 runtime workers) vs a real Kafka 4.4 broker, each in its own process, loaded by interop/hbload; RUNS alternating runs (docs/BENCHMARKS.md; about 11 minutes a run) -> build/bench-compare.md
 bench-compare:
 	@mkdir -p build
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_OUT=$(CURDIR)/build/bench-compare.md \
