@@ -85,3 +85,11 @@ interop-authz-variants:
 SEEDS ?= 100000
 dst:
 	COORDHOST_DST_SEEDS=$(SEEDS) $(GO) test -count=1 -v -timeout 5h -run 'TestDST$$' ./internal/dst
+
+.PHONY: bench-compare
+
+## bench-compare: streams heartbeats over the wire, coordhost (2 and 1 runtime workers) vs a real Kafka 4.4 broker, each in its own process, loaded by interop/hbload; RUNS alternating runs (docs/BENCHMARKS.md; about 11 minutes a run) -> build/bench-compare.md
+bench-compare:
+	@mkdir -p build
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_OUT=$(CURDIR)/build/bench-compare.md \
+		$(GO) test -count=1 -v -timeout 120m -run 'TestBenchCompare$$' ./interop

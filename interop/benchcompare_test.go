@@ -1,0 +1,359 @@
+package interop
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The wire comparison of streams heartbeats (`make bench-compare`,
+// docs/BENCHMARKS.md): coordhost and a real Apache Kafka 4.4 broker, each
+// in its own process, loaded by the separate hbload process. The names
+// start with COORDHOST_INTEROP so coordhost's config does not read them
+// (childEnv).
+const (
+	benchOutEnv   = "COORDHOST_INTEROP_BENCH_OUT"
+	benchRunsEnv  = "COORDHOST_INTEROP_BENCH_RUNS"
+	benchPhaseEnv = "COORDHOST_INTEROP_BENCH_PHASE"
+)
+
+// kafkaJVMFlags are the JVM options Kafka's own start script
+// (kafka-run-class.sh, kafka-server-start.sh) gives a broker by default —
+// full JIT and G1 — not the suite's small C1-only JVM, so the broker's CPU
+// time per request is what a deployed broker spends.
+var kafkaJVMFlags = []string{"-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+	"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true"}
+
+// benchShape is one load shape: groups of members, one task per member.
+type benchShape struct {
+	name            string
+	groups, members int
+}
+
+var benchShapes = []benchShape{{"100 groups × 10", 100, 10}, {"1 group × 1000", 1, 1000}}
+
+// hbResult is one phase's RESULT line of hbload.
+type hbResult struct {
+	Phase        string  `json:"phase"`
+	TargetRate   float64 `json:"targetRate"`
+	Seconds      float64 `json:"seconds"`
+	Heartbeats   int64   `json:"heartbeats"`
+	Rate         float64 `json:"rate"`
+	P50us        float64 `json:"p50us"`
+	P99us        float64 `json:"p99us"`
+	Errors       int64   `json:"errors"`
+	Changed      int64   `json:"changed"`
+	ServerCPU    float64 `json:"serverCpuSec"`
+	IdleCPURate  float64 `json:"idleCpuPerSec"`
+	CPUPer10k    float64 `json:"cpuPer10k"`
+	NetCPUPer10k float64 `json:"netCpuPer10k"`
+	LoadCPU      float64 `json:"loadgenCpuSec"`
+	LoadAvg      string  `json:"loadavg"`
+}
+
+var hbloadBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// hbloadBinary builds ./interop/hbload once per test binary.
+func hbloadBinary(t *testing.T) string {
+	t.Helper()
+	hbloadBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "interop-hbload-")
+		if err != nil {
+			hbloadBuild.err = err
+			return
+		}
+		bin := filepath.Join(dir, "hbload")
+		if out, err := exec.Command("go", "build", "-o", bin, "./hbload").CombinedOutput(); err != nil {
+			hbloadBuild.err = fmt.Errorf("go build ./interop/hbload: %v\n%s", err, out)
+			return
+		}
+		hbloadBuild.bin = bin
+	})
+	if hbloadBuild.err != nil {
+		t.Fatal(hbloadBuild.err)
+	}
+	return hbloadBuild.bin
+}
+
+// runHBLoad runs hbload against addr, measuring the CPU of process pid,
+// and returns its results by phase name. It fails the test on any
+// heartbeat error or on a response that changed the group in a measured
+// phase: the phases must measure steady heartbeats.
+func runHBLoad(t *testing.T, dir, name, addr string, pid int, sh benchShape, args ...string) map[string]hbResult {
+	t.Helper()
+	args = append([]string{"-bootstrap", addr, "-pid", strconv.Itoa(pid), "-prefix", name,
+		"-groups", strconv.Itoa(sh.groups), "-members", strconv.Itoa(sh.members)}, args...)
+	p := startProc(t, "hbload-"+name, dir, hbloadBinary(t), args...)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("hbload %s did not finish in 10m\n%s", name, p.tail(40))
+	}
+	if p.err != nil {
+		t.Fatalf("hbload %s: %v\n%s", name, p.err, p.tail(40))
+	}
+	out := map[string]hbResult{}
+	for _, l := range p.grep("RESULT ") {
+		var r hbResult
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "RESULT ")), &r); err != nil {
+			t.Fatalf("hbload %s: %q: %v", name, l, err)
+		}
+		if r.Heartbeats == 0 || r.Errors > 0 || r.Changed > 0 {
+			t.Errorf("hbload %s phase %s: %d heartbeats, %d errors, %d changed (want steady, error-free heartbeats)", name, r.Phase, r.Heartbeats, r.Errors, r.Changed)
+		}
+		out[r.Phase] = r
+	}
+	t.Logf("%s: %s", name, strings.Join(p.grep("IDLE ", "STEADY "), "; "))
+	return out
+}
+
+// The comparison's streams session timeout and heartbeat interval are
+// Kafka's defaults on both sides (the suite's are shorter): a session long
+// enough for hbload's idle window with the members still joined. The
+// closed-loop and fixed-rate phases do not follow the interval.
+const (
+	benchSessionMs  = 45000
+	benchIntervalMs = 5000
+)
+
+// startBenchBroker is startBroker with Kafka's default JVM options, the
+// comparison's session timeout and heartbeat interval, and the group
+// coordinator spread over 50 __consumer_offsets partitions (Kafka's
+// default; coordhost's default is 50 partitions too).
+func startBenchBroker(t *testing.T, dir string) *broker {
+	t.Helper()
+	saved := jvmFlags
+	jvmFlags = kafkaJVMFlags
+	defer func() { jvmFlags = saved }()
+	port := freePort(t)
+	return launchBroker(t, dir, port, map[string]string{
+		"listeners":                           fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
+		"advertised.listeners":                fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
+		"offsets.topic.num.partitions":        "50",
+		"group.streams.session.timeout.ms":    fmt.Sprint(benchSessionMs),
+		"group.streams.heartbeat.interval.ms": fmt.Sprint(benchIntervalMs),
+	})
+}
+
+// startBenchCoordhost starts coordhost with the suite's group settings
+// (the broker's delays and standbys), the comparison's session timeout and
+// heartbeat interval, info-level logging and the given number of runtime
+// workers.
+func startBenchCoordhost(t *testing.T, dir string, workers int) *coordhost {
+	t.Helper()
+	saved := coordhostFlags
+	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool {
+		return strings.HasPrefix(f, "--log.level=") || strings.HasPrefix(f, "--groups.defaults.streams.session.timeout.ms=") ||
+			strings.HasPrefix(f, "--groups.defaults.streams.heartbeat.interval.ms=")
+	})
+	defer func() { coordhostFlags = saved }()
+	return startCoordhost(t, dir, "", "--log.level=info", fmt.Sprintf("--runtime.workers=%d", workers),
+		fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", benchSessionMs),
+		fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", benchIntervalMs))
+}
+
+// warmUp runs 100 × 10 steady heartbeats, closed loop, for 45 s on a
+// fresh server before anything is measured on it, in groups of their own:
+// a fresh broker's JIT needs it — three passes of the 100 × 10 shape, one
+// after the other on one broker, measured 1.48, 0.88 and 0.70 CPU-s per
+// 10k heartbeats (docs/BENCHMARKS.md). coordhost gets the same, so both
+// sides see the same sequence.
+func warmUp(t *testing.T, dir, name, addr string) {
+	t.Helper()
+	runHBLoad(t, dir, name+"-jit", addr, 0, benchShapes[0], "-idle", "0", "-warmup", "0", "-duration", "45s", "-phases", "closed")
+}
+
+// benchRow is one hbload run's results: which server, which round.
+type benchRow struct {
+	server string // "kafka", "coordhost w=2", "coordhost w=1"
+	run    int
+	shape  benchShape
+	res    map[string]hbResult
+}
+
+// TestBenchCompare (`make bench-compare`) alternates, RUNS times, a fresh
+// Kafka 4.4 broker, coordhost with 2 runtime workers and coordhost with 1,
+// so all three see the same machine noise. On each, after a 45 s warm-up
+// (warmUp), it runs hbload for each
+// shape: closed loop, a fixed 2,000/s and a fixed 80 % of the Kafka
+// broker's closed-loop rate of the same round and shape (coordhost with 1
+// worker: closed loop only). It writes the tables of docs/BENCHMARKS.md to
+// $COORDHOST_INTEROP_BENCH_OUT. It asserts no timing, only that every
+// measured heartbeat was steady and error-free.
+func TestBenchCompare(t *testing.T) {
+	needInterop(t)
+	out := os.Getenv(benchOutEnv)
+	if out == "" {
+		t.Skipf("set %s (make bench-compare) to run the comparison", benchOutEnv)
+	}
+	runs, phase := 3, "10s"
+	if v := os.Getenv(benchRunsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number", benchRunsEnv, v)
+		}
+		runs = n
+	}
+	if v := os.Getenv(benchPhaseEnv); v != "" {
+		phase = v
+	}
+	dir := logDir(t)
+	started, loadBefore, commit := time.Now().UTC(), loadAverage(), gitCommit()
+	hbArgs := []string{"-idle", "10s", "-warmup", "5s", "-duration", phase}
+	var rows []benchRow
+	for run := 1; run <= runs; run++ {
+		kafkaClosed := map[string]float64{}
+		b := startBenchBroker(t, dir)
+		warmUp(t, dir, fmt.Sprintf("k%d", run), b.addr)
+		for i, sh := range benchShapes {
+			name := fmt.Sprintf("k%d-%d", run, i)
+			res := runHBLoad(t, dir, name, b.addr, b.proc.cmd.Process.Pid, sh, append(hbArgs, "-phases", "closed,rate=2000,rate=0.8x")...)
+			kafkaClosed[sh.name] = res["closed"].Rate
+			rows = append(rows, benchRow{"kafka", run, sh, res})
+		}
+		b.proc.kill()
+		for _, w := range []int{2, 1} {
+			c := startBenchCoordhost(t, dir, w)
+			warmUp(t, dir, fmt.Sprintf("c%d-w%d", run, w), c.addr)
+			for i, sh := range benchShapes {
+				name := fmt.Sprintf("c%d-w%d-%d", run, w, i)
+				phases := "closed"
+				if w == 2 {
+					phases = fmt.Sprintf("closed,rate=2000,rate=%.0f", 0.8*kafkaClosed[sh.name])
+				}
+				res := runHBLoad(t, dir, name, c.addr, c.proc.cmd.Process.Pid, sh, append(hbArgs, "-phases", phases)...)
+				if k := fmt.Sprintf("rate=%.0f", 0.8*kafkaClosed[sh.name]); w == 2 {
+					res["rate=0.8x"] = res[k] // the row shows the rate itself
+					delete(res, k)
+				}
+				rows = append(rows, benchRow{fmt.Sprintf("coordhost w=%d", w), run, sh, res})
+			}
+			c.proc.kill()
+		}
+	}
+	md := benchMarkdown(rows, runs, phase, commit, started, loadBefore)
+	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s\n%s", out, md)
+}
+
+// benchMarkdown renders every run's figures and the medians the bars are
+// about.
+func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time.Time, loadBefore string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); load average at start %s, at end %s.\n\n",
+		commit, started.Format("2006-01-02 15:04"), runs, phase, loadBefore, loadAverage())
+	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	phases := []string{"closed", "rate=2000", "rate=0.8x"}
+	for _, r := range rows {
+		for _, ph := range phases {
+			x, ok := r.res[ph]
+			if !ok {
+				continue
+			}
+			label := ph
+			if ph == "rate=0.8x" {
+				label = fmt.Sprintf("rate=%.0f", x.TargetRate)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.2f | %.2f | %.3f | %.3f | %.3f | %s |\n", r.run, r.server, r.shape.name, label,
+				x.Rate, x.P50us/1000, x.P99us/1000, x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.LoadAvg)
+		}
+	}
+	// ratios are f(a)/f(b) run by run, a and b naming a server and shape:
+	// pairs from the same round saw about the same machine load.
+	type side struct {
+		server string
+		shape  benchShape
+	}
+	ratios := func(a, b side, ph string, f func(hbResult) float64) string {
+		var v []string
+		var xs []float64
+		for _, ra := range rows {
+			for _, rb := range rows {
+				xa, oka := ra.res[ph]
+				xb, okb := rb.res[ph]
+				if oka && okb && ra.run == rb.run && ra.server == a.server && ra.shape == a.shape && rb.server == b.server && rb.shape == b.shape && f(xb) != 0 {
+					xs = append(xs, f(xa)/f(xb))
+					v = append(v, fmt.Sprintf("%.2f", f(xa)/f(xb)))
+				}
+			}
+		}
+		if len(xs) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("**%.2f** (%s)", medianF(xs), strings.Join(v, ", "))
+	}
+	net := func(x hbResult) float64 { return x.NetCPUPer10k }
+	p99 := func(x hbResult) float64 { return x.P99us }
+	rate := func(x hbResult) float64 { return x.Rate }
+	kafka, ch2, ch1 := "kafka", "coordhost w=2", "coordhost w=1"
+	b.WriteString("\nRatios, median over the runs (each run's own ratio in brackets, in run order); CPU idle-subtracted:\n\n" +
+		"| shape | phase | CPU / heartbeat coordhost : Kafka | p99 coordhost : Kafka |\n|---|---|---|---|\n")
+	for _, sh := range benchShapes {
+		for _, ph := range phases {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", sh.name, ph, ratios(side{ch2, sh}, side{kafka, sh}, ph, net), ratios(side{ch2, sh}, side{kafka, sh}, ph, p99))
+		}
+	}
+	big, small := benchShapes[1], benchShapes[0]
+	// Only phases at the same rate for both shapes: a server's CPU per
+	// heartbeat depends on the rate.
+	b.WriteString("\nCPU per heartbeat, 1000-member group : 10-member groups:\n\n| phase | Kafka | coordhost |\n|---|---|---|\n")
+	for _, ph := range phases[:2] {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", ph, ratios(side{kafka, big}, side{kafka, small}, ph, net), ratios(side{ch2, big}, side{ch2, small}, ph, net))
+	}
+	b.WriteString("\nCoordhost runtime workers, closed loop, 2 : 1:\n\n| shape | throughput | CPU / heartbeat |\n|---|---|---|\n")
+	for _, sh := range benchShapes {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", sh.name, ratios(side{ch2, sh}, side{ch1, sh}, "closed", rate), ratios(side{ch2, sh}, side{ch1, sh}, "closed", net))
+	}
+	return b.String()
+}
+
+func medianF(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// TestBenchCompareSmoke (COORDHOST_INTEROP=1; under 30 s with the builds) runs hbload's
+// whole path against coordhost in a small shape: topic, idle window, join
+// until steady, a closed-loop and a fixed-rate phase, leave. It checks
+// that both phases ran steady, error-free heartbeats and read coordhost's
+// CPU time; it asserts no timing.
+func TestBenchCompareSmoke(t *testing.T) {
+	needInterop(t)
+	dir := logDir(t)
+	c := startBenchCoordhost(t, dir, 2)
+	res := runHBLoad(t, dir, "smoke", c.addr, c.proc.cmd.Process.Pid, benchShape{"10 × 10", 10, 10},
+		"-idle", "1s", "-warmup", "1s", "-duration", "2s", "-phases", "closed,rate=500")
+	for _, ph := range []string{"closed", "rate=500"} {
+		r, ok := res[ph]
+		if !ok {
+			t.Fatalf("no result for phase %s: %v", ph, res)
+		}
+		if r.ServerCPU <= 0 {
+			t.Errorf("phase %s: server CPU %v s: /proc/%d/stat not read", ph, r.ServerCPU, c.proc.cmd.Process.Pid)
+		}
+		if r.P50us <= 0 || r.P99us < r.P50us {
+			t.Errorf("phase %s: latency p50 %vµs p99 %vµs", ph, r.P50us, r.P99us)
+		}
+	}
+}

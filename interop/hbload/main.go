@@ -1,0 +1,439 @@
+// Command hbload is the streams-heartbeat load generator of the wire
+// comparison (docs/BENCHMARKS.md, "wire: streams heartbeats, coordhost vs
+// Kafka 4.4"). It runs as its own process against any Kafka-protocol
+// coordinator — coordhost or an Apache Kafka broker — so the server's CPU
+// time can be read from /proc/<pid>/stat without the load's own work in it.
+//
+// One run: create the source topic, join
+// -groups streams groups of -members raw KIP-1071 members each (one
+// subtopology reading the topic), heartbeat until every group is steady
+// (every task assigned and acknowledged, no response changing anything for
+// two passes), then run the phases — closed loop ("closed": -conns
+// connections, -inflight requests in flight on each, a member never has two
+// heartbeats in flight) or open loop at a fixed rate ("rate=2000",
+// "rate=0.8x": 0.8 times this run's closed-loop throughput), each after a
+// warm-up — then measure the server's idle CPU with no requests, and
+// finally leave. Each phase prints one line
+// "RESULT {json}"; latency is measured from the scheduled send time in an
+// open-loop phase, so a stalled server is not hidden by a stalled client.
+//
+// It lives under interop/ and never ships in the coordhost binary.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type options struct {
+	bootstrap string
+	pid       int
+	prefix    string
+	topic     string
+	groups    int
+	members   int
+	conns     int
+	inflight  int
+	workers   int // open-loop senders
+	idle      time.Duration
+	warmup    time.Duration
+	phase     time.Duration
+	phases    []string
+	settle    time.Duration
+}
+
+func main() {
+	var o options
+	var phases string
+	flag.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "server address")
+	flag.IntVar(&o.pid, "pid", 0, "server process id whose CPU time is measured (0: none)")
+	flag.StringVar(&o.prefix, "prefix", "hb", "group and member name prefix")
+	flag.StringVar(&o.topic, "topic", "", "source topic, created with -members partitions (default prefix-src)")
+	flag.IntVar(&o.groups, "groups", 1, "streams groups")
+	flag.IntVar(&o.members, "members", 10, "members per group (one task each)")
+	flag.IntVar(&o.conns, "conns", 16, "TCP connections")
+	flag.IntVar(&o.inflight, "inflight", 1, "closed loop: requests in flight per connection")
+	flag.IntVar(&o.workers, "senders", 256, "open loop: concurrent senders")
+	flag.DurationVar(&o.idle, "idle", 5*time.Second, "idle CPU window after the phases, members still joined; must be shorter than the session timeout (0: none)")
+	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "warm-up before each phase, same load, not measured")
+	flag.DurationVar(&o.phase, "duration", 10*time.Second, "measured time per phase")
+	flag.StringVar(&phases, "phases", "closed", "comma-separated phases: closed, rate=N, rate=Fx (F times this run's closed-loop rate)")
+	flag.DurationVar(&o.settle, "settle", 3*time.Minute, "bound on reaching steady state")
+	flag.Parse()
+	o.phases = strings.Split(phases, ",")
+	if o.topic == "" {
+		o.topic = o.prefix + "-src"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "hbload:", err)
+		os.Exit(1)
+	}
+}
+
+// Result is one phase's figures, printed as "RESULT {json}".
+type Result struct {
+	Phase        string  `json:"phase"`
+	Groups       int     `json:"groups"`
+	Members      int     `json:"members"`
+	TargetRate   float64 `json:"targetRate,omitempty"` // open loop only
+	Seconds      float64 `json:"seconds"`
+	Heartbeats   int64   `json:"heartbeats"`
+	Rate         float64 `json:"rate"`
+	P50us        float64 `json:"p50us"`
+	P99us        float64 `json:"p99us"`
+	P999us       float64 `json:"p999us"`
+	MaxUs        float64 `json:"maxUs"`
+	Errors       int64   `json:"errors"`  // error codes and transport errors
+	Changed      int64   `json:"changed"` // responses carrying a new epoch or assignment
+	ServerCPU    float64 `json:"serverCpuSec"`
+	IdleCPURate  float64 `json:"idleCpuPerSec"` // server CPU-s per s with no requests, after the phases
+	CPUPer10k    float64 `json:"cpuPer10k"`     // ServerCPU per 10k heartbeats, idle not subtracted
+	NetCPUPer10k float64 `json:"netCpuPer10k"`  // (ServerCPU - IdleCPURate*Seconds) per 10k heartbeats
+	LoadCPU      float64 `json:"loadgenCpuSec"` // this process's CPU in the phase
+	LoadAvg      string  `json:"loadavg"`       // /proc/loadavg at the phase's end (1, 5, 15 min)
+}
+
+func run(ctx context.Context, o options) error {
+	g, err := newGen(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	if err := g.createTopic(ctx); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := g.settle(ctx, o.settle); err != nil {
+		return err
+	}
+	fmt.Printf("STEADY %d groups x %d members after %v\n", o.groups, o.members, time.Since(t0).Round(time.Millisecond))
+	var (
+		closedRate float64
+		results    []Result
+	)
+	for _, ph := range o.phases {
+		rate, err := phaseRate(ph, closedRate)
+		if err != nil {
+			return err
+		}
+		if o.warmup > 0 {
+			g.load(ctx, rate, o.warmup)
+		}
+		r := g.measure(ctx, rate, o.phase)
+		r.Phase = ph
+		if ph == "closed" {
+			closedRate = r.Rate
+		}
+		results = append(results, r)
+	}
+	// The idle window comes after the phases, with the members still in
+	// their groups (it is shorter than a session) and the server warmed
+	// up: what the server spends with no requests is its background work.
+	var idle float64
+	if o.idle > 0 && ctx.Err() == nil {
+		c0, t1 := serverCPU(o.pid), time.Now()
+		time.Sleep(o.idle)
+		idle = (serverCPU(o.pid) - c0) / time.Since(t1).Seconds()
+		fmt.Printf("IDLE %.4f cpu-s/s over %v, loadavg %s\n", idle, o.idle, loadAvg())
+	}
+	for _, r := range results {
+		r.IdleCPURate = idle
+		if r.Heartbeats > 0 {
+			r.CPUPer10k = r.ServerCPU / float64(r.Heartbeats) * 1e4
+			r.NetCPUPer10k = (r.ServerCPU - idle*r.Seconds) / float64(r.Heartbeats) * 1e4
+		}
+		b, _ := json.Marshal(r)
+		fmt.Printf("RESULT %s\n", b)
+	}
+	g.leave(ctx)
+	return ctx.Err()
+}
+
+// phaseRate is a phase's fixed rate in heartbeats/s, 0 for closed loop.
+func phaseRate(ph string, closed float64) (float64, error) {
+	if ph == "closed" {
+		return 0, nil
+	}
+	v, ok := strings.CutPrefix(ph, "rate=")
+	if !ok {
+		return 0, fmt.Errorf("phase %q: want closed or rate=N or rate=Fx", ph)
+	}
+	if f, rel := strings.CutSuffix(v, "x"); rel {
+		x, err := strconv.ParseFloat(f, 64)
+		if err != nil || closed == 0 {
+			return 0, fmt.Errorf("phase %q: needs a number and an earlier closed phase", ph)
+		}
+		return x * closed, nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || x <= 0 {
+		return 0, fmt.Errorf("phase %q: bad rate", ph)
+	}
+	return x, nil
+}
+
+// gen holds the members and the connections they heartbeat over.
+type gen struct {
+	o       options
+	conns   []*coordinator
+	members []*member
+	next    atomic.Int64 // round-robin cursor over members
+}
+
+func newGen(ctx context.Context, o options) (*gen, error) {
+	g := &gen{o: o}
+	for i := 0; i < o.conns; i++ {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.RequestRetries(0))
+		if err != nil {
+			return nil, err
+		}
+		c := &coordinator{cl: cl}
+		g.conns = append(g.conns, c)
+		if err := c.find(ctx); err != nil {
+			g.close()
+			return nil, err
+		}
+	}
+	for gi := 0; gi < o.groups; gi++ {
+		group := fmt.Sprintf("%s-%04d", o.prefix, gi)
+		for mi := 0; mi < o.members; mi++ {
+			id := fmt.Sprintf("%s-m%04d-%04d", o.prefix, gi, mi)
+			g.members = append(g.members, &member{
+				conn: g.conns[len(g.members)%len(g.conns)], group: group, id: id, process: "p-" + id, topic: o.topic,
+			})
+		}
+	}
+	return g, nil
+}
+
+func (g *gen) close() {
+	for _, c := range g.conns {
+		c.cl.Close()
+	}
+}
+
+func (g *gen) createTopic(ctx context.Context) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = g.o.topic, int32(g.o.members), 1
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 60000
+	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(cctx, g.conns[0].cl)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", g.o.topic, err)
+	}
+	if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("create topic %s: %w", g.o.topic, kerr.ErrorForCode(c))
+	}
+	return nil
+}
+
+// settle heartbeats every member in passes until two passes in a row
+// change nothing and every group has all its tasks assigned.
+func (g *gen) settle(ctx context.Context, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	quiet := 0
+	for quiet < 2 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not steady within %v: %s", bound, g.unsteady())
+		}
+		var changed, errs atomic.Int64
+		g.each(func(m *member) {
+			m.mu.Lock()
+			ch, err := m.heartbeat(ctx)
+			m.mu.Unlock()
+			if err != nil {
+				errs.Add(1)
+			}
+			if ch {
+				changed.Add(1)
+			}
+		})
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if changed.Load() == 0 && errs.Load() == 0 && g.unsteady() == "" {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// unsteady says which group lacks assigned tasks, "" when none does.
+func (g *gen) unsteady() string {
+	tasks := map[string]int{}
+	for _, m := range g.members {
+		tasks[m.group] += m.owned()
+	}
+	for grp, n := range tasks {
+		if n != g.o.members {
+			return fmt.Sprintf("group %s owns %d of %d tasks", grp, n, g.o.members)
+		}
+	}
+	return ""
+}
+
+// load heartbeats for d at rate (0: closed loop) and returns the latencies,
+// the number of heartbeats that failed and that changed something.
+func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []time.Duration, errs, changed int64) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		ne   atomic.Int64
+		nc   atomic.Int64
+		work = func(due func() (time.Time, bool)) {
+			defer wg.Done()
+			var mine []time.Duration
+			for {
+				at, ok := due()
+				if !ok {
+					break
+				}
+				m := g.pick()
+				ch, err := m.heartbeat(context.Background())
+				m.mu.Unlock()
+				if ctx.Err() != nil && rate == 0 {
+					break // a closed-loop request that ended after the window
+				}
+				mine = append(mine, time.Since(at))
+				if err != nil {
+					ne.Add(1)
+				}
+				if ch {
+					nc.Add(1)
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}
+	)
+	if rate == 0 {
+		for i := 0; i < g.o.conns*g.o.inflight; i++ {
+			wg.Add(1)
+			go work(func() (time.Time, bool) { return time.Now(), ctx.Err() == nil })
+		}
+	} else {
+		ticks := make(chan time.Time, 1<<16)
+		go schedule(ctx, rate, ticks)
+		for i := 0; i < g.o.workers; i++ {
+			wg.Add(1)
+			go work(func() (time.Time, bool) {
+				// Stop at the window's end even with a backlog: the
+				// achieved rate then shows the server fell behind.
+				t, ok := <-ticks
+				return t, ok && ctx.Err() == nil
+			})
+		}
+	}
+	wg.Wait()
+	return lat, ne.Load(), nc.Load()
+}
+
+// schedule sends the due time of every request of an open-loop phase:
+// rate per second from now until ctx ends, then closes ticks.
+func schedule(ctx context.Context, rate float64, ticks chan<- time.Time) {
+	defer close(ticks)
+	start := time.Now()
+	step := time.Duration(float64(time.Second) / rate)
+	tk := time.NewTicker(time.Millisecond)
+	defer tk.Stop()
+	var sent int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tk.C:
+			for due := start.Add(time.Duration(sent) * step); !due.After(now); due = start.Add(time.Duration(sent) * step) {
+				select {
+				case ticks <- due:
+				case <-ctx.Done():
+					return
+				}
+				sent++
+			}
+		}
+	}
+}
+
+// pick locks and returns the next member without a heartbeat in flight.
+func (g *gen) pick() *member {
+	for {
+		m := g.members[int(g.next.Add(1)-1)%len(g.members)]
+		if m.mu.TryLock() {
+			return m
+		}
+	}
+}
+
+// measure runs one measured phase.
+func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) Result {
+	c0, l0 := serverCPU(g.o.pid), selfCPU()
+	t0 := time.Now()
+	lat, errs, changed := g.load(ctx, rate, d)
+	secs := time.Since(t0).Seconds()
+	c1, l1 := serverCPU(g.o.pid), selfCPU()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[int(float64(len(lat)-1)*p)].Microseconds())
+	}
+	return Result{
+		Groups: g.o.groups, Members: g.o.members, TargetRate: rate, Seconds: secs,
+		Heartbeats: int64(len(lat)), Rate: float64(len(lat)) / secs,
+		P50us: pct(0.5), P99us: pct(0.99), P999us: pct(0.999), MaxUs: pct(1),
+		Errors: errs, Changed: changed, ServerCPU: c1 - c0, LoadCPU: l1 - l0, LoadAvg: loadAvg(),
+	}
+}
+
+// leave sends every member's leave heartbeat (epoch -1), so the server is
+// quiet for whatever runs next on it.
+func (g *gen) leave(ctx context.Context) {
+	g.each(func(m *member) {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = m.group, m.id, -1
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, _ = m.conn.Request(cctx, req)
+	})
+}
+
+// each runs f for every member, 8 per connection at a time.
+func (g *gen) each(f func(*member)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, g.o.conns*8)
+	for _, m := range g.members {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(m)
+		}()
+	}
+	wg.Wait()
+}

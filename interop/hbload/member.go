@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// member is one raw KIP-1071 member. Its mutex is held for the whole of a
+// heartbeat, so a member never has two in flight. Like the Kafka Streams
+// client it sends its topology, process and empty task lists on joining,
+// its owned tasks only after they changed, and nulls otherwise; it adopts
+// every assignment at once (its tasks are stateless).
+type member struct {
+	mu      sync.Mutex
+	conn    *coordinator
+	group   string
+	id      string
+	process string
+	topic   string
+
+	epoch   int32
+	tasks   [3][]kmsg.TaskIDs // active, standby, warm-up
+	report  bool              // tasks changed since last reported
+	lastErr string
+}
+
+// heartbeat sends one heartbeat (m.mu held by the caller) and applies the
+// answer. changed: the answer carried a new epoch or assignment.
+func (m *member) heartbeat(ctx context.Context) (changed bool, err error) {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = m.group, m.id, m.epoch
+	if m.epoch == 0 {
+		req.RebalanceTimeoutMillis = 30000
+		req.ProcessID = &m.process
+		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+			{SubtopologyID: "0", SourceTopics: []string{m.topic}}}}
+		m.tasks, m.report = [3][]kmsg.TaskIDs{}, true
+	}
+	if m.report {
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = orEmpty(m.tasks[0]), orEmpty(m.tasks[1]), orEmpty(m.tasks[2])
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	resp, err := req.RequestWith(cctx, m.conn)
+	cancel()
+	if err != nil {
+		m.lastErr = err.Error()
+		return false, err
+	}
+	if resp.ErrorCode != 0 {
+		e := kerr.ErrorForCode(resp.ErrorCode)
+		m.lastErr = e.Error()
+		if resp.ErrorCode == kerr.FencedMemberEpoch.Code || resp.ErrorCode == kerr.UnknownMemberID.Code {
+			m.epoch = 0 // rejoin, as the Streams client does
+		}
+		return true, e
+	}
+	m.report = false
+	changed = resp.MemberEpoch != m.epoch
+	m.epoch = resp.MemberEpoch
+	if resp.ActiveTasks != nil || resp.StandbyTasks != nil || resp.WarmupTasks != nil {
+		m.tasks = [3][]kmsg.TaskIDs{resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks}
+		m.report, changed = true, true
+	}
+	return changed, nil
+}
+
+func orEmpty(t []kmsg.TaskIDs) []kmsg.TaskIDs {
+	if t == nil {
+		return []kmsg.TaskIDs{}
+	}
+	return t
+}
+
+// owned is the number of active tasks the member holds.
+func (m *member) owned() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, t := range m.tasks[0] {
+		n += len(t.Partitions)
+	}
+	return n
+}
+
+// coordinator sends requests straight to the group coordinator over one
+// kgo connection: kgo routes only the group APIs it knows, and the streams
+// APIs are not among them. (One node serves every group here.)
+type coordinator struct {
+	cl *kgo.Client
+	b  *kgo.Broker
+}
+
+func (c *coordinator) find(ctx context.Context) error {
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "hbload"
+	fc.CoordinatorKeys = []string{"hbload"}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := fc.RequestWith(cctx, c.cl)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("FindCoordinator: %w", err)
+		}
+		node, code := resp.NodeID, resp.ErrorCode
+		if len(resp.Coordinators) > 0 {
+			node, code = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
+		}
+		if code == 0 {
+			c.b = c.cl.Broker(int(node))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("FindCoordinator: %w", kerr.ErrorForCode(code))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (c *coordinator) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return c.b.Request(ctx, req)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// serverCPU is the user+system CPU seconds of process pid so far (all its
+// threads, live and exited), 0 when pid is 0 or unreadable.
+func serverCPU(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; fields after it start
+	// with state (field 3), so utime (14) and stime (15) are at 11 and 12.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / clockTicks
+}
+
+// selfCPU is this process's user+system CPU seconds so far.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	f, err := os.Open("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return "?"
+	}
+	fs := strings.Fields(sc.Text())
+	if len(fs) < 3 {
+		return "?"
+	}
+	return strings.Join(fs[:3], " ")
+}
