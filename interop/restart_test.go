@@ -145,23 +145,31 @@ func runRestart(t *testing.T, dir, dataplane string, others ...*proc) {
 	time.Sleep(settleDelay)
 
 	rows, _ := s.finish()
+	s.restartVerdict(rows, downtimes)
+	s.must("stop instances", s.fleet.stopAll())
+	table := formatTable(rows)
+	t.Logf("results (logs in %s):\n%s", dir, table)
+	fmt.Print(table)
+}
+
+// restartVerdict checks that the phase of each restart (downtimes: phase →
+// coordhost's downtime) had no processing gap longer than the downtime plus
+// restartResumeSlack, and logs any lost-task lines.
+func (s *scenarioRun) restartVerdict(rows []phaseRow, downtimes map[string]time.Duration) {
+	s.t.Helper()
 	for _, r := range rows {
 		down, ok := downtimes[r.phase.Name]
 		if !ok {
 			continue
 		}
 		if g := r.phase.maxGap(); g > down+restartResumeSlack {
-			t.Errorf("%s: max processing gap %v (%s) is more than coordhost's downtime %v + %v",
+			s.t.Errorf("%s: max processing gap %v (%s) is more than coordhost's downtime %v + %v",
 				r.phase.Name, g, r.phase.worst(), down.Round(time.Millisecond), restartResumeSlack)
 		}
 	}
 	if lost := s.fleet.lostTaskLines(); len(lost) > 0 {
-		t.Logf("lost-task log lines:\n%s", strings.Join(lost, "\n"))
+		s.t.Logf("lost-task log lines:\n%s", strings.Join(lost, "\n"))
 	}
-	s.must("stop instances", s.fleet.stopAll())
-	table := formatTable(rows)
-	t.Logf("results (logs in %s):\n%s", dir, table)
-	fmt.Print(table)
 }
 
 // alive checks, over d, that no instance has exited or lost a stream thread
