@@ -31,6 +31,17 @@ func restartKinds(t *testing.T) []bool {
 // output must have resumed: a restart may cost its downtime plus this.
 const restartResumeSlack = 10 * time.Second
 
+// resumeGate is where a restart's timing checks fail: the bar, downtime +
+// restartResumeSlack, and under CI=true 1.5 times it (/work/shared/CI.md:
+// a loaded CI machine must not turn a timing gate red at the bar).
+func resumeGate(down time.Duration) time.Duration {
+	bar := down + restartResumeSlack
+	if os.Getenv("CI") == "true" {
+		return bar * 3 / 2
+	}
+	return bar
+}
+
 // restartState is a group state the restart test puts the application in
 // before restarting coordhost under it.
 type restartState struct {
@@ -154,7 +165,7 @@ func runRestart(t *testing.T, dir, dataplane string, others ...*proc) {
 
 // restartVerdict checks that the phase of each restart (downtimes: phase →
 // coordhost's downtime) had no processing gap longer than the downtime plus
-// restartResumeSlack, and logs any lost-task lines.
+// restartResumeSlack (resumeGate), and logs any lost-task lines.
 func (s *scenarioRun) restartVerdict(rows []phaseRow, downtimes map[string]time.Duration) {
 	s.t.Helper()
 	for _, r := range rows {
@@ -162,9 +173,9 @@ func (s *scenarioRun) restartVerdict(rows []phaseRow, downtimes map[string]time.
 		if !ok {
 			continue
 		}
-		if g := r.phase.maxGap(); g > down+restartResumeSlack {
-			s.t.Errorf("%s: max processing gap %v (%s) is more than coordhost's downtime %v + %v",
-				r.phase.Name, g, r.phase.worst(), down.Round(time.Millisecond), restartResumeSlack)
+		if g := r.phase.maxGap(); g > resumeGate(down) {
+			s.t.Errorf("%s: max processing gap %v (%s) is more than %v (coordhost's downtime %v + %v, ×1.5 under CI)",
+				r.phase.Name, g, r.phase.worst(), resumeGate(down).Round(time.Millisecond), down.Round(time.Millisecond), restartResumeSlack)
 		}
 	}
 	if lost := s.fleet.lostTaskLines(); len(lost) > 0 {

@@ -243,7 +243,8 @@ func (s *soakRun) closeOutcome() {
 
 // kill SIGKILLs coordhost during step and restarts it at once, then checks
 // that no instance died (restarting any that did, so the soak goes on) and
-// that the output resumes within the downtime plus restartResumeSlack.
+// that the output resumes within the downtime plus restartResumeSlack
+// (resumeGate).
 func (s *soakRun) kill(step string) {
 	s.t.Helper()
 	s.closeOutcome()
@@ -260,9 +261,9 @@ func (s *soakRun) kill(step string) {
 	s.t.Logf("%s during %s: coordhost down %v", phase, step, down.Round(time.Millisecond))
 
 	back := time.Now()
-	if err := s.caughtUp(restartResumeSlack); err != nil {
-		s.t.Errorf("%s: output did not resume within coordhost's downtime %v + %v: %v",
-			phase, down.Round(time.Millisecond), restartResumeSlack, err)
+	if err := s.caughtUp(resumeGate(down) - down); err != nil {
+		s.t.Errorf("%s: output did not resume within %v of the kill (coordhost's downtime %v + %v, ×1.5 under CI): %v",
+			phase, resumeGate(down).Round(time.Millisecond), down.Round(time.Millisecond), restartResumeSlack, err)
 	} else {
 		o.resumed = true
 	}
