@@ -186,7 +186,7 @@ func runSoak(t *testing.T, dir, dataplane string, others ...*proc) {
 	table := formatTable(rows)
 	t.Logf("results (logs in %s):\n%s", dir, table)
 	fmt.Print(table)
-	summary := fmt.Sprintf("SOAK %s: seed %d, %d kills in %v: %d followed by a failure (instances died after %d, output not resumed within downtime + %v after %d, new wrong or duplicate outputs after %d)",
+	summary := fmt.Sprintf("SOAK %s: seed %d, %d kills in %v: %d followed by a failure (instances died after %d, output not resumed within downtime + %v (×1.5 under CI) after %d, new wrong or duplicate outputs after %d)",
 		plane, seed, len(s.outcomes), time.Since(started).Round(time.Second), bad, died, restartResumeSlack, stalled, wrong)
 	t.Log(summary)
 	fmt.Println(summary)
