@@ -63,7 +63,7 @@ bench:
 clean:
 	rm -rf build
 
-.PHONY: interop-compare interop-restart interop-authz-variants
+.PHONY: interop-compare interop-restart interop-authz-variants soak soak-embedded
 
 ## interop-compare: the fair comparison table of docs/INTEROP.md (both apps, each close mode, plain rolls on real Kafka 4.4, RUNS runs each; about 20 minutes a run) -> build/interop-compare.md
 RUNS ?= 3
@@ -72,9 +72,21 @@ interop-compare:
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_RUNS=$(RUNS) COORDHOST_INTEROP_COMPARE_OUT=$(CURDIR)/build/interop-compare.md \
 		$(GO) test -count=1 -v -timeout 240m -run 'TestInteropCompare' ./interop
 
-## interop-restart: coordhost SIGTERM and SIGKILL restarts under the exactly-once orders app, in each group state (docs/INTEROP.md)
+## interop-restart: coordhost SIGTERM and SIGKILL restarts under the exactly-once orders app, in each group state, on the embedded data plane and in front of real Kafka 4.4 (docs/INTEROP.md)
 interop-restart:
-	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestInteropRestart' ./interop
+	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 40m -run 'TestInteropRestart' ./interop
+
+## soak: KILLS kill -9s of coordhost at moments drawn from SEED during a classic -> streams -> classic roll of the exactly-once orders app, in front of real Kafka 4.4 (CI runs 5; docs/INTEROP.md)
+KILLS ?= 20
+SEED  ?= 1
+soak:
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SOAK_KILLS=$(KILLS) COORDHOST_INTEROP_SOAK_SEED=$(SEED) \
+		$(GO) test -count=1 -v -timeout 60m -run 'TestInteropSoak$$' ./interop
+
+## soak-embedded: the same soak on the embedded data plane: measures how many kills break exactly-once there (docs/RELIABILITY.md)
+soak-embedded:
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SOAK_KILLS=$(KILLS) COORDHOST_INTEROP_SOAK_SEED=$(SEED) \
+		$(GO) test -count=1 -v -timeout 90m -run 'TestInteropSoakEmbedded$$' ./interop
 
 ## interop-authz-variants: the authorization table against a broker with allow.everyone.if.no.acl.found=true and one with a custom Authorizer class (two broker starts, about 2 minutes; docs/SECURITY.md)
 interop-authz-variants:

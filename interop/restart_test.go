@@ -31,6 +31,17 @@ func restartKinds(t *testing.T) []bool {
 // output must have resumed: a restart may cost its downtime plus this.
 const restartResumeSlack = 10 * time.Second
 
+// resumeGate is where a restart's timing checks fail: the bar, downtime +
+// restartResumeSlack, and under CI=true 1.5 times it (/work/shared/CI.md:
+// a loaded CI machine must not turn a timing gate red at the bar).
+func resumeGate(down time.Duration) time.Duration {
+	bar := down + restartResumeSlack
+	if os.Getenv("CI") == "true" {
+		return bar * 3 / 2
+	}
+	return bar
+}
+
 // restartState is a group state the restart test puts the application in
 // before restarting coordhost under it.
 type restartState struct {
@@ -69,23 +80,35 @@ var restartStates = []restartState{
 	}},
 }
 
-// TestInteropRestart restarts coordhost (embedded data plane)
-// under the heavier exactly-once application in each of restartStates:
-// first SIGTERM and restart on the same data directory, then SIGKILL and
-// restart. After each restart every partition's output must resume within
-// coordhost's downtime plus restartResumeSlack, and at the end no output may
-// be wrong, duplicated or missing. With graceful restarts only
-// (COORDHOST_INTEROP_RESTARTS=sigterm) it took 194 s on 2 shared cores;
-// with both kinds it has not passed yet (the SIGKILL half fails on the
-// code it was written against; docs/INTEROP.md).
+// TestInteropRestart restarts coordhost under the heavier exactly-once
+// application in each of restartStates, once with the embedded data plane
+// and once in front of a real Apache Kafka 4.4 broker (-run
+// 'TestInteropRestart/external' keeps one): first SIGTERM and restart on
+// the same data directory, then SIGKILL and restart. After each restart
+// every partition's output must resume within coordhost's downtime plus
+// restartResumeSlack, and at the end no output may be wrong, duplicated or
+// missing. The embedded data plane cannot finish a transaction a kill
+// interrupted (docs/RELIABILITY.md), so its SIGKILL half is expected to
+// fail; measured results are in docs/INTEROP.md.
 func TestInteropRestart(t *testing.T) {
 	needInterop(t)
-	dir := logDir(t)
-	c := startCoordhost(t, dir, "")
+	t.Run("embedded", func(t *testing.T) { runRestart(t, logDir(t), "") })
+	t.Run("external-kafka", func(t *testing.T) {
+		dir := logDir(t)
+		b := startBroker(t, dir)
+		runRestart(t, dir, b.addr, b.proc)
+	})
+}
+
+// runRestart is TestInteropRestart on one data plane, logging to dir:
+// embedded when dataplane is empty, else the Kafka cluster at dataplane
+// (whose processes are others, for the failure report).
+func runRestart(t *testing.T, dir, dataplane string, others ...*proc) {
+	c := startCoordhost(t, dir, dataplane)
 	if err := groupsServed(c.addr, "interop-probe", 30*time.Second); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
-	s := newScenarioApp(t, ordersApp, "coordhost restarts", dir, c.addr, "interop-restart", c.proc)
+	s := newScenarioApp(t, ordersApp, "coordhost restarts", dir, c.addr, "interop-restart", append(others, c.proc)...)
 	s.fleet.setClose(closeLeave)
 	s.startClassic()
 
@@ -133,23 +156,31 @@ func TestInteropRestart(t *testing.T) {
 	time.Sleep(settleDelay)
 
 	rows, _ := s.finish()
+	s.restartVerdict(rows, downtimes)
+	s.must("stop instances", s.fleet.stopAll())
+	table := formatTable(rows)
+	t.Logf("results (logs in %s):\n%s", dir, table)
+	fmt.Print(table)
+}
+
+// restartVerdict checks that the phase of each restart (downtimes: phase →
+// coordhost's downtime) had no processing gap longer than the downtime plus
+// restartResumeSlack (resumeGate), and logs any lost-task lines.
+func (s *scenarioRun) restartVerdict(rows []phaseRow, downtimes map[string]time.Duration) {
+	s.t.Helper()
 	for _, r := range rows {
 		down, ok := downtimes[r.phase.Name]
 		if !ok {
 			continue
 		}
-		if g := r.phase.maxGap(); g > down+restartResumeSlack {
-			t.Errorf("%s: max processing gap %v (%s) is more than coordhost's downtime %v + %v",
-				r.phase.Name, g, r.phase.worst(), down.Round(time.Millisecond), restartResumeSlack)
+		if g := r.phase.maxGap(); g > resumeGate(down) {
+			s.t.Errorf("%s: max processing gap %v (%s) is more than %v (coordhost's downtime %v + %v, ×1.5 under CI)",
+				r.phase.Name, g, r.phase.worst(), resumeGate(down).Round(time.Millisecond), down.Round(time.Millisecond), restartResumeSlack)
 		}
 	}
 	if lost := s.fleet.lostTaskLines(); len(lost) > 0 {
-		t.Logf("lost-task log lines:\n%s", strings.Join(lost, "\n"))
+		s.t.Logf("lost-task log lines:\n%s", strings.Join(lost, "\n"))
 	}
-	s.must("stop instances", s.fleet.stopAll())
-	table := formatTable(rows)
-	t.Logf("results (logs in %s):\n%s", dir, table)
-	fmt.Print(table)
 }
 
 // alive checks, over d, that no instance has exited or lost a stream thread
