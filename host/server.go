@@ -120,9 +120,9 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.table = wire.NewTable(s.dp.Versions())
-	if !cfg.DataPlane.Embedded {
-		// The external cluster's authorizer (host/authz) has no rule for
-		// the KIP-848 APIs yet and refuses them: do not advertise them.
+	if !cfg.DataPlane.Embedded && !wire.ServesConsumerGroups(s.dp.Versions(), s.dp.Features()) {
+		// Consumer groups are served in front of an external cluster only
+		// when the cluster serves them too (docs/SECURITY.md).
 		s.table = s.table.Without(wire.ConsumerGroupKeys...)
 	}
 	if o.Coordinator == nil {

@@ -348,11 +348,33 @@ func groupRequests(group string, offset int64) []kmsg.Request {
 	sd := kmsg.NewPtrStreamsGroupDescribeRequest()
 	sd.Groups, sd.IncludeAuthorizedOperations = []string{group}, true
 
-	return []kmsg.Request{fc, jg, sg, hb, lg, oc, tc, of, dg, dc, ia, ac, lc, od, del, sh, sd}
+	// a KIP-848 member joins subscribed to t and leaves at once, so the
+	// next row finds the group empty
+	cj := consumerJoin(group, "authz-consumer", "t")
+	cl := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cl.SetVersion(1)
+	cl.Group, cl.MemberID, cl.MemberEpoch = group, "authz-consumer", -1
+
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.SetVersion(1)
+	cd.Groups, cd.IncludeAuthorizedOperations = []string{group}, true
+
+	return []kmsg.Request{fc, jg, sg, hb, lg, oc, tc, of, dg, dc, ia, ac, lc, od, del, sh, sd, cj, cl, cd}
+}
+
+// consumerJoin is a ConsumerGroupHeartbeat v1 that joins member to group
+// subscribed to topics.
+func consumerJoin(group, member string, topics ...string) *kmsg.ConsumerGroupHeartbeatRequest {
+	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	r.SetVersion(1)
+	r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = group, member, 0, 10000
+	r.SubscribedTopicNames, r.Topics = topics, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return r
 }
 
 // TestInteropAuthorization: through coordhost in front of a SASL/ACL
-// broker, every group API gives the authorization verdict the broker gives
+// broker (which serves KIP-848 consumer groups, so coordhost does too),
+// every group API gives the authorization verdict the broker gives
 // the same principal directly; refused commits write nothing; a group
 // request before authentication closes the connection, as on the broker.
 func TestInteropAuthorization(t *testing.T) {
@@ -400,6 +422,8 @@ func TestInteropAuthorization(t *testing.T) {
 			t.Errorf("no audit line names User:%s: %q", u, lines)
 		}
 	}
+
+	t.Run("consumer group with an undescribable topic", func(t *testing.T) { testConsumerDescribeTopics(t, secure, ch.addr) })
 
 	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure) })
 
@@ -542,5 +566,64 @@ func authzTable(t *testing.T, secure, chAddr string, admin *kgo.Client, base int
 			}
 			t.Logf("%s: commit allowed %v", row.user, committed)
 		})
+	}
+}
+
+// testConsumerDescribeTopics: the super user's member of gw is assigned t,
+// on the broker and on coordhost; noacl may DESCRIBE gw (User:* READ) but
+// not t, and gets the broker's TOPIC_AUTHORIZATION_FAILED for the group
+// from coordhost too, while the super user sees the member.
+func testConsumerDescribeTopics(t *testing.T, secure, chAddr string) {
+	describe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	describe.SetVersion(1)
+	describe.Groups = []string{"gw"}
+	for name, addr := range map[string]string{"broker": secure, "coordhost": chAddr} {
+		su, reader := dialKafka(t, addr), dialKafka(t, addr)
+		if err := su.login("admin", "SCRAM-SHA-512"); err != nil {
+			t.Fatal(err)
+		}
+		if err := reader.login("noacl", "SCRAM-SHA-256"); err != nil {
+			t.Fatal(err)
+		}
+		join := consumerJoin("gw", "authz-reader-"+name, "t")
+		resp, err := su.do(join)
+		if err != nil {
+			t.Fatalf("%s: join: %v", name, err)
+		}
+		if r := resp.(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
+			t.Fatalf("%s: the super user's join: %v", name, kerr.ErrorForCode(r.ErrorCode))
+		}
+		assigned := func(r *kmsg.ConsumerGroupDescribeResponse) bool {
+			return len(r.Groups) == 1 && r.Groups[0].ErrorCode == 0 && len(r.Groups[0].Members) == 1 &&
+				len(r.Groups[0].Members[0].TargetAssignment.TopicPartitions) == 1
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			resp, err := su.do(describe)
+			if err != nil {
+				t.Fatalf("%s: describe: %v", name, err)
+			}
+			if assigned(resp.(*kmsg.ConsumerGroupDescribeResponse)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no assignment of t within 15s: %+v", name, resp)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		resp, err = reader.do(describe)
+		if err != nil {
+			t.Fatalf("%s: describe as noacl: %v", name, err)
+		}
+		r := resp.(*kmsg.ConsumerGroupDescribeResponse)
+		if len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || len(r.Groups[0].Members) != 0 {
+			t.Errorf("%s: describe as noacl: %+v, want TOPIC_AUTHORIZATION_FAILED without members", name, r.Groups)
+		}
+		leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		leave.SetVersion(1)
+		leave.Group, leave.MemberID, leave.MemberEpoch = "gw", join.MemberID, -1
+		if _, err := su.do(leave); err != nil {
+			t.Fatalf("%s: leave: %v", name, err)
+		}
 	}
 }

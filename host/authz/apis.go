@@ -10,13 +10,15 @@ import (
 )
 
 // The operation and resource of every API are Kafka 4.4's (KafkaApis):
-// READ on the group to join, sync, heartbeat, leave and commit; DESCRIBE
-// to describe, list, find and fetch; DELETE to delete groups and offsets;
-// READ on each committed topic, DESCRIBE on each fetched one; WRITE on the
-// transactional id before anything else for TxnOffsetCommit;
-// DESCRIBE_CONFIGS/ALTER_CONFIGS on the group for its configs; DESCRIBE on
-// the cluster lists every group, DESCRIBE_CONFIGS on the cluster lists
-// config resources.
+// READ on the group to join, sync, heartbeat (classic, consumer and
+// streams), leave and commit; DESCRIBE to describe, list, find and fetch;
+// DESCRIBE on each topic a consumer or streams heartbeat names and on each
+// topic a described consumer group's assignments show; DELETE to delete
+// groups and offsets; READ on each committed topic, DESCRIBE on each
+// fetched one; WRITE on the transactional id before anything else for
+// TxnOffsetCommit; DESCRIBE_CONFIGS/ALTER_CONFIGS on the group for its
+// configs; DESCRIBE on the cluster lists every group, DESCRIBE_CONFIGS on
+// the cluster lists config resources.
 
 const (
 	opRead      = kmsg.ACLOperationRead
@@ -47,6 +49,8 @@ func (c *check) handle() (kmsg.Response, error) {
 		return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)
 	case *kmsg.StreamsGroupHeartbeatRequest:
 		return c.streamsGroupHeartbeat(b)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return c.consumerGroupHeartbeat(b)
 	case *kmsg.LeaveGroupRequest:
 		return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)
 	case *kmsg.OffsetCommitRequest:
@@ -61,6 +65,8 @@ func (c *check) handle() (kmsg.Response, error) {
 		return c.describeGroups(b)
 	case *kmsg.StreamsGroupDescribeRequest:
 		return c.streamsGroupDescribe(b)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return c.consumerGroupDescribe(b)
 	case *kmsg.ListGroupsRequest:
 		return c.listGroups(b)
 	case *kmsg.DeleteGroupsRequest:
@@ -145,6 +151,22 @@ func (c *check) groupOpsBits(group string) (int32, error) {
 		}
 	}
 	return bits, nil
+}
+
+// fillOps sets the authorized-operations bitfield of each of n described
+// groups without error when include asks for it; at gives the i-th group's
+// name, error code and field.
+func (c *check) fillOps(include bool, n int, at func(i int) (string, int16, *int32)) error {
+	for i := 0; include && i < n; i++ {
+		if group, code, ops := at(i); code == 0 {
+			bits, err := c.groupOpsBits(group)
+			if err != nil {
+				return err
+			}
+			*ops = bits
+		}
+	}
+	return nil
 }
 
 // topicName is the ACL resource name of a topic named by name or by id.

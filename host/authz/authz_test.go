@@ -541,3 +541,100 @@ func TestAuditNamesCertificate(t *testing.T) {
 		t.Fatalf("audit line: %s", l)
 	}
 }
+
+func consumerHeartbeat(group string, topics ...string) *kmsg.ConsumerGroupHeartbeatRequest {
+	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	r.SetVersion(1)
+	r.Group, r.MemberID, r.RebalanceTimeoutMillis, r.SubscribedTopicNames = group, "m", 30000, topics
+	return r
+}
+
+// TestConsumerHeartbeatReadThenTopics: READ on the group first, then
+// DESCRIBE on every subscribed topic; a refused topic answers
+// TOPIC_AUTHORIZATION_FAILED alone and nothing reaches the coordinator.
+func TestConsumerHeartbeatReadThenTopics(t *testing.T) {
+	h := newHarness(t, time.Second)
+	h.f.grant("TOPIC:in", kmsg.ACLOperationDescribe)
+	if r := h.do(consumerHeartbeat("g", "in")).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != kerr.GroupAuthorizationFailed.Code || r.MemberID != nil {
+		t.Fatalf("no READ on the group: code %d member %v", r.ErrorCode, r.MemberID)
+	}
+	h.f.grant("GROUP:g", kmsg.ACLOperationRead)
+	h.now = h.now.Add(time.Second)
+	r := h.do(consumerHeartbeat("g", "in", "secret", "in")).(*kmsg.ConsumerGroupHeartbeatResponse)
+	if r.ErrorCode != kerr.TopicAuthorizationFailed.Code || r.ErrorMessage != nil || r.Assignment != nil {
+		t.Fatalf("undescribable topic: %+v", r)
+	}
+	if len(h.reached()) != 0 {
+		t.Fatal("a refused consumer heartbeat reached the coordinator")
+	}
+	if l := h.log.String(); !strings.Contains(l, "resource=secret") || !strings.Contains(l, "resource_type=TOPIC") {
+		t.Fatalf("no audit line for the topic: %s", l)
+	}
+	if code := h.do(consumerHeartbeat("g", "in")).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode; code != 0 {
+		t.Fatalf("READ and DESCRIBE granted: code %d", code)
+	}
+	if code := h.do(consumerHeartbeat("g")).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode; code != 0 { // a heartbeat that repeats no subscription
+		t.Fatalf("no topics named: code %d", code)
+	}
+	if n := len(h.reached()); n != 2 {
+		t.Fatalf("%d allowed heartbeats reached the coordinator, want 2", n)
+	}
+}
+
+// describedConsumerGroups answers ConsumerGroupDescribe with one member per
+// group, assigned topic "in" and, in group "mixed", target topic "secret".
+func describedConsumerGroups(req *wire.Request) kmsg.Response {
+	b := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	resp := b.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	for _, g := range b.Groups {
+		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+		dg.Group, dg.State, dg.Epoch = g, "Stable", 3
+		m := kmsg.NewConsumerGroupDescribeResponseGroupMember()
+		m.MemberID = "m"
+		m.Assignment.TopicPartitions = []kmsg.AssignmentTopicPartition{{Topic: "in", Partitions: []int32{0}}}
+		if g == "mixed" {
+			m.TargetAssignment.TopicPartitions = []kmsg.AssignmentTopicPartition{{Topic: "secret", Partitions: []int32{0}}}
+		}
+		dg.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{m}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+// TestConsumerDescribeGroupsAndTopics: DESCRIBE on each group (refused
+// groups first, as Kafka answers them), the authorized operations of the
+// described ones, and a group whose assignments show a topic the
+// principal may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED
+// without members.
+func TestConsumerDescribeGroupsAndTopics(t *testing.T) {
+	h := newHarness(t, time.Second)
+	h.a = authz.New(handlerFunc(describedConsumerGroups), authz.Config{TTL: time.Second, Now: func() time.Time { return h.now }})
+	for _, g := range []string{"g", "mixed"} {
+		h.f.grant("GROUP:"+g, kmsg.ACLOperationDescribe)
+	}
+	h.f.grant("TOPIC:in", kmsg.ACLOperationDescribe)
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.SetVersion(1)
+	d.Groups, d.IncludeAuthorizedOperations = []string{"g", "other", "mixed"}, true
+	gs := h.do(d).(*kmsg.ConsumerGroupDescribeResponse).Groups
+	if len(gs) != 3 || gs[0].Group != "other" || gs[1].Group != "g" || gs[2].Group != "mixed" {
+		t.Fatalf("groups %+v, want other, g, mixed", gs)
+	}
+	if gs[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("other: code %d", gs[0].ErrorCode)
+	}
+	if g := gs[1]; g.ErrorCode != 0 || len(g.Members) != 1 || g.AuthorizedOperations != 1<<kmsg.ACLOperationDescribe {
+		t.Fatalf("g: %+v", g)
+	}
+	if g := gs[2]; g.ErrorCode != kerr.TopicAuthorizationFailed.Code || g.ErrorMessage == nil || len(g.Members) != 0 || g.State != "" ||
+		g.AuthorizedOperations != -2147483648 {
+		t.Fatalf("mixed: %+v", g)
+	}
+	h.f.grant("TOPIC:secret", kmsg.ACLOperationDescribe)
+	h.now = h.now.Add(time.Second)
+	for _, g := range h.do(d).(*kmsg.ConsumerGroupDescribeResponse).Groups {
+		if g.Group == "mixed" && (g.ErrorCode != 0 || len(g.Members) != 1) {
+			t.Fatalf("every topic describable: %+v", g)
+		}
+	}
+}

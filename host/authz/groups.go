@@ -10,14 +10,11 @@ import (
 func (c *check) describeGroups(b *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	set := func(gs []string) kmsg.Request { s := *b; s.Groups = gs; return &s }
 	return byItem(c, b.Groups, set, kmsg.ACLResourceTypeGroup, ident, opDescribe, codeGroup, func(r, refused *kmsg.DescribeGroupsResponse) error {
-		for i := range r.Groups {
-			if g := &r.Groups[i]; b.IncludeAuthorizedOperations && g.ErrorCode == 0 {
-				bits, err := c.groupOpsBits(g.Group)
-				if err != nil {
-					return err
-				}
-				g.AuthorizedOperations = bits
-			}
+		err := c.fillOps(b.IncludeAuthorizedOperations, len(r.Groups), func(i int) (string, int16, *int32) {
+			return r.Groups[i].Group, r.Groups[i].ErrorCode, &r.Groups[i].AuthorizedOperations
+		})
+		if err != nil {
+			return err
 		}
 		r.Groups = append(refused.Groups, r.Groups...)
 		return nil
@@ -27,14 +24,11 @@ func (c *check) describeGroups(b *kmsg.DescribeGroupsRequest) (kmsg.Response, er
 func (c *check) streamsGroupDescribe(b *kmsg.StreamsGroupDescribeRequest) (kmsg.Response, error) {
 	set := func(gs []string) kmsg.Request { s := *b; s.Groups = gs; return &s }
 	return byItem(c, b.Groups, set, kmsg.ACLResourceTypeGroup, ident, opDescribe, codeGroup, func(r, refused *kmsg.StreamsGroupDescribeResponse) error {
-		for i := range r.Groups {
-			if g := &r.Groups[i]; b.IncludeAuthorizedOperations && g.ErrorCode == 0 {
-				bits, err := c.groupOpsBits(g.Group)
-				if err != nil {
-					return err
-				}
-				g.AuthorizedOperations = bits
-			}
+		err := c.fillOps(b.IncludeAuthorizedOperations, len(r.Groups), func(i int) (string, int16, *int32) {
+			return r.Groups[i].Group, r.Groups[i].ErrorCode, &r.Groups[i].AuthorizedOperations
+		})
+		if err != nil {
+			return err
 		}
 		r.Groups = append(refused.Groups, r.Groups...)
 		return nil

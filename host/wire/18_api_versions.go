@@ -52,3 +52,26 @@ func (c *conn) featureServed(name string) bool {
 	}
 	return true
 }
+
+// ServesConsumerGroups reports whether a data plane that advertised
+// versions and f serves KIP-848 consumer groups itself: both
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe advertised, and
+// group.version finalized at level 1 or more. In front of an external
+// cluster coordhost serves them only then, so its authorizer's answer for
+// them can be asked and group.version is mirrored as the cluster's.
+func ServesConsumerGroups(versions map[int16]VersionRange, f *Features) bool {
+	for _, k := range ConsumerGroupKeys {
+		if _, ok := versions[int16(k)]; !ok {
+			return false
+		}
+	}
+	if f == nil {
+		return false
+	}
+	for _, ff := range f.Finalized {
+		if ff.Name == "group.version" {
+			return ff.MaxVersionLevel >= 1
+		}
+	}
+	return false
+}
