@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,11 @@ func runClientVersions(t *testing.T, dir, bootstrap string, tp topics, others ..
 // runClientMatrix is scenario 7 against bootstrap: a Kafka Streams 3.9.1
 // classic instance stays classic while a 4.2.0 instance (rolling to the
 // streams protocol: StreamsGroupHeartbeat v0, no task offsets) and a 4.4.0
-// instance roll to the streams protocol in the same group, under load.
+// instance roll to the streams protocol in the same group, under load, and
+// back to classic (the 4.4.0 one first). The group is a streams group from
+// the first streams member until the last one leaves, then classic again;
+// the 3.9.1 instance runs from start to end without a restart, a lost task
+// or a dead thread.
 func runClientMatrix(t *testing.T, dir, bootstrap string, others ...*proc) []phaseRow {
 	s := newScenario(t, "7 client matrix", dir, bootstrap, "interop-matrix", others...)
 	s.fleet.leaveOnClose()
@@ -51,28 +56,55 @@ func runClientMatrix(t *testing.T, dir, bootstrap string, others ...*proc) []pha
 	// offsets in a RocksDB column family 4.2 does not know), so the roll
 	// changes its protocol, not its client version.
 	s.fleet.startVersion(0, "classic", 0, app391Dir)
+	old := s.fleet.procs[0]
 	s.fleet.startVersion(1, "classic", 0, app420Dir)
 	s.fleet.start(2, "classic", 0)
 	s.must("classic instances running", s.fleet.waitRunning(startBound))
 	s.must("classic group", s.stable("classic", 3))
 	s.must("startup backlog", s.caughtUp(startBound))
+
 	s.must("phase", s.lg.phase("mixed-roll"))
-	s.must("stop instance 1", s.fleet.stop(1))
-	s.fleet.startVersion(1, "streams", 1, app420Dir)
-	s.must("4.2.0 instance running", s.fleet.waitRunning(startBound))
-	s.must("group with a 4.2.0 streams member", s.stable("streams", 3))
-	s.must("output after the 4.2.0 instance", s.settled())
-	s.must("stop instance 2", s.fleet.stop(2))
-	s.fleet.start(2, "streams", 1)
-	s.must("4.4.0 instance running", s.fleet.waitRunning(startBound))
-	s.must("mixed group", s.stable("streams", 3))
+	s.restartAs(1, "streams", 1, app420Dir, "streams")
+	s.restartAs(2, "streams", 1, "", "streams")
 	time.Sleep(steadyPeriod)
+
+	s.must("phase", s.lg.phase("roll-back"))
+	back := time.Now()
+	s.restartAs(2, "classic", 2, "", "streams")
+	s.restartAs(1, "classic", 2, app420Dir, "classic")
+	if tr := typeTransitions(s.obs.history(), back, time.Now()); tr != "streams→classic" {
+		t.Errorf("group types seen in the roll back: %s, want streams→classic", tr)
+	}
+	time.Sleep(steadyPeriod)
+
 	rows, _ := s.finish()
 	if lost := s.fleet.lostTaskLines(); len(lost) > 0 {
-		t.Errorf("lost tasks in the mixed roll:\n%s", strings.Join(lost, "\n"))
+		t.Errorf("lost tasks in the client matrix:\n%s", strings.Join(lost, "\n"))
+	}
+	if s.fleet.procs[0] != old || old.exited() {
+		t.Errorf("the 3.9.1 instance did not run through the whole scenario (exited=%v err=%v)", old.exited(), old.err)
+	}
+	// App.java's own lines: "STATE <new> <old>" and "CLOSED".
+	for _, l := range old.grep("STATE ERROR", "STATE PENDING_SHUTDOWN", "CLOSED") {
+		if strings.HasPrefix(l, "STATE ") || l == "CLOSED" {
+			t.Errorf("the 3.9.1 instance shut down during the scenario: %s", l)
+		}
 	}
 	s.must("stop instances", s.fleet.stopAll())
 	return rows
+}
+
+// restartAs stops instance i and starts it again on protocol with the
+// client version of project (appConfig.project), then waits until it is
+// RUNNING, the group is a Stable group of kind with every member, and the
+// output has caught up.
+func (s *scenarioRun) restartAs(i int, protocol string, gen int, project, kind string) {
+	s.t.Helper()
+	s.must(fmt.Sprintf("stop instance %d", i), s.fleet.stop(i))
+	s.fleet.startVersion(i, protocol, gen, project)
+	s.must(fmt.Sprintf("instance %d running on %s", i, protocol), s.fleet.waitRunning(startBound))
+	s.must(fmt.Sprintf("%s group after instance %d", kind, i), s.stable(kind, len(s.fleet.cfgs)))
+	s.must(fmt.Sprintf("output after instance %d", i), s.settled())
 }
 
 // runOnlineRefused is the negative control of the online roll: on Apache

@@ -108,15 +108,11 @@ func (s *scenarioRun) rollingSwitch(phase, from, protocol string, gen int) {
 	s.t.Helper()
 	s.must("phase", s.lg.phase(phase))
 	for i := range s.fleet.cfgs {
-		s.must(fmt.Sprintf("stop instance %d", i), s.fleet.stop(i))
-		s.fleet.start(i, protocol, gen)
-		s.must(fmt.Sprintf("instance %d running on %s", i, protocol), s.fleet.waitRunning(startBound))
 		kind := "streams"
 		if i == len(s.fleet.cfgs)-1 || from == protocol {
 			kind = protocol
 		}
-		s.must(fmt.Sprintf("group after instance %d", i), s.stable(kind, len(s.fleet.cfgs)))
-		s.must(fmt.Sprintf("output after instance %d", i), s.settled())
+		s.restartAs(i, protocol, gen, "", kind)
 	}
 	time.Sleep(steadyPeriod)
 }
