@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ConsumerConfig is the set of KIP-848 consumer-group settings (Kafka's
@@ -15,6 +16,20 @@ type ConsumerConfig struct {
 	// (group.consumer.assignors); the first is the default. Core does not
 	// implement assignment algorithms itself: the host supplies them.
 	Assignors []NamedPartitionAssignor
+	// Registered, when set, resolves server assignor names that are not in
+	// Assignors: assignors the host registers at run time. It is asked on
+	// every lookup, so a name registered later becomes known to members
+	// without a restart. Assignors keeps precedence on a shared name.
+	Registered PartitionAssignorSet
+}
+
+// PartitionAssignorSet is a set of server assignors that may change while
+// the coordinator runs (the host's runtime-registered plugins).
+type PartitionAssignorSet interface {
+	// PartitionAssignor returns the assignor registered under name.
+	PartitionAssignor(name string) (PartitionAssignor, bool)
+	// PartitionAssignorNames lists the registered names, sorted.
+	PartitionAssignorNames() []string
 }
 
 // NamedPartitionAssignor is a server-side assignor and the name members
@@ -96,7 +111,27 @@ func (c *Coordinator) consumerAssignor(name string) (PartitionAssignor, bool) {
 			return a.Assignor, true
 		}
 	}
+	if r := c.cfg.Consumer.Registered; r != nil {
+		return r.PartitionAssignor(name)
+	}
 	return nil, false
+}
+
+// consumerAssignorNames lists the names members may select: Assignors in
+// order, then the registered ones not shadowed by them.
+func (c *Coordinator) consumerAssignorNames() []string {
+	names := make([]string, 0, len(c.cfg.Consumer.Assignors))
+	for _, a := range c.cfg.Consumer.Assignors {
+		names = append(names, a.Name)
+	}
+	if r := c.cfg.Consumer.Registered; r != nil {
+		for _, n := range r.PartitionAssignorNames() {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // validateConsumerConfig checks the assignor table (names unique, set).

@@ -66,12 +66,8 @@ func (c *Coordinator) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeat
 	}
 	if req.ServerAssignor != nil {
 		if _, ok := c.consumerAssignor(*req.ServerAssignor); !ok {
-			names := make([]string, 0, len(c.cfg.Consumer.Assignors))
-			for _, a := range c.cfg.Consumer.Assignors {
-				names = append(names, a.Name)
-			}
 			return errf(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
-				*req.ServerAssignor, strings.Join(names, ", "))
+				*req.ServerAssignor, strings.Join(c.consumerAssignorNames(), ", "))
 		}
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {

@@ -14,8 +14,9 @@ import (
 // the group a TargetAssignmentMetadata record at the group epoch.
 
 // preferredConsumerAssignor is the assignor most members name (ties: the
-// earlier one in ConsumerConfig.Assignors); the default (first) when no
-// member names one.
+// earlier one in consumerAssignorNames); the default (first) when no
+// member names a known one. A name that is no longer registered does not
+// count.
 func (c *Coordinator) preferredConsumerAssignor(g *consumerGroup) NamedPartitionAssignor {
 	counts := map[string]int{}
 	for _, m := range g.members {
@@ -25,9 +26,12 @@ func (c *Coordinator) preferredConsumerAssignor(g *consumerGroup) NamedPartition
 	}
 	best := c.cfg.Consumer.Assignors[0]
 	bestN := 0
-	for _, a := range c.cfg.Consumer.Assignors {
-		if counts[a.Name] > bestN {
-			best, bestN = a, counts[a.Name]
+	for _, name := range c.consumerAssignorNames() {
+		if counts[name] <= bestN {
+			continue
+		}
+		if a, ok := c.consumerAssignor(name); ok {
+			best, bestN = NamedPartitionAssignor{Name: name, Assignor: a}, counts[name]
 		}
 	}
 	return best

@@ -41,12 +41,15 @@ type assignor struct {
 	native   NativeAssignor // the same algorithm in-process, when built in
 	probe    NativeProbe    // its probing policy in-process, when built in
 	hasProbe atomic.Bool    // the loaded plugin exports coordhost_probe (read at load)
-	fallback string         // assignor used when the plugin fails
-	runs     atomic.Int64
-	failures atomic.Int64 // plugin failures (the fallback answered)
-	errors   atomic.Int64 // runs that failed altogether
-	panics   atomic.Int64 // native runs that panicked (recovered, counted as errors)
-	probes   probeCounters
+	// hasPartitions: the loaded plugin exports coordhost_assign_partitions
+	// (read at load), so consumer groups may name it (consumer_assignors.go).
+	hasPartitions atomic.Bool
+	fallback      string // assignor used when the plugin fails
+	runs          atomic.Int64
+	failures      atomic.Int64 // plugin failures (the fallback answered)
+	errors        atomic.Int64 // runs that failed altogether
+	panics        atomic.Int64 // native runs that panicked (recovered, counted as errors)
+	probes        probeCounters
 
 	// version is the loaded module's hash (shadow.go).
 	version atomic.Pointer[string]

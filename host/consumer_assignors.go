@@ -1,7 +1,10 @@
 package host
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
@@ -33,13 +36,19 @@ func (f partitionAssignor) AssignPartitions(in core.PartitionAssignInput) ([][]c
 	if err != nil {
 		return nil, err
 	}
+	return fromPartitionABI(resp), nil
+}
+
+// fromPartitionABI translates an ABI response back to core's per-member
+// assignments (core checks them against its input).
+func fromPartitionABI(resp *abi.PartitionAssignResponse) [][]core.AssignedTopic {
 	out := make([][]core.AssignedTopic, len(resp.Members))
 	for i, tps := range resp.Members {
 		for _, tp := range tps {
 			out[i] = append(out[i], core.AssignedTopic{Topic: tp.Topic, Partitions: tp.Partitions})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // toPartitionABI translates core's input (topics ascending by id, members
@@ -84,4 +93,73 @@ func toPartitionABI(in core.PartitionAssignInput) *abi.PartitionAssignRequest {
 		req.Members = append(req.Members, cm)
 	}
 	return req
+}
+
+// consumerRegistry is core's PartitionAssignorSet: the plugins loaded at
+// run time through /v1/plugins/{name} whose module exports
+// coordhost_assign_partitions. A member names one as its ServerAssignor;
+// until then the name is UNSUPPORTED_ASSIGNOR, as in Kafka. A failing
+// plugin does not fail the heartbeat: the default assignor's native build
+// (uniform) answers, counted in the plugin's plugin_failures, logged,
+// noted in the group's history and shown as its assignor_fallback.
+type consumerRegistry struct {
+	a        *Assignors
+	fallback core.NamedPartitionAssignor
+	loop     atomic.Pointer[Loop] // set once wired: where fallbacks are noted
+}
+
+// PartitionAssignor implements core.PartitionAssignorSet.
+func (r *consumerRegistry) PartitionAssignor(name string) (core.PartitionAssignor, bool) {
+	as := r.a.get(name)
+	if as == nil || as.plugin == nil || !as.hasPartitions.Load() {
+		return nil, false
+	}
+	return &pluginPartitionAssignor{r: r, as: as}, true
+}
+
+// PartitionAssignorNames implements core.PartitionAssignorSet.
+func (r *consumerRegistry) PartitionAssignorNames() []string {
+	var out []string
+	for _, n := range r.a.Names() {
+		if _, ok := r.PartitionAssignor(n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// pluginPartitionAssignor runs one loaded plugin's partition assignor,
+// inline in the heartbeat as core runs every server assignor, bounded by
+// the plugin runtime's per-call deadline and sandbox (plugin.Config).
+type pluginPartitionAssignor struct {
+	r  *consumerRegistry
+	as *assignor
+}
+
+// AssignPartitions implements core.PartitionAssignor.
+func (p *pluginPartitionAssignor) AssignPartitions(in core.PartitionAssignInput) ([][]core.AssignedTopic, error) {
+	p.as.runs.Add(1)
+	resp, err := p.as.plugin.AssignPartitions(context.Background(), toPartitionABI(in))
+	if err == nil {
+		p.r.note(in, p.as.name, nil)
+		return fromPartitionABI(resp), nil
+	}
+	p.as.failures.Add(1)
+	out, ferr := p.r.fallback.Assignor.AssignPartitions(in)
+	if ferr != nil {
+		p.as.errors.Add(1)
+		return nil, fmt.Errorf("plugin %q: assign_partitions: %w; fallback %q: %w", p.as.name, err, p.r.fallback.Name, ferr)
+	}
+	p.r.note(in, p.as.name, &fellBack{fallback: p.r.fallback.Name, err: err})
+	return out, nil
+}
+
+// note records how a run was answered where the streams side records it
+// (Loop.noteFallback); before the loop is wired only the log sees it.
+func (r *consumerRegistry) note(in core.PartitionAssignInput, name string, fb *fellBack) {
+	if l := r.loop.Load(); l != nil {
+		l.noteFallback(core.AssignorRun{Group: in.Group, Epoch: in.Epoch, Assignor: name}, fb)
+	} else if fb != nil {
+		r.a.log.Warn("partition assignor plugin failed: the fallback answered", "group", in.Group, "assignor", name, "fallback", fb.fallback, "err", fb.err)
+	}
 }

@@ -57,6 +57,8 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
+		reg := &consumerRegistry{a: asg, fallback: cc.Consumer.Assignors[0]}
+		cc.Consumer.Registered = reg
 		ctx := s.startCtx
 		if ctx == nil {
 			ctx = context.Background()
@@ -76,6 +78,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
+		reg.loop.Store(l)
 		var gc GroupCoordinator = l
 		if !cfg.DataPlane.Embedded { // the external cluster's authorizer decides every group request
 			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired,

@@ -74,6 +74,7 @@ func (as *assignor) noteKinds(ctx context.Context) {
 	defer cancel()
 	k, err := as.plugin.Kinds(ctx)
 	as.hasProbe.Store(err == nil && k&abi.KindProbe != 0)
+	as.hasPartitions.Store(err == nil && k&abi.KindAssignPartitions != 0)
 }
 
 // Probe runs the named module's probing policy: its plugin's probe export,
