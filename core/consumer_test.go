@@ -394,7 +394,7 @@ func TestConsumerOlderEpochCommit(t *testing.T) {
 	sub := ackReq("g", "m1", r.MemberEpoch, r.Assignment.Topics)
 	sub.SubscribedTopicNames = []string{"a"} // epoch 2; keeps a, revokes b
 	r = h.hb(sub)
-	r = h.hb(ackReq("g", "m1", 1, r.Assignment.Topics))
+	h.hb(ackReq("g", "m1", 1, r.Assignment.Topics))
 	m1 := h.group("g").members["m1"]
 	if m1.epoch != 2 {
 		t.Fatalf("epoch %d", m1.epoch)
