@@ -17,7 +17,8 @@ type request struct {
 
 // gate is the first event of a multi-event round: its Step waits until the
 // sim has queued the round's other events, so they all land in the next
-// round (one append, one Commit) whatever the scheduling.
+// round (one append; the runtime may commit events that wrote nothing
+// before it) whatever the scheduling.
 type gate struct{ entered, release chan struct{} }
 
 // roundEnd is what a runtime round handed back: the responses released by
