@@ -17,7 +17,8 @@ type request struct {
 
 // gate is the first event of a multi-event round: its Step waits until the
 // sim has queued the round's other events, so they all land in the next
-// round (one append, one Commit) whatever the scheduling.
+// round (one append; the runtime may commit events that wrote nothing
+// before it) whatever the scheduling.
 type gate struct{ entered, release chan struct{} }
 
 // roundEnd is what a runtime round handed back: the responses released by
@@ -49,6 +50,16 @@ type shard struct {
 	resp   []core.Response
 	runs   []core.AssignorRun
 	failed []core.RequestID
+	// done: responses of the round's events the runtime committed at once
+	// (an event that wrote nothing while nothing was waiting to be
+	// appended), released with the round's end whatever its append does.
+	done []core.Response
+	// left: the events of the sim's round not yet stepped; a Commit or
+	// Rollback while some are left is not the round's end. next is left
+	// for the round after (a gate's round is followed by its events').
+	left, next int
+	// err: a Rollback within the round (a record the log refused).
+	err error
 	// crash: a crash happened during this round's append.
 	crash bool
 	// wrote: the round being built has records.
@@ -69,6 +80,9 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 			out = nil
 		}
 	}()
+	if s.left > 0 {
+		s.left--
+	}
 	var o core.Output
 	switch in := in.(type) {
 	case gate:
@@ -101,20 +115,31 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 	return out
 }
 
+// take ends the sim's round: what it released (the responses committed at
+// once, then resp) and failed.
 func (s *shard) take() roundEnd {
-	e := roundEnd{responses: s.resp, runs: s.runs, failed: s.failed, wrote: s.wrote}
-	s.resp, s.runs, s.failed, s.wrote = nil, nil, nil, false
+	e := roundEnd{responses: append(s.done, s.resp...), runs: s.runs, failed: s.failed, wrote: s.wrote, err: s.err}
+	s.resp, s.runs, s.failed, s.wrote, s.done, s.err = nil, nil, nil, false, nil, nil
+	s.left, s.next = s.next, 0
 	return e
 }
 
+// Commit makes the stepped events final. Within the sim's round (events
+// left to step: the runtime committed an event that wrote nothing at once)
+// it keeps their responses for the round's end; at the end it hands the
+// round to the sim.
 func (s *shard) Commit() {
 	if s.dead {
 		s.deadEnd()
 		return
 	}
 	s.c.Commit()
+	if s.left > 0 {
+		s.done, s.resp = append(s.done, s.resp...), nil
+		return
+	}
 	e := s.take()
-	e.ok = true
+	e.ok = e.err == nil
 	s.sim.ends <- e
 }
 
@@ -123,18 +148,21 @@ func (s *shard) Rollback(err error) {
 		s.deadEnd()
 		return
 	}
-	e := s.take()
-	e.err = err
-	// Requests answered in the round fail (host: NOT_COORDINATOR); what the
-	// rollback itself produced is released with the next round, as host does.
-	for _, r := range e.responses {
-		e.failed = append(e.failed, r.Request)
+	// Requests answered since the last Commit fail (host: NOT_COORDINATOR);
+	// what the rollback itself produced is released with the next Commit,
+	// as host does.
+	for _, r := range s.resp {
+		s.failed = append(s.failed, r.Request)
 	}
-	e.responses = nil
 	ro := s.c.Rollback()
-	e.failed = append(e.failed, ro.Failed...)
-	s.resp, s.runs = ro.Responses, append(e.runs, ro.AssignorRuns...)
-	e.runs = nil
+	s.failed = append(s.failed, ro.Failed...)
+	s.resp, s.err = nil, err
+	if s.left > 0 {
+		s.resp, s.runs = ro.Responses, append(s.runs, ro.AssignorRuns...)
+		return
+	}
+	e := s.take()
+	s.resp, s.runs = ro.Responses, ro.AssignorRuns
 	s.sim.ends <- e
 }
 

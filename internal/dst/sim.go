@@ -256,8 +256,10 @@ func partitionOf(group string) int { return runtime.PartitionFor(group, partitio
 // the round ended.
 func (s *sim) submit(p int, evs ...any) {
 	s.stats.Rounds++
+	sh := s.shards[p]
 	if len(evs) > 1 {
 		g := gate{entered: make(chan struct{}), release: make(chan struct{})}
+		sh.left, sh.next = 1, len(evs)
 		s.mustSubmit(p, g)
 		<-g.entered
 		for _, ev := range evs {
@@ -273,6 +275,7 @@ func (s *sim) submit(p int, evs ...any) {
 		}
 		return
 	}
+	sh.left = 1
 	s.mustSubmit(p, evs[0])
 	s.handle(p, <-s.ends, true)
 }
