@@ -80,9 +80,16 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		reg.loop.Store(l)
 		var gc GroupCoordinator = l
-		if !cfg.DataPlane.Embedded { // the external cluster's authorizer decides every group request
+		switch {
+		case !cfg.DataPlane.Embedded: // the external cluster's authorizer decides every group request
 			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired,
 				Log: s.log.With("component", "authz")})
+		case cfg.Embedded.Enabled(): // the embedded data plane's ACLs, evaluated here
+			gc, err = embeddedAuthz(l, cfg, s)
+			if err != nil {
+				asg.Close(context.Background())
+				return Wiring{}, err
+			}
 		}
 		w := Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}
 		if own != nil {

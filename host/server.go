@@ -185,6 +185,7 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 	if gc.Embedded {
 		gc.DataDir = filepath.Join(s.cfg.DataDir, "dataplane")
 		s.log.Warn(embeddedWarning)
+		gc.Security = embeddedSecurity(s.cfg.Embedded)
 	}
 	var err error
 	if gc.TLS, err = dataPlaneTLS(s.cfg.DataPlane); err != nil {
@@ -239,7 +240,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	srv := wire.NewServer(ln, wire.Config{
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
-		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired, PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
+		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired || s.cfg.Embedded.Enabled(), PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})

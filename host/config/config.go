@@ -50,6 +50,8 @@ type Config struct {
 	Store Store
 	// Cluster shares the store's partitions among nodes (cluster.*).
 	Cluster Cluster
+	// Embedded is the embedded data plane's users and ACLs (embedded.*).
+	Embedded EmbeddedSecurity
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
 	// MaxGroups caps the groups of the process (0: no cap).
@@ -291,6 +293,16 @@ func build(layers []layer) (*Config, error) {
 		return nil, err
 	}
 	c.Groups = g
+	if raw, src, ok := get("embedded.sasl.users"); ok {
+		if c.Embedded.Users, err = parseEmbeddedUsers(raw, src); err != nil {
+			return nil, err
+		}
+	}
+	if raw, src, ok := get("embedded.acls"); ok {
+		if c.Embedded.ACLs, err = parseEmbeddedACLs(raw, src); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -330,6 +342,8 @@ func fromValues(v map[string]any) (*Config, error) {
 		Cluster: Cluster{ID: v["cluster.id"].(string), NodeID: v["cluster.node.id"].(string),
 			SessionTimeout: time.Duration(v["cluster.ownership.session.timeout.ms"].(int64)) * time.Millisecond,
 			LeaseMargin:    time.Duration(v["cluster.ownership.lease.margin.ms"].(int64)) * time.Millisecond},
+		Embedded: EmbeddedSecurity{SuperUsers: v["embedded.super.users"].([]string),
+			AllowEveryoneIfNoACLFound: v["embedded.allow.everyone.if.no.acl.found"].(bool)},
 		Workers:   int(v["runtime.workers"].(int64)),
 		MaxGroups: int(v["runtime.max.groups"].(int64)),
 	}
@@ -406,6 +420,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: dataplane.bootstrap entry %q: not a host:port address", b)
 		}
 	}
+	if err := c.validateEmbedded(); err != nil {
+		return err
+	}
 	if c.Store.Kind == "kafka" && c.DataPlane.Embedded {
 		return errors.New(`config: store.kind = "kafka" needs dataplane.mode = "external" (the state topic lives on the external cluster)`)
 	}
@@ -425,6 +442,9 @@ func (c *Config) Validate() error {
 // unknownKeys refuses keys no one reads: a typo must not be silently ignored.
 func unknownKeys(layers []layer) error {
 	known := map[string]bool{"groups.overrides": true}
+	for _, k := range embeddedListKeys {
+		known[k] = true
+	}
 	for _, k := range serverKeys {
 		known[k.name] = true
 	}
@@ -527,8 +547,8 @@ func (c *Config) validateLimits() error {
 		return fmt.Errorf("config: kafka.max.connections.total = %d, kafka.max.connections.per.ip = %d: both must be at least 1", k.MaxConnections, k.MaxConnectionsPerIP)
 	case k.SASLRequired && k.SASLMaxReceiveBytes < 1:
 		return fmt.Errorf("config: kafka.sasl.max.receive.bytes = %d: must be at least 1", k.SASLMaxReceiveBytes)
-	case k.SASLRequired && c.DataPlane.Embedded:
-		return errors.New("config: kafka.sasl.required = true needs dataplane.mode = \"external\" (the embedded data plane has no SASL)")
+	case k.SASLRequired && c.DataPlane.Embedded && !c.Embedded.Enabled():
+		return errors.New("config: kafka.sasl.required = true needs dataplane.mode = \"external\" or embedded.sasl.users (the embedded data plane has no other users)")
 	}
 	return nil
 }

@@ -73,6 +73,8 @@ var serverKeys = []key{
 	{name: "dataplane.sasl.password", def: "", kind: kString, doc: "External SASL: coordhost's password."},
 	{name: "dataplane.authorization.cache.ttl", def: "5s", kind: kDuration, doc: "External: how long one client connection reuses an authorization decision its cluster gave (per resource and operation); 0 asks the cluster for every group request."},
 	{name: "dataplane.partitions", def: int64(1), kind: kInt, min: 1, max: 10000, doc: "Embedded data plane: partitions of auto-created topics (Kafka's num.partitions)."},
+	{name: "embedded.super.users", def: []string{}, kind: kList, doc: "Embedded data plane with embedded.sasl.users: principals (User:<name>) allowed everything (Kafka's super.users)."},
+	{name: "embedded.allow.everyone.if.no.acl.found", def: false, kind: kBool, doc: "Embedded data plane with embedded.sasl.users: a group, topic or other resource without any ACL is allowed to every principal for group requests (Kafka's allow.everyone.if.no.acl.found; docs/SECURITY.md says where the embedded cluster differs)."},
 	{name: "admin.listen", def: "127.0.0.1:9644", kind: kString, doc: "Admin HTTP address (/healthz, /readyz, /metrics, /v1/...). Loopback by default."},
 	{name: "admin.token", def: "", kind: kString, doc: "Bearer token (header `Authorization: Bearer TOKEN`, never a URL parameter) required on every admin endpoint but /healthz and /readyz when set; empty: reads are open (loopback only unless admin.insecure) and plugin management is disabled unless client certificates are configured."},
 	{name: "admin.tls.cert.file", def: "", kind: kString, doc: "PEM certificate for TLS on the admin listener; empty: plain HTTP."},

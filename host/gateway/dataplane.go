@@ -51,6 +51,10 @@ type Config struct {
 	Advertise func(node int32) (host string, port int32, err error)
 	// Log receives data-plane events.
 	Log *slog.Logger
+	// Security, when set (embedded only), gives the embedded data plane
+	// SASL users and ACLs: clients must authenticate, and the embedded
+	// cluster authorizes what coordhost forwards.
+	Security *Security
 	// TopicsCreated, when set, is called after the data plane answered a
 	// CreateTopics sent on a client link (a forwarded one, or the
 	// auto-creation of a Metadata request) with at least one topic
@@ -63,6 +67,7 @@ type Config struct {
 type DataPlane struct {
 	cfg     Config
 	cluster *kfake.Cluster     // embedded only
+	mem     *memListener       // embedded only: the cluster's only listener
 	txns    *pendingTxnOffsets // embedded only: per-partition RequireStable
 	// fetchSessions is embedded only: incremental fetches on sessions
 	// restored without their topic ids are refused.
@@ -110,8 +115,11 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 	if cfg.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
 	}
-	if cfg.SASL != nil {
-		opts = append(opts, kgo.SASL(cfg.SASL))
+	if d.cfg.SASL != nil {
+		opts = append(opts, kgo.SASL(d.cfg.SASL))
+	}
+	if d.mem != nil {
+		opts = append(opts, kgo.Dialer(d.mem.dialer))
 	}
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -122,6 +130,12 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 	if err := d.discover(ctx); err != nil {
 		d.Close()
 		return nil, err
+	}
+	if d.cfg.Security != nil {
+		if err := d.createACLs(ctx); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -142,15 +156,28 @@ func retryTimeout(key int16) time.Duration {
 	return 30 * time.Second
 }
 
+// startEmbedded starts the in-process cluster on an in-memory listener
+// (it opens no port), with the configured users and ACLs.
 func (d *DataPlane) startEmbedded() error {
+	d.mem = newMemListener()
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1), kfake.ClusterID("coordhost"), kfake.AllowAutoTopicCreation(),
-		kfake.WithLogger(kfakeLogger{d.cfg.Log}),
+		kfake.WithLogger(kfakeLogger{d.cfg.Log}), kfake.ListenFn(d.mem.Listen),
+	}
+	if s := d.cfg.Security; s != nil {
+		sec, mech, err := s.securityOpts()
+		if err != nil {
+			return fmt.Errorf("gateway: embedded data plane security: %w", err)
+		}
+		opts, d.cfg.SASL = append(opts, sec...), mech
 	}
 	if d.cfg.Partitions > 0 {
 		opts = append(opts, kfake.DefaultNumPartitions(d.cfg.Partitions))
 	}
 	if d.cfg.DataDir != "" {
+		if err := removeSecurityFiles(d.cfg.DataDir); err != nil {
+			return fmt.Errorf("gateway: embedded data plane in %q: %w", d.cfg.DataDir, err)
+		}
 		opts = append(opts, kfake.DataDir(d.cfg.DataDir), kfake.SyncWrites())
 	}
 	c, err := kfake.NewCluster(opts...)
@@ -158,7 +185,7 @@ func (d *DataPlane) startEmbedded() error {
 		return fmt.Errorf("gateway: starting the embedded data plane in %q: %w", d.cfg.DataDir, err)
 	}
 	d.cluster = c
-	d.cfg.Bootstrap = c.ListenAddrs()
+	d.cfg.Bootstrap = []string{memAddr}
 	return nil
 }
 
@@ -240,6 +267,9 @@ func (d *DataPlane) Close() {
 	}
 	if d.cluster != nil {
 		d.cluster.Close()
+	}
+	if d.mem != nil {
+		d.mem.Close()
 	}
 }
 

@@ -59,7 +59,7 @@ func TestTopicsCreateAndEndOffsets(t *testing.T) {
 	if m := byName["missing"]; m.Err == nil {
 		t.Fatalf("missing topic has no error: %+v", m)
 	}
-	p, err := kgo.NewClient(kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.DefaultProduceTopic("app-store-changelog"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p, err := kgo.NewClient(kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.Dialer(d.mem.dialer), kgo.DefaultProduceTopic("app-store-changelog"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,13 +39,16 @@ func (d *DataPlane) Dial(ctx context.Context, node int32) (*Link, error) {
 	defer cancel()
 	var nc net.Conn
 	var err error
-	if d.cfg.TLS != nil {
+	switch {
+	case d.mem != nil:
+		nc, err = d.mem.dial(dctx)
+	case d.cfg.TLS != nil:
 		tc := d.cfg.TLS.Clone()
 		if tc.ServerName == "" {
 			tc.ServerName, _, _ = net.SplitHostPort(addr)
 		}
 		nc, err = (&tls.Dialer{Config: tc}).DialContext(dctx, "tcp", addr)
-	} else {
+	default:
 		nc, err = (&net.Dialer{}).DialContext(dctx, "tcp", addr)
 	}
 	if err != nil {
@@ -71,6 +74,10 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 		}
 	case *kmsg.CreateTopicsRequest:
 		return l.createTopicsChecked(ctx, clientID, r)
+	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
+		if l.dp.cfg.Security != nil {
+			return securityFromConfigOnly(req), nil
+		}
 	}
 	return l.roundTrip(ctx, clientID, req)
 }

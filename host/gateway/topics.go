@@ -214,3 +214,9 @@ func (d *DataPlane) ensureIDs(ctx context.Context, names []string) error {
 	_, err := d.Topics(ctx, missing...)
 	return err
 }
+
+// TopicNames resolves topic ids to names (unknown ids are absent),
+// refreshing the data plane's metadata once on a miss.
+func (d *DataPlane) TopicNames(ctx context.Context, ids [][16]byte) (map[[16]byte]string, error) {
+	return d.topicNames(ctx, ids)
+}
