@@ -88,9 +88,9 @@ soak-embedded:
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SOAK_KILLS=$(KILLS) COORDHOST_INTEROP_SOAK_SEED=$(SEED) \
 		$(GO) test -count=1 -v -timeout 90m -run 'TestInteropSoakEmbedded$$' ./interop
 
-## interop-authz-variants: the authorization table against a broker with allow.everyone.if.no.acl.found=true and one with a custom Authorizer class (two broker starts, about 2 minutes; docs/SECURITY.md)
+## interop-authz-variants: the authorization table against a broker with allow.everyone.if.no.acl.found=true and one with a custom Authorizer class, and against the embedded data plane's users and ACLs (four broker starts; docs/SECURITY.md)
 interop-authz-variants:
-	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 15m -run 'TestInteropAuthorizerVariants' ./interop
+	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestInteropAuthorizerVariants|TestInteropEmbeddedAuthorization' ./interop
 
 .PHONY: dst
 ## dst: the deterministic simulation over SEEDS seeds (default 100000, about 4 minutes on 2 idle cores; CI runs 2,000 inside go test under CI=true) — docs/RELIABILITY.md

@@ -1,6 +1,8 @@
 package host_test
 
 import (
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // embeddedSecurityYAML: users (a super user, users with exact, prefixed,
@@ -179,5 +182,44 @@ func TestEmbeddedUsersAndACLs(t *testing.T) {
 	fs := again.PollFetches(timeout(t))
 	if fs.NumRecords() != 1 {
 		t.Errorf("after the restart the super user reads %d records of t, want 1 (errors %v)", fs.NumRecords(), fs.Errors())
+	}
+}
+
+// TestEmbeddedUsersWithClientCertificates: with client certificates
+// required as well, the certificate admits the connection and the SASL
+// principal is the one authorized, as on a Kafka SASL_SSL listener with
+// ssl.client.auth=required.
+func TestEmbeddedUsersWithClientCertificates(t *testing.T) {
+	dir := t.TempDir()
+	pki := testtool.NewPKI(t, "test CA")
+	certFile, keyFile := testtool.WriteCert(t, dir, "server", pki.Issue(t, pkix.Name{CommonName: "coordhost"}))
+	cert := pki.Issue(t, pkix.Name{CommonName: "alice"})
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("admin-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "coordhost.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(embeddedSecurityYAML, "PWFILE", pw)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startLoopHost(t, "", "--config="+cfg, "--kafka.tls.cert.file="+certFile, "--kafka.tls.key.file="+keyFile, "--kafka.tls.client.ca.file="+pki.WriteCA(t, dir))
+	tlsWith := func(certs []tls.Certificate) kgo.Opt {
+		return kgo.DialTLSConfig(&tls.Config{RootCAs: pki.Pool, Certificates: certs})
+	}
+	if err := scramClient(t, srv.KafkaAddr(), "exact", "exact-secret", true, tlsWith(nil)).Ping(timeout(t)); err == nil {
+		t.Fatal("a client without a certificate was served")
+	}
+	noSASL := newClient(t, srv.KafkaAddr(), tlsWith([]tls.Certificate{cert}))
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.Generation, req.MemberID = "g", 1, "nobody"
+	if resp, err := req.RequestWith(timeout(t), noSASL.Broker(0)); err == nil {
+		t.Fatalf("a heartbeat with a certificate but before SASL was answered: %+v", resp)
+	}
+	exact := scramClient(t, srv.KafkaAddr(), "exact", "exact-secret", true, tlsWith([]tls.Certificate{cert}))
+	if got := heartbeatCode(t, exact, "g"); got != kerr.UnknownMemberID.Code {
+		t.Errorf("exact's heartbeat on g: %v, want UNKNOWN_MEMBER_ID (allowed)", kerr.ErrorForCode(got))
+	}
+	if got := heartbeatCode(t, exact, "h"); got != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("exact's heartbeat on h: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(got))
 	}
 }
