@@ -140,21 +140,7 @@ func (b *Browser) Run(tb testing.TB, d time.Duration, actions ...chromedp.Action
 // returns that text.
 func (b *Browser) WaitText(tb testing.TB, d time.Duration, sel string, want ...string) string {
 	tb.Helper()
-	deadline := time.Now().Add(d)
-	var text string
-	for {
-		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
-		var err error
-		text, err = chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
-		cancel()
-		if err == nil && containsAll(text, want) {
-			return text
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: want %q, have %q (err %v)\npage errors: %q", sel, want, text, err, b.Errors())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return b.WaitFunc(tb, d, sel, fmt.Sprintf("%q", want), func(s string) bool { return containsAll(s, want) })
 }
 
 func containsAll(s string, want []string) bool {
@@ -191,4 +177,46 @@ func (b *Browser) NodeCount(tb testing.TB, sel string) int {
 		tb.Fatalf("%s: %v", sel, err)
 	}
 	return len(nodes)
+}
+
+// CheckToken fails the test when a request URL (fragment included) has
+// token, when a request to path prefix api lacks it in its Authorization
+// header, or when the page made no request to api.
+func (b *Browser) CheckToken(tb testing.TB, token, api string) {
+	tb.Helper()
+	n := 0
+	for _, r := range b.Requests() {
+		if strings.Contains(r.URL, token) {
+			tb.Errorf("request URL carries the token: %s", r.URL)
+		}
+		if strings.Contains(r.URL, api) {
+			n++
+			if r.Headers["Authorization"] != "Bearer "+token {
+				tb.Errorf("%s without the token in its Authorization header: %v", r.URL, r.Headers)
+			}
+		}
+	}
+	if n == 0 {
+		tb.Errorf("the page made no request to %s", api)
+	}
+}
+
+// WaitFunc waits (bounded by d) until ok holds for the text of the first
+// element matching the CSS selector sel, and returns that text; what
+// describes ok in the failure.
+func (b *Browser) WaitFunc(tb testing.TB, d time.Duration, sel, what string, ok func(string) bool) string {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		text, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+		cancel()
+		if err == nil && ok(text) {
+			return text
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: want %s, have %q (err %v)\npage errors: %q", sel, what, text, err, b.Errors())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
