@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 )
 
 // TestAdminUIInChromium opens the admin page (/ui) of a live coordhost
-// with a token in headless Chromium. A classic group of two real kgo
+// with a token in headless Chromium. A wrong token is refused and shows
+// nothing. A classic group of two real kgo
 // consumers and a KIP-1071 streams group show up with type, state, epoch
 // and member count as the JSON API has them; the streams group's detail
 // lists its member's tasks and its rebalance history. The page logs no
@@ -65,6 +67,20 @@ func TestAdminUIInChromium(t *testing.T) {
 	if n := b.NodeCount(t, "#groups tbody tr"); n != 0 {
 		t.Fatalf("the page shows %d groups before the token was given", n)
 	}
+	// A wrong token: refused, the form again, no group shown; the browser
+	// logs the 401s, and nothing else.
+	b.Run(t, 30*time.Second, chromedp.SendKeys(chromedp.ID("token"), "wrong-"+token), chromedp.Click(chromedp.CSS("#login button")))
+	b.WaitText(t, 30*time.Second, "#status", "the admin API refused the token")
+	b.Run(t, 30*time.Second, chromedp.WaitVisible(chromedp.ID("token")))
+	if n := b.NodeCount(t, "#groups tbody tr"); n != 0 {
+		t.Fatalf("the page shows %d groups after a refused token", n)
+	}
+	refused := b.Errors()
+	for _, e := range refused {
+		if !strings.Contains(e, "status of 401") {
+			t.Errorf("page error after a wrong token: %s", e)
+		}
+	}
 	b.Run(t, 30*time.Second, chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS("#login button")))
 	for g, cells := range want {
 		b.WaitText(t, 30*time.Second, fmt.Sprintf("#groups tr[data-group=%q]", g), cells)
@@ -77,7 +93,7 @@ func TestAdminUIInChromium(t *testing.T) {
 	b.Run(t, 30*time.Second, chromedp.Reload())
 	b.WaitText(t, 30*time.Second, fmt.Sprintf("#groups tr[data-group=%q]", classic), want[classic])
 
-	if errs := b.Errors(); len(errs) > 0 {
+	if errs := b.Errors()[len(refused):]; len(errs) > 0 {
 		t.Errorf("page errors: %q", errs)
 	}
 	b.CheckToken(t, token, "/v1/")

@@ -7,11 +7,15 @@
   const storeKey = "coordhost.admin.token";
   const refreshMs = 5000;
   const describeConcurrency = 4;
+  // Epoch and members need one describe per group: a refresh describes
+  // the first describeLimit groups (and the selected one) only.
+  const describeLimit = 200;
   const $ = (id) => document.getElementById(id);
   let token = null; // null: not connected; "" connects without a token
   let selected = null; // the group shown in the detail section
   let timer = null;
   let busy = false;
+  let again = false; // a refresh was asked for while one ran
 
   class AuthError extends Error {}
 
@@ -29,14 +33,15 @@
 
   const groupPath = (id) => "/v1/groups/" + encodeURIComponent(id);
 
-  // mapLimit runs f on every item with at most n calls in flight.
+  // mapLimit runs f(item, index) on every item with at most n calls in
+  // flight.
   async function mapLimit(items, n, f) {
     const out = new Array(items.length);
     let next = 0;
     async function worker() {
       while (next < items.length) {
         const i = next++;
-        out[i] = await f(items[i]);
+        out[i] = await f(items[i], i);
       }
     }
     await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
@@ -149,16 +154,21 @@
   }
 
   async function refresh() {
-    if (busy || token === null) return;
+    if (token === null) return;
+    if (busy) { again = true; return; }
     busy = true;
+    const asked = token;
     try {
       const groups = (await api("/v1/groups")).groups || [];
-      const details = await mapLimit(groups, describeConcurrency, (g) =>
-        api(groupPath(g.group)).catch((e) => { if (e instanceof AuthError) throw e; return { error: e.message }; }));
+      const details = await mapLimit(groups, describeConcurrency, (g, i) =>
+        i >= describeLimit && g.group !== selected ? null :
+          api(groupPath(g.group)).catch((e) => { if (e instanceof AuthError) throw e; return { error: e.message }; }));
+      if (token !== asked) return; // disconnected meanwhile: show nothing
       renderGroups(groups, details);
       const i = groups.findIndex((g) => g.group === selected);
       await renderDetail(i >= 0 ? details[i] : null);
-      $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+      $("updated").textContent = "updated " + new Date().toLocaleTimeString() +
+        (groups.length > describeLimit ? "; epoch and members of the first " + describeLimit + " groups" : "");
       setStatus("");
     } catch (e) {
       if (e instanceof AuthError) disconnect(e.message);
@@ -166,6 +176,7 @@
     } finally {
       busy = false;
     }
+    if (again) { again = false; refresh(); }
   }
 
   function schedule() {
