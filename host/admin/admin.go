@@ -1,5 +1,6 @@
 // Package admin is coordhost's admin HTTP server: health, readiness,
-// Prometheus metrics, group inspection and plugin management.
+// Prometheus metrics, group inspection, plugin management and a web page
+// (/ui) over the group inspection API.
 package admin
 
 import (
@@ -23,7 +24,7 @@ import (
 // Options configures the admin server.
 type Options struct {
 	// Token, when set, is required (Authorization: Bearer) on every
-	// endpoint but /healthz and /readyz; empty leaves reads open and
+	// endpoint but /healthz, /readyz and the admin page's static /ui; empty leaves reads open and
 	// disables plugin management unless client certificates are on.
 	Token string
 	// TLSCertFile and TLSKeyFile serve the API over TLS; ClientCAFile
@@ -186,10 +187,14 @@ func Handler(o Options) http.Handler {
 	})
 	mux.Handle("/v1/plugins", guard(o, plugins))
 	mux.Handle("/v1/plugins/{name}", guard(o, plugins))
+	ui := uiHandler()
+	mux.Handle("GET /ui", ui)
+	mux.Handle("GET /ui/", ui)
 	return requireAuth(o, mux)
 }
 
-// open are the endpoints served without authentication (probes).
+// open are the endpoints served without authentication (probes); the
+// admin page's static files (uiPath) are too: they hold no data.
 var open = map[string]bool{"/healthz": true, "/readyz": true}
 
 // requireAuth asks every request but the probes for the token or a
@@ -199,7 +204,7 @@ func requireAuth(o Options, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if open[r.URL.Path] || authenticated(o, r) {
+		if open[r.URL.Path] || uiPath(r.URL.Path) || authenticated(o, r) {
 			next.ServeHTTP(w, r)
 			return
 		}
