@@ -240,8 +240,9 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired, PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
-		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
-		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+		MaxReauth: s.cfg.Kafka.MaxReauth,
+		Dial:      func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
+		Group:     s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l

@@ -124,7 +124,7 @@ func (c *check) decideSet(rt kmsg.ACLResourceType, names []string, op kmsg.ACLOp
 	for i, n := range names {
 		rs[i] = resource{rt, n}
 	}
-	m, err := c.a.cache.decideAll(c.ctx, c.req.Session, c.req.Authenticated, rs, op)
+	m, err := c.a.cache.decideAll(c.ctx, whoOf(c.req), rs, op)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (c *check) decideSet(rt kmsg.ACLResourceType, names []string, op kmsg.ACLOp
 func (c *check) groupOpsBits(group string) (int32, error) {
 	var bits int32
 	for _, op := range groupOps {
-		ok, err := c.a.cache.decide(c.ctx, c.req.Session, c.req.Authenticated, resource{kmsg.ACLResourceTypeGroup, group}, op)
+		ok, err := c.a.cache.decide(c.ctx, whoOf(c.req), resource{kmsg.ACLResourceTypeGroup, group}, op)
 		if err != nil {
 			return 0, err
 		}

@@ -102,7 +102,7 @@ type check struct {
 // allowed asks (or recalls) whether the session may perform op on the
 // resource, logging a denial.
 func (c *check) allowed(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) (bool, error) {
-	ok, err := c.a.cache.decide(c.ctx, c.req.Session, c.req.Authenticated, resource{rt, name}, op)
+	ok, err := c.a.cache.decide(c.ctx, whoOf(c.req), resource{rt, name}, op)
 	if err != nil {
 		return false, err
 	}

@@ -200,6 +200,7 @@ type harness struct {
 	now  time.Time
 	log  *bytes.Buffer
 	sess *session
+	gen  uint64 // authentication generation of the requests
 }
 
 func newHarness(t *testing.T, ttl time.Duration) *harness {
@@ -211,7 +212,7 @@ func newHarness(t *testing.T, ttl time.Duration) *harness {
 
 func (h *harness) do(body kmsg.Request) kmsg.Response {
 	h.t.Helper()
-	resp, err := h.a.Handle(context.Background(), &wire.Request{Key: body.Key(), Version: body.GetVersion(), Body: body, Session: h.sess, Authenticated: true, SASLUser: "alice"})
+	resp, err := h.a.Handle(context.Background(), &wire.Request{Key: body.Key(), Version: body.GetVersion(), Body: body, Session: h.sess, Authenticated: true, SASLUser: "alice", AuthGeneration: h.gen})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -295,6 +296,27 @@ func TestCacheBoundedByTTL(t *testing.T) {
 	h.sess = &session{f: h.f, n: 2}
 	if code := h.do(heartbeat("g")).(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
 		t.Fatalf("new session: code %d", code)
+	}
+}
+
+// TestReauthenticationDropsCachedDecisions: a re-authentication on the
+// same connection (a new authentication generation) asks the cluster
+// again, even well within the TTL.
+func TestReauthenticationDropsCachedDecisions(t *testing.T) {
+	h := newHarness(t, time.Hour)
+	h.gen = 1
+	h.f.grant("GROUP:g", kmsg.ACLOperationRead, kmsg.ACLOperationDescribe)
+	h.do(heartbeat("g"))
+	h.f.revoke("GROUP:g")
+	if code := h.do(heartbeat("g")).(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
+		t.Fatalf("same authentication within the TTL: code %d, want the cached decision", code)
+	}
+	h.gen = 2
+	if code := h.do(heartbeat("g")).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("after re-authentication: code %d, want the cluster's refusal", code)
+	}
+	if n := h.f.count(kmsg.DescribeGroups); n != 2 {
+		t.Fatalf("asked the cluster %d times, want 2 (once per authentication)", n)
 	}
 }
 

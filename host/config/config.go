@@ -87,6 +87,9 @@ type Kafka struct {
 	// and SASL; until then frames are at most SASLMaxReceiveBytes.
 	SASLRequired        bool
 	SASLMaxReceiveBytes int32
+	// MaxReauth is kafka.connections.max.reauth.ms (0: the cluster's
+	// session lifetime alone).
+	MaxReauth time.Duration
 }
 
 // DataPlane configures where the data lives.
@@ -307,6 +310,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64),
 			MaxConnections:        int(v["kafka.max.connections.total"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
 			SASLRequired: v["kafka.sasl.required"].(bool), SASLMaxReceiveBytes: int32(v["kafka.sasl.max.receive.bytes"].(int64)),
+			MaxReauth: time.Duration(v["kafka.connections.max.reauth.ms"].(int64)) * time.Millisecond,
 		},
 		DataDir: v["data.dir"].(string),
 		DataPlane: DataPlane{

@@ -42,6 +42,10 @@ type Request struct {
 	// SASLUser is the user name the connection's accepted SASL
 	// authentication claimed ("" when unknown): for logs, not decisions.
 	SASLUser string
+	// AuthGeneration counts the connection's accepted SASL
+	// authentications (0: none); a re-authentication starts a new one, so
+	// nothing decided under an older generation is reused.
+	AuthGeneration uint64
 	// CertPrincipal is the principal of the client's verified TLS
 	// certificate as Kafka's default principal builder names it ("" without
 	// one; see CertPrincipal): for logs, not decisions.

@@ -73,6 +73,9 @@ type Config struct {
 	Advertised Broker
 	// Features, if set, are advertised in ApiVersions v3+.
 	Features *Features
+	// MaxReauth caps the SASL session lifetime a client is told and held
+	// to (Kafka's connections.max.reauth.ms); 0 leaves the cluster's.
+	MaxReauth time.Duration
 }
 
 // Server is a Kafka listener: it frames requests, answers each connection's
@@ -205,14 +208,14 @@ type conn struct {
 	unadmit func() // gives the connection's slot back to the Limits
 	log     *slog.Logger
 	up      Upstream
-	auth    bool // a forwarded SaslAuthenticate succeeded
 	// clientID is the client id of the request being served (Ask sends it).
 	clientID *string
-	// SASL as passed through: the mechanism of the last handshake, the
-	// user its first message claims, and that user once the cluster
-	// accepted the authentication.
-	saslMech, saslClaim, user string
-	principal                 string // of the client certificate (principal.go)
+	// sasl is the connection's SASL as passed through (reauth.go).
+	sasl      saslState
+	principal string // of the client certificate (principal.go)
+	// closeAfter, when set, closes the connection once the response being
+	// served is written (a failed authentication, as Kafka does).
+	closeAfter error
 }
 
 func (c *conn) serve() {
@@ -225,6 +228,7 @@ func (c *conn) serve() {
 		if c.up != nil {
 			c.up.Close()
 		}
+		c.sasl.closeReauth()
 		c.nc.Close()
 		if c.unadmit != nil {
 			c.unadmit()
@@ -281,11 +285,15 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}()
 	frame = nil
 	if req != nil {
-		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), c.auth
-		if s.cfg.SASLRequired && !c.auth && !preAuthKeys[req.Key] {
+		if err := c.sasl.gate(req.Key, time.Now()); err != nil {
+			return err
+		}
+		auth := c.sasl.authenticated()
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), auth
+		if s.cfg.SASLRequired && !auth && !preAuthKeys[req.Key] {
 			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 		}
-		req.SASLUser, req.CertPrincipal = c.user, c.certPrincipal()
+		req.SASLUser, req.AuthGeneration, req.CertPrincipal = c.sasl.user, c.sasl.gen, c.certPrincipal()
 		if s.cfg.Dial != nil {
 			req.Session, c.clientID = c, req.ClientID
 		}
@@ -299,8 +307,10 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return err
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	_, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp))
-	return err
+	if _, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp)); err != nil {
+		return err
+	}
+	return c.closeAfter
 }
 
 // decodeSlot waits for a decoding slot for a frame of n bytes (frames up
@@ -345,7 +355,7 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err er
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.cfg.SASLRequired && !c.auth && n > s.cfg.PreAuthMaxRequestBytes {
+	if s.cfg.SASLRequired && !c.sasl.authenticated() && n > s.cfg.PreAuthMaxRequestBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
 	}
 	drain := s.drain
@@ -421,18 +431,11 @@ func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (km
 	}
 	switch b := body.(type) {
 	case *kmsg.SASLHandshakeRequest:
-		c.saslMech, c.saslClaim = b.Mechanism, ""
+		return c.handshake(ctx, req, b)
 	case *kmsg.SASLAuthenticateRequest:
-		if c.saslClaim == "" {
-			c.saslClaim = saslUser(c.saslMech, b.SASLAuthBytes)
-		}
+		return c.authenticate(ctx, req, b)
 	}
-	resp, err := c.up.Forward(ctx, req.ClientID, body)
-	if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && err == nil && a.ErrorCode == 0 {
-		c.auth = true
-		c.user = c.saslClaim
-	}
-	return resp, err
+	return c.up.Forward(ctx, req.ClientID, body)
 }
 
 func (c *conn) group(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
@@ -447,6 +450,8 @@ func (c *conn) logClose(err error) {
 		c.log.Debug("kafka connection closed", "reason", err.Error())
 	case errors.Is(err, ErrUnknownKey), errors.Is(err, ErrUndecodableVersion):
 		c.s.invalid.warn(c.log, "closing kafka connection: request cannot be served", err)
+	case errors.Is(err, errSessionExpired), errors.Is(err, errReauth):
+		c.log.Info("closing kafka connection", "reason", err.Error())
 	case errors.Is(err, ErrFrameSize), errors.Is(err, ErrMalformed), errors.Is(err, errUnauthenticated):
 		c.s.invalid.warn(c.log, "closing kafka connection: invalid request", err)
 	default:
