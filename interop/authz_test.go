@@ -52,6 +52,8 @@ func startSecureBrokerWith(t *testing.T, project, logDir string, authorizer map[
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":   "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
 		"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": jaas,
 		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": jaas,
+		// KIP-368: OAUTHBEARER sessions last at most brokerReauth (authz_reauth_test.go)
+		"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": fmt.Sprint(brokerReauth.Milliseconds()),
 		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users":           "User:ANONYMOUS;User:admin",
 	}
@@ -138,6 +140,8 @@ type rawConn struct {
 	nc   net.Conn
 	br   *bufio.Reader
 	corr int32
+	// lifetime is the session lifetime the last accepted login was told.
+	lifetime time.Duration
 }
 
 func dialKafka(t *testing.T, addr string) *rawConn {
@@ -188,7 +192,7 @@ func (c *rawConn) login(user, mechanism string) error {
 		return err
 	}
 	if code := resp.(*kmsg.SASLHandshakeResponse).ErrorCode; code != 0 {
-		return kerr.ErrorForCode(code)
+		return fmt.Errorf("SaslHandshake: %w", kerr.ErrorForCode(code))
 	}
 	sess, msg, err := m.Authenticate(context.Background(), "127.0.0.1")
 	if err != nil {
@@ -204,10 +208,15 @@ func (c *rawConn) login(user, mechanism string) error {
 		}
 		r := resp.(*kmsg.SASLAuthenticateResponse)
 		if r.ErrorCode != 0 {
-			return fmt.Errorf("%v: %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = *r.ErrorMessage
+			}
+			return fmt.Errorf("%v: %s", kerr.ErrorForCode(r.ErrorCode), msg)
 		}
 		done, next, err := sess.Challenge(r.SASLAuthBytes)
 		if err != nil || done {
+			c.lifetime = time.Duration(r.SessionLifetimeMillis) * time.Millisecond
 			return err
 		}
 		msg = next
@@ -392,6 +401,7 @@ func TestInteropAuthorization(t *testing.T) {
 	ch := startCoordhost(t, dir, secure, "--dataplane.sasl.mechanism=SCRAM-SHA-256",
 		"--dataplane.sasl.username=admin", "--dataplane.sasl.password="+adminPassword, "--dataplane.authorization.cache.ttl=1s")
 	t.Logf("broker and coordhost up in %v", time.Since(start).Round(time.Second))
+	reauth := startReauthRun(t, dir, secure) // runs beside the subtests below
 
 	t.Run("unauthenticated", func(t *testing.T) {
 		for name, addr := range map[string]string{"broker": secure, "coordhost": ch.addr} {
@@ -466,6 +476,7 @@ func TestInteropAuthorization(t *testing.T) {
 		}
 	})
 	t.Run("applications", func(t *testing.T) { testAuthorizedApps(t, dir, secure, ch.addr, admin) })
+	t.Run("re-authentication", reauth.check)
 	t.Logf("authorization interop took %v", time.Since(start).Round(time.Second))
 }
 

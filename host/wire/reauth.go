@@ -190,7 +190,7 @@ func (c *conn) authenticate(ctx context.Context, req *Request, b *kmsg.SASLAuthe
 		return a, nil
 	case r != nil && s.claim != s.user:
 		a.ErrorCode, a.SASLAuthBytes, a.SessionLifetimeMillis = kerr.SaslAuthenticationFailed.Code, nil, 0
-		a.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Cannot change principals during re-authentication from User:%s: User:%s", s.user, s.claim))
+		a.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Cannot change principals during re-authentication from User.%s: User.%s", s.user, s.claim))
 		c.closeAfter = fmt.Errorf("%w: %s", errReauth, *a.ErrorMessage)
 		return a, nil
 	}
