@@ -60,6 +60,9 @@ type saslState struct {
 	// in progress.
 	reauthAt time.Time
 	reauth   *reauthentication
+	// cert: the session is the client certificate's (CertLogin), for
+	// the life of the connection.
+	cert bool
 }
 
 // reauthentication is a re-authentication in progress.
@@ -124,8 +127,12 @@ func saslDone(mechanism string, rounds int, resp *kmsg.SASLAuthenticateResponse)
 func (c *conn) handshake(ctx context.Context, req *Request, b *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
 	s := &c.sasl
 	if !s.authenticated() {
+		up, err := c.upstream(ctx)
+		if err != nil {
+			return nil, err
+		}
 		s.mech, s.claim, s.rounds = b.Mechanism, "", 0
-		return c.up.Forward(ctx, req.ClientID, b)
+		return up.Forward(ctx, req.ClientID, b)
 	}
 	now := time.Now()
 	if s.expiry.IsZero() || (!s.reauthAt.IsZero() && now.Sub(s.reauthAt) < minReauthInterval) {
@@ -164,12 +171,15 @@ func (c *conn) authenticate(ctx context.Context, req *Request, b *kmsg.SASLAuthe
 		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate request received after successful authentication")
 		return resp, nil
 	}
+	var err error
 	if r != nil && r.badMech {
 		return nil, fmt.Errorf("%w: SASL mechanism %q requested by client is not supported for re-authentication of mechanism %q", errReauth, s.mech, s.authMech)
 	}
-	up := c.up
+	var up Upstream
 	if r != nil {
 		up = r.up
+	} else if up, err = c.upstream(ctx); err != nil {
+		return nil, err
 	}
 	if s.rounds == 0 {
 		s.claim = saslUser(s.mech, b.SASLAuthBytes)

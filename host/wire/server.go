@@ -73,6 +73,10 @@ type Config struct {
 	Advertised Broker
 	// Features, if set, are advertised in ApiVersions v3+.
 	Features *Features
+	// CertLogin, when set, authenticates a client that presented a
+	// verified certificate as the certificate's principal, upstream too
+	// (certauth.go); such a connection takes no SASL.
+	CertLogin *CertLogin
 	// MaxReauth caps the SASL session lifetime a client is told and held
 	// to (Kafka's connections.max.reauth.ms); 0 leaves the cluster's.
 	MaxReauth time.Duration
@@ -285,6 +289,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}()
 	frame = nil
 	if req != nil {
+		c.certAuthenticate()
 		if err := c.sasl.gate(req.Key, time.Now()); err != nil {
 			return err
 		}
@@ -293,7 +298,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		if s.cfg.SASLRequired && !auth && !preAuthKeys[req.Key] {
 			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 		}
-		req.SASLUser, req.AuthGeneration, req.CertPrincipal = c.sasl.user, c.sasl.gen, c.certPrincipal()
+		req.SASLUser, req.AuthGeneration, req.CertPrincipal, req.CertAuthenticated = c.sasl.user, c.sasl.gen, c.certPrincipal(), c.sasl.cert
 		if s.cfg.Dial != nil {
 			req.Session, c.clientID = c, req.ClientID
 		}
@@ -416,26 +421,43 @@ func (c *conn) respond(ctx context.Context, req *Request, perr error) (kmsg.Resp
 	}
 }
 
-// forward sends body over this connection's data-plane link, opening it on
-// first use.
+// forward sends body over this connection's data-plane link (SASL
+// requests: reauth.go).
 func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
-	if c.up == nil {
-		if c.s.cfg.Dial == nil {
-			return nil, fmt.Errorf("no data plane configured for %s", kmsg.NameForKey(body.Key()))
-		}
-		up, err := c.s.cfg.Dial(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("connecting to the data plane: %w", err)
-		}
-		c.up = up
-	}
 	switch b := body.(type) {
 	case *kmsg.SASLHandshakeRequest:
 		return c.handshake(ctx, req, b)
 	case *kmsg.SASLAuthenticateRequest:
 		return c.authenticate(ctx, req, b)
 	}
-	return c.up.Forward(ctx, req.ClientID, body)
+	up, err := c.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return up.Forward(ctx, req.ClientID, body)
+}
+
+// upstream is this connection's data-plane link, opened (and, for a
+// client certificate, logged in) on first use.
+func (c *conn) upstream(ctx context.Context) (Upstream, error) {
+	if c.up != nil {
+		return c.up, nil
+	}
+	if c.s.cfg.Dial == nil {
+		return nil, errors.New("no data plane configured")
+	}
+	up, err := c.s.cfg.Dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the data plane: %w", err)
+	}
+	if c.sasl.cert {
+		if err := c.certLogin(ctx, up); err != nil {
+			up.Close()
+			return nil, err
+		}
+	}
+	c.up = up
+	return up, nil
 }
 
 func (c *conn) group(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
