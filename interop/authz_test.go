@@ -3,9 +3,15 @@ package interop
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -20,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/coordhost/coordhost/host/wire"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // The secured broker: a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, unsecured OAUTHBEARER) for
@@ -33,6 +40,46 @@ var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover", app
 func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
 	t.Helper()
 	return startSecureBrokerWith(t, appDir, logDir, nil)
+}
+
+// startSecureBrokerSSL is startSecureBroker with an SSL listener too,
+// requiring client certificates of pki (the principal is the subject's
+// DN, Kafka's default ssl.principal.mapping.rules), and delegation tokens
+// enabled.
+func startSecureBrokerSSL(t *testing.T, logDir string, pki *testtool.PKI) (plain, secure, ssl string) {
+	t.Helper()
+	sport := freePort(t)
+	ssl = fmt.Sprintf("127.0.0.1:%d", sport)
+	dir := t.TempDir()
+	plain, secure = startSecureBrokerWith(t, appDir, logDir, map[string]string{
+		"listeners+":                        ",SSL://" + ssl,
+		"advertised.listeners+":             ",SSL://" + ssl,
+		"listener.security.protocol.map+":   ",SSL:SSL",
+		"listener.name.ssl.ssl.client.auth": "required",
+		"ssl.keystore.type":                 "PEM",
+		"ssl.keystore.location":             pemKeystore(t, dir, pki.Issue(t, pkix.Name{CommonName: "broker"})),
+		"ssl.truststore.type":               "PEM",
+		"ssl.truststore.location":           pki.WriteCA(t, dir),
+		"delegation.token.secret.key":       "interop-delegation-token-secret",
+	})
+	return plain, secure, ssl
+}
+
+// pemKeystore writes cert's PKCS#8 key and certificate into one file, as
+// Kafka's PEM keystore reads it.
+func pemKeystore(t *testing.T, dir string, cert tls.Certificate) string {
+	t.Helper()
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})
+	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})...)
+	path := filepath.Join(dir, "broker-keystore.pem")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // startSecureBrokerWith is startSecureBroker with the broker's classpath
@@ -58,6 +105,10 @@ func startSecureBrokerWith(t *testing.T, project, logDir string, authorizer map[
 		"super.users":           "User:ANONYMOUS;User:admin",
 	}
 	for k, v := range authorizer {
+		if base, ok := strings.CutSuffix(k, "+"); ok { // appended to the value above
+			props[base] += v
+			continue
+		}
 		props[k] = v
 	}
 	var format []string
@@ -390,7 +441,8 @@ func TestInteropAuthorization(t *testing.T) {
 	needInterop(t)
 	start := time.Now()
 	dir := logDir(t)
-	plain, secure := startSecureBroker(t, dir)
+	pki := testtool.NewPKI(t, "interop CA")
+	plain, secure, ssl := startSecureBrokerSSL(t, dir, pki)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(plain))
 	if err != nil {
 		t.Fatal(err)
@@ -435,7 +487,8 @@ func TestInteropAuthorization(t *testing.T) {
 
 	t.Run("consumer group with an undescribable topic", func(t *testing.T) { testConsumerDescribeTopics(t, secure, ch.addr) })
 
-	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure) })
+	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure, pki) })
+	t.Run("client certificates as principals", func(t *testing.T) { testCertificatePrincipals(t, dir, secure, ssl, pki, admin) })
 
 	// before the revocation below takes User:exact's READ on g away
 	t.Run("transactional commit", func(t *testing.T) { testTxnCommit(t, secure, ch.addr, admin) })
@@ -541,43 +594,51 @@ func authzTable(t *testing.T, secure, chAddr string, admin *kgo.Client, base int
 	t.Helper()
 	for i, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			offset := base + int64(i)
 			direct, through := dialKafka(t, secure), dialKafka(t, chAddr)
 			for _, c := range []*rawConn{direct, through} {
 				if err := c.login(row.user, row.mech); err != nil {
 					t.Fatalf("login %s: %v", row.user, err)
 				}
 			}
-			var committed bool
-			for _, req := range groupRequests(row.group, offset) {
-				name := kmsg.NameForKey(req.Key())
-				want, err := direct.do(req)
-				if err != nil {
-					t.Fatalf("broker %s: %v", name, err)
-				}
-				got, err := through.do(req)
-				if err != nil {
-					t.Fatalf("coordhost %s: %v", name, err)
-				}
-				if w, ok := want.(*kmsg.TxnOffsetCommitResponse); ok {
-					// producer 1 has no transaction: the broker's answer, an
-					// error for an allowed commit, comes back as it is
-					g, w := got.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, w.Topics[0].Partitions[0].ErrorCode
-					if g != w {
-						t.Errorf("TxnOffsetCommit as %s: coordhost %v, broker %v", row.user, kerr.ErrorForCode(g), kerr.ErrorForCode(w))
-					}
-				}
-				if g, w := authCodes(got), authCodes(want); g != w {
-					t.Errorf("%s as %s on %s: coordhost %s, broker %s", name, row.user, row.group, g, w)
-				}
-				if r, ok := got.(*kmsg.OffsetCommitResponse); ok {
-					committed = r.Topics[0].Partitions[0].ErrorCode == 0
-					checkCommitted(t, admin, row.group, offset, committed)
-				}
-			}
-			t.Logf("%s: commit allowed %v", row.user, committed)
+			compareGroupAPIs(t, direct, through, admin, row.user, row.group, base+int64(i))
 		})
 	}
+}
+
+// compareGroupAPIs sends every group API for group, as one principal
+// (who), straight to the broker and through coordhost: the same
+// authorization verdicts; a commit coordhost allows is on the broker, a
+// refused one is not.
+func compareGroupAPIs(t *testing.T, direct, through *rawConn, admin *kgo.Client, who, group string, offset int64) {
+	t.Helper()
+	var committed bool
+	for _, req := range groupRequests(group, offset) {
+		name := kmsg.NameForKey(req.Key())
+		want, err := direct.do(req)
+		if err != nil {
+			t.Fatalf("broker %s: %v", name, err)
+		}
+		got, err := through.do(req)
+		if err != nil {
+			t.Fatalf("coordhost %s: %v", name, err)
+		}
+		if w, ok := want.(*kmsg.TxnOffsetCommitResponse); ok {
+			// producer 1 has no transaction: the broker's answer, an
+			// error for an allowed commit, comes back as it is
+			g, w := got.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, w.Topics[0].Partitions[0].ErrorCode
+			if g != w {
+				t.Errorf("TxnOffsetCommit as %s: coordhost %v, broker %v", who, kerr.ErrorForCode(g), kerr.ErrorForCode(w))
+			}
+		}
+		if g, w := authCodes(got), authCodes(want); g != w {
+			t.Errorf("%s as %s on %s: coordhost %s, broker %s\ncoordhost: %+v\nbroker: %+v", name, who, group, g, w, got, want)
+		}
+		if r, ok := got.(*kmsg.OffsetCommitResponse); ok {
+			committed = r.Topics[0].Partitions[0].ErrorCode == 0
+			checkCommitted(t, admin, group, offset, committed)
+		}
+	}
+	t.Logf("%s: commit allowed %v", who, committed)
 }
 
 // testConsumerDescribeTopics: the super user's member of gw is assigned t,

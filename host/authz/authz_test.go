@@ -660,3 +660,23 @@ func TestConsumerDescribeGroupsAndTopics(t *testing.T) {
 		}
 	}
 }
+
+// TestOffsetDeleteAllTopicsRefusedAsksTheCoordinator: as Kafka, an
+// OffsetDelete whose every topic is refused still reaches the coordinator
+// (with no topic); its group error is the whole answer, else the refused
+// partitions are.
+func TestOffsetDeleteAllTopicsRefusedAsksTheCoordinator(t *testing.T) {
+	h := newHarness(t, time.Second)
+	h.f.grant("GROUP:g", kmsg.ACLOperationDelete, kmsg.ACLOperationDescribe)
+	req := kmsg.NewPtrOffsetDeleteRequest()
+	req.Group = "g"
+	req.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "secret", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	resp := h.do(req).(*kmsg.OffsetDeleteResponse)
+	reached := h.reached()
+	if len(reached) != 1 || len(reached[0].(*kmsg.OffsetDeleteRequest).Topics) != 0 {
+		t.Fatalf("the coordinator got %+v, want one OffsetDelete without topics", reached)
+	}
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("response %+v, want the refused partition", resp)
+	}
+}

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,17 +38,46 @@ func (c *conn) certAuthenticate() {
 	}
 }
 
-// certLogin logs up in as the certificate's principal.
-func (c *conn) certLogin(ctx context.Context, up Upstream) error {
-	cl := c.s.cfg.CertLogin
+// tokenPropagation bounds the retries of a login the cluster refused: a
+// delegation token just created reaches every broker with the cluster's
+// metadata, a moment after CreateDelegationToken answered.
+const tokenPropagation = 5 * time.Second
+
+// certLogin dials an upstream connection and logs it in as the
+// certificate's principal.
+func (c *conn) certLogin(ctx context.Context, dial func() (Upstream, error)) (Upstream, error) {
 	principal := c.certPrincipal()
 	if principal == "unknown" {
-		return fmt.Errorf("client certificate: its subject has no principal to log in as")
+		return nil, fmt.Errorf("client certificate: its subject has no principal to log in as")
 	}
-	user, pass, err := cl.Credentials(ctx, principal)
+	user, pass, err := c.s.cfg.CertLogin.Credentials(ctx, principal)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	for deadline := time.Now().Add(tokenPropagation); ; {
+		up, err := dial()
+		if err != nil {
+			return nil, err
+		}
+		err = c.tokenLogin(ctx, up, user, pass)
+		if err == nil {
+			return up, nil
+		}
+		up.Close()
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("logging %s in with its delegation token: %w", principal, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// tokenLogin logs up in with the delegation token user and pass.
+func (c *conn) tokenLogin(ctx context.Context, up Upstream, user, pass string) error {
+	cl := c.s.cfg.CertLogin
 	a := scram.Auth{User: user, Pass: pass, IsToken: true}
 	var m sasl.Mechanism
 	switch cl.Mechanism {
@@ -57,10 +88,7 @@ func (c *conn) certLogin(ctx context.Context, up Upstream) error {
 	default:
 		return fmt.Errorf("client certificate login: mechanism %q is not SCRAM", cl.Mechanism)
 	}
-	if err := upstreamLogin(ctx, up, c.clientID, m); err != nil {
-		return fmt.Errorf("logging %s in with its delegation token: %w", principal, err)
-	}
-	return nil
+	return upstreamLogin(ctx, up, c.clientID, m)
 }
 
 // upstreamLogin runs SaslHandshake and SaslAuthenticate with m over up.

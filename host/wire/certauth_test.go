@@ -18,7 +18,7 @@ import (
 )
 
 // tokenLink is a fake upstream that records the SCRAM login coordhost
-// runs on it and refuses it.
+// runs on it and refuses it (with an error not retried).
 type tokenLink struct {
 	mu    sync.Mutex
 	mech  string
@@ -34,7 +34,7 @@ func (l *tokenLink) Forward(_ context.Context, _ *string, req kmsg.Request) (kms
 	case *kmsg.SASLAuthenticateRequest:
 		l.first = r.SASLAuthBytes
 		resp := r.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		resp.ErrorCode = kerr.IllegalSaslState.Code // not retried, as SASL_AUTHENTICATION_FAILED is for a fresh token
 		return resp, nil
 	}
 	return ErrorResponse(req, 0), nil

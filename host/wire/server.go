@@ -446,15 +446,22 @@ func (c *conn) upstream(ctx context.Context) (Upstream, error) {
 	if c.s.cfg.Dial == nil {
 		return nil, errors.New("no data plane configured")
 	}
-	up, err := c.s.cfg.Dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the data plane: %w", err)
-	}
-	if c.sasl.cert {
-		if err := c.certLogin(ctx, up); err != nil {
-			up.Close()
-			return nil, err
+	dial := func() (Upstream, error) {
+		up, err := c.s.cfg.Dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to the data plane: %w", err)
 		}
+		return up, nil
+	}
+	var up Upstream
+	var err error
+	if c.sasl.cert {
+		up, err = c.certLogin(ctx, dial)
+	} else {
+		up, err = dial()
+	}
+	if err != nil {
+		return nil, err
 	}
 	c.up = up
 	return up, nil
