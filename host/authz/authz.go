@@ -3,7 +3,8 @@
 // request is allowed or refused exactly as the cluster's own authorizer
 // decides for the client's principal. Nothing is copied from the cluster:
 // each decision is asked over the client's own upstream session (the one
-// its pass-through SASL authenticated), with requests whose answer reveals
+// its pass-through SASL authenticated, or a delegation token of its
+// certificate's principal: tokens.go), with requests whose answer reveals
 // the authorizer's verdict and that write nothing, and cached per
 // (session, resource, operation) for at most Config.TTL.
 package authz
