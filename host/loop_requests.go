@@ -320,7 +320,10 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 	}
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.SetVersion(body.Version)
-	if len(allowed.Topics) > 0 {
+	// a group coordhost does not hold and no topic (every topic refused by
+	// authorization): the data plane answers for the group as Kafka does
+	// (GROUP_ID_NOT_FOUND when it has no offsets)
+	if len(allowed.Topics) > 0 || (len(body.Topics) == 0 && d.NotHeld) {
 		r, err := l.offsetStore().DeleteOffsets(l.ctx, &allowed)
 		if err != nil {
 			l.log.Warn("offset delete forwarding failed; reading the group back", "group", body.Group, "err", err)

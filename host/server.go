@@ -15,11 +15,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/gateway"
 	"github.com/coordhost/coordhost/host/store"
@@ -73,7 +75,9 @@ type Server struct {
 	metrics *admin.Metrics
 	admin   *admin.Server
 	tls     *tls.Config
-	ready   atomic.Bool
+	// certLogin logs client certificates in upstream (nil: not configured).
+	certLogin *wire.CertLogin
+	ready     atomic.Bool
 	// startCtx is Start's context, for the coordinator's start-up I/O.
 	startCtx context.Context
 
@@ -197,6 +201,12 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 		return err
 	}
 	s.dp = dp
+	if s.cfg.DataPlane.CertTokens { // client certificates log in upstream as their principal
+		tokens := authz.NewTokens(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+			return dp.Admin().Request(ctx, req)
+		}, nil)
+		s.certLogin = &wire.CertLogin{Mechanism: s.cfg.DataPlane.SASLMechanism, Credentials: tokens.For}
+	}
 	return nil
 }
 
@@ -241,6 +251,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired || s.cfg.Embedded.Enabled(), PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
+		MaxReauth: s.cfg.Kafka.MaxReauth, CertLogin: s.certLogin,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})

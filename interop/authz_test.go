@@ -3,9 +3,15 @@ package interop
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -20,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/coordhost/coordhost/host/wire"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // The secured broker: a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, unsecured OAUTHBEARER) for
@@ -33,6 +40,46 @@ var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover", app
 func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
 	t.Helper()
 	return startSecureBrokerWith(t, appDir, logDir, nil)
+}
+
+// startSecureBrokerSSL is startSecureBroker with an SSL listener too,
+// requiring client certificates of pki (the principal is the subject's
+// DN, Kafka's default ssl.principal.mapping.rules), and delegation tokens
+// enabled.
+func startSecureBrokerSSL(t *testing.T, logDir string, pki *testtool.PKI) (plain, secure, ssl string) {
+	t.Helper()
+	sport := freePort(t)
+	ssl = fmt.Sprintf("127.0.0.1:%d", sport)
+	dir := t.TempDir()
+	plain, secure = startSecureBrokerWith(t, appDir, logDir, map[string]string{
+		"listeners+":                        ",SSL://" + ssl,
+		"advertised.listeners+":             ",SSL://" + ssl,
+		"listener.security.protocol.map+":   ",SSL:SSL",
+		"listener.name.ssl.ssl.client.auth": "required",
+		"ssl.keystore.type":                 "PEM",
+		"ssl.keystore.location":             pemKeystore(t, dir, pki.Issue(t, pkix.Name{CommonName: "broker"})),
+		"ssl.truststore.type":               "PEM",
+		"ssl.truststore.location":           pki.WriteCA(t, dir),
+		"delegation.token.secret.key":       "interop-delegation-token-secret",
+	})
+	return plain, secure, ssl
+}
+
+// pemKeystore writes cert's PKCS#8 key and certificate into one file, as
+// Kafka's PEM keystore reads it.
+func pemKeystore(t *testing.T, dir string, cert tls.Certificate) string {
+	t.Helper()
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})
+	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})...)
+	path := filepath.Join(dir, "broker-keystore.pem")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // startSecureBrokerWith is startSecureBroker with the broker's classpath
@@ -52,10 +99,16 @@ func startSecureBrokerWith(t *testing.T, project, logDir string, authorizer map[
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":   "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
 		"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": jaas,
 		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": jaas,
+		// KIP-368: OAUTHBEARER sessions last at most brokerReauth (authz_reauth_test.go)
+		"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": fmt.Sprint(brokerReauth.Milliseconds()),
 		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users":           "User:ANONYMOUS;User:admin",
 	}
 	for k, v := range authorizer {
+		if base, ok := strings.CutSuffix(k, "+"); ok { // appended to the value above
+			props[base] += v
+			continue
+		}
 		props[k] = v
 	}
 	var format []string
@@ -138,6 +191,8 @@ type rawConn struct {
 	nc   net.Conn
 	br   *bufio.Reader
 	corr int32
+	// lifetime is the session lifetime the last accepted login was told.
+	lifetime time.Duration
 }
 
 func dialKafka(t *testing.T, addr string) *rawConn {
@@ -188,7 +243,7 @@ func (c *rawConn) login(user, mechanism string) error {
 		return err
 	}
 	if code := resp.(*kmsg.SASLHandshakeResponse).ErrorCode; code != 0 {
-		return kerr.ErrorForCode(code)
+		return fmt.Errorf("SaslHandshake: %w", kerr.ErrorForCode(code))
 	}
 	sess, msg, err := m.Authenticate(context.Background(), "127.0.0.1")
 	if err != nil {
@@ -204,10 +259,15 @@ func (c *rawConn) login(user, mechanism string) error {
 		}
 		r := resp.(*kmsg.SASLAuthenticateResponse)
 		if r.ErrorCode != 0 {
-			return fmt.Errorf("%v: %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = *r.ErrorMessage
+			}
+			return fmt.Errorf("%v: %s", kerr.ErrorForCode(r.ErrorCode), msg)
 		}
 		done, next, err := sess.Challenge(r.SASLAuthBytes)
 		if err != nil || done {
+			c.lifetime = time.Duration(r.SessionLifetimeMillis) * time.Millisecond
 			return err
 		}
 		msg = next
@@ -381,7 +441,8 @@ func TestInteropAuthorization(t *testing.T) {
 	needInterop(t)
 	start := time.Now()
 	dir := logDir(t)
-	plain, secure := startSecureBroker(t, dir)
+	pki := testtool.NewPKI(t, "interop CA")
+	plain, secure, ssl := startSecureBrokerSSL(t, dir, pki)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(plain))
 	if err != nil {
 		t.Fatal(err)
@@ -392,6 +453,7 @@ func TestInteropAuthorization(t *testing.T) {
 	ch := startCoordhost(t, dir, secure, "--dataplane.sasl.mechanism=SCRAM-SHA-256",
 		"--dataplane.sasl.username=admin", "--dataplane.sasl.password="+adminPassword, "--dataplane.authorization.cache.ttl=1s")
 	t.Logf("broker and coordhost up in %v", time.Since(start).Round(time.Second))
+	reauth := startReauthRun(t, dir, secure) // runs beside the subtests below
 
 	t.Run("unauthenticated", func(t *testing.T) {
 		for name, addr := range map[string]string{"broker": secure, "coordhost": ch.addr} {
@@ -425,7 +487,8 @@ func TestInteropAuthorization(t *testing.T) {
 
 	t.Run("consumer group with an undescribable topic", func(t *testing.T) { testConsumerDescribeTopics(t, secure, ch.addr) })
 
-	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure) })
+	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure, pki) })
+	t.Run("client certificates as principals", func(t *testing.T) { testCertificatePrincipals(t, dir, secure, ssl, pki, admin) })
 
 	// before the revocation below takes User:exact's READ on g away
 	t.Run("transactional commit", func(t *testing.T) { testTxnCommit(t, secure, ch.addr, admin) })
@@ -466,6 +529,7 @@ func TestInteropAuthorization(t *testing.T) {
 		}
 	})
 	t.Run("applications", func(t *testing.T) { testAuthorizedApps(t, dir, secure, ch.addr, admin) })
+	t.Run("re-authentication", reauth.check)
 	t.Logf("authorization interop took %v", time.Since(start).Round(time.Second))
 }
 
@@ -538,43 +602,51 @@ func authzTableWith(t *testing.T, secure, chAddr string, admin *kgo.Client, base
 	t.Helper()
 	for i, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			offset := base + int64(i)
 			direct, through := dialKafka(t, secure), dialKafka(t, chAddr)
 			for _, c := range []*rawConn{direct, through} {
 				if err := c.login(row.user, row.mech); err != nil {
 					t.Fatalf("login %s: %v", row.user, err)
 				}
 			}
-			var committed bool
-			for _, req := range groupRequests(row.group, offset) {
-				name := kmsg.NameForKey(req.Key())
-				want, err := direct.do(req)
-				if err != nil {
-					t.Fatalf("broker %s: %v", name, err)
-				}
-				got, err := through.do(req)
-				if err != nil {
-					t.Fatalf("coordhost %s: %v", name, err)
-				}
-				if w, ok := want.(*kmsg.TxnOffsetCommitResponse); ok && sameTxnAnswer {
-					// producer 1 has no transaction: the broker's answer, an
-					// error for an allowed commit, comes back as it is
-					g, w := got.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, w.Topics[0].Partitions[0].ErrorCode
-					if g != w {
-						t.Errorf("TxnOffsetCommit as %s: coordhost %v, broker %v", row.user, kerr.ErrorForCode(g), kerr.ErrorForCode(w))
-					}
-				}
-				if g, w := authCodes(got), authCodes(want); g != w {
-					t.Errorf("%s as %s on %s: coordhost %s, broker %s", name, row.user, row.group, g, w)
-				}
-				if r, ok := got.(*kmsg.OffsetCommitResponse); ok {
-					committed = r.Topics[0].Partitions[0].ErrorCode == 0
-					checkCommitted(t, admin, row.group, offset, committed)
-				}
-			}
-			t.Logf("%s: commit allowed %v", row.user, committed)
+			compareGroupAPIs(t, direct, through, admin, row.user, row.group, base+int64(i), sameTxnAnswer)
 		})
 	}
+}
+
+// compareGroupAPIs sends every group API for group, as one principal
+// (who), straight to the broker and through coordhost: the same
+// authorization verdicts; a commit coordhost allows is on the broker, a
+// refused one is not.
+func compareGroupAPIs(t *testing.T, direct, through *rawConn, admin *kgo.Client, who, group string, offset int64, sameTxnAnswer bool) {
+	t.Helper()
+	var committed bool
+	for _, req := range groupRequests(group, offset) {
+		name := kmsg.NameForKey(req.Key())
+		want, err := direct.do(req)
+		if err != nil {
+			t.Fatalf("broker %s: %v", name, err)
+		}
+		got, err := through.do(req)
+		if err != nil {
+			t.Fatalf("coordhost %s: %v", name, err)
+		}
+		if w, ok := want.(*kmsg.TxnOffsetCommitResponse); ok && sameTxnAnswer {
+			// producer 1 has no transaction: the broker's answer, an
+			// error for an allowed commit, comes back as it is
+			g, w := got.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, w.Topics[0].Partitions[0].ErrorCode
+			if g != w {
+				t.Errorf("TxnOffsetCommit as %s: coordhost %v, broker %v", who, kerr.ErrorForCode(g), kerr.ErrorForCode(w))
+			}
+		}
+		if g, w := authCodes(got), authCodes(want); g != w {
+			t.Errorf("%s as %s on %s: coordhost %s, broker %s\ncoordhost: %+v\nbroker: %+v", name, who, group, g, w, got, want)
+		}
+		if r, ok := got.(*kmsg.OffsetCommitResponse); ok {
+			committed = r.Topics[0].Partitions[0].ErrorCode == 0
+			checkCommitted(t, admin, group, offset, committed)
+		}
+	}
+	t.Logf("%s: commit allowed %v", who, committed)
 }
 
 // testConsumerDescribeTopics: the super user's member of gw is assigned t,

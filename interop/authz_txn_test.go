@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,7 +36,10 @@ func txnCommit(c *rawConn, txnID, group string, offset int64, tv2 bool) (string,
 			if err != nil {
 				return nil, err
 			}
-			if e := kerr.ErrorForCode(code(r)); e == nil || !kerr.IsRetriable(e) || time.Now().After(deadline) {
+			// CONCURRENT_TRANSACTIONS too: kerr does not mark it retriable,
+			// yet the Java producer retries InitProducerId on it
+			e := kerr.ErrorForCode(code(r))
+			if e == nil || !(kerr.IsRetriable(e) || errors.Is(e, kerr.ConcurrentTransactions)) || time.Now().After(deadline) {
 				steps = append(steps, fmt.Sprintf("%s=%v", kmsg.NameForKey(r.Key()), e))
 				return r, nil
 			}

@@ -203,10 +203,14 @@ func byItem[I any, R kmsg.Response](c *check, items []I, set func([]I) kmsg.Requ
 	}
 	allowed, refused := keep(items, func(it I) bool { return ok[name(it)] })
 	out := wire.ErrorResponse(set(refused), code).(R)
-	if d, ok := any(out).(*kmsg.OffsetDeleteResponse); ok {
+	d, isDelete := any(out).(*kmsg.OffsetDeleteResponse)
+	if isDelete {
 		d.ErrorCode = 0 // refused topics are refused per partition
 	}
-	if len(allowed) == 0 && len(refused) > 0 {
+	// Kafka asks the coordinator for OffsetDelete even when every topic is
+	// refused: a group error it answers (GROUP_ID_NOT_FOUND) is then the
+	// whole answer.
+	if len(allowed) == 0 && len(refused) > 0 && !isDelete {
 		return out, nil
 	}
 	resp, err := c.inner(set(allowed))

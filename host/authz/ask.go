@@ -72,11 +72,21 @@ func (v verdicts) setBits(r resource, ops []kmsg.ACLOperation, bits int32) {
 	}
 }
 
-type cacheKey struct {
+// who is whom a decision is for: one connection's session, in one
+// authentication generation (a re-authentication starts a new one, so
+// decisions made for the earlier authentication are never reused).
+type who struct {
 	s      wire.Session
 	authed bool
-	r      resource
-	op     kmsg.ACLOperation
+	gen    uint64
+}
+
+func whoOf(req *wire.Request) who { return who{req.Session, req.Authenticated, req.AuthGeneration} }
+
+type cacheKey struct {
+	w  who
+	r  resource
+	op kmsg.ACLOperation
 }
 
 type entry struct {
@@ -109,7 +119,7 @@ func (c *cache) get(k cacheKey) (ok, hit bool) {
 
 // put stores what one answer taught; entries older than ttl (of sessions
 // long closed, too) are swept at most once per ttl.
-func (c *cache) put(s wire.Session, authed bool, v verdicts) {
+func (c *cache) put(w who, v verdicts) {
 	if c.ttl <= 0 {
 		return
 	}
@@ -126,18 +136,18 @@ func (c *cache) put(s wire.Session, authed bool, v verdicts) {
 	}
 	for r, ops := range v {
 		for op, ok := range ops {
-			c.m[cacheKey{s, authed, r, op}] = entry{ok, now}
+			c.m[cacheKey{w, r, op}] = entry{ok, now}
 		}
 	}
 }
 
 // decideAll answers op on every resource of rs (all of one type), asking
 // the cluster once for those not cached.
-func (c *cache) decideAll(ctx context.Context, s wire.Session, authed bool, rs []resource, op kmsg.ACLOperation) (map[resource]bool, error) {
+func (c *cache) decideAll(ctx context.Context, w who, rs []resource, op kmsg.ACLOperation) (map[resource]bool, error) {
 	out := make(map[resource]bool, len(rs))
 	var missing []resource
 	for _, r := range rs {
-		if ok, hit := c.get(cacheKey{s, authed, r, op}); hit {
+		if ok, hit := c.get(cacheKey{w, r, op}); hit {
 			out[r] = ok
 		} else if _, dup := out[r]; !dup {
 			missing = append(missing, r)
@@ -147,19 +157,19 @@ func (c *cache) decideAll(ctx context.Context, s wire.Session, authed bool, rs [
 	if len(missing) == 0 {
 		return out, nil
 	}
-	v, err := ask(ctx, s, missing, op)
+	v, err := ask(ctx, w.s, missing, op)
 	if err != nil {
 		return nil, err
 	}
-	c.put(s, authed, v)
+	c.put(w, v)
 	for _, r := range missing {
 		out[r] = v[r][op]
 	}
 	return out, nil
 }
 
-func (c *cache) decide(ctx context.Context, s wire.Session, authed bool, r resource, op kmsg.ACLOperation) (bool, error) {
-	m, err := c.decideAll(ctx, s, authed, []resource{r}, op)
+func (c *cache) decide(ctx context.Context, w who, r resource, op kmsg.ACLOperation) (bool, error) {
+	m, err := c.decideAll(ctx, w, []resource{r}, op)
 	return m[r], err
 }
 

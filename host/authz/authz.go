@@ -3,7 +3,8 @@
 // request is allowed or refused exactly as the cluster's own authorizer
 // decides for the client's principal. Nothing is copied from the cluster:
 // each decision is asked over the client's own upstream session (the one
-// its pass-through SASL authenticated), with requests whose answer reveals
+// its pass-through SASL authenticated, or a delegation token of its
+// certificate's principal: tokens.go), with requests whose answer reveals
 // the authorizer's verdict and that write nothing, and cached per
 // (session, resource, operation) for at most Config.TTL.
 package authz
@@ -118,15 +119,18 @@ func (c *check) allowed(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperati
 // logDenied writes the audit line of one denial.
 func (c *check) logDenied(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) {
 	principal := "User:ANONYMOUS"
-	if c.req.SASLUser != "" {
+	switch {
+	case c.req.CertAuthenticated:
+		principal = c.req.CertPrincipal
+	case c.req.SASLUser != "":
 		principal = "User:" + c.req.SASLUser
-	} else if c.req.Authenticated {
+	case c.req.Authenticated:
 		principal = "unknown"
 	}
 	attrs := []any{"principal", principal, "operation", opName(op), "resource_type", rtName(rt), "resource", name,
 		"api", kmsg.NameForKey(c.req.Key), "client_id", c.req.ClientIDString(), "client", c.req.ClientHost,
 		"authenticated", c.req.Authenticated}
-	if c.req.CertPrincipal != "" { // admitted the connection; the SASL principal is the one authorized
+	if c.req.CertPrincipal != "" && !c.req.CertAuthenticated { // admitted the connection; the SASL principal is the one authorized
 		attrs = append(attrs, "certificate", c.req.CertPrincipal)
 	}
 	c.a.cfg.Log.Info("authorization denied", attrs...)

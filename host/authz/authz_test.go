@@ -200,6 +200,7 @@ type harness struct {
 	now  time.Time
 	log  *bytes.Buffer
 	sess *session
+	gen  uint64 // authentication generation of the requests
 }
 
 func newHarness(t *testing.T, ttl time.Duration) *harness {
@@ -211,7 +212,7 @@ func newHarness(t *testing.T, ttl time.Duration) *harness {
 
 func (h *harness) do(body kmsg.Request) kmsg.Response {
 	h.t.Helper()
-	resp, err := h.a.Handle(context.Background(), &wire.Request{Key: body.Key(), Version: body.GetVersion(), Body: body, Session: h.sess, Authenticated: true, SASLUser: "alice"})
+	resp, err := h.a.Handle(context.Background(), &wire.Request{Key: body.Key(), Version: body.GetVersion(), Body: body, Session: h.sess, Authenticated: true, SASLUser: "alice", AuthGeneration: h.gen})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -295,6 +296,27 @@ func TestCacheBoundedByTTL(t *testing.T) {
 	h.sess = &session{f: h.f, n: 2}
 	if code := h.do(heartbeat("g")).(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
 		t.Fatalf("new session: code %d", code)
+	}
+}
+
+// TestReauthenticationDropsCachedDecisions: a re-authentication on the
+// same connection (a new authentication generation) asks the cluster
+// again, even well within the TTL.
+func TestReauthenticationDropsCachedDecisions(t *testing.T) {
+	h := newHarness(t, time.Hour)
+	h.gen = 1
+	h.f.grant("GROUP:g", kmsg.ACLOperationRead, kmsg.ACLOperationDescribe)
+	h.do(heartbeat("g"))
+	h.f.revoke("GROUP:g")
+	if code := h.do(heartbeat("g")).(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
+		t.Fatalf("same authentication within the TTL: code %d, want the cached decision", code)
+	}
+	h.gen = 2
+	if code := h.do(heartbeat("g")).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("after re-authentication: code %d, want the cluster's refusal", code)
+	}
+	if n := h.f.count(kmsg.DescribeGroups); n != 2 {
+		t.Fatalf("asked the cluster %d times, want 2 (once per authentication)", n)
 	}
 }
 
@@ -636,5 +658,25 @@ func TestConsumerDescribeGroupsAndTopics(t *testing.T) {
 		if g.Group == "mixed" && (g.ErrorCode != 0 || len(g.Members) != 1) {
 			t.Fatalf("every topic describable: %+v", g)
 		}
+	}
+}
+
+// TestOffsetDeleteAllTopicsRefusedAsksTheCoordinator: as Kafka, an
+// OffsetDelete whose every topic is refused still reaches the coordinator
+// (with no topic); its group error is the whole answer, else the refused
+// partitions are.
+func TestOffsetDeleteAllTopicsRefusedAsksTheCoordinator(t *testing.T) {
+	h := newHarness(t, time.Second)
+	h.f.grant("GROUP:g", kmsg.ACLOperationDelete, kmsg.ACLOperationDescribe)
+	req := kmsg.NewPtrOffsetDeleteRequest()
+	req.Group = "g"
+	req.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "secret", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	resp := h.do(req).(*kmsg.OffsetDeleteResponse)
+	reached := h.reached()
+	if len(reached) != 1 || len(reached[0].(*kmsg.OffsetDeleteRequest).Topics) != 0 {
+		t.Fatalf("the coordinator got %+v, want one OffsetDelete without topics", reached)
+	}
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("response %+v, want the refused partition", resp)
 	}
 }

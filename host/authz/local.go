@@ -24,7 +24,7 @@ type Local struct {
 func (c *check) decideAll(rs []resource, op kmsg.ACLOperation) (map[resource]bool, error) {
 	l := c.a.cfg.Local
 	if l == nil {
-		return c.a.cache.decideAll(c.ctx, c.req.Session, c.req.Authenticated, rs, op)
+		return c.a.cache.decideAll(c.ctx, whoOf(c.req), rs, op)
 	}
 	principal := "User:ANONYMOUS"
 	if c.req.Authenticated {

@@ -89,6 +89,9 @@ type Kafka struct {
 	// and SASL; until then frames are at most SASLMaxReceiveBytes.
 	SASLRequired        bool
 	SASLMaxReceiveBytes int32
+	// MaxReauth is kafka.connections.max.reauth.ms (0: the cluster's
+	// session lifetime alone).
+	MaxReauth time.Duration
 }
 
 // DataPlane configures where the data lives.
@@ -106,6 +109,9 @@ type DataPlane struct {
 	SASLPassword  string
 	// AuthzCacheTTL bounds the reuse of a cluster authorization decision.
 	AuthzCacheTTL time.Duration
+	// CertTokens: dataplane.authorization.client.certificates =
+	// delegation-tokens.
+	CertTokens bool
 }
 
 // Store is the store.kind and store.kafka.* section.
@@ -319,6 +325,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64),
 			MaxConnections:        int(v["kafka.max.connections.total"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
 			SASLRequired: v["kafka.sasl.required"].(bool), SASLMaxReceiveBytes: int32(v["kafka.sasl.max.receive.bytes"].(int64)),
+			MaxReauth: time.Duration(v["kafka.connections.max.reauth.ms"].(int64)) * time.Millisecond,
 		},
 		DataDir: v["data.dir"].(string),
 		DataPlane: DataPlane{
@@ -327,6 +334,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
 			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
 			AuthzCacheTTL: v["dataplane.authorization.cache.ttl"].(time.Duration),
+			CertTokens:    v["dataplane.authorization.client.certificates"].(string) == "delegation-tokens",
 		},
 		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
 			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
@@ -556,14 +564,22 @@ func (c *Config) validateLimits() error {
 // validateClientCerts refuses client certificates on the Kafka listeners
 // where coordhost could not authorize their holders as the cluster would.
 // In front of an external cluster a client is authorized by asking the
-// cluster over the client's own upstream session; coordhost cannot
-// authenticate upstream as a certificate's principal, so without SASL
-// every certificate would be authorized as coordhost's unauthenticated
-// upstream session instead: refused. With SASL the principal authorized is
-// the SASL one, as on a Kafka SASL_SSL listener.
+// cluster over the client's own upstream session. With client SASL the
+// principal authorized is the SASL one, as on a Kafka SASL_SSL listener.
+// Without it the upstream session is authenticated as the certificate's
+// principal only with delegation tokens; otherwise every certificate
+// would be authorized as coordhost's unauthenticated upstream session
+// instead: refused.
 func (c *Config) validateClientCerts() error {
 	ca := c.Kafka.TLSClientCAFile
+	const key = "dataplane.authorization.client.certificates = \"delegation-tokens\""
 	switch {
+	case c.DataPlane.CertTokens && (ca == "" || c.DataPlane.Embedded):
+		return fmt.Errorf("config: %s needs kafka.tls.client.ca.file and dataplane.mode = \"external\"", key)
+	case c.DataPlane.CertTokens && c.Kafka.SASLRequired:
+		return fmt.Errorf("config: %s with kafka.sasl.required = true: clients authenticate with their certificate, not SASL", key)
+	case c.DataPlane.CertTokens && !strings.HasPrefix(c.DataPlane.SASLMechanism, "SCRAM-"):
+		return fmt.Errorf("config: %s needs dataplane.sasl.mechanism SCRAM-SHA-256 or SCRAM-SHA-512 (coordhost creates the tokens over its own SASL connection; clients log in with them over SCRAM), not %q", key, c.DataPlane.SASLMechanism)
 	case ca == "":
 		return nil
 	case c.Kafka.TLSCertFile == "":

@@ -42,10 +42,19 @@ type Request struct {
 	// SASLUser is the user name the connection's accepted SASL
 	// authentication claimed ("" when unknown): for logs, not decisions.
 	SASLUser string
+	// AuthGeneration counts the connection's accepted SASL
+	// authentications (0: none); a re-authentication starts a new one, so
+	// nothing decided under an older generation is reused.
+	AuthGeneration uint64
 	// CertPrincipal is the principal of the client's verified TLS
 	// certificate as Kafka's default principal builder names it ("" without
-	// one; see CertPrincipal): for logs, not decisions.
+	// one; see CertPrincipal); the principal authorized only when
+	// CertAuthenticated.
 	CertPrincipal string
+	// CertAuthenticated is true when the connection is authenticated as
+	// CertPrincipal (Config.CertLogin), which is then the principal
+	// authorized.
+	CertAuthenticated bool
 	// Session is the connection's own link to the data plane, as the
 	// client's pass-through SASL authenticated it; nil when the listener
 	// has no data plane. It may be used only while the request is handled.

@@ -73,6 +73,13 @@ type Config struct {
 	Advertised Broker
 	// Features, if set, are advertised in ApiVersions v3+.
 	Features *Features
+	// CertLogin, when set, authenticates a client that presented a
+	// verified certificate as the certificate's principal, upstream too
+	// (certauth.go); such a connection takes no SASL.
+	CertLogin *CertLogin
+	// MaxReauth caps the SASL session lifetime a client is told and held
+	// to (Kafka's connections.max.reauth.ms); 0 leaves the cluster's.
+	MaxReauth time.Duration
 }
 
 // Server is a Kafka listener: it frames requests, answers each connection's
@@ -205,14 +212,14 @@ type conn struct {
 	unadmit func() // gives the connection's slot back to the Limits
 	log     *slog.Logger
 	up      Upstream
-	auth    bool // a forwarded SaslAuthenticate succeeded
 	// clientID is the client id of the request being served (Ask sends it).
 	clientID *string
-	// SASL as passed through: the mechanism of the last handshake, the
-	// user its first message claims, and that user once the cluster
-	// accepted the authentication.
-	saslMech, saslClaim, user string
-	principal                 string // of the client certificate (principal.go)
+	// sasl is the connection's SASL as passed through (reauth.go).
+	sasl      saslState
+	principal string // of the client certificate (principal.go)
+	// closeAfter, when set, closes the connection once the response being
+	// served is written (a failed authentication, as Kafka does).
+	closeAfter error
 }
 
 func (c *conn) serve() {
@@ -225,6 +232,7 @@ func (c *conn) serve() {
 		if c.up != nil {
 			c.up.Close()
 		}
+		c.sasl.closeReauth()
 		c.nc.Close()
 		if c.unadmit != nil {
 			c.unadmit()
@@ -281,11 +289,16 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}()
 	frame = nil
 	if req != nil {
-		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), c.auth
-		if s.cfg.SASLRequired && !c.auth && !preAuthKeys[req.Key] {
+		c.certAuthenticate()
+		if err := c.sasl.gate(req.Key, time.Now()); err != nil {
+			return err
+		}
+		auth := c.sasl.authenticated()
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), auth
+		if s.cfg.SASLRequired && !auth && !preAuthKeys[req.Key] {
 			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 		}
-		req.SASLUser, req.CertPrincipal = c.user, c.certPrincipal()
+		req.SASLUser, req.AuthGeneration, req.CertPrincipal, req.CertAuthenticated = c.sasl.user, c.sasl.gen, c.certPrincipal(), c.sasl.cert
 		if s.cfg.Dial != nil {
 			req.Session, c.clientID = c, req.ClientID
 		}
@@ -299,8 +312,10 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return err
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	_, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp))
-	return err
+	if _, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp)); err != nil {
+		return err
+	}
+	return c.closeAfter
 }
 
 // decodeSlot waits for a decoding slot for a frame of n bytes (frames up
@@ -345,7 +360,7 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err er
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.cfg.SASLRequired && !c.auth && n > s.cfg.PreAuthMaxRequestBytes {
+	if s.cfg.SASLRequired && !c.sasl.authenticated() && n > s.cfg.PreAuthMaxRequestBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
 	}
 	drain := s.drain
@@ -406,33 +421,50 @@ func (c *conn) respond(ctx context.Context, req *Request, perr error) (kmsg.Resp
 	}
 }
 
-// forward sends body over this connection's data-plane link, opening it on
-// first use.
+// forward sends body over this connection's data-plane link (SASL
+// requests: reauth.go).
 func (c *conn) forward(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
-	if c.up == nil {
-		if c.s.cfg.Dial == nil {
-			return nil, fmt.Errorf("no data plane configured for %s", kmsg.NameForKey(body.Key()))
-		}
+	switch b := body.(type) {
+	case *kmsg.SASLHandshakeRequest:
+		return c.handshake(ctx, req, b)
+	case *kmsg.SASLAuthenticateRequest:
+		return c.authenticate(ctx, req, b)
+	}
+	up, err := c.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return up.Forward(ctx, req.ClientID, body)
+}
+
+// upstream is this connection's data-plane link, opened (and, for a
+// client certificate, logged in) on first use.
+func (c *conn) upstream(ctx context.Context) (Upstream, error) {
+	if c.up != nil {
+		return c.up, nil
+	}
+	if c.s.cfg.Dial == nil {
+		return nil, errors.New("no data plane configured")
+	}
+	dial := func() (Upstream, error) {
 		up, err := c.s.cfg.Dial(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to the data plane: %w", err)
 		}
-		c.up = up
+		return up, nil
 	}
-	switch b := body.(type) {
-	case *kmsg.SASLHandshakeRequest:
-		c.saslMech, c.saslClaim = b.Mechanism, ""
-	case *kmsg.SASLAuthenticateRequest:
-		if c.saslClaim == "" {
-			c.saslClaim = saslUser(c.saslMech, b.SASLAuthBytes)
-		}
+	var up Upstream
+	var err error
+	if c.sasl.cert {
+		up, err = c.certLogin(ctx, dial)
+	} else {
+		up, err = dial()
 	}
-	resp, err := c.up.Forward(ctx, req.ClientID, body)
-	if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && err == nil && a.ErrorCode == 0 {
-		c.auth = true
-		c.user = c.saslClaim
+	if err != nil {
+		return nil, err
 	}
-	return resp, err
+	c.up = up
+	return up, nil
 }
 
 func (c *conn) group(ctx context.Context, req *Request, body kmsg.Request) (kmsg.Response, error) {
@@ -447,6 +479,8 @@ func (c *conn) logClose(err error) {
 		c.log.Debug("kafka connection closed", "reason", err.Error())
 	case errors.Is(err, ErrUnknownKey), errors.Is(err, ErrUndecodableVersion):
 		c.s.invalid.warn(c.log, "closing kafka connection: request cannot be served", err)
+	case errors.Is(err, errSessionExpired), errors.Is(err, errReauth):
+		c.log.Info("closing kafka connection", "reason", err.Error())
 	case errors.Is(err, ErrFrameSize), errors.Is(err, ErrMalformed), errors.Is(err, errUnauthenticated):
 		c.s.invalid.warn(c.log, "closing kafka connection: invalid request", err)
 	default:
