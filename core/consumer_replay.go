@@ -56,6 +56,9 @@ func applyConsumerGroupMetadata(c *Coordinator, rec Record) error {
 		if len(g.target) > 0 {
 			return fmt.Errorf("group %q: metadata tombstone while %d member targets remain", id, len(g.target))
 		}
+		if len(g.regexes) > 0 {
+			return fmt.Errorf("group %q: metadata tombstone while %d resolved regexes remain", id, len(g.regexes))
+		}
 		c.putGroup(id, nil)
 		return nil
 	}
