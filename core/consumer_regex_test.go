@@ -235,3 +235,23 @@ func deleteReq(groups ...string) *kmsg.DeleteGroupsRequest {
 	r.Groups = groups
 	return r
 }
+
+// TestConsumerRegexDescribed: ConsumerGroupDescribe shows a member's regex,
+// and "" for a member without one, as Kafka 4.4 answers.
+func TestConsumerRegexDescribed(t *testing.T) {
+	h := regexHarness(t)
+	h.hb(regexJoin("g", "m1", "rx-.*"))
+	h.hb(joinReq("g", "m2", "other"))
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{"g"}
+	got := map[string]string{}
+	for _, m := range h.c.ConsumerGroupDescribe(req).Groups[0].Members {
+		if m.SubscribedTopicRegex == nil {
+			t.Fatalf("member %s: null regex", m.MemberID)
+		}
+		got[m.MemberID] = *m.SubscribedTopicRegex
+	}
+	if got["m1"] != "rx-.*" || got["m2"] != "" {
+		t.Fatalf("described regexes %q", got)
+	}
+}
