@@ -128,23 +128,25 @@ func (c *Coordinator) updateConsumerRegex(g *consumerGroup, before *consumerMemb
 // resolveConsumerRegexes resolves every regex the group's members use
 // against the topic image, keeping the topics allowed says the
 // heartbeat's principal may DESCRIBE (nil: all), writes a record for each,
-// and bumps the group epoch if any regex's topics changed.
+// and bumps the group epoch if any regex's topics changed. A matching
+// topic refused by allowed keeps the group due for another resolution:
+// the host's view of the principal's rights may lag behind the topic
+// image (a topic created a moment ago), and the next resolution asks
+// again.
 func (c *Coordinator) resolveConsumerRegexes(g *consumerGroup, allowed func(string) bool) {
 	names := slices.Sorted(maps.Keys(g.usedRegexes()))
-	topics := make([]string, 0, len(c.topics.byName))
-	for name := range c.topics.byName {
-		if allowed == nil || allowed(name) {
-			topics = append(topics, name)
-		}
-	}
-	slices.Sort(topics)
-	changed := false
+	topics := slices.Sorted(maps.Keys(c.topics.byName))
+	changed, refused := false, false
 	for _, r := range names {
 		re, err := compileTopicRegex(r)
 		matched := []string{}
 		if err == nil { // checked when it came in; a replayed bad one resolves to nothing
 			for _, t := range topics {
-				if re.MatchString(t) {
+				switch {
+				case !re.MatchString(t):
+				case allowed != nil && !allowed(t):
+					refused = true
+				default:
 					matched = append(matched, t)
 				}
 			}
@@ -155,9 +157,10 @@ func (c *Coordinator) resolveConsumerRegexes(g *consumerGroup, allowed func(stri
 			Value: ConsumerGroupRegularExpressionValue{Topics: matched, Version: c.topics.version, Timestamp: c.now}})
 	}
 	c.emitGroup(EventRegexResolved, g.id, "", g.groupEpoch)
-	if g.regexTopicsChanged {
-		g.regexTopicsChanged = false
-		c.onUndo(func() { g.regexTopicsChanged = true })
+	if g.regexTopicsChanged != refused {
+		was := g.regexTopicsChanged
+		g.regexTopicsChanged = refused
+		c.onUndo(func() { g.regexTopicsChanged = was })
 	}
 	if !changed {
 		return

@@ -122,6 +122,18 @@ func TestConsumerRegexUnionWithNamesAndAuthorization(t *testing.T) {
 	if got != "other:[0] rx-1:[0 1]" {
 		t.Fatalf("assignment %q", got)
 	}
+	// A refused match keeps the group due: once the client may DESCRIBE
+	// rx-2 (the host's view caught up), the next resolution after the
+	// minimum interval takes it, with no topic change in between.
+	h.now += 10_001
+	m := h.group("g").members["m1"]
+	h.hbAs(ackReq("g", "m1", m.epoch, nil), nil)
+	if got := regexRecords(h.log); got[len(got)-1] != "rx-.*=rx-1,rx-2" {
+		t.Fatalf("regex records %v", got)
+	}
+	if _, got := h.settleMember("g", "m1"); got != "other:[0] rx-1:[0 1] rx-2:[0 1]" {
+		t.Fatalf("assignment after rx-2 became describable %q", got)
+	}
 	h.checkReplay()
 }
 
