@@ -395,7 +395,6 @@ type scriptedMember struct {
 	id    string
 	epoch int32
 	owned []kmsg.ConsumerGroupHeartbeatRequestTopic
-	names map[[16]byte]string
 	stop  chan struct{}
 	done  chan struct{}
 }
