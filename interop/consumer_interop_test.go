@@ -397,10 +397,13 @@ type scriptedMember struct {
 	owned []kmsg.ConsumerGroupHeartbeatRequestTopic
 	stop  chan struct{}
 	done  chan struct{}
+	once  sync.Once
 }
 
 func newScriptedMember(t *testing.T, addr, group, id string) *scriptedMember {
-	return &scriptedMember{t: t, c: dialKafka(t, addr), group: group, id: id, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &scriptedMember{t: t, c: dialKafka(t, addr), group: group, id: id, stop: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(func() { m.once.Do(func() { close(m.stop) }) }) // a failed script stops the heartbeats too
+	return m
 }
 
 func (m *scriptedMember) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -529,7 +532,7 @@ func (m *scriptedMember) fencing() []string {
 
 // leave stops the heartbeats and leaves with epoch -1.
 func (m *scriptedMember) leave() string {
-	close(m.stop)
+	m.once.Do(func() { close(m.stop) })
 	<-m.done
 	return "leave:" + errName(m.heartbeat(m.request(-1)).ErrorCode)
 }
