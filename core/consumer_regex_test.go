@@ -267,3 +267,31 @@ func TestConsumerRegexDescribed(t *testing.T) {
 		t.Fatalf("described regexes %q", got)
 	}
 }
+
+// TestConsumerRegexResolvedAgainAfterFailover: a group loaded from the log
+// resolves its regexes again at its first heartbeat past the minimum
+// interval, picking up a topic created while no one coordinated it.
+func TestConsumerRegexResolvedAgainAfterFailover(t *testing.T) {
+	h := regexHarness(t)
+	h.hb(regexJoin("g", "m1", "rx-.*"))
+	h.settleMember("g", "m1")
+	topics := append(h.topics, TopicMetadata{Name: "rx-9", ID: topicID("rx-9"), Partitions: 1})
+	c, err := New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.now += 11_000
+	c.UpdateTopics(h.now, topics)
+	c.Commit()
+	for _, r := range h.log {
+		if err := c.Replay(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Loaded(h.now)
+	c.Commit()
+	h.c, h.topics = c, topics
+	if _, got := h.settleMember("g", "m1"); got != "rx-1:[0 1] rx-2:[0 1] rx-9:[0]" {
+		t.Fatalf("after the fail-over m1 holds %q", got)
+	}
+}
