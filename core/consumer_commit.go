@@ -1,6 +1,8 @@
 package core
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -71,12 +73,6 @@ func validateConsumerFetch(g *consumerGroup, memberID *string, epoch int32) (int
 // subscribedTo reports whether the group's members
 // subscribe to topic (OffsetDelete answers GROUP_SUBSCRIBED_TO_TOPIC).
 func (g *consumerGroup) subscribedTo(topic string) bool {
-	for _, m := range g.members {
-		for _, t := range m.topics {
-			if t == topic {
-				return true
-			}
-		}
-	}
-	return false
+	_, found := slices.BinarySearch(g.subscribedTopics(), topic)
+	return found
 }

@@ -40,7 +40,9 @@ func (c *Coordinator) describeConsumerGroup(id string, version int16) kmsg.Consu
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		dm.MemberID, dm.InstanceID, dm.RackID, dm.MemberEpoch = m.id, m.instanceID, m.rackID, m.epoch
 		dm.ClientID, dm.ClientHost = m.clientID, m.clientHost
-		dm.SubscribedTopics, dm.SubscribedTopicRegex = append([]string{}, m.topics...), m.regex
+		// Kafka 4.4 answers "" for a member without a regex (seen side by
+		// side in interop/consumer_interop_test.go), not null.
+		dm.SubscribedTopics, dm.SubscribedTopicRegex = append([]string{}, m.topics...), kmsg.StringPtr(deref0(m.regex))
 		dm.Assignment.TopicPartitions = c.describeParts(m.assigned.set())
 		dm.TargetAssignment.TopicPartitions = c.describeParts(g.target[mid])
 		if version >= 1 {

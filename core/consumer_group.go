@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -97,11 +99,19 @@ type consumerGroup struct {
 	// metadataRefresh is soft state: a subscribed topic changed, so the
 	// next heartbeat recomputes the metadata hash.
 	metadataRefresh bool
+	// regexes are the resolved regular expressions (records of type 16);
+	// regexRefreshedMs is the time of the last resolution replayed.
+	regexes          map[string]resolvedRegex
+	regexRefreshedMs int64
+	// regexTopicsChanged is soft state: topics appeared or disappeared
+	// since the regexes were last resolved.
+	regexTopicsChanged bool
 }
 
 func newConsumerGroup(id string) *consumerGroup {
 	g := &consumerGroup{id: id, creationTimeMs: -1, members: map[string]*consumerMember{},
-		staticMembers: map[string]string{}, target: map[string]partSet{}, owner: map[topicPart]string{}}
+		staticMembers: map[string]string{}, target: map[string]partSet{}, owner: map[topicPart]string{},
+		regexes: map[string]resolvedRegex{}}
 	g.updateState()
 	return g
 }
@@ -205,11 +215,12 @@ func (c *Coordinator) setConsumerTarget(g *consumerGroup, member string, t partS
 	})
 }
 
-// subscribedTopics is the sorted union of the members' subscriptions.
+// subscribedTopics is the sorted union of the members' subscriptions
+// (topic names and resolved regexes).
 func (g *consumerGroup) subscribedTopics() []string {
 	set := map[string]struct{}{}
 	for _, m := range g.members {
-		for _, t := range m.topics {
+		for _, t := range g.memberTopics(m) {
 			set[t] = struct{}{}
 		}
 	}
@@ -358,4 +369,8 @@ func (g *consumerGroup) dumpDurable(b *strings.Builder) {
 	}
 	sort.Strings(owners)
 	fmt.Fprintf(b, "  owners %v\n", owners)
+	for _, r := range slices.Sorted(maps.Keys(g.regexes)) {
+		v := g.regexes[r]
+		fmt.Fprintf(b, "  regex %q topics=%v version=%d ts=%d\n", r, v.topics, v.version, v.timestamp)
+	}
 }

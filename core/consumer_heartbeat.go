@@ -31,8 +31,8 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now int64, id RequestID, client Cli
 }
 
 // validateConsumerHeartbeat is Kafka's
-// throwIfConsumerGroupHeartbeatRequestIsInvalid, plus coordhost's refusal
-// of regular-expression subscriptions (not implemented yet).
+// throwIfConsumerGroupHeartbeatRequestIsInvalid (a regex is checked when
+// it is new to the group, updateConsumerRegex).
 func (c *Coordinator) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) *kafkaError {
 	empty := func(s *string) bool { return s != nil && *s == "" }
 	if (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == leaveEpoch) && req.MemberID == "" {
@@ -70,9 +70,6 @@ func (c *Coordinator) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeat
 				*req.ServerAssignor, strings.Join(c.consumerAssignorNames(), ", "))
 		}
 	}
-	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
-		return errf(kerr.InvalidRequest, "SubscribedTopicRegex is not supported by coordhost yet; subscribe to topic names.")
-	}
 	if len(c.cfg.Consumer.Assignors) == 0 {
 		return errf(kerr.UnsupportedAssignor, "No server assignor is configured for consumer groups.")
 	}
@@ -109,7 +106,12 @@ func (c *Coordinator) consumerHeartbeat(client ClientInfo, req *kmsg.ConsumerGro
 		return nil, e
 	}
 	hb.before = m
+	hadRegexes := len(g.usedRegexes()) > 0
 	subChanged := c.updateConsumerMember(hb, m, client)
+	resolve, e := c.updateConsumerRegex(g, m, hadRegexes)
+	if e != nil {
+		return nil, e
+	}
 	bump := subChanged
 	hash := g.metadataHash
 	if bump || g.metadataRefresh {
@@ -139,7 +141,11 @@ func (c *Coordinator) consumerHeartbeat(client ClientInfo, req *kmsg.ConsumerGro
 		}
 	}
 	after := c.reconcileConsumer(g, g.members[req.MemberID], hb.owned, subChanged)
-	return c.consumerResponse(hb, after), nil
+	resp := c.consumerResponse(hb, after)
+	if resolve {
+		c.resolveConsumerRegexes(g, client.DescribableTopic)
+	}
+	return resp, nil
 }
 
 // consumerMemberID generates a member id for a v0 join (Kafka: a random
@@ -326,7 +332,8 @@ func (c *Coordinator) writeConsumerMemberTombstones(g *consumerGroup, id string)
 
 // updateConsumerMember applies the request's fields with Kafka's "null
 // means unchanged" rules and writes the member metadata if it changed. It
-// reports whether the subscribed topic names changed (a group epoch bump).
+// reports whether the subscribed topic names or regex changed (a group
+// epoch bump).
 func (c *Coordinator) updateConsumerMember(hb *consumerHB, m *consumerMember, client ClientInfo) bool {
 	req, g := hb.req, hb.g
 	u := m.clone()
@@ -360,7 +367,7 @@ func (c *Coordinator) updateConsumerMember(hb *consumerHB, m *consumerMember, cl
 	} else {
 		c.emit(Event{Kind: EventMemberUpdated, Group: g.id, Member: m.id, Epoch: g.groupEpoch, MemberEpoch: m.epoch})
 	}
-	return !slices.Equal(u.topics, m.topics)
+	return !slices.Equal(u.topics, m.topics) || !ptrEq(u.regex, m.regex)
 }
 
 func consumerMetadataValue(m *consumerMember) ConsumerGroupMemberMetadataValue {

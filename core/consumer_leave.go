@@ -1,6 +1,9 @@
 package core
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -38,6 +41,9 @@ func init() {
 		cg := g.(*consumerGroup)
 		for _, id := range cg.sortedMemberIDs() {
 			c.writeConsumerMemberTombstones(cg, id)
+		}
+		for _, r := range slices.Sorted(maps.Keys(cg.regexes)) {
+			c.write(Record{Key: ConsumerGroupRegularExpressionKey{cg.id, r}})
 		}
 		// A target left without its member (a log replayed out of order).
 		var orphans []string
@@ -106,7 +112,9 @@ func (c *Coordinator) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest) (*k
 // its tombstones, then a group epoch bump with the metadata hash of the
 // remaining subscriptions; its timers are cancelled.
 func (c *Coordinator) fenceConsumerMember(g *consumerGroup, id string, kind EventKind, reason EventReason) {
+	m := g.members[id]
 	c.writeConsumerMemberTombstones(g, id)
+	c.dropUnusedConsumerRegex(g, m)
 	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: c.groupMetadataHash(g.subscribedTopics()), CreationTimeMs: g.creationTimeMs}})
 	c.cancelTimer(consumerSessionKey(g.id, id))

@@ -37,6 +37,7 @@ type consumerClient struct {
 	group, id string
 	instance  *string
 	topics    []string
+	regex     *string // nil: never sent one
 	epoch     int32
 	joined    bool
 	crashed   bool
@@ -110,6 +111,10 @@ func (s *consumerSim) step() {
 		s.partsA = []int32{4, 6, 8}[s.rng.IntN(3)]
 		fmt.Fprintf(&s.trace, "topic a has %d partitions\n", s.partsA)
 		s.h.topics = []TopicMetadata{{Name: "a", ID: topicID("a"), Partitions: s.partsA}, {Name: "b", ID: topicID("b"), Partitions: 2}}
+		if s.rng.IntN(2) == 0 { // a topic only regexes match comes and goes
+			s.h.topics = append(s.h.topics, TopicMetadata{Name: "bx", ID: topicID("bx"), Partitions: 2})
+			s.trace.WriteString("topic bx exists\n")
+		}
 		s.finish(s.h.c.UpdateTopics(s.h.now, s.h.topics))
 	case r < 92:
 		s.failover()
@@ -126,12 +131,17 @@ func (s *consumerSim) heartbeat(cl *consumerClient) {
 	var req *kmsg.ConsumerGroupHeartbeatRequest
 	if !cl.joined {
 		req = joinReq(cl.group, cl.id, cl.topics...)
+		req.SubscribedTopicRegex = cl.regex
 		cl.epoch = 0
 	} else {
 		req = ackReq(cl.group, cl.id, cl.epoch, cl.owned)
 		if !s.settle && s.rng.IntN(10) == 0 { // resubscribe
 			cl.topics = [][]string{{"a"}, {"a", "b"}, {"b"}}[s.rng.IntN(3)]
 			req.SubscribedTopicNames = cl.topics
+			if s.rng.IntN(3) == 0 { // or a regex ("" clears it)
+				cl.regex = &[]string{"b.*", "a|b", ""}[s.rng.IntN(3)]
+				req.SubscribedTopicRegex = cl.regex
+			}
 		}
 	}
 	req.InstanceID = cl.instance

@@ -93,7 +93,7 @@ func (b reconcileStep) ownsAny(parts partSet) bool {
 // subscribed is the set of topic ids the member subscribes to.
 func (b reconcileStep) subscribed() map[[16]byte]bool {
 	out := map[[16]byte]bool{}
-	for _, name := range b.m.topics {
+	for _, name := range b.g.memberTopics(b.m) {
 		if t, ok := b.topics[name]; ok {
 			out[t.ID] = true
 		}

@@ -5,8 +5,8 @@ package core
 // Keys are version 0 and non-flexible; values are version 0 and flexible.
 // Type 4 (ConsumerGroupPartitionMetadata) is no longer written by Kafka
 // 4.4 (the metadata hash replaced it); coordhost decodes it and ignores
-// it on replay. Type 16 (regular expressions) is not supported yet and
-// decodes as an unknown type (docs/CONSUMER.md).
+// it on replay. Type 16 holds one resolved regular expression of a group
+// (key version 16, as Kafka writes it).
 
 // Record type numbers of consumer groups.
 const (
@@ -16,6 +16,7 @@ const (
 	RecConsumerGroupTargetAssignmentMetadata int16 = 6
 	RecConsumerGroupTargetAssignmentMember   int16 = 7
 	RecConsumerGroupCurrentMemberAssignment  int16 = 8
+	RecConsumerGroupRegularExpression        int16 = 16
 )
 
 func init() {
@@ -61,6 +62,14 @@ func init() {
 		},
 		decodeValue: decodeConsumerGroupCurrentMemberAssignmentValue,
 		apply:       applyConsumerGroupCurrentMemberAssignment,
+	})
+	registerRecordType(RecConsumerGroupRegularExpression, recordType{
+		name: "ConsumerGroupRegularExpression",
+		decodeKey: func(r *reader) RecordKey {
+			return ConsumerGroupRegularExpressionKey{GroupID: groupKey(r), RegularExpression: r.classicString()}
+		},
+		decodeValue: decodeConsumerGroupRegularExpressionValue,
+		apply:       applyConsumerGroupRegularExpression,
 	})
 }
 
@@ -138,6 +147,34 @@ type ConsumerGroupCurrentMemberAssignmentValue struct {
 	State                       int8
 	AssignedPartitions          []TopicPartitions
 	PartitionsPendingRevocation []TopicPartitions
+}
+
+// ConsumerGroupRegularExpressionKey is the key of record type 16.
+type ConsumerGroupRegularExpressionKey struct{ GroupID, RegularExpression string }
+
+// ConsumerGroupRegularExpressionValue is the value of record type 16: the
+// topics a regex resolved to, the version of the topic image it was
+// resolved against and when.
+type ConsumerGroupRegularExpressionValue struct {
+	Topics    []string
+	Version   int64
+	Timestamp int64
+}
+
+// RecordType implements RecordKey.
+func (ConsumerGroupRegularExpressionKey) RecordType() int16 { return RecConsumerGroupRegularExpression }
+
+// RecordType implements RecordValue.
+func (ConsumerGroupRegularExpressionValue) RecordType() int16 {
+	return RecConsumerGroupRegularExpression
+}
+
+// Group implements RecordKey.
+func (k ConsumerGroupRegularExpressionKey) Group() string { return k.GroupID }
+
+func (k ConsumerGroupRegularExpressionKey) encodeKey(w *writer) {
+	w.classicString(k.GroupID)
+	w.classicString(k.RegularExpression)
 }
 
 // RecordType implements RecordKey.
@@ -373,6 +410,21 @@ func decodeConsumerGroupCurrentMemberAssignmentValue(r *reader) RecordValue {
 	v := ConsumerGroupCurrentMemberAssignmentValue{MemberEpoch: r.int32(), PreviousMemberEpoch: r.int32(), State: r.int8()}
 	v.AssignedPartitions = readTopicPartitions(r, true)
 	v.PartitionsPendingRevocation = readTopicPartitions(r, true)
+	r.noTags()
+	return v
+}
+
+// ---- 16 ----
+
+func (v ConsumerGroupRegularExpressionValue) encodeValue(w *writer) {
+	w.compactStrings(v.Topics)
+	w.int64(v.Version)
+	w.int64(v.Timestamp)
+	w.tags()
+}
+
+func decodeConsumerGroupRegularExpressionValue(r *reader) RecordValue {
+	v := ConsumerGroupRegularExpressionValue{Topics: r.compactStrings(), Version: r.int64(), Timestamp: r.int64()}
 	r.noTags()
 	return v
 }

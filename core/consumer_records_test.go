@@ -24,6 +24,9 @@ func consumerSampleRecords() []Record {
 			TopicPartitions: []TopicPartitions{{TopicID: topicID("a"), Partitions: []int32{1}}}}},
 		{Key: ConsumerGroupCurrentMemberAssignmentKey{"g", "m"}, Value: ConsumerGroupCurrentMemberAssignmentValue{
 			MemberEpoch: 4, PreviousMemberEpoch: 3, State: 2, AssignedPartitions: tps, PartitionsPendingRevocation: []TopicPartitions{}}},
+		{Key: ConsumerGroupRegularExpressionKey{"g", "rx"}, Value: ConsumerGroupRegularExpressionValue{
+			Topics: []string{"a"}, Version: 3, Timestamp: 9}},
+		{Key: ConsumerGroupRegularExpressionKey{"g", "rx"}},
 	}
 }
 
@@ -43,6 +46,9 @@ func TestConsumerRecordBytes(t *testing.T) {
 		{recs[5], "0006" + "000167", "0000" + "00000005" + "01" + "00" + "08" + "0000000000000009"},
 		// type 7, "g","m"; one topic: uuid, [1], no tags; no tags.
 		{recs[6], "0007" + "000167" + "00016d", "0000" + "02" + hex.EncodeToString(idA[:]) + "02" + "00000001" + "00" + "00"},
+		// type 16 (key version 16), "g","rx"; topics ["a"], version 3, timestamp 9, no tags.
+		{recs[8], "0010" + "000167" + "00027278", "0000" + "02" + "0261" + "0000000000000003" + "0000000000000009" + "00"},
+		{recs[9], "0010" + "000167" + "00027278", ""},
 	}
 	for _, tc := range cases {
 		k, v := EncodeRecord(tc.rec)

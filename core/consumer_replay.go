@@ -56,6 +56,9 @@ func applyConsumerGroupMetadata(c *Coordinator, rec Record) error {
 		if len(g.target) > 0 {
 			return fmt.Errorf("group %q: metadata tombstone while %d member targets remain", id, len(g.target))
 		}
+		if len(g.regexes) > 0 {
+			return fmt.Errorf("group %q: metadata tombstone while %d resolved regexes remain", id, len(g.regexes))
+		}
 		c.putGroup(id, nil)
 		return nil
 	}
@@ -175,8 +178,10 @@ func normalizeTopics(names []string) []string {
 
 // consumerOnLoaded schedules the timers of a loaded consumer group: a
 // session timeout for every member, and a rebalance timeout for members
-// revoking partitions (Kafka's onLoaded).
+// revoking partitions (Kafka's onLoaded). Its regexes are due for a
+// resolution: topics may have come and gone while no one coordinated it.
 func (c *Coordinator) consumerOnLoaded(g *consumerGroup) {
+	g.regexTopicsChanged = len(g.regexes) > 0
 	cfg := c.consumerConfig()
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]

@@ -56,7 +56,7 @@ func (c *Coordinator) consumerAssignInput(g *consumerGroup) PartitionAssignInput
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		am := PartitionAssignMember{MemberID: id, InstanceID: deref0(m.instanceID), RackID: deref0(m.rackID), Subscribed: []int32{}}
-		for _, name := range m.topics {
+		for _, name := range g.memberTopics(m) {
 			if i, ok := byName[name]; ok {
 				am.Subscribed = append(am.Subscribed, i)
 			}

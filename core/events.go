@@ -68,6 +68,10 @@ const (
 	// (Reason: its leader's assignment, no members left, a static
 	// replacement); Epoch is the generation.
 	EventGenerationStored EventKind = "generation-stored"
+	// EventRegexResolved: a consumer group's subscribed regular
+	// expressions were resolved against the topic metadata (an epoch bump
+	// follows when a regex's topics changed).
+	EventRegexResolved EventKind = "regex-resolved"
 )
 
 // EventReason says why.

@@ -18,6 +18,9 @@ type TopicMetadata struct {
 
 type topicImage struct {
 	byName map[string]TopicMetadata
+	// version counts the images whose topic names changed; resolved
+	// regexes record it (Kafka records the metadata image's offset).
+	version int64
 }
 
 // UpdateTopics replaces the topic metadata image. Groups whose topology uses
@@ -31,10 +34,20 @@ func (c *Coordinator) UpdateTopics(now int64, topics []TopicMetadata) Output {
 		next[t.Name] = t
 	}
 	c.topics.byName = next
+	namesChanged := len(old) != len(next)
+	for name := range next {
+		if _, ok := old[name]; !ok {
+			namesChanged = true
+		}
+	}
+	if namesChanged {
+		c.topics.version++
+	}
 	for _, id := range c.groupIDs() {
 		switch g := c.groups[id].(type) {
 		case *consumerGroup:
 			g.metadataRefresh = g.metadataRefresh || topicsChanged(old, next, g.subscribedTopics())
+			g.regexTopicsChanged = g.regexTopicsChanged || namesChanged
 		case *streamsGroup:
 			g.soft.metadataRefresh = g.soft.metadataRefresh || topicsChanged(old, next, g.requiredTopics())
 		}

@@ -11,6 +11,11 @@ type RequestID uint64
 type ClientInfo struct {
 	ClientID   string
 	ClientHost string
+	// DescribableTopic, when set, says whether the client's principal may
+	// DESCRIBE a topic: the regular expressions a consumer heartbeat
+	// resolves keep only those topics, as Kafka filters them with the
+	// heartbeat's authorization context. nil: no authorizer, every topic.
+	DescribableTopic func(topic string) bool
 }
 
 // Output is everything an entry point wants done, as data. The host appends

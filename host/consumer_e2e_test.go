@@ -260,3 +260,73 @@ func commitAt(ctx context.Context, t *testing.T, cl *kgo.Client, group, member s
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
+
+// TestConsumerGroupKgoRegex: a kgo KIP-848 consumer subscribing by regex
+// (kgo sends SubscribedTopicRegex) and one subscribing by name share a
+// group on coordhost: the regex is resolved on the coordinator against
+// the topics that exist, the regex member gets every partition of the
+// matching topics and the other member its named topic; an invalid regex
+// is INVALID_REGULAR_EXPRESSION.
+func TestConsumerGroupKgoRegex(t *testing.T) {
+	defer host.SetConsumerHeartbeat(200)()
+	srv := startLoopHost(t, "")
+	ctx := timeout(t)
+	admin := newClient(t, srv.KafkaAddr())
+	for name, parts := range map[string]int32{"rx-1": 2, "rx-2": 2, "plain": 3} {
+		if err := createTopic(ctx, admin, name, parts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const group = "kgrx"
+	for _, c := range []struct{ name, topic string }{{"byregex", "rx-.*"}, {"byname", "plain"}} {
+		opts := []kgo.Opt{kgo.ClientID(c.name), kgo.ConsumerGroup(group), kgo.ConsumeTopics(c.topic),
+			kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.DisableAutoCommit(),
+			kgo.MaxVersions(consumerVersions())}
+		if c.name == "byregex" {
+			opts = append(opts, kgo.ConsumeRegex())
+		}
+		cl := newClient(t, srv.KafkaAddr(), opts...)
+		go func() {
+			for !cl.PollFetches(context.Background()).IsClientClosed() {
+			}
+		}()
+	}
+	waitFor(t, 25*time.Second, "regex and name members stable", func() error {
+		g, err := describeConsumer(ctx, admin, group)
+		if err != nil {
+			return err
+		}
+		if g.State != "Stable" || g.Epoch != g.AssignmentEpoch || len(g.Members) != 2 {
+			return fmt.Errorf("state %s epoch %d/%d members %d", g.State, g.Epoch, g.AssignmentEpoch, len(g.Members))
+		}
+		held := map[string]string{}
+		for _, m := range g.Members {
+			var parts []string
+			for _, tp := range m.Assignment.TopicPartitions {
+				for _, p := range tp.Partitions {
+					parts = append(parts, fmt.Sprintf("%s-%d", tp.Topic, p))
+				}
+			}
+			sort.Strings(parts)
+			held[m.ClientID] = fmt.Sprint(parts)
+			if m.ClientID == "byregex" && (m.SubscribedTopicRegex == nil || *m.SubscribedTopicRegex == "") {
+				return fmt.Errorf("the regex member shows no regex")
+			}
+		}
+		if held["byregex"] != "[rx-1-0 rx-1-1 rx-2-0 rx-2-1]" || held["byname"] != "[plain-0 plain-1 plain-2]" {
+			return fmt.Errorf("assignments %v", held)
+		}
+		return nil
+	})
+
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.RebalanceTimeoutMillis = group, "bad-regex", 30000
+	req.SubscribedTopicRegex, req.Topics = kmsg.StringPtr("rx-("), []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp, err := req.RequestWith(ctx, newClient(t, srv.KafkaAddr(), kgo.MaxVersions(consumerVersions()))) // the regex is a v1 field
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.InvalidRegularExpression.Code {
+		t.Fatalf("invalid regex: %v (%v), want INVALID_REGULAR_EXPRESSION", kerr.ErrorForCode(resp.ErrorCode), *resp.ErrorMessage)
+	}
+}

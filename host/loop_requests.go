@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/wire"
 )
 
@@ -26,6 +27,7 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 		}})
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		l.stats.heartbeats.Add(1)
+		client.DescribableTopic = authz.DescribableTopics(ctx) // regex matches are filtered by it
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			return c.ConsumerGroupHeartbeat(now, id, client, body)
 		}})

@@ -52,9 +52,10 @@ var ErrUnauthenticated = errors.New("request before SASL authentication")
 // Coordinator authorizes every group request and hands the allowed part to
 // the wrapped Handler.
 type Coordinator struct {
-	inner Handler
-	cfg   Config
-	cache *cache
+	inner  Handler
+	cfg    Config
+	cache  *cache
+	topics *topicLists
 }
 
 // New wraps inner.
@@ -65,7 +66,7 @@ func New(inner Handler, cfg Config) *Coordinator {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Coordinator{inner: inner, cfg: cfg, cache: newCache(cfg.TTL, cfg.Now)}
+	return &Coordinator{inner: inner, cfg: cfg, cache: newCache(cfg.TTL, cfg.Now), topics: &topicLists{m: map[listKey]topicList{}}}
 }
 
 // Shutdown stops the wrapped Handler when it has a Shutdown method.

@@ -1,7 +1,11 @@
 package authz
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -12,7 +16,11 @@ const describedTopicsRefused = "The group has described topic(s) that the client
 
 // consumerGroupHeartbeat: READ on the group, then DESCRIBE on every
 // subscribed topic name; any refused topic answers TOPIC_AUTHORIZATION_FAILED
-// alone, without naming the topics (Kafka 4.4 KafkaApis).
+// alone, without naming the topics (Kafka 4.4 KafkaApis). The heartbeat
+// reaches the coordinator with the topics the principal may DESCRIBE
+// (DescribableTopics): the regular expressions it resolves keep only
+// those, as Kafka's coordinator filters regex matches with the
+// heartbeat's authorization context.
 func (c *check) consumerGroupHeartbeat(b *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 	if ok, err := c.allowed(kmsg.ACLResourceTypeGroup, b.Group, opRead); err != nil || !ok {
 		return denied(b, codeGroup), err
@@ -29,7 +37,101 @@ func (c *check) consumerGroupHeartbeat(b *kmsg.ConsumerGroupHeartbeatRequest) (k
 			}
 		}
 	}
-	return c.inner(b)
+	describable, err := c.describableFilter()
+	if err != nil {
+		return nil, err
+	}
+	sub := *c.req
+	sub.Body = b
+	return c.a.inner.Handle(context.WithValue(c.ctx, describableKey{}, describable), &sub)
+}
+
+type describableKey struct{}
+
+// DescribableTopics is the DESCRIBE filter the Coordinator attached to
+// the context of a ConsumerGroupHeartbeat it let through (nil otherwise:
+// no authorizer, every topic).
+func DescribableTopics(ctx context.Context) func(topic string) bool {
+	f, _ := ctx.Value(describableKey{}).(func(string) bool)
+	return f
+}
+
+// topicLists keeps, per session, the topics its principal may DESCRIBE,
+// for at most Config.TTL.
+type topicLists struct {
+	mu    sync.Mutex
+	m     map[listKey]topicList
+	swept time.Time
+}
+
+// listKey is who: a re-authentication starts a new list.
+type listKey = who
+
+type topicList struct {
+	names map[string]bool
+	at    time.Time
+}
+
+// describableFilter is the DESCRIBE filter for the heartbeat's regular
+// expressions: evaluated in memory on a Local authorizer (the embedded data
+// plane has no authorizer to list topics with), else the cluster's list.
+func (c *check) describableFilter() (func(string) bool, error) {
+	if l := c.a.cfg.Local; l != nil {
+		principal, host := localWho(c.req)
+		return func(t string) bool {
+			return bool(l.Evaluator.Evaluate(principal, host, opDescribe, kmsg.ACLResourceTypeTopic, t))
+		}, nil
+	}
+	names, err := c.describableTopics()
+	if err != nil {
+		return nil, err
+	}
+	return func(t string) bool { return names[t] }, nil
+}
+
+// describableTopics lists the topics the session's principal may
+// DESCRIBE: Kafka answers a Metadata request for all topics with exactly
+// those.
+func (c *check) describableTopics() (map[string]bool, error) {
+	l, key, now := c.a.topics, whoOf(c.req), c.a.cfg.Now()
+	ttl := c.a.cfg.TTL
+	l.mu.Lock()
+	e, ok := l.m[key]
+	l.mu.Unlock()
+	if ok && now.Sub(e.at) < ttl {
+		return e.names, nil
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	req.Topics, req.AllowAutoTopicCreation = nil, false
+	resp, err := c.req.Session.Ask(c.ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	mr, ok := resp.(*kmsg.MetadataResponse)
+	if !ok {
+		return nil, fmt.Errorf("the cluster answered Metadata with %T", resp)
+	}
+	names := map[string]bool{}
+	for _, t := range mr.Topics {
+		if t.ErrorCode == 0 && t.Topic != nil {
+			names[*t.Topic] = true
+		}
+	}
+	if ttl > 0 {
+		l.mu.Lock()
+		if now.Sub(l.swept) >= ttl {
+			for k, old := range l.m {
+				if now.Sub(old.at) >= ttl {
+					delete(l.m, k)
+				}
+			}
+			l.swept = now
+		}
+		l.m[key] = topicList{names, now}
+		l.mu.Unlock()
+	}
+	return names, nil
 }
 
 // consumerGroupDescribe: DESCRIBE on each group, as DescribeGroups; then a

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/host/wire"
 )
 
 // Local decides group requests in coordhost itself, with an ACLEvaluator,
@@ -19,6 +21,15 @@ type Local struct {
 	TopicNames func(ctx context.Context, ids [][16]byte) (map[[16]byte]string, error)
 }
 
+// localWho is the principal and host a Local authorizer decides for.
+func localWho(req *wire.Request) (principal, host string) {
+	principal = "User:ANONYMOUS"
+	if req.Authenticated {
+		principal = "User:" + req.SASLUser
+	}
+	return principal, strings.TrimPrefix(req.ClientHost, "/")
+}
+
 // decideAll answers op on every resource of rs, locally or by asking the
 // cluster (through the cache).
 func (c *check) decideAll(rs []resource, op kmsg.ACLOperation) (map[resource]bool, error) {
@@ -26,11 +37,7 @@ func (c *check) decideAll(rs []resource, op kmsg.ACLOperation) (map[resource]boo
 	if l == nil {
 		return c.a.cache.decideAll(c.ctx, whoOf(c.req), rs, op)
 	}
-	principal := "User:ANONYMOUS"
-	if c.req.Authenticated {
-		principal = "User:" + c.req.SASLUser
-	}
-	host := strings.TrimPrefix(c.req.ClientHost, "/")
+	principal, host := localWho(c.req)
 	names, err := l.idNames(c.ctx, rs)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,186 @@
+package io.coordhost.interop.consumer;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Runs KafkaConsumer instances with group.protocol=consumer, one thread
+ * each, driven by stdin lines:
+ *
+ * <pre>
+ * start NAME GROUP topics:T1,T2     subscribe to topic names
+ * start NAME GROUP pattern:REGEX    subscribe to a broker-side regex (SubscriptionPattern)
+ * stop NAME                         close the consumer (it leaves the group)
+ * exit
+ * </pre>
+ *
+ * Every instance prints JSON lines to stdout: {"client","event":"assigned","partitions":[...]}
+ * after each change of its assignment (its whole assignment after the change), {"client","event":"commit","error":...}
+ * after each commit of polled records, {"client","event":"error","error":...}
+ * when its poll loop fails, {"client","event":"closed"} once closed.
+ */
+public final class ConsumerApp {
+    private static final Map<String, Instance> INSTANCES = new ConcurrentHashMap<>();
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] f = line.trim().split(" ", 4);
+            switch (f[0]) {
+                case "start" -> {
+                    Instance i = new Instance(bootstrap, f[1], f[2], f[3]);
+                    INSTANCES.put(f[1], i);
+                    i.thread.start();
+                }
+                case "stop" -> {
+                    Instance i = INSTANCES.remove(f[1]);
+                    if (i != null) {
+                        i.stop();
+                    }
+                }
+                case "exit" -> {
+                    for (Instance i : INSTANCES.values()) {
+                        i.stop();
+                    }
+                    return;
+                }
+                default -> emit(f[0], "error", "\"error\":" + quote("unknown command: " + line));
+            }
+        }
+    }
+
+    static synchronized void emit(String client, String event, String rest) {
+        StringBuilder b = new StringBuilder("{\"client\":").append(quote(client)).append(",\"event\":").append(quote(event));
+        if (!rest.isEmpty()) {
+            b.append(',').append(rest);
+        }
+        System.out.println(b.append('}'));
+        System.out.flush();
+    }
+
+    static String quote(String s) {
+        if (s == null) {
+            return "null";
+        }
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                b.append('\\').append(c);
+            } else if (c < 0x20) {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    static String partitions(Collection<TopicPartition> tps) {
+        List<String> names = new ArrayList<>();
+        for (TopicPartition tp : tps) {
+            names.add(quote(tp.topic() + "-" + tp.partition()));
+        }
+        names.sort(null);
+        return "\"partitions\":[" + String.join(",", names) + "]";
+    }
+
+    static final class Instance implements ConsumerRebalanceListener {
+        final String name;
+        final KafkaConsumer<byte[], byte[]> consumer;
+        final Thread thread;
+        final Set<TopicPartition> owned = new HashSet<>(); // the callbacks run on the poll thread
+        volatile boolean running = true;
+
+        Instance(String bootstrap, String name, String group, String subscription) {
+            this.name = name;
+            Properties p = new Properties();
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+            p.put(ConsumerConfig.CLIENT_ID_CONFIG, name);
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+            p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+            p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            consumer = new KafkaConsumer<>(p);
+            if (subscription.startsWith("pattern:")) {
+                consumer.subscribe(new SubscriptionPattern(subscription.substring("pattern:".length())), this);
+            } else {
+                consumer.subscribe(Arrays.asList(subscription.substring("topics:".length()).split(",")), this);
+            }
+            thread = new Thread(this::run, "consumer-" + name);
+        }
+
+        void run() {
+            try {
+                while (running) {
+                    ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                    if (!records.isEmpty()) {
+                        String error = null;
+                        try {
+                            consumer.commitSync(Duration.ofSeconds(10));
+                        } catch (WakeupException e) {
+                            throw e;
+                        } catch (Exception e) {
+                            error = e.getClass().getSimpleName();
+                        }
+                        emit(name, "commit", "\"records\":" + records.count() + ",\"error\":" + quote(error));
+                    }
+                }
+            } catch (WakeupException e) {
+                // stop() asked for it
+            } catch (Exception e) {
+                emit(name, "error", "\"error\":" + quote(e.getClass().getSimpleName() + ": " + e.getMessage()));
+            } finally {
+                consumer.close();
+                emit(name, "closed", "");
+            }
+        }
+
+        void stop() throws InterruptedException {
+            running = false;
+            consumer.wakeup();
+            thread.join(30_000);
+        }
+
+        @Override
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            owned.removeAll(partitions);
+            emit(name, "assigned", partitions(owned));
+        }
+
+        @Override
+        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            owned.addAll(partitions);
+            emit(name, "assigned", partitions(owned));
+        }
+
+        @Override
+        public void onPartitionsLost(Collection<TopicPartition> partitions) {
+            owned.removeAll(partitions);
+            emit(name, "lost", partitions(partitions));
+        }
+    }
+}
