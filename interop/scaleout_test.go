@@ -860,7 +860,9 @@ func TestScaleOutZombie(t *testing.T) {
 		}
 		last[a.gen] = a.node
 	}
-	t.Logf("answers: %+v", m.answers)
+	for _, a := range m.answers {
+		t.Logf("answer from %s at generation %d: %v", a.node, a.gen, a.err)
+	}
 }
 
 func allActive(st cluster.Status) bool {
