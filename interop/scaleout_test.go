@@ -144,6 +144,11 @@ func ownerNode(t *testing.T, nodes []*scaleOutNode, p int) (*scaleOutNode, clust
 	return nil, cluster.Status{}
 }
 
+// createScaleOutTopic creates the input topic, with 100 records in each
+// of its 6 partitions, and the state topic (compacted, one partition
+// per store partition), and waits until the broker's metadata lists
+// both: the nodes then find the state topic as it is, since a node that
+// creates it reads the metadata once, which may not show it yet.
 func createScaleOutTopic(t *testing.T, broker string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
@@ -151,15 +156,41 @@ func createScaleOutTopic(t *testing.T, broker string) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	tp := kmsg.NewCreateTopicsRequestTopic()
-	tp.Topic, tp.NumPartitions, tp.ReplicationFactor = scaleOutTopic, 6, 1
-	req.Topics = append(req.Topics, tp)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	in := kmsg.NewCreateTopicsRequestTopic()
+	in.Topic, in.NumPartitions, in.ReplicationFactor = scaleOutTopic, 6, 1
+	state := kmsg.NewCreateTopicsRequestTopic()
+	state.Topic, state.NumPartitions, state.ReplicationFactor = "__coordhost_state", scaleOutParts, 1
+	compact := kmsg.NewCreateTopicsRequestTopicConfig()
+	compact.Name, compact.Value = "cleanup.policy", kmsg.StringPtr("compact")
+	state.Configs = append(state.Configs, compact)
+	req.Topics = append(req.Topics, in, state)
 	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create %s: %v %+v", scaleOutTopic, err, resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range resp.Topics {
+		if tp.ErrorCode != 0 {
+			t.Fatalf("create %s: %v", tp.Topic, kerr.ErrorForCode(tp.ErrorCode))
+		}
+	}
+	for {
+		md := kmsg.NewPtrMetadataRequest()
+		for _, name := range []string{scaleOutTopic, "__coordhost_state"} {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			md.Topics = append(md.Topics, rt)
+		}
+		mr, err := md.RequestWith(ctx, cl)
+		if err == nil && len(mr.Topics) == 2 && mr.Topics[0].ErrorCode == 0 && mr.Topics[1].ErrorCode == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the created topics never showed in the metadata: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	p, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic(scaleOutTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
