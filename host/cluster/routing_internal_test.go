@@ -57,3 +57,34 @@ func FuzzParsePeer(f *testing.F) {
 		}
 	})
 }
+
+// TestRouteFromRoutes: a partition this node does not serve routes to
+// the node the ownership group assigned it, and to nobody (Kafka's
+// COORDINATOR_NOT_AVAILABLE) when it is unassigned or assigned to this
+// node, which no longer answers for it.
+func TestRouteFromRoutes(t *testing.T) {
+	n, err := New(Config{ClusterID: "c", NodeID: "me", Topic: "t", AdvertisedHost: "127.0.0.1", AdvertisedPort: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Peer{Node: "other", BrokerID: MinBrokerID + 7, Host: "127.0.0.2", Port: 2}
+	if _, ok := n.Route(0); ok {
+		t.Fatal("routed before any reading of the group")
+	}
+	n.routes.Store(&routes{peers: map[string]Peer{"m-other": other, "m-me": n.Self()}, owner: map[int]string{0: "m-other", 1: "m-me"}})
+	if p, ok := n.Route(0); !ok || p != other {
+		t.Fatalf("partition 0: %+v %v", p, ok)
+	}
+	for _, p := range []int{1, 2} {
+		if got, ok := n.Route(p); ok {
+			t.Fatalf("partition %d routed to %+v", p, got)
+		}
+	}
+	peers := n.Peers()
+	if len(peers) != 2 || peers[0].BrokerID > peers[1].BrokerID {
+		t.Fatalf("peers %+v", peers)
+	}
+	if st := n.routeStatus(); len(st) != 2 {
+		t.Fatalf("route status %+v", st)
+	}
+}
