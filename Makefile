@@ -105,3 +105,8 @@ bench-compare:
 	@mkdir -p build
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_OUT=$(CURDIR)/build/bench-compare.md \
 		$(GO) test -count=1 -v -timeout 120m -run 'TestBenchCompare$$' ./interop
+
+.PHONY: scaleout
+## scaleout: three coordhost processes of one cluster on real Kafka 4.4, SIGKILL of the busiest partition's owner mid-rebalance, and a SIGSTOP/SIGCONT zombie owner (docs/SCALE-OUT.md; two broker starts, a few minutes)
+scaleout:
+	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestScaleOut' ./interop

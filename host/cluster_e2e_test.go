@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/cluster"
+	"github.com/coordhost/coordhost/host/runtime"
 )
 
 // joinOneMember joins group with one classic consumer member through cl
@@ -133,5 +135,269 @@ func TestClusterNodesShareGroups(t *testing.T) {
 	}
 	if st := clusterStatus(t, otherSrv); len(st.Partitions) != 4 {
 		t.Fatalf("survivor owns %d partitions", len(st.Partitions))
+	}
+}
+
+// startClusterNodes starts n coordhost nodes of cluster c1 on dp, with
+// parts store partitions, and waits until every partition is active on
+// one node and every node knows every other's partitions (the routes
+// FindCoordinator answers from).
+func startClusterNodes(t *testing.T, dp *observedCluster, n, parts int) []*host.Server {
+	t.Helper()
+	args := []string{"--dataplane.mode=external", dp.bootstrap(), "--store.kind=kafka", fmt.Sprintf("--store.partitions=%d", parts),
+		"--cluster.id=c1", "--cluster.ownership.session.timeout.ms=1500", "--cluster.ownership.lease.margin.ms=300"}
+	var nodes []*host.Server
+	for i := range n {
+		nodes = append(nodes, startLoopHost(t, "", append(args, fmt.Sprintf("--cluster.node.id=n%d", i))...))
+	}
+	waitRoutes(t, nodes, parts)
+	return nodes
+}
+
+// waitRoutes waits until nodes hold every one of parts partitions
+// between them, evenly (the ownership group's last rebalance is over),
+// active, and each node's view of the cluster's routes
+// agrees with what each node holds.
+func waitRoutes(t *testing.T, nodes []*host.Server, parts int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if routesAgree(t, nodes, parts) {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, n := range nodes {
+				t.Logf("%+v", clusterStatus(t, n))
+			}
+			t.Fatal("the nodes never agreed on the routes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func routesAgree(t *testing.T, nodes []*host.Server, parts int) bool {
+	held := map[int]int32{} // partition -> broker id, from each node's own partitions
+	var sts []cluster.Status
+	for _, n := range nodes {
+		st := clusterStatus(t, n)
+		if !st.LeaseValid || len(st.Partitions) != parts/len(nodes) { // cooperative-sticky splits evenly
+			return false
+		}
+		for _, p := range st.Partitions {
+			if p.State != "active" {
+				return false
+			}
+			held[p.Partition] = st.BrokerID
+		}
+		sts = append(sts, st)
+	}
+	if len(held) != parts {
+		return false
+	}
+	for _, st := range sts {
+		if len(st.Nodes) != len(nodes) {
+			return false
+		}
+		for _, peer := range st.Nodes {
+			for _, p := range peer.Partitions {
+				if held[p] != peer.BrokerID {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// ownerOf returns the node whose partitions include group's.
+func ownerOf(t *testing.T, nodes []*host.Server, group string, parts int) (*host.Server, cluster.Status) {
+	t.Helper()
+	p := runtime.PartitionFor(group, parts)
+	for _, n := range nodes {
+		st := clusterStatus(t, n)
+		for _, ps := range st.Partitions {
+			if ps.Partition == p {
+				return n, st
+			}
+		}
+	}
+	t.Fatalf("no node holds %s's partition %d", group, p)
+	return nil, cluster.Status{}
+}
+
+// coordinatorRequestor sends each request to the coordinator of group as
+// FindCoordinator names it on the node cl was seeded with, as a Kafka
+// Streams client does: no request is routed by hand.
+type coordinatorRequestor struct {
+	cl    *kgo.Client
+	group string
+}
+
+func (r coordinatorRequestor) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.CoordinatorType, find.CoordinatorKeys = 0, []string{r.group}
+	resp, err := find.RequestWith(ctx, r.cl.SeedBrokers()[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+		return nil, fmt.Errorf("find coordinator of %s: %+v", r.group, resp.Coordinators)
+	}
+	return r.cl.Broker(int(resp.Coordinators[0].NodeID)).Request(ctx, req)
+}
+
+func epochOf(m *streamsMember) int32 { e, _, _ := m.state(); return e }
+
+// TestClusterRoutesClientsToOwner: three nodes of one cluster. Every
+// node's FindCoordinator (v3 single key, v4+ batched) names each
+// group's owner by its synthetic broker id and listener, and Metadata
+// lists the three nodes; a kgo consumer group seeded with a node that
+// does not own the group, and a streams group driven with kmsg through
+// FindCoordinator on another such node, are served by the owner. After
+// the consumer group's owner stops, the consumers keep consuming and
+// commit through the node that took the partition over, and the
+// streams member keeps its epoch.
+func TestClusterRoutesClientsToOwner(t *testing.T) {
+	const parts = 6
+	dp := newObservedCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "t"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	nodes := startClusterNodes(t, dp, 3, parts)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	groups := []string{"route-a", "route-b", "route-c", "route-d", "route-e", "route-f"}
+	for _, n := range nodes {
+		raw := dialRaw(t, n.KafkaAddr())
+		batch := kmsg.NewPtrFindCoordinatorRequest()
+		batch.CoordinatorKeys = groups
+		resp := raw.do(batch, 4).(*kmsg.FindCoordinatorResponse)
+		for i, g := range groups {
+			_, owner := ownerOf(t, nodes, g, parts)
+			c := resp.Coordinators[i]
+			if c.Key != g || c.ErrorCode != 0 || c.NodeID != owner.BrokerID || c.Host != owner.Host || c.Port != owner.Port {
+				t.Fatalf("FindCoordinator v4 of %s on %s: %+v, owner %d %s:%d", g, n.KafkaAddr(), c, owner.BrokerID, owner.Host, owner.Port)
+			}
+			single := kmsg.NewPtrFindCoordinatorRequest()
+			single.CoordinatorKey = g
+			r3 := raw.do(single, 3).(*kmsg.FindCoordinatorResponse)
+			if r3.ErrorCode != 0 || r3.NodeID != owner.BrokerID || r3.Port != owner.Port {
+				t.Fatalf("FindCoordinator v3 of %s: %+v", g, r3)
+			}
+		}
+		md := raw.do(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse)
+		ids := map[int32]bool{}
+		for _, b := range md.Brokers {
+			ids[b.NodeID] = true
+		}
+		for _, m := range nodes {
+			if id := clusterStatus(t, m).BrokerID; !ids[id] || id < cluster.MinBrokerID {
+				t.Fatalf("Metadata on %s lists %v, not node %d", n.KafkaAddr(), md.Brokers, id)
+			}
+		}
+	}
+
+	// A classic consumer group, seeded with a node that does not own it.
+	const group = "route-consumers"
+	ownerSrv, _ := ownerOf(t, nodes, group, parts)
+	var seed *host.Server
+	for _, n := range nodes {
+		if n != ownerSrv && seed == nil {
+			seed = n
+		}
+	}
+	producer := newClient(t, seed.KafkaAddr(), kgo.DefaultProduceTopic("t"))
+	produce := func(n int) {
+		for i := range n {
+			if err := producer.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(10)
+	consumers := make([]*kgo.Client, 2)
+	for i := range consumers {
+		consumers[i] = newClient(t, seed.KafkaAddr(), kgo.ConsumerGroup(group), kgo.ConsumeTopics("t"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond))
+	}
+	consumeAndCommit := func(want int) {
+		got := 0
+		for got < want {
+			for _, c := range consumers {
+				pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				fs := c.PollFetches(pctx)
+				pcancel()
+				got += fs.NumRecords()
+				if fs.NumRecords() > 0 {
+					if err := c.CommitUncommittedOffsets(ctx); err != nil {
+						t.Fatalf("commit: %v", err)
+					}
+				}
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("consumed %d of %d", got, want)
+			}
+		}
+	}
+	consumeAndCommit(10)
+	ownerConn := dialRaw(t, ownerSrv.KafkaAddr())
+	for { // both consumers joined, through the owner
+		g := describeOne(t, ownerConn, group)
+		if g.ErrorCode == 0 && g.State == "Stable" && len(g.Members) == 2 {
+			break
+		}
+		if g.ErrorCode != 0 || ctx.Err() != nil {
+			t.Fatalf("the owner's view of %s: %+v", group, g)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A streams group through kmsg, seeded with a node that does not own
+	// it (and stays up).
+	const sgroup = "route-streams"
+	sOwner, _ := ownerOf(t, nodes, sgroup, parts)
+	var sSeed *host.Server // neither its owner nor the node stopped below
+	for _, n := range nodes {
+		if n != sOwner && n != ownerSrv {
+			sSeed = n
+		}
+	}
+	member := newStreamsMember(coordinatorRequestor{cl: newClient(t, sSeed.KafkaAddr()), group: sgroup}, sgroup, "t")
+	for epochOf(member) == 0 || len(member.partitions()) != 2 {
+		if code, _, err := member.heartbeat(ctx); err != nil || code != 0 {
+			t.Fatalf("streams heartbeat: %v %v", err, kerr.ErrorForCode(code))
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the streams member never got its tasks")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	epoch := epochOf(member)
+
+	// The consumer group's owner stops: its partitions move, the clients
+	// find the new owner through the nodes left.
+	stopHost(t, ownerSrv)
+	left := []*host.Server{}
+	for _, n := range nodes {
+		if n != ownerSrv {
+			left = append(left, n)
+		}
+	}
+	waitRoutes(t, left, parts)
+	produce(10)
+	consumeAndCommit(10)
+	for {
+		code, _, err := member.heartbeat(ctx)
+		if err == nil && code == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("streams member after failover: %v %v", err, kerr.ErrorForCode(code))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if e := epochOf(member); e < epoch || len(member.partitions()) != 2 {
+		t.Fatalf("streams member after failover: epoch %d (was %d), tasks %v", e, epoch, member.partitions())
+	}
+	if _, _, fenced := member.state(); fenced != 0 {
+		t.Fatalf("the streams member was fenced %d times", fenced)
 	}
 }

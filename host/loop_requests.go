@@ -18,7 +18,7 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 	client := core.ClientInfo{ClientID: req.ClientIDString(), ClientHost: req.ClientHost}
 	switch body := req.Body.(type) {
 	case *kmsg.FindCoordinatorRequest:
-		return findCoordinator(req, body), nil
+		return l.findCoordinator(req, body), nil
 	case *kmsg.StreamsGroupHeartbeatRequest:
 		l.stats.heartbeats.Add(1)
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {

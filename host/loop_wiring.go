@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
@@ -93,7 +95,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		w := Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}
 		if own != nil {
-			w.ClusterAPI = own.Handler()
+			w.ClusterAPI, w.CoordinatorNodes = own.Handler(), func() []kmsg.MetadataResponseBroker { return metadataBrokers(own.Peers()) }
 		}
 		return w, nil
 	}
@@ -115,9 +117,32 @@ func ownership(s *Server) (*cluster.Node, error) {
 	if node == "" {
 		node, _ = os.Hostname()
 	}
+	broker := cfg.Cluster.BrokerID
+	if broker < 0 {
+		broker = cluster.BrokerIDFor(node)
+	}
+	if slices.Contains(s.dp.Nodes(), broker) {
+		return nil, fmt.Errorf("cluster: this node's broker id %d is a broker of the data plane too; set cluster.node.broker.id to another", broker)
+	}
+	host, port, err := s.reserveFirst()
+	if err != nil {
+		return nil, err
+	}
 	return cluster.New(cluster.Config{ClientOpts: kc.ClientOpts, ClusterID: cfg.Cluster.ID, NodeID: node,
+		BrokerID: broker, AdvertisedHost: host, AdvertisedPort: port,
 		Topic: cmp.Or(kc.Topic, kafkalog.DefaultTopic), SessionTimeout: cfg.Cluster.SessionTimeout, Margin: cfg.Cluster.LeaseMargin,
 		Metrics: s.metrics, Log: s.log.With("component", "cluster")})
+}
+
+// metadataBrokers lists a cluster's nodes as Metadata brokers.
+func metadataBrokers(peers []cluster.Peer) []kmsg.MetadataResponseBroker {
+	out := make([]kmsg.MetadataResponseBroker, 0, len(peers))
+	for _, p := range peers {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = p.BrokerID, p.Host, p.Port
+		out = append(out, b)
+	}
+	return out
 }
 
 // stateTopicLog opens the record log in the external cluster's state

@@ -60,6 +60,9 @@ type Wiring struct {
 	// CreateTopics passing through coordhost created a topic, so the
 	// coordinator learns of it before its next periodic refresh.
 	TopicsCreated func()
+	// CoordinatorNodes, when set, lists the coordhost cluster's nodes,
+	// which every Metadata response includes (docs/SCALE-OUT.md).
+	CoordinatorNodes func() []kmsg.MetadataResponseBroker
 }
 
 // Server is a running coordhost: the durable store, the data plane, one
@@ -87,6 +90,9 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[int32]*listener
 	order     []int32 // node ids in listener creation order
+	// reserved are listener sockets bound before their listener starts
+	// (reserveFirst).
+	reserved map[int32]net.Listener
 }
 
 type listener struct {
@@ -185,6 +191,7 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 	gc := gateway.Config{
 		Embedded: s.cfg.DataPlane.Embedded, Bootstrap: s.cfg.DataPlane.Bootstrap, Partitions: s.cfg.DataPlane.Partitions,
 		Advertise: s.advertise, Log: s.log, TopicsCreated: s.topicsCreated,
+		CoordinatorNodes: s.coordinatorNodes,
 	}
 	if gc.Embedded {
 		gc.DataDir = filepath.Join(s.cfg.DataDir, "dataplane")
@@ -219,6 +226,16 @@ func (s *Server) topicsCreated() {
 	}
 }
 
+// coordinatorNodes passes the coordinator's cluster nodes to the data
+// plane's Metadata responses (called on client links only, once the
+// wiring is built).
+func (s *Server) coordinatorNodes() []kmsg.MetadataResponseBroker {
+	if f := s.wiring.CoordinatorNodes; f != nil {
+		return f()
+	}
+	return nil
+}
+
 // advertise returns the listener address of data-plane node, starting a
 // listener for it on first use: the first node gets kafka.listen, later
 // ones the following ports (or ephemeral ports when kafka.listen's is 0).
@@ -228,25 +245,13 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	if l, ok := s.listeners[node]; ok {
 		return l.host, l.port, nil
 	}
-	host, portStr, _ := net.SplitHostPort(s.cfg.Kafka.Listen)
-	base, _ := strconv.Atoi(portStr)
-	port := 0
-	if base != 0 {
-		port = base + len(s.order)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	ln, err := s.bindLocked(node)
 	if err != nil {
-		return "", 0, fmt.Errorf("kafka listener for data-plane node %d: %w", node, err)
+		return "", 0, err
 	}
-	adv := s.cfg.Kafka.AdvertisedHost
-	if adv == "" {
-		adv = host
-		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			adv = "127.0.0.1"
-			s.log.Warn("kafka.listen binds every interface but kafka.advertised.host is empty: advertising 127.0.0.1")
-		}
-	}
-	port = ln.Addr().(*net.TCPAddr).Port
+	delete(s.reserved, node)
+	adv := s.advertisedHost()
+	port := ln.Addr().(*net.TCPAddr).Port
 	srv := wire.NewServer(ln, wire.Config{
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
@@ -260,6 +265,60 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	s.order = append(s.order, node)
 	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port))), "data_plane_node", node)
 	return l.host, l.port, nil
+}
+
+// bindLocked binds the listener socket of data-plane node, or returns
+// the one reserve bound for it.
+func (s *Server) bindLocked(node int32) (net.Listener, error) {
+	if ln, ok := s.reserved[node]; ok {
+		return ln, nil
+	}
+	host, portStr, _ := net.SplitHostPort(s.cfg.Kafka.Listen)
+	base, _ := strconv.Atoi(portStr)
+	port := 0
+	if base != 0 {
+		port = base + len(s.order) + len(s.reserved)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("kafka listener for data-plane node %d: %w", node, err)
+	}
+	return ln, nil
+}
+
+// reserveFirst binds the first data-plane node's listener socket before
+// the coordinator is built and returns the address clients will reach it
+// at: a cluster node advertises it to the other nodes (docs/SCALE-OUT.md).
+func (s *Server) reserveFirst() (string, int32, error) {
+	nodes := s.dp.Nodes()
+	if len(nodes) == 0 {
+		return "", 0, errors.New("kafka listener: the data plane has no node")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reserved == nil {
+		s.reserved = map[int32]net.Listener{}
+	}
+	ln, err := s.bindLocked(nodes[0])
+	if err != nil {
+		return "", 0, err
+	}
+	s.reserved[nodes[0]] = ln
+	return s.advertisedHost(), int32(ln.Addr().(*net.TCPAddr).Port), nil
+}
+
+// advertisedHost is the host clients see in every broker address.
+func (s *Server) advertisedHost() string {
+	host, _, _ := net.SplitHostPort(s.cfg.Kafka.Listen)
+	adv := s.cfg.Kafka.AdvertisedHost
+	if adv == "" {
+		adv = host
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			adv = "127.0.0.1"
+			s.log.Warn("kafka.listen binds every interface but kafka.advertised.host is empty: advertising 127.0.0.1")
+		}
+	}
+	return adv
 }
 
 func (s *Server) startAdmin() error {
@@ -395,6 +454,10 @@ func (s *Server) closeAll(ctx context.Context) error {
 	ls := make([]*listener, 0, len(s.listeners))
 	for _, l := range s.listeners {
 		ls = append(ls, l)
+	}
+	for node, ln := range s.reserved { // bound, never started
+		ln.Close()
+		delete(s.reserved, node)
 	}
 	s.mu.Unlock()
 	// The coordinator stops first: its last round is made durable and

@@ -51,6 +51,15 @@ type Config struct {
 	ClusterID string
 	// NodeID names this node in logs and GET /v1/cluster.
 	NodeID string
+	// BrokerID is this node's synthetic broker id in FindCoordinator and
+	// Metadata answers (BrokerIDFor(NodeID) when 0; otherwise within
+	// [MinBrokerID, MaxBrokerID]).
+	BrokerID int32
+	// AdvertisedHost and AdvertisedPort are the Kafka listener clients
+	// reach this node at; the other nodes send clients there for the
+	// groups of the partitions this node owns.
+	AdvertisedHost string
+	AdvertisedPort int32
 	// Topic is the state topic; its partitions are the runtime's.
 	Topic string
 	// SessionTimeout of the ownership group (DefaultSessionTimeout when 0).
@@ -77,6 +86,11 @@ type Node struct {
 	rt    Runtime
 	cl    *kgo.Client
 	kick  chan struct{}
+	// self is this node as clients reach it; routes the ownership group
+	// as last read (routing.go), reroute asks for a new reading.
+	self    Peer
+	routes  atomic.Pointer[routes]
+	reroute chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -126,7 +140,14 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, lease: NewLease(cfg.Clock, cfg.SessionTimeout, cfg.Margin), kick: make(chan struct{}, 1), parts: map[int]*owned{}}
+	if cfg.BrokerID == 0 {
+		cfg.BrokerID = BrokerIDFor(cfg.NodeID)
+	}
+	if cfg.BrokerID < MinBrokerID || cfg.BrokerID > MaxBrokerID {
+		return nil, fmt.Errorf("cluster: broker id %d must be within [%d, %d]", cfg.BrokerID, MinBrokerID, MaxBrokerID)
+	}
+	n := &Node{cfg: cfg, lease: NewLease(cfg.Clock, cfg.SessionTimeout, cfg.Margin), kick: make(chan struct{}, 1), parts: map[int]*owned{},
+		self: Peer{Node: cfg.NodeID, BrokerID: cfg.BrokerID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}, reroute: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		n.registerMetrics(cfg.Metrics)
@@ -143,7 +164,7 @@ func (n *Node) Group() string { return GroupPrefix + n.cfg.ClusterID }
 func (n *Node) Start(rt Runtime) error {
 	n.rt = rt
 	hb := min(n.cfg.Heartbeat, n.cfg.SessionTimeout/3)
-	opts := append(append([]kgo.Opt(nil), n.cfg.ClientOpts...),
+	opts := append(append([]kgo.Opt(nil), n.cfg.ClientOpts...), kgo.ClientID(n.self.clientID()),
 		kgo.ConsumerGroup(n.Group()), kgo.ConsumeTopics(n.cfg.Topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(n.cfg.SessionTimeout), kgo.HeartbeatInterval(hb),
@@ -157,8 +178,9 @@ func (n *Node) Start(rt Runtime) error {
 	// take-over's replay, never by this client.
 	cl.PauseFetchTopics(n.cfg.Topic)
 	n.cl = cl
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.heartbeats()
+	go n.routeLoop()
 	return nil
 }
 
@@ -219,6 +241,15 @@ func (n *Node) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) 
 	}
 	select { // renew the lease now rather than a heartbeat period later
 	case n.kick <- struct{}{}:
+	default:
+	}
+	n.rerouteSoon()
+}
+
+// rerouteSoon asks for a new reading of the ownership group (routing.go).
+func (n *Node) rerouteSoon() {
+	select {
+	case n.reroute <- struct{}{}:
 	default:
 	}
 }
@@ -291,6 +322,7 @@ func (n *Node) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32)
 	if err := n.release(ctx, ps); err != nil {
 		n.cfg.Log.Error("unloading revoked partitions", "node", n.cfg.NodeID, "err", err)
 	}
+	n.rerouteSoon()
 }
 
 // lost: the session ended (the broker expired it, or a fatal group
@@ -393,8 +425,12 @@ type PartitionStatus struct {
 
 // Status is this node's view of the ownership group (GET /v1/cluster).
 type Status struct {
-	Cluster    string `json:"cluster"`
-	Node       string `json:"node"`
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	// BrokerID, Host and Port are this node as clients reach it.
+	BrokerID   int32  `json:"broker_id"`
+	Host       string `json:"host"`
+	Port       int32  `json:"port"`
 	Group      string `json:"group"`
 	Member     string `json:"member_id"`
 	Generation int32  `json:"generation"`
@@ -405,13 +441,18 @@ type Status struct {
 	SessionTimeoutMs int64             `json:"session_timeout_ms"`
 	LeaseMarginMs    int64             `json:"lease_margin_ms"`
 	Partitions       []PartitionStatus `json:"partitions"`
+	// Nodes are the cluster's nodes as this node last read the
+	// ownership group, with the partitions each was assigned: where
+	// FindCoordinator sends clients.
+	Nodes []PeerStatus `json:"nodes"`
 }
 
 // Status returns this node's view.
 func (n *Node) Status() Status {
 	s := Status{Cluster: n.cfg.ClusterID, Node: n.cfg.NodeID, Group: n.Group(), Generation: -1,
 		SessionTimeoutMs: n.cfg.SessionTimeout.Milliseconds(), LeaseMarginMs: n.cfg.Margin.Milliseconds(),
-		Partitions: []PartitionStatus{}}
+		Partitions: []PartitionStatus{}, Nodes: n.routeStatus(),
+		BrokerID: n.self.BrokerID, Host: n.self.Host, Port: n.self.Port}
 	if n.cl != nil {
 		s.Member, s.Generation = n.cl.GroupMetadata()
 	}

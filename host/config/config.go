@@ -127,6 +127,7 @@ type Store struct {
 type Cluster struct {
 	ID             string        // cluster.id ("": a single node holds every partition)
 	NodeID         string        // cluster.node.id
+	BrokerID       int32         // cluster.node.broker.id (-1: derived from the node id)
 	SessionTimeout time.Duration // cluster.ownership.session.timeout.ms
 	LeaseMargin    time.Duration // cluster.ownership.lease.margin.ms
 }
@@ -348,6 +349,7 @@ func fromValues(v map[string]any) (*Config, error) {
 		Store: Store{Kind: v["store.kind"].(string), KafkaTopic: v["store.kafka.topic"].(string),
 			KafkaReplicationFactor: int(v["store.kafka.replication.factor"].(int64)), KafkaMinInsyncReplicas: int(v["store.kafka.min.insync.replicas"].(int64))},
 		Cluster: Cluster{ID: v["cluster.id"].(string), NodeID: v["cluster.node.id"].(string),
+			BrokerID:       int32(v["cluster.node.broker.id"].(int64)),
 			SessionTimeout: time.Duration(v["cluster.ownership.session.timeout.ms"].(int64)) * time.Millisecond,
 			LeaseMargin:    time.Duration(v["cluster.ownership.lease.margin.ms"].(int64)) * time.Millisecond},
 		Embedded: EmbeddedSecurity{SuperUsers: v["embedded.super.users"].([]string),
@@ -436,6 +438,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Cluster.ID != "" && c.Store.Kind != "kafka" {
 		return fmt.Errorf(`config: cluster.id = %q needs store.kind = "kafka" (the nodes share the state topic's partitions)`, c.Cluster.ID)
+	}
+	if b := c.Cluster.BrokerID; c.Cluster.ID != "" && b != -1 && b < 1_000_000_000 {
+		return fmt.Errorf("config: cluster.node.broker.id = %d must be -1 or within [1000000000, 1999999999] (above the backing cluster's broker ids)", b)
 	}
 	if c.Cluster.ID != "" && c.Cluster.LeaseMargin >= c.Cluster.SessionTimeout {
 		return fmt.Errorf("config: cluster.ownership.lease.margin.ms = %d must be below cluster.ownership.session.timeout.ms = %d",

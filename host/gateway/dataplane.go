@@ -49,6 +49,10 @@ type Config struct {
 	// Advertise returns the coordhost listener address clients must use for
 	// data-plane node id, starting that listener if needed.
 	Advertise func(node int32) (host string, port int32, err error)
+	// CoordinatorNodes, when set, returns brokers to list in every
+	// Metadata response after the data plane's own: the nodes of a
+	// coordhost cluster, which FindCoordinator names (docs/SCALE-OUT.md).
+	CoordinatorNodes func() []kmsg.MetadataResponseBroker
 	// Log receives data-plane events.
 	Log *slog.Logger
 	// Security, when set (embedded only), gives the embedded data plane

@@ -21,6 +21,7 @@ func (d *DataPlane) rewrite(resp kmsg.Response) error {
 				return err
 			}
 		}
+		d.addCoordinatorNodes(r)
 	case *kmsg.DescribeClusterResponse:
 		for i := range r.Brokers {
 			b := &r.Brokers[i]
@@ -62,6 +63,25 @@ func (d *DataPlane) rewrite(resp kmsg.Response) error {
 		nonNullELR(r)
 	}
 	return nil
+}
+
+// addCoordinatorNodes appends the coordhost cluster's nodes to r's
+// brokers, so clients know the node ids FindCoordinator answers with.
+// They lead no partition; an id the data plane uses already is left out.
+func (d *DataPlane) addCoordinatorNodes(r *kmsg.MetadataResponse) {
+	if d.cfg.CoordinatorNodes == nil {
+		return
+	}
+	have := make(map[int32]bool, len(r.Brokers))
+	for _, b := range r.Brokers {
+		have[b.NodeID] = true
+	}
+	for _, b := range d.cfg.CoordinatorNodes() {
+		if !have[b.NodeID] {
+			have[b.NodeID] = true
+			r.Brokers = append(r.Brokers, b)
+		}
+	}
 }
 
 // nonNullTopicConfigs gives every created topic of a v5+ CreateTopics
