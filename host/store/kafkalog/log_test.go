@@ -381,3 +381,37 @@ func TestStorageFailureAbortsAndRecovers(t *testing.T) {
 		t.Fatalf("replayed %v, want %v", got, want)
 	}
 }
+
+// TestOpenWaitsForCreatedTopic: a broker's metadata may list a topic just
+// created only a moment later; Open waits for it instead of refusing to
+// start.
+func TestOpenWaitsForCreatedTopic(t *testing.T) {
+	c := cluster(t)
+	var created atomic.Bool
+	var hidden atomic.Int32
+	c.ControlKey(int16(kmsg.CreateTopics), func(kmsg.Request) (kmsg.Response, error, bool) {
+		created.Store(true)
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mr := req.(*kmsg.MetadataRequest)
+		if !created.Load() || len(mr.Topics) != 1 || hidden.Load() >= 3 {
+			return nil, nil, false
+		}
+		hidden.Add(1)
+		resp := mr.ResponseKind().(*kmsg.MetadataResponse)
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.ErrorCode = mr.Topics[0].Topic, kerr.UnknownTopicOrPartition.Code
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	l := open(t, c, 3)
+	if hidden.Load() != 3 {
+		t.Fatalf("the topic was hidden from %d readings, want 3", hidden.Load())
+	}
+	state(t, l, 2) // take the partition over
+	if err := l.Append(2, []runtime.Record{rec("g/0", "v")}); err != nil {
+		t.Fatal(err)
+	}
+}

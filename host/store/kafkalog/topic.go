@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,11 +35,8 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, cfg Config) (topicInfo, er
 		if err := createTopic(ctx, cl, cfg); err != nil {
 			return info, err
 		}
-		if info, exists, err = describeTopic(ctx, cl, cfg.Topic); err != nil {
+		if info, err = awaitCreated(ctx, cl, cfg); err != nil {
 			return info, err
-		}
-		if !exists {
-			return info, fmt.Errorf("state topic %q: created but not in the cluster's metadata", cfg.Topic)
 		}
 	}
 	if info.partitions != cfg.Partitions {
@@ -56,6 +54,34 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, cfg Config) (topicInfo, er
 	}
 	info.maxMessageBytes = maxBytes
 	return info, nil
+}
+
+// awaitCreated waits, for at most cfg.Timeout, until the broker that
+// answers Metadata lists the topic just created with all its partitions:
+// a new topic reaches each broker's metadata a moment after CreateTopics
+// returned, so one reading right after it may not show it yet.
+func awaitCreated(ctx context.Context, cl *kgo.Client, cfg Config) (topicInfo, error) {
+	deadline := time.Now().Add(cfg.Timeout)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		info, exists, err := describeTopic(ctx, cl, cfg.Topic)
+		if err != nil {
+			return info, err
+		}
+		if exists && info.partitions == cfg.Partitions {
+			return info, nil
+		}
+		if time.Now().Add(wait).After(deadline) {
+			if !exists {
+				return info, fmt.Errorf("state topic %q: created, but not in the cluster's metadata after %v", cfg.Topic, cfg.Timeout)
+			}
+			return info, nil // the partition count check names the difference
+		}
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // describeTopic returns the cluster id and the topic's partition count;
