@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coordhost/coordhost/host/plugin"
@@ -83,6 +84,7 @@ type Proc struct {
 	retry   time.Time // no start before
 	closed  bool
 	buf     []byte
+	pid     atomic.Int64 // of cur; read without mu
 }
 
 // running is one started child.
@@ -205,6 +207,7 @@ func (p *Proc) started(ctx context.Context) (*running, error) {
 		return nil, fmt.Errorf("%w: starting it: %v", ErrCrashed, err)
 	}
 	p.cur = r
+	p.pid.Store(int64(r.cmd.Process.Pid))
 	p.cfg.Log.Info("shadow process started", "pid", r.cmd.Process.Pid)
 	return r, nil
 }
@@ -304,18 +307,12 @@ func (p *Proc) stop(r *running) {
 	}
 	if p.cur == r {
 		p.cur = nil
+		p.pid.Store(0)
 	}
 }
 
 // PID is the running child's process id (0 when none runs).
-func (p *Proc) PID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == nil {
-		return 0
-	}
-	return p.cur.cmd.Process.Pid
-}
+func (p *Proc) PID() int { return int(p.pid.Load()) }
 
 // Close kills the child; later runs fail.
 func (p *Proc) Close() {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -192,37 +192,69 @@ func TestHungChildIsKilled(t *testing.T) {
 	assignOK(t, p, path, version)
 }
 
-// TestChildDiesWithItsParentThread: Pdeathsig kills the child when the
-// thread that started it exits (coordhost's exit included), even with
-// the pipe still open.
-func TestChildDiesWithItsParentThread(t *testing.T) {
-	p := newProc(t, time.Second)
-	path, version := module(t)
-	started := make(chan int)
-	_, in := request(t)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		if _, _, err := p.Assign(context.Background(), "c", path, version, in, time.Minute); err != nil {
-			t.Error(err)
-		}
-		started <- p.PID()
-	}()
-	pid := <-started
-	if pid == 0 {
-		t.Fatal("no shadow process")
+// TestChildDiesWithItsParent: when coordhost dies without closing the
+// Proc (killed with SIGKILL here; the pipe's end alone would not stop a
+// child in the middle of a run), Pdeathsig kills the child too.
+func TestChildDiesWithItsParent(t *testing.T) {
+	if os.Getenv(envTestParent) != "" {
+		parentProcess(t)
+		return
 	}
+	if !Supported {
+		t.Skip("the shadow process runs on Linux only")
+	}
+	loop, version := module(t, "HOSTILE_LOOP")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildDiesWithItsParent$")
+	cmd.Env = append(os.Environ(), envTestParent+"="+loop+"\n"+version)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var pid int
+	if _, err := fmt.Fscanf(out, "child %d\n", &pid); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the child spins in the module
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		// The child is not reaped here (Proc does that), so look at its state.
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil || strings.Contains(string(b), ") Z ") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the shadow process %d outlived the thread that started it", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the shadow process %d outlived its parent: %s", pid, b)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// envTestParent makes the test binary the parent of
+// TestChildDiesWithItsParent: it runs the module (path and version in
+// the variable) with a long deadline, prints the child's pid and waits.
+const envTestParent = "SHADOWPROC_TEST_PARENT"
+
+func parentProcess(t *testing.T) {
+	path, version, _ := strings.Cut(os.Getenv(envTestParent), "\n")
+	_ = os.Unsetenv(envTestParent)
+	p := New(Config{Plugin: plugin.Config{Deadline: time.Minute}})
+	go func() {
+		_, in := request(t)
+		_, _, _ = p.Assign(context.Background(), "loop", path, version, in, time.Minute)
+	}()
+	for p.PID() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Printf("child %d\n", p.PID())
+	time.Sleep(time.Minute)
 }
 
 // TestServeRejectsGarbage: the child stops on a frame that is not a
