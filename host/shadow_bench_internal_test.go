@@ -42,15 +42,27 @@ func benchRun() core.AssignorRun {
 // BenchmarkPrimaryWithShadow measures the primary's assignment latency
 // (the native sticky build, measured with abi/metrics as in production)
 // at GOMAXPROCS=2 with a CPU-bound wasm shadow (a module that spins until
-// its 20 ms deadline, in the shadow process on Linux) handed every run,
-// against the same without it. On
-// a shared machine the load moves more than the effect, so the two are
-// interleaved in blocks of 20 runs: "off" blocks hold the only shadow
-// slot (no shadow computes; the block waits for a running one to end
-// first), "on" blocks start once the shadow spins. It reports the mean
-// latency of each and their ratio (on/off); compare runs with benchstat
-// (docs/BENCHMARKS.md).
+// its 20 ms deadline) handed every run, against the same without it: the
+// shadow in the shadow process (shadow=process, Linux only), and for
+// comparison in the same run inside coordhost's process (the non-Linux
+// path, shadow=inprocess). On a shared machine the load moves more than
+// the effect, so the two are interleaved in blocks of 20 runs: "off"
+// blocks hold the only shadow slot (no shadow computes; the block waits
+// for a running one to end first), "on" blocks start once the shadow
+// spins. It reports the mean latency of each and their ratio (on/off);
+// compare runs with benchstat (docs/BENCHMARKS.md).
 func BenchmarkPrimaryWithShadow(b *testing.B) {
+	for _, where := range []string{"process", "inprocess"} {
+		b.Run("shadow="+where, func(b *testing.B) {
+			if where == "process" && !shadowproc.Supported {
+				b.Skip("the shadow process runs on Linux only")
+			}
+			benchPrimaryWithShadow(b, where == "inprocess")
+		})
+	}
+}
+
+func benchPrimaryWithShadow(b *testing.B, inProcess bool) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	spin := plugintest.CPluginPath(b, "testdata/plugins/c/hostile.c", "HOSTILE_LOOP")
 	ctx := context.Background()
@@ -64,6 +76,9 @@ func BenchmarkPrimaryWithShadow(b *testing.B) {
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	l.ab = newAB(l)
 	defer func() { l.cancel(); l.wg.Wait() }()
+	if inProcess {
+		l.ab.procOnce.Do(func() {}) // no shadow process: plugin shadows run here
+	}
 	l.ab.shadow(run, shadows, time.Minute) // start the shadow process and load the module before timing
 	for len(l.ab.totals()) == 0 {
 		time.Sleep(time.Millisecond)
@@ -109,7 +124,7 @@ func BenchmarkPrimaryWithShadow(b *testing.B) {
 			b.Fatalf("the shadow did not spin until its deadline: %+v", s)
 		}
 	}
-	if shadowproc.Supported && (l.ab.proc == nil || l.ab.proc.PID() == 0) {
-		b.Fatal("the shadow did not run in the shadow process")
+	if inProcess != (l.ab.proc == nil) || !inProcess && l.ab.proc.PID() == 0 {
+		b.Fatalf("the shadow ran in the wrong place (in process: %v)", inProcess)
 	}
 }
