@@ -203,9 +203,10 @@ func TestChildDiesWithItsParent(t *testing.T) {
 	if !Supported {
 		t.Skip("the shadow process runs on Linux only")
 	}
-	loop, version := module(t, "HOSTILE_LOOP")
+	path, version := module(t)
+	loop, loopVersion := module(t, "HOSTILE_LOOP")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildDiesWithItsParent$")
-	cmd.Env = append(os.Environ(), envTestParent+"="+loop+"\n"+version)
+	cmd.Env = append(os.Environ(), envTestParent+"="+strings.Join([]string{path, version, loop, loopVersion}, "\n"))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +219,6 @@ func TestChildDiesWithItsParent(t *testing.T) {
 	if _, err := fmt.Fscanf(out, "child %d\n", &pid); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the child spins in the module
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -238,21 +238,26 @@ func TestChildDiesWithItsParent(t *testing.T) {
 }
 
 // envTestParent makes the test binary the parent of
-// TestChildDiesWithItsParent: it runs the module (path and version in
-// the variable) with a long deadline, prints the child's pid and waits.
+// TestChildDiesWithItsParent: it runs the C assignor (paths and versions
+// in the variable) in a child, then the looping module with a deadline
+// of a minute, and prints the child's pid once the module spins (the
+// child, stuck in the call, would not notice its pipe's end for a
+// minute).
 const envTestParent = "SHADOWPROC_TEST_PARENT"
 
 func parentProcess(t *testing.T) {
-	path, version, _ := strings.Cut(os.Getenv(envTestParent), "\n")
+	f := strings.Split(os.Getenv(envTestParent), "\n")
 	_ = os.Unsetenv(envTestParent)
-	p := New(Config{Plugin: plugin.Config{Deadline: time.Minute}})
-	go func() {
-		_, in := request(t)
-		_, _, _ = p.Assign(context.Background(), "loop", path, version, in, time.Minute)
-	}()
-	for p.PID() == 0 {
-		time.Sleep(time.Millisecond)
+	if len(f) != 4 {
+		t.Fatalf("%s: %q", envTestParent, f)
 	}
+	p := New(Config{Plugin: plugin.Config{Deadline: time.Minute}})
+	_, in := request(t)
+	if _, _, err := p.Assign(context.Background(), "c", f[0], f[1], in, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _, _ = p.Assign(context.Background(), "loop", f[2], f[3], in, time.Minute) }()
+	time.Sleep(500 * time.Millisecond) // the child loads the module and spins
 	fmt.Printf("child %d\n", p.PID())
 	time.Sleep(time.Minute)
 }
