@@ -37,8 +37,7 @@ func init() {
 	if err := lowerPriority(); err != nil {
 		log.Warn("shadow process keeps the normal priority", "err", err)
 	}
-	err := serve(context.Background(), os.Stdin, os.Stdout, log)
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err := serve(context.Background(), os.Stdin, os.Stdout, log); !errors.Is(err, io.EOF) {
 		log.Error("shadow process stops", "err", err)
 		os.Exit(2)
 	}
@@ -69,9 +68,9 @@ type child struct {
 	plugins map[string]loaded
 }
 
-// serve answers frames from r on w until r ends (io.EOF) or a frame is
-// not a valid message (then it returns the error: the parent restarts
-// the process).
+// serve answers frames from r on w until r ends (it returns io.EOF) or
+// fails: a frame that is not a valid message, a write that fails (then it
+// returns that error; the parent restarts the process).
 func serve(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger) error {
 	in, out := bufio.NewReader(r), bufio.NewWriter(w)
 	p, err := readFrame(in, maxControlFrame, nil)
