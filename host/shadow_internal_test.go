@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -126,7 +127,8 @@ func TestShadowQueueDropsWhenBehind(t *testing.T) {
 // wasm shadow spins in it (a module cannot crash it by design, so the
 // test kills it) fails that shadow run, counted as a crash and logged;
 // the primary's runs meanwhile return the same result without error,
-// and the next shadow run starts another process.
+// and the next shadow run starts another process, which the loop's stop
+// kills.
 func TestShadowProcessCrashLeavesPrimary(t *testing.T) {
 	if !shadowproc.Supported {
 		t.Skip("the shadow process runs on Linux only")
@@ -177,6 +179,12 @@ func TestShadowProcessCrashLeavesPrimary(t *testing.T) {
 	}
 	l.ab.shadow(run, []string{"loop"}, time.Minute)
 	waitFor(t, func() bool { p := l.ab.proc.PID(); return p != 0 && p != pid })
+	pid = l.ab.proc.PID()
+	l.cancel() // the loop stops: the shadow process is killed and reaped
+	l.wg.Wait()
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the shadow process %d outlived the loop: %v", pid, err)
+	}
 }
 
 // waitFor polls cond for up to 10 seconds.
