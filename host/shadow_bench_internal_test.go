@@ -124,7 +124,7 @@ func benchPrimaryWithShadow(b *testing.B, inProcess bool) {
 			b.Fatalf("the shadow did not spin until its deadline: %+v", s)
 		}
 	}
-	if inProcess != (l.ab.proc == nil) || !inProcess && l.ab.proc.PID() == 0 {
+	if p := l.ab.shadowProcess(); inProcess != (p == nil) || !inProcess && p.PID() == 0 {
 		b.Fatalf("the shadow ran in the wrong place (in process: %v)", inProcess)
 	}
 }

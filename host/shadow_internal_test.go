@@ -151,8 +151,8 @@ func TestShadowProcessCrashLeavesPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.ab.shadow(run, []string{"loop"}, time.Minute)
-	waitFor(t, func() bool { return l.ab.proc != nil && l.ab.proc.PID() != 0 })
-	pid := l.ab.proc.PID()
+	waitFor(t, func() bool { return l.ab.shadowProcess().PID() != 0 })
+	pid := l.ab.shadowProcess().PID()
 	time.Sleep(300 * time.Millisecond) // the module loads and spins
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -178,8 +178,8 @@ func TestShadowProcessCrashLeavesPrimary(t *testing.T) {
 		t.Error("the crash was not logged")
 	}
 	l.ab.shadow(run, []string{"loop"}, time.Minute)
-	waitFor(t, func() bool { p := l.ab.proc.PID(); return p != 0 && p != pid })
-	pid = l.ab.proc.PID()
+	waitFor(t, func() bool { p := l.ab.shadowProcess().PID(); return p != 0 && p != pid })
+	pid = l.ab.shadowProcess().PID()
 	l.cancel() // the loop stops: the shadow process is killed and reaped
 	l.wg.Wait()
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
