@@ -203,7 +203,8 @@ func (p *Proc) started(ctx context.Context) (*running, error) {
 	}
 	r, err := p.start()
 	if err != nil {
-		p.backoff()
+		d := p.backoff()
+		p.cfg.Log.Warn("shadow process failed to start; the primary's runs are not affected", "err", err, "backoff", d)
 		return nil, fmt.Errorf("%w: starting it: %v", ErrCrashed, err)
 	}
 	p.cur = r
