@@ -19,6 +19,7 @@ import (
 	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/shadowproc"
 )
 
 // Arm roles.
@@ -62,6 +63,9 @@ type assignorStats struct {
 	Failures int64  `json:"failures"`
 	// Dropped counts shadow runs dropped because the queue was full.
 	Dropped int64 `json:"dropped"`
+	// Crashes counts shadow runs during which the shadow process crashed
+	// or hung (it was killed and started again; the runs are failures).
+	Crashes int64 `json:"process_crashes"`
 	// Sums of the figures of the measured runs.
 	Moved         int64 `json:"tasks_moved"` // moved + new active tasks
 	MovedProcess  int64 `json:"tasks_moved_process"`
@@ -81,6 +85,9 @@ type abRuntime struct {
 	wg      *sync.WaitGroup
 	history *targetHistory
 	slots   chan struct{}
+
+	procOnce sync.Once
+	proc     *shadowproc.Proc // shadow.go
 
 	mu     sync.Mutex
 	queues map[string]*shadowQueue
@@ -281,6 +288,7 @@ func (a *abRuntime) registerMetrics(m *admin.Metrics) {
 	fam("coordhost_ab_runs_total", "Assignor runs measured, by assignor and role (primary or shadow).", func(s assignorStats) int64 { return s.Runs })
 	fam("coordhost_ab_failures_total", "Assignor runs that failed or could not be measured, by assignor and role.", func(s assignorStats) int64 { return s.Failures })
 	fam("coordhost_ab_dropped_total", "Shadow runs dropped because the shadow's queue was full.", func(s assignorStats) int64 { return s.Dropped })
+	fam("coordhost_ab_shadow_process_crashes_total", "Shadow runs during which the shadow process crashed or hung and was killed.", func(s assignorStats) int64 { return s.Crashes })
 	fam("coordhost_ab_tasks_moved_total", "Active tasks a target moved or newly placed, against the group's actual assignment.", func(s assignorStats) int64 { return s.Moved })
 	fam("coordhost_ab_tasks_moved_process_total", "Active tasks a target moved to another process.", func(s assignorStats) int64 { return s.MovedProcess })
 	fam("coordhost_ab_cold_hand_overs_total", "Stateful tasks a target made active on a process without their state.", func(s assignorStats) int64 { return s.Cold })

@@ -51,8 +51,8 @@ type assignor struct {
 	panics        atomic.Int64 // native runs that panicked (recovered, counted as errors)
 	probes        probeCounters
 
-	// version is the loaded module's hash (shadow.go).
-	version atomic.Pointer[string]
+	// module is the loaded module's file and hash (shadow.go).
+	module atomic.Pointer[moduleFile]
 }
 
 // Assignors is the registry of task assignors the event loop runs:

@@ -5,24 +5,28 @@ package host
 // input, off the critical path. Each shadow assignor has one bounded queue
 // and one goroutine; a run that finds the queue full is dropped and
 // counted. At most shadowSlots shadow runs compute at once, whatever the
-// number of shadows, each on an OS thread of the lowest priority (on
-// Linux), so shadows take at most that much CPU, and only CPU the primary
-// and the event loop leave. A shadow's result is measured (abi/metrics) and kept for
-// /v1/ab, never handed to core; its failures (trap, timeout, invalid
-// output, a panic) are counted and logged at DEBUG, nothing else.
+// number of shadows. A shadow that is a wasm plugin runs in the shadow
+// process (host/shadowproc, on Linux): its own Go runtime and collector,
+// at nice 19, so a collection in coordhost never waits for a shadow's
+// wasm call. A native shadow (Go code, which the runtime can preempt)
+// runs here on an OS thread of the lowest priority. A shadow's result is
+// measured (abi/metrics) and kept for /v1/ab, never handed to core; its
+// failures (trap, timeout, invalid output, a panic, the shadow process
+// crashing) are counted and logged, nothing else.
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/plugin"
+	"github.com/coordhost/coordhost/host/shadowproc"
 )
 
 // shadowQueueLen bounds the runs waiting for one shadow assignor.
@@ -113,19 +117,74 @@ func (a *abRuntime) runShadow(name string, j shadowJob) {
 			}
 		}()
 		req, _ := toABI(j.run)
-		ctx, cancel := context.WithTimeout(a.ctx, j.timeout)
-		defer cancel()
-		start := time.Now()
-		var resp *abi.AssignResponse
-		resp, version, err = a.asg.RunShadow(ctx, name, req)
+		var (
+			resp *abi.AssignResponse
+			took time.Duration
+		)
+		if mod := a.asg.shadowModule(name); mod != nil && a.shadowProcess() != nil {
+			version = mod.version
+			resp, took, err = a.assignInChild(name, mod, req, j.timeout)
+		} else {
+			ctx, cancel := context.WithTimeout(a.ctx, j.timeout)
+			defer cancel()
+			start := time.Now()
+			resp, version, err = a.asg.RunShadow(ctx, name, req)
+			took = time.Since(start)
+		}
 		if err == nil {
-			rep, err = metrics.Measure(req, resp, metrics.Options{ComputeTime: time.Since(start)})
+			rep, err = metrics.Measure(req, resp, metrics.Options{ComputeTime: took})
 		}
 	}()
-	if err != nil {
+	if errors.Is(err, shadowproc.ErrCrashed) {
+		a.count(name, roleShadow, func(s *assignorStats) { s.Crashes++ })
+	} else if err != nil {
 		a.log.Debug("shadow assignor run failed (the group is not affected)", "group", j.run.Group, "epoch", j.run.Epoch, "assignor", name, "err", err)
 	}
 	a.record(j.run.Group, arm{Assignor: name, Role: roleShadow, Version: version, Epoch: j.run.Epoch}, rep, err)
+}
+
+// shadowProcess is the shadow process, set up on first use and killed
+// when the loop stops; nil where shadow plugins run in this process.
+func (a *abRuntime) shadowProcess() *shadowproc.Proc {
+	a.procOnce.Do(func() {
+		if !shadowproc.Supported {
+			a.log.Info("shadow plugins run inside coordhost on this system, not in a shadow process: a garbage collection waits for a shadow's wasm call (docs/AB-TESTING.md)", "os", runtime.GOOS)
+			return
+		}
+		a.proc = shadowproc.New(shadowproc.Config{Plugin: a.asg.cfg, Log: a.log})
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			<-a.ctx.Done()
+			a.proc.Close()
+		}()
+	})
+	return a.proc
+}
+
+// assignInChild runs one shadow run of the plugin mod in the shadow
+// process and checks its output against req as the plugin runtime does.
+// It returns the time the call took there.
+func (a *abRuntime) assignInChild(name string, mod *moduleFile, req *abi.AssignRequest, timeout time.Duration) (*abi.AssignResponse, time.Duration, error) {
+	fail := func(kind plugin.Kind, err error) error {
+		return fmt.Errorf("plugin %q: assign: %s: %w", name, kind, err)
+	}
+	in, err := abi.AppendAssignRequest(nil, req)
+	if err != nil {
+		return nil, 0, fail(plugin.KindRequest, err)
+	}
+	out, took, err := a.proc.Assign(a.ctx, name, mod.path, mod.version, in, timeout)
+	if err != nil {
+		return nil, took, err
+	}
+	var resp abi.AssignResponse
+	if err := abi.DecodeAssignResponse(out, &resp); err != nil {
+		return nil, took, fail(plugin.KindBadOutput, err)
+	}
+	if err := abi.ValidateAssignment(req, &resp); err != nil {
+		return nil, took, fail(plugin.KindInvalidAssignment, err)
+	}
+	return &resp, took, nil
 }
 
 // RunShadow computes one assignment with the named assignor for
@@ -155,18 +214,23 @@ func (a *Assignors) RunShadow(ctx context.Context, name string, req *abi.AssignR
 	return resp, as.versionString(), err
 }
 
-// noteVersion records the hash of the module at path as the assignor's
-// version (read at load and reload).
+// moduleFile is the file a plugin assignor was (re)loaded from and its
+// version.
+type moduleFile struct {
+	path, version string
+}
+
+// noteVersion records the module file at path and its hash as the
+// assignor's version (read at load and reload).
 func (as *assignor) noteVersion(path string) {
-	v := "wasm"
+	mod := &moduleFile{path: path, version: "wasm"}
 	if f, err := os.Open(path); err == nil {
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err == nil {
-			v = "wasm sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+		if v, err := shadowproc.Version(f); err == nil {
+			mod.version = v
 		}
 		_ = f.Close()
 	}
-	as.version.Store(&v)
+	as.module.Store(mod)
 }
 
 // versionString is the assignor's version: its module's hash, or
@@ -175,10 +239,23 @@ func (as *assignor) versionString() string {
 	if as.plugin == nil {
 		return "native"
 	}
-	if v := as.version.Load(); v != nil {
-		return *v
+	if m := as.module.Load(); m != nil {
+		return m.version
 	}
 	return "wasm"
+}
+
+// shadowModule is the named assignor's module file when it runs a
+// plugin whose version is known (nil otherwise).
+func (a *Assignors) shadowModule(name string) *moduleFile {
+	as := a.get(name)
+	if as == nil || as.plugin == nil {
+		return nil
+	}
+	if m := as.module.Load(); m != nil && m.version != "wasm" {
+		return m
+	}
+	return nil
 }
 
 // assignorVersion is the named assignor's version ("" when unknown).

@@ -11,6 +11,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
+	"github.com/coordhost/coordhost/host/shadowproc"
 )
 
 // benchRun is a fixed assignor run: 3 subtopologies of 32 tasks (two
@@ -41,14 +42,27 @@ func benchRun() core.AssignorRun {
 // BenchmarkPrimaryWithShadow measures the primary's assignment latency
 // (the native sticky build, measured with abi/metrics as in production)
 // at GOMAXPROCS=2 with a CPU-bound wasm shadow (a module that spins until
-// its 20 ms deadline) handed every run, against the same without it. On
-// a shared machine the load moves more than the effect, so the two are
-// interleaved in blocks of 20 runs: "off" blocks hold the only shadow
-// slot (no shadow computes; the block waits for a running one to end
-// first), "on" blocks start once the shadow spins. It reports the mean
-// latency of each and their ratio (on/off); compare runs with benchstat
-// (docs/BENCHMARKS.md).
+// its 20 ms deadline) handed every run, against the same without it: the
+// shadow in the shadow process (shadow=process, Linux only), and for
+// comparison in the same run inside coordhost's process (the non-Linux
+// path, shadow=inprocess). On a shared machine the load moves more than
+// the effect, so the two are interleaved in blocks of 20 runs: "off"
+// blocks hold the only shadow slot (no shadow computes; the block waits
+// for a running one to end first), "on" blocks start once the shadow
+// spins. It reports the mean latency of each and their ratio (on/off);
+// compare runs with benchstat (docs/BENCHMARKS.md).
 func BenchmarkPrimaryWithShadow(b *testing.B) {
+	for _, where := range []string{"process", "inprocess"} {
+		b.Run("shadow="+where, func(b *testing.B) {
+			if where == "process" && !shadowproc.Supported {
+				b.Skip("the shadow process runs on Linux only")
+			}
+			benchPrimaryWithShadow(b, where == "inprocess")
+		})
+	}
+}
+
+func benchPrimaryWithShadow(b *testing.B, inProcess bool) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	spin := plugintest.CPluginPath(b, "testdata/plugins/c/hostile.c", "HOSTILE_LOOP")
 	ctx := context.Background()
@@ -62,6 +76,13 @@ func BenchmarkPrimaryWithShadow(b *testing.B) {
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	l.ab = newAB(l)
 	defer func() { l.cancel(); l.wg.Wait() }()
+	if inProcess {
+		l.ab.procOnce.Do(func() {}) // no shadow process: plugin shadows run here
+	}
+	l.ab.shadow(run, shadows, time.Minute) // start the shadow process and load the module before timing
+	for len(l.ab.totals()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	var took [2]time.Duration // off, on
 	var runs [2]int
 	b.ReportAllocs()
@@ -99,8 +120,11 @@ func BenchmarkPrimaryWithShadow(b *testing.B) {
 	b.ReportMetric(on, "ns/run-on")
 	b.ReportMetric(on/off, "on/off")
 	for _, s := range l.ab.report().Assignors {
-		if s.Assignor == "spin" && (s.Runs != s.Failures || s.Runs == 0) {
+		if s.Assignor == "spin" && (s.Runs != s.Failures || s.Runs == 0 || s.Crashes != 0) {
 			b.Fatalf("the shadow did not spin until its deadline: %+v", s)
 		}
+	}
+	if p := l.ab.shadowProcess(); inProcess != (p == nil) || !inProcess && p.PID() == 0 {
+		b.Fatalf("the shadow ran in the wrong place (in process: %v)", inProcess)
 	}
 }

@@ -1,18 +1,25 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
+	"github.com/coordhost/coordhost/host/plugin/plugintest"
+	"github.com/coordhost/coordhost/host/shadowproc"
 )
 
 // TestShadowsFromGroupConfig: streams.assignor.shadow and the split keys
@@ -114,4 +121,90 @@ func TestShadowQueueDropsWhenBehind(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestShadowProcessCrashLeavesPrimary: the shadow process killed while a
+// wasm shadow spins in it (a module cannot crash it by design, so the
+// test kills it) fails that shadow run, counted as a crash and logged;
+// the primary's runs meanwhile return the same result without error,
+// and the next shadow run starts another process, which the loop's stop
+// kills.
+func TestShadowProcessCrashLeavesPrimary(t *testing.T) {
+	if !shadowproc.Supported {
+		t.Skip("the shadow process runs on Linux only")
+	}
+	ctx := context.Background()
+	asg := NewAssignors(ctx, t.TempDir(), "sticky", plugin.Config{Deadline: 10 * time.Second}, nil)
+	defer asg.Close(ctx)
+	if err := asg.Load(ctx, "loop", plugintest.CPluginPath(t, "testdata/plugins/c/hostile.c", "HOSTILE_LOOP")); err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	var logMu sync.Mutex
+	l := &Loop{d: LoopDeps{Assignors: asg}, log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, logs}, nil))}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	l.ab = newAB(l)
+	defer func() { l.cancel(); l.wg.Wait() }()
+	run := benchRun()
+	want, _, err := l.runAssignor(run, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.ab.shadow(run, []string{"loop"}, time.Minute)
+	waitFor(t, func() bool { return l.ab.shadowProcess().PID() != 0 })
+	pid := l.ab.shadowProcess().PID()
+	time.Sleep(300 * time.Millisecond) // the module loads and spins
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		got, _, err := l.runAssignor(run, time.Minute)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("primary run %d beside the crash: %v, result differs: %v", i, err, !reflect.DeepEqual(got, want))
+		}
+	}
+	waitFor(t, func() bool {
+		for _, s := range l.ab.totals() {
+			if s.Assignor == "loop" {
+				return s.Runs == 1 && s.Failures == 1 && s.Crashes == 1
+			}
+		}
+		return false
+	})
+	logMu.Lock()
+	logged := strings.Contains(logs.String(), "shadow process killed")
+	logMu.Unlock()
+	if !logged {
+		t.Error("the crash was not logged")
+	}
+	l.ab.shadow(run, []string{"loop"}, time.Minute)
+	waitFor(t, func() bool { p := l.ab.shadowProcess().PID(); return p != 0 && p != pid })
+	pid = l.ab.shadowProcess().PID()
+	l.cancel() // the loop stops: the shadow process is killed and reaped
+	l.wg.Wait()
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the shadow process %d outlived the loop: %v", pid, err)
+	}
+}
+
+// waitFor polls cond for up to 10 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (lw lockedWriter) Write(b []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(b)
 }

@@ -152,6 +152,10 @@ func checkModuleFile(fi os.FileInfo, max int64) error {
 	return nil
 }
 
+// ReadModule reads a module file as LoadFile does: a regular file of at
+// most max bytes (DefaultMaxModuleBytes when max <= 0).
+func ReadModule(path string, max int64) ([]byte, error) { return readModule(path, max) }
+
 // readModule reads a module file: a regular file (checked before it is
 // opened, so a FIFO or device is never read) of at most max bytes.
 func readModule(path string, max int64) ([]byte, error) {
