@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,11 +15,12 @@ import (
 	"github.com/coordhost/coordhost/host/wire"
 )
 
-// shard is one partition's coordinator (runtime.Shard): its core, the
-// requests waiting for the round's commit, and the round's batch. The
-// runtime calls it from one goroutine at a time: Step on a worker, the
-// round's Commit or Rollback on a worker or, after an append, on the
-// goroutine that waited for it.
+// shard is one partition's coordinator (runtime.Sealer): its core, the
+// requests waiting for their round's commit, the round's batch and the
+// batches of the sealed rounds whose appends are in flight (the runtime
+// steps the next rounds meanwhile). The runtime calls it from one
+// goroutine at a time: Step on a worker, Commit or Rollback on a worker
+// or, after an append, on the goroutine that waited for it.
 type shard struct {
 	l          *Loop
 	p          int
@@ -27,14 +29,15 @@ type shard struct {
 	pending    map[core.RequestID]*call
 	configured map[string]bool
 	batch      batch
+	// sealed: the batches of the rounds sealed and not yet committed,
+	// oldest first.
+	sealed []batch
 	// encoded counts the records of batch already handed to the runtime.
 	encoded, encodedHost int
-	// wrote: the round since the last Commit or Rollback handed records
-	// to the runtime. failures counts the consecutive rounds whose append
-	// failed with a storage error; until retryAt (unix ms) the shard's
-	// timers wait, so a failing store is retried with backoff, not in a
-	// hot loop of expiries rolled back and due again at once.
-	wrote    bool
+	// failures counts the consecutive rounds whose append failed with a
+	// storage error; until retryAt (unix ms) the shard's timers wait, so a
+	// failing store is retried with backoff, not in a hot loop of expiries
+	// rolled back and due again at once.
 	failures int
 	retryAt  int64
 }
@@ -154,20 +157,31 @@ func (s *shard) newRecords() []runtime.Record {
 	}
 	out = append(out, b.hostRecords[s.encodedHost:]...)
 	s.encoded, s.encodedHost = len(b.records), len(b.hostRecords)
-	s.wrote = s.wrote || len(out) > 0
 	return out
 }
 
-// Commit implements runtime.Shard: the round's records are durable.
+// Seal implements runtime.Sealer: the round's batch waits for its
+// append; the next round's starts.
+func (s *shard) Seal() {
+	s.sealed = append(s.sealed, s.take())
+	s.c.Seal()
+}
+
+// Commit implements runtime.Shard: the oldest sealed round's records are
+// durable.
 func (s *shard) Commit() {
-	b := s.take()
-	if s.wrote {
-		s.wrote, s.failures, s.retryAt = false, 0, 0
+	if len(s.sealed) == 0 {
+		return
+	}
+	b := s.sealed[0]
+	s.sealed = slices.Delete(s.sealed, 0, 1)
+	if len(b.records)+len(b.hostRecords) > 0 { // an append succeeded
+		s.failures, s.retryAt = 0, 0
 		if s.l.health.ok() {
 			s.l.log.Info("store appends succeed again: the store is healthy", "partition", s.p)
 		}
 	}
-	s.c.Commit()
+	s.c.CommitSealed()
 	s.l.noteCommitted(&b)
 	for _, r := range b.responses {
 		s.release(r)
@@ -186,16 +200,16 @@ func (s *shard) Commit() {
 	}
 }
 
-// Rollback implements runtime.Shard: the append failed, so the round's
-// changes are undone and its requests answered as Kafka's coordinator
+// Rollback implements runtime.Shard: an append failed, so the changes of
+// every round not committed are undone (the rounds stepped after the
+// failed one built on its state) and their requests answered as Kafka's coordinator
 // answers a failed log append: NOT_COORDINATOR for a storage failure or a
 // fenced partition, UNKNOWN_SERVER_ERROR for a record the log can never
 // hold (Kafka's RecordTooLargeException). A storage failure marks the store unhealthy (readiness, the
 // coordhost_store_unhealthy gauge), is logged at most once a second, and
 // backs off the partition's timers.
 func (s *shard) Rollback(err error) {
-	b := s.take()
-	s.wrote = false
+	b := s.takeAll()
 	s.l.stats.appendFailures.Add(1)
 	records := len(b.records) + len(b.hostRecords)
 	code := kerr.NotCoordinator.Code
@@ -242,6 +256,21 @@ func (s *shard) take() batch {
 	b := s.batch
 	s.batch, s.encoded, s.encodedHost = batch{}, 0, 0
 	return b
+}
+
+// takeAll takes the batches of every round not committed, the one being
+// stepped included, as one batch in round order.
+func (s *shard) takeAll() batch {
+	var all batch
+	for _, b := range append(s.sealed, s.take()) {
+		all.add(core.Output{Records: b.records, Events: b.events, Responses: b.responses, AssignorRuns: b.runs,
+			ProbeChecks: b.checks, TopicsToCreate: b.create, Failed: b.failed})
+		all.hostRecords = append(all.hostRecords, b.hostRecords...)
+		all.undo = append(all.undo, b.undo...)
+	}
+	clear(s.sealed)
+	s.sealed = s.sealed[:0]
+	return all
 }
 
 // NextDeadline implements runtime.Shard: core's next deadline, not before

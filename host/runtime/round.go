@@ -1,0 +1,289 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+)
+
+// sealed is a round whose stepping is over: its records wait for their
+// append, then for the Commit that makes the round final.
+type sealed struct {
+	recs []Record
+	// err: the round holds a record the log refuses (it is never
+	// appended), or its append failed.
+	err error
+	// writing: the appender took the round; done: its append is over (a
+	// round without records is done when sealed).
+	writing, done bool
+}
+
+// work runs p on a worker: it settles the appends that ended, steps one
+// round if the pipeline has room, and releases the partition.
+func (p *partition) work() {
+	p.settle()
+	p.mu.Lock()
+	var evs []Event
+	if p.canStepLocked() {
+		evs = p.takeLocked()
+	}
+	sh := p.shard
+	p.mu.Unlock()
+	if len(evs) > 0 {
+		p.round(sh, evs)
+	}
+	p.release()
+}
+
+// canStepLocked reports whether the owner may step a new round: events
+// are queued, the pipeline has room, no failed append waits for its
+// rollback, and the queue's head does not wait for the rounds in flight.
+func (p *partition) canStepLocked() bool {
+	if len(p.queue) == 0 || p.stopping != nil {
+		return false
+	}
+	if len(p.inflight) == 0 {
+		p.barrier = false
+		return p.failed == nil
+	}
+	return !p.barrier && p.failed == nil && len(p.inflight) < p.depth
+}
+
+// settleableLocked reports whether settle has something to do.
+func (p *partition) settleableLocked() bool {
+	return p.failed != nil || len(p.inflight) > 0 && p.inflight[0].done
+}
+
+func (p *partition) settleable() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.settleableLocked()
+}
+
+// inFlight reports whether sealed rounds wait for their commit.
+func (p *partition) inFlight() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.inflight) > 0
+}
+
+// release ends the owner's turn: it settles what ended meanwhile, then
+// completes a stepped unload once nothing is in flight, or arms the timer
+// and hands the partition back to the pool if it can step, or lets it go.
+func (p *partition) release() {
+	for {
+		p.mu.Lock()
+		if p.settleableLocked() {
+			p.mu.Unlock()
+			p.settle()
+			continue
+		}
+		if p.stopping != nil && len(p.inflight) == 0 {
+			p.mu.Unlock()
+			p.unload()
+			return
+		}
+		p.armTimerLocked(p.shard)
+		if p.canStepLocked() {
+			p.rt.ready <- p // still owned; capacity Partitions: never blocks
+		} else {
+			p.scheduled = false
+		}
+		p.mu.Unlock()
+		return
+	}
+}
+
+// settle commits, in order, the rounds at the head of the pipeline whose
+// appends succeeded; after a failed one it rolls back every round not
+// committed, the one being stepped too. Only p's owner calls it. It
+// reports a rollback.
+func (p *partition) settle() bool {
+	p.mu.Lock()
+	n := 0
+	for n < len(p.inflight) && p.inflight[n].done && p.inflight[n].err == nil {
+		n++
+	}
+	err := p.failed
+	if err != nil {
+		p.inflight, p.failed = nil, nil // the appender has stopped
+	} else {
+		p.inflight = slices.Delete(p.inflight, 0, n)
+	}
+	sh := p.shard
+	p.mu.Unlock()
+	for range n {
+		sh.Commit()
+	}
+	if err != nil {
+		sh.Rollback(err)
+	}
+	return err != nil
+}
+
+// round steps evs, a round taken from the queue, on top of the rounds in
+// flight, and seals it. While nothing waits to be appended or committed,
+// each event that wrote no record is committed at once, so its response
+// does not wait for the events stepped after it and their append. A Read
+// waits for every round before it: the round ends before the Read, which
+// goes back to the head of the queue until the pipeline is empty.
+func (p *partition) round(sh Shard, evs []Event) {
+	var recs []Record
+	for i, ev := range evs {
+		if u, ok := ev.Input.(unload); ok {
+			p.seal(sh, recs, nil)
+			p.mu.Lock()
+			p.stopping = &u
+			p.mu.Unlock()
+			p.rejectLater(evs[i+1:])
+			return
+		}
+		if p.settleable() && p.settle() {
+			recs = nil
+		}
+		if ev.Read && (len(recs) > 0 || p.inFlight()) {
+			p.seal(sh, recs, nil)
+			p.putBack(evs[i:])
+			return
+		}
+		if ev.Read {
+			commit(sh)
+		}
+		out, err := p.step(sh, ev.Input)
+		switch {
+		case err != nil && p.inFlight():
+			// The rounds in flight may still commit: this one is rolled
+			// back after them, and the events after it wait until then.
+			p.seal(sh, nil, err)
+			p.putBack(evs[i+1:])
+			return
+		case err != nil:
+			sh.Rollback(err)
+			recs = nil
+		default:
+			recs = append(recs, out...)
+			if len(recs) == 0 && i < len(evs)-1 && !p.inFlight() {
+				commit(sh)
+			}
+		}
+	}
+	p.seal(sh, recs, nil)
+}
+
+// putBack returns evs, the rest of a round, to the head of the queue; the
+// next round starts once no round is in flight.
+func (p *partition) putBack(evs []Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue = append(slices.Clip(evs), p.queue...)
+	p.barrier = true
+}
+
+// commit seals the round stepped so far and commits it: nothing of it, or
+// before it, waits for an append.
+func commit(sh Shard) {
+	if s, ok := sh.(Sealer); ok {
+		s.Seal()
+	}
+	sh.Commit()
+}
+
+// seal ends the round being stepped. A round that wrote nothing while
+// nothing is in flight is committed at once; any other joins the pipeline
+// and is appended after the rounds before it (err: it is never appended
+// but rolled back with err once they are committed).
+func (p *partition) seal(sh Shard, recs []Record, err error) {
+	p.mu.Lock()
+	if len(recs) == 0 && err == nil && len(p.inflight) == 0 {
+		p.mu.Unlock()
+		commit(sh)
+		return
+	}
+	p.mu.Unlock()
+	if s, ok := sh.(Sealer); ok {
+		s.Seal()
+	}
+	r := &sealed{recs: recs, err: err, done: len(recs) == 0 && err == nil}
+	p.mu.Lock()
+	p.inflight = append(p.inflight, r)
+	start := !r.done && !p.appending && p.failed == nil
+	p.appending = p.appending || start
+	p.mu.Unlock()
+	if start {
+		p.rt.wg.Add(1)
+		go p.appendRounds()
+	}
+}
+
+// appendRounds is p's appender: it appends the sealed rounds one after
+// the other, in order, and marks each done. The append may wait for the
+// disk, so it runs on a goroutine of its own and the workers serve other
+// partitions meanwhile. When nobody owns the partition it takes it over
+// to commit (or roll back) at once. After a failure it appends nothing
+// more: the owner rolls back every round not committed.
+func (p *partition) appendRounds() {
+	defer p.rt.wg.Done()
+	for {
+		p.mu.Lock()
+		var r *sealed
+		for _, s := range p.inflight {
+			if !s.done && !s.writing {
+				r = s
+				break
+			}
+		}
+		if r == nil || p.failed != nil {
+			p.appending = false
+			p.mu.Unlock()
+			return
+		}
+		r.writing = true
+		p.mu.Unlock()
+		err := r.err
+		if err == nil {
+			err = p.rt.cfg.Log.Append(p.id, r.recs)
+		}
+		p.mu.Lock()
+		r.writing, r.done, r.err = false, true, err
+		if err != nil {
+			p.failed, p.appending = err, false
+		}
+		own := !p.scheduled
+		p.scheduled = true
+		p.mu.Unlock()
+		if own {
+			p.release()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// unload completes a stepped unload once nothing is in flight: the
+// shard's Unload, and the events queued meanwhile are rejected.
+func (p *partition) unload() {
+	p.mu.Lock()
+	sh, stopping, rest := p.shard, p.stopping, p.queue
+	p.state, p.shard, p.unloading, p.stopping, p.barrier = stateUnloaded, nil, false, nil, false
+	p.queue, p.scheduled = nil, false
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.mu.Unlock()
+	sh.Unload()
+	p.rejectLater(rest)
+	close(stopping.done)
+}
+
+// step hands one input to the shard and validates what it wrote. A record
+// the log can never store fails the round (no append is tried), so the
+// record never reaches a write shared with other partitions.
+func (p *partition) step(sh Shard, in any) ([]Record, error) {
+	out := sh.Step(p.now(), in)
+	for _, r := range out {
+		if err := p.rt.cfg.Log.Validate(r); err != nil {
+			return nil, fmt.Errorf("partition %d: %w", p.id, err)
+		}
+	}
+	return out, nil
+}
