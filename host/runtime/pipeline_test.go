@@ -13,7 +13,8 @@ import (
 
 // pipeShard is a runtime.Sealer over a map: a put writes "key" = value
 // (or, with none, writes no record) and is answered when its round is
-// committed; stepped reports each put as it is stepped.
+// committed; stepped reports each put as it is stepped, and "|seal" at
+// each Seal.
 type pipeShard struct {
 	committed, live map[string]string
 	round           pipeRound
@@ -28,8 +29,9 @@ type pipeRound struct {
 
 type pput struct {
 	key, val string
-	none     bool // writes no record
-	bad      bool // writes a record the log refuses (empty key)
+	none     bool          // writes no record
+	bad      bool          // writes a record the log refuses (empty key)
+	hold     chan struct{} // Step waits until it is closed
 	reply    chan error
 }
 
@@ -52,6 +54,9 @@ func (s *pipeShard) Step(_ int64, in any) []runtime.Record {
 		if s.stepped != nil {
 			s.stepped <- in.key
 		}
+		if in.hold != nil {
+			<-in.hold
+		}
 		if in.none {
 			return nil
 		}
@@ -71,6 +76,9 @@ func (s *pipeShard) Step(_ int64, in any) []runtime.Record {
 }
 
 func (s *pipeShard) Seal() {
+	if s.stepped != nil {
+		s.stepped <- "|seal"
+	}
 	s.sealed = append(s.sealed, s.round)
 	s.round = pipeRound{}
 }
@@ -128,7 +136,7 @@ type pipeline struct {
 }
 
 func newPipeline(t *testing.T, depth int) *pipeline {
-	pl := &pipeline{t: t, base: runtime.NewMemLog(), stepped: make(chan string, 16)}
+	pl := &pipeline{t: t, base: runtime.NewMemLog(), stepped: make(chan string, 64)}
 	pl.log = &heldLog{Log: pl.base, calls: make(chan heldAppend)}
 	rt, err := runtime.New(runtime.Config{Partitions: 1, Workers: 2, Log: pl.log, Pipeline: depth,
 		NewShard: func(int) (runtime.Shard, error) { return newPipeShard(pl.stepped), nil }})
@@ -139,25 +147,34 @@ func newPipeline(t *testing.T, depth int) *pipeline {
 		t.Fatal(err)
 	}
 	pl.rt = rt
+	pl.wait("|seal") // the Loaded round
 	return pl
 }
 
-// put submits a put and waits until it is stepped.
+// put submits a put as a round of its own and waits until the round is
+// stepped and sealed.
 func (pl *pipeline) put(in pput) chan error {
 	pl.t.Helper()
 	in.reply = make(chan error, 1)
 	if err := pl.rt.Submit(0, runtime.Event{Input: in}); err != nil {
 		pl.t.Fatal(err)
 	}
+	pl.wait(in.key)
+	pl.wait("|seal")
+	return in.reply
+}
+
+// wait waits for the shard to report what.
+func (pl *pipeline) wait(what string) {
+	pl.t.Helper()
 	select {
 	case k := <-pl.stepped:
-		if k != in.key {
-			pl.t.Fatalf("stepped %q, want %q", k, in.key)
+		if k != what {
+			pl.t.Fatalf("shard reported %q, want %q", k, what)
 		}
 	case <-time.After(10 * time.Second):
-		pl.t.Fatalf("put %q was not stepped while the appends before it were in flight", in.key)
+		pl.t.Fatalf("%q not reported (with appends before it in flight)", what)
 	}
-	return in.reply
 }
 
 // nextAppend waits for the next append and returns it, held.
@@ -177,12 +194,18 @@ func (pl *pipeline) noAppend() {
 	pl.t.Helper()
 	select {
 	case h := <-pl.log.calls:
-		pl.t.Fatalf("an append of %q was attempted", h.recs[0].Key)
+		pl.t.Fatalf("an append of %s was attempted", h.keys())
 	case <-time.After(50 * time.Millisecond):
 	}
 }
 
-func (h heldAppend) key() string { return string(h.recs[0].Key) }
+func (h heldAppend) keys() string {
+	var ks []string
+	for _, r := range h.recs {
+		ks = append(ks, string(r.Key))
+	}
+	return fmt.Sprint(ks)
+}
 
 // pending fails the test if a reply came.
 func pending(t *testing.T, name string, c chan error) {
@@ -243,16 +266,16 @@ func TestPipelineReleasesOnlyDurable(t *testing.T) {
 		t.Fatalf("the read ran before the rounds before it were committed: %v", m)
 	default:
 	}
-	if first.key() != "a" {
-		t.Fatalf("first append is %q", first.key())
+	if first.keys() != "[a]" {
+		t.Fatalf("first append is %s", first.keys())
 	}
 	first.result <- nil
 	if err := answer(t, "a", a); err != nil {
 		t.Fatal(err)
 	}
 	second := pl.nextAppend()
-	if second.key() != "b" {
-		t.Fatalf("second append is %q", second.key())
+	if second.keys() != "[b]" { // c wrote no record
+		t.Fatalf("second append is %s", second.keys())
 	}
 	pending(t, "b", b)
 	pending(t, "c (no record)", c)
@@ -290,16 +313,19 @@ func TestPipelineDepthBoundsRounds(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	first.result <- nil
-	select {
-	case k := <-pl.stepped:
-		if k != "c" {
-			t.Fatalf("stepped %q", k)
+	pl.wait("c")
+	pl.wait("|seal")
+	var appended []string
+	for len(appended) < 2 { // b and c, in one append or two
+		h := pl.nextAppend()
+		for _, r := range h.recs {
+			appended = append(appended, string(r.Key))
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("c not stepped after the first round was committed")
+		h.result <- nil
 	}
-	pl.nextAppend().result <- nil
-	pl.nextAppend().result <- nil
+	if fmt.Sprint(appended) != "[b c]" {
+		t.Fatalf("appended %v after a", appended)
+	}
 	if err := answer(t, "c", c); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +347,12 @@ func TestPipelineFailedAppendRollsBackLaterRounds(t *testing.T) {
 	if err := answer(t, "a", a); err != nil {
 		t.Fatal(err)
 	}
-	pl.nextAppend().result <- fmt.Errorf("injected: %w", runtime.ErrStorage)
+	// b and c, sealed while a's append was held, go in one append.
+	second := pl.nextAppend()
+	if second.keys() != "[b c]" {
+		t.Fatalf("second append is %s, want b and c together", second.keys())
+	}
+	second.result <- fmt.Errorf("injected: %w", runtime.ErrStorage)
 	for name, ch := range map[string]chan error{"b": b, "c": c, "d (no record)": d} {
 		if err := answer(t, name, ch); !errors.Is(err, runtime.ErrStorage) {
 			t.Fatalf("%s answered %v after the append of b failed", name, err)
@@ -329,8 +360,8 @@ func TestPipelineFailedAppendRollsBackLaterRounds(t *testing.T) {
 	}
 	pl.noAppend()
 	e := pl.put(pput{key: "e", val: "5"})
-	if h := pl.nextAppend(); h.key() != "e" {
-		t.Fatalf("append after the rollback is %q", h.key())
+	if h := pl.nextAppend(); h.keys() != "[e]" {
+		t.Fatalf("append after the rollback is %s", h.keys())
 	} else {
 		h.result <- nil
 	}
@@ -422,4 +453,46 @@ func readPart(t *testing.T, pl *pipeline) map[string]string {
 		t.Fatal("read not answered")
 	}
 	return nil
+}
+
+// TestPipelineNoRecordEventWaitsOnlyForRoundsBefore: an event that wrote
+// no record, stepped first in a round while another round is in flight,
+// is answered once that round is durable, not after the append of the
+// events stepped after it in its own round.
+func TestPipelineNoRecordEventWaitsOnlyForRoundsBefore(t *testing.T) {
+	pl := newPipeline(t, 4)
+	defer pl.close()
+	pl.put(pput{key: "a", val: "1"})
+	first := pl.nextAppend()
+	// g holds the worker in its Step until c and d are queued: they then
+	// run as one round.
+	hold := make(chan struct{})
+	if err := pl.rt.Submit(0, runtime.Event{Input: pput{key: "g", none: true, hold: hold}}); err != nil {
+		t.Fatal(err)
+	}
+	pl.wait("g")
+	c, d := make(chan error, 1), make(chan error, 1)
+	for _, in := range []pput{{key: "c", none: true, reply: c}, {key: "d", val: "4", reply: d}} {
+		if err := pl.rt.Submit(0, runtime.Event{Input: in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(hold)
+	for _, what := range []string{"|seal", "c", "|seal", "d", "|seal"} {
+		pl.wait(what)
+	}
+	pending(t, "c", c)
+	first.result <- nil
+	if err := answer(t, "c", c); err != nil {
+		t.Fatal(err)
+	}
+	second := pl.nextAppend()
+	if second.keys() != "[d]" {
+		t.Fatalf("second append is %s", second.keys())
+	}
+	pending(t, "d", d)
+	second.result <- nil
+	if err := answer(t, "d", d); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -45,7 +45,13 @@ func (p *partition) canStepLocked() bool {
 		p.barrier = false
 		return p.failed == nil
 	}
-	return !p.barrier && p.failed == nil && len(p.inflight) < p.depth
+	appends := 0 // rounds without records need none and do not count
+	for _, r := range p.inflight {
+		if !r.done || r.err != nil {
+			appends++
+		}
+	}
+	return !p.barrier && p.failed == nil && appends < p.depth
 }
 
 // settleableLocked reports whether settle has something to do.
@@ -121,8 +127,10 @@ func (p *partition) settle() bool {
 }
 
 // round steps evs, a round taken from the queue, on top of the rounds in
-// flight, and seals it. While nothing waits to be appended or committed,
-// each event that wrote no record is committed at once, so its response
+// flight, and seals it. While the round has written no record, each event
+// that wrote none ends a round of its own: committed at once if nothing is
+// in flight, else right after the rounds in flight (as Kafka completes an
+// event without records at the last written offset), so its response
 // does not wait for the events stepped after it and their append. A Read
 // waits for every round before it: the round ends before the Read, which
 // goes back to the head of the queue until the pipeline is empty.
@@ -161,8 +169,8 @@ func (p *partition) round(sh Shard, evs []Event) {
 			recs = nil
 		default:
 			recs = append(recs, out...)
-			if len(recs) == 0 && i < len(evs)-1 && !p.inFlight() {
-				commit(sh)
+			if len(recs) == 0 && i < len(evs)-1 {
+				p.seal(sh, nil, nil)
 			}
 		}
 	}
@@ -214,36 +222,38 @@ func (p *partition) seal(sh Shard, recs []Record, err error) {
 	}
 }
 
-// appendRounds is p's appender: it appends the sealed rounds one after
-// the other, in order, and marks each done. The append may wait for the
-// disk, so it runs on a goroutine of its own and the workers serve other
-// partitions meanwhile. When nobody owns the partition it takes it over
-// to commit (or roll back) at once. After a failure it appends nothing
-// more: the owner rolls back every round not committed.
+// appendRounds is p's appender: it appends the sealed rounds in order —
+// the rounds sealed while an append was in flight go in one append (group
+// commit), so a response waits for at most the append in flight and one
+// more — and marks them done. The append may wait for the disk, so it
+// runs on a goroutine of its own and the workers serve other partitions
+// meanwhile. When nobody owns the partition it takes it over to commit
+// (or roll back) at once. After a failure it appends nothing more: the
+// owner rolls back every round not committed.
 func (p *partition) appendRounds() {
 	defer p.rt.wg.Done()
 	for {
 		p.mu.Lock()
-		var r *sealed
-		for _, s := range p.inflight {
-			if !s.done && !s.writing {
-				r = s
-				break
-			}
-		}
-		if r == nil || p.failed != nil {
+		rs := p.nextAppendLocked()
+		if len(rs) == 0 || p.failed != nil {
 			p.appending = false
 			p.mu.Unlock()
 			return
 		}
-		r.writing = true
+		var recs []Record
+		for _, r := range rs {
+			r.writing = true
+			recs = append(recs, r.recs...)
+		}
 		p.mu.Unlock()
-		err := r.err
+		err := rs[0].err
 		if err == nil {
-			err = p.rt.cfg.Log.Append(p.id, r.recs)
+			err = p.rt.cfg.Log.Append(p.id, recs)
 		}
 		p.mu.Lock()
-		r.writing, r.done, r.err = false, true, err
+		for _, r := range rs {
+			r.writing, r.done, r.err = false, true, err
+		}
 		if err != nil {
 			p.failed, p.appending = err, false
 		}
@@ -257,6 +267,25 @@ func (p *partition) appendRounds() {
 			return
 		}
 	}
+}
+
+// nextAppendLocked returns the rounds of the next append: every round
+// waiting for one, in order, up to a refused round, which goes alone.
+func (p *partition) nextAppendLocked() []*sealed {
+	var rs []*sealed
+	for _, r := range p.inflight {
+		if r.done || r.writing {
+			continue
+		}
+		if r.err != nil {
+			if len(rs) == 0 {
+				rs = append(rs, r)
+			}
+			break
+		}
+		rs = append(rs, r)
+	}
+	return rs
 }
 
 // unload completes a stepped unload once nothing is in flight: the
