@@ -29,9 +29,8 @@ type shard struct {
 	pending    map[core.RequestID]*call
 	configured map[string]bool
 	batch      batch
-	// sealed: the batches of the rounds sealed and not yet committed,
-	// oldest first.
-	sealed []batch
+	// sealed: the rounds sealed and not yet committed, oldest first.
+	sealed []sealedRound
 	// encoded counts the records of batch already handed to the runtime.
 	encoded, encodedHost int
 	// failures counts the consecutive rounds whose append failed with a
@@ -160,11 +159,44 @@ func (s *shard) newRecords() []runtime.Record {
 	return out
 }
 
+// sealedRound is a sealed round's batch and the requests its responses
+// answer, taken from pending when it was sealed.
+type sealedRound struct {
+	b       batch
+	claimed []claim
+}
+
+type claim struct {
+	c *call
+	r core.Response
+}
+
 // Seal implements runtime.Sealer: the round's batch waits for its
-// append; the next round's starts.
-func (s *shard) Seal() {
-	s.sealed = append(s.sealed, s.take())
+// append; the next round's starts. The round's responses are released
+// as soon as it is durable, by the returned function (on the goroutine
+// that learns it, even while a later round is stepped).
+func (s *shard) Seal() func() {
+	b := s.take()
+	var cl []claim
+	for _, r := range b.responses {
+		if c, ok := s.pending[r.Request]; ok {
+			delete(s.pending, r.Request)
+			cl = append(cl, claim{c: c, r: r})
+		}
+	}
+	s.sealed = append(s.sealed, sealedRound{b: b, claimed: cl})
 	s.c.Seal()
+	if len(cl) == 0 {
+		return nil
+	}
+	return func() {
+		for _, x := range cl {
+			if x.r.Msg != nil {
+				x.r.Msg.SetVersion(x.c.req.Version)
+			}
+			x.c.done <- reply{msg: x.r.Msg}
+		}
+	}
 }
 
 // Commit implements runtime.Shard: the oldest sealed round's records are
@@ -173,7 +205,7 @@ func (s *shard) Commit() {
 	if len(s.sealed) == 0 {
 		return
 	}
-	b := s.sealed[0]
+	b := s.sealed[0].b // its responses went when it was durable
 	s.sealed = slices.Delete(s.sealed, 0, 1)
 	if len(b.records)+len(b.hostRecords) > 0 { // an append succeeded
 		s.failures, s.retryAt = 0, 0
@@ -183,9 +215,6 @@ func (s *shard) Commit() {
 	}
 	s.c.CommitSealed()
 	s.l.noteCommitted(&b)
-	for _, r := range b.responses {
-		s.release(r)
-	}
 	for _, id := range b.failed {
 		s.fail(id)
 	}
@@ -209,7 +238,7 @@ func (s *shard) Commit() {
 // coordhost_store_unhealthy gauge), is logged at most once a second, and
 // backs off the partition's timers.
 func (s *shard) Rollback(err error) {
-	b := s.takeAll()
+	b, claimed := s.takeAll()
 	s.l.stats.appendFailures.Add(1)
 	records := len(b.records) + len(b.hostRecords)
 	code := kerr.NotCoordinator.Code
@@ -243,6 +272,9 @@ func (s *shard) Rollback(err error) {
 		}
 		s.l.dynMu.Unlock()
 	}
+	for _, x := range claimed {
+		x.c.done <- reply{msg: wire.ErrorResponse(x.c.req.Body, code)}
+	}
 	for _, r := range b.responses {
 		s.failWith(r.Request, code)
 	}
@@ -259,10 +291,15 @@ func (s *shard) take() batch {
 }
 
 // takeAll takes the batches of every round not committed, the one being
-// stepped included, as one batch in round order.
-func (s *shard) takeAll() batch {
+// stepped included, as one batch in round order, and the requests the
+// sealed rounds' responses answer.
+func (s *shard) takeAll() (batch, []claim) {
 	var all batch
-	for _, b := range append(s.sealed, s.take()) {
+	var claimed []claim
+	for _, r := range s.sealed {
+		claimed = append(claimed, r.claimed...)
+	}
+	for _, b := range append(s.sealedBatches(), s.take()) {
 		all.add(core.Output{Records: b.records, Events: b.events, Responses: b.responses, AssignorRuns: b.runs,
 			ProbeChecks: b.checks, TopicsToCreate: b.create, Failed: b.failed})
 		all.hostRecords = append(all.hostRecords, b.hostRecords...)
@@ -270,7 +307,15 @@ func (s *shard) takeAll() batch {
 	}
 	clear(s.sealed)
 	s.sealed = s.sealed[:0]
-	return all
+	return all, claimed
+}
+
+func (s *shard) sealedBatches() []batch {
+	bs := make([]batch, 0, len(s.sealed)+1)
+	for _, r := range s.sealed {
+		bs = append(bs, r.b)
+	}
+	return bs
 }
 
 // NextDeadline implements runtime.Shard: core's next deadline, not before
@@ -291,18 +336,6 @@ func (s *shard) Unload() {
 		delete(s.pending, id)
 	}
 	s.l.byCore.Delete(s.c)
-}
-
-func (s *shard) release(r core.Response) {
-	c, ok := s.pending[r.Request]
-	if !ok {
-		return
-	}
-	delete(s.pending, r.Request)
-	if r.Msg != nil {
-		r.Msg.SetVersion(c.req.Version)
-	}
-	c.done <- reply{msg: r.Msg}
 }
 
 func (s *shard) fail(id core.RequestID) { s.failWith(id, kerr.NotCoordinator.Code) }

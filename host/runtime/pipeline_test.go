@@ -13,7 +13,7 @@ import (
 
 // pipeShard is a runtime.Sealer over a map: a put writes "key" = value
 // (or, with none, writes no record) and is answered when its round is
-// committed; stepped reports each put as it is stepped, and "|seal" at
+// durable (by the function Seal returns); stepped reports each put as it is stepped, and "|seal" at
 // each Seal.
 type pipeShard struct {
 	committed, live map[string]string
@@ -75,27 +75,30 @@ func (s *pipeShard) Step(_ int64, in any) []runtime.Record {
 	return nil
 }
 
-func (s *pipeShard) Seal() {
+func (s *pipeShard) Seal() func() {
 	if s.stepped != nil {
 		s.stepped <- "|seal"
 	}
-	s.sealed = append(s.sealed, s.round)
+	r := s.round
+	s.sealed = append(s.sealed, r)
 	s.round = pipeRound{}
+	return func() {
+		for _, c := range r.replies {
+			c <- nil
+		}
+	}
 }
 
 func (s *pipeShard) Commit() {
 	r := s.sealed[0]
 	s.sealed = s.sealed[1:]
 	maps.Copy(s.committed, r.writes)
-	for _, c := range r.replies {
-		c <- nil
-	}
 }
 
 func (s *pipeShard) Rollback(err error) {
 	for _, r := range append(s.sealed, s.round) {
 		for _, c := range r.replies {
-			c <- err
+			c <- err // none was answered: the runtime calls Seal's function only for durable rounds
 		}
 	}
 	s.sealed, s.round = nil, pipeRound{}
@@ -495,4 +498,27 @@ func TestPipelineNoRecordEventWaitsOnlyForRoundsBefore(t *testing.T) {
 	if err := answer(t, "d", d); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPipelineDurableRoundAnsweredWhileStepping: a round's responses go
+// as soon as its append is durable, while a worker is still stepping a
+// later round of the partition.
+func TestPipelineDurableRoundAnsweredWhileStepping(t *testing.T) {
+	pl := newPipeline(t, 4)
+	defer pl.close()
+	a := pl.put(pput{key: "a", val: "1"})
+	first := pl.nextAppend()
+	hold := make(chan struct{})
+	if err := pl.rt.Submit(0, runtime.Event{Input: pput{key: "g", val: "2", hold: hold}}); err != nil {
+		t.Fatal(err)
+	}
+	pl.wait("g") // the worker is in g's Step until hold is closed
+	first.result <- nil
+	err := answer(t, "a (while g is being stepped)", a)
+	close(hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.wait("|seal")
+	pl.nextAppend().result <- nil
 }

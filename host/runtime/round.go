@@ -15,6 +15,8 @@ type sealed struct {
 	// writing: the appender took the round; done: its append is over (a
 	// round without records is done when sealed).
 	writing, done bool
+	// durable is what Sealer.Seal returned, until it is called.
+	durable func()
 }
 
 // work runs p on a worker: it settles the appends that ended, steps one
@@ -105,18 +107,19 @@ func (p *partition) release() {
 // reports a rollback.
 func (p *partition) settle() bool {
 	p.mu.Lock()
-	n := 0
-	for n < len(p.inflight) && p.inflight[n].done && p.inflight[n].err == nil {
-		n++
-	}
+	n := p.durablePrefixLocked()
 	err := p.failed
+	sh := p.shard
+	hooks := p.durableLocked(n)
 	if err != nil {
 		p.inflight, p.failed = nil, nil // the appender has stopped
 	} else {
 		p.inflight = slices.Delete(p.inflight, 0, n)
 	}
-	sh := p.shard
 	p.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
 	for range n {
 		sh.Commit()
 	}
@@ -124,6 +127,29 @@ func (p *partition) settle() bool {
 		sh.Rollback(err)
 	}
 	return err != nil
+}
+
+// durablePrefixLocked returns how many rounds at the head of the
+// pipeline are durable.
+func (p *partition) durablePrefixLocked() int {
+	n := 0
+	for n < len(p.inflight) && p.inflight[n].done && p.inflight[n].err == nil {
+		n++
+	}
+	return n
+}
+
+// durableLocked takes the durable hooks not yet called of the first n
+// rounds of the pipeline (removed already if settle took them).
+func (p *partition) durableLocked(n int) []func() {
+	var hooks []func()
+	for _, r := range p.inflight[:n] {
+		if r.durable != nil {
+			hooks = append(hooks, r.durable)
+			r.durable = nil
+		}
+	}
+	return hooks
 }
 
 // round steps evs, a round taken from the queue, on top of the rounds in
@@ -190,7 +216,9 @@ func (p *partition) putBack(evs []Event) {
 // before it, waits for an append.
 func commit(sh Shard) {
 	if s, ok := sh.(Sealer); ok {
-		s.Seal()
+		if f := s.Seal(); f != nil {
+			f()
+		}
 	}
 	sh.Commit()
 }
@@ -207,10 +235,10 @@ func (p *partition) seal(sh Shard, recs []Record, err error) {
 		return
 	}
 	p.mu.Unlock()
-	if s, ok := sh.(Sealer); ok {
-		s.Seal()
-	}
 	r := &sealed{recs: recs, err: err, done: len(recs) == 0 && err == nil}
+	if s, ok := sh.(Sealer); ok {
+		r.durable = s.Seal()
+	}
 	p.mu.Lock()
 	p.inflight = append(p.inflight, r)
 	start := !r.done && !p.appending && p.failed == nil
@@ -254,12 +282,18 @@ func (p *partition) appendRounds() {
 		for _, r := range rs {
 			r.writing, r.done, r.err = false, true, err
 		}
+		var hooks []func()
 		if err != nil {
 			p.failed, p.appending = err, false
+		} else {
+			hooks = p.durableLocked(p.durablePrefixLocked())
 		}
 		own := !p.scheduled
 		p.scheduled = true
 		p.mu.Unlock()
+		for _, f := range hooks {
+			f() // the responses go now, even while a worker steps the partition
+		}
 		if own {
 			p.release()
 		}

@@ -45,8 +45,14 @@ type Shard interface {
 type Sealer interface {
 	Shard
 	// Seal ends the round being stepped: what it wrote is one batch of the
-	// log, committed by a later Commit once durable.
-	Seal()
+	// log, committed by a later Commit once durable. It may return a
+	// function that the runtime calls once, when the round and every round
+	// before it are durable, on whichever goroutine learns it first —
+	// maybe while the shard steps a later round, maybe after the round's
+	// Commit — and never for a round rolled back: for releasing responses
+	// without waiting for the round being stepped meanwhile. It must not
+	// touch the state the shard's other methods use.
+	Seal() (durable func())
 }
 
 // Loaded is the input a shard gets once its log is replayed.

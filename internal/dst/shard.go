@@ -129,12 +129,14 @@ func (s *shard) take() roundEnd {
 }
 
 // Seal ends a runtime round: core's batch waits for its append.
-func (s *shard) Seal() {
+// Its responses go to the sim with the round's Commit.
+func (s *shard) Seal() func() {
 	if s.sealed {
 		s.sim.fail(fmt.Errorf("partition %d: a second round sealed while one is in flight; the sim submits one round at a time", s.p))
 	}
 	s.sealed = true
 	s.c.Seal()
+	return nil
 }
 
 // Commit makes the sealed round's events final. Within the sim's round (events
