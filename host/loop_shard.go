@@ -181,6 +181,9 @@ func (s *shard) Seal() func() {
 	for _, r := range b.responses {
 		if c, ok := s.pending[r.Request]; ok {
 			delete(s.pending, r.Request)
+			if r.Msg != nil {
+				r.Msg.SetVersion(c.req.Version) // here, beside core, not on the appender
+			}
 			cl = append(cl, claim{c: c, r: r})
 		}
 	}
@@ -191,9 +194,6 @@ func (s *shard) Seal() func() {
 	}
 	return func() {
 		for _, x := range cl {
-			if x.r.Msg != nil {
-				x.r.Msg.SetVersion(x.c.req.Version)
-			}
 			x.c.done <- reply{msg: x.r.Msg}
 		}
 	}
