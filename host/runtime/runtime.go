@@ -134,9 +134,10 @@ const (
 // Runtime runs partitions on a pool of workers (Kafka's
 // CoordinatorRuntime): a partition handles one event at a time, and a
 // round — the events queued when a worker picks the partition up — ends
-// with one append of the round's records, then Commit (or Rollback).
+// with an append of the round's records, then Commit (or Rollback).
 // While a round's append is in flight the partition may step the next
-// rounds (Config.Pipeline); their Commits come in order, after it.
+// rounds (Config.Pipeline); they are appended together after it, and
+// their Commits come in order.
 type Runtime struct {
 	cfg   Config
 	parts []*partition
@@ -334,8 +335,9 @@ func (r *Runtime) LoadAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Unload stops partition p after the events queued before it: their round
-// is committed, the shard's Unload is called, and later events are
+// Unload stops partition p after the events queued before it: their
+// rounds, and every round in flight, are committed (or rolled back), the
+// shard's Unload is called, and later events are
 // rejected with ErrNotCoordinator. It returns when the partition is
 // unloaded or ctx ends.
 func (r *Runtime) Unload(ctx context.Context, p int) error {
