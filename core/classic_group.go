@@ -133,15 +133,16 @@ type classicGroup struct {
 	initialDelayMs, initialRemainingMs int32
 	// durable is the last GroupMetadata value written or replayed.
 	durable *GroupMetadataValue
-	// released holds the parked requests answered in the current batch;
-	// clones share it, so a rollback can drop them from the restored
-	// state (the host has failed them already).
-	released map[RequestID]bool
+	// released holds the parked requests answered in the batches not
+	// committed, with the batch that answered them; clones share it, so a
+	// rollback can drop them from the restored state (the host has failed
+	// them already).
+	released map[RequestID]uint64
 }
 
 func newClassicGroup(id string) *classicGroup {
 	return &classicGroup{id: id, stateTime: -1, members: map[string]*classicMember{}, static: map[string]string{},
-		pendingJoin: map[string]bool{}, pendingSync: map[string]bool{}, released: map[RequestID]bool{}}
+		pendingJoin: map[string]bool{}, pendingSync: map[string]bool{}, released: map[RequestID]uint64{}}
 }
 
 // ID implements Group.
@@ -216,18 +217,20 @@ func (c *Coordinator) snapshotClassic(g *classicGroup) {
 	if c.replaying {
 		return
 	}
-	if len(c.undo) == 0 {
-		clear(g.released) // a new batch: the last one was committed or rolled back
+	for id, batch := range g.released {
+		if batch < c.committed {
+			delete(g.released, id) // its batch was committed or rolled back
+		}
 	}
 	saved := g.clone()
 	c.onUndo(func() {
 		released := g.released
 		*g = *saved
 		for _, m := range g.members {
-			if m.join.waiting && released[m.join.req] {
+			if _, ok := released[m.join.req]; m.join.waiting && ok {
 				m.join = parked{}
 			}
-			if m.sync.waiting && released[m.sync.req] {
+			if _, ok := released[m.sync.req]; m.sync.waiting && ok {
 				m.sync = parked{}
 			}
 		}

@@ -70,19 +70,14 @@ func (c *Coordinator) releaseClassic(g *classicGroup, p *parked, msg kmsg.Respon
 	if !p.waiting {
 		return false
 	}
-	g.released[p.req] = true
+	g.released[p.req] = c.sealed // the number of the batch being built
 	switch r := msg.(type) {
 	case *kmsg.JoinGroupResponse:
 		r.Version = p.version
 	case *kmsg.SyncGroupResponse:
 		r.Version = p.version
 	}
-	for i, id := range c.batchParked {
-		if id == p.req {
-			c.batchParked = append(c.batchParked[:i:i], c.batchParked[i+1:]...)
-			break
-		}
-	}
+	c.dropParked(p.req)
 	c.respond(p.req, msg)
 	*p = parked{}
 	return true

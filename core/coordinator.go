@@ -27,12 +27,16 @@ type Coordinator struct {
 	migration migrationState
 
 	// Batch state: the undo log since the last Commit, requests parked in
-	// this batch, the Output being built by the running entry point.
-	undo        []func()
-	batchParked []RequestID
-	out         *Output
-	now         int64
-	replaying   bool
+	// the batches not committed, where each sealed batch ends in both
+	// (undo.go), the batches sealed and committed so far, the Output being
+	// built by the running entry point.
+	undo               []func()
+	batchParked        []RequestID
+	marks, parkedMarks []int
+	sealed, committed  uint64
+	out                *Output
+	now                int64
+	replaying          bool
 }
 
 // New returns an empty Coordinator with the given broker-wide config.

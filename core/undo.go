@@ -4,6 +4,14 @@ package core
 // mutation of durable state made while applying a record, and every timer
 // change, pushes a closure that reverts it. Commit forgets the log; Rollback
 // runs it backwards. Cost is O(changes), independent of group size.
+//
+// Several batches may be uncommitted at once (the host steps the next batch
+// while the last one's append is in flight, as Kafka's CoordinatorRuntime
+// does): Seal ends a batch, CommitSealed makes the oldest sealed batch final,
+// and Rollback reverts every batch not committed. marks and parkedMarks hold
+// where each sealed batch ends in undo and batchParked; sealed counts the
+// batches ever sealed and committed how many of them are final, so a batch's
+// number tells whether it is committed.
 
 // onUndo registers fn to run if the current batch is rolled back.
 func (c *Coordinator) onUndo(fn func()) {
@@ -14,23 +22,77 @@ func (c *Coordinator) onUndo(fn func()) {
 }
 
 // Commit tells the Coordinator that every record returned since the last
-// Commit or Rollback is durable. Responses returned with them may now be
-// released.
+// Commit or Rollback is durable, sealed or not. Responses returned with them
+// may now be released.
 func (c *Coordinator) Commit() {
+	clear(c.undo)
 	c.undo = c.undo[:0]
 	c.batchParked = c.batchParked[:0]
+	c.marks, c.parkedMarks = c.marks[:0], c.parkedMarks[:0]
+	c.sealed++
+	c.committed = c.sealed
+}
+
+// Seal ends the current batch: the records returned since the last Seal,
+// Commit or Rollback are one batch that CommitSealed makes final on its
+// own. Later calls build the next batch on top of its state.
+func (c *Coordinator) Seal() {
+	c.marks = append(c.marks, len(c.undo))
+	c.parkedMarks = append(c.parkedMarks, len(c.batchParked))
+	c.sealed++
+}
+
+// CommitSealed tells the Coordinator that the oldest sealed batch not yet
+// committed is durable; the batches after it stay uncommitted. Without a
+// sealed batch it does nothing.
+func (c *Coordinator) CommitSealed() {
+	if len(c.marks) == 0 {
+		return
+	}
+	n, k := c.marks[0], c.parkedMarks[0]
+	rest := copy(c.undo, c.undo[n:])
+	clear(c.undo[rest:])
+	c.undo = c.undo[:rest]
+	c.batchParked = c.batchParked[:copy(c.batchParked, c.batchParked[k:])]
+	c.marks = c.marks[:copy(c.marks, c.marks[1:])]
+	c.parkedMarks = c.parkedMarks[:copy(c.parkedMarks, c.parkedMarks[1:])]
+	for i := range c.marks {
+		c.marks[i] -= n
+		c.parkedMarks[i] -= k
+	}
+	c.committed++
+}
+
+// dropParked forgets a parked request answered before its batch ended.
+func (c *Coordinator) dropParked(id RequestID) {
+	for i, p := range c.batchParked {
+		if p != id {
+			continue
+		}
+		c.batchParked = append(c.batchParked[:i:i], c.batchParked[i+1:]...)
+		for j, m := range c.parkedMarks {
+			if m > i {
+				c.parkedMarks[j]--
+			}
+		}
+		return
+	}
 }
 
 // Rollback reverts every record applied and timer changed since the last
-// Commit, after the host failed to append them. The host fails the
-// responses it holds for them. The returned Output lists parked requests
-// that were dropped (Failed) and timer changes and assignor runs needed to
-// resume from the durable state.
+// Commit, in every batch not committed, after the host failed to append
+// them. The host fails the responses it holds for them. The returned Output
+// lists parked requests that were dropped (Failed) and timer changes and
+// assignor runs needed to resume from the durable state.
 func (c *Coordinator) Rollback() Output {
 	for i := len(c.undo) - 1; i >= 0; i-- {
 		c.undo[i]()
 	}
+	clear(c.undo)
 	c.undo = c.undo[:0]
+	c.marks, c.parkedMarks = c.marks[:0], c.parkedMarks[:0]
+	c.sealed++
+	c.committed = c.sealed
 	var out Output
 	out.Failed = append(out.Failed, c.batchParked...)
 	c.batchParked = c.batchParked[:0]

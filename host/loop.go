@@ -78,7 +78,11 @@ type LoopDeps struct {
 	Partitions int
 	// Workers is the number of goroutines that run partitions (0:
 	// GOMAXPROCS).
-	Workers   int
+	Workers int
+	// Pipeline is how many rounds of a partition may wait for their
+	// appends while it steps the next (0: runtime.DefaultPipeline; 1: a
+	// round starts once the one before is committed).
+	Pipeline  int
 	Store     *store.Store
 	DataPlane *gateway.DataPlane
 	Assignors *Assignors
@@ -229,7 +233,7 @@ func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 		l.refreshTopicsNow()
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
-		Now: d.Now, MaxBatch: maxBatch})
+		Now: d.Now, MaxBatch: maxBatch, Pipeline: d.Pipeline})
 	if err == nil && d.Ownership != nil {
 		err = d.Ownership.Start(l.rt)
 	} else if err == nil {

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,11 +15,12 @@ import (
 	"github.com/coordhost/coordhost/host/wire"
 )
 
-// shard is one partition's coordinator (runtime.Shard): its core, the
-// requests waiting for the round's commit, and the round's batch. The
-// runtime calls it from one goroutine at a time: Step on a worker, the
-// round's Commit or Rollback on a worker or, after an append, on the
-// goroutine that waited for it.
+// shard is one partition's coordinator (runtime.Sealer): its core, the
+// requests waiting for their round's commit, the round's batch and the
+// batches of the sealed rounds whose appends are in flight (the runtime
+// steps the next rounds meanwhile). The runtime calls it from one
+// goroutine at a time: Step on a worker, Commit or Rollback on a worker
+// or, after an append, on the goroutine that waited for it.
 type shard struct {
 	l          *Loop
 	p          int
@@ -27,14 +29,14 @@ type shard struct {
 	pending    map[core.RequestID]*call
 	configured map[string]bool
 	batch      batch
+	// sealed: the rounds sealed and not yet committed, oldest first.
+	sealed []sealedRound
 	// encoded counts the records of batch already handed to the runtime.
 	encoded, encodedHost int
-	// wrote: the round since the last Commit or Rollback handed records
-	// to the runtime. failures counts the consecutive rounds whose append
-	// failed with a storage error; until retryAt (unix ms) the shard's
-	// timers wait, so a failing store is retried with backoff, not in a
-	// hot loop of expiries rolled back and due again at once.
-	wrote    bool
+	// failures counts the consecutive rounds whose append failed with a
+	// storage error; until retryAt (unix ms) the shard's timers wait, so a
+	// failing store is retried with backoff, not in a hot loop of expiries
+	// rolled back and due again at once.
 	failures int
 	retryAt  int64
 }
@@ -154,24 +156,65 @@ func (s *shard) newRecords() []runtime.Record {
 	}
 	out = append(out, b.hostRecords[s.encodedHost:]...)
 	s.encoded, s.encodedHost = len(b.records), len(b.hostRecords)
-	s.wrote = s.wrote || len(out) > 0
 	return out
 }
 
-// Commit implements runtime.Shard: the round's records are durable.
-func (s *shard) Commit() {
+// sealedRound is a sealed round's batch and the requests its responses
+// answer, taken from pending when it was sealed.
+type sealedRound struct {
+	b       batch
+	claimed []claim
+}
+
+type claim struct {
+	c *call
+	r core.Response
+}
+
+// Seal implements runtime.Sealer: the round's batch waits for its
+// append; the next round's starts. The round's responses are released
+// as soon as it is durable, by the returned function (on the goroutine
+// that learns it, even while a later round is stepped).
+func (s *shard) Seal() func() {
 	b := s.take()
-	if s.wrote {
-		s.wrote, s.failures, s.retryAt = false, 0, 0
+	var cl []claim
+	for _, r := range b.responses {
+		if c, ok := s.pending[r.Request]; ok {
+			delete(s.pending, r.Request)
+			if r.Msg != nil {
+				r.Msg.SetVersion(c.req.Version) // here, beside core, not on the appender
+			}
+			cl = append(cl, claim{c: c, r: r})
+		}
+	}
+	s.sealed = append(s.sealed, sealedRound{b: b, claimed: cl})
+	s.c.Seal()
+	if len(cl) == 0 {
+		return nil
+	}
+	return func() {
+		for _, x := range cl {
+			x.c.done <- reply{msg: x.r.Msg}
+		}
+	}
+}
+
+// Commit implements runtime.Shard: the oldest sealed round's records are
+// durable.
+func (s *shard) Commit() {
+	if len(s.sealed) == 0 {
+		return
+	}
+	b := s.sealed[0].b // its responses went when it was durable
+	s.sealed = slices.Delete(s.sealed, 0, 1)
+	if len(b.records)+len(b.hostRecords) > 0 { // an append succeeded
+		s.failures, s.retryAt = 0, 0
 		if s.l.health.ok() {
 			s.l.log.Info("store appends succeed again: the store is healthy", "partition", s.p)
 		}
 	}
-	s.c.Commit()
+	s.c.CommitSealed()
 	s.l.noteCommitted(&b)
-	for _, r := range b.responses {
-		s.release(r)
-	}
 	for _, id := range b.failed {
 		s.fail(id)
 	}
@@ -186,16 +229,16 @@ func (s *shard) Commit() {
 	}
 }
 
-// Rollback implements runtime.Shard: the append failed, so the round's
-// changes are undone and its requests answered as Kafka's coordinator
+// Rollback implements runtime.Shard: an append failed, so the changes of
+// every round not committed are undone (the rounds stepped after the
+// failed one built on its state) and their requests answered as Kafka's coordinator
 // answers a failed log append: NOT_COORDINATOR for a storage failure or a
 // fenced partition, UNKNOWN_SERVER_ERROR for a record the log can never
 // hold (Kafka's RecordTooLargeException). A storage failure marks the store unhealthy (readiness, the
 // coordhost_store_unhealthy gauge), is logged at most once a second, and
 // backs off the partition's timers.
 func (s *shard) Rollback(err error) {
-	b := s.take()
-	s.wrote = false
+	b, claimed := s.takeAll()
 	s.l.stats.appendFailures.Add(1)
 	records := len(b.records) + len(b.hostRecords)
 	code := kerr.NotCoordinator.Code
@@ -229,6 +272,9 @@ func (s *shard) Rollback(err error) {
 		}
 		s.l.dynMu.Unlock()
 	}
+	for _, x := range claimed {
+		x.c.done <- reply{msg: wire.ErrorResponse(x.c.req.Body, code)}
+	}
 	for _, r := range b.responses {
 		s.failWith(r.Request, code)
 	}
@@ -242,6 +288,34 @@ func (s *shard) take() batch {
 	b := s.batch
 	s.batch, s.encoded, s.encodedHost = batch{}, 0, 0
 	return b
+}
+
+// takeAll takes the batches of every round not committed, the one being
+// stepped included, as one batch in round order, and the requests the
+// sealed rounds' responses answer.
+func (s *shard) takeAll() (batch, []claim) {
+	var all batch
+	var claimed []claim
+	for _, r := range s.sealed {
+		claimed = append(claimed, r.claimed...)
+	}
+	for _, b := range append(s.sealedBatches(), s.take()) {
+		all.add(core.Output{Records: b.records, Events: b.events, Responses: b.responses, AssignorRuns: b.runs,
+			ProbeChecks: b.checks, TopicsToCreate: b.create, Failed: b.failed})
+		all.hostRecords = append(all.hostRecords, b.hostRecords...)
+		all.undo = append(all.undo, b.undo...)
+	}
+	clear(s.sealed)
+	s.sealed = s.sealed[:0]
+	return all, claimed
+}
+
+func (s *shard) sealedBatches() []batch {
+	bs := make([]batch, 0, len(s.sealed)+1)
+	for _, r := range s.sealed {
+		bs = append(bs, r.b)
+	}
+	return bs
 }
 
 // NextDeadline implements runtime.Shard: core's next deadline, not before
@@ -262,18 +336,6 @@ func (s *shard) Unload() {
 		delete(s.pending, id)
 	}
 	s.l.byCore.Delete(s.c)
-}
-
-func (s *shard) release(r core.Response) {
-	c, ok := s.pending[r.Request]
-	if !ok {
-		return
-	}
-	delete(s.pending, r.Request)
-	if r.Msg != nil {
-		r.Msg.SetVersion(c.req.Version)
-	}
-	c.done <- reply{msg: r.Msg}
 }
 
 func (s *shard) fail(id core.RequestID) { s.failWith(id, kerr.NotCoordinator.Code) }

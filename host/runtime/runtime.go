@@ -21,16 +21,38 @@ type Shard interface {
 	// records it wrote. Its effects stay pending until Commit or Rollback.
 	Step(now int64, in any) []Record
 	// Commit makes what was stepped since the last Commit or Rollback
-	// final: the records are durable.
+	// final: the records are durable. For a Sealer it makes only the
+	// oldest sealed round final.
 	Commit()
-	// Rollback undoes what was stepped since the last Commit or Rollback:
-	// appending the records failed with err.
+	// Rollback undoes everything stepped since the last Commit — for a
+	// Sealer every round not committed, sealed or not: appending the
+	// records failed with err.
 	Rollback(err error)
 	// NextDeadline returns when the shard next needs a Tick.
 	NextDeadline() (int64, bool)
 	// Unload is called once when the partition is unloaded, after the
 	// last Commit or Rollback.
 	Unload()
+}
+
+// Sealer is a Shard that can have several rounds uncommitted at once
+// (Kafka's pipelined appends): the runtime steps the next round on top of
+// the state of rounds whose appends are still in flight. Seal ends the
+// round being stepped; each Commit then makes the oldest sealed round
+// final, in order, and Rollback undoes every round not committed. The
+// runtime runs a Shard that is not a Sealer one round at a time
+// (Config.Pipeline 1).
+type Sealer interface {
+	Shard
+	// Seal ends the round being stepped: what it wrote is one batch of the
+	// log, committed by a later Commit once durable. It may return a
+	// function that the runtime calls once, when the round and every round
+	// before it are durable, on whichever goroutine learns it first —
+	// maybe while the shard steps a later round, maybe after the round's
+	// Commit — and never for a round rolled back: for releasing responses
+	// without waiting for the round being stepped meanwhile. It must not
+	// touch the state the shard's other methods use.
+	Seal() (durable func())
 }
 
 // Loaded is the input a shard gets once its log is replayed.
@@ -43,8 +65,8 @@ type Tick struct{}
 type Event struct {
 	// Input is handed to the partition's Shard.Step.
 	Input any
-	// Read marks an input that reads committed state: the partition's
-	// pending records are committed before it is stepped.
+	// Read marks an input that reads committed state: it is stepped only
+	// once every round before it is committed.
 	Read bool
 	// Reject, when set, is called instead of Step when the partition is
 	// unloaded before the event is handled.
@@ -88,7 +110,15 @@ type Config struct {
 	// DefaultMaxPerKey), so one group's backlog cannot make a round, and
 	// the append that ends it, long for the other groups of its partition.
 	MaxPerKey int
+	// Pipeline bounds the rounds of one partition whose appends may be
+	// outstanding while it steps the next (default DefaultPipeline; 1: a
+	// round starts only once the one before is committed). A Shard that
+	// is not a Sealer always runs with 1.
+	Pipeline int
 }
+
+// DefaultPipeline is Config.Pipeline's default.
+const DefaultPipeline = 4
 
 // DefaultMaxPerKey is Config.MaxPerKey's default.
 const DefaultMaxPerKey = 8
@@ -104,7 +134,10 @@ const (
 // Runtime runs partitions on a pool of workers (Kafka's
 // CoordinatorRuntime): a partition handles one event at a time, and a
 // round — the events queued when a worker picks the partition up — ends
-// with one append of the round's records, then Commit (or Rollback).
+// with an append of the round's records, then Commit (or Rollback).
+// While a round's append is in flight the partition may step the next
+// rounds (Config.Pipeline); they are appended together after it, and
+// their Commits come in order.
 type Runtime struct {
 	cfg   Config
 	parts []*partition
@@ -122,10 +155,27 @@ type partition struct {
 	queue []Event
 	// unloading: an unload is queued; rounds then take the queue in order.
 	unloading bool
-	// scheduled: the partition is in the ready queue or on a worker.
+	// scheduled: the partition is owned — in the ready queue, on a
+	// worker, or settling appends on its appender — and only its owner
+	// calls the shard.
 	scheduled bool
 	shard     Shard
 	timer     *time.Timer
+	// depth is Config.Pipeline, or 1 for a Shard that is not a Sealer.
+	depth int
+	// inflight: the sealed rounds not yet committed, oldest first.
+	inflight []*sealed
+	// appending: the appender goroutine runs; failed: an append failed
+	// (or a round was refused), so every uncommitted round is rolled back
+	// by the owner and nothing more is appended until then.
+	appending bool
+	failed    error
+	// barrier: the queue's head waits until no round is in flight (a Read,
+	// or the events after a round with a record the log refuses).
+	barrier bool
+	// stopping: an unload was stepped; it completes once no round is in
+	// flight.
+	stopping *unload
 }
 
 // unload is the queued marker of an Unload.
@@ -147,6 +197,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxPerKey <= 0 {
 		cfg.MaxPerKey = DefaultMaxPerKey
+	}
+	if cfg.Pipeline <= 0 {
+		cfg.Pipeline = DefaultPipeline
 	}
 	if cfg.Log == nil || cfg.NewShard == nil {
 		return nil, errors.New("runtime: Log and NewShard are required")
@@ -175,7 +228,7 @@ func (r *Runtime) worker() {
 		case <-r.stop:
 			return
 		case p := <-r.ready:
-			p.round()
+			p.work()
 		}
 	}
 }
@@ -235,7 +288,10 @@ func (r *Runtime) Load(ctx context.Context, p int) error {
 		part.state = stateUnloaded
 		return err
 	}
-	part.shard, part.state = sh, stateActive
+	part.shard, part.state, part.depth = sh, stateActive, 1
+	if _, ok := sh.(Sealer); ok {
+		part.depth = r.cfg.Pipeline
+	}
 	part.queue = append([]Event{{Input: Loaded{}}}, part.queue...)
 	part.scheduleLocked()
 	return nil
@@ -279,8 +335,9 @@ func (r *Runtime) LoadAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Unload stops partition p after the events queued before it: their round
-// is committed, the shard's Unload is called, and later events are
+// Unload stops partition p after the events queued before it: their
+// rounds, and every round in flight, are committed (or rolled back), the
+// shard's Unload is called, and later events are
 // rejected with ErrNotCoordinator. It returns when the partition is
 // unloaded or ctx ends.
 func (r *Runtime) Unload(ctx context.Context, p int) error {
@@ -336,73 +393,6 @@ func (r *Runtime) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// round runs queued events of p (see takeLocked) on the calling worker,
-// then appends and commits. While nothing of the round is waiting to be
-// appended, each event that wrote no record is committed at once, so its
-// response does not wait for the events stepped after it and their append.
-func (p *partition) round() {
-	p.mu.Lock()
-	evs := p.takeLocked()
-	sh := p.shard
-	p.mu.Unlock()
-	var recs []Record
-	var stopping *unload
-	for i, ev := range evs {
-		if u, ok := ev.Input.(unload); ok {
-			stopping = &u
-			p.rejectLater(evs[i+1:])
-			break
-		}
-		if ev.Read {
-			recs = p.flush(sh, recs)
-		}
-		if recs = p.step(sh, recs, ev.Input); len(recs) == 0 && i < len(evs)-1 {
-			sh.Commit()
-		}
-	}
-	if len(recs) == 0 {
-		p.finish(sh, nil, stopping)
-		return
-	}
-	// The append may wait for the disk: the worker goes back to the pool
-	// and the round ends on a goroutine of its own. The partition stays
-	// scheduled until then, so nothing else runs it meanwhile.
-	p.rt.wg.Add(1)
-	go func() {
-		defer p.rt.wg.Done()
-		p.finish(sh, recs, stopping)
-	}()
-}
-
-// finish ends a round: it appends recs and commits (or rolls back), then
-// unloads the partition if the round ended with an unload, or arms its
-// timer and schedules it again if events are queued.
-func (p *partition) finish(sh Shard, recs []Record, stopping *unload) {
-	p.flush(sh, recs)
-	p.mu.Lock()
-	if stopping != nil {
-		p.state, p.shard, p.unloading = stateUnloaded, nil, false
-		rest := p.queue
-		p.queue = nil
-		p.scheduled = false
-		if p.timer != nil {
-			p.timer.Stop()
-		}
-		p.mu.Unlock()
-		sh.Unload()
-		p.rejectLater(rest)
-		close(stopping.done)
-		return
-	}
-	p.armTimerLocked(sh)
-	if len(p.queue) > 0 {
-		p.rt.ready <- p // still scheduled
-	} else {
-		p.scheduled = false
-	}
-	p.mu.Unlock()
 }
 
 // takeLocked removes the events of the next round from the queue: up to
@@ -465,33 +455,6 @@ func (p *partition) rejectLater(evs []Event) {
 }
 
 func (p *partition) now() int64 { return p.rt.cfg.Now().UnixMilli() }
-
-// step hands one input to the shard and validates what it wrote. A record
-// the log can never store ends the round at once: the round is rolled back
-// with the record's error (no append is tried), so the record never reaches
-// a write shared with other partitions.
-func (p *partition) step(sh Shard, recs []Record, in any) []Record {
-	out := sh.Step(p.now(), in)
-	for _, r := range out {
-		if err := p.rt.cfg.Log.Validate(r); err != nil {
-			sh.Rollback(fmt.Errorf("partition %d: %w", p.id, err))
-			return nil
-		}
-	}
-	return append(recs, out...)
-}
-
-// flush appends recs and commits, or rolls back if the append fails.
-func (p *partition) flush(sh Shard, recs []Record) []Record {
-	if len(recs) > 0 {
-		if err := p.rt.cfg.Log.Append(p.id, recs); err != nil {
-			sh.Rollback(err)
-			return nil
-		}
-	}
-	sh.Commit()
-	return nil
-}
 
 // armTimerLocked schedules a Tick at the shard's next deadline.
 func (p *partition) armTimerLocked(sh Shard) {

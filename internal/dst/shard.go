@@ -33,9 +33,11 @@ type roundEnd struct {
 	wrote     bool // the round appended records
 }
 
-// shard is runtime.Shard over a core.Coordinator, as host's shard is, minus
-// sockets: it collects each round's responses and hands them to the sim at
-// Commit. Its timers are the sim's: NextDeadline reports none, and the sim
+// shard is runtime.Sealer over a core.Coordinator, as host's shard is,
+// minus sockets: it collects each round's responses and hands them to the
+// sim at Commit. The sim waits for each round's end before it submits the
+// next, so at most one sealed round is in flight; a second is a harness
+// failure. Its timers are the sim's: NextDeadline reports none, and the sim
 // submits Tick when the simulated clock passes core's deadline.
 type shard struct {
 	sim  *sim
@@ -64,6 +66,8 @@ type shard struct {
 	crash bool
 	// wrote: the round being built has records.
 	wrote bool
+	// sealed: a round is sealed and not yet committed or rolled back.
+	sealed bool
 }
 
 func (s *shard) Replay(r runtime.Record) error {
@@ -124,16 +128,28 @@ func (s *shard) take() roundEnd {
 	return e
 }
 
-// Commit makes the stepped events final. Within the sim's round (events
+// Seal ends a runtime round: core's batch waits for its append.
+// Its responses go to the sim with the round's Commit.
+func (s *shard) Seal() func() {
+	if s.sealed {
+		s.sim.fail(fmt.Errorf("partition %d: a second round sealed while one is in flight; the sim submits one round at a time", s.p))
+	}
+	s.sealed = true
+	s.c.Seal()
+	return nil
+}
+
+// Commit makes the sealed round's events final. Within the sim's round (events
 // left to step: the runtime committed an event that wrote nothing at once)
 // it keeps their responses for the round's end; at the end it hands the
 // round to the sim.
 func (s *shard) Commit() {
+	s.sealed = false
 	if s.dead {
 		s.deadEnd()
 		return
 	}
-	s.c.Commit()
+	s.c.CommitSealed()
 	if s.left > 0 {
 		s.done, s.resp = append(s.done, s.resp...), nil
 		return
@@ -144,6 +160,7 @@ func (s *shard) Commit() {
 }
 
 func (s *shard) Rollback(err error) {
+	s.sealed = false
 	if s.dead {
 		s.deadEnd()
 		return
