@@ -43,6 +43,12 @@ func (l *Loop) readBack(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse 
 	return offsets.ReadBack(l.ctx, l.offsetStore(), l.log, req)
 }
 
+// readBackGroup reads back all of group's offsets (readBack): it settles
+// a forward of unknown outcome whose result is not read from the offsets.
+func (l *Loop) readBackGroup(group string) {
+	l.readBack(offsets.ReadBackRequest(group, false, nil))
+}
+
 // settleCommit answers an OffsetCommit whose forward has an unknown
 // outcome: offsets.SettleCommit, until the loop stops.
 func (l *Loop) settleCommit(req *kmsg.OffsetCommitRequest) kmsg.Response {
