@@ -127,6 +127,25 @@ func ownership(s *Server) (*cluster.Node, error) {
 		Metrics: s.metrics, Log: s.log.With("component", "cluster")})
 }
 
+// stateTopicLog opens the record log in the external cluster's state
+// topic when store.kind is kafka (nil otherwise: the store's log).
+func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func() error, error) {
+	if s.cfg.Store.Kind != "kafka" {
+		return nil
+	}
+	return func(parts int) (runtime.Log, func() error, error) {
+		kc, err := StateTopicConfig(s.cfg, parts)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := kafkalog.Open(ctx, kc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, l.Close, nil
+	}
+}
+
 // RecordLog is a record log given to the server (Options.RecordLog)
 // instead of the store under data.dir: a runtime.Log that records its
 // partition count, as the store does, since the partition of every group
@@ -153,25 +172,6 @@ func recordLog(s *Server) func(int) (runtime.Log, func() error, error) {
 			return nil, nil, fmt.Errorf("record log: %w", err)
 		}
 		return s.rlog, nil, nil
-	}
-}
-
-// stateTopicLog opens the record log in the external cluster's state
-// topic when store.kind is kafka (nil otherwise: the store's log).
-func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func() error, error) {
-	if s.cfg.Store.Kind != "kafka" {
-		return nil
-	}
-	return func(parts int) (runtime.Log, func() error, error) {
-		kc, err := StateTopicConfig(s.cfg, parts)
-		if err != nil {
-			return nil, nil, err
-		}
-		l, err := kafkalog.Open(ctx, kc)
-		if err != nil {
-			return nil, nil, err
-		}
-		return l, l.Close, nil
 	}
 }
 
