@@ -6,8 +6,8 @@
 //
 // A configuration starts from config.Default (what `coordhost` runs with no
 // file, environment or flags) or config.Load; options change what Go code
-// adds: the data-plane address, in-process assignors, the plugins
-// directory and the logger.
+// adds: the data-plane address, a custom record log, in-process
+// assignors, the plugins directory and the logger.
 package coordhost
 
 import (
@@ -21,6 +21,8 @@ import (
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/runtime"
+	"github.com/coordhost/coordhost/host/store"
 )
 
 // ErrClosed is returned by Start and Serve after Shutdown.
@@ -39,6 +41,7 @@ type options struct {
 	assignors  map[string]host.NativeAssignor
 	pluginsDir *string
 	log        *slog.Logger
+	recordLog  RecordLog
 }
 
 // WithDataPlane puts coordhost in front of an existing Kafka cluster: the
@@ -46,6 +49,62 @@ type options struct {
 // offsets instead of the embedded data plane.
 func WithDataPlane(bootstrap ...string) Option {
 	return func(o *options) { o.bootstrap = append([]string(nil), bootstrap...) }
+}
+
+// RecordLog is a record log coordhost can run its partitions on
+// (WithRecordLog): a runtime.Log (host/runtime) that also records its
+// partition count, since the partition of every group depends on it.
+// Partitions returns the recorded count (0: none yet); Partition(n)
+// records n on a log without a count, and on a log with one refuses any
+// other n with an error wrapping ErrPartitionCount.
+type RecordLog = host.RecordLog
+
+// ErrPartitionCount is wrapped by Start's error when the record log or
+// the store was created with a partition count other than the
+// configuration's store.partitions.
+var ErrPartitionCount = store.ErrPartitionCount
+
+// WithRecordLog runs coordhost's partitions on log instead of the bbolt
+// store under the data directory (which is then not opened): every
+// record the coordinator writes is appended to log, and every partition
+// is replayed from it at start. Before the first replay Start calls
+// log.Partition with the configuration's store.partitions, so a log
+// written with another count is refused.
+// A failed append is answered NOT_COORDINATOR, as a failed store append
+// is. coordhost never closes log. It cannot be combined with
+// store.kind = "kafka".
+func WithRecordLog(log RecordLog) Option { return func(o *options) { o.recordLog = log } }
+
+// MemRecordLog returns l as a RecordLog whose partition count is recorded
+// in memory beside it: for a log that lives no longer than the process,
+// such as runtime.NewMemLog() or a runtime.FaultLog over one. A durable
+// log must record its count durably itself.
+func MemRecordLog(l runtime.Log) RecordLog { return &memRecordLog{Log: l} }
+
+type memRecordLog struct {
+	runtime.Log
+	mu    sync.Mutex
+	parts int
+}
+
+func (m *memRecordLog) Partitions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.parts
+}
+
+func (m *memRecordLog) Partition(n int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case n < 1:
+		return fmt.Errorf("partition count %d: must be at least 1", n)
+	case m.parts == 0:
+		m.parts = n
+	case m.parts != n:
+		return fmt.Errorf("%w: the log was written with %d partitions and cannot be run with %d", ErrPartitionCount, m.parts, n)
+	}
+	return nil
 }
 
 // WithAssignor adds an in-process task assignor under name; streams
@@ -100,6 +159,9 @@ func New(cfg *config.Config, opts ...Option) (*Coordhost, error) {
 	if err := own.Validate(); err != nil {
 		return nil, err
 	}
+	if c.opts.recordLog != nil && own.Store.Kind == "kafka" {
+		return nil, errors.New(`coordhost: WithRecordLog cannot be combined with store.kind = "kafka" (the state topic is a record log of its own)`)
+	}
 	for name, a := range c.opts.assignors {
 		if _, builtin := host.BuiltinAssignors[name]; builtin || name == "" || a == nil {
 			return nil, fmt.Errorf("coordhost: WithAssignor(%q): the name is empty or built in, or the assignor is nil", name)
@@ -112,8 +174,9 @@ func New(cfg *config.Config, opts ...Option) (*Coordhost, error) {
 	return c, nil
 }
 
-// Start opens the store and the data plane, replays the store, starts the
-// event loop, the Kafka listeners and the admin server, and returns once
+// Start opens the store (with WithRecordLog: checks the log's partition
+// count instead) and the data plane, replays the store or the log, starts
+// the event loop, the Kafka listeners and the admin server, and returns once
 // they accept clients. ctx bounds start-up only; a Shutdown called during
 // start-up cancels it too. Starting a started Coordhost does nothing;
 // after Shutdown, Start returns ErrClosed.
@@ -136,7 +199,7 @@ func (c *Coordhost) Start(ctx context.Context) error {
 		}
 	}()
 	srv, err := host.Start(ctx, host.Options{Config: c.cfg, Log: c.opts.log,
-		Coordinator: host.NewCoordinatorWith(c.opts.assignors)})
+		Coordinator: host.NewCoordinatorWith(c.opts.assignors), RecordLog: c.opts.recordLog})
 	if err != nil {
 		return err
 	}

@@ -6,17 +6,23 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost"
 	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/runtime"
 )
 
 // testConfig is config.Default on loopback ephemeral ports in a fresh data
@@ -299,6 +305,9 @@ func TestNewRefuses(t *testing.T) {
 		{"bad bootstrap", nil, []coordhost.Option{coordhost.WithDataPlane("broker")}, `dataplane.bootstrap entry "broker"`},
 		{"built-in name", nil, []coordhost.Option{coordhost.WithAssignor("sticky", noop)}, `WithAssignor("sticky")`},
 		{"nil assignor", nil, []coordhost.Option{coordhost.WithAssignor("mine", nil)}, `WithAssignor("mine")`},
+		{"record log and state topic", func(c *config.Config) { c.Store.Kind = "kafka" },
+			[]coordhost.Option{coordhost.WithDataPlane("127.0.0.1:9092"), coordhost.WithRecordLog(coordhost.MemRecordLog(runtime.NewMemLog()))},
+			"WithRecordLog cannot be combined"},
 	}
 	for _, tc := range cases {
 		var cfg *config.Config
@@ -363,5 +372,139 @@ func TestShutdownCancelsStart(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("Start did not return after Shutdown")
+	}
+}
+
+// heartbeatConsumer sends one ConsumerGroupHeartbeat (KIP-848) joining
+// member to group, straight to group's coordinator, and returns the
+// answer's error code.
+func heartbeatConsumer(t *testing.T, addr, group, member string) int16 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	fresp, err := fc.RequestWith(ctx, cl)
+	if err != nil || fresp.ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %v, code %d", err, fresp.ErrorCode)
+	}
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = group, member, 0
+	req.RebalanceTimeoutMillis = 30000
+	req.SubscribedTopicNames = []string{"greetings"}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp, err := req.RequestWith(ctx, cl.Broker(int(fresp.NodeID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.ErrorCode
+}
+
+// TestRecordLogAppendFailure: on a custom record log whose appends fail
+// with a storage error, a consumer joining a group is answered
+// NOT_COORDINATOR (retriable, as a failed store append is answered) and
+// nothing reaches the log; once appends succeed the same join is
+// answered and its records are in the group's partition of the log. No
+// bbolt store is created under the data directory.
+func TestRecordLogAppendFailure(t *testing.T) {
+	mem := runtime.NewMemLog()
+	fault := runtime.NewFaultLog(mem)
+	cfg := testConfig(t)
+	cfg.StorePartitions = 4
+	ch := started(t, cfg, coordhost.WithRecordLog(coordhost.MemRecordLog(fault)))
+	p := runtime.PartitionFor("g", 4)
+
+	fault.FailAppends(-1, -1, errors.Join(errors.New("no space left on device"), runtime.ErrStorage))
+	if code := heartbeatConsumer(t, ch.KafkaAddr(), "g", "m1-0123456789abcdefghij"); code != kerr.NotCoordinator.Code {
+		t.Fatalf("join with failing appends: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	if fault.Appends(p) == 0 {
+		t.Fatal("the join was answered without an append to the group's partition")
+	}
+	for q := range 4 {
+		if n := mem.Len(q); n != 0 {
+			t.Fatalf("partition %d holds %d records after failed appends", q, n)
+		}
+	}
+
+	fault.Clear()
+	if code := heartbeatConsumer(t, ch.KafkaAddr(), "g", "m1-0123456789abcdefghij"); code != 0 {
+		t.Fatalf("join once appends succeed: %v", kerr.ErrorForCode(code))
+	}
+	if mem.Len(p) == 0 {
+		t.Fatalf("no record of the join in partition %d", p)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, host.StoreFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("store file with a custom record log: %v", err)
+	}
+}
+
+// TestRecordLogPartitionCount: a custom record log keeps the partition
+// count it was first run with, as the store does: started again with
+// another store.partitions it is refused with ErrPartitionCount, and with
+// its own count it replays the group it holds.
+func TestRecordLogPartitionCount(t *testing.T) {
+	rl := coordhost.MemRecordLog(runtime.NewMemLog())
+	run := func(parts int) (*coordhost.Coordhost, error) {
+		cfg := testConfig(t)
+		cfg.StorePartitions = parts
+		ch, err := coordhost.New(cfg, coordhost.WithRecordLog(rl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return ch, ch.Start(ctx)
+	}
+	stop := func(ch *coordhost.Coordhost) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := ch.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := run(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := heartbeatConsumer(t, ch.KafkaAddr(), "g", "m1-0123456789abcdefghij"); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	stop(ch)
+	if rl.Partitions() != 4 {
+		t.Fatalf("recorded partition count %d, want 4", rl.Partitions())
+	}
+
+	ch, err = run(8)
+	if !errors.Is(err, coordhost.ErrPartitionCount) || !strings.Contains(err.Error(), "written with 4 partitions and cannot be run with 8") {
+		t.Fatalf("start with 8 partitions on a log of 4: %v, want ErrPartitionCount naming both", err)
+	}
+	stop(ch)
+
+	ch, err = run(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(ch)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ch.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{"g"}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Members) != 1 || g.Members[0].MemberID != "m1-0123456789abcdefghij" {
+		t.Fatalf("group after a restart on the same log: %+v", g)
 	}
 }

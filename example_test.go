@@ -18,6 +18,7 @@ import (
 	"github.com/coordhost/coordhost"
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/runtime"
 )
 
 // Coordhost with its defaults (an embedded data plane and a durable store
@@ -99,6 +100,32 @@ func Example_existingCluster() {
 	// Output:
 	// hello coordhost
 	// committed, asked of the cluster: map[0:1]
+}
+
+// Coordhost on a record log of the program's own (here in memory) instead
+// of the store under the data directory: the consumer group's records are
+// appended to that log, in the partition Kafka's rule gives the group.
+func Example_recordLog() {
+	mem := runtime.NewMemLog()
+	ch, stop := start([]string{"--store.partitions=8", "--groups.defaults.group.initial.rebalance.delay.ms=0"},
+		coordhost.WithRecordLog(coordhost.MemRecordLog(mem)))
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	fmt.Println(consumeOnce(ctx, ch.KafkaAddr(), "greetings", "readers"))
+	fmt.Println("committed:", committed(ctx, ch.KafkaAddr(), "readers", "greetings"))
+	var written []int
+	for p := range 8 {
+		if mem.Len(p) > 0 {
+			written = append(written, p)
+		}
+	}
+	fmt.Println("log partitions written:", written, "readers' partition:", runtime.PartitionFor("readers", 8))
+	// Output:
+	// hello coordhost
+	// committed: map[0:1]
+	// log partitions written: [0] readers' partition: 0
 }
 
 // A custom task assignor in Go: groups whose streams.assignor.name is

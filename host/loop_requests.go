@@ -171,7 +171,7 @@ func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kms
 		resp, ferr := l.offsetStore().TxnCommitOffsets(l.ctx, body)
 		if ferr != nil {
 			l.log.Warn("transactional offset commit forwarding failed; reading the group back", "group", body.Group, "err", ferr)
-			l.readBack(readBackRequest(body.Group, false, nil))
+			l.readBackGroup(body.Group)
 			return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
 		}
 		return resp, nil
@@ -329,7 +329,7 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 		r, err := l.offsetStore().DeleteOffsets(l.ctx, &allowed)
 		if err != nil {
 			l.log.Warn("offset delete forwarding failed; reading the group back", "group", body.Group, "err", err)
-			l.readBack(readBackRequest(body.Group, false, nil))
+			l.readBackGroup(body.Group)
 			return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
 		}
 		resp = r

@@ -44,7 +44,10 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		cfg := s.cfg
 		cc := CoreConfig(cfg)
 		storeParts := 0
-		if s.store != nil {
+		switch {
+		case s.rlog != nil:
+			storeParts = s.rlog.Partitions()
+		case s.store != nil:
 			storeParts = s.store.Partitions()
 		}
 		cc.MaxGroups = partitionShare(cfg.MaxGroups, storeParts, cfg.StorePartitions)
@@ -70,11 +73,15 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
+		openLog := recordLog(s)
+		if openLog == nil {
+			openLog = stateTopicLog(ctx, s)
+		}
 		l, err := NewLoopContext(ctx, LoopDeps{
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
-			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cfg.StorePartitions, Workers: cfg.Workers,
-			TopicRefresh: topicRefresh, OpenLog: stateTopicLog(ctx, s), Ownership: own,
+			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cmp.Or(cfg.StorePartitions, storeParts), Workers: cfg.Workers,
+			TopicRefresh: topicRefresh, OpenLog: openLog, Ownership: own,
 		})
 		if err != nil {
 			asg.Close(context.Background())
@@ -161,6 +168,35 @@ func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func(
 			return nil, nil, err
 		}
 		return l, l.Close, nil
+	}
+}
+
+// RecordLog is a record log given to the server (Options.RecordLog)
+// instead of the store under data.dir: a runtime.Log that records its
+// partition count, as the store does, since the partition of every group
+// depends on it.
+type RecordLog interface {
+	runtime.Log
+	// Partitions returns the partition count recorded with the log, 0
+	// when none is recorded yet (a new log).
+	Partitions() int
+	// Partition records n as the log's partition count, before the
+	// first replay. A log that has a count already must refuse any
+	// other n with an error wrapping store.ErrPartitionCount.
+	Partition(n int) error
+}
+
+// recordLog opens Options.RecordLog (nil without one): it checks or
+// records the partition count first; the server does not close it.
+func recordLog(s *Server) func(int) (runtime.Log, func() error, error) {
+	if s.rlog == nil {
+		return nil
+	}
+	return func(parts int) (runtime.Log, func() error, error) {
+		if err := s.rlog.Partition(parts); err != nil {
+			return nil, nil, fmt.Errorf("record log: %w", err)
+		}
+		return s.rlog, nil, nil
 	}
 }
 

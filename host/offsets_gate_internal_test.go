@@ -262,14 +262,14 @@ func commitAsync(t *testing.T, l *Loop, req *kmsg.OffsetCommitRequest) <-chan in
 // and fails if instead a commit of group reaches the data plane.
 func waitBehind(t *testing.T, l *Loop, group string, entered <-chan string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); l.offs.queued(group) != 2; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); l.offs.Queued(group) != 2; time.Sleep(time.Millisecond) {
 		select {
 		case m := <-entered:
 			t.Fatalf("%s's commit reached the data plane while an earlier forward of %s is unsettled", m, group)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d offset steps of %s queued, want 2", l.offs.queued(group), group)
+			t.Fatalf("%d offset steps of %s queued, want 2", l.offs.Queued(group), group)
 		}
 	}
 }

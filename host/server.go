@@ -43,6 +43,10 @@ type Options struct {
 	// data plane and the store close.
 	Coordinator func(*Server) (Wiring, error)
 	Log         *slog.Logger
+	// RecordLog, when set, is the record log the coordinator's partitions
+	// run on instead of the store under data.dir (which is then not
+	// opened); the server does not close it.
+	RecordLog RecordLog
 }
 
 // Wiring is what a coordinator factory built: the group coordinator and
@@ -72,6 +76,7 @@ type Server struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	store   *store.Store
+	rlog    RecordLog    // Options.RecordLog
 	limits  *wire.Limits // shared by every Kafka listener
 	dp      *gateway.DataPlane
 	table   *wire.Table
@@ -108,7 +113,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener), startCtx: ctx}
+	s := &Server{cfg: cfg, log: o.Log, metrics: admin.NewMetrics(), listeners: make(map[int32]*listener), startCtx: ctx, rlog: o.RecordLog}
 	defer func() {
 		if err != nil {
 			s.closeAll(context.Background())
@@ -121,7 +126,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)
-	if cfg.Store.Kind != "kafka" { // the kafka store is opened with the coordinator (stateTopicLog)
+	if cfg.Store.Kind != "kafka" && s.rlog == nil { // the kafka store is opened with the coordinator (stateTopicLog)
 		if err := s.openStore(); err != nil {
 			return nil, err
 		}

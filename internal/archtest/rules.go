@@ -108,6 +108,11 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/runtime may import only the standard library: it knows coordinators and record logs through its own interfaces, no Kafka messages"
+	case under(pkg, "host/offsets"):
+		if std || imp == kmsg || imp == kerr || own && (under(local, "host/offsets") || local == "host/wire") {
+			return ""
+		}
+		return "host/offsets gates offset requests in front of the data plane through its own Plane interface: no core, no gateway, no event loop"
 	case under(pkg, "host/authz"):
 		if std || imp == kmsg || imp == kerr || own && (under(local, "host/authz") || local == "host/wire") {
 			return ""
