@@ -749,3 +749,54 @@ func TestStreamsDescribeTopologyTopics(t *testing.T) {
 		}
 	}
 }
+
+// TestOffsetFetchGroupErrorAlone: as Kafka, a group the coordinator answers
+// with an error (here a stale member epoch) is that error alone, without
+// the refused topics of the request; otherwise they are answered
+// TOPIC_AUTHORIZATION_FAILED beside the coordinator's.
+func TestOffsetFetchGroupErrorAlone(t *testing.T) {
+	h := newHarness(t, time.Second)
+	h.f.grant("GROUP:g", kmsg.ACLOperationDescribe)
+	h.f.grant("GROUP:stale", kmsg.ACLOperationDescribe)
+	h.f.grant("TOPIC:in", kmsg.ACLOperationDescribe)
+	h.a = authz.New(handlerFunc(func(req *wire.Request) kmsg.Response {
+		b := req.Body.(*kmsg.OffsetFetchRequest)
+		resp := b.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for _, g := range b.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			if g.Group == "stale" {
+				rg.ErrorCode = kerr.StaleMemberEpoch.Code
+			} else {
+				for _, tp := range g.Topics {
+					rt := kmsg.NewOffsetFetchResponseGroupTopic()
+					rt.Topic = tp.Topic
+					rg.Topics = append(rg.Topics, rt)
+				}
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}), authz.Config{TTL: time.Second, Now: func() time.Time { return h.now }})
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(9)
+	for _, g := range []string{"g", "stale"} {
+		req.Groups = append(req.Groups, kmsg.OffsetFetchRequestGroup{Group: g, Topics: []kmsg.OffsetFetchRequestGroupTopic{
+			{Topic: "in", Partitions: []int32{0}}, {Topic: "secret", Partitions: []int32{0}},
+		}})
+	}
+	gs := h.do(req).(*kmsg.OffsetFetchResponse).Groups
+	if len(gs) != 2 {
+		t.Fatalf("groups %+v", gs)
+	}
+	var shown []string
+	for _, tp := range gs[0].Topics {
+		shown = append(shown, tp.Topic)
+	}
+	if gs[0].ErrorCode != 0 || strings.Join(shown, ",") != "in,secret" || gs[0].Topics[1].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("g: %+v", gs[0])
+	}
+	if gs[1].ErrorCode != kerr.StaleMemberEpoch.Code || len(gs[1].Topics) != 0 {
+		t.Fatalf("stale: %+v, want the group error alone", gs[1])
+	}
+}
