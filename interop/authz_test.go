@@ -486,6 +486,7 @@ func TestInteropAuthorization(t *testing.T) {
 	}
 
 	t.Run("consumer group with an undescribable topic", func(t *testing.T) { testConsumerDescribeTopics(t, secure, ch.addr) })
+	t.Run("streams group with an undescribable topology topic", func(t *testing.T) { testStreamsDescribeTopics(t, secure, ch.addr, admin) })
 
 	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure, pki) })
 	t.Run("client certificates as principals", func(t *testing.T) { testCertificatePrincipals(t, dir, secure, ssl, pki, admin) })
@@ -706,4 +707,132 @@ func testConsumerDescribeTopics(t *testing.T, secure, chAddr string) {
 			t.Fatalf("%s: leave: %v", name, err)
 		}
 	}
+}
+
+// testStreamsDescribeTopics: the super user's streams member of a group
+// has a topology reading t and hidden-src, and commits both; prefixed may
+// DESCRIBE the group (prefix g) and t but not hidden-src. Through coordhost
+// as on the broker, prefixed's StreamsGroupDescribe is
+// TOPIC_AUTHORIZATION_FAILED without members or topology, an all-topics
+// OffsetFetch leaves hidden-src out, and a named one refuses it, while the
+// super user sees the whole group. Each side has its own group, as
+// coordhost stores its groups' offsets on the same broker.
+func testStreamsDescribeTopics(t *testing.T, secure, chAddr string, admin *kgo.Client) {
+	createTopics(t, admin, 1, "hidden-src")
+	answers := map[string][]string{}
+	for name, addr := range map[string]string{"broker": secure, "coordhost": chAddr} {
+		group := "gstreams-" + name
+		su, reader := dialKafka(t, addr), dialKafka(t, addr)
+		if err := su.login("admin", "SCRAM-SHA-512"); err != nil {
+			t.Fatal(err)
+		}
+		if err := reader.login("prefixed", "SCRAM-SHA-256"); err != nil {
+			t.Fatal(err)
+		}
+		streamsMemberCommits(t, name, su, group)
+		describe := kmsg.NewPtrStreamsGroupDescribeRequest()
+		describe.Groups = []string{group}
+		if a := streamsAnswer(t, name+" super user", su, describe); a != "OK members=1 topology=true" {
+			t.Fatalf("%s: the super user's describe: %s", name, a)
+		}
+		fetchAll := kmsg.NewPtrOffsetFetchRequest()
+		fetchAll.SetVersion(9)
+		fetchAll.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group, MemberEpoch: -1}}
+		fetchNamed := kmsg.NewPtrOffsetFetchRequest()
+		fetchNamed.SetVersion(9)
+		fetchNamed.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group, MemberEpoch: -1, Topics: []kmsg.OffsetFetchRequestGroupTopic{
+			{Topic: "hidden-src", Partitions: []int32{0}}, {Topic: "t", Partitions: []int32{0}},
+		}}}
+		for _, req := range []kmsg.Request{describe, fetchAll, fetchNamed} {
+			answers[name] = append(answers[name], streamsAnswer(t, name, reader, req))
+		}
+	}
+	want := []string{
+		"TOPIC_AUTHORIZATION_FAILED members=0 topology=false",
+		"t/0=7",
+		"hidden-src/0:TOPIC_AUTHORIZATION_FAILED t/0=7",
+	}
+	for name, got := range answers {
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s as prefixed:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// streamsMemberCommits joins a streams member reading t and hidden-src to
+// group and commits offset 7 on both as that member.
+func streamsMemberCommits(t *testing.T, name string, su *rawConn, group string) {
+	t.Helper()
+	join := groupRequests(group, 0)[15].(*kmsg.StreamsGroupHeartbeatRequest)
+	join.Topology.Subtopologies[0].SourceTopics = []string{"hidden-src", "t"}
+	resp, err := su.do(join)
+	if err != nil {
+		t.Fatalf("%s: streams join: %v", name, err)
+	}
+	hb := resp.(*kmsg.StreamsGroupHeartbeatResponse)
+	if hb.ErrorCode != 0 {
+		t.Fatalf("%s: the super user's streams join: %v", name, kerr.ErrorForCode(hb.ErrorCode))
+	}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.SetVersion(9)
+	oc.Group, oc.MemberID, oc.Generation = group, join.MemberID, hb.MemberEpoch
+	for _, tp := range []string{"hidden-src", "t"} {
+		oc.Topics = append(oc.Topics, kmsg.OffsetCommitRequestTopic{Topic: tp, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}})
+	}
+	resp, err = su.do(oc)
+	if err != nil {
+		t.Fatalf("%s: commit: %v", name, err)
+	}
+	for _, tp := range resp.(*kmsg.OffsetCommitResponse).Topics {
+		if code := tp.Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("%s: the member's commit on %s: %v", name, tp.Topic, kerr.ErrorForCode(code))
+		}
+	}
+}
+
+// streamsAnswer is the part of a StreamsGroupDescribe or OffsetFetch
+// answer that authorization decides: the group's error, member count and
+// whether a topology is shown; or each topic-partition's offset or error.
+func streamsAnswer(t *testing.T, name string, c *rawConn, req kmsg.Request) string {
+	t.Helper()
+	resp, err := c.do(req)
+	if err != nil {
+		t.Fatalf("%s: %s: %v", name, kmsg.NameForKey(req.Key()), err)
+	}
+	code := func(c int16) string {
+		if c == 0 {
+			return "OK"
+		}
+		return kerr.ErrorForCode(c).(*kerr.Error).Message
+	}
+	switch r := resp.(type) {
+	case *kmsg.StreamsGroupDescribeResponse:
+		if len(r.Groups) != 1 {
+			return fmt.Sprintf("%d groups", len(r.Groups))
+		}
+		g := r.Groups[0]
+		if g.ErrorCode != 0 && (g.ErrorMessage == nil || *g.ErrorMessage != "The described group uses topics that the client is not authorized to describe.") {
+			return fmt.Sprintf("%s message %v", code(g.ErrorCode), g.ErrorMessage)
+		}
+		return fmt.Sprintf("%s members=%d topology=%v", code(g.ErrorCode), len(g.Members), g.Topology != nil)
+	case *kmsg.OffsetFetchResponse:
+		var parts []string
+		for _, g := range r.Groups {
+			if g.ErrorCode != 0 {
+				parts = append(parts, "group:"+code(g.ErrorCode))
+			}
+			for _, tp := range g.Topics {
+				for _, p := range tp.Partitions {
+					if p.ErrorCode != 0 {
+						parts = append(parts, fmt.Sprintf("%s/%d:%s", tp.Topic, p.Partition, code(p.ErrorCode)))
+					} else {
+						parts = append(parts, fmt.Sprintf("%s/%d=%d", tp.Topic, p.Partition, p.Offset))
+					}
+				}
+			}
+		}
+		sort.Strings(parts)
+		return strings.Join(parts, " ")
+	}
+	return fmt.Sprintf("%T", resp)
 }

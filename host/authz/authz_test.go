@@ -680,3 +680,123 @@ func TestOffsetDeleteAllTopicsRefusedAsksTheCoordinator(t *testing.T) {
 		t.Fatalf("response %+v, want the refused partition", resp)
 	}
 }
+
+// describedStreamsGroups answers StreamsGroupDescribe with one member per
+// group and a topology reading "in"; group "mixed" also has a
+// repartition topic and a changelog.
+func describedStreamsGroups(req *wire.Request) kmsg.Response {
+	b := req.Body.(*kmsg.StreamsGroupDescribeRequest)
+	resp := b.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
+	for _, g := range b.Groups {
+		dg := kmsg.NewStreamsGroupDescribeResponseGroup()
+		dg.Group, dg.State, dg.Epoch, dg.TopologyDescriptionStatus = g, "Stable", 3, 1
+		st := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
+		st.SubtopologyID, st.SourceTopics = "0", []string{"in"}
+		if g == "mixed" {
+			st.RepartitionSinkTopics = []string{"mixed-rep"}
+			st.RepartitionSourceTopics = []kmsg.TopicInfo{{Topic: "mixed-rep"}}
+			st.StateChangelogTopics = []kmsg.TopicInfo{{Topic: "mixed-store-changelog"}}
+		}
+		dg.Topology = &kmsg.StreamsGroupDescribeResponseGroupTopology{Epoch: 1, Subtopologies: []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{st}}
+		m := kmsg.NewStreamsGroupDescribeResponseGroupMember()
+		m.MemberID = "m"
+		dg.Members = []kmsg.StreamsGroupDescribeResponseGroupMember{m}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+// TestStreamsDescribeTopologyTopics: as Kafka 4.4, a described streams
+// group whose topology holds a topic (source, repartition or changelog)
+// the principal may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED
+// with no members, no topology and no authorized operations.
+func TestStreamsDescribeTopologyTopics(t *testing.T) {
+	h := newHarness(t, time.Second)
+	h.a = authz.New(handlerFunc(describedStreamsGroups), authz.Config{TTL: time.Second, Log: slog.New(slog.NewTextHandler(h.log, nil)), Now: func() time.Time { return h.now }})
+	for _, g := range []string{"g", "mixed"} {
+		h.f.grant("GROUP:"+g, kmsg.ACLOperationDescribe)
+	}
+	for _, tp := range []string{"in", "mixed-rep"} {
+		h.f.grant("TOPIC:"+tp, kmsg.ACLOperationDescribe)
+	}
+	d := kmsg.NewPtrStreamsGroupDescribeRequest()
+	d.SetVersion(1)
+	d.Groups, d.IncludeAuthorizedOperations = []string{"g", "other", "mixed"}, true
+	gs := h.do(d).(*kmsg.StreamsGroupDescribeResponse).Groups
+	if len(gs) != 3 || gs[0].Group != "other" || gs[1].Group != "g" || gs[2].Group != "mixed" {
+		t.Fatalf("groups %+v, want other, g, mixed", gs)
+	}
+	if gs[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("other: code %d", gs[0].ErrorCode)
+	}
+	if g := gs[1]; g.ErrorCode != 0 || len(g.Members) != 1 || g.Topology == nil || g.AuthorizedOperations != 1<<kmsg.ACLOperationDescribe {
+		t.Fatalf("g: %+v", g)
+	}
+	if g := gs[2]; g.ErrorCode != kerr.TopicAuthorizationFailed.Code || g.ErrorMessage == nil ||
+		*g.ErrorMessage != "The described group uses topics that the client is not authorized to describe." ||
+		len(g.Members) != 0 || g.Topology != nil || g.State != "" || g.Epoch != 0 || g.TopologyDescriptionStatus != 0 ||
+		g.AuthorizedOperations != -2147483648 {
+		t.Fatalf("mixed: %+v", g)
+	}
+	if l := h.log.String(); !strings.Contains(l, "resource=mixed-store-changelog") {
+		t.Fatalf("no audit line for the changelog: %s", l)
+	}
+	h.f.grant("TOPIC:mixed-store-changelog", kmsg.ACLOperationDescribe)
+	h.now = h.now.Add(time.Second)
+	for _, g := range h.do(d).(*kmsg.StreamsGroupDescribeResponse).Groups {
+		if g.Group == "mixed" && (g.ErrorCode != 0 || len(g.Members) != 1 || g.Topology == nil) {
+			t.Fatalf("every topic describable: %+v", g)
+		}
+	}
+}
+
+// TestOffsetFetchGroupErrorAlone: as Kafka, a group the coordinator answers
+// with an error (here a stale member epoch) is that error alone, without
+// the refused topics of the request; otherwise they are answered
+// TOPIC_AUTHORIZATION_FAILED beside the coordinator's.
+func TestOffsetFetchGroupErrorAlone(t *testing.T) {
+	h := newHarness(t, time.Second)
+	h.f.grant("GROUP:g", kmsg.ACLOperationDescribe)
+	h.f.grant("GROUP:stale", kmsg.ACLOperationDescribe)
+	h.f.grant("TOPIC:in", kmsg.ACLOperationDescribe)
+	h.a = authz.New(handlerFunc(func(req *wire.Request) kmsg.Response {
+		b := req.Body.(*kmsg.OffsetFetchRequest)
+		resp := b.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for _, g := range b.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			if g.Group == "stale" {
+				rg.ErrorCode = kerr.StaleMemberEpoch.Code
+			} else {
+				for _, tp := range g.Topics {
+					rt := kmsg.NewOffsetFetchResponseGroupTopic()
+					rt.Topic = tp.Topic
+					rg.Topics = append(rg.Topics, rt)
+				}
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}), authz.Config{TTL: time.Second, Now: func() time.Time { return h.now }})
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(9)
+	for _, g := range []string{"g", "stale"} {
+		req.Groups = append(req.Groups, kmsg.OffsetFetchRequestGroup{Group: g, Topics: []kmsg.OffsetFetchRequestGroupTopic{
+			{Topic: "in", Partitions: []int32{0}}, {Topic: "secret", Partitions: []int32{0}},
+		}})
+	}
+	gs := h.do(req).(*kmsg.OffsetFetchResponse).Groups
+	if len(gs) != 2 {
+		t.Fatalf("groups %+v", gs)
+	}
+	var shown []string
+	for _, tp := range gs[0].Topics {
+		shown = append(shown, tp.Topic)
+	}
+	if gs[0].ErrorCode != 0 || strings.Join(shown, ",") != "in,secret" || gs[0].Topics[1].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("g: %+v", gs[0])
+	}
+	if gs[1].ErrorCode != kerr.StaleMemberEpoch.Code || len(gs[1].Topics) != 0 {
+		t.Fatalf("stale: %+v, want the group error alone", gs[1])
+	}
+}

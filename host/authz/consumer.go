@@ -154,26 +154,15 @@ func (c *check) consumerGroupDescribe(b *kmsg.ConsumerGroupDescribeRequest) (kms
 
 // hideUndescribableTopics replaces every group of r that shows a topic the
 // principal may not DESCRIBE by a TOPIC_AUTHORIZATION_FAILED group.
-func (c *check) hideUndescribableTopics(r *kmsg.ConsumerGroupDescribeResponse) error {
-	var topics []string
-	for _, g := range r.Groups {
-		topics = append(topics, assignedTopics(g)...)
-	}
-	slices.Sort(topics)
-	ok, err := c.allowedSet(kmsg.ACLResourceTypeTopic, slices.Compact(topics), opDescribe)
-	if err != nil {
-		return err
-	}
-	for i, g := range r.Groups {
-		if slices.ContainsFunc(assignedTopics(g), func(t string) bool { return !ok[t] }) {
-			ng := kmsg.NewConsumerGroupDescribeResponseGroup()
-			ng.Group, ng.ErrorCode = g.Group, codeTopic
-			ng.ErrorMessage = kmsg.StringPtr(describedTopicsRefused)
-			ng.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{}
-			r.Groups[i] = ng
-		}
-	}
-	return nil
+func (c *check) hideUndescribableTopics(r *kmsg.ConsumerGroupDescribeResponse) (err error) {
+	r.Groups, err = hideGroups(c, r.Groups, assignedTopics, func(g kmsg.ConsumerGroupDescribeResponseGroup) kmsg.ConsumerGroupDescribeResponseGroup {
+		ng := kmsg.NewConsumerGroupDescribeResponseGroup()
+		ng.Group, ng.ErrorCode = g.Group, codeTopic
+		ng.ErrorMessage = kmsg.StringPtr(describedTopicsRefused)
+		ng.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{}
+		return ng
+	})
+	return err
 }
 
 // assignedTopics are the topic names of every member's current and target

@@ -21,6 +21,11 @@ func (c *check) describeGroups(b *kmsg.DescribeGroupsRequest) (kmsg.Response, er
 	})
 }
 
+// streamsGroupDescribe: DESCRIBE on each group, as DescribeGroups; then a
+// described group whose topology holds a topic the principal may not
+// DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with no members and no
+// topology (Kafka 4.4 KafkaApis; members' tasks are not topics and are not
+// checked).
 func (c *check) streamsGroupDescribe(b *kmsg.StreamsGroupDescribeRequest) (kmsg.Response, error) {
 	set := func(gs []string) kmsg.Request { s := *b; s.Groups = gs; return &s }
 	return byItem(c, b.Groups, set, kmsg.ACLResourceTypeGroup, ident, opDescribe, codeGroup, func(r, refused *kmsg.StreamsGroupDescribeResponse) error {
@@ -31,8 +36,63 @@ func (c *check) streamsGroupDescribe(b *kmsg.StreamsGroupDescribeRequest) (kmsg.
 			return err
 		}
 		r.Groups = append(refused.Groups, r.Groups...)
-		return nil
+		r.Groups, err = hideGroups(c, r.Groups, describedTopologyTopics, func(g kmsg.StreamsGroupDescribeResponseGroup) kmsg.StreamsGroupDescribeResponseGroup {
+			ng := kmsg.NewStreamsGroupDescribeResponseGroup()
+			ng.Group, ng.ErrorCode = g.Group, codeTopic
+			ng.ErrorMessage = kmsg.StringPtr(topologyTopicsRefused)
+			ng.Members = []kmsg.StreamsGroupDescribeResponseGroupMember{}
+			return ng
+		})
+		return err
 	})
+}
+
+// topologyTopicsRefused is Kafka's message for a streams group whose
+// topology holds a topic the principal may not DESCRIBE.
+const topologyTopicsRefused = "The described group uses topics that the client is not authorized to describe."
+
+// describedTopologyTopics are the topics of a described streams group's
+// topology (none when the group has no topology, as a refused one).
+func describedTopologyTopics(g kmsg.StreamsGroupDescribeResponseGroup) []string {
+	var out []string
+	if g.Topology != nil {
+		for _, st := range g.Topology.Subtopologies {
+			out = append(out, topologyTopics(st.SourceTopics, st.RepartitionSinkTopics, st.RepartitionSourceTopics, st.StateChangelogTopics)...)
+		}
+	}
+	return out
+}
+
+// topologyTopics are the names of a subtopology's source, repartition sink,
+// repartition source and state changelog topics.
+func topologyTopics(source, sink []string, repartition, changelog []kmsg.TopicInfo) []string {
+	out := slices.Concat(source, sink)
+	for _, t := range slices.Concat(repartition, changelog) {
+		out = append(out, t.Topic)
+	}
+	return out
+}
+
+// hideGroups replaces every group that shows a topic the principal may not
+// DESCRIBE (topics names them) by hidden(group), as Kafka 4.4 answers
+// ConsumerGroupDescribe and StreamsGroupDescribe; the topics are asked at
+// once and refusals logged.
+func hideGroups[G any](c *check, groups []G, topics func(G) []string, hidden func(G) G) ([]G, error) {
+	var all []string
+	for _, g := range groups {
+		all = append(all, topics(g)...)
+	}
+	slices.Sort(all)
+	ok, err := c.allowedSet(kmsg.ACLResourceTypeTopic, slices.Compact(all), opDescribe)
+	if err != nil {
+		return nil, err
+	}
+	for i, g := range groups {
+		if slices.ContainsFunc(topics(g), func(t string) bool { return !ok[t] }) {
+			groups[i] = hidden(g)
+		}
+	}
+	return groups, nil
 }
 
 func ident(s string) string { return s }
@@ -47,11 +107,7 @@ func (c *check) streamsGroupHeartbeat(b *kmsg.StreamsGroupHeartbeatRequest) (kms
 	var topics []string
 	if b.Topology != nil {
 		for _, st := range b.Topology.Subtopologies {
-			topics = append(topics, st.SourceTopics...)
-			topics = append(topics, st.RepartitionSinkTopics...)
-			for _, t := range slices.Concat(st.RepartitionSourceTopics, st.StateChangelogTopics) {
-				topics = append(topics, t.Topic)
-			}
+			topics = append(topics, topologyTopics(st.SourceTopics, st.RepartitionSinkTopics, st.RepartitionSourceTopics, st.StateChangelogTopics)...)
 		}
 	}
 	ok, err := c.allowedSet(kmsg.ACLResourceTypeTopic, topics, opDescribe)

@@ -52,8 +52,11 @@ func (c *check) offsetDelete(b *kmsg.OffsetDeleteRequest) (kmsg.Response, error)
 }
 
 // offsetFetch: a group the principal may not DESCRIBE is refused whole; a
-// named topic it may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED; when
-// all topics are fetched, those it may not DESCRIBE are left out.
+// named topic it may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED unless
+// the coordinator answers the group with an error; when all topics are
+// fetched, those it may not DESCRIBE are left out. Kafka 4.4 checks no
+// group-type-specific topics here: a streams group's offsets are filtered
+// as any group's.
 func (c *check) offsetFetch(b *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	if b.Version < 8 {
 		return c.offsetFetchOne(b)
@@ -107,6 +110,9 @@ func (c *check) offsetFetch(b *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 			if g.Topics, err = describable(c, g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return topicName(t.Topic, t.TopicID, byID) }); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		if g.ErrorCode != 0 { // the group's error is its whole answer, as Kafka's
 			continue
 		}
 		rsub := kmsg.NewPtrOffsetFetchRequest()
