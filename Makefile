@@ -105,3 +105,11 @@ bench-compare:
 	@mkdir -p build
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_OUT=$(CURDIR)/build/bench-compare.md \
 		$(GO) test -count=1 -v -timeout 120m -run 'TestBenchCompare$$' ./interop
+
+.PHONY: sim-validate
+
+## sim-validate: `coordhost simulate` against real runs: the online roll and a 3 -> 6 scale-out of the interop app on real Kafka 4.4, each with the sticky and the HA plugin, compared with the simulator's replay of each (docs/AB-TESTING.md; about 15 minutes) -> build/sim-validate.md
+sim-validate:
+	@mkdir -p build
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SIMVALIDATE_OUT=$(CURDIR)/build/sim-validate.md \
+		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop

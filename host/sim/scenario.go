@@ -36,15 +36,20 @@ const (
 
 // Scenario is a decoded, validated scenario file.
 type Scenario struct {
-	Name            string            `json:"name"`
-	Seed            uint64            `json:"seed"`
-	DurationS       float64           `json:"duration_s"`
-	TickMs          int64             `json:"tick_ms"`
-	SessionTimeoutS float64           `json:"session_timeout_s"`
-	Subtopologies   []Subtopology     `json:"subtopologies"`
-	Assignment      AssignmentConfigs `json:"assignment"`
-	State           StateModel        `json:"state"`
-	Events          []Event           `json:"events"`
+	Name            string  `json:"name"`
+	Seed            uint64  `json:"seed"`
+	DurationS       float64 `json:"duration_s"`
+	TickMs          int64   `json:"tick_ms"`
+	SessionTimeoutS float64 `json:"session_timeout_s"`
+	// HandOverMs is how long a task given to a new owner waits before
+	// that owner runs it: the previous owner's revocation, the new
+	// owner's next heartbeat and the task's start. Its restore starts
+	// after it. 0: instant, the simulator's first model.
+	HandOverMs    int64             `json:"handover_ms"`
+	Subtopologies []Subtopology     `json:"subtopologies"`
+	Assignment    AssignmentConfigs `json:"assignment"`
+	State         StateModel        `json:"state"`
+	Events        []Event           `json:"events"`
 
 	// Derived by Decode.
 	steps []step
@@ -220,6 +225,8 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("duration_s / tick_ms: %d ticks exceed the limit %d", sc.durationMs()/sc.TickMs, MaxTicks)
 	case !finite(sc.SessionTimeoutS) || sc.SessionTimeoutS < 0 || sc.SessionTimeoutS > maxSeconds:
 		return fmt.Errorf("session_timeout_s: %v must be in [0, %d]", sc.SessionTimeoutS, maxSeconds)
+	case sc.HandOverMs < 0 || sc.HandOverMs > maxSeconds*1000:
+		return fmt.Errorf("handover_ms: %d must be in [0, %d]", sc.HandOverMs, maxSeconds*1000)
 	}
 	if err := sc.validateSubtopologies(); err != nil {
 		return err
