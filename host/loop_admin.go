@@ -176,7 +176,7 @@ type GroupHistory struct {
 // with their reasons, assignor, metrics and moves.
 func (a *groupsAPI) history(ctx context.Context, w http.ResponseWriter, id string) {
 	found := false
-	if err := a.l.read(ctx, func(c *core.Coordinator, _ int64) core.Output { _, found = c.Group(id); return core.Output{} }); err != nil {
+	if err := a.l.readGroup(ctx, id, func(c *core.Coordinator, _ int64) core.Output { _, found = c.Group(id); return core.Output{} }); err != nil {
 		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
