@@ -94,8 +94,9 @@ type simRecording struct {
 	Run      string `json:"run"`
 	Assignor string `json:"assignor"`
 	Group    string `json:"group"`
-	// Start and End bound the compared window: Start is the baseline
-	// target's time, End when the recording stopped.
+	// Start is the baseline target's time; the compared window opens at
+	// windowStart (every task running again) and closes at End, when
+	// the recording stopped.
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	Baseline int32     `json:"baseline_epoch"`
