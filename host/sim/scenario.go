@@ -36,20 +36,21 @@ const (
 
 // Scenario is a decoded, validated scenario file.
 type Scenario struct {
-	Name            string  `json:"name"`
-	Seed            uint64  `json:"seed"`
-	DurationS       float64 `json:"duration_s"`
-	TickMs          int64   `json:"tick_ms"`
-	SessionTimeoutS float64 `json:"session_timeout_s"`
+	Name            string            `json:"name"`
+	Seed            uint64            `json:"seed"`
+	DurationS       float64           `json:"duration_s"`
+	TickMs          int64             `json:"tick_ms"`
+	SessionTimeoutS float64           `json:"session_timeout_s"`
+	Subtopologies   []Subtopology     `json:"subtopologies"`
+	Assignment      AssignmentConfigs `json:"assignment"`
+	State           StateModel        `json:"state"`
+	Events          []Event           `json:"events"`
+
 	// HandOverMs is how long a task given to a new owner waits before
 	// that owner runs it: the previous owner's revocation, the new
 	// owner's next heartbeat and the task's start. Its restore starts
 	// after it. 0: instant, the simulator's first model.
-	HandOverMs    int64             `json:"handover_ms"`
-	Subtopologies []Subtopology     `json:"subtopologies"`
-	Assignment    AssignmentConfigs `json:"assignment"`
-	State         StateModel        `json:"state"`
-	Events        []Event           `json:"events"`
+	HandOverMs int64 `json:"handover_ms"`
 
 	// Derived by Decode.
 	steps []step
