@@ -110,3 +110,11 @@ bench-compare:
 ## scaleout: three coordhost processes of one cluster on real Kafka 4.4, SIGKILL of the busiest partition's owner mid-rebalance, and a SIGSTOP/SIGCONT zombie owner (docs/SCALE-OUT.md; two broker starts, a few minutes)
 scaleout:
 	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestScaleOut' ./interop
+
+.PHONY: sim-validate
+
+## sim-validate: `coordhost simulate` against real runs: the online roll and a 3 -> 6 scale-out of the interop app on real Kafka 4.4, each with the sticky and the HA plugin, compared with the simulator's replay of each (docs/AB-TESTING.md; about 9 minutes) -> build/sim-validate.md and its recordings in build/sim-validate
+sim-validate:
+	@mkdir -p build
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SIMVALIDATE_OUT=$(CURDIR)/build/sim-validate.md \
+		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop

@@ -29,6 +29,7 @@ func TestBadScenarios(t *testing.T) {
 		{"unquoted id", "duration_s: 10\nsubtopologies:\n  - {id: 0, partitions: 1}\n", "field subtopologies.id: number is not a valid string"},
 		{"no duration", `{"subtopologies": [{"id": "0", "partitions": 1}]}`, "duration_s: 0 must be in"},
 		{"zero tick", `{"duration_s": 10, "tick_ms": 0}`, "tick_ms: 0 must be > 0"},
+		{"negative handover", `{"duration_s": 10, "handover_ms": -1}`, "handover_ms: -1 must be in"},
 		{"too many ticks", `{"duration_s": 2000000, "tick_ms": 1}`, "exceed the limit"},
 		{"no subtopologies", `{"duration_s": 10}`, "subtopologies: none"},
 		{"duplicate subtopology", `{"duration_s": 10, "subtopologies": [{"id": "a", "partitions": 1}, {"id": "a", "partitions": 1}]}`, `id "a" appears twice`},

@@ -53,6 +53,7 @@ type world struct {
 	probeAt  int64
 	lastWarm string           // caught-up warm-ups that started the last early probe
 	owner    map[int32]string // active task -> member id in the installed target
+	readyAt  []int64          // per task: when its current owner may run it (handover_ms)
 	out      *AssignorReport
 	unavail  int // tasks without a caught-up active at the last tick
 }
@@ -74,6 +75,7 @@ func newWorld(sc *Scenario, a Assignor) *world {
 			w.end = append(w.end, e)
 		}
 	}
+	w.readyAt = make([]int64, len(w.end))
 	return w
 }
 
@@ -107,7 +109,7 @@ func (w *world) run() AssignorReport {
 		carry += w.appendMs * tick
 		grow := carry / 1000
 		carry %= 1000
-		w.advance(grow, w.sc.State.RestorePerS*tick/1000)
+		w.advance(now, grow, w.sc.State.RestorePerS*tick/1000)
 	}
 	w.out.UnavailableTaskS = float64(w.out.unavailableMs) / 1000
 	return *w.out

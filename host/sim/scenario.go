@@ -46,6 +46,12 @@ type Scenario struct {
 	State           StateModel        `json:"state"`
 	Events          []Event           `json:"events"`
 
+	// HandOverMs is how long a task given to a new owner waits before
+	// that owner runs it: the previous owner's revocation, the new
+	// owner's next heartbeat and the task's start. Its restore starts
+	// after it. 0: instant, the simulator's first model.
+	HandOverMs int64 `json:"handover_ms"`
+
 	// Derived by Decode.
 	steps []step
 	subs  []abi.Subtopology
@@ -220,6 +226,8 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("duration_s / tick_ms: %d ticks exceed the limit %d", sc.durationMs()/sc.TickMs, MaxTicks)
 	case !finite(sc.SessionTimeoutS) || sc.SessionTimeoutS < 0 || sc.SessionTimeoutS > maxSeconds:
 		return fmt.Errorf("session_timeout_s: %v must be in [0, %d]", sc.SessionTimeoutS, maxSeconds)
+	case sc.HandOverMs < 0 || sc.HandOverMs > maxSeconds*1000:
+		return fmt.Errorf("handover_ms: %d must be in [0, %d]", sc.HandOverMs, maxSeconds*1000)
 	}
 	if err := sc.validateSubtopologies(); err != nil {
 		return err

@@ -82,6 +82,15 @@ func TestLeaveHandChecked(t *testing.T) {
 		// so both hand-overs are warm and nothing waits.
 		{name: "standby", replace: []string{"num_standby_replicas: 0", "num_standby_replicas: 1"},
 			moved: 2, warm: 2, unavailableS: 0, points: []sim.Point{{AtS: 0, Tasks: 0}}},
+		// A hand-over of 2 s: a runs b's tasks from 12 s and restores
+		// them from then on, 10 s each.
+		{name: "handover", replace: []string{"tick_ms: 1000", "tick_ms: 1000\nhandover_ms: 2000"},
+			moved: 2, cold: 2, unavailableS: 24,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 22, Tasks: 0}}},
+		// With caught-up standbys only the hand-over itself waits.
+		{name: "handover standby", replace: []string{"num_standby_replicas: 0", "num_standby_replicas: 1", "tick_ms: 1000", "tick_ms: 1000\nhandover_ms: 2000"},
+			moved: 2, warm: 2, unavailableS: 4,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 12, Tasks: 0}}},
 		// A crash instead of a leave: b's tasks wait from 10 s through the
 		// 5 s session timeout and then the 10 s restore.
 		{name: "crash", replace: []string{"leave: b", "crash: b", "tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5"},

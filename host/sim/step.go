@@ -48,6 +48,11 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 	rb.TasksMoved = report.Movement.Moved + rb.FromDeparted
 	for i, m := range w.members {
 		m.target = resp.Members[i]
+		for _, t := range m.target.Active {
+			if w.started && w.owner[t] != m.id {
+				w.readyAt[t] = now + w.sc.HandOverMs
+			}
+		}
 	}
 	w.owner = map[int32]string{}
 	for _, m := range w.members {
@@ -171,7 +176,8 @@ func (w *world) caughtUp(process string, t int32) bool {
 
 // account adds the interval [now, now+tick) to the unavailable figures: a
 // task is unavailable while no running member has it active on caught-up
-// state (a stateless task only needs a running owner).
+// state (a stateless task only needs a running owner), and while its hand-
+// over to its owner (handover_ms) is not done.
 func (w *world) account(now int64) {
 	if !w.started {
 		return
@@ -183,7 +189,7 @@ func (w *world) account(now int64) {
 		}
 		l := w.local[m.process]
 		for _, t := range m.target.Active {
-			if !w.stateful[t] || l[t] >= w.end[t] {
+			if now >= w.readyAt[t] && (!w.stateful[t] || l[t] >= w.end[t]) {
 				available++
 			}
 		}
@@ -198,10 +204,11 @@ func (w *world) account(now int64) {
 	}
 }
 
-// advance moves time on by one tick: every changelog grows by grow records,
-// and every copy on a running member's process restores up to restore
-// records towards its end (a caught-up copy follows it).
-func (w *world) advance(grow, restore int64) {
+// advance moves time on by one tick from now: every changelog grows by
+// grow records, and every copy on a running member's process restores up
+// to restore records towards its end (a caught-up copy follows it); an
+// active copy whose hand-over is not done yet does not restore.
+func (w *world) advance(now, grow, restore int64) {
 	for t := range w.end {
 		if w.stateful[t] {
 			w.end[t] += grow
@@ -217,9 +224,9 @@ func (w *world) advance(grow, restore int64) {
 			seen = make([]bool, len(w.end))
 			done[m.process] = seen
 		}
-		for _, set := range [][]int32{m.target.Active, m.target.Standby, m.target.Warmup} {
+		for i, set := range [][]int32{m.target.Active, m.target.Standby, m.target.Warmup} {
 			for _, t := range set {
-				if !w.stateful[t] || seen[t] {
+				if !w.stateful[t] || seen[t] || (i == 0 && now < w.readyAt[t]) {
 					continue
 				}
 				seen[t] = true

@@ -1,0 +1,923 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestSimValidate checks `coordhost simulate` against real runs (make
+// sim-validate, docs/AB-TESTING.md "How the simulator compares with real
+// runs"): for the sticky and the HA assignor plugins it records, on real
+// Kafka 4.4 with coordhost in front, the online roll (the classic -> streams
+// migration roll of the interop app) and a 3 -> 6 scale-out, derives the
+// equivalent simulator scenario from each recording, runs the simulator and
+// compares tasks moved and unavailable task-seconds.
+//
+// $COORDHOST_INTEROP_SIMVALIDATE_OUT names the Markdown table to write;
+// $COORDHOST_INTEROP_SIMVALIDATE_REPLAY names a directory of recordings
+// from an earlier run to compare again without Kafka (each run writes its
+// recordings to build/sim-validate beside the table).
+func TestSimValidate(t *testing.T) {
+	needInterop(t)
+	out := os.Getenv("COORDHOST_INTEROP_SIMVALIDATE_OUT")
+	if out == "" {
+		t.Skip("set COORDHOST_INTEROP_SIMVALIDATE_OUT (make sim-validate) to run the comparison")
+	}
+	recDir := filepath.Join(filepath.Dir(out), "sim-validate")
+	if err := os.MkdirAll(recDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plugins := buildAssignorPlugins(t)
+	var recs []*simRecording
+	if dir := os.Getenv("COORDHOST_INTEROP_SIMVALIDATE_REPLAY"); dir != "" {
+		recs = loadRecordings(t, dir)
+	} else {
+		dir := logDir(t)
+		b := startBroker(t, dir)
+		for _, a := range []string{"sticky", "ha"} {
+			for _, run := range []string{"roll", "scale-out"} {
+				r := recordSimRun(t, dir, b, plugins, run, a)
+				data, err := json.MarshalIndent(r, "", " ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(recDir, r.Run+"-"+r.Assignor+".json"), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				recs = append(recs, r)
+			}
+		}
+	}
+	handover := calibrateHandover(t, recs)
+	var rows []simRow
+	for _, r := range recs {
+		rows = append(rows, compareSimRun(t, r, plugins, recDir, handover))
+	}
+	table := fmt.Sprintf("handover_ms %d, from the %s %s run (its unavailable task-seconds per task moved)\n\n%s",
+		handover, simCalibration[0], simCalibration[1], formatSimTable(rows))
+	t.Logf("sim-validate:\n%s", table)
+	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkSimRows(t, rows)
+}
+
+// simWindowSettle bounds the wait for a group to go quiet (no new target
+// for simQuiet and no warm-up open) before a recording window opens or
+// closes.
+const (
+	simQuiet        = 10 * time.Second
+	simWindowSettle = 4 * time.Minute
+)
+
+// simRecording is what one real run left: the rebalance history of the
+// group, the members' processes, the active tasks' running intervals as
+// the instances logged them, and the group's assignment configs.
+type simRecording struct {
+	Run      string `json:"run"`
+	Assignor string `json:"assignor"`
+	Group    string `json:"group"`
+	// Start is the baseline target's time; the compared window opens at
+	// windowStart (every task running again) and closes at End, when
+	// the recording stopped.
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Baseline int32     `json:"baseline_epoch"`
+	// BaselineMembers are the member ids of the group at Start.
+	BaselineMembers []string          `json:"baseline_members"`
+	Processes       map[string]string `json:"processes"` // member id -> process id
+	Targets         []histTarget      `json:"targets"`
+	// Owners are the targets as the describe polls saw them, one per
+	// assignment epoch: active task -> member id.
+	Owners  []epochOwners     `json:"owners"`
+	Running []taskRun         `json:"running"`
+	Configs map[string]string `json:"configs"`
+	// ChangelogEnd is the mean end offset of the stateful tasks'
+	// changelogs at Start.
+	ChangelogEnd int64 `json:"changelog_end"`
+}
+
+// epochOwners is one target seen by describe: the owner of each active task.
+type epochOwners struct {
+	Epoch  int32             `json:"epoch"`
+	Owners map[string]string `json:"owners"`
+}
+
+// histTarget is the part of a rebalance history entry (host.TargetRecord)
+// the comparison reads.
+type histTarget struct {
+	Epoch   int32     `json:"epoch"`
+	Time    time.Time `json:"time"`
+	Reasons []struct {
+		Kind   string `json:"kind"`
+		Member string `json:"member,omitempty"`
+	} `json:"reasons"`
+	Probe   bool `json:"probe,omitempty"`
+	Metrics struct {
+		Movement struct {
+			Moved int `json:"moved"`
+			New   int `json:"new"`
+			Warm  int `json:"warm"`
+			Cold  int `json:"cold"`
+		} `json:"movement"`
+		Warmups struct {
+			Open int `json:"open"`
+		} `json:"warmups"`
+	} `json:"metrics"`
+	Moves []struct {
+		Task string `json:"task"`
+		From string `json:"from,omitempty"`
+		To   string `json:"to"`
+	} `json:"moves"`
+	MovesNotListed int `json:"moves_not_listed,omitempty"`
+}
+
+// taskRun is one interval in which an instance ran a task as active and
+// restored: from Kafka Streams' "Restored and ready to run" to "Suspended
+// from RUNNING" (or the instance's exit).
+type taskRun struct {
+	Task     string    `json:"task"`
+	Instance string    `json:"instance"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+}
+
+// buildAssignorPlugins builds the sticky and HA assignor plugins to wasm,
+// as make plugins does, into a temporary directory.
+func buildAssignorPlugins(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"assignor-sticky", "assignor-ha"} {
+		cmd := exec.Command(goTool, "build", "-buildmode=c-shared", "-trimpath",
+			"-gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B",
+			"-o", filepath.Join(dir, name+".wasm"), "../plugins/"+name+"/wasm")
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	return dir
+}
+
+// recordSimRun records one real run ("roll" or "scale-out") with assignor
+// through a coordhost of its own (a fresh history) in front of broker b.
+func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor string) *simRecording {
+	t.Helper()
+	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	c := startCoordhost(t, dir, b.addr, "--admin.listen="+admin, "--plugins.dir="+plugins,
+		"--groups.defaults.streams.assignor.name="+assignor, "--admin.history.targets=1000")
+	if err := groupsServed(c.addr, "interop-probe", 30*time.Second); err != nil {
+		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
+	}
+	group := "simval-" + run + "-" + assignor
+	rec := &simRecording{Run: run, Assignor: assignor, Group: group, Processes: map[string]string{}}
+	api := &adminClient{base: "http://" + admin, group: group}
+	name := "sim-validate " + run + " " + assignor
+	s := newScenarioApp(t, aggApp, name, dir, c.addr, group, c.proc, b.proc)
+	stopPoll := api.pollGroup(rec)
+	defer stopPoll()
+	switch run {
+	case "roll":
+		s.fleet.setClose(closeLeave)
+		s.startClassic()
+		time.Sleep(steadyPeriod)
+		s.must("phase", s.lg.phase("rolling-upgrade"))
+		// The first streams member converts the group; the window opens
+		// once the converted group is quiet.
+		s.restartAs(0, "streams", 1, "", "streams")
+		api.openWindow(s, rec, b.addr)
+		s.restartAs(1, "streams", 1, "", "streams")
+		s.restartAs(2, "streams", 1, "", "streams")
+	case "scale-out":
+		s.fleet = newFleet(t, dir, c.addr, group, 6, topicsOf(group))
+		s.fleet.setApp(aggApp)
+		s.fleet.setClose(closeLeave)
+		s.must("phase", s.lg.phase("startup"))
+		for i := range 3 {
+			s.fleet.start(i, "streams", 0)
+		}
+		s.must("instances running", s.fleet.waitRunning(startBound))
+		s.must("streams group of 3", s.stable("streams", 3))
+		s.must("startup backlog", s.caughtUp(startBound))
+		time.Sleep(steadyPeriod)
+		api.openWindow(s, rec, b.addr)
+		s.must("phase", s.lg.phase("scale-out"))
+		for i := 3; i < 6; i++ {
+			s.fleet.start(i, "streams", 0)
+		}
+		s.must("new instances running", s.fleet.waitRunning(startBound))
+		s.must("streams group of 6", s.stable("streams", 6))
+		s.must("output after the scale-out", s.settled())
+	}
+	api.quiet(t)
+	time.Sleep(steadyPeriod)
+	rec.End = time.Now()
+	targets, err := api.history()
+	s.must("history", err)
+	rec.Targets = targets
+	stopPoll()
+	s.finish()
+	s.must("stop instances", s.fleet.stopAll())
+	rec.Running = taskRuns(t, s.fleet.all())
+	if err := c.proc.stop(30 * time.Second); err != nil {
+		t.Logf("stop coordhost: %v", err)
+	}
+	return rec
+}
+
+// adminClient reads one group from coordhost's admin API.
+type adminClient struct {
+	base, group string
+}
+
+func (a *adminClient) get(path string, v any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return json.Unmarshal(body, v)
+}
+
+func (a *adminClient) history() ([]histTarget, error) {
+	var h struct {
+		Targets []histTarget `json:"targets"`
+	}
+	err := a.get("/v1/groups/"+a.group+"/history", &h)
+	return h.Targets, err
+}
+
+// groupDetail is the part of GET /v1/groups/{id} the comparison reads
+// (Kafka's StreamsGroupDescribe and the effective configuration).
+type groupDetail struct {
+	Streams *struct {
+		AssignmentEpoch int32
+		Members         []struct {
+			MemberID         string
+			ProcessID        string
+			TargetAssignment struct {
+				ActiveTasks []struct {
+					SubtopologyID string
+					Partitions    []int32
+				}
+			}
+		}
+	} `json:"streams"`
+	Config []struct {
+		Key   string `json:"key"`
+		Value any    `json:"value"`
+	} `json:"config"`
+}
+
+// pollGroup records, every 200 ms until the returned stop is called,
+// each member's process id (a restart gives a member a new id on the same
+// process: Kafka Streams keeps the process id in its state directory) and
+// the target of each assignment epoch it sees: the owner of every active
+// task.
+func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
+	done, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var d groupDetail
+			if a.get("/v1/groups/"+a.group, &d) == nil && d.Streams != nil {
+				owners := map[string]string{}
+				for _, m := range d.Streams.Members {
+					for _, at := range m.TargetAssignment.ActiveTasks {
+						for _, p := range at.Partitions {
+							owners[fmt.Sprintf("%s_%d", at.SubtopologyID, p)] = m.MemberID
+						}
+					}
+				}
+				simProcMu.Lock()
+				for _, m := range d.Streams.Members {
+					rec.Processes[m.MemberID] = m.ProcessID
+				}
+				if n := len(rec.Owners); n == 0 || rec.Owners[n-1].Epoch != d.Streams.AssignmentEpoch {
+					rec.Owners = append(rec.Owners, epochOwners{Epoch: d.Streams.AssignmentEpoch, Owners: owners})
+				}
+				simProcMu.Unlock()
+			}
+			select {
+			case <-quit:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	var once bool
+	return func() {
+		if !once {
+			once = true
+			close(quit)
+			<-done
+		}
+	}
+}
+
+// quiet waits (bounded by simWindowSettle) until the group's last target
+// is simQuiet old and opens no warm-up.
+func (a *adminClient) quiet(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(simWindowSettle)
+	for time.Now().Before(deadline) {
+		h, err := a.history()
+		if err == nil && len(h) > 0 {
+			last := h[len(h)-1]
+			if time.Since(last.Time) >= simQuiet && last.Metrics.Warmups.Open == 0 {
+				return
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("group %s: not quiet within %v; the window closes anyway", a.group, simWindowSettle)
+}
+
+// openWindow waits for the group to go quiet and takes the baseline: the
+// last target, the members, the configs and the changelogs' end offsets.
+func (a *adminClient) openWindow(s *scenarioRun, rec *simRecording, broker string) {
+	s.t.Helper()
+	a.quiet(s.t)
+	h, err := a.history()
+	s.must("history", err)
+	if len(h) == 0 {
+		s.t.Fatalf("%s: no target in the history", s.name)
+	}
+	var d groupDetail
+	s.must("describe", a.get("/v1/groups/"+a.group, &d))
+	if d.Streams == nil {
+		s.t.Fatalf("%s: not a streams group at the baseline", s.name)
+	}
+	rec.Start, rec.Baseline = h[len(h)-1].Time, h[len(h)-1].Epoch
+	for _, m := range d.Streams.Members {
+		rec.BaselineMembers = append(rec.BaselineMembers, m.MemberID)
+	}
+	rec.Configs = map[string]string{}
+	for _, c := range d.Config {
+		rec.Configs[c.Key] = fmt.Sprint(c.Value)
+	}
+	end, err := changelogEnd(broker, a.group+"-agg-changelog")
+	s.must("changelog end offsets", err)
+	rec.ChangelogEnd = end
+}
+
+// simProcMu guards the process maps written by pollProcesses.
+var simProcMu sync.Mutex
+
+// changelogEnd is the mean end offset of topic's partitions.
+func changelogEnd(broker, topic string) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range int32(aggApp.partitions) {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	var sum, n int64
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode != 0 {
+				return 0, fmt.Errorf("ListOffsets %s-%d: error code %d", topic, p.Partition, p.ErrorCode)
+			}
+			sum += p.Offset
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("ListOffsets %s: no partition", topic)
+	}
+	return sum / n, nil
+}
+
+// taskRuns reads the active tasks' running intervals from the instances'
+// logs (Kafka Streams' StreamTask lines at INFO).
+func taskRuns(t *testing.T, procs []*proc) []taskRun {
+	t.Helper()
+	var out []taskRun
+	for _, p := range procs {
+		lines := p.grep("] Restored and ready to run", "] Suspended from RUNNING", "] Closed dirty")
+		open := map[string]time.Time{}
+		var last time.Time
+		for _, l := range lines {
+			if !strings.Contains(l, "StreamTask:") {
+				continue
+			}
+			at, err := logTime(l, time.Now())
+			if err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+			task := between(l, "task [", "]")
+			last = at
+			switch {
+			case strings.Contains(l, "Restored and ready to run"):
+				open[task] = at
+			default:
+				if from, ok := open[task]; ok {
+					out = append(out, taskRun{Task: task, Instance: p.name, From: from, To: at})
+					delete(open, task)
+				}
+			}
+		}
+		for task, from := range open { // no suspend logged: running until the log's last line
+			if tail := p.tail(1); tail != "" {
+				if at, err := logTime(tail, time.Now()); err == nil && at.After(last) {
+					last = at
+				}
+			}
+			out = append(out, taskRun{Task: task, Instance: p.name, From: from, To: last})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].From.Before(out[j].From) })
+	return out
+}
+
+func between(s, a, b string) string {
+	i := strings.Index(s, a)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(a):]
+	if j := strings.Index(s, b); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
+
+// logTime reads the HH:mm:ss.SSS prefix of a JVM log line (local time) as
+// the instant closest to ref.
+func logTime(line string, ref time.Time) (time.Time, error) {
+	if len(line) < 12 {
+		return time.Time{}, fmt.Errorf("log line %q has no time", line)
+	}
+	c, err := time.ParseInLocation("15:04:05.000", line[:12], time.Local)
+	if err != nil {
+		return time.Time{}, err
+	}
+	y, m, d := ref.In(time.Local).Date()
+	at := time.Date(y, m, d, c.Hour(), c.Minute(), c.Second(), c.Nanosecond(), time.Local)
+	switch {
+	case at.Sub(ref) > 12*time.Hour:
+		at = at.AddDate(0, 0, -1)
+	case ref.Sub(at) > 12*time.Hour:
+		at = at.AddDate(0, 0, 1)
+	}
+	return at, nil
+}
+
+func loadRecordings(t *testing.T, dir string) []*simRecording {
+	t.Helper()
+	var recs []*simRecording
+	for _, a := range []string{"sticky", "ha"} {
+		for _, run := range []string{"roll", "scale-out"} {
+			data, err := os.ReadFile(filepath.Join(dir, run+"-"+a+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &simRecording{}
+			if err := json.Unmarshal(data, r); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
+// realMoved is the real figure of tasks moved, as the simulator counts
+// it: per target after the baseline, the active tasks whose owner changed
+// — abi/metrics' moved (on another member than before) plus new (active
+// on no member of the run's input: after the baseline every task had an
+// owner, so its owner left). A restarted instance is a new member on the
+// same process, so this counts its tasks going back to it too.
+//
+// With the describe polls' targets (Owners), a target's moved tasks are
+// those whose owner differs from the previous target's, as the simulator
+// counts them; the history's figures are measured against what members
+// owned when the run started, which misses tasks still being revoked
+// from the previous target (they count as new).
+func (r *simRecording) realMoved() (total int, per []int) {
+	if len(r.Owners) > 0 {
+		return r.movedFromOwners()
+	}
+	for _, h := range r.Targets {
+		if h.Epoch <= r.Baseline || h.Time.After(r.End) {
+			continue
+		}
+		n := h.Metrics.Movement.Moved + h.Metrics.Movement.New
+		per = append(per, n)
+		total += n
+	}
+	return total, per
+}
+
+func (r *simRecording) movedFromOwners() (total int, per []int) {
+	var prev map[string]string
+	for _, o := range r.Owners {
+		if o.Epoch < r.Baseline {
+			continue
+		}
+		if prev != nil && r.targetTime(o.Epoch).Before(r.End) {
+			n := 0
+			for task, m := range o.Owners {
+				if prev[task] != m {
+					n++
+				}
+			}
+			per = append(per, n)
+			total += n
+		}
+		prev = o.Owners
+	}
+	return total, per
+}
+
+// targetTime is when the history recorded the target of epoch e (End
+// when it did not).
+func (r *simRecording) targetTime(e int32) time.Time {
+	for _, h := range r.Targets {
+		if h.Epoch == e {
+			return h.Time
+		}
+	}
+	return r.End
+}
+
+// aggTasks are the interop app's tasks: subtopology 0 (the re-keying,
+// stateless) and 1 (the aggregate, with a changelogged store).
+func aggTasks() []string {
+	var out []string
+	for _, s := range []string{"0", "1"} {
+		for p := range aggApp.partitions {
+			out = append(out, fmt.Sprintf("%s_%d", s, p))
+		}
+	}
+	return out
+}
+
+// realUnavailable is the simulator's figure measured on the real run:
+// the sum over tasks of the time in [Start, End) in which no instance ran
+// the task as an active that had restored its state ("Restored and ready
+// to run" until "Suspended from RUNNING").
+func (r *simRecording) realUnavailable() float64 {
+	start := r.windowStart()
+	var total time.Duration
+	for _, task := range aggTasks() {
+		var iv [][2]time.Time
+		for _, run := range r.Running {
+			if run.Task == task && run.To.After(start) && run.From.Before(r.End) {
+				iv = append(iv, [2]time.Time{maxTime(run.From, start), minTime(run.To, r.End)})
+			}
+		}
+		sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
+		covered, cursor := time.Duration(0), start
+		for _, x := range iv {
+			if x[1].After(cursor) {
+				covered += x[1].Sub(maxTime(x[0], cursor))
+				cursor = x[1]
+			}
+		}
+		total += r.End.Sub(start) - covered
+	}
+	return total.Seconds()
+}
+
+// windowStart is when the compared window opens: the first instant, from
+// the baseline target on, at which every task has a running active (the
+// simulator's starting point: the baseline's actives caught up).
+func (r *simRecording) windowStart() time.Time {
+	running := func(task string, at time.Time) bool {
+		for _, run := range r.Running {
+			if run.Task == task && !at.Before(run.From) && at.Before(run.To) {
+				return true
+			}
+		}
+		return false
+	}
+	cands := []time.Time{r.Start}
+	for _, run := range r.Running {
+		if run.From.After(r.Start) {
+			cands = append(cands, run.From)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Before(cands[j]) })
+	for _, c := range cands {
+		all := true
+		for _, task := range aggTasks() {
+			if !running(task, c) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return c
+		}
+	}
+	return r.Start
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// simScenario is the simulator scenario equivalent to the recording: the
+// baseline members at 0 s, each member-joined, member-left and
+// member-fenced reason of a later target at its target's time, the app's
+// topology, the group's assignment configs and changelogs as measured.
+func (r *simRecording) simScenario(handoverMs int64) ([]byte, error) {
+	type ev struct {
+		AtS     float64 `json:"at_s"`
+		Join    string  `json:"join,omitempty"`
+		Process string  `json:"process,omitempty"`
+		Leave   string  `json:"leave,omitempty"`
+	}
+	simProcMu.Lock()
+	defer simProcMu.Unlock()
+	proc := func(id string) string {
+		if p := r.Processes[id]; p != "" {
+			return p
+		}
+		return "process-of-" + id
+	}
+	start := r.windowStart()
+	var events []ev
+	live := map[string]bool{}
+	for _, id := range r.BaselineMembers {
+		events = append(events, ev{Join: id, Process: proc(id)})
+		live[id] = true
+	}
+	for _, h := range r.Targets {
+		if h.Epoch <= r.Baseline || h.Time.After(r.End) {
+			continue
+		}
+		at := max(0, h.Time.Sub(start).Seconds())
+		for _, rs := range h.Reasons {
+			switch rs.Kind {
+			case "member-joined":
+				if !live[rs.Member] {
+					events = append(events, ev{AtS: at, Join: rs.Member, Process: proc(rs.Member)})
+					live[rs.Member] = true
+				}
+			case "member-left", "member-fenced":
+				if live[rs.Member] {
+					events = append(events, ev{AtS: at, Leave: rs.Member})
+					delete(live, rs.Member)
+				}
+			}
+		}
+	}
+	num := func(key string, def int64) int64 {
+		if v, err := strconv.ParseInt(r.Configs[key], 10, 64); err == nil {
+			return v
+		}
+		return def
+	}
+	sc := map[string]any{
+		"name":              r.Group,
+		"duration_s":        r.End.Sub(start).Seconds(),
+		"tick_ms":           100,
+		"handover_ms":       handoverMs,
+		"session_timeout_s": num("streams.session.timeout.ms", 45000) / 1000,
+		"subtopologies": []map[string]any{
+			{"id": "0", "partitions": aggApp.partitions, "stateful": false},
+			{"id": "1", "partitions": aggApp.partitions, "stateful": true},
+		},
+		"assignment": map[string]any{
+			"num_standby_replicas":    num("streams.num.standby.replicas", 0),
+			"num_warmup_replicas":     num("streams.num.warmup.replicas", 2),
+			"acceptable_recovery_lag": num("streams.acceptable.recovery.lag", 10000),
+			"probing_interval_ms":     num("streams.probing.rebalance.interval.ms", 600000),
+		},
+		"state": map[string]any{
+			"changelog_records":     r.ChangelogEnd,
+			"append_records_per_s":  recordsPerSec / aggApp.partitions,
+			"restore_records_per_s": simRestorePerS,
+		},
+		"events": events,
+	}
+	return json.MarshalIndent(sc, "", " ")
+}
+
+// simRestorePerS is the restore rate the derived scenarios assume: the
+// app's store holds ten small keys per task, which a RocksDB restore reads
+// far faster than this, so a cold hand-over costs the simulator well under
+// a second of restore.
+const simRestorePerS = 10000
+
+// simCalibration is the run whose real figures set the scenarios'
+// handover_ms: its comparison checks the calibration, the others check
+// the model.
+var simCalibration = [2]string{"roll", "sticky"}
+
+// calibrateHandover is the real unavailable task-seconds per task moved
+// of the calibration run, in milliseconds rounded to the 100 ms tick: the
+// mean time a moved task waited for its new owner to run it (the app's
+// state is small, so restoring takes a small part of it).
+func calibrateHandover(t *testing.T, recs []*simRecording) int64 {
+	t.Helper()
+	for _, r := range recs {
+		if r.Run != simCalibration[0] || r.Assignor != simCalibration[1] {
+			continue
+		}
+		moved, _ := r.realMoved()
+		if moved == 0 {
+			t.Fatalf("calibration run %s %s moved no task", r.Run, r.Assignor)
+		}
+		return int64(math.Round(r.realUnavailable()/float64(moved)*10)) * 100
+	}
+	t.Fatalf("no calibration run %v", simCalibration)
+	return 0
+}
+
+// simRow is one line of the comparison.
+type simRow struct {
+	run, assignor           string
+	realMoved, simMoved     int
+	realPer, simPer         []int
+	realUnavail, simUnavail float64
+	simErr                  string
+}
+
+// compareSimRun writes the derived scenario, runs `coordhost simulate` on
+// it with the same assignor plugin and reads its totals.
+func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, handoverMs int64) simRow {
+	t.Helper()
+	row := simRow{run: r.Run, assignor: r.Assignor, realUnavail: r.realUnavailable()}
+	row.realMoved, row.realPer = r.realMoved()
+	sc, err := r.simScenario(handoverMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, r.Run+"-"+r.Assignor)
+	if err := os.WriteFile(base+".scenario.json", sc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(coordhostBinary(t), "simulate", "--scenario", base+".scenario.json",
+		"--assignor", filepath.Join(plugins, "assignor-"+r.Assignor+".wasm"), "--json", base+".sim.json").CombinedOutput()
+	if err != nil {
+		t.Errorf("%s %s: coordhost simulate: %v\n%s", r.Run, r.Assignor, err, out)
+		row.simErr = err.Error()
+		return row
+	}
+	data, err := os.ReadFile(base + ".sim.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Assignors []struct {
+			Totals struct {
+				TasksMoved int `json:"tasks_moved"`
+			} `json:"totals"`
+			UnavailableTaskS float64 `json:"unavailable_task_seconds"`
+			Rebalances       []struct {
+				Baseline   bool `json:"baseline"`
+				TasksMoved int  `json:"tasks_moved"`
+			} `json:"rebalances"`
+		} `json:"assignors"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Assignors) != 1 {
+		t.Fatalf("%s: %v", base+".sim.json", err)
+	}
+	a := rep.Assignors[0]
+	row.simMoved, row.simUnavail = a.Totals.TasksMoved, a.UnavailableTaskS
+	for _, rb := range a.Rebalances {
+		if !rb.Baseline {
+			row.simPer = append(row.simPer, rb.TasksMoved)
+		}
+	}
+	return row
+}
+
+// simTolerance is how far the simulated unavailable task-seconds may be
+// from the real ones.
+const simTolerance = 0.30
+
+// checkSimRows fails on every figure outside the bar: tasks moved must
+// match, unavailable task-seconds be within ±30 %, and HA's advantage the
+// simulator shows on a run must show in the real run too.
+func checkSimRows(t *testing.T, rows []simRow) {
+	t.Helper()
+	by := map[string]simRow{}
+	for _, r := range rows {
+		by[r.run+"/"+r.assignor] = r
+		if r.simErr != "" {
+			continue
+		}
+		if r.realMoved != r.simMoved {
+			t.Errorf("%s %s: tasks moved: real %d (per rebalance %v), simulated %d (%v)", r.run, r.assignor,
+				r.realMoved, r.realPer, r.simMoved, r.simPer)
+		}
+		if !withinRatio(r.simUnavail, r.realUnavail) {
+			t.Errorf("%s %s: unavailable task-seconds: real %.1f, simulated %.1f (ratio %s, bar ±%.0f %%)", r.run, r.assignor,
+				r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail), simTolerance*100)
+		}
+	}
+	// HA against sticky: where the simulator sees a difference of more
+	// than the tolerance, the real runs must show it the same way round.
+	for _, run := range []string{"roll", "scale-out"} {
+		st, ha := by[run+"/sticky"], by[run+"/ha"]
+		if st.simErr != "" || ha.simErr != "" {
+			continue
+		}
+		simSide, realSide := side(ha.simUnavail, st.simUnavail), side(ha.realUnavail, st.realUnavail)
+		t.Logf("%s: HA against sticky, unavailable task-seconds: simulated %.1f vs %.1f (%s), real %.1f vs %.1f (%s)",
+			run, ha.simUnavail, st.simUnavail, simSide, ha.realUnavail, st.realUnavail, realSide)
+		if simSide != "same" && simSide != realSide {
+			t.Errorf("%s: the simulator has HA %s sticky in unavailable task-seconds, the real runs have it %s", run, simSide, realSide)
+		}
+	}
+}
+
+// side says whether a is "below", "above" or about the "same" as b
+// (within the tolerance of the larger).
+func side(a, b float64) string {
+	switch d := a - b; {
+	case math.Abs(d) <= simTolerance*max(a, b):
+		return "same"
+	case d < 0:
+		return "below"
+	}
+	return "above"
+}
+
+func withinRatio(sim, real float64) bool {
+	if real == 0 {
+		return sim == 0
+	}
+	return sim >= real*(1-simTolerance) && sim <= real*(1+simTolerance)
+}
+
+func simRatio(sim, real float64) string {
+	if real == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", sim/real)
+}
+
+// formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
+func formatSimTable(rows []simRow) string {
+	var b strings.Builder
+	b.WriteString("| run | assignor | tasks moved real / sim | per rebalance real / sim | unavailable task-s real / sim | ratio sim/real |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, r := range slices.Clone(rows) {
+		fmt.Fprintf(&b, "| %s | %s | %d / %d | %v / %v | %.1f / %.1f | %s |\n", r.run, r.assignor,
+			r.realMoved, r.simMoved, r.realPer, r.simPer, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
+	}
+	return b.String()
+}
