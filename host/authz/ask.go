@@ -168,11 +168,6 @@ func (c *cache) decideAll(ctx context.Context, w who, rs []resource, op kmsg.ACL
 	return out, nil
 }
 
-func (c *cache) decide(ctx context.Context, w who, r resource, op kmsg.ACLOperation) (bool, error) {
-	m, err := c.decideAll(ctx, w, []resource{r}, op)
-	return m[r], err
-}
-
 // ask learns op on every resource of rs (all of one type) from the cluster.
 func ask(ctx context.Context, s wire.Session, rs []resource, op kmsg.ACLOperation) (verdicts, error) {
 	v := verdicts{}
