@@ -84,20 +84,25 @@ func TestBenchMemoryReplay(t *testing.T) {
 	var rb strings.Builder
 	rb.WriteString("| run | server | keys written in | start → all offsets fetchable | coordhost /readyz | records loaded (log) | Kafka load time sum / max over partitions | records/s (start → fetchable) | load average |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	var memRatios, replayRatios []string
+	row := func(w *strings.Builder, format string, args ...any) { // logged at once: a later failure keeps it
+		line := fmt.Sprintf(format, args...)
+		w.WriteString(line)
+		t.Log(strings.TrimSpace(line))
+	}
 	for run := 1; run <= runs; run++ {
-		km := kafkaMemory(t, dir, run, groups)
-		fmt.Fprintf(&b, "| %d | kafka | %s | %s | %s | %.0f B | %s |\n", run, mib(km.base), mib(km.loaded), mib(km.loaded-km.base), float64(km.loaded-km.base)/float64(groups*10), loadAverage())
-		cm := coordhostMemory(t, dir, run, groups)
-		fmt.Fprintf(&b, "| %d | coordhost | %s | %s | %s | %.0f B | %s |\n", run, mib(cm.base), mib(cm.loaded), mib(cm.loaded-cm.base), float64(cm.loaded-cm.base)/float64(groups*10), loadAverage())
-		memRatios = append(memRatios, fmt.Sprintf("%.3f", float64(cm.loaded-cm.base)/float64(km.loaded-km.base)))
-
 		kr := kafkaReplay(t, dir, run, keys)
-		fmt.Fprintf(&rb, "| %d | kafka | %v | %v | - | %d | %v / %v (%d partitions) | %.0f | %s |\n", run, kr.write.Round(time.Millisecond), kr.serving.Round(time.Millisecond),
+		row(&rb, "| %d | kafka | %v | %v | - | %d | %v / %v (%d partitions) | %.0f | %s |\n", run, kr.write.Round(time.Millisecond), kr.serving.Round(time.Millisecond),
 			kr.records, kr.loadSum, kr.loadMax, kr.loadParts, float64(kr.records)/kr.serving.Seconds(), loadAverage())
 		cr := coordhostReplay(t, dir, run, keys)
-		fmt.Fprintf(&rb, "| %d | coordhost | %v | %v | %v | %d | - | %.0f | %s |\n", run, cr.write.Round(time.Millisecond), cr.serving.Round(time.Millisecond),
+		row(&rb, "| %d | coordhost | %v | %v | %v | %d | - | %.0f | %s |\n", run, cr.write.Round(time.Millisecond), cr.serving.Round(time.Millisecond),
 			cr.ready.Round(time.Millisecond), cr.records, float64(cr.records)/cr.serving.Seconds(), loadAverage())
 		replayRatios = append(replayRatios, fmt.Sprintf("%.3f", cr.serving.Seconds()/kr.serving.Seconds()))
+
+		km := kafkaMemory(t, dir, run, groups)
+		row(&b, "| %d | kafka | %s | %s | %s | %.0f B | %s |\n", run, mib(km.base), mib(km.loaded), mib(km.loaded-km.base), float64(km.loaded-km.base)/float64(groups*10), loadAverage())
+		cm := coordhostMemory(t, dir, run, groups)
+		row(&b, "| %d | coordhost | %s | %s | %s | %.0f B | %s |\n", run, mib(cm.base), mib(cm.loaded), mib(cm.loaded-cm.base), float64(cm.loaded-cm.base)/float64(groups*10), loadAverage())
+		memRatios = append(memRatios, fmt.Sprintf("%.3f", float64(cm.loaded-cm.base)/float64(km.loaded-km.base)))
 	}
 	fmt.Fprintf(&b, "\nGrowth coordhost : Kafka, run by run: %s.\n\nReplay of %d keys (%d groups × %d partitions, one OffsetCommit each):\n\n%s\nStart → fetchable coordhost : Kafka, run by run: %s. Load average at end %s.\n",
 		strings.Join(memRatios, ", "), keys, keys/replayPartitions, replayPartitions, rb.String(), strings.Join(replayRatios, ", "), loadAverage())
@@ -265,6 +270,9 @@ func writeReplayKeys(t *testing.T, addr string, run, keys int) time.Duration {
 		t.Fatalf("create %s: %v", replayTopic, kerr.ErrorForCode(c))
 	}
 	waitTopic(t, ctx, cl)
+	if err := groupsServed(addr, replayGroup(run, 0), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -346,6 +354,10 @@ func commitGroup(ctx context.Context, cl *kgo.Client, run, g int) error {
 	for attempt := 0; ; attempt++ {
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
+			if attempt < 20 && kerr.IsRetriable(err) && ctx.Err() == nil {
+				time.Sleep(500 * time.Millisecond)
+				continue
+			}
 			return fmt.Errorf("OffsetCommit %s: %w", req.Group, err)
 		}
 		var bad error
