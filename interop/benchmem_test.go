@@ -269,7 +269,7 @@ func writeReplayKeys(t *testing.T, addr string, run, keys int) time.Duration {
 	if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
 		t.Fatalf("create %s: %v", replayTopic, kerr.ErrorForCode(c))
 	}
-	waitTopic(t, ctx, cl)
+	id := waitTopic(t, ctx, cl)
 	if err := groupsServed(addr, replayGroup(run, 0), 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -283,12 +283,16 @@ func writeReplayKeys(t *testing.T, addr string, run, keys int) time.Duration {
 		go func() {
 			defer wg.Done()
 			for g := range work {
-				if err := commitGroup(ctx, cl, run, g); err != nil {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := commitGroup(ctx, cl, id, run, g); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
 					}
 					mu.Unlock()
+					cancel() // the first failure ends the writing
 				}
 			}
 		}()
@@ -306,7 +310,9 @@ func writeReplayKeys(t *testing.T, addr string, run, keys int) time.Duration {
 
 // waitTopic polls Metadata until replayTopic has all its partitions led:
 // a commit right after CreateTopics can find the topic id unknown.
-func waitTopic(t *testing.T, ctx context.Context, cl *kgo.Client) {
+// It returns the topic's id: OffsetCommit v10 names topics by id, and
+// kgo does not fill it in.
+func waitTopic(t *testing.T, ctx context.Context, cl *kgo.Client) [16]byte {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -324,7 +330,7 @@ func waitTopic(t *testing.T, ctx context.Context, cl *kgo.Client) {
 			}
 		}
 		if led == replayPartitions {
-			return
+			return resp.Topics[0].TopicID
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("topic %s: %d of %d partitions led after 2m (last error %v)", replayTopic, led, replayPartitions, err)
@@ -340,11 +346,11 @@ func retriableCommit(code int16) bool {
 	return kerr.IsRetriable(e) || e == kerr.UnknownTopicID || e == kerr.UnknownTopicOrPartition
 }
 
-func commitGroup(ctx context.Context, cl *kgo.Client, run, g int) error {
+func commitGroup(ctx context.Context, cl *kgo.Client, id [16]byte, run, g int) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = replayGroup(run, g), -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = replayTopic
+	rt.Topic, rt.TopicID = replayTopic, id
 	for p := 0; p < replayPartitions; p++ {
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = int32(p), replayOffset(g, p), -1
