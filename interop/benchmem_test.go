@@ -29,6 +29,7 @@ const (
 	benchMemOutEnv    = "COORDHOST_INTEROP_BENCH_MEM_OUT"
 	benchMemGroupsEnv = "COORDHOST_INTEROP_BENCH_GROUPS" // streams groups of 10 members (default 1000)
 	benchMemKeysEnv   = "COORDHOST_INTEROP_BENCH_KEYS"   // committed offsets to replay (default 1,000,000)
+	skipPart          = -1                               // GROUPS or KEYS -1: leave that comparison out
 	benchMemToken     = "bench-memory-token"
 	replayPartitions  = 1000 // partitions per OffsetCommit: one group's keys
 )
@@ -72,7 +73,7 @@ func TestBenchMemoryReplay(t *testing.T) {
 		t.Fatalf("jcmd (JDK) is needed to read the broker's heap: %v", err)
 	}
 	groups, keys, runs := envInt(t, benchMemGroupsEnv, 1000), envInt(t, benchMemKeysEnv, 1_000_000), envInt(t, benchRunsEnv, 1)
-	if keys%replayPartitions != 0 {
+	if keys%replayPartitions != 0 && keys != skipPart {
 		t.Fatalf("%s=%d: want a multiple of %d", benchMemKeysEnv, keys, replayPartitions)
 	}
 	dir := logDir(t)
@@ -89,7 +90,7 @@ func TestBenchMemoryReplay(t *testing.T) {
 		w.WriteString(line)
 		t.Log(strings.TrimSpace(line))
 	}
-	for run := 1; run <= runs; run++ {
+	for run := 1; run <= runs && keys != skipPart; run++ {
 		kr := kafkaReplay(t, dir, run, keys)
 		row(&rb, "| %d | kafka | %v | %v | - | %d | %v / %v (%d partitions) | %.0f | %s |\n", run, kr.write.Round(time.Millisecond), kr.serving.Round(time.Millisecond),
 			kr.records, kr.loadSum, kr.loadMax, kr.loadParts, float64(kr.records)/kr.serving.Seconds(), loadAverage())
@@ -97,7 +98,8 @@ func TestBenchMemoryReplay(t *testing.T) {
 		row(&rb, "| %d | coordhost | %v | %v | %v | %d | - | %.0f | %s |\n", run, cr.write.Round(time.Millisecond), cr.serving.Round(time.Millisecond),
 			cr.ready.Round(time.Millisecond), cr.records, float64(cr.records)/cr.serving.Seconds(), loadAverage())
 		replayRatios = append(replayRatios, fmt.Sprintf("%.3f", cr.serving.Seconds()/kr.serving.Seconds()))
-
+	}
+	for run := 1; run <= runs && groups != skipPart; run++ {
 		km := kafkaMemory(t, dir, run, groups)
 		row(&b, "| %d | kafka | %s | %s | %s | %.0f B | %s |\n", run, mib(km.base), mib(km.loaded), mib(km.loaded-km.base), float64(km.loaded-km.base)/float64(groups*10), loadAverage())
 		cm := coordhostMemory(t, dir, run, groups)
@@ -121,8 +123,8 @@ func envInt(t *testing.T, name string, def int) int {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive number", name, v)
+	if err != nil || (n < 1 && n != skipPart) {
+		t.Fatalf("%s=%q: want a positive number or -1", name, v)
 	}
 	return n
 }
