@@ -118,3 +118,10 @@ sim-validate:
 	@mkdir -p build
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SIMVALIDATE_OUT=$(CURDIR)/build/sim-validate.md \
 		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop
+
+.PHONY: bench-memory
+## bench-memory: live heap growth with 1,000 streams groups × 10 members and replay of KEYS committed offsets (default 100000; 1000000 is the full size, whose writing on coordhost takes far longer), coordhost vs a real Kafka 4.4 broker, RUNS runs (docs/BENCHMARKS.md, about 5 minutes a run) -> build/bench-memory.md
+bench-memory:
+	@mkdir -p build
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_KEYS=$(or $(KEYS),100000) COORDHOST_INTEROP_BENCH_MEM_OUT=$(CURDIR)/build/bench-memory.md \
+		$(GO) test -count=1 -v -timeout 90m -run 'TestBenchMemoryReplay$$' ./interop

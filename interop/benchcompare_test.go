@@ -150,8 +150,8 @@ func startBenchBroker(t *testing.T, dir string) *broker {
 // startBenchCoordhost starts coordhost with the suite's group settings
 // (the broker's delays and standbys), the comparison's session timeout and
 // heartbeat interval, info-level logging and the given number of runtime
-// workers.
-func startBenchCoordhost(t *testing.T, dir string, workers int) *coordhost {
+// workers, and any extra flags.
+func startBenchCoordhost(t *testing.T, dir string, workers int, extra ...string) *coordhost {
 	t.Helper()
 	saved := coordhostFlags
 	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool {
@@ -159,9 +159,9 @@ func startBenchCoordhost(t *testing.T, dir string, workers int) *coordhost {
 			strings.HasPrefix(f, "--groups.defaults.streams.heartbeat.interval.ms=")
 	})
 	defer func() { coordhostFlags = saved }()
-	return startCoordhost(t, dir, "", "--log.level=info", fmt.Sprintf("--runtime.workers=%d", workers),
+	return startCoordhost(t, dir, "", append([]string{"--log.level=info", fmt.Sprintf("--runtime.workers=%d", workers),
 		fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", benchSessionMs),
-		fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", benchIntervalMs))
+		fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", benchIntervalMs)}, extra...)...)
 }
 
 // warmUp runs 100 × 10 steady heartbeats, closed loop, for 45 s on a

@@ -15,6 +15,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -187,6 +189,7 @@ func Handler(o Options) http.Handler {
 	})
 	mux.Handle("/v1/plugins", guard(o, plugins))
 	mux.Handle("/v1/plugins/{name}", guard(o, plugins))
+	mux.Handle("POST /v1/debug/heap", debugHeap(o))
 	ui := uiHandler()
 	mux.Handle("GET /ui", ui)
 	mux.Handle("GET /ui/", ui)
@@ -245,6 +248,27 @@ func guard(o Options, next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// debugHeap forces a garbage collection and answers the live heap it
+// left (runtime/metrics /gc/heap/live:bytes), for memory benchmarks. A
+// forced collection stops the world, so it needs authentication, and
+// without a token or client certificates configured it is refused.
+func debugHeap(o Options) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.Token == "" && o.ClientCAFile == "" {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "the debug heap endpoint needs admin.token or admin.tls.client.ca.file"})
+			return
+		}
+		if !authenticated(o, r) {
+			unauthorized(w, "the debug heap endpoint requires Authorization: Bearer <admin.token> or a client certificate")
+			return
+		}
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}}
+		metrics.Read(s)
+		writeJSON(w, 200, map[string]uint64{"heapLiveBytes": s[0].Value.Uint64(), "runtimeTotalBytes": s[1].Value.Uint64()})
 	})
 }
 
