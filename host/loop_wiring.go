@@ -90,6 +90,8 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cmp.Or(cfg.StorePartitions, storeParts), Workers: cfg.Workers,
 			TopicRefresh: topicRefresh, OpenLog: openLog, Ownership: own,
+			// in front of an authenticated cluster, internal topics are created as the client (host/authz)
+			ClientCreatesInternalTopics: !cfg.DataPlane.Embedded && authenticatedUpstream(cfg),
 		})
 		if err != nil {
 			asg.Close(context.Background())
@@ -99,7 +101,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		var gc GroupCoordinator = l
 		switch {
 		case !cfg.DataPlane.Embedded: // the external cluster's authorizer decides every group request
-			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired,
+			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: authenticatedUpstream(cfg),
 				Log: s.log.With("component", "authz"), HostACLs: hostACLs})
 			if cfg.DataPlane.HostACLsInterval > 0 {
 				hostACLs.Start(cfg.DataPlane.HostACLsInterval)
@@ -117,6 +119,12 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		return w, nil
 	}
+}
+
+// authenticatedUpstream reports whether every client connection
+// authenticates to the external cluster before its group requests.
+func authenticatedUpstream(cfg *config.Config) bool {
+	return cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired
 }
 
 // checkHostACLs lists the external cluster's ACLs over coordhost's own
