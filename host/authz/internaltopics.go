@@ -82,6 +82,7 @@ func (c *check) createInternalTopics(b *kmsg.StreamsGroupHeartbeatRequest, r kms
 // no failure.
 func (c *check) createTopics(topics []kmsg.CreateTopicsRequestTopic, validateOnly bool) (failed, unauthorized []string, err error) {
 	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7) // Kafka 2.8+; Kafka 4 closes the connection on v0 and v1
 	req.Topics, req.ValidateOnly = topics, validateOnly
 	r, err := c.req.Session.Ask(c.ctx, req)
 	if err != nil {
