@@ -120,6 +120,11 @@ type LoopDeps struct {
 	// every one, and answers for a partition only while Serving allows
 	// (cluster.id; docs/SCALE-OUT.md).
 	Ownership *cluster.Node
+	// ClientCreatesInternalTopics keeps the internal topics a streams
+	// group's heartbeat finds missing for host/authz to create over the
+	// client's own upstream session, instead of creating them as coordhost
+	// (an authenticated external cluster; loop_topics.go).
+	ClientCreatesInternalTopics bool
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -161,6 +166,7 @@ type Loop struct {
 	ends       endOffsetStats
 	workers    chan struct{} // assignor worker slots
 	refreshNow chan struct{}
+	held       heldTopics // with ClientCreatesInternalTopics
 	sigMu      sync.Mutex
 }
 

@@ -177,6 +177,7 @@ type claim struct {
 // that learns it, even while a later round is stepped).
 func (s *shard) Seal() func() {
 	b := s.take()
+	b.create = s.l.holdInternalTopics(b.create) // before the responses that report them go
 	var cl []claim
 	for _, r := range b.responses {
 		if c, ok := s.pending[r.Request]; ok {

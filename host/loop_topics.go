@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/gateway"
@@ -140,4 +143,66 @@ func (l *Loop) TopicsCreated() {
 	case l.refreshNow <- struct{}{}:
 	default:
 	}
+}
+
+// heldTopics are, per streams group, the internal topics its last
+// heartbeat found missing, kept for the client to create
+// (LoopDeps.ClientCreatesInternalTopics): in front of an authenticated
+// cluster they are never created under coordhost's own identity.
+type heldTopics struct {
+	mu sync.Mutex
+	m  map[string][]core.TopicToCreate
+}
+
+// holdInternalTopics keeps ts for InternalTopicsToCreate and returns
+// nothing to create as coordhost, or returns ts unchanged without
+// ClientCreatesInternalTopics. Called before the responses that report
+// the topics missing are released.
+func (l *Loop) holdInternalTopics(ts []core.TopicToCreate) []core.TopicToCreate {
+	if !l.d.ClientCreatesInternalTopics || len(ts) == 0 {
+		return ts
+	}
+	byGroup := map[string][]core.TopicToCreate{}
+	for _, t := range ts {
+		byGroup[t.Group] = append(byGroup[t.Group], t)
+	}
+	l.held.mu.Lock()
+	defer l.held.mu.Unlock()
+	if l.held.m == nil {
+		l.held.m = map[string][]core.TopicToCreate{}
+	}
+	for g, gts := range byGroup {
+		l.held.m[g] = gts
+	}
+	return nil
+}
+
+// InternalTopicsToCreate lists the internal topics group's last heartbeat
+// found missing, as CreateTopics topics, for host/authz to create over
+// the client's session; nil without ClientCreatesInternalTopics.
+func (l *Loop) InternalTopicsToCreate(group string) []kmsg.CreateTopicsRequestTopic {
+	l.held.mu.Lock()
+	ts := l.held.m[group]
+	l.held.mu.Unlock()
+	out := make([]kmsg.CreateTopicsRequestTopic, 0, len(ts))
+	for _, t := range ts {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = t.Name, t.Partitions, t.ReplicationFactor
+		for _, kv := range t.Configs {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = kv.Key, kmsg.StringPtr(kv.Value)
+			ct.Configs = append(ct.Configs, c)
+		}
+		out = append(out, ct)
+	}
+	return out
+}
+
+// InternalTopicsCreated is told that the client created group's internal
+// topics: they are no longer held, and the topic image is refreshed.
+func (l *Loop) InternalTopicsCreated(group string) {
+	l.held.mu.Lock()
+	delete(l.held.m, group)
+	l.held.mu.Unlock()
+	l.TopicsCreated()
 }

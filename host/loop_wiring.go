@@ -68,6 +68,14 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		if ctx == nil {
 			ctx = context.Background()
 		}
+		var hostACLs *authz.HostACLGuard
+		if !cfg.DataPlane.Embedded {
+			var err error
+			if hostACLs, err = checkHostACLs(ctx, s); err != nil {
+				asg.Close(context.Background())
+				return Wiring{}, err
+			}
+		}
 		own, err := ownership(s)
 		if err != nil {
 			asg.Close(context.Background())
@@ -82,6 +90,8 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, Partitions: cmp.Or(cfg.StorePartitions, storeParts), Workers: cfg.Workers,
 			TopicRefresh: topicRefresh, OpenLog: openLog, Ownership: own,
+			// in front of an authenticated cluster, internal topics are created as the client (host/authz)
+			ClientCreatesInternalTopics: !cfg.DataPlane.Embedded && authenticatedUpstream(cfg),
 		})
 		if err != nil {
 			asg.Close(context.Background())
@@ -91,8 +101,11 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		var gc GroupCoordinator = l
 		switch {
 		case !cfg.DataPlane.Embedded: // the external cluster's authorizer decides every group request
-			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired,
-				Log: s.log.With("component", "authz")})
+			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: authenticatedUpstream(cfg),
+				Log: s.log.With("component", "authz"), HostACLs: hostACLs})
+			if cfg.DataPlane.HostACLsInterval > 0 {
+				hostACLs.Start(cfg.DataPlane.HostACLsInterval)
+			}
 		case cfg.Embedded.Enabled(): // the embedded data plane's ACLs, evaluated here
 			gc, err = embeddedAuthz(l, cfg, s)
 			if err != nil {
@@ -106,6 +119,36 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		return w, nil
 	}
+}
+
+// authenticatedUpstream reports whether every client connection
+// authenticates to the external cluster before its group requests.
+func authenticatedUpstream(cfg *config.Config) bool {
+	return cfg.DataPlane.SASLMechanism != "" || cfg.Kafka.SASLRequired
+}
+
+// checkHostACLs lists the external cluster's ACLs over coordhost's own
+// connection and fails start on ACLs restricted to a client host, unless
+// dataplane.authorization.host.acls=ignore (docs/SECURITY.md).
+func checkHostACLs(ctx context.Context, s *Server) (*authz.HostACLGuard, error) {
+	g := authz.NewHostACLGuard(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		return s.dp.Admin().Request(ctx, req)
+	}, s.cfg.DataPlane.IgnoreHostACLs, s.log.With("component", "authz"))
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := g.Check(cctx); err != nil {
+		return nil, err
+	}
+	s.metrics.Gauge("authz_host_acls", "ACLs of the cluster restricted to a client host at the last check (coordhost cannot enforce them).",
+		func() float64 { return float64(g.Found()) })
+	s.metrics.Gauge("authz_host_acls_blocked", "1 while group requests are refused because of ACLs restricted to a client host.",
+		func() float64 {
+			if g.Blocked() {
+				return 1
+			}
+			return 0
+		})
+	return g, nil
 }
 
 // ownership is this node's membership of its cluster's ownership group

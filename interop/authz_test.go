@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/wire"
 	"github.com/coordhost/coordhost/internal/testtool"
 )
@@ -530,6 +531,8 @@ func TestInteropAuthorization(t *testing.T) {
 		}
 	})
 	t.Run("applications", func(t *testing.T) { testAuthorizedApps(t, dir, secure, ch.addr, admin) })
+	t.Run("host-scoped ACLs", func(t *testing.T) { testHostACLs(t, dir, secure, admin) })
+	t.Run("streams internal topics", func(t *testing.T) { testStreamsInternalTopics(t, secure, ch.addr, admin) })
 	t.Run("re-authentication", reauth.check)
 	t.Logf("authorization interop took %v", time.Since(start).Round(time.Second))
 }
@@ -835,4 +838,168 @@ func streamsAnswer(t *testing.T, name string, c *rawConn, req kmsg.Request) stri
 		return strings.Join(parts, " ")
 	}
 	return fmt.Sprintf("%T", resp)
+}
+
+// testHostACLs: an ACL restricted to a client host cannot be enforced by
+// coordhost (the broker sees coordhost's address), so a coordhost started
+// while the broker has one refuses to start, naming the ACL and the
+// setting; with dataplane.authorization.host.acls=ignore it starts with a
+// warning. The ACL is deleted again, so later coordhosts start.
+func testHostACLs(t *testing.T, dir, secure string, admin *kgo.Client) {
+	const host = "192.0.2.44"
+	hostACL := kmsg.NewCreateACLsRequestCreation()
+	hostACL.ResourceType, hostACL.ResourceName, hostACL.ResourcePatternType = rGroup, "hostonly", literal
+	hostACL.Principal, hostACL.Host, hostACL.Operation, hostACL.PermissionType = "User:exact", host, kmsg.ACLOperationRead, deny
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	create := kmsg.NewPtrCreateACLsRequest()
+	create.Creations = append(create.Creations, hostACL)
+	if resp, err := create.RequestWith(ctx, admin); err != nil || resp.Results[0].ErrorCode != 0 {
+		t.Fatalf("CreateACLs with host %s: %v %+v", host, err, resp)
+	}
+	defer func() {
+		del := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = rGroup, kmsg.StringPtr("hostonly"), literal
+		f.Principal, f.Host, f.Operation, f.PermissionType = kmsg.StringPtr("User:exact"), kmsg.StringPtr(host), kmsg.ACLOperationRead, deny
+		del.Filters = append(del.Filters, f)
+		if resp, err := del.RequestWith(ctx, admin); err != nil || resp.Results[0].ErrorCode != 0 || len(resp.Results[0].MatchingACLs) != 1 {
+			t.Fatalf("DeleteACLs with host %s: %v %+v", host, err, resp)
+		}
+	}()
+	flags := []string{"--dataplane.sasl.mechanism=SCRAM-SHA-256", "--dataplane.sasl.username=admin", "--dataplane.sasl.password=" + adminPassword}
+	// the broker lists a new ACL once its metadata has it
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		acls, err := authz.ListHostACLs(ctx, admin.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acls) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker lists %d host-scoped ACLs", len(acls))
+		}
+	}
+	refused := startCoordhostProc(t, dir, "coordhost-hostacl", secure, flags...)
+	if _, _, err := refused.waitLine("coordhost is serving", 0, time.Minute); err == nil || !refused.exited() {
+		t.Fatalf("coordhost did not refuse to start with a host-scoped ACL on the broker (%v)\n%s", err, refused.tail(30))
+	}
+	out := refused.tail(30)
+	for _, want := range []string{"ACLs restricted to a client host", "User:exact from host " + host + " DENY READ on GROUP hostonly (LITERAL)",
+		"dataplane.authorization.host.acls=ignore"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, out)
+		}
+	}
+	ignoring := startCoordhost(t, dir, secure, append(flags, "--dataplane.authorization.host.acls=ignore")...)
+	if lines := ignoring.proc.grep("restricted to a client host", host); len(lines) == 0 || !strings.Contains(lines[0], "WARN") {
+		t.Errorf("no warning names the host-scoped ACL: %q", lines)
+	}
+	if err := ignoring.proc.stop(30 * time.Second); err != nil {
+		t.Log(err)
+	}
+}
+
+// startCoordhostProc starts coordhost in front of dataplane without
+// waiting for it to serve.
+func startCoordhostProc(t *testing.T, dir, name, dataplane string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"serve", fmt.Sprintf("--kafka.listen=127.0.0.1:%d", freePort(t)), fmt.Sprintf("--admin.listen=127.0.0.1:%d", freePort(t)),
+		"--data.dir=" + filepath.Join(t.TempDir(), "coordhost-data"), "--dataplane.mode=external", "--dataplane.bootstrap=" + dataplane}, coordhostFlags...)
+	return startProc(t, name, dir, coordhostBinary(t), append(args, extra...)...)
+}
+
+// testStreamsInternalTopics: noacl may READ groups and DESCRIBE topics
+// starting with itc-, but not CREATE. A streams member whose topology
+// needs a changelog topic gets, through coordhost as from the broker, the
+// MISSING_INTERNAL_TOPICS status naming the unauthorized CREATE (the same
+// text but for the group name), and the topic is not created. With CREATE
+// on the prefix, the next heartbeats create it on both (coordhost over the
+// member's own session, never as its own user). Each side has its own
+// group, so its own changelog topic.
+func testStreamsInternalTopics(t *testing.T, secure, chAddr string, admin *kgo.Client) {
+	createTopics(t, admin, 1, "itc-src")
+	createACLs(t, admin, []acl{
+		{"User:noacl", rGroup, "itc-", prefixed, kmsg.ACLOperationRead, allow},
+		{"User:noacl", rTopic, "itc-", prefixed, kmsg.ACLOperationDescribe, allow},
+	})
+	sides := map[string]string{"broker": secure, "coordhost": chAddr}
+	conns := map[string]*rawConn{}
+	joins := map[string]*kmsg.StreamsGroupHeartbeatRequest{}
+	for name, addr := range sides {
+		c := dialKafka(t, addr)
+		if err := c.login("noacl", "SCRAM-SHA-256"); err != nil {
+			t.Fatal(err)
+		}
+		group := "itc-" + name
+		join := groupRequests(group, 0)[15].(*kmsg.StreamsGroupHeartbeatRequest)
+		join.MemberID = "itc-member-" + name
+		join.Topology.Subtopologies[0].SourceTopics = []string{"itc-src"}
+		join.Topology.Subtopologies[0].StateChangelogTopics = []kmsg.TopicInfo{{Topic: group + "-store-changelog"}}
+		conns[name], joins[name] = c, join
+	}
+	// the status of MISSING_INTERNAL_TOPICS, the group's name made neutral
+	missing := func(name string) (string, int32) {
+		resp, err := conns[name].do(joins[name])
+		if err != nil {
+			t.Fatalf("%s: streams heartbeat: %v", name, err)
+		}
+		hb := resp.(*kmsg.StreamsGroupHeartbeatResponse)
+		if hb.ErrorCode != 0 {
+			t.Fatalf("%s: streams heartbeat: %v", name, kerr.ErrorForCode(hb.ErrorCode))
+		}
+		if hb.MemberEpoch > 0 { // the topology goes with the join only
+			joins[name].Topology = nil
+		}
+		for _, s := range hb.Status {
+			if s.StatusCode == 3 {
+				return strings.ReplaceAll(s.StatusDetail, "itc-"+name, "itc-GROUP"), hb.MemberEpoch
+			}
+		}
+		return "", hb.MemberEpoch
+	}
+	exists := func(name string) bool {
+		topic := "itc-" + name + "-store-changelog"
+		md := kmsg.NewPtrMetadataRequest()
+		md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := md.RequestWith(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].ErrorCode == 0
+	}
+	details := map[string]string{}
+	for name := range sides {
+		// coordhost learns of itc-src with its next topic refresh
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			d, epoch := missing(name)
+			joins[name].MemberEpoch = epoch
+			if strings.Contains(d, "Unauthorized") || time.Now().After(deadline) {
+				details[name] = d
+				break
+			}
+		}
+	}
+	want := "Internal topics are missing: itc-GROUP-store-changelog; Unauthorized to CREATE on topics itc-GROUP-store-changelog."
+	if details["broker"] != details["coordhost"] || !strings.Contains(details["broker"], "Unauthorized to CREATE on topics itc-GROUP-store-changelog") {
+		t.Errorf("without CREATE, MISSING_INTERNAL_TOPICS:\nbroker    %q\ncoordhost %q\n(expected like %q)", details["broker"], details["coordhost"], want)
+	}
+	for name := range sides {
+		if exists(name) {
+			t.Errorf("%s: the changelog topic was created without CREATE", name)
+		}
+	}
+
+	createACLs(t, admin, []acl{{"User:noacl", rTopic, "itc-", prefixed, kmsg.ACLOperationCreate, allow}})
+	for name := range sides {
+		for deadline := time.Now().Add(20 * time.Second); !exists(name); time.Sleep(250 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the changelog topic was not created with CREATE (status %q)", name, details[name])
+			}
+			details[name], joins[name].MemberEpoch = missing(name)
+		}
+	}
 }

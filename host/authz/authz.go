@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/wire"
@@ -43,6 +44,10 @@ type Config struct {
 	// Local, when set, decides every request itself instead of asking the
 	// cluster (the embedded data plane's users and ACLs).
 	Local *Local
+	// HostACLs, when set, refuses group requests (COORDINATOR_NOT_AVAILABLE)
+	// while it finds ACLs restricted to a client host on the cluster, and
+	// is stopped by Shutdown.
+	HostACLs *HostACLGuard
 }
 
 // ErrUnauthenticated is returned (closing the connection) for a group
@@ -71,8 +76,25 @@ func New(inner Handler, cfg Config) *Coordinator {
 
 // Shutdown stops the wrapped Handler when it has a Shutdown method.
 func (a *Coordinator) Shutdown(ctx context.Context) error {
+	if a.cfg.HostACLs != nil {
+		a.cfg.HostACLs.Stop()
+	}
 	if d, ok := a.inner.(interface{ Shutdown(context.Context) error }); ok {
 		return d.Shutdown(ctx)
+	}
+	return nil
+}
+
+// Ready fails while host-scoped ACLs are refused, else is the wrapped
+// Handler's readiness when it has a Ready method.
+func (a *Coordinator) Ready() error {
+	if a.cfg.HostACLs != nil {
+		if err := a.cfg.HostACLs.Ready(); err != nil {
+			return err
+		}
+	}
+	if r, ok := a.inner.(interface{ Ready() error }); ok {
+		return r.Ready()
 	}
 	return nil
 }
@@ -88,6 +110,9 @@ func (a *Coordinator) Handle(ctx context.Context, req *wire.Request) (kmsg.Respo
 	}
 	if req.Session == nil && a.cfg.Local == nil {
 		return nil, fmt.Errorf("%s: no upstream session to ask the cluster's authorizer", kmsg.NameForKey(req.Key))
+	}
+	if a.cfg.HostACLs != nil && a.cfg.HostACLs.Blocked() { // fail closed: logged by the guard
+		return wire.ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
 	}
 	c := &check{a: a, req: req, ctx: ctx}
 	resp, err := c.handle()

@@ -121,7 +121,11 @@ func (c *check) streamsGroupHeartbeat(b *kmsg.StreamsGroupHeartbeatRequest) (kms
 		}
 	}
 	if len(refused) == 0 {
-		return c.inner(b)
+		resp, err := c.inner(b)
+		if err != nil {
+			return nil, err
+		}
+		return c.createInternalTopics(b, resp)
 	}
 	resp := denied(b, codeTopic).(*kmsg.StreamsGroupHeartbeatResponse)
 	resp.ErrorMessage = kmsg.StringPtr("Unauthorized topics: " + strings.Join(refused, ", "))

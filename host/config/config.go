@@ -112,6 +112,10 @@ type DataPlane struct {
 	// CertTokens: dataplane.authorization.client.certificates =
 	// delegation-tokens.
 	CertTokens bool
+	// IgnoreHostACLs: dataplane.authorization.host.acls = ignore.
+	IgnoreHostACLs bool
+	// HostACLsInterval: dataplane.authorization.host.acls.check.interval.
+	HostACLsInterval time.Duration
 }
 
 // Store is the store.kind and store.kafka.* section.
@@ -334,8 +338,10 @@ func fromValues(v map[string]any) (*Config, error) {
 			Partitions: int(v["dataplane.partitions"].(int64)),
 			TLS:        v["dataplane.tls.enabled"].(bool), TLSCAFile: v["dataplane.tls.ca.file"].(string), TLSServerName: v["dataplane.tls.server.name"].(string),
 			SASLUser: v["dataplane.sasl.username"].(string), SASLPassword: v["dataplane.sasl.password"].(string),
-			AuthzCacheTTL: v["dataplane.authorization.cache.ttl"].(time.Duration),
-			CertTokens:    v["dataplane.authorization.client.certificates"].(string) == "delegation-tokens",
+			AuthzCacheTTL:    v["dataplane.authorization.cache.ttl"].(time.Duration),
+			CertTokens:       v["dataplane.authorization.client.certificates"].(string) == "delegation-tokens",
+			IgnoreHostACLs:   v["dataplane.authorization.host.acls"].(string) == "ignore",
+			HostACLsInterval: v["dataplane.authorization.host.acls.check.interval"].(time.Duration),
 		},
 		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
 			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
