@@ -58,8 +58,8 @@ func testClientCertificates(t *testing.T, dir, secure string, pki *testtool.PKI)
 			t.Errorf("heartbeat as %s with a certificate: refused %v, want %v (the SASL principal decides)", user, got, refused)
 		}
 	}
-	lines := ch.proc.grep(`certificate="User:CN=alice,OU=eng"`)
-	if len(lines) != 1 || len(ch.proc.grep("principal=User:noacl")) != 1 {
+	lines := ch.proc.grepWithin(5*time.Second, `certificate="User:CN=alice,OU=eng"`)
+	if len(lines) != 1 || len(ch.proc.grepWithin(5*time.Second, "principal=User:noacl")) != 1 {
 		t.Errorf("audit lines naming the certificate: %q", lines)
 	}
 }
@@ -129,7 +129,7 @@ func testCertificatePrincipals(t *testing.T, dir, secure, ssl string, pki *testt
 			}
 		})
 	}
-	if lines := ch.proc.grep(`principal="User:CN=certno"`); len(lines) == 0 || !strings.Contains(lines[0], "authorization denied") {
+	if lines := ch.proc.grepWithin(5*time.Second, `principal="User:CN=certno"`); len(lines) == 0 || !strings.Contains(lines[0], "authorization denied") {
 		t.Errorf("no audit line names the certificate's principal: %q", lines)
 	}
 }

@@ -164,6 +164,20 @@ func (p *proc) lineCount() int {
 }
 
 // grep returns the output lines that contain any of substrs (case-insensitive).
+// grepWithin is grep once some line matches, or after d: a process's
+// output is read in the background, so a line it logged while answering
+// a request may reach p.lines a moment after the answer.
+func (p *proc) grepWithin(d time.Duration, substrs ...string) []string {
+	deadline := time.Now().Add(d)
+	for {
+		lines := p.grep(substrs...)
+		if len(lines) > 0 || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (p *proc) grep(substrs ...string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
