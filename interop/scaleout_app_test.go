@@ -35,8 +35,17 @@ func TestScaleOutStreamsApp(t *testing.T) {
 	var rows []phaseRow
 	var summary []string
 	run := func(name string, f func(a *scaleOutApp)) {
-		t.Run(name, func(t *testing.T) {
-			a := newScaleOutApp(t, dir, b, nodes, "scaleout-app-"+name)
+		// Every subtest starts on three nodes: one a failed subtest left
+		// dead is started again.
+		for _, n := range nodes {
+			if n.proc.exited() {
+				restartScaleOutNode(t, n)
+			}
+		}
+		waitScaleOut(t, nodes, 2*time.Minute)
+		t.Run(name, func(st *testing.T) {
+			a := newScaleOutApp(st, dir, b, nodes, "scaleout-app-"+name)
+			a.top = t
 			f(a)
 			r, line := a.finish()
 			rows = append(rows, r...)
@@ -86,6 +95,7 @@ func TestScaleOutStreamsApp(t *testing.T) {
 type scaleOutApp struct {
 	*scenarioRun
 	nodes   []*scaleOutNode
+	top     *testing.T // the whole test's: a node restarted here outlives the subtest
 	started time.Time
 	victim  *scaleOutNode
 	killed  string        // the kill's phase
@@ -178,11 +188,8 @@ func (a *scaleOutApp) restartNode() {
 	a.must("phase", a.lg.phase("node-back"))
 	v := a.victim
 	a.others = append(a.others, v.proc)
-	v.proc = startProc(a.t, "coordhost", v.logDir, coordhostBinary(a.t), v.args...)
+	restartScaleOutNode(a.top, v)
 	a.others = append(a.others, v.proc)
-	if _, _, err := v.proc.waitLine("coordhost is serving", 0, time.Minute); err != nil {
-		a.t.Fatalf("restarted node: %v\n%s", err, v.proc.tail(60))
-	}
 	waitScaleOut(a.t, a.nodes, 2*time.Minute)
 	time.Sleep(settleDelay)
 	a.must("output after the node is back", a.caughtUp(startBound))
@@ -212,4 +219,14 @@ func (a *scaleOutApp) finish() ([]phaseRow, string) {
 	return rows, fmt.Sprintf("SCALEOUT-APP %s: %v in all; kill -> group described %v, -> output caught up %v; max processing gap of the kill phase %v (%s); in %d out %d, %s; lost-task lines %d",
 		a.name, time.Since(a.started).Round(time.Second), a.served.Round(time.Millisecond), a.resumed.Round(time.Millisecond),
 		gap, worst, r.In, r.Out, r.verdict(), len(lost))
+}
+
+// restartScaleOutNode starts node n again on its address and data
+// directory, its process bound to t.
+func restartScaleOutNode(t *testing.T, n *scaleOutNode) {
+	t.Helper()
+	n.proc = startProc(t, "coordhost", n.logDir, coordhostBinary(t), n.args...)
+	if _, _, err := n.proc.waitLine("coordhost is serving", 0, time.Minute); err != nil {
+		t.Fatalf("restarted node: %v\n%s", err, n.proc.tail(60))
+	}
 }
