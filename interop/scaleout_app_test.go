@@ -39,7 +39,9 @@ func TestScaleOutStreamsApp(t *testing.T) {
 		// dead is started again.
 		for _, n := range nodes {
 			if n.proc.exited() {
-				restartScaleOutNode(t, n)
+				if err := restartScaleOutNode(t, n); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		waitScaleOut(t, nodes, 2*time.Minute)
@@ -188,7 +190,7 @@ func (a *scaleOutApp) restartNode() {
 	a.must("phase", a.lg.phase("node-back"))
 	v := a.victim
 	a.others = append(a.others, v.proc)
-	restartScaleOutNode(a.top, v)
+	a.must("restart the killed node", restartScaleOutNode(a.top, v))
 	a.others = append(a.others, v.proc)
 	waitScaleOut(a.t, a.nodes, 2*time.Minute)
 	time.Sleep(settleDelay)
@@ -222,11 +224,11 @@ func (a *scaleOutApp) finish() ([]phaseRow, string) {
 }
 
 // restartScaleOutNode starts node n again on its address and data
-// directory, its process bound to t.
-func restartScaleOutNode(t *testing.T, n *scaleOutNode) {
-	t.Helper()
+// directory, its process bound to t (ended with t's cleanup).
+func restartScaleOutNode(t *testing.T, n *scaleOutNode) error {
 	n.proc = startProc(t, "coordhost", n.logDir, coordhostBinary(t), n.args...)
 	if _, _, err := n.proc.waitLine("coordhost is serving", 0, time.Minute); err != nil {
-		t.Fatalf("restarted node: %v\n%s", err, n.proc.tail(60))
+		return fmt.Errorf("restarted node: %v\n%s", err, n.proc.tail(60))
 	}
+	return nil
 }
