@@ -106,7 +106,7 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // settings, core's Loaded, and one end-offset fetch for its groups.
 func (s *shard) loaded(now int64) {
 	topics := s.l.topics
-	if s.l.d.Ownership != nil {
+	if s.l.d.Ownership != nil && s.l.d.DataPlane != nil {
 		// A node of a cluster loads partitions long after it started (a
 		// take-over), and the periodic refresh hands a new image only to
 		// the partitions loaded when the image changed: the image from
