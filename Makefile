@@ -107,9 +107,9 @@ bench-compare:
 		$(GO) test -count=1 -v -timeout 120m -run 'TestBenchCompare$$' ./interop
 
 .PHONY: scaleout
-## scaleout: three coordhost processes of one cluster on real Kafka 4.4, SIGKILL of the busiest partition's owner mid-rebalance, and a SIGSTOP/SIGCONT zombie owner (docs/SCALE-OUT.md; two broker starts, a few minutes)
+## scaleout: three coordhost processes of one cluster on real Kafka 4.4, SIGKILL of the busiest partition's owner mid-rebalance, a SIGSTOP/SIGCONT zombie owner, and the interop Streams app across a SIGKILL of its group's owner (classic, streams, mid online migration) (docs/SCALE-OUT.md; three broker starts, about 10 minutes)
 scaleout:
-	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestScaleOut' ./interop
+	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 30m -run 'TestScaleOut' ./interop
 
 .PHONY: sim-validate
 

@@ -105,8 +105,21 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // loaded prepares a replayed partition: the topic image, each group's
 // settings, core's Loaded, and one end-offset fetch for its groups.
 func (s *shard) loaded(now int64) {
-	if s.l.topics != nil {
-		s.c.UpdateTopics(now, s.l.topics)
+	topics := s.l.topics
+	if s.l.d.Ownership != nil && s.l.d.DataPlane != nil {
+		// A node of a cluster loads partitions long after it started (a
+		// take-over), and the periodic refresh hands a new image only to
+		// the partitions loaded when the image changed: the image from
+		// the start would miss every topic created since, and a streams
+		// group taken over would report its source topics missing.
+		if ts, _, err := s.l.fetchTopics(); err == nil {
+			topics = ts
+		} else {
+			s.l.log.Warn("topic metadata refresh on load failed; using the image from the start", "err", err)
+		}
+	}
+	if topics != nil {
+		s.c.UpdateTopics(now, topics)
 		s.c.Commit()
 	}
 	s.l.dynMu.RLock()
