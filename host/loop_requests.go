@@ -142,7 +142,14 @@ func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.O
 		if d.ErrorCode != 0 {
 			return wire.ErrorResponse(body, d.ErrorCode), nil
 		}
-		resp, ferr := l.offsetStore().CommitOffsets(l.ctx, body)
+		w, err := l.offsetWriter(req)
+		if err != nil {
+			return l.unsent(body, body.Group, err), nil
+		}
+		resp, ferr := w.CommitOffsets(l.ctx, body)
+		if loginRefused(ferr) {
+			return l.unsent(body, body.Group, ferr), nil
+		}
 		if ferr != nil {
 			l.log.Warn("offset commit forwarding failed; reading the outcome back", "group", body.Group, "err", ferr)
 			return l.settleCommit(body), nil
@@ -168,7 +175,14 @@ func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kms
 		if d.ErrorCode != 0 {
 			return wire.ErrorResponse(body, d.ErrorCode), nil
 		}
-		resp, ferr := l.offsetStore().TxnCommitOffsets(l.ctx, body)
+		w, err := l.offsetWriter(req)
+		if err != nil {
+			return l.unsent(body, body.Group, err), nil
+		}
+		resp, ferr := w.TxnCommitOffsets(l.ctx, body)
+		if loginRefused(ferr) {
+			return l.unsent(body, body.Group, ferr), nil
+		}
 		if ferr != nil {
 			l.log.Warn("transactional offset commit forwarding failed; reading the group back", "group", body.Group, "err", ferr)
 			l.readBackGroup(body.Group)
@@ -326,7 +340,14 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 	// authorization): the data plane answers for the group as Kafka does
 	// (GROUP_ID_NOT_FOUND when it has no offsets)
 	if len(allowed.Topics) > 0 || (len(body.Topics) == 0 && d.NotHeld) {
-		r, err := l.offsetStore().DeleteOffsets(l.ctx, &allowed)
+		w, err := l.offsetWriter(req)
+		if err != nil {
+			return l.unsent(body, body.Group, err), nil
+		}
+		r, err := w.DeleteOffsets(l.ctx, &allowed)
+		if loginRefused(err) {
+			return l.unsent(body, body.Group, err), nil
+		}
 		if err != nil {
 			l.log.Warn("offset delete forwarding failed; reading the group back", "group", body.Group, "err", err)
 			l.readBackGroup(body.Group)

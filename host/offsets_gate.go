@@ -2,10 +2,14 @@ package host
 
 import (
 	"context"
+	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/coordhost/coordhost/host/gateway"
 	"github.com/coordhost/coordhost/host/offsets"
+	"github.com/coordhost/coordhost/host/wire"
 )
 
 // A group's offset requests are serialized per group by its offset gate
@@ -54,3 +58,42 @@ func (l *Loop) readBackGroup(group string) {
 func (l *Loop) settleCommit(req *kmsg.OffsetCommitRequest) kmsg.Response {
 	return offsets.SettleCommit(l.ctx, l.offsetStore(), l.log, req)
 }
+
+// offsetWriter is the writer of req's offsets: with LoopDeps.OffsetsAs, a
+// connection logged in as the client's principal (never coordhost's
+// identity); otherwise the offset store. Reads (OffsetFetch, and the
+// read-back that settles an unknown outcome) stay on the offset store:
+// they write nothing, and a read-back the principal could no longer make
+// would hold the group's offset queue.
+func (l *Loop) offsetWriter(req *wire.Request) (offsets.Writer, error) {
+	if l.d.OffsetsAs == nil {
+		return l.offsetStore(), nil
+	}
+	return l.d.OffsetsAs(requestPrincipal(req))
+}
+
+// requestPrincipal is the principal the cluster authenticated req's
+// connection as: a certificate's with delegation tokens, else User: and
+// the SASL user ("" when there is none).
+func requestPrincipal(req *wire.Request) string {
+	switch {
+	case req.CertAuthenticated:
+		return req.CertPrincipal
+	case req.Authenticated && req.SASLUser != "":
+		return "User:" + req.SASLUser
+	}
+	return ""
+}
+
+// unsent answers body when its offsets were not sent as the client's
+// principal (no writer for it, or a login the cluster refused: nothing
+// was written): COORDINATOR_NOT_AVAILABLE, which clients retry as they do
+// when a coordinator cannot write.
+func (l *Loop) unsent(body kmsg.Request, group string, err error) kmsg.Response {
+	l.log.Warn("offsets not written: no data-plane session as the client's principal", "group", group, "api", kmsg.NameForKey(body.Key()), "err", err)
+	return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code)
+}
+
+// loginRefused tells whether a write as the client's principal was not
+// sent because the cluster refused the login.
+func loginRefused(err error) bool { return errors.Is(err, gateway.ErrLoginRefused) }

@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+)
+
+// PrincipalClients writes offsets to the data plane as the client's own
+// principal (dataplane.offsets.identity=client): each principal gets its
+// own client, logged in with a mechanism Login gives for it (a delegation
+// token the principal owns, authz.Tokens), so the cluster authorizes
+// every offset write for that principal and nothing is written under
+// coordhost's identity. The clients are a small pool: at most Max, the
+// least recently used closed first, and any idle for Idle closed.
+type PrincipalClients struct {
+	d     *DataPlane
+	login func(principal string) sasl.Mechanism
+	max   int
+	idle  time.Duration
+	now   func() time.Time
+
+	mu sync.Mutex
+	m  map[string]*principalClient
+}
+
+type principalClient struct {
+	cl   *kgo.Client
+	used time.Time
+}
+
+// PrincipalOpts configures a pool of principal clients.
+type PrincipalOpts struct {
+	// Login is the SASL mechanism that logs a connection in as principal;
+	// it is asked at every login, so a token is renewed by it.
+	Login func(principal string) sasl.Mechanism
+	// Max bounds the open clients (default 16); Idle closes a client
+	// unused that long (default 5 minutes).
+	Max  int
+	Idle time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// PrincipalClients returns an empty pool of clients of d that log in as
+// their principal.
+func (d *DataPlane) PrincipalClients(o PrincipalOpts) *PrincipalClients {
+	if o.Max <= 0 {
+		o.Max = 16
+	}
+	if o.Idle <= 0 {
+		o.Idle = 5 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &PrincipalClients{d: d, login: o.Login, max: o.Max, idle: o.Idle, now: o.Now, m: map[string]*principalClient{}}
+}
+
+// LoginPropagation bounds the retries of a login the cluster refused: a
+// delegation token just created reaches every broker with the cluster's
+// metadata a moment after CreateDelegationToken answered. A refused login
+// sends nothing, so a retry cannot write twice.
+const LoginPropagation = 5 * time.Second
+
+// ErrLoginRefused wraps the error of a principal's login the cluster
+// refused: the request was not sent, so nothing was written.
+var ErrLoginRefused = errors.New("the data plane refused the principal's login")
+
+// For returns the offset writer of principal, opening its client on
+// first use.
+func (p *PrincipalClients) For(principal string) (*PrincipalOffsets, error) {
+	if principal == "" {
+		return nil, errors.New("offsets as the client: the connection has no principal")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	for name, c := range p.m {
+		if now.Sub(c.used) >= p.idle {
+			c.cl.Close()
+			delete(p.m, name)
+		}
+	}
+	if c, ok := p.m[principal]; ok {
+		c.used = now
+		return &PrincipalOffsets{d: p.d, cl: c.cl, principal: principal}, nil
+	}
+	for len(p.m) >= p.max {
+		var oldest string
+		for name, c := range p.m {
+			if oldest == "" || c.used.Before(p.m[oldest].used) {
+				oldest = name
+			}
+		}
+		p.m[oldest].cl.Close()
+		delete(p.m, oldest)
+	}
+	cl, err := kgo.NewClient(append(p.d.clientOpts(), kgo.SASL(p.login(principal)))...)
+	if err != nil {
+		return nil, fmt.Errorf("offsets as %s: %w", principal, err)
+	}
+	p.m[principal] = &principalClient{cl: cl, used: now}
+	return &PrincipalOffsets{d: p.d, cl: cl, principal: principal}, nil
+}
+
+// Open is the number of open clients.
+func (p *PrincipalClients) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.m)
+}
+
+// Close closes every client.
+func (p *PrincipalClients) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, c := range p.m {
+		c.cl.Close()
+		delete(p.m, name)
+	}
+}
+
+// PrincipalOffsets writes offsets as one principal (offsets.Writer).
+type PrincipalOffsets struct {
+	d         *DataPlane
+	cl        *kgo.Client
+	principal string
+}
+
+// CommitOffsets stores an allowed OffsetCommit as the principal.
+func (o *PrincipalOffsets) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+	return asPrincipal(ctx, o.principal, func() (*kmsg.OffsetCommitResponse, error) { return o.d.commitOffsets(ctx, o.cl, req) })
+}
+
+// TxnCommitOffsets stores an allowed TxnOffsetCommit as the principal.
+func (o *PrincipalOffsets) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
+	return asPrincipal(ctx, o.principal, func() (*kmsg.TxnOffsetCommitResponse, error) { return o.d.txnCommitOffsets(ctx, o.cl, req) })
+}
+
+// DeleteOffsets deletes the offsets of an allowed OffsetDelete as the principal.
+func (o *PrincipalOffsets) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error) {
+	return asPrincipal(ctx, o.principal, func() (*kmsg.OffsetDeleteResponse, error) { return deleteOffsets(ctx, o.cl, req) })
+}
+
+// asPrincipal runs send, again while the cluster refuses the principal's
+// login for up to LoginPropagation; a login still refused is
+// ErrLoginRefused.
+func asPrincipal[R any](ctx context.Context, principal string, send func() (R, error)) (R, error) {
+	deadline := time.Now().Add(LoginPropagation)
+	for {
+		r, err := send()
+		if err == nil || !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			return r, err
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("%w (%s): %w", ErrLoginRefused, principal, err)
+		}
+		select {
+		case <-ctx.Done():
+			return r, fmt.Errorf("%w (%s): %w", ErrLoginRefused, principal, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
