@@ -147,7 +147,7 @@ func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.O
 			return l.unsent(body, body.Group, err), nil
 		}
 		resp, ferr := w.CommitOffsets(l.ctx, body)
-		if loginRefused(ferr) {
+		if notSent(ferr) {
 			return l.unsent(body, body.Group, ferr), nil
 		}
 		if ferr != nil {
@@ -180,7 +180,7 @@ func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kms
 			return l.unsent(body, body.Group, err), nil
 		}
 		resp, ferr := w.TxnCommitOffsets(l.ctx, body)
-		if loginRefused(ferr) {
+		if notSent(ferr) {
 			return l.unsent(body, body.Group, ferr), nil
 		}
 		if ferr != nil {
@@ -345,7 +345,7 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 			return l.unsent(body, body.Group, err), nil
 		}
 		r, err := w.DeleteOffsets(l.ctx, &allowed)
-		if loginRefused(err) {
+		if notSent(err) {
 			return l.unsent(body, body.Group, err), nil
 		}
 		if err != nil {

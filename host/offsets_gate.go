@@ -86,14 +86,22 @@ func requestPrincipal(req *wire.Request) string {
 }
 
 // unsent answers body when its offsets were not sent as the client's
-// principal (no writer for it, or a login the cluster refused: nothing
-// was written): COORDINATOR_NOT_AVAILABLE, which clients retry as they do
-// when a coordinator cannot write.
+// principal, so nothing was written: no writer for it, or the cluster
+// refused the principal's login (COORDINATOR_NOT_AVAILABLE, which clients
+// retry as they do when a coordinator cannot write), or refused to find
+// the group's coordinator for it (its own authorization error, the one
+// the client gets from the cluster).
 func (l *Loop) unsent(body kmsg.Request, group string, err error) kmsg.Response {
-	l.log.Warn("offsets not written: no data-plane session as the client's principal", "group", group, "api", kmsg.NameForKey(body.Key()), "err", err)
-	return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code)
+	code := kerr.CoordinatorNotAvailable.Code
+	for _, ke := range []*kerr.Error{kerr.GroupAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed} {
+		if errors.Is(err, ke) && !errors.Is(err, gateway.ErrLoginRefused) {
+			code = ke.Code
+		}
+	}
+	l.log.Warn("offsets not written: not sent as the client's principal", "group", group, "api", kmsg.NameForKey(body.Key()), "err", err)
+	return wire.ErrorResponse(body, code)
 }
 
-// loginRefused tells whether a write as the client's principal was not
-// sent because the cluster refused the login.
-func loginRefused(err error) bool { return errors.Is(err, gateway.ErrLoginRefused) }
+// notSent tells whether a write as the client's principal was not sent
+// (gateway.ErrNotSent).
+func notSent(err error) bool { return errors.Is(err, gateway.ErrNotSent) }

@@ -23,9 +23,12 @@ import (
 type PrincipalClients struct {
 	d     *DataPlane
 	login func(principal string) sasl.Mechanism
-	max   int
-	idle  time.Duration
-	now   func() time.Time
+	// refused is told a principal whose login stayed refused.
+	refused func(principal string)
+	max     int
+	idle    time.Duration
+	retry   time.Duration
+	now     func() time.Time
 
 	mu sync.Mutex
 	m  map[string]*principalClient
@@ -41,10 +44,16 @@ type PrincipalOpts struct {
 	// Login is the SASL mechanism that logs a connection in as principal;
 	// it is asked at every login, so a token is renewed by it.
 	Login func(principal string) sasl.Mechanism
+	// LoginRefused, when set, is told a principal whose login the cluster
+	// kept refusing (its token is then dropped).
+	LoginRefused func(principal string)
 	// Max bounds the open clients (default 16); Idle closes a client
 	// unused that long (default 5 minutes).
 	Max  int
 	Idle time.Duration
+	// Retry bounds the retries of a refused login (default
+	// LoginPropagation).
+	Retry time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -58,10 +67,13 @@ func (d *DataPlane) PrincipalClients(o PrincipalOpts) *PrincipalClients {
 	if o.Idle <= 0 {
 		o.Idle = 5 * time.Minute
 	}
+	if o.Retry <= 0 {
+		o.Retry = LoginPropagation
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &PrincipalClients{d: d, login: o.Login, max: o.Max, idle: o.Idle, now: o.Now, m: map[string]*principalClient{}}
+	return &PrincipalClients{d: d, login: o.Login, refused: o.LoginRefused, max: o.Max, idle: o.Idle, retry: o.Retry, now: o.Now, m: map[string]*principalClient{}}
 }
 
 // LoginPropagation bounds the retries of a login the cluster refused: a
@@ -70,8 +82,14 @@ func (d *DataPlane) PrincipalClients(o PrincipalOpts) *PrincipalClients {
 // sends nothing, so a retry cannot write twice.
 const LoginPropagation = 5 * time.Second
 
-// ErrLoginRefused wraps the error of a principal's login the cluster
-// refused: the request was not sent, so nothing was written.
+// ErrNotSent wraps the error of an offset write as a principal that was
+// not sent, so wrote nothing: the cluster refused the principal's login
+// (ErrLoginRefused), or refused to find the group's coordinator for it
+// (its GROUP_AUTHORIZATION_FAILED or TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// is in the chain).
+var ErrNotSent = errors.New("offsets not sent as the client's principal")
+
+// ErrLoginRefused: the cluster refused the principal's login.
 var ErrLoginRefused = errors.New("the data plane refused the principal's login")
 
 // For returns the offset writer of principal, opening its client on
@@ -91,7 +109,7 @@ func (p *PrincipalClients) For(principal string) (*PrincipalOffsets, error) {
 	}
 	if c, ok := p.m[principal]; ok {
 		c.used = now
-		return &PrincipalOffsets{d: p.d, cl: c.cl, principal: principal}, nil
+		return &PrincipalOffsets{p: p, cl: c.cl, principal: principal}, nil
 	}
 	for len(p.m) >= p.max {
 		var oldest string
@@ -108,14 +126,18 @@ func (p *PrincipalClients) For(principal string) (*PrincipalOffsets, error) {
 		return nil, fmt.Errorf("offsets as %s: %w", principal, err)
 	}
 	p.m[principal] = &principalClient{cl: cl, used: now}
-	return &PrincipalOffsets{d: p.d, cl: cl, principal: principal}, nil
+	return &PrincipalOffsets{p: p, cl: cl, principal: principal}, nil
 }
 
-// Open is the number of open clients.
-func (p *PrincipalClients) Open() int {
+// open is the set of principals with an open client.
+func (p *PrincipalClients) open() map[string]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.m)
+	out := map[string]bool{}
+	for name := range p.m {
+		out[name] = true
+	}
+	return out
 }
 
 // Close closes every client.
@@ -130,42 +152,49 @@ func (p *PrincipalClients) Close() {
 
 // PrincipalOffsets writes offsets as one principal (offsets.Writer).
 type PrincipalOffsets struct {
-	d         *DataPlane
+	p         *PrincipalClients
 	cl        *kgo.Client
 	principal string
 }
 
 // CommitOffsets stores an allowed OffsetCommit as the principal.
 func (o *PrincipalOffsets) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
-	return asPrincipal(ctx, o.principal, func() (*kmsg.OffsetCommitResponse, error) { return o.d.commitOffsets(ctx, o.cl, req) })
+	return asPrincipal(ctx, o, func() (*kmsg.OffsetCommitResponse, error) { return o.p.d.commitOffsets(ctx, o.cl, req) })
 }
 
 // TxnCommitOffsets stores an allowed TxnOffsetCommit as the principal.
 func (o *PrincipalOffsets) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
-	return asPrincipal(ctx, o.principal, func() (*kmsg.TxnOffsetCommitResponse, error) { return o.d.txnCommitOffsets(ctx, o.cl, req) })
+	return asPrincipal(ctx, o, func() (*kmsg.TxnOffsetCommitResponse, error) { return o.p.d.txnCommitOffsets(ctx, o.cl, req) })
 }
 
 // DeleteOffsets deletes the offsets of an allowed OffsetDelete as the principal.
 func (o *PrincipalOffsets) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error) {
-	return asPrincipal(ctx, o.principal, func() (*kmsg.OffsetDeleteResponse, error) { return deleteOffsets(ctx, o.cl, req) })
+	return asPrincipal(ctx, o, func() (*kmsg.OffsetDeleteResponse, error) { return deleteOffsets(ctx, o.cl, req) })
 }
 
 // asPrincipal runs send, again while the cluster refuses the principal's
-// login for up to LoginPropagation; a login still refused is
+// login for up to the pool's Retry; a login still refused is
 // ErrLoginRefused.
-func asPrincipal[R any](ctx context.Context, principal string, send func() (R, error)) (R, error) {
-	deadline := time.Now().Add(LoginPropagation)
+func asPrincipal[R any](ctx context.Context, o *PrincipalOffsets, send func() (R, error)) (R, error) {
+	deadline := time.Now().Add(o.p.retry)
 	for {
 		r, err := send()
-		if err == nil || !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.Is(err, kerr.GroupAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+			return r, fmt.Errorf("%w (%s): %w", ErrNotSent, o.principal, err)
+		case !errors.Is(err, kerr.SaslAuthenticationFailed):
 			return r, err
 		}
-		if time.Now().After(deadline) {
-			return r, fmt.Errorf("%w (%s): %w", ErrLoginRefused, principal, err)
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if o.p.refused != nil {
+				o.p.refused(o.principal)
+			}
+			return r, fmt.Errorf("%w: %w (%s): %w", ErrNotSent, ErrLoginRefused, o.principal, err)
 		}
 		select {
 		case <-ctx.Done():
-			return r, fmt.Errorf("%w (%s): %w", ErrLoginRefused, principal, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
