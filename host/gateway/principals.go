@@ -37,6 +37,10 @@ type PrincipalClients struct {
 type principalClient struct {
 	cl   *kgo.Client
 	used time.Time
+	// sending counts the writes in flight; a client taken out of the pool
+	// (evicted) while one is is closed when the last ends.
+	sending int
+	evicted bool
 }
 
 // PrincipalOpts configures a pool of principal clients.
@@ -103,13 +107,12 @@ func (p *PrincipalClients) For(principal string) (*PrincipalOffsets, error) {
 	now := p.now()
 	for name, c := range p.m {
 		if now.Sub(c.used) >= p.idle {
-			c.cl.Close()
-			delete(p.m, name)
+			p.evictLocked(name)
 		}
 	}
 	if c, ok := p.m[principal]; ok {
 		c.used = now
-		return &PrincipalOffsets{p: p, cl: c.cl, principal: principal}, nil
+		return &PrincipalOffsets{p: p, c: c, principal: principal}, nil
 	}
 	for len(p.m) >= p.max {
 		var oldest string
@@ -118,15 +121,43 @@ func (p *PrincipalClients) For(principal string) (*PrincipalOffsets, error) {
 				oldest = name
 			}
 		}
-		p.m[oldest].cl.Close()
-		delete(p.m, oldest)
+		p.evictLocked(oldest)
 	}
 	cl, err := kgo.NewClient(append(p.d.clientOpts(), kgo.SASL(p.login(principal)))...)
 	if err != nil {
 		return nil, fmt.Errorf("offsets as %s: %w", principal, err)
 	}
-	p.m[principal] = &principalClient{cl: cl, used: now}
-	return &PrincipalOffsets{p: p, cl: cl, principal: principal}, nil
+	c := &principalClient{cl: cl, used: now}
+	p.m[principal] = c
+	return &PrincipalOffsets{p: p, c: c, principal: principal}, nil
+}
+
+// evictLocked takes name's client out of the pool, closing it unless a
+// write is in flight on it (then the last write closes it).
+func (p *PrincipalClients) evictLocked(name string) {
+	c := p.m[name]
+	delete(p.m, name)
+	c.evicted = true
+	if c.sending == 0 {
+		c.cl.Close()
+	}
+}
+
+// send runs fn on c's client, which is not closed while fn runs.
+func (p *PrincipalClients) send(c *principalClient, fn func(cl *kgo.Client)) {
+	p.mu.Lock()
+	c.sending++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		c.sending--
+		c.used = p.now()
+		if c.evicted && c.sending == 0 {
+			c.cl.Close()
+		}
+	}()
+	fn(c.cl)
 }
 
 // open is the set of principals with an open client.
@@ -144,41 +175,44 @@ func (p *PrincipalClients) open() map[string]bool {
 func (p *PrincipalClients) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for name, c := range p.m {
-		c.cl.Close()
-		delete(p.m, name)
+	for name := range p.m {
+		p.evictLocked(name)
 	}
 }
 
 // PrincipalOffsets writes offsets as one principal (offsets.Writer).
 type PrincipalOffsets struct {
 	p         *PrincipalClients
-	cl        *kgo.Client
+	c         *principalClient
 	principal string
 }
 
 // CommitOffsets stores an allowed OffsetCommit as the principal.
 func (o *PrincipalOffsets) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
-	return asPrincipal(ctx, o, func() (*kmsg.OffsetCommitResponse, error) { return o.p.d.commitOffsets(ctx, o.cl, req) })
+	return asPrincipal(ctx, o, func(cl *kgo.Client) (*kmsg.OffsetCommitResponse, error) { return o.p.d.commitOffsets(ctx, cl, req) })
 }
 
 // TxnCommitOffsets stores an allowed TxnOffsetCommit as the principal.
 func (o *PrincipalOffsets) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
-	return asPrincipal(ctx, o, func() (*kmsg.TxnOffsetCommitResponse, error) { return o.p.d.txnCommitOffsets(ctx, o.cl, req) })
+	return asPrincipal(ctx, o, func(cl *kgo.Client) (*kmsg.TxnOffsetCommitResponse, error) {
+		return o.p.d.txnCommitOffsets(ctx, cl, req)
+	})
 }
 
 // DeleteOffsets deletes the offsets of an allowed OffsetDelete as the principal.
 func (o *PrincipalOffsets) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error) {
-	return asPrincipal(ctx, o, func() (*kmsg.OffsetDeleteResponse, error) { return deleteOffsets(ctx, o.cl, req) })
+	return asPrincipal(ctx, o, func(cl *kgo.Client) (*kmsg.OffsetDeleteResponse, error) { return deleteOffsets(ctx, cl, req) })
 }
 
 // asPrincipal runs send, again while the cluster refuses the principal's
 // login for up to the pool's Retry; a login still refused is
 // ErrLoginRefused.
-func asPrincipal[R any](ctx context.Context, o *PrincipalOffsets, send func() (R, error)) (R, error) {
+func asPrincipal[R any](ctx context.Context, o *PrincipalOffsets, send func(cl *kgo.Client) (R, error)) (R, error) {
 	deadline := time.Now().Add(o.p.retry)
 	for {
-		r, err := send()
+		var r R
+		var err error
+		o.p.send(o.c, func(cl *kgo.Client) { r, err = send(cl) })
 		switch {
 		case err == nil:
 			return r, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -177,5 +178,36 @@ func TestPrincipalClientsBounded(t *testing.T) {
 	}
 	if got := p.open(); len(got) != 1 || !got["User:c"] {
 		t.Fatalf("open clients %v after User:a idled a minute, want User:c", got)
+	}
+}
+
+// TestPrincipalClientsEvictedWhileSending: a client evicted while a write
+// is in flight on it stays open for that write and is closed after it.
+func TestPrincipalClientsEvictedWhileSending(t *testing.T) {
+	d := openSecured(t)
+	p := d.PrincipalClients(PrincipalOpts{Login: loginAs, Max: 1})
+	t.Cleanup(p.Close)
+	w, err := p.For("User:app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evicted *kgo.Client
+	p.send(w.c, func(cl *kgo.Client) {
+		evicted = cl
+		if _, err := p.For("User:noacl"); err != nil { // evicts app's client (Max 1)
+			t.Fatal(err)
+		}
+		if got := p.open(); got["User:app"] {
+			t.Fatal("app's client still in the pool")
+		}
+		if _, err := d.commitOffsets(ctxT(t), cl, commitReq(3)); err != nil {
+			t.Fatalf("the write in flight on an evicted client: %v", err)
+		}
+	})
+	if _, err := d.commitOffsets(ctxT(t), evicted, commitReq(4)); !errors.Is(err, kgo.ErrClientClosed) {
+		t.Fatalf("the evicted client after its write: %v, want closed", err)
+	}
+	if got := storedOffset(t, d); got != 3 {
+		t.Fatalf("stored %d, want 3", got)
 	}
 }
