@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/authz"
+	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/wire"
 )
 
@@ -142,13 +143,11 @@ func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.O
 		if d.ErrorCode != 0 {
 			return wire.ErrorResponse(body, d.ErrorCode), nil
 		}
-		w, err := l.offsetWriter(req)
-		if err != nil {
-			return l.unsent(body, body.Group, err), nil
-		}
-		resp, ferr := w.CommitOffsets(l.ctx, body)
-		if notSent(ferr) {
-			return l.unsent(body, body.Group, ferr), nil
+		resp, unsent, ferr := writeOffsets(l, req, body, body.Group, func(w offsets.Writer) (*kmsg.OffsetCommitResponse, error) {
+			return w.CommitOffsets(l.ctx, body)
+		})
+		if unsent != nil {
+			return unsent, nil
 		}
 		if ferr != nil {
 			l.log.Warn("offset commit forwarding failed; reading the outcome back", "group", body.Group, "err", ferr)
@@ -175,13 +174,11 @@ func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kms
 		if d.ErrorCode != 0 {
 			return wire.ErrorResponse(body, d.ErrorCode), nil
 		}
-		w, err := l.offsetWriter(req)
-		if err != nil {
-			return l.unsent(body, body.Group, err), nil
-		}
-		resp, ferr := w.TxnCommitOffsets(l.ctx, body)
-		if notSent(ferr) {
-			return l.unsent(body, body.Group, ferr), nil
+		resp, unsent, ferr := writeOffsets(l, req, body, body.Group, func(w offsets.Writer) (*kmsg.TxnOffsetCommitResponse, error) {
+			return w.TxnCommitOffsets(l.ctx, body)
+		})
+		if unsent != nil {
+			return unsent, nil
 		}
 		if ferr != nil {
 			l.log.Warn("transactional offset commit forwarding failed; reading the group back", "group", body.Group, "err", ferr)
@@ -340,13 +337,11 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 	// authorization): the data plane answers for the group as Kafka does
 	// (GROUP_ID_NOT_FOUND when it has no offsets)
 	if len(allowed.Topics) > 0 || (len(body.Topics) == 0 && d.NotHeld) {
-		w, err := l.offsetWriter(req)
-		if err != nil {
-			return l.unsent(body, body.Group, err), nil
-		}
-		r, err := w.DeleteOffsets(l.ctx, &allowed)
-		if notSent(err) {
-			return l.unsent(body, body.Group, err), nil
+		r, unsent, err := writeOffsets(l, req, body, body.Group, func(w offsets.Writer) (*kmsg.OffsetDeleteResponse, error) {
+			return w.DeleteOffsets(l.ctx, &allowed)
+		})
+		if unsent != nil {
+			return unsent, nil
 		}
 		if err != nil {
 			l.log.Warn("offset delete forwarding failed; reading the group back", "group", body.Group, "err", err)

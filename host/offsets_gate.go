@@ -59,6 +59,21 @@ func (l *Loop) settleCommit(req *kmsg.OffsetCommitRequest) kmsg.Response {
 	return offsets.SettleCommit(l.ctx, l.offsetStore(), l.log, req)
 }
 
+// writeOffsets runs write with req's offset writer (offsetWriter). When
+// the write was not sent as the client's principal, unsent is the answer
+// to body (l.unsent); otherwise resp and err are write's.
+func writeOffsets[R any](l *Loop, req *wire.Request, body kmsg.Request, group string, write func(offsets.Writer) (R, error)) (resp R, unsent kmsg.Response, err error) {
+	w, err := l.offsetWriter(req)
+	if err != nil {
+		return resp, l.unsent(body, group, err), nil
+	}
+	resp, err = write(w)
+	if errors.Is(err, gateway.ErrNotSent) {
+		return resp, l.unsent(body, group, err), nil
+	}
+	return resp, nil, err
+}
+
 // offsetWriter is the writer of req's offsets: with LoopDeps.OffsetsAs, a
 // connection logged in as the client's principal (never coordhost's
 // identity); otherwise the offset store. Reads (OffsetFetch, and the
@@ -101,7 +116,3 @@ func (l *Loop) unsent(body kmsg.Request, group string, err error) kmsg.Response 
 	l.log.Warn("offsets not written: not sent as the client's principal", "group", group, "api", kmsg.NameForKey(body.Key()), "err", err)
 	return wire.ErrorResponse(body, code)
 }
-
-// notSent tells whether a write as the client's principal was not sent
-// (gateway.ErrNotSent).
-func notSent(err error) bool { return errors.Is(err, gateway.ErrNotSent) }
