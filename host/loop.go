@@ -16,6 +16,7 @@ import (
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/gateway"
+	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
@@ -125,6 +126,11 @@ type LoopDeps struct {
 	// client's own upstream session, instead of creating them as coordhost
 	// (an authenticated external cluster; loop_topics.go).
 	ClientCreatesInternalTopics bool
+	// OffsetsAs, when set, gives the writer of offsets as the client's
+	// principal (dataplane.offsets.identity=client): commits and offset
+	// deletes are then never written under coordhost's identity
+	// (offsets_gate.go).
+	OffsetsAs func(principal string) (offsets.Writer, error)
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/authz"
+	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/wire"
 )
 
@@ -142,7 +143,12 @@ func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.O
 		if d.ErrorCode != 0 {
 			return wire.ErrorResponse(body, d.ErrorCode), nil
 		}
-		resp, ferr := l.offsetStore().CommitOffsets(l.ctx, body)
+		resp, unsent, ferr := writeOffsets(l, req, body, body.Group, func(w offsets.Writer) (*kmsg.OffsetCommitResponse, error) {
+			return w.CommitOffsets(l.ctx, body)
+		})
+		if unsent != nil {
+			return unsent, nil
+		}
 		if ferr != nil {
 			l.log.Warn("offset commit forwarding failed; reading the outcome back", "group", body.Group, "err", ferr)
 			return l.settleCommit(body), nil
@@ -168,7 +174,12 @@ func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kms
 		if d.ErrorCode != 0 {
 			return wire.ErrorResponse(body, d.ErrorCode), nil
 		}
-		resp, ferr := l.offsetStore().TxnCommitOffsets(l.ctx, body)
+		resp, unsent, ferr := writeOffsets(l, req, body, body.Group, func(w offsets.Writer) (*kmsg.TxnOffsetCommitResponse, error) {
+			return w.TxnCommitOffsets(l.ctx, body)
+		})
+		if unsent != nil {
+			return unsent, nil
+		}
 		if ferr != nil {
 			l.log.Warn("transactional offset commit forwarding failed; reading the group back", "group", body.Group, "err", ferr)
 			l.readBackGroup(body.Group)
@@ -326,7 +337,12 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 	// authorization): the data plane answers for the group as Kafka does
 	// (GROUP_ID_NOT_FOUND when it has no offsets)
 	if len(allowed.Topics) > 0 || (len(body.Topics) == 0 && d.NotHeld) {
-		r, err := l.offsetStore().DeleteOffsets(l.ctx, &allowed)
+		r, unsent, err := writeOffsets(l, req, body, body.Group, func(w offsets.Writer) (*kmsg.OffsetDeleteResponse, error) {
+			return w.DeleteOffsets(l.ctx, &allowed)
+		})
+		if unsent != nil {
+			return unsent, nil
+		}
 		if err != nil {
 			l.log.Warn("offset delete forwarding failed; reading the group back", "group", body.Group, "err", err)
 			l.readBackGroup(body.Group)

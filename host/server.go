@@ -85,7 +85,10 @@ type Server struct {
 	tls     *tls.Config
 	// certLogin logs client certificates in upstream (nil: not configured).
 	certLogin *wire.CertLogin
-	ready     atomic.Bool
+	// offsetClients write offsets as the client's principal
+	// (dataplane.offsets.identity=client; nil: coordhost's connection).
+	offsetClients *gateway.PrincipalClients
+	ready         atomic.Bool
 	// startCtx is Start's context, for the coordinator's start-up I/O.
 	startCtx context.Context
 
@@ -213,11 +216,14 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 		return err
 	}
 	s.dp = dp
+	tokens := authz.NewTokens(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		return dp.Admin().Request(ctx, req)
+	}, nil)
 	if s.cfg.DataPlane.CertTokens { // client certificates log in upstream as their principal
-		tokens := authz.NewTokens(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-			return dp.Admin().Request(ctx, req)
-		}, nil)
 		s.certLogin = &wire.CertLogin{Mechanism: s.cfg.DataPlane.SASLMechanism, Credentials: tokens.For}
+	}
+	if s.cfg.DataPlane.OffsetsAsClient {
+		return s.offsetsAsClient(ctx, tokens)
 	}
 	return nil
 }
@@ -483,6 +489,9 @@ func (s *Server) closeAll(ctx context.Context) error {
 		if err := s.admin.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("admin: %w", err))
 		}
+	}
+	if s.offsetClients != nil {
+		s.offsetClients.Close()
 	}
 	if s.dp != nil {
 		s.dp.Close()

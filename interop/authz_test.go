@@ -36,7 +36,7 @@ import (
 // suite's admin that creates ACLs and reads offsets).
 const adminPassword = "admin-secret"
 
-var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover", appUser, "opsuser", "rouser"}
+var authzUsers = []string{"admin", "noacl", "exact", "prefixed", "denyover", appUser, "opsuser", "rouser", offsetsUser}
 
 func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
 	t.Helper()
@@ -491,6 +491,7 @@ func TestInteropAuthorization(t *testing.T) {
 
 	t.Run("client certificates", func(t *testing.T) { testClientCertificates(t, dir, secure, pki) })
 	t.Run("client certificates as principals", func(t *testing.T) { testCertificatePrincipals(t, dir, secure, ssl, pki, admin) })
+	t.Run("offsets as the client", func(t *testing.T) { testOffsetsAsClient(t, dir, secure, admin) })
 
 	// before the revocation below takes User:exact's READ on g away
 	t.Run("transactional commit", func(t *testing.T) { testTxnCommit(t, secure, ch.addr, admin) })

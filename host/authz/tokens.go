@@ -77,3 +77,12 @@ func (t *Tokens) For(ctx context.Context, principal string) (user, password stri
 	t.m[principal] = tok
 	return tok.id, tok.password, nil
 }
+
+// Forget drops principal's token, so the next For creates another: the
+// cluster refused a login with it (expired or deleted before half its
+// lifetime).
+func (t *Tokens) Forget(principal string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, principal)
+}

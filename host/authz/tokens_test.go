@@ -53,6 +53,10 @@ func TestTokensForCertificatePrincipals(t *testing.T) {
 	if user, _, _ := tokens.For(context.Background(), "User:CN=bob"); user != "tok3" {
 		t.Fatalf("another principal: %q, want its own token", user)
 	}
+	tokens.Forget(alice) // the cluster refused a login with tok2
+	if user, _, _ := tokens.For(context.Background(), alice); user != "tok4" {
+		t.Fatalf("after Forget: %q, want a new token", user)
+	}
 	refuse = true
 	if _, _, err := tokens.For(context.Background(), "User:CN=carol"); !errors.Is(err, kerr.DelegationTokenAuthorizationFailed) {
 		t.Fatalf("refused: %v", err)

@@ -116,6 +116,8 @@ type DataPlane struct {
 	IgnoreHostACLs bool
 	// HostACLsInterval: dataplane.authorization.host.acls.check.interval.
 	HostACLsInterval time.Duration
+	// OffsetsAsClient: dataplane.offsets.identity = client.
+	OffsetsAsClient bool
 }
 
 // Store is the store.kind and store.kafka.* section.
@@ -342,6 +344,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			CertTokens:       v["dataplane.authorization.client.certificates"].(string) == "delegation-tokens",
 			IgnoreHostACLs:   v["dataplane.authorization.host.acls"].(string) == "ignore",
 			HostACLsInterval: v["dataplane.authorization.host.acls.check.interval"].(time.Duration),
+			OffsetsAsClient:  v["dataplane.offsets.identity"].(string) == "client",
 		},
 		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
 			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
@@ -402,6 +405,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: admin.tls.cert.file = %q and admin.tls.key.file = %q: set both or neither", c.Admin.TLSCertFile, c.Admin.TLSKeyFile)
 	}
 	if err := c.validateClientCerts(); err != nil {
+		return err
+	}
+	if err := c.validateOffsetsIdentity(); err != nil {
 		return err
 	}
 	if c.Admin.TLSClientCAFile != "" && c.Admin.TLSCertFile == "" {
@@ -581,6 +587,21 @@ func (c *Config) validateLimits() error {
 // principal only with delegation tokens; otherwise every certificate
 // would be authorized as coordhost's unauthenticated upstream session
 // instead: refused.
+// validateOffsetsIdentity refuses dataplane.offsets.identity = client
+// where no connection can log in as the client's principal.
+func (c *Config) validateOffsetsIdentity() error {
+	const key = "dataplane.offsets.identity = \"client\""
+	switch {
+	case !c.DataPlane.OffsetsAsClient:
+		return nil
+	case c.DataPlane.Embedded:
+		return fmt.Errorf("config: %s needs dataplane.mode = \"external\" (the embedded data plane stores offsets itself)", key)
+	case !strings.HasPrefix(c.DataPlane.SASLMechanism, "SCRAM-"):
+		return fmt.Errorf("config: %s needs dataplane.sasl.mechanism SCRAM-SHA-256 or SCRAM-SHA-512 (coordhost creates delegation tokens over its own SASL connection and logs in with them over SCRAM), not %q", key, c.DataPlane.SASLMechanism)
+	}
+	return nil
+}
+
 func (c *Config) validateClientCerts() error {
 	ca := c.Kafka.TLSClientCAFile
 	const key = "dataplane.authorization.client.certificates = \"delegation-tokens\""

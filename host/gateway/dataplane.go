@@ -114,16 +114,9 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 	if len(d.cfg.Bootstrap) == 0 {
 		return nil, errors.New("gateway: no data-plane bootstrap address")
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.ClientID("coordhost"),
-		kgo.DialTimeout(cfg.DialTimeout), kgo.RequestTimeoutOverhead(cfg.RequestTimeout), kgo.RetryTimeoutFn(retryTimeout)}
-	if cfg.TLS != nil {
-		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
-	}
+	opts := d.clientOpts()
 	if d.cfg.SASL != nil {
 		opts = append(opts, kgo.SASL(d.cfg.SASL))
-	}
-	if d.mem != nil {
-		opts = append(opts, kgo.Dialer(d.mem.dialer))
 	}
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -142,6 +135,20 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 		}
 	}
 	return d, nil
+}
+
+// clientOpts are the options of every client coordhost opens to the data
+// plane, without its SASL login.
+func (d *DataPlane) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(d.cfg.Bootstrap...), kgo.ClientID("coordhost"),
+		kgo.DialTimeout(d.cfg.DialTimeout), kgo.RequestTimeoutOverhead(d.cfg.RequestTimeout), kgo.RetryTimeoutFn(retryTimeout)}
+	if d.cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(d.cfg.TLS.Clone()))
+	}
+	if d.mem != nil {
+		opts = append(opts, kgo.Dialer(d.mem.dialer))
+	}
+	return opts
 }
 
 // retryTimeout is kgo's default retry bound per request key, except that

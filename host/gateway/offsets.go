@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,6 +21,12 @@ import (
 
 // CommitOffsets stores an allowed OffsetCommit in the data plane.
 func (d *DataPlane) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+	return d.commitOffsets(ctx, d.admin, req)
+}
+
+// commitOffsets stores req over cl (coordhost's admin client, or a
+// principal's: principals.go).
+func (d *DataPlane) commitOffsets(ctx context.Context, cl *kgo.Client, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
 	names, err := d.namesFor(ctx, req.Version >= 10, len(req.Topics), func(i int) [16]byte { return req.Topics[i].TopicID })
 	if err != nil {
 		return nil, err
@@ -49,7 +56,7 @@ func (d *DataPlane) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitReq
 		up.Topics = append(up.Topics, t)
 	}
 	if len(up.Topics) > 0 {
-		resp, err := up.RequestWith(ctx, d.admin)
+		resp, err := up.RequestWith(ctx, cl)
 		if err != nil {
 			return nil, fmt.Errorf("data-plane offset commit for group %q: %w", req.Group, err)
 		}
@@ -78,6 +85,10 @@ func commitTopicError(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCo
 // inside the producer's transaction, so exactly-once commits work. v6
 // names topics by id and is translated like OffsetCommit v10.
 func (d *DataPlane) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
+	return d.txnCommitOffsets(ctx, d.admin, req)
+}
+
+func (d *DataPlane) txnCommitOffsets(ctx context.Context, cl *kgo.Client, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
 	names, err := d.namesFor(ctx, req.Version >= 6, len(req.Topics), func(i int) [16]byte { return req.Topics[i].TopicID })
 	if err != nil {
 		return nil, err
@@ -113,7 +124,7 @@ func (d *DataPlane) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCom
 		up.Topics = append(up.Topics, t)
 	}
 	if len(up.Topics) > 0 {
-		resp, err := up.RequestWith(ctx, d.admin)
+		resp, err := up.RequestWith(ctx, cl)
 		if err != nil {
 			return nil, fmt.Errorf("data-plane txn offset commit for group %q: %w", req.Group, err)
 		}
@@ -132,8 +143,12 @@ func (d *DataPlane) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCom
 
 // DeleteOffsets deletes offsets of an allowed OffsetDelete in the data plane.
 func (d *DataPlane) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error) {
+	return deleteOffsets(ctx, d.admin, req)
+}
+
+func deleteOffsets(ctx context.Context, cl *kgo.Client, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error) {
 	up := *req
-	resp, err := up.RequestWith(ctx, d.admin)
+	resp, err := up.RequestWith(ctx, cl)
 	if err != nil {
 		return nil, fmt.Errorf("data-plane offset delete for group %q: %w", req.Group, err)
 	}

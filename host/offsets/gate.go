@@ -26,9 +26,16 @@ import (
 // Plane is where offsets are stored: the data plane's offset requests
 // (gateway.DataPlane).
 type Plane interface {
+	Writer
+	FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error)
+}
+
+// Writer is the offset requests of a plane that write: the plane's own,
+// or those of a connection logged in as the client's principal
+// (gateway.PrincipalOffsets).
+type Writer interface {
 	CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error)
 	TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error)
-	FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error)
 	DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error)
 }
 
