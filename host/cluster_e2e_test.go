@@ -176,37 +176,11 @@ func waitRoutes(t *testing.T, nodes []*host.Server, parts int) {
 }
 
 func routesAgree(t *testing.T, nodes []*host.Server, parts int) bool {
-	held := map[int]int32{} // partition -> broker id, from each node's own partitions
 	var sts []cluster.Status
 	for _, n := range nodes {
-		st := clusterStatus(t, n)
-		if !st.LeaseValid || len(st.Partitions) != parts/len(nodes) { // cooperative-sticky splits evenly
-			return false
-		}
-		for _, p := range st.Partitions {
-			if p.State != "active" {
-				return false
-			}
-			held[p.Partition] = st.BrokerID
-		}
-		sts = append(sts, st)
+		sts = append(sts, clusterStatus(t, n))
 	}
-	if len(held) != parts {
-		return false
-	}
-	for _, st := range sts {
-		if len(st.Nodes) != len(nodes) {
-			return false
-		}
-		for _, peer := range st.Nodes {
-			for _, p := range peer.Partitions {
-				if held[p] != peer.BrokerID {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return cluster.Settled(sts, parts)
 }
 
 // ownerOf returns the node whose partitions include group's.

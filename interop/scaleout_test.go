@@ -93,37 +93,15 @@ func waitScaleOut(t *testing.T, nodes []*scaleOutNode, d time.Duration) {
 }
 
 func scaleOutAgree(t *testing.T, nodes []*scaleOutNode) bool {
-	held := map[int]int32{}
 	var sts []cluster.Status
 	for _, n := range nodes {
 		st, err := n.status(t)
-		if err != nil || !st.LeaseValid || len(st.Partitions) != scaleOutParts/len(nodes) {
+		if err != nil {
 			return false
-		}
-		for _, p := range st.Partitions {
-			if p.State != "active" {
-				return false
-			}
-			held[p.Partition] = st.BrokerID
 		}
 		sts = append(sts, st)
 	}
-	if len(held) != scaleOutParts {
-		return false
-	}
-	for _, st := range sts {
-		if len(st.Nodes) != len(nodes) {
-			return false
-		}
-		for _, peer := range st.Nodes {
-			for _, p := range peer.Partitions {
-				if held[p] != peer.BrokerID {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return cluster.Settled(sts, scaleOutParts)
 }
 
 // ownerNode returns the node holding partition p.

@@ -512,3 +512,39 @@ func (n *Node) Handler() http.Handler {
 		enc.Encode(n.Status())
 	})
 }
+
+// Settled reports whether the statuses of every node of a cluster (one
+// each, read from GET /v1/cluster) show a settled cluster of parts
+// partitions: each node holds an even share with a valid lease, every
+// partition is active on exactly one node, and every node's routes name,
+// for each partition, the node that holds it.
+func Settled(sts []Status, parts int) bool {
+	held := map[int]int32{} // partition -> broker id, from each node's own partitions
+	for _, st := range sts {
+		if !st.LeaseValid || len(st.Partitions) != parts/len(sts) { // cooperative-sticky splits evenly
+			return false
+		}
+		for _, p := range st.Partitions {
+			if p.State != "active" {
+				return false
+			}
+			held[p.Partition] = st.BrokerID
+		}
+	}
+	if len(held) != parts {
+		return false
+	}
+	for _, st := range sts {
+		if len(st.Nodes) != len(sts) {
+			return false
+		}
+		for _, peer := range st.Nodes {
+			for _, p := range peer.Partitions {
+				if held[p] != peer.BrokerID {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
