@@ -54,6 +54,8 @@ type Config struct {
 	Embedded EmbeddedSecurity
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
+	// Pipeline bounds the rounds of a partition in flight (runtime.pipeline).
+	Pipeline int
 	// MaxGroups caps the groups of the process (0: no cap).
 	MaxGroups int
 	// Groups resolves per-group settings.
@@ -364,6 +366,7 @@ func fromValues(v map[string]any) (*Config, error) {
 		Embedded: EmbeddedSecurity{SuperUsers: v["embedded.super.users"].([]string),
 			AllowEveryoneIfNoACLFound: v["embedded.allow.everyone.if.no.acl.found"].(bool)},
 		Workers:   int(v["runtime.workers"].(int64)),
+		Pipeline:  int(v["runtime.pipeline"].(int64)),
 		MaxGroups: int(v["runtime.max.groups"].(int64)),
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {

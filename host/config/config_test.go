@@ -216,3 +216,21 @@ func TestSettingsShowSourcesAndRedactToken(t *testing.T) {
 		t.Fatalf("settings %+v", got)
 	}
 }
+
+// TestRuntimePipeline: runtime.pipeline defaults to 4, takes a flag or the
+// environment, and refuses 0 (no round could be stepped) with its name.
+func TestRuntimePipeline(t *testing.T) {
+	c, err := load(t, nil)
+	if err != nil || c.Pipeline != 4 {
+		t.Fatalf("default: %d, %v", c.Pipeline, err)
+	}
+	if c, err = load(t, []string{"--runtime.pipeline=1"}); err != nil || c.Pipeline != 1 {
+		t.Fatalf("flag: %v", err)
+	}
+	if c, err = load(t, nil, "COORDHOST_RUNTIME_PIPELINE=8"); err != nil || c.Pipeline != 8 {
+		t.Fatalf("environment: %v", err)
+	}
+	if _, err = load(t, []string{"--runtime.pipeline=0"}); err == nil || !strings.Contains(err.Error(), "runtime.pipeline") {
+		t.Fatalf("0: %v", err)
+	}
+}
