@@ -206,7 +206,11 @@ func (s *shard) Seal() func() {
 	if len(cl) == 0 {
 		return nil
 	}
+	wrote := len(b.records)+len(b.hostRecords) > 0
 	return func() {
+		if wrote {
+			s.storeHealthy() // before the answers: no client sees an unready store after its write succeeded
+		}
 		for _, x := range cl {
 			x.c.done <- reply{msg: x.r.Msg}
 		}
@@ -223,9 +227,7 @@ func (s *shard) Commit() {
 	s.sealed = slices.Delete(s.sealed, 0, 1)
 	if len(b.records)+len(b.hostRecords) > 0 { // an append succeeded
 		s.failures, s.retryAt = 0, 0
-		if s.l.health.ok() {
-			s.l.log.Info("store appends succeed again: the store is healthy", "partition", s.p)
-		}
+		s.storeHealthy()
 	}
 	s.c.CommitSealed()
 	s.l.noteCommitted(&b)
@@ -240,6 +242,14 @@ func (s *shard) Commit() {
 	}
 	if len(b.create) > 0 {
 		s.l.createTopics(b.create)
+	}
+}
+
+// storeHealthy records a durable append: a store that was failing is
+// healthy again (readiness), logged once.
+func (s *shard) storeHealthy() {
+	if s.l.health.ok() {
+		s.l.log.Info("store appends succeed again: the store is healthy", "partition", s.p)
 	}
 }
 
