@@ -23,6 +23,7 @@ import (
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/store"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // abFixture is a loop over a real core whose per-group settings come from
@@ -58,7 +59,7 @@ func newABFixture(t *testing.T, historyTargets int, shadows []string, pc plugin.
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuf{}
+	logs := &testtool.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	asg := host.NewAssignors(context.Background(), t.TempDir(), "sticky", pc, log)
 	m := admin.NewMetrics()

@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,25 +21,8 @@ import (
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
-
-// syncBuf is a log sink tests can read.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // loopFixture is an event loop over a real core and store, without a data
 // plane: topics are handed to core directly.
@@ -50,7 +31,7 @@ type loopFixture struct {
 	core  *core.Coordinator
 	store *store.Store
 	asg   *host.Assignors
-	logs  *syncBuf
+	logs  *testtool.LogBuffer
 }
 
 func newLoopFixture(t *testing.T, dir, fallback string, groupCfg func(string) *core.StreamsGroupOverrides) *loopFixture {
@@ -74,7 +55,7 @@ func newLoopFixtureWith(t *testing.T, dir, fallback string, groupCfg func(string
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuf{}
+	logs := &testtool.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	asg := host.NewAssignors(context.Background(), t.TempDir(), fallback, pc, log)
 	l, err := host.NewLoop(host.LoopDeps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg})

@@ -23,6 +23,7 @@ import (
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // The changelog of the test topology's one stateful subtopology.
@@ -31,7 +32,7 @@ const probeChangelog = "app-store-changelog"
 type probeFixture struct {
 	loop *host.Loop
 	asg  *host.Assignors
-	logs *syncBuf
+	logs *testtool.LogBuffer
 }
 
 // newProbeFixture is an event loop over a real core and store whose
@@ -57,7 +58,7 @@ func newProbeFixture(t *testing.T, groupCfg func(string) *core.StreamsGroupOverr
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuf{}
+	logs := &testtool.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	asg := host.NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
 	wasm := filepath.Join(dir, "goprobe.wasm")

@@ -18,6 +18,7 @@ import (
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // TestStoreFailureBackoffAndReadiness: while every append fails with a
@@ -43,7 +44,7 @@ func TestStoreFailureBackoffAndReadiness(t *testing.T) {
 	}
 	defer st.Close()
 	var fault *runtime.FaultLog
-	logs := &syncBuf{}
+	logs := &testtool.LogBuffer{}
 	m := admin.NewMetrics()
 	l, err := host.NewLoop(host.LoopDeps{Core: c, Store: st, Metrics: m,
 		Log:     slog.New(slog.NewTextHandler(logs, nil)),

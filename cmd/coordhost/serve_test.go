@@ -1,29 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coordhost/coordhost"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestServeDrainsOnSIGTERM: serve starts, is ready, and on SIGTERM drains,
 // flushes and exits 0.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
-	var out syncBuf
+	var out testtool.LogBuffer
 	ready := make(chan *coordhost.Coordhost, 1)
 	code := make(chan int, 1)
 	args := []string{"--data.dir=" + t.TempDir(), "--kafka.listen=127.0.0.1:0", "--admin.listen=127.0.0.1:0"}
@@ -55,7 +46,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 }
 
 func TestServeRejectsBadConfig(t *testing.T) {
-	var out syncBuf
+	var out testtool.LogBuffer
 	if c := runServe([]string{"--dataplane.mode=cloud"}, nil, &out, nil); c != 2 || !strings.Contains(out.String(), `dataplane.mode = "cloud"`) {
 		t.Fatalf("exit %d, output %q", c, out.String())
 	}
@@ -65,14 +56,14 @@ func TestServeRejectsBadConfig(t *testing.T) {
 }
 
 func TestConfigCommand(t *testing.T) {
-	var out, errb syncBuf
+	var out, errb testtool.LogBuffer
 	if c := runConfig([]string{"--config", "../../docs/coordhost.example.yaml", "--group=orders-payments"}, nil, &out, &errb); c != 0 {
 		t.Fatalf("exit %d: %s", c, errb.String())
 	}
 	if !strings.Contains(out.String(), `"source": "override \"orders-payments\""`) {
 		t.Fatalf("group config output:\n%s", out.String())
 	}
-	out = syncBuf{}
+	out = testtool.LogBuffer{}
 	if c := runConfig([]string{"--data.dir=/srv/ch"}, nil, &out, &errb); c != 0 || !strings.Contains(out.String(), `"value": "/srv/ch",`) {
 		t.Fatalf("exit %d, output:\n%s", c, out.String())
 	}

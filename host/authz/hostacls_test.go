@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/authz"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // aclCluster answers DescribeAcls as a cluster would: its ACLs, or an
@@ -111,7 +112,7 @@ func TestHostACLsRefuseStart(t *testing.T) {
 // is gone they are served again.
 func TestHostACLsFoundLaterFailClosed(t *testing.T) {
 	c := &aclCluster{}
-	var log syncBuffer
+	var log testtool.LogBuffer
 	g := authz.NewHostACLGuard(c.ask, false, slog.New(slog.NewTextHandler(&log, nil)))
 	if err := g.Check(context.Background()); err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestHostACLsFoundLaterFailClosed(t *testing.T) {
 // With ignore, a host-scoped ACL found while running only warns.
 func TestHostACLsIgnoredWhileRunning(t *testing.T) {
 	c := &aclCluster{}
-	var log syncBuffer
+	var log testtool.LogBuffer
 	g := authz.NewHostACLGuard(c.ask, true, slog.New(slog.NewTextHandler(&log, nil)))
 	g.Start(time.Millisecond)
 	defer g.Stop()
@@ -171,21 +172,4 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 5 s")
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package plugin_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,30 +16,13 @@ import (
 	"github.com/coordhost/coordhost/abi/abitest"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 const hostileSrc = "testdata/plugins/c/hostile.c"
 
-// syncBuffer collects log output from concurrent calls.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func logger() (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func logger() (*slog.Logger, *testtool.LogBuffer) {
+	buf := &testtool.LogBuffer{}
 	return slog.New(slog.NewTextHandler(buf, nil)), buf
 }
 
