@@ -89,7 +89,8 @@ func TestExternalTLSAndPassThroughSASL(t *testing.T) {
 	dp := newObservedCluster(t, kfake.NumBrokers(2), kfake.TLS(serverTLS), kfake.EnableSASL(),
 		kfake.Superuser("PLAIN", "coordhost", "coordpw"), kfake.Superuser("SCRAM-SHA-256", "alice", "alicepw"), kfake.SeedTopics(2, "secure"))
 	srv := startHost(t, "", "--dataplane.mode=external", dp.bootstrap(), "--dataplane.tls.enabled=true", "--dataplane.tls.ca.file="+caFile,
-		"--dataplane.sasl.mechanism=PLAIN", "--dataplane.sasl.username=coordhost", "--dataplane.sasl.password=coordpw")
+		"--dataplane.sasl.mechanism=PLAIN", "--dataplane.sasl.username=coordhost", "--dataplane.sasl.password=coordpw",
+		"--dataplane.offsets.identity=coordhost") // PLAIN: no delegation-token logins
 
 	ctx := timeout(t)
 	alice := kgo.SASL(scram.Auth{User: "alice", Pass: "alicepw"}.AsSha256Mechanism())

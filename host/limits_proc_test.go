@@ -150,7 +150,8 @@ func TestPreAuthFramesRefused(t *testing.T) {
 	t.Cleanup(dp.Close)
 	p := startProc(t, t.TempDir(), freePort(t), 1, "--kafka.sasl.required=true", "--dataplane.mode=external",
 		"--dataplane.bootstrap="+dp.ListenAddrs()[0], "--dataplane.sasl.mechanism=PLAIN",
-		"--dataplane.sasl.username=coordhost", "--dataplane.sasl.password=coordpw")
+		"--dataplane.sasl.username=coordhost", "--dataplane.sasl.password=coordpw",
+		"--dataplane.offsets.identity=coordhost") // PLAIN: no delegation-token logins
 	closed := flood(t, p.addr, 100, 100<<20, 8<<20, 10*time.Second)
 	peak := peakRSS(t, p.cmd.Process.Pid)
 	t.Logf("peak RSS %d MiB; %d of 100 connections closed", peak>>20, closed)

@@ -222,10 +222,7 @@ func (s *Server) openDataPlane(ctx context.Context) error {
 	if s.cfg.DataPlane.CertTokens { // client certificates log in upstream as their principal
 		s.certLogin = &wire.CertLogin{Mechanism: s.cfg.DataPlane.SASLMechanism, Credentials: tokens.For}
 	}
-	if s.cfg.DataPlane.OffsetsAsClient {
-		return s.offsetsAsClient(ctx, tokens)
-	}
-	return nil
+	return s.offsetsIdentity(ctx, tokens)
 }
 
 // topicsCreated passes the data plane's topic-creation signal to the

@@ -118,8 +118,21 @@ type DataPlane struct {
 	IgnoreHostACLs bool
 	// HostACLsInterval: dataplane.authorization.host.acls.check.interval.
 	HostACLsInterval time.Duration
-	// OffsetsAsClient: dataplane.offsets.identity = client.
-	OffsetsAsClient bool
+	// OffsetsIdentity: dataplane.offsets.identity, "client" (also "") or
+	// "coordhost"; OffsetsAsClient says whether it takes effect.
+	OffsetsIdentity string
+}
+
+// OffsetsAsClient says whether offsets are written by connections logged
+// in as the client's principal: dataplane.offsets.identity = client in
+// front of an external cluster coordhost authenticates to with SASL. On
+// the embedded data plane coordhost stores offsets itself (after its own
+// authorizer decided for the client's principal), and a cluster
+// coordhost reaches without SASL authenticates no one, so every upstream
+// session, coordhost's and the clients', has the same principal: there,
+// coordhost's own connection writes them with either setting.
+func (d DataPlane) OffsetsAsClient() bool {
+	return d.OffsetsIdentity != "coordhost" && !d.Embedded && d.SASLMechanism != ""
 }
 
 // Store is the store.kind and store.kafka.* section.
@@ -346,7 +359,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			CertTokens:       v["dataplane.authorization.client.certificates"].(string) == "delegation-tokens",
 			IgnoreHostACLs:   v["dataplane.authorization.host.acls"].(string) == "ignore",
 			HostACLsInterval: v["dataplane.authorization.host.acls.check.interval"].(time.Duration),
-			OffsetsAsClient:  v["dataplane.offsets.identity"].(string) == "client",
+			OffsetsIdentity:  v["dataplane.offsets.identity"].(string),
 		},
 		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
 			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
@@ -410,9 +423,6 @@ func (c *Config) Validate() error {
 	if err := c.validateClientCerts(); err != nil {
 		return err
 	}
-	if err := c.validateOffsetsIdentity(); err != nil {
-		return err
-	}
 	if c.Admin.TLSClientCAFile != "" && c.Admin.TLSCertFile == "" {
 		return fmt.Errorf("config: admin.tls.client.ca.file = %q needs admin.tls.cert.file (client certificates need TLS)", c.Admin.TLSClientCAFile)
 	}
@@ -446,6 +456,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.validateEmbedded(); err != nil {
+		return err
+	}
+	if err := c.validateOffsetsIdentity(); err != nil {
 		return err
 	}
 	if c.Store.Kind == "kafka" && c.DataPlane.Embedded {
@@ -581,6 +594,23 @@ func (c *Config) validateLimits() error {
 	return nil
 }
 
+// validateOffsetsIdentity refuses dataplane.offsets.identity = client
+// (the default) where it takes effect but no connection can log in as
+// the client's principal.
+func (c *Config) validateOffsetsIdentity() error {
+	switch id := c.DataPlane.OffsetsIdentity; {
+	case id != "" && id != "client" && id != "coordhost":
+		return fmt.Errorf(`config: dataplane.offsets.identity = %q: want "client" or "coordhost"`, id)
+	case !c.DataPlane.OffsetsAsClient():
+		return nil
+	case !strings.HasPrefix(c.DataPlane.SASLMechanism, "SCRAM-"):
+		return fmt.Errorf("config: dataplane.offsets.identity = \"client\" (the default in front of a cluster with SASL) needs dataplane.sasl.mechanism SCRAM-SHA-256 or SCRAM-SHA-512, not %q: "+
+			"coordhost creates a delegation token for each client's principal over its own SASL connection and writes the client's offsets logged in with it over SCRAM; "+
+			"set dataplane.offsets.identity = \"coordhost\" to have coordhost's own connection write the offsets the cluster allowed for the client's principal", c.DataPlane.SASLMechanism)
+	}
+	return nil
+}
+
 // validateClientCerts refuses client certificates on the Kafka listeners
 // where coordhost could not authorize their holders as the cluster would.
 // In front of an external cluster a client is authorized by asking the
@@ -590,21 +620,6 @@ func (c *Config) validateLimits() error {
 // principal only with delegation tokens; otherwise every certificate
 // would be authorized as coordhost's unauthenticated upstream session
 // instead: refused.
-// validateOffsetsIdentity refuses dataplane.offsets.identity = client
-// where no connection can log in as the client's principal.
-func (c *Config) validateOffsetsIdentity() error {
-	const key = "dataplane.offsets.identity = \"client\""
-	switch {
-	case !c.DataPlane.OffsetsAsClient:
-		return nil
-	case c.DataPlane.Embedded:
-		return fmt.Errorf("config: %s needs dataplane.mode = \"external\" (the embedded data plane stores offsets itself)", key)
-	case !strings.HasPrefix(c.DataPlane.SASLMechanism, "SCRAM-"):
-		return fmt.Errorf("config: %s needs dataplane.sasl.mechanism SCRAM-SHA-256 or SCRAM-SHA-512 (coordhost creates delegation tokens over its own SASL connection and logs in with them over SCRAM), not %q", key, c.DataPlane.SASLMechanism)
-	}
-	return nil
-}
-
 func (c *Config) validateClientCerts() error {
 	ca := c.Kafka.TLSClientCAFile
 	const key = "dataplane.authorization.client.certificates = \"delegation-tokens\""
