@@ -369,27 +369,34 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 // deleteGroups deletes core's groups (tombstones, durable before the answer)
 // and then the groups' offsets in the data plane; a group only the data
 // plane knows (offsets-only) is deleted there.
+// With offsets written as the client (offsets_identity.go) the data
+// plane's deletes are the principal's, and a group the cluster refuses to
+// let it delete is answered so before core deletes anything.
 func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	deleter, body, refused := l.groupOffsetsDeleter(ctx, req, body)
 	resp, err := l.deleteCoreGroups(ctx, req, body)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { resp.Groups = append(resp.Groups, refused...) }()
 	var names []string
 	for _, g := range resp.Groups {
 		if g.ErrorCode == 0 || g.ErrorCode == kerr.GroupIDNotFound.Code {
 			names = append(names, g.Group)
 		}
 	}
-	if len(names) == 0 || l.d.DataPlane == nil {
+	if len(names) == 0 || deleter == nil {
 		return resp, nil
 	}
 	dpOnly := map[string]bool{}
-	if groups, err := l.d.DataPlane.OffsetsOnlyGroups(ctx); err == nil {
-		for _, g := range groups {
-			dpOnly[g] = true
+	if l.d.DataPlane != nil {
+		if groups, err := l.d.DataPlane.OffsetsOnlyGroups(ctx); err == nil {
+			for _, g := range groups {
+				dpOnly[g] = true
+			}
 		}
 	}
-	res, err := l.d.DataPlane.DeleteGroupOffsets(ctx, names)
+	res, err := deleter.DeleteGroupOffsets(ctx, names)
 	if err != nil {
 		l.log.Warn("deleting groups' offsets in the data plane failed", "groups", names, "err", err)
 		return resp, nil
@@ -402,9 +409,7 @@ func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.D
 		case g.ErrorCode == kerr.GroupIDNotFound.Code && e == nil && dpOnly[g.Group]:
 			g.ErrorCode = 0
 		case g.ErrorCode == 0 && e != nil:
-			if ke, isK := e.(*kerr.Error); isK {
-				g.ErrorCode = ke.Code
-			}
+			g.ErrorCode = deleteErrorCode(e)
 		}
 	}
 	return resp, nil

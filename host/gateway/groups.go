@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -39,9 +40,13 @@ func (d *DataPlane) OffsetsOnlyGroups(ctx context.Context) ([]string, error) {
 // plane. The result maps each group to nil or the data plane's error;
 // GROUP_ID_NOT_FOUND counts as deleted.
 func (d *DataPlane) DeleteGroupOffsets(ctx context.Context, groups []string) (map[string]error, error) {
+	return deleteGroupOffsets(ctx, d.admin, groups)
+}
+
+func deleteGroupOffsets(ctx context.Context, cl *kgo.Client, groups []string) (map[string]error, error) {
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = groups
-	resp, err := req.RequestWith(ctx, d.admin)
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return nil, fmt.Errorf("data-plane delete groups: %w", err)
 	}

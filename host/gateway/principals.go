@@ -204,6 +204,54 @@ func (o *PrincipalOffsets) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDe
 	return asPrincipal(ctx, o, func(cl *kgo.Client) (*kmsg.OffsetDeleteResponse, error) { return deleteOffsets(ctx, cl, req) })
 }
 
+// MayDeleteGroups asks the cluster, as the principal, whether it may
+// delete each of groups: an OffsetDelete without partitions, which Kafka
+// authorizes with DELETE on the group before anything else and which
+// deletes nothing. The result holds the groups the cluster refused (its
+// GROUP_AUTHORIZATION_FAILED, wrapped in ErrNotSent), those whose
+// question could not be sent (ErrNotSent and the reason) and those it
+// answered another error (e.g. COORDINATOR_LOAD_IN_PROGRESS); a group it
+// does not know (GROUP_ID_NOT_FOUND) may be deleted.
+func (o *PrincipalOffsets) MayDeleteGroups(ctx context.Context, groups []string) map[string]error {
+	out := map[string]error{}
+	for _, g := range groups {
+		probe := kmsg.NewPtrOffsetDeleteRequest()
+		probe.Group = g
+		resp, err := asPrincipal(ctx, o, func(cl *kgo.Client) (*kmsg.OffsetDeleteResponse, error) { return deleteOffsets(ctx, cl, probe) })
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		switch {
+		case err == nil, errors.Is(err, kerr.GroupIDNotFound):
+		case errors.Is(err, kerr.GroupAuthorizationFailed) && !errors.Is(err, ErrNotSent):
+			out[g] = fmt.Errorf("%w (%s): %w", ErrNotSent, o.principal, err)
+		default:
+			out[g] = err
+		}
+	}
+	return out
+}
+
+// DeleteGroupOffsets deletes groups (their committed offsets) in the data
+// plane as the principal, one request per group so that each gets its
+// own answer; the result is DataPlane.DeleteGroupOffsets's, and a group
+// whose request was not sent has an error wrapping ErrNotSent.
+func (o *PrincipalOffsets) DeleteGroupOffsets(ctx context.Context, groups []string) (map[string]error, error) {
+	out := make(map[string]error, len(groups))
+	for _, g := range groups {
+		res, err := asPrincipal(ctx, o, func(cl *kgo.Client) (map[string]error, error) { return deleteGroupOffsets(ctx, cl, []string{g}) })
+		switch e, answered := res[g]; {
+		case err != nil:
+			out[g] = err
+		case answered:
+			out[g] = e
+		default:
+			out[g] = fmt.Errorf("data-plane delete group %q: no answer for the group", g)
+		}
+	}
+	return out, nil
+}
+
 // asPrincipal runs send, again while the cluster refuses the principal's
 // login for up to the pool's Retry; a login still refused is
 // ErrLoginRefused.

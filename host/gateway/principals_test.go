@@ -18,7 +18,7 @@ import (
 )
 
 // openSecured opens an embedded data plane with users app (READ on group
-// g and topic t) and noacl (no ACL), and creates t.
+// g and topic t, DELETE on group gd) and noacl (no ACL), and creates t.
 func openSecured(t *testing.T) *DataPlane {
 	t.Helper()
 	d, err := Open(ctxT(t), Config{Embedded: true, Partitions: 1,
@@ -28,6 +28,7 @@ func openSecured(t *testing.T) *DataPlane {
 			ACLs: []authz.ACL{
 				{Principal: "User:app", Host: "*", ResourceType: kmsg.ACLResourceTypeGroup, Pattern: kmsg.ACLResourcePatternTypeLiteral, Name: "g", Operation: kmsg.ACLOperationRead, Allow: true},
 				{Principal: "User:app", Host: "*", ResourceType: kmsg.ACLResourceTypeTopic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Name: "t", Operation: kmsg.ACLOperationRead, Allow: true},
+				{Principal: "User:app", Host: "*", ResourceType: kmsg.ACLResourceTypeGroup, Pattern: kmsg.ACLResourcePatternTypeLiteral, Name: "gd", Operation: kmsg.ACLOperationDelete, Allow: true},
 			},
 		}})
 	if err != nil {
@@ -209,5 +210,53 @@ func TestPrincipalClientsEvictedWhileSending(t *testing.T) {
 	}
 	if got := storedOffset(t, d); got != 3 {
 		t.Fatalf("stored %d, want 3", got)
+	}
+}
+
+// TestPrincipalClientsDeleteGroupsAsThePrincipal: whether a group may be
+// deleted, and its deletion, are the cluster's decisions for the
+// principal: app may delete gd but not g (READ only), so the question
+// refuses g and the delete of g, sent anyway, deletes nothing; noacl's
+// question is not even sent (the coordinator lookup is refused), nor is
+// a refused login's.
+func TestPrincipalClientsDeleteGroupsAsThePrincipal(t *testing.T) {
+	d := openSecured(t)
+	p := d.PrincipalClients(PrincipalOpts{Login: loginAs, Retry: 300 * time.Millisecond})
+	t.Cleanup(p.Close)
+	app, err := p.For("User:app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.CommitOffsets(ctxT(t), commitReq(42)); err != nil {
+		t.Fatal(err)
+	}
+	may := app.MayDeleteGroups(ctxT(t), []string{"g", "gd"})
+	if e := may["g"]; !errors.Is(e, kerr.GroupAuthorizationFailed) || !errors.Is(e, ErrNotSent) || len(may) != 1 {
+		t.Fatalf("may app delete g, gd: %v, want g refused with GROUP_AUTHORIZATION_FAILED, gd allowed", may)
+	}
+	res, err := app.DeleteGroupOffsets(ctxT(t), []string{"g", "gd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res["g"], kerr.GroupAuthorizationFailed) || res["gd"] != nil {
+		t.Fatalf("app's delete of g, gd: %v, want g GROUP_AUTHORIZATION_FAILED, gd deleted (not found)", res)
+	}
+	if got := storedOffset(t, d); got != 42 {
+		t.Fatalf("g's offset %d after app's refused delete, want 42", got)
+	}
+	for principal, want := range map[string]error{"User:noacl": kerr.GroupAuthorizationFailed, "User:stale": ErrLoginRefused} {
+		w, err := p.For(principal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := w.MayDeleteGroups(ctxT(t), []string{"g"})["g"]; !errors.Is(e, want) || !errors.Is(e, ErrNotSent) {
+			t.Fatalf("may %s delete g: %v, want ErrNotSent with %v", principal, e, want)
+		}
+		if res, err := w.DeleteGroupOffsets(ctxT(t), []string{"g"}); err != nil || !errors.Is(res["g"], ErrNotSent) {
+			t.Fatalf("%s's delete of g: %v %v, want ErrNotSent", principal, res, err)
+		}
+	}
+	if got := storedOffset(t, d); got != 42 {
+		t.Fatalf("g's offset %d after refused deletes, want 42", got)
 	}
 }
