@@ -11,12 +11,15 @@ import (
 )
 
 // offsetsUser commits through a coordhost with
-// dataplane.offsets.identity=client (READ on group go and topic t).
+// dataplane.offsets.identity=client (READ on group go and topic t) and
+// deletes groups (DELETE on gdk and gdr).
 const offsetsUser = "offsetsid"
 
 var offsetsACLs = []acl{
 	{"User:" + offsetsUser, rGroup, "go", literal, kmsg.ACLOperationRead, allow},
 	{"User:" + offsetsUser, rTopic, "t", literal, kmsg.ACLOperationRead, allow},
+	{"User:" + offsetsUser, rGroup, "gdk", literal, kmsg.ACLOperationDelete, allow},
+	{"User:" + offsetsUser, rGroup, "gdr", literal, kmsg.ACLOperationDelete, allow},
 }
 
 // testOffsetsAsClient: coordhost with dataplane.offsets.identity=client
@@ -88,4 +91,79 @@ func testOffsetsAsClient(t *testing.T, dir, secure string, admin *kgo.Client) {
 		}
 	}
 	checkCommitted(t, admin, "go", 11, true)
+	testDeleteGroupsAsClient(t, ch, through, direct, admin)
+}
+
+// testDeleteGroupsAsClient: DeleteGroups through the coordhost of
+// testOffsetsAsClient deletes as the client's principal. gdk and gdr
+// have offsets on the broker (committed by the admin); a DescribeGroups
+// through coordhost caches the principal's operations on both (DELETE
+// included, TTL 30 s); then the broker revokes DELETE on gdr. A
+// DeleteGroups of both through coordhost deletes gdk's offsets and is
+// answered the broker's GROUP_AUTHORIZATION_FAILED for gdr, without an
+// audit line of coordhost's, and gdr's offsets stay on the broker —
+// deleted under coordhost's identity (a super user), they would not.
+func testDeleteGroupsAsClient(t *testing.T, ch *coordhost, through, direct *rawConn, admin *kgo.Client) {
+	su := dialKafka(t, direct.nc.RemoteAddr().String()) // the super user, straight to the broker
+	if err := su.login("admin", "SCRAM-SHA-256"); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"gdk", "gdr"} {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8) // topic names
+		req.Group, req.Generation = g, -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 33}}}}
+		resp, err := su.do(req)
+		if err != nil || resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("admin's commit to %s: %v %+v", g, err, resp)
+		}
+		checkCommitted(t, admin, g, 33, true)
+	}
+	describe := kmsg.NewPtrDescribeGroupsRequest()
+	describe.Groups = []string{"gdk", "gdr"}
+	dresp, err := through.do(describe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range dresp.(*kmsg.DescribeGroupsResponse).Groups {
+		if g.ErrorCode != 0 {
+			t.Fatalf("DescribeGroups of %s through coordhost answered %v", g.Group, kerr.ErrorForCode(g.ErrorCode))
+		}
+	}
+	deleteACL(t, admin, offsetsACLs[3])
+	probe := kmsg.NewPtrOffsetDeleteRequest() // authorized with DELETE, deletes nothing
+	probe.Group = "gdr"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := direct.do(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.(*kmsg.OffsetDeleteResponse).ErrorCode == kerr.GroupAuthorizationFailed.Code {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broker still lets the principal DELETE gdr after 10s")
+		}
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.SetVersion(2)
+	del.Groups = []string{"gdk", "gdr"}
+	resp, err := through.do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, g := range resp.(*kmsg.DeleteGroupsResponse).Groups {
+		codes[g.Group] = g.ErrorCode
+	}
+	if codes["gdk"] != 0 || codes["gdr"] != kerr.GroupAuthorizationFailed.Code || len(codes) != 2 {
+		t.Fatalf("DeleteGroups through coordhost answered %v, want gdk deleted and the broker's GROUP_AUTHORIZATION_FAILED for gdr", codes)
+	}
+	for _, l := range ch.proc.grep("principal=User:" + offsetsUser + " ") {
+		if strings.Contains(l, "authorization denied") {
+			t.Fatalf("coordhost refused the delete itself, so the broker's refusal was not tested: %q", l)
+		}
+	}
+	checkCommitted(t, admin, "gdk", 33, false)
+	checkCommitted(t, admin, "gdr", 33, true)
 }

@@ -45,8 +45,7 @@ func startSecureBroker(t *testing.T, logDir string) (plain, secure string) {
 
 // startSecureBrokerSSL is startSecureBroker with an SSL listener too,
 // requiring client certificates of pki (the principal is the subject's
-// DN, Kafka's default ssl.principal.mapping.rules), and delegation tokens
-// enabled.
+// DN, Kafka's default ssl.principal.mapping.rules).
 func startSecureBrokerSSL(t *testing.T, logDir string, pki *testtool.PKI) (plain, secure, ssl string) {
 	t.Helper()
 	sport := freePort(t)
@@ -61,7 +60,6 @@ func startSecureBrokerSSL(t *testing.T, logDir string, pki *testtool.PKI) (plain
 		"ssl.keystore.location":             pemKeystore(t, dir, pki.Issue(t, pkix.Name{CommonName: "broker"})),
 		"ssl.truststore.type":               "PEM",
 		"ssl.truststore.location":           pki.WriteCA(t, dir),
-		"delegation.token.secret.key":       "interop-delegation-token-secret",
 	})
 	return plain, secure, ssl
 }
@@ -104,6 +102,10 @@ func startSecureBrokerWith(t *testing.T, project, logDir string, authorizer map[
 		"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": fmt.Sprint(brokerReauth.Milliseconds()),
 		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users":           "User:ANONYMOUS;User:admin",
+		// delegation tokens (KIP-48): coordhost writes offsets as each
+		// client's principal by default (dataplane.offsets.identity=client)
+		// and logs client certificates in with them
+		"delegation.token.secret.key": "interop-delegation-token-secret",
 	}
 	for k, v := range authorizer {
 		if base, ok := strings.CutSuffix(k, "+"); ok { // appended to the value above
@@ -184,6 +186,28 @@ func createACLs(t *testing.T, cl *kgo.Client, acls []acl) {
 			t.Fatalf("CreateACLs %+v: %v", acls[i], kerr.ErrorForCode(r.ErrorCode))
 		}
 	}
+	// the controller answered; the broker's authorizer applies the ACLs
+	// from the metadata log a moment later, and lists them once it has
+	for _, a := range acls {
+		for deadline := time.Now().Add(10 * time.Second); !aclListed(ctx, t, cl, a); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the broker does not list the ACL %+v 10s after creating it", a)
+			}
+		}
+	}
+}
+
+// aclListed says whether the broker lists a.
+func aclListed(ctx context.Context, t *testing.T, cl *kgo.Client, a acl) bool {
+	t.Helper()
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourceName, req.ResourcePatternType = a.rt, kmsg.StringPtr(a.name), a.pattern
+	req.Principal, req.Host, req.Operation, req.PermissionType = kmsg.StringPtr(a.principal), kmsg.StringPtr("*"), a.op, a.perm
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.ErrorCode == 0 && len(resp.Resources) > 0 && len(resp.Resources[0].ACLs) > 0
 }
 
 // rawConn is one client connection with exact request versions, so the
@@ -454,7 +478,8 @@ func TestInteropAuthorization(t *testing.T) {
 	ch := startCoordhost(t, dir, secure, "--dataplane.sasl.mechanism=SCRAM-SHA-256",
 		"--dataplane.sasl.username=admin", "--dataplane.sasl.password="+adminPassword, "--dataplane.authorization.cache.ttl=1s")
 	t.Logf("broker and coordhost up in %v", time.Since(start).Round(time.Second))
-	reauth := startReauthRun(t, dir, secure) // runs beside the subtests below
+	reauth := startReauthRun(t, dir, secure)                         // runs beside the subtests below
+	javaReauth := startJavaReauthRun(t, dir, secure, ch.addr, admin) // likewise
 
 	t.Run("unauthenticated", func(t *testing.T) {
 		for name, addr := range map[string]string{"broker": secure, "coordhost": ch.addr} {
@@ -535,6 +560,7 @@ func TestInteropAuthorization(t *testing.T) {
 	t.Run("host-scoped ACLs", func(t *testing.T) { testHostACLs(t, dir, secure, admin) })
 	t.Run("streams internal topics", func(t *testing.T) { testStreamsInternalTopics(t, secure, ch.addr, admin) })
 	t.Run("re-authentication", reauth.check)
+	t.Run("re-authentication of the Java client", javaReauth.check)
 	t.Logf("authorization interop took %v", time.Since(start).Round(time.Second))
 }
 
