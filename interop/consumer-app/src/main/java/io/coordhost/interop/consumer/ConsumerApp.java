@@ -1,7 +1,9 @@
 package io.coordhost.interop.consumer;
 
 import java.io.BufferedReader;
+import java.io.FileInputStream;
 import java.io.InputStreamReader;
+import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,6 +21,8 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.SubscriptionPattern;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -31,19 +35,33 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * start NAME GROUP topics:T1,T2     subscribe to topic names
  * start NAME GROUP pattern:REGEX    subscribe to a broker-side regex (SubscriptionPattern)
  * stop NAME                         close the consumer (it leaves the group)
+ * metrics NAME                      report its connection metrics (below)
  * exit
  * </pre>
+ *
+ * An optional second argument names a properties file whose entries are
+ * added to every consumer's configuration (security settings, e.g.
+ * SASL OAUTHBEARER).
  *
  * Every instance prints JSON lines to stdout: {"client","event":"assigned","partitions":[...]}
  * after each change of its assignment (its whole assignment after the change), {"client","event":"commit","error":...}
  * after each commit of polled records, {"client","event":"error","error":...}
- * when its poll loop fails, {"client","event":"closed"} once closed.
+ * when its poll loop fails, {"client","event":"closed"} once closed, and
+ * {"client","event":"metrics","reauthentications":N,"failedReauthentications":N,"connections":N}
+ * when asked (KIP-368 re-authentications and connections opened, from the
+ * client's own metrics).
  */
 public final class ConsumerApp {
     private static final Map<String, Instance> INSTANCES = new ConcurrentHashMap<>();
+    private static final Properties EXTRA = new Properties();
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
+        if (args.length > 1) {
+            try (Reader r = new InputStreamReader(new FileInputStream(args[1]), StandardCharsets.UTF_8)) {
+                EXTRA.load(r);
+            }
+        }
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
@@ -58,6 +76,12 @@ public final class ConsumerApp {
                     Instance i = INSTANCES.remove(f[1]);
                     if (i != null) {
                         i.stop();
+                    }
+                }
+                case "metrics" -> {
+                    Instance i = INSTANCES.get(f[1]);
+                    if (i != null) {
+                        i.metricsAsked = true;
                     }
                 }
                 case "exit" -> {
@@ -112,6 +136,7 @@ public final class ConsumerApp {
         final Thread thread;
         final Set<TopicPartition> owned = new HashSet<>(); // the callbacks run on the poll thread
         volatile boolean running = true;
+        volatile boolean metricsAsked; // reported by the poll thread
 
         Instance(String bootstrap, String name, String group, String subscription) {
             this.name = name;
@@ -124,6 +149,7 @@ public final class ConsumerApp {
             p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
             p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
             p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            p.putAll(EXTRA);
             consumer = new KafkaConsumer<>(p);
             if (subscription.startsWith("pattern:")) {
                 consumer.subscribe(new SubscriptionPattern(subscription.substring("pattern:".length())), this);
@@ -137,6 +163,12 @@ public final class ConsumerApp {
             try {
                 while (running) {
                     ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                    if (metricsAsked) {
+                        metricsAsked = false;
+                        emit(name, "metrics", "\"reauthentications\":" + total("successful-reauthentication-total")
+                                + ",\"failedReauthentications\":" + total("failed-reauthentication-total")
+                                + ",\"connections\":" + total("connection-creation-total"));
+                    }
                     if (!records.isEmpty()) {
                         String error = null;
                         try {
@@ -157,6 +189,18 @@ public final class ConsumerApp {
                 consumer.close();
                 emit(name, "closed", "");
             }
+        }
+
+        /** The sum of the client-wide metric name (group consumer-metrics). */
+        long total(String metric) {
+            double sum = 0;
+            for (Map.Entry<MetricName, ? extends Metric> e : consumer.metrics().entrySet()) {
+                if (e.getKey().name().equals(metric) && e.getKey().group().equals("consumer-metrics")
+                        && e.getValue().metricValue() instanceof Double d) {
+                    sum += d;
+                }
+            }
+            return (long) sum;
         }
 
         void stop() throws InterruptedException {
