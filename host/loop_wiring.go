@@ -69,9 +69,14 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			ctx = context.Background()
 		}
 		var hostACLs *authz.HostACLGuard
+		var cut *authz.CutOver
 		if !cfg.DataPlane.Embedded {
 			var err error
 			if hostACLs, err = checkHostACLs(ctx, s); err != nil {
+				asg.Close(context.Background())
+				return Wiring{}, err
+			}
+			if cut, err = cutOver(ctx, s); err != nil {
 				asg.Close(context.Background())
 				return Wiring{}, err
 			}
@@ -102,7 +107,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		switch {
 		case !cfg.DataPlane.Embedded: // the external cluster's authorizer decides every group request
 			gc = authz.New(l, authz.Config{TTL: cfg.DataPlane.AuthzCacheTTL, RequireAuth: authenticatedUpstream(cfg),
-				Log: s.log.With("component", "authz"), HostACLs: hostACLs})
+				Log: s.log.With("component", "authz"), HostACLs: hostACLs, CutOver: cut})
 			if cfg.DataPlane.HostACLsInterval > 0 {
 				hostACLs.Start(cfg.DataPlane.HostACLsInterval)
 			}

@@ -559,6 +559,7 @@ func TestInteropAuthorization(t *testing.T) {
 	t.Run("applications", func(t *testing.T) { testAuthorizedApps(t, dir, secure, ch.addr, admin) })
 	t.Run("host-scoped ACLs", func(t *testing.T) { testHostACLs(t, dir, secure, admin) })
 	t.Run("streams internal topics", func(t *testing.T) { testStreamsInternalTopics(t, secure, ch.addr, admin) })
+	t.Run("cut-over from the broker's own coordinator", func(t *testing.T) { testCutOver(t, dir, secure, plain, admin) })
 	t.Run("re-authentication", reauth.check)
 	t.Run("re-authentication of the Java client", javaReauth.check)
 	t.Logf("authorization interop took %v", time.Since(start).Round(time.Second))

@@ -48,6 +48,9 @@ type Config struct {
 	// while it finds ACLs restricted to a client host on the cluster, and
 	// is stopped by Shutdown.
 	HostACLs *HostACLGuard
+	// CutOver, when set, answers COORDINATOR_NOT_AVAILABLE to the allowed
+	// member requests of groups the cluster's own coordinator still runs.
+	CutOver *CutOver
 }
 
 // ErrUnauthenticated is returned (closing the connection) for a group
@@ -164,9 +167,20 @@ func (c *check) logDenied(rt kmsg.ACLResourceType, name string, op kmsg.ACLOpera
 
 // inner hands body (the allowed part of the request) to the wrapped Handler.
 func (c *check) inner(body kmsg.Request) (kmsg.Response, error) {
+	return c.innerWith(c.ctx, body)
+}
+
+// innerWith is inner with ctx; the member requests of a group the
+// cluster's own coordinator still runs are answered by the cut-over.
+func (c *check) innerWith(ctx context.Context, body kmsg.Request) (kmsg.Response, error) {
+	if co := c.a.cfg.CutOver; co != nil {
+		if g, ok := memberGroup(body); ok && co.Pending(ctx, g) {
+			return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
+		}
+	}
 	sub := *c.req
 	sub.Body = body
-	return c.a.inner.Handle(c.ctx, &sub)
+	return c.a.inner.Handle(ctx, &sub)
 }
 
 func opName(op kmsg.ACLOperation) string {

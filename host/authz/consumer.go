@@ -41,9 +41,7 @@ func (c *check) consumerGroupHeartbeat(b *kmsg.ConsumerGroupHeartbeatRequest) (k
 	if err != nil {
 		return nil, err
 	}
-	sub := *c.req
-	sub.Body = b
-	return c.a.inner.Handle(context.WithValue(c.ctx, describableKey{}, describable), &sub)
+	return c.innerWith(context.WithValue(c.ctx, describableKey{}, describable), b)
 }
 
 type describableKey struct{}
