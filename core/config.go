@@ -97,6 +97,7 @@ func DefaultConfig() Config {
 			ProbingIntervalMs:       600000,
 		},
 		Classic:        DefaultClassicConfig(),
+		Consumer:       DefaultConsumerConfig(),
 		Assignors:      []string{"sticky"},
 		AssignorWaitMs: 1000,
 	}

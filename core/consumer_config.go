@@ -89,6 +89,62 @@ const (
 	defaultConsumerHeartbeatIntervalMs = 5000
 )
 
+// DefaultConsumerConfig is Kafka 4.4's defaults of the consumer-group
+// settings (no assignors: the host supplies them).
+func DefaultConsumerConfig() ConsumerConfig {
+	return ConsumerConfig{SessionTimeoutMs: defaultConsumerSessionTimeoutMs, HeartbeatIntervalMs: defaultConsumerHeartbeatIntervalMs}
+}
+
+// ConsumerGroupOverrides are one consumer group's settings (Kafka's
+// consumer.* group configs); nil fields fall back to ConsumerConfig.
+type ConsumerGroupOverrides struct {
+	SessionTimeoutMs    *int32 // consumer.session.timeout.ms
+	HeartbeatIntervalMs *int32 // consumer.heartbeat.interval.ms
+}
+
+// Validate reports the first invalid override, naming its config key; the
+// heartbeat interval must stay below the session timeout, with each side
+// falling back to broker when not set, as Kafka's GroupConfig checks it.
+func (o ConsumerGroupOverrides) Validate(broker ConsumerConfig) error {
+	k := broker.with(o)
+	switch {
+	case k.SessionTimeoutMs <= 0:
+		return fmt.Errorf("consumer.session.timeout.ms: %d must be > 0", k.SessionTimeoutMs)
+	case k.HeartbeatIntervalMs <= 0:
+		return fmt.Errorf("consumer.heartbeat.interval.ms: %d must be > 0", k.HeartbeatIntervalMs)
+	case k.HeartbeatIntervalMs >= k.SessionTimeoutMs:
+		return fmt.Errorf("consumer.heartbeat.interval.ms: %d must be less than consumer.session.timeout.ms %d", k.HeartbeatIntervalMs, k.SessionTimeoutMs)
+	}
+	return nil
+}
+
+// with returns c with o's set fields applied.
+func (c ConsumerConfig) with(o ConsumerGroupOverrides) ConsumerConfig {
+	if o.SessionTimeoutMs != nil {
+		c.SessionTimeoutMs = *o.SessionTimeoutMs
+	}
+	if o.HeartbeatIntervalMs != nil {
+		c.HeartbeatIntervalMs = *o.HeartbeatIntervalMs
+	}
+	return c
+}
+
+// SetConsumerGroupConfig replaces the overrides of one consumer group.
+// They are read where Kafka reads its group configs: the session timeout
+// when a member's session is (re)armed, the interval in every heartbeat
+// answer.
+func (c *Coordinator) SetConsumerGroupConfig(group string, o ConsumerGroupOverrides) {
+	if c.consumerOverrides == nil {
+		c.consumerOverrides = map[string]ConsumerGroupOverrides{}
+	}
+	c.consumerOverrides[group] = o
+}
+
+// consumerGroupConfig resolves a group's effective consumer settings.
+func (c *Coordinator) consumerGroupConfig(group string) ConsumerConfig {
+	return c.consumerConfig().with(c.consumerOverrides[group])
+}
+
 // consumerConfig returns the consumer settings with defaults filled in.
 func (c *Coordinator) consumerConfig() ConsumerConfig {
 	cc := c.cfg.Consumer

@@ -133,7 +133,7 @@ func (c *Coordinator) consumerHeartbeat(client ClientInfo, req *kmsg.ConsumerGro
 		}
 		c.emit(Event{Kind: EventEpochBumped, Group: g.id, Reason: why, Epoch: g.groupEpoch})
 	}
-	c.setTimer(timer{key: consumerSessionKey(g.id, req.MemberID), deadline: c.now + int64(c.consumerConfig().SessionTimeoutMs),
+	c.setTimer(timer{key: consumerSessionKey(g.id, req.MemberID), deadline: c.now + int64(c.consumerGroupConfig(g.id).SessionTimeoutMs),
 		kind: timerConsumerSession, group: g.id, member: req.MemberID})
 	if g.groupEpoch > g.assignmentEpoch {
 		if e := c.updateConsumerTarget(g); e != nil {
@@ -392,7 +392,7 @@ func (c *Coordinator) consumerResponse(hb *consumerHB, m *consumerMember) *kmsg.
 	id := m.id
 	resp.MemberID = &id
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = c.consumerConfig().HeartbeatIntervalMs
+	resp.HeartbeatIntervalMillis = c.consumerGroupConfig(req.Group).HeartbeatIntervalMs
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if req.MemberEpoch == joinEpoch || full || !hb.before.assigned.set().equal(m.assigned.set()) {
 		a := &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}}

@@ -182,7 +182,7 @@ func normalizeTopics(names []string) []string {
 // resolution: topics may have come and gone while no one coordinated it.
 func (c *Coordinator) consumerOnLoaded(g *consumerGroup) {
 	g.regexTopicsChanged = len(g.regexes) > 0
-	cfg := c.consumerConfig()
+	cfg := c.consumerGroupConfig(g.id)
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		c.setTimer(timer{key: consumerSessionKey(g.id, id), deadline: c.now + int64(cfg.SessionTimeoutMs),

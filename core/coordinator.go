@@ -23,6 +23,8 @@ type Coordinator struct {
 	overrides map[string]StreamsGroupOverrides
 	// classicOverrides holds per-group classic settings (config.go).
 	classicOverrides map[string]ClassicGroupOverrides
+	// consumerOverrides holds per-group consumer settings (consumer_config.go).
+	consumerOverrides map[string]ConsumerGroupOverrides
 	// migration is online-migration bookkeeping (migration_policy.go).
 	migration migrationState
 

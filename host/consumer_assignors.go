@@ -12,10 +12,6 @@ import (
 	"github.com/coordhost/coordhost/plugins/assignor-uniform"
 )
 
-// consumerHeartbeatMs, when > 0, overrides the consumer-group heartbeat
-// interval of the cores NewCoordinator builds (tests: quick rebalances).
-var consumerHeartbeatMs int32
-
 // consumerAssignors are the server-side assignors of KIP-848 consumer
 // groups, in Kafka 4.4's order (uniform is the default): the native
 // builds of the partition-assignor plugins, run inline by core.

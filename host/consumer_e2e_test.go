@@ -90,8 +90,7 @@ func start848Consumer(t *testing.T, addr, name, group, topic string, own *partOw
 // nor in the clients' own callbacks; offset commits are fenced by member
 // epoch.
 func TestConsumerGroupKgo(t *testing.T) {
-	defer host.SetConsumerHeartbeat(200)()
-	srv := startLoopHost(t, "")
+	srv := startLoopHost(t, "", quickConsumerHeartbeat)
 	ctx := timeout(t)
 	admin := newClient(t, srv.KafkaAddr())
 	const group, topic, parts = "kg", "kc", 6
@@ -268,8 +267,7 @@ func commitAt(ctx context.Context, t *testing.T, cl *kgo.Client, group, member s
 // matching topics and the other member its named topic; an invalid regex
 // is INVALID_REGULAR_EXPRESSION.
 func TestConsumerGroupKgoRegex(t *testing.T) {
-	defer host.SetConsumerHeartbeat(200)()
-	srv := startLoopHost(t, "")
+	srv := startLoopHost(t, "", quickConsumerHeartbeat)
 	ctx := timeout(t)
 	admin := newClient(t, srv.KafkaAddr())
 	for name, parts := range map[string]int32{"rx-1": 2, "rx-2": 2, "plain": 3} {
@@ -330,3 +328,7 @@ func TestConsumerGroupKgoRegex(t *testing.T) {
 		t.Fatalf("invalid regex: %v (%v), want INVALID_REGULAR_EXPRESSION", kerr.ErrorForCode(resp.ErrorCode), *resp.ErrorMessage)
 	}
 }
+
+// quickConsumerHeartbeat gives consumer groups a 200 ms heartbeat interval,
+// so the tests' rebalances are quick.
+const quickConsumerHeartbeat = "--groups.defaults.consumer.heartbeat.interval.ms=200"

@@ -111,7 +111,6 @@ func settledRaw(ctx context.Context, admin *kgo.Client, group, assignor string, 
 // instead, shown as the group's assignor_fallback and counted in the
 // plugin's plugin_failures. No restart in between.
 func TestConsumerGroupWasmAssignorAtRunTime(t *testing.T) {
-	defer host.SetConsumerHeartbeat(200)()
 	plugins := t.TempDir()
 	for name, pkg := range map[string]string{"lowest.wasm": "testdata/plugins/golowest", "bad.wasm": "testdata/plugins/gobadpartitions"} {
 		b, err := os.ReadFile(plugintest.GoPluginPath(t, pkg))
@@ -122,7 +121,7 @@ func TestConsumerGroupWasmAssignorAtRunTime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := startLoopHost(t, "", "--admin.token=s3cret", "--plugins.load.dirs="+plugins)
+	srv := startLoopHost(t, "", quickConsumerHeartbeat, "--admin.token=s3cret", "--plugins.load.dirs="+plugins)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := newClient(t, srv.KafkaAddr(), kgo.MaxVersions(consumerVersions()))

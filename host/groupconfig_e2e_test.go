@@ -195,7 +195,7 @@ func TestGroupConfigsAtRuntime(t *testing.T) {
 		{setOp("streams.num.standby.replicas", "many"), `streams.num.standby.replicas = "many"`},
 		{setOp("streams.num.standby.replicas", "3"), "streams.num.standby.replicas = 3: must be less than or equal to 2"},
 		{setOp("streams.session.timeout.ms", "1000"), "streams.session.timeout.ms = 1000"},
-		{setOp("consumer.session.timeout.ms", "45000"), "consumer.session.timeout.ms"},
+		{setOp("consumer.session.timeout.ms", "44999"), "consumer.session.timeout.ms = 44999: must be in the range 45000 to 60000"},
 		{setOp("streams.assignor.name", "nope"), `streams.assignor.name = "nope": no such assignor`},
 		{appendOp, "APPEND to key streams.num.standby.replicas because its type is not LIST"},
 		{setOp("streams.rack.aware.assignment.tags", "zone,zone"), `duplicate tag key "zone"`},

@@ -221,6 +221,9 @@ func (l *Loop) checkEffective(group string, dyn map[string]string) error {
 	if err := classic.Validate(core.DefaultClassicConfig()); err != nil {
 		return err
 	}
+	if err := g.CoreConsumer().Validate(core.DefaultConsumerConfig()); err != nil {
+		return err
+	}
 	if _, ok := dyn["streams.assignor.name"]; ok && l.d.Assignors != nil && !slices.Contains(l.d.Assignors.Names(), g.StreamsAssignorName) {
 		return fmt.Errorf("streams.assignor.name = %q: no such assignor (have %s)", g.StreamsAssignorName, strings.Join(l.d.Assignors.Names(), ", "))
 	}
@@ -336,6 +339,7 @@ func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	streams.ProbingPolicy = l.probingPolicy(g)
 	c.SetStreamsGroupConfig(group, streams)
 	c.SetClassicGroupConfig(group, classic)
+	c.SetConsumerGroupConfig(group, g.CoreConsumer())
 	c.SetStreamsMigrationPolicy(group, &migration)
 }
 

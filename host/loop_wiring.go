@@ -275,7 +275,6 @@ func StateTopicConfig(cfg *config.Config, parts int) (kafkalog.Config, error) {
 func CoreConfig(cfg *config.Config) core.Config {
 	cc := core.DefaultConfig()
 	cc.Consumer.Assignors = consumerAssignors()
-	cc.Consumer.HeartbeatIntervalMs = consumerHeartbeatMs
 	if cfg == nil || cfg.Groups == nil {
 		return cc
 	}

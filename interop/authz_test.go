@@ -760,7 +760,7 @@ func testStreamsDescribeTopics(t *testing.T, secure, chAddr string, admin *kgo.C
 		if err := reader.login("prefixed", "SCRAM-SHA-256"); err != nil {
 			t.Fatal(err)
 		}
-		streamsMemberCommits(t, name, su, group)
+		streamsMemberCommit(t, name, su, group, "authz-member", 7, "hidden-src", "t")
 		describe := kmsg.NewPtrStreamsGroupDescribeRequest()
 		describe.Groups = []string{group}
 		if a := streamsAnswer(t, name+" super user", su, describe); a != "OK members=1 topology=true" {
@@ -786,37 +786,6 @@ func testStreamsDescribeTopics(t *testing.T, secure, chAddr string, admin *kgo.C
 	for name, got := range answers {
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("%s as prefixed:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-}
-
-// streamsMemberCommits joins a streams member reading t and hidden-src to
-// group and commits offset 7 on both as that member.
-func streamsMemberCommits(t *testing.T, name string, su *rawConn, group string) {
-	t.Helper()
-	join := groupRequests(group, 0)[15].(*kmsg.StreamsGroupHeartbeatRequest)
-	join.Topology.Subtopologies[0].SourceTopics = []string{"hidden-src", "t"}
-	resp, err := su.do(join)
-	if err != nil {
-		t.Fatalf("%s: streams join: %v", name, err)
-	}
-	hb := resp.(*kmsg.StreamsGroupHeartbeatResponse)
-	if hb.ErrorCode != 0 {
-		t.Fatalf("%s: the super user's streams join: %v", name, kerr.ErrorForCode(hb.ErrorCode))
-	}
-	oc := kmsg.NewPtrOffsetCommitRequest()
-	oc.SetVersion(9)
-	oc.Group, oc.MemberID, oc.Generation = group, join.MemberID, hb.MemberEpoch
-	for _, tp := range []string{"hidden-src", "t"} {
-		oc.Topics = append(oc.Topics, kmsg.OffsetCommitRequestTopic{Topic: tp, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}})
-	}
-	resp, err = su.do(oc)
-	if err != nil {
-		t.Fatalf("%s: commit: %v", name, err)
-	}
-	for _, tp := range resp.(*kmsg.OffsetCommitResponse).Topics {
-		if code := tp.Partitions[0].ErrorCode; code != 0 {
-			t.Fatalf("%s: the member's commit on %s: %v", name, tp.Topic, kerr.ErrorForCode(code))
 		}
 	}
 }

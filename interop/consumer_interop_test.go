@@ -73,6 +73,9 @@ func TestInteropConsumerSideBySide(t *testing.T) {
 	produceN(t, admin, cgTopic, 0, 60)
 	classpath(t, cgAppDir) // build before the clock of either side starts
 
+	// Answers where Kafka 4.4 and coordhost once differed (differences_test.go).
+	t.Run("differences", func(t *testing.T) { testKafkaDifferences(t, dir, b.addr, ch.addr) })
+
 	// The sides run at once, each with its own group and topics.
 	var kafka, through []cgStep
 	t.Run("sides", func(t *testing.T) {

@@ -23,6 +23,8 @@ import (
 var coordhostFlags = []string{
 	fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", sessionTimeoutMs),
 	fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", heartbeatIntervalMs),
+	fmt.Sprintf("--groups.defaults.consumer.session.timeout.ms=%d", sessionTimeoutMs),
+	fmt.Sprintf("--groups.defaults.consumer.heartbeat.interval.ms=%d", heartbeatIntervalMs),
 	"--groups.defaults.streams.initial.rebalance.delay.ms=0",
 	"--groups.defaults.streams.num.standby.replicas=1",
 	"--groups.defaults.group.initial.rebalance.delay.ms=0",

@@ -44,7 +44,11 @@ func TestParseDynamic(t *testing.T) {
 		{"streams.migration.policy", "sideways", "", "must be one of"},
 		{"streams.assignor.name", "", "", "streams.assignor.name: must not be empty"},
 		{"no.such.key", "1", "", "unknown group config name: no.such.key"},
-		{"consumer.session.timeout.ms", "45000", "", "consumer groups (KIP-848)"},
+		{"consumer.session.timeout.ms", "50000", "50000", ""},
+		{"consumer.heartbeat.interval.ms", "15000", "15000", ""},
+		{"consumer.session.timeout.ms", "30000", "", "consumer.session.timeout.ms = 30000: must be in the range 45000 to 60000 inclusive (Kafka's group.consumer.min/max.session.timeout.ms)"},
+		{"consumer.heartbeat.interval.ms", "16000", "", "must be in the range 5000 to 15000"},
+		{"consumer.assignor.offload.enable", "true", "", "consumer.assignor.offload.enable is not supported"},
 		{"share.record.lock.duration.ms", "30000", "", "share groups"},
 		{"streams.assignor.offload.enable", "true", "", "streams.assignor.offload.enable"},
 	} {
@@ -69,6 +73,9 @@ func TestCheckDynamicCrossKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := c.Groups.CheckDynamic("g", map[string]string{"streams.heartbeat.interval.ms": "15000", "streams.session.timeout.ms": "45000"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Groups.CheckDynamic("g", map[string]string{"consumer.heartbeat.interval.ms": "15000", "consumer.session.timeout.ms": "45000"}); err != nil {
 		t.Fatal(err)
 	}
 	err = c.Groups.CheckDynamic("g", map[string]string{"group.max.session.timeout.ms": "500"})

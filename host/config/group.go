@@ -31,6 +31,8 @@ type Group struct {
 	MinSessionTimeoutMs            int32    // group.min.session.timeout.ms
 	MaxSessionTimeoutMs            int32    // group.max.session.timeout.ms
 	MaxSize                        int32    // group.max.size
+	ConsumerSessionTimeoutMs       int32    // consumer.session.timeout.ms
+	ConsumerHeartbeatIntervalMs    int32    // consumer.heartbeat.interval.ms
 
 	// StreamsAssignorCandidate and StreamsAssignorCandidatePercent are
 	// streams.assignor.candidate.name and streams.assignor.candidate.percent.
@@ -161,6 +163,9 @@ func globMatch(p, s string) bool {
 func checkGroup(where string, g Group) error {
 	if g.StreamsHeartbeatIntervalMs >= g.StreamsSessionTimeoutMs {
 		return fmt.Errorf("config: %s: streams.heartbeat.interval.ms = %d must be below streams.session.timeout.ms = %d", where, g.StreamsHeartbeatIntervalMs, g.StreamsSessionTimeoutMs)
+	}
+	if g.ConsumerHeartbeatIntervalMs >= g.ConsumerSessionTimeoutMs {
+		return fmt.Errorf("config: %s: consumer.heartbeat.interval.ms = %d must be below consumer.session.timeout.ms = %d", where, g.ConsumerHeartbeatIntervalMs, g.ConsumerSessionTimeoutMs)
 	}
 	seen := map[string]bool{}
 	for _, tag := range g.StreamsRackAwareAssignmentTags {

@@ -111,6 +111,14 @@ var groupKeys = withCoreDefaults([]key{
 			coreDef: func(c core.Config) any { return c.StreamsMigrationPolicy.String() },
 		},
 		doc: "Online classic<->streams migration: which directions are allowed (coordhost's own; cf. Kafka's group.consumer.migration.policy)."},
+	{name: "consumer.session.timeout.ms", kind: kInt, min: 1, max: math.MaxInt32, kafka: true,
+		runtime: &bound{45000, 60000, "group.consumer.min/max.session.timeout.ms"},
+		field:   i32(func(g *Group) *int32 { return &g.ConsumerSessionTimeoutMs }, func(c *core.Config) *int32 { return &c.Consumer.SessionTimeoutMs }),
+		doc:     "Consumer group (KIP-848): member session timeout."},
+	{name: "consumer.heartbeat.interval.ms", kind: kInt, min: 1, max: math.MaxInt32, kafka: true,
+		runtime: &bound{5000, 15000, "group.consumer.min/max.heartbeat.interval.ms"},
+		field:   i32(func(g *Group) *int32 { return &g.ConsumerHeartbeatIntervalMs }, func(c *core.Config) *int32 { return &c.Consumer.HeartbeatIntervalMs }),
+		doc:     "Consumer group (KIP-848): heartbeat interval sent to members."},
 	{name: "group.initial.rebalance.delay.ms", kind: kInt, min: 0, max: math.MaxInt32,
 		field: i32(func(g *Group) *int32 { return &g.InitialRebalanceDelayMs }, func(c *core.Config) *int32 { return &c.Classic.InitialRebalanceDelayMs }),
 		doc:   "Classic group: delay of the first rebalance of an empty group."},
@@ -207,6 +215,12 @@ func (g Group) Core(base core.Config) core.Config {
 		}
 	}
 	return base
+}
+
+// CoreConsumer is g as core's per-group consumer settings, every field set.
+func (g Group) CoreConsumer() core.ConsumerGroupOverrides {
+	c := g.Core(core.DefaultConfig())
+	return core.ConsumerGroupOverrides{SessionTimeoutMs: &c.Consumer.SessionTimeoutMs, HeartbeatIntervalMs: &c.Consumer.HeartbeatIntervalMs}
 }
 
 // CoreGroup is g as core's per-group settings, every field set: streams
