@@ -78,7 +78,7 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
 		return l.alterConfigsByPartition(ctx, req)
 	case *kmsg.ListConfigResourcesRequest:
-		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response { return l.listGroupConfigResources() })
+		return l.listGroupConfigResources(ctx, req)
 	}
 	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
 }

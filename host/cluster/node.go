@@ -100,6 +100,11 @@ type Node struct {
 	parts    map[int]*owned
 	stopping bool
 
+	// fwd holds a client per other node's address (forward.go).
+	fwdMu     sync.Mutex
+	fwd       map[string]*kgo.Client
+	fwdClosed bool
+
 	changes     atomic.Int64
 	retakes     atomic.Int64
 	replays     atomic.Int64
@@ -215,6 +220,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	err := n.release(ctx, ps)
 	n.cancel()
 	n.wg.Wait()
+	n.closeForward()
 	if n.cl != nil {
 		n.cl.Close() // leaves the group
 	}
