@@ -188,6 +188,35 @@ func TestClusterGroupConfigsFromAnyNode(t *testing.T) {
 	// answer every group.
 	stopHost(t, nodes[0])
 	check(nodes[1:], groups)
+
+	// The partitions taken over after the configs were written replayed
+	// their records: GET /v1/cluster shows each replay read to its end.
+	waitFor(t, 30*time.Second, "the survivors' partitions replayed", func() error {
+		return replayedToEnd(t, nodes[1:], parts)
+	})
+}
+
+// replayedToEnd checks that nodes hold every one of parts partitions,
+// each active with its replay read to its end offset (lag 0), and that
+// some replay read records.
+func replayedToEnd(t *testing.T, nodes []*host.Server, parts int) error {
+	held, records := 0, false
+	for _, n := range nodes {
+		for _, p := range clusterStatus(t, n).Partitions {
+			if p.State != "active" || p.ReplayOffset == nil || p.ReplayEndOffset == nil || p.ReplayLag == nil {
+				return fmt.Errorf("partition %d: %+v", p.Partition, p)
+			}
+			if *p.ReplayOffset != *p.ReplayEndOffset || *p.ReplayLag != 0 {
+				t.Fatalf("partition %d is active with its replay at %d of %d (lag %d)", p.Partition, *p.ReplayOffset, *p.ReplayEndOffset, *p.ReplayLag)
+			}
+			held++
+			records = records || *p.ReplayEndOffset > 0
+		}
+	}
+	if held != parts || !records {
+		return fmt.Errorf("%d partitions held, records replayed: %v", held, records)
+	}
+	return nil
 }
 
 // waitRoutesUneven waits until every one of parts partitions is active

@@ -609,7 +609,8 @@ const (
 // onOwner answers req, whose groups all are in partition p, with here()
 // when this node answers for p (or runs without a cluster, or req was
 // forwarded by another node: it is not forwarded again), else with the
-// answer of p's owner.
+// answer of p's owner. An answer saying the partition is loading or has
+// moved is retried (a retried alter sets the same values again).
 func (l *Loop) onOwner(ctx context.Context, req *wire.Request, p int, here func() (kmsg.Response, error)) (kmsg.Response, error) {
 	own := l.d.Ownership
 	if own == nil || cluster.Forwarded(req.ClientIDString()) {
@@ -617,7 +618,11 @@ func (l *Loop) onOwner(ctx context.Context, req *wire.Request, p int, here func(
 	}
 	return untilOwned(ctx, req, func() (kmsg.Response, error) {
 		if l.serving(p) == nil {
-			return here()
+			resp, err := here()
+			if err == nil && ownerMoving(resp) { // loading here, or given up meanwhile
+				return nil, ctx.Err()
+			}
+			return resp, err
 		}
 		peer, ok := own.Route(p)
 		if !ok {

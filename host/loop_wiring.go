@@ -83,7 +83,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		openLog := recordLog(s)
 		if openLog == nil {
-			openLog = stateTopicLog(ctx, s)
+			openLog = stateTopicLog(ctx, s, own)
 		}
 		l, err := NewLoopContext(ctx, LoopDeps{
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
@@ -197,7 +197,7 @@ func metadataBrokers(peers []cluster.Peer) []kmsg.MetadataResponseBroker {
 
 // stateTopicLog opens the record log in the external cluster's state
 // topic when store.kind is kafka (nil otherwise: the store's log).
-func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func() error, error) {
+func stateTopicLog(ctx context.Context, s *Server, own *cluster.Node) func(int) (runtime.Log, func() error, error) {
 	if s.cfg.Store.Kind != "kafka" {
 		return nil
 	}
@@ -209,6 +209,9 @@ func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func(
 		l, err := kafkalog.Open(ctx, kc)
 		if err != nil {
 			return nil, nil, err
+		}
+		if own != nil { // GET /v1/cluster shows each replay's progress
+			own.SetProgress(l.ReplayProgress)
 		}
 		return l, l.Close, nil
 	}

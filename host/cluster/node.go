@@ -105,6 +105,10 @@ type Node struct {
 	fwd       map[string]*kgo.Client
 	fwdClosed bool
 
+	// progress, when set, tells how far a partition's replay has read
+	// (SetProgress).
+	progress atomic.Pointer[Progress]
+
 	changes     atomic.Int64
 	retakes     atomic.Int64
 	replays     atomic.Int64
@@ -158,6 +162,25 @@ func New(cfg Config) (*Node, error) {
 		n.registerMetrics(cfg.Metrics)
 	}
 	return n, nil
+}
+
+// Progress tells how far the last (or current) replay of partition p
+// has read the state topic: the offset after the last record read and
+// the last stable offset it reads to; ok is false while that is not
+// known (kafkalog.Log.ReplayProgress).
+type Progress func(p int) (replayed, end int64, ok bool)
+
+// SetProgress makes Status and the metrics report each owned
+// partition's replay progress from f.
+func (n *Node) SetProgress(f Progress) { n.progress.Store(&f) }
+
+// replayProgress is p's replay progress, if known.
+func (n *Node) replayProgress(p int) (replayed, end int64, ok bool) {
+	f := n.progress.Load()
+	if f == nil {
+		return 0, 0, false
+	}
+	return (*f)(p)
 }
 
 // Group returns the ownership group's name.
@@ -426,7 +449,14 @@ type PartitionStatus struct {
 	LoadingMs int64 `json:"loading_ms,omitempty"`
 	// ReplaySeconds is how long the last take-over and replay took.
 	ReplaySeconds float64 `json:"replay_seconds,omitempty"`
-	Error         string  `json:"error,omitempty"`
+	// ReplayOffset is the state-topic offset the replay has read to (the
+	// offset after the last record read), ReplayEndOffset the last stable
+	// offset it reads to, ReplayLag the offsets left: 0 once the
+	// partition is active. Absent until the replay has learned the end.
+	ReplayOffset    *int64 `json:"replay_offset,omitempty"`
+	ReplayEndOffset *int64 `json:"replay_end_offset,omitempty"`
+	ReplayLag       *int64 `json:"replay_lag,omitempty"`
+	Error           string `json:"error,omitempty"`
 }
 
 // Status is this node's view of the ownership group (GET /v1/cluster).
@@ -475,11 +505,45 @@ func (n *Node) Status() Status {
 		if o.state == "loading" {
 			ps.LoadingMs = now.Sub(o.since).Milliseconds()
 		}
+		if at, end, ok := n.replayProgress(p); ok {
+			lag := max(end-at, 0)
+			ps.ReplayOffset, ps.ReplayEndOffset, ps.ReplayLag = &at, &end, &lag
+		}
 		s.Partitions = append(s.Partitions, ps)
 	}
 	n.mu.Unlock()
 	sort.Slice(s.Partitions, func(i, j int) bool { return s.Partitions[i].Partition < s.Partitions[j].Partition })
 	return s
+}
+
+// loading counts the owned partitions that are not active.
+func (n *Node) loading() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, o := range n.parts {
+		if o.state != "active" {
+			c++
+		}
+	}
+	return c
+}
+
+// replayLag sums the offsets the replays of the owned partitions that
+// are not active have yet to read.
+func (n *Node) replayLag() int64 {
+	var lag int64
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for p, o := range n.parts {
+		if o.state == "active" {
+			continue
+		}
+		if at, end, ok := n.replayProgress(p); ok {
+			lag += max(end-at, 0)
+		}
+	}
+	return lag
 }
 
 // Owned returns the partitions the group assigned this node, in order.
@@ -503,6 +567,10 @@ func (n *Node) registerMetrics(m *admin.Metrics) {
 		func() float64 { return time.Duration(n.replayNanos.Load()).Seconds() })
 	m.Gauge("coordhost_cluster_retakes_total", "Owned partitions taken over again after their writer was fenced or lost track of a commit.",
 		func() float64 { return float64(n.retakes.Load()) })
+	m.Gauge("coordhost_cluster_replay_lag_offsets", "State-topic offsets the replays of this node's loading partitions have yet to read.",
+		func() float64 { return float64(n.replayLag()) })
+	m.Gauge("coordhost_cluster_partitions_loading", "Partitions this node was assigned that are not active yet (taking over, replaying, or failed and retrying).",
+		func() float64 { return float64(n.loading()) })
 	m.Gauge("coordhost_cluster_partitions_owned", "Partitions the ownership group assigns this node.",
 		func() float64 { return float64(len(n.Owned())) })
 	m.Gauge("coordhost_cluster_lease_remaining_seconds", "How long this node may still answer for its partitions without a renewed lease (0: expired).",
