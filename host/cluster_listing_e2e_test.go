@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/cluster"
 )
 
 func brokerAddr(host string, port int32) string {
@@ -21,9 +22,11 @@ func brokerAddr(host string, port int32) string {
 }
 
 // TestClusterListsBrokersAndGroupsOnce: three nodes of one cluster in
-// front of two data-plane brokers. Every node's DescribeCluster lists
-// the brokers its Metadata lists (each data-plane broker at one of this
-// node's listeners, and every node under its synthetic id). ListGroups
+// front of two data-plane brokers. Every node's Metadata lists each
+// data-plane broker at one of this node's listeners, and every node's
+// listener for each data-plane broker under a synthetic id (the node's
+// own id for its first listener, a node × broker id for the other);
+// DescribeCluster lists the same brokers. ListGroups
 // sent to every broker of a node's Metadata, as Kafka's admin client and
 // kadm send it, lists every group, core's and the offsets-only ones of
 // the data plane, each by exactly one node: its owner.
@@ -66,10 +69,40 @@ func TestClusterListsBrokersAndGroupsOnce(t *testing.T) {
 			}
 		}
 	}
+	// Each node's listener for each data-plane broker has a broker id in
+	// every node's Metadata: the node's own id for its first listener, the
+	// node × broker id for the other.
+	status := map[*host.Server]cluster.Status{}
+	listenerFor := map[*host.Server]map[int32]string{} // data-plane broker id -> the node's listener
+	for _, n := range nodes {
+		status[n] = clusterStatus(t, n)
+		listenerFor[n] = map[int32]string{}
+		for _, b := range metadata[n].Brokers {
+			if b.NodeID < cluster.MinBrokerID {
+				listenerFor[n][b.NodeID] = brokerAddr(b.Host, b.Port)
+			}
+		}
+	}
 	for _, n := range nodes {
 		md := metadata[n]
-		if len(md.Brokers) != 2+len(nodes) {
-			t.Fatalf("Metadata on %s lists %d brokers, want 2 data-plane brokers and %d nodes: %+v", n.KafkaAddr(), len(md.Brokers), len(nodes), md.Brokers)
+		if len(md.Brokers) != 2+2*len(nodes) {
+			t.Fatalf("Metadata on %s lists %d brokers, want 2 data-plane brokers and 2 per node: %+v", n.KafkaAddr(), len(md.Brokers), md.Brokers)
+		}
+		listed := map[int32]string{}
+		for _, b := range md.Brokers {
+			listed[b.NodeID] = brokerAddr(b.Host, b.Port)
+		}
+		for _, m := range nodes {
+			st := status[m]
+			self := brokerAddr(st.Host, st.Port)
+			if listed[st.BrokerID] != self {
+				t.Fatalf("Metadata on %s lists node %s's id %d at %q, want %s", n.KafkaAddr(), st.Node, st.BrokerID, listed[st.BrokerID], self)
+			}
+			for up, addr := range listenerFor[m] {
+				if id := cluster.PairIDFor(st.Node, up); addr != self && listed[id] != addr {
+					t.Fatalf("Metadata on %s lists node %s × broker %d (id %d) at %q, want %s", n.KafkaAddr(), st.Node, up, id, listed[id], addr)
+				}
+			}
 		}
 		var want, got []string
 		for _, b := range md.Brokers {

@@ -60,6 +60,9 @@ type Config struct {
 	// groups of the partitions this node owns.
 	AdvertisedHost string
 	AdvertisedPort int32
+	// Listeners are this node's listeners for each data-plane broker
+	// (AdvertisedPort's among them), advertised to the other nodes.
+	Listeners []Listener
 	// Topic is the state topic; its partitions are the runtime's.
 	Topic string
 	// SessionTimeout of the ownership group (DefaultSessionTimeout when 0).
@@ -156,7 +159,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: broker id %d must be within [%d, %d]", cfg.BrokerID, MinBrokerID, MaxBrokerID)
 	}
 	n := &Node{cfg: cfg, lease: NewLease(cfg.Clock, cfg.SessionTimeout, cfg.Margin), kick: make(chan struct{}, 1), parts: map[int]*owned{},
-		self: Peer{Node: cfg.NodeID, BrokerID: cfg.BrokerID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}, reroute: make(chan struct{}, 1)}
+		self: Peer{Node: cfg.NodeID, BrokerID: cfg.BrokerID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort, Listeners: cfg.Listeners}, reroute: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		n.registerMetrics(cfg.Metrics)
@@ -464,13 +467,15 @@ type Status struct {
 	Cluster string `json:"cluster"`
 	Node    string `json:"node"`
 	// BrokerID, Host and Port are this node as clients reach it.
-	BrokerID   int32  `json:"broker_id"`
-	Host       string `json:"host"`
-	Port       int32  `json:"port"`
-	Group      string `json:"group"`
-	Member     string `json:"member_id"`
-	Generation int32  `json:"generation"`
-	LeaseValid bool   `json:"lease_valid"`
+	BrokerID int32  `json:"broker_id"`
+	Host     string `json:"host"`
+	Port     int32  `json:"port"`
+	// Listeners are this node's listeners, one per data-plane broker.
+	Listeners  []Listener `json:"listeners"`
+	Group      string     `json:"group"`
+	Member     string     `json:"member_id"`
+	Generation int32      `json:"generation"`
+	LeaseValid bool       `json:"lease_valid"`
 	// LeaseRemainingMs is how long this node may still answer without a
 	// renewal (0 when expired).
 	LeaseRemainingMs int64             `json:"lease_remaining_ms"`
@@ -488,7 +493,7 @@ func (n *Node) Status() Status {
 	s := Status{Cluster: n.cfg.ClusterID, Node: n.cfg.NodeID, Group: n.Group(), Generation: -1,
 		SessionTimeoutMs: n.cfg.SessionTimeout.Milliseconds(), LeaseMarginMs: n.cfg.Margin.Milliseconds(),
 		Partitions: []PartitionStatus{}, Nodes: n.routeStatus(),
-		BrokerID: n.self.BrokerID, Host: n.self.Host, Port: n.self.Port}
+		BrokerID: n.self.BrokerID, Host: n.self.Host, Port: n.self.Port, Listeners: n.self.Listeners}
 	if n.cl != nil {
 		s.Member, s.Generation = n.cl.GroupMetadata()
 	}
