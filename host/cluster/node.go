@@ -462,6 +462,21 @@ type PartitionStatus struct {
 	Error           string `json:"error,omitempty"`
 }
 
+// String shows the partition's state and replay progress in logs.
+func (p PartitionStatus) String() string {
+	out := fmt.Sprintf("partition %d %s since %s", p.Partition, p.State, p.Since.Format(time.RFC3339Nano))
+	if p.ReplaySeconds > 0 {
+		out += fmt.Sprintf(", replay %.3fs", p.ReplaySeconds)
+	}
+	if p.ReplayOffset != nil && p.ReplayEndOffset != nil && p.ReplayLag != nil {
+		out += fmt.Sprintf(", replayed to offset %d of %d (lag %d)", *p.ReplayOffset, *p.ReplayEndOffset, *p.ReplayLag)
+	}
+	if p.Error != "" {
+		out += ": " + p.Error
+	}
+	return out
+}
+
 // Status is this node's view of the ownership group (GET /v1/cluster).
 type Status struct {
 	Cluster string `json:"cluster"`

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -90,5 +92,18 @@ func TestRouteFromRoutes(t *testing.T) {
 	}
 	if st := n.routeStatus(); len(st) != 2 {
 		t.Fatalf("route status %+v", st)
+	}
+}
+
+// TestPartitionStatusString: a partition's status in logs shows its
+// replay progress when known, not the pointers' addresses.
+func TestPartitionStatusString(t *testing.T) {
+	at, end, lag := int64(3), int64(5), int64(2)
+	ps := PartitionStatus{Partition: 4, State: "loading", ReplayOffset: &at, ReplayEndOffset: &end, ReplayLag: &lag}
+	if got := fmt.Sprintf("%+v", ps); !strings.Contains(got, "partition 4 loading") || !strings.Contains(got, "replayed to offset 3 of 5 (lag 2)") {
+		t.Fatalf("%s", got)
+	}
+	if got := (PartitionStatus{Partition: 1, State: "failed", Error: "boom"}).String(); strings.Contains(got, "offset") || !strings.HasSuffix(got, ": boom") {
+		t.Fatalf("%s", got)
 	}
 }
