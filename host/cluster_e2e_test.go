@@ -144,14 +144,26 @@ func TestClusterNodesShareGroups(t *testing.T) {
 // FindCoordinator answers from).
 func startClusterNodes(t *testing.T, dp *observedCluster, n, parts int) []*host.Server {
 	t.Helper()
-	args := []string{"--dataplane.mode=external", dp.bootstrap(), "--store.kind=kafka", fmt.Sprintf("--store.partitions=%d", parts),
-		"--cluster.id=c1", "--cluster.ownership.session.timeout.ms=1500", "--cluster.ownership.lease.margin.ms=300"}
+	return startClusterNodesWith(t, dp, n, parts, host.NewCoordinator)
+}
+
+// startClusterNodesWith is startClusterNodes with the coordinator
+// factory wire.
+func startClusterNodesWith(t *testing.T, dp *observedCluster, n, parts int, wire func(*host.Server) (host.Wiring, error)) []*host.Server {
+	t.Helper()
 	var nodes []*host.Server
 	for i := range n {
-		nodes = append(nodes, startLoopHost(t, "", append(args, fmt.Sprintf("--cluster.node.id=n%d", i))...))
+		nodes = append(nodes, startClusterNode(t, dp, parts, fmt.Sprintf("n%d", i), wire))
 	}
 	waitRoutes(t, nodes, parts)
 	return nodes
+}
+
+// startClusterNode starts node id of cluster c1 on dp.
+func startClusterNode(t *testing.T, dp *observedCluster, parts int, id string, wire func(*host.Server) (host.Wiring, error)) *host.Server {
+	t.Helper()
+	return startHostWith(t, "", wire, "--dataplane.mode=external", dp.bootstrap(), "--store.kind=kafka", fmt.Sprintf("--store.partitions=%d", parts),
+		"--cluster.id=c1", "--cluster.ownership.session.timeout.ms=1500", "--cluster.ownership.lease.margin.ms=300", "--cluster.node.id="+id)
 }
 
 // waitRoutes waits until nodes hold every one of parts partitions

@@ -29,6 +29,12 @@ var fastGroups = []string{
 // serve` does) on loopback ephemeral ports.
 func startLoopHost(t *testing.T, dataDir string, args ...string) *host.Server {
 	t.Helper()
+	return startHostWith(t, dataDir, host.NewCoordinator, args...)
+}
+
+// startHostWith is startLoopHost with the coordinator factory wire.
+func startHostWith(t *testing.T, dataDir string, wire func(*host.Server) (host.Wiring, error), args ...string) *host.Server {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
@@ -39,7 +45,7 @@ func startLoopHost(t *testing.T, dataDir string, args ...string) *host.Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := host.Start(ctx, host.Options{Config: cfg, Coordinator: host.NewCoordinator,
+	srv, err := host.Start(ctx, host.Options{Config: cfg, Coordinator: wire,
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)

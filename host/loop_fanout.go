@@ -312,10 +312,13 @@ func (l *Loop) alterConfigsByPartition(ctx context.Context, req *wire.Request) (
 	return l.alterGroupConfigs(ctx, req)
 }
 
+// alterPart alters the resources of sub, all of one partition, on the
+// node that owns it (onOwner).
 func (l *Loop) alterPart(ctx context.Context, req *wire.Request, sub kmsg.Request) (kmsg.Response, error) {
 	subReq := *req
 	subReq.Body = sub
-	return l.alterGroupConfigs(ctx, &subReq)
+	group, _ := requestGroup(&subReq)
+	return l.onOwner(ctx, &subReq, l.rt.PartitionFor(group), func() (kmsg.Response, error) { return l.alterGroupConfigs(ctx, &subReq) })
 }
 
 // partitionOf is the partition of groups (all in one partition), 0 for none.

@@ -6,11 +6,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
@@ -256,6 +258,22 @@ func (l *Loop) setDyn(group string, values map[string]string) {
 	l.dyn[group] = values
 }
 
+// forgetConfigs drops the runtime configs of partition p's groups on a
+// node of a cluster, when p is unloaded or loads again: another node may
+// change them meanwhile, so only the owner's replay holds them.
+func (l *Loop) forgetConfigs(p int) {
+	if l.d.Ownership == nil {
+		return
+	}
+	l.dynMu.Lock()
+	defer l.dynMu.Unlock()
+	for g := range l.dyn {
+		if l.rt.PartitionFor(g) == p {
+			delete(l.dyn, g)
+		}
+	}
+}
+
 // replayGroupConfig loads a group-config record at start; host is false
 // for core's records. A runtime set that the current config file makes
 // invalid (say, a heartbeat interval no longer below the file's session
@@ -386,15 +404,45 @@ func (l *Loop) groupSettings(group string) []config.Setting {
 }
 
 // describeGroupConfigs answers DescribeConfigs for GROUP resources with
-// each group's effective configuration, read on committed state.
+// each group's effective configuration, read on committed state of the
+// group's partition; on a node of a cluster, the resources of a partition
+// another node owns are answered by that node (onOwner).
 func (l *Loop) describeGroupConfigs(ctx context.Context, req *wire.Request, body *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
-	return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response {
-		resp := kmsg.NewPtrDescribeConfigsResponse()
-		for _, r := range body.Resources {
-			resp.Resources = append(resp.Resources, l.describeGroupConfig(body, r))
+	ans := newAnswers[kmsg.DescribeConfigsResponseResource](len(body.Resources))
+	err := l.split(len(body.Resources), func(i int) string { return body.Resources[i].ResourceName }, func(idx []int) error {
+		if len(idx) == 0 {
+			return nil
 		}
-		return resp
+		sub := *body
+		sub.Resources = pick(body.Resources, idx)
+		subReq := *req
+		subReq.Body = &sub
+		p := l.rt.PartitionFor(sub.Resources[0].ResourceName)
+		r, err := l.onOwner(ctx, &subReq, p, func() (kmsg.Response, error) {
+			resp := kmsg.NewPtrDescribeConfigsResponse()
+			resp.SetVersion(req.Version)
+			if err := l.readOn(ctx, p, func(*core.Coordinator, int64) core.Output {
+				for _, r := range sub.Resources {
+					resp.Resources = append(resp.Resources, l.describeGroupConfig(&sub, r))
+				}
+				return core.Output{}
+			}); err != nil {
+				return submitError(&subReq, err), nil
+			}
+			return resp, nil
+		})
+		if dr, ok := r.(*kmsg.DescribeConfigsResponse); ok {
+			ans.put(idx, dr.Resources)
+		}
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp.SetVersion(req.Version)
+	resp.Resources = ans.all()
+	return resp, nil
 }
 
 func (l *Loop) describeGroupConfig(body *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
@@ -442,15 +490,195 @@ func synonym(s config.Setting) kmsg.DescribeConfigsResponseResourceConfigConfigS
 }
 
 // listGroupConfigResources answers ListConfigResources for GROUP: the
-// groups that have runtime configs, in name order.
-func (l *Loop) listGroupConfigResources() kmsg.Response {
+// groups that have runtime configs, in name order. A node of a cluster
+// lists the groups of the partitions it answers for and asks each other
+// node for the groups of the partitions that node owns (clusterConfigs).
+func (l *Loop) listGroupConfigResources(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+	if l.d.Ownership == nil {
+		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response { return configResources(slices.Collect(maps.Keys(l.dyn))) })
+	}
+	if cluster.Forwarded(req.ClientIDString()) {
+		groups, _, err := l.localConfigs(ctx)
+		if err != nil {
+			return submitError(req, err), nil
+		}
+		resp := configResources(groups)
+		resp.SetVersion(req.Version)
+		return resp, nil
+	}
+	return untilOwned(ctx, req, func() (kmsg.Response, error) {
+		groups, complete, err := l.clusterConfigs(ctx)
+		if err != nil || !complete {
+			return nil, err
+		}
+		resp := configResources(groups)
+		resp.SetVersion(req.Version)
+		return resp, nil
+	})
+}
+
+// localConfigs lists the groups with runtime configs of the partitions
+// this node answers for, each read on committed state of its partition;
+// covered marks the partitions read. A partition that is loading fails
+// the read with its error.
+func (l *Loop) localConfigs(ctx context.Context) (groups []string, covered []bool, err error) {
+	covered = make([]bool, l.rt.Partitions())
+	err = l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
+		p := l.shardOf(c).p
+		covered[p] = true
+		for g := range l.dyn {
+			if l.rt.PartitionFor(g) == p {
+				groups = append(groups, g)
+			}
+		}
+		return core.Output{}
+	})
+	return groups, covered, err
+}
+
+// clusterConfigs lists the groups with runtime configs of every
+// partition of the cluster, each partition from the node that owns it:
+// this node's own, and each other node's as that node answers for the
+// partitions the ownership group last assigned it. complete is false
+// while some partition has no owner that answered (it is moving or
+// loading).
+func (l *Loop) clusterConfigs(ctx context.Context) (groups []string, complete bool, err error) {
+	own := l.d.Ownership
+	groups, covered, err := l.localConfigs(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		return nil, false, nil
+	}
+	byPeer := map[int32][]int{}
+	peers := map[int32]cluster.Peer{}
+	for p := range covered {
+		if covered[p] {
+			continue
+		}
+		if peer, ok := own.Route(p); ok && peer.BrokerID != own.Self().BrokerID {
+			byPeer[peer.BrokerID] = append(byPeer[peer.BrokerID], p)
+			peers[peer.BrokerID] = peer
+		}
+	}
+	for id, ps := range byPeer {
+		fr := kmsg.NewPtrListConfigResourcesRequest()
+		fr.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeGroupConfig)}
+		r, err := own.Forward(ctx, peers[id], fr)
+		if err != nil {
+			l.log.Debug("listing a node's group configs failed", "node", peers[id].Node, "err", err)
+			continue
+		}
+		resp, ok := r.(*kmsg.ListConfigResourcesResponse)
+		if !ok || resp.ErrorCode != 0 {
+			continue
+		}
+		for _, rc := range resp.ConfigResources {
+			if rc.Type == int8(kmsg.ConfigResourceTypeGroupConfig) && slices.Contains(ps, l.rt.PartitionFor(rc.Name)) {
+				groups = append(groups, rc.Name)
+			}
+		}
+		for _, p := range ps {
+			covered[p] = true
+		}
+	}
+	return groups, !slices.Contains(covered, false), nil
+}
+
+// configResources lists groups as GROUP config resources, in name order,
+// each once.
+func configResources(groups []string) *kmsg.ListConfigResourcesResponse {
 	resp := kmsg.NewPtrListConfigResourcesResponse()
-	for _, g := range slices.Sorted(maps.Keys(l.dyn)) {
+	slices.Sort(groups)
+	for _, g := range slices.Compact(groups) {
 		r := kmsg.NewListConfigResourcesResponseConfigResource()
 		r.Name, r.Type = g, int8(kmsg.ConfigResourceTypeGroupConfig)
 		resp.ConfigResources = append(resp.ConfigResources, r)
 	}
 	return resp
+}
+
+// Group configs on a node of a cluster: a request about the groups of a
+// partition another node owns is answered by that node, as any Kafka
+// broker answers group configs (they live in Kafka's metadata log). The
+// node sends it there as a client would (cluster.Node.Forward), and
+// retries, within forwardWait, while the partition has no owner that
+// answers (it is moving or loading).
+const (
+	forwardWait  = 10 * time.Second
+	forwardRetry = 50 * time.Millisecond
+)
+
+// onOwner answers req, whose groups all are in partition p, with here()
+// when this node answers for p (or runs without a cluster, or req was
+// forwarded by another node: it is not forwarded again), else with the
+// answer of p's owner. An answer saying the partition is loading or has
+// moved is retried (a retried alter sets the same values again).
+func (l *Loop) onOwner(ctx context.Context, req *wire.Request, p int, here func() (kmsg.Response, error)) (kmsg.Response, error) {
+	own := l.d.Ownership
+	if own == nil || cluster.Forwarded(req.ClientIDString()) {
+		return here()
+	}
+	return untilOwned(ctx, req, func() (kmsg.Response, error) {
+		if l.serving(p) == nil {
+			resp, err := here()
+			if err == nil && ownerMoving(resp) { // loading here, or given up meanwhile
+				return nil, ctx.Err()
+			}
+			return resp, err
+		}
+		peer, ok := own.Route(p)
+		if !ok {
+			return nil, nil
+		}
+		resp, err := own.Forward(ctx, peer, req.Body)
+		if err != nil || ownerMoving(resp) {
+			l.log.Debug("forwarding a group config request to its owner failed; retrying", "partition", p, "node", peer.Node, "err", err)
+			return nil, ctx.Err()
+		}
+		resp.SetVersion(req.Version)
+		return resp, nil
+	})
+}
+
+// untilOwned returns try's first answer, trying again while it answers
+// nothing (a partition it needs has no owner that answered), with
+// backoff, for at most forwardWait; then req is answered
+// COORDINATOR_NOT_AVAILABLE (a retriable error).
+func untilOwned(ctx context.Context, req *wire.Request, try func() (kmsg.Response, error)) (kmsg.Response, error) {
+	deadline := time.Now().Add(forwardWait)
+	for wait := forwardRetry; ; wait = min(2*wait, time.Second) {
+		resp, err := try()
+		if resp != nil || err != nil {
+			return resp, err
+		}
+		if time.Now().After(deadline) {
+			return wire.ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// ownerMoving reports whether a forwarded answer says the node asked no
+// longer, or not yet, answers for the partition.
+func ownerMoving(resp kmsg.Response) bool {
+	moving := func(code int16) bool {
+		return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorLoadInProgress.Code || code == kerr.CoordinatorNotAvailable.Code
+	}
+	switch r := resp.(type) {
+	case *kmsg.DescribeConfigsResponse:
+		return slices.ContainsFunc(r.Resources, func(x kmsg.DescribeConfigsResponseResource) bool { return moving(x.ErrorCode) })
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return slices.ContainsFunc(r.Resources, func(x kmsg.IncrementalAlterConfigsResponseResource) bool { return moving(x.ErrorCode) })
+	case *kmsg.AlterConfigsResponse:
+		return slices.ContainsFunc(r.Resources, func(x kmsg.AlterConfigsResponseResource) bool { return moving(x.ErrorCode) })
+	}
+	return false
 }
 
 // configSource maps a setting's source to Kafka's: runtime values are

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,7 +79,7 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
 		return l.alterConfigsByPartition(ctx, req)
 	case *kmsg.ListConfigResourcesRequest:
-		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response { return l.listGroupConfigResources() })
+		return l.listGroupConfigResources(ctx, req)
 	}
 	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
 }
@@ -466,6 +467,9 @@ func (l *Loop) listGroups(ctx context.Context, req *wire.Request, body *kmsg.Lis
 		if dpGroups, err = l.d.DataPlane.OffsetsOnlyGroups(ctx); err != nil {
 			l.log.Warn("listing the data plane's offsets-only groups failed", "err", err)
 		}
+		// A node of a cluster lists the groups of its own partitions only,
+		// as a Kafka broker lists the groups it coordinates.
+		dpGroups = slices.DeleteFunc(dpGroups, func(id string) bool { return l.elsewhere(l.rt.PartitionFor(id)) })
 	}
 	resp, err := l.listCoreGroups(ctx, body)
 	if err != nil {

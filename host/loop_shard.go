@@ -57,6 +57,7 @@ func (l *Loop) newShard(p int) (runtime.Shard, error) {
 			return nil, fmt.Errorf("coordinator config: %w", err)
 		}
 	}
+	l.forgetConfigs(p) // the replay brings them back as the log has them
 	s := &shard{l: l, p: p, c: c, pending: map[core.RequestID]*call{}, configured: map[string]bool{}}
 	l.byCore.Store(c, s)
 	return s, nil
@@ -360,6 +361,7 @@ func (s *shard) Unload() {
 		delete(s.pending, id)
 	}
 	s.l.byCore.Delete(s.c)
+	s.l.forgetConfigs(s.p)
 }
 
 func (s *shard) fail(id core.RequestID) { s.failWith(id, kerr.NotCoordinator.Code) }

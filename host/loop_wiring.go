@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -88,7 +89,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		}
 		openLog := recordLog(s)
 		if openLog == nil {
-			openLog = stateTopicLog(ctx, s)
+			openLog = stateTopicLog(ctx, s, own)
 		}
 		l, err := NewLoopContext(ctx, LoopDeps{
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
@@ -179,30 +180,57 @@ func ownership(s *Server) (*cluster.Node, error) {
 	if slices.Contains(s.dp.Nodes(), broker) {
 		return nil, fmt.Errorf("cluster: this node's broker id %d is a broker of the data plane too; set cluster.node.broker.id to another", broker)
 	}
-	host, port, err := s.reserveFirst()
+	host, port, listeners, err := reserveListeners(s)
 	if err != nil {
 		return nil, err
 	}
 	return cluster.New(cluster.Config{ClientOpts: kc.ClientOpts, ClusterID: cfg.Cluster.ID, NodeID: node,
-		BrokerID: broker, AdvertisedHost: host, AdvertisedPort: port,
+		BrokerID: broker, AdvertisedHost: host, AdvertisedPort: port, Listeners: listeners,
 		Topic: cmp.Or(kc.Topic, kafkalog.DefaultTopic), SessionTimeout: cfg.Cluster.SessionTimeout, Margin: cfg.Cluster.LeaseMargin,
 		Metrics: s.metrics, Log: s.log.With("component", "cluster")})
 }
 
-// metadataBrokers lists a cluster's nodes as Metadata brokers.
+// reserveListeners binds this node's listener sockets for every
+// data-plane broker known at start before the node joins the ownership
+// group: the first data-plane broker's is the address the other nodes
+// send clients to, and every one is advertised to them.
+func reserveListeners(s *Server) (host string, port int32, ls []cluster.Listener, err error) {
+	if host, port, err = s.reserveFirst(); err != nil {
+		return "", 0, nil, err
+	}
+	nodes := s.dp.Nodes()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ls = append(ls, cluster.Listener{Upstream: nodes[0], Port: port})
+	for _, n := range nodes[1:] {
+		ln, err := s.bindLocked(n)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		s.reserved[n] = ln
+		ls = append(ls, cluster.Listener{Upstream: n, Port: int32(ln.Addr().(*net.TCPAddr).Port)})
+	}
+	return host, port, ls, nil
+}
+
+// metadataBrokers lists a cluster's nodes as Metadata brokers, each
+// under its broker id and each of its other listeners under the id of
+// that node and data-plane broker.
 func metadataBrokers(peers []cluster.Peer) []kmsg.MetadataResponseBroker {
 	out := make([]kmsg.MetadataResponseBroker, 0, len(peers))
-	for _, p := range peers {
-		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = p.BrokerID, p.Host, p.Port
-		out = append(out, b)
+	for _, peer := range peers {
+		for _, p := range peer.Brokers() {
+			b := kmsg.NewMetadataResponseBroker()
+			b.NodeID, b.Host, b.Port = p.BrokerID, p.Host, p.Port
+			out = append(out, b)
+		}
 	}
 	return out
 }
 
 // stateTopicLog opens the record log in the external cluster's state
 // topic when store.kind is kafka (nil otherwise: the store's log).
-func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func() error, error) {
+func stateTopicLog(ctx context.Context, s *Server, own *cluster.Node) func(int) (runtime.Log, func() error, error) {
 	if s.cfg.Store.Kind != "kafka" {
 		return nil
 	}
@@ -214,6 +242,9 @@ func stateTopicLog(ctx context.Context, s *Server) func(int) (runtime.Log, func(
 		l, err := kafkalog.Open(ctx, kc)
 		if err != nil {
 			return nil, nil, err
+		}
+		if own != nil { // GET /v1/cluster shows each replay's progress
+			own.SetProgress(l.ReplayProgress)
 		}
 		return l, l.Close, nil
 	}

@@ -60,6 +60,9 @@ type Config struct {
 	// groups of the partitions this node owns.
 	AdvertisedHost string
 	AdvertisedPort int32
+	// Listeners are this node's listeners for each data-plane broker
+	// (AdvertisedPort's among them), advertised to the other nodes.
+	Listeners []Listener
 	// Topic is the state topic; its partitions are the runtime's.
 	Topic string
 	// SessionTimeout of the ownership group (DefaultSessionTimeout when 0).
@@ -99,6 +102,15 @@ type Node struct {
 	mu       sync.Mutex
 	parts    map[int]*owned
 	stopping bool
+
+	// fwd holds a client per other node's address (forward.go).
+	fwdMu     sync.Mutex
+	fwd       map[string]*kgo.Client
+	fwdClosed bool
+
+	// progress, when set, tells how far a partition's replay has read
+	// (SetProgress).
+	progress atomic.Pointer[Progress]
 
 	changes     atomic.Int64
 	retakes     atomic.Int64
@@ -147,12 +159,31 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: broker id %d must be within [%d, %d]", cfg.BrokerID, MinBrokerID, MaxBrokerID)
 	}
 	n := &Node{cfg: cfg, lease: NewLease(cfg.Clock, cfg.SessionTimeout, cfg.Margin), kick: make(chan struct{}, 1), parts: map[int]*owned{},
-		self: Peer{Node: cfg.NodeID, BrokerID: cfg.BrokerID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}, reroute: make(chan struct{}, 1)}
+		self: Peer{Node: cfg.NodeID, BrokerID: cfg.BrokerID, Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort, Listeners: cfg.Listeners}, reroute: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		n.registerMetrics(cfg.Metrics)
 	}
 	return n, nil
+}
+
+// Progress tells how far the last (or current) replay of partition p
+// has read the state topic: the offset after the last record read and
+// the last stable offset it reads to; ok is false while that is not
+// known (kafkalog.Log.ReplayProgress).
+type Progress func(p int) (replayed, end int64, ok bool)
+
+// SetProgress makes Status and the metrics report each owned
+// partition's replay progress from f.
+func (n *Node) SetProgress(f Progress) { n.progress.Store(&f) }
+
+// replayProgress is p's replay progress, if known.
+func (n *Node) replayProgress(p int) (replayed, end int64, ok bool) {
+	f := n.progress.Load()
+	if f == nil {
+		return 0, 0, false
+	}
+	return (*f)(p)
 }
 
 // Group returns the ownership group's name.
@@ -215,6 +246,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	err := n.release(ctx, ps)
 	n.cancel()
 	n.wg.Wait()
+	n.closeForward()
 	if n.cl != nil {
 		n.cl.Close() // leaves the group
 	}
@@ -420,7 +452,29 @@ type PartitionStatus struct {
 	LoadingMs int64 `json:"loading_ms,omitempty"`
 	// ReplaySeconds is how long the last take-over and replay took.
 	ReplaySeconds float64 `json:"replay_seconds,omitempty"`
-	Error         string  `json:"error,omitempty"`
+	// ReplayOffset is the state-topic offset the replay has read to (the
+	// offset after the last record read), ReplayEndOffset the last stable
+	// offset it reads to, ReplayLag the offsets left: 0 once the
+	// partition is active. Absent until the replay has learned the end.
+	ReplayOffset    *int64 `json:"replay_offset,omitempty"`
+	ReplayEndOffset *int64 `json:"replay_end_offset,omitempty"`
+	ReplayLag       *int64 `json:"replay_lag,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+// String shows the partition's state and replay progress in logs.
+func (p PartitionStatus) String() string {
+	out := fmt.Sprintf("partition %d %s since %s", p.Partition, p.State, p.Since.Format(time.RFC3339Nano))
+	if p.ReplaySeconds > 0 {
+		out += fmt.Sprintf(", replay %.3fs", p.ReplaySeconds)
+	}
+	if p.ReplayOffset != nil && p.ReplayEndOffset != nil && p.ReplayLag != nil {
+		out += fmt.Sprintf(", replayed to offset %d of %d (lag %d)", *p.ReplayOffset, *p.ReplayEndOffset, *p.ReplayLag)
+	}
+	if p.Error != "" {
+		out += ": " + p.Error
+	}
+	return out
 }
 
 // Status is this node's view of the ownership group (GET /v1/cluster).
@@ -428,13 +482,15 @@ type Status struct {
 	Cluster string `json:"cluster"`
 	Node    string `json:"node"`
 	// BrokerID, Host and Port are this node as clients reach it.
-	BrokerID   int32  `json:"broker_id"`
-	Host       string `json:"host"`
-	Port       int32  `json:"port"`
-	Group      string `json:"group"`
-	Member     string `json:"member_id"`
-	Generation int32  `json:"generation"`
-	LeaseValid bool   `json:"lease_valid"`
+	BrokerID int32  `json:"broker_id"`
+	Host     string `json:"host"`
+	Port     int32  `json:"port"`
+	// Listeners are this node's listeners, one per data-plane broker.
+	Listeners  []Listener `json:"listeners"`
+	Group      string     `json:"group"`
+	Member     string     `json:"member_id"`
+	Generation int32      `json:"generation"`
+	LeaseValid bool       `json:"lease_valid"`
 	// LeaseRemainingMs is how long this node may still answer without a
 	// renewal (0 when expired).
 	LeaseRemainingMs int64             `json:"lease_remaining_ms"`
@@ -452,7 +508,7 @@ func (n *Node) Status() Status {
 	s := Status{Cluster: n.cfg.ClusterID, Node: n.cfg.NodeID, Group: n.Group(), Generation: -1,
 		SessionTimeoutMs: n.cfg.SessionTimeout.Milliseconds(), LeaseMarginMs: n.cfg.Margin.Milliseconds(),
 		Partitions: []PartitionStatus{}, Nodes: n.routeStatus(),
-		BrokerID: n.self.BrokerID, Host: n.self.Host, Port: n.self.Port}
+		BrokerID: n.self.BrokerID, Host: n.self.Host, Port: n.self.Port, Listeners: n.self.Listeners}
 	if n.cl != nil {
 		s.Member, s.Generation = n.cl.GroupMetadata()
 	}
@@ -469,11 +525,45 @@ func (n *Node) Status() Status {
 		if o.state == "loading" {
 			ps.LoadingMs = now.Sub(o.since).Milliseconds()
 		}
+		if at, end, ok := n.replayProgress(p); ok {
+			lag := max(end-at, 0)
+			ps.ReplayOffset, ps.ReplayEndOffset, ps.ReplayLag = &at, &end, &lag
+		}
 		s.Partitions = append(s.Partitions, ps)
 	}
 	n.mu.Unlock()
 	sort.Slice(s.Partitions, func(i, j int) bool { return s.Partitions[i].Partition < s.Partitions[j].Partition })
 	return s
+}
+
+// loading counts the owned partitions that are not active.
+func (n *Node) loading() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, o := range n.parts {
+		if o.state != "active" {
+			c++
+		}
+	}
+	return c
+}
+
+// replayLag sums the offsets the replays of the owned partitions that
+// are not active have yet to read.
+func (n *Node) replayLag() int64 {
+	var lag int64
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for p, o := range n.parts {
+		if o.state == "active" {
+			continue
+		}
+		if at, end, ok := n.replayProgress(p); ok {
+			lag += max(end-at, 0)
+		}
+	}
+	return lag
 }
 
 // Owned returns the partitions the group assigned this node, in order.
@@ -497,6 +587,10 @@ func (n *Node) registerMetrics(m *admin.Metrics) {
 		func() float64 { return time.Duration(n.replayNanos.Load()).Seconds() })
 	m.Gauge("coordhost_cluster_retakes_total", "Owned partitions taken over again after their writer was fenced or lost track of a commit.",
 		func() float64 { return float64(n.retakes.Load()) })
+	m.Gauge("coordhost_cluster_replay_lag_offsets", "State-topic offsets the replays of this node's loading partitions have yet to read.",
+		func() float64 { return float64(n.replayLag()) })
+	m.Gauge("coordhost_cluster_partitions_loading", "Partitions this node was assigned that are not active yet (taking over, replaying, or failed and retrying).",
+		func() float64 { return float64(n.loading()) })
 	m.Gauge("coordhost_cluster_partitions_owned", "Partitions the ownership group assigns this node.",
 		func() float64 { return float64(len(n.Owned())) })
 	m.Gauge("coordhost_cluster_lease_remaining_seconds", "How long this node may still answer for its partitions without a renewed lease (0: expired).",

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,12 +33,46 @@ func BrokerIDFor(nodeID string) int32 {
 	return int32(MinBrokerID + h.Sum32()%(MaxBrokerID-MinBrokerID+1))
 }
 
+// PairIDFor derives the synthetic broker id of node's listener for the
+// data-plane broker upstream: MinBrokerID + FNV-1a(node id, upstream id)
+// mod 1e9, like BrokerIDFor.
+func PairIDFor(nodeID string, upstream int32) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(nodeID))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(int(upstream))))
+	return int32(MinBrokerID + h.Sum32()%(MaxBrokerID-MinBrokerID+1))
+}
+
 // Peer is one node of the cluster as clients reach it.
 type Peer struct {
 	Node     string `json:"node"`
 	BrokerID int32  `json:"broker_id"`
 	Host     string `json:"host"`
 	Port     int32  `json:"port"`
+	// Listeners are the node's listeners, one per data-plane broker, as
+	// the node bound them at its start (its broker id's is among them).
+	Listeners []Listener `json:"listeners,omitempty"`
+}
+
+// Listener is a node's listener for one data-plane broker.
+type Listener struct {
+	Upstream int32 `json:"upstream_broker_id"`
+	Port     int32 `json:"port"`
+}
+
+// Brokers lists the node as Metadata brokers: its broker id at its
+// address, and for each of its other listeners a synthetic id of its own
+// (PairIDFor), so a client reaches every data-plane broker through every
+// node.
+func (p Peer) Brokers() []Peer {
+	out := []Peer{{Node: p.Node, BrokerID: p.BrokerID, Host: p.Host, Port: p.Port}}
+	for _, l := range p.Listeners {
+		if l.Port != p.Port {
+			out = append(out, Peer{Node: p.Node, BrokerID: PairIDFor(p.Node, l.Upstream), Host: p.Host, Port: l.Port})
+		}
+	}
+	return out
 }
 
 // peerPrefix starts the client id of every ownership group client: the
@@ -52,7 +87,38 @@ func (p Peer) clientID() string {
 	v.Set("node", p.Node)
 	v.Set("id", strconv.Itoa(int(p.BrokerID)))
 	v.Set("addr", net.JoinHostPort(p.Host, strconv.Itoa(int(p.Port))))
+	if len(p.Listeners) > 0 {
+		ls := make([]string, len(p.Listeners))
+		for i, l := range p.Listeners {
+			ls[i] = fmt.Sprintf("%d:%d", l.Upstream, l.Port)
+		}
+		v.Set("l", strings.Join(ls, ","))
+	}
 	return peerPrefix + v.Encode()
+}
+
+// parseListeners decodes clientID's "l": upstream:port,...
+func parseListeners(s string) ([]Listener, bool) {
+	if s == "" {
+		return nil, true
+	}
+	var out []Listener
+	for _, e := range strings.Split(s, ",") {
+		u, ps, ok := strings.Cut(e, ":")
+		if !ok {
+			return nil, false
+		}
+		up, err := strconv.ParseInt(u, 10, 32)
+		if err != nil || up < 0 || strconv.Itoa(int(up)) != u {
+			return nil, false
+		}
+		port, err := strconv.ParseUint(ps, 10, 16)
+		if err != nil || strconv.Itoa(int(port)) != ps {
+			return nil, false
+		}
+		out = append(out, Listener{Upstream: int32(up), Port: int32(port)})
+	}
+	return out, true
 }
 
 // parsePeer decodes a client id clientID wrote; ok is false for any
@@ -78,7 +144,11 @@ func parsePeer(clientID string) (p Peer, ok bool) {
 	if err != nil || h == "" {
 		return Peer{}, false
 	}
-	return Peer{Node: v.Get("node"), BrokerID: int32(id), Host: h, Port: int32(port)}, true
+	ls, ok := parseListeners(v.Get("l"))
+	if !ok {
+		return Peer{}, false
+	}
+	return Peer{Node: v.Get("node"), BrokerID: int32(id), Host: h, Port: int32(port), Listeners: ls}, true
 }
 
 // routes is one reading of the ownership group: the nodes in it and

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -9,14 +12,16 @@ func TestPeerClientIDRoundTrip(t *testing.T) {
 		{Node: "a", BrokerID: MinBrokerID, Host: "127.0.0.1", Port: 9092},
 		{Node: "node/with?odd=chars&x", BrokerID: MaxBrokerID, Host: "::1", Port: 1},
 		{Node: "", BrokerID: BrokerIDFor("x"), Host: "kafka-0.example", Port: 65535},
+		{Node: "b", BrokerID: MinBrokerID + 1, Host: "h", Port: 9092, Listeners: []Listener{{Upstream: 1, Port: 9092}, {Upstream: 7, Port: 9093}}},
 	} {
 		got, ok := parsePeer(p.clientID())
-		if !ok || got != p {
+		if !ok || !reflect.DeepEqual(got, p) {
 			t.Fatalf("%+v: parsed %+v %v from %q", p, got, ok, p.clientID())
 		}
 	}
 	for _, id := range []string{"", "kgo", "coordhost-node?", "coordhost-node?id=x&addr=h:1", "coordhost-node?id=1&addr=h",
-		"coordhost-node?id=-4&addr=h:1", "coordhost-node?id=1&addr=:1", "coordhost-node?id=1&addr=h:70000", "coordhost-node?%zz"} {
+		"coordhost-node?id=-4&addr=h:1", "coordhost-node?id=1&addr=:1", "coordhost-node?id=1&addr=h:70000", "coordhost-node?%zz",
+		"coordhost-node?id=1&addr=h:1&l=1", "coordhost-node?id=1&addr=h:1&l=1:70000", "coordhost-node?id=1&addr=h:1&l=-1:2", "coordhost-node?id=1&addr=h:1&l=1:2,"} {
 		if p, ok := parsePeer(id); ok {
 			t.Fatalf("%q parsed as %+v", id, p)
 		}
@@ -47,12 +52,13 @@ func FuzzParsePeer(f *testing.F) {
 	f.Add(Peer{Node: "a", BrokerID: MinBrokerID, Host: "127.0.0.1", Port: 9092}.clientID())
 	f.Add("coordhost-node?id=1&addr=[::1]:9&node=%41")
 	f.Add("coordhost-node?")
+	f.Add(Peer{Node: "b", BrokerID: MinBrokerID, Host: "h", Port: 1, Listeners: []Listener{{Upstream: 0, Port: 1}, {Upstream: 2, Port: 3}}}.clientID())
 	f.Fuzz(func(t *testing.T, id string) {
 		p, ok := parsePeer(id)
 		if !ok {
 			return
 		}
-		if q, ok := parsePeer(p.clientID()); !ok || q != p {
+		if q, ok := parsePeer(p.clientID()); !ok || !reflect.DeepEqual(q, p) {
 			t.Fatalf("%q: %+v re-parsed as %+v %v", id, p, q, ok)
 		}
 	})
@@ -72,7 +78,7 @@ func TestRouteFromRoutes(t *testing.T) {
 		t.Fatal("routed before any reading of the group")
 	}
 	n.routes.Store(&routes{peers: map[string]Peer{"m-other": other, "m-me": n.Self()}, owner: map[int]string{0: "m-other", 1: "m-me"}})
-	if p, ok := n.Route(0); !ok || p != other {
+	if p, ok := n.Route(0); !ok || !reflect.DeepEqual(p, other) {
 		t.Fatalf("partition 0: %+v %v", p, ok)
 	}
 	for _, p := range []int{1, 2} {
@@ -86,5 +92,18 @@ func TestRouteFromRoutes(t *testing.T) {
 	}
 	if st := n.routeStatus(); len(st) != 2 {
 		t.Fatalf("route status %+v", st)
+	}
+}
+
+// TestPartitionStatusString: a partition's status in logs shows its
+// replay progress when known, not the pointers' addresses.
+func TestPartitionStatusString(t *testing.T) {
+	at, end, lag := int64(3), int64(5), int64(2)
+	ps := PartitionStatus{Partition: 4, State: "loading", ReplayOffset: &at, ReplayEndOffset: &end, ReplayLag: &lag}
+	if got := fmt.Sprintf("%+v", ps); !strings.Contains(got, "partition 4 loading") || !strings.Contains(got, "replayed to offset 3 of 5 (lag 2)") {
+		t.Fatalf("%s", got)
+	}
+	if got := (PartitionStatus{Partition: 1, State: "failed", Error: "boom"}).String(); strings.Contains(got, "offset") || !strings.HasSuffix(got, ": boom") {
+		t.Fatalf("%s", got)
 	}
 }

@@ -29,6 +29,7 @@ func (d *DataPlane) rewrite(resp kmsg.Response) error {
 				return err
 			}
 		}
+		d.addCoordinatorBrokers(r)
 	case *kmsg.FindCoordinatorResponse:
 		if r.ErrorCode == 0 && r.Host != "" {
 			if err := d.rewriteNode(r.NodeID, &r.Host, &r.Port); err != nil {
@@ -79,6 +80,26 @@ func (d *DataPlane) addCoordinatorNodes(r *kmsg.MetadataResponse) {
 	for _, b := range d.cfg.CoordinatorNodes() {
 		if !have[b.NodeID] {
 			have[b.NodeID] = true
+			r.Brokers = append(r.Brokers, b)
+		}
+	}
+}
+
+// addCoordinatorBrokers lists the coordhost cluster's nodes in a
+// DescribeCluster answer as Metadata lists them (addCoordinatorNodes).
+func (d *DataPlane) addCoordinatorBrokers(r *kmsg.DescribeClusterResponse) {
+	if d.cfg.CoordinatorNodes == nil || r.EndpointType == 2 { // controllers (KIP-919) are not brokers
+		return
+	}
+	have := make(map[int32]bool, len(r.Brokers))
+	for _, b := range r.Brokers {
+		have[b.NodeID] = true
+	}
+	for _, n := range d.cfg.CoordinatorNodes() {
+		if !have[n.NodeID] {
+			have[n.NodeID] = true
+			b := kmsg.NewDescribeClusterResponseBroker()
+			b.NodeID, b.Host, b.Port, b.Rack = n.NodeID, n.Host, n.Port, n.Rack
 			r.Brokers = append(r.Brokers, b)
 		}
 	}

@@ -117,6 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	for p := range l.parts {
 		l.parts[p] = &partition{txid: fmt.Sprintf("%s-p%d", l.prefix, p), pid: -1, epoch: -1}
 		l.parts[p].leader.Store(-1)
+		l.parts[p].replayEnd.Store(-1)
 	}
 	return l, nil
 }
@@ -208,6 +209,19 @@ func (l *Log) Replay(p int, fn func(runtime.Record) error) error {
 	return nil
 }
 
+// ReplayProgress returns how far the last (or current) replay of
+// partition p has read: the offset after the last record it read, and
+// the last stable offset it reads to. ok is false before a replay of p
+// has learned that offset.
+func (l *Log) ReplayProgress(p int) (replayed, end int64, ok bool) {
+	if p < 0 || p >= len(l.parts) {
+		return 0, 0, false
+	}
+	pt := l.parts[p]
+	end = pt.replayEnd.Load()
+	return pt.replayed.Load(), end, end >= 0
+}
+
 // Compact implements runtime.Log and does nothing: the broker compacts
 // the state topic (cleanup.policy=compact), keeping the latest value of
 // each key and dropping tombstones after delete.retention.ms. Replay
@@ -240,4 +254,8 @@ type partition struct {
 	// leader is the broker leading the topic partition as last learned
 	// (-1: ask the metadata).
 	leader atomic.Int32
+	// replayed and replayEnd are the last replay's progress: the offset
+	// after the last record read, and the last stable offset it reads to
+	// (-1 until a replay knows it).
+	replayed, replayEnd atomic.Int64
 }

@@ -17,11 +17,22 @@ import (
 func (l *Log) read(p int, fn func(runtime.Record) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 	defer cancel()
+	pt := l.parts[p]
+	pt.replayEnd.Store(-1)
 	start, err := l.offset(ctx, p, -2)
 	if err != nil {
 		return err
 	}
-	return l.scan(ctx, p, start, func(r *kgo.Record) (bool, error) {
+	// scan reads to this offset too: after the take-over nothing else
+	// writes the partition.
+	end, err := l.offset(ctx, p, -1)
+	if err != nil {
+		return err
+	}
+	pt.replayed.Store(start)
+	pt.replayEnd.Store(end)
+	err = l.scan(ctx, p, start, func(r *kgo.Record) (bool, error) {
+		pt.replayed.Store(r.Offset + 1)
 		if r.Attrs.IsControl() {
 			return false, nil
 		}
@@ -31,6 +42,10 @@ func (l *Log) read(p int, fn func(runtime.Record) error) error {
 		}
 		return false, fn(runtime.Record{Key: r.Key, Value: v})
 	})
+	if err == nil { // read to the end (the last offsets may be compacted away)
+		pt.replayed.Store(max(end, start))
+	}
+	return err
 }
 
 // scan calls fn with partition p's records from offset start to the last
