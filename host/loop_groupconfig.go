@@ -337,6 +337,8 @@ func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	c.SetStreamsGroupConfig(group, streams)
 	c.SetClassicGroupConfig(group, classic)
 	c.SetStreamsMigrationPolicy(group, &migration)
+	consumerMigration := g.CoreConsumerMigrationPolicy()
+	c.SetConsumerMigrationPolicy(group, &consumerMigration)
 }
 
 // alterResponse builds the answer to an alter request from its results.

@@ -119,7 +119,8 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		"streams.rack.aware.assignment.tags": []string{"zone"}, "streams.max.size": int64(19),
 		"streams.max.topology.size": int64(53),
 		"streams.migration.policy":  "upgrade", "group.initial.rebalance.delay.ms": int64(23),
-		"group.min.session.timeout.ms": int64(29), "group.max.session.timeout.ms": int64(31), "group.max.size": int64(37),
+		"group.consumer.migration.policy": "downgrade",
+		"group.min.session.timeout.ms":    int64(29), "group.max.session.timeout.ms": int64(31), "group.max.size": int64(37),
 		// keys core does not read
 		"streams.probing.policy": "builtin", "streams.end.offsets.refresh.ms": int64(41), "streams.assignor.timeout.ms": int64(43),
 		"streams.assignor.shadow": []string{"ha", "candidate"}, "streams.assignor.candidate.name": "candidate",
@@ -136,6 +137,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		AcceptableRecoveryLag: 7, ProbingIntervalMs: 9, InitialRebalanceDelayMs: 11, AssignmentIntervalMs: 13, TaskOffsetIntervalMs: 17,
 		AssignorName: "ha", RackAwareAssignmentTags: []string{"zone"}, MaxSize: 19, MaxTopologySize: 53}
 	want.StreamsMigrationPolicy = core.MigrationUpgrade
+	want.ConsumerMigrationPolicy = core.MigrationDowngrade
 	want.Classic = core.ClassicConfig{InitialRebalanceDelayMs: 23, MinSessionTimeoutMs: 29, MaxSessionTimeoutMs: 31, MaxSize: 37,
 		NewMemberJoinTimeoutMs: want.Classic.NewMemberJoinTimeoutMs}
 	if got := g.Core(core.DefaultConfig()); !reflect.DeepEqual(got, want) {
@@ -149,6 +151,9 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 	s, c, p := g.CoreGroup()
 	if *s.SessionTimeoutMs != 50001 || *s.AssignorName != "ha" || *s.ProbingPolicy != "" || *s.MaxTopologySize != 53 || *c.MaxSize != 37 || p != core.MigrationUpgrade {
 		t.Fatalf("per-group: streams %+v classic %+v policy %v", s, c, p)
+	}
+	if p := g.CoreConsumerMigrationPolicy(); p != core.MigrationDowngrade {
+		t.Fatalf("consumer migration policy %v", p)
 	}
 }
 
