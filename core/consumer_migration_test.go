@@ -442,18 +442,47 @@ func (f *fleet) roll(toClassic bool, name string) {
 	for i, c := range olds {
 		f.leave(c)
 		f.add(fmt.Sprintf("%s%d", name, i), toClassic, f.rng.Intn(2) == 0)
+		if f.rng.Intn(3) == 0 {
+			// A fail-over in the middle of the step.
+			for j := 0; j < f.rng.Intn(4); j++ {
+				for _, c := range f.clients {
+					f.step(c)
+				}
+			}
+			f.reload()
+		}
 		f.settle()
 		f.h.checkReplay()
 	}
 }
 
-// TestConsumerMigrationRoll rolls three classic consumers to the consumer
-// protocol one at a time (the first consumer join upgrades the group),
-// then back (the last consumer leaving downgrades it), with random
-// scheduling, checking single ownership, monotone epochs and replay after
+// reload replaces the coordinator by one rebuilt from the log (a
+// fail-over): requests in flight are lost, and their clients retry.
+func (f *fleet) reload() {
+	f.t.Helper()
+	fresh, err := replayLog(f.h.cfg, f.h.log)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.h.c = fresh
+	f.handle(f.h.commit(fresh.UpdateTopics(f.h.now, f.h.topics)))
+	f.handle(f.h.commit(fresh.Loaded(f.h.now)))
+	f.pending = map[RequestID]*fleetClient{}
+	for _, c := range f.clients {
+		if c.phase == phJoinSent || c.phase == phSyncSent {
+			c.phase = phJoin
+		}
+	}
+}
+
+// TestConsumerMigrationRoll rolls, for 100 seeds, three classic consumers
+// to the consumer protocol one at a time (the first consumer join
+// upgrades the group), then back (the last consumer leaving downgrades
+// it), with random scheduling and fail-overs in the middle of a third of
+// the steps, checking single ownership, monotone epochs and replay after
 // every change.
 func TestConsumerMigrationRoll(t *testing.T) {
-	for seed := int64(1); seed <= 30; seed++ {
+	for seed := int64(1); seed <= 100; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			f := newFleet(t, seed)
 			for i := 0; i < 3; i++ {
@@ -767,4 +796,58 @@ func TestConsumerMemberClassicTag(t *testing.T) {
 	if b[len(b)-1] != 0 {
 		t.Fatalf("consumer-protocol member has tags: %x", b)
 	}
+}
+
+// TestConsumerMigrationStaticReplacementDowngrades: a classic static
+// member taking the instance id of the last consumer-protocol member (an
+// empty member id, no leave first) downgrades the group at once, and the
+// joiner inherits the replaced member's target (Kafka's
+// validateOnlineDowngradeWithReplacedMember).
+func TestConsumerMigrationStaticReplacementDowngrades(t *testing.T) {
+	f := stableClassicFleet(t)
+	inst := "i1"
+	req := joinReq("g", "c-static", "a", "b")
+	req.InstanceID = &inst
+	if r := f.h.hb(req); r.ErrorCode != 0 {
+		t.Fatalf("static consumer join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	for _, c := range f.clients {
+		f.leave(c)
+	}
+	g := f.h.group("g")
+	if g == nil || len(g.members) != 1 || g.members["c-static"] == nil {
+		t.Fatalf("want only the static consumer member left: %s", f.h.c.Dump())
+	}
+	k := &fleetClient{owned: map[string]bool{}}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType, join.InstanceID = 9, "g", "consumer", &inst
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 20000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: k.subscription()}}
+	o := f.h.commit(f.h.c.JoinGroup(f.h.now, 90, ClientInfo{ClientID: "k"}, join))
+	r := o.Responses[0].Msg.(*kmsg.JoinGroupResponse)
+	if r.ErrorCode != 0 {
+		t.Fatalf("static classic join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	cg, ok := f.h.c.groups["g"].(*classicGroup)
+	if !ok {
+		t.Fatalf("not downgraded: %T", f.h.c.groups["g"])
+	}
+	m := cg.members[r.MemberID]
+	if m == nil || cg.static[inst] != r.MemberID {
+		t.Fatalf("joiner %s not the static member of the classic group", r.MemberID)
+	}
+	a, err := userdata.DecodeAssignment(cg.durable.Members[0].Assignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tp := range a.Topics {
+		n += len(tp.Partitions)
+	}
+	// The join computed the target of the epoch the leaves bumped: the
+	// only member's, every partition.
+	if n != 6 {
+		t.Fatalf("joiner's stored assignment has %d partitions, want the replaced member's target of 6", n)
+	}
+	f.h.checkReplay()
 }
