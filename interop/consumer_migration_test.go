@@ -72,11 +72,11 @@ func TestInteropConsumerMigrationRoll(t *testing.T) {
 	t.Logf("kafka:     %d rebalances, longest processing gap %v, %d duplicates, %v", kafka.rebalances, kafka.maxGap, kafka.duplicates, kafka.took)
 	t.Logf("coordhost: %d rebalances, longest processing gap %v, %d duplicates, %v", through.rebalances, through.maxGap, through.duplicates, through.took)
 	// Timing gates at 1.5x (../shared/CI.md). A KIP-848 member learns of
-	// a new assignment at its next heartbeat: every 250 ms on the suite's
-	// broker, every 5 s on coordhost, whose consumer heartbeat interval is
-	// fixed at Kafka's default (docs/CONSUMER.md); the gap may differ by
-	// that much.
-	hbDiff := consumerHeartbeatMsCoordhost*time.Millisecond - heartbeatIntervalMs*time.Millisecond
+	// a new assignment at its next heartbeat, so the gap may differ by
+	// the difference of the two coordinators' consumer heartbeat
+	// intervals, as each one answers them.
+	hbDiff := max(0, consumerHeartbeatInterval(t, ch.addr)-consumerHeartbeatInterval(t, b.addr))
+	t.Logf("consumer heartbeat interval: coordhost %v longer than the broker's", hbDiff)
 	if limit := kafka.maxGap*3/2 + hbDiff; through.maxGap > limit {
 		t.Errorf("coordhost's longest processing gap %v is over %v (Kafka's %v x 1.5 + the heartbeat interval difference)", through.maxGap, limit, kafka.maxGap)
 	}
@@ -85,9 +85,32 @@ func TestInteropConsumerMigrationRoll(t *testing.T) {
 	}
 }
 
-// consumerHeartbeatMsCoordhost is coordhost's consumer-group heartbeat
-// interval (Kafka's default group.consumer.heartbeat.interval.ms).
-const consumerHeartbeatMsCoordhost = 5000
+// consumerHeartbeatInterval is the heartbeat interval the coordinator at
+// addr gives a KIP-848 member (a member joins a probe group and leaves).
+func consumerHeartbeatInterval(t *testing.T, addr string) time.Duration {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, "cm-interval-probe", "cm-interval-probe-member", 0
+	req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 30000, []string{"cm-interval-probe"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("%s: consumer heartbeat: %v", addr, err)
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Version, leave.Group, leave.MemberID, leave.MemberEpoch = 1, req.Group, req.MemberID, -1
+	_, _ = leave.RequestWith(ctx, cl)
+	return time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
+}
 
 // runMigrationRoll rolls one side's group and checks its invariants.
 func runMigrationRoll(t *testing.T, dir, name, addr string, admin *kgo.Client) cmResult {
