@@ -47,6 +47,9 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
 		return c.bridgeJoin(sg, client, req) // online migration
 	}
+	if g, ok := c.consumerGroupForClassic(req.Group); ok {
+		return c.consumerBridgeJoin(g, client, req) // online migration
+	}
 	if had && existing.Kind() != GroupKindClassic {
 		if !existing.IsEmpty() || groupDeleters[existing.Kind()] == nil {
 			return classicJoinError("", errInconsistentProtocol)

@@ -32,6 +32,9 @@ func (c *Coordinator) classicSync(id RequestID, req *kmsg.SyncGroupRequest) *kms
 	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
 		return c.bridgeSync(sg, req) // online migration
 	}
+	if g, ok := c.consumerGroupForClassic(req.Group); ok {
+		return c.consumerBridgeSync(g, req) // online migration
+	}
 	g, ok := c.groups[req.Group].(*classicGroup)
 	if !ok || g.IsEmpty() {
 		return syncError(errUnknownMemberID)
@@ -118,6 +121,9 @@ func (c *Coordinator) classicHeartbeat(req *kmsg.HeartbeatRequest) int16 {
 	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
 		return c.bridgeHeartbeat(sg, req) // online migration
 	}
+	if g, ok := c.consumerGroupForClassic(req.Group); ok {
+		return c.consumerBridgeHeartbeat(g, req) // online migration
+	}
 	g, ok := c.groups[req.Group].(*classicGroup)
 	if !ok {
 		return errUnknownMemberID
@@ -177,6 +183,9 @@ func (c *Coordinator) classicLeave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroup
 	}
 	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
 		return c.bridgeLeave(sg, req) // online migration
+	}
+	if g, ok := c.consumerGroupForClassic(req.Group); ok {
+		return c.consumerBridgeLeave(g, req) // online migration
 	}
 	g, ok := c.groups[req.Group].(*classicGroup)
 	if !ok {

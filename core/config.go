@@ -26,6 +26,10 @@ type Config struct {
 	// StreamsMigrationPolicy is the broker-wide streams.migration.policy
 	// (online classic <-> streams migration); groups may override it.
 	StreamsMigrationPolicy MigrationPolicy
+	// ConsumerMigrationPolicy is the broker-wide
+	// group.consumer.migration.policy (online classic <-> consumer
+	// migration, Kafka's default bidirectional); groups may override it.
+	ConsumerMigrationPolicy MigrationPolicy
 	// Consumer holds the KIP-848 consumer-group settings and server
 	// assignors (consumer_config.go).
 	Consumer ConsumerConfig
@@ -139,6 +143,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("assignor wait: %d must be >= 0", c.AssignorWaitMs)
 	case c.StreamsMigrationPolicy < MigrationBidirectional || c.StreamsMigrationPolicy > MigrationDisabled:
 		return fmt.Errorf("streams.migration.policy: %v is not a policy", c.StreamsMigrationPolicy)
+	case c.ConsumerMigrationPolicy < MigrationBidirectional || c.ConsumerMigrationPolicy > MigrationDisabled:
+		return fmt.Errorf("group.consumer.migration.policy: %v is not a policy", c.ConsumerMigrationPolicy)
 	}
 	return c.Classic.validate()
 }

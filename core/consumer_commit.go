@@ -24,6 +24,15 @@ func (c *Coordinator) validateConsumerCommit(g *consumerGroup, memberID string, 
 		e := errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
 		return e.code, e.msg
 	}
+	if m.classic != nil {
+		// A classic member: any version, its generation (Kafka's
+		// validateMemberEpoch answers ILLEGAL_GENERATION).
+		if epoch != m.epoch {
+			e := errf(kerr.IllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", epoch, m.epoch)
+			return e.code, e.msg
+		}
+		return 0, ""
+	}
 	if !txn && version < 9 {
 		return kerr.UnsupportedVersion.Code, "OffsetCommit version 9 or above must be used by members using the modern group protocol"
 	}
@@ -61,6 +70,10 @@ func validateConsumerFetch(g *consumerGroup, memberID *string, epoch int32) (int
 	m := g.members[id]
 	if m == nil {
 		e := errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, g.id)
+		return e.code, e.msg
+	}
+	if epoch != m.epoch && m.classic != nil {
+		e := errf(kerr.IllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", epoch, m.epoch)
 		return e.code, e.msg
 	}
 	if epoch != m.epoch {

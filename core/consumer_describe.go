@@ -47,6 +47,9 @@ func (c *Coordinator) describeConsumerGroup(id string, version int16) kmsg.Consu
 		dm.TargetAssignment.TopicPartitions = c.describeParts(g.target[mid])
 		if version >= 1 {
 			dm.MemberType = 1 // the consumer protocol
+			if m.classic != nil {
+				dm.MemberType = 0 // the classic protocol
+			}
 		}
 		out.Members = append(out.Members, dm)
 	}

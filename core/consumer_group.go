@@ -68,6 +68,9 @@ type consumerMember struct {
 	serverAssignor     *string
 	assigned           partEpochs
 	pending            partSet // pending revocation
+	// classic is set for a member that uses the classic protocol
+	// (JoinGroup/SyncGroup, bridged; consumer_migration_bridge.go).
+	classic *ClassicMemberMetadata
 }
 
 func newConsumerMember(id string) *consumerMember {
@@ -354,6 +357,9 @@ func (g *consumerGroup) dumpDurable(b *strings.Builder) {
 			m.clientID, m.clientHost, m.topics, strPtr(m.regex), m.rebalanceTimeoutMs, strPtr(m.serverAssignor))
 		fmt.Fprintf(b, "    assigned [%s] pending [%s]\n", formatParts(m.assigned.toTopicPartitions()),
 			formatParts(m.pending.toTopicPartitions()))
+		if m.classic != nil {
+			fmt.Fprintf(b, "    classic session=%d protocols=%d\n", m.classic.SessionTimeoutMs, len(m.classic.SupportedProtocols))
+		}
 	}
 	tids := make([]string, 0, len(g.target))
 	for id := range g.target {

@@ -112,27 +112,7 @@ func (c *Coordinator) consumerHeartbeat(client ClientInfo, req *kmsg.ConsumerGro
 	if e != nil {
 		return nil, e
 	}
-	bump := subChanged
-	hash := g.metadataHash
-	if bump || g.metadataRefresh {
-		hash = c.groupMetadataHash(g.subscribedTopics())
-		if g.metadataRefresh {
-			g.metadataRefresh = false
-			c.onUndo(func() { g.metadataRefresh = true })
-		}
-		if hash != g.metadataHash {
-			bump = true
-		}
-	}
-	if bump {
-		c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
-			Epoch: g.groupEpoch + 1, MetadataHash: hash, CreationTimeMs: g.creationTimeMs}})
-		why := ReasonMetadataChanged
-		if subChanged {
-			why = ReasonMemberUpdated
-		}
-		c.emit(Event{Kind: EventEpochBumped, Group: g.id, Reason: why, Epoch: g.groupEpoch})
-	}
+	c.maybeBumpConsumerEpoch(g, subChanged)
 	c.setTimer(timer{key: consumerSessionKey(g.id, req.MemberID), deadline: c.now + int64(c.consumerGroupConfig(g.id).SessionTimeoutMs),
 		kind: timerConsumerSession, group: g.id, member: req.MemberID})
 	if g.groupEpoch > g.assignmentEpoch {
@@ -146,6 +126,33 @@ func (c *Coordinator) consumerHeartbeat(client ClientInfo, req *kmsg.ConsumerGro
 		c.resolveConsumerRegexes(g, client.DescribableTopic)
 	}
 	return resp, nil
+}
+
+// maybeBumpConsumerEpoch bumps the group epoch when a member's
+// subscription changed or the subscribed topics' metadata hash did.
+func (c *Coordinator) maybeBumpConsumerEpoch(g *consumerGroup, subChanged bool) {
+	bump := subChanged
+	hash := g.metadataHash
+	if bump || g.metadataRefresh {
+		hash = c.groupMetadataHash(g.subscribedTopics())
+		if g.metadataRefresh {
+			g.metadataRefresh = false
+			c.onUndo(func() { g.metadataRefresh = true })
+		}
+		if hash != g.metadataHash {
+			bump = true
+		}
+	}
+	if !bump {
+		return
+	}
+	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
+		Epoch: g.groupEpoch + 1, MetadataHash: hash, CreationTimeMs: g.creationTimeMs}})
+	why := ReasonMetadataChanged
+	if subChanged {
+		why = ReasonMemberUpdated
+	}
+	c.emit(Event{Kind: EventEpochBumped, Group: g.id, Reason: why, Epoch: g.groupEpoch})
 }
 
 // consumerMemberID generates a member id for a v0 join (Kafka: a random
@@ -187,6 +194,13 @@ func (c *Coordinator) ownedFromConsumerRequest(req *kmsg.ConsumerGroupHeartbeatR
 func (c *Coordinator) consumerGroupForHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*consumerGroup, *kafkaError) {
 	existing, ok := c.groups[req.Group]
 	if g, isConsumer := existing.(*consumerGroup); isConsumer {
+		return g, c.checkConsumerGroupSize(g, req)
+	}
+	if cg, classic := existing.(*classicGroup); classic && !cg.IsEmpty() && req.MemberEpoch == joinEpoch {
+		g, e := c.upgradeToConsumerGroup(cg) // online migration
+		if e != nil {
+			return nil, e
+		}
 		return g, c.checkConsumerGroupSize(g, req)
 	}
 	if req.MemberEpoch != joinEpoch || (ok && !existing.IsEmpty()) {
@@ -261,7 +275,9 @@ func (c *Coordinator) resolveStaticConsumerMember(hb *consumerHB) (*consumerMemb
 			return newConsumerMember(req.MemberID), nil
 		}
 		old := g.members[oldID]
-		if old.epoch != staticLeaveEpoch {
+		// A classic member's place may be taken over at once (Kafka checks
+		// the release only between two consumer-protocol members).
+		if old.epoch != staticLeaveEpoch && old.classic == nil {
 			return nil, errf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 				req.MemberID, *req.InstanceID, oldID)
 		}
@@ -336,16 +352,7 @@ func (c *Coordinator) writeConsumerMemberTombstones(g *consumerGroup, id string)
 // epoch bump).
 func (c *Coordinator) updateConsumerMember(hb *consumerHB, m *consumerMember, client ClientInfo) bool {
 	req, g := hb.req, hb.g
-	u := m.clone()
-	if req.InstanceID != nil {
-		u.instanceID = req.InstanceID
-	}
-	if req.RackID != nil {
-		u.rackID = req.RackID
-	}
-	if req.RebalanceTimeoutMillis != -1 {
-		u.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
-	}
+	u := m.updated(req.InstanceID, req.RackID, req.RebalanceTimeoutMillis)
 	if req.ServerAssignor != nil {
 		u.serverAssignor = req.ServerAssignor
 	}
@@ -356,6 +363,7 @@ func (c *Coordinator) updateConsumerMember(hb *consumerHB, m *consumerMember, cl
 		u.regex = req.SubscribedTopicRegex
 	}
 	u.clientID, u.clientHost = client.ClientID, client.ClientHost
+	u.classic = nil // a consumer-protocol heartbeat
 	_, exists := g.members[m.id]
 	newVal := consumerMetadataValue(u)
 	if exists && consumerMetadataEqual(consumerMetadataValue(m), newVal) {
@@ -370,17 +378,33 @@ func (c *Coordinator) updateConsumerMember(hb *consumerHB, m *consumerMember, cl
 	return !slices.Equal(u.topics, m.topics) || !ptrEq(u.regex, m.regex)
 }
 
+// updated is a copy of m with the given fields, where set (Kafka's
+// maybeUpdate*: null and -1 mean unchanged).
+func (m *consumerMember) updated(instanceID, rackID *string, rebalanceTimeoutMs int32) *consumerMember {
+	u := m.clone()
+	if instanceID != nil {
+		u.instanceID = instanceID
+	}
+	if rackID != nil {
+		u.rackID = rackID
+	}
+	if rebalanceTimeoutMs != -1 {
+		u.rebalanceTimeoutMs = rebalanceTimeoutMs
+	}
+	return u
+}
+
 func consumerMetadataValue(m *consumerMember) ConsumerGroupMemberMetadataValue {
 	return ConsumerGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
 		ClientHost: m.clientHost, SubscribedTopicNames: m.topics, SubscribedTopicRegex: m.regex,
-		RebalanceTimeoutMs: m.rebalanceTimeoutMs, ServerAssignor: m.serverAssignor}
+		RebalanceTimeoutMs: m.rebalanceTimeoutMs, ServerAssignor: m.serverAssignor, Classic: m.classic}
 }
 
 func consumerMetadataEqual(a, b ConsumerGroupMemberMetadataValue) bool {
 	return ptrEq(a.InstanceID, b.InstanceID) && ptrEq(a.RackID, b.RackID) && a.ClientID == b.ClientID &&
 		a.ClientHost == b.ClientHost && slices.Equal(a.SubscribedTopicNames, b.SubscribedTopicNames) &&
 		ptrEq(a.SubscribedTopicRegex, b.SubscribedTopicRegex) && a.RebalanceTimeoutMs == b.RebalanceTimeoutMs &&
-		ptrEq(a.ServerAssignor, b.ServerAssignor)
+		ptrEq(a.ServerAssignor, b.ServerAssignor) && a.Classic.equal(b.Classic)
 }
 
 // consumerResponse builds the heartbeat response; the assignment is sent

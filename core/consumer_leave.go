@@ -60,6 +60,17 @@ func init() {
 	}
 }
 
+// scheduleConsumerSession (re)starts a member's session timer: its own
+// JoinGroup session timeout for a classic member, the group's otherwise.
+func (c *Coordinator) scheduleConsumerSession(g *consumerGroup, m *consumerMember) {
+	ms := c.consumerGroupConfig(g.id).SessionTimeoutMs
+	if m.classic != nil {
+		ms = m.classic.SessionTimeoutMs
+	}
+	c.setTimer(timer{key: consumerSessionKey(g.id, m.id), deadline: c.now + int64(ms),
+		kind: timerConsumerSession, group: g.id, member: m.id})
+}
+
 // scheduleConsumerRebalance gives a revoking member its rebalance timeout.
 func (c *Coordinator) scheduleConsumerRebalance(g *consumerGroup, m *consumerMember) {
 	c.setTimer(timer{key: consumerRebalanceKey(g.id, m.id), deadline: c.now + int64(m.rebalanceTimeoutMs),
@@ -108,17 +119,38 @@ func (c *Coordinator) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest) (*k
 	return resp, nil
 }
 
-// fenceConsumerMember removes a member (Kafka's consumerGroupFenceMember):
-// its tombstones, then a group epoch bump with the metadata hash of the
-// remaining subscriptions; its timers are cancelled.
+// fenceConsumerMember removes a member (Kafka's consumerGroupFenceMember).
 func (c *Coordinator) fenceConsumerMember(g *consumerGroup, id string, kind EventKind, reason EventReason) {
-	m := g.members[id]
-	c.writeConsumerMemberTombstones(g, id)
-	c.dropUnusedConsumerRegex(g, m)
+	c.fenceConsumerMembers(g, []string{id}, kind, reason)
+}
+
+// fenceConsumerMembers removes members (Kafka's consumerGroupFenceMembers):
+// when only classic members would remain and the policy allows it, the
+// group is downgraded to a classic group instead; otherwise their
+// tombstones, then one group epoch bump with the metadata hash of the
+// remaining subscriptions. Their timers are cancelled.
+func (c *Coordinator) fenceConsumerMembers(g *consumerGroup, ids []string, kind EventKind, reason EventReason) {
+	for _, id := range ids {
+		c.emit(Event{Kind: kind, Group: g.id, Member: id, Reason: reason, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
+	}
+	if c.maybeDowngradeConsumer(g, ids, false) {
+		return
+	}
+	for _, id := range ids {
+		m := g.members[id]
+		c.writeConsumerMemberTombstones(g, id)
+		c.dropUnusedConsumerRegex(g, m)
+		c.cancelConsumerMemberTimers(g.id, id)
+	}
 	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: c.groupMetadataHash(g.subscribedTopics()), CreationTimeMs: g.creationTimeMs}})
-	c.cancelTimer(consumerSessionKey(g.id, id))
-	c.cancelTimer(consumerRebalanceKey(g.id, id))
-	c.emit(Event{Kind: kind, Group: g.id, Member: id, Reason: reason, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
 	c.emit(Event{Kind: EventEpochBumped, Group: g.id, Reason: ReasonMemberLeft, Epoch: g.groupEpoch})
+}
+
+// cancelConsumerMemberTimers cancels every timer of a member.
+func (c *Coordinator) cancelConsumerMemberTimers(group, id string) {
+	for _, key := range []string{consumerSessionKey(group, id), consumerRebalanceKey(group, id),
+		consumerJoinKey(group, id), consumerSyncKey(group, id)} {
+		c.cancelTimer(key)
+	}
 }

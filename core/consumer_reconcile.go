@@ -20,9 +20,11 @@ func (c *Coordinator) reconcileConsumer(g *consumerGroup, m *consumerMember, own
 	c.write(consumerAssignmentRecord(g.id, next))
 	c.emit(Event{Kind: EventMemberReconciled, Group: g.id, Member: m.id, Epoch: g.groupEpoch, MemberEpoch: next.epoch})
 	stored := g.members[m.id]
-	if stored.state == memberUnrevokedTasks {
+	switch {
+	case stored.classic != nil: // classic members have join and sync timers instead
+	case stored.state == memberUnrevokedTasks:
 		c.scheduleConsumerRebalance(g, stored)
-	} else {
+	default:
 		c.cancelTimer(consumerRebalanceKey(g.id, m.id))
 	}
 	return stored

@@ -106,9 +106,9 @@ type ConsumerGroupPartitionMetadataValue struct{ Raw []byte }
 // ConsumerGroupMemberMetadataKey is the key of record type 5.
 type ConsumerGroupMemberMetadataKey struct{ GroupID, MemberID string }
 
-// ConsumerGroupMemberMetadataValue is the value of record type 5. The
-// tagged ClassicMemberMetadata of a classic member in a consumer group
-// (online migration) is not supported and is skipped (docs/CONSUMER.md).
+// ConsumerGroupMemberMetadataValue is the value of record type 5. Classic
+// is tagged field 0 (ClassicMemberMetadata), set for a classic member of a
+// consumer group (online migration, docs/CONSUMER.md).
 type ConsumerGroupMemberMetadataValue struct {
 	InstanceID           *string
 	RackID               *string
@@ -118,6 +118,7 @@ type ConsumerGroupMemberMetadataValue struct {
 	SubscribedTopicRegex *string
 	RebalanceTimeoutMs   int32
 	ServerAssignor       *string
+	Classic              *ClassicMemberMetadata // tag 0
 }
 
 // ConsumerGroupTargetAssignmentMetadataKey is the key of record type 6.
@@ -354,7 +355,7 @@ func (v ConsumerGroupMemberMetadataValue) encodeValue(w *writer) {
 	w.compactNullableString(v.SubscribedTopicRegex)
 	w.int32(v.RebalanceTimeoutMs)
 	w.compactNullableString(v.ServerAssignor)
-	w.tags()
+	w.tags(classicMemberTagAt(0, v.Classic)...)
 }
 
 func decodeConsumerGroupMemberMetadataValue(r *reader) RecordValue {
@@ -368,7 +369,13 @@ func decodeConsumerGroupMemberMetadataValue(r *reader) RecordValue {
 		RebalanceTimeoutMs:   r.int32(),
 		ServerAssignor:       r.compactNullableString(),
 	}
-	r.noTags() // tag 0 (ClassicMemberMetadata) is skipped: mixed groups are not served
+	r.tags(func(tag uint64, sub *reader) bool {
+		if tag != 0 {
+			return false
+		}
+		v.Classic = readClassicMember(sub)
+		return true
+	})
 	return v
 }
 

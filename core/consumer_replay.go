@@ -99,6 +99,7 @@ func applyConsumerGroupMemberMetadata(c *Coordinator, rec Record) error {
 	m.clientID, m.clientHost = v.ClientID, v.ClientHost
 	m.topics = normalizeTopics(v.SubscribedTopicNames)
 	m.regex, m.rebalanceTimeoutMs, m.serverAssignor = v.SubscribedTopicRegex, v.RebalanceTimeoutMs, v.ServerAssignor
+	m.classic = v.Classic
 	c.putConsumerMember(g, m)
 	g.updateState()
 	return nil
@@ -182,12 +183,10 @@ func normalizeTopics(names []string) []string {
 // resolution: topics may have come and gone while no one coordinated it.
 func (c *Coordinator) consumerOnLoaded(g *consumerGroup) {
 	g.regexTopicsChanged = len(g.regexes) > 0
-	cfg := c.consumerGroupConfig(g.id)
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
-		c.setTimer(timer{key: consumerSessionKey(g.id, id), deadline: c.now + int64(cfg.SessionTimeoutMs),
-			kind: timerConsumerSession, group: g.id, member: id})
-		if m.state == memberUnrevokedTasks {
+		c.scheduleConsumerSession(g, m)
+		if m.state == memberUnrevokedTasks && m.classic == nil {
 			c.scheduleConsumerRebalance(g, m)
 		}
 	}

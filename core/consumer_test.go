@@ -473,7 +473,8 @@ func TestConsumerLoadedSchedulesTimers(t *testing.T) {
 
 // TestConsumerEmptyClassicConverts: a consumer join on an empty classic
 // (offsets-only) group converts it; a classic join on an empty consumer
-// group converts back; a non-empty consumer group refuses classic joins.
+// group converts back; a non-empty consumer group refuses a classic join
+// whose subscription is malformed.
 func TestConsumerEmptyClassicConverts(t *testing.T) {
 	h := newCHarness(t, consumerTestConfig())
 	h.c.groups["g"] = newClassicGroup("g")
@@ -488,7 +489,7 @@ func TestConsumerEmptyClassicConverts(t *testing.T) {
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
 	o := h.commit(h.c.JoinGroup(h.now, 7, ClientInfo{}, join))
 	if code := o.Responses[0].Msg.(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("classic join on a non-empty consumer group: %v", kerr.ErrorForCode(code))
+		t.Fatalf("malformed classic join on a non-empty consumer group: %v", kerr.ErrorForCode(code))
 	}
 	h.hb(ackReq("g", "m1", -1, nil))
 	o = h.commit(h.c.JoinGroup(h.now, 8, ClientInfo{}, join))

@@ -29,7 +29,11 @@
 // decisions) for a streams group holding classic members are bridged by
 // migration_bridge.go; online migration between the kinds follows
 // streams.migration.policy (Config.StreamsMigrationPolicy,
-// SetStreamsMigrationPolicy; docs/MIGRATION.md).
+// SetStreamsMigrationPolicy; docs/MIGRATION.md). For a consumer group
+// holding classic members they are bridged by consumer_migration_bridge.go,
+// and online classic <-> consumer migration follows
+// group.consumer.migration.policy (Config.ConsumerMigrationPolicy,
+// SetConsumerMigrationPolicy; docs/CONSUMER.md).
 // Other entry points: DeleteGroups (writes tombstones, returns a response),
 // SetStreamsGroupConfig (per-group overrides; validate them first with
 // StreamsGroupOverrides.Validate), UpdateEndOffsets (changelog end offsets

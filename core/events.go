@@ -104,6 +104,8 @@ const (
 	ReasonOnlineToStreams   EventReason = "online-classic-to-streams"
 	ReasonOnlineToClassic   EventReason = "online-streams-to-classic"
 	ReasonOfflineToConsumer EventReason = "offline-to-consumer" // an empty group of another kind became a consumer group
+	ReasonOnlineToConsumer  EventReason = "online-classic-to-consumer"
+	ReasonConsumerToClassic EventReason = "online-consumer-to-classic"
 )
 
 // Event is one domain change core made, for the host's logs, metrics and

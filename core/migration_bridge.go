@@ -136,41 +136,70 @@ func (c *Coordinator) bridgeSubscription(g *streamsGroup, req *kmsg.JoinGroupReq
 // GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID for a streams-protocol member's
 // id) come back as the JoinGroup response.
 func (c *Coordinator) bridgeIdentify(g *streamsGroup, client ClientInfo, req *kmsg.JoinGroupRequest) (*streamsMember, *kmsg.JoinGroupResponse) {
+	id, refused := c.bridgeJoinIdentity(g.id, client, req, g.staticMembers, g.sortedMemberIDs(), func(id string) (bool, bool) {
+		m := g.members[id]
+		return m != nil, m != nil && m.classic != nil
+	}, c.streamsConfig(g.id).MaxSize)
+	switch {
+	case refused != nil:
+		return nil, refused
+	case id.replaces != "":
+		return c.replaceStaticMember(g, g.members[id.replaces], id.id), nil
+	case g.members[id.id] == nil:
+		return newStreamsMember(id.id), nil
+	}
+	return g.members[id.id], nil
+}
+
+// bridgeJoinID is who a bridged JoinGroup names: an existing member, a new
+// one, or a new member id taking a static member's place.
+type bridgeJoinID struct {
+	id       string
+	replaces string // the replaced static member's id, "" if none
+}
+
+// bridgeJoinIdentity applies the bridge's member-id rules (above) to a
+// group of either kind: static maps instance ids to member ids, ids are
+// the members, member says whether an id is a member and a classic one,
+// max bounds the members.
+func (c *Coordinator) bridgeJoinIdentity(group string, client ClientInfo, req *kmsg.JoinGroupRequest, static map[string]string,
+	ids []string, member func(id string) (exists, classic bool), max int32) (bridgeJoinID, *kmsg.JoinGroupResponse) {
 	memberID := req.MemberID
+	taken := func(id string) bool { exists, _ := member(id); return exists }
+	size := int32(len(ids))
 	if req.InstanceID != nil {
-		old, ok := g.staticMembers[*req.InstanceID]
+		old, ok := static[*req.InstanceID]
 		switch {
 		case ok && memberID == old:
-			return g.members[old], nil
+			return bridgeJoinID{id: old}, nil
 		case ok && memberID != "":
-			return nil, classicJoinError(memberID, errFencedInstanceID)
+			return bridgeJoinID{}, classicJoinError(memberID, errFencedInstanceID)
 		case ok:
-			return c.replaceStaticMember(g, g.members[old], c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)), nil
+			return bridgeJoinID{id: c.bridgeMemberID(group, ids, client.ClientID, req.InstanceID), replaces: old}, nil
 		case memberID != "":
-			return nil, classicJoinError(memberID, errUnknownMemberID)
+			return bridgeJoinID{}, classicJoinError(memberID, errUnknownMemberID)
 		}
 	}
 	if memberID == "" {
-		memberID = c.classicBridgeMemberID(g, client.ClientID, req.InstanceID)
+		memberID = c.bridgeMemberID(group, ids, client.ClientID, req.InstanceID)
 		if req.InstanceID == nil && req.Version >= 4 {
-			c.setTimer(timer{key: migrationPendingKey(g.id, memberID), deadline: c.now + int64(req.SessionTimeoutMillis),
-				kind: timerMigrationPending, group: g.id, member: memberID})
-			return nil, classicJoinError(memberID, errMemberIDRequired)
+			c.setTimer(timer{key: migrationPendingKey(group, memberID), deadline: c.now + int64(req.SessionTimeoutMillis),
+				kind: timerMigrationPending, group: group, member: memberID})
+			return bridgeJoinID{}, classicJoinError(memberID, errMemberIDRequired)
 		}
-	} else if g.members[memberID] == nil && !c.hasTimer(migrationPendingKey(g.id, memberID)) {
-		return nil, classicJoinError(memberID, errUnknownMemberID)
+	} else if !taken(memberID) && !c.hasTimer(migrationPendingKey(group, memberID)) {
+		return bridgeJoinID{}, classicJoinError(memberID, errUnknownMemberID)
 	}
-	m := g.members[memberID]
+	exists, classic := member(memberID)
 	switch {
-	case m == nil && int32(len(g.members)) >= c.streamsConfig(g.id).MaxSize:
-		return nil, classicJoinError("", errGroupMaxSizeReached)
-	case m == nil:
-		c.cancelTimer(migrationPendingKey(g.id, memberID)) // a member now
-		return newStreamsMember(memberID), nil
-	case m.classic == nil:
-		return nil, classicJoinError(memberID, errUnknownMemberID)
+	case !exists && size >= max:
+		return bridgeJoinID{}, classicJoinError("", errGroupMaxSizeReached)
+	case !exists:
+		c.cancelTimer(migrationPendingKey(group, memberID)) // a member now
+	case !classic:
+		return bridgeJoinID{}, classicJoinError(memberID, errUnknownMemberID)
 	}
-	return m, nil
+	return bridgeJoinID{id: memberID}, nil
 }
 
 // bridgeUpdatedMember is m with the JoinGroup's metadata.
@@ -270,10 +299,11 @@ func (c *Coordinator) refreshTopologyView(g *streamsGroup) (int64, int32) {
 	return hash, -1
 }
 
-// classicBridgeMemberID generates a member id the way classic groups do.
-func (c *Coordinator) classicBridgeMemberID(g *streamsGroup, clientID string, instanceID *string) string {
-	tmp := newClassicGroup(g.id)
-	for id := range g.members {
+// bridgeMemberID generates a member id the way classic groups do, for a
+// group holding the member ids ids.
+func (c *Coordinator) bridgeMemberID(group string, ids []string, clientID string, instanceID *string) string {
+	tmp := newClassicGroup(group)
+	for _, id := range ids {
 		tmp.members[id] = &classicMember{id: id}
 	}
 	return c.classicMemberID(tmp, clientID, instanceID)
@@ -451,17 +481,8 @@ func (c *Coordinator) bridgeLeave(g *streamsGroup, req *kmsg.LeaveGroupRequest) 
 	}
 	for _, lm := range members {
 		r := kmsg.LeaveGroupResponseMember{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
-		id := lm.MemberID
-		if lm.InstanceID != nil {
-			sid, ok := g.staticMembers[*lm.InstanceID]
-			switch {
-			case !ok:
-				r.ErrorCode = errUnknownMemberID
-			case id != "" && id != sid:
-				r.ErrorCode = errFencedInstanceID
-			}
-			id = sid
-		}
+		id, code := leavingMemberID(g.staticMembers, lm)
+		r.ErrorCode = code
 		cur, ok := c.groups[g.id].(*streamsGroup)
 		if r.ErrorCode == 0 && (!ok || cur.members[id] == nil) {
 			r.ErrorCode = errUnknownMemberID
@@ -472,6 +493,23 @@ func (c *Coordinator) bridgeLeave(g *streamsGroup, req *kmsg.LeaveGroupRequest) 
 		resp.Members = append(resp.Members, r)
 	}
 	return resp
+}
+
+// leavingMemberID is the member a LeaveGroup entry names: by member id,
+// or by instance id (UNKNOWN_MEMBER_ID if unknown, FENCED_INSTANCE_ID if a
+// member id is given and differs).
+func leavingMemberID(static map[string]string, lm kmsg.LeaveGroupRequestMember) (string, int16) {
+	if lm.InstanceID == nil {
+		return lm.MemberID, 0
+	}
+	sid, ok := static[*lm.InstanceID]
+	switch {
+	case !ok:
+		return sid, errUnknownMemberID
+	case lm.MemberID != "" && lm.MemberID != sid:
+		return sid, errFencedInstanceID
+	}
+	return sid, 0
 }
 
 // classicAssignment encodes a member's current tasks as a ConsumerProtocol

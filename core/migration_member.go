@@ -68,10 +68,16 @@ func (a *ClassicMemberMetadata) metadata() []byte {
 // int32 session timeout, compact array of {compact string name, compact
 // bytes metadata, empty tags}, empty tags.
 func classicMemberTags(cm *ClassicMemberMetadata) []taggedField {
+	return classicMemberTagAt(classicMemberMetadataTag, cm)
+}
+
+// classicMemberTagAt encodes cm as the tagged field tag (1000 in streams
+// member records, Kafka's 0 in consumer member records).
+func classicMemberTagAt(tag int, cm *ClassicMemberMetadata) []taggedField {
 	if cm == nil {
 		return nil
 	}
-	return []taggedField{encodeTag(classicMemberMetadataTag, func(w *writer) {
+	return []taggedField{encodeTag(tag, func(w *writer) {
 		w.int32(cm.SessionTimeoutMs)
 		w.uvarint(len(cm.SupportedProtocols) + 1)
 		for _, p := range cm.SupportedProtocols {
@@ -90,6 +96,12 @@ func readClassicMemberTag(tag uint64, sub *reader, v *StreamsGroupMemberMetadata
 	if tag != classicMemberMetadataTag {
 		return false
 	}
+	v.Classic = readClassicMember(sub)
+	return true
+}
+
+// readClassicMember decodes the body of a ClassicMemberMetadata tag.
+func readClassicMember(sub *reader) *ClassicMemberMetadata {
 	cm := &ClassicMemberMetadata{SessionTimeoutMs: sub.int32(), SupportedProtocols: []ClassicProtocol{}}
 	sub.compactArray(func() {
 		p := ClassicProtocol{Name: sub.compactString(), Metadata: sub.compactBytes()}
@@ -100,8 +112,7 @@ func readClassicMemberTag(tag uint64, sub *reader, v *StreamsGroupMemberMetadata
 		cm.SupportedProtocols = append(cm.SupportedProtocols, p)
 	})
 	sub.noTags()
-	v.Classic = cm
-	return true
+	return cm
 }
 
 // sessionTimeoutOf is a member's session timeout: its own JoinGroup value

@@ -64,6 +64,9 @@ func (p MigrationPolicy) allowsDowngrade() bool {
 type migrationState struct {
 	// overrides are per-group streams.migration.policy values.
 	overrides map[string]MigrationPolicy
+	// consumerOverrides are per-group group.consumer.migration.policy
+	// values (consumer_migration.go).
+	consumerOverrides map[string]MigrationPolicy
 	// noDowngrade suppresses downgrade while a streams join fences the
 	// classic members of its own process.
 	noDowngrade bool
@@ -72,14 +75,19 @@ type migrationState struct {
 // SetStreamsMigrationPolicy sets (or with nil clears) a group's
 // streams.migration.policy override of Config.StreamsMigrationPolicy.
 func (c *Coordinator) SetStreamsMigrationPolicy(group string, p *MigrationPolicy) {
-	if c.migration.overrides == nil {
-		c.migration.overrides = map[string]MigrationPolicy{}
+	setPolicyOverride(&c.migration.overrides, group, p)
+}
+
+// setPolicyOverride sets (or with nil clears) a group's entry of *m.
+func setPolicyOverride(m *map[string]MigrationPolicy, group string, p *MigrationPolicy) {
+	if *m == nil {
+		*m = map[string]MigrationPolicy{}
 	}
 	if p == nil {
-		delete(c.migration.overrides, group)
+		delete(*m, group)
 		return
 	}
-	c.migration.overrides[group] = *p
+	(*m)[group] = *p
 }
 
 // migrationPolicy is the group's effective policy.

@@ -49,6 +49,21 @@ func (c *Coordinator) upgradeClassicGroup(cg *classicGroup) *kafkaError {
 		}
 		members = append(members, um)
 	}
+	c.retireClassicGroup(cg)
+	c.writeUpgradedGroup(cg.id, cg.generation, members)
+	c.emitGroup(EventGroupConverted, cg.id, ReasonOnlineToStreams, cg.generation)
+	g := c.groups[cg.id].(*streamsGroup)
+	for _, um := range members {
+		c.scheduleSession(g, um.m.id)
+	}
+	return nil
+}
+
+// retireClassicGroup ends a classic group that an upgrade converts: its
+// parked JoinGroup and SyncGroup requests are answered
+// REBALANCE_IN_PROGRESS (their members rejoin the new group), its timers
+// cancelled, and its tombstone written.
+func (c *Coordinator) retireClassicGroup(cg *classicGroup) {
 	c.snapshotClassic(cg)
 	for _, cm := range cg.allMembers() {
 		c.releaseClassic(cg, &cm.join, classicJoinError(cm.id, errRebalanceInProgress))
@@ -57,14 +72,7 @@ func (c *Coordinator) upgradeClassicGroup(cg *classicGroup) *kafkaError {
 	for _, key := range c.timerKeysOfGroup(cg.id) {
 		c.cancelTimer(key)
 	}
-	c.write(Record{Key: GroupMetadataKey{GroupID: cg.id}}) // the classic group's tombstone
-	c.writeUpgradedGroup(cg.id, cg.generation, members)
-	c.emitGroup(EventGroupConverted, cg.id, ReasonOnlineToStreams, cg.generation)
-	g := c.groups[cg.id].(*streamsGroup)
-	for _, um := range members {
-		c.scheduleSession(g, um.m.id)
-	}
-	return nil
+	c.write(Record{Key: GroupMetadataKey{GroupID: cg.id}})
 }
 
 // upgradeMember builds one converted member from its JoinGroup metadata and

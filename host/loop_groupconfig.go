@@ -359,6 +359,8 @@ func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	c.SetClassicGroupConfig(group, classic)
 	c.SetConsumerGroupConfig(group, g.CoreConsumer())
 	c.SetStreamsMigrationPolicy(group, &migration)
+	consumerMigration := g.CoreConsumerMigrationPolicy()
+	c.SetConsumerMigrationPolicy(group, &consumerMigration)
 }
 
 // alterResponse builds the answer to an alter request from its results.

@@ -27,6 +27,7 @@ type Group struct {
 	StreamsMaxTopologySize         int32    // streams.max.topology.size
 	StreamsRackAwareAssignmentTags []string // streams.rack.aware.assignment.tags
 	StreamsMigrationPolicy         string   // streams.migration.policy
+	ConsumerMigrationPolicy        string   // group.consumer.migration.policy
 	InitialRebalanceDelayMs        int32    // group.initial.rebalance.delay.ms
 	MinSessionTimeoutMs            int32    // group.min.session.timeout.ms
 	MaxSessionTimeoutMs            int32    // group.max.session.timeout.ms

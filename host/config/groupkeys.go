@@ -119,6 +119,17 @@ var groupKeys = withCoreDefaults([]key{
 		runtime: &bound{5000, 15000, "group.consumer.min/max.heartbeat.interval.ms"},
 		field:   i32(func(g *Group) *int32 { return &g.ConsumerHeartbeatIntervalMs }, func(c *core.Config) *int32 { return &c.Consumer.HeartbeatIntervalMs }),
 		doc:     "Consumer group (KIP-848): heartbeat interval sent to members."},
+	{name: "group.consumer.migration.policy", kind: kString, oneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"},
+		field: field{
+			set: func(g *Group, v any) { g.ConsumerMigrationPolicy = v.(string) },
+			toCore: func(c *core.Config, g *Group) {
+				if p, err := core.ParseMigrationPolicy(g.ConsumerMigrationPolicy); err == nil {
+					c.ConsumerMigrationPolicy = p
+				}
+			},
+			coreDef: func(c core.Config) any { return c.ConsumerMigrationPolicy.String() },
+		},
+		doc: "Online classic<->consumer (KIP-848) migration: which directions are allowed (Kafka's broker-wide config of this name, made per group)."},
 	{name: "group.initial.rebalance.delay.ms", kind: kInt, min: 0, max: math.MaxInt32,
 		field: i32(func(g *Group) *int32 { return &g.InitialRebalanceDelayMs }, func(c *core.Config) *int32 { return &c.Classic.InitialRebalanceDelayMs }),
 		doc:   "Classic group: delay of the first rebalance of an empty group."},
@@ -221,6 +232,11 @@ func (g Group) Core(base core.Config) core.Config {
 func (g Group) CoreConsumer() core.ConsumerGroupOverrides {
 	c := g.Core(core.DefaultConfig())
 	return core.ConsumerGroupOverrides{SessionTimeoutMs: &c.Consumer.SessionTimeoutMs, HeartbeatIntervalMs: &c.Consumer.HeartbeatIntervalMs}
+}
+
+// CoreConsumerMigrationPolicy is g's group.consumer.migration.policy.
+func (g Group) CoreConsumerMigrationPolicy() core.MigrationPolicy {
+	return g.Core(core.DefaultConfig()).ConsumerMigrationPolicy
 }
 
 // CoreGroup is g as core's per-group settings, every field set: streams

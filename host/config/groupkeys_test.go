@@ -121,6 +121,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		"streams.migration.policy":  "upgrade", "group.initial.rebalance.delay.ms": int64(23),
 		"group.min.session.timeout.ms": int64(29), "group.max.session.timeout.ms": int64(31), "group.max.size": int64(37),
 		"consumer.session.timeout.ms": int64(50003), "consumer.heartbeat.interval.ms": int64(5003),
+		"group.consumer.migration.policy": "downgrade",
 		// keys core does not read
 		"streams.probing.policy": "builtin", "streams.end.offsets.refresh.ms": int64(41), "streams.assignor.timeout.ms": int64(43),
 		"streams.assignor.shadow": []string{"ha", "candidate"}, "streams.assignor.candidate.name": "candidate",
@@ -137,6 +138,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		AcceptableRecoveryLag: 7, ProbingIntervalMs: 9, InitialRebalanceDelayMs: 11, AssignmentIntervalMs: 13, TaskOffsetIntervalMs: 17,
 		AssignorName: "ha", RackAwareAssignmentTags: []string{"zone"}, MaxSize: 19, MaxTopologySize: 53}
 	want.StreamsMigrationPolicy = core.MigrationUpgrade
+	want.ConsumerMigrationPolicy = core.MigrationDowngrade
 	want.Classic = core.ClassicConfig{InitialRebalanceDelayMs: 23, MinSessionTimeoutMs: 29, MaxSessionTimeoutMs: 31, MaxSize: 37,
 		NewMemberJoinTimeoutMs: want.Classic.NewMemberJoinTimeoutMs}
 	want.Consumer = core.ConsumerConfig{SessionTimeoutMs: 50003, HeartbeatIntervalMs: 5003}
@@ -154,6 +156,9 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 	}
 	if cons := g.CoreConsumer(); *cons.SessionTimeoutMs != 50003 || *cons.HeartbeatIntervalMs != 5003 {
 		t.Fatalf("per-group consumer: %+v", cons)
+	}
+	if p := g.CoreConsumerMigrationPolicy(); p != core.MigrationDowngrade {
+		t.Fatalf("consumer migration policy %v", p)
 	}
 }
 

@@ -18,7 +18,9 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.Metric;
@@ -34,6 +36,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <pre>
  * start NAME GROUP topics:T1,T2     subscribe to topic names
  * start NAME GROUP pattern:REGEX    subscribe to a broker-side regex (SubscriptionPattern)
+ * start NAME GROUP topics:T classic group.protocol=classic with the cooperative-sticky assignor
  * stop NAME                         close the consumer (it leaves the group)
  * metrics NAME                      report its connection metrics (below)
  * exit
@@ -45,11 +48,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * Every instance prints JSON lines to stdout: {"client","event":"assigned","partitions":[...]}
  * after each change of its assignment (its whole assignment after the change), {"client","event":"commit","error":...}
- * after each commit of polled records, {"client","event":"error","error":...}
+ * after each commit of polled records (with "ranges": the first and last offset polled per
+ * partition), {"client","event":"error","error":...}
  * when its poll loop fails, {"client","event":"closed"} once closed, and
  * {"client","event":"metrics","reauthentications":N,"failedReauthentications":N,"connections":N}
  * when asked (KIP-368 re-authentications and connections opened, from the
- * client's own metrics).
+ * client's own metrics). Every line carries "ts", the wall clock in milliseconds.
  */
 public final class ConsumerApp {
     private static final Map<String, Instance> INSTANCES = new ConcurrentHashMap<>();
@@ -65,10 +69,10 @@ public final class ConsumerApp {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
-            String[] f = line.trim().split(" ", 4);
+            String[] f = line.trim().split(" ", 5);
             switch (f[0]) {
                 case "start" -> {
-                    Instance i = new Instance(bootstrap, f[1], f[2], f[3]);
+                    Instance i = new Instance(bootstrap, f[1], f[2], f[3], f.length > 4 && f[4].equals("classic"));
                     INSTANCES.put(f[1], i);
                     i.thread.start();
                 }
@@ -100,7 +104,7 @@ public final class ConsumerApp {
         if (!rest.isEmpty()) {
             b.append(',').append(rest);
         }
-        System.out.println(b.append('}'));
+        System.out.println(b.append(",\"ts\":").append(System.currentTimeMillis()).append('}'));
         System.out.flush();
     }
 
@@ -121,6 +125,15 @@ public final class ConsumerApp {
         return b.append('"').toString();
     }
 
+    static String ranges(ConsumerRecords<byte[], byte[]> records) {
+        List<String> out = new ArrayList<>();
+        for (TopicPartition tp : records.partitions()) {
+            List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
+            out.add(quote(tp.topic() + "-" + tp.partition()) + ":[" + rs.get(0).offset() + "," + rs.get(rs.size() - 1).offset() + "]");
+        }
+        return "\"ranges\":{" + String.join(",", out) + "}";
+    }
+
     static String partitions(Collection<TopicPartition> tps) {
         List<String> names = new ArrayList<>();
         for (TopicPartition tp : tps) {
@@ -138,13 +151,18 @@ public final class ConsumerApp {
         volatile boolean running = true;
         volatile boolean metricsAsked; // reported by the poll thread
 
-        Instance(String bootstrap, String name, String group, String subscription) {
+        Instance(String bootstrap, String name, String group, String subscription, boolean classic) {
             this.name = name;
             Properties p = new Properties();
             p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
             p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
             p.put(ConsumerConfig.CLIENT_ID_CONFIG, name);
-            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, classic ? "classic" : "consumer");
+            if (classic) {
+                p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+                p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+                p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "250");
+            }
             p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
             p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
             p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
@@ -178,7 +196,7 @@ public final class ConsumerApp {
                         } catch (Exception e) {
                             error = e.getClass().getSimpleName();
                         }
-                        emit(name, "commit", "\"records\":" + records.count() + ",\"error\":" + quote(error));
+                        emit(name, "commit", "\"records\":" + records.count() + ",\"error\":" + quote(error) + "," + ranges(records));
                     }
                 }
             } catch (WakeupException e) {
