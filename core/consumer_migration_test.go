@@ -770,14 +770,15 @@ func TestConsumerMigrationBridgeErrors(t *testing.T) {
 }
 
 // TestConsumerMemberClassicTag: a classic member's record carries Kafka's
-// tagged field 0 (ClassicMemberMetadata: int32 session timeout, compact
+// tagged field 0 (ClassicMemberMetadata, a nullable struct: presence byte
+// 1, int32 session timeout, compact
 // array of {compact string name, compact bytes metadata, tags}, tags) and
 // decodes back; a consumer-protocol member's has no tag.
 func TestConsumerMemberClassicTag(t *testing.T) {
 	v := ConsumerGroupMemberMetadataValue{ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"a"}, RebalanceTimeoutMs: 5,
 		Classic: &ClassicMemberMetadata{SessionTimeoutMs: 45000, SupportedProtocols: []ClassicProtocol{{Name: "range", Metadata: []byte{0, 3}}}}}
 	_, b := EncodeRecord(Record{Key: ConsumerGroupMemberMetadataKey{"g", "m"}, Value: v})
-	body := []byte{0, 0, 0xaf, 0xc8, 2, 6, 'r', 'a', 'n', 'g', 'e', 3, 0, 3, 0, 0}
+	body := []byte{1, 0, 0, 0xaf, 0xc8, 2, 6, 'r', 'a', 'n', 'g', 'e', 3, 0, 3, 0, 0}
 	tail := append([]byte{1, 0, byte(len(body))}, body...) // one tag: 0, its size, its body
 	if !strings.HasSuffix(string(b), string(tail)) {
 		t.Fatalf("value %x does not end with the tag %x", b, tail)

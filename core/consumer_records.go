@@ -355,7 +355,7 @@ func (v ConsumerGroupMemberMetadataValue) encodeValue(w *writer) {
 	w.compactNullableString(v.SubscribedTopicRegex)
 	w.int32(v.RebalanceTimeoutMs)
 	w.compactNullableString(v.ServerAssignor)
-	w.tags(classicMemberTagAt(0, v.Classic)...)
+	w.tags(consumerClassicMemberTags(v.Classic)...)
 }
 
 func decodeConsumerGroupMemberMetadataValue(r *reader) RecordValue {
@@ -373,7 +373,13 @@ func decodeConsumerGroupMemberMetadataValue(r *reader) RecordValue {
 		if tag != 0 {
 			return false
 		}
-		v.Classic = readClassicMember(sub)
+		switch marker := sub.int8(); marker {
+		case -1: // null, as Kafka writes an absent nullable struct
+		case 1:
+			v.Classic = readClassicMember(sub)
+		default:
+			sub.fail(errorString("bad nullable-struct marker for ClassicMemberMetadata"))
+		}
 		return true
 	})
 	return v

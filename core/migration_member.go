@@ -64,30 +64,40 @@ func (a *ClassicMemberMetadata) metadata() []byte {
 	return nil
 }
 
-// classicMemberTags encodes the Classic field as tagged field 1000:
-// int32 session timeout, compact array of {compact string name, compact
-// bytes metadata, empty tags}, empty tags.
+// classicMemberTags encodes the Classic field as tagged field 1000 (a
+// layout of coordhost's own): int32 session timeout, compact array of
+// {compact string name, compact bytes metadata, empty tags}, empty tags.
 func classicMemberTags(cm *ClassicMemberMetadata) []taggedField {
-	return classicMemberTagAt(classicMemberMetadataTag, cm)
-}
-
-// classicMemberTagAt encodes cm as the tagged field tag (1000 in streams
-// member records, Kafka's 0 in consumer member records).
-func classicMemberTagAt(tag int, cm *ClassicMemberMetadata) []taggedField {
 	if cm == nil {
 		return nil
 	}
-	return []taggedField{encodeTag(tag, func(w *writer) {
-		w.int32(cm.SessionTimeoutMs)
-		w.uvarint(len(cm.SupportedProtocols) + 1)
-		for _, p := range cm.SupportedProtocols {
-			w.compactString(p.Name)
-			w.uvarint(len(p.Metadata) + 1)
-			w.b = append(w.b, p.Metadata...)
-			w.tags()
-		}
-		w.tags()
+	return []taggedField{encodeTag(classicMemberMetadataTag, func(w *writer) { writeClassicMember(w, cm) })}
+}
+
+// consumerClassicMemberTags encodes Kafka's ClassicMemberMetadata, tag 0
+// of a consumer member record: a nullable struct, so its body starts with
+// Kafka's presence byte (1) before the struct's fields.
+func consumerClassicMemberTags(cm *ClassicMemberMetadata) []taggedField {
+	if cm == nil {
+		return nil
+	}
+	return []taggedField{encodeTag(0, func(w *writer) {
+		w.int8(1)
+		writeClassicMember(w, cm)
 	})}
+}
+
+// writeClassicMember writes the fields of a ClassicMemberMetadata.
+func writeClassicMember(w *writer, cm *ClassicMemberMetadata) {
+	w.int32(cm.SessionTimeoutMs)
+	w.uvarint(len(cm.SupportedProtocols) + 1)
+	for _, p := range cm.SupportedProtocols {
+		w.compactString(p.Name)
+		w.uvarint(len(p.Metadata) + 1)
+		w.b = append(w.b, p.Metadata...)
+		w.tags()
+	}
+	w.tags()
 }
 
 // readClassicMemberTag decodes tag 1000 into v.Classic; other tags are
