@@ -3,6 +3,7 @@ package sim_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,8 @@ func TestBadScenarios(t *testing.T) {
 		{"two kinds", withEvents(`{"at_s": 1, "join": "a", "leave": "a"}`), "exactly one of"},
 		{"no kind", withEvents(`{"at_s": 1}`), "exactly one of"},
 		{"process without join", withEvents(`{"at_s": 1, "leave": "a", "process": "p"}`), "belong to a join"},
+		{"member id without join", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "leave": "a", "member_id": "m"}`), "belong to a join"},
+		{"member id twice", withEvents(`{"at_s": 0, "join": "a", "member_id": "m"}, {"at_s": 1, "join": "b", "member_id": "m"}`), `join "b": member_id "m" was "a"'s`},
 		{"leave unknown", withEvents(`{"at_s": 1, "leave": "a"}`), `leave "a": not a running member`},
 		{"join twice", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "join": "a"}`), `join "a": already a member`},
 		{"leave before join in time", withEvents(`{"at_s": 5, "join": "a"}, {"at_s": 1, "leave": "a"}`), `at 1 s: leave "a": not a running member`},
@@ -103,4 +106,40 @@ func FuzzDecode(f *testing.F) {
 		r.JSON()
 		r.HTML()
 	})
+}
+
+// TestGivenMemberIDs: a join's member_id is the id the assignor sees (in
+// id order, as the host sorts members); a join without one gets a drawn id.
+func TestGivenMemberIDs(t *testing.T) {
+	sc, err := sim.Decode("ids.json", []byte(withEvents(`{"at_s": 0, "join": "a", "member_id": "zz"},
+		{"at_s": 0, "join": "b", "member_id": "aa"}, {"at_s": 0, "join": "c"}`)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	sim.Run(sc, []sim.Assignor{{Name: "rr", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		if seen == nil {
+			for _, m := range req.Members {
+				seen = append(seen, m.ID)
+			}
+		}
+		return roundRobin(req)
+	}}})
+	if !slices.Contains(seen, "aa") || !slices.Contains(seen, "zz") || len(seen) != 3 {
+		t.Fatalf("member ids %q, want aa, zz and one drawn id", seen)
+	}
+	var drawn string
+	for _, id := range seen {
+		if id != "aa" && id != "zz" {
+			drawn = id
+		}
+	}
+	if len(drawn) != 22 {
+		t.Fatalf("drawn member id %q, want 22 characters", drawn)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i-1] >= seen[i] {
+			t.Fatalf("member ids %q are not in id order", seen)
+		}
+	}
 }

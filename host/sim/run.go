@@ -54,6 +54,7 @@ type world struct {
 	lastWarm string           // caught-up warm-ups that started the last early probe
 	owner    map[int32]string // active task -> member id in the installed target
 	readyAt  []int64          // per task: when its current owner may run it (handover_ms)
+	running  []bool           // per task: an active runs it on caught-up state (account)
 	out      *AssignorReport
 	unavail  int // tasks without a caught-up active at the last tick
 }
@@ -76,6 +77,7 @@ func newWorld(sc *Scenario, a Assignor) *world {
 		}
 	}
 	w.readyAt = make([]int64, len(w.end))
+	w.running = make([]bool, len(w.end))
 	return w
 }
 

@@ -32,6 +32,8 @@ const (
 	MaxMembers = 1_000     // members alive at once
 	maxSeconds = 30 * 24 * 3600
 	maxRecords = 1 << 50
+	// maxMemberID bounds a given member id (Kafka's own are 22 characters).
+	maxMemberID = 255
 )
 
 // Scenario is a decoded, validated scenario file.
@@ -97,8 +99,12 @@ type Event struct {
 	Join    string `json:"join,omitempty"`
 	Process string `json:"process,omitempty"`
 	Rack    string `json:"rack,omitempty"`
-	Leave   string `json:"leave,omitempty"`
-	Crash   string `json:"crash,omitempty"`
+	// MemberID is the joining member's id (a replay of a recorded group
+	// gives its real ids: assignors order members by id); by default it
+	// is drawn from the seed.
+	MemberID string `json:"member_id,omitempty"`
+	Leave    string `json:"leave,omitempty"`
+	Crash    string `json:"crash,omitempty"`
 	// Restart: a rolling restart of these members, one every EveryS
 	// seconds; each leaves, and rejoins DownS seconds later on the same
 	// process with its state on disk.
@@ -316,6 +322,7 @@ func (sc *Scenario) expand() error {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].atMs < steps[j].atMs })
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x636f6f7264686f73)) // "coordhos"
 	live := map[string]bool{}                                 // labels of the members in the group
+	ids := map[string]string{}                                // member id -> label of every join: an id is never reused
 	alive := 0
 	for i := range steps {
 		s := &steps[i]
@@ -329,7 +336,13 @@ func (sc *Scenario) expand() error {
 				return fmt.Errorf("at %v s: more than %d members", float64(s.atMs)/1000, MaxMembers)
 			}
 			live[s.label] = true
-			s.id = memberID(rng)
+			if s.id == "" {
+				s.id = memberID(rng)
+			}
+			if other, ok := ids[s.id]; ok {
+				return fmt.Errorf("at %v s: join %q: member_id %q was %q's", float64(s.atMs)/1000, s.label, s.id, other)
+			}
+			ids[s.id] = s.label
 		case stepLeave, stepCrash:
 			if !known {
 				return fmt.Errorf("at %v s: %s %q: not a running member", float64(s.atMs)/1000, verbs[s.kind], s.label)
@@ -372,8 +385,11 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 	if kinds != 1 {
 		return errors.New("want exactly one of join, leave, crash, restart, append_records_per_s, lose_state")
 	}
-	if (e.Process != "" || e.Rack != "") && e.Join == "" {
-		return errors.New("process and rack belong to a join")
+	if (e.Process != "" || e.Rack != "" || e.MemberID != "") && e.Join == "" {
+		return errors.New("process, rack and member_id belong to a join")
+	}
+	if len(e.MemberID) > maxMemberID {
+		return fmt.Errorf("member_id: %d bytes exceed the limit %d", len(e.MemberID), maxMemberID)
 	}
 	if (e.DownS != 0 || e.EveryS != 0) && e.Restart == nil {
 		return errors.New("down_s and every_s belong to a restart")
@@ -385,7 +401,7 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 			p = e.Join
 		}
 		procs[e.Join], racks[e.Join] = p, e.Rack
-		add(step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack})
+		add(step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack, id: e.MemberID})
 	case e.Leave != "":
 		add(step{atMs: at, kind: stepLeave, label: e.Leave})
 	case e.Crash != "":

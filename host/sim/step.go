@@ -183,6 +183,7 @@ func (w *world) account(now int64) {
 		return
 	}
 	available := 0
+	clear(w.running)
 	for _, m := range w.members {
 		if m.crashedMs >= 0 {
 			continue
@@ -191,6 +192,7 @@ func (w *world) account(now int64) {
 		for _, t := range m.target.Active {
 			if now >= w.readyAt[t] && (!w.stateful[t] || l[t] >= w.end[t]) {
 				available++
+				w.running[t] = true
 			}
 		}
 	}
@@ -204,13 +206,16 @@ func (w *world) account(now int64) {
 	}
 }
 
-// advance moves time on by one tick from now: every changelog grows by
-// grow records, and every copy on a running member's process restores up
-// to restore records towards its end (a caught-up copy follows it); an
-// active copy whose hand-over is not done yet does not restore.
+// advance moves time on by one tick from now: the changelog of every task
+// that runs (account) grows by grow records — its active writes it, and
+// keeps its own state at the end — and every other copy on a running
+// member's process restores up to restore records towards its end (a
+// caught-up copy follows it); an active copy whose hand-over is not done
+// yet does not restore. A task nobody runs writes nothing: its changelog
+// stays where it is until its new owner has restored it.
 func (w *world) advance(now, grow, restore int64) {
 	for t := range w.end {
-		if w.stateful[t] {
+		if w.stateful[t] && w.running[t] {
 			w.end[t] += grow
 		}
 	}
@@ -230,6 +235,10 @@ func (w *world) advance(now, grow, restore int64) {
 					continue
 				}
 				seen[t] = true
+				if i == 0 && w.running[t] {
+					l[t] = w.end[t]
+					continue
+				}
 				l[t] = min(max(l[t], 0)+restore, w.end[t])
 			}
 		}
