@@ -53,6 +53,14 @@ type Scenario struct {
 	// owner's next heartbeat and the task's start. Its restore starts
 	// after it. 0: instant, the simulator's first model.
 	HandOverMs int64 `json:"handover_ms"`
+	// HandOverFirstMs, when set, replaces HandOverMs for a task given to
+	// a member that runs no task yet (a process just started).
+	HandOverFirstMs *int64 `json:"handover_first_ms,omitempty"`
+	// GrantMs is how long after a target a task given to another member
+	// is that member's in the assignor's input (the previous owner's
+	// revocation and the new owner's next heartbeat); until then the task
+	// is owned by nobody. 0: at once.
+	GrantMs int64 `json:"grant_ms"`
 
 	// Derived by Decode.
 	steps []step
@@ -234,6 +242,10 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("session_timeout_s: %v must be in [0, %d]", sc.SessionTimeoutS, maxSeconds)
 	case sc.HandOverMs < 0 || sc.HandOverMs > maxSeconds*1000:
 		return fmt.Errorf("handover_ms: %d must be in [0, %d]", sc.HandOverMs, maxSeconds*1000)
+	case sc.HandOverFirstMs != nil && (*sc.HandOverFirstMs < 0 || *sc.HandOverFirstMs > maxSeconds*1000):
+		return fmt.Errorf("handover_first_ms: %d must be in [0, %d]", *sc.HandOverFirstMs, maxSeconds*1000)
+	case sc.GrantMs < 0 || sc.GrantMs > maxSeconds*1000:
+		return fmt.Errorf("grant_ms: %d must be in [0, %d]", sc.GrantMs, maxSeconds*1000)
 	}
 	if err := sc.validateSubtopologies(); err != nil {
 		return err

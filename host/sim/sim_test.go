@@ -286,3 +286,51 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		t.Error("page lacks the escaped name or its two charts")
 	}
 }
+
+// TestGrantAndFirstHandOver: with grant_ms a task moved to a new member is
+// owned by nobody in the assignor's input until grant_ms later; with
+// handover_first_ms a member that runs no task yet starts its tasks later.
+func TestGrantAndFirstHandOver(t *testing.T) {
+	// Six tasks on a and b; c joins at 10 s and takes two (sticky's quota
+	// of ceil(6/3)); d joins at 11 s or 13 s.
+	scenario := func(dAt, extra string) *sim.Scenario {
+		return leaveScenario(t, "partitions: 4", "partitions: 6", "tick_ms: 1000", "tick_ms: 1000\n"+extra,
+			"  - {at_s: 10, leave: b}", "  - {at_s: 10, join: c, member_id: c}\n  - {at_s: "+dAt+", join: d, member_id: d}")
+	}
+	for _, c := range []struct {
+		dAt, extra string
+		owned      int // tasks c owns in the input of d's join
+	}{
+		{dAt: "11", owned: 2},
+		{dAt: "11", extra: "grant_ms: 2000", owned: 0},
+		{dAt: "13", extra: "grant_ms: 2000", owned: 2},
+	} {
+		owned := -1
+		capture := sim.Assignor{Name: "sticky", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			if len(req.Members) == 4 && owned < 0 {
+				for _, m := range req.Members {
+					if m.ID == "c" {
+						owned = len(m.Active)
+					}
+				}
+			}
+			return sticky.Assign(req)
+		}}
+		r := sim.Run(scenario(c.dAt, c.extra), []sim.Assignor{capture})
+		if a := r.Assignors[0]; a.Error != "" || owned != c.owned || a.Rebalances[1].TasksMoved != 2 {
+			t.Errorf("d at %s s, %q: c owns %d tasks at d's join, want %d; error %q, first rebalance %+v",
+				c.dAt, c.extra, owned, c.owned, a.Error, a.Rebalances[1])
+		}
+	}
+	// c runs no task when it gets its two: they wait handover_first_ms,
+	// then restore 10000 records at 1000/s.
+	for _, c := range []struct {
+		extra        string
+		unavailableS float64
+	}{{"handover_ms: 2000", 24}, {"handover_ms: 2000\nhandover_first_ms: 5000", 30}} {
+		r := sim.Run(scenario("60", c.extra), builtins[:1]) // d joins at the end: never
+		if a := r.Assignors[0]; a.Error != "" || a.UnavailableTaskS != c.unavailableS {
+			t.Errorf("%q: %v task-s, want %v (error %q)", c.extra, a.UnavailableTaskS, c.unavailableS, a.Error)
+		}
+	}
+}

@@ -45,14 +45,24 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 		Members: report.Members, Processes: report.Processes, Movement: report.Movement,
 		Balance: report.Balance, Standbys: report.Standbys, Warmups: report.Warmups}
 	rb.FromDeparted = w.fromDeparted(req, resp)
-	rb.TasksMoved = report.Movement.Moved + rb.FromDeparted
 	for i, m := range w.members {
+		handOver := w.sc.HandOverMs
+		if w.sc.HandOverFirstMs != nil && !w.runsAny(m) {
+			handOver = *w.sc.HandOverFirstMs
+		}
 		m.target = resp.Members[i]
 		for _, t := range m.target.Active {
-			if w.started && w.owner[t] != m.id {
-				w.readyAt[t] = now + w.sc.HandOverMs
+			if !w.started {
+				continue
+			}
+			if prev, ok := w.owner[t]; ok && prev != m.id {
+				rb.TasksMoved++
+			}
+			if w.owner[t] != m.id {
+				w.readyAt[t] = now + handOver
 			}
 		}
+		w.reconcile(now, m)
 	}
 	w.owner = map[int32]string{}
 	for _, m := range w.members {
@@ -68,6 +78,61 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 	}
 	w.out.Rebalances = append(w.out.Rebalances, rb)
 	return nil
+}
+
+// runsAny says whether m runs one of its active tasks (account's last
+// tick): a member that runs none yet, e.g. a process just started, takes
+// handover_first_ms to start a task.
+func (w *world) runsAny(m *member) bool {
+	for _, t := range m.target.Active {
+		if w.running[t] && w.owner[t] == m.id {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile updates what m owns after its new target: tasks it no longer
+// has leave at once (they are being revoked), tasks it keeps stay, and a
+// task new to it is its own grant_ms later (grant).
+func (w *world) reconcile(now int64, m *member) {
+	m.owned = slices.DeleteFunc(m.owned, func(t int32) bool { return !slices.Contains(m.target.Active, t) })
+	for _, t := range m.target.Active {
+		if slices.Contains(m.owned, t) {
+			continue
+		}
+		if !w.started || w.sc.GrantMs == 0 {
+			m.owned = append(m.owned, t)
+			continue
+		}
+		if w.grants[t].member == "" {
+			w.granting++
+		}
+		w.grants[t] = grant{member: m.id, atMs: now + w.sc.GrantMs}
+	}
+	slices.Sort(m.owned)
+}
+
+// grant applies the grants due at now: the task is its new owner's if it
+// is still in that member's target.
+func (w *world) grant(now int64) {
+	if w.granting == 0 {
+		return
+	}
+	for i, g := range w.grants {
+		if g.member == "" || g.atMs > now {
+			continue
+		}
+		t := int32(i)
+		w.grants[i] = grant{}
+		w.granting--
+		for _, m := range w.members {
+			if m.id == g.member && slices.Contains(m.target.Active, t) && !slices.Contains(m.owned, t) {
+				m.owned = append(m.owned, t)
+				slices.Sort(m.owned)
+			}
+		}
+	}
 }
 
 // fromDeparted counts the active tasks of resp whose previous owner is no
