@@ -62,9 +62,27 @@ type Scenario struct {
 	// is owned by nobody. 0: at once.
 	GrantMs int64 `json:"grant_ms"`
 
+	// Initial, when set, is the first target (the starting point): each
+	// listed member's active and standby tasks and the state its process
+	// holds, instead of the assignor's first run. A replay of a recorded
+	// group starts from what the group really ran.
+	Initial []InitialMember `json:"initial,omitempty"`
+
 	// Derived by Decode.
 	steps []step
 	subs  []abi.Subtopology
+	tasks map[string]int32 // task name ("0_1") -> task index
+}
+
+// InitialMember is one member's part of the starting point.
+type InitialMember struct {
+	Member  string   `json:"member"` // its join label
+	Active  []string `json:"active,omitempty"`
+	Standby []string `json:"standby,omitempty"`
+	// Lags are, per task, how far the state its process holds is behind
+	// the changelog's end (listed tasks only; the first target's active
+	// and standby copies not listed are caught up).
+	Lags map[string]int64 `json:"lags,omitempty"`
 }
 
 // Subtopology is one subtopology of the group's topology.
@@ -164,6 +182,9 @@ func Decode(name string, data []byte, seed *uint64) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := sc.expand(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := sc.validateInitial(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return sc, nil
@@ -303,6 +324,50 @@ func (sc *Scenario) validateSubtopologies() error {
 	}
 	// The host lists subtopologies in ascending id order (abi/SPEC.md 4.1).
 	sort.Slice(sc.subs, func(i, j int) bool { return sc.subs[i].ID < sc.subs[j].ID })
+	sc.tasks = map[string]int32{}
+	space := abi.NewTaskSpace(sc.subs)
+	for i, st := range sc.subs {
+		for p := range st.Partitions {
+			sc.tasks[fmt.Sprintf("%s_%d", st.ID, p)] = space.Task(int32(i), p)
+		}
+	}
+	return nil
+}
+
+// validateInitial checks the starting point's members (joined at 0 s)
+// and task names; ValidateAssignment checks the rest when it is installed.
+func (sc *Scenario) validateInitial() error {
+	atZero := map[string]bool{}
+	for _, s := range sc.steps {
+		if s.atMs == 0 && s.kind == stepJoin {
+			atZero[s.label] = true
+		}
+	}
+	seen := map[string]bool{}
+	for i, m := range sc.Initial {
+		switch {
+		case !atZero[m.Member]:
+			return fmt.Errorf("initial[%d]: member %q does not join at 0 s", i, m.Member)
+		case seen[m.Member]:
+			return fmt.Errorf("initial[%d]: member %q appears twice", i, m.Member)
+		}
+		seen[m.Member] = true
+		for _, set := range [][]string{m.Active, m.Standby} {
+			for _, task := range set {
+				if _, ok := sc.tasks[task]; !ok {
+					return fmt.Errorf("initial[%d] (%q): no task %q", i, m.Member, task)
+				}
+			}
+		}
+		for task, lag := range m.Lags {
+			if _, ok := sc.tasks[task]; !ok {
+				return fmt.Errorf("initial[%d] (%q): lags: no task %q", i, m.Member, task)
+			}
+			if lag < 0 || lag > maxRecords {
+				return fmt.Errorf("initial[%d] (%q): lags: %s: %d must be in [0, 2^50]", i, m.Member, task, lag)
+			}
+		}
+	}
 	return nil
 }
 

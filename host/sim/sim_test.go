@@ -334,3 +334,43 @@ func TestGrantAndFirstHandOver(t *testing.T) {
 		}
 	}
 }
+
+// TestInitialTarget: the starting point given in the scenario is the first
+// target, with its processes' state as listed; a bad one is an error.
+func TestInitialTarget(t *testing.T) {
+	for _, c := range []struct {
+		lags         string
+		unavailableS float64
+	}{
+		// b's one task goes to a, which has no state for it: 10 s.
+		{"", 10},
+		// a's process holds 0_3 5000 records behind: 5 s.
+		{`, lags: {"0_3": 5000}`, 5},
+	} {
+		sc := leaveScenario(t, "events:", `initial:
+  - {member: a, active: ["0_0", "0_1", "0_2"]`+c.lags+`}
+  - {member: b, active: ["0_3"]}
+events:`)
+		for _, a := range sim.Run(sc, builtins).Assignors {
+			first := a.Rebalances[0]
+			if a.Error != "" || !first.Baseline || first.Balance.ActivePerMember.Max != 3 || a.UnavailableTaskS != c.unavailableS || a.Totals.TasksMoved != 1 {
+				t.Errorf("%s %q: error %q, first target %+v, %v task-s, totals %+v", a.Name, c.lags, a.Error, first, a.UnavailableTaskS, a.Totals)
+			}
+		}
+	}
+	for _, bad := range []struct{ initial, want string }{
+		{`[{member: x, active: ["0_0"]}]`, `member "x" does not join at 0 s`},
+		{`[{member: a, active: ["9_0"]}]`, `no task "9_0"`},
+		{`[{member: a, lags: {"0_0": -1}}]`, "must be in"},
+	} {
+		data := strings.Replace(string(readScenario(t, "leave.yaml")), "events:", "initial: "+bad.initial+"\nevents:", 1)
+		if _, err := sim.Decode("leave.yaml", []byte(data), nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("initial %s: error %v, want %q", bad.initial, err, bad.want)
+		}
+	}
+	// Two owners of one task: the assignment check refuses it.
+	sc := leaveScenario(t, "events:", "initial: [{member: a, active: [\"0_0\"]}, {member: b, active: [\"0_0\"]}]\nevents:")
+	if a := sim.Run(sc, builtins[:1]).Assignors[0]; a.Error == "" {
+		t.Error("a starting point with a task on two members was installed")
+	}
+}

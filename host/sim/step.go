@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,13 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 		w.epoch++
 	}
 	req := w.request()
-	resp, err := w.a.Assign(req)
+	var resp *abi.AssignResponse
+	var err error
+	if !w.started && w.sc.Initial != nil {
+		resp = w.initial(req)
+	} else {
+		resp, err = w.a.Assign(req)
+	}
 	if err == nil {
 		err = abi.ValidateAssignment(req, resp)
 	}
@@ -154,8 +161,9 @@ func (w *world) fromDeparted(req *abi.AssignRequest, resp *abi.AssignResponse) i
 	return n
 }
 
-// baseline makes the first target's active and standby copies caught up:
-// the group ran it before the scenario's window.
+// baseline makes the first target's active and standby copies caught up
+// (the group ran it before the scenario's window), then applies the
+// starting point's lags.
 func (w *world) baseline() {
 	for _, m := range w.members {
 		l := w.local[m.process]
@@ -167,6 +175,42 @@ func (w *world) baseline() {
 			}
 		}
 	}
+	for _, im := range w.sc.Initial {
+		for _, m := range w.members {
+			if m.label != im.Member {
+				continue
+			}
+			tasks := slices.Sorted(maps.Keys(im.Lags))
+			for _, name := range tasks {
+				if t := w.sc.tasks[name]; w.stateful[t] {
+					w.local[m.process][t] = max(w.end[t]-im.Lags[name], 0)
+				}
+			}
+		}
+	}
+}
+
+// initial is the starting point as the response to req: the listed
+// members' tasks, nothing for the others.
+func (w *world) initial(req *abi.AssignRequest) *abi.AssignResponse {
+	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(req.Members)), NextProbeMs: -1}
+	for i, m := range w.members {
+		resp.Members[i] = abi.MemberAssignment{Active: []int32{}, Standby: []int32{}, Warmup: []int32{}}
+		for _, im := range w.sc.Initial {
+			if im.Member != m.label {
+				continue
+			}
+			for _, name := range im.Active {
+				resp.Members[i].Active = append(resp.Members[i].Active, w.sc.tasks[name])
+			}
+			for _, name := range im.Standby {
+				resp.Members[i].Standby = append(resp.Members[i].Standby, w.sc.tasks[name])
+			}
+			slices.Sort(resp.Members[i].Active)
+			slices.Sort(resp.Members[i].Standby)
+		}
+	}
+	return resp
 }
 
 func (w *world) differs(resp *abi.AssignResponse) bool {
