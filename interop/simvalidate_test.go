@@ -900,6 +900,7 @@ func (r *simRecording) simScenario(m simModel) ([]byte, error) {
 		"handover_ms":       roundTick(m.handover),
 		"handover_first_ms": roundTick(m.handoverFirst),
 		"grant_ms":          roundTick(m.grant),
+		"grant_first_ms":    roundTick(m.grantFirst),
 		"session_timeout_s": num("streams.session.timeout.ms", 45000) / 1000,
 		"subtopologies": []map[string]any{
 			{"id": "0", "partitions": aggApp.partitions, "stateful": false},
@@ -939,10 +940,12 @@ type simModel struct {
 	// new owner that already ran a task, and for one that ran none yet.
 	handover, handoverFirst time.Duration
 	nHandover, nFirst       int
-	// grant is the median time from a target to the moved task showing in
-	// its new owner's current assignment (describe polls, 200 ms apart).
-	grant  time.Duration
-	nGrant int
+	// grant and grantFirst are the median time from a target to the
+	// moved task showing in its new owner's current assignment (describe
+	// polls, 200 ms apart): for a new owner that owned a task then, and
+	// for one that owned none (it just joined).
+	grant, grantFirst time.Duration
+	nGrant, nFirstG   int
 	// restorePerS is the records restored per second by the limited
 	// restores (the scale-out's new instances), 0 without one.
 	restorePerS float64
@@ -953,7 +956,7 @@ type simModel struct {
 func calibrate(recs []*simRecording) simModel {
 	var m simModel
 	var sum, sumFirst time.Duration
-	var grants []time.Duration
+	var grants, grantsFirst []time.Duration
 	var records int64
 	var restoring time.Duration
 	for _, r := range recs {
@@ -966,7 +969,8 @@ func calibrate(recs []*simRecording) simModel {
 				m.nHandover++
 			}
 		}
-		grants = append(grants, r.grantDelays()...)
+		g, gf := r.grantDelays()
+		grants, grantsFirst = append(grants, g...), append(grantsFirst, gf...)
 		start := r.windowStart()
 		for _, x := range r.Restores {
 			// The rate from the restores of a whole changelog on the
@@ -991,6 +995,13 @@ func calibrate(recs []*simRecording) simModel {
 		m.handoverFirst = m.handover
 	}
 	m.grant, m.nGrant = median(grants), len(grants)
+	m.grantFirst, m.nFirstG = median(grantsFirst), len(grantsFirst)
+	if m.nGrant == 0 {
+		m.grant = m.grantFirst
+	}
+	if m.nFirstG == 0 {
+		m.grantFirst = m.grant
+	}
 	if restoring > 0 {
 		m.restorePerS = float64(records) / restoring.Seconds()
 	}
@@ -998,8 +1009,9 @@ func calibrate(recs []*simRecording) simModel {
 }
 
 func (m simModel) String() string {
-	return fmt.Sprintf("hand-over %.2f s (%d) and %.2f s to a member running no task yet (%d), grant %.2f s (median of %d), restore %.0f records/s (%d restores)",
-		m.handover.Seconds(), m.nHandover, m.handoverFirst.Seconds(), m.nFirst, m.grant.Seconds(), m.nGrant, m.restorePerS, m.nRestore)
+	return fmt.Sprintf("hand-over %.2f s (mean of %d) and %.2f s to a member running no task yet (%d), grant %.2f s (median of %d) and %.2f s to a member owning none yet (%d), restore %.0f records/s (%d restores)",
+		m.handover.Seconds(), m.nHandover, m.handoverFirst.Seconds(), m.nFirst, m.grant.Seconds(), m.nGrant,
+		m.grantFirst.Seconds(), m.nFirstG, m.restorePerS, m.nRestore)
 }
 
 // handOver is one measured hand-over of an active task in the window.
@@ -1047,9 +1059,9 @@ func (r *simRecording) handOvers() []handOver {
 
 // grantDelays are, per target after the baseline and task it moved to
 // another member, the time until the polls saw the task in its new
-// owner's current assignment.
-func (r *simRecording) grantDelays() []time.Duration {
-	var out []time.Duration
+// owner's current assignment; first holds those to a member that owned
+// no task when the target was computed.
+func (r *simRecording) grantDelays() (out, first []time.Duration) {
 	var prev map[string]string
 	for _, o := range r.Owners {
 		if o.Epoch < r.Baseline {
@@ -1061,9 +1073,18 @@ func (r *simRecording) grantDelays() []time.Duration {
 				if prev[task] == "" || prev[task] == m {
 					continue
 				}
+				owned := false // by m, in the last poll before the target
 				for _, c := range r.Current {
-					if !c.Time.Before(at) && c.Owners[task] == m {
-						out = append(out, c.Time.Sub(at))
+					if c.Time.Before(at) {
+						owned = slices.Contains(slices.Collect(maps.Values(c.Owners)), m)
+						continue
+					}
+					if c.Owners[task] == m {
+						if owned {
+							out = append(out, c.Time.Sub(at))
+						} else {
+							first = append(first, c.Time.Sub(at))
+						}
 						break
 					}
 				}
@@ -1071,7 +1092,7 @@ func (r *simRecording) grantDelays() []time.Duration {
 		}
 		prev = o.Owners
 	}
-	return out
+	return out, first
 }
 
 // simRow is one line of the comparison.

@@ -61,6 +61,9 @@ type Scenario struct {
 	// revocation and the new owner's next heartbeat); until then the task
 	// is owned by nobody. 0: at once.
 	GrantMs int64 `json:"grant_ms"`
+	// GrantFirstMs, when set, replaces GrantMs for a member that owns no
+	// task yet (a process just started answers its heartbeats later).
+	GrantFirstMs *int64 `json:"grant_first_ms,omitempty"`
 
 	// Initial, when set, is the first target (the starting point): each
 	// listed member's active and standby tasks and the state its process
@@ -267,6 +270,8 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("handover_first_ms: %d must be in [0, %d]", *sc.HandOverFirstMs, maxSeconds*1000)
 	case sc.GrantMs < 0 || sc.GrantMs > maxSeconds*1000:
 		return fmt.Errorf("grant_ms: %d must be in [0, %d]", sc.GrantMs, maxSeconds*1000)
+	case sc.GrantFirstMs != nil && (*sc.GrantFirstMs < 0 || *sc.GrantFirstMs > maxSeconds*1000):
+		return fmt.Errorf("grant_first_ms: %d must be in [0, %d]", *sc.GrantFirstMs, maxSeconds*1000)
 	}
 	if err := sc.validateSubtopologies(); err != nil {
 		return err

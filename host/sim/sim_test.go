@@ -304,6 +304,9 @@ func TestGrantAndFirstHandOver(t *testing.T) {
 		{dAt: "11", owned: 2},
 		{dAt: "11", extra: "grant_ms: 2000", owned: 0},
 		{dAt: "13", extra: "grant_ms: 2000", owned: 2},
+		// c owns nothing when it gets its tasks: grant_first_ms applies.
+		{dAt: "13", extra: "grant_ms: 2000\ngrant_first_ms: 4000", owned: 0},
+		{dAt: "11", extra: "grant_ms: 2000\ngrant_first_ms: 500", owned: 2},
 	} {
 		owned := -1
 		capture := sim.Assignor{Name: "sticky", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {

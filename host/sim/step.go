@@ -101,21 +101,26 @@ func (w *world) runsAny(m *member) bool {
 
 // reconcile updates what m owns after its new target: tasks it no longer
 // has leave at once (they are being revoked), tasks it keeps stay, and a
-// task new to it is its own grant_ms later (grant).
+// task new to it is its own grant_ms later (grant_first_ms for a member
+// that owns no task yet).
 func (w *world) reconcile(now int64, m *member) {
+	grantMs := w.sc.GrantMs
+	if w.sc.GrantFirstMs != nil && len(m.owned) == 0 {
+		grantMs = *w.sc.GrantFirstMs
+	}
 	m.owned = slices.DeleteFunc(m.owned, func(t int32) bool { return !slices.Contains(m.target.Active, t) })
 	for _, t := range m.target.Active {
 		if slices.Contains(m.owned, t) {
 			continue
 		}
-		if !w.started || w.sc.GrantMs == 0 {
+		if !w.started || grantMs == 0 {
 			m.owned = append(m.owned, t)
 			continue
 		}
 		if w.grants[t].member == "" {
 			w.granting++
 		}
-		w.grants[t] = grant{member: m.id, atMs: now + w.sc.GrantMs}
+		w.grants[t] = grant{member: m.id, atMs: now + grantMs}
 	}
 	slices.Sort(m.owned)
 }
