@@ -78,24 +78,32 @@ func TestSimValidate(t *testing.T) {
 			}
 		}
 	}
+	// The model's figures per repetition and kind of run, the two
+	// assignors' recordings pooled: the repetitions may see the machine
+	// under very different load.
 	models := map[string]simModel{}
+	key := func(r *simRecording) string { return fmt.Sprintf("%s, run %d", r.Run, r.Rep) }
 	var head strings.Builder
-	for _, run := range []string{"roll", "scale-out"} {
+	for _, r := range recs {
+		k := key(r)
+		if _, ok := models[k]; ok {
+			continue
+		}
 		var kind []*simRecording
-		for _, r := range recs {
-			if r.Run == run {
-				kind = append(kind, r)
+		for _, o := range recs {
+			if key(o) == k {
+				kind = append(kind, o)
 			}
 		}
-		models[run] = calibrate(kind)
-		fmt.Fprintf(&head, "- %s: %s\n", run, models[run])
+		models[k] = calibrate(kind)
+		fmt.Fprintf(&head, "- %s: %s\n", k, models[k])
 	}
 	var rows []simRow
 	for _, r := range recs {
-		rows = append(rows, compareSimRun(t, r, plugins, recDir, models[r.Run]))
+		rows = append(rows, compareSimRun(t, r, plugins, recDir, models[key(r)]))
 	}
 	medians := medianRows(rows)
-	table := fmt.Sprintf("Measured on the real runs, both assignors pooled, and given to the model:\n\n%s\n%s\nMedians over the runs:\n\n%s",
+	table := fmt.Sprintf("Measured on the real runs, per repetition and kind of run with both assignors pooled, and given to the model:\n\n%s\n%s\nMedians over the runs:\n\n%s",
 		head.String(), formatSimTable(rows), formatSimTable(medians))
 	t.Logf("sim-validate:\n%s", table)
 	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
