@@ -113,10 +113,10 @@ scaleout:
 
 .PHONY: sim-validate
 
-## sim-validate: `coordhost simulate` against real runs: the online roll and a 3 -> 6 scale-out of the interop app on real Kafka 4.4, each with the sticky and the HA plugin, compared with the simulator's replay of each (docs/AB-TESTING.md; about 9 minutes) -> build/sim-validate.md and its recordings in build/sim-validate
+## sim-validate: `coordhost simulate` against real runs: the online roll and a 3 -> 6 scale-out of the interop app on real Kafka 4.4, each with the sticky and the HA plugin, RUNS times (default 3), compared with the simulator's replay of each (docs/AB-TESTING.md; 14 to 21 minutes a repetition on the shared machine) -> build/sim-validate.md and its recordings in build/sim-validate
 sim-validate:
 	@mkdir -p build
-	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SIMVALIDATE_OUT=$(CURDIR)/build/sim-validate.md \
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SIMVALIDATE_OUT=$(CURDIR)/build/sim-validate.md COORDHOST_INTEROP_SIMVALIDATE_RUNS=$(or $(RUNS),3) \
 		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop
 
 .PHONY: bench-replay

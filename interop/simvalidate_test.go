@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -49,34 +50,103 @@ func TestSimValidate(t *testing.T) {
 	if dir := os.Getenv("COORDHOST_INTEROP_SIMVALIDATE_REPLAY"); dir != "" {
 		recs = loadRecordings(t, dir)
 	} else {
+		reps := 1
+		if n, err := strconv.Atoi(os.Getenv("COORDHOST_INTEROP_SIMVALIDATE_RUNS")); err == nil && n > 0 {
+			reps = n
+		}
+		old, _ := filepath.Glob(filepath.Join(recDir, "*.json"))
+		for _, f := range old { // a replay of the directory reads every recording in it
+			os.Remove(f)
+		}
 		dir := logDir(t)
 		b := startBroker(t, dir)
-		for _, a := range []string{"sticky", "ha"} {
+		// Repetitions alternate the assignors, so both see the machine's
+		// load of the same stretch of time.
+		for rep := 1; rep <= reps; rep++ {
 			for _, run := range []string{"roll", "scale-out"} {
-				r := recordSimRun(t, dir, b, plugins, run, a)
-				data, err := json.MarshalIndent(r, "", " ")
-				if err != nil {
-					t.Fatal(err)
+				for _, a := range []string{"sticky", "ha"} {
+					r := recordSimRun(t, dir, b, plugins, run, a, rep)
+					data, err := json.MarshalIndent(r, "", " ")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(recDir, r.name()+".json"), data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					recs = append(recs, r)
 				}
-				if err := os.WriteFile(filepath.Join(recDir, r.Run+"-"+r.Assignor+".json"), data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				recs = append(recs, r)
 			}
 		}
 	}
-	handover := calibrateHandover(t, recs)
+	// The model's figures per repetition and kind of run, the two
+	// assignors' recordings pooled: the repetitions may see the machine
+	// under very different load.
+	models := map[string]simModel{}
+	key := func(r *simRecording) string { return fmt.Sprintf("%s, run %d", r.Run, r.Rep) }
+	var head strings.Builder
+	for _, r := range recs {
+		k := key(r)
+		if _, ok := models[k]; ok {
+			continue
+		}
+		var kind []*simRecording
+		for _, o := range recs {
+			if key(o) == k {
+				kind = append(kind, o)
+			}
+		}
+		models[k] = calibrate(kind)
+		fmt.Fprintf(&head, "- %s: %s\n", k, models[k])
+	}
 	var rows []simRow
 	for _, r := range recs {
-		rows = append(rows, compareSimRun(t, r, plugins, recDir, handover))
+		rows = append(rows, compareSimRun(t, r, plugins, recDir, models[key(r)]))
 	}
-	table := fmt.Sprintf("handover_ms %d, from the %s %s run (its unavailable task-seconds per task moved)\n\n%s",
-		handover, simCalibration[0], simCalibration[1], formatSimTable(rows))
+	medians := medianRows(rows)
+	table := fmt.Sprintf("Measured on the real runs, per repetition and kind of run with both assignors pooled, and given to the model:\n\n%s\n%s\nMedians over the runs:\n\n%s",
+		head.String(), formatSimTable(rows), formatSimTable(medians))
 	t.Logf("sim-validate:\n%s", table)
 	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkSimRows(t, rows)
+	checkSimRows(t, rows, medians)
+}
+
+// name is the recording's file name without extension.
+func (r *simRecording) name() string {
+	if r.Rep == 0 {
+		return r.Run + "-" + r.Assignor
+	}
+	return fmt.Sprintf("%s-%s-%d", r.Run, r.Assignor, r.Rep)
+}
+
+// medianRows has one row per run and assignor: the median of the
+// repetitions' real and simulated unavailable task-seconds.
+func medianRows(rows []simRow) []simRow {
+	var out []simRow
+	for _, run := range []string{"roll", "scale-out"} {
+		for _, a := range []string{"sticky", "ha"} {
+			var real, sim []float64
+			m := simRow{run: run, assignor: a}
+			for _, r := range rows {
+				if r.run != run || r.assignor != a {
+					continue
+				}
+				if r.simErr != "" {
+					m.simErr = r.simErr
+				}
+				real, sim = append(real, r.realUnavail), append(sim, r.simUnavail)
+				m.realMoved, m.simMoved = m.realMoved+r.realMoved, m.simMoved+r.simMoved
+				m.rep++
+			}
+			if m.rep == 0 {
+				continue
+			}
+			m.realUnavail, m.simUnavail = medianF(real), medianF(sim)
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // simWindowSettle bounds the wait for a group to go quiet (no new target
@@ -84,7 +154,7 @@ func TestSimValidate(t *testing.T) {
 // closes.
 const (
 	simQuiet        = 10 * time.Second
-	simWindowSettle = 4 * time.Minute
+	simWindowSettle = 8 * time.Minute
 )
 
 // simRecording is what one real run left: the rebalance history of the
@@ -93,6 +163,7 @@ const (
 type simRecording struct {
 	Run      string `json:"run"`
 	Assignor string `json:"assignor"`
+	Rep      int    `json:"rep,omitempty"` // the repetition, from 1
 	Group    string `json:"group"`
 	// Start is the baseline target's time; the compared window opens at
 	// windowStart (every task running again) and closes at End, when
@@ -101,17 +172,32 @@ type simRecording struct {
 	End      time.Time `json:"end"`
 	Baseline int32     `json:"baseline_epoch"`
 	// BaselineMembers are the member ids of the group at Start.
-	BaselineMembers []string          `json:"baseline_members"`
-	Processes       map[string]string `json:"processes"` // member id -> process id
-	Targets         []histTarget      `json:"targets"`
+	BaselineMembers []string `json:"baseline_members"`
+	// Initial is the baseline target and the lags the members reported.
+	Initial   []initialMember   `json:"initial,omitempty"`
+	Processes map[string]string `json:"processes"` // member id -> process id
+	Targets   []histTarget      `json:"targets"`
 	// Owners are the targets as the describe polls saw them, one per
 	// assignment epoch: active task -> member id.
-	Owners  []epochOwners     `json:"owners"`
+	Owners []epochOwners `json:"owners"`
+	// Current are the members' current assignments as the polls saw
+	// them change.
+	Current []ownersAt        `json:"current,omitempty"`
 	Running []taskRun         `json:"running"`
 	Configs map[string]string `json:"configs"`
 	// ChangelogEnd is the mean end offset of the stateful tasks'
 	// changelogs at Start.
 	ChangelogEnd int64 `json:"changelog_end"`
+	// Restores are the active tasks' restores of a whole changelog (the
+	// scale-out's new instances, whose restore is limited).
+	Restores []restoreRun `json:"restores,omitempty"`
+}
+
+// ownersAt is the members' current assignment (what they own) as describe
+// saw it at Time: the owner of each active task.
+type ownersAt struct {
+	Time   time.Time         `json:"time"`
+	Owners map[string]string `json:"owners"`
 }
 
 // epochOwners is one target seen by describe: the owner of each active task.
@@ -182,16 +268,21 @@ func buildAssignorPlugins(t *testing.T) string {
 
 // recordSimRun records one real run ("roll" or "scale-out") with assignor
 // through a coordhost of its own (a fresh history) in front of broker b.
-func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor string) *simRecording {
+func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor string, rep int) *simRecording {
 	t.Helper()
 	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	c := startCoordhost(t, dir, b.addr, "--admin.listen="+admin, "--plugins.dir="+plugins,
-		"--groups.defaults.streams.assignor.name="+assignor, "--admin.history.targets=1000")
+	flags := []string{"--admin.listen=" + admin, "--plugins.dir=" + plugins,
+		"--groups.defaults.streams.assignor.name=" + assignor, "--admin.history.targets=1000"}
+	if run == "scale-out" {
+		flags = append(flags, fmt.Sprintf("--groups.defaults.streams.acceptable.recovery.lag=%d", simAcceptableLag),
+			fmt.Sprintf("--groups.defaults.streams.num.warmup.replicas=%d", simWarmups))
+	}
+	c := startCoordhost(t, dir, b.addr, flags...)
 	if err := groupsServed(c.addr, "interop-probe", 30*time.Second); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
-	group := "simval-" + run + "-" + assignor
-	rec := &simRecording{Run: run, Assignor: assignor, Group: group, Processes: map[string]string{}}
+	group := fmt.Sprintf("simval-%s-%s-%d", run, assignor, rep)
+	rec := &simRecording{Run: run, Assignor: assignor, Rep: rep, Group: group, Processes: map[string]string{}}
 	api := &adminClient{base: "http://" + admin, group: group}
 	name := "sim-validate " + run + " " + assignor
 	s := newScenarioApp(t, aggApp, name, dir, c.addr, group, c.proc, b.proc)
@@ -213,6 +304,13 @@ func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor st
 		s.fleet = newFleet(t, dir, c.addr, group, 6, topicsOf(group))
 		s.fleet.setApp(aggApp)
 		s.fleet.setClose(closeLeave)
+		prepareLargeState(t, b.addr, group)
+		for i := 3; i < 6; i++ {
+			s.fleet.cfgs[i].extra = append(s.fleet.cfgs[i].extra,
+				fmt.Sprintf("restore.consumer.max.partition.fetch.bytes=%d", simRestoreFetchBytes),
+				fmt.Sprintf("restore.consumer.fetch.max.bytes=%d", simRestoreFetchBytes))
+		}
+		limitRestore(t, b.addr, limitedInstances...)
 		s.must("phase", s.lg.phase("startup"))
 		for i := range 3 {
 			s.fleet.start(i, "streams", 0)
@@ -240,6 +338,7 @@ func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor st
 	s.finish()
 	s.must("stop instances", s.fleet.stopAll())
 	rec.Running = taskRuns(t, s.fleet.all())
+	rec.Restores = restoreRuns(t, s.fleet.all(), 1)
 	if err := c.proc.stop(30 * time.Second); err != nil {
 		t.Logf("stop coordhost: %v", err)
 	}
@@ -289,18 +388,60 @@ type groupDetail struct {
 		Members         []struct {
 			MemberID         string
 			ProcessID        string
-			TargetAssignment struct {
-				ActiveTasks []struct {
-					SubtopologyID string
-					Partitions    []int32
-				}
-			}
+			Assignment       streamsTasks
+			TargetAssignment streamsTasks
+			TaskOffsets      []taskOffset
+			TaskEndOffsets   []taskOffset
 		}
 	} `json:"streams"`
 	Config []struct {
 		Key   string `json:"key"`
 		Value any    `json:"value"`
 	} `json:"config"`
+}
+
+// taskOffset is one offset a member reported for a task.
+type taskOffset struct {
+	SubtopologyID string
+	Partition     int32
+	Offset        int64
+}
+
+// initialMember is a member's part of the scenario's starting point (the
+// simulator's "initial"): its target and its process's lags.
+type initialMember struct {
+	Member  string           `json:"member"`
+	Active  []string         `json:"active,omitempty"`
+	Standby []string         `json:"standby,omitempty"`
+	Lags    map[string]int64 `json:"lags,omitempty"`
+}
+
+// streamsTasks is the part of a describe assignment the comparison reads.
+type streamsTasks struct {
+	ActiveTasks, StandbyTasks []taskIDs
+}
+
+type taskIDs struct {
+	SubtopologyID string
+	Partitions    []int32
+}
+
+// names are the tasks of ids as Kafka Streams prints them.
+func names(ids []taskIDs) []string {
+	var out []string
+	for _, at := range ids {
+		for _, p := range at.Partitions {
+			out = append(out, fmt.Sprintf("%s_%d", at.SubtopologyID, p))
+		}
+	}
+	return out
+}
+
+// owners adds each active task of ts to out as owned by member.
+func (ts streamsTasks) owners(member string, out map[string]string) {
+	for _, task := range names(ts.ActiveTasks) {
+		out[task] = member
+	}
 }
 
 // pollGroup records, every 200 ms until the returned stop is called,
@@ -315,15 +456,15 @@ func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
 		for {
 			var d groupDetail
 			if a.get("/v1/groups/"+a.group, &d) == nil && d.Streams != nil {
-				owners := map[string]string{}
+				owners, current := map[string]string{}, map[string]string{}
 				for _, m := range d.Streams.Members {
-					for _, at := range m.TargetAssignment.ActiveTasks {
-						for _, p := range at.Partitions {
-							owners[fmt.Sprintf("%s_%d", at.SubtopologyID, p)] = m.MemberID
-						}
-					}
+					m.TargetAssignment.owners(m.MemberID, owners)
+					m.Assignment.owners(m.MemberID, current)
 				}
 				simProcMu.Lock()
+				if n := len(rec.Current); n == 0 || !maps.Equal(rec.Current[n-1].Owners, current) {
+					rec.Current = append(rec.Current, ownersAt{Time: time.Now(), Owners: current})
+				}
 				for _, m := range d.Streams.Members {
 					rec.Processes[m.MemberID] = m.ProcessID
 				}
@@ -385,6 +526,22 @@ func (a *adminClient) openWindow(s *scenarioRun, rec *simRecording, broker strin
 	rec.Start, rec.Baseline = h[len(h)-1].Time, h[len(h)-1].Epoch
 	for _, m := range d.Streams.Members {
 		rec.BaselineMembers = append(rec.BaselineMembers, m.MemberID)
+		im := initialMember{Member: m.MemberID, Active: names(m.TargetAssignment.ActiveTasks),
+			Standby: names(m.TargetAssignment.StandbyTasks), Lags: map[string]int64{}}
+		ends := map[string]int64{}
+		for _, o := range m.TaskEndOffsets {
+			ends[fmt.Sprintf("%s_%d", o.SubtopologyID, o.Partition)] = o.Offset
+		}
+		for _, o := range m.TaskOffsets {
+			task := fmt.Sprintf("%s_%d", o.SubtopologyID, o.Partition)
+			// The target's own copies run caught up (the simulator's
+			// starting point); other local state is as far behind as
+			// the member reported.
+			if e, ok := ends[task]; ok && o.Offset >= 0 && !slices.Contains(im.Active, task) && !slices.Contains(im.Standby, task) {
+				im.Lags[task] = max(e-o.Offset, 0)
+			}
+		}
+		rec.Initial = append(rec.Initial, im)
 	}
 	rec.Configs = map[string]string{}
 	for _, c := range d.Config {
@@ -513,19 +670,27 @@ func logTime(line string, ref time.Time) (time.Time, error) {
 
 func loadRecordings(t *testing.T, dir string) []*simRecording {
 	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var recs []*simRecording
-	for _, a := range []string{"sticky", "ha"} {
-		for _, run := range []string{"roll", "scale-out"} {
-			data, err := os.ReadFile(filepath.Join(dir, run+"-"+a+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &simRecording{}
-			if err := json.Unmarshal(data, r); err != nil {
-				t.Fatal(err)
-			}
-			recs = append(recs, r)
+	for _, f := range files {
+		if strings.HasSuffix(f, ".scenario.json") || strings.HasSuffix(f, ".sim.json") {
+			continue
 		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &simRecording{}
+		if err := json.Unmarshal(data, r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) == 0 {
+		t.Fatalf("no recordings in %s", dir)
 	}
 	return recs
 }
@@ -676,16 +841,20 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+// roundTick rounds d to the derived scenarios' 100 ms tick, in ms.
+func roundTick(d time.Duration) int64 { return int64(math.Round(d.Seconds()*10)) * 100 }
+
 // simScenario is the simulator scenario equivalent to the recording: the
 // baseline members at 0 s, each member-joined, member-left and
 // member-fenced reason of a later target at its target's time, the app's
 // topology, the group's assignment configs and changelogs as measured.
-func (r *simRecording) simScenario(handoverMs int64) ([]byte, error) {
+func (r *simRecording) simScenario(m simModel) ([]byte, error) {
 	type ev struct {
-		AtS     float64 `json:"at_s"`
-		Join    string  `json:"join,omitempty"`
-		Process string  `json:"process,omitempty"`
-		Leave   string  `json:"leave,omitempty"`
+		AtS      float64 `json:"at_s"`
+		Join     string  `json:"join,omitempty"`
+		Process  string  `json:"process,omitempty"`
+		MemberID string  `json:"member_id,omitempty"`
+		Leave    string  `json:"leave,omitempty"`
 	}
 	simProcMu.Lock()
 	defer simProcMu.Unlock()
@@ -699,7 +868,7 @@ func (r *simRecording) simScenario(handoverMs int64) ([]byte, error) {
 	var events []ev
 	live := map[string]bool{}
 	for _, id := range r.BaselineMembers {
-		events = append(events, ev{Join: id, Process: proc(id)})
+		events = append(events, ev{Join: id, Process: proc(id), MemberID: id})
 		live[id] = true
 	}
 	for _, h := range r.Targets {
@@ -711,7 +880,7 @@ func (r *simRecording) simScenario(handoverMs int64) ([]byte, error) {
 			switch rs.Kind {
 			case "member-joined":
 				if !live[rs.Member] {
-					events = append(events, ev{AtS: at, Join: rs.Member, Process: proc(rs.Member)})
+					events = append(events, ev{AtS: at, Join: rs.Member, Process: proc(rs.Member), MemberID: rs.Member})
 					live[rs.Member] = true
 				}
 			case "member-left", "member-fenced":
@@ -721,6 +890,10 @@ func (r *simRecording) simScenario(handoverMs int64) ([]byte, error) {
 				}
 			}
 		}
+	}
+	restorePerS := int64(simRestorePerS)
+	if m.restorePerS > 0 {
+		restorePerS = int64(math.Round(m.restorePerS))
 	}
 	num := func(key string, def int64) int64 {
 		if v, err := strconv.ParseInt(r.Configs[key], 10, 64); err == nil {
@@ -732,7 +905,10 @@ func (r *simRecording) simScenario(handoverMs int64) ([]byte, error) {
 		"name":              r.Group,
 		"duration_s":        r.End.Sub(start).Seconds(),
 		"tick_ms":           100,
-		"handover_ms":       handoverMs,
+		"handover_ms":       roundTick(m.handover),
+		"handover_first_ms": roundTick(m.handoverFirst),
+		"grant_ms":          roundTick(m.grant),
+		"grant_first_ms":    roundTick(m.grantFirst),
 		"session_timeout_s": num("streams.session.timeout.ms", 45000) / 1000,
 		"subtopologies": []map[string]any{
 			{"id": "0", "partitions": aggApp.partitions, "stateful": false},
@@ -747,47 +923,190 @@ func (r *simRecording) simScenario(handoverMs int64) ([]byte, error) {
 		"state": map[string]any{
 			"changelog_records":     r.ChangelogEnd,
 			"append_records_per_s":  recordsPerSec / aggApp.partitions,
-			"restore_records_per_s": simRestorePerS,
+			"restore_records_per_s": restorePerS,
 		},
 		"events": events,
+	}
+	if len(r.Initial) > 0 {
+		sc["initial"] = r.Initial
 	}
 	return json.MarshalIndent(sc, "", " ")
 }
 
-// simRestorePerS is the restore rate the derived scenarios assume: the
-// app's store holds ten small keys per task, which a RocksDB restore reads
-// far faster than this, so a cold hand-over costs the simulator well under
-// a second of restore.
+// simRestorePerS is the restore rate of the derived scenarios without a
+// measured one (the roll: its hand-overs are warm, and the app's stores
+// hold ten small keys per task, which a RocksDB restore reads far faster).
 const simRestorePerS = 10000
 
-// simCalibration is the run whose real figures set the scenarios'
-// handover_ms: its comparison checks the calibration, the others check
-// the model.
-var simCalibration = [2]string{"roll", "sticky"}
+// simModel are the environment's figures a derived scenario takes, each
+// measured on the real runs of one kind (roll or scale-out), both
+// assignors pooled: what the model is given, not what it is checked on.
+type simModel struct {
+	// handover and handoverFirst are the mean time a moved task waited,
+	// its restore excluded, from its previous owner's "Suspended from
+	// RUNNING" to its new owner's "Restored and ready to run": for a
+	// new owner that already ran a task, and for one that ran none yet.
+	handover, handoverFirst time.Duration
+	nHandover, nFirst       int
+	// grant and grantFirst are the median time from a target to the
+	// moved task showing in its new owner's current assignment (describe
+	// polls, 200 ms apart): for a new owner that owned a task then, and
+	// for one that owned none (it just joined).
+	grant, grantFirst time.Duration
+	nGrant, nFirstG   int
+	// restorePerS is the records restored per second by the limited
+	// restores (the scale-out's new instances), 0 without one.
+	restorePerS float64
+	nRestore    int
+}
 
-// calibrateHandover is the real unavailable task-seconds per task moved
-// of the calibration run, in milliseconds rounded to the 100 ms tick: the
-// mean time a moved task waited for its new owner to run it (the app's
-// state is small, so restoring takes a small part of it).
-func calibrateHandover(t *testing.T, recs []*simRecording) int64 {
-	t.Helper()
+// calibrate measures the model's figures on recs (one kind's recordings).
+func calibrate(recs []*simRecording) simModel {
+	var m simModel
+	var sum, sumFirst time.Duration
+	var grants, grantsFirst []time.Duration
+	var records int64
+	var restoring time.Duration
 	for _, r := range recs {
-		if r.Run != simCalibration[0] || r.Assignor != simCalibration[1] {
+		for _, h := range r.handOvers() {
+			if h.first {
+				sumFirst += h.wait
+				m.nFirst++
+			} else {
+				sum += h.wait
+				m.nHandover++
+			}
+		}
+		g, gf := r.grantDelays()
+		grants, grantsFirst = append(grants, g...), append(grantsFirst, gf...)
+		start := r.windowStart()
+		for _, x := range r.Restores {
+			// The rate from the restores of a whole changelog on the
+			// instances whose restore is limited.
+			if x.From.After(start) && x.Records >= simPadRecords && slices.Contains(limitedInstances, x.Instance) {
+				records += x.Records
+				restoring += x.To.Sub(x.From)
+				m.nRestore++
+			}
+		}
+	}
+	if m.nHandover > 0 {
+		m.handover = sum / time.Duration(m.nHandover)
+	}
+	if m.nFirst > 0 {
+		m.handoverFirst = sumFirst / time.Duration(m.nFirst)
+	}
+	if m.nHandover == 0 {
+		m.handover = m.handoverFirst
+	}
+	if m.nFirst == 0 {
+		m.handoverFirst = m.handover
+	}
+	m.grant, m.nGrant = median(grants), len(grants)
+	m.grantFirst, m.nFirstG = median(grantsFirst), len(grantsFirst)
+	if m.nGrant == 0 {
+		m.grant = m.grantFirst
+	}
+	if m.nFirstG == 0 {
+		m.grantFirst = m.grant
+	}
+	if restoring > 0 {
+		m.restorePerS = float64(records) / restoring.Seconds()
+	}
+	return m
+}
+
+func (m simModel) String() string {
+	return fmt.Sprintf("hand-over %.2f s (mean of %d) and %.2f s to a member running no task yet (%d), grant %.2f s (median of %d) and %.2f s to a member owning none yet (%d), restore %.0f records/s (%d restores)",
+		m.handover.Seconds(), m.nHandover, m.handoverFirst.Seconds(), m.nFirst, m.grant.Seconds(), m.nGrant,
+		m.grantFirst.Seconds(), m.nFirstG, m.restorePerS, m.nRestore)
+}
+
+// handOver is one measured hand-over of an active task in the window.
+type handOver struct {
+	wait  time.Duration
+	first bool // the new owner ran no task before
+}
+
+// handOvers are the active tasks' hand-overs in the window: a task
+// stopped on one instance and started on another (a restarted instance
+// is another), the time between less the new owner's restore of it.
+func (r *simRecording) handOvers() []handOver {
+	start := r.windowStart()
+	firstRun := map[string]time.Time{}
+	for _, x := range r.Running {
+		if f, ok := firstRun[x.Instance]; !ok || x.From.Before(f) {
+			firstRun[x.Instance] = x.From
+		}
+	}
+	var out []handOver
+	for _, task := range aggTasks() {
+		var iv []taskRun
+		for _, x := range r.Running {
+			if x.Task == task {
+				iv = append(iv, x)
+			}
+		}
+		sort.Slice(iv, func(i, j int) bool { return iv[i].From.Before(iv[j].From) })
+		for i := 1; i < len(iv); i++ {
+			a, b := iv[i-1], iv[i]
+			if a.Instance == b.Instance || !b.From.After(a.To) || !a.To.After(start) || b.From.After(r.End) {
+				continue
+			}
+			wait := b.From.Sub(a.To)
+			for _, x := range r.Restores {
+				if x.Task == task && x.Instance == b.Instance && x.To.After(a.To) && !x.To.After(b.From) {
+					wait -= x.To.Sub(maxTime(x.From, a.To))
+				}
+			}
+			out = append(out, handOver{wait: max(wait, 0), first: !firstRun[b.Instance].Before(a.To)})
+		}
+	}
+	return out
+}
+
+// grantDelays are, per target after the baseline and task it moved to
+// another member, the time until the polls saw the task in its new
+// owner's current assignment; first holds those to a member that owned
+// no task when the target was computed.
+func (r *simRecording) grantDelays() (out, first []time.Duration) {
+	var prev map[string]string
+	for _, o := range r.Owners {
+		if o.Epoch < r.Baseline {
 			continue
 		}
-		moved, _ := r.realMoved()
-		if moved == 0 {
-			t.Fatalf("calibration run %s %s moved no task", r.Run, r.Assignor)
+		at := r.targetTime(o.Epoch)
+		if prev != nil && at.Before(r.End) {
+			for task, m := range o.Owners {
+				if prev[task] == "" || prev[task] == m {
+					continue
+				}
+				owned := false // by m, in the last poll before the target
+				for _, c := range r.Current {
+					if c.Time.Before(at) {
+						owned = slices.Contains(slices.Collect(maps.Values(c.Owners)), m)
+						continue
+					}
+					if c.Owners[task] == m {
+						if owned {
+							out = append(out, c.Time.Sub(at))
+						} else {
+							first = append(first, c.Time.Sub(at))
+						}
+						break
+					}
+				}
+			}
 		}
-		return int64(math.Round(r.realUnavailable()/float64(moved)*10)) * 100
+		prev = o.Owners
 	}
-	t.Fatalf("no calibration run %v", simCalibration)
-	return 0
+	return out, first
 }
 
 // simRow is one line of the comparison.
 type simRow struct {
 	run, assignor           string
+	rep                     int // the repetition; in a median row, how many
 	realMoved, simMoved     int
 	realPer, simPer         []int
 	realUnavail, simUnavail float64
@@ -796,15 +1115,15 @@ type simRow struct {
 
 // compareSimRun writes the derived scenario, runs `coordhost simulate` on
 // it with the same assignor plugin and reads its totals.
-func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, handoverMs int64) simRow {
+func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simModel) simRow {
 	t.Helper()
-	row := simRow{run: r.Run, assignor: r.Assignor, realUnavail: r.realUnavailable()}
+	row := simRow{run: r.Run, assignor: r.Assignor, rep: r.Rep, realUnavail: r.realUnavailable()}
 	row.realMoved, row.realPer = r.realMoved()
-	sc, err := r.simScenario(handoverMs)
+	sc, err := r.simScenario(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Join(dir, r.Run+"-"+r.Assignor)
+	base := filepath.Join(dir, r.name())
 	if err := os.WriteFile(base+".scenario.json", sc, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -851,17 +1170,19 @@ const simTolerance = 0.30
 // checkSimRows fails on every figure outside the bar: tasks moved must
 // match, unavailable task-seconds be within ±30 %, and HA's advantage the
 // simulator shows on a run must show in the real run too.
-func checkSimRows(t *testing.T, rows []simRow) {
+func checkSimRows(t *testing.T, rows, medians []simRow) {
 	t.Helper()
-	by := map[string]simRow{}
 	for _, r := range rows {
+		if r.simErr == "" && r.realMoved != r.simMoved {
+			t.Errorf("%s %s (run %d): tasks moved: real %d (per rebalance %v), simulated %d (%v)", r.run, r.assignor, r.rep,
+				r.realMoved, r.realPer, r.simMoved, r.simPer)
+		}
+	}
+	by := map[string]simRow{}
+	for _, r := range medians {
 		by[r.run+"/"+r.assignor] = r
 		if r.simErr != "" {
 			continue
-		}
-		if r.realMoved != r.simMoved {
-			t.Errorf("%s %s: tasks moved: real %d (per rebalance %v), simulated %d (%v)", r.run, r.assignor,
-				r.realMoved, r.realPer, r.simMoved, r.simPer)
 		}
 		if !withinRatio(r.simUnavail, r.realUnavail) {
 			t.Errorf("%s %s: unavailable task-seconds: real %.1f, simulated %.1f (ratio %s, bar ±%.0f %%)", r.run, r.assignor,
@@ -913,11 +1234,167 @@ func simRatio(sim, real float64) string {
 // formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
 func formatSimTable(rows []simRow) string {
 	var b strings.Builder
-	b.WriteString("| run | assignor | tasks moved real / sim | per rebalance real / sim | unavailable task-s real / sim | ratio sim/real |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
-	for _, r := range slices.Clone(rows) {
-		fmt.Fprintf(&b, "| %s | %s | %d / %d | %v / %v | %.1f / %.1f | %s |\n", r.run, r.assignor,
+	b.WriteString("| run | assignor | # | tasks moved real / sim | per rebalance real / sim | unavailable task-s real / sim | ratio sim/real |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d / %d | %v / %v | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep,
 			r.realMoved, r.simMoved, r.realPer, r.simPer, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
 	}
 	return b.String()
+}
+
+// The scale-out's state is larger than acceptable.recovery.lag, and the
+// new instances restore it over a limited link, so a cold hand-over costs
+// far more than a warm one: before the instances start, each partition of
+// the aggregate's changelog gets simPadRecords records of simPadBytes
+// bytes (keys the app never writes: state the store holds beside its
+// aggregates), the group's acceptable.recovery.lag is simAcceptableLag,
+// and a Kafka client quota holds the restore consumer of each new
+// instance to simRestoreBytesPerS.
+const (
+	simPadRecords       = 2000
+	simPadBytes         = 200
+	simAcceptableLag    = 200
+	simRestoreBytesPerS = 8 << 10
+	// simWarmups lets HA warm the three new instances at once.
+	simWarmups = 6
+	// simRestoreFetchBytes bounds one restore fetch of a new instance, so
+	// the quota paces the restore instead of one response holding it all.
+	simRestoreFetchBytes = 2048
+)
+
+// limitedInstances are the scale-out's new instances, whose restore is
+// limited (their process names).
+var limitedInstances = []string{"app3-streams-0", "app4-streams-0", "app5-streams-0"}
+
+// restoreConsumer is the client id of instance name's restore consumer
+// (Kafka Streams 4.4 with its state updater thread).
+func restoreConsumer(name string) string { return name + "-StateUpdater-1-restore-consumer" }
+
+// prepareLargeState creates the changelog topic of group's aggregate (6
+// partitions, compacted, as Kafka Streams would) and fills each partition
+// with simPadRecords records in small batches.
+func prepareLargeState(t *testing.T, broker, group string) {
+	t.Helper()
+	topic := group + "-agg-changelog"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(simRestoreFetchBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	tp := kmsg.NewCreateTopicsRequestTopic()
+	tp.Topic, tp.NumPartitions, tp.ReplicationFactor = topic, int32(aggApp.partitions), 1
+	compact := kmsg.NewCreateTopicsRequestTopicConfig()
+	compact.Name, compact.Value = "cleanup.policy", kmsg.StringPtr("compact")
+	tp.Configs = append(tp.Configs, compact)
+	req.Topics = append(req.Topics, tp)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Topics[0].ErrorCode; c != 0 {
+		t.Fatalf("create %s: error code %d", topic, c)
+	}
+	value := []byte(strings.Repeat("x", simPadBytes))
+	var rs []*kgo.Record
+	for p := range aggApp.partitions {
+		for i := range simPadRecords {
+			rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "pad-%d-%d", p, i), Value: value, Partition: int32(p)})
+		}
+	}
+	for {
+		err := cl.ProduceSync(ctx, rs...).FirstErr()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil { // the new topic's metadata may lag its creation
+			t.Fatalf("fill %s: %v", topic, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// limitRestore sets a consumer byte-rate quota of simRestoreBytesPerS on the
+// restore consumers of the instances named.
+func limitRestore(t *testing.T, broker string, names ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	for _, n := range names {
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		c := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		c.Type, c.Name = "client-id", kmsg.StringPtr(restoreConsumer(n))
+		e.Entity = append(e.Entity, c)
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Value = "consumer_byte_rate", simRestoreBytesPerS
+		e.Ops = append(e.Ops, op)
+		req.Entries = append(req.Entries, e)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range resp.Entries {
+		if e.ErrorCode != 0 {
+			t.Fatalf("quota on the restore consumers: error code %d: %v", e.ErrorCode, e.ErrorMessage)
+		}
+	}
+}
+
+// restoreRun is one cold restore of an active task: from Kafka Streams'
+// "Stateful active task ... was added to the state updater" to its
+// "completed restoration", and the records restored.
+type restoreRun struct {
+	Task     string    `json:"task"`
+	Instance string    `json:"instance"`
+	Records  int64     `json:"records"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+}
+
+// restoreRuns reads the active restores of at least minRecords records from
+// the instances' logs (the state updater's and the changelog reader's lines
+// at INFO; the changelog's partition is the task's).
+func restoreRuns(t *testing.T, procs []*proc, minRecords int64) []restoreRun {
+	t.Helper()
+	var out []restoreRun
+	for _, p := range procs {
+		added := map[string]time.Time{}
+		records := map[string]int64{}
+		for _, l := range p.grep("] Stateful active task ", "] Finished restoring changelog ") {
+			at, err := logTime(l, time.Now())
+			if err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+			switch {
+			case strings.Contains(l, "was added to the state updater"):
+				added[between(l, "Stateful active task ", " ")] = at
+			case strings.Contains(l, "Finished restoring changelog"):
+				// "...-agg-changelog-P to store agg with a total number of N records"
+				ch := between(l, "Finished restoring changelog ", " ")
+				part := ch[strings.LastIndexByte(ch, '-')+1:]
+				n, _ := strconv.ParseInt(between(l, "total number of ", " "), 10, 64)
+				records["1_"+part] = n
+			case strings.Contains(l, "completed restoration"):
+				task := between(l, "Stateful active task ", " ")
+				if from, ok := added[task]; ok && records[task] >= minRecords {
+					out = append(out, restoreRun{Task: task, Instance: p.name, Records: records[task], From: from, To: at})
+				}
+				delete(added, task)
+				delete(records, task)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].From.Before(out[j].From) })
+	return out
 }

@@ -37,6 +37,13 @@ type member struct {
 	label, id, process, rack string
 	crashedMs                int64 // when it crashed (the event's time); -1: running
 	target                   abi.MemberAssignment
+	owned                    []int32 // the active tasks it owns: the assignor's input (grant_ms)
+}
+
+// grant is a task's pending grant to its new owner (grant_ms).
+type grant struct {
+	member string
+	atMs   int64
 }
 
 // world is one assignor's replay of the scenario.
@@ -54,6 +61,9 @@ type world struct {
 	lastWarm string           // caught-up warm-ups that started the last early probe
 	owner    map[int32]string // active task -> member id in the installed target
 	readyAt  []int64          // per task: when its current owner may run it (handover_ms)
+	running  []bool           // per task: an active runs it on caught-up state (account)
+	grants   []grant          // per task: its pending grant to its new owner (member "": none)
+	granting int              // pending grants
 	out      *AssignorReport
 	unavail  int // tasks without a caught-up active at the last tick
 }
@@ -76,6 +86,8 @@ func newWorld(sc *Scenario, a Assignor) *world {
 		}
 	}
 	w.readyAt = make([]int64, len(w.end))
+	w.running = make([]bool, len(w.end))
+	w.grants = make([]grant, len(w.end))
 	return w
 }
 
@@ -87,6 +99,7 @@ func (w *world) run() AssignorReport {
 		// Fencing first: a label whose crashed member is fenced at this
 		// tick may join again in the same tick (Decode allows it from
 		// the crash's time plus the session timeout).
+		w.grant(now)
 		reasons := w.fence(now)
 		for len(steps) > 0 && steps[0].atMs <= now {
 			if r := w.apply(steps[0]); r != "" {
@@ -175,7 +188,8 @@ func none(n int) []int64 {
 }
 
 // request builds the input the host would hand the assignor: members
-// sorted by id, their current target as owned tasks, the offsets of the
+// sorted by id, their owned active tasks (their target's, grant_ms after
+// it) and their target's standbys and warm-ups, the offsets of the
 // local state of their process and every changelog's end offset.
 func (w *world) request() *abi.AssignRequest {
 	a := w.sc.Assignment
@@ -207,7 +221,7 @@ func (w *world) request() *abi.AssignRequest {
 	}
 	for _, m := range w.members {
 		am := abi.Member{ID: m.id, Process: procs[m.process], Rack: m.rack,
-			Active: m.target.Active, Standby: m.target.Standby, Warmup: m.target.Warmup, TaskEndOffsets: ends}
+			Active: m.owned, Standby: m.target.Standby, Warmup: m.target.Warmup, TaskEndOffsets: ends}
 		for t, o := range w.local[m.process] {
 			if o >= 0 && w.stateful[t] {
 				am.TaskOffsets = append(am.TaskOffsets, abi.TaskOffset{Task: int32(t), Offset: o})

@@ -32,6 +32,8 @@ const (
 	MaxMembers = 1_000     // members alive at once
 	maxSeconds = 30 * 24 * 3600
 	maxRecords = 1 << 50
+	// maxMemberID bounds a given member id (Kafka's own are 22 characters).
+	maxMemberID = 255
 )
 
 // Scenario is a decoded, validated scenario file.
@@ -51,10 +53,39 @@ type Scenario struct {
 	// owner's next heartbeat and the task's start. Its restore starts
 	// after it. 0: instant, the simulator's first model.
 	HandOverMs int64 `json:"handover_ms"`
+	// HandOverFirstMs, when set, replaces HandOverMs for a task given to
+	// a member that runs no task yet (a process just started).
+	HandOverFirstMs *int64 `json:"handover_first_ms,omitempty"`
+	// GrantMs is how long after a target a task given to another member
+	// is that member's in the assignor's input (the previous owner's
+	// revocation and the new owner's next heartbeat); until then the task
+	// is owned by nobody. 0: at once.
+	GrantMs int64 `json:"grant_ms"`
+	// GrantFirstMs, when set, replaces GrantMs for a member that owns no
+	// task yet (a process just started answers its heartbeats later).
+	GrantFirstMs *int64 `json:"grant_first_ms,omitempty"`
+
+	// Initial, when set, is the first target (the starting point): each
+	// listed member's active and standby tasks and the state its process
+	// holds, instead of the assignor's first run. A replay of a recorded
+	// group starts from what the group really ran.
+	Initial []InitialMember `json:"initial,omitempty"`
 
 	// Derived by Decode.
 	steps []step
 	subs  []abi.Subtopology
+	tasks map[string]int32 // task name ("0_1") -> task index
+}
+
+// InitialMember is one member's part of the starting point.
+type InitialMember struct {
+	Member  string   `json:"member"` // its join label
+	Active  []string `json:"active,omitempty"`
+	Standby []string `json:"standby,omitempty"`
+	// Lags are, per task, how far the state its process holds is behind
+	// the changelog's end (listed tasks only; the first target's active
+	// and standby copies not listed are caught up).
+	Lags map[string]int64 `json:"lags,omitempty"`
 }
 
 // Subtopology is one subtopology of the group's topology.
@@ -97,8 +128,12 @@ type Event struct {
 	Join    string `json:"join,omitempty"`
 	Process string `json:"process,omitempty"`
 	Rack    string `json:"rack,omitempty"`
-	Leave   string `json:"leave,omitempty"`
-	Crash   string `json:"crash,omitempty"`
+	// MemberID is the joining member's id (a replay of a recorded group
+	// gives its real ids: assignors order members by id); by default it
+	// is drawn from the seed.
+	MemberID string `json:"member_id,omitempty"`
+	Leave    string `json:"leave,omitempty"`
+	Crash    string `json:"crash,omitempty"`
 	// Restart: a rolling restart of these members, one every EveryS
 	// seconds; each leaves, and rejoins DownS seconds later on the same
 	// process with its state on disk.
@@ -150,6 +185,9 @@ func Decode(name string, data []byte, seed *uint64) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := sc.expand(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := sc.validateInitial(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return sc, nil
@@ -228,6 +266,12 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("session_timeout_s: %v must be in [0, %d]", sc.SessionTimeoutS, maxSeconds)
 	case sc.HandOverMs < 0 || sc.HandOverMs > maxSeconds*1000:
 		return fmt.Errorf("handover_ms: %d must be in [0, %d]", sc.HandOverMs, maxSeconds*1000)
+	case sc.HandOverFirstMs != nil && (*sc.HandOverFirstMs < 0 || *sc.HandOverFirstMs > maxSeconds*1000):
+		return fmt.Errorf("handover_first_ms: %d must be in [0, %d]", *sc.HandOverFirstMs, maxSeconds*1000)
+	case sc.GrantMs < 0 || sc.GrantMs > maxSeconds*1000:
+		return fmt.Errorf("grant_ms: %d must be in [0, %d]", sc.GrantMs, maxSeconds*1000)
+	case sc.GrantFirstMs != nil && (*sc.GrantFirstMs < 0 || *sc.GrantFirstMs > maxSeconds*1000):
+		return fmt.Errorf("grant_first_ms: %d must be in [0, %d]", *sc.GrantFirstMs, maxSeconds*1000)
 	}
 	if err := sc.validateSubtopologies(); err != nil {
 		return err
@@ -285,6 +329,50 @@ func (sc *Scenario) validateSubtopologies() error {
 	}
 	// The host lists subtopologies in ascending id order (abi/SPEC.md 4.1).
 	sort.Slice(sc.subs, func(i, j int) bool { return sc.subs[i].ID < sc.subs[j].ID })
+	sc.tasks = map[string]int32{}
+	space := abi.NewTaskSpace(sc.subs)
+	for i, st := range sc.subs {
+		for p := range st.Partitions {
+			sc.tasks[fmt.Sprintf("%s_%d", st.ID, p)] = space.Task(int32(i), p)
+		}
+	}
+	return nil
+}
+
+// validateInitial checks the starting point's members (joined at 0 s)
+// and task names; ValidateAssignment checks the rest when it is installed.
+func (sc *Scenario) validateInitial() error {
+	atZero := map[string]bool{}
+	for _, s := range sc.steps {
+		if s.atMs == 0 && s.kind == stepJoin {
+			atZero[s.label] = true
+		}
+	}
+	seen := map[string]bool{}
+	for i, m := range sc.Initial {
+		switch {
+		case !atZero[m.Member]:
+			return fmt.Errorf("initial[%d]: member %q does not join at 0 s", i, m.Member)
+		case seen[m.Member]:
+			return fmt.Errorf("initial[%d]: member %q appears twice", i, m.Member)
+		}
+		seen[m.Member] = true
+		for _, set := range [][]string{m.Active, m.Standby} {
+			for _, task := range set {
+				if _, ok := sc.tasks[task]; !ok {
+					return fmt.Errorf("initial[%d] (%q): no task %q", i, m.Member, task)
+				}
+			}
+		}
+		for task, lag := range m.Lags {
+			if _, ok := sc.tasks[task]; !ok {
+				return fmt.Errorf("initial[%d] (%q): lags: no task %q", i, m.Member, task)
+			}
+			if lag < 0 || lag > maxRecords {
+				return fmt.Errorf("initial[%d] (%q): lags: %s: %d must be in [0, 2^50]", i, m.Member, task, lag)
+			}
+		}
+	}
 	return nil
 }
 
@@ -316,6 +404,7 @@ func (sc *Scenario) expand() error {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].atMs < steps[j].atMs })
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x636f6f7264686f73)) // "coordhos"
 	live := map[string]bool{}                                 // labels of the members in the group
+	ids := map[string]string{}                                // member id -> label of every join: an id is never reused
 	alive := 0
 	for i := range steps {
 		s := &steps[i]
@@ -329,7 +418,13 @@ func (sc *Scenario) expand() error {
 				return fmt.Errorf("at %v s: more than %d members", float64(s.atMs)/1000, MaxMembers)
 			}
 			live[s.label] = true
-			s.id = memberID(rng)
+			if s.id == "" {
+				s.id = memberID(rng)
+			}
+			if other, ok := ids[s.id]; ok {
+				return fmt.Errorf("at %v s: join %q: member_id %q was %q's", float64(s.atMs)/1000, s.label, s.id, other)
+			}
+			ids[s.id] = s.label
 		case stepLeave, stepCrash:
 			if !known {
 				return fmt.Errorf("at %v s: %s %q: not a running member", float64(s.atMs)/1000, verbs[s.kind], s.label)
@@ -372,8 +467,11 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 	if kinds != 1 {
 		return errors.New("want exactly one of join, leave, crash, restart, append_records_per_s, lose_state")
 	}
-	if (e.Process != "" || e.Rack != "") && e.Join == "" {
-		return errors.New("process and rack belong to a join")
+	if (e.Process != "" || e.Rack != "" || e.MemberID != "") && e.Join == "" {
+		return errors.New("process, rack and member_id belong to a join")
+	}
+	if len(e.MemberID) > maxMemberID {
+		return fmt.Errorf("member_id: %d bytes exceed the limit %d", len(e.MemberID), maxMemberID)
 	}
 	if (e.DownS != 0 || e.EveryS != 0) && e.Restart == nil {
 		return errors.New("down_s and every_s belong to a restart")
@@ -385,7 +483,7 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 			p = e.Join
 		}
 		procs[e.Join], racks[e.Join] = p, e.Rack
-		add(step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack})
+		add(step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack, id: e.MemberID})
 	case e.Leave != "":
 		add(step{atMs: at, kind: stepLeave, label: e.Leave})
 	case e.Crash != "":

@@ -72,12 +72,12 @@ func TestLeaveHandChecked(t *testing.T) {
 		{name: "slower restore", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 500"},
 			moved: 2, cold: 2, unavailableS: 40,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 30, Tasks: 0}}},
-		// The changelog grows 100 records/s, so it holds 11000 records at
-		// 10 s; after k seconds of restoring the copy holds 1000k of
-		// 11000+100k records: caught up at k = 13 (12.2 rounded up).
+		// The changelog grows 100 records/s while its task runs, so it
+		// holds 11000 records at 10 s; nobody writes it while b's tasks
+		// wait, so they are restored after 11 s.
 		{name: "growing changelog", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 1000\n  append_records_per_s: 100"},
-			moved: 2, cold: 2, unavailableS: 26,
-			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 23, Tasks: 0}}},
+			moved: 2, cold: 2, unavailableS: 22,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 21, Tasks: 0}}},
 		// One standby per task: a holds caught-up standbys of b's tasks,
 		// so both hand-overs are warm and nothing waits.
 		{name: "standby", replace: []string{"num_standby_replicas: 0", "num_standby_replicas: 1"},
@@ -284,5 +284,96 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	}
 	if !strings.Contains(page, "&lt;b&gt;&amp;x") || strings.Count(page, "<svg") != 2 {
 		t.Error("page lacks the escaped name or its two charts")
+	}
+}
+
+// TestGrantAndFirstHandOver: with grant_ms a task moved to a new member is
+// owned by nobody in the assignor's input until grant_ms later; with
+// handover_first_ms a member that runs no task yet starts its tasks later.
+func TestGrantAndFirstHandOver(t *testing.T) {
+	// Six tasks on a and b; c joins at 10 s and takes two (sticky's quota
+	// of ceil(6/3)); d joins at 11 s or 13 s.
+	scenario := func(dAt, extra string) *sim.Scenario {
+		return leaveScenario(t, "partitions: 4", "partitions: 6", "tick_ms: 1000", "tick_ms: 1000\n"+extra,
+			"  - {at_s: 10, leave: b}", "  - {at_s: 10, join: c, member_id: c}\n  - {at_s: "+dAt+", join: d, member_id: d}")
+	}
+	for _, c := range []struct {
+		dAt, extra string
+		owned      int // tasks c owns in the input of d's join
+	}{
+		{dAt: "11", owned: 2},
+		{dAt: "11", extra: "grant_ms: 2000", owned: 0},
+		{dAt: "13", extra: "grant_ms: 2000", owned: 2},
+		// c owns nothing when it gets its tasks: grant_first_ms applies.
+		{dAt: "13", extra: "grant_ms: 2000\ngrant_first_ms: 4000", owned: 0},
+		{dAt: "11", extra: "grant_ms: 2000\ngrant_first_ms: 500", owned: 2},
+	} {
+		owned := -1
+		capture := sim.Assignor{Name: "sticky", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			if len(req.Members) == 4 && owned < 0 {
+				for _, m := range req.Members {
+					if m.ID == "c" {
+						owned = len(m.Active)
+					}
+				}
+			}
+			return sticky.Assign(req)
+		}}
+		r := sim.Run(scenario(c.dAt, c.extra), []sim.Assignor{capture})
+		if a := r.Assignors[0]; a.Error != "" || owned != c.owned || a.Rebalances[1].TasksMoved != 2 {
+			t.Errorf("d at %s s, %q: c owns %d tasks at d's join, want %d; error %q, first rebalance %+v",
+				c.dAt, c.extra, owned, c.owned, a.Error, a.Rebalances[1])
+		}
+	}
+	// c runs no task when it gets its two: they wait handover_first_ms,
+	// then restore 10000 records at 1000/s.
+	for _, c := range []struct {
+		extra        string
+		unavailableS float64
+	}{{"handover_ms: 2000", 24}, {"handover_ms: 2000\nhandover_first_ms: 5000", 30}} {
+		r := sim.Run(scenario("60", c.extra), builtins[:1]) // d joins at the end: never
+		if a := r.Assignors[0]; a.Error != "" || a.UnavailableTaskS != c.unavailableS {
+			t.Errorf("%q: %v task-s, want %v (error %q)", c.extra, a.UnavailableTaskS, c.unavailableS, a.Error)
+		}
+	}
+}
+
+// TestInitialTarget: the starting point given in the scenario is the first
+// target, with its processes' state as listed; a bad one is an error.
+func TestInitialTarget(t *testing.T) {
+	for _, c := range []struct {
+		lags         string
+		unavailableS float64
+	}{
+		// b's one task goes to a, which has no state for it: 10 s.
+		{"", 10},
+		// a's process holds 0_3 5000 records behind: 5 s.
+		{`, lags: {"0_3": 5000}`, 5},
+	} {
+		sc := leaveScenario(t, "events:", `initial:
+  - {member: a, active: ["0_0", "0_1", "0_2"]`+c.lags+`}
+  - {member: b, active: ["0_3"]}
+events:`)
+		for _, a := range sim.Run(sc, builtins).Assignors {
+			first := a.Rebalances[0]
+			if a.Error != "" || !first.Baseline || first.Balance.ActivePerMember.Max != 3 || a.UnavailableTaskS != c.unavailableS || a.Totals.TasksMoved != 1 {
+				t.Errorf("%s %q: error %q, first target %+v, %v task-s, totals %+v", a.Name, c.lags, a.Error, first, a.UnavailableTaskS, a.Totals)
+			}
+		}
+	}
+	for _, bad := range []struct{ initial, want string }{
+		{`[{member: x, active: ["0_0"]}]`, `member "x" does not join at 0 s`},
+		{`[{member: a, active: ["9_0"]}]`, `no task "9_0"`},
+		{`[{member: a, lags: {"0_0": -1}}]`, "must be in"},
+	} {
+		data := strings.Replace(string(readScenario(t, "leave.yaml")), "events:", "initial: "+bad.initial+"\nevents:", 1)
+		if _, err := sim.Decode("leave.yaml", []byte(data), nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("initial %s: error %v, want %q", bad.initial, err, bad.want)
+		}
+	}
+	// Two owners of one task: the assignment check refuses it.
+	sc := leaveScenario(t, "events:", "initial: [{member: a, active: [\"0_0\"]}, {member: b, active: [\"0_0\"]}]\nevents:")
+	if a := sim.Run(sc, builtins[:1]).Assignors[0]; a.Error == "" {
+		t.Error("a starting point with a task on two members was installed")
 	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,13 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 		w.epoch++
 	}
 	req := w.request()
-	resp, err := w.a.Assign(req)
+	var resp *abi.AssignResponse
+	var err error
+	if !w.started && w.sc.Initial != nil {
+		resp = w.initial(req)
+	} else {
+		resp, err = w.a.Assign(req)
+	}
 	if err == nil {
 		err = abi.ValidateAssignment(req, resp)
 	}
@@ -45,14 +52,24 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 		Members: report.Members, Processes: report.Processes, Movement: report.Movement,
 		Balance: report.Balance, Standbys: report.Standbys, Warmups: report.Warmups}
 	rb.FromDeparted = w.fromDeparted(req, resp)
-	rb.TasksMoved = report.Movement.Moved + rb.FromDeparted
 	for i, m := range w.members {
+		handOver := w.sc.HandOverMs
+		if w.sc.HandOverFirstMs != nil && !w.runsAny(m) {
+			handOver = *w.sc.HandOverFirstMs
+		}
 		m.target = resp.Members[i]
 		for _, t := range m.target.Active {
-			if w.started && w.owner[t] != m.id {
-				w.readyAt[t] = now + w.sc.HandOverMs
+			if !w.started {
+				continue
+			}
+			if prev, ok := w.owner[t]; ok && prev != m.id {
+				rb.TasksMoved++
+			}
+			if w.owner[t] != m.id {
+				w.readyAt[t] = now + handOver
 			}
 		}
+		w.reconcile(now, m)
 	}
 	w.owner = map[int32]string{}
 	for _, m := range w.members {
@@ -68,6 +85,66 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 	}
 	w.out.Rebalances = append(w.out.Rebalances, rb)
 	return nil
+}
+
+// runsAny says whether m runs one of its active tasks (account's last
+// tick): a member that runs none yet, e.g. a process just started, takes
+// handover_first_ms to start a task.
+func (w *world) runsAny(m *member) bool {
+	for _, t := range m.target.Active {
+		if w.running[t] && w.owner[t] == m.id {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile updates what m owns after its new target: tasks it no longer
+// has leave at once (they are being revoked), tasks it keeps stay, and a
+// task new to it is its own grant_ms later (grant_first_ms for a member
+// that owns no task yet).
+func (w *world) reconcile(now int64, m *member) {
+	grantMs := w.sc.GrantMs
+	if w.sc.GrantFirstMs != nil && len(m.owned) == 0 {
+		grantMs = *w.sc.GrantFirstMs
+	}
+	m.owned = slices.DeleteFunc(m.owned, func(t int32) bool { return !slices.Contains(m.target.Active, t) })
+	for _, t := range m.target.Active {
+		if slices.Contains(m.owned, t) {
+			continue
+		}
+		if !w.started || grantMs == 0 {
+			m.owned = append(m.owned, t)
+			continue
+		}
+		if w.grants[t].member == "" {
+			w.granting++
+		}
+		w.grants[t] = grant{member: m.id, atMs: now + grantMs}
+	}
+	slices.Sort(m.owned)
+}
+
+// grant applies the grants due at now: the task is its new owner's if it
+// is still in that member's target.
+func (w *world) grant(now int64) {
+	if w.granting == 0 {
+		return
+	}
+	for i, g := range w.grants {
+		if g.member == "" || g.atMs > now {
+			continue
+		}
+		t := int32(i)
+		w.grants[i] = grant{}
+		w.granting--
+		for _, m := range w.members {
+			if m.id == g.member && slices.Contains(m.target.Active, t) && !slices.Contains(m.owned, t) {
+				m.owned = append(m.owned, t)
+				slices.Sort(m.owned)
+			}
+		}
+	}
 }
 
 // fromDeparted counts the active tasks of resp whose previous owner is no
@@ -89,8 +166,9 @@ func (w *world) fromDeparted(req *abi.AssignRequest, resp *abi.AssignResponse) i
 	return n
 }
 
-// baseline makes the first target's active and standby copies caught up:
-// the group ran it before the scenario's window.
+// baseline makes the first target's active and standby copies caught up
+// (the group ran it before the scenario's window), then applies the
+// starting point's lags.
 func (w *world) baseline() {
 	for _, m := range w.members {
 		l := w.local[m.process]
@@ -102,6 +180,42 @@ func (w *world) baseline() {
 			}
 		}
 	}
+	for _, im := range w.sc.Initial {
+		for _, m := range w.members {
+			if m.label != im.Member {
+				continue
+			}
+			tasks := slices.Sorted(maps.Keys(im.Lags))
+			for _, name := range tasks {
+				if t := w.sc.tasks[name]; w.stateful[t] {
+					w.local[m.process][t] = max(w.end[t]-im.Lags[name], 0)
+				}
+			}
+		}
+	}
+}
+
+// initial is the starting point as the response to req: the listed
+// members' tasks, nothing for the others.
+func (w *world) initial(req *abi.AssignRequest) *abi.AssignResponse {
+	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(req.Members)), NextProbeMs: -1}
+	for i, m := range w.members {
+		resp.Members[i] = abi.MemberAssignment{Active: []int32{}, Standby: []int32{}, Warmup: []int32{}}
+		for _, im := range w.sc.Initial {
+			if im.Member != m.label {
+				continue
+			}
+			for _, name := range im.Active {
+				resp.Members[i].Active = append(resp.Members[i].Active, w.sc.tasks[name])
+			}
+			for _, name := range im.Standby {
+				resp.Members[i].Standby = append(resp.Members[i].Standby, w.sc.tasks[name])
+			}
+			slices.Sort(resp.Members[i].Active)
+			slices.Sort(resp.Members[i].Standby)
+		}
+	}
+	return resp
 }
 
 func (w *world) differs(resp *abi.AssignResponse) bool {
@@ -183,6 +297,7 @@ func (w *world) account(now int64) {
 		return
 	}
 	available := 0
+	clear(w.running)
 	for _, m := range w.members {
 		if m.crashedMs >= 0 {
 			continue
@@ -191,6 +306,7 @@ func (w *world) account(now int64) {
 		for _, t := range m.target.Active {
 			if now >= w.readyAt[t] && (!w.stateful[t] || l[t] >= w.end[t]) {
 				available++
+				w.running[t] = true
 			}
 		}
 	}
@@ -204,13 +320,16 @@ func (w *world) account(now int64) {
 	}
 }
 
-// advance moves time on by one tick from now: every changelog grows by
-// grow records, and every copy on a running member's process restores up
-// to restore records towards its end (a caught-up copy follows it); an
-// active copy whose hand-over is not done yet does not restore.
+// advance moves time on by one tick from now: the changelog of every task
+// that runs (account) grows by grow records — its active writes it, and
+// keeps its own state at the end — and every other copy on a running
+// member's process restores up to restore records towards its end (a
+// caught-up copy follows it); an active copy whose hand-over is not done
+// yet does not restore. A task nobody runs writes nothing: its changelog
+// stays where it is until its new owner has restored it.
 func (w *world) advance(now, grow, restore int64) {
 	for t := range w.end {
-		if w.stateful[t] {
+		if w.stateful[t] && w.running[t] {
 			w.end[t] += grow
 		}
 	}
@@ -230,6 +349,10 @@ func (w *world) advance(now, grow, restore int64) {
 					continue
 				}
 				seen[t] = true
+				if i == 0 && w.running[t] {
+					l[t] = w.end[t]
+					continue
+				}
 				l[t] = min(max(l[t], 0)+restore, w.end[t])
 			}
 		}
