@@ -322,6 +322,39 @@ func TestRoundEndsAtBudget(t *testing.T) {
 	}
 }
 
+// TestRoundOfOneKeyNotCut: past RoundTime with no other key's event
+// waiting, a round is not cut: one key's events keep sharing one round
+// (and its append).
+func TestRoundOfOneKeyNotCut(t *testing.T) {
+	rt, sh, log := isoRuntime(t, runtime.Config{Workers: 1, RoundTime: time.Millisecond, Now: steppingClock()})
+	go func() {
+		for h := range log.calls {
+			h.result <- nil
+		}
+	}()
+	gate := iev{name: "gate", hold: make(chan struct{}), entered: make(chan struct{})}
+	submit(t, rt, "", gate)
+	<-gate.entered
+	last := newReply()
+	for _, f := range []string{"f1", "f2", "f3"} {
+		in := iev{name: f, write: true, owner: "flood"}
+		if f == "f3" {
+			in.reply = last
+		}
+		submit(t, rt, "flood", in)
+	}
+	close(gate.hold)
+	if err := answered(t, last, "the flood's last event"); err != nil {
+		t.Fatal(err)
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	got := strings.Join(sh.trace, "|")
+	if !strings.Contains(got, "step f1|step f2|step f3|seal") {
+		t.Errorf("trace %s: want f1, f2 and f3 in one round", got)
+	}
+}
+
 // steppingClock is a clock that advances a millisecond at each reading.
 func steppingClock() func() time.Time {
 	var ms atomic.Int64

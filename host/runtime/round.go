@@ -230,8 +230,9 @@ func (p *partition) durableLocked(n int) []func() {
 // waits for every round before it: the round ends before the Read, which
 // goes back to the head of the queue until the pipeline is empty. A round
 // whose stepping time or record bytes pass RoundTime or MaxRoundBytes
-// ends after the event that passed them; its other events go back to the
-// head of the queue.
+// while another key's event waits in the queue ends after the event that
+// passed them; its other events go back to the head of the queue, and
+// the next round ranks them with the waiting ones.
 func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
 	var cur roundTaint
@@ -276,13 +277,21 @@ func (p *partition) round(sh Shard, evs []Event) {
 				p.seal(sh, nil, nil, early)
 			}
 		}
-		if i < len(evs)-1 && (cur.bytes >= p.rt.cfg.MaxRoundBytes || p.rt.cfg.Now().Sub(start) >= p.rt.cfg.RoundTime) {
+		if i < len(evs)-1 && (cur.bytes >= p.rt.cfg.MaxRoundBytes || p.rt.cfg.Now().Sub(start) >= p.rt.cfg.RoundTime) && p.othersQueued(ev.Key) {
 			p.seal(sh, recs, nil, false)
 			p.putBack(evs[i+1:], false)
 			return
 		}
 	}
 	p.seal(sh, recs, nil, early && len(recs) == 0)
+}
+
+// othersQueued reports whether an event of another key than key, or of
+// none, waits in the queue.
+func (p *partition) othersQueued(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.queue, func(ev Event) bool { return ev.Key == "" || ev.Key != key })
 }
 
 func (p *partition) independent(key string) bool {

@@ -143,10 +143,12 @@ type Config struct {
 	// ErrQueueFull beyond it, so one key cannot hold unbounded memory.
 	MaxQueuedPerKey int
 	// RoundTime bounds the stepping time of a round (default
-	// DefaultRoundTime, measured with Now): once a step ends past it, the
-	// round ends and its other events go back to the head of the queue,
-	// so events queued meanwhile by other keys are taken in the next
-	// round instead of waiting for the whole round.
+	// DefaultRoundTime, measured with Now): once a step ends past it while
+	// an event of another key waits in the queue, the round ends and its
+	// other events go back to the head of the queue, so the waiting event
+	// is taken in the next round instead of waiting for the whole round
+	// (a round of one key alone is not cut: its events keep sharing one
+	// append).
 	RoundTime time.Duration
 	// MaxRoundBytes bounds the record bytes of a round (default
 	// DefaultMaxRoundBytes) the same way, and the bytes of one append:
