@@ -286,12 +286,12 @@ func (p *partition) round(sh Shard, evs []Event) {
 	p.seal(sh, recs, nil, early && len(recs) == 0)
 }
 
-// othersQueued reports whether an event of another key than key, or of
-// none, waits in the queue.
+// othersQueued reports whether an event of another key than key (events
+// without a key count as one key) waits in the queue.
 func (p *partition) othersQueued(key string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.ContainsFunc(p.queue, func(ev Event) bool { return ev.Key == "" || ev.Key != key })
+	return slices.ContainsFunc(p.queue, func(ev Event) bool { return ev.Key != key })
 }
 
 func (p *partition) independent(key string) bool {
