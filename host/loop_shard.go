@@ -118,20 +118,23 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 	return s.newRecords()
 }
 
-// A Tick fires at most tickTimers of the timers due, for at most
-// tickTime: a mass expiry (thousands of members of one group) is fired
-// in slices, the rest at the next Tick, which the runtime queues at once
-// (their deadline has passed), so the partition's other groups step
-// between the slices. Each timer is its own write in Kafka too
-// (core.TickOne).
+// A Tick fires at most tickTimers of the timers due, and past tickMin
+// of them stops once it has run for tickTime: a mass expiry (thousands
+// of members of one group) is fired in slices, the rest at the next
+// Tick, which the runtime queues at once (their deadline has passed), so
+// the partition's other groups step between the slices. The few timers
+// of ordinary work (a member's expiry and what it starts) stay in one
+// Tick however loaded the machine. Each timer is its own write in Kafka
+// too (core.TickOne).
 const (
 	tickTimers = 64
+	tickMin    = 8
 	tickTime   = 2 * time.Millisecond
 )
 
 func (s *shard) tick(now int64) {
 	start := time.Now()
-	for n := 0; n < tickTimers && time.Since(start) < tickTime; n++ {
+	for n := 0; n < tickTimers && (n < tickMin || time.Since(start) < tickTime); n++ {
 		out, fired := s.c.TickOne(now)
 		s.batch.add(out)
 		if !fired {
