@@ -336,6 +336,7 @@ func (l *Loop) submit(p int, ev event) error {
 	}
 	rev := runtime.Event{Input: ev, Read: ev.read != nil, Key: ev.group}
 	if ev.call != nil {
+		rev.Shared = manyGroups(ev.call.req)
 		rev.Reject = func(error) { ev.call.done <- reply{msg: notCoordinator(ev.call.req)} }
 	}
 	return l.rt.Submit(p, rev)

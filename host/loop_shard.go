@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -63,6 +64,21 @@ func (l *Loop) newShard(p int) (runtime.Shard, error) {
 	return s, nil
 }
 
+// manyGroups reports whether req names several groups: its answer may
+// depend on the state of other groups than the one its event is keyed
+// by, so the runtime never answers it early (runtime.Event.Shared).
+func manyGroups(req *wire.Request) bool {
+	switch b := req.Body.(type) {
+	case *kmsg.DeleteGroupsRequest:
+		return len(b.Groups) > 1
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return len(b.Resources) > 1
+	case *kmsg.AlterConfigsRequest:
+		return len(b.Resources) > 1
+	}
+	return false // reads (describes, offset fetches) wait for the rounds in flight anyway
+}
+
 // shardOf returns the shard whose core is c; called on that shard's
 // worker, from inside one of its events.
 func (l *Loop) shardOf(c *core.Coordinator) *shard {
@@ -96,11 +112,36 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 	case runtime.Loaded:
 		s.loaded(now)
 	case runtime.Tick:
-		s.batch.add(s.c.Tick(now))
+		s.tick(now)
 	case event:
 		s.handle(in, now)
 	}
 	return s.newRecords()
+}
+
+// A Tick fires at most tickTimers of the timers due, and past tickMin
+// of them stops once it has run for tickTime: a mass expiry (thousands
+// of members of one group) is fired in slices, the rest at the next
+// Tick, which the runtime queues at once (their deadline has passed), so
+// the partition's other groups step between the slices. The few timers
+// of ordinary work (a member's expiry and what it starts) stay in one
+// Tick however loaded the machine. Each timer is its own write in Kafka
+// too (core.TickOne).
+const (
+	tickTimers = 64
+	tickMin    = 8
+	tickTime   = 2 * time.Millisecond
+)
+
+func (s *shard) tick(now int64) {
+	start := time.Now()
+	for n := 0; n < tickTimers && (n < tickMin || time.Since(start) < tickTime); n++ {
+		out, fired := s.c.TickOne(now)
+		s.batch.add(out)
+		if !fired {
+			return
+		}
+	}
 }
 
 // loaded prepares a replayed partition: the topic image, each group's
@@ -166,9 +207,12 @@ func (s *shard) newRecords() []runtime.Record {
 	var out []runtime.Record
 	for _, r := range b.records[s.encoded:] {
 		k, v := core.EncodeRecord(r)
-		out = append(out, runtime.Record{Key: k, Value: v})
+		out = append(out, runtime.Record{Key: k, Value: v, Owner: r.Key.Group()})
 	}
-	out = append(out, b.hostRecords[s.encodedHost:]...)
+	for _, r := range b.hostRecords[s.encodedHost:] {
+		r.Owner, _ = store.GroupConfigGroup(r.Key)
+		out = append(out, r)
+	}
 	s.encoded, s.encodedHost = len(b.records), len(b.hostRecords)
 	return out
 }
@@ -178,6 +222,9 @@ func (s *shard) newRecords() []runtime.Record {
 type sealedRound struct {
 	b       batch
 	claimed []claim
+	// answered: the claims were answered (the round was durable, or
+	// answered early because it depends on nothing in flight).
+	answered *atomic.Bool
 }
 
 type claim struct {
@@ -202,13 +249,17 @@ func (s *shard) Seal() func() {
 			cl = append(cl, claim{c: c, r: r})
 		}
 	}
-	s.sealed = append(s.sealed, sealedRound{b: b, claimed: cl})
+	answered := new(atomic.Bool)
+	s.sealed = append(s.sealed, sealedRound{b: b, claimed: cl, answered: answered})
 	s.c.Seal()
 	if len(cl) == 0 {
 		return nil
 	}
 	wrote := len(b.records)+len(b.hostRecords) > 0
 	return func() {
+		if !answered.CompareAndSwap(false, true) {
+			return
+		}
 		if wrote {
 			s.storeHealthy() // before the answers: no client sees an unready store after its write succeeded
 		}
@@ -322,7 +373,9 @@ func (s *shard) takeAll() (batch, []claim) {
 	var all batch
 	var claimed []claim
 	for _, r := range s.sealed {
-		claimed = append(claimed, r.claimed...)
+		if r.answered.CompareAndSwap(false, true) { // not if answered early
+			claimed = append(claimed, r.claimed...)
+		}
 	}
 	for _, b := range append(s.sealedBatches(), s.take()) {
 		all.add(core.Output{Records: b.records, Events: b.events, Responses: b.responses, AssignorRuns: b.runs,

@@ -11,6 +11,12 @@ import (
 type Record struct {
 	Key   []byte
 	Value []byte
+	// Owner is the Event.Key whose state the record changes (the group it
+	// belongs to); empty: it may change any key's state. The runtime uses
+	// it to release a response that depends on no record in flight
+	// without waiting for the appends of other keys (Config.Pipeline);
+	// logs ignore it.
+	Owner string
 }
 
 // Log is the record log of the partitions: what a partition's coordinator

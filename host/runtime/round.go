@@ -17,6 +17,38 @@ type sealed struct {
 	writing, done bool
 	// durable is what Sealer.Seal returned, until it is called.
 	durable func()
+	// owners: the Record.Owner of its records; any: it holds a record of
+	// no owner, or err (its state changes may reach any key).
+	owners map[string]bool
+	any    bool
+	// bytes: the size of its records.
+	bytes int
+}
+
+// taints reports whether the round may hold a change of key's state.
+func (r *sealed) taints(key string) bool { return r.any || r.owners[key] }
+
+// roundTaint is what the records of a round (or of the part of a round
+// stepped so far) changed: the owners of its records, and whether one
+// has none.
+type roundTaint struct {
+	owners map[string]bool
+	any    bool
+	bytes  int
+}
+
+func (t *roundTaint) add(recs []Record) {
+	for _, r := range recs {
+		t.bytes += len(r.Key) + len(r.Value)
+		if r.Owner == "" {
+			t.any = true
+			continue
+		}
+		if t.owners == nil {
+			t.owners = map[string]bool{}
+		}
+		t.owners[r.Owner] = true
+	}
 }
 
 // work runs p on a worker: it settles the appends that ended, steps one
@@ -26,7 +58,11 @@ func (p *partition) work() {
 	p.mu.Lock()
 	var evs []Event
 	if p.canStepLocked() {
-		evs = p.takeLocked()
+		var only func(string) bool
+		if p.pipelineFullLocked() {
+			only = p.independentLocked
+		}
+		evs = p.takeLocked(only)
 	}
 	sh := p.shard
 	p.mu.Unlock()
@@ -37,8 +73,9 @@ func (p *partition) work() {
 }
 
 // canStepLocked reports whether the owner may step a new round: events
-// are queued, the pipeline has room, no failed append waits for its
-// rollback, and the queue's head does not wait for the rounds in flight.
+// are queued, no failed append waits for its rollback, the queue's head
+// does not wait for the rounds in flight, and the pipeline has room or a
+// queued event's key holds nothing in flight.
 func (p *partition) canStepLocked() bool {
 	if len(p.queue) == 0 || p.stopping != nil {
 		return false
@@ -47,13 +84,43 @@ func (p *partition) canStepLocked() bool {
 		p.barrier = false
 		return p.failed == nil
 	}
-	appends := 0 // rounds without records need none and do not count
+	if p.barrier || p.failed != nil {
+		return false
+	}
+	if !p.pipelineFullLocked() {
+		return true
+	}
+	if p.depth == 1 || p.unloading {
+		return false
+	}
+	return slices.ContainsFunc(p.queue, func(ev Event) bool { return p.independentLocked(ev.Key) })
+}
+
+// pipelineFullLocked reports whether Pipeline rounds wait for appends
+// (rounds without records need none and do not count).
+func (p *partition) pipelineFullLocked() bool {
+	appends := 0
 	for _, r := range p.inflight {
 		if !r.done || r.err != nil {
 			appends++
 		}
 	}
-	return !p.barrier && p.failed == nil && appends < p.depth
+	return appends >= p.depth
+}
+
+// independentLocked reports whether key's state is untouched by every
+// round in flight: an event of key then depends on no record not yet
+// durable, unless it writes one itself.
+func (p *partition) independentLocked(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, r := range p.inflight {
+		if r.taints(key) {
+			return false
+		}
+	}
+	return true
 }
 
 // settleableLocked reports whether settle has something to do.
@@ -157,14 +224,23 @@ func (p *partition) durableLocked(n int) []func() {
 // that wrote none ends a round of its own: committed at once if nothing is
 // in flight, else right after the rounds in flight (as Kafka completes an
 // event without records at the last written offset), so its response
-// does not wait for the events stepped after it and their append. A Read
+// does not wait for the events stepped after it and their append; and if
+// no round in flight holds a record of its key, its response is released
+// at once (it depends on nothing not yet durable). A Read
 // waits for every round before it: the round ends before the Read, which
-// goes back to the head of the queue until the pipeline is empty.
+// goes back to the head of the queue until the pipeline is empty. A round
+// whose stepping time or record bytes pass RoundTime or MaxRoundBytes
+// while another key's event waits in the queue ends after the event that
+// passed them; its other events go back to the head of the queue, and
+// the next round ranks them with the waiting ones.
 func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
+	var cur roundTaint
+	start := p.rt.cfg.Now()
+	early := false
 	for i, ev := range evs {
 		if u, ok := ev.Input.(unload); ok {
-			p.seal(sh, recs, nil)
+			p.seal(sh, recs, nil, false)
 			p.mu.Lock()
 			p.stopping = &u
 			p.mu.Unlock()
@@ -172,11 +248,11 @@ func (p *partition) round(sh Shard, evs []Event) {
 			return
 		}
 		if p.settleable() && p.settle() {
-			recs = nil
+			recs, cur = nil, roundTaint{}
 		}
 		if ev.Read && (len(recs) > 0 || p.inFlight()) {
-			p.seal(sh, recs, nil)
-			p.putBack(evs[i:])
+			p.seal(sh, recs, nil, false)
+			p.putBack(evs[i:], true)
 			return
 		}
 		if ev.Read {
@@ -187,29 +263,51 @@ func (p *partition) round(sh Shard, evs []Event) {
 		case err != nil && p.inFlight():
 			// The rounds in flight may still commit: this one is rolled
 			// back after them, and the events after it wait until then.
-			p.seal(sh, nil, err)
-			p.putBack(evs[i+1:])
+			p.seal(sh, nil, err, false)
+			p.putBack(evs[i+1:], true)
 			return
 		case err != nil:
 			sh.Rollback(err)
-			recs = nil
+			recs, cur = nil, roundTaint{}
 		default:
+			early = !ev.Shared && len(recs) == 0 && len(out) == 0 && !cur.any && !cur.owners[ev.Key] && p.independent(ev.Key)
 			recs = append(recs, out...)
+			cur.add(out)
 			if len(recs) == 0 && i < len(evs)-1 {
-				p.seal(sh, nil, nil)
+				p.seal(sh, nil, nil, early)
 			}
 		}
+		if i < len(evs)-1 && (cur.bytes >= p.rt.cfg.MaxRoundBytes || p.rt.cfg.Now().Sub(start) >= p.rt.cfg.RoundTime) && p.othersQueued(ev.Key) {
+			p.seal(sh, recs, nil, false)
+			p.putBack(evs[i+1:], false)
+			return
+		}
 	}
-	p.seal(sh, recs, nil)
+	p.seal(sh, recs, nil, early && len(recs) == 0)
 }
 
-// putBack returns evs, the rest of a round, to the head of the queue; the
-// next round starts once no round is in flight.
-func (p *partition) putBack(evs []Event) {
+// othersQueued reports whether an event of another key than key (events
+// without a key count as one key) waits in the queue.
+func (p *partition) othersQueued(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.queue, func(ev Event) bool { return ev.Key != key })
+}
+
+func (p *partition) independent(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.independentLocked(key)
+}
+
+// putBack returns evs, the rest of a round, to the head of the queue;
+// with barrier the next round starts once no round is in flight.
+func (p *partition) putBack(evs []Event, barrier bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue = append(slices.Clip(evs), p.queue...)
-	p.barrier = true
+	p.countLocked(evs, 1)
+	p.barrier = p.barrier || barrier
 }
 
 // commit seals the round stepped so far and commits it: nothing of it, or
@@ -226,8 +324,10 @@ func commit(sh Shard) {
 // seal ends the round being stepped. A round that wrote nothing while
 // nothing is in flight is committed at once; any other joins the pipeline
 // and is appended after the rounds before it (err: it is never appended
-// but rolled back with err once they are committed).
-func (p *partition) seal(sh Shard, recs []Record, err error) {
+// but rolled back with err once they are committed). With early (a round
+// without records whose events depend on nothing in flight) its durable
+// function is called at once; the round is still committed in order.
+func (p *partition) seal(sh Shard, recs []Record, err error, early bool) {
 	p.mu.Lock()
 	if len(recs) == 0 && err == nil && len(p.inflight) == 0 {
 		p.mu.Unlock()
@@ -236,8 +336,16 @@ func (p *partition) seal(sh Shard, recs []Record, err error) {
 	}
 	p.mu.Unlock()
 	r := &sealed{recs: recs, err: err, done: len(recs) == 0 && err == nil}
+	var t roundTaint
+	t.add(recs)
+	r.owners, r.any, r.bytes = t.owners, t.any || err != nil, t.bytes
 	if s, ok := sh.(Sealer); ok {
 		r.durable = s.Seal()
+	}
+	if early && r.durable != nil {
+		f := r.durable
+		r.durable = nil
+		f()
 	}
 	p.mu.Lock()
 	p.inflight = append(p.inflight, r)
@@ -303,21 +411,24 @@ func (p *partition) appendRounds() {
 	}
 }
 
-// nextAppendLocked returns the rounds of the next append: every round
-// waiting for one, in order, up to a refused round, which goes alone.
+// nextAppendLocked returns the rounds of the next append: the rounds
+// waiting for one, in order, up to a refused round, which goes alone,
+// and up to MaxRoundBytes of records (at least one round).
 func (p *partition) nextAppendLocked() []*sealed {
 	var rs []*sealed
+	bytes := 0
 	for _, r := range p.inflight {
 		if r.done || r.writing {
 			continue
 		}
-		if r.err != nil {
-			if len(rs) == 0 {
+		if r.err != nil || len(rs) > 0 && bytes+r.bytes > p.rt.cfg.MaxRoundBytes {
+			if r.err != nil && len(rs) == 0 {
 				rs = append(rs, r)
 			}
 			break
 		}
 		rs = append(rs, r)
+		bytes += r.bytes
 	}
 	return rs
 }
@@ -329,6 +440,7 @@ func (p *partition) unload() {
 	sh, stopping, rest := p.shard, p.stopping, p.queue
 	p.state, p.shard, p.unloading, p.stopping, p.barrier = stateUnloaded, nil, false, nil, false
 	p.queue, p.scheduled = nil, false
+	clear(p.queued)
 	if p.timer != nil {
 		p.timer.Stop()
 	}

@@ -51,7 +51,14 @@ type Sealer interface {
 	// maybe while the shard steps a later round, maybe after the round's
 	// Commit — and never for a round rolled back: for releasing responses
 	// without waiting for the round being stepped meanwhile. It must not
-	// touch the state the shard's other methods use.
+	// touch the state the shard's other methods use. One exception: for a
+	// round that wrote no record and whose events (all of one Event.Key)
+	// depend on no record in flight — no round in flight holds a record
+	// whose Owner is that key or empty — the runtime calls it at once,
+	// right after Seal on the same goroutine, before the rounds in flight
+	// are durable; such a round is still committed in order, or rolled
+	// back with them if an append before it fails (its responses, already
+	// released, then must not be answered again).
 	Seal() (durable func())
 }
 
@@ -75,8 +82,16 @@ type Event struct {
 	// at most Config.MaxPerKey events of one key, leaving the rest queued
 	// in order for the next rounds, and steps the keys with fewer events
 	// in the round first; events of one key keep their order. Events
-	// without a key are never held back and are stepped first.
+	// without a key are never held back and are stepped first. At most
+	// Config.MaxQueuedPerKey events of one key wait in the queue; Submit
+	// refuses more with ErrQueueFull. An event with a key that wrote no
+	// record, while no round in flight holds a record of its key
+	// (Record.Owner) or of no key, is answered at once (see Sealer).
 	Key string
+	// Shared marks an event that may read the state of other keys than
+	// Key (a request naming several groups): it is never answered before
+	// the rounds in flight are durable.
+	Shared bool
 }
 
 // The errors Submit returns.
@@ -87,6 +102,11 @@ var (
 	// ErrLoadInProgress: the partition is loading (Kafka's
 	// COORDINATOR_LOAD_IN_PROGRESS).
 	ErrLoadInProgress = errors.New("partition loading")
+	// ErrQueueFull: Config.MaxQueuedPerKey events of the event's key wait
+	// in the partition's queue. It wraps ErrLoadInProgress: the caller
+	// answers it as a partition still loading (retriable, no new
+	// coordinator lookup).
+	ErrQueueFull = fmt.Errorf("%w: too many requests of one group queued", ErrLoadInProgress)
 )
 
 // Config is the runtime's setup.
@@ -113,9 +133,37 @@ type Config struct {
 	// Pipeline bounds the rounds of one partition whose appends may be
 	// outstanding while it steps the next (default DefaultPipeline; 1: a
 	// round starts only once the one before is committed). A Shard that
-	// is not a Sealer always runs with 1.
+	// is not a Sealer always runs with 1. When the pipeline is full, a
+	// round may still take the events of keys that hold no record in
+	// flight (one more append per such key at most), so a flooded key's
+	// appends do not hold the other keys of its partition.
 	Pipeline int
+	// MaxQueuedPerKey bounds the events of one Event.Key waiting in a
+	// partition's queue (default DefaultMaxQueuedPerKey); Submit answers
+	// ErrQueueFull beyond it, so one key cannot hold unbounded memory.
+	MaxQueuedPerKey int
+	// RoundTime bounds the stepping time of a round (default
+	// DefaultRoundTime, measured with Now): once a step ends past it while
+	// an event of another key waits in the queue, the round ends and its
+	// other events go back to the head of the queue, so the waiting event
+	// is taken in the next round instead of waiting for the whole round
+	// (a round of one key alone is not cut: its events keep sharing one
+	// append).
+	RoundTime time.Duration
+	// MaxRoundBytes bounds the record bytes of a round (default
+	// DefaultMaxRoundBytes) the same way, and the bytes of one append:
+	// the rounds waiting for an append go in one append up to it.
+	MaxRoundBytes int
 }
+
+// DefaultMaxQueuedPerKey is Config.MaxQueuedPerKey's default.
+const DefaultMaxQueuedPerKey = 1024
+
+// DefaultRoundTime is Config.RoundTime's default.
+const DefaultRoundTime = 2 * time.Millisecond
+
+// DefaultMaxRoundBytes is Config.MaxRoundBytes's default.
+const DefaultMaxRoundBytes = 1 << 20
 
 // DefaultPipeline is Config.Pipeline's default.
 const DefaultPipeline = 4
@@ -153,6 +201,8 @@ type partition struct {
 	mu    sync.Mutex
 	state partState
 	queue []Event
+	// queued counts the events of each Event.Key in queue.
+	queued map[string]int
 	// unloading: an unload is queued; rounds then take the queue in order.
 	unloading bool
 	// scheduled: the partition is owned — in the ready queue, on a
@@ -201,12 +251,21 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Pipeline <= 0 {
 		cfg.Pipeline = DefaultPipeline
 	}
+	if cfg.MaxQueuedPerKey <= 0 {
+		cfg.MaxQueuedPerKey = DefaultMaxQueuedPerKey
+	}
+	if cfg.RoundTime <= 0 {
+		cfg.RoundTime = DefaultRoundTime
+	}
+	if cfg.MaxRoundBytes <= 0 {
+		cfg.MaxRoundBytes = DefaultMaxRoundBytes
+	}
 	if cfg.Log == nil || cfg.NewShard == nil {
 		return nil, errors.New("runtime: Log and NewShard are required")
 	}
 	r := &Runtime{cfg: cfg, ready: make(chan *partition, cfg.Partitions), stop: make(chan struct{})}
 	for p := 0; p < cfg.Partitions; p++ {
-		r.parts = append(r.parts, &partition{id: p, rt: r})
+		r.parts = append(r.parts, &partition{id: p, rt: r, queued: map[string]int{}})
 	}
 	for w := 0; w < cfg.Workers; w++ {
 		r.wg.Add(1)
@@ -252,10 +311,27 @@ func (p *partition) enqueue(ev Event) error {
 		p.mu.Unlock()
 		return ErrNotCoordinator
 	}
+	if ev.Key != "" && p.queued[ev.Key] >= p.rt.cfg.MaxQueuedPerKey {
+		p.mu.Unlock()
+		return ErrQueueFull
+	}
 	p.queue = append(p.queue, ev)
+	p.countLocked([]Event{ev}, 1)
 	p.scheduleLocked()
 	p.mu.Unlock()
 	return nil
+}
+
+// countLocked adds d to the queued count of each keyed event of evs.
+func (p *partition) countLocked(evs []Event, d int) {
+	for _, ev := range evs {
+		if ev.Key == "" {
+			continue
+		}
+		if p.queued[ev.Key] += d; p.queued[ev.Key] <= 0 {
+			delete(p.queued, ev.Key)
+		}
+	}
 }
 
 func (p *partition) scheduleLocked() {
@@ -397,13 +473,15 @@ func (r *Runtime) Close(ctx context.Context) error {
 
 // takeLocked removes the events of the next round from the queue: up to
 // MaxBatch, at most MaxPerKey of one key, in the order Event.Key
-// describes. Once an unload is queued the queue is taken in order.
-func (p *partition) takeLocked() []Event {
+// describes; with only, just the events of the keys only accepts. Once
+// an unload is queued the queue is taken in order.
+func (p *partition) takeLocked(only func(key string) bool) []Event {
 	limit := p.rt.cfg.MaxBatch
 	if p.unloading {
 		n := min(len(p.queue), limit)
 		evs := p.queue[:n:n]
 		p.queue = p.queue[n:]
+		p.countLocked(evs, -1)
 		return evs
 	}
 	per := p.rt.cfg.MaxPerKey
@@ -414,7 +492,7 @@ func (p *partition) takeLocked() []Event {
 			rest = append(rest, p.queue[i:]...)
 			break
 		}
-		if ev.Key != "" && taken[ev.Key] == per {
+		if ev.Key != "" && taken[ev.Key] == per || only != nil && !only(ev.Key) {
 			rest = append(rest, ev)
 			continue
 		}
@@ -425,6 +503,7 @@ func (p *partition) takeLocked() []Event {
 	}
 	clear(p.queue) // the events now live in evs and rest
 	p.queue = rest
+	p.countLocked(evs, -1)
 	if len(taken) > 0 {
 		slices.SortStableFunc(evs, func(a, b Event) int { return cmp.Compare(rank(a, taken), rank(b, taken)) })
 	}

@@ -160,6 +160,9 @@ func start(t *testing.T, log runtime.Log, parts, workers int, shards map[int]*kv
 // startCfg starts a runtime that holds every partition.
 func startCfg(tb testing.TB, cfg runtime.Config) *runtime.Runtime {
 	tb.Helper()
+	if cfg.RoundTime == 0 {
+		cfg.RoundTime = time.Hour // rounds as the tests expect them on a loaded machine
+	}
 	rt, err := runtime.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
