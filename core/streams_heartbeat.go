@@ -459,8 +459,30 @@ func (c *Coordinator) maybeStoreTopology(hb *hbState) (bool, *kafkaError) {
 	return false, nil
 }
 
+// topologyEqual compares two topologies field by field, an empty list
+// equal to an absent one (Kafka's topology classes hold empty lists where
+// a request left one out). It runs on every heartbeat that carries a
+// topology, so it allocates nothing.
 func topologyEqual(a, b StreamsGroupTopologyValue) bool {
-	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+	return a.Epoch == b.Epoch && slices.EqualFunc(a.Subtopologies, b.Subtopologies, subtopologyEqual)
+}
+
+func subtopologyEqual(a, b Subtopology) bool {
+	return a.SubtopologyID == b.SubtopologyID &&
+		slices.Equal(a.SourceTopics, b.SourceTopics) &&
+		slices.Equal(a.SourceTopicRegex, b.SourceTopicRegex) &&
+		slices.EqualFunc(a.StateChangelogTopics, b.StateChangelogTopics, topicInfoEqual) &&
+		slices.Equal(a.RepartitionSinkTopics, b.RepartitionSinkTopics) &&
+		slices.EqualFunc(a.RepartitionSourceTopics, b.RepartitionSourceTopics, topicInfoEqual) &&
+		slices.EqualFunc(a.CopartitionGroups, b.CopartitionGroups, func(x, y CopartitionGroup) bool {
+			return slices.Equal(x.SourceTopics, y.SourceTopics) && slices.Equal(x.SourceTopicRegex, y.SourceTopicRegex) &&
+				slices.Equal(x.RepartitionSourceTopics, y.RepartitionSourceTopics)
+		})
+}
+
+func topicInfoEqual(a, b TopicInfo) bool {
+	return a.Name == b.Name && a.Partitions == b.Partitions && a.ReplicationFactor == b.ReplicationFactor &&
+		slices.Equal(a.TopicConfigs, b.TopicConfigs)
 }
 
 // configureAndValidate (re)configures the topology against topic metadata
