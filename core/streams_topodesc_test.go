@@ -96,3 +96,79 @@ func TestTopologyDescriptionUpdateWithoutStore(t *testing.T) {
 		}
 	}
 }
+
+// TestTopologyDescriptionEpochsReplayed: a group loaded from a log a Kafka
+// 4.4 broker with a description plugin wrote (its StreamsGroupMetadata
+// record carrying a stored description epoch 3 and a failed one 4, encoded
+// and decoded as Kafka's tags 2 and 3) keeps both epochs; the next epoch
+// bump writes them again, as Kafka's record helper does, while coordhost,
+// without a store, still never asks for a push and describes the
+// description as NOT_STORED.
+func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
+	live, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 2}}
+	live.UpdateTopics(0, topics)
+	live.Commit()
+	out := live.StreamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, limitJoin("g", 1))
+	live.Commit()
+	var meta *StreamsGroupMetadataValue
+	for _, r := range out.Records {
+		if v, ok := r.Value.(StreamsGroupMetadataValue); ok {
+			meta = &v
+		}
+	}
+	if meta == nil {
+		t.Fatal("the join wrote no group metadata")
+	}
+	plugin := *meta
+	plugin.StoredDescriptionTopologyEpoch, plugin.FailedDescriptionTopologyEpoch = 3, 4
+	log := append(append([]Record{}, out.Records...), Record{Key: StreamsGroupMetadataKey{"g"}, Value: plugin})
+
+	c, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UpdateTopics(0, topics)
+	c.Commit()
+	for _, r := range log {
+		k, v := EncodeRecord(r)
+		if err := c.ReplayBytes(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Loaded(2000)
+	c.Commit()
+	if g := c.groups["g"].(*streamsGroup); g.storedDescEpoch != 3 || g.failedDescEpoch != 4 {
+		t.Fatalf("replayed description epochs stored %d failed %d, want 3 and 4", g.storedDescEpoch, g.failedDescEpoch)
+	}
+
+	second := limitJoin("g", 1)
+	second.MemberID = "m-2"
+	out = c.StreamsGroupHeartbeat(3000, 2, ClientInfo{ClientID: "c"}, second)
+	c.Commit()
+	bumped := false
+	for _, r := range out.Records {
+		if v, ok := r.Value.(StreamsGroupMetadataValue); ok {
+			bumped = true
+			if v.Epoch != meta.Epoch+1 || v.StoredDescriptionTopologyEpoch != 3 || v.FailedDescriptionTopologyEpoch != 4 {
+				t.Fatalf("epoch bump wrote epoch %d stored %d failed %d, want %d, 3, 4", v.Epoch,
+					v.StoredDescriptionTopologyEpoch, v.FailedDescriptionTopologyEpoch, meta.Epoch+1)
+			}
+		}
+	}
+	if !bumped {
+		t.Fatal("a second member's join wrote no group metadata")
+	}
+	for _, r := range out.Responses {
+		if hb := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse); hb.ErrorCode != 0 || hb.TopologyDescriptionRequired {
+			t.Fatalf("join: %s, description required %v", kerr.ErrorForCode(hb.ErrorCode), hb.TopologyDescriptionRequired)
+		}
+	}
+	d := c.StreamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{"g"}, IncludeTopologyDescription: true})
+	if g := d.Groups[0]; g.ErrorCode != 0 || g.TopologyDescriptionStatus != 1 {
+		t.Fatalf("describe: code %d status %d, want NOT_STORED (1)", g.ErrorCode, g.TopologyDescriptionStatus)
+	}
+}
