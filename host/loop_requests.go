@@ -63,6 +63,8 @@ func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Respons
 		return l.deleteGroups(ctx, req, body)
 	case *kmsg.StreamsGroupDescribeRequest:
 		return l.describeStreamsGroups(ctx, req, body)
+	case *kmsg.StreamsGroupTopologyDescriptionUpdateRequest:
+		return core.StreamsGroupTopologyDescriptionUpdate(body), nil // reads no group state
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return l.describeConsumerGroups(ctx, req, body)
 	case *kmsg.DescribeGroupsRequest:

@@ -444,7 +444,11 @@ func groupRequests(group string, offset int64) []kmsg.Request {
 	cd.SetVersion(1)
 	cd.Groups, cd.IncludeAuthorizedOperations = []string{group}, true
 
-	return []kmsg.Request{fc, jg, sg, hb, lg, oc, tc, of, dg, dc, ia, ac, lc, od, del, sh, sd, cj, cl, cd}
+	// a streams topology-description push (READ on the group first)
+	td := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+	td.Group, td.MemberID, td.TopologyEpoch = group, "authz-member", 1
+
+	return []kmsg.Request{fc, jg, sg, hb, lg, oc, tc, of, dg, dc, ia, ac, lc, od, del, sh, sd, cj, cl, cd, td}
 }
 
 // consumerJoin is a ConsumerGroupHeartbeat v1 that joins member to group

@@ -11,14 +11,15 @@ import (
 
 // The operation and resource of every API are Kafka 4.4's (KafkaApis):
 // READ on the group to join, sync, heartbeat (classic, consumer and
-// streams), leave and commit; DESCRIBE to describe, list, find and fetch;
-// DESCRIBE on each topic a consumer or streams heartbeat names and on each
-// topic a described consumer group's assignments show; DELETE to delete
-// groups and offsets; READ on each committed topic, DESCRIBE on each
-// fetched one; WRITE on the transactional id before anything else for
-// TxnOffsetCommit; DESCRIBE_CONFIGS/ALTER_CONFIGS on the group for its
-// configs; DESCRIBE on the cluster lists every group, DESCRIBE_CONFIGS on
-// the cluster lists config resources.
+// streams), leave, commit and push a streams topology description;
+// DESCRIBE to describe, list, find and fetch; DESCRIBE on each topic a
+// consumer or streams heartbeat names and on each topic a described
+// consumer group's assignments show; DELETE to delete groups and offsets;
+// READ on each committed topic, DESCRIBE on each fetched one; WRITE on the
+// transactional id before anything else for TxnOffsetCommit;
+// DESCRIBE_CONFIGS/ALTER_CONFIGS on the group for its configs; DESCRIBE on
+// the cluster lists every group, DESCRIBE_CONFIGS on the cluster lists
+// config resources.
 
 const (
 	opRead      = kmsg.ACLOperationRead
@@ -65,6 +66,8 @@ func (c *check) handle() (kmsg.Response, error) {
 		return c.describeGroups(b)
 	case *kmsg.StreamsGroupDescribeRequest:
 		return c.streamsGroupDescribe(b)
+	case *kmsg.StreamsGroupTopologyDescriptionUpdateRequest:
+		return c.whole(b, kmsg.ACLResourceTypeGroup, b.Group, opRead, codeGroup)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return c.consumerGroupDescribe(b)
 	case *kmsg.ListGroupsRequest:

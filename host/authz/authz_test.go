@@ -800,3 +800,34 @@ func TestOffsetFetchGroupErrorAlone(t *testing.T) {
 		t.Fatalf("stale: %+v, want the group error alone", gs[1])
 	}
 }
+
+// TestTopologyDescriptionPushNeedsGroupRead: a streams topology-description
+// push needs READ on its group, as Kafka's KafkaApis checks before the
+// coordinator; DESCRIBE alone is refused with GROUP_AUTHORIZATION_FAILED
+// and no message, and the refused push never reaches the coordinator.
+func TestTopologyDescriptionPushNeedsGroupRead(t *testing.T) {
+	h := newHarness(t, time.Second)
+	push := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+	push.Group, push.MemberID, push.TopologyEpoch = "g", "m", 1
+	for _, ops := range [][]kmsg.ACLOperation{nil, {kmsg.ACLOperationDescribe}} {
+		for _, op := range ops {
+			h.f.grant("GROUP:g", op)
+		}
+		h.now = h.now.Add(time.Second) // past the cached decision
+		resp := h.do(push).(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
+		if resp.ErrorCode != kerr.GroupAuthorizationFailed.Code || resp.ErrorMessage != nil {
+			t.Fatalf("granted %v: code %d message %v, want GROUP_AUTHORIZATION_FAILED alone", ops, resp.ErrorCode, resp.ErrorMessage)
+		}
+		if len(h.reached()) != 0 {
+			t.Fatalf("granted %v: a refused push reached the coordinator", ops)
+		}
+	}
+	h.f.grant("GROUP:g", kmsg.ACLOperationRead)
+	h.now = h.now.Add(time.Second)
+	if code := h.do(push).(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse).ErrorCode; code != 0 {
+		t.Fatalf("READ granted: code %d", code)
+	}
+	if got := h.reached(); len(got) != 1 || got[0] != push {
+		t.Fatalf("an allowed push reached the coordinator as %v", got)
+	}
+}

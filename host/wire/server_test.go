@@ -186,7 +186,6 @@ func TestUnsupportedAndNotServedGetUnsupportedVersion(t *testing.T) {
 	}{
 		{produceOne(), 2},
 		{kmsg.NewPtrShareGroupHeartbeatRequest(), 1},
-		{kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest(), 0},
 	}
 	for i, tc := range cases {
 		c.send(tc.req, tc.v, int16(i))
@@ -224,8 +223,6 @@ func errorCode(r kmsg.Response) int16 {
 		if len(r.Groups) == 1 && r.Groups[0].Group == "g" {
 			return r.Groups[0].ErrorCode
 		}
-	case *kmsg.StreamsGroupTopologyDescriptionUpdateResponse:
-		return r.ErrorCode
 	case *kmsg.JoinGroupResponse:
 		return r.ErrorCode
 	}

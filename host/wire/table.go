@@ -54,6 +54,7 @@ var specs = []spec{
 	{kmsg.OffsetDelete, 0, 0, RouteGroup},
 	{kmsg.StreamsGroupHeartbeat, 0, 1, RouteGroup},
 	{kmsg.StreamsGroupDescribe, 0, 1, RouteGroup},
+	{kmsg.StreamsGroupTopologyDescriptionUpdate, 0, 0, RouteGroup},
 	{kmsg.ConsumerGroupHeartbeat, 0, 1, RouteGroup},
 	{kmsg.ConsumerGroupDescribe, 0, 1, RouteGroup},
 
@@ -111,14 +112,12 @@ var specs = []spec{
 const maxV = int16(0x7fff)
 
 // NotServed lists the known keys coordhost refuses on purpose (share-group
-// APIs, and the streams topology-description update it does not implement
-// yet): never advertised, never forwarded.
+// APIs): never advertised, never forwarded.
 var NotServed = []kmsg.Key{
 	kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe, kmsg.ShareFetch, kmsg.ShareAcknowledge,
 	kmsg.DescribeShareGroupOffsets, kmsg.AlterShareGroupOffsets, kmsg.DeleteShareGroupOffsets,
 	kmsg.InitializeShareGroupState, kmsg.ReadShareGroupState, kmsg.WriteShareGroupState,
 	kmsg.DeleteShareGroupState, kmsg.ReadShareGroupStateSummary,
-	kmsg.StreamsGroupTopologyDescriptionUpdate,
 }
 
 // VersionRange is a served [Min, Max] version range of one key.
