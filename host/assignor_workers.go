@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
 )
 
 // assignorWorkers bounds concurrent assignor runs.
@@ -72,11 +73,11 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 	if l.d.Assignors == nil {
 		return core.ReferenceAssign(run.Input), nil, nil
 	}
-	req, ts := toABI(run)
+	req, ts := assign.ToABI(run)
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	resp, fb, err := l.d.Assignors.run(ctx, run.Assignor, req)
+	resp, fb, err := l.d.Assignors.RunWithFallback(ctx, run.Assignor, req)
 	took := time.Since(start)
 	l.stats.runNanos.Add(took.Nanoseconds())
 	if err == nil {
@@ -87,7 +88,7 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 	}
 	var res core.AssignResult
 	if err == nil {
-		res, err = fromABI(ts, resp, len(run.Input.Members))
+		res, err = assign.FromABI(ts, resp, len(run.Input.Members))
 	}
 	if err != nil {
 		l.ab.record(run.Group, arm{Assignor: run.Assignor, Role: rolePrimary, Epoch: run.Epoch}, metrics.Report{}, err)

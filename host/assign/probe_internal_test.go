@@ -1,33 +1,17 @@
-package host
+package assign
 
 import (
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/coordhost/coordhost/abi"
-	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 )
-
-// TestSumPerTask: a task's end offset is the sum over its changelog
-// partitions; a task missing any of them is unknown (-1), never partial.
-func TestSumPerTask(t *testing.T) {
-	t0, t1, t2 := core.TaskID{Subtopology: "0", Partition: 0}, core.TaskID{Subtopology: "0", Partition: 1}, core.TaskID{Subtopology: "1", Partition: 0}
-	cls := []core.TaskChangelog{{Task: t0, Topic: "a", Partition: 0}, {Task: t0, Topic: "b", Partition: 0},
-		{Task: t1, Topic: "a", Partition: 1}, {Task: t1, Topic: "b", Partition: 1}, {Task: t2, Topic: "c", Partition: 0}}
-	offs := map[string]map[int32]int64{"a": {0: 10, 1: 7}, "b": {0: 5}, "c": {0: -1}}
-	got := sumPerTask(cls, offs)
-	want := []core.TaskEndOffset{{Task: t0, Offset: 15}, {Task: t1, Offset: -1}, {Task: t2, Offset: -1}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
 
 // outOfRange is a native assignor that indexes the request's tables
 // without checking them, as the HA build did before it validated input:
@@ -52,9 +36,9 @@ func outOfRangeProbe(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
 // and errors/probe_failures. With a plugin in front, a panicking native
 // fallback is recovered too. (TestNativePanicInLoop runs one in a group.)
 func TestNativeAssignorPanicRecovered(t *testing.T) {
-	asg := &Assignors{log: slog.New(slog.DiscardHandler), byName: map[string]*assignor{
+	asg := &Registry{log: slog.New(slog.DiscardHandler), byName: map[string]*assignor{
 		"boom":   {name: "boom", native: outOfRange, probe: outOfRangeProbe, fallback: "sticky"},
-		"sticky": {name: "sticky", native: BuiltinAssignors["sticky"].Native, fallback: "sticky"},
+		"sticky": {name: "sticky", native: Builtins["sticky"].Native, fallback: "sticky"},
 	}}
 	req := &abi.AssignRequest{GroupID: "g", Processes: []string{"p"}, Subtopologies: []abi.Subtopology{{ID: "0", Partitions: 2}},
 		Members: []abi.Member{{ID: "m", Process: 0}}}
@@ -87,7 +71,7 @@ func TestNativeAssignorPanicRecovered(t *testing.T) {
 // plugin exporting coordhost_probe), else the built-in (""); "builtin" is
 // always the built-in; another value names a module as given.
 func TestProbingPolicyResolution(t *testing.T) {
-	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
+	asg := New(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
 	defer asg.Close(context.Background())
 	path := filepath.Join(t.TempDir(), "goprobe.wasm")
 	if err := os.WriteFile(path, plugintest.GoPlugin(t, "testdata/plugins/goprobe"), 0o644); err != nil {
