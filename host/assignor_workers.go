@@ -18,6 +18,13 @@ import (
 // assignorWorkers bounds concurrent assignor runs.
 const assignorWorkers = 2
 
+// workerPool is the loop's pool of assignor workers.
+type workerPool = assign.Pool
+
+// newWorkerPool is l's pool: its goroutines end with l.ctx and are waited
+// for with l.wg.
+func newWorkerPool(l *Loop) *workerPool { return assign.NewPool(l.ctx, &l.wg, assignorWorkers) }
+
 // dispatchRun hands run to the worker pool; its result comes back to the
 // group's partition as a core input. Called on the partition's worker.
 func (l *Loop) dispatchRun(run core.AssignorRun) {
@@ -52,18 +59,10 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 // hands the core input it returns to group's partition. Called on the
 // partition's worker.
 func (l *Loop) onWorker(group string, work func() func(c *core.Coordinator, now int64) core.Output) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		select {
-		case l.workers <- struct{}{}:
-		case <-l.ctx.Done():
-			return
-		}
+	l.workers.Go(func() func() {
 		in := work()
-		<-l.workers
-		l.inputGroup(group, in)
-	}()
+		return func() { l.inputGroup(group, in) }
+	})
 }
 
 // runAssignor computes run's target on a worker; timeout bounds the
