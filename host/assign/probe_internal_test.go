@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 )
@@ -90,5 +92,37 @@ func TestProbingPolicyResolution(t *testing.T) {
 	}
 	if _, err := asg.Probe(context.Background(), "sticky", &abi.ProbeRequest{}); err == nil || !strings.Contains(err.Error(), "no probing policy") {
 		t.Fatalf("Probe on sticky: %v", err)
+	}
+}
+
+// TestCheck: a probe check reaches the policy translated to the ABI (the
+// clock, the last assignment's time, the target as task indices) and its
+// answer comes back as core's decision; a policy that cannot answer
+// leaves the decision to the built-in interval policy, with the reason.
+func TestCheck(t *testing.T) {
+	var got *abi.ProbeRequest
+	asg := &Registry{log: slog.New(slog.DiscardHandler), byName: map[string]*assignor{
+		"rec": {name: "rec", probe: func(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+			got = req
+			return &abi.ProbeResponse{Rebalance: true, NextProbeMs: 1234}, nil
+		}},
+		"sticky": {name: "sticky", native: Builtins["sticky"].Native, fallback: "sticky"},
+	}}
+	chk := core.ProbeCheck{Group: "g", Epoch: 4, Policy: "rec", LastAssignMs: 500,
+		Input: core.AssignInput{Subtopologies: []core.AssignSubtopology{{ID: "s0", NumTasks: 2}},
+			Members: []core.AssignMember{{MemberID: "a", ProcessID: "p1"}, {MemberID: "b", ProcessID: "p2"}}},
+		Target: []core.MemberTasks{{Active: []core.TaskRef{{Subtopology: 0, Partition: 1}}}, {Active: []core.TaskRef{{Subtopology: 0, Partition: 0}}}}}
+	dec, err := asg.Check(context.Background(), chk, 9000)
+	if err != nil || dec != (core.ProbeDecision{Rebalance: true, NextProbeMs: 1234}) {
+		t.Fatalf("Check: %+v, %v; want the policy's answer", dec, err)
+	}
+	if got.NowMs != 9000 || got.LastAssignMs != 500 || got.Group.GroupID != "g" || got.Group.GroupEpoch != 4 ||
+		!slices.Equal(got.Target[0].Active, []int32{1}) || !slices.Equal(got.Target[1].Active, []int32{0}) {
+		t.Fatalf("request %+v", got)
+	}
+	chk.Policy = "sticky"
+	dec, err = asg.Check(context.Background(), chk, 9000)
+	if err == nil || !strings.Contains(err.Error(), "no probing policy") || dec != (core.ProbeDecision{Builtin: true}) {
+		t.Fatalf("Check with no policy: %+v, %v; want the built-in's decision and the reason", dec, err)
 	}
 }
