@@ -146,7 +146,7 @@ func (a *abRuntime) primary(run core.AssignorRun, req *abi.AssignRequest, resp *
 	if a == nil {
 		return nil
 	}
-	who := arm{Assignor: run.Assignor, Role: rolePrimary, Version: a.asg.assignorVersion(run.Assignor), Epoch: run.Epoch}
+	who := arm{Assignor: run.Assignor, Role: rolePrimary, Version: a.asg.Version(run.Assignor), Epoch: run.Epoch}
 	rep, err := metrics.Measure(req, resp, metrics.Options{ComputeTime: took})
 	a.record(run.Group, who, rep, err)
 	if err != nil {

@@ -12,10 +12,18 @@ import (
 
 	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
 )
 
 // assignorWorkers bounds concurrent assignor runs.
 const assignorWorkers = 2
+
+// workerPool is the loop's pool of assignor workers.
+type workerPool = assign.Pool
+
+// newWorkerPool is l's pool: its goroutines end with l.ctx and are waited
+// for with l.wg.
+func newWorkerPool(l *Loop) *workerPool { return assign.NewPool(l.ctx, &l.wg, assignorWorkers) }
 
 // dispatchRun hands run to the worker pool; its result comes back to the
 // group's partition as a core input. Called on the partition's worker.
@@ -51,18 +59,10 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 // hands the core input it returns to group's partition. Called on the
 // partition's worker.
 func (l *Loop) onWorker(group string, work func() func(c *core.Coordinator, now int64) core.Output) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		select {
-		case l.workers <- struct{}{}:
-		case <-l.ctx.Done():
-			return
-		}
+	l.workers.Go(func() func() {
 		in := work()
-		<-l.workers
-		l.inputGroup(group, in)
-	}()
+		return func() { l.inputGroup(group, in) }
+	})
 }
 
 // runAssignor computes run's target on a worker; timeout bounds the
@@ -72,11 +72,11 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 	if l.d.Assignors == nil {
 		return core.ReferenceAssign(run.Input), nil, nil
 	}
-	req, ts := toABI(run)
+	req, ts := assign.ToABI(run)
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	resp, fb, err := l.d.Assignors.run(ctx, run.Assignor, req)
+	resp, fb, err := l.d.Assignors.RunWithFallback(ctx, run.Assignor, req)
 	took := time.Since(start)
 	l.stats.runNanos.Add(took.Nanoseconds())
 	if err == nil {
@@ -87,7 +87,7 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 	}
 	var res core.AssignResult
 	if err == nil {
-		res, err = fromABI(ts, resp, len(run.Input.Members))
+		res, err = assign.FromABI(ts, resp, len(run.Input.Members))
 	}
 	if err != nil {
 		l.ab.record(run.Group, arm{Assignor: run.Assignor, Role: rolePrimary, Epoch: run.Epoch}, metrics.Report{}, err)

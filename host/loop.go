@@ -170,7 +170,7 @@ type Loop struct {
 	health     storeHealth
 	probes     probeStats
 	ends       endOffsetStats
-	workers    chan struct{} // assignor worker slots
+	workers    *workerPool // assignor workers (assignor_workers.go)
 	refreshNow chan struct{}
 	held       heldTopics // with ClientCreatesInternalTopics
 	sigMu      sync.Mutex
@@ -225,8 +225,9 @@ func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 	}
 	l := &Loop{d: d, log: d.Log, stop: make(chan struct{}), done: make(chan struct{}), history: newHistory(),
 		dyn: map[string]map[string]string{}, fetched: map[string]time.Time{},
-		workers: make(chan struct{}, assignorWorkers), refreshNow: make(chan struct{}, 1)}
+		refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.workers = newWorkerPool(l)
 	l.ab = newAB(l)
 	// The start-up I/O below uses l.ctx; ending ctx (a signal during
 	// start) ends it too.

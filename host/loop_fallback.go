@@ -6,13 +6,8 @@ import (
 	"time"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
 )
-
-// fellBack says that a plugin assignor failed and its fallback answered.
-type fellBack struct {
-	fallback string
-	err      error
-}
 
 // AssignorFallback is shown in a group's admin view while its last target
 // came from the fallback assignor because the group's plugin failed.
@@ -64,14 +59,14 @@ func (f *fallbackLog) get(group string) *AssignorFallback {
 // (a warning naming the group, a group event, the admin view's
 // assignor_fallback) or by the assignor itself (the field is cleared).
 // Called on an assignor worker.
-func (l *Loop) noteFallback(run core.AssignorRun, fb *fellBack) {
+func (l *Loop) noteFallback(run core.AssignorRun, fb *assign.FellBack) {
 	if fb == nil {
 		l.fallbacks.set(run.Group, nil)
 		return
 	}
 	l.log.Warn("assignor plugin failed: the group's target comes from the fallback assignor",
-		"group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "fallback", fb.fallback, "err", fb.err)
-	l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d; fallback %q answered: %v", run.Assignor, run.Epoch, fb.fallback, fb.err))
-	l.fallbacks.set(run.Group, &AssignorFallback{Assignor: run.Assignor, Fallback: fb.fallback, Epoch: run.Epoch,
-		Error: fb.err.Error(), At: time.Now().UTC()})
+		"group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "fallback", fb.Fallback, "err", fb.Err)
+	l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d; fallback %q answered: %v", run.Assignor, run.Epoch, fb.Fallback, fb.Err))
+	l.fallbacks.set(run.Group, &AssignorFallback{Assignor: run.Assignor, Fallback: fb.Fallback, Epoch: run.Epoch,
+		Error: fb.Err.Error(), At: time.Now().UTC()})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
 )
 
 // TestNoteFallback: a run the fallback answered is shown for its group
@@ -14,7 +15,7 @@ import (
 func TestNoteFallback(t *testing.T) {
 	l := &Loop{log: slog.New(slog.DiscardHandler), history: newHistory()}
 	run := core.AssignorRun{Group: "g", Epoch: 3, Assignor: "ha"}
-	l.noteFallback(run, &fellBack{fallback: "sticky", err: errors.New("memory_limit")})
+	l.noteFallback(run, &assign.FellBack{Fallback: "sticky", Err: errors.New("memory_limit")})
 	fb := l.fallbacks.get("g")
 	if fb == nil || fb.Assignor != "ha" || fb.Fallback != "sticky" || fb.Epoch != 3 || fb.Error != "memory_limit" || fb.At.IsZero() {
 		t.Fatalf("fallback not recorded: %+v", fb)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/plugin"
 )
 
@@ -51,11 +52,21 @@ func (l *Loop) runProbe(chk core.ProbeCheck, timeout time.Duration) core.ProbeDe
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
-	resp, err := l.d.Assignors.Probe(ctx, chk.Policy, toProbeABI(chk, l.nowMs()))
+	dec, err := l.d.Assignors.Check(ctx, chk, l.nowMs())
 	if err != nil {
 		l.probes.failures.Add(1)
 		l.log.Warn("probing policy failed: the built-in interval policy decides this check",
 			"group", chk.Group, "policy", chk.Policy, "reason", chk.Reason.String(), "kind", plugin.KindOf(err), "err", err)
 	}
-	return probeDecision(resp, err)
+	return dec
+}
+
+// probingPolicy resolves g's streams.probing.policy for core: the module
+// core asks, or "" for the built-in policy (no assignors: built-in).
+func (l *Loop) probingPolicy(g config.Group) *string {
+	p := ""
+	if l.d.Assignors != nil {
+		p = l.d.Assignors.ProbingPolicy(g.StreamsProbingPolicy, g.StreamsAssignorName)
+	}
+	return &p
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
@@ -59,11 +60,11 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		// restart does not compile the built-in plugins again.
 		pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache"), MaxModuleBytes: cfg.Plugins.MaxBytes}
 		asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
-		if err := asg.addNative(custom); err != nil {
+		if err := asg.AddNative(custom); err != nil {
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
-		reg := &consumerRegistry{a: asg, fallback: cc.Consumer.Assignors[0]}
+		reg := assign.NewConsumers(asg, cc.Consumer.Assignors[0])
 		cc.Consumer.Registered = reg
 		ctx := s.startCtx
 		if ctx == nil {
@@ -103,7 +104,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
-		reg.loop.Store(l)
+		reg.SetNoter(l.noteFallback)
 		var gc GroupCoordinator = l
 		switch {
 		case !cfg.DataPlane.Embedded: // the external cluster's authorizer decides every group request
@@ -305,7 +306,7 @@ func StateTopicConfig(cfg *config.Config, parts int) (kafkalog.Config, error) {
 // assignor list, the other built-in ones after it.
 func CoreConfig(cfg *config.Config) core.Config {
 	cc := core.DefaultConfig()
-	cc.Consumer.Assignors = consumerAssignors()
+	cc.Consumer.Assignors = assign.ConsumerAssignors()
 	if cfg == nil || cfg.Groups == nil {
 		return cc
 	}

@@ -18,13 +18,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"time"
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/shadowproc"
 )
@@ -116,13 +116,13 @@ func (a *abRuntime) runShadow(name string, j shadowJob) {
 				err = fmt.Errorf("shadow run panicked: %v", r)
 			}
 		}()
-		req, _ := toABI(j.run)
+		req, _ := assign.ToABI(j.run)
 		var (
 			resp *abi.AssignResponse
 			took time.Duration
 		)
-		if mod := a.asg.shadowModule(name); mod != nil && a.shadowProcess() != nil {
-			version = mod.version
+		if mod := a.asg.ShadowModule(name); mod != nil && a.shadowProcess() != nil {
+			version = mod.Version
 			resp, took, err = a.assignInChild(name, mod, req, j.timeout)
 		} else {
 			ctx, cancel := context.WithTimeout(a.ctx, j.timeout)
@@ -151,7 +151,7 @@ func (a *abRuntime) shadowProcess() *shadowproc.Proc {
 			a.log.Info("shadow plugins run inside coordhost on this system, not in a shadow process: a garbage collection waits for a shadow's wasm call (docs/AB-TESTING.md)", "os", runtime.GOOS)
 			return
 		}
-		a.proc = shadowproc.New(shadowproc.Config{Plugin: a.asg.cfg, Log: a.log})
+		a.proc = shadowproc.New(shadowproc.Config{Plugin: a.asg.PluginConfig(), Log: a.log})
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
@@ -165,7 +165,7 @@ func (a *abRuntime) shadowProcess() *shadowproc.Proc {
 // assignInChild runs one shadow run of the plugin mod in the shadow
 // process and checks its output against req as the plugin runtime does.
 // It returns the time the call took there.
-func (a *abRuntime) assignInChild(name string, mod *moduleFile, req *abi.AssignRequest, timeout time.Duration) (*abi.AssignResponse, time.Duration, error) {
+func (a *abRuntime) assignInChild(name string, mod *assign.Module, req *abi.AssignRequest, timeout time.Duration) (*abi.AssignResponse, time.Duration, error) {
 	fail := func(kind plugin.Kind, err error) error {
 		return fmt.Errorf("plugin %q: assign: %s: %w", name, kind, err)
 	}
@@ -173,7 +173,7 @@ func (a *abRuntime) assignInChild(name string, mod *moduleFile, req *abi.AssignR
 	if err != nil {
 		return nil, 0, fail(plugin.KindRequest, err)
 	}
-	out, took, err := a.proc.Assign(a.ctx, name, mod.path, mod.version, in, timeout)
+	out, took, err := a.proc.Assign(a.ctx, name, mod.Path, mod.Version, in, timeout)
 	if err != nil {
 		return nil, took, err
 	}
@@ -185,83 +185,4 @@ func (a *abRuntime) assignInChild(name string, mod *moduleFile, req *abi.AssignR
 		return nil, took, fail(plugin.KindInvalidAssignment, err)
 	}
 	return &resp, took, nil
-}
-
-// RunShadow computes one assignment with the named assignor for
-// comparison only: no fallback answers when its plugin fails, and the
-// registry's run counters (/v1/plugins) are not touched. It returns the
-// assignor's version with the result.
-func (a *Assignors) RunShadow(ctx context.Context, name string, req *abi.AssignRequest) (*abi.AssignResponse, string, error) {
-	as := a.get(name)
-	if as == nil {
-		return nil, "", fmt.Errorf("assignor %q is not configured (have %v)", name, a.Names())
-	}
-	var (
-		resp *abi.AssignResponse
-		err  error
-	)
-	switch {
-	case as.plugin != nil:
-		resp, err = as.plugin.Assign(ctx, req)
-	case as.native != nil:
-		resp, err = runNative(as, "shadow assign", as.native, req)
-	default:
-		err = fmt.Errorf("assignor %q has neither a plugin nor a native build", name)
-	}
-	if err == nil {
-		err = abi.ValidateAssignment(req, resp)
-	}
-	return resp, as.versionString(), err
-}
-
-// moduleFile is the file a plugin assignor was (re)loaded from and its
-// version.
-type moduleFile struct {
-	path, version string
-}
-
-// noteVersion records the module file at path and its hash as the
-// assignor's version (read at load and reload).
-func (as *assignor) noteVersion(path string) {
-	mod := &moduleFile{path: path, version: "wasm"}
-	if f, err := os.Open(path); err == nil {
-		if v, err := shadowproc.Version(f); err == nil {
-			mod.version = v
-		}
-		_ = f.Close()
-	}
-	as.module.Store(mod)
-}
-
-// versionString is the assignor's version: its module's hash, or
-// "native" for a native build.
-func (as *assignor) versionString() string {
-	if as.plugin == nil {
-		return "native"
-	}
-	if m := as.module.Load(); m != nil {
-		return m.version
-	}
-	return "wasm"
-}
-
-// shadowModule is the named assignor's module file when it runs a
-// plugin whose version is known (nil otherwise).
-func (a *Assignors) shadowModule(name string) *moduleFile {
-	as := a.get(name)
-	if as == nil || as.plugin == nil {
-		return nil
-	}
-	if m := as.module.Load(); m != nil && m.version != "wasm" {
-		return m
-	}
-	return nil
-}
-
-// assignorVersion is the named assignor's version ("" when unknown).
-func (a *Assignors) assignorVersion(name string) string {
-	if as := a.get(name); as != nil {
-		return as.versionString()
-	}
-	return ""
 }

@@ -64,18 +64,22 @@ func loopWithGroupsYAML(t *testing.T, yaml string) *Loop {
 func TestShadowQueueDropsWhenBehind(t *testing.T) {
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, nil)
-	asg.byName["slow"] = &assignor{name: "slow", native: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-		<-release
-		return BuiltinAssignors["sticky"].Native(req)
-	}}
-	asg.byName["panics"] = &assignor{name: "panics", native: func(*abi.AssignRequest) (*abi.AssignResponse, error) { panic("boom") }}
-	asg.byName["garbage"] = &assignor{name: "garbage", native: func(*abi.AssignRequest) (*abi.AssignResponse, error) {
-		return &abi.AssignResponse{}, nil // no member entries
-	}}
+	if err := asg.AddNative(map[string]NativeAssignor{
+		"slow": func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release
+			return BuiltinAssignors["sticky"].Native(req)
+		},
+		"panics": func(*abi.AssignRequest) (*abi.AssignResponse, error) { panic("boom") },
+		"garbage": func(*abi.AssignRequest) (*abi.AssignResponse, error) {
+			return &abi.AssignResponse{}, nil // no member entries
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	l := &Loop{d: LoopDeps{Assignors: asg}, log: slog.New(slog.DiscardHandler)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.ab = newAB(l)

@@ -51,7 +51,7 @@ type specMember struct {
 	TaskEndOffsets map[string]int64  `json:"task_end_offsets"`
 }
 
-// The config keys the host puts in every request (host/assignors.go), set
+// The config keys the host puts in every request (host/assign/abi.go), set
 // from the spec's typed fields.
 const (
 	keyAcceptableLag = "acceptable.recovery.lag"

@@ -113,6 +113,11 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/offsets gates offset requests in front of the data plane through its own Plane interface: no core, no gateway, no event loop"
+	case under(pkg, "host/assign"):
+		if std || own && (under(local, "core", "abi", "host/assign", "host/plugin", "host/shadowproc") || isPluginAlgo(local)) {
+			return ""
+		}
+		return "host/assign runs assignors for the loop through its own API: core, abi, host/plugin, host/shadowproc and plugin algorithm packages, never the host root or Kafka messages"
 	case under(pkg, "host/authz"):
 		if std || imp == kmsg || imp == kerr || own && (under(local, "host/authz") || local == "host/wire") {
 			return ""

@@ -1,11 +1,11 @@
-package host
+package assign
 
 import (
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,20 +14,6 @@ import (
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 )
-
-// TestSumPerTask: a task's end offset is the sum over its changelog
-// partitions; a task missing any of them is unknown (-1), never partial.
-func TestSumPerTask(t *testing.T) {
-	t0, t1, t2 := core.TaskID{Subtopology: "0", Partition: 0}, core.TaskID{Subtopology: "0", Partition: 1}, core.TaskID{Subtopology: "1", Partition: 0}
-	cls := []core.TaskChangelog{{Task: t0, Topic: "a", Partition: 0}, {Task: t0, Topic: "b", Partition: 0},
-		{Task: t1, Topic: "a", Partition: 1}, {Task: t1, Topic: "b", Partition: 1}, {Task: t2, Topic: "c", Partition: 0}}
-	offs := map[string]map[int32]int64{"a": {0: 10, 1: 7}, "b": {0: 5}, "c": {0: -1}}
-	got := sumPerTask(cls, offs)
-	want := []core.TaskEndOffset{{Task: t0, Offset: 15}, {Task: t1, Offset: -1}, {Task: t2, Offset: -1}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
 
 // outOfRange is a native assignor that indexes the request's tables
 // without checking them, as the HA build did before it validated input:
@@ -52,9 +38,9 @@ func outOfRangeProbe(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
 // and errors/probe_failures. With a plugin in front, a panicking native
 // fallback is recovered too. (TestNativePanicInLoop runs one in a group.)
 func TestNativeAssignorPanicRecovered(t *testing.T) {
-	asg := &Assignors{log: slog.New(slog.DiscardHandler), byName: map[string]*assignor{
+	asg := &Registry{log: slog.New(slog.DiscardHandler), byName: map[string]*assignor{
 		"boom":   {name: "boom", native: outOfRange, probe: outOfRangeProbe, fallback: "sticky"},
-		"sticky": {name: "sticky", native: BuiltinAssignors["sticky"].Native, fallback: "sticky"},
+		"sticky": {name: "sticky", native: Builtins["sticky"].Native, fallback: "sticky"},
 	}}
 	req := &abi.AssignRequest{GroupID: "g", Processes: []string{"p"}, Subtopologies: []abi.Subtopology{{ID: "0", Partitions: 2}},
 		Members: []abi.Member{{ID: "m", Process: 0}}}
@@ -87,7 +73,7 @@ func TestNativeAssignorPanicRecovered(t *testing.T) {
 // plugin exporting coordhost_probe), else the built-in (""); "builtin" is
 // always the built-in; another value names a module as given.
 func TestProbingPolicyResolution(t *testing.T) {
-	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
+	asg := New(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
 	defer asg.Close(context.Background())
 	path := filepath.Join(t.TempDir(), "goprobe.wasm")
 	if err := os.WriteFile(path, plugintest.GoPlugin(t, "testdata/plugins/goprobe"), 0o644); err != nil {
@@ -106,5 +92,37 @@ func TestProbingPolicyResolution(t *testing.T) {
 	}
 	if _, err := asg.Probe(context.Background(), "sticky", &abi.ProbeRequest{}); err == nil || !strings.Contains(err.Error(), "no probing policy") {
 		t.Fatalf("Probe on sticky: %v", err)
+	}
+}
+
+// TestCheck: a probe check reaches the policy translated to the ABI (the
+// clock, the last assignment's time, the target as task indices) and its
+// answer comes back as core's decision; a policy that cannot answer
+// leaves the decision to the built-in interval policy, with the reason.
+func TestCheck(t *testing.T) {
+	var got *abi.ProbeRequest
+	asg := &Registry{log: slog.New(slog.DiscardHandler), byName: map[string]*assignor{
+		"rec": {name: "rec", probe: func(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+			got = req
+			return &abi.ProbeResponse{Rebalance: true, NextProbeMs: 1234}, nil
+		}},
+		"sticky": {name: "sticky", native: Builtins["sticky"].Native, fallback: "sticky"},
+	}}
+	chk := core.ProbeCheck{Group: "g", Epoch: 4, Policy: "rec", LastAssignMs: 500,
+		Input: core.AssignInput{Subtopologies: []core.AssignSubtopology{{ID: "s0", NumTasks: 2}},
+			Members: []core.AssignMember{{MemberID: "a", ProcessID: "p1"}, {MemberID: "b", ProcessID: "p2"}}},
+		Target: []core.MemberTasks{{Active: []core.TaskRef{{Subtopology: 0, Partition: 1}}}, {Active: []core.TaskRef{{Subtopology: 0, Partition: 0}}}}}
+	dec, err := asg.Check(context.Background(), chk, 9000)
+	if err != nil || dec != (core.ProbeDecision{Rebalance: true, NextProbeMs: 1234}) {
+		t.Fatalf("Check: %+v, %v; want the policy's answer", dec, err)
+	}
+	if got.NowMs != 9000 || got.LastAssignMs != 500 || got.Group.GroupID != "g" || got.Group.GroupEpoch != 4 ||
+		!slices.Equal(got.Target[0].Active, []int32{1}) || !slices.Equal(got.Target[1].Active, []int32{0}) {
+		t.Fatalf("request %+v", got)
+	}
+	chk.Policy = "sticky"
+	dec, err = asg.Check(context.Background(), chk, 9000)
+	if err == nil || !strings.Contains(err.Error(), "no probing policy") || dec != (core.ProbeDecision{Builtin: true}) {
+		t.Fatalf("Check with no policy: %+v, %v; want the built-in's decision and the reason", dec, err)
 	}
 }

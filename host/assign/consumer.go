@@ -1,4 +1,4 @@
-package host
+package assign
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/coordhost/coordhost/plugins/assignor-uniform"
 )
 
-// consumerAssignors are the server-side assignors of KIP-848 consumer
+// ConsumerAssignors are the server-side assignors of KIP-848 consumer
 // groups, in Kafka 4.4's order (uniform is the default): the native
 // builds of the partition-assignor plugins, run inline by core.
-func consumerAssignors() []core.NamedPartitionAssignor {
+func ConsumerAssignors() []core.NamedPartitionAssignor {
 	return []core.NamedPartitionAssignor{
 		{Name: "uniform", Assignor: partitionAssignor(uniform.Assign)},
 		{Name: "range", Assignor: partitionAssignor(rangeassignor.Assign)},
@@ -91,21 +91,35 @@ func toPartitionABI(in core.PartitionAssignInput) *abi.PartitionAssignRequest {
 	return req
 }
 
-// consumerRegistry is core's PartitionAssignorSet: the plugins loaded at
+// Consumers is core's PartitionAssignorSet: the plugins loaded at
 // run time through /v1/plugins/{name} whose module exports
 // coordhost_assign_partitions. A member names one as its ServerAssignor;
 // until then the name is UNSUPPORTED_ASSIGNOR, as in Kafka. A failing
 // plugin does not fail the heartbeat: the default assignor's native build
 // (uniform) answers, counted in the plugin's plugin_failures, logged,
 // noted in the group's history and shown as its assignor_fallback.
-type consumerRegistry struct {
-	a        *Assignors
+type Consumers struct {
+	a        *Registry
 	fallback core.NamedPartitionAssignor
-	loop     atomic.Pointer[Loop] // set once wired: where fallbacks are noted
+	noter    atomic.Pointer[FallbackNoter] // set once wired: where fallbacks are noted
 }
 
+// FallbackNoter records how a successful run was answered: fb is nil when
+// the assignor answered itself, else the fallback that answered and why.
+type FallbackNoter func(run core.AssignorRun, fb *FellBack)
+
+// NewConsumers is the set of a's plugins that consumer groups may name;
+// fallback answers when one of them fails.
+func NewConsumers(a *Registry, fallback core.NamedPartitionAssignor) *Consumers {
+	return &Consumers{a: a, fallback: fallback}
+}
+
+// SetNoter sets where the runs' fallbacks are noted; until then only the
+// log sees them.
+func (r *Consumers) SetNoter(n FallbackNoter) { r.noter.Store(&n) }
+
 // PartitionAssignor implements core.PartitionAssignorSet.
-func (r *consumerRegistry) PartitionAssignor(name string) (core.PartitionAssignor, bool) {
+func (r *Consumers) PartitionAssignor(name string) (core.PartitionAssignor, bool) {
 	as := r.a.get(name)
 	if as == nil || as.plugin == nil || !as.hasPartitions.Load() {
 		return nil, false
@@ -114,7 +128,7 @@ func (r *consumerRegistry) PartitionAssignor(name string) (core.PartitionAssigno
 }
 
 // PartitionAssignorNames implements core.PartitionAssignorSet.
-func (r *consumerRegistry) PartitionAssignorNames() []string {
+func (r *Consumers) PartitionAssignorNames() []string {
 	var out []string
 	for _, n := range r.a.Names() {
 		if _, ok := r.PartitionAssignor(n); ok {
@@ -128,7 +142,7 @@ func (r *consumerRegistry) PartitionAssignorNames() []string {
 // inline in the heartbeat as core runs every server assignor, bounded by
 // the plugin runtime's per-call deadline and sandbox (plugin.Config).
 type pluginPartitionAssignor struct {
-	r  *consumerRegistry
+	r  *Consumers
 	as *assignor
 }
 
@@ -146,16 +160,16 @@ func (p *pluginPartitionAssignor) AssignPartitions(in core.PartitionAssignInput)
 		p.as.errors.Add(1)
 		return nil, fmt.Errorf("plugin %q: assign_partitions: %w; fallback %q: %w", p.as.name, err, p.r.fallback.Name, ferr)
 	}
-	p.r.note(in, p.as.name, &fellBack{fallback: p.r.fallback.Name, err: err})
+	p.r.note(in, p.as.name, &FellBack{Fallback: p.r.fallback.Name, Err: err})
 	return out, nil
 }
 
 // note records how a run was answered where the streams side records it
-// (Loop.noteFallback); before the loop is wired only the log sees it.
-func (r *consumerRegistry) note(in core.PartitionAssignInput, name string, fb *fellBack) {
-	if l := r.loop.Load(); l != nil {
-		l.noteFallback(core.AssignorRun{Group: in.Group, Epoch: in.Epoch, Assignor: name}, fb)
+// (the FallbackNoter); before the loop is wired only the log sees it.
+func (r *Consumers) note(in core.PartitionAssignInput, name string, fb *FellBack) {
+	if n := r.noter.Load(); n != nil {
+		(*n)(core.AssignorRun{Group: in.Group, Epoch: in.Epoch, Assignor: name}, fb)
 	} else if fb != nil {
-		r.a.log.Warn("partition assignor plugin failed: the fallback answered", "group", in.Group, "assignor", name, "fallback", fb.fallback, "err", fb.err)
+		r.a.log.Warn("partition assignor plugin failed: the fallback answered", "group", in.Group, "assignor", name, "fallback", fb.Fallback, "err", fb.Err)
 	}
 }

@@ -1,4 +1,4 @@
-package host
+package assign
 
 // The ABI translation of assignor runs: core's AssignorRun to the plugin
 // ABI's AssignRequest and the AssignResponse back to core's AssignResult.
@@ -14,8 +14,8 @@ import (
 	"github.com/coordhost/coordhost/core"
 )
 
-// toABI translates core's assignor input to the plugin ABI request.
-func toABI(run core.AssignorRun) (*abi.AssignRequest, abi.TaskSpace) {
+// ToABI translates core's assignor input to the plugin ABI request.
+func ToABI(run core.AssignorRun) (*abi.AssignRequest, abi.TaskSpace) {
 	in := run.Input
 	req := &abi.AssignRequest{GroupID: run.Group, GroupEpoch: run.Epoch, Seed: seedOf(run.Group, run.Epoch)}
 	req.Configs = abi.Configs{
@@ -71,8 +71,8 @@ func toABI(run core.AssignorRun) (*abi.AssignRequest, abi.TaskSpace) {
 	return req, ts
 }
 
-// fromABI translates an ABI response back to core's result.
-func fromABI(ts abi.TaskSpace, resp *abi.AssignResponse, members int) (core.AssignResult, error) {
+// FromABI translates an ABI response back to core's result.
+func FromABI(ts abi.TaskSpace, resp *abi.AssignResponse, members int) (core.AssignResult, error) {
 	if len(resp.Members) != members {
 		return core.AssignResult{}, fmt.Errorf("assignor answered %d members, the group has %d", len(resp.Members), members)
 	}

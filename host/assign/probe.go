@@ -1,4 +1,4 @@
-package host
+package assign
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
-	"github.com/coordhost/coordhost/host/config"
 )
 
 // Probing policies (docs/WARMUPS.md §2.5): a group's streams.probing.policy
@@ -41,7 +40,7 @@ type probeCounters struct {
 // module. A named module that is missing or has no probe export is not
 // refused here: each check then fails and the built-in policy decides,
 // with a log line.
-func (a *Assignors) ProbingPolicy(policy, assignor string) string {
+func (a *Registry) ProbingPolicy(policy, assignor string) string {
 	switch policy {
 	case ProbingPolicyBuiltin:
 		return ""
@@ -57,7 +56,7 @@ func (a *Assignors) ProbingPolicy(policy, assignor string) string {
 // hasProbe reports whether the named module can answer probes. It never
 // calls the plugin (the loop goroutine asks): a plugin's kinds are read
 // when it is loaded.
-func (a *Assignors) hasProbe(name string) bool {
+func (a *Registry) hasProbe(name string) bool {
 	as := a.get(name)
 	if as == nil {
 		return false
@@ -81,7 +80,7 @@ func (as *assignor) noteKinds(ctx context.Context) {
 // or the native build of a built-in. Failures are *plugin.Error values for
 // plugins (counted in the plugin's metrics, instance discarded) and plain
 // errors otherwise; a native panic is recovered into an error.
-func (a *Assignors) Probe(ctx context.Context, name string, req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+func (a *Registry) Probe(ctx context.Context, name string, req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
 	as := a.get(name)
 	if as == nil {
 		return nil, fmt.Errorf("probing policy %q is not loaded (have %v)", name, a.Names())
@@ -107,9 +106,17 @@ func (a *Assignors) Probe(ctx context.Context, name string, req *abi.ProbeReques
 	return resp, nil
 }
 
+// Check runs chk's probing policy (chk.Policy) at nowMs and turns its
+// answer into core's decision. When the policy fails, the decision is
+// core's built-in interval policy and the error says why.
+func (a *Registry) Check(ctx context.Context, chk core.ProbeCheck, nowMs int64) (core.ProbeDecision, error) {
+	resp, err := a.Probe(ctx, chk.Policy, toProbeABI(chk, nowMs))
+	return probeDecision(resp, err), err
+}
+
 // runNative runs a native assignor for as (op: "assign" or "fallback
 // assign"), turning a panic into an error.
-func runNative(as *assignor, op string, fn NativeAssignor, req *abi.AssignRequest) (*abi.AssignResponse, error) {
+func runNative(as *assignor, op string, fn Native, req *abi.AssignRequest) (*abi.AssignResponse, error) {
 	return recoverNative(as, op, func() (*abi.AssignResponse, error) { return fn(req) })
 }
 
@@ -127,7 +134,7 @@ func recoverNative[T any](as *assignor, op string, fn func() (*T, error)) (resp 
 
 // toProbeABI translates a core probe check into the ABI's ProbeRequest.
 func toProbeABI(chk core.ProbeCheck, nowMs int64) *abi.ProbeRequest {
-	req, ts := toABI(core.AssignorRun{Group: chk.Group, Epoch: chk.Epoch, Input: chk.Input})
+	req, ts := ToABI(core.AssignorRun{Group: chk.Group, Epoch: chk.Epoch, Input: chk.Input})
 	pr := &abi.ProbeRequest{NowMs: nowMs, LastAssignMs: chk.LastAssignMs, Group: *req,
 		Target: make([]abi.MemberAssignment, len(chk.Target))}
 	tasks := func(refs []core.TaskRef) []int32 {
@@ -149,14 +156,4 @@ func probeDecision(resp *abi.ProbeResponse, err error) core.ProbeDecision {
 		return core.ProbeDecision{Builtin: true}
 	}
 	return core.ProbeDecision{Rebalance: resp.Rebalance, NextProbeMs: resp.NextProbeMs}
-}
-
-// probingPolicy resolves g's streams.probing.policy for core: the module
-// core asks, or "" for the built-in policy (no assignors: built-in).
-func (l *Loop) probingPolicy(g config.Group) *string {
-	p := ""
-	if l.d.Assignors != nil {
-		p = l.d.Assignors.ProbingPolicy(g.StreamsProbingPolicy, g.StreamsAssignorName)
-	}
-	return &p
 }
