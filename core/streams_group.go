@@ -81,6 +81,13 @@ func newStreamsMember(id string) *streamsMember {
 		clientTags: []KeyValue{}, assigned: emptyOwned(), pending: emptyOwned()}
 }
 
+// storedStreamsMember is newStreamsMember for a member a record creates:
+// no task sets (nil reads as empty; a stored member's sets are replaced,
+// never written) and no client tags until its records say.
+func storedStreamsMember(id string) *streamsMember {
+	return &streamsMember{id: id, state: memberStable, rebalanceTimeoutMs: -1, topologyEpoch: -1, clientTags: []KeyValue{}}
+}
+
 func (m *streamsMember) clone() *streamsMember {
 	c := *m
 	return &c

@@ -96,7 +96,7 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 		return nil
 	}
 	v := rec.Value.(StreamsGroupMemberMetadataValue)
-	m := newStreamsMember(k.MemberID)
+	m := storedStreamsMember(k.MemberID)
 	if old != nil {
 		m = old.clone()
 	}
@@ -141,6 +141,9 @@ func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
 	} else {
 		v := rec.Value.(StreamsGroupTargetAssignmentMemberValue)
 		t := tasksTuple{active: fromTaskIDs(v.ActiveTasks), standby: fromTaskIDs(v.StandbyTasks), warmup: fromTaskIDs(v.WarmupTasks)}
+		if m := g.members[k.MemberID]; m != nil {
+			t.standby, t.warmup = shareSet(t.standby, m.assigned.standby), shareSet(t.warmup, m.assigned.warmup)
+		}
 		c.setTarget(g, k.MemberID, &t)
 	}
 	g.updateState()
@@ -160,13 +163,13 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error 
 		}
 		m := old.clone()
 		m.epoch, m.prevEpoch = -1, -1
-		m.assigned, m.pending = emptyOwned(), emptyOwned()
+		m.assigned, m.pending = ownedTasks{}, ownedTasks{}
 		c.putMember(g, m)
 		g.updateState()
 		return nil
 	}
 	v := rec.Value.(StreamsGroupCurrentMemberAssignmentValue)
-	m := newStreamsMember(k.MemberID)
+	m := storedStreamsMember(k.MemberID)
 	if old != nil {
 		m = old.clone()
 	}
@@ -178,6 +181,9 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error 
 	m.pending = ownedTasks{
 		active:  epochsFromTaskIDs(v.ActiveTasksPendingRevocation, v.MemberEpoch),
 		standby: fromTaskIDs(v.StandbyTasksPendingRevocation), warmup: fromTaskIDs(v.WarmupTasksPendingRevocation),
+	}
+	if t, ok := g.target[k.MemberID]; ok {
+		m.assigned.standby, m.assigned.warmup = shareSet(m.assigned.standby, t.standby), shareSet(m.assigned.warmup, t.warmup)
 	}
 	c.putMember(g, m)
 	g.updateState()

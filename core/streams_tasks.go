@@ -122,9 +122,16 @@ func groupTasks(sorted []TaskID, epochs taskEpochs) []TaskIDs {
 	return out
 }
 
-// fromTaskIDs builds a set from record task lists.
+// fromTaskIDs builds a set from record task lists, for a group's state.
+// A set stored in a group is never written afterwards (changes store new
+// sets), so an empty list gives nil, which reads as an empty set and costs
+// no allocation; a non-empty one is sized once.
 func fromTaskIDs(ids []TaskIDs) taskSet {
-	s := taskSet{}
+	n := countTaskIDs(ids)
+	if n == 0 {
+		return nil
+	}
+	s := make(taskSet, n)
 	for _, id := range ids {
 		for _, p := range id.Partitions {
 			s[TaskID{id.SubtopologyID, p}] = struct{}{}
@@ -136,8 +143,13 @@ func fromTaskIDs(ids []TaskIDs) taskSet {
 // epochsFromTaskIDs reads active tasks with epochs; a list without (or with
 // mismatched) AssignmentEpochs gets fallback for every task, as Kafka does
 // for records written before 4.2.
+// Like fromTaskIDs, an empty list gives nil.
 func epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
-	e := taskEpochs{}
+	n := countTaskIDs(ids)
+	if n == 0 {
+		return nil
+	}
+	e := make(taskEpochs, n)
 	for _, id := range ids {
 		ok := len(id.AssignmentEpochs) == len(id.Partitions)
 		for i, p := range id.Partitions {
@@ -149,6 +161,30 @@ func epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
 		}
 	}
 	return e
+}
+
+func countTaskIDs(ids []TaskIDs) int {
+	n := 0
+	for _, id := range ids {
+		n += len(id.Partitions)
+	}
+	return n
+}
+
+// shareSet returns other when it holds exactly the tasks of s, else s:
+// a member's current assignment and its target are mostly the same sets
+// once it has reconciled, and stored sets are never written, so one map
+// can serve both.
+func shareSet(s, other taskSet) taskSet {
+	if len(s) != len(other) || len(s) == 0 {
+		return s
+	}
+	for t := range s {
+		if !other.has(t) {
+			return s
+		}
+	}
+	return other
 }
 
 // formatTasks renders a set as "0_1,0_2" for traces.

@@ -25,10 +25,10 @@ const (
 type timer struct {
 	key      string
 	deadline int64
-	kind     timerKind
 	group    string
 	member   string
 	epoch    int32 // the member epoch captured when a rebalance timeout was set
+	kind     timerKind
 }
 
 var timerKinds = map[timerKind]func(c *Coordinator, t timer){}
@@ -102,6 +102,17 @@ func (c *Coordinator) peekTimer() (timer, bool) {
 // setTimer schedules t (replacing a timer with the same key), undoably.
 func (c *Coordinator) setTimer(t timer) {
 	old, had := c.timers[t.key]
+	if had {
+		// One copy of the key: a timer re-armed on every heartbeat would
+		// otherwise keep a fresh key string in each stale heap entry.
+		t.key = old.key
+		if t.group == old.group {
+			t.group = old.group
+		}
+		if t.member == old.member {
+			t.member = old.member
+		}
+	}
 	c.timers[t.key] = t
 	c.indexTimer(t)
 	c.out.Timers = append(c.out.Timers, TimerChange{Key: t.key, Deadline: t.deadline})
