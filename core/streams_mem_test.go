@@ -76,3 +76,45 @@ func BenchmarkStreamsMemberMemory(b *testing.B) {
 		b.ReportMetric(float64(grown)/10000, "B/member")
 	}
 }
+
+// TestTaskInterner: equal small lists give one shared set, anything that
+// differs (a partition, an epoch, the fallback of a list without epochs)
+// gives its own, empty lists give nil, long lists are never shared, and the
+// tables stay bounded.
+func TestTaskInterner(t *testing.T) {
+	var in taskInterner
+	ids := func(sub string, ps ...int32) []TaskIDs { return []TaskIDs{{SubtopologyID: sub, Partitions: ps}} }
+	same := func(a, b map[TaskID]struct{}) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) }
+	a, b := in.fromTaskIDs(ids("0", 3)), in.fromTaskIDs(ids("0", 3))
+	if !same(a, b) || len(a) != 1 || !a.has(TaskID{"0", 3}) {
+		t.Fatalf("equal lists: %v %v, want one shared set {0_3}", a, b)
+	}
+	if c := in.fromTaskIDs(ids("0", 4)); same(a, c) || !c.has(TaskID{"0", 4}) {
+		t.Fatalf("another partition shares the set: %v", c)
+	}
+	if c := in.fromTaskIDs(ids("0\x01", 3)); same(a, c) || !c.has(TaskID{"0\x01", 3}) {
+		t.Fatalf("another subtopology shares the set: %v", c)
+	}
+	if s := in.fromTaskIDs(nil); s != nil {
+		t.Fatalf("empty list: %v, want nil", s)
+	}
+	withEpochs := []TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 2}, AssignmentEpochs: []int32{5, 6}}}
+	e1, e2 := in.epochsFromTaskIDs(withEpochs, 9), in.epochsFromTaskIDs(withEpochs, 9)
+	if fmt.Sprintf("%p", e1) != fmt.Sprintf("%p", e2) || e1[TaskID{"0", 1}] != 5 || e1[TaskID{"0", 2}] != 6 {
+		t.Fatalf("equal lists with epochs: %v %v", e1, e2)
+	}
+	f7, f8 := in.epochsFromTaskIDs(ids("0", 1, 2), 7), in.epochsFromTaskIDs(ids("0", 1, 2), 8)
+	if fmt.Sprintf("%p", f7) == fmt.Sprintf("%p", f8) || f7[TaskID{"0", 2}] != 7 || f8[TaskID{"0", 2}] != 8 {
+		t.Fatalf("fallback epochs 7 and 8 share: %v %v", f7, f8)
+	}
+	long := ids("0", 0, 1, 2, 3, 4, 5, 6, 7, 8)
+	if l1, l2 := in.fromTaskIDs(long), in.fromTaskIDs(long); same(l1, l2) || len(l1) != 9 {
+		t.Fatalf("a list of %d tasks was shared", len(long[0].Partitions))
+	}
+	for p := int32(0); p < 3*maxInternedSets; p++ {
+		in.fromTaskIDs(ids("0", p))
+		if len(in.sets) > maxInternedSets {
+			t.Fatalf("%d interned sets, bound %d", len(in.sets), maxInternedSets)
+		}
+	}
+}

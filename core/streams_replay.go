@@ -140,7 +140,7 @@ func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
 		c.setTarget(g, k.MemberID, nil)
 	} else {
 		v := rec.Value.(StreamsGroupTargetAssignmentMemberValue)
-		t := tasksTuple{active: fromTaskIDs(v.ActiveTasks), standby: fromTaskIDs(v.StandbyTasks), warmup: fromTaskIDs(v.WarmupTasks)}
+		t := tasksTuple{active: c.tasks.fromTaskIDs(v.ActiveTasks), standby: c.tasks.fromTaskIDs(v.StandbyTasks), warmup: c.tasks.fromTaskIDs(v.WarmupTasks)}
 		if m := g.members[k.MemberID]; m != nil {
 			t.standby, t.warmup = shareSet(t.standby, m.assigned.standby), shareSet(t.warmup, m.assigned.warmup)
 		}
@@ -175,12 +175,12 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error 
 	}
 	m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State)
 	m.assigned = ownedTasks{
-		active:  epochsFromTaskIDs(v.ActiveTasks, v.MemberEpoch),
-		standby: fromTaskIDs(v.StandbyTasks), warmup: fromTaskIDs(v.WarmupTasks),
+		active:  c.tasks.epochsFromTaskIDs(v.ActiveTasks, v.MemberEpoch),
+		standby: c.tasks.fromTaskIDs(v.StandbyTasks), warmup: c.tasks.fromTaskIDs(v.WarmupTasks),
 	}
 	m.pending = ownedTasks{
-		active:  epochsFromTaskIDs(v.ActiveTasksPendingRevocation, v.MemberEpoch),
-		standby: fromTaskIDs(v.StandbyTasksPendingRevocation), warmup: fromTaskIDs(v.WarmupTasksPendingRevocation),
+		active:  c.tasks.epochsFromTaskIDs(v.ActiveTasksPendingRevocation, v.MemberEpoch),
+		standby: c.tasks.fromTaskIDs(v.StandbyTasksPendingRevocation), warmup: c.tasks.fromTaskIDs(v.WarmupTasksPendingRevocation),
 	}
 	if t, ok := g.target[k.MemberID]; ok {
 		m.assigned.standby, m.assigned.warmup = shareSet(m.assigned.standby, t.standby), shareSet(m.assigned.warmup, t.warmup)

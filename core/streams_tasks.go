@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,11 +126,15 @@ func groupTasks(sorted []TaskID, epochs taskEpochs) []TaskIDs {
 // fromTaskIDs builds a set from record task lists, for a group's state.
 // A set stored in a group is never written afterwards (changes store new
 // sets), so an empty list gives nil, which reads as an empty set and costs
-// no allocation; a non-empty one is sized once.
-func fromTaskIDs(ids []TaskIDs) taskSet {
+// no allocation; a small one comes from the coordinator's interned sets.
+func (in *taskInterner) fromTaskIDs(ids []TaskIDs) taskSet {
 	n := countTaskIDs(ids)
 	if n == 0 {
 		return nil
+	}
+	ok := in.key(ids, n, false, 0)
+	if s, hit := in.sets[string(in.buf)]; ok && hit { // the index does not copy the bytes
+		return s
 	}
 	s := make(taskSet, n)
 	for _, id := range ids {
@@ -137,30 +142,95 @@ func fromTaskIDs(ids []TaskIDs) taskSet {
 			s[TaskID{id.SubtopologyID, p}] = struct{}{}
 		}
 	}
+	if ok {
+		if len(in.sets) >= maxInternedSets {
+			clear(in.sets) // sets handed out stay valid; only later sharing starts over
+		}
+		in.sets[string(in.buf)] = s
+	}
 	return s
 }
 
 // epochsFromTaskIDs reads active tasks with epochs; a list without (or with
 // mismatched) AssignmentEpochs gets fallback for every task, as Kafka does
-// for records written before 4.2.
-// Like fromTaskIDs, an empty list gives nil.
-func epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
+// for records written before 4.2. Like fromTaskIDs, an empty list gives
+// nil and a small one an interned map.
+func (in *taskInterner) epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
 	n := countTaskIDs(ids)
 	if n == 0 {
 		return nil
 	}
+	ok := in.key(ids, n, true, fallback)
+	if e, hit := in.epochs[string(in.buf)]; ok && hit {
+		return e
+	}
 	e := make(taskEpochs, n)
 	for _, id := range ids {
-		ok := len(id.AssignmentEpochs) == len(id.Partitions)
+		withEpochs := len(id.AssignmentEpochs) == len(id.Partitions)
 		for i, p := range id.Partitions {
-			if ok {
+			if withEpochs {
 				e[TaskID{id.SubtopologyID, p}] = id.AssignmentEpochs[i]
 			} else {
 				e[TaskID{id.SubtopologyID, p}] = fallback
 			}
 		}
 	}
+	if ok {
+		if len(in.epochs) >= maxInternedSets {
+			clear(in.epochs)
+		}
+		in.epochs[string(in.buf)] = e
+	}
 	return e
+}
+
+// taskInterner shares equal task sets among a coordinator's groups and
+// members: the same few small sets ("0_3", "0_3@7") recur across members
+// and groups, and a stored set is never written, so one map serves every
+// holder. Only sets of up to maxInternedTasks tasks are shared, and each
+// table is emptied when it reaches maxInternedSets entries, so the tables
+// stay bounded however many distinct sets pass through.
+type taskInterner struct {
+	sets   map[string]taskSet
+	epochs map[string]taskEpochs
+	buf    []byte
+}
+
+const (
+	maxInternedTasks = 8
+	maxInternedSets  = 4096
+)
+
+// key encodes the lists exactly (each subtopology id length-prefixed, then
+// partitions, with epochs if asked, as varints) into in.buf; it reports
+// false for lists too long to intern. Equal keys mean equal sets; equal
+// sets listed in another order only miss the sharing.
+func (in *taskInterner) key(ids []TaskIDs, n int, epochs bool, fallback int32) bool {
+	if n > maxInternedTasks {
+		return false
+	}
+	if in.sets == nil {
+		in.sets, in.epochs = map[string]taskSet{}, map[string]taskEpochs{}
+	}
+	b := in.buf[:0]
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(len(id.SubtopologyID)))
+		b = append(b, id.SubtopologyID...)
+		b = binary.AppendUvarint(b, uint64(len(id.Partitions)))
+		withEpochs := len(id.AssignmentEpochs) == len(id.Partitions)
+		for i, p := range id.Partitions {
+			b = binary.AppendVarint(b, int64(p))
+			switch {
+			case !epochs:
+			case withEpochs:
+				b = binary.AppendVarint(b, int64(id.AssignmentEpochs[i]))
+			default:
+				b = binary.AppendVarint(b, int64(fallback))
+			}
+		}
+	}
+	in.buf = b
+	return true
 }
 
 func countTaskIDs(ids []TaskIDs) int {
