@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"unique"
+)
 
 // Replay of streams records (Kafka's GroupMetadataManager.replay overloads).
 // The live path applies its own records through these functions, so live
@@ -101,9 +104,12 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 		m = old.clone()
 	}
 	m.instanceID, m.rackID = v.InstanceID, v.RackID
-	m.clientID, m.clientHost = v.ClientID, v.ClientHost
+	// Client ids and hosts repeat across members (one host runs many
+	// members, a client id names an application's clients), as process ids
+	// do across a process's threads: members keep one copy of each.
+	m.clientID, m.clientHost = unique.Make(v.ClientID).Value(), unique.Make(v.ClientHost).Value()
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
-	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags
+	m.processID, m.endpoint, m.clientTags = unique.Make(v.ProcessID).Value(), v.UserEndpoint, v.ClientTags
 	m.classic = v.Classic
 	c.putMember(g, m)
 	g.updateState()

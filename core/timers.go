@@ -74,10 +74,12 @@ func (c *Coordinator) live(e timerEntry) bool {
 }
 
 // indexTimer records t in the heap, rebuilding it when stale entries
-// outnumber live ones.
+// reach half the live ones (a session timer re-armed by every heartbeat
+// leaves one stale entry each time; a rebuild every n/2 pushes keeps the
+// cost per push constant).
 func (c *Coordinator) indexTimer(t timer) {
 	heap.Push(&c.timerHeap, timerEntry{t.deadline, t.key})
-	if len(c.timerHeap) > 2*len(c.timers)+64 {
+	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
 		h := make(timerHeap, 0, len(c.timers))
 		for k, t := range c.timers {
 			h = append(h, timerEntry{t.deadline, k})
