@@ -1,9 +1,6 @@
 package core
 
-import (
-	"fmt"
-	"unique"
-)
+import "fmt"
 
 // Replay of streams records (Kafka's GroupMetadataManager.replay overloads).
 // The live path applies its own records through these functions, so live
@@ -104,12 +101,11 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 		m = old.clone()
 	}
 	m.instanceID, m.rackID = v.InstanceID, v.RackID
-	// Client ids and hosts repeat across members (one host runs many
-	// members, a client id names an application's clients), as process ids
-	// do across a process's threads: members keep one copy of each.
-	m.clientID, m.clientHost = unique.Make(v.ClientID).Value(), unique.Make(v.ClientHost).Value()
+	// Client hosts repeat across members (one host runs many), as process
+	// ids do across a process's threads: members keep one copy of each.
+	m.clientID, m.clientHost = v.ClientID, c.tasks.str(v.ClientHost)
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
-	m.processID, m.endpoint, m.clientTags = unique.Make(v.ProcessID).Value(), v.UserEndpoint, v.ClientTags
+	m.processID, m.endpoint, m.clientTags = c.tasks.str(v.ProcessID), v.UserEndpoint, v.ClientTags
 	m.classic = v.Classic
 	c.putMember(g, m)
 	g.updateState()

@@ -193,7 +193,22 @@ func (in *taskInterner) epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpo
 type taskInterner struct {
 	sets   map[string]taskSet
 	epochs map[string]taskEpochs
+	strs   map[string]string // str's table, bounded the same way
 	buf    []byte
+}
+
+// str returns the copy of s the interner holds, holding s if none: for
+// strings members repeat (client hosts, process ids). A plain bounded map,
+// not package unique: its weak handles cost more than a replay's decoding.
+func (in *taskInterner) str(s string) string {
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	if in.strs == nil || len(in.strs) >= maxInternedSets {
+		in.strs = make(map[string]string)
+	}
+	in.strs[s] = s
+	return s
 }
 
 const (
