@@ -136,7 +136,7 @@ func groupStateRecords(units int) *stateFleet {
 			Value: core.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: 1764720000000}})
 		for i, m := range ids {
 			recs = append(recs, core.Record{Key: core.ConsumerGroupCurrentMemberAssignmentKey{GroupID: id, MemberID: m}, Value: core.ConsumerGroupCurrentMemberAssignmentValue{
-				MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 0, AssignedPartitions: []core.TopicPartitions{{TopicID: topic, Partitions: []int32{int32(i)}}},
+				MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 0, AssignedPartitions: []core.TopicPartitions{{TopicID: topic, Partitions: []int32{int32(i)}, AssignmentEpochs: []int32{epoch}}},
 				PartitionsPendingRevocation: []core.TopicPartitions{}}})
 		}
 		add(id, recs...)
