@@ -80,7 +80,7 @@ func (c *Coordinator) live(e timerEntry) bool {
 func (c *Coordinator) indexTimer(t timer) {
 	heap.Push(&c.timerHeap, timerEntry{t.deadline, t.key})
 	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
-		h := make(timerHeap, 0, len(c.timers))
+		h := make(timerHeap, 0, len(c.timers)+len(c.timers)/2+65) // room until the next rebuild
 		for k, t := range c.timers {
 			h = append(h, timerEntry{t.deadline, k})
 		}
