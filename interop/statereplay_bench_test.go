@@ -32,6 +32,7 @@ const (
 	benchStateRecordsEnv = "COORDHOST_INTEROP_BENCH_STATE_RECORDS" // group-state records (default 1,000,000; a multiple of 100,000)
 	stateUnit            = 100_000                                 // records per unit of the mix (stateMix)
 	statePartitions      = 50                                      // __consumer_offsets partitions on both sides
+	benchStateSideEnv    = "COORDHOST_INTEROP_BENCH_STATE_SIDE"    // "kafka" or "coordhost": that side only (default both)
 )
 
 // stateMix is the record mix of one unit of 100,000 records: streams
@@ -204,14 +205,23 @@ func TestGroupStateReplayRealKafka(t *testing.T) {
 		t.Log(strings.TrimSpace(line))
 	}
 	var ratios []string
+	side := os.Getenv(benchStateSideEnv)
 	for run := 1; run <= runs; run++ {
-		kr := kafkaStateReplay(t, dir, run, f)
-		row("| %d | kafka | %v | %v | %v | %d | max %v, sum %v over %d partitions | %.0f | %s |\n", run, kr.write.Round(time.Millisecond), kr.replayed.Round(time.Millisecond),
-			kr.serving.Round(time.Millisecond), kr.records, kr.loadMax, kr.loadSum, statePartitions, float64(n)/kr.replayed.Seconds(), loadAverage())
-		cr := coordhostStateReplay(t, dir, run, f)
+		var kr, cr stateResult
+		if side != "coordhost" {
+			kr = kafkaStateReplay(t, dir, run, f)
+			row("| %d | kafka | %v | %v | %v | %d | max %v, sum %v over %d partitions | %.0f | %s |\n", run, kr.write.Round(time.Millisecond), kr.replayed.Round(time.Millisecond),
+				kr.serving.Round(time.Millisecond), kr.records, kr.loadMax, kr.loadSum, statePartitions, float64(n)/kr.replayed.Seconds(), loadAverage())
+		}
+		if side == "kafka" {
+			continue
+		}
+		cr = coordhostStateReplay(t, dir, run, f)
 		row("| %d | coordhost | %v | %v | %v | %d | %v (store opened → replayed) | %.0f | %s |\n", run, cr.write.Round(time.Millisecond), cr.replayed.Round(time.Millisecond),
 			cr.serving.Round(time.Millisecond), cr.records, cr.storeScan, float64(n)/cr.replayed.Seconds(), loadAverage())
-		ratios = append(ratios, fmt.Sprintf("%.2f", cr.replayed.Seconds()/kr.replayed.Seconds()))
+		if side == "" {
+			ratios = append(ratios, fmt.Sprintf("%.2f", cr.replayed.Seconds()/kr.replayed.Seconds()))
+		}
 	}
 	var rep strings.Builder
 	fmt.Fprintf(&rep, "Commit %s, %s UTC, %d group-state records (%d streams groups × 10 members, %d consumer groups × 10 members, %d classic groups × 3 members; 33, 32 and 1 records a group), "+
