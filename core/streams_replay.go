@@ -101,11 +101,12 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 		m = old.clone()
 	}
 	m.instanceID, m.rackID = v.InstanceID, v.RackID
-	// Client hosts repeat across members (one host runs many), as process
-	// ids do across a process's threads: members keep one copy of each.
+	// Client hosts repeat across members (one host runs many): members
+	// keep one copy of each. (Process ids are not interned: most are a
+	// member's own, and the table's slot would cost more than it saves.)
 	m.clientID, m.clientHost = v.ClientID, c.tasks.str(v.ClientHost)
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
-	m.processID, m.endpoint, m.clientTags = c.tasks.str(v.ProcessID), v.UserEndpoint, v.ClientTags
+	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags
 	m.classic = v.Classic
 	c.putMember(g, m)
 	g.updateState()

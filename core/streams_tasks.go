@@ -198,7 +198,7 @@ type taskInterner struct {
 }
 
 // str returns the copy of s the interner holds, holding s if none: for
-// strings members repeat (client hosts, process ids). A plain bounded map,
+// strings many members repeat (client hosts). A plain bounded map,
 // not package unique: its weak handles cost more than a replay's decoding.
 func (in *taskInterner) str(s string) string {
 	if v, ok := in.strs[s]; ok {
