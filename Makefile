@@ -120,11 +120,11 @@ sim-validate:
 		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop
 
 .PHONY: bench-replay
-## bench-replay: Replay of one partition of RECORDS records (default 1000000) from the state topic on a real Kafka 4.4 broker and from the bbolt store, RUNS alternating replays each (docs/BENCHMARKS.md) -> build/bench-replay.md
+## bench-replay: Replay of one partition of RECORDS records (default 1000000) from the state topic on a real Kafka 4.4 broker and from the bbolt store, RUNS alternating replays each; then STATE group-state records (default 1000000: streams, consumer and classic groups) loaded by a restarted Kafka 4.4 broker and by a starting coordhost, RUNS runs (docs/BENCHMARKS.md; WHICH=state or WHICH=topic runs one; SIDE=kafka or SIDE=coordhost one side of the group-state run) -> build/bench-replay.md, build/bench-replay-state.md
 bench-replay:
 	@mkdir -p build
-	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_RECORDS=$(or $(RECORDS),1000000) COORDHOST_INTEROP_BENCH_REPLAY_OUT=$(CURDIR)/build/bench-replay.md \
-		$(GO) test -count=1 -v -timeout 30m -run 'TestStateTopicReplayRealKafka$$' ./interop
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_RECORDS=$(or $(RECORDS),1000000) COORDHOST_INTEROP_BENCH_STATE_RECORDS=$(or $(STATE),1000000) COORDHOST_INTEROP_BENCH_STATE_SIDE=$(SIDE) COORDHOST_INTEROP_BENCH_REPLAY_OUT=$(CURDIR)/build/bench-replay.md \
+		$(GO) test -count=1 -v -timeout 60m -run '$(if $(filter state,$(WHICH)),,TestStateTopicReplayRealKafka$$)$(if $(WHICH),,|)$(if $(filter topic,$(WHICH)),,TestGroupStateReplayRealKafka$$)' ./interop
 
 .PHONY: bench-memory
 ## bench-memory: live heap growth with 1,000 streams groups × 10 members and replay of KEYS committed offsets (default 100000; 1000000 is the full size, whose writing on coordhost takes far longer), coordhost vs a real Kafka 4.4 broker, RUNS runs (docs/BENCHMARKS.md, about 5 minutes a run) -> build/bench-memory.md

@@ -27,6 +27,8 @@ type Coordinator struct {
 	consumerOverrides map[string]ConsumerGroupOverrides
 	// migration is online-migration bookkeeping (migration_policy.go).
 	migration migrationState
+	// tasks shares the small task sets streams groups store (streams_tasks.go).
+	tasks taskInterner
 
 	// Batch state: the undo log since the last Commit, requests parked in
 	// the batches not committed, where each sealed batch ends in both

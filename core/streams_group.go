@@ -81,6 +81,13 @@ func newStreamsMember(id string) *streamsMember {
 		clientTags: []KeyValue{}, assigned: emptyOwned(), pending: emptyOwned()}
 }
 
+// storedStreamsMember is newStreamsMember for a member a record creates:
+// no task sets (nil reads as empty; a stored member's sets are replaced,
+// never written) and no client tags until its records say.
+func storedStreamsMember(id string) *streamsMember {
+	return &streamsMember{id: id, state: memberStable, rebalanceTimeoutMs: -1, topologyEpoch: -1, clientTags: []KeyValue{}}
+}
+
 func (m *streamsMember) clone() *streamsMember {
 	c := *m
 	return &c
@@ -135,9 +142,10 @@ func newStreamsGroup(id string) *streamsGroup {
 		id: id, groupEpoch: 1, assignmentEpoch: 1, validatedTopologyEpoch: -1,
 		storedDescEpoch: -1, failedDescEpoch: -1,
 		members: map[string]*streamsMember{}, staticMembers: map[string]string{},
-		target: map[string]tasksTuple{}, warmupTargets: map[string]struct{}{},
+		target:      map[string]tasksTuple{},
 		activeOwner: map[TaskID]string{}, standbyOwners: map[TaskID]map[string]int{},
-		warmupOwners: map[TaskID]map[string]int{},
+		// warmupTargets and warmupOwners are made on first use: most
+		// groups never hold a warm-up.
 	}
 	g.soft.taskOffsets = map[string]memberOffsets{}
 	g.updateState()
@@ -220,6 +228,9 @@ func (g *streamsGroup) index(m *streamsMember) {
 			g.activeOwner[t] = m.processID
 		}
 		addOwner(g.standbyOwners, o.standby, m.processID)
+		if len(o.warmup) > 0 && g.warmupOwners == nil {
+			g.warmupOwners = map[TaskID]map[string]int{}
+		}
 		addOwner(g.warmupOwners, o.warmup, m.processID)
 	}
 }

@@ -24,5 +24,8 @@ func (c *Coordinator) storeTaskOffsets(g *streamsGroup, member string, req *kmsg
 	if req.TaskEndOffsets != nil {
 		o.endOffsets = conv(req.TaskEndOffsets)
 	}
+	if o.offsets == nil && o.endOffsets == nil {
+		return // nothing reported yet: an absent entry reads the same, and costs no map slot
+	}
 	g.soft.taskOffsets[member] = o
 }

@@ -96,12 +96,15 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 		return nil
 	}
 	v := rec.Value.(StreamsGroupMemberMetadataValue)
-	m := newStreamsMember(k.MemberID)
+	m := storedStreamsMember(k.MemberID)
 	if old != nil {
 		m = old.clone()
 	}
 	m.instanceID, m.rackID = v.InstanceID, v.RackID
-	m.clientID, m.clientHost = v.ClientID, v.ClientHost
+	// Client hosts repeat across members (one host runs many): members
+	// keep one copy of each. (Process ids are not interned: most are a
+	// member's own, and the table's slot would cost more than it saves.)
+	m.clientID, m.clientHost = v.ClientID, c.tasks.str(v.ClientHost)
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
 	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags
 	m.classic = v.Classic
@@ -140,7 +143,10 @@ func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
 		c.setTarget(g, k.MemberID, nil)
 	} else {
 		v := rec.Value.(StreamsGroupTargetAssignmentMemberValue)
-		t := tasksTuple{active: fromTaskIDs(v.ActiveTasks), standby: fromTaskIDs(v.StandbyTasks), warmup: fromTaskIDs(v.WarmupTasks)}
+		t := tasksTuple{active: c.tasks.fromTaskIDs(v.ActiveTasks), standby: c.tasks.fromTaskIDs(v.StandbyTasks), warmup: c.tasks.fromTaskIDs(v.WarmupTasks)}
+		if m := g.members[k.MemberID]; m != nil {
+			t.standby, t.warmup = shareSet(t.standby, m.assigned.standby), shareSet(t.warmup, m.assigned.warmup)
+		}
 		c.setTarget(g, k.MemberID, &t)
 	}
 	g.updateState()
@@ -160,24 +166,27 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error 
 		}
 		m := old.clone()
 		m.epoch, m.prevEpoch = -1, -1
-		m.assigned, m.pending = emptyOwned(), emptyOwned()
+		m.assigned, m.pending = ownedTasks{}, ownedTasks{}
 		c.putMember(g, m)
 		g.updateState()
 		return nil
 	}
 	v := rec.Value.(StreamsGroupCurrentMemberAssignmentValue)
-	m := newStreamsMember(k.MemberID)
+	m := storedStreamsMember(k.MemberID)
 	if old != nil {
 		m = old.clone()
 	}
 	m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State)
 	m.assigned = ownedTasks{
-		active:  epochsFromTaskIDs(v.ActiveTasks, v.MemberEpoch),
-		standby: fromTaskIDs(v.StandbyTasks), warmup: fromTaskIDs(v.WarmupTasks),
+		active:  c.tasks.epochsFromTaskIDs(v.ActiveTasks, v.MemberEpoch),
+		standby: c.tasks.fromTaskIDs(v.StandbyTasks), warmup: c.tasks.fromTaskIDs(v.WarmupTasks),
 	}
 	m.pending = ownedTasks{
-		active:  epochsFromTaskIDs(v.ActiveTasksPendingRevocation, v.MemberEpoch),
-		standby: fromTaskIDs(v.StandbyTasksPendingRevocation), warmup: fromTaskIDs(v.WarmupTasksPendingRevocation),
+		active:  c.tasks.epochsFromTaskIDs(v.ActiveTasksPendingRevocation, v.MemberEpoch),
+		standby: c.tasks.fromTaskIDs(v.StandbyTasksPendingRevocation), warmup: c.tasks.fromTaskIDs(v.WarmupTasksPendingRevocation),
+	}
+	if t, ok := g.target[k.MemberID]; ok {
+		m.assigned.standby, m.assigned.warmup = shareSet(m.assigned.standby, t.standby), shareSet(m.assigned.warmup, t.warmup)
 	}
 	c.putMember(g, m)
 	g.updateState()

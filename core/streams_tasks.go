@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,33 +123,153 @@ func groupTasks(sorted []TaskID, epochs taskEpochs) []TaskIDs {
 	return out
 }
 
-// fromTaskIDs builds a set from record task lists.
-func fromTaskIDs(ids []TaskIDs) taskSet {
-	s := taskSet{}
+// fromTaskIDs builds a set from record task lists, for a group's state.
+// A set stored in a group is never written afterwards (changes store new
+// sets), so an empty list gives nil, which reads as an empty set and costs
+// no allocation; a small one comes from the coordinator's interned sets.
+func (in *taskInterner) fromTaskIDs(ids []TaskIDs) taskSet {
+	n := countTaskIDs(ids)
+	if n == 0 {
+		return nil
+	}
+	ok := in.key(ids, n, false, 0)
+	if s, hit := in.sets[string(in.buf)]; ok && hit { // the index does not copy the bytes
+		return s
+	}
+	s := make(taskSet, n)
 	for _, id := range ids {
 		for _, p := range id.Partitions {
 			s[TaskID{id.SubtopologyID, p}] = struct{}{}
 		}
+	}
+	if ok {
+		if len(in.sets) >= maxInternedSets {
+			clear(in.sets) // sets handed out stay valid; only later sharing starts over
+		}
+		in.sets[string(in.buf)] = s
 	}
 	return s
 }
 
 // epochsFromTaskIDs reads active tasks with epochs; a list without (or with
 // mismatched) AssignmentEpochs gets fallback for every task, as Kafka does
-// for records written before 4.2.
-func epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
-	e := taskEpochs{}
+// for records written before 4.2. Like fromTaskIDs, an empty list gives
+// nil and a small one an interned map.
+func (in *taskInterner) epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
+	n := countTaskIDs(ids)
+	if n == 0 {
+		return nil
+	}
+	ok := in.key(ids, n, true, fallback)
+	if e, hit := in.epochs[string(in.buf)]; ok && hit {
+		return e
+	}
+	e := make(taskEpochs, n)
 	for _, id := range ids {
-		ok := len(id.AssignmentEpochs) == len(id.Partitions)
+		withEpochs := len(id.AssignmentEpochs) == len(id.Partitions)
 		for i, p := range id.Partitions {
-			if ok {
+			if withEpochs {
 				e[TaskID{id.SubtopologyID, p}] = id.AssignmentEpochs[i]
 			} else {
 				e[TaskID{id.SubtopologyID, p}] = fallback
 			}
 		}
 	}
+	if ok {
+		if len(in.epochs) >= maxInternedSets {
+			clear(in.epochs)
+		}
+		in.epochs[string(in.buf)] = e
+	}
 	return e
+}
+
+// taskInterner shares equal task sets among a coordinator's groups and
+// members: the same few small sets ("0_3", "0_3@7") recur across members
+// and groups, and a stored set is never written, so one map serves every
+// holder. Only sets of up to maxInternedTasks tasks are shared, and each
+// table is emptied when it reaches maxInternedSets entries, so the tables
+// stay bounded however many distinct sets pass through.
+type taskInterner struct {
+	sets   map[string]taskSet
+	epochs map[string]taskEpochs
+	strs   map[string]string // str's table, bounded the same way
+	buf    []byte
+}
+
+// str returns the copy of s the interner holds, holding s if none: for
+// strings many members repeat (client hosts). A plain bounded map,
+// not package unique: its weak handles cost more than a replay's decoding.
+func (in *taskInterner) str(s string) string {
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	if in.strs == nil || len(in.strs) >= maxInternedSets {
+		in.strs = make(map[string]string)
+	}
+	in.strs[s] = s
+	return s
+}
+
+const (
+	maxInternedTasks = 8
+	maxInternedSets  = 4096
+)
+
+// key encodes the lists exactly (each subtopology id length-prefixed, then
+// partitions, with epochs if asked, as varints) into in.buf; it reports
+// false for lists too long to intern. Equal keys mean equal sets; equal
+// sets listed in another order only miss the sharing.
+func (in *taskInterner) key(ids []TaskIDs, n int, epochs bool, fallback int32) bool {
+	if n > maxInternedTasks {
+		return false
+	}
+	if in.sets == nil {
+		in.sets, in.epochs = map[string]taskSet{}, map[string]taskEpochs{}
+	}
+	b := in.buf[:0]
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(len(id.SubtopologyID)))
+		b = append(b, id.SubtopologyID...)
+		b = binary.AppendUvarint(b, uint64(len(id.Partitions)))
+		withEpochs := len(id.AssignmentEpochs) == len(id.Partitions)
+		for i, p := range id.Partitions {
+			b = binary.AppendVarint(b, int64(p))
+			switch {
+			case !epochs:
+			case withEpochs:
+				b = binary.AppendVarint(b, int64(id.AssignmentEpochs[i]))
+			default:
+				b = binary.AppendVarint(b, int64(fallback))
+			}
+		}
+	}
+	in.buf = b
+	return true
+}
+
+func countTaskIDs(ids []TaskIDs) int {
+	n := 0
+	for _, id := range ids {
+		n += len(id.Partitions)
+	}
+	return n
+}
+
+// shareSet returns other when it holds exactly the tasks of s, else s:
+// a member's current assignment and its target are mostly the same sets
+// once it has reconciled, and stored sets are never written, so one map
+// can serve both.
+func shareSet(s, other taskSet) taskSet {
+	if len(s) != len(other) || len(s) == 0 {
+		return s
+	}
+	for t := range s {
+		if !other.has(t) {
+			return s
+		}
+	}
+	return other
 }
 
 // formatTasks renders a set as "0_1,0_2" for traces.

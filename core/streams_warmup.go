@@ -137,6 +137,9 @@ func (c *Coordinator) caughtUpWarmups(g *streamsGroup) []string {
 // replay, so the index always matches target.
 func (g *streamsGroup) indexWarmupTarget(member string) {
 	if len(g.target[member].warmup) > 0 {
+		if g.warmupTargets == nil { // most groups never hold a warm-up
+			g.warmupTargets = map[string]struct{}{}
+		}
 		g.warmupTargets[member] = struct{}{}
 	} else {
 		delete(g.warmupTargets, member)

@@ -25,10 +25,10 @@ const (
 type timer struct {
 	key      string
 	deadline int64
-	kind     timerKind
 	group    string
 	member   string
 	epoch    int32 // the member epoch captured when a rebalance timeout was set
+	kind     timerKind
 }
 
 var timerKinds = map[timerKind]func(c *Coordinator, t timer){}
@@ -74,11 +74,13 @@ func (c *Coordinator) live(e timerEntry) bool {
 }
 
 // indexTimer records t in the heap, rebuilding it when stale entries
-// outnumber live ones.
+// reach half the live ones (a session timer re-armed by every heartbeat
+// leaves one stale entry each time; a rebuild every n/2 pushes keeps the
+// cost per push constant).
 func (c *Coordinator) indexTimer(t timer) {
 	heap.Push(&c.timerHeap, timerEntry{t.deadline, t.key})
-	if len(c.timerHeap) > 2*len(c.timers)+64 {
-		h := make(timerHeap, 0, len(c.timers))
+	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
+		h := make(timerHeap, 0, len(c.timers)+len(c.timers)/2+65) // room until the next rebuild
 		for k, t := range c.timers {
 			h = append(h, timerEntry{t.deadline, k})
 		}
@@ -102,6 +104,17 @@ func (c *Coordinator) peekTimer() (timer, bool) {
 // setTimer schedules t (replacing a timer with the same key), undoably.
 func (c *Coordinator) setTimer(t timer) {
 	old, had := c.timers[t.key]
+	if had {
+		// One copy of the key: a timer re-armed on every heartbeat would
+		// otherwise keep a fresh key string in each stale heap entry.
+		t.key = old.key
+		if t.group == old.group {
+			t.group = old.group
+		}
+		if t.member == old.member {
+			t.member = old.member
+		}
+	}
 	c.timers[t.key] = t
 	c.indexTimer(t)
 	c.out.Timers = append(c.out.Timers, TimerChange{Key: t.key, Deadline: t.deadline})

@@ -439,7 +439,16 @@ func (s *Store) decode(seqKey, key, raw []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, s.corrupt(fmt.Sprintf("sequence %d: %v", seq, err))
 	}
-	return Entry{Seq: seq, Key: bytes.Clone(k), Value: bytes.Clone(v)}, nil
+	// One copy holds both (the page memory is valid only inside the
+	// transaction): one allocation a record instead of two.
+	kv := make([]byte, len(k)+len(v))
+	copy(kv, k)
+	copy(kv[len(k):], v)
+	e := Entry{Seq: seq, Key: kv[:len(k):len(k)], Value: kv[len(k):]}
+	if v == nil {
+		e.Value = nil
+	}
+	return e, nil
 }
 
 // Close flushes and closes the file.
