@@ -37,10 +37,11 @@ const (
 
 // The error codes the classic client reacts to.
 const (
-	errIllegalGeneration   = 22
-	errUnknownMember       = 25
-	errRebalanceInProgress = 27
-	errMemberIDRequired    = 79
+	errIllegalGeneration    = 22
+	errUnknownMember        = 25
+	errRebalanceInProgress  = 27
+	errInconsistentProtocol = 23
+	errMemberIDRequired     = 79
 )
 
 func (s *sim) classicAct(cl *classicClient) *call {

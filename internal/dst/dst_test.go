@@ -71,7 +71,8 @@ func TestDST(t *testing.T) {
 		t.Fatalf("%d of %d seeds failed (%v); first: seed %d (fails within %d steps): %v\nreproduce: go test ./internal/dst -run TestDST -seed=%d -steps=%d -v\ntrace:\n%s",
 			len(failed), n, failed, first.seed, first.steps, first.res.Err, first.seed, first.steps, tail(first.res.Trace, 200))
 	}
-	if n >= 100 && (total.Grants < n || total.FailedAppends < n || total.Fenced == 0 || total.Lost == 0 || total.Crashes < 2*n) {
+	if n >= 100 && (total.Grants < n || total.FailedAppends < n || total.Fenced == 0 || total.Lost == 0 || total.Crashes < 2*n ||
+		total.Conversions < n/10) {
 		t.Fatalf("the run exercised too little: %+v", total)
 	}
 }
@@ -171,6 +172,7 @@ func (s *Stats) add(o Stats) {
 	s.Released += o.Released
 	s.Lost += o.Lost
 	s.Grants += o.Grants
+	s.Conversions += o.Conversions
 }
 
 func tail(trace string, lines int) string {

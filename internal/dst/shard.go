@@ -68,6 +68,9 @@ type shard struct {
 	wrote bool
 	// sealed: a round is sealed and not yet committed or rolled back.
 	sealed bool
+	// renewed: groups created, or converted while empty, since the
+	// invariants last looked: their epochs start again.
+	renewed map[string]bool
 }
 
 func (s *shard) Replay(r runtime.Record) error {
@@ -107,6 +110,18 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 		o = s.c.Tick(now)
 	case request:
 		o = in.call(s.c, now, in.id)
+	}
+	for _, ev := range o.Events {
+		if ev.Kind == core.EventGroupConverted && (ev.Reason == core.ReasonOnlineToStreams || ev.Reason == core.ReasonOnlineToClassic) {
+			s.sim.stats.Conversions++
+		}
+		if ev.Kind == core.EventGroupCreated || ev.Kind == core.EventGroupConverted &&
+			(ev.Reason == core.ReasonOfflineToStreams || ev.Reason == core.ReasonOfflineToClassic || ev.Reason == core.ReasonOfflineToConsumer) {
+			if s.renewed == nil {
+				s.renewed = map[string]bool{}
+			}
+			s.renewed[ev.Group] = true
+		}
 	}
 	s.resp = append(s.resp, o.Responses...)
 	s.runs = append(s.runs, o.AssignorRuns...)

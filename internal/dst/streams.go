@@ -78,6 +78,7 @@ var topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: 0, Subtopologie
 // vanish without leaving.
 type streamsClient struct {
 	name, group string
+	topology    *kmsg.StreamsGroupHeartbeatRequestTopology // nil: the streams groups' topology
 	incarnation int
 	memberID    string
 	joined      bool
@@ -89,10 +90,13 @@ type streamsClient struct {
 	waiting     bool // a request is in flight
 	retry       bool // the last request failed: send it again as it was
 	gone        bool // vanished without leaving
+	// staleSeen: the coordinator accepted a stale resend of this member's
+	// heartbeat, so it may believe the member owns less than it does.
+	staleSeen bool
 }
 
 func (cl *streamsClient) reset() {
-	cl.joined, cl.epoch, cl.owned, cl.lateDrop = false, 0, taskSet{}, nil
+	cl.joined, cl.epoch, cl.staleSeen, cl.owned, cl.lateDrop = false, 0, false, taskSet{}, nil
 }
 
 // act returns the client's next request, or nil.
@@ -125,29 +129,19 @@ func (s *sim) streamsAct(cl *streamsClient) *call {
 		pid := cl.name
 		req.ProcessID = &pid
 		req.Topology = topology
+		if cl.topology != nil {
+			req.Topology = cl.topology
+		}
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	} else {
 		req.MemberEpoch = cl.epoch
 		if s.rng.IntN(8) > 0 { // else null: "unchanged"
 			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(cl.owned), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 		}
-		for _, t := range taskSet(cl.lateDropSet()).sorted() { // a late revoker counts down per heartbeat
-			if cl.lateDrop[t]--; cl.lateDrop[t] <= 0 {
-				delete(cl.lateDrop, t)
-				delete(cl.owned, t)
-			}
-		}
+		countDown(cl.owned, cl.lateDrop)
 	}
 	cl.lastReq = req
 	return s.streamsCall(cl, req, "heartbeat", true)
-}
-
-func (cl *streamsClient) lateDropSet() taskSet {
-	out := taskSet{}
-	for t := range cl.lateDrop {
-		out[t] = true
-	}
-	return out
 }
 
 // streamsLeave is a leave heartbeat (epoch -1).
@@ -199,7 +193,14 @@ func (s *sim) streamsCall(cl *streamsClient, req *kmsg.StreamsGroupHeartbeatRequ
 			return c.StreamsGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
 		},
 		check: func(msg kmsg.Response) {
-			s.inv.streamsResponse(s, cl.group, member, reported, msg.(*kmsg.StreamsGroupHeartbeatResponse))
+			resp := msg.(*kmsg.StreamsGroupHeartbeatResponse)
+			s.inv.streamsResponse(s, cl.group, member, reported, resp)
+			if !wait && resp.ErrorCode == 0 && resp.MemberEpoch >= 0 && member == cl.memberID {
+				cl.staleSeen = true
+			}
+			if resp.ErrorCode == 0 && resp.MemberEpoch >= 0 && resp.ActiveTasks != nil {
+				s.checkTaskGrant(cl.group, member, cl.name, cl.owned, fromKmsg(resp.ActiveTasks), resp.MemberEpoch)
+			}
 		},
 		done: func(msg kmsg.Response) {
 			if mine() {
@@ -239,17 +240,35 @@ func (cl *streamsClient) apply(resp *kmsg.StreamsGroupHeartbeatResponse) {
 	if cl.lateDrop == nil {
 		cl.lateDrop = map[task]int{}
 	}
-	for _, t := range cl.owned.sorted() {
-		if !next[t] {
-			if cl.lateBy == 0 {
-				delete(cl.owned, t)
-			} else if _, ok := cl.lateDrop[t]; !ok {
-				cl.lateDrop[t] = cl.lateBy
+	adopt(cl.owned, cl.lateDrop, next, cl.lateBy)
+}
+
+// adopt installs a new assignment next over owned: what next no longer
+// holds is dropped at once, or by a late revoker lateBy heartbeats later
+// (lateDrop counts them down).
+func adopt[K comparable](owned map[K]bool, lateDrop map[K]int, next map[K]bool, lateBy int) {
+	for k := range owned {
+		if !next[k] {
+			if lateBy == 0 {
+				delete(owned, k)
+			} else if _, ok := lateDrop[k]; !ok {
+				lateDrop[k] = lateBy
 			}
 		}
 	}
-	for t := range next {
-		cl.owned[t] = true
-		delete(cl.lateDrop, t)
+	for k := range next {
+		owned[k] = true
+		delete(lateDrop, k)
+	}
+}
+
+// countDown is one heartbeat of a late revoker: what it has revoked late
+// enough is dropped.
+func countDown[K comparable](owned map[K]bool, lateDrop map[K]int) {
+	for k := range lateDrop {
+		if lateDrop[k]--; lateDrop[k] <= 0 {
+			delete(lateDrop, k)
+			delete(owned, k)
+		}
 	}
 }
