@@ -72,7 +72,7 @@ func TestDST(t *testing.T) {
 			len(failed), n, failed, first.seed, first.steps, first.res.Err, first.seed, first.steps, tail(first.res.Trace, 200))
 	}
 	if n >= 100 && (total.Grants < n || total.FailedAppends < n || total.Fenced == 0 || total.Lost == 0 || total.Crashes < 2*n ||
-		total.Conversions < n/10) {
+		total.Conversions < n/10 || total.Pipelined < n/10) {
 		t.Fatalf("the run exercised too little: %+v", total)
 	}
 }
@@ -173,6 +173,7 @@ func (s *Stats) add(o Stats) {
 	s.Lost += o.Lost
 	s.Grants += o.Grants
 	s.Conversions += o.Conversions
+	s.Pipelined += o.Pipelined
 }
 
 func tail(trace string, lines int) string {

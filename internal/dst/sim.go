@@ -53,6 +53,9 @@ type Stats struct {
 	// Conversions counts online conversions of the mixed group (a
 	// conversion stepped and then rolled back counts too).
 	Conversions int
+	// Pipelined counts rounds stepped while an earlier round of their
+	// partition was in flight (pipeline episodes).
+	Pipelined int
 }
 
 // partitions is the partition count of the simulated coordinator.
@@ -125,6 +128,9 @@ type sim struct {
 	// the process died in; the coordinator acted on their requests.
 	undelivered []core.Response
 
+	// pipeFlags: pipeline episodes (pipeline.go).
+	pipeFlags
+
 	inv   invariants
 	trace strings.Builder
 	mu    sync.Mutex
@@ -171,6 +177,7 @@ func newSim(o Options) *sim {
 	s := &sim{opt: o, rng: rng, now: 1_700_000_000_000, cfg: cfg, ends: make(chan roundEnd, 16),
 		crashAt: make([]crashMode, partitions), pendingExpect: map[int]string{}, expectNext: map[int]string{},
 		inflight: map[core.RequestID]*call{}, inv: newInvariants()}
+	s.pipeFlags.init()
 	s.topics = []core.TopicMetadata{{Name: "in", Partitions: 4}, {Name: "in2", Partitions: 2},
 		{Name: "store-changelog", Partitions: 4}, {Name: "t", Partitions: 4}}
 	for i := range s.topics {

@@ -14,6 +14,8 @@ import (
 // faults and crashes are armed, topics change.
 func (s *sim) step() {
 	switch r := s.rng.IntN(100); {
+	case r < 4:
+		s.pipeline()
 	case r < 38:
 		s.act(1)
 	case r < 48:
@@ -111,8 +113,11 @@ const (
 )
 
 // clientAct lets a random client take its next step.
-func (s *sim) clientAct() *call {
-	switch kind, i := s.pick(); kind {
+func (s *sim) clientAct() *call { return s.actAs(s.pick()) }
+
+// actAs lets client i of kind take its next step.
+func (s *sim) actAs(kind, i int) *call {
+	switch kind {
 	case kindStreams:
 		return s.streamsAct(s.streams[i])
 	case kindClassic:
