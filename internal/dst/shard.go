@@ -132,6 +132,7 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 	for _, ev := range o.Events {
 		if ev.Kind == core.EventGroupConverted && (ev.Reason == core.ReasonOnlineToStreams || ev.Reason == core.ReasonOnlineToClassic) {
 			s.sim.stats.Conversions++
+			s.sim.tracef("  group %s converted (%s) at epoch %d", ev.Group, ev.Reason, ev.Epoch)
 		}
 		if ev.Kind == core.EventGroupCreated || ev.Kind == core.EventGroupConverted &&
 			(ev.Reason == core.ReasonOfflineToStreams || ev.Reason == core.ReasonOfflineToClassic || ev.Reason == core.ReasonOfflineToConsumer) {
