@@ -40,6 +40,13 @@ type classicStreamsClient struct {
 	members     []kmsg.JoinGroupResponseMember
 	owned       taskSet
 	followup    int64
+	// lateBy: heartbeats a late revoker keeps running the tasks an
+	// assignment revoked before it revokes them and rejoins; revoking
+	// holds them, rejoinIn counts down.
+	lateBy, rejoinIn int
+	revoking         taskSet
+	// last is the client's last request, for a stale resend.
+	last        *call
 	waiting     bool
 	gone        bool
 	incarnation int
@@ -48,6 +55,15 @@ type classicStreamsClient struct {
 
 func (cl *classicStreamsClient) reset() {
 	cl.memberID, cl.gen, cl.phase, cl.owned, cl.followup = "", 0, needJoin, taskSet{}, 0
+	cl.rejoinIn, cl.revoking = 0, nil
+}
+
+// revoke stops the tasks a late revoker still runs.
+func (cl *classicStreamsClient) revoke() {
+	for t := range cl.revoking {
+		delete(cl.owned, t)
+	}
+	cl.rejoinIn, cl.revoking = 0, nil
 }
 
 func (s *sim) classicStreamsAct(cl *classicStreamsClient) *call {
@@ -67,6 +83,11 @@ func (s *sim) classicStreamsAct(cl *classicStreamsClient) *call {
 	cl.refusedAt = 0
 	if cl.phase == stable && cl.followup != 0 && s.now >= cl.followup {
 		cl.followup, cl.phase = 0, needJoin // Kafka Streams' follow-up rebalance
+	}
+	if cl.phase == stable && cl.rejoinIn > 0 {
+		if cl.rejoinIn--; cl.rejoinIn == 0 {
+			cl.phase = needJoin
+		}
 	}
 	switch cl.phase {
 	case needJoin:
@@ -128,6 +149,7 @@ func (s *sim) subscription(cl *classicStreamsClient) []byte {
 }
 
 func (s *sim) classicStreamsJoin(cl *classicStreamsClient) *call {
+	cl.revoke() // a client revokes before it rejoins
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Version = 9
 	req.Group, req.MemberID, req.ProtocolType = cl.group, cl.memberID, "consumer"
@@ -182,15 +204,23 @@ func (s *sim) classicStreamsSync(cl *classicStreamsClient) *call {
 			if next > 0 && next != userdata.NoRebalance {
 				cl.followup = next
 			}
-			revoked := false
+			revoked := taskSet{}
 			for t := range cl.owned {
 				if !tasks[t] {
-					revoked = true
+					revoked[t] = true
 				}
 			}
-			cl.owned = tasks
-			if revoked {
-				cl.phase = needJoin // cooperative: rejoin after revoking
+			switch {
+			case len(revoked) == 0:
+				cl.owned = tasks
+			case cl.lateBy == 0:
+				cl.owned, cl.phase = tasks, needJoin // cooperative: rejoin after revoking
+			default:
+				// A late revoker keeps running what it lost for a while.
+				for t := range tasks {
+					cl.owned[t] = true
+				}
+				cl.revoking, cl.rejoinIn = revoked, cl.lateBy
 			}
 		}, func(msg kmsg.Response) {
 			resp := msg.(*kmsg.SyncGroupResponse)
@@ -226,7 +256,7 @@ func (s *sim) classicStreamsCall(cl *classicStreamsClient, what string, run func
 	cl.waiting = true
 	member, inc := cl.memberID, cl.incarnation
 	mine := func() bool { return cl.incarnation == inc }
-	return &call{
+	c := &call{
 		group: cl.group,
 		what:  fmt.Sprintf("classic streams %s %s gen=%d owned=%s", what, member, cl.gen, cl.owned),
 		run:   run,
@@ -243,6 +273,20 @@ func (s *sim) classicStreamsCall(cl *classicStreamsClient, what string, run func
 			}
 		},
 	}
+	cl.last = c
+	return c
+}
+
+// classicStreamsStale resends the client's last request (a delayed
+// duplicate): the coordinator answers it, the client does not wait for
+// the answer nor read it.
+func (s *sim) classicStreamsStale(cl *classicStreamsClient) *call {
+	if cl.last == nil {
+		return nil
+	}
+	last := cl.last
+	return &call{group: last.group, what: "stale resend of " + last.what, run: last.run, check: last.check,
+		done: func(kmsg.Response) {}, failed: func() {}}
 }
 
 // decodeStreamsAssignment reads a classic Streams member's SyncGroup

@@ -197,7 +197,8 @@ func newSim(o Options) *sim {
 	}
 	// The mixed group: classic Streams instances and streams members.
 	for i := 0; i < 1+rng.IntN(3); i++ {
-		cl := &classicStreamsClient{name: fmt.Sprintf("cs%d", i), group: mixedGroups[0], owned: taskSet{}}
+		cl := &classicStreamsClient{name: fmt.Sprintf("cs%d", i), group: mixedGroups[0], owned: taskSet{},
+			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}
 		cl.process[15] = byte(i + 1)
 		s.classicStreams = append(s.classicStreams, cl)
 	}

@@ -143,12 +143,16 @@ func (s *sim) leave() *call {
 	}
 }
 
-// stale resends a random streams or consumer client's last heartbeat.
+// stale resends a random streams, consumer or classic Streams client's
+// last request.
 func (s *sim) stale() *call {
-	if k := s.rng.IntN(len(s.streams) + len(s.consumers)); k < len(s.streams) {
+	switch k := s.rng.IntN(len(s.streams) + len(s.consumers) + len(s.classicStreams)); {
+	case k < len(s.streams):
 		return s.streamsStale(s.streams[k])
-	} else {
+	case k < len(s.streams)+len(s.consumers):
 		return s.consumerStale(s.consumers[k-len(s.streams)])
+	default:
+		return s.classicStreamsStale(s.classicStreams[k-len(s.streams)-len(s.consumers)])
 	}
 }
 
