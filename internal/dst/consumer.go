@@ -91,29 +91,9 @@ func (roundRobin) AssignPartitions(in core.PartitionAssignInput) ([][]core.Assig
 }
 
 // consumerClient is a simulated KIP-848 consumer (ConsumerGroupHeartbeat).
-// Like the streams client it misbehaves: it revokes partitions late, sends
-// "unchanged" (null) reports, resends old heartbeats, retries a failed
-// request as it was, and vanishes without leaving.
+// It misbehaves as hbMember says and may send "unchanged" (null) reports.
 type consumerClient struct {
-	name, group string
-	incarnation int
-	memberID    string
-	joined      bool
-	epoch       int32
-	owned       partSet
-	lateDrop    map[part]int
-	lateBy      int
-	lastReq     *kmsg.ConsumerGroupHeartbeatRequest
-	waiting     bool
-	retry       bool
-	gone        bool
-	// staleSeen: the coordinator accepted a stale resend of this member's
-	// heartbeat, so it may believe the member owns less than it does.
-	staleSeen bool
-}
-
-func (cl *consumerClient) reset() {
-	cl.joined, cl.epoch, cl.staleSeen, cl.owned, cl.lateDrop = false, 0, false, partSet{}, nil
+	hbMember[part, kmsg.ConsumerGroupHeartbeatRequest]
 }
 
 func ownedTopics(ps partSet) []kmsg.ConsumerGroupHeartbeatRequestTopic {
@@ -139,24 +119,11 @@ func fromAssignment(a *kmsg.ConsumerGroupHeartbeatResponseAssignment) partSet {
 }
 
 func (s *sim) consumerAct(cl *consumerClient) *call {
-	if cl.waiting {
+	if !cl.wake(s) {
 		return nil
 	}
-	if cl.gone {
-		if s.rng.IntN(4) > 0 {
-			return nil
-		}
-		cl.gone, cl.retry, cl.lastReq = false, false, nil
-		cl.reset()
-		cl.memberID = ""
-	}
-	if cl.memberID == "" {
-		cl.incarnation++
-		cl.memberID = fmt.Sprintf("%s-%d", cl.name, cl.incarnation)
-	}
-	if cl.retry && cl.lastReq != nil {
-		cl.retry = false
-		return s.consumerCall(cl, cl.lastReq, "retry", true)
+	if req := cl.takeRetry(); req != nil {
+		return s.consumerCall(cl, req, "retry", true)
 	}
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Version = 1
@@ -187,8 +154,7 @@ func (s *sim) consumerLeave(cl *consumerClient) *call {
 	req.Group, req.MemberID, req.MemberEpoch = cl.group, cl.memberID, -1
 	cl.lastReq = req
 	c := s.consumerCall(cl, req, "leave", false)
-	cl.reset()
-	cl.gone = true
+	cl.leaving()
 	return c
 }
 
@@ -213,66 +179,26 @@ func (s *sim) consumerCall(cl *consumerClient, req *kmsg.ConsumerGroupHeartbeatR
 		}
 		rep = ps.String()
 	}
-	incarnation := cl.incarnation
-	mine := func() bool { return wait && cl.memberID == member && cl.incarnation == incarnation && !cl.gone }
-	if wait {
-		cl.waiting = true
+	run := func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+		return c.ConsumerGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
 	}
-	return &call{
-		group: cl.group,
-		what:  fmt.Sprintf("consumer %s %s epoch=%d owned=%s", what, member, req.MemberEpoch, rep),
-		run: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.ConsumerGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
-		},
-		check: func(msg kmsg.Response) {
-			resp := msg.(*kmsg.ConsumerGroupHeartbeatResponse)
-			if !wait && resp.ErrorCode == 0 && resp.MemberEpoch >= 0 && member == cl.memberID {
-				cl.staleSeen = true
-			}
-			if resp.ErrorCode == 0 && resp.Assignment != nil {
-				s.stats.Grants++
-				s.checkPartitionGrant(cl, fromAssignment(resp.Assignment), resp.MemberEpoch)
-			}
-		},
-		done: func(msg kmsg.Response) {
-			if mine() {
-				cl.waiting = false
-				cl.apply(msg.(*kmsg.ConsumerGroupHeartbeatResponse))
-			}
-		},
-		failed: func() {
-			if mine() {
-				cl.waiting, cl.retry = false, true
-			}
-		},
+	check := func(msg kmsg.Response) {
+		resp := msg.(*kmsg.ConsumerGroupHeartbeatResponse)
+		cl.accepted(wait, member, resp.ErrorCode, resp.MemberEpoch)
+		if resp.ErrorCode == 0 && resp.Assignment != nil {
+			s.stats.Grants++
+			s.checkPartitionGrant(cl, fromAssignment(resp.Assignment), resp.MemberEpoch)
+		}
 	}
-}
-
-// apply updates the client from a heartbeat response.
-func (cl *consumerClient) apply(resp *kmsg.ConsumerGroupHeartbeatResponse) {
-	switch resp.ErrorCode {
-	case 0:
-	case 110, 25: // FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: partitions lost, rejoin
-		cl.reset()
-		return
-	default:
-		return
+	apply := func(msg kmsg.Response) {
+		resp := msg.(*kmsg.ConsumerGroupHeartbeatResponse)
+		var next partSet
+		if resp.Assignment != nil {
+			next = fromAssignment(resp.Assignment)
+		}
+		cl.adoptResponse(resp.ErrorCode, resp.MemberEpoch, next)
 	}
-	if resp.MemberEpoch < 0 {
-		return
-	}
-	cl.joined, cl.epoch = true, resp.MemberEpoch
-	if resp.Assignment == nil {
-		return
-	}
-	next := fromAssignment(resp.Assignment)
-	if cl.owned == nil {
-		cl.owned = partSet{}
-	}
-	if cl.lateDrop == nil {
-		cl.lateDrop = map[part]int{}
-	}
-	adopt(cl.owned, cl.lateDrop, next, cl.lateBy)
+	return cl.wrap(fmt.Sprintf("consumer %s %s epoch=%d owned=%s", what, member, req.MemberEpoch, rep), member, wait, run, check, apply)
 }
 
 // checkPartitionGrant checks a released consumer-group assignment: a

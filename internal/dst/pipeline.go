@@ -34,6 +34,7 @@ const (
 	noteCommit                     // Commit made the oldest sealed round final
 	noteRollback                   // Rollback undid every round not committed
 	noteDead                       // the process died in an append
+	noteTurnEnd                    // the runtime ended a turn on the partition (it asked for the deadline)
 )
 
 type note struct {
@@ -86,8 +87,11 @@ type pipeModel struct {
 	s      *sim
 	p      int
 	rounds []*mround // sealed and not committed, oldest first
-	// stepping: rounds submitted and not yet sealed to their end.
-	stepping int
+	// stepping: rounds submitted and not yet stepped to their end; a
+	// round is stepped once its last seal is noted (sealedLast) and the
+	// runtime's turn that sealed it has ended, so the runtime has put it
+	// in its pipeline.
+	stepping, sealedLast int
 	// held: an append waits for the simulation; running: one goes on.
 	held, running bool
 	// failed: an append failed and the rollback is due.
@@ -122,8 +126,11 @@ func (m *pipeModel) apply(n note) {
 		m.maxFlight = max(m.maxFlight, len(m.rounds))
 		m.wrote = m.wrote || n.recs > 0
 		if n.last {
-			m.stepping--
+			m.sealedLast++
 		}
+	case noteTurnEnd:
+		m.stepping -= m.sealedLast
+		m.sealedLast = 0
 	case noteAppend:
 		want := 0
 		for _, r := range m.rounds {

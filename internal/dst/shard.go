@@ -287,6 +287,13 @@ func (s *shard) pipedRollback(err error) {
 }
 
 // NextDeadline reports none: the sim fires timers from its own clock.
-func (s *shard) NextDeadline() (int64, bool) { return 0, false }
+// The runtime asks at the end of each turn on the partition, which a
+// pipeline episode waits for.
+func (s *shard) NextDeadline() (int64, bool) {
+	if s.sim.piped[s.p].Load() { // the owner may end a turn after the episode
+		s.sim.notes <- note{kind: noteTurnEnd}
+	}
+	return 0, false
+}
 
 func (s *shard) Unload() {}

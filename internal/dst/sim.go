@@ -184,16 +184,16 @@ func newSim(o Options) *sim {
 		s.topics[i].ID = topicID(s.topics[i].Name)
 	}
 	for i := 0; i < 3+rng.IntN(4); i++ {
-		s.streams = append(s.streams, &streamsClient{name: fmt.Sprintf("st%d", i), group: streamsGroups[i%2],
-			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]})
+		s.streams = append(s.streams, &streamsClient{hbMember: hbMember[task, kmsg.StreamsGroupHeartbeatRequest]{
+			name: fmt.Sprintf("st%d", i), group: streamsGroups[i%2], lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}})
 	}
 	for i := 0; i < 2+rng.IntN(4); i++ {
 		s.classics = append(s.classics, &classicClient{name: fmt.Sprintf("cl%d", i), group: classicGroups[i%2],
 			session: []int32{10000, 30000}[rng.IntN(2)]})
 	}
 	for i := 0; i < 1+rng.IntN(3); i++ {
-		s.consumers = append(s.consumers, &consumerClient{name: fmt.Sprintf("co%d", i), group: consumerGroups[0],
-			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]})
+		s.consumers = append(s.consumers, &consumerClient{hbMember[part, kmsg.ConsumerGroupHeartbeatRequest]{
+			name: fmt.Sprintf("co%d", i), group: consumerGroups[0], lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}})
 	}
 	// The mixed group: classic Streams instances and streams members.
 	for i := 0; i < 1+rng.IntN(3); i++ {
@@ -203,8 +203,8 @@ func newSim(o Options) *sim {
 		s.classicStreams = append(s.classicStreams, cl)
 	}
 	for i := 0; i < 1+rng.IntN(2); i++ {
-		s.streams = append(s.streams, &streamsClient{name: fmt.Sprintf("sm%d", i), group: mixedGroups[0],
-			topology: mixedTopology, lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]})
+		s.streams = append(s.streams, &streamsClient{topology: mixedTopology, hbMember: hbMember[task, kmsg.StreamsGroupHeartbeatRequest]{
+			name: fmt.Sprintf("sm%d", i), group: mixedGroups[0], lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}})
 	}
 	s.tracef("seed=%d streams=%d classic=%d consumer=%d classic-streams=%d config=%+v classic=%+v assignorWait=%d", o.Seed,
 		len(s.streams), len(s.classics), len(s.consumers), len(s.classicStreams), cfg.Streams, cfg.Classic, cfg.AssignorWaitMs)

@@ -72,53 +72,20 @@ var topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: 0, Subtopologie
 	{SubtopologyID: "1", SourceTopics: []string{"in2"}},
 }}
 
-// streamsClient is a simulated Kafka Streams member. It misbehaves: it
-// may revoke tasks several heartbeats late, send "unchanged" (null)
-// reports, resend an old request, retry a failed request as it was, and
-// vanish without leaving.
+// streamsClient is a simulated Kafka Streams member. It misbehaves as
+// hbMember says and may send "unchanged" (null) reports.
 type streamsClient struct {
-	name, group string
-	topology    *kmsg.StreamsGroupHeartbeatRequestTopology // nil: the streams groups' topology
-	incarnation int
-	memberID    string
-	joined      bool
-	epoch       int32
-	owned       taskSet
-	lateDrop    map[task]int
-	lateBy      int
-	lastReq     *kmsg.StreamsGroupHeartbeatRequest
-	waiting     bool // a request is in flight
-	retry       bool // the last request failed: send it again as it was
-	gone        bool // vanished without leaving
-	// staleSeen: the coordinator accepted a stale resend of this member's
-	// heartbeat, so it may believe the member owns less than it does.
-	staleSeen bool
-}
-
-func (cl *streamsClient) reset() {
-	cl.joined, cl.epoch, cl.staleSeen, cl.owned, cl.lateDrop = false, 0, false, taskSet{}, nil
+	hbMember[task, kmsg.StreamsGroupHeartbeatRequest]
+	topology *kmsg.StreamsGroupHeartbeatRequestTopology // nil: the streams groups' topology
 }
 
 // act returns the client's next request, or nil.
 func (s *sim) streamsAct(cl *streamsClient) *call {
-	if cl.waiting {
+	if !cl.wake(s) {
 		return nil
 	}
-	if cl.gone {
-		if s.rng.IntN(4) > 0 {
-			return nil
-		}
-		cl.gone, cl.retry, cl.lastReq = false, false, nil
-		cl.reset()
-		cl.memberID = ""
-	}
-	if cl.memberID == "" {
-		cl.incarnation++
-		cl.memberID = fmt.Sprintf("%s-%d", cl.name, cl.incarnation)
-	}
-	if cl.retry && cl.lastReq != nil {
-		cl.retry = false
-		return s.streamsCall(cl, cl.lastReq, "retry", true)
+	if req := cl.takeRetry(); req != nil {
+		return s.streamsCall(cl, req, "retry", true)
 	}
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Version = 1
@@ -154,10 +121,7 @@ func (s *sim) streamsLeave(cl *streamsClient) *call {
 	req.Group, req.MemberID, req.MemberEpoch = cl.group, cl.memberID, -1
 	cl.lastReq = req
 	c := s.streamsCall(cl, req, "leave", false)
-	// A leaving Streams client has closed its tasks; it comes back later
-	// as a new member.
-	cl.reset()
-	cl.gone = true
+	cl.leaving()
 	return c
 }
 
@@ -181,94 +145,24 @@ func (s *sim) streamsCall(cl *streamsClient, req *kmsg.StreamsGroupHeartbeatRequ
 	if reported != nil {
 		rep = reported.String()
 	}
-	incarnation := cl.incarnation
-	mine := func() bool { return wait && cl.memberID == member && cl.incarnation == incarnation && !cl.gone }
-	if wait {
-		cl.waiting = true
+	run := func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+		return c.StreamsGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
 	}
-	return &call{
-		group: cl.group,
-		what:  fmt.Sprintf("%s %s epoch=%d owned=%s", what, member, req.MemberEpoch, rep),
-		run: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.StreamsGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
-		},
-		check: func(msg kmsg.Response) {
-			resp := msg.(*kmsg.StreamsGroupHeartbeatResponse)
-			s.inv.streamsResponse(s, cl.group, member, reported, resp)
-			if !wait && resp.ErrorCode == 0 && resp.MemberEpoch >= 0 && member == cl.memberID {
-				cl.staleSeen = true
-			}
-			if resp.ErrorCode == 0 && resp.MemberEpoch >= 0 && resp.ActiveTasks != nil {
-				s.checkTaskGrant(cl.group, member, cl.name, cl.owned, fromKmsg(resp.ActiveTasks), resp.MemberEpoch)
-			}
-		},
-		done: func(msg kmsg.Response) {
-			if mine() {
-				cl.waiting = false
-				cl.apply(msg.(*kmsg.StreamsGroupHeartbeatResponse))
-			}
-		},
-		failed: func() {
-			if mine() {
-				cl.waiting, cl.retry = false, true
-			}
-		},
-	}
-}
-
-// apply updates the client from a heartbeat response.
-func (cl *streamsClient) apply(resp *kmsg.StreamsGroupHeartbeatResponse) {
-	switch resp.ErrorCode {
-	case 0:
-	case 110, 25: // FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: drop everything, rejoin
-		cl.reset()
-		return
-	default:
-		return
-	}
-	if resp.MemberEpoch < 0 {
-		return
-	}
-	cl.joined, cl.epoch = true, resp.MemberEpoch
-	if resp.ActiveTasks == nil {
-		return
-	}
-	next := fromKmsg(resp.ActiveTasks)
-	if cl.owned == nil {
-		cl.owned = taskSet{}
-	}
-	if cl.lateDrop == nil {
-		cl.lateDrop = map[task]int{}
-	}
-	adopt(cl.owned, cl.lateDrop, next, cl.lateBy)
-}
-
-// adopt installs a new assignment next over owned: what next no longer
-// holds is dropped at once, or by a late revoker lateBy heartbeats later
-// (lateDrop counts them down).
-func adopt[K comparable](owned map[K]bool, lateDrop map[K]int, next map[K]bool, lateBy int) {
-	for k := range owned {
-		if !next[k] {
-			if lateBy == 0 {
-				delete(owned, k)
-			} else if _, ok := lateDrop[k]; !ok {
-				lateDrop[k] = lateBy
-			}
+	check := func(msg kmsg.Response) {
+		resp := msg.(*kmsg.StreamsGroupHeartbeatResponse)
+		s.inv.streamsResponse(s, cl.group, member, reported, resp)
+		cl.accepted(wait, member, resp.ErrorCode, resp.MemberEpoch)
+		if resp.ErrorCode == 0 && resp.MemberEpoch >= 0 && resp.ActiveTasks != nil {
+			s.checkTaskGrant(cl.group, member, cl.name, cl.owned, fromKmsg(resp.ActiveTasks), resp.MemberEpoch)
 		}
 	}
-	for k := range next {
-		owned[k] = true
-		delete(lateDrop, k)
-	}
-}
-
-// countDown is one heartbeat of a late revoker: what it has revoked late
-// enough is dropped.
-func countDown[K comparable](owned map[K]bool, lateDrop map[K]int) {
-	for k := range lateDrop {
-		if lateDrop[k]--; lateDrop[k] <= 0 {
-			delete(lateDrop, k)
-			delete(owned, k)
+	apply := func(msg kmsg.Response) {
+		resp := msg.(*kmsg.StreamsGroupHeartbeatResponse)
+		var next taskSet
+		if resp.ActiveTasks != nil {
+			next = fromKmsg(resp.ActiveTasks)
 		}
+		cl.adoptResponse(resp.ErrorCode, resp.MemberEpoch, next)
 	}
+	return cl.wrap(fmt.Sprintf("%s %s epoch=%d owned=%s", what, member, req.MemberEpoch, rep), member, wait, run, check, apply)
 }
