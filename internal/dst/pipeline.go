@@ -99,9 +99,10 @@ type pipeModel struct {
 	// over: the episode ended in a rollback or the process's death.
 	over, dead bool
 	err        error
-	wrote      bool
-	pending    []note // notes applied to the model, acted on at quiescence
-	maxFlight  int    // the most rounds in flight at once
+	// committed: a round with records was committed.
+	committed bool
+	pending   []note // notes applied to the model, acted on at quiescence
+	maxFlight int    // the most rounds in flight at once
 }
 
 func (m *pipeModel) failf(format string, args ...any) {
@@ -124,7 +125,6 @@ func (m *pipeModel) apply(n note) {
 	case noteSealed:
 		m.rounds = append(m.rounds, &mround{seq: n.seq, recs: n.recs})
 		m.maxFlight = max(m.maxFlight, len(m.rounds))
-		m.wrote = m.wrote || n.recs > 0
 		if n.last {
 			m.sealedLast++
 		}
@@ -173,6 +173,7 @@ func (m *pipeModel) apply(n note) {
 			m.failf("round %d committed before its append succeeded", n.seq)
 			return
 		}
+		m.committed = m.committed || m.rounds[0].recs > 0
 		m.rounds = m.rounds[1:]
 	case noteRollback:
 		for _, r := range m.rounds {
@@ -324,10 +325,14 @@ func (s *sim) pipeline() {
 		s.noteUndelivered(s.undelivered)
 		s.undelivered = nil
 		s.crash("crash during a pipelined append")
-	case errors.Is(m.err, runtime.ErrFenced):
-		s.reload(p)
-	case m.wrote && m.err == nil:
-		s.inv.afterCommit(s, p)
+	default:
+		// The committed rounds' state (a rollback undid the others).
+		if m.committed {
+			s.inv.afterCommit(s, p)
+		}
+		if errors.Is(m.err, runtime.ErrFenced) {
+			s.reload(p)
+		}
 	}
 }
 
