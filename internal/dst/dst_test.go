@@ -184,8 +184,17 @@ func tail(trace string, lines int) string {
 	return strings.Join(l, "\n")
 }
 
-// TestDSTDeterministic: a seed run twice gives the same trace.
+// TestDSTDeterministic: a seed run twice gives the same trace — pipeline
+// episodes and conversions of the mixed group included.
 func TestDSTDeterministic(t *testing.T) {
+	var all strings.Builder
+	defer func() {
+		for _, want := range []string{"appends held", "held append goes on", "converted (online-classic-to-streams)"} {
+			if !t.Failed() && !strings.Contains(all.String(), want) {
+				t.Errorf("no trace of the seeds shows %q", want)
+			}
+		}
+	}()
 	for seed := uint64(0); seed < 5; seed++ {
 		a, b := Run(Options{Seed: seed, Trace: true}), Run(Options{Seed: seed, Trace: true})
 		if a.Trace != b.Trace || fmt.Sprint(a.Err) != fmt.Sprint(b.Err) {
@@ -194,6 +203,7 @@ func TestDSTDeterministic(t *testing.T) {
 		if strings.Count(a.Trace, "\n") < 200 {
 			t.Fatalf("seed %d: trace suspiciously short:\n%s", seed, a.Trace)
 		}
+		all.WriteString(a.Trace)
 	}
 }
 
