@@ -97,8 +97,8 @@ func (l conversionLossLog) Append(p int, recs []runtime.Record) error {
 }
 
 // conversionBugSeeds is how many seeds the harness gets to catch the
-// conversion bug: it needs an online conversion of a group with tasks,
-// then a crash.
+// conversion bug: it needs an online conversion of a group whose classic
+// members run tasks.
 const conversionBugSeeds = 150
 
 // TestDSTCatchesConversionLoss proves the harness catches a conversion
@@ -114,8 +114,8 @@ func TestDSTCatchesConversionLoss(t *testing.T) {
 	if !strings.Contains(msg, "replayed") && !strings.Contains(msg, "still runs") && !strings.Contains(msg, "lost by the restart") {
 		t.Fatalf("seed %d failed for another reason than the lost assignments: %v", first.seed, first.res.Err)
 	}
-	if !strings.Contains(first.res.Trace, "online-classic-to-streams") || !strings.Contains(first.res.Trace, "CRASH") {
-		t.Fatalf("seed %d: the rerun's trace does not show the conversion and a crash:\n%s", first.seed, tail(first.res.Trace, 40))
+	if !strings.Contains(first.res.Trace, "online-classic-to-streams") {
+		t.Fatalf("seed %d: the rerun's trace does not show the conversion:\n%s", first.seed, tail(first.res.Trace, 40))
 	}
 	t.Logf("caught by %d of %d seeds (first: seed %d, within %d steps): %s", len(failed), conversionBugSeeds, first.seed, first.steps, firstLine(msg))
 	if clean, _, _ := runSeeds(first.seed, 1, *flagSteps, nil); clean != nil {

@@ -122,9 +122,18 @@ func (inv *invariants) classicSync(s *sim, group, member string, gen int32, resp
 // afterCommit checks partition p's committed state after a round: epochs
 // never go backwards, and members no longer in a group give up their claims.
 func (inv *invariants) afterCommit(s *sim, p int) {
-	now := parseDump(s.shards[p].c.Dump())
+	live := s.shards[p].c.Dump()
+	now := parseDump(live)
 	renewed := s.shards[p].renewed
 	s.shards[p].renewed = nil
+	if s.shards[p].converted {
+		// Replay equals live state after a conversion's records.
+		s.shards[p].converted = false
+		if err := s.checkCompactedReplay(p, live); err != nil {
+			s.fail(fmt.Errorf("after an online conversion: %w", err))
+			return
+		}
+	}
 	for _, g := range allGroups() {
 		if partitionOf(g) != p {
 			continue

@@ -71,6 +71,9 @@ type shard struct {
 	// renewed: groups created, or converted while empty, since the
 	// invariants last looked: their epochs start again.
 	renewed map[string]bool
+	// converted: a group converted online since the invariants last
+	// looked.
+	converted bool
 	// piped: a pipeline episode runs (pipeline.go): rounds are reported
 	// as notes, several may be in flight, and their responses go with
 	// their durable hooks, as host's shard does. psealed are the sealed
@@ -132,6 +135,7 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 	for _, ev := range o.Events {
 		if ev.Kind == core.EventGroupConverted && (ev.Reason == core.ReasonOnlineToStreams || ev.Reason == core.ReasonOnlineToClassic) {
 			s.sim.stats.Conversions++
+			s.converted = true
 			s.sim.tracef("  group %s converted (%s) at epoch %d", ev.Group, ev.Reason, ev.Epoch)
 		}
 		if ev.Kind == core.EventGroupCreated || ev.Kind == core.EventGroupConverted &&
