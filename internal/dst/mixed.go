@@ -32,25 +32,18 @@ var mixedTopology = &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: 0, Subtopo
 // asks for a follow-up rebalance. It retries a failed request as it was,
 // may vanish without leaving and leaves.
 type classicStreamsClient struct {
-	name, group string
-	process     userdata.ProcessID
-	memberID    string
-	gen         int32
-	phase       classicPhase
-	members     []kmsg.JoinGroupResponseMember
-	owned       taskSet
-	followup    int64
+	classicMember
+	process  userdata.ProcessID
+	owned    taskSet
+	followup int64
 	// lateBy: heartbeats a late revoker keeps running the tasks an
 	// assignment revoked before it revokes them and rejoins; revoking
 	// holds them, rejoinIn counts down.
 	lateBy, rejoinIn int
 	revoking         taskSet
 	// last is the client's last request, for a stale resend.
-	last        *call
-	waiting     bool
-	gone        bool
-	incarnation int
-	refusedAt   int64
+	last      *call
+	refusedAt int64
 }
 
 func (cl *classicStreamsClient) reset() {
@@ -95,12 +88,7 @@ func (s *sim) classicStreamsAct(cl *classicStreamsClient) *call {
 	case needSync:
 		return s.classicStreamsSync(cl)
 	}
-	req := kmsg.NewPtrHeartbeatRequest()
-	req.Version = 4
-	req.Group, req.MemberID, req.Generation = cl.group, cl.memberID, cl.gen
-	return s.classicStreamsCall(cl, "heartbeat", func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.Heartbeat(now, id, req)
-	}, func(msg kmsg.Response) {
+	return s.classicStreamsCall(cl, "heartbeat", cl.heartbeat(), func(msg kmsg.Response) {
 		cl.onError(msg.(*kmsg.HeartbeatResponse).ErrorCode)
 	}, nil)
 }
@@ -238,13 +226,7 @@ func (s *sim) classicStreamsLeave(cl *classicStreamsClient) *call {
 	if cl.waiting || cl.gone || cl.memberID == "" {
 		return nil
 	}
-	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Version = 4
-	req.Group = cl.group
-	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: cl.memberID}}
-	c := s.classicStreamsCall(cl, "leave", func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.LeaveGroup(now, id, req)
-	}, func(kmsg.Response) {}, nil)
+	c := s.classicStreamsCall(cl, "leave", cl.leave(), func(kmsg.Response) {}, nil)
 	cl.waiting, cl.gone = false, true
 	cl.reset()
 	cl.incarnation++
@@ -253,26 +235,7 @@ func (s *sim) classicStreamsLeave(cl *classicStreamsClient) *call {
 
 func (s *sim) classicStreamsCall(cl *classicStreamsClient, what string, run func(*core.Coordinator, int64, core.RequestID) core.Output,
 	done, check func(kmsg.Response)) *call {
-	cl.waiting = true
-	member, inc := cl.memberID, cl.incarnation
-	mine := func() bool { return cl.incarnation == inc }
-	c := &call{
-		group: cl.group,
-		what:  fmt.Sprintf("classic streams %s %s gen=%d owned=%s", what, member, cl.gen, cl.owned),
-		run:   run,
-		check: check,
-		done: func(msg kmsg.Response) {
-			if mine() {
-				cl.waiting = false
-				done(msg)
-			}
-		},
-		failed: func() {
-			if mine() {
-				cl.waiting = false
-			}
-		},
-	}
+	c := cl.wrap(fmt.Sprintf("classic streams %s %s gen=%d owned=%s", what, cl.memberID, cl.gen, cl.owned), run, done, check)
 	cl.last = c
 	return c
 }

@@ -188,7 +188,7 @@ func newSim(o Options) *sim {
 			name: fmt.Sprintf("st%d", i), group: streamsGroups[i%2], lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}})
 	}
 	for i := 0; i < 2+rng.IntN(4); i++ {
-		s.classics = append(s.classics, &classicClient{name: fmt.Sprintf("cl%d", i), group: classicGroups[i%2],
+		s.classics = append(s.classics, &classicClient{classicMember: classicMember{name: fmt.Sprintf("cl%d", i), group: classicGroups[i%2]},
 			session: []int32{10000, 30000}[rng.IntN(2)]})
 	}
 	for i := 0; i < 1+rng.IntN(3); i++ {
@@ -197,7 +197,7 @@ func newSim(o Options) *sim {
 	}
 	// The mixed group: classic Streams instances and streams members.
 	for i := 0; i < 1+rng.IntN(3); i++ {
-		cl := &classicStreamsClient{name: fmt.Sprintf("cs%d", i), group: mixedGroups[0], owned: taskSet{},
+		cl := &classicStreamsClient{classicMember: classicMember{name: fmt.Sprintf("cs%d", i), group: mixedGroups[0]}, owned: taskSet{},
 			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}
 		cl.process[15] = byte(i + 1)
 		s.classicStreams = append(s.classicStreams, cl)
