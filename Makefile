@@ -93,7 +93,7 @@ interop-authz-variants:
 	COORDHOST_INTEROP=1 $(GO) test -count=1 -v -timeout 20m -run 'TestInteropAuthorizerVariants|TestInteropEmbeddedAuthorization' ./interop
 
 .PHONY: dst
-## dst: the deterministic simulation over SEEDS seeds (default 100000, about 4 minutes on 2 idle cores; CI runs 2,000 inside go test under CI=true) — docs/RELIABILITY.md
+## dst: the deterministic simulation over SEEDS seeds (default 100000; about 16 minutes of CPU time, 21 minutes of wall time on a shared 2-core machine at load 4-18; CI runs 2,000 inside go test under CI=true) — docs/RELIABILITY.md
 SEEDS ?= 100000
 dst:
 	COORDHOST_DST_SEEDS=$(SEEDS) $(GO) test -count=1 -v -timeout 5h -run 'TestDST$$' ./internal/dst

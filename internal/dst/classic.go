@@ -13,18 +13,68 @@ import (
 // Heartbeat, OffsetCommit, LeaveGroup; eager protocol). It retries failed
 // requests as they were and may vanish without leaving.
 type classicClient struct {
+	classicMember
+	session int32
+	owned   []int32
+}
+
+// classicMember is what the classic clients share: a member of a
+// classic group that waits for one answer at a time.
+type classicMember struct {
 	name, group string
-	session     int32
 	memberID    string
 	gen         int32
 	phase       classicPhase
 	members     []kmsg.JoinGroupResponseMember // set when it leads the generation
-	owned       []int32
 	waiting     bool
 	gone        bool
 	// incarnation changes when the client vanishes or leaves: answers to
 	// an earlier incarnation's requests are not for it.
 	incarnation int
+}
+
+// heartbeat is the member's Heartbeat request (v4).
+func (m *classicMember) heartbeat() func(*core.Coordinator, int64, core.RequestID) core.Output {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Version = 4
+	req.Group, req.MemberID, req.Generation = m.group, m.memberID, m.gen
+	return func(c *core.Coordinator, now int64, id core.RequestID) core.Output { return c.Heartbeat(now, id, req) }
+}
+
+// leave is the member's LeaveGroup request (v4, one member).
+func (m *classicMember) leave() func(*core.Coordinator, int64, core.RequestID) core.Output {
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Version = 4
+	req.Group = m.group
+	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: m.memberID}}
+	return func(c *core.Coordinator, now int64, id core.RequestID) core.Output { return c.LeaveGroup(now, id, req) }
+}
+
+// wrap makes a request of the member a call: the member waits for its
+// answer (done) as long as it is the same incarnation; a failed request
+// is retried as it was by acting again in the same phase.
+func (m *classicMember) wrap(what string, run func(*core.Coordinator, int64, core.RequestID) core.Output,
+	done, check func(kmsg.Response)) *call {
+	m.waiting = true
+	inc := m.incarnation
+	mine := func() bool { return m.incarnation == inc }
+	return &call{
+		group: m.group,
+		what:  what,
+		run:   run,
+		check: check,
+		done: func(msg kmsg.Response) {
+			if mine() {
+				m.waiting = false
+				done(msg)
+			}
+		},
+		failed: func() {
+			if mine() {
+				m.waiting = false
+			}
+		},
+	}
 }
 
 type classicPhase int
@@ -37,10 +87,11 @@ const (
 
 // The error codes the classic client reacts to.
 const (
-	errIllegalGeneration   = 22
-	errUnknownMember       = 25
-	errRebalanceInProgress = 27
-	errMemberIDRequired    = 79
+	errIllegalGeneration    = 22
+	errUnknownMember        = 25
+	errRebalanceInProgress  = 27
+	errInconsistentProtocol = 23
+	errMemberIDRequired     = 79
 )
 
 func (s *sim) classicAct(cl *classicClient) *call {
@@ -62,12 +113,7 @@ func (s *sim) classicAct(cl *classicClient) *call {
 	if s.rng.IntN(4) == 0 {
 		return s.classicCommit(cl)
 	}
-	req := kmsg.NewPtrHeartbeatRequest()
-	req.Version = 4
-	req.Group, req.MemberID, req.Generation = cl.group, cl.memberID, cl.gen
-	return s.classicCall(cl, "heartbeat", func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.Heartbeat(now, id, req)
-	}, func(msg kmsg.Response) {
+	return s.classicCall(cl, "heartbeat", cl.heartbeat(), func(msg kmsg.Response) {
 		cl.onError(msg.(*kmsg.HeartbeatResponse).ErrorCode)
 	}, nil)
 }
@@ -171,42 +217,16 @@ func (s *sim) classicLeave(cl *classicClient) *call {
 	if cl.waiting || cl.gone || cl.memberID == "" {
 		return nil
 	}
-	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Version = 4
-	req.Group = cl.group
-	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: cl.memberID}}
-	c := s.classicCall(cl, "leave", func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.LeaveGroup(now, id, req)
-	}, func(kmsg.Response) {}, nil)
+	c := s.classicCall(cl, "leave", cl.leave(), func(kmsg.Response) {}, nil)
 	cl.waiting, cl.gone, cl.owned = false, true, nil
 	cl.incarnation++
 	return c
 }
 
-// classicCall wraps a classic request: the client waits for its answer; a
-// failed request is retried as it was by acting again in the same phase.
+// classicCall wraps a request of a classic consumer.
 func (s *sim) classicCall(cl *classicClient, what string, run func(*core.Coordinator, int64, core.RequestID) core.Output,
 	done, check func(kmsg.Response)) *call {
-	cl.waiting = true
-	member, inc := cl.memberID, cl.incarnation
-	mine := func() bool { return cl.incarnation == inc }
-	return &call{
-		group: cl.group,
-		what:  fmt.Sprintf("%s %s gen=%d", what, member, cl.gen),
-		run:   run,
-		check: check,
-		done: func(msg kmsg.Response) {
-			if mine() {
-				cl.waiting = false
-				done(msg)
-			}
-		},
-		failed: func() {
-			if mine() {
-				cl.waiting = false
-			}
-		},
-	}
+	return cl.wrap(fmt.Sprintf("%s %s gen=%d", what, cl.memberID, cl.gen), run, done, check)
 }
 
 // leaderAssign is the leader's eager range-like assignment: the four

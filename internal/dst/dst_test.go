@@ -71,7 +71,8 @@ func TestDST(t *testing.T) {
 		t.Fatalf("%d of %d seeds failed (%v); first: seed %d (fails within %d steps): %v\nreproduce: go test ./internal/dst -run TestDST -seed=%d -steps=%d -v\ntrace:\n%s",
 			len(failed), n, failed, first.seed, first.steps, first.res.Err, first.seed, first.steps, tail(first.res.Trace, 200))
 	}
-	if n >= 100 && (total.Grants < n || total.FailedAppends < n || total.Fenced == 0 || total.Lost == 0 || total.Crashes < 2*n) {
+	if n >= 100 && (total.Grants < n || total.FailedAppends < n || total.Fenced == 0 || total.Lost == 0 || total.Crashes < 2*n ||
+		total.Conversions < n/10 || total.Pipelined < n/10) {
 		t.Fatalf("the run exercised too little: %+v", total)
 	}
 }
@@ -171,6 +172,8 @@ func (s *Stats) add(o Stats) {
 	s.Released += o.Released
 	s.Lost += o.Lost
 	s.Grants += o.Grants
+	s.Conversions += o.Conversions
+	s.Pipelined += o.Pipelined
 }
 
 func tail(trace string, lines int) string {
@@ -181,8 +184,17 @@ func tail(trace string, lines int) string {
 	return strings.Join(l, "\n")
 }
 
-// TestDSTDeterministic: a seed run twice gives the same trace.
+// TestDSTDeterministic: a seed run twice gives the same trace — pipeline
+// episodes and conversions of the mixed group included.
 func TestDSTDeterministic(t *testing.T) {
+	var all strings.Builder
+	defer func() {
+		for _, want := range []string{"appends held", "held append goes on", "converted (online-classic-to-streams)"} {
+			if !t.Failed() && !strings.Contains(all.String(), want) {
+				t.Errorf("no trace of the seeds shows %q", want)
+			}
+		}
+	}()
 	for seed := uint64(0); seed < 5; seed++ {
 		a, b := Run(Options{Seed: seed, Trace: true}), Run(Options{Seed: seed, Trace: true})
 		if a.Trace != b.Trace || fmt.Sprint(a.Err) != fmt.Sprint(b.Err) {
@@ -191,6 +203,7 @@ func TestDSTDeterministic(t *testing.T) {
 		if strings.Count(a.Trace, "\n") < 200 {
 			t.Fatalf("seed %d: trace suspiciously short:\n%s", seed, a.Trace)
 		}
+		all.WriteString(a.Trace)
 	}
 }
 

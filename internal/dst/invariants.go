@@ -122,8 +122,19 @@ func (inv *invariants) classicSync(s *sim, group, member string, gen int32, resp
 // afterCommit checks partition p's committed state after a round: epochs
 // never go backwards, and members no longer in a group give up their claims.
 func (inv *invariants) afterCommit(s *sim, p int) {
-	now := parseDump(s.shards[p].c.Dump())
-	for _, g := range append(append([]string{}, streamsGroups...), classicGroups...) {
+	live := s.shards[p].c.Dump()
+	now := parseDump(live)
+	renewed := s.shards[p].renewed
+	s.shards[p].renewed = nil
+	if s.shards[p].converted {
+		// Replay equals live state after a conversion's records.
+		s.shards[p].converted = false
+		if err := s.checkCompactedReplay(p, live); err != nil {
+			s.fail(fmt.Errorf("after an online conversion: %w", err))
+			return
+		}
+	}
+	for _, g := range allGroups() {
 		if partitionOf(g) != p {
 			continue
 		}
@@ -132,6 +143,9 @@ func (inv *invariants) afterCommit(s *sim, p int) {
 			delete(inv.last, g)
 			delete(inv.claims, g)
 			continue
+		}
+		if renewed[g] {
+			delete(inv.last, g) // a new group: its epochs start again
 		}
 		if err := st.notBehind(g, inv.last[g], "the previous round"); err != nil {
 			s.fail(err)
@@ -228,7 +242,15 @@ type groupState struct {
 }
 
 func (st groupState) notBehind(g string, old groupState, when string) error {
-	if old.members == nil || old.kind != st.kind {
+	if old.members == nil {
+		return nil
+	}
+	if old.kind != st.kind {
+		// An online conversion: the new group's epoch continues from the
+		// old one's (a streams group's epoch, a classic generation).
+		if st.epoch < old.epoch {
+			return fmt.Errorf("group %s: epoch went backwards converting from %s to %s: %d, %d %s", g, old.kind, st.kind, st.epoch, old.epoch, when)
+		}
 		return nil
 	}
 	if st.epoch < old.epoch || st.assign < old.assign {

@@ -38,9 +38,25 @@ func (l *crashLog) Append(p int, recs []runtime.Record) error {
 	if mode == crashDurable {
 		durable = l.Log.Append(p, recs) == nil
 	}
-	if durable {
+	switch {
+	case sh.piped:
+		// The append holds the oldest sealed rounds (every earlier round
+		// is committed: the simulation lets an append go only when the
+		// runtime is quiescent); a durable one commits them, and the
+		// rounds after them are undone.
+		if durable {
+			for n := 0; n < len(recs); {
+				r := sh.psealed[0]
+				sh.psealed = sh.psealed[1:]
+				n += r.recs
+				sh.c.CommitSealed()
+				s.undelivered = append(s.undelivered, r.resp...)
+			}
+		}
+		sh.c.Rollback()
+	case durable:
 		s.undelivered = append([]core.Response(nil), sh.resp...)
-	} else {
+	default:
 		sh.c.Rollback()
 	}
 	sh.crash, sh.dead = true, true

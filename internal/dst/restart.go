@@ -37,7 +37,7 @@ func (s *sim) openLog() error {
 		s.store, s.base = st, l
 	}
 	s.faults = runtime.NewFaultLog(s.base)
-	s.log = &crashLog{Log: s.faults, sim: s}
+	s.log = &holdLog{Log: &crashLog{Log: s.faults, sim: s}, sim: s}
 	if s.opt.WrapLog != nil {
 		s.log = s.opt.WrapLog(s.log)
 	}

@@ -68,6 +68,30 @@ type shard struct {
 	wrote bool
 	// sealed: a round is sealed and not yet committed or rolled back.
 	sealed bool
+	// renewed: groups created, or converted while empty, since the
+	// invariants last looked: their epochs start again.
+	renewed map[string]bool
+	// converted: a group converted online since the invariants last
+	// looked.
+	converted bool
+	// piped: a pipeline episode runs (pipeline.go): rounds are reported
+	// as notes, several may be in flight, and their responses go with
+	// their durable hooks, as host's shard does. psealed are the sealed
+	// rounds not yet committed, pseq numbers them, recs counts the
+	// records of the round being stepped.
+	piped   bool
+	psealed []pround
+	pseq    int
+	recs    int
+}
+
+// pround is a sealed round of a pipeline episode.
+type pround struct {
+	seq    int
+	recs   int
+	resp   []core.Response
+	runs   []core.AssignorRun
+	failed []core.RequestID
 }
 
 func (s *shard) Replay(r runtime.Record) error {
@@ -108,10 +132,25 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 	case request:
 		o = in.call(s.c, now, in.id)
 	}
+	for _, ev := range o.Events {
+		if ev.Kind == core.EventGroupConverted && (ev.Reason == core.ReasonOnlineToStreams || ev.Reason == core.ReasonOnlineToClassic) {
+			s.sim.stats.Conversions++
+			s.converted = true
+			s.sim.tracef("  group %s converted (%s) at epoch %d", ev.Group, ev.Reason, ev.Epoch)
+		}
+		if ev.Kind == core.EventGroupCreated || ev.Kind == core.EventGroupConverted &&
+			(ev.Reason == core.ReasonOfflineToStreams || ev.Reason == core.ReasonOfflineToClassic || ev.Reason == core.ReasonOfflineToConsumer) {
+			if s.renewed == nil {
+				s.renewed = map[string]bool{}
+			}
+			s.renewed[ev.Group] = true
+		}
+	}
 	s.resp = append(s.resp, o.Responses...)
 	s.runs = append(s.runs, o.AssignorRuns...)
 	s.failed = append(s.failed, o.Failed...)
 	s.wrote = s.wrote || len(o.Records) > 0
+	s.recs += len(o.Records)
 	for _, r := range o.Records {
 		k, v := core.EncodeRecord(r)
 		out = append(out, runtime.Record{Key: k, Value: v})
@@ -131,6 +170,9 @@ func (s *shard) take() roundEnd {
 // Seal ends a runtime round: core's batch waits for its append.
 // Its responses go to the sim with the round's Commit.
 func (s *shard) Seal() func() {
+	if s.piped {
+		return s.pipedSeal()
+	}
 	if s.sealed {
 		s.sim.fail(fmt.Errorf("partition %d: a second round sealed while one is in flight; the sim submits one round at a time", s.p))
 	}
@@ -149,6 +191,10 @@ func (s *shard) Commit() {
 		s.deadEnd()
 		return
 	}
+	if s.piped {
+		s.pipedCommit()
+		return
+	}
 	s.c.CommitSealed()
 	if s.left > 0 {
 		s.done, s.resp = append(s.done, s.resp...), nil
@@ -163,6 +209,10 @@ func (s *shard) Rollback(err error) {
 	s.sealed = false
 	if s.dead {
 		s.deadEnd()
+		return
+	}
+	if s.piped {
+		s.pipedRollback(err)
 		return
 	}
 	// Requests answered since the last Commit fail (host: NOT_COORDINATOR);
@@ -188,11 +238,66 @@ func (s *shard) Rollback(err error) {
 func (s *shard) deadEnd() {
 	if s.crash {
 		s.crash = false
+		if s.piped {
+			s.sim.notes <- note{kind: noteDead}
+			return
+		}
 		s.sim.ends <- roundEnd{dead: true}
 	}
 }
 
+// pipedSeal seals a round of an episode; its durable hook releases its
+// responses.
+func (s *shard) pipedSeal() func() {
+	if s.dead {
+		return nil
+	}
+	s.c.Seal()
+	s.pseq++
+	r := pround{seq: s.pseq, recs: s.recs, resp: s.resp, runs: s.runs, failed: s.failed}
+	s.resp, s.runs, s.failed, s.recs, s.wrote = nil, nil, nil, 0, false
+	s.psealed = append(s.psealed, r)
+	s.sim.notes <- note{kind: noteSealed, seq: r.seq, recs: r.recs, last: s.left == 0}
+	return func() { s.sim.notes <- note{kind: noteDurable, seq: r.seq, responses: r.resp} }
+}
+
+// pipedCommit commits the oldest sealed round of an episode.
+func (s *shard) pipedCommit() {
+	if len(s.psealed) == 0 {
+		s.sim.fail(fmt.Errorf("partition %d: Commit without a sealed round", s.p))
+		return
+	}
+	r := s.psealed[0]
+	s.psealed = s.psealed[1:]
+	s.c.CommitSealed()
+	s.sim.notes <- note{kind: noteCommit, seq: r.seq, runs: r.runs, failed: r.failed}
+}
+
+// pipedRollback undoes every round of an episode not committed: their
+// requests fail; what the rollback produced goes with the next round.
+func (s *shard) pipedRollback(err error) {
+	var failed []core.RequestID
+	for _, r := range append(s.psealed, pround{resp: s.resp, failed: s.failed}) {
+		for _, resp := range r.resp {
+			failed = append(failed, resp.Request)
+		}
+		failed = append(failed, r.failed...)
+	}
+	s.psealed = nil
+	ro := s.c.Rollback()
+	failed = append(failed, ro.Failed...)
+	s.resp, s.runs, s.failed, s.recs, s.wrote = ro.Responses, ro.AssignorRuns, nil, 0, false
+	s.sim.notes <- note{kind: noteRollback, err: err, failed: failed}
+}
+
 // NextDeadline reports none: the sim fires timers from its own clock.
-func (s *shard) NextDeadline() (int64, bool) { return 0, false }
+// The runtime asks at the end of each turn on the partition, which a
+// pipeline episode waits for.
+func (s *shard) NextDeadline() (int64, bool) {
+	if s.sim.piped[s.p].Load() { // the owner may end a turn after the episode
+		s.sim.notes <- note{kind: noteTurnEnd}
+	}
+	return 0, false
+}
 
 func (s *shard) Unload() {}

@@ -50,16 +50,33 @@ type Result struct {
 // Stats counts what a run exercised, to show a run is not vacuous.
 type Stats struct {
 	Rounds, Crashes, FailedAppends, Fenced, Released, Lost, Grants int
+	// Conversions counts online conversions of the mixed group (a
+	// conversion stepped and then rolled back counts too).
+	Conversions int
+	// Pipelined counts rounds stepped while an earlier round of their
+	// partition was in flight (pipeline episodes).
+	Pipelined int
 }
 
 // partitions is the partition count of the simulated coordinator.
 const partitions = 3
 
-// The simulated groups: two streams groups and two classic groups.
+// The simulated groups: two streams groups, two classic groups, a KIP-848
+// consumer group and the mixed group (mixed.go).
 var (
-	streamsGroups = []string{"s1", "s2"}
-	classicGroups = []string{"k1", "k2"}
+	streamsGroups  = []string{"s1", "s2"}
+	classicGroups  = []string{"k1", "k2"}
+	consumerGroups = []string{"c1"}
 )
+
+// allGroups lists every simulated group.
+func allGroups() []string {
+	var out []string
+	for _, gs := range [][]string{streamsGroups, classicGroups, consumerGroups, mixedGroups} {
+		out = append(out, gs...)
+	}
+	return out
+}
 
 // call is one client request in flight.
 type call struct {
@@ -96,11 +113,13 @@ type sim struct {
 	pendingExpect map[int]string
 	expectNext    map[int]string
 
-	nextReq  core.RequestID
-	inflight map[core.RequestID]*call
-	runs     []core.AssignorRun
-	streams  []*streamsClient
-	classics []*classicClient
+	nextReq        core.RequestID
+	inflight       map[core.RequestID]*call
+	runs           []core.AssignorRun
+	streams        []*streamsClient
+	classics       []*classicClient
+	consumers      []*consumerClient
+	classicStreams []*classicStreamsClient
 
 	// dropNext: the process dies after the next round's append, before
 	// its responses are sent.
@@ -108,6 +127,9 @@ type sim struct {
 	// undelivered: responses of a batch that became durable in an append
 	// the process died in; the coordinator acted on their requests.
 	undelivered []core.Response
+
+	// pipeFlags: pipeline episodes (pipeline.go).
+	pipeFlags
 
 	inv   invariants
 	trace strings.Builder
@@ -151,21 +173,41 @@ func newSim(o Options) *sim {
 	cfg.Streams.NumStandbyReplicas = int32(rng.IntN(2))
 	cfg.AssignorWaitMs = []int64{0, 500}[rng.IntN(2)]
 	cfg.Classic.InitialRebalanceDelayMs = []int32{0, 3000}[rng.IntN(2)]
+	cfg.Consumer.Assignors = []core.NamedPartitionAssignor{{Name: "uniform", Assignor: roundRobin{}}}
 	s := &sim{opt: o, rng: rng, now: 1_700_000_000_000, cfg: cfg, ends: make(chan roundEnd, 16),
 		crashAt: make([]crashMode, partitions), pendingExpect: map[int]string{}, expectNext: map[int]string{},
 		inflight: map[core.RequestID]*call{}, inv: newInvariants()}
+	s.pipeFlags.init()
 	s.topics = []core.TopicMetadata{{Name: "in", Partitions: 4}, {Name: "in2", Partitions: 2},
 		{Name: "store-changelog", Partitions: 4}, {Name: "t", Partitions: 4}}
+	for i := range s.topics {
+		s.topics[i].ID = topicID(s.topics[i].Name)
+	}
 	for i := 0; i < 3+rng.IntN(4); i++ {
-		s.streams = append(s.streams, &streamsClient{name: fmt.Sprintf("st%d", i), group: streamsGroups[i%2],
-			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]})
+		s.streams = append(s.streams, &streamsClient{hbMember: hbMember[task, kmsg.StreamsGroupHeartbeatRequest]{
+			name: fmt.Sprintf("st%d", i), group: streamsGroups[i%2], lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}})
 	}
 	for i := 0; i < 2+rng.IntN(4); i++ {
-		s.classics = append(s.classics, &classicClient{name: fmt.Sprintf("cl%d", i), group: classicGroups[i%2],
+		s.classics = append(s.classics, &classicClient{classicMember: classicMember{name: fmt.Sprintf("cl%d", i), group: classicGroups[i%2]},
 			session: []int32{10000, 30000}[rng.IntN(2)]})
 	}
-	s.tracef("seed=%d streams=%d classic=%d config=%+v classic=%+v assignorWait=%d", o.Seed, len(s.streams), len(s.classics),
-		cfg.Streams, cfg.Classic, cfg.AssignorWaitMs)
+	for i := 0; i < 1+rng.IntN(3); i++ {
+		s.consumers = append(s.consumers, &consumerClient{hbMember[part, kmsg.ConsumerGroupHeartbeatRequest]{
+			name: fmt.Sprintf("co%d", i), group: consumerGroups[0], lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}})
+	}
+	// The mixed group: classic Streams instances and streams members.
+	for i := 0; i < 1+rng.IntN(3); i++ {
+		cl := &classicStreamsClient{classicMember: classicMember{name: fmt.Sprintf("cs%d", i), group: mixedGroups[0]}, owned: taskSet{},
+			lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}
+		cl.process[15] = byte(i + 1)
+		s.classicStreams = append(s.classicStreams, cl)
+	}
+	for i := 0; i < 1+rng.IntN(2); i++ {
+		s.streams = append(s.streams, &streamsClient{topology: mixedTopology, hbMember: hbMember[task, kmsg.StreamsGroupHeartbeatRequest]{
+			name: fmt.Sprintf("sm%d", i), group: mixedGroups[0], lateBy: []int{0, 0, 1, 3}[rng.IntN(4)]}})
+	}
+	s.tracef("seed=%d streams=%d classic=%d consumer=%d classic-streams=%d config=%+v classic=%+v assignorWait=%d", o.Seed,
+		len(s.streams), len(s.classics), len(s.consumers), len(s.classicStreams), cfg.Streams, cfg.Classic, cfg.AssignorWaitMs)
 	return s
 }
 

@@ -14,6 +14,8 @@ import (
 // faults and crashes are armed, topics change.
 func (s *sim) step() {
 	switch r := s.rng.IntN(100); {
+	case r < 4:
+		s.pipeline()
 	case r < 38:
 		s.act(1)
 	case r < 48:
@@ -27,13 +29,9 @@ func (s *sim) step() {
 	case r < 77:
 		s.answerRun()
 	case r < 80:
-		s.one(s.streamsStale(s.streams[s.rng.IntN(len(s.streams))]))
+		s.one(s.stale())
 	case r < 83:
-		if s.rng.IntN(2) == 0 {
-			s.one(s.streamsLeave(s.streams[s.rng.IntN(len(s.streams))]))
-		} else {
-			s.one(s.classicLeave(s.classics[s.rng.IntN(len(s.classics))]))
-		}
+		s.one(s.leave())
 	case r < 85:
 		s.vanish()
 	case r < 91:
@@ -62,13 +60,7 @@ func (s *sim) step() {
 func (s *sim) act(n int) {
 	byPart := make([][]*call, partitions)
 	for i := 0; i < n; i++ {
-		var c *call
-		if k := s.rng.IntN(len(s.streams) + len(s.classics)); k < len(s.streams) {
-			c = s.streamsAct(s.streams[k])
-		} else {
-			c = s.classicAct(s.classics[k-len(s.streams)])
-		}
-		if c != nil {
+		if c := s.clientAct(); c != nil {
 			p := partitionOf(c.group)
 			byPart[p] = append(byPart[p], c)
 		}
@@ -80,6 +72,90 @@ func (s *sim) act(n int) {
 	}
 }
 
+// clients counts the simulated clients of every kind.
+func (s *sim) clients() int {
+	return len(s.streams) + len(s.classics) + len(s.consumers) + len(s.classicStreams)
+}
+
+// pick returns a random client as its kind and index within its kind's
+// list: one kind in four is the mixed group's, whose clients are spread
+// over two lists, so that its conversions come often.
+func (s *sim) pick() (kind, i int) {
+	if s.rng.IntN(4) == 0 {
+		var mixed []int
+		for i, cl := range s.streams {
+			if cl.group == mixedGroups[0] {
+				mixed = append(mixed, i)
+			}
+		}
+		k := s.rng.IntN(len(mixed) + len(s.classicStreams))
+		if k < len(mixed) {
+			return kindStreams, mixed[k]
+		}
+		return kindClassicStreams, k - len(mixed)
+	}
+	k := s.rng.IntN(s.clients())
+	for kind, n := range []int{len(s.streams), len(s.classics), len(s.consumers), len(s.classicStreams)} {
+		if k < n {
+			return kind, k
+		}
+		k -= n
+	}
+	panic("unreachable")
+}
+
+// The client kinds pick returns.
+const (
+	kindStreams = iota
+	kindClassic
+	kindConsumer
+	kindClassicStreams
+)
+
+// clientAct lets a random client take its next step.
+func (s *sim) clientAct() *call { return s.actAs(s.pick()) }
+
+// actAs lets client i of kind take its next step.
+func (s *sim) actAs(kind, i int) *call {
+	switch kind {
+	case kindStreams:
+		return s.streamsAct(s.streams[i])
+	case kindClassic:
+		return s.classicAct(s.classics[i])
+	case kindConsumer:
+		return s.consumerAct(s.consumers[i])
+	default:
+		return s.classicStreamsAct(s.classicStreams[i])
+	}
+}
+
+// leave makes a random client leave its group.
+func (s *sim) leave() *call {
+	switch kind, i := s.pick(); kind {
+	case kindStreams:
+		return s.streamsLeave(s.streams[i])
+	case kindClassic:
+		return s.classicLeave(s.classics[i])
+	case kindConsumer:
+		return s.consumerLeave(s.consumers[i])
+	default:
+		return s.classicStreamsLeave(s.classicStreams[i])
+	}
+}
+
+// stale resends a random streams, consumer or classic Streams client's
+// last request.
+func (s *sim) stale() *call {
+	switch k := s.rng.IntN(len(s.streams) + len(s.consumers) + len(s.classicStreams)); {
+	case k < len(s.streams):
+		return s.streamsStale(s.streams[k])
+	case k < len(s.streams)+len(s.consumers):
+		return s.consumerStale(s.consumers[k-len(s.streams)])
+	default:
+		return s.classicStreamsStale(s.classicStreams[k-len(s.streams)-len(s.consumers)])
+	}
+}
+
 func (s *sim) one(c *call) {
 	if c != nil {
 		s.send(partitionOf(c.group), c)
@@ -87,14 +163,24 @@ func (s *sim) one(c *call) {
 }
 
 // vanish makes a random client stop talking without leaving; its session
-// times out unless it comes back first.
+// times out unless it comes back first. It still runs what it owned.
 func (s *sim) vanish() {
-	if k := s.rng.IntN(len(s.streams) + len(s.classics)); k < len(s.streams) {
-		cl := s.streams[k]
+	switch kind, i := s.pick(); kind {
+	case kindStreams:
+		cl := s.streams[i]
 		s.tracef("%s vanishes", cl.memberID)
 		cl.gone, cl.waiting = true, false
-	} else {
-		cl := s.classics[k-len(s.streams)]
+	case kindClassic:
+		cl := s.classics[i]
+		s.tracef("%s vanishes", cl.memberID)
+		cl.gone, cl.waiting = true, false
+		cl.incarnation++
+	case kindConsumer:
+		cl := s.consumers[i]
+		s.tracef("%s vanishes", cl.memberID)
+		cl.gone, cl.waiting = true, false
+	default:
+		cl := s.classicStreams[i]
 		s.tracef("%s vanishes", cl.memberID)
 		cl.gone, cl.waiting = true, false
 		cl.incarnation++
@@ -170,6 +256,12 @@ func (s *sim) changeTopics() {
 // fmtResponse is a one-line account of a response for the trace.
 func fmtResponse(msg kmsg.Response) string {
 	switch r := msg.(type) {
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		out := fmt.Sprintf("consumer hb err=%d epoch=%d", r.ErrorCode, r.MemberEpoch)
+		if r.Assignment != nil {
+			out += " assigned=" + fromAssignment(r.Assignment).String()
+		}
+		return out
 	case *kmsg.StreamsGroupHeartbeatResponse:
 		out := fmt.Sprintf("streams hb err=%d epoch=%d", r.ErrorCode, r.MemberEpoch)
 		if r.ActiveTasks != nil {
@@ -179,6 +271,9 @@ func fmtResponse(msg kmsg.Response) string {
 	case *kmsg.JoinGroupResponse:
 		return fmt.Sprintf("join err=%d gen=%d member=%s leader=%s members=%d", r.ErrorCode, r.Generation, r.MemberID, r.LeaderID, len(r.Members))
 	case *kmsg.SyncGroupResponse:
+		if tasks, _, err := decodeStreamsAssignment(r.MemberAssignment); err == nil && len(r.MemberAssignment) > 0 {
+			return fmt.Sprintf("sync err=%d tasks=%s", r.ErrorCode, tasks)
+		}
 		return fmt.Sprintf("sync err=%d partitions=%v", r.ErrorCode, decodeAssignment(r.MemberAssignment))
 	case *kmsg.HeartbeatResponse:
 		return fmt.Sprintf("heartbeat err=%d", r.ErrorCode)

@@ -72,49 +72,20 @@ var topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: 0, Subtopologie
 	{SubtopologyID: "1", SourceTopics: []string{"in2"}},
 }}
 
-// streamsClient is a simulated Kafka Streams member. It misbehaves: it
-// may revoke tasks several heartbeats late, send "unchanged" (null)
-// reports, resend an old request, retry a failed request as it was, and
-// vanish without leaving.
+// streamsClient is a simulated Kafka Streams member. It misbehaves as
+// hbMember says and may send "unchanged" (null) reports.
 type streamsClient struct {
-	name, group string
-	incarnation int
-	memberID    string
-	joined      bool
-	epoch       int32
-	owned       taskSet
-	lateDrop    map[task]int
-	lateBy      int
-	lastReq     *kmsg.StreamsGroupHeartbeatRequest
-	waiting     bool // a request is in flight
-	retry       bool // the last request failed: send it again as it was
-	gone        bool // vanished without leaving
-}
-
-func (cl *streamsClient) reset() {
-	cl.joined, cl.epoch, cl.owned, cl.lateDrop = false, 0, taskSet{}, nil
+	hbMember[task, kmsg.StreamsGroupHeartbeatRequest]
+	topology *kmsg.StreamsGroupHeartbeatRequestTopology // nil: the streams groups' topology
 }
 
 // act returns the client's next request, or nil.
 func (s *sim) streamsAct(cl *streamsClient) *call {
-	if cl.waiting {
+	if !cl.wake(s) {
 		return nil
 	}
-	if cl.gone {
-		if s.rng.IntN(4) > 0 {
-			return nil
-		}
-		cl.gone, cl.retry, cl.lastReq = false, false, nil
-		cl.reset()
-		cl.memberID = ""
-	}
-	if cl.memberID == "" {
-		cl.incarnation++
-		cl.memberID = fmt.Sprintf("%s-%d", cl.name, cl.incarnation)
-	}
-	if cl.retry && cl.lastReq != nil {
-		cl.retry = false
-		return s.streamsCall(cl, cl.lastReq, "retry", true)
+	if req := cl.takeRetry(); req != nil {
+		return s.streamsCall(cl, req, "retry", true)
 	}
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Version = 1
@@ -125,29 +96,19 @@ func (s *sim) streamsAct(cl *streamsClient) *call {
 		pid := cl.name
 		req.ProcessID = &pid
 		req.Topology = topology
+		if cl.topology != nil {
+			req.Topology = cl.topology
+		}
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	} else {
 		req.MemberEpoch = cl.epoch
 		if s.rng.IntN(8) > 0 { // else null: "unchanged"
 			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(cl.owned), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 		}
-		for _, t := range taskSet(cl.lateDropSet()).sorted() { // a late revoker counts down per heartbeat
-			if cl.lateDrop[t]--; cl.lateDrop[t] <= 0 {
-				delete(cl.lateDrop, t)
-				delete(cl.owned, t)
-			}
-		}
+		countDown(cl.owned, cl.lateDrop)
 	}
 	cl.lastReq = req
 	return s.streamsCall(cl, req, "heartbeat", true)
-}
-
-func (cl *streamsClient) lateDropSet() taskSet {
-	out := taskSet{}
-	for t := range cl.lateDrop {
-		out[t] = true
-	}
-	return out
 }
 
 // streamsLeave is a leave heartbeat (epoch -1).
@@ -160,10 +121,7 @@ func (s *sim) streamsLeave(cl *streamsClient) *call {
 	req.Group, req.MemberID, req.MemberEpoch = cl.group, cl.memberID, -1
 	cl.lastReq = req
 	c := s.streamsCall(cl, req, "leave", false)
-	// A leaving Streams client has closed its tasks; it comes back later
-	// as a new member.
-	cl.reset()
-	cl.gone = true
+	cl.leaving()
 	return c
 }
 
@@ -187,69 +145,24 @@ func (s *sim) streamsCall(cl *streamsClient, req *kmsg.StreamsGroupHeartbeatRequ
 	if reported != nil {
 		rep = reported.String()
 	}
-	incarnation := cl.incarnation
-	mine := func() bool { return wait && cl.memberID == member && cl.incarnation == incarnation && !cl.gone }
-	if wait {
-		cl.waiting = true
+	run := func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+		return c.StreamsGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
 	}
-	return &call{
-		group: cl.group,
-		what:  fmt.Sprintf("%s %s epoch=%d owned=%s", what, member, req.MemberEpoch, rep),
-		run: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.StreamsGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
-		},
-		check: func(msg kmsg.Response) {
-			s.inv.streamsResponse(s, cl.group, member, reported, msg.(*kmsg.StreamsGroupHeartbeatResponse))
-		},
-		done: func(msg kmsg.Response) {
-			if mine() {
-				cl.waiting = false
-				cl.apply(msg.(*kmsg.StreamsGroupHeartbeatResponse))
-			}
-		},
-		failed: func() {
-			if mine() {
-				cl.waiting, cl.retry = false, true
-			}
-		},
-	}
-}
-
-// apply updates the client from a heartbeat response.
-func (cl *streamsClient) apply(resp *kmsg.StreamsGroupHeartbeatResponse) {
-	switch resp.ErrorCode {
-	case 0:
-	case 110, 25: // FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: drop everything, rejoin
-		cl.reset()
-		return
-	default:
-		return
-	}
-	if resp.MemberEpoch < 0 {
-		return
-	}
-	cl.joined, cl.epoch = true, resp.MemberEpoch
-	if resp.ActiveTasks == nil {
-		return
-	}
-	next := fromKmsg(resp.ActiveTasks)
-	if cl.owned == nil {
-		cl.owned = taskSet{}
-	}
-	if cl.lateDrop == nil {
-		cl.lateDrop = map[task]int{}
-	}
-	for _, t := range cl.owned.sorted() {
-		if !next[t] {
-			if cl.lateBy == 0 {
-				delete(cl.owned, t)
-			} else if _, ok := cl.lateDrop[t]; !ok {
-				cl.lateDrop[t] = cl.lateBy
-			}
+	check := func(msg kmsg.Response) {
+		resp := msg.(*kmsg.StreamsGroupHeartbeatResponse)
+		s.inv.streamsResponse(s, cl.group, member, reported, resp)
+		cl.accepted(wait, member, resp.ErrorCode, resp.MemberEpoch)
+		if resp.ErrorCode == 0 && resp.MemberEpoch >= 0 && resp.ActiveTasks != nil {
+			s.checkTaskGrant(cl.group, member, cl.name, cl.owned, fromKmsg(resp.ActiveTasks), resp.MemberEpoch)
 		}
 	}
-	for t := range next {
-		cl.owned[t] = true
-		delete(cl.lateDrop, t)
+	apply := func(msg kmsg.Response) {
+		resp := msg.(*kmsg.StreamsGroupHeartbeatResponse)
+		var next taskSet
+		if resp.ActiveTasks != nil {
+			next = fromKmsg(resp.ActiveTasks)
+		}
+		cl.adoptResponse(resp.ErrorCode, resp.MemberEpoch, next)
 	}
+	return cl.wrap(fmt.Sprintf("%s %s epoch=%d owned=%s", what, member, req.MemberEpoch, rep), member, wait, run, check, apply)
 }
