@@ -160,7 +160,7 @@ func (c *Coordinator) partitionsByName(owned []kmsg.ConsumerMemberMetadataOwnedP
 func (c *Coordinator) assignedPartitionsByName(topics []kmsg.ConsumerMemberAssignmentTopic) partSet {
 	owned := make([]kmsg.ConsumerMemberMetadataOwnedPartition, len(topics))
 	for i, t := range topics {
-		owned[i] = kmsg.ConsumerMemberMetadataOwnedPartition{Topic: t.Topic, Partitions: t.Partitions}
+		owned[i] = kmsg.ConsumerMemberMetadataOwnedPartition(t)
 	}
 	return c.partitionsByName(owned)
 }
