@@ -256,8 +256,15 @@ func (l *Loop) offsetFetchStep(ctx context.Context, req *wire.Request, body *kms
 func (l *Loop) forwardFetch(ctx context.Context, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	resp, err := l.offsetStore().FetchOffsets(ctx, body)
 	if err != nil {
+		// This process is the group's coordinator; only its offsets are
+		// not readable yet (say the data plane is still creating
+		// __consumer_offsets). COORDINATOR_LOAD_IN_PROGRESS makes a client
+		// retry the fetch. COORDINATOR_NOT_AVAILABLE would make a Java
+		// consumer forget its coordinator, and one closed before it found
+		// it again sends no LeaveGroup: the group would keep the member,
+		// and its partitions, until its session timed out.
 		l.log.Warn("offset fetch forwarding failed", "err", err)
-		return wire.ErrorResponse(body, kerr.CoordinatorNotAvailable.Code), nil
+		return wire.ErrorResponse(body, kerr.CoordinatorLoadInProgress.Code), nil
 	}
 	noOffsetsYet(body, resp)
 	return resp, nil
