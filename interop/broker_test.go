@@ -157,13 +157,20 @@ func waitMetadata(addr string, d time.Duration, p *proc) error {
 	return fmt.Errorf("no Metadata answer from %s within %v (last error: %v)", addr, d, last)
 }
 
-// clusterID is a random Kafka Uuid: 16 bytes, URL-safe base64 without padding.
+// clusterID is a random Kafka Uuid: 16 bytes, URL-safe base64 without
+// padding, drawn again when it starts with '-' (as Kafka's
+// Uuid.randomUuid does): kafka-storage's argument parser takes such an id
+// for an option and refuses the format.
 func clusterID(t *testing.T) string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
+	for {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // freePort returns a loopback port that was free a moment ago.

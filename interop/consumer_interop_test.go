@@ -111,6 +111,7 @@ type cgSide struct {
 	addr    string
 	group   string
 	admin   *kgo.Client // to the data plane
+	spread  *kgo.Client // to the data plane, records to the partition they name
 	desc    *kgo.Client // to the side's coordinator
 	java    *proc
 	kgos    map[string]*kgo.Client
@@ -129,7 +130,16 @@ func runConsumerScript(t *testing.T, dir, name, addr string, admin *kgo.Client) 
 		t.Fatal(err)
 	}
 	defer desc.Close()
-	s := &cgSide{t: t, name: name, addr: addr, group: "cg-" + name, admin: admin, desc: desc,
+	// Records keyed as produceN keys them reach only some partitions of a
+	// topic (k0..k6 miss cg-in-2), so a member owning only such a
+	// partition would have nothing to commit: each step writes to every
+	// partition by number.
+	spread, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spread.Close()
+	s := &cgSide{t: t, name: name, addr: addr, group: "cg-" + name, admin: admin, spread: spread, desc: desc,
 		kgos: map[string]*kgo.Client{}, topics: map[string]int32{cgTopic: cgParts}, stepStart: time.Now()}
 	if err := groupsServed(addr, s.group, cgSettle); err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -266,8 +276,8 @@ func (s *cgSide) settle(step string, n int, codes []string) cgStep {
 				out.Counts = append(out.Counts, c)
 			}
 			sort.Sort(sort.Reverse(sort.IntSlice(out.Counts)))
-			for topic := range s.topics { // gives the members something to commit
-				produceN(s.t, s.admin, topic, 0, 6)
+			for topic, parts := range s.topics { // gives the members something to commit
+				s.producePerPartition(topic, parts, 2)
 			}
 			return out
 		}
@@ -275,6 +285,23 @@ func (s *cgSide) settle(step string, n int, codes []string) cgStep {
 	}
 	s.t.Fatalf("%s: step %s (codes %v) did not settle within %v: %s\n%s", s.name, step, codes, cgSettle, last, s.java.tail(30))
 	return cgStep{}
+}
+
+// producePerPartition writes n records to each of topic's parts
+// partitions.
+func (s *cgSide) producePerPartition(topic string, parts int32, n int) {
+	s.t.Helper()
+	var rs []*kgo.Record
+	for p := int32(0); p < parts; p++ {
+		for i := 0; i < n; i++ {
+			rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%d,%d", i, time.Now().UnixMilli()))})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.spread.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 func (s *cgSide) describe() (kmsg.ConsumerGroupDescribeResponseGroup, error) {
