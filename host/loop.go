@@ -83,12 +83,15 @@ type LoopDeps struct {
 	// Pipeline is how many rounds of a partition may wait for their
 	// appends while it steps the next (0: runtime.DefaultPipeline; 1: a
 	// round starts once the one before is committed).
-	Pipeline  int
-	Store     *store.Store
-	DataPlane *gateway.DataPlane
-	Assignors *Assignors
-	Metrics   *admin.Metrics
-	Log       *slog.Logger
+	Pipeline int
+	// MaxQueuedPerGroup bounds the requests of one group waiting in its
+	// partition's queue (0: runtime.DefaultMaxQueuedPerKey).
+	MaxQueuedPerGroup int
+	Store             *store.Store
+	DataPlane         *gateway.DataPlane
+	Assignors         *Assignors
+	Metrics           *admin.Metrics
+	Log               *slog.Logger
 	// GroupConfig returns a group's streams overrides (nil: none), asked
 	// the first time the loop sees the group id; used only without Groups
 	// (tests that set streams overrides directly).
@@ -246,7 +249,7 @@ func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 		l.refreshTopicsNow()
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
-		Now: d.Now, MaxBatch: maxBatch, Pipeline: d.Pipeline})
+		Now: d.Now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup})
 	if err == nil && d.Ownership != nil {
 		err = d.Ownership.Start(l.rt)
 	} else if err == nil {

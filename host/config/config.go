@@ -56,6 +56,9 @@ type Config struct {
 	Workers int
 	// Pipeline bounds the rounds of a partition in flight (runtime.pipeline).
 	Pipeline int
+	// MaxQueuedPerGroup bounds the requests of one group waiting in its
+	// partition's queue (runtime.max.queued.per.group).
+	MaxQueuedPerGroup int
 	// MaxGroups caps the groups of the process (0: no cap).
 	MaxGroups int
 	// Groups resolves per-group settings.
@@ -378,9 +381,10 @@ func fromValues(v map[string]any) (*Config, error) {
 			LeaseMargin:    time.Duration(v["cluster.ownership.lease.margin.ms"].(int64)) * time.Millisecond},
 		Embedded: EmbeddedSecurity{SuperUsers: v["embedded.super.users"].([]string),
 			AllowEveryoneIfNoACLFound: v["embedded.allow.everyone.if.no.acl.found"].(bool)},
-		Workers:   int(v["runtime.workers"].(int64)),
-		Pipeline:  int(v["runtime.pipeline"].(int64)),
-		MaxGroups: int(v["runtime.max.groups"].(int64)),
+		Workers:           int(v["runtime.workers"].(int64)),
+		Pipeline:          int(v["runtime.pipeline"].(int64)),
+		MaxQueuedPerGroup: int(v["runtime.max.queued.per.group"].(int64)),
+		MaxGroups:         int(v["runtime.max.groups"].(int64)),
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)

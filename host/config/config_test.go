@@ -217,6 +217,21 @@ func TestSettingsShowSourcesAndRedactToken(t *testing.T) {
 	}
 }
 
+// TestRuntimeMaxQueuedPerGroup: runtime.max.queued.per.group defaults to
+// the runtime's 1,024, takes a flag, and refuses 0 with its name.
+func TestRuntimeMaxQueuedPerGroup(t *testing.T) {
+	c, err := load(t, nil)
+	if err != nil || c.MaxQueuedPerGroup != 1024 {
+		t.Fatalf("default: %d, %v", c.MaxQueuedPerGroup, err)
+	}
+	if c, err = load(t, []string{"--runtime.max.queued.per.group=16"}); err != nil || c.MaxQueuedPerGroup != 16 {
+		t.Fatalf("flag: %d, %v", c.MaxQueuedPerGroup, err)
+	}
+	if _, err = load(t, []string{"--runtime.max.queued.per.group=0"}); err == nil || !strings.Contains(err.Error(), "runtime.max.queued.per.group") {
+		t.Fatalf("0: %v", err)
+	}
+}
+
 // TestRuntimePipeline: runtime.pipeline defaults to 4, takes a flag or the
 // environment, and refuses 0 (no round could be stepped) with its name.
 func TestRuntimePipeline(t *testing.T) {
