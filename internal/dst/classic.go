@@ -58,23 +58,12 @@ func (m *classicMember) wrap(what string, run func(*core.Coordinator, int64, cor
 	m.waiting = true
 	inc := m.incarnation
 	mine := func() bool { return m.incarnation == inc }
-	return &call{
-		group: m.group,
-		what:  what,
-		run:   run,
-		check: check,
-		done: func(msg kmsg.Response) {
-			if mine() {
-				m.waiting = false
-				done(msg)
-			}
+	return guardedCall(m.group, what, run, check, mine,
+		func(msg kmsg.Response) {
+			m.waiting = false
+			done(msg)
 		},
-		failed: func() {
-			if mine() {
-				m.waiting = false
-			}
-		},
-	}
+		func() { m.waiting = false })
 }
 
 type classicPhase int

@@ -84,23 +84,12 @@ func (m *hbMember[K, R]) wrap(what, member string, wait bool, run func(*core.Coo
 	if wait {
 		m.waiting = true
 	}
-	return &call{
-		group: m.group,
-		what:  what,
-		run:   run,
-		check: check,
-		done: func(msg kmsg.Response) {
-			if mine() {
-				m.waiting = false
-				apply(msg)
-			}
+	return guardedCall(m.group, what, run, check, mine,
+		func(msg kmsg.Response) {
+			m.waiting = false
+			apply(msg)
 		},
-		failed: func() {
-			if mine() {
-				m.waiting, m.retry = false, true
-			}
-		},
-	}
+		func() { m.waiting, m.retry = false, true })
 }
 
 // accepted notes a response the coordinator gave to one of member's

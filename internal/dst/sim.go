@@ -92,6 +92,29 @@ type call struct {
 	failed func()
 }
 
+// guardedCall is a call whose answer reaches its client only while mine
+// holds (the client still waits for it in the same incarnation): done
+// then gets the response, and failed learns of a failure.
+func guardedCall(group, what string, run func(*core.Coordinator, int64, core.RequestID) core.Output,
+	check func(kmsg.Response), mine func() bool, done func(kmsg.Response), failed func()) *call {
+	return &call{
+		group: group,
+		what:  what,
+		run:   run,
+		check: check,
+		done: func(msg kmsg.Response) {
+			if mine() {
+				done(msg)
+			}
+		},
+		failed: func() {
+			if mine() {
+				failed()
+			}
+		},
+	}
+}
+
 type sim struct {
 	opt    Options
 	rng    *rand.Rand
