@@ -20,6 +20,7 @@ import (
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/experiment"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/store"
@@ -93,9 +94,9 @@ func (f *abFixture) get(t *testing.T, path, id string, v any) int {
 	return rec.Code
 }
 
-func (f *abFixture) history(t *testing.T) host.GroupHistory {
+func (f *abFixture) history(t *testing.T) experiment.GroupHistory {
 	t.Helper()
-	var h host.GroupHistory
+	var h experiment.GroupHistory
 	if code := f.get(t, "/v1/groups/g/history", "g", &h); code != 200 {
 		t.Fatalf("GET /v1/groups/g/history: %d", code)
 	}
@@ -108,7 +109,7 @@ func (f *abFixture) history(t *testing.T) host.GroupHistory {
 // assignment as JSON, member by member.
 func (f *abFixture) step(t *testing.T, what string) string {
 	t.Helper()
-	var h host.GroupHistory
+	var h experiment.GroupHistory
 	f.get(t, "/v1/groups/g/history", "g", &h) // 404 before the first join
 	last := func() int32 {
 		if len(h.Targets) == 0 {
@@ -209,17 +210,17 @@ func TestRebalanceHistory(t *testing.T) {
 	h := f.history(t)
 	first := h.Targets[0]
 	if len(h.Targets) != 1 || first.Assignor != "sticky" || first.Version != "native" ||
-		len(first.Reasons) != 1 || first.Reasons[0] != (host.Reason{Kind: "member-joined", Member: "m1"}) {
+		len(first.Reasons) != 1 || first.Reasons[0] != (experiment.Reason{Kind: "member-joined", Member: "m1"}) {
 		t.Fatalf("first target: %+v", h)
 	}
 	if first.Metrics.Members != 1 || first.Metrics.Tasks != 4 || first.Metrics.Movement.New != 4 || len(first.Moves) != 4 ||
-		first.Moves[0] != (host.Move{Task: "0_0", To: "p-m1"}) {
+		first.Moves[0] != (experiment.Move{Task: "0_0", To: "p-m1"}) {
 		t.Fatalf("first target's metrics or moves: %+v", first)
 	}
 	f.step(t, "join m2")
 	h = f.history(t)
 	second := h.Targets[1]
-	if second.Reasons[0] != (host.Reason{Kind: "member-joined", Member: "m2"}) || second.Metrics.Movement.MovedProcess != 2 ||
+	if second.Reasons[0] != (experiment.Reason{Kind: "member-joined", Member: "m2"}) || second.Metrics.Movement.MovedProcess != 2 ||
 		second.Metrics.Balance.ActivePerProcess.Spread != 0 || len(second.Moves) != 2 {
 		t.Fatalf("second target: %+v", second)
 	}
@@ -234,12 +235,12 @@ func TestRebalanceHistory(t *testing.T) {
 		t.Fatalf("history keeps %d targets (limit %d), want the last 2: %+v", len(h.Targets), h.Limit, h.Targets)
 	}
 	last := h.Targets[1]
-	if last.Reasons[0] != (host.Reason{Kind: "member-left", Member: "m1"}) || last.Metrics.Movement.MovedProcess != 0 ||
+	if last.Reasons[0] != (experiment.Reason{Kind: "member-left", Member: "m1"}) || last.Metrics.Movement.MovedProcess != 0 ||
 		last.Metrics.Movement.New != 2 || len(last.Moves) != 2 || last.Moves[0].From != "" || last.Moves[0].To != "p-m2" {
 		t.Fatalf("target after m1 left: %+v", last)
 	}
 	f.wantLog(t, "new target assignment", "reasons=member-joined:m2", "reasons=member-left:m1", "assignor=sticky", "moved_process=2")
-	if code := f.get(t, "/v1/groups/nope/history", "nope", &host.GroupHistory{}); code != 404 {
+	if code := f.get(t, "/v1/groups/nope/history", "nope", &experiment.GroupHistory{}); code != 404 {
 		t.Fatalf("history of an unknown group: %d, want 404", code)
 	}
 }
@@ -289,7 +290,7 @@ func TestShadowRunsDoNotChangePrimary(t *testing.T) {
 func (f *abFixture) wantShadows(t *testing.T, runs int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	var r host.ABReport
+	var r experiment.ABReport
 	for {
 		if code := f.get(t, "/v1/ab", "", &r); code != 200 {
 			t.Fatalf("GET /v1/ab: %d", code)
@@ -360,7 +361,7 @@ func TestSplitGroupRunsCandidate(t *testing.T) {
 	if h := f.history(t); h.Targets[0].Assignor != "ha" {
 		t.Fatalf("history: %+v", h.Targets)
 	}
-	var r host.ABReport
+	var r experiment.ABReport
 	if code := f.get(t, "/v1/ab", "", &r); code != 200 || r.Split == nil || r.Split.Status != "insufficient data" ||
 		r.Split.Arms[1].Arm != "candidate" || r.Split.Arms[1].Groups != 1 || r.Split.Arms[0].Groups != 0 || r.Groups[0].Arm != "candidate" {
 		t.Fatalf("/v1/ab split: %d %+v", code, r.Split)

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/experiment"
 )
 
 // assignorWorkers bounds concurrent assignor runs.
@@ -31,13 +31,10 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 	l.stats.runs.Add(1)
 	l.history.note(run.Group, fmt.Sprintf("assignor %q run requested for epoch %d", run.Assignor, run.Epoch))
 	timeout := l.assignorTimeout(run.Group)
-	reasons, shadows := l.ab.reasons(run.Group), l.assignorShadows(run.Group)
+	reasons, shadows := l.ab.Reasons(run.Group), l.assignorShadows(run.Group)
 	l.onWorker(run.Group, func() func(c *core.Coordinator, now int64) core.Output {
 		res, rec, err := l.runAssignor(run, timeout)
-		l.ab.shadow(run, shadows, timeout) // after the primary: never beside it on this run
-		if rec != nil {
-			rec.Reasons = reasons
-		}
+		l.ab.Shadow(run, shadows, timeout) // after the primary: never beside it on this run
 		if err != nil {
 			l.stats.runErrors.Add(1)
 			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
@@ -49,7 +46,7 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
 			}
 			out := c.AssignorResult(now, run, res, err)
-			l.ab.installed(run.Group, rec, out.Events)
+			l.ab.Installed(run.Group, rec, reasons, out.Events)
 			return out
 		}
 	})
@@ -68,7 +65,7 @@ func (l *Loop) onWorker(group string, work func() func(c *core.Coordinator, now 
 // runAssignor computes run's target on a worker; timeout bounds the
 // plugin call. The history entry of the target comes with it (nil
 // without the plugin host or when the run failed).
-func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.AssignResult, *TargetRecord, error) {
+func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.AssignResult, *experiment.Target, error) {
 	if l.d.Assignors == nil {
 		return core.ReferenceAssign(run.Input), nil, nil
 	}
@@ -90,10 +87,10 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 		res, err = assign.FromABI(ts, resp, len(run.Input.Members))
 	}
 	if err != nil {
-		l.ab.record(run.Group, arm{Assignor: run.Assignor, Role: rolePrimary, Epoch: run.Epoch}, metrics.Report{}, err)
+		l.ab.PrimaryFailed(run, err)
 		return core.AssignResult{}, nil, err
 	}
-	return res, l.ab.primary(run, req, resp, took), nil
+	return res, l.ab.Primary(run, req, resp, took), nil
 }
 
 // assignorTimeout is the group's streams.assignor.timeout.ms: the bound on

@@ -15,6 +15,7 @@ import (
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/experiment"
 	"github.com/coordhost/coordhost/host/gateway"
 	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/runtime"
@@ -111,7 +112,7 @@ type LoopDeps struct {
 	// Now is the clock (default time.Now); tests may inject one.
 	Now func() time.Time
 	// HistoryTargets is how many targets the rebalance history keeps per
-	// group (admin.history.targets; 0: DefaultHistoryTargets).
+	// group (admin.history.targets; 0: experiment.DefaultHistoryTargets).
 	HistoryTargets int
 	// WrapLog, when set, wraps the record log (tests inject faults with
 	// runtime.FaultLog).
@@ -161,7 +162,7 @@ type Loop struct {
 	topicSig string
 	topics   []core.TopicMetadata // the image fetched at start, applied by each partition on load
 	history  *history
-	ab       *abRuntime // rebalance history, shadow runs (ab.go)
+	ab       *experiment.Runtime // rebalance history, shadow runs, split groups (host/experiment)
 
 	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
 	offs      offsetGates // per-group queues of offset requests (offsets_gate.go)
@@ -231,7 +232,7 @@ func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 		refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.workers = newWorkerPool(l)
-	l.ab = newAB(l)
+	l.ab = experiment.New(l.ctx, &l.wg, experiment.Config{Log: l.log, Assignors: d.Assignors, HistoryTargets: d.HistoryTargets, Metrics: d.Metrics})
 	// The start-up I/O below uses l.ctx; ending ctx (a signal during
 	// start) ends it too.
 	stopStart := context.AfterFunc(ctx, l.cancel)

@@ -66,7 +66,7 @@ func (a *groupsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	switch {
 	case r.URL.Path == "/v1/ab":
-		writeJSONResp(w, 200, a.l.ab.report())
+		writeJSONResp(w, 200, a.l.ab.Report())
 	case strings.HasSuffix(r.URL.Path, "/history"):
 		a.history(ctx, w, id)
 	case id == "":
@@ -163,15 +163,6 @@ func (a *groupsAPI) config(ctx context.Context, w http.ResponseWriter, id string
 	writeJSONResp(w, 200, map[string]any{"group": id, "config": settings})
 }
 
-// GroupHistory is GET /v1/groups/{id}/history.
-type GroupHistory struct {
-	Group string `json:"group"`
-	// Limit is how many targets are kept (admin.history.targets).
-	Limit int `json:"limit"`
-	// Targets are the last installed targets, oldest first.
-	Targets []TargetRecord `json:"targets"`
-}
-
 // history serves GET /v1/groups/{id}/history: the group's last targets
 // with their reasons, assignor, metrics and moves.
 func (a *groupsAPI) history(ctx context.Context, w http.ResponseWriter, id string) {
@@ -184,7 +175,7 @@ func (a *groupsAPI) history(ctx context.Context, w http.ResponseWriter, id strin
 		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
 		return
 	}
-	writeJSONResp(w, 200, GroupHistory{Group: id, Limit: a.l.ab.history.limit, Targets: a.l.ab.history.get(id)})
+	writeJSONResp(w, 200, a.l.ab.History(id))
 }
 
 // PluginsHandler serves /v1/plugins: GET lists the assignors; POST

@@ -352,7 +352,7 @@ var noGroups = &config.Groups{}
 // applyGroupConfig hands a group's effective configuration (file layers
 // plus runtime values) to core.
 func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
-	g := l.ab.split(group, l.groupConfig(group))
+	g := l.ab.Split(group, l.groupConfig(group))
 	streams, classic, migration := g.CoreGroup()
 	streams.ProbingPolicy = l.probingPolicy(g)
 	c.SetStreamsGroupConfig(group, streams)

@@ -109,7 +109,7 @@ func (h *history) get(group string) []string {
 // are logged at DEBUG, as is each member's new assignment from the batch's
 // records, so a rebalance can be followed from coordhost's log alone.
 func (l *Loop) noteCommitted(b *batch) {
-	l.ab.observe(b.events)
+	l.ab.Observe(b.events)
 	for _, e := range b.events {
 		l.stats.countEvent(e)
 		if e.MemberLevel() && e.Kind != core.EventMemberLeft && e.Kind != core.EventMemberFenced {

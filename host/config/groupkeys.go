@@ -78,13 +78,13 @@ var groupKeys = withCoreDefaults([]key{
 	{name: "streams.assignor.timeout.ms", def: int64(30000), kind: kInt, min: 1, max: math.MaxInt32, fileOnly: true,
 		field: i32(func(g *Group) *int32 { return &g.StreamsAssignorTimeoutMs }, nil),
 		doc:   "Streams group: bound on each plugin call made for the group on the assignor workers (assignor runs, probing-policy checks); a call cut off by it is a plugin failure. Config file only."},
-	// The host runs each shadow beside the group's assignor (host/shadow.go);
+	// The host runs each shadow beside the group's assignor (host/experiment/shadow.go);
 	// core never sees them.
 	{name: "streams.assignor.shadow", def: []string{}, kind: kList, fileOnly: true,
 		field: list(func(g *Group) *[]string { return &g.StreamsAssignorShadow }, nil),
 		doc:   "Streams group: shadow assignors (comma-separated names) that compute a target beside the group's assignor on the identical input, off the critical path, for comparison at /v1/ab; their results are never applied (docs/AB-TESTING.md). Config file only."},
 	// The host makes the candidate the assignor of the groups in its share
-	// before core sees the group's settings (host/split.go).
+	// before core sees the group's settings (host/experiment/split.go).
 	{name: "streams.assignor.candidate.name", def: "", kind: kString, fileOnly: true,
 		field: str(func(g *Group) *string { return &g.StreamsAssignorCandidate }),
 		doc:   "Streams group: candidate assignor of a split; the groups whose stable bucket (a hash of the group id, 0-99) is below streams.assignor.candidate.percent run it instead of streams.assignor.name (docs/AB-TESTING.md). Config file only."},

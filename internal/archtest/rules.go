@@ -118,6 +118,12 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/assign runs assignors for the loop through its own API: core, abi, host/plugin, host/shadowproc and plugin algorithm packages, never the host root or Kafka messages"
+	case under(pkg, "host/experiment"):
+		if std || own && (under(local, "core", "abi", "host/experiment") || local == "host/assign" || local == "host/plugin" ||
+			local == "host/shadowproc" || local == "host/config" || local == "host/admin") {
+			return ""
+		}
+		return "host/experiment runs shadows and keeps the history through its own API: core, abi, host/assign, host/plugin, host/shadowproc, host/config and host/admin, never the host root, the store, the data plane or Kafka messages"
 	case under(pkg, "host/authz"):
 		if std || imp == kmsg || imp == kerr || own && (under(local, "host/authz") || local == "host/wire") {
 			return ""

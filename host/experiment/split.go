@@ -1,4 +1,4 @@
-package host
+package experiment
 
 // Split groups: where streams.assignor.candidate.name names an assignor, the
 // groups whose stable bucket (a hash of the group id, 0–99) is below
@@ -41,7 +41,7 @@ func splitBucket(group string) int64 {
 // split returns g with the candidate as its assignor when group is in the
 // candidate arm, and notes the group's arm ("" when g splits nothing).
 // Called wherever the host hands a group's settings to core.
-func (a *abRuntime) split(group string, g config.Group) config.Group {
+func (a *Runtime) Split(group string, g config.Group) config.Group {
 	arm := ""
 	if g.StreamsAssignorCandidate != "" {
 		arm = armControl
@@ -58,7 +58,7 @@ func (a *abRuntime) split(group string, g config.Group) config.Group {
 	if arm == "" {
 		delete(a.arms, group)
 	} else {
-		if _, known := a.arms[group]; !known && len(a.arms) >= maxHistoryGroups {
+		if _, known := a.arms[group]; !known && len(a.arms) >= maxGroups {
 			forgetOne(a.arms)
 		}
 		a.arms[group] = arm
@@ -111,7 +111,7 @@ var figures = []struct {
 
 // splitReport compares the arms. Called with a.mu held; nil when no
 // group is split.
-func (a *abRuntime) splitReport() *SplitReport {
+func (a *Runtime) splitReport() *SplitReport {
 	if len(a.arms) == 0 {
 		return nil
 	}

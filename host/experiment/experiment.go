@@ -1,12 +1,18 @@
-package host
-
-// The A/B runtime: per group, the latest figures (abi/metrics) of the
+// Package experiment compares assignors on live groups and remembers what
+// they did: the rebalance history of every group (history.go), shadow
+// runs of other assignors on the same input (shadow.go), groups split
+// between a control and a candidate assignor (split.go), and the A/B
+// report over them. The host wires one Runtime into its event loop and
+// its admin routes; the Runtime never changes what core installs.
+//
+// The A/B report: per group, the latest figures (abi/metrics) of the
 // primary assignor's target and of each shadow's, side by side at GET
 // /v1/ab; per assignor and role, totals exported on /metrics. Every
 // figure of an arm, primary or shadow, is measured against the group's
 // actual assignment when the run started (the members' current tasks in
 // the run's input): a shadow's movement is what it would have changed
 // from there.
+package experiment
 
 import (
 	"context"
@@ -19,6 +25,7 @@ import (
 	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/shadowproc"
 )
 
@@ -77,10 +84,12 @@ type assignorStats struct {
 	ComputeNanos  int64 `json:"compute_ns"`
 }
 
-// abRuntime holds the history, the shadow queues and the comparisons.
-type abRuntime struct {
+// Runtime holds the history, the shadow queues and the comparisons. A nil
+// *Runtime (a loop built by hand in tests) ignores every call.
+type Runtime struct {
 	log     *slog.Logger
-	asg     *Assignors
+	asg     *assign.Registry
+	now     func() time.Time
 	ctx     context.Context
 	wg      *sync.WaitGroup
 	history *targetHistory
@@ -96,22 +105,42 @@ type abRuntime struct {
 	arms   map[string]string            // split arm by group (split.go)
 }
 
-// newAB is the loop's A/B runtime; its goroutines stop with l.ctx and
-// are waited for with l.wg.
-func newAB(l *Loop) *abRuntime {
-	a := &abRuntime{log: l.log, asg: l.d.Assignors, ctx: l.ctx, wg: &l.wg,
-		history: newTargetHistory(l.d.HistoryTargets, l.log),
+// Config is what a Runtime needs from the host.
+type Config struct {
+	Log *slog.Logger
+	// Assignors runs the shadows and names each assignor's version; nil:
+	// shadow runs are ignored.
+	Assignors *assign.Registry
+	// HistoryTargets is how many targets the history keeps per group
+	// (0: DefaultHistoryTargets).
+	HistoryTargets int
+	// Metrics, when set, gets the per-assignor totals.
+	Metrics *admin.Metrics
+	// Now is the clock of the recorded results (nil: time.Now).
+	Now func() time.Time
+}
+
+// New is a Runtime whose goroutines (shadow queues, the shadow process)
+// stop with ctx and are waited for with wg.
+func New(ctx context.Context, wg *sync.WaitGroup, cfg Config) *Runtime {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &Runtime{log: cfg.Log, asg: cfg.Assignors, now: cfg.Now, ctx: ctx, wg: wg,
+		history: newTargetHistory(cfg.HistoryTargets, cfg.Log),
 		slots:   make(chan struct{}, shadowSlots), queues: map[string]*shadowQueue{},
 		groups: map[string]*GroupAB{}, stats: map[[2]string]*assignorStats{}, arms: map[string]string{}}
-	if l.d.Metrics != nil {
-		a.registerMetrics(l.d.Metrics)
+	if cfg.Metrics != nil {
+		a.registerMetrics(cfg.Metrics)
 	}
 	return a
 }
 
-// observe hands a committed batch's events to the history. A nil
-// runtime (a Loop built by hand in tests) ignores every call.
-func (a *abRuntime) observe(events []core.Event) {
+// Observe hands a committed batch's events to the history.
+func (a *Runtime) Observe(events []core.Event) {
 	if a == nil {
 		return
 	}
@@ -125,24 +154,28 @@ func (a *abRuntime) observe(events []core.Event) {
 	}
 }
 
-// reasons returns (and forgets) the reasons gathered for group's next run.
-func (a *abRuntime) reasons(group string) []Reason {
+// Reasons returns (and forgets) the reasons gathered for group's next run.
+func (a *Runtime) Reasons(group string) []Reason {
 	if a == nil {
 		return nil
 	}
 	return a.history.take(group)
 }
 
-// installed notes the target rec computed for group (history.computed).
-func (a *abRuntime) installed(group string, rec *TargetRecord, events []core.Event) {
+// Installed notes the target t computed for group because of reasons (as
+// Reasons returned them when the run was dispatched); it joins the
+// history once core's events say the target was installed. Called where
+// core's output for the assignor result is made.
+func (a *Runtime) Installed(group string, t *Target, reasons []Reason, events []core.Event) {
 	if a != nil {
-		a.history.computed(group, rec, events)
+		a.history.computed(group, t, reasons, events)
 	}
 }
 
-// primary measures the primary's result on a worker and returns the
-// history entry it becomes once core installs it.
-func (a *abRuntime) primary(run core.AssignorRun, req *abi.AssignRequest, resp *abi.AssignResponse, took time.Duration) *TargetRecord {
+// Primary measures the primary's result on a worker and returns the
+// history entry it becomes once core installs it (nil when it cannot be
+// measured).
+func (a *Runtime) Primary(run core.AssignorRun, req *abi.AssignRequest, resp *abi.AssignResponse, took time.Duration) *Target {
 	if a == nil {
 		return nil
 	}
@@ -152,22 +185,20 @@ func (a *abRuntime) primary(run core.AssignorRun, req *abi.AssignRequest, resp *
 	if err != nil {
 		return nil
 	}
-	hand, _ := metrics.HandOvers(req, resp, metrics.Options{})
-	rec := &TargetRecord{Epoch: run.Epoch, Time: time.Now().UTC(), Probe: run.Probe, Assignor: run.Assignor,
-		Version: who.Version, Metrics: rep}
-	rec.Moves, rec.MovesNotListed = moves(req, resp, hand)
-	if rec.Moves == nil {
-		rec.Moves = []Move{}
-	}
-	return rec
+	return newTarget(run, req, resp, who.Version, rep, a.now())
+}
+
+// PrimaryFailed records that the primary's run for run failed with err.
+func (a *Runtime) PrimaryFailed(run core.AssignorRun, err error) {
+	a.record(run.Group, arm{Assignor: run.Assignor, Role: rolePrimary, Epoch: run.Epoch}, metrics.Report{}, err)
 }
 
 // record keeps a group's latest result of who and adds it to the totals.
-func (a *abRuntime) record(group string, who arm, rep metrics.Report, err error) {
+func (a *Runtime) record(group string, who arm, rep metrics.Report, err error) {
 	if a == nil {
 		return
 	}
-	res := &ArmResult{arm: who, Time: time.Now().UTC()}
+	res := &ArmResult{arm: who, Time: a.now().UTC()}
 	if err != nil {
 		res.Error = err.Error()
 	} else {
@@ -193,7 +224,7 @@ func (a *abRuntime) record(group string, who arm, rep metrics.Report, err error)
 	defer a.mu.Unlock()
 	g := a.groups[group]
 	if g == nil {
-		if len(a.groups) >= maxHistoryGroups {
+		if len(a.groups) >= maxGroups {
 			forgetOne(a.groups)
 		}
 		g = &GroupAB{Group: group}
@@ -214,7 +245,7 @@ func (a *abRuntime) record(group string, who arm, rep metrics.Report, err error)
 }
 
 // count applies fn to the totals of assignor in role.
-func (a *abRuntime) count(assignor, role string, fn func(*assignorStats)) {
+func (a *Runtime) count(assignor, role string, fn func(*assignorStats)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := [2]string{assignor, role}
@@ -240,8 +271,8 @@ type ABReport struct {
 // abNote is the /v1/ab note.
 const abNote = "every figure is measured against the group's actual assignment when the run started; a shadow's movement is what it would have changed from there"
 
-// report is a snapshot for /v1/ab, groups and assignors sorted.
-func (a *abRuntime) report() ABReport {
+// Report is a snapshot for /v1/ab, groups and assignors sorted.
+func (a *Runtime) Report() ABReport {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := ABReport{Note: abNote, Groups: make([]GroupAB, 0, len(a.groups)), Split: a.splitReport()}
@@ -255,13 +286,13 @@ func (a *abRuntime) report() ABReport {
 }
 
 // totals are the per-assignor totals, sorted by assignor and role.
-func (a *abRuntime) totals() []assignorStats {
+func (a *Runtime) totals() []assignorStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.totalsLocked()
 }
 
-func (a *abRuntime) totalsLocked() []assignorStats {
+func (a *Runtime) totalsLocked() []assignorStats {
 	out := make([]assignorStats, 0, len(a.stats))
 	for _, s := range a.stats {
 		out = append(out, *s)
@@ -275,7 +306,7 @@ func (a *abRuntime) totalsLocked() []assignorStats {
 
 // registerMetrics exports the per-assignor totals, labelled by assignor
 // and role (never by group).
-func (a *abRuntime) registerMetrics(m *admin.Metrics) {
+func (a *Runtime) registerMetrics(m *admin.Metrics) {
 	fam := func(name, help string, v func(s assignorStats) int64) {
 		m.GaugeFamily(name, help, func() []admin.Series {
 			var out []admin.Series

@@ -1,4 +1,4 @@
-package host
+package experiment
 
 // Shadow runs: every assignor run of a group whose streams.assignor.shadow
 // names other assignors is also handed to each of them, on the identical
@@ -50,7 +50,7 @@ type shadowQueue struct {
 // shadow hands run to each shadow assignor but the primary, without
 // blocking: a full queue drops the run (counted). Called on the worker
 // once the primary's run is done.
-func (a *abRuntime) shadow(run core.AssignorRun, shadows []string, timeout time.Duration) {
+func (a *Runtime) Shadow(run core.AssignorRun, shadows []string, timeout time.Duration) {
 	if a == nil || a.asg == nil {
 		return
 	}
@@ -69,7 +69,7 @@ func (a *abRuntime) shadow(run core.AssignorRun, shadows []string, timeout time.
 
 // queue returns the named shadow's queue, starting its goroutine the
 // first time.
-func (a *abRuntime) queue(name string) *shadowQueue {
+func (a *Runtime) queue(name string) *shadowQueue {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	q := a.queues[name]
@@ -82,7 +82,7 @@ func (a *abRuntime) queue(name string) *shadowQueue {
 	return q
 }
 
-func (a *abRuntime) shadowWorker(q *shadowQueue) {
+func (a *Runtime) shadowWorker(q *shadowQueue) {
 	defer a.wg.Done()
 	if err := shadowThread(); err != nil {
 		a.log.Warn("shadow runs keep the normal thread priority", "assignor", q.name, "err", err)
@@ -104,7 +104,7 @@ func (a *abRuntime) shadowWorker(q *shadowQueue) {
 }
 
 // runShadow computes and measures one shadow run and records the result.
-func (a *abRuntime) runShadow(name string, j shadowJob) {
+func (a *Runtime) runShadow(name string, j shadowJob) {
 	var (
 		rep     metrics.Report
 		version string
@@ -145,7 +145,7 @@ func (a *abRuntime) runShadow(name string, j shadowJob) {
 
 // shadowProcess is the shadow process, set up on first use and killed
 // when the loop stops; nil where shadow plugins run in this process.
-func (a *abRuntime) shadowProcess() *shadowproc.Proc {
+func (a *Runtime) shadowProcess() *shadowproc.Proc {
 	a.procOnce.Do(func() {
 		if !shadowproc.Supported {
 			a.log.Info("shadow plugins run inside coordhost on this system, not in a shadow process: a garbage collection waits for a shadow's wasm call (docs/AB-TESTING.md)", "os", runtime.GOOS)
@@ -165,7 +165,7 @@ func (a *abRuntime) shadowProcess() *shadowproc.Proc {
 // assignInChild runs one shadow run of the plugin mod in the shadow
 // process and checks its output against req as the plugin runtime does.
 // It returns the time the call took there.
-func (a *abRuntime) assignInChild(name string, mod *assign.Module, req *abi.AssignRequest, timeout time.Duration) (*abi.AssignResponse, time.Duration, error) {
+func (a *Runtime) assignInChild(name string, mod *assign.Module, req *abi.AssignRequest, timeout time.Duration) (*abi.AssignResponse, time.Duration, error) {
 	fail := func(kind plugin.Kind, err error) error {
 		return fmt.Errorf("plugin %q: assign: %s: %w", name, kind, err)
 	}

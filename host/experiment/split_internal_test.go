@@ -1,8 +1,10 @@
-package host
+package experiment
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/coordhost/coordhost/abi/metrics"
@@ -15,10 +17,10 @@ import (
 // to the candidate arm; the share of groups in it is close to the
 // percentage.
 func TestSplitIsStable(t *testing.T) {
-	a := &abRuntime{arms: map[string]string{}}
+	a := &Runtime{arms: map[string]string{}}
 	inArm := func(group string, percent int64, timeoutMs int32) bool {
 		g := config.Group{StreamsAssignorName: "sticky", StreamsAssignorCandidate: "ha", StreamsAssignorCandidatePercent: percent, StreamsAssignorTimeoutMs: timeoutMs}
-		got := a.split(group, g)
+		got := a.Split(group, g)
 		if in := got.StreamsAssignorName == "ha"; in != (a.arms[group] == armCandidate) {
 			t.Fatalf("group %s: assignor %q but arm %q", group, got.StreamsAssignorName, a.arms[group])
 		}
@@ -44,7 +46,7 @@ func TestSplitIsStable(t *testing.T) {
 	if n < 2000*25/100 || n > 2000*35/100 {
 		t.Fatalf("%d of 2000 groups in the candidate arm at 30 %%", n)
 	}
-	a.split("plain", config.Group{StreamsAssignorName: "sticky"})
+	a.Split("plain", config.Group{StreamsAssignorName: "sticky"})
 	if _, ok := a.arms["plain"]; ok {
 		t.Fatal("a group without a candidate is in an arm")
 	}
@@ -55,8 +57,8 @@ func TestSplitIsStable(t *testing.T) {
 // figure's mean per arm with a bootstrap interval around it, and the same
 // data give the same interval.
 func TestSplitReport(t *testing.T) {
-	fill := func(perArm int) *abRuntime {
-		a := &abRuntime{log: slog.New(slog.DiscardHandler), groups: map[string]*GroupAB{}, stats: map[[2]string]*assignorStats{}, arms: map[string]string{}}
+	fill := func(perArm int) *Runtime {
+		a := New(context.Background(), &sync.WaitGroup{}, Config{Log: slog.New(slog.DiscardHandler)})
 		for i := 0; i < perArm; i++ {
 			for _, side := range []string{armControl, armCandidate} {
 				group := fmt.Sprintf("%s-%d", side, i)
@@ -71,12 +73,12 @@ func TestSplitReport(t *testing.T) {
 		}
 		return a
 	}
-	r := fill(19).report().Split
+	r := fill(19).Report().Split
 	if r == nil || r.Status != "insufficient data" || len(r.Arms) != 2 || r.Arms[0].Groups != 19 || r.Arms[1].Groups != 19 || r.Arms[0].Figures != nil {
 		t.Fatalf("19 groups per arm: %+v", r)
 	}
 	a := fill(20)
-	r = a.report().Split
+	r = a.Report().Split
 	if r.Status != "ok" || r.Arms[0].Arm != armControl || r.Arms[1].Arm != armCandidate || r.Arms[1].Assignors[0] != "ha" {
 		t.Fatalf("20 groups per arm: %+v", r)
 	}
@@ -93,7 +95,7 @@ func TestSplitReport(t *testing.T) {
 	if c.Mean != 4.95 || d.Mean != 1.5 || !(c.Low < c.Mean && c.Mean < c.High) || !(d.Low < d.Mean && d.Mean < d.High) || d.High >= c.Low {
 		t.Fatalf("control %+v, candidate %+v", c, d)
 	}
-	if again := moved(a.report().Split.Arms[0]); again != c {
+	if again := moved(a.Report().Split.Arms[0]); again != c {
 		t.Fatalf("the same data gave another interval: %+v then %+v", c, again)
 	}
 }

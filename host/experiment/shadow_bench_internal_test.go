@@ -1,14 +1,17 @@
-package host
+package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/shadowproc"
@@ -39,6 +42,40 @@ func benchRun() core.AssignorRun {
 	return core.AssignorRun{Group: "bench", Epoch: 7, Assignor: "sticky", Input: in}
 }
 
+// newShadowFixture is a Runtime running shadows with asg; stop ends its
+// goroutines (and the shadow process) and waits for them, as the loop's
+// stop does.
+func newShadowFixture(asg *assign.Registry, log *slog.Logger) (a *Runtime, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	wg := &sync.WaitGroup{}
+	a = New(ctx, wg, Config{Log: log, Assignors: asg})
+	return a, func() { cancel(); wg.Wait() }
+}
+
+// runPrimary computes run's target with the registry as the host's
+// assignor workers do (the plugin fallback included) and measures it: the
+// primary's run beside the shadows.
+func runPrimary(a *Runtime, run core.AssignorRun, timeout time.Duration) (core.AssignResult, *Target, error) {
+	req, ts := assign.ToABI(run)
+	ctx, cancel := context.WithTimeout(a.ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	resp, _, err := a.asg.RunWithFallback(ctx, run.Assignor, req)
+	took := time.Since(start)
+	if err == nil && resp == nil {
+		err = errors.New("assignor returned no response")
+	}
+	var res core.AssignResult
+	if err == nil {
+		res, err = assign.FromABI(ts, resp, len(run.Input.Members))
+	}
+	if err != nil {
+		a.PrimaryFailed(run, err)
+		return core.AssignResult{}, nil, err
+	}
+	return res, a.Primary(run, req, resp, took), nil
+}
+
 // BenchmarkPrimaryWithShadow measures the primary's assignment latency
 // (the native sticky build, measured with abi/metrics as in production)
 // at GOMAXPROCS=2 with a CPU-bound wasm shadow (a module that spins until
@@ -66,21 +103,19 @@ func benchPrimaryWithShadow(b *testing.B, inProcess bool) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	spin := plugintest.CPluginPath(b, "testdata/plugins/c/hostile.c", "HOSTILE_LOOP")
 	ctx := context.Background()
-	asg := NewAssignors(ctx, b.TempDir(), "sticky", plugin.Config{Deadline: 20 * time.Millisecond}, nil)
+	asg := assign.New(ctx, b.TempDir(), "sticky", plugin.Config{Deadline: 20 * time.Millisecond}, nil)
 	defer asg.Close(ctx)
 	if err := asg.Load(ctx, "spin", spin); err != nil {
 		b.Fatal(err)
 	}
 	run, shadows := benchRun(), []string{"spin"}
-	l := &Loop{d: LoopDeps{Assignors: asg}, log: slog.New(slog.DiscardHandler)}
-	l.ctx, l.cancel = context.WithCancel(ctx)
-	l.ab = newAB(l)
-	defer func() { l.cancel(); l.wg.Wait() }()
+	a, stop := newShadowFixture(asg, slog.New(slog.DiscardHandler))
+	defer stop()
 	if inProcess {
-		l.ab.procOnce.Do(func() {}) // no shadow process: plugin shadows run here
+		a.procOnce.Do(func() {}) // no shadow process: plugin shadows run here
 	}
-	l.ab.shadow(run, shadows, time.Minute) // start the shadow process and load the module before timing
-	for len(l.ab.totals()) == 0 {
+	a.Shadow(run, shadows, time.Minute) // start the shadow process and load the module before timing
+	for len(a.totals()) == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	var took [2]time.Duration // off, on
@@ -91,19 +126,19 @@ func benchPrimaryWithShadow(b *testing.B, inProcess bool) {
 		for on := 0; on < 2; on++ {
 			b.StopTimer()
 			if on == 0 {
-				l.ab.slots <- struct{}{} // no shadow starts; a running one ends first
+				a.slots <- struct{}{} // no shadow starts; a running one ends first
 			} else {
-				<-l.ab.slots
-				l.ab.shadow(run, shadows, time.Minute)
-				for len(l.ab.slots) == 0 { // until the shadow spins
+				<-a.slots
+				a.Shadow(run, shadows, time.Minute)
+				for len(a.slots) == 0 { // until the shadow spins
 					runtime.Gosched()
 				}
 			}
 			b.StartTimer()
 			for k := 0; k < 20 && i < b.N; k, i = k+1, i+1 {
-				l.ab.shadow(run, shadows, time.Minute)
+				a.Shadow(run, shadows, time.Minute)
 				start := time.Now()
-				if _, rec, err := l.runAssignor(run, time.Minute); err != nil || rec == nil {
+				if _, rec, err := runPrimary(a, run, time.Minute); err != nil || rec == nil {
 					b.Fatal(err)
 				}
 				took[on] += time.Since(start)
@@ -119,12 +154,12 @@ func benchPrimaryWithShadow(b *testing.B, inProcess bool) {
 	b.ReportMetric(off, "ns/run-off")
 	b.ReportMetric(on, "ns/run-on")
 	b.ReportMetric(on/off, "on/off")
-	for _, s := range l.ab.report().Assignors {
+	for _, s := range a.Report().Assignors {
 		if s.Assignor == "spin" && (s.Runs != s.Failures || s.Runs == 0 || s.Crashes != 0) {
 			b.Fatalf("the shadow did not spin until its deadline: %+v", s)
 		}
 	}
-	if p := l.ab.shadowProcess(); inProcess != (p == nil) || !inProcess && p.PID() == 0 {
+	if p := a.shadowProcess(); inProcess != (p == nil) || !inProcess && p.PID() == 0 {
 		b.Fatalf("the shadow ran in the wrong place (in process: %v)", inProcess)
 	}
 }

@@ -1,4 +1,4 @@
-package host
+package experiment
 
 // Rebalance history: for each group, the last N targets the assignor
 // computed and core installed, each with why it was computed (core's
@@ -26,6 +26,10 @@ const DefaultHistoryTargets = 20
 // maxListedMoves bounds the moves one history entry lists; the rest are
 // counted in MovesNotListed.
 const maxListedMoves = 100
+
+// maxGroups bounds how many groups the history, the A/B results and the
+// split arms each keep: bounded memory under group-id churn.
+const maxGroups = 10000
 
 // maxPendingReasons bounds the reasons kept for one group's next run.
 const maxPendingReasons = 32
@@ -68,6 +72,40 @@ type TargetRecord struct {
 	Metrics        metrics.Report `json:"metrics"`
 	Moves          []Move         `json:"moves"`
 	MovesNotListed int            `json:"moves_not_listed,omitempty"`
+}
+
+// GroupHistory is GET /v1/groups/{id}/history.
+type GroupHistory struct {
+	Group string `json:"group"`
+	// Limit is how many targets are kept (admin.history.targets).
+	Limit int `json:"limit"`
+	// Targets are the last installed targets, oldest first.
+	Targets []TargetRecord `json:"targets"`
+}
+
+// History is group's rebalance history, oldest first.
+func (a *Runtime) History(group string) GroupHistory {
+	return GroupHistory{Group: group, Limit: a.history.limit, Targets: a.history.get(group)}
+}
+
+// Target is a primary's measured result on its way to the history: the
+// host carries it from the assignor worker to the input that hands the
+// result to core.
+type Target struct {
+	rec *TargetRecord
+}
+
+// newTarget is the history entry of the primary's result resp for run,
+// measured as rep, computed at now.
+func newTarget(run core.AssignorRun, req *abi.AssignRequest, resp *abi.AssignResponse, version string, rep metrics.Report, now time.Time) *Target {
+	hand, _ := metrics.HandOvers(req, resp, metrics.Options{})
+	rec := &TargetRecord{Epoch: run.Epoch, Time: now.UTC(), Probe: run.Probe, Assignor: run.Assignor,
+		Version: version, Metrics: rep}
+	rec.Moves, rec.MovesNotListed = moves(req, resp, hand)
+	if rec.Moves == nil {
+		rec.Moves = []Move{}
+	}
+	return &Target{rec: rec}
 }
 
 // targetHistory keeps the rebalance history of every group.
@@ -148,7 +186,7 @@ func (h *targetHistory) observe(events []core.Event) {
 		if len(rs) >= maxPendingReasons {
 			rs = rs[1:]
 		}
-		if _, known := h.reasons[e.Group]; !known && len(h.reasons) >= maxHistoryGroups {
+		if _, known := h.reasons[e.Group]; !known && len(h.reasons) >= maxGroups {
 			forgetOne(h.reasons)
 		}
 		h.reasons[e.Group] = append(rs, r)
@@ -164,18 +202,20 @@ func (h *targetHistory) take(group string) []Reason {
 	return rs
 }
 
-// computed notes the target rec computed for group, to be recorded once
-// the batch in which core installed it (events) is committed. Called on
-// the loop goroutine.
-func (h *targetHistory) computed(group string, rec *TargetRecord, events []core.Event) {
-	if rec == nil {
+// computed notes the target t computed for group because of reasons, to
+// be recorded once the batch in which core installed it (events) is
+// committed. Called on the loop goroutine.
+func (h *targetHistory) computed(group string, t *Target, reasons []Reason, events []core.Event) {
+	if t == nil {
 		return
 	}
+	rec := t.rec
+	rec.Reasons = reasons
 	for _, e := range events {
 		if e.Kind == core.EventTargetAssigned && e.Group == group {
 			rec.Epoch = e.Epoch
 			h.mu.Lock()
-			if _, known := h.pending[group]; !known && len(h.pending) >= maxHistoryGroups {
+			if _, known := h.pending[group]; !known && len(h.pending) >= maxGroups {
 				forgetOne(h.pending)
 			}
 			h.pending[group] = rec
@@ -188,7 +228,7 @@ func (h *targetHistory) computed(group string, rec *TargetRecord, events []core.
 // install records rec and logs it. Called with h.mu held.
 func (h *targetHistory) install(group string, rec *TargetRecord) {
 	s := h.byGroup[group]
-	if s == nil && len(h.byGroup) >= maxHistoryGroups {
+	if s == nil && len(h.byGroup) >= maxGroups {
 		forgetOne(h.byGroup)
 	}
 	s = append(s, rec)
