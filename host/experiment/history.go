@@ -8,13 +8,11 @@ package experiment
 // installed target. Soft state: a restart starts it empty.
 
 import (
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/abi/metrics"
 	"github.com/coordhost/coordhost/core"
 )
@@ -88,35 +86,45 @@ func (a *Runtime) History(group string) GroupHistory {
 	return GroupHistory{Group: group, Limit: a.history.limit, Targets: a.history.get(group)}
 }
 
-// Target is a primary's measured result on its way to the history: the
-// host carries it from the assignor worker to the input that hands the
-// result to core.
-type Target struct {
-	rec *TargetRecord
-}
-
-// newTarget is the history entry of the primary's result resp for run,
-// measured as rep, computed at now.
-func newTarget(run core.AssignorRun, req *abi.AssignRequest, resp *abi.AssignResponse, version string, rep metrics.Report, now time.Time) *Target {
-	hand, _ := metrics.HandOvers(req, resp, metrics.Options{})
-	rec := &TargetRecord{Epoch: run.Epoch, Time: now.UTC(), Probe: run.Probe, Assignor: run.Assignor,
-		Version: version, Metrics: rep}
-	rec.Moves, rec.MovesNotListed = moves(req, resp, hand)
-	if rec.Moves == nil {
-		rec.Moves = []Move{}
-	}
-	return &Target{rec: rec}
-}
-
 // targetHistory keeps the rebalance history of every group.
 type targetHistory struct {
 	log   *slog.Logger
 	limit int
 
 	mu      sync.Mutex
-	reasons map[string][]Reason        // since the last dispatched run
-	pending map[string]*TargetRecord   // computed, waiting to be installed
-	byGroup map[string][]*TargetRecord // installed, oldest first
+	reasons map[string][]Reason // since the last dispatched run
+	pending map[string]*Target  // computed, waiting to be installed
+	byGroup map[string]*entries // installed
+}
+
+// entries are a group's installed targets: oldest first until limit
+// are kept, then a ring whose oldest is at start.
+type entries struct {
+	s     []entry
+	start int
+}
+
+// add keeps e, dropping the oldest beyond limit. The slice grows to limit
+// at most, never past it.
+func (es *entries) add(e entry, limit int) {
+	if len(es.s) < limit {
+		if len(es.s) == cap(es.s) { // append could grow it past limit
+			s := make([]entry, len(es.s), min(max(2*len(es.s), 1), limit))
+			copy(s, es.s)
+			es.s = s
+		}
+		es.s = append(es.s, e)
+		return
+	}
+	es.s[es.start] = e
+	es.start = (es.start + 1) % len(es.s)
+}
+
+// all calls fn for each entry, oldest first.
+func (es *entries) all(fn func(*entry)) {
+	for i := range es.s {
+		fn(&es.s[(es.start+i)%len(es.s)])
+	}
 }
 
 func newTargetHistory(limit int, log *slog.Logger) *targetHistory {
@@ -124,7 +132,7 @@ func newTargetHistory(limit int, log *slog.Logger) *targetHistory {
 		limit = DefaultHistoryTargets
 	}
 	return &targetHistory{log: log, limit: limit, reasons: map[string][]Reason{},
-		pending: map[string]*TargetRecord{}, byGroup: map[string][]*TargetRecord{}}
+		pending: map[string]*Target{}, byGroup: map[string]*entries{}}
 }
 
 // reasonOf is the history's reading of a committed event; ok is false for
@@ -161,9 +169,9 @@ func (h *targetHistory) observe(events []core.Event) {
 	for _, e := range events {
 		switch e.Kind {
 		case core.EventTargetAssigned:
-			if rec := h.pending[e.Group]; rec != nil && rec.Epoch == e.Epoch {
+			if t := h.pending[e.Group]; t != nil && t.e.epoch == e.Epoch {
 				delete(h.pending, e.Group)
-				h.install(e.Group, rec)
+				h.install(e.Group, &t.e)
 			}
 			continue
 		case core.EventAssignorResultDiscarded:
@@ -209,48 +217,50 @@ func (h *targetHistory) computed(group string, t *Target, reasons []Reason, even
 	if t == nil {
 		return
 	}
-	rec := t.rec
-	rec.Reasons = reasons
+	t.e.reasons = slices.Clip(reasons)
 	for _, e := range events {
 		if e.Kind == core.EventTargetAssigned && e.Group == group {
-			rec.Epoch = e.Epoch
+			t.e.epoch = e.Epoch
 			h.mu.Lock()
 			if _, known := h.pending[group]; !known && len(h.pending) >= maxGroups {
 				forgetOne(h.pending)
 			}
-			h.pending[group] = rec
+			h.pending[group] = t
 			h.mu.Unlock()
 			return
 		}
 	}
 }
 
-// install records rec and logs it. Called with h.mu held.
-func (h *targetHistory) install(group string, rec *TargetRecord) {
-	s := h.byGroup[group]
-	if s == nil && len(h.byGroup) >= maxGroups {
-		forgetOne(h.byGroup)
+// install records e and logs it. Called with h.mu held.
+func (h *targetHistory) install(group string, e *entry) {
+	es := h.byGroup[group]
+	if es == nil {
+		if len(h.byGroup) >= maxGroups {
+			forgetOne(h.byGroup)
+		}
+		es = &entries{}
+		h.byGroup[group] = es
 	}
-	s = append(s, rec)
-	if len(s) > h.limit {
-		s = s[len(s)-h.limit:]
-	}
-	h.byGroup[group] = s
-	mv := rec.Metrics.Movement
-	h.log.Info("new target assignment", "group", group, "epoch", rec.Epoch, "reasons", reasonsText(rec.Reasons),
-		"assignor", rec.Assignor, "version", rec.Version, "moved", mv.Moved+mv.New, "moved_process", mv.MovedProcess,
-		"cold", mv.Cold, "warm", mv.Warm, "active_spread", rec.Metrics.Balance.ActivePerProcess.Spread,
-		"standbys_short", rec.Metrics.Standbys.Short, "warmups", rec.Metrics.Warmups.Open, "compute", rec.Metrics.ComputeTime)
+	es.add(*e, h.limit)
+	rep := e.metrics.unpack()
+	mv := rep.Movement
+	h.log.Info("new target assignment", "group", group, "epoch", e.epoch, "reasons", reasonsText(e.reasons),
+		"assignor", e.assignor, "version", e.version, "moved", mv.Moved+mv.New, "moved_process", mv.MovedProcess,
+		"cold", mv.Cold, "warm", mv.Warm, "active_spread", rep.Balance.ActivePerProcess.Spread,
+		"standbys_short", rep.Standbys.Short, "warmups", rep.Warmups.Open, "compute", rep.ComputeTime)
 }
 
-// get returns group's history, oldest first (nil when none).
+// get returns group's history, oldest first.
 func (h *targetHistory) get(group string) []TargetRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]TargetRecord, 0, len(h.byGroup[group]))
-	for _, r := range h.byGroup[group] {
-		out = append(out, *r)
+	es := h.byGroup[group]
+	if es == nil {
+		return []TargetRecord{}
 	}
+	out := make([]TargetRecord, 0, len(es.s))
+	es.all(func(e *entry) { out = append(out, e.record()) })
 	return out
 }
 
@@ -280,47 +290,4 @@ func forgetOne[V any](m map[string]V) {
 		delete(m, k)
 		return
 	}
-}
-
-// moves lists the active tasks of resp on another process than in req's
-// current assignment, in task order, with the cold hand-overs marked.
-func moves(req *abi.AssignRequest, resp *abi.AssignResponse, hand []metrics.HandOver) (out []Move, notListed int) {
-	ts := abi.NewTaskSpace(req.Subtopologies)
-	was := make(map[int32]int32, ts.Total())
-	for _, m := range req.Members {
-		for _, t := range m.Active {
-			was[t] = m.Process
-		}
-	}
-	cold := map[int32]bool{}
-	for _, h := range hand {
-		cold[h.Task] = h.Cold
-	}
-	type mv struct{ task, from, to int32 }
-	var all []mv
-	for i, m := range resp.Members {
-		to := req.Members[i].Process
-		for _, t := range m.Active {
-			from, ok := was[t]
-			if !ok {
-				from = -1
-			}
-			if from != to {
-				all = append(all, mv{t, from, to})
-			}
-		}
-	}
-	slices.SortFunc(all, func(a, b mv) int { return int(a.task) - int(b.task) })
-	for i, x := range all {
-		if i == maxListedMoves {
-			return out, len(all) - i
-		}
-		s, p := ts.Locate(x.task)
-		m := Move{Task: fmt.Sprintf("%s_%d", req.Subtopologies[s].ID, p), To: req.Processes[x.to], Cold: cold[x.task]}
-		if x.from >= 0 {
-			m.From = req.Processes[x.from]
-		}
-		out = append(out, m)
-	}
-	return out, 0
 }
