@@ -2,12 +2,10 @@ package host
 
 import (
 	"context"
-	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/coordhost/coordhost/host/gateway"
+	"github.com/coordhost/coordhost/host/identity"
 	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/wire"
 )
@@ -59,60 +57,8 @@ func (l *Loop) settleCommit(req *kmsg.OffsetCommitRequest) kmsg.Response {
 	return offsets.SettleCommit(l.ctx, l.offsetStore(), l.log, req)
 }
 
-// writeOffsets runs write with req's offset writer (offsetWriter). When
-// the write was not sent as the client's principal, unsent is the answer
-// to body (l.unsent); otherwise resp and err are write's.
+// writeOffsets runs write with req's offset writer: identity.Write over
+// LoopDeps.OffsetsAs and the offset store.
 func writeOffsets[R any](l *Loop, req *wire.Request, body kmsg.Request, group string, write func(offsets.Writer) (R, error)) (resp R, unsent kmsg.Response, err error) {
-	w, err := l.offsetWriter(req)
-	if err != nil {
-		return resp, l.unsent(body, group, err), nil
-	}
-	resp, err = write(w)
-	if errors.Is(err, gateway.ErrNotSent) {
-		return resp, l.unsent(body, group, err), nil
-	}
-	return resp, nil, err
-}
-
-// offsetWriter is the writer of req's offsets: with LoopDeps.OffsetsAs, a
-// connection logged in as the client's principal (never coordhost's
-// identity); otherwise the offset store. Reads (OffsetFetch, and the
-// read-back that settles an unknown outcome) stay on the offset store:
-// they write nothing, and a read-back the principal could no longer make
-// would hold the group's offset queue.
-func (l *Loop) offsetWriter(req *wire.Request) (offsets.Writer, error) {
-	if l.d.OffsetsAs == nil {
-		return l.offsetStore(), nil
-	}
-	return l.d.OffsetsAs(requestPrincipal(req))
-}
-
-// requestPrincipal is the principal the cluster authenticated req's
-// connection as: a certificate's with delegation tokens, else User: and
-// the SASL user ("" when there is none).
-func requestPrincipal(req *wire.Request) string {
-	switch {
-	case req.CertAuthenticated:
-		return req.CertPrincipal
-	case req.Authenticated && req.SASLUser != "":
-		return "User:" + req.SASLUser
-	}
-	return ""
-}
-
-// unsent answers body when its offsets were not sent as the client's
-// principal, so nothing was written: no writer for it, or the cluster
-// refused the principal's login (COORDINATOR_NOT_AVAILABLE, which clients
-// retry as they do when a coordinator cannot write), or refused to find
-// the group's coordinator for it (its own authorization error, the one
-// the client gets from the cluster).
-func (l *Loop) unsent(body kmsg.Request, group string, err error) kmsg.Response {
-	code := kerr.CoordinatorNotAvailable.Code
-	for _, ke := range []*kerr.Error{kerr.GroupAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed} {
-		if errors.Is(err, ke) && !errors.Is(err, gateway.ErrLoginRefused) {
-			code = ke.Code
-		}
-	}
-	l.log.Warn("offsets not written: not sent as the client's principal", "group", group, "api", kmsg.NameForKey(body.Key()), "err", err)
-	return wire.ErrorResponse(body, code)
+	return identity.Write(l.log, l.d.OffsetsAs, l.offsetStore(), req, body, group, write)
 }

@@ -124,6 +124,12 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/experiment runs shadows and keeps the history through its own API: core, abi, host/assign, host/plugin, host/shadowproc, host/config and host/admin, never the host root, the store, the data plane or Kafka messages"
+	case under(pkg, "host/identity"):
+		if std || imp == kmsg || imp == kerr || under(imp, "github.com/twmb/franz-go/pkg/sasl") ||
+			own && (under(local, "host/identity") || local == "host/wire" || local == "host/offsets" || local == "host/gateway" || local == "host/authz" || local == "host/config") {
+			return ""
+		}
+		return "host/identity decides whose identity writes offsets over host/gateway, host/authz, host/offsets and host/wire: no core, no event loop"
 	case under(pkg, "host/authz"):
 		if std || imp == kmsg || imp == kerr || own && (under(local, "host/authz") || local == "host/wire") {
 			return ""
