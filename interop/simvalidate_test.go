@@ -102,6 +102,7 @@ func TestSimValidate(t *testing.T) {
 	for _, r := range recs {
 		rows = append(rows, compareSimRun(t, r, plugins, recDir, models[key(r)]))
 	}
+	markMatches(rows)
 	medians := medianRows(rows)
 	table := fmt.Sprintf("Measured on the real runs, per repetition and kind of run with both assignors pooled, and given to the model:\n\n%s\n%s\nMedians over the runs:\n\n%s",
 		head.String(), formatSimTable(rows), formatSimTable(medians))
@@ -871,11 +872,11 @@ func (r *simRecording) simScenario(m simModel) ([]byte, error) {
 	// measured (the scale-out), every process that joins later (the new
 	// instances) restores at that one.
 	restorePerS, limited := int64(simRestorePerS), int64(0)
+	if m.freePerS > 0 {
+		restorePerS = int64(math.Round(m.freePerS))
+	}
 	if m.restorePerS > 0 {
 		limited = int64(math.Round(m.restorePerS))
-		if m.freePerS > 0 {
-			restorePerS = int64(math.Round(m.freePerS))
-		}
 	}
 	var events []ev
 	live := map[string]bool{}
@@ -956,8 +957,10 @@ func (r *simRecording) simScenario(m simModel) ([]byte, error) {
 }
 
 // simRestorePerS is the restore rate of the derived scenarios without a
-// measured one (the roll: its hand-overs are warm, and the app's stores
-// hold ten small keys per task, which a RocksDB restore reads far faster).
+// measured one (no restore of a whole changelog on an instance whose
+// restore is not limited: the roll's hand-overs are warm, and the app's
+// stores hold ten small keys per task, which a RocksDB restore reads far
+// faster).
 const simRestorePerS = 10000
 
 // simModel are the environment's figures a derived scenario takes, each
@@ -1077,9 +1080,15 @@ func linkRate(runs []restoreRun) (float64, int) {
 }
 
 func (m simModel) String() string {
-	return fmt.Sprintf("hand-over %.2f s (mean of %d) and %.2f s to a member running no task yet (%d), grant %.2f s (median of %d) and %.2f s to a member owning none yet (%d), restore %.0f records/s per limited instance (%d restores), %.0f records/s per other instance (%d restores)",
+	rate := func(perS float64, n int) string {
+		if n == 0 {
+			return "none measured"
+		}
+		return fmt.Sprintf("%.0f records/s (%d restores)", perS, n)
+	}
+	return fmt.Sprintf("hand-over %.2f s (mean of %d) and %.2f s to a member running no task yet (%d), grant %.2f s (median of %d) and %.2f s to a member owning none yet (%d), restore link of a limited instance %s, of another %s",
 		m.handover.Seconds(), m.nHandover, m.handoverFirst.Seconds(), m.nFirst, m.grant.Seconds(), m.nGrant,
-		m.grantFirst.Seconds(), m.nFirstG, m.restorePerS, m.nRestore, m.freePerS, m.nFree)
+		m.grantFirst.Seconds(), m.nFirstG, rate(m.restorePerS, m.nRestore), rate(m.freePerS, m.nFree))
 }
 
 // handOver is one measured hand-over of an active task in the window.
@@ -1171,6 +1180,40 @@ type simRow struct {
 	realPer, simPer         []int
 	realUnavail, simUnavail float64
 	simErr                  string
+	// match says how the simulated tasks moved compare (markMatches):
+	// "equal", "in range a–b" (the real repetitions' range) or "no".
+	match string
+}
+
+// markMatches sets each row's match: the simulated tasks moved of a
+// recording match when they lie within the range of what the real
+// repetitions of the same run and assignor moved (equal when those all
+// moved the same). A real group is not deterministic — the members'
+// heartbeats, reports and restores race — so where its repetitions
+// differ, a deterministic replay can at best fall within their spread.
+func markMatches(rows []simRow) {
+	lo, hi := map[string]int{}, map[string]int{}
+	for _, r := range rows {
+		k := r.run + "/" + r.assignor
+		if _, ok := lo[k]; !ok {
+			lo[k], hi[k] = r.realMoved, r.realMoved
+		}
+		lo[k], hi[k] = min(lo[k], r.realMoved), max(hi[k], r.realMoved)
+	}
+	for i := range rows {
+		r := &rows[i]
+		k := r.run + "/" + r.assignor
+		switch {
+		case r.simErr != "":
+			r.match = "no"
+		case r.simMoved == r.realMoved:
+			r.match = "equal"
+		case r.simMoved >= lo[k] && r.simMoved <= hi[k]:
+			r.match = fmt.Sprintf("in range %d–%d", lo[k], hi[k])
+		default:
+			r.match = "no"
+		}
+	}
 }
 
 // compareSimRun writes the derived scenario, runs `coordhost simulate` on
@@ -1233,9 +1276,9 @@ const simTolerance = 0.30
 func checkSimRows(t *testing.T, rows, medians []simRow) {
 	t.Helper()
 	for _, r := range rows {
-		if r.simErr == "" && r.realMoved != r.simMoved {
-			t.Errorf("%s %s (run %d): tasks moved: real %d (per rebalance %v), simulated %d (%v)", r.run, r.assignor, r.rep,
-				r.realMoved, r.realPer, r.simMoved, r.simPer)
+		if r.simErr == "" && r.match == "no" {
+			t.Errorf("%s %s (run %d): tasks moved: real %d (per rebalance %v), simulated %d (%v): outside the real repetitions' range",
+				r.run, r.assignor, r.rep, r.realMoved, r.realPer, r.simMoved, r.simPer)
 		}
 	}
 	by := map[string]simRow{}
@@ -1294,11 +1337,11 @@ func simRatio(sim, real float64) string {
 // formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
 func formatSimTable(rows []simRow) string {
 	var b strings.Builder
-	b.WriteString("| run | assignor | # | tasks moved real / sim | per rebalance real / sim | unavailable task-s real / sim | ratio sim/real |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | assignor | # | tasks moved real / sim | match | per rebalance real / sim | unavailable task-s real / sim | ratio sim/real |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d / %d | %v / %v | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep,
-			r.realMoved, r.simMoved, r.realPer, r.simPer, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d / %d | %s | %v / %v | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep,
+			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
 	}
 	return b.String()
 }
