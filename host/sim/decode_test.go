@@ -53,6 +53,11 @@ func TestBadScenarios(t *testing.T) {
 		{"restart empty", withEvents(`{"at_s": 0, "restart": []}`), "restart: no members"},
 		{"restart negative down", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "restart": ["a"], "down_s": -1}`), "down_s: -1"},
 		{"negative append", withEvents(`{"at_s": 1, "append_records_per_s": -5}`), "append_records_per_s: -5"},
+		{"restore rate without join", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "leave": "a", "restore_records_per_s": 100}`), "belong to a join"},
+		{"join restore rate zero", withEvents(`{"at_s": 0, "join": "a", "restore_records_per_s": 0}`), "events[0] (at_s 0): restore_records_per_s: 0 must be in (0, "},
+		{"zero report interval", strings.Replace(withEvents(""), `"state"`, `"reports": {"end_offsets_refresh_ms": 1000}, "state"`, 1), "reports.task_offset_interval_ms: 0 must be in"},
+		{"zero refresh", strings.Replace(withEvents(""), `"state"`, `"reports": {"task_offset_interval_ms": 1000}, "state"`, 1), "reports.end_offsets_refresh_ms: 0 must be in"},
+		{"phase beyond the refresh", strings.Replace(withEvents(""), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "end_offsets_phase_ms": 1000}, "state"`, 1), "reports.end_offsets_phase_ms: 1000 must be in"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,6 +94,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("duration_s: 1\nsubtopologies: [{id: x, partitions: 1}]\nstate: {restore_records_per_s: 1000}\n"))
 	f.Add([]byte(strings.Replace(withEvents(`{"at_s": 0, "join": "a", "member_id": "m"}, {"at_s": 0, "join": "b"}`), `"events"`,
 		`"grant_ms": 300, "grant_first_ms": 900, "handover_first_ms": 2000, "initial": [{"member": "a", "active": ["0_0", "0_1"], "lags": {"0_1": 5}}], "events"`, 1)))
+	f.Add([]byte(strings.Replace(strings.Replace(withEvents(`{"at_s": 0, "join": "a", "restore_records_per_s": 50}, {"at_s": 1, "join": "b"}`), `"events"`,
+		`"reports": {"task_offset_interval_ms": 3000, "end_offsets_refresh_ms": 2000, "end_offsets_phase_ms": 500}, "handover_ms": 300, "events"`, 1),
+		`"restore_records_per_s": 100}`, `"restore_records_per_s": 100, "shared_restore": true, "append_records_per_s": 7}`, 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := sim.Decode("fuzz", data, nil)
 		if err != nil || sc.DurationS*1000/float64(sc.TickMs) > 2000 || len(sc.Events) > 50 {

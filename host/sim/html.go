@@ -32,8 +32,8 @@ svg text{font-size:11px;font-family:sans-serif}
 </head>
 <body>
 <h1>Scenario %s</h1>
-<p>Seed %d, %s s simulated in ticks of %d ms, %d tasks, restore rate %d records/s per task copy.</p>
-`, esc(r.Scenario), esc(r.Scenario), r.Seed, num(r.DurationS), r.TickMs, r.Tasks, r.RestorePerS)
+<p>Seed %d, %s s simulated in ticks of %d ms, %d tasks, restore rate %d records/s %s.</p>
+`, esc(r.Scenario), esc(r.Scenario), r.Seed, num(r.DurationS), r.TickMs, r.Tasks, r.RestorePerS, r.restoreUnit())
 	r.totalsTable(&b)
 	b.WriteString("<h2>Tasks without a caught-up active</h2>\n")
 	r.chart(&b, func(a AssignorReport) []Point { return a.Unavailable })

@@ -11,13 +11,15 @@ import (
 // per assignor, in the order they were given. Its JSON has a fixed field
 // order and no maps, so equal runs encode to equal bytes.
 type Report struct {
-	Scenario    string           `json:"scenario"`
-	Seed        uint64           `json:"seed"`
-	DurationS   float64          `json:"duration_s"`
-	TickMs      int64            `json:"tick_ms"`
-	Tasks       int              `json:"tasks"`
-	RestorePerS int64            `json:"restore_records_per_s"`
-	Assignors   []AssignorReport `json:"assignors"`
+	Scenario    string  `json:"scenario"`
+	Seed        uint64  `json:"seed"`
+	DurationS   float64 `json:"duration_s"`
+	TickMs      int64   `json:"tick_ms"`
+	Tasks       int     `json:"tasks"`
+	RestorePerS int64   `json:"restore_records_per_s"`
+	// SharedRestore: RestorePerS is each process's, shared by its copies.
+	SharedRestore bool             `json:"shared_restore,omitempty"`
+	Assignors     []AssignorReport `json:"assignors"`
 }
 
 // AssignorReport is one assignor's replay.
@@ -94,6 +96,14 @@ type Rebalance struct {
 type Point struct {
 	AtS   float64 `json:"at_s"`
 	Tasks int     `json:"tasks"`
+}
+
+// restoreUnit says what RestorePerS is the rate of.
+func (r *Report) restoreUnit() string {
+	if r.SharedRestore {
+		return "per process, shared by the copies it restores"
+	}
+	return "per task copy"
 }
 
 // JSON encodes the report, indented, with a final newline.

@@ -25,7 +25,7 @@ type Assignor struct {
 // assignor that fails stops its own replay (its error is in the report).
 func Run(sc *Scenario, assignors []Assignor) *Report {
 	r := &Report{Scenario: sc.Name, Seed: sc.Seed, DurationS: sc.DurationS, TickMs: sc.TickMs,
-		Tasks: int(abi.NewTaskSpace(sc.subs).Total()), RestorePerS: sc.State.RestorePerS}
+		Tasks: int(abi.NewTaskSpace(sc.subs).Total()), RestorePerS: sc.State.RestorePerS, SharedRestore: sc.State.SharedRestore}
 	for _, a := range assignors {
 		r.Assignors = append(r.Assignors, newWorld(sc, a).run())
 	}
@@ -38,6 +38,16 @@ type member struct {
 	crashedMs                int64 // when it crashed (the event's time); -1: running
 	target                   abi.MemberAssignment
 	owned                    []int32 // the active tasks it owns: the assignor's input (grant_ms)
+	// What it last reported (reports): per task the offset of its
+	// process's state and the changelog's end offset, -1 when not
+	// reported; nil before its first report.
+	reported, reportedEnd []int64
+	reportAtMs            int64
+	reportDueMs           int64 // when it reports after its target changed (its grant time), -1: none
+	// startAt is, per task, when a standby or warm-up copy new to it
+	// starts restoring (the hand-over time after its target: it learns of
+	// the copy and creates the task first).
+	startAt []int64
 }
 
 // grant is a task's pending grant to its new owner (grant_ms).
@@ -48,28 +58,33 @@ type grant struct {
 
 // world is one assignor's replay of the scenario.
 type world struct {
-	sc       *Scenario
-	a        Assignor
-	stateful []bool
-	end      []int64            // per task: changelog end offset
-	local    map[string][]int64 // per process: offset of its local state per task, -1 none
-	appendMs int64              // records per second of each changelog
-	members  []*member          // in the group, sorted by id
-	epoch    int32
-	started  bool // the first target is installed
-	probeAt  int64
-	lastWarm string           // caught-up warm-ups that started the last early probe
-	owner    map[int32]string // active task -> member id in the installed target
-	readyAt  []int64          // per task: when its current owner may run it (handover_ms)
-	running  []bool           // per task: an active runs it on caught-up state (account)
-	grants   []grant          // per task: its pending grant to its new owner (member "": none)
-	granting int              // pending grants
-	out      *AssignorReport
-	unavail  int // tasks without a caught-up active at the last tick
+	sc          *Scenario
+	a           Assignor
+	stateful    []bool
+	end         []int64            // per task: changelog end offset
+	local       map[string][]int64 // per process: offset of its local state per task, -1 none
+	appendMs    int64              // records per second of each changelog
+	members     []*member          // in the group, sorted by id
+	epoch       int32
+	started     bool // the first target is installed
+	probeAt     int64
+	lastWarm    string           // caught-up warm-ups that started the last early probe
+	owner       map[int32]string // active task -> member id in the installed target
+	readyAt     []int64          // per task: when its current owner may run it (handover_ms)
+	running     []bool           // per task: an active runs it on caught-up state (account)
+	grants      []grant          // per task: its pending grant to its new owner (member "": none)
+	granting    int              // pending grants
+	rate        map[string]int64 // per process given its own: restore records per second
+	carry       map[string]int64 // per process (shared_restore): sub-record remainder, record-milliseconds
+	hostEnd     []int64          // per task (reports): the end offset the host read last
+	refreshAtMs int64            // when the host reads the end offsets next (reports)
+	out         *AssignorReport
+	unavail     int // tasks without a caught-up active at the last tick
 }
 
 func newWorld(sc *Scenario, a Assignor) *world {
 	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1,
+		rate: map[string]int64{}, carry: map[string]int64{},
 		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
 	for _, s := range sc.subs {
@@ -107,6 +122,7 @@ func (w *world) run() AssignorReport {
 			}
 			steps = steps[1:]
 		}
+		w.report(now)
 		var err error
 		switch {
 		case len(reasons) > 0:
@@ -122,7 +138,7 @@ func (w *world) run() AssignorReport {
 		carry += w.appendMs * tick
 		grow := carry / 1000
 		carry %= 1000
-		w.advance(now, grow, w.sc.State.RestorePerS*tick/1000)
+		w.advance(now, grow)
 	}
 	w.out.UnavailableTaskS = float64(w.out.unavailableMs) / 1000
 	return *w.out
@@ -132,12 +148,16 @@ func (w *world) run() AssignorReport {
 func (w *world) apply(s step) string {
 	switch s.kind {
 	case stepJoin:
-		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1}
+		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1, reportDueMs: -1}
 		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return strings.Compare(a.id, id) })
 		w.members = slices.Insert(w.members, i, m)
 		if w.local[m.process] == nil {
 			w.local[m.process] = none(len(w.end))
 		}
+		if s.n > 0 {
+			w.rate[m.process] = s.n
+		}
+		m.reportDueMs = -1
 		return "member-joined:" + s.label
 	case stepLeave:
 		w.remove(w.find(s.label))
@@ -214,15 +234,19 @@ func (w *world) request() *abi.AssignRequest {
 		procs[p] = int32(i)
 	}
 	var ends []abi.TaskOffset
-	for t, e := range w.end {
-		if w.stateful[t] {
+	for t := range w.end {
+		if e := w.knownEnd(int32(t)); w.stateful[t] && e >= 0 {
 			ends = append(ends, abi.TaskOffset{Task: int32(t), Offset: e})
 		}
 	}
 	for _, m := range w.members {
 		am := abi.Member{ID: m.id, Process: procs[m.process], Rack: m.rack,
 			Active: m.owned, Standby: m.target.Standby, Warmup: m.target.Warmup, TaskEndOffsets: ends}
-		for t, o := range w.local[m.process] {
+		offsets := w.local[m.process]
+		if w.sc.Reports != nil {
+			offsets = m.reported
+		}
+		for t, o := range offsets {
 			if o >= 0 && w.stateful[t] {
 				am.TaskOffsets = append(am.TaskOffsets, abi.TaskOffset{Task: int32(t), Offset: o})
 			}

@@ -71,6 +71,10 @@ type Scenario struct {
 	// group starts from what the group really ran.
 	Initial []InitialMember `json:"initial,omitempty"`
 
+	// Reports, when set, hands the assignor and the early probes the
+	// offsets the host knows instead of the state the processes hold.
+	Reports *Reports `json:"reports,omitempty"`
+
 	// Derived by Decode.
 	steps []step
 	subs  []abi.Subtopology
@@ -86,6 +90,31 @@ type InitialMember struct {
 	// the changelog's end (listed tasks only; the first target's active
 	// and standby copies not listed are caught up).
 	Lags map[string]int64 `json:"lags,omitempty"`
+}
+
+// Reports model what the host knows of the members' state: Kafka Streams
+// members report their tasks' changelog offsets with some heartbeats only,
+// and the host reads the changelogs' end offsets itself now and then.
+type Reports struct {
+	// TaskOffsetIntervalMs: a member reports the offsets of its process's
+	// local state (its running actives left out) and the end offsets of
+	// the tasks it restores (standbys, warm-ups, actives not running yet)
+	// when it joins, on the tick after its target changed, once this long
+	// has passed since its last report, and on every tick while one of
+	// its warm-ups is within acceptable_recovery_lag of its changelog's
+	// end (streams.task.offset.interval.ms).
+	TaskOffsetIntervalMs int64 `json:"task_offset_interval_ms"`
+	// EndOffsetsRefreshMs: the host reads every changelog's end offset at
+	// 0 s and then this often (streams.end.offsets.refresh.ms). A task's
+	// known end offset is the larger of the host's and the members'
+	// reported ones; a process's offset is the largest its members
+	// reported; a lag is the known end less that offset, the whole end
+	// when the process reported none or one beyond the end.
+	EndOffsetsRefreshMs int64 `json:"end_offsets_refresh_ms"`
+	// EndOffsetsPhaseMs places the host's reads: at this time and every
+	// end_offsets_refresh_ms after it (its timer started before the
+	// scenario); until the first, the host knows the ends as at 0 s.
+	EndOffsetsPhaseMs int64 `json:"end_offsets_phase_ms,omitempty"`
 }
 
 // Subtopology is one subtopology of the group's topology.
@@ -114,8 +143,15 @@ type StateModel struct {
 	// second (an event may change it).
 	AppendPerS int64 `json:"append_records_per_s"`
 	// RestorePerS is how many records one copy of a task (active, standby
-	// or warm-up) restores per second, each copy independently.
+	// or warm-up) restores per second, each copy independently — or, with
+	// SharedRestore, each process in all; a join's restore_records_per_s
+	// replaces it for the joining member's process.
 	RestorePerS int64 `json:"restore_records_per_s"`
+	// SharedRestore: a process restores through one link (Kafka Streams'
+	// state updater and its one restore consumer), shared equally by the
+	// copies it restores, actives first: while one of its actives
+	// restores, its standbys and warm-ups wait.
+	SharedRestore bool `json:"shared_restore,omitempty"`
 }
 
 // Event is one line of the scenario's events: exactly one of Join, Leave,
@@ -132,8 +168,11 @@ type Event struct {
 	// gives its real ids: assignors order members by id); by default it
 	// is drawn from the seed.
 	MemberID string `json:"member_id,omitempty"`
-	Leave    string `json:"leave,omitempty"`
-	Crash    string `json:"crash,omitempty"`
+	// RestorePerS, on a join, is the restore rate of the member's
+	// process from then on (state.restore_records_per_s by default).
+	RestorePerS *int64 `json:"restore_records_per_s,omitempty"`
+	Leave       string `json:"leave,omitempty"`
+	Crash       string `json:"crash,omitempty"`
 	// Restart: a rolling restart of these members, one every EveryS
 	// seconds; each leaves, and rejoins DownS seconds later on the same
 	// process with its state on disk.
@@ -167,7 +206,7 @@ type step struct {
 	id      string // the member id of a join
 	process string
 	rack    string
-	n       int64
+	n       int64 // an append's rate; a join's process's restore rate (0: the default)
 }
 
 // Decode parses a scenario (JSON, or YAML when it does not start with
@@ -272,6 +311,12 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("grant_ms: %d must be in [0, %d]", sc.GrantMs, maxSeconds*1000)
 	case sc.GrantFirstMs != nil && (*sc.GrantFirstMs < 0 || *sc.GrantFirstMs > maxSeconds*1000):
 		return fmt.Errorf("grant_first_ms: %d must be in [0, %d]", *sc.GrantFirstMs, maxSeconds*1000)
+	case sc.Reports != nil && (sc.Reports.TaskOffsetIntervalMs <= 0 || sc.Reports.TaskOffsetIntervalMs > maxSeconds*1000):
+		return fmt.Errorf("reports.task_offset_interval_ms: %d must be in (0, %d]", sc.Reports.TaskOffsetIntervalMs, maxSeconds*1000)
+	case sc.Reports != nil && (sc.Reports.EndOffsetsRefreshMs <= 0 || sc.Reports.EndOffsetsRefreshMs > maxSeconds*1000):
+		return fmt.Errorf("reports.end_offsets_refresh_ms: %d must be in (0, %d]", sc.Reports.EndOffsetsRefreshMs, maxSeconds*1000)
+	case sc.Reports != nil && (sc.Reports.EndOffsetsPhaseMs < 0 || sc.Reports.EndOffsetsPhaseMs >= sc.Reports.EndOffsetsRefreshMs):
+		return fmt.Errorf("reports.end_offsets_phase_ms: %d must be in [0, end_offsets_refresh_ms)", sc.Reports.EndOffsetsPhaseMs)
 	}
 	if err := sc.validateSubtopologies(); err != nil {
 		return err
@@ -295,13 +340,24 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("state.changelog_jitter: %d must be in [0, 2^50]", st.ChangelogJitter)
 	case st.AppendPerS < 0 || st.AppendPerS > maxRecords/maxSeconds:
 		return fmt.Errorf("state.append_records_per_s: %d must be in [0, %d]", st.AppendPerS, maxRecords/maxSeconds)
-	case st.RestorePerS <= 0 || st.RestorePerS > maxRecords/maxSeconds:
-		return fmt.Errorf("state.restore_records_per_s: %d must be in (0, %d]", st.RestorePerS, maxRecords/maxSeconds)
-	case st.RestorePerS*sc.TickMs < 1000:
-		return fmt.Errorf("state.restore_records_per_s: %d restores less than one record per tick of %d ms", st.RestorePerS, sc.TickMs)
+	}
+	if err := sc.validateRestore("state.restore_records_per_s", st.RestorePerS); err != nil {
+		return err
 	}
 	if len(sc.Events) > MaxEvents {
 		return fmt.Errorf("events: %d exceed the limit %d", len(sc.Events), MaxEvents)
+	}
+	return nil
+}
+
+// validateRestore checks a restore rate: positive, bounded, and at least
+// one record per tick.
+func (sc *Scenario) validateRestore(field string, n int64) error {
+	switch {
+	case n <= 0 || n > maxRecords/maxSeconds:
+		return fmt.Errorf("%s: %d must be in (0, %d]", field, n, maxRecords/maxSeconds)
+	case n*sc.TickMs < 1000:
+		return fmt.Errorf("%s: %d restores less than one record per tick of %d ms", field, n, sc.TickMs)
 	}
 	return nil
 }
@@ -467,8 +523,13 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 	if kinds != 1 {
 		return errors.New("want exactly one of join, leave, crash, restart, append_records_per_s, lose_state")
 	}
-	if (e.Process != "" || e.Rack != "" || e.MemberID != "") && e.Join == "" {
-		return errors.New("process, rack and member_id belong to a join")
+	if (e.Process != "" || e.Rack != "" || e.MemberID != "" || e.RestorePerS != nil) && e.Join == "" {
+		return errors.New("process, rack, member_id and restore_records_per_s belong to a join")
+	}
+	if e.RestorePerS != nil {
+		if err := sc.validateRestore("restore_records_per_s", *e.RestorePerS); err != nil {
+			return err
+		}
 	}
 	if len(e.MemberID) > maxMemberID {
 		return fmt.Errorf("member_id: %d bytes exceed the limit %d", len(e.MemberID), maxMemberID)
@@ -483,7 +544,11 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 			p = e.Join
 		}
 		procs[e.Join], racks[e.Join] = p, e.Rack
-		add(step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack, id: e.MemberID})
+		j := step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack, id: e.MemberID}
+		if e.RestorePerS != nil {
+			j.n = *e.RestorePerS
+		}
+		add(j)
 	case e.Leave != "":
 		add(step{atMs: at, kind: stepLeave, label: e.Leave})
 	case e.Crash != "":

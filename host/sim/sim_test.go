@@ -91,6 +91,22 @@ func TestLeaveHandChecked(t *testing.T) {
 		{name: "handover standby", replace: []string{"num_standby_replicas: 0", "num_standby_replicas: 1", "tick_ms: 1000", "tick_ms: 1000\nhandover_ms: 2000"},
 			moved: 2, warm: 2, unavailableS: 4,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 12, Tasks: 0}}},
+		// One restore link for a's process: b's two tasks share its 1000
+		// records/s, so both are restored at 30 s.
+		{name: "shared restore", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 1000\n  shared_restore: true"},
+			moved: 2, cold: 2, unavailableS: 40,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 30, Tasks: 0}}},
+		// a's join gives its process a link of 4000 records/s: 2000 each,
+		// 5 s.
+		{name: "shared restore, process rate", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 1000\n  shared_restore: true",
+			"{at_s: 0, join: a}", "{at_s: 0, join: a, restore_records_per_s: 4000}"},
+			moved: 2, cold: 2, unavailableS: 10,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 15, Tasks: 0}}},
+		// The same rate for each copy without the shared link: 2.5 s each,
+		// done within the third tick.
+		{name: "process rate", replace: []string{"{at_s: 0, join: a}", "{at_s: 0, join: a, restore_records_per_s: 4000}"},
+			moved: 2, cold: 2, unavailableS: 6,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 13, Tasks: 0}}},
 		// A crash instead of a leave: b's tasks wait from 10 s through the
 		// 5 s session timeout and then the 10 s restore.
 		{name: "crash", replace: []string{"leave: b", "crash: b", "tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5"},

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -57,6 +58,20 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 		if w.sc.HandOverFirstMs != nil && !w.runsAny(m) {
 			handOver = *w.sc.HandOverFirstMs
 		}
+		if !sameAssignment(m.target, resp.Members[i]) && m.reportDueMs < 0 {
+			// Its heartbeat after it took the new assignment carries a report.
+			m.reportDueMs = now + w.grantMs(m)
+		}
+		if m.startAt == nil {
+			m.startAt = make([]int64, len(w.end))
+		}
+		for _, set := range [][]int32{resp.Members[i].Standby, resp.Members[i].Warmup} {
+			for _, t := range set {
+				if w.started && !m.holds(t) {
+					m.startAt[t] = now + handOver
+				}
+			}
+		}
 		m.target = resp.Members[i]
 		for _, t := range m.target.Active {
 			if !w.started {
@@ -104,10 +119,7 @@ func (w *world) runsAny(m *member) bool {
 // task new to it is its own grant_ms later (grant_first_ms for a member
 // that owns no task yet).
 func (w *world) reconcile(now int64, m *member) {
-	grantMs := w.sc.GrantMs
-	if w.sc.GrantFirstMs != nil && len(m.owned) == 0 {
-		grantMs = *w.sc.GrantFirstMs
-	}
+	grantMs := w.grantMs(m)
 	m.owned = slices.DeleteFunc(m.owned, func(t int32) bool { return !slices.Contains(m.target.Active, t) })
 	for _, t := range m.target.Active {
 		if slices.Contains(m.owned, t) {
@@ -123,6 +135,15 @@ func (w *world) reconcile(now int64, m *member) {
 		w.grants[t] = grant{member: m.id, atMs: now + grantMs}
 	}
 	slices.Sort(m.owned)
+}
+
+// grantMs is how long m takes to own a task given to it: grant_ms, or
+// grant_first_ms while it owns none.
+func (w *world) grantMs(m *member) int64 {
+	if w.sc.GrantFirstMs != nil && len(m.owned) == 0 {
+		return *w.sc.GrantFirstMs
+	}
+	return w.sc.GrantMs
 }
 
 // grant applies the grants due at now: the task is its new owner's if it
@@ -220,13 +241,20 @@ func (w *world) initial(req *abi.AssignRequest) *abi.AssignResponse {
 
 func (w *world) differs(resp *abi.AssignResponse) bool {
 	for i, m := range w.members {
-		n := resp.Members[i]
-		if !slices.Equal(m.target.Active, n.Active) || !slices.Equal(m.target.Standby, n.Standby) ||
-			!slices.Equal(m.target.Warmup, n.Warmup) {
+		if !sameAssignment(m.target, resp.Members[i]) {
 			return true
 		}
 	}
 	return false
+}
+
+// holds says whether t is in m's target, as an active, standby or warm-up.
+func (m *member) holds(t int32) bool {
+	return slices.Contains(m.target.Active, t) || slices.Contains(m.target.Standby, t) || slices.Contains(m.target.Warmup, t)
+}
+
+func sameAssignment(a, b abi.MemberAssignment) bool {
+	return slices.Equal(a.Active, b.Active) && slices.Equal(a.Standby, b.Standby) && slices.Equal(a.Warmup, b.Warmup)
 }
 
 // armProbe sets the probe timer as core does after a target: the
@@ -250,7 +278,8 @@ func hasWarmups(ms []abi.MemberAssignment) bool {
 	return false
 }
 
-// probeDue says whether a probe starts at now: the timer fired, or some
+// probeDue says whether a probe starts at now: the timer fired, or the
+// group is stable (no grant pending: every member reconciled), some
 // warm-up caught up and that set of caught-up warm-ups differs from the
 // one that started the previous early probe.
 func (w *world) probeDue(now int64) bool {
@@ -259,6 +288,9 @@ func (w *world) probeDue(now int64) bool {
 	}
 	if w.probeAt >= 0 && now >= w.probeAt {
 		return true
+	}
+	if w.granting > 0 {
+		return false
 	}
 	var b strings.Builder
 	for _, m := range w.members {
@@ -278,12 +310,18 @@ func (w *world) probeDue(now int64) bool {
 	return false
 }
 
-// caughtUp applies abi/metrics' rule: the lag of the process's local state
-// (the whole changelog without one) is within acceptable.recovery.lag.
+// caughtUp applies abi/metrics' rule to what the host knows (knownEnd,
+// knownOffset): the lag of the process's local state (the whole changelog
+// without one) is within acceptable.recovery.lag; an unknown end is never
+// caught up.
 func (w *world) caughtUp(process string, t int32) bool {
-	lag := w.end[t]
-	if o := w.local[process][t]; o >= 0 && o <= w.end[t] {
-		lag = w.end[t] - o
+	end := w.knownEnd(t)
+	if end < 0 {
+		return false
+	}
+	lag := end
+	if o := w.knownOffset(process, t); o >= 0 && o <= end {
+		lag = end - o
 	}
 	return lag <= w.sc.Assignment.AcceptableRecoveryLag
 }
@@ -323,39 +361,90 @@ func (w *world) account(now int64) {
 // advance moves time on by one tick from now: the changelog of every task
 // that runs (account) grows by grow records — its active writes it, and
 // keeps its own state at the end — and every other copy on a running
-// member's process restores up to restore records towards its end (a
-// caught-up copy follows it); an active copy whose hand-over is not done
-// yet does not restore. A task nobody runs writes nothing: its changelog
-// stays where it is until its new owner has restored it.
-func (w *world) advance(now, grow, restore int64) {
+// member's process restores towards its end (a caught-up copy follows it):
+// each copy up to its process's rate for a tick, or with shared_restore
+// the copies of a process share that rate, actives first. An active copy
+// whose hand-over is not done yet does not restore, nor does a standby or
+// warm-up copy new to its member within the same hand-over time. A task nobody runs
+// writes nothing: its changelog stays where it is until its new owner has
+// restored it.
+func (w *world) advance(now, grow int64) {
 	for t := range w.end {
 		if w.stateful[t] && w.running[t] {
 			w.end[t] += grow
 		}
 	}
-	done := map[string][]bool{} // per process: tasks advanced this tick
+	type copies struct{ active, other []int32 }
+	var order []string // processes in member order
+	byProc := map[string]*copies{}
 	for _, m := range w.members {
 		if m.crashedMs >= 0 {
 			continue
 		}
-		l, seen := w.local[m.process], done[m.process]
-		if seen == nil {
-			seen = make([]bool, len(w.end))
-			done[m.process] = seen
+		c := byProc[m.process]
+		if c == nil {
+			c = &copies{}
+			byProc[m.process] = c
+			order = append(order, m.process)
 		}
+		l := w.local[m.process]
 		for i, set := range [][]int32{m.target.Active, m.target.Standby, m.target.Warmup} {
 			for _, t := range set {
-				if !w.stateful[t] || seen[t] || (i == 0 && now < w.readyAt[t]) {
+				if !w.stateful[t] || slices.Contains(c.active, t) || slices.Contains(c.other, t) ||
+					(i == 0 && now < w.readyAt[t]) || (i > 0 && now < m.startAt[t]) {
 					continue
 				}
-				seen[t] = true
-				if i == 0 && w.running[t] {
+				switch {
+				case i == 0 && w.running[t]:
 					l[t] = w.end[t]
-					continue
+				case i == 0:
+					c.active = append(c.active, t)
+				default:
+					c.other = append(c.other, t)
 				}
-				l[t] = min(max(l[t], 0)+restore, w.end[t])
 			}
 		}
+	}
+	tick := w.sc.TickMs
+	for _, p := range order {
+		c, l := byProc[p], w.local[p]
+		rate := w.sc.State.RestorePerS
+		if r, ok := w.rate[p]; ok {
+			rate = r
+		}
+		if !w.sc.State.SharedRestore {
+			for _, t := range append(c.active, c.other...) {
+				l[t] = min(max(l[t], 0)+rate*tick/1000, w.end[t])
+			}
+			continue
+		}
+		w.carry[p] += rate * tick
+		budget := w.carry[p] / 1000
+		w.carry[p] %= 1000
+		set := c.active
+		if len(set) == 0 {
+			set = c.other
+		}
+		w.share(l, set, budget)
+	}
+}
+
+// share restores the copies of set on a process whose state is l with
+// budget records in all: equal shares, a copy that needs less than its
+// share leaving the rest to the others.
+func (w *world) share(l []int64, set []int32, budget int64) {
+	need := func(t int32) int64 { return w.end[t] - max(l[t], 0) }
+	set = slices.Clone(set)
+	slices.SortFunc(set, func(a, b int32) int {
+		if na, nb := need(a), need(b); na != nb {
+			return cmp.Compare(na, nb)
+		}
+		return cmp.Compare(a, b)
+	})
+	for i, t := range set {
+		got := min(need(t), budget/int64(len(set)-i))
+		l[t] = max(l[t], 0) + got
+		budget -= got
 	}
 }
 
