@@ -83,6 +83,20 @@ func (c *Coordinator) consumerAssignInput(g *consumerGroup) PartitionAssignInput
 	return in
 }
 
+// consumerTargetDue reports whether a heartbeat (or a classic member's
+// JoinGroup) should compute a new target now: the group epoch is ahead of
+// the assignment epoch and the assignment interval has passed since the
+// last one (Kafka 4.4's canComputeNextTargetAssignment; a group that never
+// had one computes at once). Meanwhile members reconcile toward the
+// current target, and every change waits for one assignor run.
+func (c *Coordinator) consumerTargetDue(g *consumerGroup) bool {
+	if g.groupEpoch <= g.assignmentEpoch {
+		return false
+	}
+	interval := int64(c.consumerConfig().AssignmentIntervalMs)
+	return interval == 0 || g.assignmentTimestamp == 0 || c.now >= g.assignmentTimestamp+interval
+}
+
 // updateConsumerTarget computes and stores the target at the group epoch.
 func (c *Coordinator) updateConsumerTarget(g *consumerGroup) *kafkaError {
 	asg := c.preferredConsumerAssignor(g)
