@@ -910,6 +910,20 @@ func TestConsumerAssignmentInterval(t *testing.T) {
 	}
 	h.checkReplay()
 
+	// A target that gave no one anything (its topic did not exist yet)
+	// does not hold the next one back.
+	h.now += 5000
+	h.hb(joinReq("e", "e1", "later"))
+	if g := h.group("e"); g.assignmentEpoch != 1 || len(g.target["e1"]) != 0 {
+		t.Fatalf("empty target: assignment epoch %d, target %v", g.assignmentEpoch, g.target["e1"])
+	}
+	h.now += 10
+	h.setTopics(append(h.topics, TopicMetadata{Name: "later", ID: topicID("later"), Partitions: 2})...)
+	if r := h.hb(ackReq("e", "e1", 1, nil)); fmtAssignment(r.Assignment) != "later:[0 1]" {
+		t.Fatalf("the new topic was not assigned at once: %s (epoch %d)", fmtAssignment(r.Assignment), r.MemberEpoch)
+	}
+	h.checkReplay()
+
 	// Classic members in a consumer group.
 	f := newFleetInterval(t, 3, 0)
 	f.add("k0", true, true)
