@@ -12,6 +12,13 @@ type ConsumerConfig struct {
 	SessionTimeoutMs    int32 // group.consumer.session.timeout.ms (45000)
 	HeartbeatIntervalMs int32 // group.consumer.heartbeat.interval.ms (5000)
 	MaxSize             int32 // group.consumer.max.size (unbounded)
+	// AssignmentIntervalMs is group.consumer.assignment.interval.ms
+	// (KIP-1263, 1000): no new target assignment within this long after
+	// the last one; the first heartbeat (or classic JoinGroup) after it
+	// computes the target, so changes made meanwhile share one assignor
+	// run. Zero takes Kafka's default; negative computes in every
+	// heartbeat that needs a target (Kafka's 0).
+	AssignmentIntervalMs int32
 	// Assignors are the server-side assignors members may name
 	// (group.consumer.assignors); the first is the default. Core does not
 	// implement assignment algorithms itself: the host supplies them.
@@ -85,8 +92,9 @@ type AssignedTopic struct {
 
 // Kafka 4.4's defaults of the consumer-group settings.
 const (
-	defaultConsumerSessionTimeoutMs    = 45000
-	defaultConsumerHeartbeatIntervalMs = 5000
+	defaultConsumerSessionTimeoutMs     = 45000
+	defaultConsumerHeartbeatIntervalMs  = 5000
+	defaultConsumerAssignmentIntervalMs = 1000
 )
 
 // DefaultConsumerConfig is Kafka 4.4's defaults of the consumer-group
@@ -156,6 +164,12 @@ func (c *Coordinator) consumerConfig() ConsumerConfig {
 	}
 	if cc.MaxSize <= 0 {
 		cc.MaxSize = math.MaxInt32
+	}
+	switch {
+	case cc.AssignmentIntervalMs == 0:
+		cc.AssignmentIntervalMs = defaultConsumerAssignmentIntervalMs
+	case cc.AssignmentIntervalMs < 0:
+		cc.AssignmentIntervalMs = 0
 	}
 	return cc
 }

@@ -53,7 +53,7 @@ func (failingAssignor) AssignPartitions(PartitionAssignInput) ([][]AssignedTopic
 
 func consumerTestConfig() Config {
 	cfg := DefaultConfig()
-	cfg.Consumer = ConsumerConfig{SessionTimeoutMs: 45000, HeartbeatIntervalMs: 5000,
+	cfg.Consumer = ConsumerConfig{SessionTimeoutMs: 45000, HeartbeatIntervalMs: 5000, AssignmentIntervalMs: -1,
 		Assignors: []NamedPartitionAssignor{{Name: "uniform", Assignor: rrAssignor{}}, {Name: "range", Assignor: rrAssignor{}}}}
 	return cfg
 }

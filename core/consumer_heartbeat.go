@@ -115,7 +115,7 @@ func (c *Coordinator) consumerHeartbeat(client ClientInfo, req *kmsg.ConsumerGro
 	c.maybeBumpConsumerEpoch(g, subChanged)
 	c.setTimer(timer{key: consumerSessionKey(g.id, req.MemberID), deadline: c.now + int64(c.consumerGroupConfig(g.id).SessionTimeoutMs),
 		kind: timerConsumerSession, group: g.id, member: req.MemberID})
-	if g.groupEpoch > g.assignmentEpoch {
+	if c.consumerTargetDue(g) {
 		if e := c.updateConsumerTarget(g); e != nil {
 			return nil, e
 		}

@@ -73,7 +73,7 @@ func (c *Coordinator) consumerBridgeJoin(g *consumerGroup, client ClientInfo, re
 	protos := classicProtocolsOf(req)
 	u.classic = classicMetadataOf(req.SessionTimeoutMillis, protos)
 	c.consumerBridgeStore(g, m, u)
-	if g.groupEpoch > g.assignmentEpoch {
+	if c.consumerTargetDue(g) {
 		if e := c.updateConsumerTarget(g); e != nil {
 			return classicJoinError(id.id, e.code)
 		}
@@ -171,7 +171,8 @@ func (c *Coordinator) setConsumerJoinTimerIfAbsent(g *consumerGroup, m *consumer
 
 // consumerBridgeSync handles a SyncGroup from a classic member: its
 // current assignment, serialized at its subscription's version, unless a
-// new rebalance needs it to rejoin first.
+// newer target assignment needs it to rejoin first (Kafka 4.4 compares
+// the assignment epoch: a group epoch bump alone waits for the target).
 func (c *Coordinator) consumerBridgeSync(g *consumerGroup, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	m, code := consumerBridgeMember(g, req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
@@ -181,7 +182,7 @@ func (c *Coordinator) consumerBridgeSync(g *consumerGroup, req *kmsg.SyncGroupRe
 	if (req.ProtocolType != nil && *req.ProtocolType != consumerProtocolType) || (req.Protocol != nil && *req.Protocol != first.Name) {
 		return syncError(errInconsistentProtocol)
 	}
-	if g.groupEpoch > m.epoch && m.state != memberUnrevokedTasks {
+	if g.assignmentEpoch > m.epoch && m.state != memberUnrevokedTasks {
 		c.setConsumerJoinTimerIfAbsent(g, m)
 		return syncError(errRebalanceInProgress)
 	}
@@ -194,20 +195,35 @@ func (c *Coordinator) consumerBridgeSync(g *consumerGroup, req *kmsg.SyncGroupRe
 }
 
 // consumerBridgeHeartbeat handles a Heartbeat from a classic member:
-// REBALANCE_IN_PROGRESS (and a join timer) when it is behind the group
-// epoch, must revoke, or waits for partitions that are now free.
+// REBALANCE_IN_PROGRESS (and a join timer) when it is behind the
+// assignment epoch, must revoke, or waits for partitions that are now
+// free, as Kafka 4.4. A new target that is due is computed by the next
+// consumer-protocol heartbeat or JoinGroup, as in Kafka; in a group left
+// with classic members only (no downgrade allowed), which sends neither,
+// the heartbeat asks for a rejoin so that the JoinGroup computes it.
 func (c *Coordinator) consumerBridgeHeartbeat(g *consumerGroup, req *kmsg.HeartbeatRequest) int16 {
 	m, code := consumerBridgeMember(g, req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
 		return code
 	}
 	c.scheduleConsumerSession(g, m)
-	if m.epoch < g.groupEpoch || m.state == memberUnrevokedTasks ||
+	if m.epoch < g.assignmentEpoch || (c.consumerTargetDue(g) && !g.hasConsumerProtocolMember()) || m.state == memberUnrevokedTasks ||
 		(m.state == memberUnreleasedTasks && !g.waitingOnUnreleased(m)) {
 		c.setConsumerJoinTimerIfAbsent(g, m)
 		return errRebalanceInProgress
 	}
 	return 0
+}
+
+// hasConsumerProtocolMember reports whether a member uses the consumer
+// protocol (its heartbeats compute new targets).
+func (g *consumerGroup) hasConsumerProtocolMember() bool {
+	for _, m := range g.members {
+		if m.classic == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // waitingOnUnreleased reports whether a partition of m's target that it

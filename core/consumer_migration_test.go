@@ -53,7 +53,14 @@ type fleet struct {
 }
 
 func newFleet(t testing.TB, seed int64) *fleet {
+	return newFleetInterval(t, seed, -1)
+}
+
+// newFleetInterval is newFleet with the given consumer assignment
+// interval (0: Kafka's default).
+func newFleetInterval(t testing.TB, seed int64, intervalMs int32) *fleet {
 	cfg := consumerTestConfig()
+	cfg.Consumer.AssignmentIntervalMs = intervalMs
 	cfg.Classic.InitialRebalanceDelayMs = 0
 	h := newCHarness(t, cfg)
 	return &fleet{t: t, h: h, rng: rand.New(rand.NewSource(seed)), pending: map[RequestID]*fleetClient{}, epochs: map[string]int32{}}
@@ -475,16 +482,22 @@ func (f *fleet) reload() {
 	}
 }
 
-// TestConsumerMigrationRoll rolls, for 100 seeds, three classic consumers
+// TestConsumerMigrationRoll rolls, for 120 seeds (20 with Kafka's
+// default assignment interval), three classic consumers
 // to the consumer protocol one at a time (the first consumer join
 // upgrades the group), then back (the last consumer leaving downgrades
 // it), with random scheduling and fail-overs in the middle of a third of
 // the steps, checking single ownership, monotone epochs and replay after
 // every change.
 func TestConsumerMigrationRoll(t *testing.T) {
-	for seed := int64(1); seed <= 100; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			f := newFleet(t, seed)
+	for seed := int64(1); seed <= 120; seed++ {
+		// The last 20 seeds with Kafka's default assignment interval.
+		interval, name := int32(-1), fmt.Sprint(seed)
+		if seed > 100 {
+			interval, name = 0, fmt.Sprintf("%d-interval", seed)
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFleetInterval(t, seed, interval)
 			for i := 0; i < 3; i++ {
 				f.add(fmt.Sprintf("k%d", i), true, f.rng.Intn(2) == 0)
 			}
@@ -849,6 +862,147 @@ func TestConsumerMigrationStaticReplacementDowngrades(t *testing.T) {
 	// only member's, every partition.
 	if n != 6 {
 		t.Fatalf("joiner's stored assignment has %d partitions, want the replaced member's target of 6", n)
+	}
+	f.h.checkReplay()
+}
+
+// TestConsumerAssignmentInterval: with Kafka 4.4's default assignment
+// interval (1 s), the first target of a new group is computed at once;
+// members joining within the interval after it reconcile toward the
+// current target (nothing for them) and share one assignor run, made by
+// the first heartbeat after the interval. A classic member at the
+// assignment epoch is not told to rejoin by a group epoch bump alone
+// while the interval holds the target back (Kafka 4.4 compares the
+// assignment epoch), and is once a new target is due, so that its
+// JoinGroup computes it.
+func TestConsumerAssignmentInterval(t *testing.T) {
+	cfg := consumerTestConfig()
+	cfg.Consumer.AssignmentIntervalMs = 0
+	h := newCHarness(t, cfg)
+	h.now = 1_000_000 // a zero assignment timestamp means none
+	r1 := h.hb(joinReq("g", "m1", "a"))
+	if g := h.group("g"); r1.MemberEpoch != 1 || g.assignmentEpoch != 1 || len(g.members["m1"].assigned) != 4 {
+		t.Fatalf("first member: epoch %d, assignment epoch %d, %d partitions", r1.MemberEpoch, g.assignmentEpoch, len(g.members["m1"].assigned))
+	}
+	for _, id := range []string{"m2", "m3"} {
+		h.now += 100
+		r := h.hb(joinReq("g", id, "a"))
+		if g := h.group("g"); r.MemberEpoch != 1 || g.assignmentEpoch != 1 || len(g.members[id].assigned) != 0 {
+			t.Fatalf("%s within the interval: epoch %d, group %d, assignment epoch %d, %d partitions",
+				id, r.MemberEpoch, g.groupEpoch, g.assignmentEpoch, len(g.members[id].assigned))
+		}
+	}
+	h.now += 799 // 999 ms after the first target
+	h.hb(ackReq("g", "m1", 1, r1.Assignment.Topics))
+	if g := h.group("g"); g.assignmentEpoch != 1 {
+		t.Fatalf("target computed within the interval: assignment epoch %d", g.assignmentEpoch)
+	}
+	h.now++
+	h.hb(ackReq("g", "m1", 1, r1.Assignment.Topics))
+	g := h.group("g")
+	if g.groupEpoch != 3 || g.assignmentEpoch != 3 || len(g.target["m2"]) == 0 || len(g.target["m3"]) == 0 {
+		t.Fatalf("after the interval: group %d, assignment epoch %d, targets %v", g.groupEpoch, g.assignmentEpoch, g.target)
+	}
+	for _, rec := range h.log {
+		if v, ok := rec.Value.(ConsumerGroupTargetAssignmentMetadataValue); ok && v.AssignmentEpoch == 2 {
+			t.Fatal("a target was computed for epoch 2: the joins did not share one assignor run")
+		}
+	}
+	h.checkReplay()
+
+	// A target that gave no one anything (its topic did not exist yet)
+	// does not hold the next one back.
+	h.now += 5000
+	h.hb(joinReq("e", "e1", "later"))
+	if g := h.group("e"); g.assignmentEpoch != 1 || len(g.target["e1"]) != 0 {
+		t.Fatalf("empty target: assignment epoch %d, target %v", g.assignmentEpoch, g.target["e1"])
+	}
+	h.now += 10
+	h.setTopics(append(h.topics, TopicMetadata{Name: "later", ID: topicID("later"), Partitions: 2})...)
+	if r := h.hb(ackReq("e", "e1", 1, nil)); fmtAssignment(r.Assignment) != "later:[0 1]" {
+		t.Fatalf("the new topic was not assigned at once: %s (epoch %d)", fmtAssignment(r.Assignment), r.MemberEpoch)
+	}
+	h.checkReplay()
+
+	// Classic members in a consumer group.
+	f := newFleetInterval(t, 3, 0)
+	f.add("k0", true, true)
+	f.add("k1", true, true)
+	f.settle()
+	f.add("n0", false, false)
+	f.settle()
+	f.add("n1", false, false)
+	f.settle()
+	for i := 0; i < 20 && !f.settled(); i++ { // no time passes
+		for _, c := range f.clients {
+			f.step(c)
+		}
+	}
+	k := f.clients[0]
+	g = f.h.group("g")
+	if !f.settled() || g.groupEpoch != g.assignmentEpoch || k.gen != g.assignmentEpoch {
+		t.Fatalf("not settled: group %d, assignment epoch %d, k0 at %d", g.groupEpoch, g.assignmentEpoch, k.gen)
+	}
+	if f.h.now < g.assignmentTimestamp+1000 {
+		f.h.now = g.assignmentTimestamp + 1000
+	}
+	hb := func() int16 {
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = 4, "g", k.id, k.gen
+		return f.h.commit(f.h.c.Heartbeat(f.h.now, 99, req)).Responses[0].Msg.(*kmsg.HeartbeatResponse).ErrorCode
+	}
+	// A join right after the interval computes a target at once; a leave
+	// within the interval after it waits.
+	f.add("n2", false, false)
+	f.step(f.clients[len(f.clients)-1])
+	if g.assignmentTimestamp != f.h.now || g.assignmentEpoch != g.groupEpoch {
+		t.Fatalf("a join after the interval did not compute the target: assignment epoch %d at %d, group %d, now %d",
+			g.assignmentEpoch, g.assignmentTimestamp, g.groupEpoch, f.h.now)
+	}
+	for i := 0; i < 20 && !f.settled(); i++ {
+		for _, c := range f.clients {
+			f.step(c)
+		}
+	}
+	if !f.settled() || k.gen != g.assignmentEpoch || g.members[k.id].state != memberStable {
+		t.Fatalf("k0 did not reach the assignment epoch %d (at %d, phase %d)", g.assignmentEpoch, k.gen, k.phase)
+	}
+	f.leave(f.clients[3])
+	if g.groupEpoch <= g.assignmentEpoch {
+		t.Fatalf("a leave did not bump the group epoch (%d, assignment %d)", g.groupEpoch, g.assignmentEpoch)
+	}
+	if code := hb(); code != 0 {
+		m := g.members[k.id]
+		t.Fatalf("classic heartbeat while the interval holds the target back: %v (member epoch %d state %v, group %d, assignment %d at %d, now %d)",
+			kerr.ErrorForCode(code), m.epoch, m.state, g.groupEpoch, g.assignmentEpoch, g.assignmentTimestamp, f.h.now)
+	}
+	// Due: the next consumer-protocol heartbeat computes it, then the
+	// classic member is behind the assignment epoch.
+	f.h.now += 1000
+	if code := hb(); code != 0 {
+		t.Fatalf("classic heartbeat once a target is due, before a consumer heartbeat: %v", kerr.ErrorForCode(code))
+	}
+	f.step(f.clients[2])
+	if g.assignmentEpoch != g.groupEpoch {
+		t.Fatalf("the consumer heartbeat did not compute the due target (group %d, assignment %d)", g.groupEpoch, g.assignmentEpoch)
+	}
+	if code := hb(); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("classic heartbeat behind the assignment epoch: %v", kerr.ErrorForCode(code))
+	}
+	f.settle()
+	// Classic members only (no downgrade allowed): a due target makes
+	// their heartbeats ask for the JoinGroup that computes it.
+	up := MigrationUpgrade
+	f.h.c.SetConsumerMigrationPolicy("g", &up)
+	f.leave(f.clients[2])
+	f.leave(f.clients[4])
+	f.h.now += 1000
+	if code := hb(); g.hasConsumerProtocolMember() || code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("classic-only group with a due target: heartbeat %v", kerr.ErrorForCode(code))
+	}
+	f.settle()
+	if f.kind() != GroupKindConsumer {
+		t.Fatalf("group is %s", f.kind())
 	}
 	f.h.checkReplay()
 }

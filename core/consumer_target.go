@@ -83,6 +83,33 @@ func (c *Coordinator) consumerAssignInput(g *consumerGroup) PartitionAssignInput
 	return in
 }
 
+// consumerTargetDue reports whether a heartbeat (or a classic member's
+// JoinGroup) should compute a new target now: the group epoch is ahead of
+// the assignment epoch and the assignment interval has passed since the
+// last one (Kafka 4.4's canComputeNextTargetAssignment; a group that never
+// had one computes at once). Meanwhile members reconcile toward the
+// current target, and every change waits for one assignor run. A target
+// that gives no one anything (its topics did not exist yet) does not hold
+// the next one back: there is nothing to batch, and a topic created
+// through coordhost is assigned at once (docs/CONSUMER.md).
+func (c *Coordinator) consumerTargetDue(g *consumerGroup) bool {
+	if g.groupEpoch <= g.assignmentEpoch {
+		return false
+	}
+	interval := int64(c.consumerConfig().AssignmentIntervalMs)
+	return interval == 0 || g.assignmentTimestamp == 0 || c.now >= g.assignmentTimestamp+interval || g.targetEmpty()
+}
+
+// targetEmpty reports whether the current target assigns no partition.
+func (g *consumerGroup) targetEmpty() bool {
+	for _, ps := range g.target {
+		if len(ps) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // updateConsumerTarget computes and stores the target at the group epoch.
 func (c *Coordinator) updateConsumerTarget(g *consumerGroup) *kafkaError {
 	asg := c.preferredConsumerAssignor(g)

@@ -1,9 +1,11 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordhost/coordhost/abi"
+	uniform "github.com/coordhost/coordhost/plugins/assignor-uniform"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,12 +29,14 @@ import (
 // must agree step by step.
 //
 // The assignment is compared as the sorted list of partition counts per
-// member plus completeness (every subscribed partition held by exactly one
-// member), not partition by partition: members name themselves with
-// random UUIDs and the uniform assignor orders members by id, so which
-// member gets which partition differs between any two runs, even on the
-// same coordinator. The regex member's partitions are compared exactly,
-// as it is the only subscriber of its topics.
+// member, completeness (every subscribed partition held by exactly one
+// member) and, member by member, against the uniform assignor run on the
+// side's own members (below, "Member by member"): members name themselves
+// with random UUIDs and Kafka's uniform assignor breaks ties in the hash
+// order of their ids, so which client gets which partition differs
+// between any two runs, even on the same coordinator. The regex member's
+// partitions are compared exactly, as it is the only subscriber of its
+// topics.
 
 const (
 	cgTopic   = "cg-in"
@@ -97,6 +103,9 @@ func TestInteropConsumerSideBySide(t *testing.T) {
 	for i := range kafka {
 		t.Logf("kafka:     %v", kafka[i])
 		t.Logf("coordhost: %v", through[i])
+		if !strings.Contains(kafka[i].Detail, "uniform=ok") {
+			t.Errorf("step %s: the broker's assignment is not the uniform assignor's on its members and previous assignment: %s", kafka[i].Name, kafka[i].Detail)
+		}
 		if kafka[i].String() != through[i].String() {
 			t.Errorf("step %s differs:\n kafka:     %v\n coordhost: %v", kafka[i].Name, kafka[i], through[i])
 		}
@@ -117,6 +126,7 @@ type cgSide struct {
 	kgos    map[string]*kgo.Client
 	topics  map[string]int32 // subscribed topics and their partition counts
 	scripts *scriptedMember
+	prev    cgAssignment // the last step's settled assignment
 	// stepStart is when the current step began (for the log).
 	stepStart time.Time
 }
@@ -154,11 +164,17 @@ func runConsumerScript(t *testing.T, dir, name, addr string, admin *kgo.Client) 
 	}()
 	var steps []cgStep
 
-	// 1. Everyone joins: two Java consumers, two kgo consumers, the scripted member.
+	// 1. Everyone joins, one at a time (so that both sides' assignor runs
+	// see the same members in the same order): two Java consumers, two
+	// kgo consumers, the scripted member.
 	s.startJava("j1", "topics:"+cgTopic)
+	steps = append(steps, s.settle("join-j1", 1, nil))
 	s.startJava("j2", "topics:"+cgTopic)
+	steps = append(steps, s.settle("join-j2", 2, nil))
 	s.startKgo("k1")
+	steps = append(steps, s.settle("join-k1", 3, nil))
 	s.startKgo("k2")
+	steps = append(steps, s.settle("join-k2", 4, nil))
 	s.scripts = newScriptedMember(t, addr, s.group, name+"-scripted-member")
 	steps = append(steps, s.settle("join", 5, []string{s.scripts.join()}))
 
@@ -267,7 +283,9 @@ func (s *cgSide) settle(step string, n int, codes []string) cgStep {
 		} else {
 			s.t.Logf("%s: step %s settled %v after it started", s.name, step, time.Since(s.stepStart).Round(100*time.Millisecond))
 			s.stepStart = time.Now()
-			out := cgStep{Name: step, Codes: codes, Complete: true, Detail: s.regexDetail(g)}
+			out := cgStep{Name: step, Codes: codes, Complete: true,
+				Detail: s.regexDetail(g) + " " + s.uniformCheck(g, s.prev, step == "regex-joins", s.name == "kafka")}
+			s.prev = assignmentOf(g)
 			for _, m := range g.Members {
 				c := 0
 				for _, tp := range m.Assignment.TopicPartitions {
@@ -575,4 +593,249 @@ func errName(code int16) string {
 		return e.Message
 	}
 	return fmt.Sprint(code)
+}
+
+// Member by member. Kafka's uniform assignor visits members, topics and
+// partitions in java.util.HashMap order of their ids (member ids are the
+// clients' random UUIDs), so which member gets which partitions differs
+// between the sides even when both coordinators compute alike: the client
+// that keeps or takes the extra partition of an uneven split is the one
+// its id's hash puts first. The member-level comparison is therefore made
+// through the assignor itself: at every step, each side's settled
+// assignment must equal, member by member, what Kafka's uniform algorithm
+// (plugins/assignor-uniform, held equal to Kafka 4.4's UniformAssignor
+// class by its parity vectors) computes from that side's own member ids,
+// subscriptions and previous step's assignment: coordhost's exactly; the
+// broker's exactly or with the members visited in another order, since
+// the live broker's member map can break a tie of an uneven split in an
+// order the model does not reproduce (seen at join-k2). Which partitions
+// each member keeps, gives up and takes is thus checked member by member
+// on both sides (docs/CONSUMER.md).
+
+// cgAssignment is a settled assignment: member id -> topic -> partitions.
+type cgAssignment map[string]map[string][]int32
+
+func assignmentOf(g kmsg.ConsumerGroupDescribeResponseGroup) cgAssignment {
+	out := cgAssignment{}
+	for _, m := range g.Members {
+		a := map[string][]int32{}
+		for _, tp := range m.Assignment.TopicPartitions {
+			a[tp.Topic] = append(a[tp.Topic], tp.Partitions...)
+		}
+		out[m.MemberID] = a
+	}
+	return out
+}
+
+// uniformCheck compares g's assignment with the uniform assignor run on g's
+// members over prev; with twoRuns, a regex member's subscription may also
+// have been assigned first without its topics (the run of its join, before
+// the regex was resolved). With anyOrder (the broker's side), the run may
+// also have visited the members in another order: ties are then broken by
+// the broker's own member map, whose order the model of its hash table
+// does not always reproduce (the member ids are relabeled over the members
+// in every way, each giving the assignor another visiting order). It
+// returns "uniform=ok" or what differs.
+func (s *cgSide) uniformCheck(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, twoRuns, anyOrder bool) string {
+	got := assignmentOf(g)
+	ids := make([]string, len(g.Members))
+	for i, m := range g.Members {
+		ids[i] = m.MemberID
+	}
+	var want cgAssignment
+	matches := func(order []string) bool {
+		want = s.uniformRunAs(g, prev, false, order)
+		if !equalAssignments(got, want) && twoRuns {
+			want = s.uniformRunAs(g, s.uniformRunAs(g, prev, true, order), false, order)
+		}
+		return equalAssignments(got, want)
+	}
+	if matches(ids) {
+		return "uniform=ok"
+	}
+	first := want
+	if anyOrder {
+		for _, order := range permutations(ids) {
+			if matches(order) {
+				s.t.Logf("%s: the assignor visited the members in another order than the model's: %s", s.name, strings.Join(order, ","))
+				return "uniform=ok"
+			}
+		}
+	}
+	var diffs []string
+	for _, m := range g.Members {
+		if !slices.Equal(flat(got[m.MemberID]), flat(first[m.MemberID])) {
+			diffs = append(diffs, fmt.Sprintf("%s holds %v, uniform gives %v", m.ClientID, flat(got[m.MemberID]), flat(first[m.MemberID])))
+		}
+	}
+	sort.Strings(diffs)
+	return "uniform differs: " + strings.Join(diffs, "; ")
+}
+
+// permutations lists every order of ids.
+func permutations(ids []string) [][]string {
+	if len(ids) <= 1 {
+		return [][]string{slices.Clone(ids)}
+	}
+	var out [][]string
+	for i := range ids {
+		rest := append(slices.Clone(ids[:i]), ids[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{ids[i]}, p...))
+		}
+	}
+	return out
+}
+
+// uniformRunAs is uniformRun with g's i-th member named ids[i]; the
+// result is keyed by the members' own ids.
+func (s *cgSide) uniformRunAs(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, regexUnresolved bool, ids []string) cgAssignment {
+	r := g
+	r.Members = slices.Clone(g.Members)
+	renamed := cgAssignment{}
+	for i := range r.Members {
+		r.Members[i].MemberID = ids[i]
+		renamed[ids[i]] = prev[g.Members[i].MemberID]
+	}
+	out := s.uniformRun(r, renamed, regexUnresolved)
+	back := cgAssignment{}
+	for i, m := range g.Members {
+		back[m.MemberID] = out[ids[i]]
+	}
+	return back
+}
+
+func equalAssignments(a, b cgAssignment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for id, x := range a {
+		y, ok := b[id]
+		if !ok || !slices.Equal(flat(x), flat(y)) {
+			return false
+		}
+	}
+	return true
+}
+
+// flat lists an assignment as sorted "topic-partition" names.
+func flat(a map[string][]int32) []string {
+	var out []string
+	for t, ps := range a {
+		for _, p := range ps {
+			out = append(out, fmt.Sprintf("%s-%d", t, p))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// subscription is a member's subscribed topics that exist: its names, or
+// the side's topics its regex matches whole (RE2, as the coordinators).
+func (s *cgSide) subscription(m kmsg.ConsumerGroupDescribeResponseGroupMember, regexUnresolved bool) []string {
+	var out []string
+	if m.SubscribedTopicRegex != nil && *m.SubscribedTopicRegex != "" {
+		if regexUnresolved {
+			return nil
+		}
+		re := regexp.MustCompile("^(?:" + *m.SubscribedTopicRegex + ")$")
+		for t := range s.topics {
+			if re.MatchString(t) {
+				out = append(out, t)
+			}
+		}
+	} else {
+		for _, t := range m.SubscribedTopics {
+			if _, ok := s.topics[t]; ok {
+				out = append(out, t)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// uniformRun is one run of the uniform assignor as the coordinators make
+// it: subscribed topics ascending by id, members ascending by id with
+// their current partitions (prev; none for a new member), heterogeneous
+// when some topic is not subscribed by every member.
+func (s *cgSide) uniformRun(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, regexUnresolved bool) cgAssignment {
+	s.t.Helper()
+	members := slices.Clone(g.Members)
+	sort.Slice(members, func(i, j int) bool { return members[i].MemberID < members[j].MemberID })
+	subs := make([][]string, len(members))
+	subscribers := map[string]int{}
+	for i, m := range members {
+		subs[i] = s.subscription(m, regexUnresolved)
+		for _, t := range subs[i] {
+			subscribers[t]++
+		}
+	}
+	names := make([]string, 0, len(subscribers))
+	for t := range subscribers {
+		names = append(names, t)
+	}
+	ids := s.topicIDs(names)
+	sort.Slice(names, func(i, j int) bool {
+		a, b := ids[names[i]], ids[names[j]]
+		return bytes.Compare(a[:], b[:]) < 0
+	})
+	req := &abi.PartitionAssignRequest{GroupID: s.group}
+	index := map[string]int32{}
+	for i, t := range names {
+		index[t] = int32(i)
+		req.Topics = append(req.Topics, abi.Topic{ID: ids[t], Name: t, Partitions: s.topics[t]})
+		if subscribers[t] != len(members) {
+			req.Heterogeneous = true
+		}
+	}
+	for i, m := range members {
+		cm := abi.ConsumerMember{ID: m.MemberID, Subscribed: []int32{}}
+		for _, t := range subs[i] {
+			cm.Subscribed = append(cm.Subscribed, index[t])
+		}
+		slices.Sort(cm.Subscribed)
+		for _, t := range names {
+			if ps := slices.Sorted(slices.Values(prev[m.MemberID][t])); len(ps) > 0 {
+				cm.Assigned = append(cm.Assigned, abi.TopicPartitions{Topic: index[t], Partitions: ps})
+			}
+		}
+		req.Members = append(req.Members, cm)
+	}
+	resp, err := uniform.Assign(req)
+	if err != nil {
+		s.t.Fatalf("%s: uniform assignor: %v", s.name, err)
+	}
+	out := cgAssignment{}
+	for i, m := range members {
+		a := map[string][]int32{}
+		for _, tp := range resp.Members[i] {
+			a[names[tp.Topic]] = append(a[names[tp.Topic]], tp.Partitions...)
+		}
+		out[m.MemberID] = a
+	}
+	return out
+}
+
+// topicIDs looks the topics' ids up on the data plane.
+func (s *cgSide) topicIDs(names []string) map[string]abi.TopicID {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, n := range names {
+		req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(n)})
+	}
+	resp, err := req.RequestWith(ctx, s.admin)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := map[string]abi.TopicID{}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || t.Topic == nil {
+			s.t.Fatalf("%s: metadata of %v: %v", s.name, names, kerr.ErrorForCode(t.ErrorCode))
+		}
+		out[*t.Topic] = abi.TopicID(t.TopicID)
+	}
+	return out
 }
