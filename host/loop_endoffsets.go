@@ -60,7 +60,7 @@ func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 			continue
 		}
 		for g, ends := range l.fetchEndOffsets(due) {
-			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output { return c.UpdateEndOffsets(now, g, ends) })
+			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output { return l.step(c, now, core.EndOffsets{Group: g, Ends: ends}) })
 		}
 	}
 }
@@ -113,7 +113,7 @@ func (l *Loop) fetchEndOffsetsOnLoad(c *core.Coordinator, b *batch) map[string]t
 		return last
 	}
 	for g, ends := range l.fetchEndOffsets(due) {
-		b.add(c.UpdateEndOffsets(l.nowMs(), g, ends))
+		b.add(l.step(c, l.nowMs(), core.EndOffsets{Group: g, Ends: ends}))
 	}
 	return last
 }
