@@ -60,7 +60,9 @@ func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 			continue
 		}
 		for g, ends := range l.fetchEndOffsets(due) {
-			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output { return l.step(c, now, core.EndOffsets{Group: g, Ends: ends}) })
+			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output {
+				return l.step(c, now, core.EndOffsets{Group: g, Ends: ends})
+			})
 		}
 	}
 }
