@@ -12,7 +12,7 @@ import (
 // Changelog end offsets from the data plane (docs/WARMUPS.md §2.1): for
 // members that report only offset sums, the loop fetches the end offsets
 // of the changelog partitions of every streams group's stateful tasks
-// (ListOffsets) and hands them to core.UpdateEndOffsets, once after the
+// (ListOffsets) and steps them into core (core.EndOffsets), once after the
 // store is replayed and then every group's streams.end.offsets.refresh.ms.
 // A task whose partitions could not all be fetched is handed in as
 // unknown (-1): a stale or partial end offset would understate the lag,

@@ -126,7 +126,7 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // the partition's other groups step between the slices. The few timers
 // of ordinary work (a member's expiry and what it starts) stay in one
 // Tick however loaded the machine. Each timer is its own write in Kafka
-// too (core.TickOne).
+// too (core.Tick{Limit: 1}).
 const (
 	tickTimers = 64
 	tickMin    = 8
