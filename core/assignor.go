@@ -5,7 +5,7 @@ import "fmt"
 // The assignor contract. A target assignment is computed outside core: core
 // emits an AssignorRun (an effect), the host runs the named assignor (a wasm
 // plugin, or a native build of it) and hands the result back through
-// Coordinator.AssignorResult, possibly much later. The types are plain data
+// the AssignorResult input to Coordinator.Step, possibly much later. The types are plain data
 // with dense indices so a host can translate them to the plugin ABI without
 // maps: tasks name their subtopology by its index in Input.Subtopologies,
 // and the result lists members in the order of Input.Members.

@@ -2,8 +2,9 @@
 // KIP-1071 streams groups and online migration between the two protocols.
 //
 // core is a pure state machine in the manner of etcd raft. It performs no I/O,
-// never reads the clock and starts no goroutines: every entry point takes the
-// current wall-clock time in epoch milliseconds from its caller and returns,
+// never reads the clock and starts no goroutines: every entry point that can
+// change state takes the current wall-clock time in epoch milliseconds from
+// its caller and returns,
 // as data, the records to persist, the responses to release once those records
 // are durable, the timers to set, the assignor runs to perform and the topics
 // to create, with events saying why it changed what it changed (events.go). Live state changes only by applying records, so replaying the
@@ -11,13 +12,46 @@
 //
 // # Using it (the host's loop)
 //
+// The Coordinator has three kinds of entry point (step.go), in the manner
+// of raft's RawNode:
+//
+//   - Step(now, in) applies one Input and returns an Output: every change
+//     of state goes through it. Inputs are a closed set of structs:
+//     Request (a client's JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+//     StreamsGroupHeartbeat, ConsumerGroupHeartbeat, DeleteGroups or
+//     OffsetCommit, with its RequestID and ClientInfo; core routes it by
+//     its kmsg body), Tick, AssignorResult, ProbeResult, Topics (topic
+//     metadata), EndOffsets, and the group settings StreamsGroupConfig,
+//     ClassicGroupConfig, ConsumerGroupConfig, StreamsMigrationPolicy and
+//     ConsumerMigrationPolicy.
+//   - Reads change nothing, timers included: Read(req) answers
+//     DescribeGroups, ListGroups, StreamsGroupDescribe,
+//     ConsumerGroupDescribe and StreamsGroupTopologyDescriptionUpdate;
+//     DecideOffsets(req) decides TxnOffsetCommit, OffsetFetch and
+//     OffsetDelete; Group, GroupIDs, Dump, TimerKeys, LastAssignorError,
+//     StreamsChangelogs and KnownEndOffsets serve the host's bookkeeping.
+//     Call them between batches (right after Commit) to see committed
+//     state, as Kafka reads at the last committed offset.
+//   - The lifecycle: Replay / ReplayBytes, Loaded, Commit, Seal,
+//     CommitSealed, Rollback, NextDeadline.
+//
+// An input or request an entry point does not take is ErrUnknownInput,
+// never a panic, and changes nothing.
+//
+// Offsets. Committed offsets live in the data plane; core only decides
+// (offsets.go). Every offsets request gets its verdict as OffsetDecision,
+// from the entry point of its kind: OffsetCommit through Step, because a
+// classic member's valid commit restarts its session timer (the verdict
+// is Output.Offsets, beside those timer changes, with no Response); the
+// other three through DecideOffsets, which changes nothing.
+//
 //	c, _ := core.New(core.DefaultConfig())
 //	// on start-up: c.Replay(rec) (or c.ReplayBytes(key, value)) for every
 //	// durable record in log order, then out := c.Loaded(now).
-//	out := c.StreamsGroupHeartbeat(now, reqID, clientInfo, req)
-//	out = c.Tick(now)                       // at c.NextDeadline()
-//	out = c.AssignorResult(now, run, res, err)
-//	out = c.UpdateTopics(now, topics)       // topic metadata refresh
+//	out, err := c.Step(now, core.Request{ID: id, Client: client, Body: req})
+//	out, err = c.Step(now, core.Tick{})     // at c.NextDeadline()
+//	out, err = c.Step(now, core.AssignorResult{Run: run, Result: res})
+//	out, err = c.Step(now, core.Topics{Topics: topics})
 //	// Append every out.Records since the last Commit as one batch, then
 //	//   success: c.Commit(); release the batch's out.Responses and
 //	//            report its out.Events (logs, metrics, history)
@@ -28,22 +62,18 @@
 // Classic requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, offset
 // decisions) for a streams group holding classic members are bridged by
 // migration_bridge.go; online migration between the kinds follows
-// streams.migration.policy (Config.StreamsMigrationPolicy,
-// SetStreamsMigrationPolicy; docs/MIGRATION.md). For a consumer group
+// streams.migration.policy (Config.StreamsMigrationPolicy, the
+// StreamsMigrationPolicy input; docs/MIGRATION.md). For a consumer group
 // holding classic members they are bridged by consumer_migration_bridge.go,
 // and online classic <-> consumer migration follows
-// group.consumer.migration.policy (Config.ConsumerMigrationPolicy,
-// SetConsumerMigrationPolicy; docs/CONSUMER.md).
-// Other entry points: DeleteGroups (writes tombstones, returns a response),
-// SetStreamsGroupConfig (per-group overrides; validate them first with
-// StreamsGroupOverrides.Validate), UpdateEndOffsets (changelog end offsets
-// the host fetched, for warm-up lags of every member, classic members of
-// streams groups included; docs/WARMUPS.md §2, docs/MIGRATION.md). Reads: StreamsGroupDescribe,
-// ValidateStreamsOffsetCommit, ValidateStreamsOffsetFetch, LastAssignorError,
-// Group, Dump, TimerKeys, NextDeadline. Reads must be called between batches
-// (right after Commit) to see committed state, as Kafka reads at the last
-// committed offset. Records: EncodeRecord / DecodeRecord give Kafka's
-// __consumer_offsets bytes for the host's store.
+// group.consumer.migration.policy (Config.ConsumerMigrationPolicy, the
+// ConsumerMigrationPolicy input; docs/CONSUMER.md). DeleteGroups writes
+// tombstones and returns a response; StreamsGroupConfig carries per-group
+// overrides (validate them first with StreamsGroupOverrides.Validate);
+// EndOffsets carries changelog end offsets the host fetched, for warm-up
+// lags of every member, classic members of streams groups included
+// (docs/WARMUPS.md §2, docs/MIGRATION.md). Records: EncodeRecord /
+// DecodeRecord give Kafka's __consumer_offsets bytes for the host's store.
 //
 // # Extension points
 //

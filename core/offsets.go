@@ -25,6 +25,10 @@ type OffsetDecision struct {
 	// NotHeld says core holds no group with this id: the request concerns
 	// an offsets-only ("simple") group of the data plane, or none.
 	NotHeld bool
+	// Subscribed (OffsetDelete only) lists requested topics the group is
+	// subscribed to: their partitions get GROUP_SUBSCRIBED_TO_TOPIC; the
+	// others may be deleted.
+	Subscribed []string
 }
 
 // DecideOffsetCommit decides an OffsetCommit. A classic member's valid
@@ -200,18 +204,9 @@ func (c *Coordinator) decideFetch(group string, memberID *string, epoch int32) O
 	return d
 }
 
-// OffsetDeleteDecision is core's verdict on an OffsetDelete: a group-level
-// error, or per topic whether its offsets may be deleted.
-type OffsetDeleteDecision struct {
-	OffsetDecision
-	// Subscribed lists requested topics the group is subscribed to: their
-	// partitions get GROUP_SUBSCRIBED_TO_TOPIC; the others may be deleted.
-	Subscribed []string
-}
-
 // DecideOffsetDelete is OffsetMetadataManager.deleteOffsets' validation.
-func (c *Coordinator) DecideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDeleteDecision {
-	d := OffsetDeleteDecision{OffsetDecision: OffsetDecision{Group: req.Group}}
+func (c *Coordinator) DecideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDecision {
+	d := OffsetDecision{Group: req.Group}
 	if req.Group == "" {
 		d.ErrorCode = errInvalidGroupID
 		return d

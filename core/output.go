@@ -47,6 +47,22 @@ type Output struct {
 	// Failed lists requests whose responses were withheld (parked) and that a
 	// Rollback dropped: the host answers them with NOT_COORDINATOR.
 	Failed []RequestID
+	// Offsets is the verdict on a stepped OffsetCommit (one decision):
+	// the host forwards the commit to the data plane only if it allows it.
+	Offsets []OffsetDecision
+}
+
+// add appends o's effects to out's.
+func (out *Output) add(o Output) {
+	out.Records = append(out.Records, o.Records...)
+	out.Events = append(out.Events, o.Events...)
+	out.Responses = append(out.Responses, o.Responses...)
+	out.Timers = append(out.Timers, o.Timers...)
+	out.AssignorRuns = append(out.AssignorRuns, o.AssignorRuns...)
+	out.ProbeChecks = append(out.ProbeChecks, o.ProbeChecks...)
+	out.TopicsToCreate = append(out.TopicsToCreate, o.TopicsToCreate...)
+	out.Failed = append(out.Failed, o.Failed...)
+	out.Offsets = append(out.Offsets, o.Offsets...)
 }
 
 // Response is one response to release after the batch is durable.

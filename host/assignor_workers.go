@@ -45,7 +45,7 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 			} else {
 				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
 			}
-			out := c.AssignorResult(now, run, res, err)
+			out := l.step(c, now, core.AssignorResult{Run: run, Result: res, Err: err})
 			l.ab.Installed(run.Group, rec, reasons, out.Events)
 			return out
 		}

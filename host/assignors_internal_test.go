@@ -50,7 +50,7 @@ func TestLoadedRerequestsRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.UpdateTopics(time.Now().UnixMilli(), []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 3}})
+		c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 3}}})
 		c.Commit()
 		st, err := store.Open(filepath.Join(dir, "coordhost.db"))
 		if err != nil {
@@ -93,7 +93,7 @@ func TestLoadedRerequestsRuns(t *testing.T) {
 		err := l2.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
 			dr := kmsg.NewPtrStreamsGroupDescribeRequest()
 			dr.Groups = []string{"g"}
-			d := c.StreamsGroupDescribe(dr).Groups[0]
+			d := readCore[*kmsg.StreamsGroupDescribeResponse](l2, c, dr).Groups[0]
 			assigned = d.AssignmentEpoch == d.Epoch && len(d.Members) == 1 && len(d.Members[0].TargetAssignment.ActiveTasks) == 1 &&
 				len(d.Members[0].TargetAssignment.ActiveTasks[0].Partitions) == 3
 			return core.Output{}

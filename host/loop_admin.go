@@ -83,7 +83,7 @@ func (a *groupsAPI) list(ctx context.Context, w http.ResponseWriter) {
 	err := a.l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
 		req := kmsg.NewPtrListGroupsRequest()
 		req.Version = 5
-		for _, g := range c.ListGroups(req).Groups {
+		for _, g := range readCore[*kmsg.ListGroupsResponse](a.l, c, req).Groups {
 			out = append(out, GroupSummary{Group: g.Group, Type: g.GroupType, State: g.GroupState})
 		}
 		return core.Output{}
@@ -112,7 +112,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 			d.Type = "streams"
 			req := kmsg.NewPtrStreamsGroupDescribeRequest()
 			req.Version, req.Groups = 1, []string{id}
-			if resp := c.StreamsGroupDescribe(req); len(resp.Groups) == 1 {
+			if resp := readCore[*kmsg.StreamsGroupDescribeResponse](a.l, c, req); len(resp.Groups) == 1 {
 				d.Streams = &resp.Groups[0]
 				if n := d.Streams.AssignorName; n != nil {
 					d.Assignor = *n // core's effective assignor of the group
@@ -122,7 +122,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 			d.Type = "consumer"
 			req := kmsg.NewPtrConsumerGroupDescribeRequest()
 			req.Version, req.Groups = 1, []string{id}
-			if resp := c.ConsumerGroupDescribe(req); len(resp.Groups) == 1 {
+			if resp := readCore[*kmsg.ConsumerGroupDescribeResponse](a.l, c, req); len(resp.Groups) == 1 {
 				d.Consumer = &resp.Groups[0]
 				d.Assignor = d.Consumer.AssignorName
 			}
@@ -130,7 +130,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 			d.Type = "classic"
 			req := kmsg.NewPtrDescribeGroupsRequest()
 			req.Version, req.Groups = 5, []string{id}
-			if resp := c.DescribeGroups(req); len(resp.Groups) == 1 {
+			if resp := readCore[*kmsg.DescribeGroupsResponse](a.l, c, req); len(resp.Groups) == 1 {
 				d.Classic = &resp.Groups[0]
 			}
 		}

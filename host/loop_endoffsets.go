@@ -12,7 +12,7 @@ import (
 // Changelog end offsets from the data plane (docs/WARMUPS.md §2.1): for
 // members that report only offset sums, the loop fetches the end offsets
 // of the changelog partitions of every streams group's stateful tasks
-// (ListOffsets) and hands them to core.UpdateEndOffsets, once after the
+// (ListOffsets) and steps them into core (core.EndOffsets), once after the
 // store is replayed and then every group's streams.end.offsets.refresh.ms.
 // A task whose partitions could not all be fetched is handed in as
 // unknown (-1): a stale or partial end offset would understate the lag,
@@ -60,7 +60,9 @@ func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 			continue
 		}
 		for g, ends := range l.fetchEndOffsets(due) {
-			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output { return c.UpdateEndOffsets(now, g, ends) })
+			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output {
+				return l.step(c, now, core.EndOffsets{Group: g, Ends: ends})
+			})
 		}
 	}
 }
@@ -113,7 +115,7 @@ func (l *Loop) fetchEndOffsetsOnLoad(c *core.Coordinator, b *batch) map[string]t
 		return last
 	}
 	for g, ends := range l.fetchEndOffsets(due) {
-		b.add(c.UpdateEndOffsets(l.nowMs(), g, ends))
+		b.add(l.step(c, l.nowMs(), core.EndOffsets{Group: g, Ends: ends}))
 	}
 	return last
 }

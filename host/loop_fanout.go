@@ -149,7 +149,7 @@ func (l *Loop) deleteCoreGroups(ctx context.Context, req *wire.Request, body *km
 		subReq := *req
 		subReq.Body = &sub
 		r, err := l.do(ctx, &subReq, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.DeleteGroups(now, id, &sub)
+			return l.step(c, now, core.Request{ID: id, Body: &sub})
 		}})
 		if err != nil {
 			return err
@@ -180,7 +180,7 @@ func (l *Loop) describeCoreGroups(ctx context.Context, body *kmsg.DescribeGroups
 		sub := *body
 		sub.Groups = pick(body.Groups, idx)
 		return l.readOn(ctx, l.partitionOf(sub.Groups), func(c *core.Coordinator, _ int64) core.Output {
-			ans.put(idx, c.DescribeGroups(&sub).Groups)
+			ans.put(idx, readCore[*kmsg.DescribeGroupsResponse](l, c, &sub).Groups)
 			return core.Output{}
 		})
 	})
@@ -196,7 +196,7 @@ func (l *Loop) describeStreamsGroups(ctx context.Context, req *wire.Request, bod
 	groups, err := describeSplit(ctx, l, body.Groups, func(c *core.Coordinator, ids []string) []kmsg.StreamsGroupDescribeResponseGroup {
 		sub := *body
 		sub.Groups = ids
-		return c.StreamsGroupDescribe(&sub).Groups
+		return readCore[*kmsg.StreamsGroupDescribeResponse](l, c, &sub).Groups
 	})
 	if err != nil {
 		return submitError(req, err), nil
@@ -213,7 +213,7 @@ func (l *Loop) describeConsumerGroups(ctx context.Context, req *wire.Request, bo
 	groups, err := describeSplit(ctx, l, body.Groups, func(c *core.Coordinator, ids []string) []kmsg.ConsumerGroupDescribeResponseGroup {
 		sub := *body
 		sub.Groups = ids
-		return c.ConsumerGroupDescribe(&sub).Groups
+		return readCore[*kmsg.ConsumerGroupDescribeResponse](l, c, &sub).Groups
 	})
 	if err != nil {
 		return submitError(req, err), nil
@@ -243,7 +243,7 @@ func (l *Loop) listCoreGroups(ctx context.Context, body *kmsg.ListGroupsRequest)
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.SetVersion(body.Version)
 	err := l.read(ctx, func(c *core.Coordinator, _ int64) core.Output {
-		r := c.ListGroups(body)
+		r := readCore[*kmsg.ListGroupsResponse](l, c, body)
 		resp.Groups = append(resp.Groups, r.Groups...)
 		if resp.ErrorCode == 0 {
 			resp.ErrorCode = r.ErrorCode
@@ -258,18 +258,18 @@ func (l *Loop) listCoreGroups(ctx context.Context, body *kmsg.ListGroupsRequest)
 // fetched; the decisions are in request order (one for v0-7).
 func (l *Loop) decideOffsetFetch(ctx context.Context, body *kmsg.OffsetFetchRequest) ([]core.OffsetDecision, error) {
 	if body.Version < 8 {
-		var ds []core.OffsetDecision
-		err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output { ds = c.DecideOffsetFetch(body); return core.Output{} })
-		return ds, err
+		d, err := l.decideOne(ctx, body.Group, body)
+		return []core.OffsetDecision{d}, err
 	}
 	ans := newAnswers[core.OffsetDecision](len(body.Groups))
 	err := l.split(len(body.Groups), func(i int) string { return body.Groups[i].Group }, func(idx []int) error {
 		sub := *body
 		sub.Groups = pick(body.Groups, idx)
-		return l.readOn(ctx, l.rt.PartitionFor(body.Groups[idx[0]].Group), func(c *core.Coordinator, _ int64) core.Output {
-			ans.put(idx, c.DecideOffsetFetch(&sub))
-			return core.Output{}
-		})
+		ds, err := l.decideOffsets(ctx, l.rt.PartitionFor(body.Groups[idx[0]].Group), &sub)
+		if err == nil {
+			ans.put(idx, ds)
+		}
+		return err
 	})
 	return ans.all(), err
 }

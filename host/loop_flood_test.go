@@ -44,7 +44,7 @@ func newFloodCore() (*core.Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.UpdateTopics(time.Now().UnixMilli(), floodTopics)
+	c.Step(time.Now().UnixMilli(), core.Topics{Topics: floodTopics})
 	c.Commit()
 	return c, nil
 }

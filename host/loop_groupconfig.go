@@ -332,7 +332,7 @@ func (s *shard) configure(group string) {
 		return
 	}
 	if o := l.d.GroupConfig(group); o != nil {
-		s.c.SetStreamsGroupConfig(group, *o)
+		l.step(s.c, l.nowMs(), core.StreamsGroupConfig{Group: group, Overrides: *o})
 	}
 }
 
@@ -355,12 +355,17 @@ func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	g := l.ab.Split(group, l.groupConfig(group))
 	streams, classic, migration := g.CoreGroup()
 	streams.ProbingPolicy = l.probingPolicy(g)
-	c.SetStreamsGroupConfig(group, streams)
-	c.SetClassicGroupConfig(group, classic)
-	c.SetConsumerGroupConfig(group, g.CoreConsumer())
-	c.SetStreamsMigrationPolicy(group, &migration)
 	consumerMigration := g.CoreConsumerMigrationPolicy()
-	c.SetConsumerMigrationPolicy(group, &consumerMigration)
+	now := l.nowMs()
+	for _, in := range []core.Input{
+		core.StreamsGroupConfig{Group: group, Overrides: streams},
+		core.ClassicGroupConfig{Group: group, Overrides: classic},
+		core.ConsumerGroupConfig{Group: group, Overrides: g.CoreConsumer()},
+		core.StreamsMigrationPolicy{Group: group, Policy: &migration},
+		core.ConsumerMigrationPolicy{Group: group, Policy: &consumerMigration},
+	} {
+		l.step(c, now, in) // settings: no records, no effects to hand on
+	}
 }
 
 // alterResponse builds the answer to an alter request from its results.

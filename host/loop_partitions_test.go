@@ -26,7 +26,7 @@ func newTestCore() (*core.Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.UpdateTopics(time.Now().UnixMilli(), []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}}})
 	c.Commit()
 	return c, nil
 }
@@ -57,7 +57,10 @@ func writeOldStore(t *testing.T, path string, groups []string) {
 		t.Fatal(err)
 	}
 	for i, g := range groups {
-		out := c.StreamsGroupHeartbeat(time.Now().UnixMilli(), core.RequestID(i+1), core.ClientInfo{ClientID: "c"}, joinRequest(g, "m-"+g))
+		out, err := c.Step(time.Now().UnixMilli(), core.Request{ID: core.RequestID(i + 1), Client: core.ClientInfo{ClientID: "c"}, Body: joinRequest(g, "m-"+g)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c.Commit()
 		var recs []store.Record
 		for _, r := range out.Records {

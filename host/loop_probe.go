@@ -39,7 +39,7 @@ func (l *Loop) dispatchProbeCheck(chk core.ProbeCheck) {
 		return func(c *core.Coordinator, now int64) core.Output {
 			l.history.note(chk.Group, fmt.Sprintf("probing policy %q (%s check, epoch %d): rebalance=%v next=%dms builtin=%v",
 				chk.Policy, chk.Reason, chk.Epoch, dec.Rebalance, dec.NextProbeMs, dec.Builtin))
-			return c.ProbeResult(now, chk, dec)
+			return l.step(c, now, core.ProbeResult{Check: chk, Decision: dec})
 		}
 	})
 }

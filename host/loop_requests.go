@@ -14,91 +14,138 @@ import (
 	"github.com/coordhost/coordhost/host/wire"
 )
 
-// Handle answers one group-coordination request (GroupCoordinator).
+// Handle answers one group-coordination request (GroupCoordinator): one
+// the wire table routes to the group coordinator (RouteGroup, or the
+// group part of a RouteSplit key), answered by its key's row of
+// groupHandlers.
 func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
 	l.stats.requests.Add(1)
-	client := core.ClientInfo{ClientID: req.ClientIDString(), ClientHost: req.ClientHost}
-	switch body := req.Body.(type) {
-	case *kmsg.FindCoordinatorRequest:
-		return l.findCoordinator(req, body), nil
-	case *kmsg.StreamsGroupHeartbeatRequest:
-		l.stats.heartbeats.Add(1)
-		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			l.configure(c, body.Group)
-			return c.StreamsGroupHeartbeat(now, id, client, body)
-		}})
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		l.stats.heartbeats.Add(1)
-		client.DescribableTopic = authz.DescribableTopics(ctx) // regex matches are filtered by it
-		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.ConsumerGroupHeartbeat(now, id, client, body)
-		}})
-	case *kmsg.JoinGroupRequest:
-		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			l.configure(c, body.Group) // a classic join may convert a streams group
-			return c.JoinGroup(now, id, client, body)
-		}})
-	case *kmsg.SyncGroupRequest:
-		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.SyncGroup(now, id, body)
-		}})
-	case *kmsg.HeartbeatRequest:
-		l.stats.heartbeats.Add(1)
-		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.Heartbeat(now, id, body)
-		}})
-	case *kmsg.LeaveGroupRequest:
-		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.LeaveGroup(now, id, body)
-		}})
+	h, ok := groupHandlers[kmsg.Key(req.Key)]
+	if !ok {
+		return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
 	}
-	return l.handleAdmin(ctx, req)
+	return h(l, ctx, req)
 }
 
-// handleAdmin answers the group requests that read or delete groups, the
-// offset requests and the GROUP-resource config requests.
-func (l *Loop) handleAdmin(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
-	switch body := req.Body.(type) {
-	case *kmsg.DeleteGroupsRequest:
-		return l.deleteGroups(ctx, req, body)
-	case *kmsg.StreamsGroupDescribeRequest:
-		return l.describeStreamsGroups(ctx, req, body)
-	case *kmsg.StreamsGroupTopologyDescriptionUpdateRequest:
-		return core.StreamsGroupTopologyDescriptionUpdate(body), nil // reads no group state
-	case *kmsg.ConsumerGroupDescribeRequest:
-		return l.describeConsumerGroups(ctx, req, body)
-	case *kmsg.DescribeGroupsRequest:
-		return l.describeGroups(ctx, req, body)
-	case *kmsg.ListGroupsRequest:
-		return l.listGroups(ctx, req, body)
-	case *kmsg.OffsetCommitRequest, *kmsg.TxnOffsetCommitRequest, *kmsg.OffsetFetchRequest, *kmsg.OffsetDeleteRequest:
+// groupHandler answers one key's group requests.
+type groupHandler func(l *Loop, ctx context.Context, req *wire.Request) (kmsg.Response, error)
+
+// groupHandlers has a row for every key the wire table routes to the group
+// coordinator (a test checks that they agree). The requests core changes
+// state for go to core whole (stepped), core routes them by their body;
+// the others have their own handler (typed).
+var groupHandlers = map[kmsg.Key]groupHandler{
+	kmsg.StreamsGroupHeartbeat:  stepped(countHeartbeat | configureGroup),
+	kmsg.ConsumerGroupHeartbeat: stepped(countHeartbeat | describableTopics),
+	kmsg.JoinGroup:              stepped(configureGroup), // a classic join may convert a streams group
+	kmsg.SyncGroup:              stepped(0),
+	kmsg.Heartbeat:              stepped(countHeartbeat),
+	kmsg.LeaveGroup:             stepped(0),
+
+	kmsg.FindCoordinator: typed(func(l *Loop, _ context.Context, req *wire.Request, b *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+		return l.findCoordinator(req, b), nil
+	}),
+	kmsg.DeleteGroups:         typed((*Loop).deleteGroups),
+	kmsg.StreamsGroupDescribe: typed((*Loop).describeStreamsGroups),
+	kmsg.StreamsGroupTopologyDescriptionUpdate: typed(func(_ *Loop, _ context.Context, _ *wire.Request, b *kmsg.StreamsGroupTopologyDescriptionUpdateRequest) (kmsg.Response, error) {
+		return core.StreamsGroupTopologyDescriptionUpdate(b), nil // reads no group state
+	}),
+	kmsg.ConsumerGroupDescribe: typed((*Loop).describeConsumerGroups),
+	kmsg.DescribeGroups:        typed((*Loop).describeGroups),
+	kmsg.ListGroups:            typed((*Loop).listGroups),
+
+	kmsg.OffsetCommit:    offsetsHandler(typed((*Loop).offsetCommit)),
+	kmsg.TxnOffsetCommit: offsetsHandler(typed((*Loop).txnOffsetCommit)),
+	kmsg.OffsetFetch:     offsetsHandler(typed((*Loop).offsetFetch)),
+	kmsg.OffsetDelete:    offsetsHandler(typed((*Loop).offsetDelete)),
+
+	kmsg.DescribeConfigs:         typed((*Loop).describeGroupConfigs),
+	kmsg.IncrementalAlterConfigs: (*Loop).alterConfigsByPartition,
+	kmsg.AlterConfigs:            (*Loop).alterConfigsByPartition,
+	kmsg.ListConfigResources:     (*Loop).listGroupConfigResources,
+}
+
+// steppedOpts are what the host adds to a stepped request.
+type steppedOpts uint8
+
+const (
+	// countHeartbeat counts the request in the heartbeats metric.
+	countHeartbeat steppedOpts = 1 << iota
+	// configureGroup hands core the group's settings first.
+	configureGroup
+	// describableTopics filters the regular expressions a consumer
+	// heartbeat resolves by the topics its principal may describe.
+	describableTopics
+)
+
+// stepped answers a request core steps whole (core.Request) in its
+// group's partition.
+func stepped(o steppedOpts) groupHandler {
+	return func(l *Loop, ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+		client := core.ClientInfo{ClientID: req.ClientIDString(), ClientHost: req.ClientHost}
+		if o&countHeartbeat != 0 {
+			l.stats.heartbeats.Add(1)
+		}
+		if o&describableTopics != 0 {
+			client.DescribableTopic = authz.DescribableTopics(ctx)
+		}
+		group, _ := requestGroup(req)
+		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+			if o&configureGroup != 0 {
+				l.configure(c, group)
+			}
+			return l.step(c, now, core.Request{ID: id, Client: client, Body: req.Body})
+		}})
+	}
+}
+
+// typed adapts a handler of one request type.
+func typed[R kmsg.Request](f func(l *Loop, ctx context.Context, req *wire.Request, body R) (kmsg.Response, error)) groupHandler {
+	return func(l *Loop, ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+		body, ok := req.Body.(R)
+		if !ok {
+			return nil, fmt.Errorf("group coordinator: %s request with a %T body", kmsg.NameForKey(req.Key), req.Body)
+		}
+		return f(l, ctx, req, body)
+	}
+}
+
+// offsetsHandler answers an offsets request with h, core deciding and the
+// data plane storing: without a data plane, COORDINATOR_NOT_AVAILABLE.
+func offsetsHandler(h groupHandler) groupHandler {
+	return func(l *Loop, ctx context.Context, req *wire.Request) (kmsg.Response, error) {
 		if l.offsetStore() == nil { // offsets live in the data plane
 			return wire.ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
 		}
-		return l.handleOffsets(ctx, req)
-	case *kmsg.DescribeConfigsRequest:
-		return l.describeGroupConfigs(ctx, req, body)
-	case *kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
-		return l.alterConfigsByPartition(ctx, req)
-	case *kmsg.ListConfigResourcesRequest:
-		return l.listGroupConfigResources(ctx, req)
+		return h(l, ctx, req)
 	}
-	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
 }
 
-// handleOffsets answers the offset requests (core decides, the data plane stores).
-func (l *Loop) handleOffsets(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
-	switch body := req.Body.(type) {
-	case *kmsg.OffsetCommitRequest:
-		return l.offsetCommit(ctx, req, body)
-	case *kmsg.TxnOffsetCommitRequest:
-		return l.txnOffsetCommit(ctx, req, body)
-	case *kmsg.OffsetFetchRequest:
-		return l.offsetFetch(ctx, req, body)
-	case *kmsg.OffsetDeleteRequest:
-		return l.offsetDelete(ctx, req, body)
+// step applies in to c (core.Coordinator.Step). core refuses only an
+// input it does not take, which the host never builds: a bug, logged,
+// with a request answered UNKNOWN_SERVER_ERROR rather than left waiting.
+func (l *Loop) step(c *core.Coordinator, now int64, in core.Input) core.Output {
+	out, err := c.Step(now, in)
+	if err == nil {
+		return out
 	}
-	return nil, fmt.Errorf("group coordinator: %s is not a group request", kmsg.NameForKey(req.Key))
+	l.log.Error("core refused an input", "err", err)
+	if r, ok := in.(core.Request); ok && r.Body != nil {
+		out.Responses = append(out.Responses, core.Response{Request: r.ID, Msg: wire.ErrorResponse(r.Body, kerr.UnknownServerError.Code)})
+	}
+	return out
+}
+
+// readCore answers a read request from c (core.Coordinator.Read); a
+// request core does not read is a bug, logged and answered
+// UNKNOWN_SERVER_ERROR.
+func readCore[R kmsg.Response](l *Loop, c *core.Coordinator, req kmsg.Request) R {
+	resp, err := c.Read(req)
+	if err != nil {
+		l.log.Error("core refused a read", "err", err)
+		resp = wire.ErrorResponse(req, kerr.UnknownServerError.Code)
+	}
+	return resp.(R)
 }
 
 // findCoordinator answers that this listener coordinates every group.
@@ -130,14 +177,45 @@ func (l *Loop) readResponse(ctx context.Context, req *wire.Request, fn func(c *c
 	return resp, nil
 }
 
+// decideOne asks group's partition for core's decision on an offsets
+// request of one group that changes nothing (core.Coordinator.DecideOffsets).
+func (l *Loop) decideOne(ctx context.Context, group string, body kmsg.Request) (core.OffsetDecision, error) {
+	ds, err := l.decideOffsets(ctx, l.rt.PartitionFor(group), body)
+	if err == nil && len(ds) != 1 {
+		err = fmt.Errorf("core decided %s for %d groups, want 1", kmsg.NameForKey(body.Key()), len(ds))
+	}
+	if err != nil {
+		return core.OffsetDecision{}, err
+	}
+	return ds[0], nil
+}
+
+// decideOffsets asks partition p for core's decisions on an offsets
+// request that changes nothing.
+func (l *Loop) decideOffsets(ctx context.Context, p int, body kmsg.Request) ([]core.OffsetDecision, error) {
+	var ds []core.OffsetDecision
+	var derr error
+	if err := l.readOn(ctx, p, func(c *core.Coordinator, _ int64) core.Output {
+		ds, derr = c.DecideOffsets(body)
+		return core.Output{}
+	}); err != nil {
+		return nil, err
+	}
+	return ds, derr
+}
+
 // offsetCommit decides and forwards an OffsetCommit as one step of the
 // group's offset queue (offsets_gate.go).
 func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) {
 		var d core.OffsetDecision
 		err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, now int64) core.Output {
-			var out core.Output
-			d, out = c.DecideOffsetCommit(now, body)
+			out := l.step(c, now, core.Request{Body: body}) // may restart a classic member's session
+			if len(out.Offsets) == 1 {
+				d = out.Offsets[0]
+			} else {
+				d.ErrorCode = kerr.UnknownServerError.Code
+			}
 			return out
 		})
 		if err != nil {
@@ -167,11 +245,8 @@ func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.O
 // COORDINATOR_NOT_AVAILABLE once a read of the group has been answered.
 func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
 	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) {
-		var d core.OffsetDecision
-		if err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output {
-			d = c.DecideTxnOffsetCommit(body)
-			return core.Output{}
-		}); err != nil {
+		d, err := l.decideOne(ctx, body.Group, body)
+		if err != nil {
 			return submitError(req, err), nil
 		}
 		if d.ErrorCode != 0 {
@@ -323,8 +398,8 @@ func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.O
 }
 
 func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
-	var d core.OffsetDeleteDecision
-	if err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, _ int64) core.Output { d = c.DecideOffsetDelete(body); return core.Output{} }); err != nil {
+	d, err := l.decideOne(ctx, body.Group, body)
+	if err != nil {
 		return submitError(req, err), nil
 	}
 	if d.ErrorCode != 0 {

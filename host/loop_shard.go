@@ -126,7 +126,7 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // the partition's other groups step between the slices. The few timers
 // of ordinary work (a member's expiry and what it starts) stay in one
 // Tick however loaded the machine. Each timer is its own write in Kafka
-// too (core.TickOne).
+// too (core.Tick{Limit: 1}).
 const (
 	tickTimers = 64
 	tickMin    = 8
@@ -136,11 +136,10 @@ const (
 func (s *shard) tick(now int64) {
 	start := time.Now()
 	for n := 0; n < tickTimers && (n < tickMin || time.Since(start) < tickTime); n++ {
-		out, fired := s.c.TickOne(now)
-		s.batch.add(out)
-		if !fired {
+		if at, ok := s.c.NextDeadline(); !ok || at > now {
 			return
 		}
+		s.batch.add(s.l.step(s.c, now, core.Tick{Limit: 1}))
 	}
 }
 
@@ -161,15 +160,13 @@ func (s *shard) loaded(now int64) {
 		}
 	}
 	if topics != nil {
-		s.c.UpdateTopics(now, topics)
+		s.l.step(s.c, now, core.Topics{Topics: topics})
 		s.c.Commit()
 	}
 	s.l.dynMu.RLock()
 	defer s.l.dynMu.RUnlock()
-	req := kmsg.NewPtrListGroupsRequest()
-	req.Version = 5
-	for _, g := range s.c.ListGroups(req).Groups {
-		s.configure(g.Group)
+	for _, g := range s.c.GroupIDs() {
+		s.configure(g)
 	}
 	s.batch.add(s.c.Loaded(now))
 	if s.l.d.DataPlane != nil {

@@ -33,7 +33,9 @@ func TestTickFiresInSlices(t *testing.T) {
 		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
 			{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-		c.StreamsGroupHeartbeat(now, core.RequestID(i+1), core.ClientInfo{ClientID: "c"}, req)
+		if _, err := c.Step(now, core.Request{ID: core.RequestID(i + 1), Client: core.ClientInfo{ClientID: "c"}, Body: req}); err != nil {
+			t.Fatal(err)
+		}
 		c.Commit()
 	}
 	s := &shard{c: c}
@@ -62,7 +64,7 @@ func TestTickFiresInSlices(t *testing.T) {
 	}
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = []string{"mass"}
-	resp := c.StreamsGroupDescribe(req)
+	resp := readCore[*kmsg.StreamsGroupDescribeResponse](nil, c, req)
 	if n := len(resp.Groups[0].Members); n != 0 {
 		t.Errorf("%d members left after the ticks, want 0", n)
 	}

@@ -49,7 +49,7 @@ func newLoopFixtureWith(t *testing.T, dir, fallback string, groupCfg func(string
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UpdateTopics(time.Now().UnixMilli(), []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}}})
 	c.Commit()
 	st, err := store.Open(filepath.Join(dir, "coordhost.db"))
 	if err != nil {

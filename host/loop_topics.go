@@ -59,7 +59,7 @@ func (l *Loop) refreshTopics() {
 	l.topicSig = sig
 	l.sigMu.Unlock()
 	if changed {
-		l.input(func(c *core.Coordinator, now int64) core.Output { return c.UpdateTopics(now, ts) })
+		l.input(func(c *core.Coordinator, now int64) core.Output { return l.step(c, now, core.Topics{Topics: ts}) })
 	}
 }
 

@@ -144,7 +144,7 @@ func gateLoop(t *testing.T, fake *fakePlane, clock *skewClock) *Loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UpdateTopics(time.Now().UnixMilli(), []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}}})
 	c.Commit()
 	log := slog.New(slog.DiscardHandler)
 	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)

@@ -49,8 +49,8 @@ func newProbeFixture(t *testing.T, groupCfg func(string) *core.StreamsGroupOverr
 		t.Fatal(err)
 	}
 	if dp == nil {
-		c.UpdateTopics(time.Now().UnixMilli(), []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4},
-			{Name: probeChangelog, ID: [16]byte{2}, Partitions: 4}})
+		c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4},
+			{Name: probeChangelog, ID: [16]byte{2}, Partitions: 4}}})
 		c.Commit()
 	}
 	dir := t.TempDir()

@@ -36,7 +36,7 @@ func TestStoreFailureBackoffAndReadiness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UpdateTopics(time.Now().UnixMilli(), []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}}})
 	c.Commit()
 	st, err := store.Open(filepath.Join(t.TempDir(), "coordhost.db"))
 	if err != nil {

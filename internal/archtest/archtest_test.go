@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"strings"
@@ -125,6 +126,81 @@ func TestCoreSourceViolations(t *testing.T) {
 		"bad.go:16 rand.Intn",
 		"bad.go:17 rand.IntN",
 	}
+	wantViolations(t, got, want)
+}
+
+const coreAPI = `package core
+
+type Coordinator struct{}
+
+func (c *Coordinator) Step() {}
+func (c *Coordinator) Dump() {}
+func (c *Coordinator) JoinGroup() {}
+func (c *Coordinator) UpdateTopics() {}
+func (c *Coordinator) joinGroup() {}
+func (g *group) Heartbeat() {}
+`
+
+const coreUser = `package host
+
+import (
+	"context"
+
+	cc "example.com/m/core"
+	"example.com/other/kadm"
+)
+
+type shard struct{ c *cc.Coordinator }
+
+func f(c *cc.Coordinator, adm *kadm.Client, s *shard) {
+	c.Step()
+	_ = c.Dump()
+	c.JoinGroup()
+	s.c.UpdateTopics()
+	g := c.UpdateTopics
+	adm.JoinGroup(context.Background())
+	var x *cc.Coordinator
+	x.JoinGroup()
+	y, _ := cc.New()
+	y.UpdateTopics()
+	_ = g
+}
+`
+
+// TestCoreCallViolations proves the API rule can fail: a use outside core
+// of a Coordinator method off the surface is named, whether called, taken
+// as a value, on a parameter, field, variable or core.New's result; the
+// surface and other types' methods of the same name are not.
+func TestCoreCallViolations(t *testing.T) {
+	fset := token.NewFileSet()
+	api, err := parser.ParseFile(fset, "api.go", coreAPI, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := CoordinatorMethods([]*ast.File{api})
+	if strings.Join(methods, " ") != "Dump JoinGroup Step UpdateTopics" {
+		t.Fatalf("Coordinator methods %v", methods)
+	}
+	f, err := parser.ParseFile(fset, "user.go", coreUser, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range CheckCoreCalls("host", mod+"/core", methods, fset, f) {
+		got = append(got, v.Pos+" "+v.What)
+	}
+	want := []string{
+		"user.go:15 calls Coordinator.JoinGroup",
+		"user.go:16 calls Coordinator.UpdateTopics",
+		"user.go:17 calls Coordinator.UpdateTopics",
+		"user.go:20 calls Coordinator.JoinGroup",
+		"user.go:22 calls Coordinator.UpdateTopics",
+	}
+	wantViolations(t, got, want)
+}
+
+func wantViolations(t *testing.T, got, want []string) {
+	t.Helper()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

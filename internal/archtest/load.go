@@ -19,6 +19,9 @@ type Module struct {
 	Graph Graph
 	Fset  *token.FileSet
 	Core  map[string][]*ast.File // core package -> non-test files
+	// Users are the non-test files outside core that import core, by
+	// package.
+	Users map[string][]*ast.File
 }
 
 // Load parses every non-test Go file under root (skipping testdata, vendor,
@@ -29,7 +32,7 @@ func Load(root string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{Graph: Graph{}, Fset: token.NewFileSet(), Core: map[string][]*ast.File{}}
+	m := &Module{Graph: Graph{}, Fset: token.NewFileSet(), Core: map[string][]*ast.File{}, Users: map[string][]*ast.File{}}
 	for _, line := range strings.Split(string(gomod), "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
 			m.Path = strings.Trim(strings.TrimSpace(rest), `"`)
@@ -90,6 +93,12 @@ func (m *Module) addFile(root, p string) error {
 	}
 	if under(pkg, "core") {
 		m.Core[pkg] = append(m.Core[pkg], f)
+		return nil
+	}
+	for _, is := range f.Imports {
+		if path, _ := strconv.Unquote(is.Path.Value); path == m.Path+"/core" {
+			m.Users[pkg] = append(m.Users[pkg], f)
+		}
 	}
 	return nil
 }
@@ -100,6 +109,12 @@ func (m *Module) Check() []Violation {
 	for pkg, files := range m.Core {
 		for _, f := range files {
 			out = append(out, CheckCoreFile(pkg, m.Fset, f)...)
+		}
+	}
+	methods := CoordinatorMethods(m.Core["core"])
+	for pkg, files := range m.Users {
+		for _, f := range files {
+			out = append(out, CheckCoreCalls(pkg, m.Path+"/core", methods, m.Fset, f)...)
 		}
 	}
 	return out

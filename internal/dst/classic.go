@@ -38,7 +38,7 @@ func (m *classicMember) heartbeat() func(*core.Coordinator, int64, core.RequestI
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Version = 4
 	req.Group, req.MemberID, req.Generation = m.group, m.memberID, m.gen
-	return func(c *core.Coordinator, now int64, id core.RequestID) core.Output { return c.Heartbeat(now, id, req) }
+	return stepRequest(core.ClientInfo{}, req)
 }
 
 // leave is the member's LeaveGroup request (v4, one member).
@@ -47,7 +47,7 @@ func (m *classicMember) leave() func(*core.Coordinator, int64, core.RequestID) c
 	req.Version = 4
 	req.Group = m.group
 	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: m.memberID}}
-	return func(c *core.Coordinator, now int64, id core.RequestID) core.Output { return c.LeaveGroup(now, id, req) }
+	return stepRequest(core.ClientInfo{}, req)
 }
 
 // wrap makes a request of the member a call: the member waits for its
@@ -126,9 +126,7 @@ func (s *sim) classicJoin(cl *classicClient) *call {
 	meta := kmsg.ConsumerMemberMetadata{Version: 0, Topics: []string{"t"}}
 	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
 	cl.owned = nil // eager: revoke before joining
-	return s.classicCall(cl, "join", func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.JoinGroup(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
-	}, func(msg kmsg.Response) {
+	return s.classicCall(cl, "join", stepRequest(core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req), func(msg kmsg.Response) {
 		resp := msg.(*kmsg.JoinGroupResponse)
 		switch resp.ErrorCode {
 		case 0:
@@ -156,9 +154,7 @@ func (s *sim) classicSync(cl *classicClient) *call {
 	}
 	group, member, gen := cl.group, cl.memberID, cl.gen
 	return s.classicCall(cl, fmt.Sprintf("sync gen=%d leader=%v", gen, cl.members != nil),
-		func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.SyncGroup(now, id, req)
-		}, func(msg kmsg.Response) {
+		stepRequest(core.ClientInfo{}, req), func(msg kmsg.Response) {
 			resp := msg.(*kmsg.SyncGroupResponse)
 			if resp.ErrorCode != 0 {
 				cl.onError(resp.ErrorCode)
@@ -186,7 +182,8 @@ func (s *sim) classicCommit(cl *classicClient) *call {
 	}
 	req.Topics = []kmsg.OffsetCommitRequestTopic{t}
 	return s.classicCall(cl, "offset commit", func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		d, o := c.DecideOffsetCommit(now, req)
+		o := mustStep(c, now, core.Request{Body: req})
+		d := o.Offsets[0]
 		resp := kmsg.NewPtrOffsetCommitResponse()
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = "t"

@@ -179,9 +179,7 @@ func (s *sim) consumerCall(cl *consumerClient, req *kmsg.ConsumerGroupHeartbeatR
 		}
 		rep = ps.String()
 	}
-	run := func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.ConsumerGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
-	}
+	run := stepRequest(core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
 	check := func(msg kmsg.Response) {
 		resp := msg.(*kmsg.ConsumerGroupHeartbeatResponse)
 		cl.accepted(wait, member, resp.ErrorCode, resp.MemberEpoch)

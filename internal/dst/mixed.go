@@ -143,9 +143,7 @@ func (s *sim) classicStreamsJoin(cl *classicStreamsClient) *call {
 	req.Group, req.MemberID, req.ProtocolType = cl.group, cl.memberID, "consumer"
 	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 30000
 	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "stream", Metadata: s.subscription(cl)}}
-	return s.classicStreamsCall(cl, "join", func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.JoinGroup(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
-	}, func(msg kmsg.Response) {
+	return s.classicStreamsCall(cl, "join", stepRequest(core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req), func(msg kmsg.Response) {
 		resp := msg.(*kmsg.JoinGroupResponse)
 		switch resp.ErrorCode {
 		case 0:
@@ -175,9 +173,7 @@ func (s *sim) classicStreamsSync(cl *classicStreamsClient) *call {
 		req.GroupAssignment = s.streamsLeaderAssign(cl.members)
 	}
 	return s.classicStreamsCall(cl, fmt.Sprintf("sync leader=%v", cl.members != nil),
-		func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			return c.SyncGroup(now, id, req)
-		}, func(msg kmsg.Response) {
+		stepRequest(core.ClientInfo{}, req), func(msg kmsg.Response) {
 			resp := msg.(*kmsg.SyncGroupResponse)
 			if resp.ErrorCode != 0 {
 				cl.onError(resp.ErrorCode)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/runtime"
 )
@@ -124,11 +126,11 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 			}
 		}
 		// As host's shard does: the topic image (not in the log), then Loaded.
-		s.c.UpdateTopics(now, s.sim.topics)
+		mustStep(s.c, now, core.Topics{Topics: s.sim.topics})
 		s.c.Commit()
 		o = s.c.Loaded(now)
 	case runtime.Tick:
-		o = s.c.Tick(now)
+		o = mustStep(s.c, now, core.Tick{})
 	case request:
 		o = in.call(s.c, now, in.id)
 	}
@@ -301,3 +303,20 @@ func (s *shard) NextDeadline() (int64, bool) {
 }
 
 func (s *shard) Unload() {}
+
+// stepRequest is a client's request, stepped with the id its shard gives it.
+func stepRequest(client core.ClientInfo, body kmsg.Request) func(*core.Coordinator, int64, core.RequestID) core.Output {
+	return func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+		return mustStep(c, now, core.Request{ID: id, Client: client, Body: body})
+	}
+}
+
+// mustStep applies in to c. core refuses only an input it does not take,
+// and the simulation builds none: a refusal is a bug in the simulation.
+func mustStep(c *core.Coordinator, now int64, in core.Input) core.Output {
+	out, err := c.Step(now, in)
+	if err != nil {
+		panic(fmt.Sprintf("dst: core refused an input: %v", err))
+	}
+	return out
+}

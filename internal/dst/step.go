@@ -230,13 +230,13 @@ func (s *sim) answerRun() {
 	p := partitionOf(run.Group)
 	if s.rng.IntN(10) == 0 {
 		s.internal(p, fmt.Sprintf("assignor %s epoch=%d fails", run.Group, run.Epoch), func(c *core.Coordinator, now int64) core.Output {
-			return c.AssignorResult(now, run, core.AssignResult{}, fmt.Errorf("assignor trapped"))
+			return mustStep(c, now, core.AssignorResult{Run: run, Err: fmt.Errorf("assignor trapped")})
 		})
 		return
 	}
 	res := core.ReferenceAssign(run.Input)
 	s.internal(p, fmt.Sprintf("assignor %s epoch=%d answers", run.Group, run.Epoch), func(c *core.Coordinator, now int64) core.Output {
-		return c.AssignorResult(now, run, res, nil)
+		return mustStep(c, now, core.AssignorResult{Run: run, Result: res})
 	})
 }
 
@@ -248,7 +248,7 @@ func (s *sim) changeTopics() {
 	for p := 0; p < partitions && s.failure() == nil; p++ {
 		topics := append([]core.TopicMetadata(nil), s.topics...)
 		s.internal(p, fmt.Sprintf("topic in has %d partitions", n), func(c *core.Coordinator, now int64) core.Output {
-			return c.UpdateTopics(now, topics)
+			return mustStep(c, now, core.Topics{Topics: topics})
 		})
 	}
 }

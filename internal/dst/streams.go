@@ -145,9 +145,7 @@ func (s *sim) streamsCall(cl *streamsClient, req *kmsg.StreamsGroupHeartbeatRequ
 	if reported != nil {
 		rep = reported.String()
 	}
-	run := func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-		return c.StreamsGroupHeartbeat(now, id, core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
-	}
+	run := stepRequest(core.ClientInfo{ClientID: cl.name, ClientHost: "/127.0.0.1"}, req)
 	check := func(msg kmsg.Response) {
 		resp := msg.(*kmsg.StreamsGroupHeartbeatResponse)
 		s.inv.streamsResponse(s, cl.group, member, reported, resp)

@@ -1,0 +1,244 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The Coordinator's surface has three parts (doc.go):
+//
+//   - Step applies one Input, a request or an internal input, and returns
+//     what it wants done as an Output. Every change of state goes through
+//     it.
+//   - Read answers a describe or list request, DecideOffsets an offsets
+//     request that changes nothing, and a few typed reads (Group, GroupIDs,
+//     Dump, TimerKeys, LastAssignorError, StreamsChangelogs,
+//     KnownEndOffsets) serve the host's own bookkeeping. None of them
+//     changes state or timers.
+//   - Replay, ReplayBytes, Loaded, Commit, Seal, CommitSealed, Rollback and
+//     NextDeadline load the log, end batches and schedule the next Tick.
+
+// ErrUnknownInput is returned by Step, Read and DecideOffsets for an input
+// or request they do not take.
+var ErrUnknownInput = errors.New("core: unknown input")
+
+// Input is one thing Step applies. The set is closed: the structs of this
+// file are all the inputs there are.
+type Input interface{ input() }
+
+// Request is a client's group request that changes state: JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup, StreamsGroupHeartbeat,
+// ConsumerGroupHeartbeat, DeleteGroups or OffsetCommit. Body is the
+// request itself (kmsg already is the sum type of request kinds); ID is
+// echoed on its Response, and Client is what the host knows of its
+// sender. OffsetCommit's verdict comes back in Output.Offsets (the data
+// plane stores offsets, offsets.go), with no Response.
+type Request struct {
+	ID     RequestID
+	Client ClientInfo
+	Body   kmsg.Request
+}
+
+// Tick fires the timers due at now, earliest first (ties by key): every
+// one of them, or with Limit > 0 at most Limit. A host that answers
+// assignor runs at once can fire one timer at a time and answer runs
+// between them, to sequence timers exactly as Kafka does (each of its
+// timers is a separate write whose target assignment is computed inline).
+type Tick struct{ Limit int }
+
+// AssignorResult hands back the result (or the failure) of an assignor
+// run Output.AssignorRuns asked for.
+type AssignorResult struct {
+	Run    AssignorRun
+	Result AssignResult
+	Err    error
+}
+
+// ProbeResult hands back the probing policy's answer to a check
+// Output.ProbeChecks asked for.
+type ProbeResult struct {
+	Check    ProbeCheck
+	Decision ProbeDecision
+}
+
+// Topics replaces the topic metadata image (a metadata refresh).
+type Topics struct{ Topics []TopicMetadata }
+
+// EndOffsets supplies the changelog end offsets the host fetched for a
+// streams group's tasks (StreamsChangelogs says which).
+type EndOffsets struct {
+	Group string
+	Ends  []TaskEndOffset
+}
+
+// StreamsGroupConfig replaces a streams group's overrides (validate them
+// first with StreamsGroupOverrides.Validate).
+type StreamsGroupConfig struct {
+	Group     string
+	Overrides StreamsGroupOverrides
+}
+
+// ClassicGroupConfig replaces a classic group's overrides.
+type ClassicGroupConfig struct {
+	Group     string
+	Overrides ClassicGroupOverrides
+}
+
+// ConsumerGroupConfig replaces a consumer group's overrides.
+type ConsumerGroupConfig struct {
+	Group     string
+	Overrides ConsumerGroupOverrides
+}
+
+// StreamsMigrationPolicy sets a group's streams.migration.policy
+// override of Config.StreamsMigrationPolicy; a nil Policy clears it.
+type StreamsMigrationPolicy struct {
+	Group  string
+	Policy *MigrationPolicy
+}
+
+// ConsumerMigrationPolicy sets a group's group.consumer.migration.policy
+// override of Config.ConsumerMigrationPolicy; a nil Policy clears it.
+type ConsumerMigrationPolicy struct {
+	Group  string
+	Policy *MigrationPolicy
+}
+
+func (Request) input()                 {}
+func (Tick) input()                    {}
+func (AssignorResult) input()          {}
+func (ProbeResult) input()             {}
+func (Topics) input()                  {}
+func (EndOffsets) input()              {}
+func (StreamsGroupConfig) input()      {}
+func (ClassicGroupConfig) input()      {}
+func (ConsumerGroupConfig) input()     {}
+func (StreamsMigrationPolicy) input()  {}
+func (ConsumerMigrationPolicy) input() {}
+
+// Step applies in at time now (epoch milliseconds) and returns what it
+// wants done. Group settings (the *Config and *MigrationPolicy inputs)
+// write no records and return an empty Output; they apply from the
+// group's next request. An input or request body Step does not take is
+// ErrUnknownInput, with nothing changed.
+func (c *Coordinator) Step(now int64, in Input) (Output, error) {
+	switch in := in.(type) {
+	case Request:
+		return c.stepRequest(now, in)
+	case Tick:
+		return c.tick(now, in.Limit), nil
+	case AssignorResult:
+		return c.AssignorResult(now, in.Run, in.Result, in.Err), nil
+	case ProbeResult:
+		return c.ProbeResult(now, in.Check, in.Decision), nil
+	case Topics:
+		return c.UpdateTopics(now, in.Topics), nil
+	case EndOffsets:
+		return c.UpdateEndOffsets(now, in.Group, in.Ends), nil
+	case StreamsGroupConfig:
+		c.SetStreamsGroupConfig(in.Group, in.Overrides)
+	case ClassicGroupConfig:
+		c.SetClassicGroupConfig(in.Group, in.Overrides)
+	case ConsumerGroupConfig:
+		c.SetConsumerGroupConfig(in.Group, in.Overrides)
+	case StreamsMigrationPolicy:
+		c.SetStreamsMigrationPolicy(in.Group, in.Policy)
+	case ConsumerMigrationPolicy:
+		c.SetConsumerMigrationPolicy(in.Group, in.Policy)
+	default:
+		return Output{}, fmt.Errorf("%w: %T", ErrUnknownInput, in)
+	}
+	return Output{}, nil
+}
+
+// stepRequest dispatches a Request by its body.
+func (c *Coordinator) stepRequest(now int64, in Request) (Output, error) {
+	switch b := in.Body.(type) {
+	case *kmsg.JoinGroupRequest:
+		return c.JoinGroup(now, in.ID, in.Client, b), nil
+	case *kmsg.SyncGroupRequest:
+		return c.SyncGroup(now, in.ID, b), nil
+	case *kmsg.HeartbeatRequest:
+		return c.Heartbeat(now, in.ID, b), nil
+	case *kmsg.LeaveGroupRequest:
+		return c.LeaveGroup(now, in.ID, b), nil
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		return c.StreamsGroupHeartbeat(now, in.ID, in.Client, b), nil
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return c.ConsumerGroupHeartbeat(now, in.ID, in.Client, b), nil
+	case *kmsg.DeleteGroupsRequest:
+		return c.DeleteGroups(now, in.ID, b), nil
+	case *kmsg.OffsetCommitRequest:
+		d, out := c.DecideOffsetCommit(now, b)
+		out.Offsets = []OffsetDecision{d}
+		return out, nil
+	}
+	return Output{}, unknownRequest(in.Body)
+}
+
+// tick fires up to limit due timers (all of them for limit <= 0).
+func (c *Coordinator) tick(now int64, limit int) Output {
+	if limit <= 0 {
+		return c.Tick(now)
+	}
+	var all Output
+	for range limit {
+		out, fired := c.TickOne(now)
+		all.add(out)
+		if !fired {
+			break
+		}
+	}
+	return all
+}
+
+// Read answers a request that reads group state: DescribeGroups,
+// ListGroups, StreamsGroupDescribe, ConsumerGroupDescribe and
+// StreamsGroupTopologyDescriptionUpdate (which reads none). It changes
+// nothing; call it between batches (right after Commit) to see committed
+// state, as Kafka reads at the last committed offset.
+func (c *Coordinator) Read(req kmsg.Request) (kmsg.Response, error) {
+	switch b := req.(type) {
+	case *kmsg.DescribeGroupsRequest:
+		return c.DescribeGroups(b), nil
+	case *kmsg.ListGroupsRequest:
+		return c.ListGroups(b), nil
+	case *kmsg.StreamsGroupDescribeRequest:
+		return c.StreamsGroupDescribe(b), nil
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return c.ConsumerGroupDescribe(b), nil
+	case *kmsg.StreamsGroupTopologyDescriptionUpdateRequest:
+		return StreamsGroupTopologyDescriptionUpdate(b), nil
+	}
+	return nil, unknownRequest(req)
+}
+
+// DecideOffsets decides an offsets request that changes nothing:
+// TxnOffsetCommit, OffsetFetch (one decision per group it names, in
+// request order) or OffsetDelete (its decision lists the subscribed
+// topics). OffsetCommit is not one: a classic member's valid commit
+// restarts its session timer, so it goes through Step. Like Read it
+// changes nothing and sees committed state between batches.
+func (c *Coordinator) DecideOffsets(req kmsg.Request) ([]OffsetDecision, error) {
+	switch b := req.(type) {
+	case *kmsg.TxnOffsetCommitRequest:
+		return []OffsetDecision{c.DecideTxnOffsetCommit(b)}, nil
+	case *kmsg.OffsetFetchRequest:
+		return c.DecideOffsetFetch(b), nil
+	case *kmsg.OffsetDeleteRequest:
+		return []OffsetDecision{c.DecideOffsetDelete(b)}, nil
+	}
+	return nil, unknownRequest(req)
+}
+
+// GroupIDs lists the ids of every group, sorted.
+func (c *Coordinator) GroupIDs() []string { return c.groupIDs() }
+
+func unknownRequest(req kmsg.Request) error {
+	if req == nil {
+		return fmt.Errorf("%w: no request", ErrUnknownInput)
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownInput, kmsg.NameForKey(req.Key()))
+}
