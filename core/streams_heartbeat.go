@@ -451,21 +451,20 @@ func ptrEq[T comparable](a, b *T) bool {
 
 // maybeStoreTopology stores the topology of the first member, accepts an
 // older one (STALE_TOPOLOGY), and rejects a changed one. The topology was
-// converted and digested by PrepareStreamsHeartbeat: the comparison with
-// the stored one is a comparison of digests.
+// digested by PrepareStreamsHeartbeat: the comparison with the stored one
+// is a comparison of digests.
 func (c *Coordinator) maybeStoreTopology(hb *hbState) (bool, *kafkaError) {
 	p, g := hb.prep, hb.g
-	topo := p.topology
-	if topo == nil {
+	if p.req.Topology == nil {
 		return false, nil
 	}
-	switch {
+	switch epoch := p.req.Topology.Epoch; {
 	case g.topology == nil:
-		c.write(Record{Key: StreamsGroupTopologyKey{g.id}, Value: *topo})
+		c.write(Record{Key: StreamsGroupTopologyKey{g.id}, Value: topologyFromRequest(p.req.Topology)})
 		g.topoDigest = storedTopologyDigest{of: g.topology, sum: p.digest}
-		c.emitGroup(EventTopologyStored, g.id, "", topo.Epoch)
+		c.emitGroup(EventTopologyStored, g.id, "", epoch)
 		return true, nil
-	case g.topology.Epoch > topo.Epoch:
+	case g.topology.Epoch > epoch:
 		return false, nil
 	case g.storedDigest() != p.digest:
 		return false, errf(kerr.InvalidRequest, "Topology updates are not supported yet.")

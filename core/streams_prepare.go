@@ -10,18 +10,18 @@ import (
 
 // PreparedStreamsHeartbeat is a StreamsGroupHeartbeat request with the
 // work that reads no coordinator state already done: the topology's size
-// counted, the request-level rules checked, the topology converted to its
-// record form and its digest taken. A heartbeat carrying a topology near
-// streams.max.topology.size costs milliseconds of that work; done before
-// the request waits for its partition, it no longer holds the other
-// groups of the partition, and the step compares two digests instead of
-// two topologies.
+// counted, the request-level rules checked and the topology's digest
+// taken. A heartbeat carrying a topology near streams.max.topology.size
+// costs milliseconds of that work; done before the request waits for its
+// partition, it no longer holds the other groups of the partition, and
+// the step compares two digests instead of two topologies. The topology
+// is converted to its record form only when a group stores it (once per
+// group): a join with the stored topology leaves no garbage of it.
 type PreparedStreamsHeartbeat struct {
 	req      *kmsg.StreamsGroupHeartbeatRequest
 	entries  int
 	prepared bool
-	invalid  *kafkaError                // the request-level rules' answer
-	topology *StreamsGroupTopologyValue // nil: no topology, or invalid
+	invalid  *kafkaError // the request-level rules' answer
 	digest   topologyDigest
 }
 
@@ -32,7 +32,7 @@ type PreparedStreamsHeartbeat struct {
 // DefaultMaxTopologySize is only counted: the step refuses it, or, where
 // the bound was raised, prepares it itself.
 func PrepareStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *PreparedStreamsHeartbeat {
-	p := &PreparedStreamsHeartbeat{req: req, entries: topologyEntries(req.Topology)}
+	p := &PreparedStreamsHeartbeat{req: req, entries: TopologyEntries(req.Topology)}
 	if p.entries <= DefaultMaxTopologySize {
 		p.prepare()
 	}
@@ -45,11 +45,9 @@ func (p *PreparedStreamsHeartbeat) prepare() {
 		return
 	}
 	p.prepared = true
-	if p.invalid = validateStreamsHeartbeat(p.req); p.invalid != nil || p.req.Topology == nil {
-		return
+	if p.invalid = validateStreamsHeartbeat(p.req); p.invalid == nil && p.req.Topology != nil {
+		p.digest = digestRequestTopology(p.req.Topology)
 	}
-	t := topologyFromRequest(p.req.Topology)
-	p.topology, p.digest = &t, digestTopology(&t)
 }
 
 // topologyDigest is the SHA-256 of a topology's canonical encoding: two
@@ -77,9 +75,7 @@ func (g *streamsGroup) storedDigest() topologyDigest {
 // preceded by its length, so an empty list and an absent one hash alike
 // and no two different topologies share an encoding.
 func digestTopology(t *StreamsGroupTopologyValue) topologyDigest {
-	d := digester{h: sha256.New(), buf: make([]byte, 0, 32<<10)}
-	d.int(int64(t.Epoch))
-	d.int(int64(len(t.Subtopologies)))
+	d := newDigester(t.Epoch, len(t.Subtopologies))
 	for i := range t.Subtopologies {
 		s := &t.Subtopologies[i]
 		d.str(s.SubtopologyID)
@@ -95,16 +91,51 @@ func digestTopology(t *StreamsGroupTopologyValue) topologyDigest {
 			d.ints(g.RepartitionSourceTopics)
 		}
 	}
-	var sum topologyDigest
-	d.flush()
-	d.h.Sum(sum[:0])
-	return sum
+	return d.sum()
+}
+
+// digestRequestTopology is digestTopology of topologyFromRequest(t),
+// taken from the request without converting it (checked against it by
+// TestRequestTopologyDigest).
+func digestRequestTopology(t *kmsg.StreamsGroupHeartbeatRequestTopology) topologyDigest {
+	d := newDigester(t.Epoch, len(t.Subtopologies))
+	for i := range t.Subtopologies {
+		s := &t.Subtopologies[i]
+		d.str(s.SubtopologyID)
+		d.strs(s.SourceTopics)
+		d.strs(s.SourceTopicRegex)
+		d.requestTopics(s.StateChangelogTopics)
+		d.strs(s.RepartitionSinkTopics)
+		d.requestTopics(s.RepartitionSourceTopics)
+		d.int(int64(len(s.CopartitionGroups)))
+		for _, g := range s.CopartitionGroups {
+			d.ints(g.SourceTopics)
+			d.ints(g.SourceTopicRegex)
+			d.ints(g.RepartitionSourceTopics)
+		}
+	}
+	return d.sum()
 }
 
 // digester buffers a canonical encoding into a hash.
 type digester struct {
 	h   hash.Hash
 	buf []byte
+}
+
+// newDigester starts the encoding of a topology of subs subtopologies.
+func newDigester(epoch int32, subs int) *digester {
+	d := &digester{h: sha256.New(), buf: make([]byte, 0, 4<<10)}
+	d.int(int64(epoch))
+	d.int(int64(subs))
+	return d
+}
+
+func (d *digester) sum() topologyDigest {
+	var sum topologyDigest
+	d.flush()
+	d.h.Sum(sum[:0])
+	return sum
 }
 
 func (d *digester) flush() {
@@ -145,14 +176,29 @@ func (d *digester) ints(vs []int16) {
 	}
 }
 
+func (d *digester) topic(name string, partitions int32, rf int16, configs int) {
+	d.str(name)
+	d.int(int64(partitions))
+	d.int(int64(rf))
+	d.int(int64(configs))
+}
+
 func (d *digester) topics(ts []TopicInfo) {
 	d.int(int64(len(ts)))
 	for _, t := range ts {
-		d.str(t.Name)
-		d.int(int64(t.Partitions))
-		d.int(int64(t.ReplicationFactor))
-		d.int(int64(len(t.TopicConfigs)))
+		d.topic(t.Name, t.Partitions, t.ReplicationFactor, len(t.TopicConfigs))
 		for _, kv := range t.TopicConfigs {
+			d.str(kv.Key)
+			d.str(kv.Value)
+		}
+	}
+}
+
+func (d *digester) requestTopics(ts []kmsg.TopicInfo) {
+	d.int(int64(len(ts)))
+	for _, t := range ts {
+		d.topic(t.Topic, t.NumPartitions, t.ReplicationFactor, len(t.Configs))
+		for _, kv := range t.Configs {
 			d.str(kv.Key)
 			d.str(kv.Value)
 		}

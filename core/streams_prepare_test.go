@@ -1,6 +1,8 @@
 package core
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,4 +94,69 @@ func TestPreparedTopologyComparison(t *testing.T) {
 	want(big, over, nil)
 	want(big, join("m2", DefaultMaxTopologySize/2+1, "in"), nil)
 	want(big, join("m3", DefaultMaxTopologySize/2+1, "in2"), kerr.InvalidRequest)
+}
+
+// TestRequestTopologyDigest: the digest PrepareStreamsHeartbeat takes from
+// the request equals the digest of its record form, on random topologies
+// with absent, empty and filled lists, and differs when any field does.
+func TestRequestTopologyDigest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	strs := func() []string {
+		switch n := rng.IntN(4); n {
+		case 0:
+			return nil
+		default:
+			out := make([]string, n-1)
+			for i := range out {
+				out[i] = fmt.Sprintf("t%d", rng.IntN(3))
+			}
+			return out
+		}
+	}
+	idx := func() []int16 {
+		if rng.IntN(3) == 0 {
+			return nil
+		}
+		return []int16{int16(rng.IntN(3))}
+	}
+	topics := func() []kmsg.TopicInfo {
+		var out []kmsg.TopicInfo
+		for i := rng.IntN(3); i > 0; i-- {
+			ti := kmsg.TopicInfo{Topic: fmt.Sprintf("r%d", rng.IntN(3)), NumPartitions: int32(rng.IntN(2)), ReplicationFactor: int16(rng.IntN(2))}
+			for j := rng.IntN(3); j > 0; j-- {
+				ti.Configs = append(ti.Configs, kmsg.TopicInfoConfig{Key: "k", Value: fmt.Sprint(rng.IntN(2))})
+			}
+			out = append(out, ti)
+		}
+		return out
+	}
+	random := func() *kmsg.StreamsGroupHeartbeatRequestTopology {
+		top := &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: int32(rng.IntN(2))}
+		for i := rng.IntN(4); i > 0; i-- {
+			s := kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{SubtopologyID: fmt.Sprint(rng.IntN(3)),
+				SourceTopics: strs(), SourceTopicRegex: strs(), RepartitionSinkTopics: strs(),
+				StateChangelogTopics: topics(), RepartitionSourceTopics: topics()}
+			for j := rng.IntN(3); j > 0; j-- {
+				s.CopartitionGroups = append(s.CopartitionGroups, kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{
+					SourceTopics: idx(), SourceTopicRegex: idx(), RepartitionSourceTopics: idx()})
+			}
+			top.Subtopologies = append(top.Subtopologies, s)
+		}
+		return top
+	}
+	var prev *kmsg.StreamsGroupHeartbeatRequestTopology
+	for i := 0; i < 2000; i++ {
+		top := random()
+		v := topologyFromRequest(top)
+		if digestRequestTopology(top) != digestTopology(&v) {
+			t.Fatalf("case %d: request and record digests differ for %+v", i, top)
+		}
+		if prev != nil {
+			pv := topologyFromRequest(prev)
+			if eq := topologyEqual(v, pv); eq != (digestRequestTopology(top) == digestRequestTopology(prev)) {
+				t.Fatalf("case %d: topologies equal %v, digests disagree:\n%+v\n%+v", i, eq, top, prev)
+			}
+		}
+		prev = top
+	}
 }

@@ -25,11 +25,12 @@ const (
 	staticLeaveEpoch int32 = -2
 )
 
-// topologyEntries counts a topology's entries for
-// streams.max.topology.size: each subtopology, each topic name it lists
-// and each copartition group's source and repartition-source entries count
-// one (0 without a topology).
-func topologyEntries(t *kmsg.StreamsGroupHeartbeatRequestTopology) int {
+// TopologyEntries counts a heartbeat topology's entries as
+// streams.max.topology.size bounds them: each subtopology, each topic name
+// it lists and each copartition group's source and repartition-source
+// entries count one (0 without a topology). It is cheap next to preparing
+// the topology, which a host may want to bound.
+func TopologyEntries(t *kmsg.StreamsGroupHeartbeatRequestTopology) int {
 	if t == nil {
 		return 0
 	}
@@ -44,7 +45,7 @@ func topologyEntries(t *kmsg.StreamsGroupHeartbeatRequestTopology) int {
 	return n
 }
 
-// checkTopologySize refuses a topology of n entries (topologyEntries)
+// checkTopologySize refuses a topology of n entries (TopologyEntries)
 // when n is over max, before anything is built from it. Kafka has no such
 // bound; INVALID_REQUEST is its answer to a heartbeat it will not accept
 // as sent.

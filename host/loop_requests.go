@@ -23,7 +23,10 @@ func (l *Loop) Handle(ctx context.Context, req *wire.Request) (kmsg.Response, er
 		return l.findCoordinator(req, body), nil
 	case *kmsg.StreamsGroupHeartbeatRequest:
 		l.stats.heartbeats.Add(1)
-		prep := core.PrepareStreamsHeartbeat(body) // here, not on the partition's worker
+		prep, err := prepareStreamsHeartbeat(ctx, body)
+		if err != nil {
+			return nil, err
+		}
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			l.configure(c, body.Group)
 			return c.StreamsGroupHeartbeatPrepared(now, id, client, prep)
