@@ -27,7 +27,9 @@ var prepareSlots = make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))
 // (the partition's worker then only compares and applies), in a slot when
 // the topology is large.
 func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, error) {
-	if core.TopologyEntries(req.Topology) > largeTopology {
+	// A topology over the default bound is only counted ahead (core
+	// prepares nothing of it): it needs no slot.
+	if n := core.TopologyEntries(req.Topology); n > largeTopology && n <= core.DefaultMaxTopologySize {
 		select {
 		case prepareSlots <- struct{}{}:
 			defer func() { <-prepareSlots }()

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/core"
 )
 
 // TestPrepareSlots: a streams heartbeat with a large topology waits for a
 // preparation slot (here until its context ends, every slot being held),
-// one with a small topology never does, and a freed slot lets the large
-// one through.
+// one with a small topology never does, nor one over the default bound
+// (only counted ahead), and a freed slot lets the large one through.
 func TestPrepareSlots(t *testing.T) {
 	join := func(subs int) *kmsg.StreamsGroupHeartbeatRequest {
 		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
@@ -36,6 +38,9 @@ func TestPrepareSlots(t *testing.T) {
 	}
 	if p, err := prepareStreamsHeartbeat(ctx, small); err != nil || p == nil {
 		t.Fatalf("small topology with every slot held: %v", err)
+	}
+	if p, err := prepareStreamsHeartbeat(ctx, join(core.DefaultMaxTopologySize)); err != nil || p == nil {
+		t.Fatalf("topology over the default bound (only counted) with every slot held: %v", err)
 	}
 	<-prepareSlots
 	if p, err := prepareStreamsHeartbeat(context.Background(), large); err != nil || p == nil {
