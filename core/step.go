@@ -39,6 +39,10 @@ type Request struct {
 	ID     RequestID
 	Client ClientInfo
 	Body   kmsg.Request
+	// Prepared, for a StreamsGroupHeartbeat, is PrepareStreamsHeartbeat's
+	// work on Body done ahead, off the partition's worker; nil: Step
+	// prepares it itself. It must have been prepared from this Body.
+	Prepared *PreparedStreamsHeartbeat
 }
 
 // Tick fires the timers due at now, earliest first (ties by key): every
@@ -165,7 +169,11 @@ func (c *Coordinator) stepRequest(now int64, in Request) (Output, error) {
 	case *kmsg.LeaveGroupRequest:
 		return c.LeaveGroup(now, in.ID, b), nil
 	case *kmsg.StreamsGroupHeartbeatRequest:
-		return c.StreamsGroupHeartbeat(now, in.ID, in.Client, b), nil
+		p := in.Prepared
+		if p == nil || p.req != b {
+			p = PrepareStreamsHeartbeat(b)
+		}
+		return c.StreamsGroupHeartbeatPrepared(now, in.ID, in.Client, p), nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return c.ConsumerGroupHeartbeat(now, in.ID, in.Client, b), nil
 	case *kmsg.DeleteGroupsRequest:

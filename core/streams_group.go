@@ -124,6 +124,7 @@ type streamsGroup struct {
 	assignmentEpoch        int32
 	assignmentTimestamp    int64
 	topology               *StreamsGroupTopologyValue
+	topoDigest             storedTopologyDigest // of topology, computed on first use
 	members                map[string]*streamsMember
 	staticMembers          map[string]string // instance id -> member id
 	target                 map[string]tasksTuple

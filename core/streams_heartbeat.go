@@ -15,9 +15,17 @@ import (
 // when Output.Records are durable; a heartbeat that triggered an assignor
 // run may be parked instead and answered by a later AssignorResult or Tick.
 func (c *Coordinator) StreamsGroupHeartbeat(now int64, id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) Output {
+	return c.StreamsGroupHeartbeatPrepared(now, id, client, PrepareStreamsHeartbeat(req))
+}
+
+// StreamsGroupHeartbeatPrepared is StreamsGroupHeartbeat for a request
+// PrepareStreamsHeartbeat prepared: the same answers, records and timers,
+// with the work that reads no group state already done.
+func (c *Coordinator) StreamsGroupHeartbeatPrepared(now int64, id RequestID, client ClientInfo, p *PreparedStreamsHeartbeat) Output {
 	c.begin(now)
 	sp := c.savepoint()
-	resp, e := c.streamsHeartbeat(id, client, req)
+	req := p.req
+	resp, e := c.streamsHeartbeat(id, client, p)
 	if e != nil {
 		c.revertTo(sp)
 		resp = &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version, MemberID: req.MemberID}
@@ -58,6 +66,7 @@ func (c *Coordinator) respond(id RequestID, msg kmsg.Response) {
 type hbState struct {
 	id       RequestID
 	req      *kmsg.StreamsGroupHeartbeatRequest
+	prep     *PreparedStreamsHeartbeat
 	g        *streamsGroup
 	member   string
 	owned    *ownedTasksReport // nil: not reported
@@ -84,17 +93,19 @@ func (hb *hbState) because(r EventReason) {
 // ownedTasksReport is what the member says it owns.
 type ownedTasksReport struct{ active, standby, warmup taskSet }
 
-func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
-	if e := checkTopologySize(req.Topology, c.streamsConfig(req.Group).MaxTopologySize); e != nil {
+func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, p *PreparedStreamsHeartbeat) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
+	req := p.req
+	if e := checkTopologySize(p.entries, c.streamsConfig(req.Group).MaxTopologySize); e != nil {
 		return nil, e
 	}
-	if e := validateStreamsHeartbeat(req); e != nil {
-		return nil, e
+	p.prepare() // done already unless the topology is over the default bound
+	if p.invalid != nil {
+		return nil, p.invalid
 	}
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return c.streamsLeave(req)
 	}
-	hb := &hbState{id: id, req: req, member: req.MemberID, owned: ownedFromRequest(req)}
+	hb := &hbState{id: id, req: req, prep: p, member: req.MemberID, owned: ownedFromRequest(req)}
 	g, created, e := c.streamsGroupForHeartbeat(req)
 	if e != nil {
 		return nil, e
@@ -439,50 +450,26 @@ func ptrEq[T comparable](a, b *T) bool {
 }
 
 // maybeStoreTopology stores the topology of the first member, accepts an
-// older one (STALE_TOPOLOGY), and rejects a changed one.
+// older one (STALE_TOPOLOGY), and rejects a changed one. The topology was
+// digested by PrepareStreamsHeartbeat: the comparison with the stored one
+// is a comparison of digests.
 func (c *Coordinator) maybeStoreTopology(hb *hbState) (bool, *kafkaError) {
-	req, g := hb.req, hb.g
-	if req.Topology == nil {
+	p, g := hb.prep, hb.g
+	if p.req.Topology == nil {
 		return false, nil
 	}
-	topo := topologyFromRequest(req.Topology)
-	switch {
+	switch epoch := p.req.Topology.Epoch; {
 	case g.topology == nil:
-		c.write(Record{Key: StreamsGroupTopologyKey{g.id}, Value: topo})
-		c.emitGroup(EventTopologyStored, g.id, "", topo.Epoch)
+		c.write(Record{Key: StreamsGroupTopologyKey{g.id}, Value: topologyFromRequest(p.req.Topology)})
+		g.topoDigest = storedTopologyDigest{of: g.topology, sum: p.digest}
+		c.emitGroup(EventTopologyStored, g.id, "", epoch)
 		return true, nil
-	case g.topology.Epoch > topo.Epoch:
+	case g.topology.Epoch > epoch:
 		return false, nil
-	case !topologyEqual(*g.topology, topo):
+	case g.storedDigest() != p.digest:
 		return false, errf(kerr.InvalidRequest, "Topology updates are not supported yet.")
 	}
 	return false, nil
-}
-
-// topologyEqual compares two topologies field by field, an empty list
-// equal to an absent one (Kafka's topology classes hold empty lists where
-// a request left one out). It runs on every heartbeat that carries a
-// topology, so it allocates nothing.
-func topologyEqual(a, b StreamsGroupTopologyValue) bool {
-	return a.Epoch == b.Epoch && slices.EqualFunc(a.Subtopologies, b.Subtopologies, subtopologyEqual)
-}
-
-func subtopologyEqual(a, b Subtopology) bool {
-	return a.SubtopologyID == b.SubtopologyID &&
-		slices.Equal(a.SourceTopics, b.SourceTopics) &&
-		slices.Equal(a.SourceTopicRegex, b.SourceTopicRegex) &&
-		slices.EqualFunc(a.StateChangelogTopics, b.StateChangelogTopics, topicInfoEqual) &&
-		slices.Equal(a.RepartitionSinkTopics, b.RepartitionSinkTopics) &&
-		slices.EqualFunc(a.RepartitionSourceTopics, b.RepartitionSourceTopics, topicInfoEqual) &&
-		slices.EqualFunc(a.CopartitionGroups, b.CopartitionGroups, func(x, y CopartitionGroup) bool {
-			return slices.Equal(x.SourceTopics, y.SourceTopics) && slices.Equal(x.SourceTopicRegex, y.SourceTopicRegex) &&
-				slices.Equal(x.RepartitionSourceTopics, y.RepartitionSourceTopics)
-		})
-}
-
-func topicInfoEqual(a, b TopicInfo) bool {
-	return a.Name == b.Name && a.Partitions == b.Partitions && a.ReplicationFactor == b.ReplicationFactor &&
-		slices.Equal(a.TopicConfigs, b.TopicConfigs)
 }
 
 // configureAndValidate (re)configures the topology against topic metadata

@@ -25,14 +25,14 @@ const (
 	staticLeaveEpoch int32 = -2
 )
 
-// checkTopologySize refuses a topology with more entries than max before
-// anything is built from it, by counting: each subtopology, each topic name
+// TopologyEntries counts a heartbeat topology's entries as
+// streams.max.topology.size bounds them: each subtopology, each topic name
 // it lists and each copartition group's source and repartition-source
-// entries count one. Kafka has no such bound; INVALID_REQUEST is its answer
-// to a heartbeat it will not accept as sent.
-func checkTopologySize(t *kmsg.StreamsGroupHeartbeatRequestTopology, max int32) *kafkaError {
+// entries count one (0 without a topology). It is cheap next to preparing
+// the topology, which a host may want to bound.
+func TopologyEntries(t *kmsg.StreamsGroupHeartbeatRequestTopology) int {
 	if t == nil {
-		return nil
+		return 0
 	}
 	n := len(t.Subtopologies)
 	for _, s := range t.Subtopologies {
@@ -42,6 +42,14 @@ func checkTopologySize(t *kmsg.StreamsGroupHeartbeatRequestTopology, max int32) 
 			n += len(cg.SourceTopics) + len(cg.RepartitionSourceTopics) + len(cg.SourceTopicRegex)
 		}
 	}
+	return n
+}
+
+// checkTopologySize refuses a topology of n entries (TopologyEntries)
+// when n is over max, before anything is built from it. Kafka has no such
+// bound; INVALID_REQUEST is its answer to a heartbeat it will not accept
+// as sent.
+func checkTopologySize(n int, max int32) *kafkaError {
 	if n > int(max) {
 		return errf(kerr.InvalidRequest, "The topology has %d entries (subtopologies, topics and copartition-group entries), more than streams.max.topology.size %d.", n, max)
 	}
@@ -138,15 +146,29 @@ func validateTopologyRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafk
 // KafkaApis does before the coordinator sees the request.
 func validateTopologyNames(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kafkaError {
 	for _, s := range t.Subtopologies {
-		names := append(append([]string{}, s.SourceTopics...), s.RepartitionSinkTopics...)
-		for _, ti := range append(append([]kmsg.TopicInfo{}, s.StateChangelogTopics...), s.RepartitionSourceTopics...) {
-			names = append(names, ti.Topic)
-		}
-		for _, n := range names {
-			if msg := invalidTopicName(n); msg != "" {
-				return errf(kerr.StreamsInvalidTopology, "%s", msg)
+		// In Kafka's order: source, repartition sink, changelog, then
+		// repartition source topics.
+		for _, names := range [2][]string{s.SourceTopics, s.RepartitionSinkTopics} {
+			for _, n := range names {
+				if e := checkTopicName(n); e != nil {
+					return e
+				}
 			}
 		}
+		for _, infos := range [2][]kmsg.TopicInfo{s.StateChangelogTopics, s.RepartitionSourceTopics} {
+			for _, ti := range infos {
+				if e := checkTopicName(ti.Topic); e != nil {
+					return e
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkTopicName(n string) *kafkaError {
+	if msg := invalidTopicName(n); msg != "" {
+		return errf(kerr.StreamsInvalidTopology, "%s", msg)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ type groupHandler func(l *Loop, ctx context.Context, req *wire.Request) (kmsg.Re
 // state for go to core whole (stepped), core routes them by their body;
 // the others have their own handler (typed).
 var groupHandlers = map[kmsg.Key]groupHandler{
-	kmsg.StreamsGroupHeartbeat:  stepped(countHeartbeat | configureGroup),
+	kmsg.StreamsGroupHeartbeat:  stepped(countHeartbeat | configureGroup | prepareStreams),
 	kmsg.ConsumerGroupHeartbeat: stepped(countHeartbeat | describableTopics),
 	kmsg.JoinGroup:              stepped(configureGroup), // a classic join may convert a streams group
 	kmsg.SyncGroup:              stepped(0),
@@ -76,6 +76,10 @@ const (
 	// describableTopics filters the regular expressions a consumer
 	// heartbeat resolves by the topics its principal may describe.
 	describableTopics
+	// prepareStreams does a streams heartbeat's state-independent work
+	// (core.PrepareStreamsHeartbeat) on the request's goroutine, before
+	// it is queued, so its partition's worker only compares and applies.
+	prepareStreams
 )
 
 // stepped answers a request core steps whole (core.Request) in its
@@ -89,12 +93,19 @@ func stepped(o steppedOpts) groupHandler {
 		if o&describableTopics != 0 {
 			client.DescribableTopic = authz.DescribableTopics(ctx)
 		}
+		var prep *core.PreparedStreamsHeartbeat
+		if b, ok := req.Body.(*kmsg.StreamsGroupHeartbeatRequest); ok && o&prepareStreams != 0 {
+			var err error
+			if prep, err = prepareStreamsHeartbeat(ctx, b); err != nil {
+				return nil, err
+			}
+		}
 		group, _ := requestGroup(req)
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			if o&configureGroup != 0 {
 				l.configure(c, group)
 			}
-			return l.step(c, now, core.Request{ID: id, Client: client, Body: req.Body})
+			return l.step(c, now, core.Request{ID: id, Client: client, Body: req.Body, Prepared: prep})
 		}})
 	}
 }

@@ -1,0 +1,41 @@
+package host
+
+import (
+	"context"
+	goruntime "runtime"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/core"
+)
+
+// largeTopology is the number of topology entries (streams.max.topology.size
+// counts them) over which preparing a streams heartbeat takes a slot.
+const largeTopology = 1024
+
+// prepareSlots bound the streams heartbeats with a large topology being
+// prepared at once in the process: at most GOMAXPROCS-1 (at least 1), the
+// rule the listeners apply to decoding large frames. Preparing a topology
+// near streams.max.topology.size costs tens of milliseconds of CPU and
+// megabytes of garbage; without a bound, clients sending them from many
+// connections take every core while the small requests of other groups
+// wait for one. A heartbeat without a large topology never waits here.
+var prepareSlots = make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))
+
+// prepareStreamsHeartbeat runs core.PrepareStreamsHeartbeat on the
+// request's goroutine, before the request is queued for its partition
+// (the partition's worker then only compares and applies), in a slot when
+// the topology is large.
+func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, error) {
+	// A topology over the default bound is only counted ahead (core
+	// prepares nothing of it): it needs no slot.
+	if n := core.TopologyEntries(req.Topology); n > largeTopology && n <= core.DefaultMaxTopologySize {
+		select {
+		case prepareSlots <- struct{}{}:
+			defer func() { <-prepareSlots }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return core.PrepareStreamsHeartbeat(req), nil
+}
