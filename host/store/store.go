@@ -90,6 +90,8 @@ type Store struct {
 	parts   int // partition count; 0 while the store is not partitioned
 	// maxRecord bounds a record (MaxRecordSize; lower in tests).
 	maxRecord int
+	// atOpen is the number of live records found at open.
+	atOpen int
 }
 
 // Open opens (creating if needed) the store file at path and checks it: a
@@ -187,6 +189,9 @@ func (s *Store) init(fresh bool) error {
 		// of bbolt on a damaged page is recovered into ErrCorrupt; its
 		// consistency check runs on a goroutine of its own.
 		walkBuckets(tx)
+		if err := s.checkRecords(tx); err != nil {
+			return err
+		}
 		var first error
 		for err := range tx.Check() { // drain fully: Check's goroutine writes every error
 			if first == nil {
@@ -236,7 +241,8 @@ func checkMetaPages(path string) error {
 }
 
 // walkBuckets reads every byte of every key and value of every bucket
-// of tx (a damaged length faults here, under SetPanicOnFault).
+// of tx but the records (a damaged length faults here, under
+// SetPanicOnFault); checkRecords reads the records.
 func walkBuckets(tx *bolt.Tx) {
 	var walk func(b *bolt.Bucket)
 	walk = func(b *bolt.Bucket) {
@@ -250,8 +256,62 @@ func walkBuckets(tx *bolt.Tx) {
 			return nil
 		})
 	}
-	tx.ForEach(func(_ []byte, b *bolt.Bucket) error { walk(b); return nil })
+	tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		if !bytes.Equal(name, bucketRecords) {
+			walk(b)
+		}
+		return nil
+	})
 }
+
+// checkRecords is the integrity pass over the records at open: every
+// record's header and checksum, and as many sequence index entries (the
+// global index, and the partitions' together) as records. It counts the
+// records (RecordsAtOpen), so a start needs no pass of its own to count
+// them.
+func (s *Store) checkRecords(tx *bolt.Tx) error {
+	n := 0
+	c := tx.Bucket(bucketRecords).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			return s.corrupt(fmt.Sprintf("record key %q holds a bucket", shortKey(k)))
+		}
+		if len(v) < valueHeader {
+			return s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", shortKey(k), len(v)))
+		}
+		if crc32.Checksum(v[valueHeader:], castagnoli) != binary.BigEndian.Uint32(v[8:12]) {
+			return s.corrupt(fmt.Sprintf("key %q (sequence %d): checksum mismatch", shortKey(k), binary.BigEndian.Uint64(v)))
+		}
+		n++
+	}
+	if m := keyCount(tx.Bucket(bucketBySeq)); m != n {
+		return s.corrupt(fmt.Sprintf("%d records but %d sequence index entries", n, m))
+	}
+	if s.parts > 0 {
+		m, root := 0, tx.Bucket(bucketPartitions)
+		for p := 0; p < s.parts; p++ {
+			m += keyCount(root.Bucket(partName(p)))
+		}
+		if m != n {
+			return s.corrupt(fmt.Sprintf("%d records but %d entries in the partitions' sequence indexes", n, m))
+		}
+	}
+	s.atOpen = n
+	return nil
+}
+
+// keyCount counts the entries of b.
+func keyCount(b *bolt.Bucket) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// RecordsAtOpen is the number of live records Open found (and checked).
+func (s *Store) RecordsAtOpen() int { return s.atOpen }
 
 func bucketCount(tx *bolt.Tx) int {
 	n := 0
@@ -407,9 +467,15 @@ func (s *Store) Replay(fn func(Entry) error) (err error) {
 // replayIndex calls fn for the record of every entry of the sequence
 // index idx, in sequence order.
 func (s *Store) replayIndex(recs, idx *bolt.Bucket, fn func(Entry) error) error {
-	c := idx.Cursor()
+	// One cursor seeks every record: Bucket.Get builds a new cursor,
+	// and its search stack, a call.
+	c, rc := idx.Cursor(), recs.Cursor()
 	for k, key := c.First(); k != nil; k, key = c.Next() {
-		e, err := s.decode(k, key, recs.Get(key))
+		found, raw := rc.Seek(key)
+		if !bytes.Equal(found, key) {
+			raw = nil
+		}
+		e, err := s.decode(k, key, raw)
 		if err != nil {
 			return err
 		}
