@@ -62,7 +62,9 @@ func writeMarker(path string) error {
 // partition count; format 3 is format 2 holding records stored under the
 // hash of a key too long for bbolt (longkey.go), written when the first
 // such record is. A format-1 store is converted once when it is first
-// opened with a partition count; a format-2 store needs no conversion.
+// opened with a partition count; format 4 (logs.go) keeps each
+// partition's records in a log of their own, and stores of formats 2 and
+// 3 are converted to it once when they are opened.
 const (
 	formatVersion            = 1
 	formatVersionPartitioned = 2
@@ -161,7 +163,7 @@ func open(path string, replace bool) (s *Store, err error) {
 // init checks an existing store read-only (a damaged file is never
 // written to) and lays out a new one.
 func (s *Store) init(fresh bool) error {
-	empty := false
+	empty, format := false, uint32(0)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -172,16 +174,21 @@ func (s *Store) init(fresh bool) error {
 			return nil
 		}
 		v := meta.Get(keyFormat)
-		if len(v) != 4 || binary.BigEndian.Uint32(v) < formatVersion || binary.BigEndian.Uint32(v) > formatVersionHashedKeys {
-			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes formats %d to %d)", v, formatVersion, formatVersionHashedKeys))
+		if len(v) != 4 || binary.BigEndian.Uint32(v) < formatVersion || binary.BigEndian.Uint32(v) > formatVersionLogs {
+			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost reads formats %d to %d)", v, formatVersion, formatVersionLogs))
 		}
-		if binary.BigEndian.Uint32(v) >= formatVersionPartitioned {
-			if err := s.initPartitions(tx); err != nil {
+		format = binary.BigEndian.Uint32(v)
+		if format >= formatVersionPartitioned {
+			if err := s.initPartitions(tx, format); err != nil {
 				return err
 			}
 		}
 		n := meta.Get(keyNextSeq)
-		if len(n) != 8 || tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketBySeq) == nil {
+		if format == formatVersionLogs {
+			if len(n) != 8 || tx.Bucket(bucketKeys) == nil {
+				return s.corrupt("missing sequence counter or keys bucket")
+			}
+		} else if len(n) != 8 || tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketBySeq) == nil {
 			return s.corrupt("missing sequence counter or record buckets")
 		}
 		s.nextSeq = binary.BigEndian.Uint64(n)
@@ -189,7 +196,7 @@ func (s *Store) init(fresh bool) error {
 		// of bbolt on a damaged page is recovered into ErrCorrupt; its
 		// consistency check runs on a goroutine of its own.
 		walkBuckets(tx)
-		if err := s.checkRecords(tx); err != nil {
+		if err := s.checkRecords(tx, format); err != nil {
 			return err
 		}
 		var first error
@@ -203,10 +210,34 @@ func (s *Store) init(fresh bool) error {
 		}
 		return nil
 	})
-	if err != nil || !empty {
+	if err != nil {
 		return err
 	}
+	if format == formatVersionPartitioned || format == formatVersionHashedKeys {
+		return s.convertToLogs()
+	}
+	if !empty {
+		return nil
+	}
 	return s.db.Update(s.create)
+}
+
+// convertToLogs converts a checked store of format 2 or 3 to format 4
+// in one transaction: each partition's records move into its log.
+func (s *Store) convertToLogs() error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketPartitions)
+		return s.toLogs(tx, s.parts, func(p int) *bolt.Bucket {
+			if p >= s.parts {
+				return nil
+			}
+			return root.Bucket(partName(p))
+		}, func(p int, _, _ []byte) (int, error) { return p, nil })
+	})
+	if err != nil {
+		return fmt.Errorf("store %s: converting to one log per partition: %w", s.path, err)
+	}
+	return nil
 }
 
 // checkMetaPages refuses a file whose two meta pages do not say they
@@ -241,8 +272,8 @@ func checkMetaPages(path string) error {
 }
 
 // walkBuckets reads every byte of every key and value of every bucket
-// of tx but the records (a damaged length faults here, under
-// SetPanicOnFault); checkRecords reads the records.
+// of tx but the records and logs (a damaged length faults here, under
+// SetPanicOnFault); checkRecords reads those.
 func walkBuckets(tx *bolt.Tx) {
 	var walk func(b *bolt.Bucket)
 	walk = func(b *bolt.Bucket) {
@@ -257,7 +288,7 @@ func walkBuckets(tx *bolt.Tx) {
 		})
 	}
 	tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		if !bytes.Equal(name, bucketRecords) {
+		if !bytes.Equal(name, bucketRecords) && !bytes.Equal(name, bucketLogs) {
 			walk(b)
 		}
 		return nil
@@ -269,7 +300,12 @@ func walkBuckets(tx *bolt.Tx) {
 // global index, and the partitions' together) as records. It counts the
 // records (RecordsAtOpen), so a start needs no pass of its own to count
 // them.
-func (s *Store) checkRecords(tx *bolt.Tx) error {
+func (s *Store) checkRecords(tx *bolt.Tx, format uint32) error {
+	if format == formatVersionLogs {
+		n, err := s.checkLogs(tx)
+		s.atOpen = n
+		return err
+	}
 	n := 0
 	c := tx.Bucket(bucketRecords).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -337,16 +373,6 @@ func (s *Store) create(tx *bolt.Tx) error {
 	return meta.Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, s.nextSeq))
 }
 
-// markHashedKeys records format 3 in tx (read from tx, not cached: a
-// failed transaction must not leave the mark behind in memory only).
-func markHashedKeys(tx *bolt.Tx) error {
-	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keyFormat); len(v) == 4 && binary.BigEndian.Uint32(v) == formatVersionHashedKeys {
-		return nil
-	}
-	return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionHashedKeys))
-}
-
 func (s *Store) corrupt(why string) error {
 	return fmt.Errorf("store %s: %w: %s %s", s.path, ErrCorrupt, why, repairHint)
 }
@@ -380,7 +406,7 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 	next := s.nextSeq
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		if next, err = s.put(tx, nil, batch, next); err != nil {
+		if next, err = s.put(tx, batch, next); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, next))
@@ -392,30 +418,18 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 	return next - 1, nil
 }
 
-// put writes batch from sequence number next on and returns the next free
-// one; idx, when not nil, is the sequence index of the batch's partition.
-// A record whose key is stored under its hash makes the store format 3
-// (the caller's transaction writes both, or neither).
-func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) (uint64, error) {
+// put writes batch into an unpartitioned store from sequence number
+// next on and returns the next free one.
+func (s *Store) put(tx *bolt.Tx, batch []Record, next uint64) (uint64, error) {
 	recs, bySeq := tx.Bucket(bucketRecords), tx.Bucket(bucketBySeq)
 	for _, r := range batch {
-		key := storeKey(r.Key)
-		if r.Value != nil && hashedKey(r.Key) {
-			if err := markHashedKeys(tx); err != nil {
-				return 0, err
-			}
-		}
+		key := r.Key // Append refuses a key stored under its hash
 		if old := recs.Get(key); old != nil {
 			if len(old) < valueHeader {
 				return 0, s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", shortKey(key), len(old)))
 			}
 			if err := bySeq.Delete(old[:8]); err != nil {
 				return 0, err
-			}
-			if idx != nil {
-				if err := idx.Delete(old[:8]); err != nil {
-					return 0, err
-				}
 			}
 		}
 		if r.Value == nil {
@@ -431,11 +445,6 @@ func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) 
 		}
 		if err := bySeq.Put(seq, key); err != nil {
 			return 0, err
-		}
-		if idx != nil {
-			if err := idx.Put(seq, key); err != nil {
-				return 0, err
-			}
 		}
 		next++
 	}
@@ -453,6 +462,9 @@ func (s *Store) Replay(fn func(Entry) error) (err error) {
 		}
 	}()
 	return s.db.View(func(tx *bolt.Tx) error {
+		if s.Partitions() > 0 {
+			return s.replayLogs(tx, fn)
+		}
 		recs := tx.Bucket(bucketRecords)
 		if err := s.replayIndex(recs, tx.Bucket(bucketBySeq), fn); err != nil {
 			return err
