@@ -101,16 +101,13 @@ func (s *Store) Partition(n int, group func(key []byte) (string, error)) error {
 
 // Validate returns nil for a record the store can hold, and otherwise an
 // error wrapping runtime.ErrInvalidRecord. A key of any length is held
-// (one too long for bbolt under its hash, longkey.go); the record must
-// fit in one bbolt value.
+// (one too long for bbolt under its hash, longkey.go); key and value
+// together must fit in one bbolt value.
 func (s *Store) Validate(r Record) error {
 	if err := runtime.LimitsError(r, 0, 0); err != nil {
 		return err
 	}
-	size := len(r.Value)
-	if hashedKey(r.Key) {
-		size += len(r.Key)
-	}
+	size := len(r.Value) + len(r.Key) // a partition log's entry holds both
 	if size > s.maxRecord {
 		return fmt.Errorf("%w: record of %d bytes (key %d, value %d), more than the %d a store value can hold",
 			runtime.ErrInvalidRecord, size, len(r.Key), len(r.Value), s.maxRecord)

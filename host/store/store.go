@@ -58,13 +58,13 @@ func writeMarker(path string) error {
 }
 
 // The on-disk layout versions written in the meta bucket: format 1 is one
-// log; format 2 adds a sequence index per partition (partition.go) and the
-// partition count; format 3 is format 2 holding records stored under the
-// hash of a key too long for bbolt (longkey.go), written when the first
-// such record is. A format-1 store is converted once when it is first
-// opened with a partition count; format 4 (logs.go) keeps each
-// partition's records in a log of their own, and stores of formats 2 and
-// 3 are converted to it once when they are opened.
+// log (an unpartitioned store); format 4 (logs.go) is a partitioned
+// store, one log per partition. Earlier coordhosts wrote formats 2 (a
+// sequence index per partition beside the records, and the partition
+// count) and 3 (format 2 holding records stored under the hash of a key
+// too long for bbolt, longkey.go); they are converted to format 4 once
+// when opened, a format-1 store when it is first opened with a partition
+// count.
 const (
 	formatVersion            = 1
 	formatVersionPartitioned = 2
