@@ -116,7 +116,8 @@ func EncodeRecord(rec Record) (key, value []byte) {
 // tombstone) written by Kafka or by EncodeRecord. It never panics; malformed
 // input yields an error naming the record type and the problem.
 func DecodeRecord(key, value []byte) (Record, error) {
-	kr := &reader{b: key}
+	rs := &[2]reader{{b: key}, {b: value}} // one allocation for both readers
+	kr, vr := &rs[0], &rs[1]
 	t := kr.int16()
 	if kr.err != nil {
 		return Record{}, fmt.Errorf("record key: %w", kr.err)
@@ -133,7 +134,6 @@ func DecodeRecord(key, value []byte) (Record, error) {
 	if value == nil {
 		return rec, nil
 	}
-	vr := &reader{b: value}
 	var val RecordValue
 	if v := vr.int16(); rt.decodeValueAt != nil {
 		val = rt.decodeValueAt(vr, v)

@@ -93,11 +93,10 @@ func (l *Loop) batchOf(c *core.Coordinator) *batch { return &l.shardOf(c).batch 
 // the others core's.
 func (s *shard) Replay(r runtime.Record) error {
 	s.l.stats.replayed.Add(1)
-	e := store.Entry{Key: r.Key, Value: r.Value}
-	s.l.dynMu.Lock()
-	host, err := s.l.replayGroupConfig(e)
-	s.l.dynMu.Unlock()
-	if host {
+	if _, host := store.GroupConfigGroup(r.Key); host { // a core record takes no lock
+		s.l.dynMu.Lock()
+		_, err := s.l.replayGroupConfig(store.Entry{Key: r.Key, Value: r.Value})
+		s.l.dynMu.Unlock()
 		return err
 	}
 	if err := s.c.ReplayBytes(r.Key, r.Value); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,7 +429,7 @@ func coordhostStateReplay(t *testing.T, dir string, run int, f *stateFleet) stat
 
 // appendState appends the fleet's records to the bbolt store at path (the
 // one a stopped coordhost left), partition by partition.
-func appendState(t *testing.T, path string, f *stateFleet) time.Duration {
+func appendState(t testing.TB, path string, f *stateFleet) time.Duration {
 	t.Helper()
 	start := time.Now()
 	st, err := store.Open(path)
@@ -458,4 +459,61 @@ func appendState(t *testing.T, path string, f *stateFleet) time.Duration {
 		}
 	}
 	return time.Since(start)
+}
+
+// BenchmarkGroupStateReplay is the coordhost side of the group-state
+// replay in one process, with no broker and no data plane: a store of
+// the fleet's records (units of 100,000, COORDHOST_BENCH_STATE_UNITS,
+// default 1; written once, untimed) opened and replayed into a loop of
+// core coordinators as a start does — Open with its integrity pass,
+// then every partition's replay and its Loaded step. It reports
+// records/s, and the CPU time a record took
+// (cpu-ns/record, the process's user and system time over the timed
+// parts: on a shared machine the wall time depends on the other jobs).
+func BenchmarkGroupStateReplay(b *testing.B) {
+	units := 1
+	if v, err := strconv.Atoi(os.Getenv("COORDHOST_BENCH_STATE_UNITS")); err == nil && v > 0 {
+		units = v
+	}
+	f := groupStateRecords(units)
+	path := filepath.Join(b.TempDir(), host.StoreFile)
+	appendState(b, path, f)
+	cc := host.CoreConfig(nil)
+	var cpu time.Duration // CPU time of the process in the timed parts (GC included)
+	b.ResetTimer()
+	for b.Loop() {
+		cpuStart := cpuTime()
+		st, err := store.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := st.RecordsAtOpen()
+		l, err := host.NewLoop(host.LoopDeps{NewCore: func() (*core.Coordinator, error) { return core.New(cc) }, Store: st, Partitions: statePartitions})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - cpuStart
+		b.StopTimer()
+		if n != f.n {
+			b.Fatalf("store holds %d records, want %d", n, f.n)
+		}
+		if err := l.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(f.n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(f.n*b.N), "cpu-ns/record")
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -36,7 +36,10 @@ func GroupConfigKey(group string) []byte {
 // false for any other key (a core record).
 func GroupConfigGroup(key []byte) (string, bool) {
 	g, ok := bytes.CutPrefix(key, groupConfigPrefix)
-	return string(g), ok
+	if !ok {
+		return "", false // no copy of a core record's key (replay asks for every record)
+	}
+	return string(g), true
 }
 
 // EncodeGroupConfig encodes a group's runtime values (nil for an empty

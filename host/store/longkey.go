@@ -13,17 +13,18 @@ import (
 
 // Long keys: a record key may be longer than bbolt's key limit (a core
 // record key can hold a group id and a member id, each up to Kafka's
-// 32,767 bytes). Such a record is stored under a fixed-size key, the
-// reserved byte 0xFE followed by the SHA-256 of the full key, and its
-// value carries the full key (format 3):
+// 32,767 bytes). Such a record is indexed under a fixed-size key, the
+// reserved byte 0xFE followed by the SHA-256 of the full key; a key that
+// itself starts with 0xFE is indexed the same way whatever its length, so
+// a stored key names one record key only. In format 4 (logs.go) the
+// index is the keys bucket and the partition log's entry carries the
+// full key. Format 3 (converted at open) kept such a record as
 //
 //	records: 0xFE sha256(key) -> seq(8) crc32c(4) keylen(4) key value
 //
-// with the checksum covering keylen, key and value. A key that itself
-// starts with 0xFE is stored the same way whatever its length, so a
-// stored key names one record key only. No key written before format 3
-// starts with 0xFE (core keys start with a record type >= 0, group-config
-// keys with 0xFF), so older stores need no conversion.
+// with the checksum covering keylen, key and value. No key written before
+// format 3 starts with 0xFE (core keys start with a record type >= 0,
+// group-config keys with 0xFF).
 
 const (
 	hashedKeyPrefix = 0xFE
@@ -31,8 +32,8 @@ const (
 	// valueHeader is seq(8) crc32c(4); a hashed record adds keylen(4).
 	valueHeader = 12
 	// MaxRecordSize bounds what the store can hold of one record: its
-	// value, plus its key when the key is stored in the value (bbolt's
-	// value limit less the headers). A larger record is refused.
+	// key and value together (bbolt's value limit less the headers). A
+	// larger record is refused.
 	MaxRecordSize = bolt.MaxValueSize - valueHeader - 4
 )
 

@@ -47,9 +47,8 @@ func storeFormat(t *testing.T, path string) uint32 {
 // TestLongKeysAreStoredUnderTheirHash: a 40 KiB key (over bbolt's 32 KiB
 // key limit) and a short key starting with the reserved byte round-trip
 // through the log beside normal keys, in sequence order, across a
-// reopen; their tombstones delete them; the store records format 3 only
-// once such a record is written; Salvage (coordhost repair) keeps them
-// with their full keys.
+// reopen; their tombstones delete them; Salvage (coordhost repair) keeps
+// them with their full keys.
 func TestLongKeysAreStoredUnderTheirHash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "coordhost.db")
 	s := openT(t, path)
@@ -72,8 +71,8 @@ func TestLongKeysAreStoredUnderTheirHash(t *testing.T) {
 	app(runtime.Record{Key: []byte("g/a"), Value: []byte("1")})
 	l.Close()
 	s.Close()
-	if f := storeFormat(t, path); f != formatVersionPartitioned {
-		t.Fatalf("format %d before any long key, want %d", f, formatVersionPartitioned)
+	if f := storeFormat(t, path); f != formatVersionLogs {
+		t.Fatalf("format %d, want %d", f, formatVersionLogs)
 	}
 	s = openT(t, path)
 	if l, err = NewLog(s); err != nil {
@@ -90,8 +89,8 @@ func TestLongKeysAreStoredUnderTheirHash(t *testing.T) {
 	}
 	l.Close()
 	s.Close()
-	if f := storeFormat(t, path); f != formatVersionHashedKeys {
-		t.Fatalf("format %d with long keys, want %d", f, formatVersionHashedKeys)
+	if f := storeFormat(t, path); f != formatVersionLogs {
+		t.Fatalf("format %d with long keys, want %d", f, formatVersionLogs)
 	}
 
 	sal, err := Salvage(path)
@@ -123,7 +122,7 @@ func TestLongKeysAreStoredUnderTheirHash(t *testing.T) {
 		t.Fatalf("after tombstones:\n got %q\nwant %q", got, want)
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
-		if n := tx.Bucket(bucketRecords).Stats().KeyN; n != 3 {
+		if n := tx.Bucket(bucketKeys).Stats().KeyN; n != 3 {
 			return fmt.Errorf("%d stored records after the tombstones, want 3", n)
 		}
 		return nil
@@ -135,8 +134,8 @@ func TestLongKeysAreStoredUnderTheirHash(t *testing.T) {
 
 // TestLongKeyLimits: an unpartitioned store refuses keys it would have to
 // hash (its format cannot say so); a record over a bbolt value is refused
-// with ErrInvalidRecord; a hashed entry whose embedded key does not hash
-// to its bbolt key fails replay as corruption.
+// with ErrInvalidRecord; a log entry whose key the keys index does not
+// name under its sequence number fails Open as corruption.
 func TestLongKeyLimits(t *testing.T) {
 	dir := t.TempDir()
 	u := openT(t, filepath.Join(dir, "one.db"))
@@ -163,17 +162,17 @@ func TestLongKeyLimits(t *testing.T) {
 	}
 	other := append([]byte("g/"), bytes.Repeat([]byte("X"), 40<<10)...)
 	err := s.db.Update(func(tx *bolt.Tx) error { // a valid checksum over another key
-		return tx.Bucket(bucketRecords).Put(storeKey(long), encodeValue(1, other, []byte("v")))
+		return tx.Bucket(bucketLogs).Bucket(partName(0)).Put(binary.BigEndian.AppendUint64(nil, 1), encodeEntry(other, []byte("v")))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReplayPartition(0, func(Entry) error { return nil }); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("replay of a hashed entry with another key: %v", err)
-	}
 	s.Close()
+	if _, err := Open(path); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "keys index") {
+		t.Fatalf("open with a log entry the keys index does not name: %v", err)
+	}
 	sal, err := Salvage(path)
 	if err != nil || len(sal.Records) != 0 || len(sal.Dropped) != 1 {
-		t.Fatalf("salvage of a hashed entry with another key: %+v %v", sal, err)
+		t.Fatalf("salvage of an entry with another key: %+v %v", sal, err)
 	}
 }

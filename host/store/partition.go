@@ -11,14 +11,12 @@ import (
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
-// Partitions: a partitioned store (format 2) keeps, beside the records and
-// their global sequence index, one sequence index per partition
-//
-//	partitions/<partition uint32> : seq(8) -> key
-//
-// so that a partition replays alone, and records its partition count in
-// the meta bucket. The count is fixed when the store is partitioned: the
-// partition of a group depends on it.
+// Partitions: a partitioned store (format 4, logs.go) keeps one log per
+// partition, so that a partition replays alone, and records its
+// partition count in the meta bucket. The count is fixed when the store
+// is partitioned: the partition of a group depends on it. (Formats 2 and
+// 3 kept the records in one bucket, with one sequence index per
+// partition, partitions/<partition uint32> : seq(8) -> key.)
 
 var (
 	bucketPartitions = []byte("partitions")
@@ -37,9 +35,12 @@ func (s *Store) Partitions() int {
 	return s.parts
 }
 
-func (s *Store) initPartitions(tx *bolt.Tx) error {
+func (s *Store) initPartitions(tx *bolt.Tx, format uint32) error {
 	v := tx.Bucket(bucketMeta).Get(keyPartitions)
 	parts := tx.Bucket(bucketPartitions)
+	if format == formatVersionLogs {
+		parts = tx.Bucket(bucketLogs)
+	}
 	if len(v) != 4 || parts == nil {
 		return s.corrupt("partitioned store without its partition count or indexes")
 	}
@@ -58,7 +59,8 @@ func partName(p int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(p
 // already partitioned must have n partitions: any other count is refused
 // with an error wrapping ErrPartitionCount, since every group's partition
 // depends on it. A store that is not partitioned yet (new, or written by a
-// coordhost before partitions) is converted in one transaction: group
+// coordhost before partitions) is converted to format 4 in one
+// transaction: group
 // names the group of each record key, and the record joins the group's
 // partition by Kafka's rule (runtime.PartitionFor). A key group cannot
 // name fails the conversion, and the store is left as it was.
@@ -76,31 +78,19 @@ func (s *Store) Partition(n int, group func(key []byte) (string, error)) error {
 		return nil
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		root, err := tx.CreateBucket(bucketPartitions)
-		if err != nil {
-			return err
-		}
-		idx := make([]*bolt.Bucket, n)
-		for p := range idx {
-			if idx[p], err = root.CreateBucket(partName(p)); err != nil {
-				return err
+		bySeq := tx.Bucket(bucketBySeq)
+		return s.toLogs(tx, n, func(src int) *bolt.Bucket {
+			if src > 0 {
+				return nil
 			}
-		}
-		c := tx.Bucket(bucketBySeq).Cursor()
-		for seq, key := c.First(); seq != nil; seq, key = c.Next() {
+			return bySeq
+		}, func(_ int, seq, key []byte) (int, error) {
 			g, err := group(key)
 			if err != nil {
-				return fmt.Errorf("converting to %d partitions: record key %x (sequence %d): %w", n, key, binary.BigEndian.Uint64(seq), err)
+				return 0, fmt.Errorf("converting to %d partitions: record key %x (sequence %d): %w", n, key, binary.BigEndian.Uint64(seq), err)
 			}
-			if err := idx[runtime.PartitionFor(g, n)].Put(seq, key); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		if err := meta.Put(keyPartitions, binary.BigEndian.AppendUint32(nil, uint32(n))); err != nil {
-			return err
-		}
-		return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionPartitioned))
+			return runtime.PartitionFor(g, n), nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
@@ -111,16 +101,13 @@ func (s *Store) Partition(n int, group func(key []byte) (string, error)) error {
 
 // Validate returns nil for a record the store can hold, and otherwise an
 // error wrapping runtime.ErrInvalidRecord. A key of any length is held
-// (one too long for bbolt under its hash, longkey.go); the record must
-// fit in one bbolt value.
+// (one too long for bbolt under its hash, longkey.go); key and value
+// together must fit in one bbolt value.
 func (s *Store) Validate(r Record) error {
 	if err := runtime.LimitsError(r, 0, 0); err != nil {
 		return err
 	}
-	size := len(r.Value)
-	if hashedKey(r.Key) {
-		size += len(r.Key)
-	}
+	size := len(r.Value) + len(r.Key) // a partition log's entry holds both
 	if size > s.maxRecord {
 		return fmt.Errorf("%w: record of %d bytes (key %d, value %d), more than the %d a store value can hold",
 			runtime.ErrInvalidRecord, size, len(r.Key), len(r.Value), s.maxRecord)
@@ -155,10 +142,9 @@ func (s *Store) AppendPartitions(batches []PartitionBatch) error {
 	}
 	next := s.nextSeq
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketPartitions)
 		for _, b := range batches {
 			var err error
-			if next, err = s.put(tx, root.Bucket(partName(b.Partition)), b.Records, next); err != nil {
+			if next, err = s.putLog(tx, b.Partition, b.Records, next); err != nil {
 				return err
 			}
 		}
@@ -181,10 +167,10 @@ func (s *Store) ReplayPartition(p int, fn func(Entry) error) (err error) {
 		}
 	}()
 	return s.db.View(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketPartitions)
+		root := tx.Bucket(bucketLogs)
 		if root == nil || root.Bucket(partName(p)) == nil {
 			return fmt.Errorf("store %s: no partition %d", s.path, p)
 		}
-		return s.replayIndex(tx.Bucket(bucketRecords), root.Bucket(partName(p)), fn)
+		return s.replayLog(tx, p, fn)
 	})
 }

@@ -39,9 +39,10 @@ type DroppedRecord struct {
 
 // Salvage reads the store file at path read-only, without trusting its
 // free-page list (bbolt's consistency check is not run: it panics on a
-// goroutine of its own on some damaged pages): every record of the
-// records bucket whose value checksum verifies and whose key a sequence
-// index confirms is kept, every other record found is listed as dropped. It never writes
+// goroutine of its own on some damaged pages): every record whose
+// checksum verifies and whose key an index confirms (a sequence index,
+// or in format 4 the keys index) is kept, every other record found is
+// listed as dropped. It never writes
 // the file. It fails only when path cannot be opened as a file at all, or
 // when another process (a running coordhost) holds the store.
 func Salvage(path string) (out *Salvaged, err error) {
@@ -79,6 +80,9 @@ func Salvage(path string) (out *Salvaged, err error) {
 	// only when a sequence index (the global one or its partition's, each
 	// read on its own so that one damaged index does not hide the other)
 	// names it under the sequence number its record carries.
+	if salvageLogs(db, out) {
+		return out, nil
+	}
 	indexed := map[uint64][][]byte{}
 	readIndex := func(get func(tx *bolt.Tx) *bolt.Bucket) {
 		defer func() { _ = recover() }()
@@ -151,4 +155,87 @@ func Salvage(path string) (out *Salvaged, err error) {
 		out.Unreadable = err
 	}
 	return out, nil
+}
+
+// salvageLogs is Salvage of a store of format 4 (it reports false for
+// another format): every log entry whose checksum verifies and whose key
+// the keys index names under the entry's sequence number is kept. Each
+// partition's log, and the keys index, is read on its own, so that one
+// damaged part does not hide the others.
+func salvageLogs(db *bolt.DB, out *Salvaged) bool {
+	logs := false
+	_ = db.View(func(tx *bolt.Tx) error {
+		logs = tx.Bucket(bucketLogs) != nil
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(keyPartitions); len(v) == 4 {
+				out.Partitions = int(binary.BigEndian.Uint32(v))
+			}
+		}
+		return nil
+	})
+	if !logs {
+		return false
+	}
+	seqOf := map[string]uint64{}
+	guarded := func(fn func(tx *bolt.Tx) error) {
+		defer func() {
+			if p := recover(); p != nil && out.Unreadable == nil {
+				out.Unreadable = fmt.Errorf("reading stopped at a damaged page: %v", p)
+			}
+		}()
+		if err := db.View(fn); err != nil && out.Unreadable == nil {
+			out.Unreadable = err
+		}
+	}
+	guarded(func(tx *bolt.Tx) error {
+		keys := tx.Bucket(bucketKeys)
+		if keys == nil {
+			return errors.New("no keys bucket")
+		}
+		return keys.ForEach(func(k, v []byte) error {
+			if len(v) == 8 {
+				seqOf[string(k)] = binary.BigEndian.Uint64(v)
+			}
+			return nil
+		})
+	})
+	for p := 0; p < out.Partitions; p++ {
+		guarded(func(tx *bolt.Tx) error {
+			log := tx.Bucket(bucketLogs).Bucket(partName(p))
+			if log == nil {
+				return fmt.Errorf("no log of partition %d", p)
+			}
+			return log.ForEach(func(k, raw []byte) error {
+				key, value, err := splitEntry(raw)
+				switch {
+				case len(k) != 8:
+					out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "log key is not a sequence number"})
+				case err != nil:
+					out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(entryKey(raw)), Why: err.Error()})
+				default:
+					seq, ok := seqOf[string(storeKey(key))]
+					if !ok || seq != binary.BigEndian.Uint64(k) {
+						out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(key), Why: "key not confirmed by the keys index"})
+						return nil
+					}
+					out.Records = append(out.Records, Entry{Seq: seq, Key: bytes.Clone(key), Value: bytes.Clone(value)})
+				}
+				return nil
+			})
+		})
+	}
+	return true
+}
+
+// entryKey is the key a damaged log entry names, when its length fits
+// (nil otherwise).
+func entryKey(raw []byte) []byte {
+	if len(raw) < entryHeader {
+		return nil
+	}
+	n := uint64(binary.BigEndian.Uint32(raw[4:]))
+	if n > uint64(len(raw)-entryHeader) {
+		return nil
+	}
+	return raw[entryHeader : entryHeader+n]
 }

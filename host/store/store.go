@@ -58,11 +58,13 @@ func writeMarker(path string) error {
 }
 
 // The on-disk layout versions written in the meta bucket: format 1 is one
-// log; format 2 adds a sequence index per partition (partition.go) and the
-// partition count; format 3 is format 2 holding records stored under the
-// hash of a key too long for bbolt (longkey.go), written when the first
-// such record is. A format-1 store is converted once when it is first
-// opened with a partition count; a format-2 store needs no conversion.
+// log (an unpartitioned store); format 4 (logs.go) is a partitioned
+// store, one log per partition. Earlier coordhosts wrote formats 2 (a
+// sequence index per partition beside the records, and the partition
+// count) and 3 (format 2 holding records stored under the hash of a key
+// too long for bbolt, longkey.go); they are converted to format 4 once
+// when opened, a format-1 store when it is first opened with a partition
+// count.
 const (
 	formatVersion            = 1
 	formatVersionPartitioned = 2
@@ -90,6 +92,8 @@ type Store struct {
 	parts   int // partition count; 0 while the store is not partitioned
 	// maxRecord bounds a record (MaxRecordSize; lower in tests).
 	maxRecord int
+	// atOpen is the number of live records found at open.
+	atOpen int
 }
 
 // Open opens (creating if needed) the store file at path and checks it: a
@@ -159,7 +163,7 @@ func open(path string, replace bool) (s *Store, err error) {
 // init checks an existing store read-only (a damaged file is never
 // written to) and lays out a new one.
 func (s *Store) init(fresh bool) error {
-	empty := false
+	empty, format := false, uint32(0)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -170,16 +174,21 @@ func (s *Store) init(fresh bool) error {
 			return nil
 		}
 		v := meta.Get(keyFormat)
-		if len(v) != 4 || binary.BigEndian.Uint32(v) < formatVersion || binary.BigEndian.Uint32(v) > formatVersionHashedKeys {
-			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost writes formats %d to %d)", v, formatVersion, formatVersionHashedKeys))
+		if len(v) != 4 || binary.BigEndian.Uint32(v) < formatVersion || binary.BigEndian.Uint32(v) > formatVersionLogs {
+			return s.corrupt(fmt.Sprintf("unknown store format %x (this coordhost reads formats %d to %d)", v, formatVersion, formatVersionLogs))
 		}
-		if binary.BigEndian.Uint32(v) >= formatVersionPartitioned {
-			if err := s.initPartitions(tx); err != nil {
+		format = binary.BigEndian.Uint32(v)
+		if format >= formatVersionPartitioned {
+			if err := s.initPartitions(tx, format); err != nil {
 				return err
 			}
 		}
 		n := meta.Get(keyNextSeq)
-		if len(n) != 8 || tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketBySeq) == nil {
+		if format == formatVersionLogs {
+			if len(n) != 8 || tx.Bucket(bucketKeys) == nil {
+				return s.corrupt("missing sequence counter or keys bucket")
+			}
+		} else if len(n) != 8 || tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketBySeq) == nil {
 			return s.corrupt("missing sequence counter or record buckets")
 		}
 		s.nextSeq = binary.BigEndian.Uint64(n)
@@ -187,6 +196,9 @@ func (s *Store) init(fresh bool) error {
 		// of bbolt on a damaged page is recovered into ErrCorrupt; its
 		// consistency check runs on a goroutine of its own.
 		walkBuckets(tx)
+		if err := s.checkRecords(tx, format); err != nil {
+			return err
+		}
 		var first error
 		for err := range tx.Check() { // drain fully: Check's goroutine writes every error
 			if first == nil {
@@ -198,10 +210,34 @@ func (s *Store) init(fresh bool) error {
 		}
 		return nil
 	})
-	if err != nil || !empty {
+	if err != nil {
 		return err
 	}
+	if format == formatVersionPartitioned || format == formatVersionHashedKeys {
+		return s.convertToLogs()
+	}
+	if !empty {
+		return nil
+	}
 	return s.db.Update(s.create)
+}
+
+// convertToLogs converts a checked store of format 2 or 3 to format 4
+// in one transaction: each partition's records move into its log.
+func (s *Store) convertToLogs() error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketPartitions)
+		return s.toLogs(tx, s.parts, func(p int) *bolt.Bucket {
+			if p >= s.parts {
+				return nil
+			}
+			return root.Bucket(partName(p))
+		}, func(p int, _, _ []byte) (int, error) { return p, nil })
+	})
+	if err != nil {
+		return fmt.Errorf("store %s: converting to one log per partition: %w", s.path, err)
+	}
+	return nil
 }
 
 // checkMetaPages refuses a file whose two meta pages do not say they
@@ -236,7 +272,8 @@ func checkMetaPages(path string) error {
 }
 
 // walkBuckets reads every byte of every key and value of every bucket
-// of tx (a damaged length faults here, under SetPanicOnFault).
+// of tx but the records and logs (a damaged length faults here, under
+// SetPanicOnFault); checkRecords reads those.
 func walkBuckets(tx *bolt.Tx) {
 	var walk func(b *bolt.Bucket)
 	walk = func(b *bolt.Bucket) {
@@ -250,8 +287,67 @@ func walkBuckets(tx *bolt.Tx) {
 			return nil
 		})
 	}
-	tx.ForEach(func(_ []byte, b *bolt.Bucket) error { walk(b); return nil })
+	tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		if !bytes.Equal(name, bucketRecords) && !bytes.Equal(name, bucketLogs) {
+			walk(b)
+		}
+		return nil
+	})
 }
+
+// checkRecords is the integrity pass over the records at open: every
+// record's header and checksum, and as many sequence index entries (the
+// global index, and the partitions' together) as records. It counts the
+// records (RecordsAtOpen), so a start needs no pass of its own to count
+// them.
+func (s *Store) checkRecords(tx *bolt.Tx, format uint32) error {
+	if format == formatVersionLogs {
+		n, err := s.checkLogs(tx)
+		s.atOpen = n
+		return err
+	}
+	n := 0
+	c := tx.Bucket(bucketRecords).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			return s.corrupt(fmt.Sprintf("record key %q holds a bucket", shortKey(k)))
+		}
+		if len(v) < valueHeader {
+			return s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", shortKey(k), len(v)))
+		}
+		if crc32.Checksum(v[valueHeader:], castagnoli) != binary.BigEndian.Uint32(v[8:12]) {
+			return s.corrupt(fmt.Sprintf("key %q (sequence %d): checksum mismatch", shortKey(k), binary.BigEndian.Uint64(v)))
+		}
+		n++
+	}
+	if m := keyCount(tx.Bucket(bucketBySeq)); m != n {
+		return s.corrupt(fmt.Sprintf("%d records but %d sequence index entries", n, m))
+	}
+	if s.parts > 0 {
+		m, root := 0, tx.Bucket(bucketPartitions)
+		for p := 0; p < s.parts; p++ {
+			m += keyCount(root.Bucket(partName(p)))
+		}
+		if m != n {
+			return s.corrupt(fmt.Sprintf("%d records but %d entries in the partitions' sequence indexes", n, m))
+		}
+	}
+	s.atOpen = n
+	return nil
+}
+
+// keyCount counts the entries of b.
+func keyCount(b *bolt.Bucket) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// RecordsAtOpen is the number of live records Open found (and checked).
+func (s *Store) RecordsAtOpen() int { return s.atOpen }
 
 func bucketCount(tx *bolt.Tx) int {
 	n := 0
@@ -275,16 +371,6 @@ func (s *Store) create(tx *bolt.Tx) error {
 		return err
 	}
 	return meta.Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, s.nextSeq))
-}
-
-// markHashedKeys records format 3 in tx (read from tx, not cached: a
-// failed transaction must not leave the mark behind in memory only).
-func markHashedKeys(tx *bolt.Tx) error {
-	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keyFormat); len(v) == 4 && binary.BigEndian.Uint32(v) == formatVersionHashedKeys {
-		return nil
-	}
-	return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionHashedKeys))
 }
 
 func (s *Store) corrupt(why string) error {
@@ -320,7 +406,7 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 	next := s.nextSeq
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		if next, err = s.put(tx, nil, batch, next); err != nil {
+		if next, err = s.put(tx, batch, next); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, next))
@@ -332,30 +418,18 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 	return next - 1, nil
 }
 
-// put writes batch from sequence number next on and returns the next free
-// one; idx, when not nil, is the sequence index of the batch's partition.
-// A record whose key is stored under its hash makes the store format 3
-// (the caller's transaction writes both, or neither).
-func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) (uint64, error) {
+// put writes batch into an unpartitioned store from sequence number
+// next on and returns the next free one.
+func (s *Store) put(tx *bolt.Tx, batch []Record, next uint64) (uint64, error) {
 	recs, bySeq := tx.Bucket(bucketRecords), tx.Bucket(bucketBySeq)
 	for _, r := range batch {
-		key := storeKey(r.Key)
-		if r.Value != nil && hashedKey(r.Key) {
-			if err := markHashedKeys(tx); err != nil {
-				return 0, err
-			}
-		}
+		key := r.Key // Append refuses a key stored under its hash
 		if old := recs.Get(key); old != nil {
 			if len(old) < valueHeader {
 				return 0, s.corrupt(fmt.Sprintf("record %q is %d bytes, shorter than its header", shortKey(key), len(old)))
 			}
 			if err := bySeq.Delete(old[:8]); err != nil {
 				return 0, err
-			}
-			if idx != nil {
-				if err := idx.Delete(old[:8]); err != nil {
-					return 0, err
-				}
 			}
 		}
 		if r.Value == nil {
@@ -371,11 +445,6 @@ func (s *Store) put(tx *bolt.Tx, idx *bolt.Bucket, batch []Record, next uint64) 
 		}
 		if err := bySeq.Put(seq, key); err != nil {
 			return 0, err
-		}
-		if idx != nil {
-			if err := idx.Put(seq, key); err != nil {
-				return 0, err
-			}
 		}
 		next++
 	}
@@ -393,6 +462,9 @@ func (s *Store) Replay(fn func(Entry) error) (err error) {
 		}
 	}()
 	return s.db.View(func(tx *bolt.Tx) error {
+		if s.Partitions() > 0 {
+			return s.replayLogs(tx, fn)
+		}
 		recs := tx.Bucket(bucketRecords)
 		if err := s.replayIndex(recs, tx.Bucket(bucketBySeq), fn); err != nil {
 			return err
@@ -407,9 +479,15 @@ func (s *Store) Replay(fn func(Entry) error) (err error) {
 // replayIndex calls fn for the record of every entry of the sequence
 // index idx, in sequence order.
 func (s *Store) replayIndex(recs, idx *bolt.Bucket, fn func(Entry) error) error {
-	c := idx.Cursor()
+	// One cursor seeks every record: Bucket.Get builds a new cursor,
+	// and its search stack, a call.
+	c, rc := idx.Cursor(), recs.Cursor()
 	for k, key := c.First(); k != nil; k, key = c.Next() {
-		e, err := s.decode(k, key, recs.Get(key))
+		found, raw := rc.Seek(key)
+		if !bytes.Equal(found, key) {
+			raw = nil
+		}
+		e, err := s.decode(k, key, raw)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,269 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/maphash"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Partition logs (format 4): a partitioned store keeps each partition's
+// records in sequence order, key and value together,
+//
+//	logs/<partition uint32> : seq(8) -> crc32c(4) keylen(4) key value
+//	keys                    : stored key -> seq(8)
+//
+// with the checksum covering keylen, key and value, and the key stored
+// whole (the keys bucket holds a key too long for bbolt under its hash,
+// longkey.go). A partition replays with one cursor walk over its log, in
+// the order of the pages; a write finds a key's previous entry through
+// keys. A key's group, and so its partition, never changes: its previous
+// entry is in the same log. Stores of formats 2 and 3 (records, with a
+// global and a per-partition sequence index of keys) are converted once,
+// when opened; a format-1 store when it is partitioned.
+const formatVersionLogs = 4
+
+var (
+	bucketLogs = []byte("logs")
+	bucketKeys = []byte("keys")
+)
+
+// entryHeader is crc32c(4) keylen(4).
+const entryHeader = 8
+
+// encodeEntry is the log entry of record key = v.
+func encodeEntry(key, v []byte) []byte {
+	out := make([]byte, entryHeader, entryHeader+len(key)+len(v))
+	binary.BigEndian.PutUint32(out[4:], uint32(len(key)))
+	out = append(append(out, key...), v...)
+	binary.BigEndian.PutUint32(out, crc32.Checksum(out[4:], castagnoli))
+	return out
+}
+
+// splitEntry returns the key and value of log entry raw after checking
+// its checksum and lengths.
+func splitEntry(raw []byte) (key, value []byte, err error) {
+	if len(raw) < entryHeader {
+		return nil, nil, fmt.Errorf("entry of %d bytes, shorter than its header", len(raw))
+	}
+	if crc32.Checksum(raw[4:], castagnoli) != binary.BigEndian.Uint32(raw) {
+		return nil, nil, errors.New("checksum mismatch")
+	}
+	n := uint64(binary.BigEndian.Uint32(raw[4:]))
+	if n == 0 || n > uint64(len(raw)-entryHeader) {
+		return nil, nil, fmt.Errorf("a key of %d bytes in an entry of %d", n, len(raw))
+	}
+	return raw[entryHeader : entryHeader+n], raw[entryHeader+n:], nil
+}
+
+// decodeEntry is the Entry of log entry raw at seqKey, copied out of
+// the transaction's memory in one allocation.
+func (s *Store) decodeEntry(p int, seqKey, raw []byte) (Entry, error) {
+	if len(seqKey) != 8 {
+		return Entry{}, s.corrupt(fmt.Sprintf("partition %d: log key of %d bytes", p, len(seqKey)))
+	}
+	seq := binary.BigEndian.Uint64(seqKey)
+	k, v, err := splitEntry(raw)
+	if err != nil {
+		return Entry{}, s.corrupt(fmt.Sprintf("partition %d sequence %d: %v", p, seq, err))
+	}
+	kv := make([]byte, len(k)+len(v))
+	copy(kv, k)
+	copy(kv[len(k):], v)
+	return Entry{Seq: seq, Key: kv[:len(k):len(k)], Value: kv[len(k):]}, nil
+}
+
+// replayLog calls fn for every entry of partition p's log, in order.
+func (s *Store) replayLog(tx *bolt.Tx, p int, fn func(Entry) error) error {
+	c := tx.Bucket(bucketLogs).Bucket(partName(p)).Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		e, err := s.decodeEntry(p, k, raw)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayLogs calls fn for every entry of every log in sequence order
+// (a merge of the partitions' logs).
+func (s *Store) replayLogs(tx *bolt.Tx, fn func(Entry) error) error {
+	type head struct {
+		p      int
+		c      *bolt.Cursor
+		k, raw []byte
+	}
+	heads := make([]*head, 0, s.parts)
+	for p := 0; p < s.parts; p++ {
+		h := &head{p: p, c: tx.Bucket(bucketLogs).Bucket(partName(p)).Cursor()}
+		if h.k, h.raw = h.c.First(); h.k != nil {
+			heads = append(heads, h)
+		}
+	}
+	for len(heads) > 0 {
+		min := 0
+		for i, h := range heads {
+			if bytes.Compare(h.k, heads[min].k) < 0 {
+				min = i
+			}
+		}
+		h := heads[min]
+		e, err := s.decodeEntry(h.p, h.k, h.raw)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+		if h.k, h.raw = h.c.Next(); h.k == nil {
+			heads = append(heads[:min], heads[min+1:]...)
+		}
+	}
+	return nil
+}
+
+// checkLogs is checkRecords for format 4: every entry's checksum and
+// lengths, and the keys index naming exactly the logs' entries, each key
+// under its entry's sequence number. The last is checked without a
+// lookup a record: both sides are summed, in their own orders, as hashes
+// of (stored key, sequence number) pairs. It returns the entry count.
+func (s *Store) checkLogs(tx *bolt.Tx) (int, error) {
+	seed := maphash.MakeSeed()
+	pair := func(key, seq []byte) uint64 {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		h.Write(seq)
+		h.Write(key)
+		return h.Sum64()
+	}
+	n, root, logSum := 0, tx.Bucket(bucketLogs), uint64(0)
+	for p := 0; p < s.parts; p++ {
+		c := root.Bucket(partName(p)).Cursor()
+		for k, raw := c.First(); k != nil; k, raw = c.Next() {
+			if len(k) != 8 || raw == nil {
+				return 0, s.corrupt(fmt.Sprintf("partition %d: log key %x", p, shortKey(k)))
+			}
+			key, _, err := splitEntry(raw)
+			if err != nil {
+				return 0, s.corrupt(fmt.Sprintf("partition %d sequence %d: %v", p, binary.BigEndian.Uint64(k), err))
+			}
+			logSum += pair(storeKey(key), k)
+			n++
+		}
+	}
+	m, c, keySum := 0, tx.Bucket(bucketKeys).Cursor(), uint64(0)
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) != 8 {
+			return 0, s.corrupt(fmt.Sprintf("key %q: a sequence number of %d bytes", shortKey(k), len(v)))
+		}
+		keySum += pair(k, v)
+		m++
+	}
+	if m != n {
+		return 0, s.corrupt(fmt.Sprintf("%d keys but %d entries in the partitions' logs", m, n))
+	}
+	if keySum != logSum {
+		return 0, s.corrupt("the keys index does not name the partitions' log entries")
+	}
+	return n, nil
+}
+
+// putLog writes batch into partition p's log from sequence number next
+// on and returns the next free one.
+func (s *Store) putLog(tx *bolt.Tx, p int, batch []Record, next uint64) (uint64, error) {
+	keys, log := tx.Bucket(bucketKeys), tx.Bucket(bucketLogs).Bucket(partName(p))
+	for _, r := range batch {
+		key := storeKey(r.Key)
+		if old := keys.Get(key); old != nil {
+			if len(old) != 8 {
+				return 0, s.corrupt(fmt.Sprintf("key %q: a sequence number of %d bytes", shortKey(key), len(old)))
+			}
+			if err := log.Delete(old); err != nil {
+				return 0, err
+			}
+		}
+		if r.Value == nil {
+			if err := keys.Delete(key); err != nil {
+				return 0, err
+			}
+			next++
+			continue
+		}
+		seq := binary.BigEndian.AppendUint64(nil, next)
+		if err := keys.Put(key, seq); err != nil {
+			return 0, err
+		}
+		if err := log.Put(seq, encodeEntry(r.Key, r.Value)); err != nil {
+			return 0, err
+		}
+		next++
+	}
+	return next, nil
+}
+
+// toLogs converts tx to format 4 with n partitions: partOf names the
+// partition of the record at seq whose stored key is key; the records are
+// read in the order of index (seq -> stored key). The records, the
+// sequence indexes and the old partition indexes are then dropped.
+func (s *Store) toLogs(tx *bolt.Tx, n int, index func(p int) *bolt.Bucket, partOf func(p int, seq, key []byte) (int, error)) error {
+	root, err := tx.CreateBucket(bucketLogs)
+	if err != nil {
+		return err
+	}
+	logs := make([]*bolt.Bucket, n)
+	for p := range logs {
+		if logs[p], err = root.CreateBucket(partName(p)); err != nil {
+			return err
+		}
+	}
+	keys, err := tx.CreateBucket(bucketKeys)
+	if err != nil {
+		return err
+	}
+	rc := tx.Bucket(bucketRecords).Cursor()
+	for src := 0; ; src++ {
+		idx := index(src)
+		if idx == nil {
+			break
+		}
+		c := idx.Cursor()
+		for seq, key := c.First(); seq != nil; seq, key = c.Next() {
+			found, raw := rc.Seek(key)
+			if !bytes.Equal(found, key) {
+				raw = nil
+			}
+			e, err := s.decode(seq, key, raw)
+			if err != nil {
+				return err
+			}
+			p, err := partOf(src, seq, e.Key)
+			if err != nil {
+				return err
+			}
+			if err := logs[p].Put(bytes.Clone(seq), encodeEntry(e.Key, e.Value)); err != nil {
+				return err
+			}
+			if err := keys.Put(bytes.Clone(key), bytes.Clone(seq)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, b := range [][]byte{bucketRecords, bucketBySeq, bucketPartitions} {
+		if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(keyPartitions, binary.BigEndian.AppendUint32(nil, uint32(n))); err != nil {
+		return err
+	}
+	return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersionLogs))
+}
