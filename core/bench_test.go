@@ -21,7 +21,7 @@ func BenchmarkHeartbeatSteady(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				req := reqs[i%n]
-				out := c.StreamsGroupHeartbeat(int64(1000+i), RequestID(i), ClientInfo{ClientID: "c", ClientHost: "h"}, req)
+				out := c.streamsGroupHeartbeat(int64(1000+i), RequestID(i), ClientInfo{ClientID: "c", ClientHost: "h"}, req)
 				if len(out.Responses) != 1 || len(out.Records) != 0 {
 					b.Fatalf("not a steady heartbeat: %d records, %d responses", len(out.Records), len(out.Responses))
 				}
@@ -47,7 +47,7 @@ func BenchmarkHeartbeatSteadyRatio(b *testing.B) {
 			acc  *time.Duration
 		}{{small, smallReqs, &tSmall}, {large, largeReqs, &tLarge}} {
 			start := time.Now()
-			side.c.StreamsGroupHeartbeat(int64(1000+i), RequestID(i), ClientInfo{ClientID: "c", ClientHost: "h"}, side.reqs[i%len(side.reqs)])
+			side.c.streamsGroupHeartbeat(int64(1000+i), RequestID(i), ClientInfo{ClientID: "c", ClientHost: "h"}, side.reqs[i%len(side.reqs)])
 			side.c.Commit()
 			*side.acc += time.Since(start)
 		}
@@ -66,7 +66,7 @@ func steadyGroup(b *testing.B, n int) (*Coordinator, []*kmsg.StreamsGroupHeartbe
 		b.Fatal(err)
 	}
 	parts := int32(4 * n)
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", Partitions: parts}})
+	c.updateTopics(0, []TopicMetadata{{Name: "in", Partitions: parts}})
 	topo := topologyFromRequest(&kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
 		{SubtopologyID: "0", SourceTopics: []string{"in"}}}})
 	var recs []Record

@@ -6,13 +6,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups answers a DescribeGroups request from committed state
+// describeGroups answers a describeGroups request from committed state
 // (call it between batches). A Stable group shows its protocol and each
 // member's metadata and assignment; other states show members without
 // metadata. An id that is not a classic group is Dead (v6+: with
 // GROUP_ID_NOT_FOUND and a message), as in Kafka 4.4; the host may fill in
 // offsets-only groups of its data plane.
-func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+func (c *Coordinator) describeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	resp.Version = req.Version
 	for _, id := range req.Groups {
@@ -66,11 +66,11 @@ func nonNilBytes(b []byte) []byte {
 	return b
 }
 
-// ListGroups lists every group core holds, of every kind, filtered by
+// listGroups lists every group core holds, of every kind, filtered by
 // state (case-insensitive) and type ("classic", "streams"), as Kafka's
 // listGroups does. Call it between batches. The host adds offsets-only
 // groups of its data plane.
-func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+func (c *Coordinator) listGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.Version = req.Version
 	states := map[string]bool{}

@@ -313,7 +313,7 @@ func (h *classicHarness) run(t *testing.T, d *datadriven.TestData, args map[stri
 		if _, ok := args["no-protocols"]; ok {
 			req.Protocols = nil
 		}
-		o := h.c.JoinGroup(h.now, h.req(who), ClientInfo{ClientID: "client-" + who, ClientHost: "/127.0.0.1"}, req)
+		o := h.c.joinGroup(h.now, h.req(who), ClientInfo{ClientID: "client-" + who, ClientHost: "/127.0.0.1"}, req)
 		return h.finish(o, fail)
 	case "sync":
 		req := kmsg.NewPtrSyncGroupRequest()
@@ -331,7 +331,7 @@ func (h *classicHarness) run(t *testing.T, d *datadriven.TestData, args map[stri
 					MemberID: h.client(m).memberID, MemberAssignment: []byte(a)})
 			}
 		}
-		return h.finish(h.c.SyncGroup(h.now, h.req(who), req), fail)
+		return h.finish(h.c.syncGroup(h.now, h.req(who), req), fail)
 	case "hb":
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version = 4
@@ -339,7 +339,7 @@ func (h *classicHarness) run(t *testing.T, d *datadriven.TestData, args map[stri
 		req.MemberID = h.memberIDArg(args, who)
 		req.Generation = atoi32(args, "gen", h.client(who).gen)
 		req.InstanceID = optStr(args, "instance")
-		return h.finish(h.c.Heartbeat(h.now, h.req(who), req), fail)
+		return h.finish(h.c.heartbeat(h.now, h.req(who), req), fail)
 	case "leave":
 		req := kmsg.NewPtrLeaveGroupRequest()
 		req.Version = int16(atoi32(args, "v", 5))
@@ -367,12 +367,12 @@ func (h *classicHarness) run(t *testing.T, d *datadriven.TestData, args map[stri
 		if who == "" {
 			who = "leave"
 		}
-		return h.finish(h.c.LeaveGroup(h.now, h.req(who), req), fail)
+		return h.finish(h.c.leaveGroup(h.now, h.req(who), req), fail)
 	case "delete":
 		req := kmsg.NewPtrDeleteGroupsRequest()
 		req.Version = 2
 		req.Groups = strings.Split(argOr(args, "groups", group), ",")
-		return h.finish(h.c.DeleteGroups(h.now, h.req("admin"), req), fail)
+		return h.finish(h.c.deleteGroups(h.now, h.req("admin"), req), fail)
 	case "describe":
 		return h.describe(strings.Split(argOr(args, "groups", group), ","), int16(atoi32(args, "v", 5)))
 	case "list":
@@ -387,14 +387,14 @@ func (h *classicHarness) run(t *testing.T, d *datadriven.TestData, args map[stri
 		for _, tp := range strings.Split(args["topics"], ",") {
 			req.Topics = append(req.Topics, kmsg.OffsetDeleteRequestTopic{Topic: tp, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}})
 		}
-		d := h.c.DecideOffsetDelete(req)
+		d := h.c.decideOffsetDelete(req)
 		return fmt.Sprintf("offset-delete error=%s not-held=%v subscribed=%v", errName(d.ErrorCode), d.NotHeld, d.Subscribed)
 	case "streams-join":
 		return h.streamsJoin(who, group, fail)
 	case "streams-leave":
 		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, group, who, -1
-		return h.finish(h.c.StreamsGroupHeartbeat(h.now, h.req(who), ClientInfo{ClientID: who}, req), fail)
+		return h.finish(h.c.streamsGroupHeartbeat(h.now, h.req(who), ClientInfo{ClientID: who}, req), fail)
 	case "tick":
 		n, _ := strconv.ParseInt(args["advance"], 10, 64)
 		return h.advanceTo(h.now+n) + fmt.Sprintf("now=%d", h.now)
@@ -424,7 +424,7 @@ func (h *classicHarness) classicLive(id string) string {
 }
 
 func (h *classicHarness) describe(groups []string, version int16) string {
-	resp := h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: version, Groups: groups})
+	resp := h.c.describeGroups(&kmsg.DescribeGroupsRequest{Version: version, Groups: groups})
 	var b strings.Builder
 	for _, g := range resp.Groups {
 		fmt.Fprintf(&b, "group %s error=%s state=%s type=%q protocol=%q", g.Group, errName(g.ErrorCode), g.State, g.ProtocolType, g.Protocol)
@@ -450,7 +450,7 @@ func (h *classicHarness) list(args map[string]string) string {
 		req.TypesFilter = strings.Split(v, ",")
 	}
 	var b strings.Builder
-	for _, g := range h.c.ListGroups(req).Groups {
+	for _, g := range h.c.listGroups(req).Groups {
 		fmt.Fprintf(&b, "%s state=%s type=%s protocol-type=%q\n", g.Group, g.GroupState, g.GroupType, g.ProtocolType)
 	}
 	if b.Len() == 0 {
@@ -467,14 +467,14 @@ func (h *classicHarness) commit(args map[string]string, who, group string) strin
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = version, group, memberID, gen
 		req.InstanceID = optStr(args, "instance")
-		d := h.c.DecideTxnOffsetCommit(req)
+		d := h.c.decideTxnOffsetCommit(req)
 		return fmt.Sprintf("txn-commit error=%s not-held=%v %s", errName(d.ErrorCode), d.NotHeld, d.Message)
 	}
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version, req.Group, req.MemberID, req.Generation = version, group, memberID, gen
 	req.InstanceID = optStr(args, "instance")
 	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: argOr(args, "topic", "t"), Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
-	d, o := h.c.DecideOffsetCommit(h.now, req)
+	d, o := h.c.decideOffsetCommit(h.now, req)
 	return h.finish(o, false) + fmt.Sprintf("commit error=%s not-held=%v %s", errName(d.ErrorCode), d.NotHeld, d.Message)
 }
 
@@ -489,7 +489,7 @@ func (h *classicHarness) fetch(args map[string]string, who, group string) string
 		req.Groups = append(req.Groups, rg)
 	}
 	var parts []string
-	for _, d := range h.c.DecideOffsetFetch(req) {
+	for _, d := range h.c.decideOffsetFetch(req) {
 		parts = append(parts, fmt.Sprintf("%s=%s", d.Group, errName(d.ErrorCode)))
 	}
 	return "fetch " + strings.Join(parts, " ")
@@ -506,7 +506,7 @@ func (h *classicHarness) streamsJoin(who, group string, fail bool) string {
 	req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
 		{SubtopologyID: "0", SourceTopics: []string{"in"}, SourceTopicRegex: []string{}, RepartitionSinkTopics: []string{}}}}
 	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-	o := h.c.StreamsGroupHeartbeat(h.now, h.req(who), ClientInfo{ClientID: who}, req)
+	o := h.c.streamsGroupHeartbeat(h.now, h.req(who), ClientInfo{ClientID: who}, req)
 	return h.finish(o, fail)
 }
 
@@ -522,7 +522,7 @@ func (h *classicHarness) advanceTo(at int64) string {
 			h.now = d
 		}
 		fmt.Fprintf(&b, "[tick @%d]\n", h.now)
-		b.WriteString(h.finish(h.c.Tick(h.now), false))
+		b.WriteString(h.finish(h.c.tick(h.now), false))
 	}
 	if at > h.now {
 		h.now = at

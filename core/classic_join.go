@@ -4,14 +4,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// JoinGroup handles a JoinGroup request (v0-9) for a classic group, as
+// joinGroup handles a joinGroup request (v0-9) for a classic group, as
 // Kafka 4.4's GroupCoordinatorService.joinGroup and
 // GroupMetadataManager.classicGroupJoin do. The response may be withheld
 // (parked) until the join phase completes: it then comes out of a later
-// entry point (another JoinGroup, a LeaveGroup or a Tick). An empty streams
+// entry point (another joinGroup, a LeaveGroup or a Tick). An empty streams
 // group with the same id is deleted first (offline conversion); a
 // non-empty one gets INCONSISTENT_GROUP_PROTOCOL.
-func (c *Coordinator) JoinGroup(now int64, id RequestID, client ClientInfo, req *kmsg.JoinGroupRequest) Output {
+func (c *Coordinator) joinGroup(now int64, id RequestID, client ClientInfo, req *kmsg.JoinGroupRequest) Output {
 	c.begin(now)
 	if resp := c.classicJoin(id, client, req); resp != nil {
 		resp.Version = req.Version

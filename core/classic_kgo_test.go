@@ -81,7 +81,7 @@ func (h *coreHost) loop() {
 		case fn := <-h.events:
 			fn()
 		case <-tm.C:
-			h.apply(h.c.Tick(nowMs()))
+			h.apply(h.c.tick(nowMs()))
 		case <-h.done:
 			return
 		}
@@ -118,13 +118,13 @@ func (h *coreHost) call(req kmsg.Request) chan kmsg.Response {
 		client := ClientInfo{ClientID: "kgo", ClientHost: "/127.0.0.1"}
 		switch r := req.(type) {
 		case *kmsg.JoinGroupRequest:
-			h.apply(h.c.JoinGroup(nowMs(), id, client, r))
+			h.apply(h.c.joinGroup(nowMs(), id, client, r))
 		case *kmsg.SyncGroupRequest:
-			h.apply(h.c.SyncGroup(nowMs(), id, r))
+			h.apply(h.c.syncGroup(nowMs(), id, r))
 		case *kmsg.HeartbeatRequest:
-			h.apply(h.c.Heartbeat(nowMs(), id, r))
+			h.apply(h.c.heartbeat(nowMs(), id, r))
 		case *kmsg.LeaveGroupRequest:
-			h.apply(h.c.LeaveGroup(nowMs(), id, r))
+			h.apply(h.c.leaveGroup(nowMs(), id, r))
 		}
 	}
 	return ch
@@ -147,7 +147,7 @@ func (h *coreHost) hook(cl *kfake.Cluster) {
 		var d OffsetDecision
 		h.do(func() {
 			var o Output
-			d, o = h.c.DecideOffsetCommit(nowMs(), req)
+			d, o = h.c.decideOffsetCommit(nowMs(), req)
 			h.apply(o)
 		})
 		if d.ErrorCode != 0 {
@@ -171,7 +171,7 @@ func (h *coreHost) hook(cl *kfake.Cluster) {
 	cl.ControlKey(9, func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		cl.KeepControl()
 		var ds []OffsetDecision
-		h.do(func() { ds = h.c.DecideOffsetFetch(kr.(*kmsg.OffsetFetchRequest)) })
+		h.do(func() { ds = h.c.decideOffsetFetch(kr.(*kmsg.OffsetFetchRequest)) })
 		for _, d := range ds {
 			if d.ErrorCode != 0 {
 				return nil, fmt.Errorf("offset fetch refused: %d", d.ErrorCode), true

@@ -114,13 +114,13 @@ func (p *classicProp) step() {
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Group, req.MemberID, req.Generation, req.InstanceID = cl.group, cl.memberID, cl.gen, cl.instance
 		p.trace = append(p.trace, fmt.Sprintf("@%d hb %s", p.now, cl.alias))
-		o = p.c.Heartbeat(p.now, p.req(cl), req)
+		o = p.c.heartbeat(p.now, p.req(cl), req)
 	case op < 78:
 		o = p.leave(cl)
 	default:
 		p.now += int64(r.Intn(12000))
 		p.trace = append(p.trace, fmt.Sprintf("@%d tick", p.now))
-		o = p.c.Tick(p.now)
+		o = p.c.tick(p.now)
 	}
 	p.finish(o, r.Intn(12) == 0)
 }
@@ -142,7 +142,7 @@ func (p *classicProp) join(cl *classicPropClient) Output {
 		req.Protocols = append([]kmsg.JoinGroupRequestProtocol{{Name: "cooperative-sticky", Metadata: consumerSubscription([]string{"t"})}}, req.Protocols...)
 	}
 	p.trace = append(p.trace, fmt.Sprintf("@%d join %s v%d id=%q", p.now, cl.alias, req.Version, req.MemberID))
-	return p.c.JoinGroup(p.now, p.req(cl), ClientInfo{ClientID: cl.alias}, req)
+	return p.c.joinGroup(p.now, p.req(cl), ClientInfo{ClientID: cl.alias}, req)
 }
 
 func (p *classicProp) sync(cl *classicPropClient) Output {
@@ -158,7 +158,7 @@ func (p *classicProp) sync(cl *classicPropClient) Output {
 		}
 	}
 	p.trace = append(p.trace, fmt.Sprintf("@%d sync %s gen=%d", p.now, cl.alias, req.Generation))
-	return p.c.SyncGroup(p.now, p.req(cl), req)
+	return p.c.syncGroup(p.now, p.req(cl), req)
 }
 
 func (p *classicProp) leave(cl *classicPropClient) Output {
@@ -176,7 +176,7 @@ func (p *classicProp) leave(cl *classicPropClient) Output {
 		}
 	}
 	p.trace = append(p.trace, fmt.Sprintf("@%d leave %v", p.now, names))
-	o := p.c.LeaveGroup(p.now, p.req(cl), req)
+	o := p.c.leaveGroup(p.now, p.req(cl), req)
 	return o
 }
 

@@ -4,11 +4,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SyncGroup handles a SyncGroup request. The leader's SyncGroup in
+// syncGroup handles a syncGroup request. The leader's syncGroup in
 // CompletingRebalance stores the generation (a GroupMetadata record) and
-// completes every parked SyncGroup; followers' requests are parked until
+// completes every parked syncGroup; followers' requests are parked until
 // then.
-func (c *Coordinator) SyncGroup(now int64, id RequestID, req *kmsg.SyncGroupRequest) Output {
+func (c *Coordinator) syncGroup(now int64, id RequestID, req *kmsg.SyncGroupRequest) Output {
 	c.begin(now)
 	if resp := c.classicSync(id, req); resp != nil {
 		resp.Version = req.Version
@@ -104,8 +104,8 @@ func (c *Coordinator) classicStoreAssignment(g *classicGroup, req *kmsg.SyncGrou
 	g.transitionTo(classicStable, c.now)
 }
 
-// Heartbeat handles a classic Heartbeat request.
-func (c *Coordinator) Heartbeat(now int64, id RequestID, req *kmsg.HeartbeatRequest) Output {
+// heartbeat handles a classic heartbeat request.
+func (c *Coordinator) heartbeat(now int64, id RequestID, req *kmsg.HeartbeatRequest) Output {
 	c.begin(now)
 	r := kmsg.NewPtrHeartbeatResponse()
 	r.Version = req.Version
@@ -154,10 +154,10 @@ func (c *Coordinator) classicHeartbeat(req *kmsg.HeartbeatRequest) int16 {
 	return errUnknownMemberID
 }
 
-// LeaveGroup handles a LeaveGroup request: v0-2 name one member, v3+ a
+// leaveGroup handles a leaveGroup request: v0-2 name one member, v3+ a
 // batch of members, each by member id and/or group.instance.id (an admin
 // removal gives only the instance id).
-func (c *Coordinator) LeaveGroup(now int64, id RequestID, req *kmsg.LeaveGroupRequest) Output {
+func (c *Coordinator) leaveGroup(now int64, id RequestID, req *kmsg.LeaveGroupRequest) Output {
 	c.begin(now)
 	resp := c.classicLeave(req)
 	resp.Version = req.Version

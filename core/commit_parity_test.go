@@ -64,7 +64,7 @@ func commitCase(rng *rand.Rand, id int) (string, string) {
 	}
 	line := strings.Join([]string{fmt.Sprint(id), memberField, assignedField, pendingField, reqMember, fmt.Sprint(reqEpoch),
 		fmt.Sprint(txn), fmt.Sprint(version), topic, strings.Join(partStr, ",")}, "|")
-	code, msg := c.ValidateStreamsOffsetCommit("g", reqMember, reqEpoch, version, txn, []OffsetCommitTopic{{Topic: topic, Partitions: parts}})
+	code, msg := c.validateStreamsOffsetCommit("g", reqMember, reqEpoch, version, txn, []OffsetCommitTopic{{Topic: topic, Partitions: parts}})
 	name := "NONE"
 	if code != 0 {
 		name = kerr.ErrorForCode(code).(*kerr.Error).Message

@@ -232,10 +232,10 @@ func (s StreamsConfig) Overrides() StreamsGroupOverrides {
 	}
 }
 
-// SetStreamsGroupConfig replaces the overrides of one group. They are read
+// setStreamsGroupConfig replaces the overrides of one group. They are read
 // on every heartbeat, as Kafka reads group configs; a change of the standby
 // count triggers a new assignment at the next heartbeat.
-func (c *Coordinator) SetStreamsGroupConfig(group string, o StreamsGroupOverrides) {
+func (c *Coordinator) setStreamsGroupConfig(group string, o StreamsGroupOverrides) {
 	c.overrides[group] = o
 }
 
@@ -330,11 +330,11 @@ func (k ClassicConfig) with(o ClassicGroupOverrides) ClassicConfig {
 	return k
 }
 
-// SetClassicGroupConfig replaces the classic overrides of one group (the
+// setClassicGroupConfig replaces the classic overrides of one group (the
 // style of SetStreamsGroupConfig). They are read at every JoinGroup and
 // rebalance, so a change applies from the group's next join; members
 // already admitted keep their session timeouts.
-func (c *Coordinator) SetClassicGroupConfig(group string, o ClassicGroupOverrides) {
+func (c *Coordinator) setClassicGroupConfig(group string, o ClassicGroupOverrides) {
 	if c.classicOverrides == nil {
 		c.classicOverrides = map[string]ClassicGroupOverrides{}
 	}

@@ -20,7 +20,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	two, name := int32(2), "balanced"
 	c, _ := New(DefaultConfig())
-	c.SetStreamsGroupConfig("g", StreamsGroupOverrides{NumStandbyReplicas: &two, AssignorName: &name})
+	c.setStreamsGroupConfig("g", StreamsGroupOverrides{NumStandbyReplicas: &two, AssignorName: &name})
 	if got := c.streamsConfig("g"); got.NumStandbyReplicas != 2 || got.AssignorName != "balanced" || got.SessionTimeoutMs != 45000 {
 		t.Fatalf("override not applied over defaults: %+v", got)
 	}
@@ -42,7 +42,7 @@ func TestClassicGroupConfig(t *testing.T) {
 	if err := o.Validate(c.cfg.Classic); err != nil {
 		t.Fatal(err)
 	}
-	c.SetClassicGroupConfig("tight", o)
+	c.setClassicGroupConfig("tight", o)
 	join := func(group, member string, session int32) int16 {
 		t.Helper()
 		req := kmsg.NewPtrJoinGroupRequest()
@@ -51,7 +51,7 @@ func TestClassicGroupConfig(t *testing.T) {
 		p := kmsg.NewJoinGroupRequestProtocol()
 		p.Name = "range"
 		req.Protocols = append(req.Protocols, p)
-		out := c.JoinGroup(0, 1, ClientInfo{ClientID: "c"}, req)
+		out := c.joinGroup(0, 1, ClientInfo{ClientID: "c"}, req)
 		c.Commit()
 		if len(out.Responses) != 1 {
 			t.Fatalf("join %s: %d responses", group, len(out.Responses))

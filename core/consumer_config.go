@@ -137,11 +137,11 @@ func (c ConsumerConfig) with(o ConsumerGroupOverrides) ConsumerConfig {
 	return c
 }
 
-// SetConsumerGroupConfig replaces the overrides of one consumer group.
+// setConsumerGroupConfig replaces the overrides of one consumer group.
 // They are read where Kafka reads its group configs: the session timeout
 // when a member's session is (re)armed, the interval in every heartbeat
 // answer.
-func (c *Coordinator) SetConsumerGroupConfig(group string, o ConsumerGroupOverrides) {
+func (c *Coordinator) setConsumerGroupConfig(group string, o ConsumerGroupOverrides) {
 	if c.consumerOverrides == nil {
 		c.consumerOverrides = map[string]ConsumerGroupOverrides{}
 	}

@@ -14,7 +14,7 @@ import (
 func TestConsumerGroupConfig(t *testing.T) {
 	h := newCHarness(t, consumerTestConfig())
 	session, interval := int32(60000), int32(7000)
-	h.c.SetConsumerGroupConfig("slow", ConsumerGroupOverrides{SessionTimeoutMs: &session, HeartbeatIntervalMs: &interval})
+	h.c.setConsumerGroupConfig("slow", ConsumerGroupOverrides{SessionTimeoutMs: &session, HeartbeatIntervalMs: &interval})
 	if r := h.hb(joinReq("slow", "m", "a")); r.HeartbeatIntervalMillis != 7000 {
 		t.Fatalf("slow group's interval %d, want 7000", r.HeartbeatIntervalMillis)
 	}
@@ -35,21 +35,21 @@ func TestConsumerGroupConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh.SetConsumerGroupConfig("slow", ConsumerGroupOverrides{SessionTimeoutMs: &session})
+	fresh.setConsumerGroupConfig("slow", ConsumerGroupOverrides{SessionTimeoutMs: &session})
 	fresh.Loaded(h.now)
 	fresh.Commit()
-	fresh.Tick(h.now + 50000)
+	fresh.tick(h.now + 50000)
 	fresh.Commit()
 	if fresh.groups["slow"].(*consumerGroup).members["m"] == nil {
 		t.Fatal("a loaded member was fenced before the group's 60 s session")
 	}
-	fresh.Tick(h.now + 60001)
+	fresh.tick(h.now + 60001)
 	fresh.Commit()
 	if fresh.groups["slow"].(*consumerGroup).members["m"] != nil {
 		t.Fatal("a loaded member outlived the group's 60 s session")
 	}
 	// Back to the defaults: the next heartbeat answers 5000.
-	h.c.SetConsumerGroupConfig("slow", ConsumerGroupOverrides{})
+	h.c.setConsumerGroupConfig("slow", ConsumerGroupOverrides{})
 	m := h.group("slow").members["m"]
 	if r := h.hb(ackReq("slow", "m", m.epoch, toResp(m.assigned.set()))); r.HeartbeatIntervalMillis != 5000 {
 		t.Fatalf("interval after the override was removed: %d", r.HeartbeatIntervalMillis)

@@ -5,10 +5,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ConsumerGroupDescribe answers a ConsumerGroupDescribe request (v0–1)
+// consumerGroupDescribe answers a consumerGroupDescribe request (v0–1)
 // from the current state; call it between batches so it reads committed
 // state. Authorization is the host's job.
-func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
+func (c *Coordinator) consumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	resp.Version = req.Version
 	for _, id := range req.Groups {

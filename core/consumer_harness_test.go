@@ -88,7 +88,7 @@ func newCHarness(t testing.TB, cfg Config) *cHarness {
 
 func (h *cHarness) setTopics(ts ...TopicMetadata) {
 	h.topics = ts
-	h.commit(h.c.UpdateTopics(h.now, ts))
+	h.commit(h.c.updateTopics(h.now, ts))
 }
 
 func (h *cHarness) commit(o Output) Output {
@@ -105,7 +105,7 @@ func (h *cHarness) commit(o Output) Output {
 func (h *cHarness) hb(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	h.t.Helper()
 	h.next++
-	o := h.commit(h.c.ConsumerGroupHeartbeat(h.now, h.next, ClientInfo{ClientID: "cli", ClientHost: "/127.0.0.1"}, req))
+	o := h.commit(h.c.consumerGroupHeartbeat(h.now, h.next, ClientInfo{ClientID: "cli", ClientHost: "/127.0.0.1"}, req))
 	if len(o.Responses) != 1 {
 		h.t.Fatalf("%d responses", len(o.Responses))
 	}
@@ -114,7 +114,7 @@ func (h *cHarness) hb(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGro
 
 func (h *cHarness) tick(ms int64) Output {
 	h.now += ms
-	return h.commit(h.c.Tick(h.now))
+	return h.commit(h.c.tick(h.now))
 }
 
 func (h *cHarness) group(id string) *consumerGroup {

@@ -11,12 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ConsumerGroupHeartbeat handles one ConsumerGroupHeartbeat request (v0–1)
+// consumerGroupHeartbeat handles one consumerGroupHeartbeat request (v0–1)
 // at time now, as Kafka 4.4's GroupMetadataManager.consumerGroupHeartbeat.
 // The target assignment is computed inline by the group's server assignor
 // (ConsumerConfig.Assignors), so the response is always in
 // Output.Responses, to be released when Output.Records are durable.
-func (c *Coordinator) ConsumerGroupHeartbeat(now int64, id RequestID, client ClientInfo, req *kmsg.ConsumerGroupHeartbeatRequest) Output {
+func (c *Coordinator) consumerGroupHeartbeat(now int64, id RequestID, client ClientInfo, req *kmsg.ConsumerGroupHeartbeatRequest) Output {
 	c.begin(now)
 	sp := c.savepoint()
 	resp, e := c.consumerHeartbeat(client, req)

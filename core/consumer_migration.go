@@ -17,10 +17,10 @@ import (
 // (consumer_migration_bridge.go); when the last consumer-protocol member
 // leaves, the group becomes a classic group again and rebalances.
 
-// SetConsumerMigrationPolicy sets (or with nil clears) a group's
+// setConsumerMigrationPolicy sets (or with nil clears) a group's
 // group.consumer.migration.policy override of
 // Config.ConsumerMigrationPolicy.
-func (c *Coordinator) SetConsumerMigrationPolicy(group string, p *MigrationPolicy) {
+func (c *Coordinator) setConsumerMigrationPolicy(group string, p *MigrationPolicy) {
 	setPolicyOverride(&c.migration.consumerOverrides, group, p)
 }
 

@@ -255,7 +255,7 @@ func (f *fleet) step(c *fleetClient) {
 			}
 		}
 		f.send(c, func(id RequestID) Output {
-			return f.h.c.ConsumerGroupHeartbeat(f.h.now, id, ClientInfo{ClientID: c.name, ClientHost: "/127.0.0.1"}, req)
+			return f.h.c.consumerGroupHeartbeat(f.h.now, id, ClientInfo{ClientID: c.name, ClientHost: "/127.0.0.1"}, req)
 		})
 		return
 	}
@@ -270,7 +270,7 @@ func (f *fleet) step(c *fleetClient) {
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: c.subscription()}}
 		c.phase = phJoinSent
 		f.send(c, func(id RequestID) Output {
-			return f.h.c.JoinGroup(f.h.now, id, ClientInfo{ClientID: c.name, ClientHost: "/127.0.0.1"}, req)
+			return f.h.c.joinGroup(f.h.now, id, ClientInfo{ClientID: c.name, ClientHost: "/127.0.0.1"}, req)
 		})
 	case phSyncDue:
 		req := kmsg.NewPtrSyncGroupRequest()
@@ -281,11 +281,11 @@ func (f *fleet) step(c *fleetClient) {
 			req.GroupAssignment = leaderAssignment(c.leaderOf)
 		}
 		c.phase = phSyncSent
-		f.send(c, func(id RequestID) Output { return f.h.c.SyncGroup(f.h.now, id, req) })
+		f.send(c, func(id RequestID) Output { return f.h.c.syncGroup(f.h.now, id, req) })
 	case phStable:
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = 4, "g", c.id, c.gen
-		f.send(c, func(id RequestID) Output { return f.h.c.Heartbeat(f.h.now, id, req) })
+		f.send(c, func(id RequestID) Output { return f.h.c.heartbeat(f.h.now, id, req) })
 	}
 }
 
@@ -424,10 +424,10 @@ func (f *fleet) leave(c *fleetClient) {
 		req := kmsg.NewPtrLeaveGroupRequest()
 		req.Version, req.Group = 5, "g"
 		req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: c.id}}
-		f.send(nil, func(id RequestID) Output { return f.h.c.LeaveGroup(f.h.now, id, req) })
+		f.send(nil, func(id RequestID) Output { return f.h.c.leaveGroup(f.h.now, id, req) })
 	} else {
 		f.send(c, func(id RequestID) Output {
-			return f.h.c.ConsumerGroupHeartbeat(f.h.now, id, ClientInfo{ClientID: c.name}, ackReq("g", c.id, -1, nil))
+			return f.h.c.consumerGroupHeartbeat(f.h.now, id, ClientInfo{ClientID: c.name}, ackReq("g", c.id, -1, nil))
 		})
 	}
 	c.done, c.owned = true, map[string]bool{}
@@ -472,7 +472,7 @@ func (f *fleet) reload() {
 		f.t.Fatal(err)
 	}
 	f.h.c = fresh
-	f.handle(f.h.commit(fresh.UpdateTopics(f.h.now, f.h.topics)))
+	f.handle(f.h.commit(fresh.updateTopics(f.h.now, f.h.topics)))
 	f.handle(f.h.commit(fresh.Loaded(f.h.now)))
 	f.pending = map[RequestID]*fleetClient{}
 	for _, c := range f.clients {
@@ -592,7 +592,7 @@ func TestConsumerMigrationUpgradeRecords(t *testing.T) {
 	for _, c := range f.clients[:2] {
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = 4, "g", c.id, c.gen
-		o := f.h.commit(f.h.c.Heartbeat(f.h.now, 99, req))
+		o := f.h.commit(f.h.c.heartbeat(f.h.now, 99, req))
 		if code := o.Responses[0].Msg.(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.RebalanceInProgress.Code {
 			t.Fatalf("classic heartbeat behind the group epoch %d: %v", g.groupEpoch, kerr.ErrorForCode(code))
 		}
@@ -666,7 +666,7 @@ func TestConsumerMigrationDowngradeRecords(t *testing.T) {
 // TestConsumerMigrationPolicy: what each group.consumer.migration.policy
 // refuses, with Kafka's errors.
 func TestConsumerMigrationPolicy(t *testing.T) {
-	set := func(f *fleet, p MigrationPolicy) { f.h.c.SetConsumerMigrationPolicy("g", &p) }
+	set := func(f *fleet, p MigrationPolicy) { f.h.c.setConsumerMigrationPolicy("g", &p) }
 	t.Run("no upgrade", func(t *testing.T) {
 		for _, p := range []MigrationPolicy{MigrationDowngrade, MigrationDisabled} {
 			f := stableClassicFleet(t)
@@ -690,7 +690,7 @@ func TestConsumerMigrationPolicy(t *testing.T) {
 		req.Version, req.Group, req.ProtocolType = 9, "g", "consumer"
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 20000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: k.subscription()}}
-		o := f.h.commit(f.h.c.JoinGroup(f.h.now, 98, ClientInfo{}, req))
+		o := f.h.commit(f.h.c.joinGroup(f.h.now, 98, ClientInfo{}, req))
 		if code := o.Responses[0].Msg.(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.InconsistentGroupProtocol.Code {
 			t.Fatalf("classic join under disabled: %v", kerr.ErrorForCode(code))
 		}
@@ -730,7 +730,7 @@ func TestConsumerMigrationBridgeErrors(t *testing.T) {
 	hb := func(member string, gen int32) int16 {
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = 4, "g", member, gen
-		return f.h.commit(f.h.c.Heartbeat(f.h.now, 97, req)).Responses[0].Msg.(*kmsg.HeartbeatResponse).ErrorCode
+		return f.h.commit(f.h.c.heartbeat(f.h.now, 97, req)).Responses[0].Msg.(*kmsg.HeartbeatResponse).ErrorCode
 	}
 	for _, c := range []struct {
 		member string
@@ -750,14 +750,14 @@ func TestConsumerMigrationBridgeErrors(t *testing.T) {
 	sync.Version, sync.Group, sync.MemberID, sync.Generation = 5, "g", k.id, k.gen
 	pt, pn := "consumer", "roundrobin"
 	sync.ProtocolType, sync.Protocol = &pt, &pn
-	if code := f.h.commit(f.h.c.SyncGroup(f.h.now, 96, sync)).Responses[0].Msg.(*kmsg.SyncGroupResponse).ErrorCode; code != kerr.InconsistentGroupProtocol.Code {
+	if code := f.h.commit(f.h.c.syncGroup(f.h.now, 96, sync)).Responses[0].Msg.(*kmsg.SyncGroupResponse).ErrorCode; code != kerr.InconsistentGroupProtocol.Code {
 		t.Fatalf("sync with another protocol: %v", kerr.ErrorForCode(code))
 	}
 	commit := func(member string, gen int32, version int16) int16 {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = version, "g", member, gen
 		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "a", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
-		d, o := f.h.c.DecideOffsetCommit(f.h.now, req)
+		d, o := f.h.c.decideOffsetCommit(f.h.now, req)
 		f.h.commit(o)
 		return d.ErrorCode
 	}
@@ -773,7 +773,7 @@ func TestConsumerMigrationBridgeErrors(t *testing.T) {
 	leave := kmsg.NewPtrLeaveGroupRequest()
 	leave.Version, leave.Group = 5, "g"
 	leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "c-n0"}, {MemberID: "nobody"}}
-	resp := f.h.commit(f.h.c.LeaveGroup(f.h.now, 95, leave)).Responses[0].Msg.(*kmsg.LeaveGroupResponse)
+	resp := f.h.commit(f.h.c.leaveGroup(f.h.now, 95, leave)).Responses[0].Msg.(*kmsg.LeaveGroupResponse)
 	for _, m := range resp.Members {
 		if m.ErrorCode != kerr.UnknownMemberID.Code {
 			t.Fatalf("leave of %s: %v", m.MemberID, kerr.ErrorForCode(m.ErrorCode))
@@ -837,7 +837,7 @@ func TestConsumerMigrationStaticReplacementDowngrades(t *testing.T) {
 	join.Version, join.Group, join.ProtocolType, join.InstanceID = 9, "g", "consumer", &inst
 	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 20000
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: k.subscription()}}
-	o := f.h.commit(f.h.c.JoinGroup(f.h.now, 90, ClientInfo{ClientID: "k"}, join))
+	o := f.h.commit(f.h.c.joinGroup(f.h.now, 90, ClientInfo{ClientID: "k"}, join))
 	r := o.Responses[0].Msg.(*kmsg.JoinGroupResponse)
 	if r.ErrorCode != 0 {
 		t.Fatalf("static classic join: %v", kerr.ErrorForCode(r.ErrorCode))
@@ -949,7 +949,7 @@ func TestConsumerAssignmentInterval(t *testing.T) {
 	hb := func() int16 {
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = 4, "g", k.id, k.gen
-		return f.h.commit(f.h.c.Heartbeat(f.h.now, 99, req)).Responses[0].Msg.(*kmsg.HeartbeatResponse).ErrorCode
+		return f.h.commit(f.h.c.heartbeat(f.h.now, 99, req)).Responses[0].Msg.(*kmsg.HeartbeatResponse).ErrorCode
 	}
 	// A join right after the interval computes a target at once; a leave
 	// within the interval after it waits.
@@ -993,7 +993,7 @@ func TestConsumerAssignmentInterval(t *testing.T) {
 	// Classic members only (no downgrade allowed): a due target makes
 	// their heartbeats ask for the JoinGroup that computes it.
 	up := MigrationUpgrade
-	f.h.c.SetConsumerMigrationPolicy("g", &up)
+	f.h.c.setConsumerMigrationPolicy("g", &up)
 	f.leave(f.clients[2])
 	f.leave(f.clients[4])
 	f.h.now += 1000

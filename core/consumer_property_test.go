@@ -115,7 +115,7 @@ func (s *consumerSim) step() {
 			s.h.topics = append(s.h.topics, TopicMetadata{Name: "bx", ID: topicID("bx"), Partitions: 2})
 			s.trace.WriteString("topic bx exists\n")
 		}
-		s.finish(s.h.c.UpdateTopics(s.h.now, s.h.topics))
+		s.finish(s.h.c.updateTopics(s.h.now, s.h.topics))
 	case r < 92:
 		s.failover()
 	default:
@@ -146,7 +146,7 @@ func (s *consumerSim) heartbeat(cl *consumerClient) {
 	}
 	req.InstanceID = cl.instance
 	s.h.next++
-	o := s.h.c.ConsumerGroupHeartbeat(s.h.now, s.h.next, ClientInfo{ClientID: cl.id}, req)
+	o := s.h.c.consumerGroupHeartbeat(s.h.now, s.h.next, ClientInfo{ClientID: cl.id}, req)
 	if !s.finish(o) {
 		return
 	}
@@ -178,7 +178,7 @@ func (s *consumerSim) leave(cl *consumerClient) {
 	req := ackReq(cl.group, cl.id, epoch, nil)
 	req.InstanceID = cl.instance
 	s.h.next++
-	o := s.h.c.ConsumerGroupHeartbeat(s.h.now, s.h.next, ClientInfo{ClientID: cl.id}, req)
+	o := s.h.c.consumerGroupHeartbeat(s.h.now, s.h.next, ClientInfo{ClientID: cl.id}, req)
 	if !s.finish(o) {
 		return
 	}
@@ -199,7 +199,7 @@ func (s *consumerSim) advance(ms int64) {
 		if d > s.h.now {
 			s.h.now = d
 		}
-		o := s.h.c.Tick(s.h.now)
+		o := s.h.c.tick(s.h.now)
 		fmt.Fprintf(&s.trace, "tick @%d: %d records\n", s.h.now, len(o.Records))
 		s.finish(o)
 	}
@@ -213,7 +213,7 @@ func (s *consumerSim) failover() {
 	}
 	s.trace.WriteString("fail-over\n")
 	s.h.c = fresh
-	s.h.c.UpdateTopics(s.h.now, s.h.topics)
+	s.h.c.updateTopics(s.h.now, s.h.topics)
 	s.h.c.Commit()
 	s.finish(s.h.c.Loaded(s.h.now))
 }

@@ -103,7 +103,7 @@ func FuzzConsumerReplayThenServe(f *testing.F) {
 			order = order[:64]
 		}
 		c, _ := New(consumerTestConfig())
-		c.UpdateTopics(0, []TopicMetadata{{Name: "a", ID: topicID("a"), Partitions: 4}, {Name: "b", ID: topicID("b"), Partitions: 2}})
+		c.updateTopics(0, []TopicMetadata{{Name: "a", ID: topicID("a"), Partitions: 4}, {Name: "b", ID: topicID("b"), Partitions: 2}})
 		c.Commit()
 		for _, b := range order {
 			_ = c.Replay(pool[int(b)%len(pool)])
@@ -123,14 +123,14 @@ func FuzzConsumerReplayThenServe(f *testing.F) {
 						req.InstanceID = &inst
 					}
 				}
-				c.ConsumerGroupHeartbeat(int64(10+i), RequestID(i), ClientInfo{}, req)
+				c.consumerGroupHeartbeat(int64(10+i), RequestID(i), ClientInfo{}, req)
 				c.Commit()
 			}
 		}
-		c.Tick(1 << 40)
+		c.tick(1 << 40)
 		c.Commit()
-		c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}})
-		c.DeleteGroups(1<<40, 9, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}})
+		c.consumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}})
+		c.deleteGroups(1<<40, 9, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}})
 		c.Commit()
 		_ = c.Dump()
 	})
@@ -266,7 +266,7 @@ func TestConsumerRecordsGoldenFromJava(t *testing.T) {
 	h := regexHarness(t)
 	h.hb(regexJoin("g", "m", "rx-.*"))
 	h.hb(ackReq("g", "m", -1, nil))
-	h.commit(h.c.DeleteGroups(h.now, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}))
+	h.commit(h.c.deleteGroups(h.now, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}))
 	recs = append(recs, h.log...)
 	lines, seen := recordLines(recs, 8, "go-")
 	for _, kind := range []string{"3-false", "3-true", "5-false", "5-true", "6-false", "6-true", "7-false", "7-true",

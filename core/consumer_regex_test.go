@@ -36,7 +36,7 @@ func regexJoin(group, member, regex string, topics ...string) *kmsg.ConsumerGrou
 func (h *cHarness) hbAs(req *kmsg.ConsumerGroupHeartbeatRequest, describable func(string) bool) *kmsg.ConsumerGroupHeartbeatResponse {
 	h.t.Helper()
 	h.next++
-	o := h.commit(h.c.ConsumerGroupHeartbeat(h.now, h.next, ClientInfo{ClientID: "cli", DescribableTopic: describable}, req))
+	o := h.commit(h.c.consumerGroupHeartbeat(h.now, h.next, ClientInfo{ClientID: "cli", DescribableTopic: describable}, req))
 	return o.Responses[0].Msg.(*kmsg.ConsumerGroupHeartbeatResponse)
 }
 
@@ -205,7 +205,7 @@ func TestConsumerRegexSharedThenTombstoned(t *testing.T) {
 	h.checkReplay()
 	// The empty group can be deleted.
 	h.next++
-	o := h.commit(h.c.DeleteGroups(h.now, h.next, deleteReq("g")))
+	o := h.commit(h.c.deleteGroups(h.now, h.next, deleteReq("g")))
 	if code := o.Responses[0].Msg.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -223,7 +223,7 @@ func TestConsumerRegexDeleteGroupTombstonesRegexes(t *testing.T) {
 	h.c.emitGroup(EventRegexResolved, "g", "", 0)
 	h.commit(h.c.end())
 	h.next++
-	o := h.commit(h.c.DeleteGroups(h.now, h.next, deleteReq("g")))
+	o := h.commit(h.c.deleteGroups(h.now, h.next, deleteReq("g")))
 	if code := o.Responses[0].Msg.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -257,7 +257,7 @@ func TestConsumerRegexDescribed(t *testing.T) {
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{"g"}
 	got := map[string]string{}
-	for _, m := range h.c.ConsumerGroupDescribe(req).Groups[0].Members {
+	for _, m := range h.c.consumerGroupDescribe(req).Groups[0].Members {
 		if m.SubscribedTopicRegex == nil {
 			t.Fatalf("member %s: null regex", m.MemberID)
 		}
@@ -281,7 +281,7 @@ func TestConsumerRegexResolvedAgainAfterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.now += 11_000
-	c.UpdateTopics(h.now, topics)
+	c.updateTopics(h.now, topics)
 	c.Commit()
 	for _, r := range h.log {
 		if err := c.Replay(r); err != nil {

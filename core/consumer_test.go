@@ -100,7 +100,7 @@ func TestConsumerLeaveAndSessionTimeout(t *testing.T) {
 	// m3 stops heartbeating; m1 keeps going until m3's session expires.
 	for i := 0; i < 10; i++ {
 		h.now += 5000
-		h.commit(h.c.Tick(h.now))
+		h.commit(h.c.tick(h.now))
 		m1 := g.members["m1"]
 		h.hb(ackReq("g", "m1", m1.epoch, toResp(m1.assigned.set())))
 	}
@@ -118,7 +118,7 @@ func TestConsumerLeaveAndSessionTimeout(t *testing.T) {
 	if g.state != ConsumerEmpty {
 		t.Fatalf("state %s", g.state)
 	}
-	o := h.commit(h.c.DeleteGroups(h.now, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}))
+	o := h.commit(h.c.deleteGroups(h.now, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}))
 	if code := o.Responses[0].Msg.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
 	}
@@ -307,7 +307,7 @@ func TestConsumerAssignorChoiceAndFailure(t *testing.T) {
 	if got := h.c.preferredConsumerAssignor(h.group("g")).Name; got != "range" {
 		t.Fatalf("preferred assignor %q", got)
 	}
-	d := h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}})
+	d := h.c.consumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}})
 	if d.Groups[0].AssignorName != "range" {
 		t.Fatalf("describe assignor %q", d.Groups[0].AssignorName)
 	}
@@ -345,7 +345,7 @@ func TestConsumerOffsetFencing(t *testing.T) {
 			tp.Partitions = append(tp.Partitions, pp)
 		}
 		req.Topics = append(req.Topics, tp)
-		d, o := h.c.DecideOffsetCommit(h.now, req)
+		d, o := h.c.decideOffsetCommit(h.now, req)
 		h.commit(o)
 		return d.ErrorCode
 	}
@@ -376,7 +376,7 @@ func TestConsumerOffsetFencing(t *testing.T) {
 		rg := kmsg.NewOffsetFetchRequestGroup()
 		rg.Group, rg.MemberID, rg.MemberEpoch = "g", &member, epoch
 		req.Groups = append(req.Groups, rg)
-		return h.c.DecideOffsetFetch(req)[0].ErrorCode
+		return h.c.decideOffsetFetch(req)[0].ErrorCode
 	}
 	if code := fetch("m2", m2.epoch); code != 0 {
 		t.Fatalf("fetch: %v", kerr.ErrorForCode(code))
@@ -405,11 +405,11 @@ func TestConsumerOlderEpochCommit(t *testing.T) {
 	tp.Topic = "a"
 	tp.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 3}}
 	req.Topics = []kmsg.OffsetCommitRequestTopic{tp}
-	if d, _ := h.c.DecideOffsetCommit(h.now, req); d.ErrorCode != 0 {
+	if d, _ := h.c.decideOffsetCommit(h.now, req); d.ErrorCode != 0 {
 		t.Fatalf("older epoch commit of a kept partition: %v", kerr.ErrorForCode(d.ErrorCode))
 	}
 	req.Topics[0].Topic = "b"
-	if d, _ := h.c.DecideOffsetCommit(h.now, req); d.ErrorCode != kerr.StaleMemberEpoch.Code {
+	if d, _ := h.c.decideOffsetCommit(h.now, req); d.ErrorCode != kerr.StaleMemberEpoch.Code {
 		t.Fatalf("older epoch commit of a revoked partition: %v", kerr.ErrorForCode(d.ErrorCode))
 	}
 }
@@ -421,7 +421,7 @@ func TestConsumerOlderEpochCommit(t *testing.T) {
 func TestConsumerDescribeAndList(t *testing.T) {
 	h := newCHarness(t, consumerTestConfig())
 	h.hb(joinReq("g", "m1", "a"))
-	d := h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g", "none"}})
+	d := h.c.consumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g", "none"}})
 	dg := d.Groups[0]
 	if dg.ErrorCode != 0 || dg.State != "Stable" || dg.Epoch != 1 || dg.AssignmentEpoch != 1 || len(dg.Members) != 1 {
 		t.Fatalf("describe %+v", dg)
@@ -434,15 +434,15 @@ func TestConsumerDescribeAndList(t *testing.T) {
 	if d.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("unknown group: %v", d.Groups[1].ErrorCode)
 	}
-	l := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5, TypesFilter: []string{"consumer"}})
+	l := h.c.listGroups(&kmsg.ListGroupsRequest{Version: 5, TypesFilter: []string{"consumer"}})
 	if len(l.Groups) != 1 || l.Groups[0].GroupType != "consumer" || l.Groups[0].ProtocolType != "consumer" || l.Groups[0].GroupState != "Stable" {
 		t.Fatalf("list %+v", l.Groups)
 	}
-	dgs := h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{"g"}})
+	dgs := h.c.describeGroups(&kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{"g"}})
 	if dgs.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("describe groups %+v", dgs.Groups[0])
 	}
-	o := h.commit(h.c.DeleteGroups(h.now, 1, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}))
+	o := h.commit(h.c.deleteGroups(h.now, 1, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}))
 	if code := o.Responses[0].Msg.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != kerr.NonEmptyGroup.Code {
 		t.Fatalf("delete non-empty: %v", kerr.ErrorForCode(code))
 	}
@@ -487,12 +487,12 @@ func TestConsumerEmptyClassicConverts(t *testing.T) {
 	join.Version, join.Group, join.ProtocolType = 9, "g", "consumer"
 	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
-	o := h.commit(h.c.JoinGroup(h.now, 7, ClientInfo{}, join))
+	o := h.commit(h.c.joinGroup(h.now, 7, ClientInfo{}, join))
 	if code := o.Responses[0].Msg.(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.InconsistentGroupProtocol.Code {
 		t.Fatalf("malformed classic join on a non-empty consumer group: %v", kerr.ErrorForCode(code))
 	}
 	h.hb(ackReq("g", "m1", -1, nil))
-	o = h.commit(h.c.JoinGroup(h.now, 8, ClientInfo{}, join))
+	o = h.commit(h.c.joinGroup(h.now, 8, ClientInfo{}, join))
 	if _, ok := h.c.groups["g"].(*classicGroup); !ok {
 		t.Fatalf("empty consumer group not converted by a classic join: %T", h.c.groups["g"])
 	}

@@ -5,12 +5,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DeleteGroups handles a DeleteGroups request for the groups core holds:
+// deleteGroups handles a deleteGroups request for the groups core holds:
 // an empty group of any kind is deleted by writing its kind's tombstones
 // (groupDeleters); a group with members gets NON_EMPTY_GROUP and an unknown
 // id GROUP_ID_NOT_FOUND. Deleting the group's committed offsets in the data
 // plane is the host's job once the records are durable.
-func (c *Coordinator) DeleteGroups(now int64, id RequestID, req *kmsg.DeleteGroupsRequest) Output {
+func (c *Coordinator) deleteGroups(now int64, id RequestID, req *kmsg.DeleteGroupsRequest) Output {
 	c.begin(now)
 	resp := kmsg.NewPtrDeleteGroupsResponse()
 	resp.Version = req.Version

@@ -112,8 +112,8 @@ func TestEventsExplainRejects(t *testing.T) {
 // its metadata was written) takes back its events with them.
 func TestEventsRevertWithFailedRequest(t *testing.T) {
 	c, _ := New(DefaultConfig())
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", Partitions: 2}})
-	o := c.StreamsGroupHeartbeat(0, 1, ClientInfo{}, joinRequest("g", "m1"))
+	c.updateTopics(0, []TopicMetadata{{Name: "in", Partitions: 2}})
+	o := c.streamsGroupHeartbeat(0, 1, ClientInfo{}, joinRequest("g", "m1"))
 	if err := eventsExplain(o); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestEventsRevertWithFailedRequest(t *testing.T) {
 	c.Commit()
 	req := joinRequest("g", "m2")
 	req.Topology.Subtopologies[0].SourceTopics = []string{"other"}
-	o = c.StreamsGroupHeartbeat(0, 2, ClientInfo{}, req)
+	o = c.streamsGroupHeartbeat(0, 2, ClientInfo{}, req)
 	if r := o.Responses[0].Msg.(*kmsg.StreamsGroupHeartbeatResponse); r.ErrorCode == 0 {
 		t.Fatal("a changed topology was accepted")
 	}

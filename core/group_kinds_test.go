@@ -35,7 +35,7 @@ func joinRequest(group, member string) *kmsg.StreamsGroupHeartbeatRequest {
 func TestStreamsJoinOnGroupOfAnotherKind(t *testing.T) {
 	c, _ := New(DefaultConfig())
 	c.groups["busy"] = &otherGroup{id: "busy", members: 2}
-	out := c.StreamsGroupHeartbeat(0, 1, ClientInfo{}, joinRequest("busy", "m1"))
+	out := c.streamsGroupHeartbeat(0, 1, ClientInfo{}, joinRequest("busy", "m1"))
 	resp := out.Responses[0].Msg.(*kmsg.StreamsGroupHeartbeatResponse)
 	if resp.ErrorCode != kerr.GroupIDNotFound.Code || len(out.Records) != 0 {
 		t.Fatalf("non-empty group of another kind: error %d, %d records; want GROUP_ID_NOT_FOUND and none", resp.ErrorCode, len(out.Records))
@@ -51,7 +51,7 @@ func TestStreamsJoinOnGroupOfAnotherKind(t *testing.T) {
 	groupDeleters[GroupKindClassic] = func(c *Coordinator, g Group) { deleted = true; c.putGroup(g.ID(), nil) }
 	defer func() { groupDeleters[GroupKindClassic] = saved }()
 	c.groups["idle"] = &otherGroup{id: "idle"}
-	out = c.StreamsGroupHeartbeat(0, 2, ClientInfo{}, joinRequest("idle", "m1"))
+	out = c.streamsGroupHeartbeat(0, 2, ClientInfo{}, joinRequest("idle", "m1"))
 	resp = out.Responses[0].Msg.(*kmsg.StreamsGroupHeartbeatResponse)
 	if resp.ErrorCode != 0 || !deleted {
 		t.Fatalf("empty group of another kind: error %d, deleted=%v", resp.ErrorCode, deleted)
@@ -64,7 +64,7 @@ func TestStreamsJoinOnGroupOfAnotherKind(t *testing.T) {
 	// A non-join heartbeat never crosses kinds.
 	req := joinRequest("busy", "m1")
 	req.MemberEpoch, req.Topology = 3, nil
-	out = c.StreamsGroupHeartbeat(0, 3, ClientInfo{}, req)
+	out = c.streamsGroupHeartbeat(0, 3, ClientInfo{}, req)
 	if code := out.Responses[0].Msg.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode; code != kerr.GroupIDNotFound.Code {
 		t.Fatalf("heartbeat on another kind: error %d, want GROUP_ID_NOT_FOUND", code)
 	}

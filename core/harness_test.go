@@ -225,7 +225,7 @@ func (h *harness) heartbeat(args map[string]string) string {
 	}
 	h.nextReq++
 	h.reqMember[h.nextReq] = member
-	o := h.c.StreamsGroupHeartbeat(h.now, h.nextReq, ClientInfo{ClientID: "client-" + member, ClientHost: "/127.0.0.1"}, req)
+	o := h.c.streamsGroupHeartbeat(h.now, h.nextReq, ClientInfo{ClientID: "client-" + member, ClientHost: "/127.0.0.1"}, req)
 	_, fail := args["fail"]
 	return h.finish(o, fail)
 }
@@ -290,11 +290,11 @@ func (h *harness) answerRuns(group, mode string, fail bool) string {
 			b.WriteString(text)
 		case "error":
 			fmt.Fprintf(&b, "assignor %s epoch=%d fails\n", group, run.Epoch)
-			o = h.c.AssignorResult(h.now, run, AssignResult{}, fmt.Errorf("plugin trapped"))
+			o = h.c.assignorResult(h.now, run, AssignResult{}, fmt.Errorf("plugin trapped"))
 		default:
 			res := ReferenceAssign(run.Input)
 			fmt.Fprintf(&b, "assignor %s epoch=%d answers\n", group, run.Epoch)
-			o = h.c.AssignorResult(h.now, run, res, nil)
+			o = h.c.assignorResult(h.now, run, res, nil)
 		}
 		b.WriteString(h.finish(o, fail))
 	}
@@ -392,7 +392,7 @@ func parseTopics(input string) []TopicMetadata {
 
 // describe renders a StreamsGroupDescribe of one group.
 func (h *harness) describe(group string) string {
-	resp := h.c.StreamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{group}})
+	resp := h.c.streamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{group}})
 	var b strings.Builder
 	for _, g := range resp.Groups {
 		if g.ErrorCode != 0 {
@@ -430,7 +430,7 @@ func (h *harness) offsetCommit(args map[string]string) string {
 		n, _ := strconv.Atoi(p)
 		parts = append(parts, int32(n))
 	}
-	code, msg := h.c.ValidateStreamsOffsetCommit(argOr(args, "group", "g"), args["member"], int32(epoch), int16(version), false,
+	code, msg := h.c.validateStreamsOffsetCommit(argOr(args, "group", "g"), args["member"], int32(epoch), int16(version), false,
 		[]OffsetCommitTopic{{Topic: args["topic"], Partitions: parts}})
 	if code == 0 {
 		return "accepted"
@@ -451,7 +451,7 @@ func (h *harness) advanceTo(at int64) string {
 			h.now = d
 		}
 		fmt.Fprintf(&b, "[tick @%d]\n", h.now)
-		b.WriteString(h.finish(h.c.Tick(h.now), false))
+		b.WriteString(h.finish(h.c.tick(h.now), false))
 	}
 	if at > h.now {
 		h.now = at
@@ -469,7 +469,7 @@ func (h *harness) restart() string {
 		h.tb.Fatalf("replay: %v", err)
 	}
 	h.c, h.runs = fresh, nil
-	h.c.UpdateTopics(h.now, h.lastTopics)
+	h.c.updateTopics(h.now, h.lastTopics)
 	h.c.Commit()
 	return fmt.Sprintf("restarted from %d records\n", len(h.log)) + h.finish(h.c.Loaded(h.now), false)
 }

@@ -137,7 +137,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 	cfg.Streams.NumStandbyReplicas = 1
 	c, _ := New(cfg)
 	parts := 2 + rng.IntN(5)
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: int32(parts)},
+	c.updateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: int32(parts)},
 		{Name: "store-changelog", ID: [16]byte{2}, Partitions: int32(parts)}})
 	c.Commit()
 	lines := []string{fmt.Sprintf("topics in:%d,store-changelog:%d %d %d", parts, parts, delay, interval)}
@@ -165,7 +165,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 		for len(o.AssignorRuns) > 0 {
 			run := o.AssignorRuns[0]
 			c.Commit()
-			o = c.AssignorResult(now, run, ReferenceAssign(run.Input), nil)
+			o = c.assignorResult(now, run, ReferenceAssign(run.Input), nil)
 			all.Records = append(all.Records, o.Records...)
 			all.Responses = append(all.Responses, o.Responses...)
 		}
@@ -178,7 +178,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 			lines = append(lines, fmt.Sprintf("tick|%d", now))
 			out = append(out, fmt.Sprintf("tick %d", now))
 			for {
-				o, fired := c.TickOne(now)
+				o, fired := c.tickOne(now)
 				if !fired {
 					break
 				}
@@ -242,7 +242,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 			}
 		}
 		lines = append(lines, fmt.Sprintf("hb|%s|%d|%s|%s|%d|%s", id, req.MemberEpoch, process, owned, now, instance))
-		o := run(c.StreamsGroupHeartbeat(now, RequestID(step), ClientInfo{ClientID: "client-" + id, ClientHost: "localhost/127.0.0.1"}, req))
+		o := run(c.streamsGroupHeartbeat(now, RequestID(step), ClientInfo{ClientID: "client-" + id, ClientHost: "localhost/127.0.0.1"}, req))
 		emit(o)
 		for _, r := range o.Responses {
 			resp := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse)

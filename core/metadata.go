@@ -23,10 +23,10 @@ type topicImage struct {
 	version int64
 }
 
-// UpdateTopics replaces the topic metadata image. Groups whose topology uses
+// updateTopics replaces the topic metadata image. Groups whose topology uses
 // a topic that changed re-validate their topology on their next heartbeat,
 // as Kafka's metadata-image listener requests a refresh.
-func (c *Coordinator) UpdateTopics(now int64, topics []TopicMetadata) Output {
+func (c *Coordinator) updateTopics(now int64, topics []TopicMetadata) Output {
 	c.begin(now)
 	old := c.topics.byName
 	next := make(map[string]TopicMetadata, len(topics))

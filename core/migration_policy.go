@@ -72,9 +72,9 @@ type migrationState struct {
 	noDowngrade bool
 }
 
-// SetStreamsMigrationPolicy sets (or with nil clears) a group's
+// setStreamsMigrationPolicy sets (or with nil clears) a group's
 // streams.migration.policy override of Config.StreamsMigrationPolicy.
-func (c *Coordinator) SetStreamsMigrationPolicy(group string, p *MigrationPolicy) {
+func (c *Coordinator) setStreamsMigrationPolicy(group string, p *MigrationPolicy) {
 	setPolicyOverride(&c.migration.overrides, group, p)
 }
 

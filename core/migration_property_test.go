@@ -164,7 +164,7 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 			adv = 15000
 		}
 		s.now += adv
-		s.finish(s.c.Tick(s.now))
+		s.finish(s.c.tick(s.now))
 		s.check()
 		s.checkKind(policy)
 		s.checkConversion(policy)
@@ -203,12 +203,12 @@ func (s *migSim) leave(in *migInst) {
 		req.Version = 5
 		req.Group = "g"
 		req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: in.memberID}}
-		s.finish(s.c.LeaveGroup(s.now, s.req(in), req))
+		s.finish(s.c.leaveGroup(s.now, s.req(in), req))
 		return
 	}
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = "g", in.memberID, -1
-	s.finish(s.c.StreamsGroupHeartbeat(s.now, s.req(in), ClientInfo{}, req))
+	s.finish(s.c.streamsGroupHeartbeat(s.now, s.req(in), ClientInfo{}, req))
 }
 
 // restart replaces the coordinator by one replayed from the durable log
@@ -222,7 +222,7 @@ func (s *migSim) restart() {
 	}
 	s.c = r
 	if s.overrides != nil {
-		r.SetStreamsGroupConfig("g", *s.overrides)
+		r.setStreamsGroupConfig("g", *s.overrides)
 	}
 	for _, in := range s.insts {
 		if in.inflight {
@@ -235,7 +235,7 @@ func (s *migSim) restart() {
 		}
 	}
 	s.finish(r.Loaded(s.now))
-	s.finish(r.UpdateTopics(s.now, s.topics))
+	s.finish(r.updateTopics(s.now, s.topics))
 }
 
 // checkKind: a streams group holds a streams-protocol member, unless the
@@ -285,7 +285,7 @@ func (s *migSim) commitCheck(in *migInst) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version = 8
 	req.Group, req.MemberID, req.Generation = "g", in.memberID, in.gen
-	d, o := s.c.DecideOffsetCommit(s.now, req)
+	d, o := s.c.decideOffsetCommit(s.now, req)
 	s.finish(o)
 	s.debugf("%s commit gen=%d: %s", in.name, in.gen, errName(d.ErrorCode))
 	if g, ok := s.c.groups["g"].(*streamsGroup); ok {

@@ -126,7 +126,7 @@ func TestClassicMemberLags(t *testing.T) {
 	s.inst("s2", 2, false)
 	s.act(c1) // heartbeat, then a rejoin after the conversion
 	s.act(s.insts[1])
-	s.finish(s.c.UpdateEndOffsets(s.now, "g", []TaskEndOffset{{Task: TaskID{"0", 1}, Offset: 500}}))
+	s.finish(s.c.updateEndOffsets(s.now, "g", []TaskEndOffset{{Task: TaskID{"0", 1}, Offset: 500}}))
 	c1.rejoin = true
 	s.act(c1)
 	g := s.c.groups["g"].(*streamsGroup)

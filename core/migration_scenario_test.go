@@ -159,7 +159,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		req.Group = "g"
 		inst := args["instance"]
 		req.Members = []kmsg.LeaveGroupRequestMember{{InstanceID: &inst}}
-		o := s.c.LeaveGroup(s.now, 0, req)
+		o := s.c.leaveGroup(s.now, 0, req)
 		s.finish(Output{Records: o.Records, Events: o.Events, Timers: o.Timers})
 		for _, r := range o.Responses {
 			for _, m := range r.Msg.(*kmsg.LeaveGroupResponse).Members {
@@ -171,7 +171,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 	case "tick":
 		n, _ := strconv.ParseInt(args["advance"], 10, 64)
 		s.now += n
-		s.finish(s.c.Tick(s.now))
+		s.finish(s.c.tick(s.now))
 		s.check()
 		return fmt.Sprintf("now=%d\n", s.now)
 	case "end-offsets":
@@ -189,7 +189,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 			list = append(list, TaskEndOffset{Task: t, Offset: e})
 		}
 		sort.Slice(list, func(i, j int) bool { return list[i].Task.String() < list[j].Task.String() })
-		s.finish(s.c.UpdateEndOffsets(s.now, "g", list))
+		s.finish(s.c.updateEndOffsets(s.now, "g", list))
 		return ""
 	case "restored":
 		// restored name=c2 tasks=0_0=49950: the offset sums a classic
@@ -226,7 +226,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		return s.describeStreams()
 	case "list":
 		var b strings.Builder
-		for _, g := range s.c.ListGroups(kmsg.NewPtrListGroupsRequest()).Groups {
+		for _, g := range s.c.listGroups(kmsg.NewPtrListGroupsRequest()).Groups {
 			fmt.Fprintf(&b, "%s state=%s type=%s protocol-type=%q\n", g.Group, g.GroupState, g.GroupType, g.ProtocolType)
 		}
 		return b.String()
@@ -241,13 +241,13 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 			req := kmsg.NewPtrTxnOffsetCommitRequest()
 			req.Version = 3
 			req.Group, req.MemberID, req.Generation = "g", in.memberID, gen
-			dec := s.c.DecideTxnOffsetCommit(req)
+			dec := s.c.decideTxnOffsetCommit(req)
 			return fmt.Sprintf("txn-commit %s gen=%d: %s\n", in.name, gen, errName(dec.ErrorCode))
 		}
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version = 8
 		req.Group, req.MemberID, req.Generation = "g", in.memberID, gen
-		dec, o := s.c.DecideOffsetCommit(s.now, req)
+		dec, o := s.c.decideOffsetCommit(s.now, req)
 		s.finish(o)
 		return fmt.Sprintf("commit %s gen=%d: %s\n", in.name, req.Generation, errName(dec.ErrorCode))
 	case "raw-hb":
@@ -259,7 +259,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 			n, _ := strconv.Atoi(v)
 			req.Generation = int32(n)
 		}
-		s.finish(s.c.Heartbeat(s.now, s.req(in), req))
+		s.finish(s.c.heartbeat(s.now, s.req(in), req))
 		return ""
 	case "raw-join":
 		// A JoinGroup whose metadata is the given protocol (malformed ones).
@@ -271,7 +271,7 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: argOr(args, "protocol", "stream"), Metadata: []byte(argOr(args, "metadata", "\x00\x03junk"))}}
 		id := s.req(in)
 		s.kind[id] = "join"
-		s.finish(s.c.JoinGroup(s.now, id, ClientInfo{ClientID: in.name}, req))
+		s.finish(s.c.joinGroup(s.now, id, ClientInfo{ClientID: in.name}, req))
 		return ""
 	}
 	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
@@ -305,7 +305,7 @@ func (s *migSim) owners() string {
 func (s *migSim) describeStreams() string {
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = []string{"g"}
-	resp := s.c.StreamsGroupDescribe(req)
+	resp := s.c.streamsGroupDescribe(req)
 	var b strings.Builder
 	for _, g := range resp.Groups {
 		fmt.Fprintf(&b, "group %s error=%s state=%s epoch=%d\n", g.Group, errName(g.ErrorCode), g.State, g.Epoch)
@@ -337,7 +337,7 @@ func (s *migSim) staticLeave(t *testing.T, in *migInst) {
 	in.alive = false
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = "g", in.memberID, -2, in.instance
-	s.finish(s.c.StreamsGroupHeartbeat(s.now, s.req(in), ClientInfo{ClientID: in.name, ClientHost: "/10.0.0.1"}, req))
+	s.finish(s.c.streamsGroupHeartbeat(s.now, s.req(in), ClientInfo{ClientID: in.name, ClientHost: "/10.0.0.1"}, req))
 	s.check()
 }
 

@@ -189,7 +189,7 @@ func (s *migSim) runAssignor(runs []AssignorRun) {
 			assign = ReferenceAssign
 		}
 		res := assign(run.Input)
-		s.finish(s.c.AssignorResult(s.now, run, res, nil))
+		s.finish(s.c.assignorResult(s.now, run, res, nil))
 		if g, ok := s.c.groups["g"].(*streamsGroup); ok && run.Probe && s.recording {
 			if g.assignmentEpoch == run.Epoch {
 				s.debugf("probe at epoch %d: target unchanged, nothing written, assignment epoch stays %d", run.Epoch, g.assignmentEpoch)
@@ -575,7 +575,7 @@ func (s *migSim) act(in *migInst) {
 		if in.fullNext {
 			req.RebalanceTimeoutMillis, in.fullNext = 30000, false
 		}
-		s.finish(s.c.StreamsGroupHeartbeat(s.now, s.req(in), ci, req))
+		s.finish(s.c.streamsGroupHeartbeat(s.now, s.req(in), ci, req))
 		return
 	}
 	switch {
@@ -590,7 +590,7 @@ func (s *migSim) act(in *migInst) {
 		in.rejoin, in.needSync, in.inflight = false, false, true
 		id := s.req(in)
 		s.kind[id] = "join"
-		s.finish(s.c.JoinGroup(s.now, id, ci, req))
+		s.finish(s.c.joinGroup(s.now, id, ci, req))
 	case in.needSync:
 		req := kmsg.NewPtrSyncGroupRequest()
 		req.Version = 5
@@ -604,13 +604,13 @@ func (s *migSim) act(in *migInst) {
 		in.needSync, in.inflight = false, true
 		id := s.req(in)
 		s.kind[id] = "sync"
-		s.finish(s.c.SyncGroup(s.now, id, req))
+		s.finish(s.c.syncGroup(s.now, id, req))
 	default:
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Version = 4
 		req.Group, req.MemberID, req.Generation = "g", in.memberID, in.gen
 		req.InstanceID = in.instance
-		s.finish(s.c.Heartbeat(s.now, s.req(in), req))
+		s.finish(s.c.heartbeat(s.now, s.req(in), req))
 	}
 }
 
@@ -624,7 +624,7 @@ func (s *migSim) round() {
 		s.debugf("classic state=%s prev=%s gen=%d awaiting=%d pendingJoin=%d members=%d", cg.state, cg.previousState, cg.generation, cg.numAwaitingJoin(), len(cg.pendingJoin), len(cg.members))
 	}
 	s.now += 1000
-	s.finish(s.c.Tick(s.now))
+	s.finish(s.c.tick(s.now))
 	s.check()
 }
 
@@ -775,7 +775,7 @@ func TestMigrationRollback(t *testing.T) {
 		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 		req.Group, req.MemberID, req.MemberEpoch = "g", old.memberID, -1
 		old.alive = false
-		s.finish(s.c.StreamsGroupHeartbeat(s.now, s.req(old), ClientInfo{}, req))
+		s.finish(s.c.streamsGroupHeartbeat(s.now, s.req(old), ClientInfo{}, req))
 		s.settle(40)
 		s.replayCheck()
 	}
@@ -871,10 +871,10 @@ func (s *migSim) useStandbys(n int32) {
 
 func (s *migSim) setGroupConfig(o StreamsGroupOverrides) {
 	s.overrides = &o
-	s.c.SetStreamsGroupConfig("g", o)
+	s.c.setStreamsGroupConfig("g", o)
 }
 
 func (s *migSim) setTopics(topics []TopicMetadata) {
 	s.topics = topics
-	s.finish(s.c.UpdateTopics(s.now, topics))
+	s.finish(s.c.updateTopics(s.now, topics))
 }

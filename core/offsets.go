@@ -31,11 +31,11 @@ type OffsetDecision struct {
 	Subscribed []string
 }
 
-// DecideOffsetCommit decides an OffsetCommit. A classic member's valid
+// decideOffsetCommit decides an OffsetCommit. A classic member's valid
 // commit in Stable or PreparingRebalance also restarts its session timer,
 // as in Kafka, so the Output (timer changes only, no records or responses)
 // must be handled like any other.
-func (c *Coordinator) DecideOffsetCommit(now int64, req *kmsg.OffsetCommitRequest) (OffsetDecision, Output) {
+func (c *Coordinator) decideOffsetCommit(now int64, req *kmsg.OffsetCommitRequest) (OffsetDecision, Output) {
 	c.begin(now)
 	d := c.decideCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version, false, c.commitTopics(req))
 	if d.ErrorCode == 0 {
@@ -48,8 +48,8 @@ func (c *Coordinator) DecideOffsetCommit(now int64, req *kmsg.OffsetCommitReques
 	return d, c.end()
 }
 
-// DecideTxnOffsetCommit decides a TxnOffsetCommit (no state changes).
-func (c *Coordinator) DecideTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) OffsetDecision {
+// decideTxnOffsetCommit decides a TxnOffsetCommit (no state changes).
+func (c *Coordinator) decideTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) OffsetDecision {
 	var topics []OffsetCommitTopic
 	for _, t := range req.Topics {
 		ot := OffsetCommitTopic{Topic: c.topicName(t.Topic, t.TopicID)}
@@ -134,7 +134,7 @@ func (c *Coordinator) decideCommit(group, memberID string, instanceID *string, g
 			d.ErrorCode = c.bridgeCommit(x, m, generation) // online migration
 			return d
 		}
-		d.ErrorCode, d.Message = c.ValidateStreamsOffsetCommit(group, memberID, generation, version, txn, topics)
+		d.ErrorCode, d.Message = c.validateStreamsOffsetCommit(group, memberID, generation, version, txn, topics)
 	case *consumerGroup:
 		d.ErrorCode, d.Message = c.validateConsumerCommit(x, memberID, generation, version, txn, topics)
 	}
@@ -165,10 +165,10 @@ func (g *classicGroup) validateOffsetCommit(memberID string, instanceID *string,
 	return 0
 }
 
-// DecideOffsetFetch decides each group of an OffsetFetch: v0-7 name one
+// decideOffsetFetch decides each group of an OffsetFetch: v0-7 name one
 // group, v8+ a list, optionally with a member id and epoch (v9+) that a
 // streams group checks.
-func (c *Coordinator) DecideOffsetFetch(req *kmsg.OffsetFetchRequest) []OffsetDecision {
+func (c *Coordinator) decideOffsetFetch(req *kmsg.OffsetFetchRequest) []OffsetDecision {
 	if req.Version < 8 {
 		return []OffsetDecision{c.decideFetch(req.Group, nil, -1)}
 	}
@@ -199,13 +199,13 @@ func (c *Coordinator) decideFetch(group string, memberID *string, epoch int32) O
 		if memberID != nil {
 			id = *memberID
 		}
-		d.ErrorCode, d.Message = c.ValidateStreamsOffsetFetch(group, id, epoch)
+		d.ErrorCode, d.Message = c.validateStreamsOffsetFetch(group, id, epoch)
 	}
 	return d
 }
 
-// DecideOffsetDelete is OffsetMetadataManager.deleteOffsets' validation.
-func (c *Coordinator) DecideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDecision {
+// decideOffsetDelete is OffsetMetadataManager.deleteOffsets' validation.
+func (c *Coordinator) decideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDecision {
 	d := OffsetDecision{Group: req.Group}
 	if req.Group == "" {
 		d.ErrorCode = errInvalidGroupID

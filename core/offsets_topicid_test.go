@@ -16,7 +16,7 @@ import (
 func TestCommitByTopicID(t *testing.T) {
 	c, _ := New(DefaultConfig())
 	in := [16]byte{7}
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: in, Partitions: 2}})
+	c.updateTopics(0, []TopicMetadata{{Name: "in", ID: in, Partitions: 2}})
 	c.Commit()
 	g := newStreamsGroup("g")
 	g.topology = &StreamsGroupTopologyValue{Subtopologies: []Subtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
@@ -30,13 +30,13 @@ func TestCommitByTopicID(t *testing.T) {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = version, "g", "m", 4
 		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, TopicID: id, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0}}}}
-		return c.DecideTxnOffsetCommit(req).ErrorCode
+		return c.decideTxnOffsetCommit(req).ErrorCode
 	}
 	commit := func(topic string, id [16]byte) int16 {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = 10, "g", "m", 4
 		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, TopicID: id, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0}}}}
-		d, _ := c.DecideOffsetCommit(0, req)
+		d, _ := c.decideOffsetCommit(0, req)
 		return d.ErrorCode
 	}
 	for _, tc := range []struct {

@@ -21,7 +21,7 @@ func (h *harness) probeAnswer(group string, args map[string]string) string {
 			d.NextProbeMs, _ = strconv.ParseInt(v, 10, 64)
 		}
 		head := fmt.Sprintf("policy answers check seq=%d (%s): rebalance=%v next=%d builtin=%v\n", c.Seq, c.Reason, d.Rebalance, d.NextProbeMs, d.Builtin)
-		return head + h.finish(h.c.ProbeResult(h.now, c, d), false)
+		return head + h.finish(h.c.applyProbeResult(h.now, c, d), false)
 	}
 	return "no probe check outstanding\n"
 }

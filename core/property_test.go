@@ -167,7 +167,7 @@ func (s *propSim) setTopics() {
 	}
 	fmt.Fprintf(&s.trace, "topics in=%d changelog=%v\n", s.partsIn, len(topics) == 3)
 	s.topics = topics
-	s.finish(s.c.UpdateTopics(s.now, topics))
+	s.finish(s.c.updateTopics(s.now, topics))
 }
 
 var propTopology = &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: 0, Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
@@ -284,7 +284,7 @@ func (s *propSim) send(cl *propClient, req *kmsg.StreamsGroupHeartbeatRequest) {
 	}
 	cl.inflight = true
 	fmt.Fprintf(&s.trace, "hb %s epoch=%d reports=%s\n", cl.memberID, req.MemberEpoch, fmtReport(req))
-	s.finish(s.c.StreamsGroupHeartbeat(s.now, s.nextReq, ClientInfo{ClientID: cl.name}, req))
+	s.finish(s.c.streamsGroupHeartbeat(s.now, s.nextReq, ClientInfo{ClientID: cl.name}, req))
 }
 
 func fmtReport(req *kmsg.StreamsGroupHeartbeatRequest) string {
@@ -308,7 +308,7 @@ func (s *propSim) resendStale(cl *propClient) {
 		s.reqReport[s.nextReq] = ownedFromRequest(&req).active
 	}
 	s.reqMember[s.nextReq] = cl.memberID
-	s.finish(s.c.StreamsGroupHeartbeat(s.now, s.nextReq, ClientInfo{ClientID: cl.name}, &req))
+	s.finish(s.c.streamsGroupHeartbeat(s.now, s.nextReq, ClientInfo{ClientID: cl.name}, &req))
 }
 
 func (s *propSim) leave(cl *propClient) {
@@ -349,7 +349,7 @@ func (s *propSim) failover() {
 	}
 	s.trace.WriteString("fail-over\n")
 	s.c, s.runs = fresh, nil
-	s.c.UpdateTopics(s.now, s.topics)
+	s.c.updateTopics(s.now, s.topics)
 	s.c.Commit()
 	for _, cl := range s.clients {
 		cl.inflight = false
@@ -369,7 +369,7 @@ func (s *propSim) advance(ms int64) {
 			s.now = d
 		}
 		fmt.Fprintf(&s.trace, "tick @%d\n", s.now)
-		s.finish(s.c.Tick(s.now))
+		s.finish(s.c.tick(s.now))
 	}
 	s.now = target
 }
@@ -385,13 +385,13 @@ func (s *propSim) answerRun() {
 	s.runs = append(s.runs[:i:i], s.runs[i+1:]...)
 	if s.rng.IntN(10) == 0 {
 		fmt.Fprintf(&s.trace, "assignor epoch=%d fails\n", run.Epoch)
-		s.finish(s.c.AssignorResult(s.now, run, AssignResult{}, fmt.Errorf("trap")))
+		s.finish(s.c.assignorResult(s.now, run, AssignResult{}, fmt.Errorf("trap")))
 		return
 	}
 	if s.wrng.IntN(4) == 0 { // the real HA assignor (warm-ups, probe hints)
 		res, _, _, err := haAssign(run)
 		fmt.Fprintf(&s.trace, "ha assignor epoch=%d probe=%v err=%v\n", run.Epoch, run.Probe, err)
-		s.finish(s.c.AssignorResult(s.now, run, res, err))
+		s.finish(s.c.assignorResult(s.now, run, res, err))
 		return
 	}
 	res := ReferenceAssign(run.Input)
@@ -401,7 +401,7 @@ func (s *propSim) answerRun() {
 		}
 	}
 	fmt.Fprintf(&s.trace, "assignor epoch=%d answers\n", run.Epoch)
-	s.finish(s.c.AssignorResult(s.now, run, res, nil))
+	s.finish(s.c.assignorResult(s.now, run, res, nil))
 }
 
 // propGroups are the groups the simulated clients join (alternately).
@@ -693,6 +693,6 @@ func (s *propSim) reportOffsets(cl *propClient, req *kmsg.StreamsGroupHeartbeatR
 	}
 	if len(ends) > 0 {
 		fmt.Fprintf(&s.trace, "host end offsets %s: %d tasks\n", cl.group, len(ends))
-		s.finish(s.c.UpdateEndOffsets(s.now, cl.group, ends))
+		s.finish(s.c.updateEndOffsets(s.now, cl.group, ends))
 	}
 }

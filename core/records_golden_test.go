@@ -186,7 +186,7 @@ func TestRecordsGoldenFromJava(t *testing.T) {
 	h.topologies["default"] = parseTopology(0, "sub 0 sources=in")
 	h.heartbeat(map[string]string{"member": "m1"})
 	h.heartbeat(map[string]string{"member": "m1", "epoch": "-1"})
-	h.finish(h.c.DeleteGroups(0, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}), false)
+	h.finish(h.c.deleteGroups(0, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}), false)
 	lines, seen := recordLines(append(s.log, h.log...), 3, "go-")
 	if len(seen) < 12 {
 		t.Fatalf("simulated run wrote only %d kinds of records: %v", len(seen), seen)
@@ -246,7 +246,7 @@ func TestRecordsMatchKafkaHelpers(t *testing.T) {
 	h.topologies["default"] = parseTopology(0, "sub 0 sources=in changelogs=c1,c2\nsub 1 sources=in sinks=r1\nsub 2 repartition=r1")
 	h.heartbeat(map[string]string{"member": "m1", "endpoint": "h:1", "tags": "zone:z1,cluster:c1", "rack": "r1", "instance": "i1"})
 	h.heartbeat(map[string]string{"member": "m1", "epoch": "-1", "instance": "i1"})
-	h.finish(h.c.DeleteGroups(0, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}), false)
+	h.finish(h.c.deleteGroups(0, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}), false)
 	recs = append(recs, h.log...)
 	lines, _ := recordLines(recs, 60, "r")
 	in := filepath.Join(t.TempDir(), "ours.txt")

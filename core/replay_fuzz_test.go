@@ -33,7 +33,7 @@ func FuzzReplayThenServe(f *testing.F) {
 			order = order[:64]
 		}
 		c, _ := New(DefaultConfig())
-		c.UpdateTopics(0, []TopicMetadata{{Name: "orders", Partitions: 4}, {Name: "payments", Partitions: 4}, {Name: "in", Partitions: 2}})
+		c.updateTopics(0, []TopicMetadata{{Name: "orders", Partitions: 4}, {Name: "payments", Partitions: 4}, {Name: "in", Partitions: 2}})
 		c.Commit()
 		for _, b := range order {
 			_ = c.Replay(pool[int(b)%len(pool)])
@@ -47,14 +47,14 @@ func FuzzReplayThenServe(f *testing.F) {
 			if epoch != 0 {
 				req.MemberEpoch, req.Topology = epoch, nil
 			}
-			c.StreamsGroupHeartbeat(int64(10+i), RequestID(i), ClientInfo{}, req)
+			c.streamsGroupHeartbeat(int64(10+i), RequestID(i), ClientInfo{}, req)
 			c.Commit()
 		}
-		c.Tick(1 << 40)
+		c.tick(1 << 40)
 		c.Commit()
-		c.DeleteGroups(1<<40, 9, &kmsg.DeleteGroupsRequest{Groups: []string{"app"}})
+		c.deleteGroups(1<<40, 9, &kmsg.DeleteGroupsRequest{Groups: []string{"app"}})
 		c.Commit()
-		c.StreamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{"app", "g"}})
+		c.streamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{"app", "g"}})
 		_ = c.Dump()
 	})
 }

@@ -90,7 +90,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 	switch d.Cmd {
 	case "topics":
 		h.lastTopics = parseTopics(d.Input)
-		return h.finish(h.c.UpdateTopics(h.now, h.lastTopics), false) + "ok"
+		return h.finish(h.c.updateTopics(h.now, h.lastTopics), false) + "ok"
 	case "topology":
 		epoch, _ := strconv.Atoi(argOr(args, "epoch", "0"))
 		h.topologies[argOr(args, "name", "default")] = parseTopology(int32(epoch), d.Input)
@@ -122,7 +122,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 	case "delete":
 		h.nextReq++
 		h.reqMember[h.nextReq] = "admin"
-		out := h.finish(h.c.DeleteGroups(h.now, h.nextReq, &kmsg.DeleteGroupsRequest{Groups: []string{argOr(args, "group", "g")}}), false)
+		out := h.finish(h.c.deleteGroups(h.now, h.nextReq, &kmsg.DeleteGroupsRequest{Groups: []string{argOr(args, "group", "g")}}), false)
 		_, exists := h.c.groups[argOr(args, "group", "g")]
 		return out + fmt.Sprintf("group exists: %v", exists)
 	case "describe":
@@ -139,7 +139,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData, args map[string]stri
 		if v, ok := args["tags"]; ok {
 			o.RackAwareAssignmentTags = strings.Split(v, ",")
 		}
-		h.c.SetStreamsGroupConfig(argOr(args, "group", "g"), o)
+		h.c.setStreamsGroupConfig(argOr(args, "group", "g"), o)
 		return "ok"
 	}
 	if out, ok := h.warmupCommand(args, d.Cmd); ok {

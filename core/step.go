@@ -132,25 +132,25 @@ func (c *Coordinator) Step(now int64, in Input) (Output, error) {
 	case Request:
 		return c.stepRequest(now, in)
 	case Tick:
-		return c.tick(now, in.Limit), nil
+		return c.tickUpTo(now, in.Limit), nil
 	case AssignorResult:
-		return c.AssignorResult(now, in.Run, in.Result, in.Err), nil
+		return c.assignorResult(now, in.Run, in.Result, in.Err), nil
 	case ProbeResult:
-		return c.ProbeResult(now, in.Check, in.Decision), nil
+		return c.applyProbeResult(now, in.Check, in.Decision), nil
 	case Topics:
-		return c.UpdateTopics(now, in.Topics), nil
+		return c.updateTopics(now, in.Topics), nil
 	case EndOffsets:
-		return c.UpdateEndOffsets(now, in.Group, in.Ends), nil
+		return c.updateEndOffsets(now, in.Group, in.Ends), nil
 	case StreamsGroupConfig:
-		c.SetStreamsGroupConfig(in.Group, in.Overrides)
+		c.setStreamsGroupConfig(in.Group, in.Overrides)
 	case ClassicGroupConfig:
-		c.SetClassicGroupConfig(in.Group, in.Overrides)
+		c.setClassicGroupConfig(in.Group, in.Overrides)
 	case ConsumerGroupConfig:
-		c.SetConsumerGroupConfig(in.Group, in.Overrides)
+		c.setConsumerGroupConfig(in.Group, in.Overrides)
 	case StreamsMigrationPolicy:
-		c.SetStreamsMigrationPolicy(in.Group, in.Policy)
+		c.setStreamsMigrationPolicy(in.Group, in.Policy)
 	case ConsumerMigrationPolicy:
-		c.SetConsumerMigrationPolicy(in.Group, in.Policy)
+		c.setConsumerMigrationPolicy(in.Group, in.Policy)
 	default:
 		return Output{}, fmt.Errorf("%w: %T", ErrUnknownInput, in)
 	}
@@ -161,39 +161,39 @@ func (c *Coordinator) Step(now int64, in Input) (Output, error) {
 func (c *Coordinator) stepRequest(now int64, in Request) (Output, error) {
 	switch b := in.Body.(type) {
 	case *kmsg.JoinGroupRequest:
-		return c.JoinGroup(now, in.ID, in.Client, b), nil
+		return c.joinGroup(now, in.ID, in.Client, b), nil
 	case *kmsg.SyncGroupRequest:
-		return c.SyncGroup(now, in.ID, b), nil
+		return c.syncGroup(now, in.ID, b), nil
 	case *kmsg.HeartbeatRequest:
-		return c.Heartbeat(now, in.ID, b), nil
+		return c.heartbeat(now, in.ID, b), nil
 	case *kmsg.LeaveGroupRequest:
-		return c.LeaveGroup(now, in.ID, b), nil
+		return c.leaveGroup(now, in.ID, b), nil
 	case *kmsg.StreamsGroupHeartbeatRequest:
 		p := in.Prepared
 		if p == nil || p.req != b {
 			p = PrepareStreamsHeartbeat(b)
 		}
-		return c.StreamsGroupHeartbeatPrepared(now, in.ID, in.Client, p), nil
+		return c.streamsGroupHeartbeatPrepared(now, in.ID, in.Client, p), nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return c.ConsumerGroupHeartbeat(now, in.ID, in.Client, b), nil
+		return c.consumerGroupHeartbeat(now, in.ID, in.Client, b), nil
 	case *kmsg.DeleteGroupsRequest:
-		return c.DeleteGroups(now, in.ID, b), nil
+		return c.deleteGroups(now, in.ID, b), nil
 	case *kmsg.OffsetCommitRequest:
-		d, out := c.DecideOffsetCommit(now, b)
+		d, out := c.decideOffsetCommit(now, b)
 		out.Offsets = []OffsetDecision{d}
 		return out, nil
 	}
 	return Output{}, unknownRequest(in.Body)
 }
 
-// tick fires up to limit due timers (all of them for limit <= 0).
-func (c *Coordinator) tick(now int64, limit int) Output {
+// tickUpTo fires up to limit due timers (all of them for limit <= 0).
+func (c *Coordinator) tickUpTo(now int64, limit int) Output {
 	if limit <= 0 {
-		return c.Tick(now)
+		return c.tick(now)
 	}
 	var all Output
 	for range limit {
-		out, fired := c.TickOne(now)
+		out, fired := c.tickOne(now)
 		all.add(out)
 		if !fired {
 			break
@@ -210,13 +210,13 @@ func (c *Coordinator) tick(now int64, limit int) Output {
 func (c *Coordinator) Read(req kmsg.Request) (kmsg.Response, error) {
 	switch b := req.(type) {
 	case *kmsg.DescribeGroupsRequest:
-		return c.DescribeGroups(b), nil
+		return c.describeGroups(b), nil
 	case *kmsg.ListGroupsRequest:
-		return c.ListGroups(b), nil
+		return c.listGroups(b), nil
 	case *kmsg.StreamsGroupDescribeRequest:
-		return c.StreamsGroupDescribe(b), nil
+		return c.streamsGroupDescribe(b), nil
 	case *kmsg.ConsumerGroupDescribeRequest:
-		return c.ConsumerGroupDescribe(b), nil
+		return c.consumerGroupDescribe(b), nil
 	case *kmsg.StreamsGroupTopologyDescriptionUpdateRequest:
 		return StreamsGroupTopologyDescriptionUpdate(b), nil
 	}
@@ -232,11 +232,11 @@ func (c *Coordinator) Read(req kmsg.Request) (kmsg.Response, error) {
 func (c *Coordinator) DecideOffsets(req kmsg.Request) ([]OffsetDecision, error) {
 	switch b := req.(type) {
 	case *kmsg.TxnOffsetCommitRequest:
-		return []OffsetDecision{c.DecideTxnOffsetCommit(b)}, nil
+		return []OffsetDecision{c.decideTxnOffsetCommit(b)}, nil
 	case *kmsg.OffsetFetchRequest:
-		return c.DecideOffsetFetch(b), nil
+		return c.decideOffsetFetch(b), nil
 	case *kmsg.OffsetDeleteRequest:
-		return []OffsetDecision{c.DecideOffsetDelete(b)}, nil
+		return []OffsetDecision{c.decideOffsetDelete(b)}, nil
 	}
 	return nil, unknownRequest(req)
 }

@@ -13,14 +13,14 @@ type OffsetCommitTopic struct {
 	Partitions []int32
 }
 
-// ValidateStreamsOffsetCommit decides whether a streams member may commit
+// validateStreamsOffsetCommit decides whether a streams member may commit
 // offsets, in the order of Kafka 4.4's StreamsGroup.validateOffsetCommit. It
 // returns a Kafka error code (0 to accept) with a message. version is the
 // OffsetCommit request version; transactional commits (TxnOffsetCommit) pass
 // isTransactional. A negative epoch on an empty group is an admin commit; a
 // transactional commit with epoch -1 and no member id comes from a producer
 // outside the group and is accepted.
-func (c *Coordinator) ValidateStreamsOffsetCommit(group, memberID string, epoch int32, version int16, isTransactional bool, topics []OffsetCommitTopic) (int16, string) {
+func (c *Coordinator) validateStreamsOffsetCommit(group, memberID string, epoch int32, version int16, isTransactional bool, topics []OffsetCommitTopic) (int16, string) {
 	g, ok := c.groups[group].(*streamsGroup)
 	if !ok {
 		return kerr.GroupIDNotFound.Code, "Streams group " + group + " not found."
@@ -94,9 +94,9 @@ func (c *Coordinator) validateOlderCommit(g *streamsGroup, m *streamsMember, epo
 	return 0, ""
 }
 
-// ValidateStreamsOffsetFetch checks a member-scoped OffsetFetch: the epoch
+// validateStreamsOffsetFetch checks a member-scoped OffsetFetch: the epoch
 // must match the member's exactly.
-func (c *Coordinator) ValidateStreamsOffsetFetch(group, memberID string, epoch int32) (int16, string) {
+func (c *Coordinator) validateStreamsOffsetFetch(group, memberID string, epoch int32) (int16, string) {
 	g, ok := c.groups[group].(*streamsGroup)
 	if !ok {
 		return kerr.GroupIDNotFound.Code, "Streams group " + group + " not found."

@@ -7,10 +7,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// StreamsGroupDescribe answers a StreamsGroupDescribe request (v0–1) from
+// streamsGroupDescribe answers a streamsGroupDescribe request (v0–1) from
 // the current state; call it between batches so it reads committed state.
 // Authorization is the host's job (GROUP_AUTHORIZATION_FAILED per group).
-func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest) *kmsg.StreamsGroupDescribeResponse {
+func (c *Coordinator) streamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest) *kmsg.StreamsGroupDescribeResponse {
 	resp := kmsg.NewPtrStreamsGroupDescribeResponse()
 	resp.Version = req.Version
 	for _, id := range req.Groups {

@@ -10,18 +10,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// StreamsGroupHeartbeat handles one StreamsGroupHeartbeat request (v0–1) at
+// streamsGroupHeartbeat handles one StreamsGroupHeartbeat request (v0–1) at
 // time now. The response comes back in Output.Responses, to be released
 // when Output.Records are durable; a heartbeat that triggered an assignor
 // run may be parked instead and answered by a later AssignorResult or Tick.
-func (c *Coordinator) StreamsGroupHeartbeat(now int64, id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) Output {
-	return c.StreamsGroupHeartbeatPrepared(now, id, client, PrepareStreamsHeartbeat(req))
+func (c *Coordinator) streamsGroupHeartbeat(now int64, id RequestID, client ClientInfo, req *kmsg.StreamsGroupHeartbeatRequest) Output {
+	return c.streamsGroupHeartbeatPrepared(now, id, client, PrepareStreamsHeartbeat(req))
 }
 
-// StreamsGroupHeartbeatPrepared is StreamsGroupHeartbeat for a request
+// streamsGroupHeartbeatPrepared is streamsGroupHeartbeat for a request
 // PrepareStreamsHeartbeat prepared: the same answers, records and timers,
 // with the work that reads no group state already done.
-func (c *Coordinator) StreamsGroupHeartbeatPrepared(now int64, id RequestID, client ClientInfo, p *PreparedStreamsHeartbeat) Output {
+func (c *Coordinator) streamsGroupHeartbeatPrepared(now int64, id RequestID, client ClientInfo, p *PreparedStreamsHeartbeat) Output {
 	c.begin(now)
 	sp := c.savepoint()
 	req := p.req

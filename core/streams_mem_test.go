@@ -17,7 +17,7 @@ func memFleet(tb testing.TB, groups, members int) *Coordinator {
 	cfg.Streams.NumStandbyReplicas = 1
 	h := newHarness(tb, cfg)
 	h.lastTopics = []TopicMetadata{{Name: "src", ID: [16]byte{1}, Partitions: int32(members)}}
-	h.finish(h.c.UpdateTopics(h.now, h.lastTopics), false)
+	h.finish(h.c.updateTopics(h.now, h.lastTopics), false)
 	h.topologies["default"] = parseTopology(0, "sub 0 sources=src")
 	join := func() int {
 		before := len(h.log)

@@ -25,7 +25,7 @@ type PreparedStreamsHeartbeat struct {
 	digest   topologyDigest
 }
 
-// PrepareStreamsHeartbeat prepares req for StreamsGroupHeartbeatPrepared.
+// PrepareStreamsHeartbeat prepares req for streamsGroupHeartbeatPrepared.
 // It reads no coordinator state and may run on any goroutine (a host runs
 // it on the request's connection, before the request is queued); req must
 // not change afterwards. A topology with more entries than

@@ -30,7 +30,7 @@ func hugeTopologyJoin(group, member string) *kmsg.StreamsGroupHeartbeatRequest {
 // (the comparison), "store" the first member of a new group (the topology
 // stored and configured against the topic image). "whole" is
 // StreamsGroupHeartbeat (the preparation inside the step, as before it
-// could be done ahead), "step" is StreamsGroupHeartbeatPrepared on a
+// could be done ahead), "step" is streamsGroupHeartbeatPrepared on a
 // request prepared beforehand, and "prepare" is PrepareStreamsHeartbeat
 // alone (the work a host does on the request's connection).
 func BenchmarkHugeTopologyHeartbeat(b *testing.B) {
@@ -38,9 +38,9 @@ func BenchmarkHugeTopologyHeartbeat(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.updateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
 	c.Commit()
-	if out := c.StreamsGroupHeartbeat(1, 1, ClientInfo{}, hugeTopologyJoin("g", "m0")); len(out.Records) == 0 {
+	if out := c.streamsGroupHeartbeat(1, 1, ClientInfo{}, hugeTopologyJoin("g", "m0")); len(out.Records) == 0 {
 		b.Fatal("the first join stored nothing")
 	}
 	c.Commit()
@@ -48,14 +48,14 @@ func BenchmarkHugeTopologyHeartbeat(b *testing.B) {
 		req := hugeTopologyJoin(cs.group, "m1")
 		b.Run(cs.name+"/whole", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				checkHugeJoin(b, c.StreamsGroupHeartbeat(int64(10+i), RequestID(i), ClientInfo{}, req))
+				checkHugeJoin(b, c.streamsGroupHeartbeat(int64(10+i), RequestID(i), ClientInfo{}, req))
 				c.Rollback()
 			}
 		})
 		p := PrepareStreamsHeartbeat(req)
 		b.Run(cs.name+"/step", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				checkHugeJoin(b, c.StreamsGroupHeartbeatPrepared(int64(10+i), RequestID(i), ClientInfo{}, p))
+				checkHugeJoin(b, c.streamsGroupHeartbeatPrepared(int64(10+i), RequestID(i), ClientInfo{}, p))
 				c.Rollback()
 			}
 		})

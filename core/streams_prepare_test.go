@@ -24,7 +24,7 @@ func TestPreparedTopologyComparison(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}, {Name: "in2", ID: [16]byte{2}, Partitions: 4}})
+		c.updateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}, {Name: "in2", ID: [16]byte{2}, Partitions: 4}})
 		c.Commit()
 		return c
 	}
@@ -38,7 +38,7 @@ func TestPreparedTopologyComparison(t *testing.T) {
 	}
 	code := func(c *Coordinator, req *kmsg.StreamsGroupHeartbeatRequest) int16 {
 		t.Helper()
-		out := c.StreamsGroupHeartbeatPrepared(100, 1, ClientInfo{}, PrepareStreamsHeartbeat(req))
+		out := c.streamsGroupHeartbeatPrepared(100, 1, ClientInfo{}, PrepareStreamsHeartbeat(req))
 		if len(out.Responses) == 0 {
 			return 0 // parked for an assignor run: accepted
 		}
@@ -54,7 +54,7 @@ func TestPreparedTopologyComparison(t *testing.T) {
 	}
 
 	c := newCore(DefaultMaxTopologySize)
-	out := c.StreamsGroupHeartbeat(100, 1, ClientInfo{}, join("m1", 3, "in"))
+	out := c.streamsGroupHeartbeat(100, 1, ClientInfo{}, join("m1", 3, "in"))
 	c.Commit()
 	want(c, join("m2", 3, "in"), nil)
 	want(c, join("m3", 3, "in2"), kerr.InvalidRequest)

@@ -104,14 +104,14 @@ func (c *Coordinator) probeCheckAfterTarget(g *streamsGroup) {
 	}
 }
 
-// ProbeResult hands back the probing policy's answer to check. It is
+// applyProbeResult hands back the probing policy's answer to check. It is
 // ignored when a newer check was requested or the group epoch moved on
 // (the new target gets its own check). Otherwise the probe timer is armed
 // as the policy asked, and a probe starts if the policy asked for one and
 // its input differs from the last probe that changed nothing (the assignor
 // is deterministic, abi/SPEC.md §7, so that probe would change nothing
 // again).
-func (c *Coordinator) ProbeResult(now int64, check ProbeCheck, d ProbeDecision) Output {
+func (c *Coordinator) applyProbeResult(now int64, check ProbeCheck, d ProbeDecision) Output {
 	c.begin(now)
 	g, ok := c.groups[check.Group].(*streamsGroup)
 	if !ok || g.soft.probeCheck != check.Seq {

@@ -156,14 +156,14 @@ func targetRecord(group, member string, t tasksTuple) Record {
 		ActiveTasks: toTaskIDs(t.active), StandbyTasks: toTaskIDs(t.standby), WarmupTasks: toTaskIDs(t.warmup)}}
 }
 
-// AssignorResult hands back the outcome of run: its result, or the error
+// assignorResult hands back the outcome of run: its result, or the error
 // that made it fail. A result for epoch E is applied iff E is above the
 // group's assignment epoch and not above its group epoch; if the group
 // epoch has moved past E, a new run is requested. On an error the group
 // keeps its last target and the heartbeats that waited get
 // UNKNOWN_SERVER_ERROR, as Kafka answers a failing assignor. Heartbeats
 // parked on the run are answered in the returned Output.
-func (c *Coordinator) AssignorResult(now int64, run AssignorRun, res AssignResult, runErr error) Output {
+func (c *Coordinator) assignorResult(now int64, run AssignorRun, res AssignResult, runErr error) Output {
 	c.begin(now)
 	g, ok := c.groups[run.Group].(*streamsGroup)
 	if !ok {

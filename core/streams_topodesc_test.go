@@ -34,13 +34,13 @@ func TestTopologyDescriptionUpdateWithoutStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 2}})
+	c.updateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 2}})
 	c.Commit()
 	join := limitJoin("g", 1)
 	join.Topology.Epoch = 3
 	var epoch int32
 	for i := 0; i < 3; i++ { // join, then heartbeat until the assignment settles
-		out := c.StreamsGroupHeartbeat(1000+int64(i), RequestID(i+1), ClientInfo{ClientID: "c"}, join)
+		out := c.streamsGroupHeartbeat(1000+int64(i), RequestID(i+1), ClientInfo{ClientID: "c"}, join)
 		c.Commit()
 		if len(out.Responses) != 1 {
 			t.Fatalf("heartbeat %d: %d responses", i, len(out.Responses))
@@ -81,7 +81,7 @@ func TestTopologyDescriptionUpdateWithoutStore(t *testing.T) {
 	}
 
 	for _, include := range []bool{false, true} {
-		d := c.StreamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{"g", "nogroup"},
+		d := c.streamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{"g", "nogroup"},
 			IncludeTopologyDescription: include})
 		want := int8(0) // NOT_REQUESTED
 		if include {
@@ -110,9 +110,9 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	topics := []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 2}}
-	live.UpdateTopics(0, topics)
+	live.updateTopics(0, topics)
 	live.Commit()
-	out := live.StreamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, limitJoin("g", 1))
+	out := live.streamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, limitJoin("g", 1))
 	live.Commit()
 	var meta *StreamsGroupMetadataValue
 	for _, r := range out.Records {
@@ -131,7 +131,7 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UpdateTopics(0, topics)
+	c.updateTopics(0, topics)
 	c.Commit()
 	for _, r := range log {
 		k, v := EncodeRecord(r)
@@ -147,7 +147,7 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 
 	second := limitJoin("g", 1)
 	second.MemberID = "m-2"
-	out = c.StreamsGroupHeartbeat(3000, 2, ClientInfo{ClientID: "c"}, second)
+	out = c.streamsGroupHeartbeat(3000, 2, ClientInfo{ClientID: "c"}, second)
 	c.Commit()
 	bumped := false
 	for _, r := range out.Records {
@@ -167,7 +167,7 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 			t.Fatalf("join: %s, description required %v", kerr.ErrorForCode(hb.ErrorCode), hb.TopologyDescriptionRequired)
 		}
 	}
-	d := c.StreamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{"g"}, IncludeTopologyDescription: true})
+	d := c.streamsGroupDescribe(&kmsg.StreamsGroupDescribeRequest{Version: 1, Groups: []string{"g"}, IncludeTopologyDescription: true})
 	if g := d.Groups[0]; g.ErrorCode != 0 || g.TopologyDescriptionStatus != 1 {
 		t.Fatalf("describe: code %d status %d, want NOT_STORED (1)", g.ErrorCode, g.TopologyDescriptionStatus)
 	}

@@ -21,13 +21,13 @@ type TaskEndOffset struct {
 	Offset int64
 }
 
-// UpdateEndOffsets stores changelog end offsets the host fetched for a
+// updateEndOffsets stores changelog end offsets the host fetched for a
 // streams group's tasks (for members that report only offset sums). They
 // are soft state, merged with member-reported end offsets (the larger
 // wins) when lags are computed and passed to the assignor. A negative
 // offset forgets the task's host end offset (unknown again). If a warm-up
 // is now caught up, a probe may start (its run is in the Output).
-func (c *Coordinator) UpdateEndOffsets(now int64, group string, ends []TaskEndOffset) Output {
+func (c *Coordinator) updateEndOffsets(now int64, group string, ends []TaskEndOffset) Output {
 	c.begin(now)
 	if g, ok := c.groups[group].(*streamsGroup); ok {
 		if g.soft.endOffsets == nil {

@@ -56,7 +56,7 @@ func TestWarmupLagRules(t *testing.T) {
 		}
 		g.soft.taskOffsets["w"] = o
 		if tc.hostEnd >= 0 {
-			c.UpdateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: tc.hostEnd}})
+			c.updateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: tc.hostEnd}})
 		}
 		lag, known := g.taskLag("pw", task)
 		if known != tc.wantKnown || (known && lag != tc.wantLag) {
@@ -71,15 +71,15 @@ func TestWarmupLagRules(t *testing.T) {
 func TestUpdateEndOffsetsForget(t *testing.T) {
 	c, g := lagGroup(t)
 	task := TaskID{"0", 0}
-	c.UpdateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: 10}})
+	c.updateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: 10}})
 	if _, ok := g.endOffsetOf(task); !ok {
 		t.Fatal("host end offset not stored")
 	}
-	c.UpdateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: -1}})
+	c.updateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: -1}})
 	if _, ok := g.endOffsetOf(task); ok {
 		t.Fatal("a negative host end offset must forget the task's end offset")
 	}
-	if out := c.UpdateEndOffsets(0, "missing", []TaskEndOffset{{Task: task, Offset: 1}}); len(out.Records)+len(out.AssignorRuns) != 0 {
+	if out := c.updateEndOffsets(0, "missing", []TaskEndOffset{{Task: task, Offset: 1}}); len(out.Records)+len(out.AssignorRuns) != 0 {
 		t.Fatal("end offsets for an unknown group must do nothing")
 	}
 }
@@ -99,7 +99,7 @@ func TestProbingConfigLayer(t *testing.T) {
 	}
 	c, _ := New(DefaultConfig())
 	iv, lag, w := int64(1234), int64(7), int32(3)
-	c.SetStreamsGroupConfig("g", StreamsGroupOverrides{ProbingIntervalMs: &iv, AcceptableRecoveryLag: &lag, NumWarmupReplicas: &w})
+	c.setStreamsGroupConfig("g", StreamsGroupOverrides{ProbingIntervalMs: &iv, AcceptableRecoveryLag: &lag, NumWarmupReplicas: &w})
 	s := c.streamsConfig("g")
 	if s.ProbingIntervalMs != 1234 || s.AcceptableRecoveryLag != 7 || s.NumWarmupReplicas != 3 {
 		t.Fatalf("overrides not applied: %+v", s)

@@ -168,9 +168,9 @@ func (c *Coordinator) NextDeadline() (int64, bool) {
 	return t.deadline, ok
 }
 
-// Tick fires every timer whose deadline is <= now, earliest first (ties by
+// tick fires every timer whose deadline is <= now, earliest first (ties by
 // key), and returns what they produced.
-func (c *Coordinator) Tick(now int64) Output {
+func (c *Coordinator) tick(now int64) Output {
 	c.begin(now)
 	for {
 		t, ok := c.peekTimer()
@@ -183,12 +183,12 @@ func (c *Coordinator) Tick(now int64) Output {
 	return c.end()
 }
 
-// TickOne fires only the earliest due timer (ties by key), if any, and
+// tickOne fires only the earliest due timer (ties by key), if any, and
 // reports whether one fired. A host that answers assignor runs at once can
 // call it in a loop, answering runs between timers, to sequence timers
 // exactly as Kafka does (each of its timers is a separate write whose
 // target assignment is computed inline).
-func (c *Coordinator) TickOne(now int64) (Output, bool) {
+func (c *Coordinator) tickOne(now int64) (Output, bool) {
 	c.begin(now)
 	t, ok := c.peekTimer()
 	if ok && t.deadline <= now {

@@ -37,14 +37,14 @@ func TestTopologySizeLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.updateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
 	c.Commit()
 	small := int32(4)
-	c.SetStreamsGroupConfig("tight", StreamsGroupOverrides{MaxTopologySize: &small})
+	c.setStreamsGroupConfig("tight", StreamsGroupOverrides{MaxTopologySize: &small})
 
 	hb := func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, Output) {
 		t.Helper()
-		out := c.StreamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, req)
+		out := c.streamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, req)
 		c.Commit()
 		if len(out.Responses) != 1 {
 			t.Fatalf("%d responses", len(out.Responses))
@@ -89,11 +89,11 @@ func TestGroupCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UpdateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
+	c.updateTopics(0, []TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}})
 	c.Commit()
 	hb := func(req *kmsg.StreamsGroupHeartbeatRequest) (int16, Output) {
 		t.Helper()
-		out := c.StreamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, req)
+		out := c.streamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, req)
 		c.Commit()
 		return out.Responses[0].Msg.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode, out
 	}
@@ -109,7 +109,7 @@ func TestGroupCap(t *testing.T) {
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "k", "consumer", 10000, 10000
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
-	cout := c.JoinGroup(1000, 2, ClientInfo{ClientID: "c"}, join)
+	cout := c.joinGroup(1000, 2, ClientInfo{ClientID: "c"}, join)
 	c.Commit()
 	if r := cout.Responses[0].Msg.(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.groups["k"] != nil || len(cout.Records) != 0 {
 		t.Fatalf("third classic group: code %d, group %v, %d records", r.ErrorCode, c.groups["k"], len(cout.Records))
@@ -124,7 +124,7 @@ func TestGroupCap(t *testing.T) {
 	if code, _ := hb(leave); code != 0 {
 		t.Fatalf("leave b: code %d", code)
 	}
-	c.DeleteGroups(1000, 3, &kmsg.DeleteGroupsRequest{Groups: []string{"b"}})
+	c.deleteGroups(1000, 3, &kmsg.DeleteGroupsRequest{Groups: []string{"b"}})
 	c.Commit()
 	if c.groups["b"] != nil {
 		t.Fatal("b not deleted")

@@ -41,7 +41,7 @@ func topologyCase(rng *rand.Rand, id int) (string, string) {
 	addTopics("s", 4, 0.85)
 	addTopics("r", 3, 0.3)
 	addTopics("c", 3, 0.3)
-	c.UpdateTopics(0, topics)
+	c.updateTopics(0, topics)
 	c.Commit()
 
 	topo := StreamsGroupTopologyValue{Subtopologies: []Subtopology{}}

@@ -14,7 +14,7 @@ func classicJoin(c *Coordinator, now int64, id RequestID, group string) Output {
 	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 5000
 	req.ProtocolType = "consumer"
 	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: consumerSubscription([]string{"t"})}}
-	return c.JoinGroup(now, id, ClientInfo{ClientID: "c"}, req)
+	return c.joinGroup(now, id, ClientInfo{ClientID: "c"}, req)
 }
 
 func newPipelineCore(t *testing.T) *Coordinator {
@@ -70,7 +70,7 @@ func TestSealedBatchKeepsAnsweredRequestAnswered(t *testing.T) {
 	classicJoin(c, 1000, 1, "g")
 	c.Commit()
 	// The delay expires in a later batch: the join is answered there.
-	o := c.Tick(5000)
+	o := c.tick(5000)
 	c.Seal()
 	answered := false
 	for _, r := range o.Responses {
@@ -84,7 +84,7 @@ func TestSealedBatchKeepsAnsweredRequestAnswered(t *testing.T) {
 	if slices.Contains(ro.Failed, 1) {
 		t.Fatalf("rollback failed request 1, answered in a rolled-back batch: the host fails it already")
 	}
-	for _, r := range c.Tick(5000).Responses {
+	for _, r := range c.tick(5000).Responses {
 		if r.Request == 1 {
 			t.Fatalf("the rolled-back state still held request 1 parked: answered again")
 		}

@@ -163,7 +163,7 @@ func (h *harness) answerHA(run AssignorRun) (string, Output) {
 	res, req, resp, err := haAssign(run)
 	if err != nil {
 		return fmt.Sprintf("assignor %s epoch=%d fails: %v\n", run.Group, run.Epoch, err),
-			h.c.AssignorResult(h.now, run, AssignResult{}, err)
+			h.c.assignorResult(h.now, run, AssignResult{}, err)
 	}
 	label := "answers"
 	if run.Probe {
@@ -171,7 +171,7 @@ func (h *harness) answerHA(run AssignorRun) (string, Output) {
 		label = fmt.Sprintf("answers probe #%d", h.probes)
 	}
 	s := fmt.Sprintf("ha %s epoch=%d %s\n", run.Group, run.Epoch, label) + haSummary(req, resp)
-	o := h.c.AssignorResult(h.now, run, res, nil)
+	o := h.c.assignorResult(h.now, run, res, nil)
 	if run.Probe {
 		s += fmt.Sprintf("probe result: %d records\n", len(o.Records))
 	}
@@ -193,7 +193,7 @@ func (h *harness) warmupCommand(args map[string]string, cmd string) (string, boo
 		for p := 0; p < n; p++ {
 			ends = append(ends, TaskEndOffset{Task: TaskID{args["sub"], int32(p)}, Offset: v})
 		}
-		return h.finish(h.c.UpdateEndOffsets(h.now, group, ends), false) + "ok", true
+		return h.finish(h.c.updateEndOffsets(h.now, group, ends), false) + "ok", true
 	case "placement":
 		return h.placement(group), true
 	case "probe-answer":
