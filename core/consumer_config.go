@@ -100,7 +100,7 @@ const (
 // DefaultConsumerConfig is Kafka 4.4's defaults of the consumer-group
 // settings (no assignors: the host supplies them).
 func DefaultConsumerConfig() ConsumerConfig {
-	return ConsumerConfig{SessionTimeoutMs: defaultConsumerSessionTimeoutMs, HeartbeatIntervalMs: defaultConsumerHeartbeatIntervalMs}
+	return ConsumerConfig{SessionTimeoutMs: defaultConsumerSessionTimeoutMs, HeartbeatIntervalMs: defaultConsumerHeartbeatIntervalMs, AssignmentIntervalMs: defaultConsumerAssignmentIntervalMs}
 }
 
 // ConsumerGroupOverrides are one consumer group's settings (Kafka's
@@ -108,6 +108,10 @@ func DefaultConsumerConfig() ConsumerConfig {
 type ConsumerGroupOverrides struct {
 	SessionTimeoutMs    *int32 // consumer.session.timeout.ms
 	HeartbeatIntervalMs *int32 // consumer.heartbeat.interval.ms
+	// AssignmentIntervalMs is consumer.assignment.interval.ms: unlike
+	// ConsumerConfig's field, 0 (or less) means no interval, as the value
+	// 0 of Kafka's group config does.
+	AssignmentIntervalMs *int32
 }
 
 // Validate reports the first invalid override, naming its config key; the
@@ -133,6 +137,9 @@ func (c ConsumerConfig) with(o ConsumerGroupOverrides) ConsumerConfig {
 	}
 	if o.HeartbeatIntervalMs != nil {
 		c.HeartbeatIntervalMs = *o.HeartbeatIntervalMs
+	}
+	if o.AssignmentIntervalMs != nil {
+		c.AssignmentIntervalMs = *o.AssignmentIntervalMs
 	}
 	return c
 }

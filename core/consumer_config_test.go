@@ -77,3 +77,37 @@ func TestConsumerGroupOverridesValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerGroupAssignmentInterval: consumer.assignment.interval.ms is
+// per group. With 1000 ms, a second member joining right after the first
+// target waits for the interval (the group epoch runs ahead of the
+// assignment epoch until a heartbeat after it); with the group's 0, every
+// change computes a target at once, whatever the broker-wide setting.
+func TestConsumerGroupAssignmentInterval(t *testing.T) {
+	cfg := consumerTestConfig()
+	cfg.Consumer.AssignmentIntervalMs = 0 // Kafka's default, 1 s
+	h := newCHarness(t, cfg)
+	h.now = 1_000_000 // a target's timestamp 0 reads as "never computed"
+	h.setTopics(TopicMetadata{Name: "a", ID: topicID("a"), Partitions: 4})
+	zero := int32(0)
+	h.c.setConsumerGroupConfig("now", ConsumerGroupOverrides{AssignmentIntervalMs: &zero})
+	for _, g := range []string{"batched", "now"} {
+		h.hb(joinReq(g, "m1", "a"))
+		h.now += 10
+		h.hb(joinReq(g, "m2", "a"))
+	}
+	if g := h.group("batched"); g.assignmentEpoch >= g.groupEpoch {
+		t.Fatalf("batched group: assignment epoch %d caught up with group epoch %d within the interval", g.assignmentEpoch, g.groupEpoch)
+	}
+	if g := h.group("now"); g.assignmentEpoch != g.groupEpoch {
+		t.Fatalf("group with interval 0: assignment epoch %d behind group epoch %d", g.assignmentEpoch, g.groupEpoch)
+	}
+	// After the interval, the batched group's next heartbeat computes.
+	h.now += 1000
+	m := h.group("batched").members["m1"]
+	h.hb(ackReq("batched", "m1", m.epoch, toResp(m.assigned.set())))
+	if g := h.group("batched"); g.assignmentEpoch != g.groupEpoch {
+		t.Fatalf("batched group after the interval: assignment epoch %d, group epoch %d", g.assignmentEpoch, g.groupEpoch)
+	}
+	h.checkReplay()
+}

@@ -96,8 +96,8 @@ func (c *Coordinator) consumerTargetDue(g *consumerGroup) bool {
 	if g.groupEpoch <= g.assignmentEpoch {
 		return false
 	}
-	interval := int64(c.consumerConfig().AssignmentIntervalMs)
-	return interval == 0 || g.assignmentTimestamp == 0 || c.now >= g.assignmentTimestamp+interval || g.targetEmpty()
+	interval := int64(c.consumerGroupConfig(g.id).AssignmentIntervalMs)
+	return interval <= 0 || g.assignmentTimestamp == 0 || c.now >= g.assignmentTimestamp+interval || g.targetEmpty()
 }
 
 // targetEmpty reports whether the current target assigns no partition.

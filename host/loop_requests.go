@@ -36,7 +36,7 @@ type groupHandler func(l *Loop, ctx context.Context, req *wire.Request) (kmsg.Re
 // the others have their own handler (typed).
 var groupHandlers = map[kmsg.Key]groupHandler{
 	kmsg.StreamsGroupHeartbeat:  stepped(countHeartbeat | configureGroup | prepareStreams),
-	kmsg.ConsumerGroupHeartbeat: stepped(countHeartbeat | describableTopics),
+	kmsg.ConsumerGroupHeartbeat: stepped(countHeartbeat | configureGroup | describableTopics),
 	kmsg.JoinGroup:              stepped(configureGroup), // a classic join may convert a streams group
 	kmsg.SyncGroup:              stepped(0),
 	kmsg.Heartbeat:              stepped(countHeartbeat),

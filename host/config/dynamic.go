@@ -34,7 +34,6 @@ type KeyInfo struct {
 // unservedKafkaKeys are Kafka 4.4 group configs of group types or features
 // coordhost does not serve (by key, or by prefix when ending in '.').
 var unservedKafkaKeys = []struct{ key, why string }{
-	{"consumer.assignment.interval.ms", "consumer-group target assignments are computed in the heartbeat that needs them, as without KIP-1263's interval"},
 	{"consumer.assignor.offload.enable", "consumer-group assignors run inline in the heartbeat (KIP-1263's offload is not implemented)"},
 	{"share.", "it configures share groups (KIP-932), which coordhost does not serve"},
 	{"errors.deadletterqueue.", "it configures share-group dead-letter queues (KIP-1191), which coordhost does not serve"},

@@ -34,6 +34,7 @@ type Group struct {
 	MaxSize                        int32    // group.max.size
 	ConsumerSessionTimeoutMs       int32    // consumer.session.timeout.ms
 	ConsumerHeartbeatIntervalMs    int32    // consumer.heartbeat.interval.ms
+	ConsumerAssignmentIntervalMs   int32    // consumer.assignment.interval.ms
 
 	// StreamsAssignorCandidate and StreamsAssignorCandidatePercent are
 	// streams.assignor.candidate.name and streams.assignor.candidate.percent.

@@ -119,6 +119,21 @@ var groupKeys = withCoreDefaults([]key{
 		runtime: &bound{5000, 15000, "group.consumer.min/max.heartbeat.interval.ms"},
 		field:   i32(func(g *Group) *int32 { return &g.ConsumerHeartbeatIntervalMs }, func(c *core.Config) *int32 { return &c.Consumer.HeartbeatIntervalMs }),
 		doc:     "Consumer group (KIP-848): heartbeat interval sent to members."},
+	{name: "consumer.assignment.interval.ms", kind: kInt, min: 0, max: math.MaxInt32, kafka: true,
+		runtime: &bound{0, 15000, "group.consumer.min/max.assignment.interval.ms"},
+		field: field{
+			set: func(g *Group, v any) { g.ConsumerAssignmentIntervalMs = int32(v.(int64)) },
+			// core's ConsumerConfig reads 0 as Kafka's default and a
+			// negative value as no interval; the key's 0 is no interval.
+			toCore: func(c *core.Config, g *Group) {
+				c.Consumer.AssignmentIntervalMs = g.ConsumerAssignmentIntervalMs
+				if c.Consumer.AssignmentIntervalMs == 0 {
+					c.Consumer.AssignmentIntervalMs = -1
+				}
+			},
+			coreDef: func(c core.Config) any { return int64(c.Consumer.AssignmentIntervalMs) },
+		},
+		doc: "Consumer group (KIP-848): minimum time between two target assignments; changes meanwhile share one assignor run (0: every change computes one)."},
 	{name: "group.consumer.migration.policy", kind: kString, oneOf: []string{"disabled", "upgrade", "downgrade", "bidirectional"},
 		field: field{
 			set: func(g *Group, v any) { g.ConsumerMigrationPolicy = v.(string) },
@@ -231,7 +246,7 @@ func (g Group) Core(base core.Config) core.Config {
 // CoreConsumer is g as core's per-group consumer settings, every field set.
 func (g Group) CoreConsumer() core.ConsumerGroupOverrides {
 	c := g.Core(core.DefaultConfig())
-	return core.ConsumerGroupOverrides{SessionTimeoutMs: &c.Consumer.SessionTimeoutMs, HeartbeatIntervalMs: &c.Consumer.HeartbeatIntervalMs}
+	return core.ConsumerGroupOverrides{SessionTimeoutMs: &c.Consumer.SessionTimeoutMs, HeartbeatIntervalMs: &c.Consumer.HeartbeatIntervalMs, AssignmentIntervalMs: &c.Consumer.AssignmentIntervalMs}
 }
 
 // CoreConsumerMigrationPolicy is g's group.consumer.migration.policy.

@@ -121,6 +121,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		"streams.migration.policy":  "upgrade", "group.initial.rebalance.delay.ms": int64(23),
 		"group.min.session.timeout.ms": int64(29), "group.max.session.timeout.ms": int64(31), "group.max.size": int64(37),
 		"consumer.session.timeout.ms": int64(50003), "consumer.heartbeat.interval.ms": int64(5003),
+		"consumer.assignment.interval.ms": int64(59),
 		"group.consumer.migration.policy": "downgrade",
 		// keys core does not read
 		"streams.probing.policy": "builtin", "streams.end.offsets.refresh.ms": int64(41), "streams.assignor.timeout.ms": int64(43),
@@ -141,7 +142,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 	want.ConsumerMigrationPolicy = core.MigrationDowngrade
 	want.Classic = core.ClassicConfig{InitialRebalanceDelayMs: 23, MinSessionTimeoutMs: 29, MaxSessionTimeoutMs: 31, MaxSize: 37,
 		NewMemberJoinTimeoutMs: want.Classic.NewMemberJoinTimeoutMs}
-	want.Consumer = core.ConsumerConfig{SessionTimeoutMs: 50003, HeartbeatIntervalMs: 5003}
+	want.Consumer = core.ConsumerConfig{SessionTimeoutMs: 50003, HeartbeatIntervalMs: 5003, AssignmentIntervalMs: 59}
 	if got := g.Core(core.DefaultConfig()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("core config:\n%+v\nwant\n%+v", got, want)
 	}
@@ -154,7 +155,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 	if *s.SessionTimeoutMs != 50001 || *s.AssignorName != "ha" || *s.ProbingPolicy != "" || *s.MaxTopologySize != 53 || *c.MaxSize != 37 || p != core.MigrationUpgrade {
 		t.Fatalf("per-group: streams %+v classic %+v policy %v", s, c, p)
 	}
-	if cons := g.CoreConsumer(); *cons.SessionTimeoutMs != 50003 || *cons.HeartbeatIntervalMs != 5003 {
+	if cons := g.CoreConsumer(); *cons.SessionTimeoutMs != 50003 || *cons.HeartbeatIntervalMs != 5003 || *cons.AssignmentIntervalMs != 59 {
 		t.Fatalf("per-group consumer: %+v", cons)
 	}
 	if p := g.CoreConsumerMigrationPolicy(); p != core.MigrationDowngrade {
