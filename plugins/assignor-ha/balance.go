@@ -17,8 +17,12 @@ func (s *state) balance(kind taskKind, allowed func(src, dst int) bool) {
 	for again := true; again; {
 		again = false
 		for src := range s.clients {
-			for dst := range s.clients {
-				if src != dst && s.balancePair(kind, src, dst, allowed) {
+			from := s.loads[src]
+			for dst, to := range s.loads {
+				// from <= to: no skew, shouldMove says no (a cheaper
+				// test of the same: the difference of two distinct
+				// floats is never 0).
+				if from > to && s.balancePair(kind, src, dst, allowed) {
 					again = true
 				}
 			}
@@ -31,13 +35,13 @@ func (s *state) balancePair(kind taskKind, src, dst int, allowed func(src, dst i
 	if kind == kindStandby {
 		list = s.clients[src].standby
 	}
-	if !shouldMove(&s.clients[src], &s.clients[dst]) {
+	if !s.shouldMove(src, dst) {
 		return false // the loop below would stop before its first task
 	}
 	s.scratch = append(s.scratch[:0], list...) // the walk sees the list as it was
 	moved := false
 	for _, t := range s.scratch {
-		if !shouldMove(&s.clients[src], &s.clients[dst]) {
+		if !s.shouldMove(src, dst) {
 			break
 		}
 		if s.clients[dst].hasTask(t) || !allowed(src, dst) {
@@ -58,13 +62,14 @@ func (s *state) balancePair(kind taskKind, src, dst int, allowed func(src, dst i
 // shouldMove is HighAvailabilityTaskAssignor.shouldMoveATask: move one task
 // from src to dst only if src is more loaded and the move strictly reduces
 // the skew without inverting it.
-func shouldMove(src, dst *client) bool {
-	skew := src.load() - dst.load()
+func (s *state) shouldMove(src, dst int) bool {
+	skew := s.loads[src] - s.loads[dst]
 	if skew <= 0 {
 		return false
 	}
-	atDst := (float64(dst.count()) + 1.0) / float64(dst.capacity)
-	atSrc := (float64(src.count()) - 1.0) / float64(src.capacity)
+	d, c := &s.clients[dst], &s.clients[src]
+	atDst := (float64(d.count()) + 1.0) / float64(d.capacity)
+	atSrc := (float64(c.count()) - 1.0) / float64(c.capacity)
 	proposed := atSrc - atDst
 	return proposed >= 0 && proposed < skew
 }

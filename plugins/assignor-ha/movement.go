@@ -71,9 +71,12 @@ func (q *movementQueue) poll() movement {
 // movements carries what both movement phases share.
 type movements struct {
 	*state
-	budget    int               // remaining warm-up replicas (may go negative, like Kafka's AtomicInteger)
-	warmups   map[[2]int32]bool // (client, task) kept as warm-up
-	caughtUpN []int             // per task: number of caught-up clients
+	budget int // remaining warm-up replicas (may go negative, like Kafka's AtomicInteger)
+	// warmups[c] lists, ascending, the tasks client c was told to keep
+	// as warm-up (added to only, like the map Kafka keeps; at most
+	// num_warmup_replicas in all, so most lists are empty).
+	warmups   [][]int32
+	caughtUpN []int // per task: number of caught-up clients
 	// caughtUpBy lists each stateful task's caught-up clients, ascending
 	// (nil when acceptable.recovery.lag is unbounded: every client is).
 	caughtUpBy [][]int
@@ -81,7 +84,7 @@ type movements struct {
 }
 
 func (s *state) newMovements(maxWarmups int) *movements {
-	m := &movements{state: s, budget: maxWarmups, warmups: map[[2]int32]bool{},
+	m := &movements{state: s, budget: maxWarmups, warmups: make([][]int32, len(s.clients)),
 		caughtUpN: make([]int, s.total), byLag: s.newLagIndex()}
 	if s.acceptable == math.MaxInt64 {
 		for t := int32(0); t < s.total; t++ {
@@ -92,9 +95,12 @@ func (s *state) newMovements(maxWarmups int) *movements {
 		return m
 	}
 	m.caughtUpBy = make([][]int, s.total)
+	var all []int // every task's list, one after the other
 	for t := int32(0); t < s.total; t++ {
 		if s.stateful[t] {
-			m.caughtUpBy[t] = m.byLag.caughtUp(s, t)
+			start := len(all)
+			all = m.byLag.appendCaughtUp(all, s, t)
+			m.caughtUpBy[t] = all[start:len(all):len(all)]
 			m.caughtUpN[t] = len(m.caughtUpBy[t])
 		}
 	}
@@ -154,11 +160,11 @@ func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
 // least-loaded caught-up client ok accepts, ties to the lower process.
 func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
 	if m.caughtUpBy == nil {
-		return m.leastLoaded(load, ok)
+		return m.leastLoaded(ok)
 	}
 	best, bestW := -1, 0.0
 	for _, c := range m.caughtUpBy[t] {
-		if w := m.clients[c].load(); (best < 0 || w < bestW) && ok(c) {
+		if w := m.loads[c]; (best < 0 || w < bestW) && ok(c) {
 			best, bestW = c, w
 		}
 	}
@@ -222,7 +228,15 @@ func (m *movements) moveActive(t int32, src, dst int) {
 	m.unassignActive(dst, t)
 	if m.takeWarmup() {
 		m.assignStandby(dst, t)
-		m.warmups[[2]int32{int32(dst), t}] = true
+		m.setWarmup(dst, t)
+	}
+}
+
+func (m *movements) isWarmup(c int, t int32) bool { return has(m.warmups[c], t) }
+
+func (m *movements) setWarmup(c int, t int32) {
+	if !m.isWarmup(c, t) {
+		m.warmups[c] = insert(m.warmups[c], t)
 	}
 }
 
@@ -241,7 +255,7 @@ func (m *movements) standbyMovements() int {
 	var q movementQueue
 	for c := range m.clients {
 		for _, t := range m.clients[c].standby {
-			if !m.warmups[[2]int32{int32(c), t}] && m.needsMove(t, c) {
+			if !m.isWarmup(c, t) && m.needsMove(t, c) {
 				q.add(movement{task: t, dst: c, caughtUp: m.caughtUpN[t]})
 			}
 		}
@@ -260,7 +274,7 @@ func (m *movements) standbyMovements() int {
 		}
 		m.assignStandby(src, t)
 		if m.takeWarmup() {
-			m.warmups[[2]int32{int32(mv.dst), t}] = true
+			m.setWarmup(mv.dst, t)
 		} else {
 			m.unassignStandby(mv.dst, t)
 		}
