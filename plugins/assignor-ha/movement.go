@@ -1,7 +1,6 @@
 package ha
 
 import (
-	"cmp"
 	"math"
 	"sort"
 )
@@ -9,19 +8,19 @@ import (
 // movement is Kafka's TaskMovement: task should leave client dst (which is
 // not caught up on it) for a more caught-up client.
 type movement struct {
-	task     int32
-	dst      int
-	caughtUp int // number of caught-up clients for the task
+	// key is the TaskMovement queue order in one integer: the number of
+	// caught-up clients for the task in the high half, the task in the
+	// low half (both non-negative), so fewest caught-up clients first,
+	// then by task, with one comparison (the heap's hot path).
+	key uint64
+	dst int32
 }
 
-// movementCompare is the TaskMovement queue order: fewest caught-up clients
-// first, then by task.
-func movementCompare(a, b movement) int {
-	if c := cmp.Compare(a.caughtUp, b.caughtUp); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.task, b.task)
+func newMovement(t int32, dst, caughtUp int) movement {
+	return movement{key: uint64(caughtUp)<<32 | uint64(uint32(t)), dst: int32(dst)}
 }
+
+func (m movement) task() int32 { return int32(uint32(m.key)) }
 
 // movementQueue reproduces java.util.PriorityQueue (a binary heap with
 // siftUp on add and siftDown on poll): movements of the same task compare
@@ -33,7 +32,7 @@ func (q *movementQueue) add(m movement) {
 	k := len(h) - 1
 	for k > 0 {
 		parent := (k - 1) / 2
-		if movementCompare(m, h[parent]) >= 0 {
+		if m.key >= h[parent].key {
 			break
 		}
 		h[k] = h[parent]
@@ -53,10 +52,10 @@ func (q *movementQueue) poll() movement {
 		k := 0
 		for half := n / 2; k < half; {
 			child := 2*k + 1
-			if right := child + 1; right < n && movementCompare(h[child], h[right]) > 0 {
+			if right := child + 1; right < n && h[child].key > h[right].key {
 				child = right
 			}
-			if movementCompare(x, h[child]) <= 0 {
+			if x.key <= h[child].key {
 				break
 			}
 			h[k] = h[child]
@@ -81,6 +80,7 @@ type movements struct {
 	// (nil when acceptable.recovery.lag is unbounded: every client is).
 	caughtUpBy [][]int
 	byLag      lagIndex
+	queue      movementQueue // the queue's memory, reused by the second phase
 }
 
 func (s *state) newMovements(maxWarmups int) *movements {
@@ -178,34 +178,35 @@ func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
 // it in lag order; the old holder keeps a warm-up while the budget lasts.
 // It returns the number of movements.
 func (m *movements) activeMovements() int {
-	var q movementQueue
+	q := m.queue[:0]
 	for c := range m.clients {
 		for _, t := range m.clients[c].active {
 			if m.needsMove(t, c) {
-				q.add(movement{task: t, dst: c, caughtUp: m.caughtUpN[t]})
+				q.add(newMovement(t, c, m.caughtUpN[t]))
 			}
 		}
 	}
 	n := len(q)
+	defer func() { m.queue = q }() // its memory, for standbyMovements
 	for len(q) > 0 {
 		mv := q.poll()
-		t := mv.task
+		t, dst := mv.task(), int(mv.dst)
 		if src := m.caughtUpLeastLoaded(t, func(c int) bool { return m.clients[c].hasStandby(t) }); src >= 0 {
-			m.swap(t, src, mv.dst)
+			m.swap(t, src, dst)
 			continue
 		}
 		if src := m.caughtUpLeastLoaded(t, anyClient); src >= 0 {
-			m.moveActive(t, src, mv.dst)
+			m.moveActive(t, src, dst)
 			continue
 		}
-		src := m.mostCaughtUp(t, mv.dst, anyClient)
+		src := m.mostCaughtUp(t, dst, anyClient)
 		if src < 0 {
 			panic("ha: a scheduled movement found no more caught-up client") // Kafka: IllegalStateException
 		}
 		if m.clients[src].hasStandby(t) {
-			m.swap(t, src, mv.dst)
+			m.swap(t, src, dst)
 		} else {
-			m.moveActive(t, src, mv.dst)
+			m.moveActive(t, src, dst)
 		}
 	}
 	return n
@@ -252,31 +253,31 @@ func (m *movements) takeWarmup() bool {
 // the task (least loaded), else on the most caught-up such client before
 // it; the old holder keeps it as a warm-up while the budget lasts.
 func (m *movements) standbyMovements() int {
-	var q movementQueue
+	q := m.queue[:0]
 	for c := range m.clients {
 		for _, t := range m.clients[c].standby {
 			if !m.isWarmup(c, t) && m.needsMove(t, c) {
-				q.add(movement{task: t, dst: c, caughtUp: m.caughtUpN[t]})
+				q.add(newMovement(t, c, m.caughtUpN[t]))
 			}
 		}
 	}
 	n := 0
 	for len(q) > 0 {
 		mv := q.poll()
-		t := mv.task
+		t, dst := mv.task(), int(mv.dst)
 		eligible := func(c int) bool { return !m.clients[c].hasTask(t) }
 		src := m.caughtUpLeastLoaded(t, eligible)
 		if src < 0 {
-			src = m.mostCaughtUp(t, mv.dst, eligible)
+			src = m.mostCaughtUp(t, dst, eligible)
 		}
 		if src < 0 {
 			continue // every more caught-up client already holds the task
 		}
 		m.assignStandby(src, t)
 		if m.takeWarmup() {
-			m.setWarmup(mv.dst, t)
+			m.setWarmup(dst, t)
 		} else {
-			m.unassignStandby(mv.dst, t)
+			m.unassignStandby(dst, t)
 		}
 		n++
 	}
