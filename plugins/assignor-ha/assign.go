@@ -78,7 +78,12 @@ func newState(req *abi.AssignRequest) (*state, []string, error) {
 		}
 	}
 	sort.Sort(byProcess{s})
-	s.loads = make([]float64, len(s.clients)) // no tasks yet
+	s.loads = make([]float64, len(s.clients))
+	s.fewer = make([]float64, len(s.clients))
+	s.more = make([]float64, len(s.clients))
+	for c := range s.clients {
+		s.setLoad(c)
+	}
 	if len(s.clients) == 0 && s.total > 0 {
 		return nil, nil, errors.New("no members to assign tasks to")
 	}

@@ -17,12 +17,10 @@ func (s *state) balance(kind taskKind, allowed func(src, dst int) bool) {
 	for again := true; again; {
 		again = false
 		for src := range s.clients {
-			from := s.loads[src]
-			for dst, to := range s.loads {
-				// from <= to: no skew, shouldMove says no (a cheaper
-				// test of the same: the difference of two distinct
-				// floats is never 0).
-				if from > to && s.balancePair(kind, src, dst, allowed) {
+			for dst := range s.clients {
+				// shouldMove first: it reads three cached floats, and most
+				// pairs fail it (src == dst too: no skew).
+				if s.shouldMove(src, dst) && s.balancePair(kind, src, dst, allowed) {
 					again = true
 				}
 			}
@@ -30,13 +28,12 @@ func (s *state) balance(kind taskKind, allowed func(src, dst int) bool) {
 	}
 }
 
+// balancePair runs one (src, dst) pair of balance; the caller checked
+// shouldMove for it.
 func (s *state) balancePair(kind taskKind, src, dst int, allowed func(src, dst int) bool) bool {
 	list := s.clients[src].active
 	if kind == kindStandby {
 		list = s.clients[src].standby
-	}
-	if !s.shouldMove(src, dst) {
-		return false // the loop below would stop before its first task
 	}
 	s.scratch = append(s.scratch[:0], list...) // the walk sees the list as it was
 	moved := false
@@ -67,10 +64,7 @@ func (s *state) shouldMove(src, dst int) bool {
 	if skew <= 0 {
 		return false
 	}
-	d, c := &s.clients[dst], &s.clients[src]
-	atDst := (float64(d.count()) + 1.0) / float64(d.capacity)
-	atSrc := (float64(c.count()) - 1.0) / float64(c.capacity)
-	proposed := atSrc - atDst
+	proposed := s.fewer[src] - s.more[dst] // (count-1)/capacity - (count+1)/capacity
 	return proposed >= 0 && proposed < skew
 }
 

@@ -88,6 +88,9 @@ type state struct {
 	// unassign: the least-loaded searches and the balancing pairs read one
 	// float per client instead of dividing per client per question.
 	loads []float64
+	// fewer[c] and more[c] are client c's load with one task less and one
+	// more, as shouldMoveATask computes them, kept with loads.
+	fewer, more []float64
 	// tree orders the clients by (load, index) once a search needs it
 	// (nil before); kept up to date with loads.
 	tree *loadTree
@@ -96,7 +99,10 @@ type state struct {
 
 // setLoad refreshes the cached load of client c after its lists changed.
 func (s *state) setLoad(c int) {
-	s.loads[c] = s.clients[c].load()
+	cl := &s.clients[c]
+	s.loads[c] = cl.load()
+	s.fewer[c] = (float64(cl.count()) - 1.0) / float64(cl.capacity)
+	s.more[c] = (float64(cl.count()) + 1.0) / float64(cl.capacity)
 	if s.tree != nil {
 		s.tree.fix(c, s.loads)
 	}
