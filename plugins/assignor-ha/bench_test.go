@@ -2,6 +2,7 @@ package ha_test
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -33,7 +34,11 @@ func ratioCases() []abitest.Case {
 // decode + assign + encode, copy out, decode, validation), so the ratio
 // holds while the machine's load drifts. Metrics: native-ms, wasm-ms,
 // wasm/native (of the sums) and wasm/native-median (median of the
-// per-iteration ratios).
+// per-iteration ratios), all wall time; and the same of the calls' thread
+// CPU time (cpu-native-ms, cpu-wasm-ms, cpu-wasm/native,
+// cpu-wasm/native-median; Linux), which other processes on a shared
+// machine move far less than wall time: the goroutine is locked to its
+// thread, and both calls run on it.
 func BenchmarkRatios(b *testing.B) {
 	ctx := context.Background()
 	p, err := plugin.Load(ctx, plugintest.GoPlugin(b, "plugins/assignor-ha/wasm"),
@@ -58,27 +63,40 @@ func BenchmarkRatios(b *testing.B) {
 			b.Fatalf("%s: wasm differs from native: %s", c.Name, d)
 		}
 		b.Run(c.Name, func(b *testing.B) {
-			var native, wasm time.Duration
-			var ratios []float64
+			runtime.LockOSThread() // the thread CPU clock follows this goroutine
+			defer runtime.UnlockOSThread()
+			var native, wasm, cpuNative, cpuWasm time.Duration
+			var ratios, cpuRatios []float64
 			for b.Loop() {
-				t0 := time.Now()
+				t0, c0 := time.Now(), threadCPU()
 				if _, err := ha.Assign(c.Req); err != nil {
 					b.Fatal(err)
 				}
-				t1 := time.Now()
+				t1, c1 := time.Now(), threadCPU()
 				if _, err := p.Assign(ctx, c.Req); err != nil {
 					b.Fatal(err)
 				}
-				t2 := time.Now()
+				t2, c2 := time.Now(), threadCPU()
 				native += t1.Sub(t0)
 				wasm += t2.Sub(t1)
 				ratios = append(ratios, float64(t2.Sub(t1))/float64(t1.Sub(t0)))
+				cpuNative += c1 - c0
+				cpuWasm += c2 - c1
+				if c1 > c0 {
+					cpuRatios = append(cpuRatios, float64(c2-c1)/float64(c1-c0))
+				}
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(native.Microseconds())/1000/n, "native-ms")
 			b.ReportMetric(float64(wasm.Microseconds())/1000/n, "wasm-ms")
 			b.ReportMetric(float64(wasm)/float64(native), "wasm/native")
 			b.ReportMetric(median(ratios), "wasm/native-median")
+			if len(cpuRatios) > 0 {
+				b.ReportMetric(float64(cpuNative.Microseconds())/1000/n, "cpu-native-ms")
+				b.ReportMetric(float64(cpuWasm.Microseconds())/1000/n, "cpu-wasm-ms")
+				b.ReportMetric(float64(cpuWasm)/float64(cpuNative), "cpu-wasm/native")
+				b.ReportMetric(median(cpuRatios), "cpu-wasm/native-median")
+			}
 		})
 	}
 }
@@ -99,8 +117,7 @@ func BenchmarkNative(b *testing.B) {
 }
 
 // median returns the middle value of xs (the upper of the two middle
-// values for an even count), sorting xs in place; b.Loop runs at least
-// once, so xs is never empty.
+// values for an even count), sorting xs in place; xs is not empty.
 func median(xs []float64) float64 {
 	slices.Sort(xs)
 	return xs[len(xs)/2]
