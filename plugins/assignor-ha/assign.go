@@ -78,6 +78,12 @@ func newState(req *abi.AssignRequest) (*state, []string, error) {
 		}
 	}
 	sort.Sort(byProcess{s})
+	s.loads = make([]float64, len(s.clients))
+	s.fewer = make([]float64, len(s.clients))
+	s.more = make([]float64, len(s.clients))
+	for c := range s.clients {
+		s.setLoad(c)
+	}
 	if len(s.clients) == 0 && s.total > 0 {
 		return nil, nil, errors.New("no members to assign tasks to")
 	}
@@ -113,7 +119,7 @@ func (s *state) assignStatefulActives() {
 func (s *state) assignStatelessActives() {
 	for t := int32(0); t < s.total; t++ {
 		if !s.stateful[t] {
-			s.assignActive(s.leastLoaded(activeLoad, anyClient), t)
+			s.assignActive(s.leastActiveLoaded(), t)
 		}
 	}
 }
@@ -123,7 +129,7 @@ func (s *state) result(m *movements, probing bool) *Result {
 	for c := range s.clients {
 		pa := ProcessAssignment{Process: s.ids[c], Active: s.clients[c].active}
 		for _, t := range s.clients[c].standby {
-			if m.warmups[[2]int32{int32(c), t}] {
+			if m.isWarmup(c, t) {
 				pa.Warmup = append(pa.Warmup, t)
 			} else {
 				pa.Standby = append(pa.Standby, t)

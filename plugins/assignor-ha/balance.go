@@ -18,7 +18,9 @@ func (s *state) balance(kind taskKind, allowed func(src, dst int) bool) {
 		again = false
 		for src := range s.clients {
 			for dst := range s.clients {
-				if src != dst && s.balancePair(kind, src, dst, allowed) {
+				// shouldMove first: it reads three cached floats, and most
+				// pairs fail it (src == dst too: no skew).
+				if s.shouldMove(src, dst) && s.balancePair(kind, src, dst, allowed) {
 					again = true
 				}
 			}
@@ -26,18 +28,17 @@ func (s *state) balance(kind taskKind, allowed func(src, dst int) bool) {
 	}
 }
 
+// balancePair runs one (src, dst) pair of balance; the caller checked
+// shouldMove for it.
 func (s *state) balancePair(kind taskKind, src, dst int, allowed func(src, dst int) bool) bool {
 	list := s.clients[src].active
 	if kind == kindStandby {
 		list = s.clients[src].standby
 	}
-	if !shouldMove(&s.clients[src], &s.clients[dst]) {
-		return false // the loop below would stop before its first task
-	}
 	s.scratch = append(s.scratch[:0], list...) // the walk sees the list as it was
 	moved := false
 	for _, t := range s.scratch {
-		if !shouldMove(&s.clients[src], &s.clients[dst]) {
+		if !s.shouldMove(src, dst) {
 			break
 		}
 		if s.clients[dst].hasTask(t) || !allowed(src, dst) {
@@ -58,14 +59,12 @@ func (s *state) balancePair(kind taskKind, src, dst int, allowed func(src, dst i
 // shouldMove is HighAvailabilityTaskAssignor.shouldMoveATask: move one task
 // from src to dst only if src is more loaded and the move strictly reduces
 // the skew without inverting it.
-func shouldMove(src, dst *client) bool {
-	skew := src.load() - dst.load()
+func (s *state) shouldMove(src, dst int) bool {
+	skew := s.loads[src] - s.loads[dst]
 	if skew <= 0 {
 		return false
 	}
-	atDst := (float64(dst.count()) + 1.0) / float64(dst.capacity)
-	atSrc := (float64(src.count()) - 1.0) / float64(src.capacity)
-	proposed := atSrc - atDst
+	proposed := s.fewer[src] - s.more[dst] // (count-1)/capacity - (count+1)/capacity
 	return proposed >= 0 && proposed < skew
 }
 

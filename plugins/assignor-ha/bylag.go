@@ -19,7 +19,23 @@ type clientLag struct {
 type lagIndex [][]clientLag
 
 func (s *state) newLagIndex() lagIndex {
+	// One backing array for every task's entries (counted first), not
+	// one growing slice per task.
 	idx := make(lagIndex, s.total)
+	counts := make([]int32, s.total)
+	n := 0
+	for c := range s.clients {
+		for _, e := range s.lags.procs[s.ids[c]] {
+			counts[e.task]++
+		}
+		n += len(s.lags.procs[s.ids[c]])
+	}
+	all := make([]clientLag, n)
+	at := 0
+	for t, k := range counts {
+		idx[t] = all[at : at : at+int(k)]
+		at += int(k)
+	}
 	for c := range s.clients {
 		for _, e := range s.lags.procs[s.ids[c]] {
 			idx[e.task] = append(idx[e.task], clientLag{int32(c), e.lag})
@@ -54,16 +70,17 @@ func (x lagIndex) minLag(s *state, t int32) int64 {
 	return least
 }
 
-// caughtUp lists, ascending, the clients caught up on t (Lags.CaughtUp).
-func (x lagIndex) caughtUp(s *state, t int32) []int {
-	var out []int
+// appendCaughtUp appends to out, ascending, the clients caught up on t
+// (Lags.CaughtUp).
+func (x lagIndex) appendCaughtUp(out []int, s *state, t int32) []int {
+	start := len(out)
 	if !s.lags.caughtUpAt(t, s.lags.end[t], s.acceptable) {
 		for _, e := range x[t] { // only clients with an entry can be
 			if s.lags.caughtUpAt(t, e.lag, s.acceptable) {
 				out = append(out, int(e.c))
 			}
 		}
-		slices.Sort(out)
+		slices.Sort(out[start:])
 		return out
 	}
 	for c := range s.clients {

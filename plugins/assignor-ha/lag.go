@@ -1,8 +1,9 @@
 package ha
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/coordhost/coordhost/abi"
 )
@@ -80,7 +81,7 @@ const runningMark int64 = math.MinInt64
 
 // merge turns one process's reported offsets into its lag entries.
 func (l *Lags) merge(os []abi.TaskOffset) []lagEntry {
-	sort.SliceStable(os, func(i, j int) bool { return os[i].Task < os[j].Task })
+	slices.SortStableFunc(os, func(a, b abi.TaskOffset) int { return cmp.Compare(a.Task, b.Task) })
 	var out []lagEntry
 	for i := 0; i < len(os); {
 		t, best, running := os[i].Task, int64(-1), false

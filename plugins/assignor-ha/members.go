@@ -1,7 +1,9 @@
 package ha
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/coordhost/coordhost/abi"
 )
@@ -21,7 +23,7 @@ func splitOverMembers(req *abi.AssignRequest, r *Result, stateful []bool) []abi.
 	}
 	for _, pa := range r.Processes {
 		ms := byProc[pa.Process]
-		sort.Slice(ms, func(a, b int) bool { return req.Members[ms[a]].ID < req.Members[ms[b]].ID })
+		slices.SortFunc(ms, func(a, b int) int { return strings.Compare(req.Members[a].ID, req.Members[b].ID) })
 		sp := splitter{req: req, out: out, members: ms, load: make([]int, len(ms))}
 		var statefulActive, stateless []int32
 		for _, t := range pa.Active {
@@ -44,7 +46,7 @@ func splitOverMembers(req *abi.AssignRequest, r *Result, stateful []bool) []abi.
 	}
 	for i := range out {
 		for _, set := range [][]int32{out[i].Active, out[i].Standby, out[i].Warmup} {
-			sort.Slice(set, func(a, b int) bool { return set[a] < set[b] })
+			slices.Sort(set) // tasks are unique in a set
 		}
 	}
 	return out
@@ -109,6 +111,6 @@ func mergeSorted(a, b []int32) []int32 {
 	out := make([]int32, 0, len(a)+len(b))
 	out = append(out, a...)
 	out = append(out, b...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
 }

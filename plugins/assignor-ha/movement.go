@@ -1,7 +1,6 @@
 package ha
 
 import (
-	"cmp"
 	"math"
 	"sort"
 )
@@ -9,19 +8,19 @@ import (
 // movement is Kafka's TaskMovement: task should leave client dst (which is
 // not caught up on it) for a more caught-up client.
 type movement struct {
-	task     int32
-	dst      int
-	caughtUp int // number of caught-up clients for the task
+	// key is the TaskMovement queue order in one integer: the number of
+	// caught-up clients for the task in the high half, the task in the
+	// low half (both non-negative), so fewest caught-up clients first,
+	// then by task, with one comparison (the heap's hot path).
+	key uint64
+	dst int32
 }
 
-// movementCompare is the TaskMovement queue order: fewest caught-up clients
-// first, then by task.
-func movementCompare(a, b movement) int {
-	if c := cmp.Compare(a.caughtUp, b.caughtUp); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.task, b.task)
+func newMovement(t int32, dst, caughtUp int) movement {
+	return movement{key: uint64(caughtUp)<<32 | uint64(uint32(t)), dst: int32(dst)}
 }
+
+func (m movement) task() int32 { return int32(uint32(m.key)) }
 
 // movementQueue reproduces java.util.PriorityQueue (a binary heap with
 // siftUp on add and siftDown on poll): movements of the same task compare
@@ -33,7 +32,7 @@ func (q *movementQueue) add(m movement) {
 	k := len(h) - 1
 	for k > 0 {
 		parent := (k - 1) / 2
-		if movementCompare(m, h[parent]) >= 0 {
+		if m.key >= h[parent].key {
 			break
 		}
 		h[k] = h[parent]
@@ -53,10 +52,10 @@ func (q *movementQueue) poll() movement {
 		k := 0
 		for half := n / 2; k < half; {
 			child := 2*k + 1
-			if right := child + 1; right < n && movementCompare(h[child], h[right]) > 0 {
+			if right := child + 1; right < n && h[child].key > h[right].key {
 				child = right
 			}
-			if movementCompare(x, h[child]) <= 0 {
+			if x.key <= h[child].key {
 				break
 			}
 			h[k] = h[child]
@@ -71,17 +70,21 @@ func (q *movementQueue) poll() movement {
 // movements carries what both movement phases share.
 type movements struct {
 	*state
-	budget    int               // remaining warm-up replicas (may go negative, like Kafka's AtomicInteger)
-	warmups   map[[2]int32]bool // (client, task) kept as warm-up
-	caughtUpN []int             // per task: number of caught-up clients
+	budget int // remaining warm-up replicas (may go negative, like Kafka's AtomicInteger)
+	// warmups[c] lists, ascending, the tasks client c was told to keep
+	// as warm-up (added to only, like the map Kafka keeps; at most
+	// num_warmup_replicas in all, so most lists are empty).
+	warmups   [][]int32
+	caughtUpN []int // per task: number of caught-up clients
 	// caughtUpBy lists each stateful task's caught-up clients, ascending
 	// (nil when acceptable.recovery.lag is unbounded: every client is).
 	caughtUpBy [][]int
 	byLag      lagIndex
+	queue      movementQueue // the queue's memory, reused by the second phase
 }
 
 func (s *state) newMovements(maxWarmups int) *movements {
-	m := &movements{state: s, budget: maxWarmups, warmups: map[[2]int32]bool{},
+	m := &movements{state: s, budget: maxWarmups, warmups: make([][]int32, len(s.clients)),
 		caughtUpN: make([]int, s.total), byLag: s.newLagIndex()}
 	if s.acceptable == math.MaxInt64 {
 		for t := int32(0); t < s.total; t++ {
@@ -92,9 +95,12 @@ func (s *state) newMovements(maxWarmups int) *movements {
 		return m
 	}
 	m.caughtUpBy = make([][]int, s.total)
+	var all []int // every task's list, one after the other
 	for t := int32(0); t < s.total; t++ {
 		if s.stateful[t] {
-			m.caughtUpBy[t] = m.byLag.caughtUp(s, t)
+			start := len(all)
+			all = m.byLag.appendCaughtUp(all, s, t)
+			m.caughtUpBy[t] = all[start:len(all):len(all)]
 			m.caughtUpN[t] = len(m.caughtUpBy[t])
 		}
 	}
@@ -154,11 +160,11 @@ func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
 // least-loaded caught-up client ok accepts, ties to the lower process.
 func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
 	if m.caughtUpBy == nil {
-		return m.leastLoaded(load, ok)
+		return m.leastLoaded(ok)
 	}
 	best, bestW := -1, 0.0
 	for _, c := range m.caughtUpBy[t] {
-		if w := m.clients[c].load(); (best < 0 || w < bestW) && ok(c) {
+		if w := m.loads[c]; (best < 0 || w < bestW) && ok(c) {
 			best, bestW = c, w
 		}
 	}
@@ -172,34 +178,35 @@ func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
 // it in lag order; the old holder keeps a warm-up while the budget lasts.
 // It returns the number of movements.
 func (m *movements) activeMovements() int {
-	var q movementQueue
+	q := m.queue[:0]
 	for c := range m.clients {
 		for _, t := range m.clients[c].active {
 			if m.needsMove(t, c) {
-				q.add(movement{task: t, dst: c, caughtUp: m.caughtUpN[t]})
+				q.add(newMovement(t, c, m.caughtUpN[t]))
 			}
 		}
 	}
 	n := len(q)
+	defer func() { m.queue = q }() // its memory, for standbyMovements
 	for len(q) > 0 {
 		mv := q.poll()
-		t := mv.task
+		t, dst := mv.task(), int(mv.dst)
 		if src := m.caughtUpLeastLoaded(t, func(c int) bool { return m.clients[c].hasStandby(t) }); src >= 0 {
-			m.swap(t, src, mv.dst)
+			m.swap(t, src, dst)
 			continue
 		}
 		if src := m.caughtUpLeastLoaded(t, anyClient); src >= 0 {
-			m.moveActive(t, src, mv.dst)
+			m.moveActive(t, src, dst)
 			continue
 		}
-		src := m.mostCaughtUp(t, mv.dst, anyClient)
+		src := m.mostCaughtUp(t, dst, anyClient)
 		if src < 0 {
 			panic("ha: a scheduled movement found no more caught-up client") // Kafka: IllegalStateException
 		}
 		if m.clients[src].hasStandby(t) {
-			m.swap(t, src, mv.dst)
+			m.swap(t, src, dst)
 		} else {
-			m.moveActive(t, src, mv.dst)
+			m.moveActive(t, src, dst)
 		}
 	}
 	return n
@@ -222,7 +229,15 @@ func (m *movements) moveActive(t int32, src, dst int) {
 	m.unassignActive(dst, t)
 	if m.takeWarmup() {
 		m.assignStandby(dst, t)
-		m.warmups[[2]int32{int32(dst), t}] = true
+		m.setWarmup(dst, t)
+	}
+}
+
+func (m *movements) isWarmup(c int, t int32) bool { return has(m.warmups[c], t) }
+
+func (m *movements) setWarmup(c int, t int32) {
+	if !m.isWarmup(c, t) {
+		m.warmups[c] = insert(m.warmups[c], t)
 	}
 }
 
@@ -238,31 +253,31 @@ func (m *movements) takeWarmup() bool {
 // the task (least loaded), else on the most caught-up such client before
 // it; the old holder keeps it as a warm-up while the budget lasts.
 func (m *movements) standbyMovements() int {
-	var q movementQueue
+	q := m.queue[:0]
 	for c := range m.clients {
 		for _, t := range m.clients[c].standby {
-			if !m.warmups[[2]int32{int32(c), t}] && m.needsMove(t, c) {
-				q.add(movement{task: t, dst: c, caughtUp: m.caughtUpN[t]})
+			if !m.isWarmup(c, t) && m.needsMove(t, c) {
+				q.add(newMovement(t, c, m.caughtUpN[t]))
 			}
 		}
 	}
 	n := 0
 	for len(q) > 0 {
 		mv := q.poll()
-		t := mv.task
+		t, dst := mv.task(), int(mv.dst)
 		eligible := func(c int) bool { return !m.clients[c].hasTask(t) }
 		src := m.caughtUpLeastLoaded(t, eligible)
 		if src < 0 {
-			src = m.mostCaughtUp(t, mv.dst, eligible)
+			src = m.mostCaughtUp(t, dst, eligible)
 		}
 		if src < 0 {
 			continue // every more caught-up client already holds the task
 		}
 		m.assignStandby(src, t)
 		if m.takeWarmup() {
-			m.warmups[[2]int32{int32(mv.dst), t}] = true
+			m.setWarmup(dst, t)
 		} else {
-			m.unassignStandby(mv.dst, t)
+			m.unassignStandby(dst, t)
 		}
 		n++
 	}

@@ -21,6 +21,7 @@ func (s *state) assignStandbys(replicas int, tagKeys []string, subIDs []string) 
 	} else {
 		s.leastLoadedStandbys(replicas)
 	}
+	s.tree = nil // no later search uses it: stop keeping it up to date
 	s.balance(kindStandby, allowed)
 }
 
@@ -38,7 +39,7 @@ func (s *state) leastLoadedStandbys(replicas int) {
 // it returns how many it could not place.
 func (s *state) fillStandbys(t int32, n int) int {
 	for ; n > 0; n-- {
-		c := s.leastLoaded(load, func(c int) bool { return !s.clients[c].hasTask(t) })
+		c := s.leastLoadedWithout(t)
 		if c < 0 {
 			break
 		}
@@ -112,7 +113,7 @@ func (s *state) standbysOnOtherTags(t int32, owner, replicas int, configured map
 				used[[2]string{kv.Key, kv.Value}] = true
 			}
 		}
-		c := s.leastLoaded(load, func(c int) bool {
+		c := s.leastLoaded(func(c int) bool {
 			return !s.clients[c].hasTask(t) && !s.onUsedTag(c, used)
 		})
 		if c < 0 {

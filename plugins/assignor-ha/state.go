@@ -84,6 +84,28 @@ type state struct {
 	total      int32
 	acceptable int64
 	scratch    []int32 // balancePair's copy of a task list, reused
+	// loads[c] is clients[c].load(), kept up to date by every assign and
+	// unassign: the least-loaded searches and the balancing pairs read one
+	// float per client instead of dividing per client per question.
+	loads []float64
+	// fewer[c] and more[c] are client c's load with one task less and one
+	// more, as shouldMoveATask computes them, kept with loads.
+	fewer, more []float64
+	// tree orders the clients by (load, index) once a search needs it
+	// (nil before); kept up to date with loads.
+	tree *loadTree
+	skip []int32 // leastLoadedWithout's excluded clients, reused
+}
+
+// setLoad refreshes the cached load of client c after its lists changed.
+func (s *state) setLoad(c int) {
+	cl := &s.clients[c]
+	s.loads[c] = cl.load()
+	s.fewer[c] = (float64(cl.count()) - 1.0) / float64(cl.capacity)
+	s.more[c] = (float64(cl.count()) + 1.0) / float64(cl.capacity)
+	if s.tree != nil {
+		s.tree.fix(c, s.loads)
+	}
 }
 
 func (s *state) lag(c int, t int32) int64 { return s.lags.Lag(s.ids[c], t) }
@@ -95,19 +117,23 @@ func (s *state) caughtUp(c int, t int32) bool {
 func (s *state) assignActive(c int, t int32) {
 	s.mustNotHold(c, t)
 	s.clients[c].active = insert(s.clients[c].active, t)
+	s.setLoad(c)
 }
 
 func (s *state) assignStandby(c int, t int32) {
 	s.mustNotHold(c, t)
 	s.clients[c].standby = insert(s.clients[c].standby, t)
+	s.setLoad(c)
 }
 
 func (s *state) unassignActive(c int, t int32) {
 	s.clients[c].active = remove(s.clients[c].active, t)
+	s.setLoad(c)
 }
 
 func (s *state) unassignStandby(c int, t int32) {
 	s.clients[c].standby = remove(s.clients[c].standby, t)
+	s.setLoad(c)
 }
 
 // mustNotHold is ClientState.assertNotAssigned.
@@ -118,19 +144,52 @@ func (s *state) mustNotHold(c int, t int32) {
 }
 
 // leastLoaded is ConstrainedPrioritySet.poll over every client: the client
-// with the lowest weight, ties to the lower process, among those ok accepts;
+// with the lowest load, ties to the lower process, among those ok accepts;
 // -1 if none. (Kafka's set always holds every client at poll time, and its
 // heap orders by the same total order.) ok, a pure predicate, is asked only
-// of a client that would win on weight.
-func (s *state) leastLoaded(weight func(*client) float64, ok func(c int) bool) int {
+// of a client that would win on load.
+func (s *state) leastLoaded(ok func(c int) bool) int {
 	best, bestW := -1, 0.0
-	for c := range s.clients {
-		if w := weight(&s.clients[c]); (best < 0 || w < bestW) && ok(c) {
+	for c, w := range s.loads {
+		if (best < 0 || w < bestW) && ok(c) {
 			best, bestW = c, w
 		}
 	}
 	return best
 }
 
-func load(c *client) float64       { return c.load() }
-func activeLoad(c *client) float64 { return c.activeLoad() }
+// leastActiveLoaded is leastLoaded by active load, over every client.
+func (s *state) leastActiveLoaded() int {
+	best, bestW := -1, 0.0
+	for c := range s.clients {
+		if w := s.clients[c].activeLoad(); best < 0 || w < bestW {
+			best, bestW = c, w
+		}
+	}
+	return best
+}
+
+// leastLoadedWithout is leastLoaded for the clients that do not hold t:
+// the tree's least client, passing over (at most 1 + standbys) holders of
+// t, which are taken out of the tree for the search and put back after.
+func (s *state) leastLoadedWithout(t int32) int {
+	if s.tree == nil {
+		s.tree = newLoadTree(s.loads)
+	}
+	tr := s.tree
+	best := -1
+	for {
+		c := tr.least()
+		if c < 0 || !s.clients[c].hasTask(t) {
+			best = c
+			break
+		}
+		tr.out(c, s.loads)
+		s.skip = append(s.skip, int32(c))
+	}
+	for _, c := range s.skip {
+		tr.fix(int(c), s.loads)
+	}
+	s.skip = s.skip[:0]
+	return best
+}

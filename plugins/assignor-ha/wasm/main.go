@@ -8,7 +8,10 @@ import (
 	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
 )
 
+// The assignor keeps no string of a request past its call, so the
+// request's strings point into the SDK's input buffer instead of a copy.
 func init() {
+	guest.SetOptions(guest.Options{AliasInput: true})
 	guest.HandleAssign(ha.Assign)
 	guest.HandleProbe(ha.Probe)
 }
