@@ -1,6 +1,8 @@
 package host_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,9 +16,15 @@ import (
 // IncrementalAlterConfigs within Kafka 4.4's broker bounds, and the next
 // heartbeat of that group, and of no other, answers the altered interval.
 // Out-of-bounds values and the KIP-1263 keys coordhost does not serve get
-// INVALID_CONFIG naming them, as Kafka's bounds do.
+// INVALID_CONFIG naming them, as Kafka's bounds do. A file override
+// matching a group that did not exist at start reaches its first
+// heartbeat.
 func TestConsumerGroupConfigsAtRuntime(t *testing.T) {
-	srv := startLoopHost(t, "", "--groups.defaults.consumer.session.timeout.ms=30000")
+	yaml := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(yaml, []byte("groups:\n  overrides:\n    - match: \"slowbeat-*\"\n      consumer.heartbeat.interval.ms: 6000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startLoopHost(t, "", "--config="+yaml, "--groups.defaults.consumer.session.timeout.ms=30000")
 	ctx := timeout(t)
 	kc := newClient(t, srv.KafkaAddr())
 	if err := createTopic(ctx, kc, "ccfg-in", 2); err != nil {
@@ -40,6 +48,9 @@ func TestConsumerGroupConfigsAtRuntime(t *testing.T) {
 	if got := interval("ccfg", "m1"); got != 5000 {
 		t.Fatalf("default interval %d", got)
 	}
+	if got := interval("slowbeat-1", "m1"); got != 6000 {
+		t.Fatalf("interval of a group the file overrides %d, want 6000", got)
+	}
 	mustAlter(t, ctx, cl, "ccfg", setOp("consumer.heartbeat.interval.ms", "8000"), setOp("consumer.session.timeout.ms", "50000"))
 	wantConfig(t, ctx, cl, "ccfg", "consumer.heartbeat.interval.ms", "8000", kmsg.ConfigSourceGroupConfig)
 	wantConfig(t, ctx, cl, "ccfg", "consumer.session.timeout.ms", "50000", kmsg.ConfigSourceGroupConfig)
@@ -52,6 +63,7 @@ func TestConsumerGroupConfigsAtRuntime(t *testing.T) {
 	for _, bad := range []struct{ key, value, msg string }{
 		{"consumer.session.timeout.ms", "30000", "must be in the range 45000 to 60000 inclusive (Kafka's group.consumer.min/max.session.timeout.ms)"},
 		{"consumer.heartbeat.interval.ms", "4000", "must be in the range 5000 to 15000 inclusive"},
+		{"consumer.assignment.interval.ms", "15001", "must be in the range 0 to 15000 inclusive"},
 		{"consumer.assignor.offload.enable", "true", "consumer.assignor.offload.enable is not supported"},
 	} {
 		rs, err := alterGroup(ctx, cl, false, []string{"ccfg"}, setOp(bad.key, bad.value))
