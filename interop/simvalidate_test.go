@@ -234,6 +234,19 @@ type histTarget struct {
 		To   string `json:"to"`
 	} `json:"moves"`
 	MovesNotListed int `json:"moves_not_listed,omitempty"`
+	// Inputs are the offsets coordhost handed the assignor (host
+	// experiment.Inputs): the derived scenario hands them to the
+	// simulated assignor at this target's time.
+	Inputs *histInputs `json:"inputs,omitempty"`
+}
+
+// histInputs is a history entry's experiment.Inputs.
+type histInputs struct {
+	EndOffsets map[string]int64 `json:"end_offsets"`
+	Processes  []struct {
+		Process     string           `json:"process"`
+		TaskOffsets map[string]int64 `json:"task_offsets"`
+	} `json:"processes"`
 }
 
 // taskRun is one interval in which an instance ran a task as active and
