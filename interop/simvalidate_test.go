@@ -138,6 +138,7 @@ func medianRows(rows []simRow) []simRow {
 				}
 				real, sim = append(real, r.realUnavail), append(sim, r.simUnavail)
 				m.realMoved, m.simMoved = m.realMoved+r.realMoved, m.simMoved+r.simMoved
+				m.modelMoved, m.inputs = m.modelMoved+r.modelMoved, m.inputs+r.inputs
 				m.rep++
 			}
 			if m.rep == 0 {
@@ -234,6 +235,19 @@ type histTarget struct {
 		To   string `json:"to"`
 	} `json:"moves"`
 	MovesNotListed int `json:"moves_not_listed,omitempty"`
+	// Inputs are the offsets coordhost handed the assignor (host
+	// experiment.Inputs): the derived scenario hands them to the
+	// simulated assignor at this target's time.
+	Inputs *histInputs `json:"inputs,omitempty"`
+}
+
+// histInputs is a history entry's experiment.Inputs.
+type histInputs struct {
+	EndOffsets map[string]int64 `json:"end_offsets"`
+	Processes  []struct {
+		Process     string           `json:"process"`
+		TaskOffsets map[string]int64 `json:"task_offsets"`
+	} `json:"processes"`
 }
 
 // taskRun is one interval in which an instance ran a task as active and
@@ -849,7 +863,13 @@ func roundTick(d time.Duration) int64 { return int64(math.Round(d.Seconds()*10))
 // baseline members at 0 s, each member-joined, member-left and
 // member-fenced reason of a later target at its target's time, the app's
 // topology, the group's assignment configs and changelogs as measured.
-func (r *simRecording) simScenario(m simModel) ([]byte, error) {
+// With recorded, each later target's assignor input from the history
+// (the offsets coordhost handed the assignor) is handed to the simulated
+// assignor at its time: the replay then checks the assignor's decisions
+// and the timing model, not the offset-reporting model (the targets
+// before the window opens fold into the starting point, their inputs
+// with them).
+func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 	type ev struct {
 		AtS         float64 `json:"at_s"`
 		Join        string  `json:"join,omitempty"`
@@ -953,7 +973,29 @@ func (r *simRecording) simScenario(m simModel) ([]byte, error) {
 	if len(r.Initial) > 0 {
 		sc["initial"] = r.Initial
 	}
+	if ins := r.recordedInputs(start); recorded && len(ins) > 0 {
+		sc["recorded_inputs"] = ins
+	}
 	return json.MarshalIndent(sc, "", " ")
+}
+
+// recordedInputs are the scenario's recorded_inputs: the history's input
+// of each target after the baseline, from start (the window's opening)
+// to End.
+func (r *simRecording) recordedInputs(start time.Time) []map[string]any {
+	var out []map[string]any
+	for _, h := range r.Targets {
+		if h.Epoch <= r.Baseline || h.Time.After(r.End) || h.Time.Before(start) || h.Inputs == nil {
+			continue
+		}
+		procs := map[string]map[string]int64{}
+		for _, p := range h.Inputs.Processes {
+			procs[p.Process] = p.TaskOffsets
+		}
+		out = append(out, map[string]any{"at_s": h.Time.Sub(start).Seconds(), "probe": h.Probe,
+			"end_offsets": h.Inputs.EndOffsets, "processes": procs})
+	}
+	return out
 }
 
 // simRestorePerS is the restore rate of the derived scenarios without a
@@ -1180,6 +1222,10 @@ type simRow struct {
 	realPer, simPer         []int
 	realUnavail, simUnavail float64
 	simErr                  string
+	// inputs counts the real targets whose assignor input the replay
+	// was handed; modelMoved are the tasks the replay moves without
+	// them (the offset-reporting model's inputs).
+	inputs, modelMoved int
 	// match says how the simulated tasks moved compare (markMatches):
 	// "equal", "in range a–b" (the real repetitions' range) or "no".
 	match string
@@ -1217,53 +1263,81 @@ func markMatches(rows []simRow) {
 }
 
 // compareSimRun writes the derived scenario, runs `coordhost simulate` on
-// it with the same assignor plugin and reads its totals.
+// it with the same assignor plugin and reads its totals; and the same
+// without the recorded inputs (the offset-reporting model's inputs), for
+// its tasks moved.
 func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simModel) simRow {
 	t.Helper()
 	row := simRow{run: r.Run, assignor: r.Assignor, rep: r.Rep, realUnavail: r.realUnavailable()}
 	row.realMoved, row.realPer = r.realMoved()
-	sc, err := r.simScenario(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	row.inputs = len(r.recordedInputs(r.windowStart()))
 	base := filepath.Join(dir, r.name())
-	if err := os.WriteFile(base+".scenario.json", sc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(coordhostBinary(t), "simulate", "--scenario", base+".scenario.json",
-		"--assignor", filepath.Join(plugins, "assignor-"+r.Assignor+".wasm"), "--json", base+".sim.json").CombinedOutput()
+	a, err := runSim(t, r, m, true, base, filepath.Join(plugins, "assignor-"+r.Assignor+".wasm"))
 	if err != nil {
-		t.Errorf("%s %s: coordhost simulate: %v\n%s", r.Run, r.Assignor, err, out)
+		t.Errorf("%s %s: %v", r.Run, r.Assignor, err)
 		row.simErr = err.Error()
 		return row
 	}
-	data, err := os.ReadFile(base + ".sim.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep struct {
-		Assignors []struct {
-			Totals struct {
-				TasksMoved int `json:"tasks_moved"`
-			} `json:"totals"`
-			UnavailableTaskS float64 `json:"unavailable_task_seconds"`
-			Rebalances       []struct {
-				Baseline   bool `json:"baseline"`
-				TasksMoved int  `json:"tasks_moved"`
-			} `json:"rebalances"`
-		} `json:"assignors"`
-	}
-	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Assignors) != 1 {
-		t.Fatalf("%s: %v", base+".sim.json", err)
-	}
-	a := rep.Assignors[0]
 	row.simMoved, row.simUnavail = a.Totals.TasksMoved, a.UnavailableTaskS
 	for _, rb := range a.Rebalances {
 		if !rb.Baseline {
 			row.simPer = append(row.simPer, rb.TasksMoved)
 		}
 	}
+	row.modelMoved = row.simMoved
+	if row.inputs > 0 {
+		a, err := runSim(t, r, m, false, base+".model", filepath.Join(plugins, "assignor-"+r.Assignor+".wasm"))
+		if err != nil {
+			t.Errorf("%s %s, the model's inputs: %v", r.Run, r.Assignor, err)
+			row.simErr = err.Error()
+			return row
+		}
+		row.modelMoved = a.Totals.TasksMoved
+	}
 	return row
+}
+
+// simAssignorReport is the part of an assignor's report in `coordhost
+// simulate --json` the comparison reads.
+type simAssignorReport struct {
+	Totals struct {
+		TasksMoved int `json:"tasks_moved"`
+	} `json:"totals"`
+	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
+	Rebalances       []struct {
+		Baseline   bool `json:"baseline"`
+		TasksMoved int  `json:"tasks_moved"`
+	} `json:"rebalances"`
+}
+
+// runSim writes r's derived scenario (with or without its recorded
+// inputs) to base.scenario.json and runs `coordhost simulate` on it with
+// the assignor plugin, its report in base.sim.json.
+func runSim(t *testing.T, r *simRecording, m simModel, recorded bool, base, plugin string) (simAssignorReport, error) {
+	t.Helper()
+	sc, err := r.simScenario(m, recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base+".scenario.json", sc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(coordhostBinary(t), "simulate", "--scenario", base+".scenario.json",
+		"--assignor", plugin, "--json", base+".sim.json").CombinedOutput()
+	if err != nil {
+		return simAssignorReport{}, fmt.Errorf("coordhost simulate: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(base + ".sim.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Assignors []simAssignorReport `json:"assignors"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Assignors) != 1 {
+		t.Fatalf("%s: %v", base+".sim.json", err)
+	}
+	return rep.Assignors[0], nil
 }
 
 // simTolerance is how far the simulated unavailable task-seconds may be
@@ -1337,11 +1411,11 @@ func simRatio(sim, real float64) string {
 // formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
 func formatSimTable(rows []simRow) string {
 	var b strings.Builder
-	b.WriteString("| run | assignor | # | tasks moved real / sim | match | per rebalance real / sim | unavailable task-s real / sim | ratio sim/real |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | assignor | # | recorded inputs | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d / %d | %s | %v / %v | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep,
-			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
+			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
 	}
 	return b.String()
 }

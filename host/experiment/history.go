@@ -70,6 +70,9 @@ type TargetRecord struct {
 	Metrics        metrics.Report `json:"metrics"`
 	Moves          []Move         `json:"moves"`
 	MovesNotListed int            `json:"moves_not_listed,omitempty"`
+	// Inputs are the offsets the assignor was handed (absent when the
+	// request carried none or more than the history keeps).
+	Inputs *Inputs `json:"inputs,omitempty"`
 }
 
 // GroupHistory is GET /v1/groups/{id}/history.

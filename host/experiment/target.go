@@ -35,8 +35,9 @@ type entry struct {
 	version   string
 	reasons   []Reason
 	metrics   report
-	names     []string // subtopology and process ids the moves name
+	names     []string // subtopology and process ids the moves and inputs name
 	moves     []move
+	inputs    *inputs // the assignor's lag input; nil: none kept
 }
 
 // move is one listed move: a task (subtopology and partition) and the
@@ -56,14 +57,28 @@ func newTarget(run core.AssignorRun, req *abi.AssignRequest, resp *abi.AssignRes
 	hand, _ := metrics.HandOvers(req, resp, metrics.Options{})
 	t := &Target{e: entry{epoch: run.Epoch, unixNano: now.UnixNano(), probe: run.Probe, assignor: run.Assignor,
 		version: version, metrics: packReport(rep)}}
-	t.e.names, t.e.moves, t.e.notListed = moves(req, resp, hand)
+	var names []string
+	index := map[string]uint16{}
+	name := func(s string) uint16 {
+		i, ok := index[s]
+		if !ok {
+			i = uint16(len(names))
+			index[s] = i
+			names = append(names, s)
+		}
+		return i
+	}
+	t.e.moves, t.e.notListed = moves(req, resp, hand, name)
+	t.e.inputs = newInputs(req, name)
+	t.e.names = slices.Clip(names)
 	return t
 }
 
 // moves lists the active tasks of resp on another process than in req's
-// current assignment, in task order, with the cold hand-overs marked, and
-// the names they use; notListed counts those beyond maxListedMoves.
-func moves(req *abi.AssignRequest, resp *abi.AssignResponse, hand []metrics.HandOver) (names []string, out []move, notListed int32) {
+// current assignment, in task order, with the cold hand-overs marked,
+// naming subtopologies and processes with name; notListed counts those
+// beyond maxListedMoves.
+func moves(req *abi.AssignRequest, resp *abi.AssignResponse, hand []metrics.HandOver, name func(string) uint16) (out []move, notListed int32) {
 	ts := abi.NewTaskSpace(req.Subtopologies)
 	was := make(map[int32]int32, ts.Total())
 	for _, m := range req.Members {
@@ -93,18 +108,9 @@ func moves(req *abi.AssignRequest, resp *abi.AssignResponse, hand []metrics.Hand
 	if len(all) > maxListedMoves {
 		all, notListed = all[:maxListedMoves], int32(len(all)-maxListedMoves)
 	}
-	// Each listed move names at most three strings: the index of a name
-	// fits in a uint16 below noName.
-	index := map[string]uint16{}
-	name := func(s string) uint16 {
-		i, ok := index[s]
-		if !ok {
-			i = uint16(len(names))
-			index[s] = i
-			names = append(names, s)
-		}
-		return i
-	}
+	// Each listed move names at most three strings and the inputs at
+	// most maxInputValues: the index of a name fits in a uint16 below
+	// noName.
 	out = make([]move, len(all))
 	for i, x := range all {
 		s, p := ts.Locate(x.task)
@@ -113,7 +119,7 @@ func moves(req *abi.AssignRequest, resp *abi.AssignResponse, hand []metrics.Hand
 			out[i].from = name(req.Processes[x.from])
 		}
 	}
-	return slices.Clip(names), out, notListed
+	return out, notListed
 }
 
 // record is e as served.
@@ -121,6 +127,9 @@ func (e *entry) record() TargetRecord {
 	r := TargetRecord{Epoch: e.epoch, Time: time.Unix(0, e.unixNano).UTC(), Reasons: e.reasons, Probe: e.probe,
 		Assignor: e.assignor, Version: e.version, Metrics: e.metrics.unpack(), Moves: make([]Move, len(e.moves)),
 		MovesNotListed: int(e.notListed)}
+	if e.inputs != nil {
+		r.Inputs = e.inputs.record(e.names)
+	}
 	for i, m := range e.moves {
 		r.Moves[i] = Move{Task: fmt.Sprintf("%s_%d", e.names[m.sub], m.partition), To: e.names[m.to], Cold: m.cold}
 		if m.from != noName {

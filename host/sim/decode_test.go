@@ -58,6 +58,10 @@ func TestBadScenarios(t *testing.T) {
 		{"zero report interval", strings.Replace(withEvents(""), `"state"`, `"reports": {"end_offsets_refresh_ms": 1000}, "state"`, 1), "reports.task_offset_interval_ms: 0 must be in"},
 		{"zero refresh", strings.Replace(withEvents(""), `"state"`, `"reports": {"task_offset_interval_ms": 1000}, "state"`, 1), "reports.end_offsets_refresh_ms: 0 must be in"},
 		{"phase beyond the refresh", strings.Replace(withEvents(""), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "end_offsets_phase_ms": 1000}, "state"`, 1), "reports.end_offsets_phase_ms: 1000 must be in"},
+		{"recorded input after the end", recordedInput(`{"at_s": 11, "end_offsets": {}}`), "recorded_inputs[0]: at_s 11 must be in [0, duration_s]"},
+		{"recorded end of no task", recordedInput(`{"at_s": 1, "end_offsets": {"1_0": 5}}`), `recorded_inputs[0]: end_offsets: no task "1_0"`},
+		{"recorded negative offset", recordedInput(`{"at_s": 1, "processes": {"p": {"0_1": -1}}}`), `recorded_inputs[0]: processes: "p": 0_1: -1 must be in [0, 2^50]`},
+		{"recorded empty process", recordedInput(`{"at_s": 1, "processes": {"": {}}}`), "recorded_inputs[0]: processes: empty process id"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,6 +71,11 @@ func TestBadScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordedInput is the minimal scenario with one recorded input.
+func recordedInput(in string) string {
+	return strings.Replace(withEvents(""), `"events"`, `"recorded_inputs": [`+in+`], "events"`, 1)
 }
 
 // roundRobin is a minimal valid assignor for fuzzing the replay: task t
@@ -97,6 +106,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(strings.Replace(strings.Replace(withEvents(`{"at_s": 0, "join": "a", "restore_records_per_s": 50}, {"at_s": 1, "join": "b"}`), `"events"`,
 		`"reports": {"task_offset_interval_ms": 3000, "end_offsets_refresh_ms": 2000, "end_offsets_phase_ms": 500}, "handover_ms": 300, "events"`, 1),
 		`"restore_records_per_s": 100}`, `"restore_records_per_s": 100, "shared_restore": true, "append_records_per_s": 7}`, 1)))
+	f.Add([]byte(strings.Replace(recordedInput(`{"at_s": 2, "probe": true, "end_offsets": {"0_0": 9}, "processes": {"a": {"0_0": 4, "0_1": 20}}}, {"at_s": 1}`),
+		`"events": [`, `"events": [{"at_s": 0, "join": "a"}, {"at_s": 1, "join": "b"}`, 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := sim.Decode("fuzz", data, nil)
 		if err != nil || sc.DurationS*1000/float64(sc.TickMs) > 2000 || len(sc.Events) > 50 {

@@ -78,7 +78,10 @@ type Rebalance struct {
 	Epoch    int32    `json:"epoch"`
 	Reasons  []string `json:"reasons"`
 	Baseline bool     `json:"baseline,omitempty"`
-	Members  int      `json:"members"`
+	// RecordedInputs: the assignor was handed a recorded input
+	// (Scenario.RecordedInputs), not the model's offsets.
+	RecordedInputs bool `json:"recorded_inputs,omitempty"`
+	Members        int  `json:"members"`
 	// Processes with at least one member.
 	Processes int `json:"processes"`
 	// TasksMoved is Movement.Moved plus FromDeparted.

@@ -78,12 +78,13 @@ type world struct {
 	carry       map[string]int64 // per process (shared_restore): sub-record remainder, record-milliseconds
 	hostEnd     []int64          // per task (reports): the end offset the host read last
 	refreshAtMs int64            // when the host reads the end offsets next (reports)
+	recorded    []recorded       // the recorded inputs not yet due
 	out         *AssignorReport
 	unavail     int // tasks without a caught-up active at the last tick
 }
 
 func newWorld(sc *Scenario, a Assignor) *world {
-	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1,
+	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1, recorded: sc.recorded,
 		rate: map[string]int64{}, carry: map[string]int64{},
 		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
@@ -123,12 +124,19 @@ func (w *world) run() AssignorReport {
 			steps = steps[1:]
 		}
 		w.report(now)
+		// With recorded inputs, the targets are computed where the real
+		// ones were (and at the steps): no probe of the model's own.
+		rec := w.recordedDue(now)
 		var err error
 		switch {
 		case len(reasons) > 0:
-			err = w.assign(now, reasons, false)
-		case w.probeDue(now):
-			err = w.assign(now, []string{"probe"}, true)
+			err = w.assign(now, reasons, false, rec)
+		case rec != nil && rec.probe:
+			err = w.assign(now, []string{"probe"}, true, rec)
+		case rec != nil:
+			err = w.assign(now, []string{"recorded-target"}, false, rec)
+		case len(w.sc.recorded) == 0 && w.probeDue(now):
+			err = w.assign(now, []string{"probe"}, true, nil)
 		}
 		if err != nil {
 			w.out.Error = err.Error()
@@ -210,8 +218,9 @@ func none(n int) []int64 {
 // request builds the input the host would hand the assignor: members
 // sorted by id, their owned active tasks (their target's, grant_ms after
 // it) and their target's standbys and warm-ups, the offsets of the
-// local state of their process and every changelog's end offset.
-func (w *world) request() *abi.AssignRequest {
+// local state of their process and every changelog's end offset — or,
+// with rec, the end offsets and each process's offsets rec holds.
+func (w *world) request(rec *recorded) *abi.AssignRequest {
 	a := w.sc.Assignment
 	req := &abi.AssignRequest{GroupID: w.sc.Name, GroupEpoch: w.epoch, Seed: splitmix(w.sc.Seed ^ uint64(w.epoch)),
 		Subtopologies: w.sc.subs,
@@ -233,27 +242,48 @@ func (w *world) request() *abi.AssignRequest {
 	for i, p := range req.Processes {
 		procs[p] = int32(i)
 	}
+	ends := w.endOffsets(rec)
+	for _, m := range w.members {
+		am := abi.Member{ID: m.id, Process: procs[m.process], Rack: m.rack,
+			Active: m.owned, Standby: m.target.Standby, Warmup: m.target.Warmup, TaskEndOffsets: ends,
+			TaskOffsets: w.taskOffsets(m, rec)}
+		req.Members = append(req.Members, am)
+	}
+	return req
+}
+
+// endOffsets are the changelogs' end offsets the request hands every
+// member: rec's, else the known end of each stateful task.
+func (w *world) endOffsets(rec *recorded) []abi.TaskOffset {
+	if rec != nil {
+		return rec.endOffsets()
+	}
 	var ends []abi.TaskOffset
 	for t := range w.end {
 		if e := w.knownEnd(int32(t)); w.stateful[t] && e >= 0 {
 			ends = append(ends, abi.TaskOffset{Task: int32(t), Offset: e})
 		}
 	}
-	for _, m := range w.members {
-		am := abi.Member{ID: m.id, Process: procs[m.process], Rack: m.rack,
-			Active: m.owned, Standby: m.target.Standby, Warmup: m.target.Warmup, TaskEndOffsets: ends}
-		offsets := w.local[m.process]
-		if w.sc.Reports != nil {
-			offsets = m.reported
-		}
-		for t, o := range offsets {
-			if o >= 0 && w.stateful[t] {
-				am.TaskOffsets = append(am.TaskOffsets, abi.TaskOffset{Task: int32(t), Offset: o})
-			}
-		}
-		req.Members = append(req.Members, am)
+	return ends
+}
+
+// taskOffsets are the offsets of m's process's local state the request
+// hands m: rec's, else the state itself or (reports) m's last report.
+func (w *world) taskOffsets(m *member, rec *recorded) []abi.TaskOffset {
+	if rec != nil {
+		return rec.taskOffsets(m.process)
 	}
-	return req
+	offsets := w.local[m.process]
+	if w.sc.Reports != nil {
+		offsets = m.reported
+	}
+	var out []abi.TaskOffset
+	for t, o := range offsets {
+		if o >= 0 && w.stateful[t] {
+			out = append(out, abi.TaskOffset{Task: int32(t), Offset: o})
+		}
+	}
+	return out
 }
 
 // splitmix is SplitMix64's finalizer: a per-run seed from the scenario's.

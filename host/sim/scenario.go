@@ -75,10 +75,18 @@ type Scenario struct {
 	// offsets the host knows instead of the state the processes hold.
 	Reports *Reports `json:"reports,omitempty"`
 
+	// RecordedInputs, when set, are the lag inputs a real assignor was
+	// handed at each of its target computations: the replay computes its
+	// targets at their times with them (and runs no probe of its own);
+	// a target at another time (a step's) takes the model's input.
+	RecordedInputs []RecordedInput `json:"recorded_inputs,omitempty"`
+
 	// Derived by Decode.
 	steps []step
 	subs  []abi.Subtopology
 	tasks map[string]int32 // task name ("0_1") -> task index
+	// recorded are RecordedInputs in time order.
+	recorded []recorded
 }
 
 // InitialMember is one member's part of the starting point.
@@ -227,6 +235,9 @@ func Decode(name string, data []byte, seed *uint64) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := sc.validateInitial(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := sc.validateRecorded(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return sc, nil

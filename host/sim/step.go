@@ -14,8 +14,9 @@ import (
 
 // assign runs the assignor on the group as it is at now and installs the
 // target: members reconcile at once. A probe whose target equals the
-// current one changes nothing (core writes nothing for it).
-func (w *world) assign(now int64, reasons []string, probe bool) error {
+// current one changes nothing (core writes nothing for it). rec, when not
+// nil, is the recorded input the assignor is handed.
+func (w *world) assign(now int64, reasons []string, probe bool, rec *recorded) error {
 	if len(w.members) == 0 { // nobody to assign to: every task waits
 		w.probeAt = -1
 		return nil
@@ -23,7 +24,7 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 	if !probe {
 		w.epoch++
 	}
-	req := w.request()
+	req := w.request(rec)
 	var resp *abi.AssignResponse
 	var err error
 	if !w.started && w.sc.Initial != nil {
@@ -51,7 +52,7 @@ func (w *world) assign(now int64, reasons []string, probe bool) error {
 	}
 	rb := Rebalance{AtS: seconds(now), Epoch: w.epoch, Reasons: reasons, Baseline: !w.started,
 		Members: report.Members, Processes: report.Processes, Movement: report.Movement,
-		Balance: report.Balance, Standbys: report.Standbys, Warmups: report.Warmups}
+		Balance: report.Balance, Standbys: report.Standbys, Warmups: report.Warmups, RecordedInputs: rec != nil}
 	rb.FromDeparted = w.fromDeparted(req, resp)
 	for i, m := range w.members {
 		handOver := w.sc.HandOverMs
