@@ -275,10 +275,14 @@ type taskMove struct {
 	left, target, revoked time.Duration // coordhost: member left or fenced; target installed; old owner's release acknowledged
 	suspended, delivered  time.Duration // app: old owner suspended it; coordhost: delivered to the new owner
 	assigned, running     time.Duration // app: new owner's assignment; restored and running
-	firstOut              time.Duration // load generator: first output after the stall (subtopology 0 tasks)
+	firstOut              time.Duration // load generator: end of the partition's largest gap in the step (subtopology 0 tasks), see outputWindow
 }
 
 const unseen = time.Duration(-1)
+
+// outputWindow bounds how long after a task's assignment its partition's
+// largest gap may end and still be read as the move's first output.
+const outputWindow = 15 * time.Second
 
 // taskMovesOf pairs each task's assignment to a new owner within a step
 // with the events before it (since the task's previous move) and after it.
@@ -339,7 +343,10 @@ func taskMovesOf(st *step, evs []logEvent) []taskMove {
 		}
 		if sub, p, ok := strings.Cut(a.task, "_"); ok && sub == "0" {
 			if n, err := strconv.Atoi(p); err == nil && n < len(st.firstOutMs) && st.firstOutMs[n] > 0 {
-				if at := time.UnixMilli(st.firstOutMs[n]); !at.Before(a.at) {
+				// The partition's largest gap of the step ends here; it
+				// counts as this move's first output only when it falls
+				// after the assignment and within outputWindow of it.
+				if at := time.UnixMilli(st.firstOutMs[n]); !at.Before(a.at) && at.Sub(a.at) <= outputWindow {
 					m.firstOut = rel(at)
 				}
 			}
@@ -386,7 +393,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // started (the instance's stop was asked).
 func timelineTable(hs []taskMove) string {
 	var b strings.Builder
-	b.WriteString("| scenario | step | task | from → to | member left/fenced (coordhost) | target installed (coordhost) | old owner suspended (app) | revocation acknowledged (coordhost) | delivered to new owner (coordhost) | new owner assigned (app) | restored, running (app) | first output (load generator) |\n")
+	b.WriteString("| scenario | step | task | from → to | member left/fenced (coordhost) | target installed (coordhost) | old owner suspended (app) | revocation acknowledged (coordhost) | delivered to new owner (coordhost) | new owner assigned (app) | restored, running (app) | first output: largest gap of its partition ends (load generator) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, h := range hs {
 		fmt.Fprintf(&b, "| %s | %s/%d | %s | %s → %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
