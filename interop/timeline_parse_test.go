@@ -27,7 +27,9 @@ func TestTimelineFromLogs(t *testing.T) {
 12:00:01.500 INFO  [app1-classic-1-StreamThread-1] StreamTask: stream-thread [app1-classic-1-StreamThread-1] task [0_1] Restored and ready to run
 `)
 	day := time.Date(2026, 12, 3, 12, 0, 0, 0, time.Local)
-	utc := func(ms int) string { return day.Add(time.Duration(ms) * time.Millisecond).UTC().Format("2006-01-02T15:04:05.000Z") }
+	utc := func(ms int) string {
+		return day.Add(time.Duration(ms) * time.Millisecond).UTC().Format("2006-01-02T15:04:05.000Z")
+	}
 	write("coordhost.log", `time=`+utc(200)+` level=INFO msg="group event" component=loop group=g event="member app0-classic-1-StreamThread-1-consumer-1 left (leave)"
 time=`+utc(250)+` level=INFO msg="group event" component=loop group=other event="target assignment installed at epoch 3"
 time=`+utc(300)+` level=INFO msg="group event" component=loop group=g event="target assignment installed at epoch 9"
