@@ -61,6 +61,9 @@ time=`+utc(700)+` level=DEBUG msg="streams member assignment" component=loop gro
 			t.Errorf("%s at %v, want %v", w.name, w.got, w.want)
 		}
 	}
+	if !m.byLeave {
+		t.Errorf("the move followed the first target after the leave, yet is not counted as caused by it")
+	}
 	if m.from != "app0-classic-1-StreamThread-1" || m.to != "app1-classic-1-StreamThread-1" {
 		t.Errorf("move %s → %s", m.from, m.to)
 	}

@@ -275,6 +275,7 @@ type taskMove struct {
 	left, target, revoked time.Duration // coordhost: member left or fenced; target installed; old owner's release acknowledged
 	suspended, delivered  time.Duration // app: old owner suspended it; coordhost: delivered to the new owner
 	assigned, running     time.Duration // app: new owner's assignment; restored and running
+	byLeave               bool          // target is the first one after the member left: the leave caused this move
 	firstOut              time.Duration // load generator: end of the partition's largest gap in the step (subtopology 0 tasks), see outputWindow
 }
 
@@ -293,7 +294,7 @@ func taskMovesOf(st *step, evs []logEvent) []taskMove {
 		who string
 	}
 	suspended, released := map[string]seen{}, map[string]seen{}
-	var left, target time.Time
+	var left, target, leaveTarget time.Time // leaveTarget: the first target after the first leave
 	var out []taskMove
 	for i, a := range evs {
 		if a.at.Before(st.start) || !a.at.Before(st.end) {
@@ -310,6 +311,9 @@ func taskMovesOf(st *step, evs []logEvent) []taskMove {
 			}
 		case evTarget:
 			target = a.at
+			if !left.IsZero() && leaveTarget.IsZero() {
+				leaveTarget = a.at
+			}
 		}
 		if a.kind != evAssign {
 			continue
@@ -329,6 +333,7 @@ func taskMovesOf(st *step, evs []logEvent) []taskMove {
 		}
 		if !target.IsZero() {
 			m.target = rel(target)
+			m.byLeave = target.Equal(leaveTarget)
 		}
 		for _, e := range evs[:i] {
 			if e.kind == evDelivered && e.task == a.task && e.who == a.who && !e.at.Before(st.start) {
@@ -420,7 +425,12 @@ type segment struct {
 var segments = []segment{
 	{"stop asked → old owner suspended", func(taskMove) time.Duration { return 0 }, func(h taskMove) time.Duration { return h.suspended }},
 	{"old owner suspended → new owner assigned", func(h taskMove) time.Duration { return h.suspended }, func(h taskMove) time.Duration { return h.assigned }},
-	{"  of which: member left → target installed (coordhost)", func(h taskMove) time.Duration { return h.left }, func(h taskMove) time.Duration { return h.target }},
+	{"  of which: member left → target installed (coordhost; moves the leave caused)", func(h taskMove) time.Duration {
+		if !h.byLeave {
+			return unseen
+		}
+		return h.left
+	}, func(h taskMove) time.Duration { return h.target }},
 	{"  of which: target installed → delivered (coordhost)", func(h taskMove) time.Duration { return h.target }, func(h taskMove) time.Duration { return h.delivered }},
 	{"  of which: delivered → assigned in the app", func(h taskMove) time.Duration { return h.delivered }, func(h taskMove) time.Duration { return h.assigned }},
 	{"new owner assigned → restored, running", func(h taskMove) time.Duration { return h.assigned }, func(h taskMove) time.Duration { return h.running }},
