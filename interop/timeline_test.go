@@ -101,7 +101,7 @@ const (
 	evAssign    = "assign"    // app: the task is new among the thread's active tasks
 	evRunning   = "running"   // app: the task restored and runs
 	evLeft      = "left"      // coordhost: a member left or was fenced
-	evTarget    = "target"    // coordhost: a new target assignment installed
+	evTarget    = "target"    // coordhost: a new target installed (classic group: a generation stored)
 	evDelivered = "delivered" // coordhost: the task entered a member's current assignment
 	evReleased  = "released"  // coordhost: the task left a member's current assignment
 )
@@ -235,7 +235,9 @@ func coordhostEvents(path, group string) ([]logEvent, error) {
 		case "group event":
 			ev := fields["event"]
 			switch {
-			case strings.HasPrefix(ev, "target assignment installed"):
+			case strings.HasPrefix(ev, "target assignment installed"), strings.HasPrefix(ev, "classic generation "):
+				// A streams group's new target, or a classic group's
+				// stored generation (its leader's assignment).
 				out = append(out, logEvent{at: at, kind: evTarget})
 			case strings.HasPrefix(ev, "member ") && (strings.Contains(ev, " left") || strings.Contains(ev, " fenced")):
 				id := strings.Fields(ev)[1]
