@@ -79,8 +79,8 @@ func TestInteropCompare(t *testing.T) {
 				group := fmt.Sprintf("cmp-%s-%s-%d", app.name, cm, run)
 				ok := t.Run(group, func(t *testing.T) {
 					onKafka := runRealKafka(t, app, cm, true, "real Kafka "+group, group+"-kafka", dir, b.addr, b.proc)
-					online := runOnlineRollWith(t, app, cm, "coordhost "+group, group+"-online", dir, c.addr, c.proc)
 					onKafka = timelineOf(t, &moves, dir, group+"-kafka", onKafka)
+					online := runOnlineRollWith(t, app, cm, "coordhost "+group, group+"-online", dir, c.addr, c.proc)
 					online = timelineOf(t, &moves, dir, group+"-online", online)
 					rows = append(rows, onKafka...)
 					rows = append(rows, online...)
@@ -121,7 +121,7 @@ func TestInteropCompare(t *testing.T) {
 // restart phases, the logs in dir) to moves and returns its rows with one
 // row per phase again.
 func timelineOf(t *testing.T, moves *[]taskMove, dir, group string, rows []phaseRow) []phaseRow {
-	steps, folded := stepsOf(rows)
+	steps, folded := stepsOf(rows, rollEnded)
 	ms, err := stepTimeline(dir, group, steps)
 	if err != nil {
 		t.Errorf("hand-over timeline of %s: %v", group, err)

@@ -121,6 +121,7 @@ func (s *scenarioRun) rollingSwitch(phase, from, protocol string, gen int) {
 		s.restartAs(i, protocol, gen, "", kind)
 	}
 	time.Sleep(steadyPeriod)
+	rollEnded = time.Now()
 }
 
 // settleDelay is how long a roll waits after the group is Stable before

@@ -39,10 +39,15 @@ type step struct {
 // sets it, so the CI scenarios keep one row per phase.
 var stepPhases bool
 
+// rollEnded is when the latest rollingSwitch finished: the end of its last
+// restart's step when no phase follows it.
+var rollEnded time.Time
+
 // stepsOf returns the rows' per-restart phases as steps and the rows with
 // those phases folded back into one row per phase (counts summed, gaps the
-// per-partition maximum).
-func stepsOf(rows []phaseRow) ([]step, []phaseRow) {
+// per-partition maximum). A step ends where the next phase begins, the
+// last one at end (when the scenario's load stopped).
+func stepsOf(rows []phaseRow, end time.Time) ([]step, []phaseRow) {
 	var steps []step
 	var out []phaseRow
 	for i, r := range rows {
@@ -56,7 +61,7 @@ func stepsOf(rows []phaseRow) ([]step, []phaseRow) {
 		if i+1 < len(rows) && rows[i+1].phase.StartMs > 0 {
 			st.end = time.UnixMilli(rows[i+1].phase.StartMs)
 		} else {
-			st.end = st.start.Add(time.Minute)
+			st.end = end
 		}
 		for p, g := range r.phase.PartitionGapMs {
 			var at int64
