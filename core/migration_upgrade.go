@@ -195,7 +195,8 @@ func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHe
 // fenceProcessMembers fences every member of process other than except
 // that speaks the other protocol (classic members when classic, else
 // streams-protocol ones) and has not been heard from (its session last
-// renewed) for more than silentMs (0: fence whatever it did), with
+// renewed; no session timer counts as heard) for more than silentMs (0:
+// fence whatever it did), with
 // ReasonProcessReplaced. It never downgrades the group: the joining
 // member's own path decides that.
 func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except string, classic bool, silentMs int64) {
@@ -207,9 +208,11 @@ func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except strin
 		if (m.classic != nil) != classic || m.processID != process || id == except {
 			continue
 		}
-		if t, ok := c.timers[sessionTimerKey(g.id, id)]; silentMs > 0 && ok &&
-			c.now-(t.deadline-int64(c.sessionTimeoutOf(g, id))) <= silentMs {
-			continue // still heartbeating: another instance with this process id
+		if silentMs > 0 {
+			t, ok := c.timers[sessionTimerKey(g.id, id)]
+			if !ok || c.now-(t.deadline-int64(c.sessionTimeoutOf(g, id))) <= silentMs {
+				continue // still heartbeating (another instance with this process id), or unknown
+			}
 		}
 		c.fenceMember(g, id, EventMemberFenced, ReasonProcessReplaced)
 	}
