@@ -85,7 +85,7 @@ const (
 	ReasonRebalanceTimeout  EventReason = "rebalance-timeout"
 	ReasonJoinTimeout       EventReason = "join-timeout" // a classic member did not rejoin or sync in time
 	ReasonStaticReplacement EventReason = "static-replacement"
-	ReasonProcessReplaced   EventReason = "process-replaced" // a streams-protocol member of the same process joined
+	ReasonProcessReplaced   EventReason = "process-replaced" // a member of the same process joined with the other protocol
 	ReasonMemberJoined      EventReason = "member-joined"
 	ReasonMemberLeft        EventReason = "member-left"
 	ReasonMemberUpdated     EventReason = "member-updated"

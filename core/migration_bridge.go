@@ -52,7 +52,8 @@ func init() {
 }
 
 // bridgeJoin handles a JoinGroup for a non-empty streams group: it
-// validates the subscription, identifies the member, stores its metadata,
+// validates the subscription, identifies the member, fences the
+// streams-protocol members of its process, stores its metadata,
 // bumps the group epoch if the assignment must change, reconciles the
 // member and answers with its epoch as the generation.
 func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
@@ -64,6 +65,12 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	if refused != nil {
 		return refused
 	}
+	// The same-process rule, downgrade direction: a classic join of
+	// process P fences P's streams-protocol members that missed two
+	// heartbeats — the instance that stopped without leaving the group
+	// (docs/MIGRATION.md).
+	c.fenceProcessMembers(g, processIDString(sub.info.ProcessID), m.id, false,
+		2*int64(c.streamsConfig(g.id).HeartbeatIntervalMs))
 	_, exists := g.members[m.id]
 	u := bridgeUpdatedMember(m, client, req, sub, ep)
 	c.bridgeStoreMember(g, m, u, exists)

@@ -189,12 +189,31 @@ func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHe
 	if req.ProcessID == nil {
 		return
 	}
+	c.fenceProcessMembers(g, *req.ProcessID, req.MemberID, true, 0)
+}
+
+// fenceProcessMembers fences every member of process other than except
+// that speaks the other protocol (classic members when classic, else
+// streams-protocol ones) and has not been heard from (its session last
+// renewed; no session timer counts as heard) for more than silentMs (0:
+// fence whatever it did), with
+// ReasonProcessReplaced. It never downgrades the group: the joining
+// member's own path decides that.
+func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except string, classic bool, silentMs int64) {
 	saved := c.migration.noDowngrade
 	c.migration.noDowngrade = true
 	defer func() { c.migration.noDowngrade = saved }()
 	for _, id := range g.sortedMemberIDs() {
-		if m := g.members[id]; m.classic != nil && m.processID == *req.ProcessID && id != req.MemberID {
-			c.fenceMember(g, id, EventMemberFenced, ReasonProcessReplaced)
+		m := g.members[id]
+		if (m.classic != nil) != classic || m.processID != process || id == except {
+			continue
 		}
+		if silentMs > 0 {
+			t, ok := c.timers[sessionTimerKey(g.id, id)]
+			if !ok || c.now-(t.deadline-int64(c.sessionTimeoutOf(g, id))) <= silentMs {
+				continue // still heartbeating (another instance with this process id), or unknown
+			}
+		}
+		c.fenceMember(g, id, EventMemberFenced, ReasonProcessReplaced)
 	}
 }

@@ -68,6 +68,9 @@ func TestInteropCompare(t *testing.T) {
 	if err := groupsServed(c.addr, "interop-probe", 30*time.Second); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
+	stepPhases = true
+	defer func() { stepPhases = false }()
+	var moves []taskMove // every restart's task hand-overs
 	gaps := map[measure][]time.Duration{}
 	var rows []phaseRow // every scenario's rows, verdicts included
 	for run := 1; run <= runs; run++ {
@@ -76,7 +79,9 @@ func TestInteropCompare(t *testing.T) {
 				group := fmt.Sprintf("cmp-%s-%s-%d", app.name, cm, run)
 				ok := t.Run(group, func(t *testing.T) {
 					onKafka := runRealKafka(t, app, cm, true, "real Kafka "+group, group+"-kafka", dir, b.addr, b.proc)
+					onKafka = timelineOf(t, &moves, dir, group+"-kafka", onKafka)
 					online := runOnlineRollWith(t, app, cm, "coordhost "+group, group+"-online", dir, c.addr, c.proc)
+					online = timelineOf(t, &moves, dir, group+"-online", online)
 					rows = append(rows, onKafka...)
 					rows = append(rows, online...)
 					for _, r := range append(onKafka, online...) {
@@ -99,11 +104,30 @@ func TestInteropCompare(t *testing.T) {
 	out := head + table + "\n" + compareConfigs() + "\nEvery scenario's phases and verdicts:\n\n" + formatTable(rows)
 	t.Logf("comparison:\n%s", out)
 	fmt.Print(out)
+	timeline := head + "Where each hand-over's time goes, per scenario and phase:\n\n" + segmentTable(moves) +
+		"\nEvery task hand-over, in seconds after its step started (the restarted instance was asked to stop):\n\n" + timelineTable(moves)
+	t.Logf("hand-over timeline:\n%s", segmentTable(moves))
 	if path := os.Getenv(compareOutEnv); path != "" {
 		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 			t.Error(err)
 		}
+		if err := os.WriteFile(strings.TrimSuffix(path, ".md")+"-timeline.md", []byte(timeline), 0o644); err != nil {
+			t.Error(err)
+		}
 	}
+}
+
+// timelineOf adds the hand-overs of the scenario on group (its rows' per-
+// restart phases, the logs in dir) to moves and returns its rows with one
+// row per phase again.
+func timelineOf(t *testing.T, moves *[]taskMove, dir, group string, rows []phaseRow) []phaseRow {
+	steps, folded := stepsOf(rows, rollEnded)
+	ms, err := stepTimeline(dir, group, steps)
+	if err != nil {
+		t.Errorf("hand-over timeline of %s: %v", group, err)
+	}
+	*moves = append(*moves, ms...)
+	return folded
 }
 
 // compareTable renders the comparison: per application and close mode, the

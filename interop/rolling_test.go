@@ -104,10 +104,16 @@ func runOnlineRollWith(t *testing.T, app appSpec, cm closeMode, name, group, dir
 // type follows KIP-848's online migration of consumer groups: a classic
 // group becomes a streams group when the first streams member joins, and a
 // streams group becomes classic only when its last streams member leaves.
+// With stepPhases each restart is a phase of its own (see stepsOf).
 func (s *scenarioRun) rollingSwitch(phase, from, protocol string, gen int) {
 	s.t.Helper()
-	s.must("phase", s.lg.phase(phase))
+	if !stepPhases {
+		s.must("phase", s.lg.phase(phase))
+	}
 	for i := range s.fleet.cfgs {
+		if stepPhases {
+			s.must("phase", s.lg.phase(fmt.Sprintf("%s/%d", phase, i)))
+		}
 		kind := "streams"
 		if i == len(s.fleet.cfgs)-1 || from == protocol {
 			kind = protocol
@@ -115,6 +121,7 @@ func (s *scenarioRun) rollingSwitch(phase, from, protocol string, gen int) {
 		s.restartAs(i, protocol, gen, "", kind)
 	}
 	time.Sleep(steadyPeriod)
+	rollEnded = time.Now()
 }
 
 // settleDelay is how long a roll waits after the group is Stable before
