@@ -114,6 +114,9 @@ type LoopDeps struct {
 	// HistoryTargets is how many targets the rebalance history keeps per
 	// group (admin.history.targets; 0: experiment.DefaultHistoryTargets).
 	HistoryTargets int
+	// HistoryInputs keeps each target's assignor lag input in the history
+	// (admin.history.inputs).
+	HistoryInputs bool
 	// WrapLog, when set, wraps the record log (tests inject faults with
 	// runtime.FaultLog).
 	WrapLog func(runtime.Log) runtime.Log
@@ -232,7 +235,7 @@ func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
 		refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.workers = newWorkerPool(l)
-	l.ab = experiment.New(l.ctx, &l.wg, experiment.Config{Log: l.log, Assignors: d.Assignors, HistoryTargets: d.HistoryTargets, Metrics: d.Metrics})
+	l.ab = experiment.New(l.ctx, &l.wg, experiment.Config{Log: l.log, Assignors: d.Assignors, HistoryTargets: d.HistoryTargets, HistoryInputs: d.HistoryInputs, Metrics: d.Metrics})
 	// The start-up I/O below uses l.ctx; ending ctx (a signal during
 	// start) ends it too.
 	stopStart := context.AfterFunc(ctx, l.cancel)

@@ -287,7 +287,7 @@ func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor st
 	t.Helper()
 	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	flags := []string{"--admin.listen=" + admin, "--plugins.dir=" + plugins,
-		"--groups.defaults.streams.assignor.name=" + assignor, "--admin.history.targets=1000"}
+		"--groups.defaults.streams.assignor.name=" + assignor, "--admin.history.targets=1000", "--admin.history.inputs=true"}
 	if run == "scale-out" {
 		flags = append(flags, fmt.Sprintf("--groups.defaults.streams.acceptable.recovery.lag=%d", simAcceptableLag),
 			fmt.Sprintf("--groups.defaults.streams.num.warmup.replicas=%d", simWarmups))

@@ -182,6 +182,7 @@ type Admin struct {
 	TLSClientCAFile string // admin.tls.client.ca.file
 	Insecure        bool   // admin.insecure
 	HistoryTargets  int    // admin.history.targets
+	HistoryInputs   bool   // admin.history.inputs
 }
 
 // ErrHelp is returned by Load when --help was asked for; usage was printed.
@@ -367,7 +368,7 @@ func fromValues(v map[string]any) (*Config, error) {
 		Admin: Admin{Listen: v["admin.listen"].(string), Token: v["admin.token"].(string),
 			TLSCertFile: v["admin.tls.cert.file"].(string), TLSKeyFile: v["admin.tls.key.file"].(string),
 			TLSClientCAFile: v["admin.tls.client.ca.file"].(string), Insecure: v["admin.insecure"].(bool),
-			HistoryTargets: int(v["admin.history.targets"].(int64))},
+			HistoryTargets: int(v["admin.history.targets"].(int64)), HistoryInputs: v["admin.history.inputs"].(bool)},
 		Plugins: Plugins{Dir: v["plugins.dir"].(string), Fallback: v["plugins.fallback"].(string),
 			LoadDirs: v["plugins.load.dirs"].([]string), MaxBytes: v["plugins.max.bytes"].(int64)},
 		LogFormat:       v["log.format"].(string),

@@ -90,6 +90,7 @@ var serverKeys = []key{
 	{name: "admin.tls.client.ca.file", def: "", kind: kString, doc: "PEM CA bundle; a client certificate it verifies authenticates like the token (mTLS). Needs admin.tls.cert.file."},
 	{name: "admin.insecure", def: false, kind: kBool, doc: "Allow admin.listen on a non-loopback address without admin.token (or admin.tls.client.ca.file) and TLS. Off: such a configuration refuses to start."},
 	{name: "admin.history.targets", def: int64(20), kind: kInt, min: 1, max: 1000, doc: "Targets the rebalance history keeps per group (GET /v1/groups/{id}/history)."},
+	{name: "admin.history.inputs", def: false, kind: kBool, doc: "The rebalance history also keeps each target's assignor lag input (the task end offsets and the offsets each process reported, served as `inputs`), which `coordhost simulate` replays the assignor's decisions from (docs/AB-TESTING.md); several hundred bytes more a target."},
 	{name: "plugins.dir", def: "build/plugins", kind: kString, doc: "Directory of the built-in assignor plugins (assignor-sticky.wasm, assignor-ha.wasm, as `make plugins` writes them); a missing file runs the native Go build of the same assignor, with a warning."},
 	{name: "plugins.load.dirs", def: []string{}, kind: kList, doc: "Directories the admin API may load plugin files from (POST/PUT /v1/plugins/{name}, by file name or absolute path inside them); empty: plugins.dir only."},
 	{name: "plugins.max.bytes", def: int64(64 << 20), kind: kInt, min: 1024, max: 1 << 30, doc: "Largest plugin module file read; only regular files are read."},

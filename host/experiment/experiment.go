@@ -93,6 +93,7 @@ type Runtime struct {
 	ctx     context.Context
 	wg      *sync.WaitGroup
 	history *targetHistory
+	inputs  bool // Config.HistoryInputs
 	slots   chan struct{}
 
 	procOnce sync.Once
@@ -114,6 +115,10 @@ type Config struct {
 	// HistoryTargets is how many targets the history keeps per group
 	// (0: DefaultHistoryTargets).
 	HistoryTargets int
+	// HistoryInputs keeps each target's assignor lag input in the history
+	// (admin.history.inputs): what a simulation needs to replay the
+	// assignor's decisions, at several hundred bytes a target.
+	HistoryInputs bool
 	// Metrics, when set, gets the per-assignor totals.
 	Metrics *admin.Metrics
 	// Now is the clock of the recorded results (nil: time.Now).
@@ -129,7 +134,7 @@ func New(ctx context.Context, wg *sync.WaitGroup, cfg Config) *Runtime {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &Runtime{log: cfg.Log, asg: cfg.Assignors, now: cfg.Now, ctx: ctx, wg: wg,
+	a := &Runtime{log: cfg.Log, asg: cfg.Assignors, now: cfg.Now, ctx: ctx, wg: wg, inputs: cfg.HistoryInputs,
 		history: newTargetHistory(cfg.HistoryTargets, cfg.Log),
 		slots:   make(chan struct{}, shadowSlots), queues: map[string]*shadowQueue{},
 		groups: map[string]*GroupAB{}, stats: map[[2]string]*assignorStats{}, arms: map[string]string{}}
@@ -185,7 +190,11 @@ func (a *Runtime) Primary(run core.AssignorRun, req *abi.AssignRequest, resp *ab
 	if err != nil {
 		return nil
 	}
-	return newTarget(run, req, resp, who.Version, rep, a.now())
+	t := newTarget(run, req, resp, who.Version, rep, a.now())
+	if a.inputs {
+		t.keepInputs(req)
+	}
+	return t
 }
 
 // PrimaryFailed records that the primary's run for run failed with err.

@@ -115,15 +115,18 @@ func fixedClock() func() time.Time {
 // TestHistoryServedJSON: GET /v1/groups/{id}/history serves a fixed
 // history as the bytes in testdata/history-inputs.golden.json (encoded as
 // the admin routes encode), whatever the history keeps in memory; without
-// the assignor's inputs (added later) the bytes are those of
-// testdata/history.golden.json, the fields served before them unchanged.
+// the assignor's inputs (kept only with admin.history.inputs) the bytes
+// are those of testdata/history.golden.json, the fields served before
+// them unchanged, and a history that does not keep inputs serves those.
 func TestHistoryServedJSON(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	asg := assign.New(ctx, t.TempDir(), "sticky", plugin.Config{}, nil)
-	a := New(ctx, &sync.WaitGroup{}, Config{Log: slog.New(slog.DiscardHandler), Assignors: asg, HistoryTargets: 3, Now: fixedClock()})
+	a := New(ctx, &sync.WaitGroup{}, Config{Log: slog.New(slog.DiscardHandler), Assignors: asg, HistoryTargets: 3, HistoryInputs: true, Now: fixedClock()})
 	historyScenario(a)
-	var got, withoutInputs bytes.Buffer
+	plain := New(ctx, &sync.WaitGroup{}, Config{Log: slog.New(slog.DiscardHandler), Assignors: asg, HistoryTargets: 3, Now: fixedClock()})
+	historyScenario(plain)
+	var got, withoutInputs, plainGot bytes.Buffer
 	inputs := 0
 	for _, g := range []string{"orders", "payments", "unknown"} {
 		h := a.History(g)
@@ -143,6 +146,16 @@ func TestHistoryServedJSON(t *testing.T) {
 	}
 	if inputs == 0 {
 		t.Fatal("no served target has the assignor's inputs")
+	}
+	for _, g := range []string{"orders", "payments", "unknown"} {
+		enc := json.NewEncoder(&plainGot)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(plain.History(g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(plainGot.Bytes(), withoutInputs.Bytes()) {
+		t.Fatalf("a history without admin.history.inputs serves:\n%s\nwant:\n%s", plainGot.Bytes(), withoutInputs.Bytes())
 	}
 	golden := filepath.Join("testdata", "history-inputs.golden.json")
 	if *rewrite {

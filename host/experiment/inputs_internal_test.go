@@ -33,7 +33,12 @@ func TestInputsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := newTarget(core.AssignorRun{Group: "g", Epoch: 1, Assignor: "ha"}, req, resp, "native", rep, fixedClock()()).e.record()
+	tg := newTarget(core.AssignorRun{Group: "g", Epoch: 1, Assignor: "ha"}, req, resp, "native", rep, fixedClock()())
+	if tg.e.inputs != nil {
+		t.Fatal("a target keeps its inputs only when asked to")
+	}
+	tg.keepInputs(req)
+	rec := tg.e.record()
 	want := &Inputs{EndOffsets: map[string]int64{"1_0": 100, "1_1": 95},
 		Processes: []ProcessOffsets{
 			{Process: "p0", TaskOffsets: map[string]int64{"1_1": 70}},

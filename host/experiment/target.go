@@ -69,9 +69,27 @@ func newTarget(run core.AssignorRun, req *abi.AssignRequest, resp *abi.AssignRes
 		return i
 	}
 	t.e.moves, t.e.notListed = moves(req, resp, hand, name)
-	t.e.inputs = newInputs(req, name)
 	t.e.names = slices.Clip(names)
 	return t
+}
+
+// keepInputs adds req's lag input to t's entry, naming what the moves do
+// not already name after their names.
+func (t *Target) keepInputs(req *abi.AssignRequest) {
+	index := make(map[string]uint16, len(t.e.names))
+	for i, s := range t.e.names {
+		index[s] = uint16(i)
+	}
+	t.e.inputs = newInputs(req, func(s string) uint16 {
+		i, ok := index[s]
+		if !ok {
+			i = uint16(len(t.e.names))
+			index[s] = i
+			t.e.names = append(t.e.names, s)
+		}
+		return i
+	})
+	t.e.names = slices.Clip(t.e.names)
 }
 
 // moves lists the active tasks of resp on another process than in req's
