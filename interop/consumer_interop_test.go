@@ -668,11 +668,15 @@ func (h memberHistory) handOffs(ids []string) ([]string, []func(string) int64, [
 				}
 				seq[id], next, inMap = next, next+1, inMap+1
 			}
-			label := "joiner in the map"
-			if added && len(order) > 0 {
-				label = "joiner added by the computing request"
+			label := "no joiner"
+			if len(order) > 0 {
+				label = "joiner in the map"
+				if added {
+					label = "joiner added by the computing request"
+				}
+				label += " (join order " + strings.Join(order, ",") + ")"
 			}
-			labels = append(labels, label+" (join order "+strings.Join(order, ",")+")")
+			labels = append(labels, label)
 			seqs = append(seqs, func(id string) int64 { return seq[id] })
 			peaks = append(peaks, max(h.peak, inMap))
 			if len(order) == 0 {
