@@ -15,10 +15,11 @@ import (
 // member keeps or gives up depends on that walk. Iteration order is a
 // deterministic function of the keys' hash codes, the table capacity and,
 // within a bucket, the insertion order; this file reproduces it for the
-// GroupSpec the plugin's parity harness builds (and the host will build):
-// members in a HashMap filled in ascending member-id order, subscriptions
-// and current assignments in HashMaps/HashSets filled in ascending topic
-// and partition order.
+// GroupSpec the plugin's parity harness builds (members in a HashMap
+// filled in ascending member-id order, subscriptions and current
+// assignments in HashMaps/HashSets filled in ascending topic and partition
+// order) and for the member order Kafka's coordinator hands over from its
+// member map (MemberMap).
 
 // stringHash is java.lang.String.hashCode over UTF-16 code units.
 func stringHash(s string) int32 {
