@@ -63,6 +63,13 @@ type PartitionAssignInput struct {
 	Topics []AssignTopic
 	// Members are ascending by member id.
 	Members []PartitionAssignMember
+	// TablePeak and TableSeq describe the group's member map as Kafka's
+	// coordinator holds it now, which decides the order in which it hands
+	// the members to its assignor (consumer_member_table.go): the most
+	// members it has held before this request, and per member (in Members'
+	// order) its insertion number, -1 for a member this request added.
+	TablePeak int
+	TableSeq  []int64
 }
 
 // AssignTopic describes one subscribed topic.

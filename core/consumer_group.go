@@ -109,6 +109,8 @@ type consumerGroup struct {
 	// regexTopicsChanged is soft state: topics appeared or disappeared
 	// since the regexes were last resolved.
 	regexTopicsChanged bool
+	// table mirrors Kafka's member map, whose order its assignor sees.
+	table memberTable
 }
 
 func newConsumerGroup(id string) *consumerGroup {
@@ -153,7 +155,16 @@ func (g *consumerGroup) updateState() {
 func (c *Coordinator) putConsumerMember(g *consumerGroup, m *consumerMember) {
 	old := g.members[m.id]
 	g.swapMember(old, m)
-	c.onUndo(func() { g.swapMember(m, old); g.updateState() })
+	if old == nil {
+		g.table.put(m.id, c.entry())
+	}
+	c.onUndo(func() {
+		g.swapMember(m, old)
+		if old == nil {
+			g.table.remove(m.id)
+		}
+		g.updateState()
+	})
 }
 
 // removeConsumerMember deletes a member, undoably.
@@ -163,7 +174,8 @@ func (c *Coordinator) removeConsumerMember(g *consumerGroup, id string) {
 		return
 	}
 	g.swapMember(old, nil)
-	c.onUndo(func() { g.swapMember(nil, old); g.updateState() })
+	g.table.remove(id)
+	c.onUndo(func() { g.swapMember(nil, old); g.table.put(id, 0); g.updateState() })
 }
 
 func (g *consumerGroup) swapMember(old, m *consumerMember) {

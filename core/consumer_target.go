@@ -79,7 +79,9 @@ func (c *Coordinator) consumerAssignInput(g *consumerGroup) PartitionAssignInput
 		}
 		sort.Slice(am.Assigned, func(i, j int) bool { return am.Assigned[i].Topic < am.Assigned[j].Topic })
 		in.Members = append(in.Members, am)
+		in.TableSeq = append(in.TableSeq, g.table.seqAt(id, c.entry()))
 	}
+	in.TablePeak = g.table.peakAt(c.entry())
 	return in
 }
 

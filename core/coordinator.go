@@ -41,6 +41,8 @@ type Coordinator struct {
 	out                *Output
 	now                int64
 	replaying          bool
+	// entries counts the entry points begun (consumer_member_table.go).
+	entries uint64
 }
 
 // New returns an empty Coordinator with the given broker-wide config.
@@ -64,6 +66,7 @@ func (c *Coordinator) begin(now int64) {
 	}
 	c.now = now
 	c.out = &Output{}
+	c.entries++
 }
 
 // end finishes an entry point and returns what it produced.

@@ -126,7 +126,8 @@ type cgSide struct {
 	kgos    map[string]*kgo.Client
 	topics  map[string]int32 // subscribed topics and their partition counts
 	scripts *scriptedMember
-	prev    cgAssignment // the last step's settled assignment
+	prev    cgAssignment  // the last step's settled assignment
+	table   memberHistory // the coordinator's member map before the step
 	// stepStart is when the current step began (for the log).
 	stepStart time.Time
 }
@@ -284,7 +285,7 @@ func (s *cgSide) settle(step string, n int, codes []string) cgStep {
 			s.t.Logf("%s: step %s settled %v after it started", s.name, step, time.Since(s.stepStart).Round(100*time.Millisecond))
 			s.stepStart = time.Now()
 			out := cgStep{Name: step, Codes: codes, Complete: true,
-				Detail: s.regexDetail(g) + " " + s.uniformCheck(g, s.prev, step == "regex-joins", s.name == "kafka")}
+				Detail: s.regexDetail(g) + " " + s.uniformCheck(g, s.prev, step == "regex-joins")}
 			s.prev = assignmentOf(g)
 			for _, m := range g.Members {
 				c := 0
@@ -596,21 +597,23 @@ func errName(code int16) string {
 }
 
 // Member by member. Kafka's uniform assignor visits members, topics and
-// partitions in java.util.HashMap order of their ids (member ids are the
-// clients' random UUIDs), so which member gets which partitions differs
-// between the sides even when both coordinators compute alike: the client
-// that keeps or takes the extra partition of an uneven split is the one
-// its id's hash puts first. The member-level comparison is therefore made
-// through the assignor itself: at every step, each side's settled
-// assignment must equal, member by member, what Kafka's uniform algorithm
-// (plugins/assignor-uniform, held equal to Kafka 4.4's UniformAssignor
-// class by its parity vectors) computes from that side's own member ids,
-// subscriptions and previous step's assignment: coordhost's exactly; the
-// broker's exactly or with the members visited in another order, since
-// the live broker's member map can break a tie of an uneven split in an
-// order the model does not reproduce (seen at join-k2). Which partitions
-// each member keeps, gives up and takes is thus checked member by member
-// on both sides (docs/CONSUMER.md).
+// partitions in java.util.HashMap order (member ids are the clients'
+// random UUIDs), so which member gets which partitions differs between the
+// sides even when both coordinators compute alike: the client that keeps
+// or takes the extra partition of an uneven split is the one the member
+// order puts first. That order is the order in which Kafka's coordinator
+// hands the members over: its member map (a TimelineHashMap, whose order
+// follows the group's history), the member the computing request adds
+// last (plugins/assignor-uniform MemberMap). The member-level comparison
+// is therefore made through the assignor itself: at every step, each
+// side's settled assignment must equal, member by member, what Kafka's
+// uniform algorithm (plugins/assignor-uniform, held equal to Kafka 4.4's
+// UniformAssignor, fed as TargetAssignmentBuilder feeds it, by its parity
+// vectors) computes from that side's own member ids, subscriptions,
+// previous assignment and member-map history. The history is known up to
+// which request computed the step's target: the step's joiner's own
+// heartbeat (it is then the addition) or a later one (it is then in the
+// map, inserted last); both are tried (docs/CONSUMER.md).
 
 // cgAssignment is a settled assignment: member id -> topic -> partitions.
 type cgAssignment map[string]map[string][]int32
@@ -627,37 +630,118 @@ func assignmentOf(g kmsg.ConsumerGroupDescribeResponseGroup) cgAssignment {
 	return out
 }
 
+// memberHistory is a coordinator's member map as the steps leave it: each
+// member's insertion number and the most members it held.
+type memberHistory struct {
+	seq  map[string]int64
+	next int64
+	peak int
+}
+
+// handOffs are the member maps the step's target may have been computed
+// on: the members that left removed; the joiners (in every order) inserted,
+// the last of them either the computing request's addition or already in
+// the map. It returns them with a label each.
+func (h memberHistory) handOffs(ids []string) ([]string, []func(string) int64, []int) {
+	var joiners []string
+	for _, id := range ids {
+		if _, ok := h.seq[id]; !ok {
+			joiners = append(joiners, id)
+		}
+	}
+	var labels []string
+	var seqs []func(string) int64
+	var peaks []int
+	for _, order := range permutations(joiners) {
+		for _, added := range []bool{true, false} {
+			seq := map[string]int64{}
+			for _, id := range ids {
+				if v, ok := h.seq[id]; ok {
+					seq[id] = v
+				}
+			}
+			next, inMap := h.next, len(ids)-len(joiners)
+			for k, id := range order {
+				if k == len(order)-1 && added {
+					seq[id] = -1
+					continue
+				}
+				seq[id], next, inMap = next, next+1, inMap+1
+			}
+			label := "no joiner"
+			if len(order) > 0 {
+				label = "joiner in the map"
+				if added {
+					label = "joiner added by the computing request"
+				}
+				label += " (join order " + strings.Join(order, ",") + ")"
+			}
+			labels = append(labels, label)
+			seqs = append(seqs, func(id string) int64 { return seq[id] })
+			peaks = append(peaks, max(h.peak, inMap))
+			if len(order) == 0 {
+				break
+			}
+		}
+	}
+	return labels, seqs, peaks
+}
+
+// advance records the step's members: the ones gone removed, the new ones
+// inserted (in id order; each step has at most one joiner per request).
+func (h *memberHistory) advance(ids []string) {
+	if h.seq == nil {
+		h.seq = map[string]int64{}
+	}
+	present := map[string]bool{}
+	for _, id := range ids {
+		present[id] = true
+	}
+	for id := range h.seq {
+		if !present[id] {
+			delete(h.seq, id)
+		}
+	}
+	for _, id := range slices.Sorted(slices.Values(ids)) {
+		if _, ok := h.seq[id]; !ok {
+			h.seq[id], h.next = h.next, h.next+1
+		}
+	}
+	h.peak = max(h.peak, len(h.seq))
+}
+
 // uniformCheck compares g's assignment with the uniform assignor run on g's
-// members over prev; with twoRuns, a regex member's subscription may also
-// have been assigned first without its topics (the run of its join, before
-// the regex was resolved). With anyOrder (the broker's side), the run may
-// also have visited the members in another order: ties are then broken by
-// the broker's own member map, whose order the model of its hash table
-// does not always reproduce (the member ids are relabeled over the members
-// in every way, each giving the assignor another visiting order). It
+// members over prev, handed over from the side's member map; with twoRuns,
+// a regex member's subscription may also have been assigned first without
+// its topics (the run of its join, before the regex was resolved). It
 // returns "uniform=ok" or what differs.
-func (s *cgSide) uniformCheck(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, twoRuns, anyOrder bool) string {
+func (s *cgSide) uniformCheck(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, twoRuns bool) string {
 	got := assignmentOf(g)
 	ids := make([]string, len(g.Members))
 	for i, m := range g.Members {
 		ids[i] = m.MemberID
 	}
-	var want cgAssignment
-	matches := func(order []string) bool {
-		want = s.uniformRunAs(g, prev, false, order)
-		if !equalAssignments(got, want) && twoRuns {
-			want = s.uniformRunAs(g, s.uniformRunAs(g, prev, true, order), false, order)
+	labels, seqs, peaks := s.table.handOffs(ids)
+	defer s.table.advance(ids)
+	var first cgAssignment
+	for k := range labels {
+		mm := handOff{peak: peaks[k], seq: seqs[k]}
+		want := s.uniformRun(g, prev, false, mm)
+		if k == 0 {
+			first = want
 		}
-		return equalAssignments(got, want)
-	}
-	if matches(ids) {
-		return "uniform=ok"
-	}
-	first := want
-	if anyOrder {
-		for _, order := range permutations(ids) {
-			if matches(order) {
-				s.t.Logf("%s: the assignor visited the members in another order than the model's: %s", s.name, strings.Join(order, ","))
+		if equalAssignments(got, want) {
+			s.t.Logf("%s: uniform matches with %s", s.name, labels[k])
+			return "uniform=ok"
+		}
+		for k1 := range labels {
+			if !twoRuns {
+				break
+			}
+			// the join's run (regex unresolved), then this one
+			mid := s.uniformRun(g, prev, true, handOff{peak: peaks[k1], seq: seqs[k1]})
+			if equalAssignments(got, s.uniformRun(g, mid, false, mm)) {
+				s.t.Logf("%s: uniform matches in two runs, with %s then %s", s.name, labels[k1], labels[k])
 				return "uniform=ok"
 			}
 		}
@@ -687,22 +771,10 @@ func permutations(ids []string) [][]string {
 	return out
 }
 
-// uniformRunAs is uniformRun with g's i-th member named ids[i]; the
-// result is keyed by the members' own ids.
-func (s *cgSide) uniformRunAs(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, regexUnresolved bool, ids []string) cgAssignment {
-	r := g
-	r.Members = slices.Clone(g.Members)
-	renamed := cgAssignment{}
-	for i := range r.Members {
-		r.Members[i].MemberID = ids[i]
-		renamed[ids[i]] = prev[g.Members[i].MemberID]
-	}
-	out := s.uniformRun(r, renamed, regexUnresolved)
-	back := cgAssignment{}
-	for i, m := range g.Members {
-		back[m.MemberID] = out[ids[i]]
-	}
-	return back
+// handOff is the member map a run is handed over from.
+type handOff struct {
+	peak int
+	seq  func(string) int64
 }
 
 func equalAssignments(a, b cgAssignment) bool {
@@ -759,7 +831,7 @@ func (s *cgSide) subscription(m kmsg.ConsumerGroupDescribeResponseGroupMember, r
 // it: subscribed topics ascending by id, members ascending by id with
 // their current partitions (prev; none for a new member), heterogeneous
 // when some topic is not subscribed by every member.
-func (s *cgSide) uniformRun(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, regexUnresolved bool) cgAssignment {
+func (s *cgSide) uniformRun(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAssignment, regexUnresolved bool, h handOff) cgAssignment {
 	s.t.Helper()
 	members := slices.Clone(g.Members)
 	sort.Slice(members, func(i, j int) bool { return members[i].MemberID < members[j].MemberID })
@@ -802,7 +874,11 @@ func (s *cgSide) uniformRun(g kmsg.ConsumerGroupDescribeResponseGroup, prev cgAs
 		}
 		req.Members = append(req.Members, cm)
 	}
-	resp, err := uniform.Assign(req)
+	mm := &uniform.MemberMap{Peak: h.peak}
+	for _, m := range req.Members {
+		mm.Seq = append(mm.Seq, h.seq(m.ID))
+	}
+	resp, err := uniform.AssignFrom(req, mm)
 	if err != nil {
 		s.t.Fatalf("%s: uniform assignor: %v", s.name, err)
 	}

@@ -17,7 +17,7 @@ import (
 // builds of the partition-assignor plugins, run inline by core.
 func ConsumerAssignors() []core.NamedPartitionAssignor {
 	return []core.NamedPartitionAssignor{
-		{Name: "uniform", Assignor: partitionAssignor(uniform.Assign)},
+		{Name: "uniform", Assignor: handOffAssignor(uniform.AssignFrom)},
 		{Name: "range", Assignor: partitionAssignor(rangeassignor.Assign)},
 	}
 }
@@ -29,6 +29,24 @@ type partitionAssignor func(*abi.PartitionAssignRequest) (*abi.PartitionAssignRe
 // AssignPartitions implements core.PartitionAssignor.
 func (f partitionAssignor) AssignPartitions(in core.PartitionAssignInput) ([][]core.AssignedTopic, error) {
 	resp, err := f(toPartitionABI(in))
+	if err != nil {
+		return nil, err
+	}
+	return fromPartitionABI(resp), nil
+}
+
+// handOffAssignor adapts the uniform algorithm, which also takes the
+// group's member map: the order in which Kafka's coordinator would hand
+// the members over decides its tie-breaks.
+type handOffAssignor func(*abi.PartitionAssignRequest, *uniform.MemberMap) (*abi.PartitionAssignResponse, error)
+
+// AssignPartitions implements core.PartitionAssignor.
+func (f handOffAssignor) AssignPartitions(in core.PartitionAssignInput) ([][]core.AssignedTopic, error) {
+	var mm *uniform.MemberMap
+	if len(in.TableSeq) == len(in.Members) && len(in.Members) > 0 {
+		mm = &uniform.MemberMap{Peak: in.TablePeak, Seq: in.TableSeq}
+	}
+	resp, err := f(toPartitionABI(in), mm)
 	if err != nil {
 		return nil, err
 	}

@@ -30,8 +30,8 @@ type hetero struct {
 // the least loaded subscriber; then partitions move from the most to the
 // least loaded subscribers of each topic until balanced or the iteration
 // limit is hit.
-func heterogeneous(req *abi.PartitionAssignRequest) ([]assignment, error) {
-	h := &hetero{req: req, members: memberOrder(req.Members)}
+func heterogeneous(req *abi.PartitionAssignRequest, members []int) ([]assignment, error) {
+	h := &hetero{req: req, members: members}
 	h.subscribers = make([][]int, len(req.Topics))
 	for num, mi := range h.members {
 		for _, t := range req.Members[mi].Subscribed {

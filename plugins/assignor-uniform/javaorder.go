@@ -1,7 +1,9 @@
 package uniform
 
 import (
+	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"unicode/utf16"
 
@@ -13,10 +15,11 @@ import (
 // member keeps or gives up depends on that walk. Iteration order is a
 // deterministic function of the keys' hash codes, the table capacity and,
 // within a bucket, the insertion order; this file reproduces it for the
-// GroupSpec the plugin's parity harness builds (and the host will build):
-// members in a HashMap filled in ascending member-id order, subscriptions
-// and current assignments in HashMaps/HashSets filled in ascending topic
-// and partition order.
+// GroupSpec the plugin's parity harness builds (members in a HashMap
+// filled in ascending member-id order, subscriptions and current
+// assignments in HashMaps/HashSets filled in ascending topic and partition
+// order) and for the member order Kafka's coordinator hands over from its
+// member map (MemberMap).
 
 // stringHash is java.lang.String.hashCode over UTF-16 code units.
 func stringHash(s string) int32 {
@@ -123,22 +126,101 @@ func topicSetOrder(topics []abi.Topic, ts []int32, c int) []int32 {
 }
 
 // memberOrder returns member indices in the iteration order of GroupSpec's
-// member map: a HashMap filled in ascending member-id order.
-func memberOrder(ms []abi.ConsumerMember) []int {
-	byID := make([]int, len(ms))
-	for i := range byID {
-		byID[i] = i
+// member map: a HashMap (default capacity) filled in the order the members
+// are handed over, ascending member id without mm (the parity harness's
+// GroupSpec), else as Kafka's coordinator hands them from its member map
+// (MemberMap).
+func memberOrder(ms []abi.ConsumerMember, mm *MemberMap) []int {
+	handed := make([]int, len(ms))
+	for i := range handed {
+		handed[i] = i
 	}
-	slices.SortFunc(byID, func(a, b int) int { return compareJava(ms[a].ID, ms[b].ID) })
+	slices.SortFunc(handed, func(a, b int) int { return compareJava(ms[a].ID, ms[b].ID) })
+	if mm != nil {
+		handed = mm.handOrder(ms, handed)
+	}
 	hs := make([]int32, len(ms))
-	for i, m := range byID {
+	for i, m := range handed {
 		hs[i] = stringHash(ms[m].ID)
 	}
 	out := make([]int, len(ms))
 	for i, j := range hashOrder(hs, grownCapacity(len(ms))) {
-		out[i] = byID[j]
+		out[i] = handed[j]
 	}
 	return out
+}
+
+// MemberMap is the state of a consumer group's member map in Kafka's
+// coordinator when the target assignment is computed; it decides the order
+// in which the members are handed to the assignor, and so which member
+// keeps or takes the extra partition of an uneven split.
+//
+// TargetAssignmentBuilder.build copies the members into a new HashMap in
+// the iteration order of the map it is given (GroupMetadataManager's
+// UpdatedMembersAndTargetAssignmentView): the group's members, a
+// TimelineHashMap holding the records replayed before the running request,
+// with the member that request updates kept in its place and the member
+// it adds handed over after the table. Members whose ids share a HashMap
+// bucket stay in that order. A TimelineHashMap (BaseHashTable) starts with
+// 2 slots, doubles when a put finds it would be over 3/4 full counting one
+// more element (an update counts too), never shrinks, picks a slot from
+// the top bits of hashCode * 0x9E3779B97F4A7C15, appends to a slot's chain
+// and iterates each chain from its end.
+type MemberMap struct {
+	// Peak is the most members the table has held (the running request's
+	// additions not counted). A member's metadata record is followed by
+	// its assignment record, so every size reached also saw an update.
+	Peak int
+	// Seq[i] orders Members[i]'s insertion into the table (earlier is
+	// less); a negative Seq marks a member the running request adds.
+	Seq []int64
+}
+
+// TimelineCapacity is the slot count of a TimelineHashMap created empty
+// that has held at most peak elements, with a put at that size.
+func TimelineCapacity(peak int) int {
+	c := 2
+	for float64(peak+1)*0.75 > float64(c) {
+		c <<= 1
+	}
+	return c
+}
+
+// timelineSlot is BaseHashTable.findSlot for a key hash h in c slots.
+func timelineSlot(h int32, c int) uint64 {
+	return uint64(int64(h)*-7046029254386353131) >> (65 - bits.Len(uint(c)))
+}
+
+// handOrder returns byID (member indices ascending by id) in the order
+// the view hands them over: the table's members by slot and, within a
+// slot, latest insertion first; then the added ones, in the iteration
+// order of the view's HashMap of additions (filled by id, as it is for
+// the one member a request adds).
+func (mm *MemberMap) handOrder(ms []abi.ConsumerMember, byID []int) []int {
+	c := TimelineCapacity(mm.Peak)
+	var table, added []int
+	for _, i := range byID {
+		if mm.Seq[i] < 0 {
+			added = append(added, i)
+		} else {
+			table = append(table, i)
+		}
+	}
+	slot := func(i int) uint64 { return timelineSlot(stringHash(ms[i].ID), c) }
+	slices.SortFunc(table, func(a, b int) int {
+		if sa, sb := slot(a), slot(b); sa != sb {
+			return cmp.Compare(sa, sb)
+		}
+		return cmp.Compare(mm.Seq[b], mm.Seq[a])
+	})
+	hs := make([]int32, len(added))
+	for i, m := range added {
+		hs[i] = stringHash(ms[m].ID)
+	}
+	for _, j := range hashOrder(hs, grownCapacity(len(added))) {
+		table = append(table, added[j])
+	}
+	return table
 }
 
 // compareJava is String.compareTo: UTF-16 code unit order.

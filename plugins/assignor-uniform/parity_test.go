@@ -235,10 +235,20 @@ func writeVectors(t *testing.T, shapes []abitest.PartitionShape) {
 	if err := os.MkdirAll(vectorDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var files []string
+	inputs := map[string]string{}
 	for i, sh := range shapes {
-		path, _ := filepath.Abs(filepath.Join(vectorDir, vectorName(i)+".in"))
-		if err := os.WriteFile(path, []byte(formatInput(abitest.GeneratePartitions(sh))), 0o644); err != nil {
+		inputs[vectorName(i)] = formatInput(abitest.GeneratePartitions(sh))
+	}
+	writeOutputs(t, inputs)
+}
+
+// writeOutputs writes each named input to the vector directory and Kafka's
+// output on it next to it.
+func writeOutputs(t *testing.T, inputs map[string]string) {
+	var files []string
+	for name, in := range inputs {
+		path, _ := filepath.Abs(filepath.Join(vectorDir, name+".in"))
+		if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, path)

@@ -23,17 +23,26 @@ import (
 // unassigned".
 var ErrUnassigned = errors.New("partitions were left unassigned")
 
-// Assign computes the uniform assignment of req.
+// Assign computes the uniform assignment of req, with the members handed
+// over as Kafka's parity harness builds its GroupSpec (a HashMap filled in
+// ascending member-id order). A plugin sees no more than the request.
 func Assign(req *abi.PartitionAssignRequest) (*abi.PartitionAssignResponse, error) {
+	return AssignFrom(req, nil)
+}
+
+// AssignFrom is Assign with the members handed over from the group's
+// member map mm, as Kafka's coordinator does (see MemberMap); a nil mm is
+// Assign.
+func AssignFrom(req *abi.PartitionAssignRequest, mm *MemberMap) (*abi.PartitionAssignResponse, error) {
 	if len(req.Members) == 0 {
 		return &abi.PartitionAssignResponse{}, nil
 	}
 	var target []assignment
 	var err error
 	if req.Heterogeneous {
-		target, err = heterogeneous(req)
+		target, err = heterogeneous(req, memberOrder(req.Members, mm))
 	} else {
-		target, err = homogeneous(req)
+		target, err = homogeneous(req, memberOrder(req.Members, mm))
 	}
 	if err != nil {
 		return nil, err
@@ -78,8 +87,7 @@ type tp struct{ topic, partition int32 }
 // maps' iteration order) and claims an extra partition only if it already
 // holds it or too few members are left to take the extras; the unfilled
 // members then take the unassigned partitions in order.
-func homogeneous(req *abi.PartitionAssignRequest) ([]assignment, error) {
-	members := memberOrder(req.Members)
+func homogeneous(req *abi.PartitionAssignRequest, members []int) ([]assignment, error) {
 	first := req.Members[members[0]].Subscribed
 	subs := topicSetOrder(req.Topics, first, grownCapacity(len(first)))
 	subs = topicSetOrder(req.Topics, subs, copyCapacity(len(subs)))

@@ -11,6 +11,10 @@ import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
+import org.apache.kafka.coordinator.group.util.UpdatedMembersAndTargetAssignmentView;
+import org.apache.kafka.common.utils.internals.LogContext;
+import org.apache.kafka.timeline.SnapshotRegistry;
+import org.apache.kafka.timeline.TimelineHashMap;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -34,6 +38,13 @@ import java.util.TreeSet;
  * filled in ascending member-id order; each subscription a HashSet and each
  * current assignment a HashMap of HashSets, filled in ascending topic and
  * partition order.
+ *
+ * With "map" lines the members are handed over as Kafka's coordinator does
+ * (GroupMetadataManager and TargetAssignmentBuilder.build): the group's
+ * members are a TimelineHashMap replaying the lines' puts and removes, seen
+ * through an UpdatedMembersAndTargetAssignmentView to which the running
+ * request's additions are added, and copied into a new HashMap in that
+ * view's iteration order.
  */
 public final class PartitionParity {
     private record Topic(Uuid id, int partitions, List<Set<String>> racks) { }
@@ -55,10 +66,12 @@ public final class PartitionParity {
         List<String> rackNames = new ArrayList<>();
         TreeMap<String, Member> members = new TreeMap<>();
         SubscriptionType type = SubscriptionType.HOMOGENEOUS;
+        List<String[]> mapOps = new ArrayList<>();
         for (String line : lines) {
             if (line.isEmpty() || line.startsWith("#")) continue;
             String[] f = line.split(" ");
             switch (f[0]) {
+                case "map" -> mapOps.add(f); // map put|remove|add ID
                 case "type" -> type = f[1].equals("heterogeneous") ? SubscriptionType.HETEROGENEOUS : SubscriptionType.HOMOGENEOUS;
                 case "racks" -> { for (int i = 1; i < f.length; i++) rackNames.add(f[i]); }
                 case "topic" -> {
@@ -93,7 +106,7 @@ public final class PartitionParity {
                 default -> throw new IllegalArgumentException("unknown line: " + line);
             }
         }
-        Map<String, MemberSubscriptionAndAssignmentImpl> specs = new HashMap<>();
+        Map<String, MemberSubscriptionAndAssignmentImpl> built = new HashMap<>();
         Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
         for (Member m : members.values()) {
             Set<Uuid> subs = new HashSet<>();
@@ -108,8 +121,27 @@ public final class PartitionParity {
                 }
                 assigned.put(id, ps);
             }
-            specs.put(m.id, new MemberSubscriptionAndAssignmentImpl(Optional.ofNullable(m.rack),
+            built.put(m.id, new MemberSubscriptionAndAssignmentImpl(Optional.ofNullable(m.rack),
                 Optional.ofNullable(m.instance), subs, new Assignment(assigned)));
+        }
+        Map<String, MemberSubscriptionAndAssignmentImpl> specs = new HashMap<>();
+        if (mapOps.isEmpty()) {
+            for (String id : members.keySet()) specs.put(id, built.get(id));
+        } else {
+            TimelineHashMap<String, String> table = new TimelineHashMap<>(new SnapshotRegistry(new LogContext()), 0);
+            List<String> added = new ArrayList<>();
+            for (String[] op : mapOps) {
+                switch (op[1]) {
+                    case "put" -> table.put(op[2], op[2]);
+                    case "remove" -> table.remove(op[2]);
+                    case "add" -> added.add(op[2]);
+                    default -> throw new IllegalArgumentException("unknown map op: " + op[1]);
+                }
+            }
+            UpdatedMembersAndTargetAssignmentView<String, String> view =
+                new UpdatedMembersAndTargetAssignmentView<>(table, new HashMap<>(), new HashMap<>(), id -> null);
+            for (String id : added) view.addOrUpdateMember(id, id);
+            view.members().forEach((id, v) -> specs.put(id, built.get(id)));
         }
         Map<Uuid, Topic> byId = new HashMap<>();
         Map<Uuid, Integer> index = new HashMap<>();
