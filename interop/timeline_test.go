@@ -183,11 +183,7 @@ func appEvents(path string, day time.Time) ([]logEvent, error) {
 }
 
 func splitTasks(s string) []string {
-	var out []string
-	for _, t := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, t)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // coordhostEvents reads coordhost's log for group: members leaving or
