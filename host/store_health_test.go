@@ -115,7 +115,10 @@ func TestStoreFailureBackoffAndReadiness(t *testing.T) {
 
 	// A record the log can never hold is answered as Kafka answers a
 	// record too large for its log, and is no storage failure.
-	fault.FailAppends(-1, 1, errors.Join(errors.New("key of 70000 bytes"), runtime.ErrInvalidRecord))
+	// The failure is aimed at g2's records alone: g's members expire
+	// meanwhile (100 ms sessions) on the same partition, and their
+	// appends must not take it.
+	fault.FailOwnerAppends("g2", 1, errors.Join(errors.New("key of 70000 bytes"), runtime.ErrInvalidRecord))
 	if r := f.heartbeat(t, "g2", "m3", 0, nil); r.ErrorCode != kerr.UnknownServerError.Code {
 		t.Fatalf("join whose record is invalid: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(r.ErrorCode))
 	}
