@@ -57,39 +57,45 @@ func newTarget(run core.AssignorRun, req *abi.AssignRequest, resp *abi.AssignRes
 	hand, _ := metrics.HandOvers(req, resp, metrics.Options{})
 	t := &Target{e: entry{epoch: run.Epoch, unixNano: now.UnixNano(), probe: run.Probe, assignor: run.Assignor,
 		version: version, metrics: packReport(rep)}}
-	var names []string
-	index := map[string]uint16{}
-	name := func(s string) uint16 {
-		i, ok := index[s]
-		if !ok {
-			i = uint16(len(names))
-			index[s] = i
-			names = append(names, s)
-		}
-		return i
-	}
-	t.e.moves, t.e.notListed = moves(req, resp, hand, name)
-	t.e.names = slices.Clip(names)
+	names := newNameTable(nil)
+	t.e.moves, t.e.notListed = moves(req, resp, hand, names.id)
+	t.e.names = slices.Clip(names.names)
 	return t
 }
 
 // keepInputs adds req's lag input to t's entry, naming what the moves do
 // not already name after their names.
 func (t *Target) keepInputs(req *abi.AssignRequest) {
-	index := make(map[string]uint16, len(t.e.names))
-	for i, s := range t.e.names {
-		index[s] = uint16(i)
+	names := newNameTable(t.e.names)
+	t.e.inputs = newInputs(req, names.id)
+	t.e.names = slices.Clip(names.names)
+}
+
+// nameTable numbers the names (subtopologies, processes) an entry
+// refers to, in the order they are first named.
+type nameTable struct {
+	names []string
+	index map[string]uint16
+}
+
+// newNameTable continues the numbering of names.
+func newNameTable(names []string) *nameTable {
+	nt := &nameTable{names: names, index: make(map[string]uint16, len(names))}
+	for i, s := range names {
+		nt.index[s] = uint16(i)
 	}
-	t.e.inputs = newInputs(req, func(s string) uint16 {
-		i, ok := index[s]
-		if !ok {
-			i = uint16(len(t.e.names))
-			index[s] = i
-			t.e.names = append(t.e.names, s)
-		}
-		return i
-	})
-	t.e.names = slices.Clip(t.e.names)
+	return nt
+}
+
+// id is s's number, the next one if s is new.
+func (nt *nameTable) id(s string) uint16 {
+	i, ok := nt.index[s]
+	if !ok {
+		i = uint16(len(nt.names))
+		nt.index[s] = i
+		nt.names = append(nt.names, s)
+	}
+	return i
 }
 
 // moves lists the active tasks of resp on another process than in req's
