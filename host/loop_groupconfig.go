@@ -14,198 +14,49 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/groupconfig"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
 )
 
 // Runtime group configs: DescribeConfigs, IncrementalAlterConfigs and
-// AlterConfigs on GROUP resources, as Kafka 4.4's controller
-// (ConfigurationControlManager, ControllerConfigurationValidator) and
-// GroupConfig answer them. A group's runtime values are the top layer of
+// AlterConfigs on GROUP resources, answered as package groupconfig says
+// Kafka answers them. A group's runtime values are the top layer of
 // its configuration (config.Groups.ExplainWith). An alter is applied to
 // the loop's state and to core speculatively, its record is appended with
 // the round's core records, and its answer is released only once the
 // append is durable; a failed append undoes it (batch.undo).
 
-// alterOp is one requested change of a GROUP resource.
-type alterOp struct {
-	name  string
-	op    kmsg.IncrementalAlterConfigOp
-	value *string
-}
-
-// alterResource is one GROUP resource of an alter request; replace is set
-// for the legacy AlterConfigs, whose set replaces the group's whole set.
-type alterResource struct {
-	group   string
-	ops     []alterOp
-	replace bool
-}
-
-// alterResult is a resource's answer (code 0: applied or valid).
-type alterResult struct {
-	code int16
-	msg  string
-}
-
 // alterGroupConfigs answers IncrementalAlterConfigs or AlterConfigs whose
 // resources are all GROUP resources (host/wire routes the others to the
 // data plane).
 func (l *Loop) alterGroupConfigs(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
-	var rs []alterResource
-	var validateOnly bool
-	switch body := req.Body.(type) {
-	case *kmsg.IncrementalAlterConfigsRequest:
-		validateOnly = body.ValidateOnly
-		for _, r := range body.Resources {
-			ar := alterResource{group: r.ResourceName}
-			for _, c := range r.Configs {
-				ar.ops = append(ar.ops, alterOp{name: c.Name, op: c.Op, value: c.Value})
-			}
-			rs = append(rs, ar)
-		}
-	case *kmsg.AlterConfigsRequest:
-		validateOnly = body.ValidateOnly
-		for _, r := range body.Resources {
-			ar := alterResource{group: r.ResourceName, replace: true}
-			for _, c := range r.Configs {
-				ar.ops = append(ar.ops, alterOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
-			}
-			rs = append(rs, ar)
-		}
-	}
+	rs, validateOnly := groupconfig.ParseAlter(req.Body)
 	return l.do(ctx, req, event{mutate: func(c *core.Coordinator, _ int64, id core.RequestID) core.Output {
-		results := l.alterGroups(c, rs, validateOnly)
-		return core.Output{Responses: []core.Response{{Request: id, Msg: alterResponse(req.Body, results)}}}
+		results := groupconfig.Alter(rs, validateOnly, func(r groupconfig.Resource) (map[string]string, groupconfig.Result) {
+			return l.proposeGroupConfig(r)
+		}, func(group string, next map[string]string) { l.stageGroupConfig(c, group, next) })
+		return core.Output{Responses: []core.Response{{Request: id, Msg: groupconfig.AlterResponse(req.Body, results)}}}
 	}})
 }
 
-// alterGroups decides (and unless validateOnly stages) every resource.
-func (l *Loop) alterGroups(c *core.Coordinator, rs []alterResource, validateOnly bool) []alterResult {
-	out := make([]alterResult, len(rs))
-	seen := map[string]int{}
-	for _, r := range rs {
-		seen[r.group]++
-	}
-	for i, r := range rs {
-		if seen[r.group] > 1 {
-			out[i] = alterResult{kerr.InvalidRequest.Code, "Each resource must appear at most once."}
-			continue
-		}
-		next, res := l.proposeGroupConfig(c, r)
-		if res.code == 0 && !validateOnly {
-			l.stageGroupConfig(c, r.group, next)
-		}
-		out[i] = res
-	}
-	return out
-}
-
 // proposeGroupConfig computes and validates a group's new runtime set.
-func (l *Loop) proposeGroupConfig(c *core.Coordinator, r alterResource) (map[string]string, alterResult) {
-	invalidRequest := func(msg string) (map[string]string, alterResult) {
-		return nil, alterResult{kerr.InvalidRequest.Code, msg}
+func (l *Loop) proposeGroupConfig(r groupconfig.Resource) (map[string]string, groupconfig.Result) {
+	if l.d.Groups == nil {
+		return nil, groupconfig.InvalidRequest("runtime group configs are not available: this coordinator has no per-group configuration wired")
 	}
-	invalidConfig := func(err error) (map[string]string, alterResult) {
-		return nil, alterResult{kerr.InvalidConfig.Code, err.Error()}
-	}
-	switch {
-	case l.d.Groups == nil:
-		return invalidRequest("runtime group configs are not available: this coordinator has no per-group configuration wired")
-	case r.group == "":
-		return invalidRequest("Default group resources are not allowed.")
-	}
-	names := map[string]bool{}
-	var nulls []string
-	for _, o := range r.ops {
-		if names[o.name] {
-			return invalidRequest("Error due to duplicate config keys")
-		}
-		names[o.name] = true
-		if o.value == nil && o.op != kmsg.IncrementalAlterConfigOpDelete {
-			nulls = append(nulls, o.name)
-		}
-	}
-	if len(nulls) > 0 {
-		return invalidRequest("Null value not supported for : " + strings.Join(nulls, ", "))
-	}
-	next := map[string]string{}
-	if !r.replace {
-		maps.Copy(next, l.dyn[r.group])
-	}
-	for _, o := range r.ops {
-		switch o.op {
-		case kmsg.IncrementalAlterConfigOpSet:
-			next[o.name] = *o.value
-		case kmsg.IncrementalAlterConfigOpDelete:
-			delete(next, o.name)
-		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if info, ok := config.GroupKey(o.name); !ok || info.Type != "LIST" {
-				return invalidConfig(fmt.Errorf("can't %s to key %s because its type is not LIST", opName(o.op), o.name))
+	return groupconfig.Propose(r, groupconfig.Group{
+		Runtime: l.dyn[r.Group],
+		FileValue: func(name string) (raw string) {
+			for _, s := range l.d.Groups.Explain(r.Group) {
+				if s.Key == name {
+					raw = config.FormatValue(s.Value)
+				}
 			}
-			next[o.name] = editList(l.listValue(r.group, next, o.name), o.op, *o.value)
-		default:
-			return invalidRequest(fmt.Sprintf("Unknown operation type %d for key %s", o.op, o.name))
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(next)) {
-		v, err := config.ParseDynamic(k, next[k])
-		if err != nil {
-			return invalidConfig(err)
-		}
-		next[k] = v
-	}
-	if err := l.checkEffective(r.group, next); err != nil {
-		return invalidConfig(err)
-	}
-	return next, alterResult{}
-}
-
-// listValue is the current value of list key name for group: its runtime
-// value if it has one, else the file layers' (Kafka starts from the key's
-// default instead; see docs/CONFIG.md).
-func (l *Loop) listValue(group string, next map[string]string, name string) []string {
-	raw, ok := next[name]
-	if !ok {
-		for _, s := range l.d.Groups.Explain(group) {
-			if s.Key == name {
-				raw = config.FormatValue(s.Value)
-			}
-		}
-	}
-	return splitList(raw)
-}
-
-// editList applies APPEND (add the values not present yet) or SUBTRACT
-// (remove every occurrence) of the comma-separated values to list.
-func editList(list []string, op kmsg.IncrementalAlterConfigOp, values string) string {
-	for _, v := range splitList(values) {
-		if op == kmsg.IncrementalAlterConfigOpAppend {
-			if !slices.Contains(list, v) {
-				list = append(list, v)
-			}
-			continue
-		}
-		list = slices.DeleteFunc(list, func(x string) bool { return x == v })
-	}
-	return strings.Join(list, ",")
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func opName(op kmsg.IncrementalAlterConfigOp) string {
-	if op == kmsg.IncrementalAlterConfigOpAppend {
-		return "APPEND"
-	}
-	return "SUBTRACT"
+			return raw
+		},
+		Check: func(next map[string]string) error { return l.checkEffective(r.Group, next) },
+	})
 }
 
 // checkEffective validates the configuration a group would have with the
@@ -368,39 +219,6 @@ func (l *Loop) applyGroupConfig(c *core.Coordinator, group string) {
 	}
 }
 
-// alterResponse builds the answer to an alter request from its results.
-func alterResponse(body kmsg.Request, results []alterResult) kmsg.Response {
-	msg := func(r alterResult) *string {
-		if r.code == 0 {
-			return nil
-		}
-		return kmsg.StringPtr(r.msg)
-	}
-	switch b := body.(type) {
-	case *kmsg.IncrementalAlterConfigsRequest:
-		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
-		resp.SetVersion(b.Version)
-		for i, r := range b.Resources {
-			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-			rr.ErrorCode, rr.ErrorMessage = results[i].code, msg(results[i])
-			resp.Resources = append(resp.Resources, rr)
-		}
-		return resp
-	case *kmsg.AlterConfigsRequest:
-		resp := kmsg.NewPtrAlterConfigsResponse()
-		resp.SetVersion(b.Version)
-		for i, r := range b.Resources {
-			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-			rr.ErrorCode, rr.ErrorMessage = results[i].code, msg(results[i])
-			resp.Resources = append(resp.Resources, rr)
-		}
-		return resp
-	}
-	return nil
-}
-
 // groupSettings is a group's effective configuration with sources, runtime
 // values included (read in the loop goroutine).
 func (l *Loop) groupSettings(group string) []config.Setting {
@@ -453,47 +271,11 @@ func (l *Loop) describeGroupConfigs(ctx context.Context, req *wire.Request, body
 }
 
 func (l *Loop) describeGroupConfig(body *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
-	rr := kmsg.NewDescribeConfigsResponseResource()
-	rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-	if r.ResourceName == "" {
-		rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Group name must not be empty")
-		return rr
+	var file []config.Setting
+	if l.d.Groups != nil && r.ResourceName != "" {
+		file = l.d.Groups.Explain(r.ResourceName)
 	}
-	static := map[string]config.Setting{}
-	if l.d.Groups != nil {
-		for _, s := range l.d.Groups.Explain(r.ResourceName) {
-			static[s.Key] = s
-		}
-	}
-	for _, s := range l.groupSettings(r.ResourceName) {
-		if len(r.ConfigNames) > 0 && !slices.Contains(r.ConfigNames, s.Key) {
-			continue
-		}
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value = s.Key, kmsg.StringPtr(config.FormatValue(s.Value))
-		c.Source = configSource(s.Source)
-		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
-		if info, ok := config.GroupKey(s.Key); ok {
-			c.ConfigType = configType(info.Type)
-			if body.IncludeDocumentation {
-				c.Documentation = kmsg.StringPtr(info.Doc)
-			}
-		}
-		if body.IncludeSynonyms {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(s))
-			if st, ok := static[s.Key]; ok && s.Source == config.DynamicSource {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(st))
-			}
-		}
-		rr.Configs = append(rr.Configs, c)
-	}
-	return rr
-}
-
-func synonym(s config.Setting) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
-	y := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-	y.Name, y.Value, y.Source = s.Key, kmsg.StringPtr(config.FormatValue(s.Value)), configSource(s.Source)
-	return y
+	return groupconfig.Describe(body, r, l.groupSettings(r.ResourceName), file)
 }
 
 // listGroupConfigResources answers ListConfigResources for GROUP: the
@@ -502,14 +284,16 @@ func synonym(s config.Setting) kmsg.DescribeConfigsResponseResourceConfigConfigS
 // node for the groups of the partitions that node owns (clusterConfigs).
 func (l *Loop) listGroupConfigResources(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
 	if l.d.Ownership == nil {
-		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response { return configResources(slices.Collect(maps.Keys(l.dyn))) })
+		return l.readResponse(ctx, req, func(*core.Coordinator) kmsg.Response {
+			return groupconfig.ListResources(slices.Collect(maps.Keys(l.dyn)))
+		})
 	}
 	if cluster.Forwarded(req.ClientIDString()) {
 		groups, _, err := l.localConfigs(ctx)
 		if err != nil {
 			return submitError(req, err), nil
 		}
-		resp := configResources(groups)
+		resp := groupconfig.ListResources(groups)
 		resp.SetVersion(req.Version)
 		return resp, nil
 	}
@@ -518,7 +302,7 @@ func (l *Loop) listGroupConfigResources(ctx context.Context, req *wire.Request) 
 		if err != nil || !complete {
 			return nil, err
 		}
-		resp := configResources(groups)
+		resp := groupconfig.ListResources(groups)
 		resp.SetVersion(req.Version)
 		return resp, nil
 	})
@@ -593,19 +377,6 @@ func (l *Loop) clusterConfigs(ctx context.Context) (groups []string, complete bo
 	return groups, !slices.Contains(covered, false), nil
 }
 
-// configResources lists groups as GROUP config resources, in name order,
-// each once.
-func configResources(groups []string) *kmsg.ListConfigResourcesResponse {
-	resp := kmsg.NewPtrListConfigResourcesResponse()
-	slices.Sort(groups)
-	for _, g := range slices.Compact(groups) {
-		r := kmsg.NewListConfigResourcesResponseConfigResource()
-		r.Name, r.Type = g, int8(kmsg.ConfigResourceTypeGroupConfig)
-		resp.ConfigResources = append(resp.ConfigResources, r)
-	}
-	return resp
-}
-
 // Group configs on a node of a cluster: a request about the groups of a
 // partition another node owns is answered by that node, as any Kafka
 // broker answers group configs (they live in Kafka's metadata log). The
@@ -630,7 +401,7 @@ func (l *Loop) onOwner(ctx context.Context, req *wire.Request, p int, here func(
 	return untilOwned(ctx, req, func() (kmsg.Response, error) {
 		if l.serving(p) == nil {
 			resp, err := here()
-			if err == nil && ownerMoving(resp) { // loading here, or given up meanwhile
+			if err == nil && groupconfig.OwnerMoving(resp) { // loading here, or given up meanwhile
 				return nil, ctx.Err()
 			}
 			return resp, err
@@ -640,7 +411,7 @@ func (l *Loop) onOwner(ctx context.Context, req *wire.Request, p int, here func(
 			return nil, nil
 		}
 		resp, err := own.Forward(ctx, peer, req.Body)
-		if err != nil || ownerMoving(resp) {
+		if err != nil || groupconfig.OwnerMoving(resp) {
 			l.log.Debug("forwarding a group config request to its owner failed; retrying", "partition", p, "node", peer.Node, "err", err)
 			return nil, ctx.Err()
 		}
@@ -669,48 +440,4 @@ func untilOwned(ctx context.Context, req *wire.Request, try func() (kmsg.Respons
 		case <-time.After(wait):
 		}
 	}
-}
-
-// ownerMoving reports whether a forwarded answer says the node asked no
-// longer, or not yet, answers for the partition.
-func ownerMoving(resp kmsg.Response) bool {
-	moving := func(code int16) bool {
-		return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorLoadInProgress.Code || code == kerr.CoordinatorNotAvailable.Code
-	}
-	switch r := resp.(type) {
-	case *kmsg.DescribeConfigsResponse:
-		return slices.ContainsFunc(r.Resources, func(x kmsg.DescribeConfigsResponseResource) bool { return moving(x.ErrorCode) })
-	case *kmsg.IncrementalAlterConfigsResponse:
-		return slices.ContainsFunc(r.Resources, func(x kmsg.IncrementalAlterConfigsResponseResource) bool { return moving(x.ErrorCode) })
-	case *kmsg.AlterConfigsResponse:
-		return slices.ContainsFunc(r.Resources, func(x kmsg.AlterConfigsResponseResource) bool { return moving(x.ErrorCode) })
-	}
-	return false
-}
-
-// configSource maps a setting's source to Kafka's: runtime values are
-// GROUP_CONFIG (Java's DYNAMIC_GROUP_CONFIG), built-in defaults
-// DEFAULT_CONFIG, and the config file's values STATIC_BROKER_CONFIG.
-func configSource(src string) kmsg.ConfigSource {
-	switch src {
-	case config.DynamicSource:
-		return kmsg.ConfigSourceGroupConfig
-	case "default":
-		return kmsg.ConfigSourceDefaultConfig
-	}
-	return kmsg.ConfigSourceStaticBrokerConfig
-}
-
-func configType(t string) kmsg.ConfigType {
-	switch t {
-	case "INT":
-		return kmsg.ConfigTypeInt
-	case "LONG":
-		return kmsg.ConfigTypeLong
-	case "LIST":
-		return kmsg.ConfigTypeList
-	case "BOOLEAN":
-		return kmsg.ConfigTypeBoolean
-	}
-	return kmsg.ConfigTypeString
 }

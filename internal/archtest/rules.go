@@ -130,6 +130,11 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/identity decides whose identity writes offsets over host/gateway, host/authz, host/offsets and host/wire: no core, no event loop"
+	case under(pkg, "host/groupconfig"):
+		if std || imp == kmsg || imp == kerr || own && (under(local, "host/groupconfig") || local == "host/config") {
+			return ""
+		}
+		return "host/groupconfig holds Kafka's group-config request rules over host/config's key table: no core, no store, no event loop"
 	case under(pkg, "host/authz"):
 		if std || imp == kmsg || imp == kerr || own && (under(local, "host/authz") || local == "host/wire") {
 			return ""
