@@ -126,6 +126,12 @@ bench-replay:
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_RECORDS=$(or $(RECORDS),1000000) COORDHOST_INTEROP_BENCH_STATE_RECORDS=$(or $(STATE),1000000) COORDHOST_INTEROP_BENCH_STATE_SIDE=$(SIDE) COORDHOST_INTEROP_BENCH_REPLAY_OUT=$(CURDIR)/build/bench-replay.md \
 		$(GO) test -count=1 -v -timeout 60m -run '$(if $(filter state,$(WHICH)),,TestStateTopicReplayRealKafka$$)$(if $(WHICH),,|)$(if $(filter topic,$(WHICH)),,TestGroupStateReplayRealKafka$$)' ./interop
 
+.PHONY: bench-jmh
+## bench-jmh: Kafka 4.4's StickyTaskAssignor under JMH (-f 1 -wi 3 -i 5) and the Go port on the same eight inputs (100/1000 members x 1k/10k tasks x 0/1 standby), each checked to give the same assignment first (docs/BENCHMARKS.md; about 12 minutes) -> build/bench-jmh.txt
+bench-jmh:
+	@mkdir -p build
+	COORDHOST_JMH=1 $(GO) test -count=1 -v -timeout 40m -run 'TestJMH$$' ./plugins/assignor-sticky | tee build/bench-jmh.txt
+
 .PHONY: bench-memory
 ## bench-memory: live heap growth with 1,000 streams groups × 10 members and replay of KEYS committed offsets (default 100000; 1000000 is the full size, whose writing on coordhost takes far longer), coordhost vs a real Kafka 4.4 broker, RUNS runs (docs/BENCHMARKS.md, about 5 minutes a run) -> build/bench-memory.md
 bench-memory:

@@ -45,50 +45,76 @@ public final class StickyParity {
     }
 
     private static void run(List<String> lines, StringBuilder out) {
-        int standbys = 0;
-        List<String> subs = new ArrayList<>();
-        Map<String, Integer> partitions = new HashMap<>();
-        Map<String, Boolean> stateful = new HashMap<>();
-        TreeMap<String, MemberMetadataAndStateImpl> members = new TreeMap<>();
-        for (String line : lines) {
-            if (line.isBlank() || line.startsWith("#")) continue;
-            String[] f = line.trim().split(" ");
-            switch (f[0]) {
-                case "standbys":
-                    standbys = Integer.parseInt(f[1]);
-                    break;
-                case "subtopology":
-                    subs.add(f[1]);
-                    partitions.put(f[1], Integer.parseInt(f[2]));
-                    stateful.put(f[1], f[3].equals("stateful"));
-                    break;
-                case "member":
-                    // member ID PROCESS active L standby L warmup L offsets L
-                    members.put(f[1], new MemberMetadataAndStateImpl(Optional.empty(), Optional.empty(), f[2], Map.of(),
-                        tasks(f[4]), tasks(f[6]), tasks(f[8]), offsets(f[10]), Map.of()));
-                    break;
-                default:
-                    throw new IllegalArgumentException("unknown line: " + line);
-            }
-        }
-        TopologyDescriber topology = new TopologyDescriber() {
-            public List<String> subtopologies() { return subs; }
-            public int maxNumInputPartitions(String id) { return partitions.get(id); }
-            public boolean isStateful(String id) { return stateful.get(id); }
-        };
+        Input in = Input.parse(lines);
         GroupAssignment result;
         try {
-            result = new StickyTaskAssignor().assign(
-                new GroupSpecImpl(members, new AssignmentConfigsImpl(standbys, List.of())), topology);
+            result = in.assign();
         } catch (TaskAssignorException e) {
             out.append("error ").append(e.getMessage()).append('\n');
             return;
         }
-        for (String id : members.keySet()) {
+        for (String id : in.members.keySet()) {
             MemberAssignment a = result.members().get(id);
             out.append("member ").append(id)
                 .append(" active ").append(format(a.activeTasks()))
                 .append(" standby ").append(format(a.standbyTasks())).append('\n');
+        }
+    }
+
+    /**
+     * One parity input file, parsed once: the group spec and topology the
+     * assignor is called with. The JMH benchmark (StickyBench) times
+     * assign() on it.
+     */
+    static final class Input {
+        final TreeMap<String, MemberMetadataAndStateImpl> members = new TreeMap<>();
+        final GroupSpecImpl spec;
+        final TopologyDescriber topology;
+
+        private Input(int standbys, List<String> subs, Map<String, Integer> partitions, Map<String, Boolean> stateful,
+                      Map<String, MemberMetadataAndStateImpl> members) {
+            this.members.putAll(members);
+            this.spec = new GroupSpecImpl(this.members, new AssignmentConfigsImpl(standbys, List.of()));
+            this.topology = new TopologyDescriber() {
+                public List<String> subtopologies() { return subs; }
+                public int maxNumInputPartitions(String id) { return partitions.get(id); }
+                public boolean isStateful(String id) { return stateful.get(id); }
+            };
+        }
+
+        static Input parse(List<String> lines) {
+            int standbys = 0;
+            List<String> subs = new ArrayList<>();
+            Map<String, Integer> partitions = new HashMap<>();
+            Map<String, Boolean> stateful = new HashMap<>();
+            Map<String, MemberMetadataAndStateImpl> members = new HashMap<>();
+            for (String line : lines) {
+                if (line.isBlank() || line.startsWith("#")) continue;
+                String[] f = line.trim().split(" ");
+                switch (f[0]) {
+                    case "standbys":
+                        standbys = Integer.parseInt(f[1]);
+                        break;
+                    case "subtopology":
+                        subs.add(f[1]);
+                        partitions.put(f[1], Integer.parseInt(f[2]));
+                        stateful.put(f[1], f[3].equals("stateful"));
+                        break;
+                    case "member":
+                        // member ID PROCESS active L standby L warmup L offsets L
+                        members.put(f[1], new MemberMetadataAndStateImpl(Optional.empty(), Optional.empty(), f[2], Map.of(),
+                            tasks(f[4]), tasks(f[6]), tasks(f[8]), offsets(f[10]), Map.of()));
+                        break;
+                    default:
+                        throw new IllegalArgumentException("unknown line: " + line);
+                }
+            }
+            return new Input(standbys, subs, partitions, stateful, members);
+        }
+
+        /** A fresh StickyTaskAssignor run, as the coordinator makes one per target. */
+        GroupAssignment assign() {
+            return new StickyTaskAssignor().assign(spec, topology);
         }
     }
 

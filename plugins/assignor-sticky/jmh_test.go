@@ -1,0 +1,124 @@
+package sticky_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/abi/abitest"
+	"github.com/coordhost/coordhost/internal/testtool"
+	sticky "github.com/coordhost/coordhost/plugins/assignor-sticky"
+)
+
+// TestJMH times Kafka 4.4.0's StickyTaskAssignor under JMH
+// (interop/sticky-parity's StickyBench) and the Go port under the testing
+// package's benchmark loop, on the same inputs: the benchmark shapes
+// written as parity files, each checked first to give the same assignment
+// on both sides, so both time the same work. By default it runs the
+// smallest shape briefly (a smoke run: JMH builds, runs and reports);
+// COORDHOST_JMH=1 runs every shape with -f 1 -wi 3 -i 5 (JMH's default
+// 10 s iterations; about 12 minutes), as `make bench-jmh` does, and prints
+// the table of docs/BENCHMARKS.md. Java's and Go's times come from the
+// same run, one after the other on the same machine.
+func TestJMH(t *testing.T) {
+	full := os.Getenv("COORDHOST_JMH") == "1"
+	shapes := benchShapes()
+	jmhArgs := []string{"-f", "1", "-wi", "1", "-i", "1", "-w", "1s", "-r", "1s"}
+	if full {
+		jmhArgs = []string{"-f", "1", "-wi", "3", "-i", "5"}
+	} else {
+		shapes = shapes[:1]
+	}
+	java := testtool.Require(t, "java")
+	cp := testtool.MavenClasspath(t, javaDir)
+
+	dir := t.TempDir()
+	var files []string
+	goMs := map[string]float64{}
+	for _, c := range shapes {
+		req := abitest.Generate(c.s)
+		path := filepath.Join(dir, c.name+".in")
+		if err := os.WriteFile(path, []byte(formatInput(req)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+		res := testing.Benchmark(func(b *testing.B) {
+			for b.Loop() {
+				if _, err := sticky.Assign(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if res.N == 0 {
+			t.Fatalf("%s: the Go benchmark did not run", c.name)
+		}
+		goMs[c.name] = float64(res.NsPerOp()) / 1e6
+	}
+	// Same work on both sides: Kafka's assignment of each file is the
+	// Go port's.
+	java1 := runJava(t, files)
+	for _, c := range shapes {
+		if got, want := goOutput(abitest.Generate(c.s)), java1[c.name+".in"]; got != want {
+			t.Fatalf("%s: the Go port and Kafka's assignor differ, so their times would not compare:\n%s", c.name, firstDiff(got, want))
+		}
+	}
+
+	out := filepath.Join(dir, "jmh.json")
+	args := append([]string{"-cp", cp, "org.openjdk.jmh.Main", "StickyBench", "-rf", "json", "-rff", out,
+		"-p", "input=" + strings.Join(files, ",")}, jmhArgs...)
+	cmd := exec.Command(java, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if log, err := cmd.Output(); err != nil {
+		t.Fatalf("JMH: %v\n%s\n%s", err, tailString(string(log), 3000), tailString(stderr.String(), 3000))
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []struct {
+		Params        map[string]string `json:"params"`
+		PrimaryMetric struct {
+			Score      float64 `json:"score"`
+			ScoreError any     `json:"scoreError"` // "NaN" after one iteration
+			ScoreUnit  string  `json:"scoreUnit"`
+		} `json:"primaryMetric"`
+	}
+	if err := json.Unmarshal(raw, &results); err != nil {
+		t.Fatalf("JMH's JSON result: %v", err)
+	}
+	javaMs := map[string][2]float64{} // score, error
+	for _, r := range results {
+		if r.PrimaryMetric.ScoreUnit != "ms/op" || r.PrimaryMetric.Score <= 0 {
+			t.Fatalf("JMH result %+v: want a positive score in ms/op", r)
+		}
+		e, _ := r.PrimaryMetric.ScoreError.(float64)
+		javaMs[strings.TrimSuffix(filepath.Base(r.Params["input"]), ".in")] = [2]float64{r.PrimaryMetric.Score, e}
+	}
+	var table strings.Builder
+	table.WriteString("| shape | Kafka's StickyTaskAssignor (JMH), ms/op | Go port (native), ms/op | Java ÷ Go |\n|---|---|---|---|\n")
+	for _, c := range shapes {
+		j, ok := javaMs[c.name]
+		if !ok {
+			t.Fatalf("JMH gave no result for %s (results: %v)", c.name, javaMs)
+		}
+		errBar := "n/a (one iteration)"
+		if full {
+			errBar = fmt.Sprintf("± %.3f", j[1])
+		}
+		fmt.Fprintf(&table, "| %s | %.3f %s | %.3f | %.2f |\n", c.name, j[0], errBar, goMs[c.name], j[0]/goMs[c.name])
+	}
+	t.Logf("JMH args %v\n%s", jmhArgs, table.String())
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
