@@ -45,10 +45,16 @@ func loadHA(tb testing.TB, c bool, cfg plugin.Config) *plugin.Plugin {
 // pair runs encoded requests through both builds and compares them.
 type pair struct{ c, goWasm *plugin.Plugin }
 
-func newPair(tb testing.TB) pair {
+// newPair loads both builds; withGo false loads the C build only (for
+// compareNative).
+func newPair(tb testing.TB, withGo bool) pair {
 	// Failed calls are expected here: keep their warnings out of the log.
 	cfg := plugin.Config{NoDeadline: true, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)}
-	return pair{c: loadHA(tb, true, cfg), goWasm: loadHA(tb, false, cfg)}
+	p := pair{c: loadHA(tb, true, cfg)}
+	if withGo {
+		p.goWasm = loadHA(tb, false, cfg)
+	}
+	return p
 }
 
 // status is the guest status of a failed call; any other failure (a trap,
@@ -153,7 +159,7 @@ func sameBytes(a, b *abi.AssignResponse) bool {
 // conformance suite, the committed parity vectors' inputs, the scenario
 // groups and every round of the simulated scale-out.
 func TestCEqualsGoOnFixedInputs(t *testing.T) {
-	p := newPair(t)
+	p := newPair(t, true)
 	for _, c := range haCases(testing.Short()) {
 		p.same(t, "conformance "+c.Name, c.Req)
 	}
@@ -187,7 +193,7 @@ func TestCEqualsGoOnLargeGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("one call of the Go build takes seconds as WebAssembly")
 	}
-	p := newPair(t)
+	p := newPair(t, true)
 	for _, c := range ratioCases() {
 		p.same(t, c.Name, c.Req)
 	}
@@ -239,14 +245,25 @@ func randomGroup(seed uint64) *abi.AssignRequest {
 // TestCEqualsGoOnRandomGroups compares the builds on seeded random groups
 // and on the parity generator's groups past the committed vectors.
 func TestCEqualsGoOnRandomGroups(t *testing.T) {
-	p := newPair(t)
+	p := newPair(t, true)
 	n := 400
 	if testing.Short() {
 		n = 100
 	}
+	probing, failed := 0, 0 // the groups must reach the movement code and the errors
 	for seed := uint64(1); seed <= uint64(n); seed++ {
-		p.same(t, fmt.Sprint("random ", seed), randomGroup(seed))
+		req := randomGroup(seed)
+		p.same(t, fmt.Sprint("random ", seed), req)
+		if resp, err := ha.Assign(req); err != nil {
+			failed++
+		} else if resp.NextProbeMs >= 0 {
+			probing++
+		}
 	}
+	if probing < n/20 || failed > n/2 {
+		t.Fatalf("of %d random groups %d ask for a probing rebalance and %d fail: the generator misses the movements", n, probing, failed)
+	}
+	t.Logf("%d random groups, %d with movements, %d failing", n, probing, failed)
 	for seed := parityCases + 1; seed <= parityCases+n/2; seed++ {
 		p.same(t, fmt.Sprint("parity generator ", seed), genParity(seed).req)
 	}
@@ -312,7 +329,7 @@ func hostileInputs(t *testing.T) map[string][]byte {
 // TestCHostileInputs: every hostile input ends in the status the native
 // build implies (a decode or assign error), never a trap.
 func TestCHostileInputs(t *testing.T) {
-	p := newPair(t)
+	p := newPair(t, false)
 	statuses := map[abi.Status]int{}
 	for name, in := range hostileInputs(t) {
 		if d := p.compareNative(in); d != "" {
@@ -339,7 +356,7 @@ func FuzzCAssign(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	p := newPair(f)
+	p := newPair(f, false)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var req abi.AssignRequest
 		if abi.DecodeAssignRequest(b, &req) == nil && (req.NumTasks() > 4096 || len(req.Members) > 256) {
