@@ -1071,6 +1071,16 @@ static void split_over_members(void) {
 static wr_t out;
 
 static void encode(int probing) {
+    /* room for everything first (at most 5 bytes a task, 10 a count), so
+     * that the writer never grows it: its realloc is not checked */
+    size_t need = 16 + (size_t)nmem * 32;
+    for (int32_t i = 0; i < nmem; i++) need += (size_t)(oa[i].n + os_[i].n + ow[i].n) * 5;
+    if (out.cap < need) {
+        free(out.b);
+        out.b = malloc(need);
+        if (!out.b) __builtin_trap();
+        out.cap = need;
+    }
     out.len = 0;
     wr_byte(&out, 2);
     wr_uvarint(&out, (uint64_t)nmem);
