@@ -30,6 +30,8 @@ plugins:
 		$(CLANG) --target=wasm32-wasi -O2 -mexec-model=reactor -o $(PLUGIN_DIR)/c-assignor.wasm testdata/plugins/c/assignor.c || exit 1; \
 		echo "wasm  plugins/assignor-sticky/c/sticky.c -> $(PLUGIN_DIR)/assignor-sticky-c.wasm"; \
 		$(CLANG) --target=wasm32-wasi -O2 -mexec-model=reactor -o $(PLUGIN_DIR)/assignor-sticky-c.wasm plugins/assignor-sticky/c/sticky.c || exit 1; \
+		echo "wasm  plugins/assignor-ha/c/ha.c -> $(PLUGIN_DIR)/assignor-ha-c.wasm"; \
+		$(CLANG) --target=wasm32-wasi -O2 -mexec-model=reactor -o $(PLUGIN_DIR)/assignor-ha-c.wasm plugins/assignor-ha/c/ha.c || exit 1; \
 	else echo "skip  C plugins: $(CLANG) not found (needs clang lld wasi-libc libclang-rt-14-dev-wasm32)"; fi
 
 ## plugin-check: build the plugins and run the conformance kit on each

@@ -9,7 +9,6 @@ import (
 
 	"github.com/coordhost/coordhost/abi/abitest"
 	"github.com/coordhost/coordhost/host/plugin"
-	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
 )
 
@@ -28,74 +27,87 @@ func ratioCases() []abitest.Case {
 	}
 }
 
-// BenchmarkRatios interleaves, on identical inputs, one native ha.Assign
-// and one call of the .wasm build through host/plugin (no deadline, the
-// built-in setting; everything a caller pays: encode, copy in, guest
-// decode + assign + encode, copy out, decode, validation), so the ratio
-// holds while the machine's load drifts. Metrics: native-ms, wasm-ms,
-// wasm/native (of the sums) and wasm/native-median (median of the
-// per-iteration ratios), all wall time; and the same of the calls' thread
-// CPU time (cpu-native-ms, cpu-wasm-ms, cpu-wasm/native,
-// cpu-wasm/native-median; Linux), which other processes on a shared
+// BenchmarkRatios interleaves, on identical inputs, one native ha.Assign,
+// one call of the Go .wasm build and one call of the C .wasm build (c/ha.c)
+// through host/plugin (no deadline, the built-in setting; everything a
+// caller pays: encode, copy in, guest decode + assign + encode, copy out,
+// decode, validation), so the ratios hold while the machine's load drifts.
+// Metrics: native-ms, wasm-ms, c-wasm-ms, wasm/native and c-wasm/native
+// (of the sums) and wasm/native-median and c-wasm/native-median (medians of
+// the per-iteration ratios), all wall time; and the same of the calls'
+// thread CPU time (cpu-...; Linux), which other processes on a shared
 // machine move far less than wall time: the goroutine is locked to its
-// thread, and both calls run on it.
+// thread, and all three calls run on it. Without clang the C build skips
+// the benchmark (fails it under CI=true).
 func BenchmarkRatios(b *testing.B) {
 	ctx := context.Background()
-	p, err := plugin.Load(ctx, plugintest.GoPlugin(b, "plugins/assignor-ha/wasm"),
-		plugin.Config{Name: "assignor-ha", NoDeadline: true, PoolSize: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close(ctx)
+	cfg := plugin.Config{NoDeadline: true, PoolSize: 1}
+	goWasm, cWasm := loadHA(b, false, cfg), loadHA(b, true, cfg)
 	for _, c := range ratioCases() {
-		// One untimed call first: the instance is created on its first
-		// call and the guest's heap grows to the shape; the ratio is the
-		// steady state. It is also checked equal to native.
+		// One untimed call of each first: an instance is created on its
+		// first call and the guest's heap grows to the shape; the ratio is
+		// the steady state. Both builds are checked equal to native.
 		want, err := ha.Assign(c.Req)
 		if err != nil {
 			b.Fatal(err)
 		}
-		got, err := p.Assign(ctx, c.Req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d := diffResponses(want, got); d != "" {
-			b.Fatalf("%s: wasm differs from native: %s", c.Name, d)
+		for _, p := range []*plugin.Plugin{goWasm, cWasm} {
+			got, err := p.Assign(ctx, c.Req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if d := diffResponses(want, got); d != "" {
+				b.Fatalf("%s: %s differs from native: %s", c.Name, p.Name(), d)
+			}
 		}
 		b.Run(c.Name, func(b *testing.B) {
 			runtime.LockOSThread() // the thread CPU clock follows this goroutine
 			defer runtime.UnlockOSThread()
-			var native, wasm, cpuNative, cpuWasm time.Duration
-			var ratios, cpuRatios []float64
+			var wall, cpu [3]time.Duration // native, Go wasm, C wasm
+			var ratios, cpuRatios [2][]float64
 			for b.Loop() {
-				t0, c0 := time.Now(), threadCPU()
+				var t [4]time.Time
+				var u [4]time.Duration
+				t[0], u[0] = time.Now(), threadCPU()
 				if _, err := ha.Assign(c.Req); err != nil {
 					b.Fatal(err)
 				}
-				t1, c1 := time.Now(), threadCPU()
-				if _, err := p.Assign(ctx, c.Req); err != nil {
-					b.Fatal(err)
+				t[1], u[1] = time.Now(), threadCPU()
+				for i, p := range []*plugin.Plugin{goWasm, cWasm} {
+					if _, err := p.Assign(ctx, c.Req); err != nil {
+						b.Fatal(err)
+					}
+					t[i+2], u[i+2] = time.Now(), threadCPU()
 				}
-				t2, c2 := time.Now(), threadCPU()
-				native += t1.Sub(t0)
-				wasm += t2.Sub(t1)
-				ratios = append(ratios, float64(t2.Sub(t1))/float64(t1.Sub(t0)))
-				cpuNative += c1 - c0
-				cpuWasm += c2 - c1
-				if c1 > c0 {
-					cpuRatios = append(cpuRatios, float64(c2-c1)/float64(c1-c0))
+				for i := range wall {
+					wall[i] += t[i+1].Sub(t[i])
+					cpu[i] += u[i+1] - u[i]
+				}
+				for i := range ratios {
+					ratios[i] = append(ratios[i], float64(t[i+2].Sub(t[i+1]))/float64(t[1].Sub(t[0])))
+					if u[1] > u[0] {
+						cpuRatios[i] = append(cpuRatios[i], float64(u[i+2]-u[i+1])/float64(u[1]-u[0]))
+					}
 				}
 			}
 			n := float64(b.N)
-			b.ReportMetric(float64(native.Microseconds())/1000/n, "native-ms")
-			b.ReportMetric(float64(wasm.Microseconds())/1000/n, "wasm-ms")
-			b.ReportMetric(float64(wasm)/float64(native), "wasm/native")
-			b.ReportMetric(median(ratios), "wasm/native-median")
-			if len(cpuRatios) > 0 {
-				b.ReportMetric(float64(cpuNative.Microseconds())/1000/n, "cpu-native-ms")
-				b.ReportMetric(float64(cpuWasm.Microseconds())/1000/n, "cpu-wasm-ms")
-				b.ReportMetric(float64(cpuWasm)/float64(cpuNative), "cpu-wasm/native")
-				b.ReportMetric(median(cpuRatios), "cpu-wasm/native-median")
+			names := [3]string{"native", "wasm", "c-wasm"}
+			for i, d := range wall {
+				b.ReportMetric(float64(d.Microseconds())/1000/n, names[i]+"-ms")
+			}
+			for i := range ratios {
+				b.ReportMetric(float64(wall[i+1])/float64(wall[0]), names[i+1]+"/native")
+				b.ReportMetric(median(ratios[i]), names[i+1]+"/native-median")
+			}
+			if len(cpuRatios[0]) == 0 {
+				return
+			}
+			for i, d := range cpu {
+				b.ReportMetric(float64(d.Microseconds())/1000/n, "cpu-"+names[i]+"-ms")
+			}
+			for i := range cpuRatios {
+				b.ReportMetric(float64(cpu[i+1])/float64(cpu[0]), "cpu-"+names[i+1]+"/native")
+				b.ReportMetric(median(cpuRatios[i]), "cpu-"+names[i+1]+"/native-median")
 			}
 		})
 	}
