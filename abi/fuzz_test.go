@@ -77,6 +77,16 @@ func FuzzDecodePartitionAssign(f *testing.F) {
 		b, _ := abi.AppendPartitionAssignRequest(nil, c.Req)
 		f.Add(b)
 	}
+	ordered := *cases[1].Req // with request tag 0, the member order
+	ordered.MemberOrder = make([]int32, len(ordered.Members))
+	for i := range ordered.MemberOrder {
+		ordered.MemberOrder[i] = int32(len(ordered.Members) - 1 - i)
+	}
+	b, err := abi.AppendPartitionAssignRequest(nil, &ordered)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Add([]byte{6, 1, 1, 0, 2, 0, 0, 0, 0})
 	req := cases[0].Req
 	f.Fuzz(func(t *testing.T, b []byte) {

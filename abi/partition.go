@@ -52,8 +52,61 @@ func AppendPartitionAssignRequest(dst []byte, r *PartitionAssignRequest) ([]byte
 		appendTopicPartitions(&w, "member.assigned", m.Assigned)
 		w.noTags()
 	}
-	w.noTags()
+	if r.MemberOrder == nil {
+		w.noTags()
+		return w.b, w.err
+	}
+	if err := checkMemberOrder(r.MemberOrder, len(r.Members)); err != nil {
+		w.fail("member_order", err)
+	}
+	var order writer
+	order.count(len(r.MemberOrder))
+	for _, i := range r.MemberOrder {
+		order.uvarint(uint64(i))
+	}
+	w.count(1)
+	w.uvarint(tagMemberOrder)
+	w.count(len(order.b))
+	w.b = append(w.b, order.b...)
 	return w.b, w.err
+}
+
+// tagMemberOrder is the PartitionAssignRequest tag of MemberOrder.
+const tagMemberOrder = 0
+
+// decodeMemberOrder reads the payload of tag 0 (SPEC.md 5.5): a
+// permutation of the member indices.
+func decodeMemberOrder(rd *reader, members int) []int32 {
+	n := rd.count("member_order", MaxMembers, 1)
+	if rd.err == nil && n != members {
+		rd.fail("member_order", fmt.Errorf("%d entries for %d members", n, members))
+		return nil
+	}
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = rd.int32("member_order", MaxMembers)
+	}
+	if rd.err == nil {
+		if err := checkMemberOrder(order, members); err != nil {
+			rd.fail("member_order", err)
+		}
+	}
+	return order
+}
+
+// checkMemberOrder reports whether order is a permutation of 0..n-1.
+func checkMemberOrder(order []int32, n int) error {
+	if len(order) != n {
+		return fmt.Errorf("%d entries for %d members", len(order), n)
+	}
+	seen := make([]bool, n)
+	for _, i := range order {
+		if i < 0 || int(i) >= n || seen[i] {
+			return fmt.Errorf("member index %d out of range or repeated (%d members)", i, n)
+		}
+		seen[i] = true
+	}
+	return nil
 }
 
 // appendTopicPartitions writes the `topicparts` primitive of SPEC.md 4.
@@ -150,7 +203,13 @@ func DecodePartitionAssignRequest(b []byte, r *PartitionAssignRequest) error {
 			rd.fail("member.subscribed", fmt.Errorf("member %q: topic index out of range (%d topics)", m.ID, len(r.Topics)))
 		}
 	}
-	rd.tags("tags")
+	rd.tagsFunc("tags", func(tag uint64, payload *reader) bool {
+		if tag != tagMemberOrder {
+			return false
+		}
+		r.MemberOrder = decodeMemberOrder(payload, len(r.Members))
+		return true
+	})
 	if err := rd.end("partition assign request"); err != nil {
 		return err
 	}

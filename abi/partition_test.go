@@ -113,3 +113,52 @@ func TestValidatePartitionAssignment(t *testing.T) {
 		t.Error("a partition of an unsubscribed topic was accepted")
 	}
 }
+
+// TestPartitionAssignMemberOrder pins request tag 0 (SPEC.md 5.5): the
+// member order a host sends, its bytes, a request without it, unknown tags
+// beside it, and the orders a reader rejects.
+func TestPartitionAssignMemberOrder(t *testing.T) {
+	req := &abi.PartitionAssignRequest{
+		Topics:  []abi.Topic{{ID: abi.TopicID{1}, Name: "a", Partitions: 1}},
+		Members: []abi.ConsumerMember{{ID: "x", Subscribed: []int32{0}}, {ID: "y", Subscribed: []int32{0}}},
+	}
+	plain, err := abi.AppendPartitionAssignRequest(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back abi.PartitionAssignRequest
+	if err := abi.DecodePartitionAssignRequest(plain, &back); err != nil || back.MemberOrder != nil {
+		t.Fatalf("without the tag: order %v, %v", back.MemberOrder, err)
+	}
+	req.MemberOrder = []int32{1, 0}
+	b, err := abi.AppendPartitionAssignRequest(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := plain[:len(plain)-1] // all but the empty tags section
+	if want := append(bytes.Clone(body), 1, 0, 3, 2, 1, 0); !bytes.Equal(b, want) {
+		t.Fatalf("got % x\nwant % x", b, want)
+	}
+	if err := abi.DecodePartitionAssignRequest(b, &back); err != nil || !reflect.DeepEqual(back.MemberOrder, req.MemberOrder) {
+		t.Fatalf("round trip: order %v, %v", back.MemberOrder, err)
+	}
+	withUnknown := append(bytes.Clone(body), 2, 0, 3, 2, 1, 0, 9, 2, 0xff, 0xff)
+	if err := abi.DecodePartitionAssignRequest(withUnknown, &back); err != nil || !reflect.DeepEqual(back.MemberOrder, req.MemberOrder) {
+		t.Fatalf("beside an unknown tag: order %v, %v", back.MemberOrder, err)
+	}
+	for name, tags := range map[string][]byte{
+		"too few entries":   {1, 0, 2, 1, 0},
+		"repeated index":    {1, 0, 3, 2, 1, 1},
+		"index of no one":   {1, 0, 3, 2, 0, 2},
+		"bytes left over":   {1, 0, 4, 2, 1, 0, 0},
+		"payload too short": {1, 0, 3, 2, 1},
+	} {
+		if err := abi.DecodePartitionAssignRequest(append(bytes.Clone(body), tags...), &back); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	req.MemberOrder = []int32{0, 0}
+	if _, err := abi.AppendPartitionAssignRequest(nil, req); err == nil {
+		t.Error("an order that is not a permutation was encoded")
+	}
+}

@@ -48,6 +48,13 @@ type PartitionAssignRequest struct {
 	Racks         []string // rack name table, strictly ascending
 	Topics        []Topic  // strictly ascending by ID
 	Members       []ConsumerMember
+	// MemberOrder is the order in which Kafka's coordinator would hand the
+	// members to its assignor (the iteration order of the group's member
+	// map), as member indices: a permutation of 0..len(Members)-1. Kafka's
+	// assignors break ties by it. Nil when the host does not send it
+	// (request tag 0, SPEC.md 5.5): ascending member id is then Kafka's
+	// own test harness order.
+	MemberOrder []int32
 }
 
 // PartitionAssignResponse is the output of the partition-assignor operation

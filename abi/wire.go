@@ -346,8 +346,13 @@ func (r *reader) taskoffsets(field string) []TaskOffset {
 	return out
 }
 
-// tags skips a tags section: v1 knows no tags, so every tag is unknown.
-func (r *reader) tags(field string) {
+// tags skips a tags section whose tags are all unknown.
+func (r *reader) tags(field string) { r.tagsFunc(field, nil) }
+
+// tagsFunc reads a tags section, handing each tag's payload to known (nil:
+// none known) as a reader; a tag known reads (it returns true) must
+// consume its payload exactly, the others are skipped.
+func (r *reader) tagsFunc(field string, known func(tag uint64, payload *reader) bool) {
 	n := r.count(field, math.MaxInt32, 2)
 	last := int64(-1)
 	for i := 0; i < n && r.err == nil; i++ {
@@ -358,9 +363,20 @@ func (r *reader) tags(field string) {
 		}
 		last = int64(tag)
 		size := r.count(field, math.MaxInt32, 1)
-		if r.err == nil {
-			r.off += size
+		if r.err != nil {
+			return
 		}
+		if known != nil {
+			payload := reader{b: r.b[r.off : r.off+size]}
+			if known(tag, &payload) && payload.err == nil && payload.off != size {
+				payload.fail(field, fmt.Errorf("tag %d: %d trailing bytes", tag, size-payload.off))
+			}
+			if payload.err != nil {
+				r.err = payload.err
+				return
+			}
+		}
+		r.off += size
 	}
 }
 

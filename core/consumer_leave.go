@@ -128,7 +128,10 @@ func (c *Coordinator) fenceConsumerMember(g *consumerGroup, id string, kind Even
 // when only classic members would remain and the policy allows it, the
 // group is downgraded to a classic group instead; otherwise their
 // tombstones, then one group epoch bump with the metadata hash of the
-// remaining subscriptions. Their timers are cancelled.
+// remaining subscriptions. When no member remains, the assignment epoch
+// follows the group epoch with a zero timestamp, as for a new group, so
+// that the assignment interval does not hold back the next member's
+// target. Their timers are cancelled.
 func (c *Coordinator) fenceConsumerMembers(g *consumerGroup, ids []string, kind EventKind, reason EventReason) {
 	for _, id := range ids {
 		c.emit(Event{Kind: kind, Group: g.id, Member: id, Reason: reason, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
@@ -142,8 +145,13 @@ func (c *Coordinator) fenceConsumerMembers(g *consumerGroup, ids []string, kind 
 		c.dropUnusedConsumerRegex(g, m)
 		c.cancelConsumerMemberTimers(g.id, id)
 	}
+	epoch := g.groupEpoch + 1
 	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
-		Epoch: g.groupEpoch + 1, MetadataHash: c.groupMetadataHash(g.subscribedTopics()), CreationTimeMs: g.creationTimeMs}})
+		Epoch: epoch, MetadataHash: c.groupMetadataHash(g.subscribedTopics()), CreationTimeMs: g.creationTimeMs}})
+	if len(g.members) == 0 {
+		c.write(Record{Key: ConsumerGroupTargetAssignmentMetadataKey{g.id},
+			Value: ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch}})
+	}
 	c.emit(Event{Kind: EventEpochBumped, Group: g.id, Reason: ReasonMemberLeft, Epoch: g.groupEpoch})
 }
 

@@ -113,11 +113,17 @@ func TestConsumerLeaveAndSessionTimeout(t *testing.T) {
 	}
 	checkOwners(t, g)
 	h.checkReplay()
-	// The last member leaves: the group is empty and can be deleted.
+	// The last member leaves: the group is empty and can be deleted. As
+	// Kafka 4.4's consumerGroupFenceMembers, the assignment epoch follows
+	// the group epoch with a zero timestamp, as for a new group.
 	h.hb(ackReq("g", "m1", -1, nil))
 	if g.state != ConsumerEmpty {
 		t.Fatalf("state %s", g.state)
 	}
+	if g.assignmentEpoch != g.groupEpoch || g.assignmentTimestamp != 0 {
+		t.Fatalf("empty group: assignment epoch %d at %d, group epoch %d", g.assignmentEpoch, g.assignmentTimestamp, g.groupEpoch)
+	}
+	h.checkReplay()
 	o := h.commit(h.c.deleteGroups(h.now, 99, &kmsg.DeleteGroupsRequest{Groups: []string{"g"}}))
 	if code := o.Responses[0].Msg.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(code))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -91,8 +92,12 @@ func TestInteropConsumerMigrationRoll(t *testing.T) {
 	for i, k := range kafka.perStep {
 		t.Logf("%-18s kafka %2d, coordhost %2d assignment callbacks", k.name, k.rebalances, through.perStep[i].rebalances)
 	}
-	if through.rebalances > kafka.rebalances+cmRebalanceSlack {
+	over := through.rebalances > kafka.rebalances+cmRebalanceSlack
+	if over {
 		t.Errorf("coordhost's consumers saw %d assignment callbacks during the roll, Kafka's %d (+%d allowed)", through.rebalances, kafka.rebalances, cmRebalanceSlack)
+	}
+	if over || os.Getenv("COORDHOST_INTEROP_ROLL_TRACE") == "1" {
+		logRollTrace(t, kafka.perStep, through.perStep)
 	}
 	// Timing gates at 1.5x (../shared/CI.md). A KIP-848 member learns of
 	// a new assignment at its next heartbeat, so the gap may differ by
@@ -138,6 +143,18 @@ type cmStep struct {
 	name       string
 	from       int64 // wall clock in milliseconds, as the consumer-app prints it
 	rebalances int
+	trace      []string // the callbacks: "+ms client@generation[partitions]"
+}
+
+// logRollTrace logs each step's callbacks on both sides, in print order:
+// the time since the step began, the consumer, the generation or member
+// epoch the callback saw and the consumer's partitions after it
+// (COORDHOST_INTEROP_ROLL_TRACE=1, or when the rebalance gate fails).
+func logRollTrace(t *testing.T, kafka, through []cmStep) {
+	t.Helper()
+	for i, k := range kafka {
+		t.Logf("%s\n  kafka:     %s\n  coordhost: %s", k.name, strings.Join(k.trace, " "), strings.Join(through[i].trace, " "))
+	}
 }
 
 // runMigrationRoll rolls one side's group and checks its invariants.
@@ -346,6 +363,7 @@ type cmEvent struct {
 	Event      string
 	TS         int64
 	Partitions []string
+	Generation int32
 	Error      *string
 	Ranges     map[string][2]int64
 }
@@ -376,7 +394,7 @@ func (s *cmSide) check(from, to int64) cmResult {
 		}
 		switch ev.Event {
 		case "assigned":
-			if s.countStep(ev.TS) {
+			if s.countStep(ev) {
 				r.rebalances++
 			}
 			next := map[string]bool{}
@@ -438,14 +456,19 @@ func (s *cmSide) check(from, to int64) cmResult {
 	return r
 }
 
-// countStep counts a callback printed at ts in the step it fell in and
-// reports whether that is a step of the roll (not the classic group's
-// formation before it; "after" holds the last step's late callbacks).
-func (s *cmSide) countStep(ts int64) bool {
+// countStep counts a callback in the step it was printed in and reports
+// whether that is a step of the roll (not the classic group's formation
+// before it; "after" holds the last step's late callbacks).
+func (s *cmSide) countStep(ev cmEvent) bool {
 	for i := len(s.steps) - 1; i >= 0; i-- {
-		if i == 0 || ts >= s.steps[i].from {
-			s.steps[i].rebalances++
-			return s.steps[i].roll()
+		if st := &s.steps[i]; i == 0 || ev.TS >= st.from {
+			st.rebalances++
+			parts := make([]string, len(ev.Partitions))
+			for j, p := range ev.Partitions {
+				parts[j] = p[strings.LastIndexByte(p, '-')+1:]
+			}
+			st.trace = append(st.trace, fmt.Sprintf("+%d %s@%d[%s]", max(0, ev.TS-st.from), ev.Client, ev.Generation, strings.Join(parts, ",")))
+			return st.roll()
 		}
 	}
 	return false

@@ -196,8 +196,16 @@ func runPartitionCase(assign PartitionAssignFunc, c PartitionCase) Result {
 	order := rng.Perm(len(c.Req.Members))
 	perm := *c.Req
 	perm.Members = make([]abi.ConsumerMember, len(order))
+	newIdx := make([]int32, len(order))
 	for i, o := range order {
 		perm.Members[i] = c.Req.Members[o]
+		newIdx[o] = int32(i)
+	}
+	if c.Req.MemberOrder != nil { // the same members in the same hand-over order
+		perm.MemberOrder = make([]int32, len(c.Req.MemberOrder))
+		for k, o := range c.Req.MemberOrder {
+			perm.MemberOrder[k] = newIdx[o]
+		}
 	}
 	permuted, err := callPartitions(assign, &perm)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // builds of the partition-assignor plugins, run inline by core.
 func ConsumerAssignors() []core.NamedPartitionAssignor {
 	return []core.NamedPartitionAssignor{
-		{Name: "uniform", Assignor: handOffAssignor(uniform.AssignFrom)},
+		{Name: "uniform", Assignor: partitionAssignor(uniform.Assign)},
 		{Name: "range", Assignor: partitionAssignor(rangeassignor.Assign)},
 	}
 }
@@ -29,24 +29,6 @@ type partitionAssignor func(*abi.PartitionAssignRequest) (*abi.PartitionAssignRe
 // AssignPartitions implements core.PartitionAssignor.
 func (f partitionAssignor) AssignPartitions(in core.PartitionAssignInput) ([][]core.AssignedTopic, error) {
 	resp, err := f(toPartitionABI(in))
-	if err != nil {
-		return nil, err
-	}
-	return fromPartitionABI(resp), nil
-}
-
-// handOffAssignor adapts the uniform algorithm, which also takes the
-// group's member map: the order in which Kafka's coordinator would hand
-// the members over decides its tie-breaks.
-type handOffAssignor func(*abi.PartitionAssignRequest, *uniform.MemberMap) (*abi.PartitionAssignResponse, error)
-
-// AssignPartitions implements core.PartitionAssignor.
-func (f handOffAssignor) AssignPartitions(in core.PartitionAssignInput) ([][]core.AssignedTopic, error) {
-	var mm *uniform.MemberMap
-	if len(in.TableSeq) == len(in.Members) && len(in.Members) > 0 {
-		mm = &uniform.MemberMap{Peak: in.TablePeak, Seq: in.TableSeq}
-	}
-	resp, err := f(toPartitionABI(in), mm)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +48,10 @@ func fromPartitionABI(resp *abi.PartitionAssignResponse) [][]core.AssignedTopic 
 }
 
 // toPartitionABI translates core's input (topics ascending by id, members
-// by id) to a PartitionAssignRequest with its rack table.
+// by id) to a PartitionAssignRequest with its rack table, and with the
+// order in which Kafka's coordinator would hand the members over from the
+// group's member map as its MemberOrder (Kafka's assignors break ties by
+// it; uniform.MemberMap).
 func toPartitionABI(in core.PartitionAssignInput) *abi.PartitionAssignRequest {
 	req := &abi.PartitionAssignRequest{GroupID: in.Group, GroupEpoch: in.Epoch, Seed: seedOf(in.Group, in.Epoch)}
 	for _, t := range in.Topics {
@@ -105,6 +90,9 @@ func toPartitionABI(in core.PartitionAssignInput) *abi.PartitionAssignRequest {
 			req.Heterogeneous = true
 		}
 		req.Members = append(req.Members, cm)
+	}
+	if len(in.TableSeq) == len(in.Members) && len(in.Members) > 0 {
+		req.MemberOrder = (&uniform.MemberMap{Peak: in.TablePeak, Seq: in.TableSeq}).Order(req.Members)
 	}
 	return req
 }

@@ -127,17 +127,22 @@ func topicSetOrder(topics []abi.Topic, ts []int32, c int) []int32 {
 
 // memberOrder returns member indices in the iteration order of GroupSpec's
 // member map: a HashMap (default capacity) filled in the order the members
-// are handed over, ascending member id without mm (the parity harness's
-// GroupSpec), else as Kafka's coordinator hands them from its member map
-// (MemberMap).
-func memberOrder(ms []abi.ConsumerMember, mm *MemberMap) []int {
-	handed := make([]int, len(ms))
-	for i := range handed {
-		handed[i] = i
-	}
-	slices.SortFunc(handed, func(a, b int) int { return compareJava(ms[a].ID, ms[b].ID) })
-	if mm != nil {
-		handed = mm.handOrder(ms, handed)
+// are handed over: as Kafka's coordinator hands them from its member map
+// (mm, else the request's MemberOrder), or, with neither, in ascending
+// member id (the parity harness's GroupSpec).
+func memberOrder(req *abi.PartitionAssignRequest, mm *MemberMap) []int {
+	ms := req.Members
+	var handed []int
+	switch {
+	case mm != nil:
+		handed = mm.handOrder(ms, byJavaID(ms))
+	case len(req.MemberOrder) == len(ms):
+		handed = make([]int, len(ms))
+		for i, m := range req.MemberOrder {
+			handed[i] = int(m)
+		}
+	default:
+		handed = byJavaID(ms)
 	}
 	hs := make([]int32, len(ms))
 	for i, m := range handed {
@@ -174,6 +179,28 @@ type MemberMap struct {
 	// Seq[i] orders Members[i]'s insertion into the table (earlier is
 	// less); a negative Seq marks a member the running request adds.
 	Seq []int64
+}
+
+// byJavaID returns the member indices ascending by member id, as Java
+// compares strings.
+func byJavaID(ms []abi.ConsumerMember) []int {
+	ids := make([]int, len(ms))
+	for i := range ids {
+		ids[i] = i
+	}
+	slices.SortFunc(ids, func(a, b int) int { return compareJava(ms[a].ID, ms[b].ID) })
+	return ids
+}
+
+// Order returns the order in which Kafka's coordinator hands the members
+// ms to its assignor, as member indices: the request's MemberOrder (ABI
+// request tag 0) for a plugin.
+func (mm *MemberMap) Order(ms []abi.ConsumerMember) []int32 {
+	out := make([]int32, 0, len(ms))
+	for _, i := range mm.handOrder(ms, byJavaID(ms)) {
+		out = append(out, int32(i))
+	}
+	return out
 }
 
 // TimelineCapacity is the slot count of a TimelineHashMap created empty

@@ -24,15 +24,17 @@ import (
 var ErrUnassigned = errors.New("partitions were left unassigned")
 
 // Assign computes the uniform assignment of req, with the members handed
-// over as Kafka's parity harness builds its GroupSpec (a HashMap filled in
-// ascending member-id order). A plugin sees no more than the request.
+// over in the request's MemberOrder, as Kafka's coordinator hands them from
+// its member map; a request without one (an older host) is handed over as
+// Kafka's parity harness builds its GroupSpec (a HashMap filled in
+// ascending member-id order).
 func Assign(req *abi.PartitionAssignRequest) (*abi.PartitionAssignResponse, error) {
 	return AssignFrom(req, nil)
 }
 
 // AssignFrom is Assign with the members handed over from the group's
-// member map mm, as Kafka's coordinator does (see MemberMap); a nil mm is
-// Assign.
+// member map mm (see MemberMap) instead of the request's MemberOrder; a
+// nil mm is Assign.
 func AssignFrom(req *abi.PartitionAssignRequest, mm *MemberMap) (*abi.PartitionAssignResponse, error) {
 	if len(req.Members) == 0 {
 		return &abi.PartitionAssignResponse{}, nil
@@ -40,9 +42,9 @@ func AssignFrom(req *abi.PartitionAssignRequest, mm *MemberMap) (*abi.PartitionA
 	var target []assignment
 	var err error
 	if req.Heterogeneous {
-		target, err = heterogeneous(req, memberOrder(req.Members, mm))
+		target, err = heterogeneous(req, memberOrder(req, mm))
 	} else {
-		target, err = homogeneous(req, memberOrder(req.Members, mm))
+		target, err = homogeneous(req, memberOrder(req, mm))
 	}
 	if err != nil {
 		return nil, err

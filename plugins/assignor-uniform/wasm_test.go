@@ -53,6 +53,18 @@ func TestWasmConformanceAndNativeEquality(t *testing.T) {
 					t.Errorf("%s: wasm %v (%v), native %v (%v)", vectorName(i), got, gerr, want, werr)
 				}
 			}
+			if a.name != "uniform" {
+				return
+			}
+			// The hand-off vectors through the ABI: the member order
+			// travels in the request (tag 0), and the plugin answers
+			// as Kafka's coordinator does from its member map.
+			for i, sh := range handOffShapes() {
+				c := genHandOff(i, sh)
+				if got, want := sections(answer(c.ordered(), wasm))["uniform"], handOffWant(t, i); got != want {
+					t.Errorf("%s: the wasm plugin differs from Kafka's:\n%s", handOffName(i), firstDiff(got, want))
+				}
+			}
 		})
 	}
 }

@@ -46,8 +46,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * added to every consumer's configuration (security settings, e.g.
  * SASL OAUTHBEARER).
  *
- * Every instance prints JSON lines to stdout: {"client","event":"assigned","partitions":[...]}
- * after each change of its assignment (its whole assignment after the change), {"client","event":"commit","error":...}
+ * Every instance prints JSON lines to stdout: {"client","event":"assigned","partitions":[...],"generation":N}
+ * after each change of its assignment (its whole assignment after the change, and its
+ * generation or member epoch then), {"client","event":"commit","error":...}
  * after each commit of polled records (with "ranges": the first and last offset polled per
  * partition), {"client","event":"error","error":...}
  * when its poll loop fails, {"client","event":"closed"} once closed, and
@@ -230,13 +231,21 @@ public final class ConsumerApp {
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             owned.removeAll(partitions);
-            emit(name, "assigned", partitions(owned));
+            emit(name, "assigned", partitions(owned) + generation());
         }
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
             owned.addAll(partitions);
-            emit(name, "assigned", partitions(owned));
+            emit(name, "assigned", partitions(owned) + generation());
+        }
+
+        /**
+         * ",\"generation\":N": the consumer's generation (classic) or member
+         * epoch (consumer protocol) as the callback sees it.
+         */
+        String generation() {
+            return ",\"generation\":" + consumer.groupMetadata().generationId();
         }
 
         @Override
