@@ -88,14 +88,14 @@ func (c *Coordinator) write(rec Record) {
 
 // apply dispatches rec by record type.
 func (c *Coordinator) apply(rec Record) error {
-	rt, ok := recordTypes[rec.Key.RecordType()]
+	apply, ok := appliers[rec.Key.RecordType()]
 	if !ok {
 		return fmt.Errorf("record type %d: %w", rec.Key.RecordType(), ErrUnknownRecordType)
 	}
 	if rec.Value != nil && rec.Value.RecordType() != rec.Key.RecordType() {
 		return fmt.Errorf("record key type %d with value type %d", rec.Key.RecordType(), rec.Value.RecordType())
 	}
-	return rt.apply(c, rec)
+	return apply(c, rec)
 }
 
 // Replay applies one durable record while loading the log. Records must come

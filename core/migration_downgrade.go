@@ -100,26 +100,6 @@ func (c *Coordinator) downgradedRejoin(g *classicGroup, memberID string, generat
 	return false
 }
 
-// migrationEpochTags encodes GroupMetadataMember.MigrationEpoch as tagged
-// field 1000 (an int32).
-func migrationEpochTags(e *int32) []taggedField {
-	if e == nil {
-		return nil
-	}
-	return []taggedField{encodeTag(classicMemberMetadataTag, func(w *writer) { w.int32(*e) })}
-}
-
-// readMigrationEpochTag decodes tag 1000 of a GroupMetadata member; other
-// tags are skipped.
-func readMigrationEpochTag(tag uint64, sub *reader, m *GroupMetadataMember) bool {
-	if tag != classicMemberMetadataTag {
-		return false
-	}
-	e := sub.int32()
-	m.MigrationEpoch = &e
-	return true
-}
-
 // streamsGroupForClassic routes classic requests for a non-empty streams
 // group to the bridge; it reports false for groups the classic path owns.
 func (c *Coordinator) streamsGroupForClassic(group string) (*streamsGroup, bool) {

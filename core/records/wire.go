@@ -1,4 +1,4 @@
-package core
+package records
 
 import (
 	"encoding/binary"
