@@ -1,15 +1,19 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // Classic group record type 2 (GroupMetadata) is defined and encoded in
 // package records (records/classic.go); this file applies it and builds
 // the records the classic path writes.
 
 func init() {
-	registerApplier(RecGroupMetadata, applyGroupMetadata)
+	registerApplier(records.RecGroupMetadata, applyGroupMetadata)
 	groupDeleters[GroupKindClassic] = func(c *Coordinator, g Group) {
-		c.write(Record{Key: GroupMetadataKey{GroupID: g.ID()}})
+		c.write(records.Record{Key: records.GroupMetadataKey{GroupID: g.ID()}})
 	}
 }
 
@@ -19,7 +23,7 @@ func init() {
 // describes (Kafka does not replay its own classic records), so it only
 // remembers the value as the durable generation. A tombstone removes the
 // group.
-func applyGroupMetadata(c *Coordinator, rec Record) error {
+func applyGroupMetadata(c *Coordinator, rec records.Record) error {
 	id := rec.Key.Group()
 	existing, had := c.groups[id]
 	if had && existing.Kind() != GroupKindClassic {
@@ -31,7 +35,7 @@ func applyGroupMetadata(c *Coordinator, rec Record) error {
 		}
 		return nil
 	}
-	v := rec.Value.(GroupMetadataValue)
+	v := rec.Value.(records.GroupMetadataValue)
 	if c.replaying || !had {
 		c.putGroup(id, classicGroupFromRecord(id, v))
 		return nil
@@ -45,7 +49,7 @@ func applyGroupMetadata(c *Coordinator, rec Record) error {
 
 // classicGroupFromRecord builds a loaded group: Stable with its members,
 // or Empty.
-func classicGroupFromRecord(id string, v GroupMetadataValue) *classicGroup {
+func classicGroupFromRecord(id string, v records.GroupMetadataValue) *classicGroup {
 	g := newClassicGroup(id)
 	g.generation = v.Generation
 	if v.ProtocolType != "" {
@@ -87,9 +91,9 @@ func deref0(s *string) string {
 
 // groupMetadataRecord builds the record of g's current generation with the
 // given assignments (GroupCoordinatorRecordHelpers.newGroupMetadataRecord).
-func groupMetadataRecord(g *classicGroup, assignment map[string][]byte) Record {
-	v := GroupMetadataValue{Version: groupMetadataWriteVersion, ProtocolType: deref0(g.protocolType), Generation: g.generation,
-		Protocol: g.protocolName, Leader: g.leader, CurrentStateTimestamp: g.stateTime, Members: []GroupMetadataMember{}}
+func groupMetadataRecord(g *classicGroup, assignment map[string][]byte) records.Record {
+	v := records.GroupMetadataValue{Version: records.GroupMetadataWriteVersion, ProtocolType: deref0(g.protocolType), Generation: g.generation,
+		Protocol: g.protocolName, Leader: g.leader, CurrentStateTimestamp: g.stateTime, Members: []records.GroupMetadataMember{}}
 	for _, m := range g.allMembers() {
 		sub := m.metadata(deref0(g.protocolName))
 		if sub == nil {
@@ -99,16 +103,16 @@ func groupMetadataRecord(g *classicGroup, assignment map[string][]byte) Record {
 		if a == nil {
 			a = []byte{}
 		}
-		v.Members = append(v.Members, GroupMetadataMember{MemberID: m.id, GroupInstanceID: m.instanceID, ClientID: m.clientID,
+		v.Members = append(v.Members, records.GroupMetadataMember{MemberID: m.id, GroupInstanceID: m.instanceID, ClientID: m.clientID,
 			ClientHost: m.clientHost, RebalanceTimeout: m.rebalanceTimeoutMs, SessionTimeout: m.sessionTimeoutMs,
 			Subscription: sub, Assignment: a})
 	}
-	return Record{Key: GroupMetadataKey{GroupID: g.id}, Value: v}
+	return records.Record{Key: records.GroupMetadataKey{GroupID: g.id}, Value: v}
 }
 
 // emptyGroupMetadataRecord is newEmptyGroupMetadataRecord: written when a
 // group is created without other records.
-func emptyGroupMetadataRecord(g *classicGroup) Record {
-	return Record{Key: GroupMetadataKey{GroupID: g.id}, Value: GroupMetadataValue{Version: groupMetadataWriteVersion,
-		CurrentStateTimestamp: g.stateTime, Members: []GroupMetadataMember{}}}
+func emptyGroupMetadataRecord(g *classicGroup) records.Record {
+	return records.Record{Key: records.GroupMetadataKey{GroupID: g.id}, Value: records.GroupMetadataValue{Version: records.GroupMetadataWriteVersion,
+		CurrentStateTimestamp: g.stateTime, Members: []records.GroupMetadataMember{}}}
 }

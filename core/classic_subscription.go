@@ -1,6 +1,10 @@
 package core
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // consumerProtocolType is the protocol type of Kafka consumers.
 const consumerProtocolType = "consumer"
@@ -21,7 +25,7 @@ func (g *classicGroup) subscribedTopics() (map[string]bool, error) {
 		return nil, errNoSubscription
 	}
 	for _, m := range g.allMembers() {
-		ts, err := ParseConsumerSubscriptionTopics(m.metadata(*g.protocolName))
+		ts, err := records.ParseConsumerSubscriptionTopics(m.metadata(*g.protocolName))
 		if err != nil {
 			return nil, err
 		}

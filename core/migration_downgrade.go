@@ -1,5 +1,7 @@
 package core
 
+import "github.com/coordhost/coordhost/core/records"
+
 // Downgrade: when the last streams-protocol member of a streams group
 // leaves or is fenced and only classic members remain, the group converts
 // back to a classic group whose members keep their current assignment,
@@ -61,7 +63,7 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 	}
 	c.deleteStreamsGroup(g)
 	rec := groupMetadataRecord(cg, assignments)
-	v := rec.Value.(GroupMetadataValue)
+	v := rec.Value.(records.GroupMetadataValue)
 	v.Version = 4 // flexible: carries each member's last epoch (tag 1000)
 	for i := range v.Members {
 		e := epochs[v.Members[i].MemberID]

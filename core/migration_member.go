@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -66,7 +67,7 @@ func processIDString(p userdata.ProcessID) string {
 }
 
 // parseEndpoint splits a classic "host:port" user endpoint; "" is none.
-func parseEndpoint(s string) (*Endpoint, error) {
+func parseEndpoint(s string) (*records.Endpoint, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -79,7 +80,7 @@ func parseEndpoint(s string) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("user endpoint %q: bad port", s)
 	}
-	return &Endpoint{Host: host, Port: uint16(n)}, nil
+	return &records.Endpoint{Host: host, Port: uint16(n)}, nil
 }
 
 // classicTaskID maps a classic TaskID to the streams protocol's.

@@ -1,10 +1,14 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // applier applies one record of a type to a Coordinator; the record's
 // structs and bytes are package records' business.
-type applier func(c *Coordinator, rec Record) error
+type applier func(c *Coordinator, rec records.Record) error
 
 // appliers is core's record-type dispatch table. Each group kind registers
 // the types it applies from its own file (streams_records.go 17 and
