@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"flag"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/coordhost/coordhost/core/records"
+	"github.com/coordhost/coordhost/core/records/recordstest"
 	"github.com/coordhost/coordhost/internal/testtool"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -38,27 +38,8 @@ type goldenRecord struct {
 
 func parseGolden(tb testing.TB, data []byte) []goldenRecord {
 	var out []goldenRecord
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			tb.Fatalf("bad golden line %q", line)
-		}
-		k, err := hex.DecodeString(f[1])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var v []byte
-		if f[2] != "-" {
-			if v, err = hex.DecodeString(f[2]); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		out = append(out, goldenRecord{name: f[0], key: k, value: v})
+	for _, g := range recordstest.Parse(tb, data) {
+		out = append(out, goldenRecord{name: g.Name, key: g.Key, value: g.Value})
 	}
 	return out
 }
@@ -193,41 +174,6 @@ func TestRecordsGoldenFromJava(t *testing.T) {
 		t.Fatalf("simulated run wrote only %d kinds of records: %v", len(seen), seen)
 	}
 	kafkaReserializes(t, lines)
-}
-
-// FuzzDecodeRecord feeds arbitrary key/value bytes to the record decoder:
-// it must never panic, and whatever it accepts must survive a re-encode.
-func FuzzDecodeRecord(f *testing.F) {
-	data, err := os.ReadFile(goldenPath)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, g := range append(parseGolden(f, data), loadConsumerGolden(f)...) {
-		f.Add(g.key, g.value, g.value == nil)
-	}
-	for _, rec := range consumerSampleRecords() {
-		k, v := records.EncodeRecord(rec)
-		f.Add(k, v, v == nil)
-	}
-	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool) {
-		if tombstone {
-			value = nil
-		} else if value == nil {
-			value = []byte{}
-		}
-		rec, err := records.DecodeRecord(key, value)
-		if err != nil {
-			return
-		}
-		k, v := records.EncodeRecord(rec)
-		again, err := records.DecodeRecord(k, v)
-		if err != nil {
-			t.Fatalf("re-encoded record does not decode: %v", err)
-		}
-		if !reflect.DeepEqual(rec, again) {
-			t.Fatalf("re-encode changed the record:\n %#v\n %#v", rec, again)
-		}
-	})
 }
 
 // TestRecordsMatchKafkaHelpers has Kafka rebuild records coordhost wrote in

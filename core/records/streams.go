@@ -133,7 +133,7 @@ type StreamsGroupMemberMetadataValue struct {
 	UserEndpoint       *Endpoint
 	ClientTags         []KeyValue
 	// Classic is coordhost's extension (tagged field 1000, see
-	// migration_member.go and docs/MIGRATION.md): present for a classic
+	// migration.go and docs/MIGRATION.md): present for a classic
 	// member of a streams group, nil for a streams-protocol member.
 	Classic *ClassicMemberMetadata
 }
