@@ -19,6 +19,8 @@ type Coordinator struct {
 	// timerHeap orders timers by deadline (lazily; see timers.go).
 	timerHeap timerHeap
 	topics    topicImage
+	// dec decodes ReplayBytes' records, sharing repeated group and member ids.
+	dec records.Decoder
 
 	// overrides holds per-group config overrides (streams groups).
 	overrides map[string]StreamsGroupOverrides
@@ -110,7 +112,7 @@ func (c *Coordinator) Replay(rec records.Record) error {
 
 // ReplayBytes decodes a record from its key and value bytes and replays it.
 func (c *Coordinator) ReplayBytes(key, value []byte) error {
-	rec, err := records.DecodeRecord(key, value)
+	rec, err := c.dec.Decode(key, value)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ const GroupMetadataWriteVersion int16 = 3
 func init() {
 	registerRecordType(RecGroupMetadata, recordType{
 		name:          "GroupMetadata",
-		decodeKey:     func(r *reader) RecordKey { return GroupMetadataKey{GroupID: r.classicString()} },
+		decodeKey:     func(r *reader) RecordKey { return GroupMetadataKey{GroupID: r.groupID()} },
 		decodeValueAt: decodeGroupMetadataValue,
 	})
 }
@@ -205,6 +205,9 @@ func decodeGroupMetadataValue(r *reader, version int16) RecordValue {
 	}
 	if r.err == nil && n < 0 {
 		r.fail(errors.New("null members array"))
+	}
+	if n > 0 && r.err == nil {
+		v.Members = make([]GroupMetadataMember, 0, min(n, maxPrealloc))
 	}
 	for i := 0; i < n && r.err == nil; i++ {
 		m := GroupMetadataMember{RebalanceTimeout: -1}

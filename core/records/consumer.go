@@ -20,47 +20,46 @@ const (
 )
 
 func init() {
-	groupKey := func(r *reader) string { return r.classicString() }
 	registerRecordType(RecConsumerGroupMetadata, recordType{
 		name:        "ConsumerGroupMetadata",
-		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupMetadataKey{GroupID: groupKey(r)} },
+		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeConsumerGroupMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupPartitionMetadata, recordType{
 		name:        "ConsumerGroupPartitionMetadata",
-		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupPartitionMetadataKey{GroupID: groupKey(r)} },
+		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupPartitionMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeConsumerGroupPartitionMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupMemberMetadata, recordType{
 		name: "ConsumerGroupMemberMetadata",
 		decodeKey: func(r *reader) RecordKey {
-			return ConsumerGroupMemberMetadataKey{GroupID: groupKey(r), MemberID: r.classicString()}
+			return ConsumerGroupMemberMetadataKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeConsumerGroupMemberMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupTargetAssignmentMetadata, recordType{
 		name:        "ConsumerGroupTargetAssignmentMetadata",
-		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupTargetAssignmentMetadataKey{GroupID: groupKey(r)} },
+		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupTargetAssignmentMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeConsumerGroupTargetAssignmentMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupTargetAssignmentMember, recordType{
 		name: "ConsumerGroupTargetAssignmentMember",
 		decodeKey: func(r *reader) RecordKey {
-			return ConsumerGroupTargetAssignmentMemberKey{GroupID: groupKey(r), MemberID: r.classicString()}
+			return ConsumerGroupTargetAssignmentMemberKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeConsumerGroupTargetAssignmentMemberValue,
 	})
 	registerRecordType(RecConsumerGroupCurrentMemberAssignment, recordType{
 		name: "ConsumerGroupCurrentMemberAssignment",
 		decodeKey: func(r *reader) RecordKey {
-			return ConsumerGroupCurrentMemberAssignmentKey{GroupID: groupKey(r), MemberID: r.classicString()}
+			return ConsumerGroupCurrentMemberAssignmentKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeConsumerGroupCurrentMemberAssignmentValue,
 	})
 	registerRecordType(RecConsumerGroupRegularExpression, recordType{
 		name: "ConsumerGroupRegularExpression",
 		decodeKey: func(r *reader) RecordKey {
-			return ConsumerGroupRegularExpressionKey{GroupID: groupKey(r), RegularExpression: r.classicString()}
+			return ConsumerGroupRegularExpressionKey{GroupID: r.groupID(), RegularExpression: r.classicString()}
 		},
 		decodeValue: decodeConsumerGroupRegularExpressionValue,
 	})
@@ -276,8 +275,13 @@ func writeTopicPartitions(w *writer, tps []TopicPartitions, withEpochs bool) {
 }
 
 func readTopicPartitions(r *reader, withEpochs bool) []TopicPartitions {
-	out := []TopicPartitions{}
-	ok := r.compactArray(func() {
+	n := r.compactLen()
+	if n < 0 {
+		r.fail(errNullArray)
+		return []TopicPartitions{}
+	}
+	out := make([]TopicPartitions, 0, min(n, maxPrealloc))
+	for i := 0; i < n && r.err == nil; i++ {
 		tp := TopicPartitions{TopicID: r.uuid(), Partitions: r.compactInt32s(false)}
 		r.tags(func(tag uint64, sub *reader) bool {
 			if tag != 0 || !withEpochs {
@@ -290,9 +294,6 @@ func readTopicPartitions(r *reader, withEpochs bool) []TopicPartitions {
 			r.fail(errorString("AssignmentEpochs not aligned with Partitions"))
 		}
 		out = append(out, tp)
-	})
-	if !ok {
-		r.fail(errNullArray)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package records
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/coordhost/coordhost/core/records/recordstest"
 )
@@ -15,7 +16,8 @@ var goldenFiles = []string{
 }
 
 // FuzzDecodeRecord feeds arbitrary key/value bytes to the record decoder:
-// it must never panic, and whatever it accepts must survive a re-encode.
+// it must never panic, whatever it accepts must survive a re-encode, and
+// a Decoder (which shares repeated ids) must decode the same.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, path := range goldenFiles {
 		for _, g := range recordstest.Load(f, path) {
@@ -29,6 +31,13 @@ func FuzzDecodeRecord(f *testing.F) {
 			value = []byte{}
 		}
 		rec, err := DecodeRecord(key, value)
+		var d Decoder
+		for range 2 {
+			shared, derr := d.Decode(key, value)
+			if (derr == nil) != (err == nil) || !reflect.DeepEqual(shared, rec) {
+				t.Fatalf("Decoder: %#v, %v; DecodeRecord: %#v, %v", shared, derr, rec, err)
+			}
+		}
 		if err != nil {
 			return
 		}
@@ -62,5 +71,36 @@ func TestGoldenRoundTrip(t *testing.T) {
 	}
 	if n < 30 {
 		t.Fatalf("only %d golden records", n)
+	}
+}
+
+// TestDecoderSharesIDs: a Decoder decodes the golden records exactly as
+// DecodeRecord does, and consecutive keys of one group share one group id
+// string, as the keys of one member share one member id.
+func TestDecoderSharesIDs(t *testing.T) {
+	var d Decoder
+	for _, path := range goldenFiles {
+		for _, g := range recordstest.Load(t, path) {
+			want, err := DecodeRecord(g.Key, g.Value)
+			got, derr := d.Decode(g.Key, g.Value)
+			if err != nil || derr != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: Decoder %#v, %v; DecodeRecord %#v, %v", g.Name, got, derr, want, err)
+			}
+		}
+	}
+	key := func(r Record) []byte { k, _ := EncodeRecord(r); return k }
+	a, _ := d.Decode(key(Record{Key: StreamsGroupMemberMetadataKey{GroupID: "app", MemberID: "m1"}}), nil)
+	b, _ := d.Decode(key(Record{Key: StreamsGroupTargetAssignmentMemberKey{GroupID: "app", MemberID: "m2"}}), nil)
+	c, _ := d.Decode(key(Record{Key: StreamsGroupCurrentMemberAssignmentKey{GroupID: "app", MemberID: "m1"}}), nil)
+	e, _ := d.Decode(key(Record{Key: ConsumerGroupMetadataKey{GroupID: "other"}}), nil)
+	ak, ck := a.Key.(StreamsGroupMemberMetadataKey), c.Key.(StreamsGroupCurrentMemberAssignmentKey)
+	if unsafe.StringData(ak.GroupID) != unsafe.StringData(b.Key.Group()) || unsafe.StringData(ak.GroupID) != unsafe.StringData(ck.GroupID) {
+		t.Error("keys of one group do not share the group id")
+	}
+	if unsafe.StringData(ak.MemberID) != unsafe.StringData(ck.MemberID) {
+		t.Error("keys of one member do not share the member id")
+	}
+	if e.Key.Group() != "other" || ck.MemberID != "m1" || b.Key.(StreamsGroupTargetAssignmentMemberKey).MemberID != "m2" {
+		t.Errorf("wrong ids: %#v %#v %#v", e.Key, ck, b.Key)
 	}
 }

@@ -123,7 +123,39 @@ func EncodeRecord(rec Record) (key, value []byte) {
 // input yields an error naming the record type and the problem.
 func DecodeRecord(key, value []byte) (Record, error) {
 	rs := &[2]reader{{b: key}, {b: value}} // one allocation for both readers
-	kr, vr := &rs[0], &rs[1]
+	return decode(&rs[0], &rs[1], key, value)
+}
+
+// Decoder decodes records as DecodeRecord does, and lets records share the
+// strings of the ids that repeat from one record to the next: the group id
+// of consecutive records of a group, and the member ids within it (a log
+// holds a group's records side by side, so a replay allocates each id
+// about once). It also reuses its readers from record to record. The zero
+// value is ready; a Decoder is not safe for concurrent use.
+type Decoder struct {
+	group   string            // group id of the last key
+	members map[string]string // member ids seen since the group changed
+	readers [2]reader         // key and value readers, reused
+}
+
+// maxInternedMembers bounds the member ids a Decoder keeps for one group.
+const maxInternedMembers = 1 << 12
+
+// Decode is DecodeRecord, sharing repeated ids.
+func (d *Decoder) Decode(key, value []byte) (Record, error) {
+	kr, vr := &d.readers[0], &d.readers[1]
+	*kr = reader{b: key, ids: d, sub: kr.sub}
+	*vr = reader{b: value, sub: vr.sub}
+	rec, err := decode(kr, vr, key, value)
+	for _, r := range []*reader{kr, vr} { // keep no reference to the caller's bytes
+		for ; r != nil; r = r.sub {
+			r.b = nil
+		}
+	}
+	return rec, err
+}
+
+func decode(kr, vr *reader, key, value []byte) (Record, error) {
 	t := kr.int16()
 	if kr.err != nil {
 		return Record{}, fmt.Errorf("record key: %w", kr.err)

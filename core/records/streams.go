@@ -19,38 +19,38 @@ const (
 func init() {
 	registerRecordType(RecStreamsGroupMetadata, recordType{
 		name:        "StreamsGroupMetadata",
-		decodeKey:   func(r *reader) RecordKey { return StreamsGroupMetadataKey{GroupID: r.classicString()} },
+		decodeKey:   func(r *reader) RecordKey { return StreamsGroupMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeStreamsGroupMetadataValue,
 	})
 	registerRecordType(RecStreamsGroupMemberMetadata, recordType{
 		name: "StreamsGroupMemberMetadata",
 		decodeKey: func(r *reader) RecordKey {
-			return StreamsGroupMemberMetadataKey{GroupID: r.classicString(), MemberID: r.classicString()}
+			return StreamsGroupMemberMetadataKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeStreamsGroupMemberMetadataValue,
 	})
 	registerRecordType(RecStreamsGroupTargetAssignmentMetadata, recordType{
 		name:        "StreamsGroupTargetAssignmentMetadata",
-		decodeKey:   func(r *reader) RecordKey { return StreamsGroupTargetAssignmentMetadataKey{GroupID: r.classicString()} },
+		decodeKey:   func(r *reader) RecordKey { return StreamsGroupTargetAssignmentMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeStreamsGroupTargetAssignmentMetadataValue,
 	})
 	registerRecordType(RecStreamsGroupTargetAssignmentMember, recordType{
 		name: "StreamsGroupTargetAssignmentMember",
 		decodeKey: func(r *reader) RecordKey {
-			return StreamsGroupTargetAssignmentMemberKey{GroupID: r.classicString(), MemberID: r.classicString()}
+			return StreamsGroupTargetAssignmentMemberKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeStreamsGroupTargetAssignmentMemberValue,
 	})
 	registerRecordType(RecStreamsGroupCurrentMemberAssignment, recordType{
 		name: "StreamsGroupCurrentMemberAssignment",
 		decodeKey: func(r *reader) RecordKey {
-			return StreamsGroupCurrentMemberAssignmentKey{GroupID: r.classicString(), MemberID: r.classicString()}
+			return StreamsGroupCurrentMemberAssignmentKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeStreamsGroupCurrentMemberAssignmentValue,
 	})
 	registerRecordType(RecStreamsGroupTopology, recordType{
 		name:        "StreamsGroupTopology",
-		decodeKey:   func(r *reader) RecordKey { return StreamsGroupTopologyKey{GroupID: r.classicString()} },
+		decodeKey:   func(r *reader) RecordKey { return StreamsGroupTopologyKey{GroupID: r.groupID()} },
 		decodeValue: decodeStreamsGroupTopologyValue,
 	})
 }
@@ -276,17 +276,18 @@ func writeKeyValues(w *writer, kvs []KeyValue) {
 // readKeyValues reads a compact array of {string,string} structs; null
 // yields nil (and is an error unless nullable).
 func readKeyValues(r *reader, nullable bool) []KeyValue {
-	out := []KeyValue{}
-	ok := r.compactArray(func() {
-		kv := KeyValue{Key: r.compactString(), Value: r.compactString()}
-		r.noTags()
-		out = append(out, kv)
-	})
-	if !ok {
+	n := r.compactLen()
+	if n < 0 {
 		if !nullable {
 			r.fail(errNullArray)
 		}
 		return nil
+	}
+	out := make([]KeyValue, 0, min(n, maxPrealloc))
+	for i := 0; i < n && r.err == nil; i++ {
+		kv := KeyValue{Key: r.compactString(), Value: r.compactString()}
+		r.noTags()
+		out = append(out, kv)
 	}
 	return out
 }
@@ -314,8 +315,13 @@ func writeTaskIDs(w *writer, tasks []TaskIDs, withEpochs bool) {
 }
 
 func readTaskIDs(r *reader, withEpochs bool) []TaskIDs {
-	out := []TaskIDs{}
-	ok := r.compactArray(func() {
+	n := r.compactLen()
+	if n < 0 {
+		r.fail(errNullArray)
+		return []TaskIDs{}
+	}
+	out := make([]TaskIDs, 0, min(n, maxPrealloc))
+	for i := 0; i < n && r.err == nil; i++ {
 		t := TaskIDs{SubtopologyID: r.compactString(), Partitions: r.compactInt32s(false)}
 		r.tags(func(tag uint64, sub *reader) bool {
 			if tag != 0 || !withEpochs {
@@ -329,9 +335,6 @@ func readTaskIDs(r *reader, withEpochs bool) []TaskIDs {
 			return true
 		})
 		out = append(out, t)
-	})
-	if !ok {
-		r.fail(errNullArray)
 	}
 	return out
 }
