@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 )
@@ -47,14 +46,4 @@ func Parse(tb testing.TB, data []byte) []Golden {
 		out = append(out, Golden{Name: f[0], Key: k, Value: v})
 	}
 	return out
-}
-
-// Load reads and parses the golden file at path.
-func Load(tb testing.TB, path string) []Golden {
-	tb.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return Parse(tb, data)
 }
