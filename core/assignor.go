@@ -1,6 +1,10 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // The assignor contract. A target assignment is computed outside core: core
 // emits an AssignorRun (an effect), the host runs the named assignor (a wasm
@@ -47,7 +51,7 @@ type AssignMember struct {
 	InstanceID     string // "" when not static
 	RackID         string // "" when unknown
 	ProcessID      string
-	ClientTags     []KeyValue
+	ClientTags     []records.KeyValue
 	Active         []TaskRef
 	Standby        []TaskRef
 	Warmup         []TaskRef
@@ -80,7 +84,7 @@ type AssignConfigs struct {
 	// All is every setting above by Kafka Streams' assignment config name,
 	// keys ascending: what an assignor plugin reads from its request's
 	// configs (the probing interval only when > 0).
-	All []KeyValue
+	All []records.KeyValue
 }
 
 // assignConfigs are the settings of cfg an assignor honours.
@@ -88,13 +92,13 @@ func assignConfigs(cfg StreamsConfig) AssignConfigs {
 	a := AssignConfigs{NumStandbyReplicas: cfg.NumStandbyReplicas, NumWarmupReplicas: cfg.NumWarmupReplicas,
 		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag, RackAwareAssignmentTags: nonNil(cfg.RackAwareAssignmentTags),
 		ProbingIntervalMs: cfg.ProbingIntervalMs}
-	a.All = []KeyValue{
+	a.All = []records.KeyValue{
 		{Key: "acceptable.recovery.lag", Value: fmt.Sprint(a.AcceptableRecoveryLag)},
 		{Key: "num.standby.replicas", Value: fmt.Sprint(a.NumStandbyReplicas)},
 		{Key: "num.warmup.replicas", Value: fmt.Sprint(a.NumWarmupReplicas)},
 	}
 	if a.ProbingIntervalMs > 0 { // keys stay ascending: it sorts last
-		a.All = append(a.All, KeyValue{Key: "probing.rebalance.interval.ms", Value: fmt.Sprint(a.ProbingIntervalMs)})
+		a.All = append(a.All, records.KeyValue{Key: "probing.rebalance.interval.ms", Value: fmt.Sprint(a.ProbingIntervalMs)})
 	}
 	return a
 }

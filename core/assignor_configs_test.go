@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
 )
 
@@ -12,7 +13,7 @@ import (
 // interval only when it is set.
 func TestAssignConfigsByName(t *testing.T) {
 	cfg := StreamsConfig{NumStandbyReplicas: 1, NumWarmupReplicas: 2, AcceptableRecoveryLag: 300, ProbingIntervalMs: 60000}
-	want := []KeyValue{{Key: "acceptable.recovery.lag", Value: "300"}, {Key: "num.standby.replicas", Value: "1"},
+	want := []records.KeyValue{{Key: "acceptable.recovery.lag", Value: "300"}, {Key: "num.standby.replicas", Value: "1"},
 		{Key: "num.warmup.replicas", Value: "2"}, {Key: "probing.rebalance.interval.ms", Value: "60000"}}
 	if got := assignConfigs(cfg).All; !reflect.DeepEqual(got, want) {
 		t.Fatalf("configs %v, want %v", got, want)

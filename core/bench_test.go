@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -69,11 +70,11 @@ func steadyGroup(b *testing.B, n int) (*Coordinator, []*kmsg.StreamsGroupHeartbe
 	c.updateTopics(0, []TopicMetadata{{Name: "in", Partitions: parts}})
 	topo := topologyFromRequest(&kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
 		{SubtopologyID: "0", SourceTopics: []string{"in"}}}})
-	var recs []Record
-	add := func(r Record) { recs = append(recs, r) }
-	add(Record{Key: StreamsGroupTopologyKey{"g"}, Value: topo})
+	var recs []records.Record
+	add := func(r records.Record) { recs = append(recs, r) }
+	add(records.Record{Key: records.StreamsGroupTopologyKey{GroupID: "g"}, Value: topo})
 	c2 := *c // metadata hash as a heartbeat would compute it
-	add(Record{Key: StreamsGroupMetadataKey{"g"}, Value: StreamsGroupMetadataValue{Epoch: 2, MetadataHash: c2.groupMetadataHash([]string{"in"}),
+	add(records.Record{Key: records.StreamsGroupMetadataKey{GroupID: "g"}, Value: records.StreamsGroupMetadataValue{Epoch: 2, MetadataHash: c2.groupMetadataHash([]string{"in"}),
 		ValidatedTopologyEpoch: 0, LastAssignmentConfigs: c.assignmentConfigs("g"), StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1}})
 	var reqs []*kmsg.StreamsGroupHeartbeatRequest
 	for i := 0; i < n; i++ {
@@ -87,7 +88,7 @@ func steadyGroup(b *testing.B, n int) (*Coordinator, []*kmsg.StreamsGroupHeartbe
 			tasks[t] = struct{}{}
 			m.assigned.active[t] = 2
 		}
-		add(Record{Key: StreamsGroupMemberMetadataKey{"g", id}, Value: memberMetadataValue(m)})
+		add(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: "g", MemberID: id}, Value: memberMetadataValue(m)})
 		add(targetRecord("g", id, tasksTuple{active: tasks, standby: taskSet{}, warmup: taskSet{}}))
 		add(currentAssignmentRecord("g", m))
 		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
@@ -96,7 +97,7 @@ func steadyGroup(b *testing.B, n int) (*Coordinator, []*kmsg.StreamsGroupHeartbe
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = kmsgTasks(tasks), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 		reqs = append(reqs, req)
 	}
-	add(Record{Key: StreamsGroupTargetAssignmentMetadataKey{"g"}, Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2, AssignmentTimestamp: 1}})
+	add(records.Record{Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: records.StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2, AssignmentTimestamp: 1}})
 	for _, r := range recs {
 		if err := c.Replay(r); err != nil {
 			b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -132,7 +133,7 @@ type classicGroup struct {
 	// initial rebalance delay bookkeeping (tryCompleteInitialRebalanceElseSchedule).
 	initialDelayMs, initialRemainingMs int32
 	// durable is the last GroupMetadata value written or replayed.
-	durable *GroupMetadataValue
+	durable *records.GroupMetadataValue
 	// released holds the parked requests answered in the batches not
 	// committed, with the batch that answered them; clones share it, so a
 	// rollback can drop them from the restored state (the host has failed

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -78,7 +79,7 @@ type classicHarness struct {
 	c       *Coordinator
 	cfg     Config
 	now     int64
-	log     []Record
+	log     []records.Record
 	nextReq RequestID
 	reqWho  map[RequestID]string
 	clients map[string]*classicClient
@@ -180,11 +181,11 @@ func (h *classicHarness) observe(who string, msg kmsg.Response) {
 	}
 }
 
-func fmtClassicRecord(r Record) string {
+func fmtClassicRecord(r records.Record) string {
 	if r.Value == nil {
-		return fmt.Sprintf("- %s %s (tombstone)", RecordTypeName(r.Key.RecordType()), r.Key.Group())
+		return fmt.Sprintf("- %s %s (tombstone)", records.RecordTypeName(r.Key.RecordType()), r.Key.Group())
 	}
-	v, ok := r.Value.(GroupMetadataValue)
+	v, ok := r.Value.(records.GroupMetadataValue)
 	if !ok {
 		return fmtRecord(r)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -49,7 +50,7 @@ type classicProp struct {
 	c       *Coordinator
 	cfg     Config
 	now     int64
-	log     []Record
+	log     []records.Record
 	clients []*classicPropClient
 	nextReq RequestID
 	reqFrom map[RequestID]*classicPropClient

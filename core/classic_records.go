@@ -1,238 +1,20 @@
 package core
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
-// Classic group record type 2 (GroupMetadata) with Kafka 4.4's schema
-// (group-coordinator common/message/GroupMetadataKey.json and
-// GroupMetadataValue.json). The key is version 2 (= the record type) and
-// non-flexible. The value has versions 0-4 (4 is flexible); Kafka 4.4 writes
-// version 3, and so do we. Every version decodes; re-encoding writes the
-// version a value was decoded at, so Kafka's bytes round-trip exactly.
-
-// RecGroupMetadata is the record type of classic group metadata.
-const RecGroupMetadata int16 = 2
-
-// groupMetadataWriteVersion is the value version Kafka 4.4 writes
-// (GroupCoordinatorRecordHelpers.newGroupMetadataRecord).
-const groupMetadataWriteVersion int16 = 3
+// Classic group record type 2 (GroupMetadata) is defined and encoded in
+// package records (records/classic.go); this file applies it and builds
+// the records the classic path writes.
 
 func init() {
-	registerRecordType(RecGroupMetadata, recordType{
-		name:          "GroupMetadata",
-		decodeKey:     func(r *reader) RecordKey { return GroupMetadataKey{GroupID: r.classicString()} },
-		decodeValueAt: decodeGroupMetadataValue,
-		apply:         applyGroupMetadata,
-	})
+	registerApplier(records.RecGroupMetadata, applyGroupMetadata)
 	groupDeleters[GroupKindClassic] = func(c *Coordinator, g Group) {
-		c.write(Record{Key: GroupMetadataKey{GroupID: g.ID()}})
+		c.write(records.Record{Key: records.GroupMetadataKey{GroupID: g.ID()}})
 	}
-}
-
-// GroupMetadataKey is the key of record type 2.
-type GroupMetadataKey struct{ GroupID string }
-
-// GroupMetadataValue is the value of record type 2: one generation of a
-// classic group.
-type GroupMetadataValue struct {
-	// Version is the value version (0-4) the value is written at.
-	Version               int16
-	ProtocolType          string
-	Generation            int32
-	Protocol              *string
-	Leader                *string
-	CurrentStateTimestamp int64 // v2+, default -1
-	Members               []GroupMetadataMember
-}
-
-// GroupMetadataMember is one member of a GroupMetadataValue.
-type GroupMetadataMember struct {
-	MemberID         string
-	GroupInstanceID  *string // v3+
-	ClientID         string
-	ClientHost       string
-	RebalanceTimeout int32 // v1+, default -1
-	SessionTimeout   int32
-	Subscription     []byte
-	Assignment       []byte
-	// MigrationEpoch is coordhost's extension (v4+ tagged field 1000,
-	// docs/MIGRATION.md): the member's last member epoch in the streams
-	// group this classic group was converted from; nil when absent.
-	MigrationEpoch *int32
-}
-
-// RecordType implements RecordKey.
-func (GroupMetadataKey) RecordType() int16 { return RecGroupMetadata }
-
-// Group implements RecordKey.
-func (k GroupMetadataKey) Group() string { return k.GroupID }
-
-func (k GroupMetadataKey) encodeKey(w *writer) { w.classicString(k.GroupID) }
-
-// RecordType implements RecordValue.
-func (GroupMetadataValue) RecordType() int16 { return RecGroupMetadata }
-
-func (v GroupMetadataValue) valueVersion() int16 { return v.Version }
-
-func (v GroupMetadataValue) encodeValue(w *writer) {
-	flex := v.Version >= 4
-	str := func(s string) {
-		if flex {
-			w.compactString(s)
-		} else {
-			w.classicString(s)
-		}
-	}
-	nstr := func(s *string) {
-		switch {
-		case flex:
-			w.compactNullableString(s)
-		case s == nil:
-			w.int16(-1)
-		default:
-			w.classicString(*s)
-		}
-	}
-	bytes := func(b []byte) {
-		if flex {
-			w.uvarint(len(b) + 1)
-		} else {
-			w.int32(int32(len(b)))
-		}
-		w.b = append(w.b, b...)
-	}
-	str(v.ProtocolType)
-	w.int32(v.Generation)
-	nstr(v.Protocol)
-	nstr(v.Leader)
-	if v.Version >= 2 {
-		w.int64(v.CurrentStateTimestamp)
-	}
-	if flex {
-		w.uvarint(len(v.Members) + 1)
-	} else {
-		w.int32(int32(len(v.Members)))
-	}
-	for _, m := range v.Members {
-		str(m.MemberID)
-		if v.Version >= 3 {
-			nstr(m.GroupInstanceID)
-		}
-		str(m.ClientID)
-		str(m.ClientHost)
-		if v.Version >= 1 {
-			w.int32(m.RebalanceTimeout)
-		}
-		w.int32(m.SessionTimeout)
-		bytes(m.Subscription)
-		bytes(m.Assignment)
-		if flex {
-			w.tags(migrationEpochTags(m.MigrationEpoch)...)
-		}
-	}
-	if flex {
-		w.tags()
-	}
-}
-
-// classicNullableString reads an int16-length string where -1 is null.
-func (r *reader) classicNullableString() *string {
-	n := r.int16()
-	if n < 0 {
-		if n != -1 {
-			r.fail(fmt.Errorf("bad string length %d", n))
-		}
-		return nil
-	}
-	s := string(r.take(int(n)))
-	return &s
-}
-
-// classicBytes reads an int32-length byte array (non-nullable).
-func (r *reader) classicBytes() []byte {
-	n := r.int32()
-	if n < 0 {
-		r.fail(errors.New("null bytes in a non-nullable field"))
-		return nil
-	}
-	return append([]byte{}, r.take(int(n))...)
-}
-
-func (r *reader) compactBytes() []byte {
-	n := r.compactLen()
-	if n < 0 {
-		r.fail(errors.New("null bytes in a non-nullable field"))
-		return nil
-	}
-	return append([]byte{}, r.take(n)...)
-}
-
-func decodeGroupMetadataValue(r *reader, version int16) RecordValue {
-	if r.err == nil && (version < 0 || version > 4) {
-		r.fail(fmt.Errorf("unsupported version %d", version))
-		return GroupMetadataValue{}
-	}
-	flex := version >= 4
-	str := func() string {
-		if flex {
-			return r.compactString()
-		}
-		return r.classicString()
-	}
-	nstr := func() *string {
-		if flex {
-			return r.compactNullableString()
-		}
-		return r.classicNullableString()
-	}
-	bytes := func() []byte {
-		if flex {
-			return r.compactBytes()
-		}
-		return r.classicBytes()
-	}
-	v := GroupMetadataValue{Version: version, CurrentStateTimestamp: -1}
-	v.ProtocolType = str()
-	v.Generation = r.int32()
-	v.Protocol = nstr()
-	v.Leader = nstr()
-	if version >= 2 {
-		v.CurrentStateTimestamp = r.int64()
-	}
-	n := 0
-	if flex {
-		n = r.compactLen()
-	} else if n = int(r.int32()); r.err == nil && (n < 0 || n > len(r.b)) {
-		r.fail(fmt.Errorf("bad member count %d", n))
-	}
-	if r.err == nil && n < 0 {
-		r.fail(errors.New("null members array"))
-	}
-	for i := 0; i < n && r.err == nil; i++ {
-		m := GroupMetadataMember{RebalanceTimeout: -1}
-		m.MemberID = str()
-		if version >= 3 {
-			m.GroupInstanceID = nstr()
-		}
-		m.ClientID = str()
-		m.ClientHost = str()
-		if version >= 1 {
-			m.RebalanceTimeout = r.int32()
-		}
-		m.SessionTimeout = r.int32()
-		m.Subscription = bytes()
-		m.Assignment = bytes()
-		if flex {
-			r.tags(func(tag uint64, sub *reader) bool { return readMigrationEpochTag(tag, sub, &m) })
-		}
-		v.Members = append(v.Members, m)
-	}
-	if flex {
-		r.noTags()
-	}
-	return v
 }
 
 // applyGroupMetadata applies a GroupMetadata record. While replaying, it
@@ -241,7 +23,7 @@ func decodeGroupMetadataValue(r *reader, version int16) RecordValue {
 // describes (Kafka does not replay its own classic records), so it only
 // remembers the value as the durable generation. A tombstone removes the
 // group.
-func applyGroupMetadata(c *Coordinator, rec Record) error {
+func applyGroupMetadata(c *Coordinator, rec records.Record) error {
 	id := rec.Key.Group()
 	existing, had := c.groups[id]
 	if had && existing.Kind() != GroupKindClassic {
@@ -253,7 +35,7 @@ func applyGroupMetadata(c *Coordinator, rec Record) error {
 		}
 		return nil
 	}
-	v := rec.Value.(GroupMetadataValue)
+	v := rec.Value.(records.GroupMetadataValue)
 	if c.replaying || !had {
 		c.putGroup(id, classicGroupFromRecord(id, v))
 		return nil
@@ -267,7 +49,7 @@ func applyGroupMetadata(c *Coordinator, rec Record) error {
 
 // classicGroupFromRecord builds a loaded group: Stable with its members,
 // or Empty.
-func classicGroupFromRecord(id string, v GroupMetadataValue) *classicGroup {
+func classicGroupFromRecord(id string, v records.GroupMetadataValue) *classicGroup {
 	g := newClassicGroup(id)
 	g.generation = v.Generation
 	if v.ProtocolType != "" {
@@ -309,9 +91,9 @@ func deref0(s *string) string {
 
 // groupMetadataRecord builds the record of g's current generation with the
 // given assignments (GroupCoordinatorRecordHelpers.newGroupMetadataRecord).
-func groupMetadataRecord(g *classicGroup, assignment map[string][]byte) Record {
-	v := GroupMetadataValue{Version: groupMetadataWriteVersion, ProtocolType: deref0(g.protocolType), Generation: g.generation,
-		Protocol: g.protocolName, Leader: g.leader, CurrentStateTimestamp: g.stateTime, Members: []GroupMetadataMember{}}
+func groupMetadataRecord(g *classicGroup, assignment map[string][]byte) records.Record {
+	v := records.GroupMetadataValue{Version: records.GroupMetadataWriteVersion, ProtocolType: deref0(g.protocolType), Generation: g.generation,
+		Protocol: g.protocolName, Leader: g.leader, CurrentStateTimestamp: g.stateTime, Members: []records.GroupMetadataMember{}}
 	for _, m := range g.allMembers() {
 		sub := m.metadata(deref0(g.protocolName))
 		if sub == nil {
@@ -321,16 +103,16 @@ func groupMetadataRecord(g *classicGroup, assignment map[string][]byte) Record {
 		if a == nil {
 			a = []byte{}
 		}
-		v.Members = append(v.Members, GroupMetadataMember{MemberID: m.id, GroupInstanceID: m.instanceID, ClientID: m.clientID,
+		v.Members = append(v.Members, records.GroupMetadataMember{MemberID: m.id, GroupInstanceID: m.instanceID, ClientID: m.clientID,
 			ClientHost: m.clientHost, RebalanceTimeout: m.rebalanceTimeoutMs, SessionTimeout: m.sessionTimeoutMs,
 			Subscription: sub, Assignment: a})
 	}
-	return Record{Key: GroupMetadataKey{GroupID: g.id}, Value: v}
+	return records.Record{Key: records.GroupMetadataKey{GroupID: g.id}, Value: v}
 }
 
 // emptyGroupMetadataRecord is newEmptyGroupMetadataRecord: written when a
 // group is created without other records.
-func emptyGroupMetadataRecord(g *classicGroup) Record {
-	return Record{Key: GroupMetadataKey{GroupID: g.id}, Value: GroupMetadataValue{Version: groupMetadataWriteVersion,
-		CurrentStateTimestamp: g.stateTime, Members: []GroupMetadataMember{}}}
+func emptyGroupMetadataRecord(g *classicGroup) records.Record {
+	return records.Record{Key: records.GroupMetadataKey{GroupID: g.id}, Value: records.GroupMetadataValue{Version: records.GroupMetadataWriteVersion,
+		CurrentStateTimestamp: g.stateTime, Members: []records.GroupMetadataMember{}}}
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/internal/testtool"
 )
 
@@ -41,14 +42,14 @@ func loadClassicGolden(tb testing.TB) []goldenRecord {
 func TestClassicRecordsGoldenDecodeReencode(t *testing.T) {
 	versions := map[int16]bool{}
 	for _, g := range loadClassicGolden(t) {
-		rec, err := DecodeRecord(g.key, g.value)
+		rec, err := records.DecodeRecord(g.key, g.value)
 		if err != nil {
 			t.Fatalf("%s: %v", g.name, err)
 		}
-		if v, ok := rec.Value.(GroupMetadataValue); ok {
+		if v, ok := rec.Value.(records.GroupMetadataValue); ok {
 			versions[v.Version] = true
 		}
-		k, v := EncodeRecord(rec)
+		k, v := records.EncodeRecord(rec)
 		if !bytes.Equal(k, g.key) || !bytes.Equal(v, g.value) || (v == nil) != (g.value == nil) {
 			t.Errorf("%s: re-encoding differs\n key  %x\n want %x\n value %x\n want  %x", g.name, k, g.key, v, g.value)
 		}
@@ -63,9 +64,9 @@ func TestClassicRecordsGoldenDecodeReencode(t *testing.T) {
 // TestClassicRecordsGoldenFields checks decoded fields against what the
 // Java program set, including each version's defaults for absent fields.
 func TestClassicRecordsGoldenFields(t *testing.T) {
-	byName := map[string]Record{}
+	byName := map[string]records.Record{}
 	for _, g := range loadClassicGolden(t) {
-		rec, err := DecodeRecord(g.key, g.value)
+		rec, err := records.DecodeRecord(g.key, g.value)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,9 +74,9 @@ func TestClassicRecordsGoldenFields(t *testing.T) {
 	}
 	sub, _ := hex.DecodeString("0001000000010005746f7069630000000000000000")
 	s := func(v string) *string { return &v }
-	full := func(version int16) GroupMetadataValue {
-		v := GroupMetadataValue{Version: version, ProtocolType: "consumer", Generation: 42, Protocol: s("cooperative-sticky"),
-			Leader: s("consumer-1-5f0c"), CurrentStateTimestamp: 1764680000123, Members: []GroupMetadataMember{
+	full := func(version int16) records.GroupMetadataValue {
+		v := records.GroupMetadataValue{Version: version, ProtocolType: "consumer", Generation: 42, Protocol: s("cooperative-sticky"),
+			Leader: s("consumer-1-5f0c"), CurrentStateTimestamp: 1764680000123, Members: []records.GroupMetadataMember{
 				{MemberID: "consumer-1-5f0c", ClientID: "consumer-1", ClientHost: "/10.0.0.1", RebalanceTimeout: 300000,
 					SessionTimeout: 45000, Subscription: sub, Assignment: []byte("a1")},
 				{MemberID: "inst-2-77aa", GroupInstanceID: s("inst-2"), ClientID: "consumer-2", ClientHost: "/10.0.0.2",
@@ -91,16 +92,16 @@ func TestClassicRecordsGoldenFields(t *testing.T) {
 		}
 		return v
 	}
-	want := map[string]Record{
-		"empty-v3": {Key: GroupMetadataKey{"g"}, Value: GroupMetadataValue{Version: 3, CurrentStateTimestamp: 1764680000000}},
-		"unicode-defaults-v3": {Key: GroupMetadataKey{"grüppe"}, Value: GroupMetadataValue{Version: 3, ProtocolType: "consumer",
-			Generation: 7, Protocol: s("range"), Leader: s("m-1"), CurrentStateTimestamp: -1, Members: []GroupMetadataMember{
+	want := map[string]records.Record{
+		"empty-v3": {Key: records.GroupMetadataKey{GroupID: "g"}, Value: records.GroupMetadataValue{Version: 3, CurrentStateTimestamp: 1764680000000}},
+		"unicode-defaults-v3": {Key: records.GroupMetadataKey{GroupID: "grüppe"}, Value: records.GroupMetadataValue{Version: 3, ProtocolType: "consumer",
+			Generation: 7, Protocol: s("range"), Leader: s("m-1"), CurrentStateTimestamp: -1, Members: []records.GroupMetadataMember{
 				{MemberID: "m-1", ClientID: "c", ClientHost: "/h", RebalanceTimeout: -1, SessionTimeout: 10000,
 					Subscription: []byte{}, Assignment: []byte{}}}}},
-		"tombstone": {Key: GroupMetadataKey{"app"}},
+		"tombstone": {Key: records.GroupMetadataKey{GroupID: "app"}},
 	}
 	for v := int16(0); v <= 4; v++ {
-		want[fmt.Sprintf("stable-v%d", v)] = Record{Key: GroupMetadataKey{"app"}, Value: full(v)}
+		want[fmt.Sprintf("stable-v%d", v)] = records.Record{Key: records.GroupMetadataKey{GroupID: "app"}, Value: full(v)}
 	}
 	for name, w := range want {
 		if got := byName[name]; !reflect.DeepEqual(got, w) {
@@ -141,7 +142,7 @@ func TestClassicRecordsGoldenFromJava(t *testing.T) {
 			if i%3 != 0 {
 				continue
 			}
-			k, v := EncodeRecord(r)
+			k, v := records.EncodeRecord(r)
 			vh := "-"
 			if v != nil {
 				vh = hex.EncodeToString(v)
@@ -149,7 +150,10 @@ func TestClassicRecordsGoldenFromJava(t *testing.T) {
 			lines = append(lines, fmt.Sprintf("go-%d-%d %x %s", seed, i, k, vh))
 		}
 	}
-	lines = append(lines, "go-tombstone "+hex.EncodeToString(func() []byte { k, _ := EncodeRecord(Record{Key: GroupMetadataKey{"g"}}); return k }())+" -")
+	lines = append(lines, "go-tombstone "+hex.EncodeToString(func() []byte {
+		k, _ := records.EncodeRecord(records.Record{Key: records.GroupMetadataKey{GroupID: "g"}})
+		return k
+	}())+" -")
 	kafkaReserializes(t, lines)
 }
 
@@ -166,14 +170,14 @@ func FuzzDecodeGroupMetadata(f *testing.F) {
 			f.Add(g.value)
 		}
 	}
-	key, _ := EncodeRecord(Record{Key: GroupMetadataKey{"g"}})
+	key, _ := records.EncodeRecord(records.Record{Key: records.GroupMetadataKey{GroupID: "g"}})
 	f.Fuzz(func(t *testing.T, value []byte) {
-		rec, err := DecodeRecord(key, value)
+		rec, err := records.DecodeRecord(key, value)
 		if err != nil {
 			return
 		}
-		k, v := EncodeRecord(rec)
-		again, err := DecodeRecord(k, v)
+		k, v := records.EncodeRecord(rec)
+		again, err := records.DecodeRecord(k, v)
 		if err != nil || !reflect.DeepEqual(rec, again) {
 			t.Fatalf("re-encode changed the record (%v):\n %#v\n %#v", err, rec, again)
 		}
@@ -190,7 +194,7 @@ func FuzzParseConsumerSubscription(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0, 1})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ts, err := ParseConsumerSubscriptionTopics(b)
+		ts, err := records.ParseConsumerSubscriptionTopics(b)
 		if err == nil && ts == nil {
 			t.Fatal("nil topics without an error")
 		}
@@ -198,12 +202,12 @@ func FuzzParseConsumerSubscription(f *testing.F) {
 }
 
 func TestParseConsumerSubscriptionTopics(t *testing.T) {
-	ts, err := ParseConsumerSubscriptionTopics(consumerSubscription([]string{"orders", "payments"}))
+	ts, err := records.ParseConsumerSubscriptionTopics(consumerSubscription([]string{"orders", "payments"}))
 	if err != nil || !reflect.DeepEqual(ts, []string{"orders", "payments"}) {
 		t.Fatalf("got %v, %v", ts, err)
 	}
 	for _, bad := range [][]byte{{}, {0}, {0, 0, 0, 0, 0, 9}, {0, 0, 0x7f, 0, 0, 0}, {0xff, 0xff}} {
-		if _, err := ParseConsumerSubscriptionTopics(bad); err == nil {
+		if _, err := records.ParseConsumerSubscriptionTopics(bad); err == nil {
 			t.Errorf("%x: no error", bad)
 		}
 	}

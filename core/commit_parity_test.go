@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -23,9 +24,9 @@ func TestCommitParityWithKafka(t *testing.T) {
 func commitCase(rng *rand.Rand, id int) (string, string) {
 	c, _ := New(DefaultConfig())
 	g := newStreamsGroup("g")
-	g.topology = &StreamsGroupTopologyValue{Subtopologies: []Subtopology{
+	g.topology = &records.StreamsGroupTopologyValue{Subtopologies: []records.Subtopology{
 		{SubtopologyID: "0", SourceTopics: []string{"s1", "s2"}},
-		{SubtopologyID: "1", SourceTopics: []string{"s2"}, RepartitionSourceTopics: []TopicInfo{{Name: "r1", Partitions: 4}}},
+		{SubtopologyID: "1", SourceTopics: []string{"s2"}, RepartitionSourceTopics: []records.TopicInfo{{Name: "r1", Partitions: 4}}},
 	}}
 	c.groups["g"] = g
 	memberField, assignedField, pendingField := "-", "-", "-"

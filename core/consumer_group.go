@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // ConsumerGroupState is the state of a KIP-848 consumer group, derived
@@ -70,7 +72,7 @@ type consumerMember struct {
 	pending            partSet // pending revocation
 	// classic is set for a member that uses the classic protocol
 	// (JoinGroup/SyncGroup, bridged; consumer_migration_bridge.go).
-	classic *ClassicMemberMetadata
+	classic *records.ClassicMemberMetadata
 }
 
 func newConsumerMember(id string) *consumerMember {
@@ -257,7 +259,7 @@ func (g *consumerGroup) sortedMemberIDs() []string {
 }
 
 // toTopicPartitions lists a set by topic id then partition, ascending.
-func (s partSet) toTopicPartitions() []TopicPartitions {
+func (s partSet) toTopicPartitions() []records.TopicPartitions {
 	e := partEpochs{}
 	for tp := range s {
 		e[tp] = 0
@@ -270,16 +272,16 @@ func (s partSet) toTopicPartitions() []TopicPartitions {
 }
 
 // toTopicPartitions lists the partitions with their assignment epochs.
-func (e partEpochs) toTopicPartitions() []TopicPartitions {
+func (e partEpochs) toTopicPartitions() []records.TopicPartitions {
 	tps := make([]topicPart, 0, len(e))
 	for tp := range e {
 		tps = append(tps, tp)
 	}
 	sortTopicParts(tps)
-	out := []TopicPartitions{}
+	out := []records.TopicPartitions{}
 	for _, tp := range tps {
 		if n := len(out); n == 0 || out[n-1].TopicID != tp.topic {
-			out = append(out, TopicPartitions{TopicID: tp.topic, Partitions: []int32{}, AssignmentEpochs: []int32{}})
+			out = append(out, records.TopicPartitions{TopicID: tp.topic, Partitions: []int32{}, AssignmentEpochs: []int32{}})
 		}
 		last := &out[len(out)-1]
 		last.Partitions = append(last.Partitions, tp.partition)
@@ -298,7 +300,7 @@ func sortTopicParts(tps []topicPart) {
 }
 
 // partSetOf reads record partitions into a set.
-func partSetOf(tps []TopicPartitions) partSet {
+func partSetOf(tps []records.TopicPartitions) partSet {
 	s := partSet{}
 	for _, t := range tps {
 		for _, p := range t.Partitions {
@@ -310,7 +312,7 @@ func partSetOf(tps []TopicPartitions) partSet {
 
 // partEpochsOf reads record partitions with their epochs; a partition
 // without one gets def (records written before KIP-1251).
-func partEpochsOf(tps []TopicPartitions, def int32) partEpochs {
+func partEpochsOf(tps []records.TopicPartitions, def int32) partEpochs {
 	e := partEpochs{}
 	for _, t := range tps {
 		for i, p := range t.Partitions {
@@ -344,7 +346,7 @@ func (e partEpochs) set() partSet {
 	return s
 }
 
-func formatParts(tps []TopicPartitions) string {
+func formatParts(tps []records.TopicPartitions) string {
 	var b strings.Builder
 	for i, t := range tps {
 		if i > 0 {

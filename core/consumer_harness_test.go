@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -71,7 +72,7 @@ type cHarness struct {
 	c      *Coordinator
 	cfg    Config
 	now    int64
-	log    []Record
+	log    []records.Record
 	topics []TopicMetadata
 	next   RequestID
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -146,7 +147,7 @@ func (c *Coordinator) maybeBumpConsumerEpoch(g *consumerGroup, subChanged bool) 
 	if !bump {
 		return
 	}
-	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
+	c.write(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: g.id}, Value: records.ConsumerGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: hash, CreationTimeMs: g.creationTimeMs}})
 	why := ReasonMetadataChanged
 	if subChanged {
@@ -327,9 +328,9 @@ func (c *Coordinator) replaceConsumerStaticMember(g *consumerGroup, old *consume
 	m := old.clone()
 	m.id = newID
 	m.epoch, m.prevEpoch = 0, 0
-	c.write(Record{Key: ConsumerGroupMemberMetadataKey{g.id, newID}, Value: consumerMetadataValue(m)})
-	c.write(Record{Key: ConsumerGroupTargetAssignmentMemberKey{g.id, newID},
-		Value: ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: target.toTopicPartitions()}})
+	c.write(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: newID}, Value: consumerMetadataValue(m)})
+	c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: newID},
+		Value: records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: target.toTopicPartitions()}})
 	c.write(consumerAssignmentRecord(g.id, m))
 	c.emit(Event{Kind: EventMemberFenced, Group: g.id, Member: old.id, Reason: ReasonStaticReplacement, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
 	c.emit(Event{Kind: EventMemberJoined, Group: g.id, Member: newID, Reason: ReasonStaticReplacement, Epoch: g.groupEpoch})
@@ -341,9 +342,9 @@ func (c *Coordinator) replaceConsumerStaticMember(g *consumerGroup, old *consume
 // writeConsumerMemberTombstones writes the three member tombstones in the
 // order replay requires.
 func (c *Coordinator) writeConsumerMemberTombstones(g *consumerGroup, id string) {
-	c.write(Record{Key: ConsumerGroupCurrentMemberAssignmentKey{g.id, id}})
-	c.write(Record{Key: ConsumerGroupTargetAssignmentMemberKey{g.id, id}})
-	c.write(Record{Key: ConsumerGroupMemberMetadataKey{g.id, id}})
+	c.write(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: id}})
+	c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: id}})
+	c.write(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: id}})
 }
 
 // updateConsumerMember applies the request's fields with Kafka's "null
@@ -369,7 +370,7 @@ func (c *Coordinator) updateConsumerMember(hb *consumerHB, m *consumerMember, cl
 	if exists && consumerMetadataEqual(consumerMetadataValue(m), newVal) {
 		return false
 	}
-	c.write(Record{Key: ConsumerGroupMemberMetadataKey{g.id, m.id}, Value: newVal})
+	c.write(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: m.id}, Value: newVal})
 	if !exists {
 		c.emit(Event{Kind: EventMemberJoined, Group: g.id, Member: m.id, Epoch: g.groupEpoch})
 	} else {
@@ -394,17 +395,17 @@ func (m *consumerMember) updated(instanceID, rackID *string, rebalanceTimeoutMs 
 	return u
 }
 
-func consumerMetadataValue(m *consumerMember) ConsumerGroupMemberMetadataValue {
-	return ConsumerGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
+func consumerMetadataValue(m *consumerMember) records.ConsumerGroupMemberMetadataValue {
+	return records.ConsumerGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
 		ClientHost: m.clientHost, SubscribedTopicNames: m.topics, SubscribedTopicRegex: m.regex,
 		RebalanceTimeoutMs: m.rebalanceTimeoutMs, ServerAssignor: m.serverAssignor, Classic: m.classic}
 }
 
-func consumerMetadataEqual(a, b ConsumerGroupMemberMetadataValue) bool {
+func consumerMetadataEqual(a, b records.ConsumerGroupMemberMetadataValue) bool {
 	return ptrEq(a.InstanceID, b.InstanceID) && ptrEq(a.RackID, b.RackID) && a.ClientID == b.ClientID &&
 		a.ClientHost == b.ClientHost && slices.Equal(a.SubscribedTopicNames, b.SubscribedTopicNames) &&
 		ptrEq(a.SubscribedTopicRegex, b.SubscribedTopicRegex) && a.RebalanceTimeoutMs == b.RebalanceTimeoutMs &&
-		ptrEq(a.ServerAssignor, b.ServerAssignor) && a.Classic.equal(b.Classic)
+		ptrEq(a.ServerAssignor, b.ServerAssignor) && a.Classic.Equal(b.Classic)
 }
 
 // consumerResponse builds the heartbeat response; the assignment is sent

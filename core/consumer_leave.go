@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,7 +44,7 @@ func init() {
 			c.writeConsumerMemberTombstones(cg, id)
 		}
 		for _, r := range slices.Sorted(maps.Keys(cg.regexes)) {
-			c.write(Record{Key: ConsumerGroupRegularExpressionKey{cg.id, r}})
+			c.write(records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: cg.id, RegularExpression: r}})
 		}
 		// A target left without its member (a log replayed out of order).
 		var orphans []string
@@ -52,11 +53,11 @@ func init() {
 		}
 		sortStrings(orphans)
 		for _, id := range orphans {
-			c.write(Record{Key: ConsumerGroupTargetAssignmentMemberKey{cg.id, id}})
+			c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: cg.id, MemberID: id}})
 		}
-		c.write(Record{Key: ConsumerGroupTargetAssignmentMetadataKey{cg.id}})
-		c.write(Record{Key: ConsumerGroupPartitionMetadataKey{cg.id}})
-		c.write(Record{Key: ConsumerGroupMetadataKey{cg.id}})
+		c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: cg.id}})
+		c.write(records.Record{Key: records.ConsumerGroupPartitionMetadataKey{GroupID: cg.id}})
+		c.write(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: cg.id}})
 	}
 }
 
@@ -146,11 +147,11 @@ func (c *Coordinator) fenceConsumerMembers(g *consumerGroup, ids []string, kind 
 		c.cancelConsumerMemberTimers(g.id, id)
 	}
 	epoch := g.groupEpoch + 1
-	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
+	c.write(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: g.id}, Value: records.ConsumerGroupMetadataValue{
 		Epoch: epoch, MetadataHash: c.groupMetadataHash(g.subscribedTopics()), CreationTimeMs: g.creationTimeMs}})
 	if len(g.members) == 0 {
-		c.write(Record{Key: ConsumerGroupTargetAssignmentMetadataKey{g.id},
-			Value: ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch}})
+		c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: g.id},
+			Value: records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch}})
 	}
 	c.emit(Event{Kind: EventEpochBumped, Group: g.id, Reason: ReasonMemberLeft, Epoch: g.groupEpoch})
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"sort"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,7 +50,7 @@ func (c *Coordinator) upgradeToConsumerGroup(cg *classicGroup) (*consumerGroup, 
 	// Kafka's createConsumerGroupRecords order.
 	topics := map[string]struct{}{}
 	for _, m := range members {
-		c.write(Record{Key: ConsumerGroupMemberMetadataKey{cg.id, m.id}, Value: consumerMetadataValue(m)})
+		c.write(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: cg.id, MemberID: m.id}, Value: consumerMetadataValue(m)})
 		for _, t := range m.topics {
 			topics[t] = struct{}{}
 		}
@@ -59,14 +60,14 @@ func (c *Coordinator) upgradeToConsumerGroup(cg *classicGroup) (*consumerGroup, 
 		names = append(names, t)
 	}
 	sort.Strings(names)
-	c.write(Record{Key: ConsumerGroupMetadataKey{cg.id}, Value: ConsumerGroupMetadataValue{
+	c.write(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: cg.id}, Value: records.ConsumerGroupMetadataValue{
 		Epoch: cg.generation, MetadataHash: c.groupMetadataHash(names), CreationTimeMs: -1}})
 	for _, m := range members {
-		c.write(Record{Key: ConsumerGroupTargetAssignmentMemberKey{cg.id, m.id},
-			Value: ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: m.assigned.set().toTopicPartitions()}})
+		c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: cg.id, MemberID: m.id},
+			Value: records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: m.assigned.set().toTopicPartitions()}})
 	}
-	c.write(Record{Key: ConsumerGroupTargetAssignmentMetadataKey{cg.id},
-		Value: ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: cg.generation}})
+	c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: cg.id},
+		Value: records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: cg.generation}})
 	for _, m := range members {
 		c.write(consumerAssignmentRecord(cg.id, m))
 	}
@@ -134,10 +135,10 @@ func (c *Coordinator) upgradedConsumerMembers(cg *classicGroup) ([]*consumerMemb
 }
 
 // classicMetadataOf is a member's ClassicMemberMetadata from its JoinGroup.
-func classicMetadataOf(sessionTimeoutMs int32, protocols []classicProtocol) *ClassicMemberMetadata {
-	cm := &ClassicMemberMetadata{SessionTimeoutMs: sessionTimeoutMs, SupportedProtocols: make([]ClassicProtocol, len(protocols))}
+func classicMetadataOf(sessionTimeoutMs int32, protocols []classicProtocol) *records.ClassicMemberMetadata {
+	cm := &records.ClassicMemberMetadata{SessionTimeoutMs: sessionTimeoutMs, SupportedProtocols: make([]records.ClassicProtocol, len(protocols))}
 	for i, p := range protocols {
-		cm.SupportedProtocols[i] = ClassicProtocol{Name: p.name, Metadata: append([]byte{}, p.metadata...)}
+		cm.SupportedProtocols[i] = records.ClassicProtocol{Name: p.name, Metadata: append([]byte{}, p.metadata...)}
 	}
 	return cm
 }
@@ -210,14 +211,14 @@ func (c *Coordinator) convertToClassicGroup(g *consumerGroup, stay []*consumerMe
 		targets[m.id] = g.target[m.id]
 	}
 	for _, id := range ids {
-		c.write(Record{Key: ConsumerGroupCurrentMemberAssignmentKey{g.id, id}})
+		c.write(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: id}})
 	}
 	for _, id := range ids {
-		c.write(Record{Key: ConsumerGroupTargetAssignmentMemberKey{g.id, id}})
+		c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: id}})
 	}
-	c.write(Record{Key: ConsumerGroupTargetAssignmentMetadataKey{g.id}})
+	c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: g.id}})
 	for _, id := range ids {
-		c.write(Record{Key: ConsumerGroupMemberMetadataKey{g.id, id}})
+		c.write(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: id}})
 	}
 	regexes := make([]string, 0, len(g.regexes))
 	for r := range g.regexes {
@@ -225,10 +226,10 @@ func (c *Coordinator) convertToClassicGroup(g *consumerGroup, stay []*consumerMe
 	}
 	sort.Strings(regexes)
 	for _, r := range regexes {
-		c.write(Record{Key: ConsumerGroupRegularExpressionKey{g.id, r}})
+		c.write(records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: g.id, RegularExpression: r}})
 	}
-	c.write(Record{Key: ConsumerGroupPartitionMetadataKey{g.id}})
-	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}})
+	c.write(records.Record{Key: records.ConsumerGroupPartitionMetadataKey{GroupID: g.id}})
+	c.write(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: g.id}})
 	for _, id := range ids {
 		c.cancelConsumerMemberTimers(g.id, id)
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"slices"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -100,7 +101,7 @@ func (c *Coordinator) consumerBridgeStore(g *consumerGroup, m, u *consumerMember
 	_, exists := g.members[u.id]
 	subChanged := !slices.Equal(u.topics, m.topics)
 	if !exists || !consumerMetadataEqual(consumerMetadataValue(m), consumerMetadataValue(u)) {
-		c.write(Record{Key: ConsumerGroupMemberMetadataKey{g.id, u.id}, Value: consumerMetadataValue(u)})
+		c.write(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: u.id}, Value: consumerMetadataValue(u)})
 		kind := EventMemberUpdated
 		if !exists {
 			kind = EventMemberJoined
@@ -120,21 +121,12 @@ func (g *consumerGroup) supportsClassicProtocols(req *kmsg.JoinGroupRequest) boo
 	for _, p := range req.Protocols {
 		all := true
 		for _, m := range g.members {
-			if m.classic != nil && !m.classic.supports(p.Name) {
+			if m.classic != nil && !m.classic.Supports(p.Name) {
 				all = false
 				break
 			}
 		}
 		if all {
-			return true
-		}
-	}
-	return false
-}
-
-func (a *ClassicMemberMetadata) supports(name string) bool {
-	for _, p := range a.SupportedProtocols {
-		if p.Name == name {
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -520,10 +521,10 @@ func TestConsumerMigrationRoll(t *testing.T) {
 
 // recordTypeList lists the record types of recs as "Name" or "Name-" for a
 // tombstone.
-func recordTypeList(recs []Record) string {
+func recordTypeList(recs []records.Record) string {
 	var out []string
 	for _, r := range recs {
-		s := RecordTypeName(r.Key.RecordType())
+		s := records.RecordTypeName(r.Key.RecordType())
 		if r.Value == nil {
 			s += "-"
 		}
@@ -561,14 +562,14 @@ func TestConsumerMigrationUpgradeRecords(t *testing.T) {
 		t.Fatalf("records\n got %s\nwant %s ...", got, want)
 	}
 	conv := f.h.log[n:]
-	if v := conv[3].Value.(ConsumerGroupMetadataValue); v.Epoch != gen {
+	if v := conv[3].Value.(records.ConsumerGroupMetadataValue); v.Epoch != gen {
 		t.Fatalf("group epoch %d, generation %d", v.Epoch, gen)
 	}
-	if v := conv[6].Value.(ConsumerGroupTargetAssignmentMetadataValue); v.AssignmentEpoch != gen {
+	if v := conv[6].Value.(records.ConsumerGroupTargetAssignmentMetadataValue); v.AssignmentEpoch != gen {
 		t.Fatalf("assignment epoch %d, generation %d", v.AssignmentEpoch, gen)
 	}
 	for _, r := range conv[1:3] {
-		v := r.Value.(ConsumerGroupMemberMetadataValue)
+		v := r.Value.(records.ConsumerGroupMemberMetadataValue)
 		if v.Classic == nil || v.Classic.SessionTimeoutMs != 10000 || len(v.Classic.SupportedProtocols) != 1 ||
 			v.Classic.SupportedProtocols[0].Name != "range" || !slicesEqual(v.SubscribedTopicNames, []string{"a", "b"}) {
 			t.Fatalf("classic member record %+v", v)
@@ -576,7 +577,7 @@ func TestConsumerMigrationUpgradeRecords(t *testing.T) {
 	}
 	held := 0
 	for _, r := range conv[7:9] {
-		v := r.Value.(ConsumerGroupCurrentMemberAssignmentValue)
+		v := r.Value.(records.ConsumerGroupCurrentMemberAssignmentValue)
 		if v.MemberEpoch != gen || v.PreviousMemberEpoch != gen || v.State != int8(memberStable) {
 			t.Fatalf("current assignment %+v", v)
 		}
@@ -637,7 +638,7 @@ func TestConsumerMigrationDowngradeRecords(t *testing.T) {
 	if got != want {
 		t.Fatalf("records\n got %s\nwant %s", got, want)
 	}
-	v := f.h.log[len(f.h.log)-1].Value.(GroupMetadataValue)
+	v := f.h.log[len(f.h.log)-1].Value.(records.GroupMetadataValue)
 	if v.Generation != epoch || v.ProtocolType != "consumer" || deref0(v.Protocol) != "range" || len(v.Members) != 2 ||
 		v.Leader == nil || *v.Leader != v.Members[0].MemberID {
 		t.Fatalf("GroupMetadata %+v", v)
@@ -788,25 +789,25 @@ func TestConsumerMigrationBridgeErrors(t *testing.T) {
 // array of {compact string name, compact bytes metadata, tags}, tags) and
 // decodes back; a consumer-protocol member's has no tag.
 func TestConsumerMemberClassicTag(t *testing.T) {
-	v := ConsumerGroupMemberMetadataValue{ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"a"}, RebalanceTimeoutMs: 5,
-		Classic: &ClassicMemberMetadata{SessionTimeoutMs: 45000, SupportedProtocols: []ClassicProtocol{{Name: "range", Metadata: []byte{0, 3}}}}}
-	_, b := EncodeRecord(Record{Key: ConsumerGroupMemberMetadataKey{"g", "m"}, Value: v})
+	v := records.ConsumerGroupMemberMetadataValue{ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"a"}, RebalanceTimeoutMs: 5,
+		Classic: &records.ClassicMemberMetadata{SessionTimeoutMs: 45000, SupportedProtocols: []records.ClassicProtocol{{Name: "range", Metadata: []byte{0, 3}}}}}
+	_, b := records.EncodeRecord(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m"}, Value: v})
 	body := []byte{1, 0, 0, 0xaf, 0xc8, 2, 6, 'r', 'a', 'n', 'g', 'e', 3, 0, 3, 0, 0}
 	tail := append([]byte{1, 0, byte(len(body))}, body...) // one tag: 0, its size, its body
 	if !strings.HasSuffix(string(b), string(tail)) {
 		t.Fatalf("value %x does not end with the tag %x", b, tail)
 	}
-	k, _ := EncodeRecord(Record{Key: ConsumerGroupMemberMetadataKey{"g", "m"}})
-	rec, err := DecodeRecord(k, b)
+	k, _ := records.EncodeRecord(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m"}})
+	rec, err := records.DecodeRecord(k, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := rec.Value.(ConsumerGroupMemberMetadataValue)
-	if !got.Classic.equal(v.Classic) {
+	got := rec.Value.(records.ConsumerGroupMemberMetadataValue)
+	if !got.Classic.Equal(v.Classic) {
 		t.Fatalf("decoded %+v", got.Classic)
 	}
 	v.Classic = nil
-	_, b = EncodeRecord(Record{Key: ConsumerGroupMemberMetadataKey{"g", "m"}, Value: v})
+	_, b = records.EncodeRecord(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m"}, Value: v})
 	if b[len(b)-1] != 0 {
 		t.Fatalf("consumer-protocol member has tags: %x", b)
 	}
@@ -904,7 +905,7 @@ func TestConsumerAssignmentInterval(t *testing.T) {
 		t.Fatalf("after the interval: group %d, assignment epoch %d, targets %v", g.groupEpoch, g.assignmentEpoch, g.target)
 	}
 	for _, rec := range h.log {
-		if v, ok := rec.Value.(ConsumerGroupTargetAssignmentMetadataValue); ok && v.AssignmentEpoch == 2 {
+		if v, ok := rec.Value.(records.ConsumerGroupTargetAssignmentMetadataValue); ok && v.AssignmentEpoch == 2 {
 			t.Fatal("a target was computed for epoch 2: the joins did not share one assignor run")
 		}
 	}

@@ -1,5 +1,7 @@
 package core
 
+import "github.com/coordhost/coordhost/core/records"
+
 // Reconciliation of a consumer member toward its target (Kafka 4.4's
 // CurrentAssignmentBuilder). A member first revokes what it must give up
 // (UNREVOKED_PARTITIONS, at its old epoch); then it moves to the target
@@ -175,8 +177,8 @@ func (b reconcileStep) computeNext(memberEpoch int32) *consumerMember {
 }
 
 // consumerAssignmentRecord is the member's current-assignment record.
-func consumerAssignmentRecord(group string, m *consumerMember) Record {
-	return Record{Key: ConsumerGroupCurrentMemberAssignmentKey{group, m.id}, Value: ConsumerGroupCurrentMemberAssignmentValue{
+func consumerAssignmentRecord(group string, m *consumerMember) records.Record {
+	return records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: group, MemberID: m.id}, Value: records.ConsumerGroupCurrentMemberAssignmentValue{
 		MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(m.state),
 		AssignedPartitions: m.assigned.toTopicPartitions(), PartitionsPendingRevocation: m.pending.toTopicPartitions()}}
 }

@@ -8,28 +8,29 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/internal/testtool"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func consumerSampleRecords() []Record {
+func consumerSampleRecords() []records.Record {
 	inst, asg := "i1", "uniform"
-	tps := []TopicPartitions{{TopicID: topicID("a"), Partitions: []int32{0, 2}, AssignmentEpochs: []int32{3, 4}}}
-	return []Record{
-		{Key: ConsumerGroupMetadataKey{"g"}, Value: ConsumerGroupMetadataValue{Epoch: 5, MetadataHash: 77, CreationTimeMs: -1}},
-		{Key: ConsumerGroupMetadataKey{"g"}, Value: ConsumerGroupMetadataValue{Epoch: 1, CreationTimeMs: 1234}},
-		{Key: ConsumerGroupMetadataKey{"g"}},
-		{Key: ConsumerGroupPartitionMetadataKey{"g"}},
-		{Key: ConsumerGroupMemberMetadataKey{"g", "m"}, Value: ConsumerGroupMemberMetadataValue{InstanceID: &inst,
+	tps := []records.TopicPartitions{{TopicID: topicID("a"), Partitions: []int32{0, 2}, AssignmentEpochs: []int32{3, 4}}}
+	return []records.Record{
+		{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}, Value: records.ConsumerGroupMetadataValue{Epoch: 5, MetadataHash: 77, CreationTimeMs: -1}},
+		{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}, Value: records.ConsumerGroupMetadataValue{Epoch: 1, CreationTimeMs: 1234}},
+		{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}},
+		{Key: records.ConsumerGroupPartitionMetadataKey{GroupID: "g"}},
+		{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m"}, Value: records.ConsumerGroupMemberMetadataValue{InstanceID: &inst,
 			ClientID: "c", ClientHost: "/h", SubscribedTopicNames: []string{"a", "b"}, RebalanceTimeoutMs: 30000, ServerAssignor: &asg}},
-		{Key: ConsumerGroupTargetAssignmentMetadataKey{"g"}, Value: ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 5, AssignmentTimestamp: 9}},
-		{Key: ConsumerGroupTargetAssignmentMemberKey{"g", "m"}, Value: ConsumerGroupTargetAssignmentMemberValue{
-			TopicPartitions: []TopicPartitions{{TopicID: topicID("a"), Partitions: []int32{1}}}}},
-		{Key: ConsumerGroupCurrentMemberAssignmentKey{"g", "m"}, Value: ConsumerGroupCurrentMemberAssignmentValue{
-			MemberEpoch: 4, PreviousMemberEpoch: 3, State: 2, AssignedPartitions: tps, PartitionsPendingRevocation: []TopicPartitions{}}},
-		{Key: ConsumerGroupRegularExpressionKey{"g", "rx"}, Value: ConsumerGroupRegularExpressionValue{
+		{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 5, AssignmentTimestamp: 9}},
+		{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: "m"}, Value: records.ConsumerGroupTargetAssignmentMemberValue{
+			TopicPartitions: []records.TopicPartitions{{TopicID: topicID("a"), Partitions: []int32{1}}}}},
+		{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: records.ConsumerGroupCurrentMemberAssignmentValue{
+			MemberEpoch: 4, PreviousMemberEpoch: 3, State: 2, AssignedPartitions: tps, PartitionsPendingRevocation: []records.TopicPartitions{}}},
+		{Key: records.ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: "rx"}, Value: records.ConsumerGroupRegularExpressionValue{
 			Topics: []string{"a"}, Version: 3, Timestamp: 9}},
-		{Key: ConsumerGroupRegularExpressionKey{"g", "rx"}},
+		{Key: records.ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: "rx"}},
 	}
 }
 
@@ -40,7 +41,7 @@ func TestConsumerRecordBytes(t *testing.T) {
 	recs := consumerSampleRecords()
 	idA := topicID("a")
 	cases := []struct {
-		rec        Record
+		rec        records.Record
 		key, value string
 	}{
 		// type 3, "g"; epoch 5, tags: 1 field, tag 0, 8 bytes hash 77.
@@ -54,13 +55,13 @@ func TestConsumerRecordBytes(t *testing.T) {
 		{recs[9], "0010" + "000167" + "00027278", ""},
 	}
 	for _, tc := range cases {
-		k, v := EncodeRecord(tc.rec)
+		k, v := records.EncodeRecord(tc.rec)
 		if hex.EncodeToString(k) != tc.key || hex.EncodeToString(v) != tc.value {
-			t.Errorf("%s:\n key %x want %s\n value %x want %s", RecordTypeName(tc.rec.Key.RecordType()), k, tc.key, v, tc.value)
+			t.Errorf("%s:\n key %x want %s\n value %x want %s", records.RecordTypeName(tc.rec.Key.RecordType()), k, tc.key, v, tc.value)
 		}
 	}
 	// Type 8 writes the assignment epochs as tagged field 0 of each topic.
-	_, v := EncodeRecord(recs[7])
+	_, v := records.EncodeRecord(recs[7])
 	epochs := "01" + "00" + "09" + "03" + "00000003" + "00000004" // one tag: 0, 9 bytes
 	if !bytes.Contains(v, mustHex(epochs)) {
 		t.Errorf("type 8 value %x lacks the assignment-epoch tag %s", v, epochs)
@@ -70,13 +71,13 @@ func TestConsumerRecordBytes(t *testing.T) {
 // TestConsumerRecordsRoundTrip: every sample decodes to itself.
 func TestConsumerRecordsRoundTrip(t *testing.T) {
 	for _, rec := range consumerSampleRecords() {
-		k, v := EncodeRecord(rec)
-		got, err := DecodeRecord(k, v)
+		k, v := records.EncodeRecord(rec)
+		got, err := records.DecodeRecord(k, v)
 		if err != nil {
-			t.Fatalf("%s: %v", RecordTypeName(rec.Key.RecordType()), err)
+			t.Fatalf("%s: %v", records.RecordTypeName(rec.Key.RecordType()), err)
 		}
 		if !reflect.DeepEqual(got, rec) {
-			t.Errorf("%s: got %#v want %#v", RecordTypeName(rec.Key.RecordType()), got, rec)
+			t.Errorf("%s: got %#v want %#v", records.RecordTypeName(rec.Key.RecordType()), got, rec)
 		}
 	}
 }
@@ -181,48 +182,48 @@ func TestConsumerRecordsGoldenFields(t *testing.T) {
 	byName := decodeGoldenByName(t, loadConsumerGolden(t))
 	s := func(v string) *string { return &v }
 	a, b := topicID("a"), topicID("b")
-	full := ConsumerGroupMemberMetadataValue{InstanceID: s("inst-1"), RackID: s("rack-a"), ClientID: "consumer-1",
+	full := records.ConsumerGroupMemberMetadataValue{InstanceID: s("inst-1"), RackID: s("rack-a"), ClientID: "consumer-1",
 		ClientHost: "/10.0.0.1", SubscribedTopicNames: []string{"orders", "payments"}, SubscribedTopicRegex: s("ord.*"),
 		RebalanceTimeoutMs: 300000, ServerAssignor: s("uniform")}
 	classic := full
-	classic.Classic = &ClassicMemberMetadata{SessionTimeoutMs: 45000, SupportedProtocols: []ClassicProtocol{
+	classic.Classic = &records.ClassicMemberMetadata{SessionTimeoutMs: 45000, SupportedProtocols: []records.ClassicProtocol{
 		{Name: "range", Metadata: []byte{0, 3, 0, 0, 0, 1, 0, 1, 'a', 0, 0, 0, 0}},
 		{Name: "cooperative-sticky", Metadata: []byte{}}}}
-	want := map[string]Record{
-		"metadata-plain": {Key: ConsumerGroupMetadataKey{"g"}, Value: ConsumerGroupMetadataValue{Epoch: 1, CreationTimeMs: -1}},
-		"metadata-hash": {Key: ConsumerGroupMetadataKey{"grüppe"}, Value: ConsumerGroupMetadataValue{Epoch: 42,
+	want := map[string]records.Record{
+		"metadata-plain": {Key: records.ConsumerGroupMetadataKey{GroupID: "g"}, Value: records.ConsumerGroupMetadataValue{Epoch: 1, CreationTimeMs: -1}},
+		"metadata-hash": {Key: records.ConsumerGroupMetadataKey{GroupID: "grüppe"}, Value: records.ConsumerGroupMetadataValue{Epoch: 42,
 			MetadataHash: -1234567890123, CreationTimeMs: -1}},
-		"metadata-creation-tag": {Key: ConsumerGroupMetadataKey{"g"}, Value: ConsumerGroupMetadataValue{Epoch: 3, MetadataHash: 7,
+		"metadata-creation-tag": {Key: records.ConsumerGroupMetadataKey{GroupID: "g"}, Value: records.ConsumerGroupMetadataValue{Epoch: 3, MetadataHash: 7,
 			CreationTimeMs: 1764680000123}},
-		"metadata-tombstone":           {Key: ConsumerGroupMetadataKey{"g"}},
-		"partition-metadata-tombstone": {Key: ConsumerGroupPartitionMetadataKey{"g"}},
-		"member-full":                  {Key: ConsumerGroupMemberMetadataKey{"g", "4f2c-member"}, Value: full},
-		"member-classic":               {Key: ConsumerGroupMemberMetadataKey{"g", "c1"}, Value: classic},
-		"member-nulls": {Key: ConsumerGroupMemberMetadataKey{"g", "m"}, Value: ConsumerGroupMemberMetadataValue{
+		"metadata-tombstone":           {Key: records.ConsumerGroupMetadataKey{GroupID: "g"}},
+		"partition-metadata-tombstone": {Key: records.ConsumerGroupPartitionMetadataKey{GroupID: "g"}},
+		"member-full":                  {Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "4f2c-member"}, Value: full},
+		"member-classic":               {Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "c1"}, Value: classic},
+		"member-nulls": {Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m"}, Value: records.ConsumerGroupMemberMetadataValue{
 			SubscribedTopicNames: []string{}, RebalanceTimeoutMs: -1}},
-		"member-tombstone":      {Key: ConsumerGroupMemberMetadataKey{"g", "m"}},
-		"target-metadata-plain": {Key: ConsumerGroupTargetAssignmentMetadataKey{"g"}, Value: ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 5}},
-		"target-metadata-ts": {Key: ConsumerGroupTargetAssignmentMetadataKey{"g"}, Value: ConsumerGroupTargetAssignmentMetadataValue{
+		"member-tombstone":      {Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m"}},
+		"target-metadata-plain": {Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 5}},
+		"target-metadata-ts": {Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: records.ConsumerGroupTargetAssignmentMetadataValue{
 			AssignmentEpoch: 6, AssignmentTimestamp: 1764680000123}},
-		"target-metadata-tombstone": {Key: ConsumerGroupTargetAssignmentMetadataKey{"g"}},
-		"target-member": {Key: ConsumerGroupTargetAssignmentMemberKey{"g", "m"}, Value: ConsumerGroupTargetAssignmentMemberValue{
-			TopicPartitions: []TopicPartitions{{TopicID: a, Partitions: []int32{0, 2}}, {TopicID: b, Partitions: []int32{1}}}}},
-		"target-member-empty": {Key: ConsumerGroupTargetAssignmentMemberKey{"g", "m2"}, Value: ConsumerGroupTargetAssignmentMemberValue{
-			TopicPartitions: []TopicPartitions{}}},
-		"target-member-tombstone": {Key: ConsumerGroupTargetAssignmentMemberKey{"g", "m"}},
-		"current-full": {Key: ConsumerGroupCurrentMemberAssignmentKey{"g", "m"}, Value: ConsumerGroupCurrentMemberAssignmentValue{
+		"target-metadata-tombstone": {Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}},
+		"target-member": {Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: "m"}, Value: records.ConsumerGroupTargetAssignmentMemberValue{
+			TopicPartitions: []records.TopicPartitions{{TopicID: a, Partitions: []int32{0, 2}}, {TopicID: b, Partitions: []int32{1}}}}},
+		"target-member-empty": {Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: "m2"}, Value: records.ConsumerGroupTargetAssignmentMemberValue{
+			TopicPartitions: []records.TopicPartitions{}}},
+		"target-member-tombstone": {Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: "m"}},
+		"current-full": {Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: records.ConsumerGroupCurrentMemberAssignmentValue{
 			MemberEpoch: 4, PreviousMemberEpoch: 3, State: 2,
-			AssignedPartitions: []TopicPartitions{{TopicID: a, Partitions: []int32{0, 2}, AssignmentEpochs: []int32{3, 4}},
+			AssignedPartitions: []records.TopicPartitions{{TopicID: a, Partitions: []int32{0, 2}, AssignmentEpochs: []int32{3, 4}},
 				{TopicID: b, Partitions: []int32{1}}},
-			PartitionsPendingRevocation: []TopicPartitions{{TopicID: b, Partitions: []int32{0}, AssignmentEpochs: []int32{2}}}}},
-		"current-empty": {Key: ConsumerGroupCurrentMemberAssignmentKey{"g", "m2"}, Value: ConsumerGroupCurrentMemberAssignmentValue{
-			PreviousMemberEpoch: -1, AssignedPartitions: []TopicPartitions{}, PartitionsPendingRevocation: []TopicPartitions{}}},
-		"current-tombstone": {Key: ConsumerGroupCurrentMemberAssignmentKey{"g", "m"}},
-		"regex": {Key: ConsumerGroupRegularExpressionKey{"g", "ord.*"}, Value: ConsumerGroupRegularExpressionValue{
+			PartitionsPendingRevocation: []records.TopicPartitions{{TopicID: b, Partitions: []int32{0}, AssignmentEpochs: []int32{2}}}}},
+		"current-empty": {Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m2"}, Value: records.ConsumerGroupCurrentMemberAssignmentValue{
+			PreviousMemberEpoch: -1, AssignedPartitions: []records.TopicPartitions{}, PartitionsPendingRevocation: []records.TopicPartitions{}}},
+		"current-tombstone": {Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}},
+		"regex": {Key: records.ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: "ord.*"}, Value: records.ConsumerGroupRegularExpressionValue{
 			Topics: []string{"orders", "orders-eu"}, Version: 17, Timestamp: 1764680000123}},
-		"regex-none": {Key: ConsumerGroupRegularExpressionKey{"g", "zz.*"}, Value: ConsumerGroupRegularExpressionValue{
+		"regex-none": {Key: records.ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: "zz.*"}, Value: records.ConsumerGroupRegularExpressionValue{
 			Topics: []string{}}},
-		"regex-tombstone": {Key: ConsumerGroupRegularExpressionKey{"g", "ord.*"}},
+		"regex-tombstone": {Key: records.ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: "ord.*"}},
 	}
 	for name, w := range want {
 		if got := byName[name]; !reflect.DeepEqual(got, w) {
@@ -231,7 +232,7 @@ func TestConsumerRecordsGoldenFields(t *testing.T) {
 	}
 	// A type-4 value from an older log decodes (kept raw) and replays as a no-op.
 	old := byName["partition-metadata-old"]
-	if _, ok := old.Value.(ConsumerGroupPartitionMetadataValue); !ok {
+	if _, ok := old.Value.(records.ConsumerGroupPartitionMetadataValue); !ok {
 		t.Fatalf("partition-metadata-old decoded as %#v", old)
 	}
 	c, _ := New(DefaultConfig())
@@ -255,7 +256,7 @@ func TestConsumerRecordsGoldenFromJava(t *testing.T) {
 	if fromJava, committed := parseGolden(t, out), loadConsumerGolden(t); !reflect.DeepEqual(fromJava, committed) {
 		t.Fatalf("Kafka's classes now write different bytes than %s (run with -update-consumer-golden and review)", consumerGoldenPath)
 	}
-	var recs []Record
+	var recs []records.Record
 	for seed := uint64(1); seed <= 3; seed++ {
 		s := newConsumerSim(t, seed)
 		for i := 0; i < 150; i++ {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -102,7 +103,7 @@ func (c *Coordinator) updateConsumerRegex(g *consumerGroup, before *consumerMemb
 		}
 		if nonEmpty(before.regex) && used[*before.regex] == 0 {
 			if _, ok := g.regexes[*before.regex]; ok {
-				c.write(Record{Key: ConsumerGroupRegularExpressionKey{g.id, *before.regex}})
+				c.write(records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: g.id, RegularExpression: *before.regex}})
 			}
 		}
 	}
@@ -153,8 +154,8 @@ func (c *Coordinator) resolveConsumerRegexes(g *consumerGroup, allowed func(stri
 		}
 		old, had := g.regexes[r]
 		changed = changed || !had || !slices.Equal(old.topics, matched)
-		c.write(Record{Key: ConsumerGroupRegularExpressionKey{g.id, r},
-			Value: ConsumerGroupRegularExpressionValue{Topics: matched, Version: c.topics.version, Timestamp: c.now}})
+		c.write(records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: g.id, RegularExpression: r},
+			Value: records.ConsumerGroupRegularExpressionValue{Topics: matched, Version: c.topics.version, Timestamp: c.now}})
 	}
 	c.emitGroup(EventRegexResolved, g.id, "", g.groupEpoch)
 	if g.regexTopicsChanged != refused {
@@ -165,7 +166,7 @@ func (c *Coordinator) resolveConsumerRegexes(g *consumerGroup, allowed func(stri
 	if !changed {
 		return
 	}
-	c.write(Record{Key: ConsumerGroupMetadataKey{g.id}, Value: ConsumerGroupMetadataValue{
+	c.write(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: g.id}, Value: records.ConsumerGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: c.groupMetadataHash(g.subscribedTopics()), CreationTimeMs: g.creationTimeMs}})
 	c.emit(Event{Kind: EventEpochBumped, Group: g.id, Reason: ReasonMetadataChanged, Epoch: g.groupEpoch})
 }
@@ -177,7 +178,7 @@ func (c *Coordinator) dropUnusedConsumerRegex(g *consumerGroup, m *consumerMembe
 		return
 	}
 	if _, ok := g.regexes[*m.regex]; ok && g.usedRegexes()[*m.regex] == 0 {
-		c.write(Record{Key: ConsumerGroupRegularExpressionKey{g.id, *m.regex}})
+		c.write(records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: g.id, RegularExpression: *m.regex}})
 	}
 }
 
@@ -202,8 +203,8 @@ func (c *Coordinator) setResolvedRegex(g *consumerGroup, regex string, r *resolv
 	})
 }
 
-func applyConsumerGroupRegularExpression(c *Coordinator, rec Record) error {
-	k := rec.Key.(ConsumerGroupRegularExpressionKey)
+func applyConsumerGroupRegularExpression(c *Coordinator, rec records.Record) error {
+	k := rec.Key.(records.ConsumerGroupRegularExpressionKey)
 	g, err := c.consumerGroupForRecord(k.GroupID, rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -212,7 +213,7 @@ func applyConsumerGroupRegularExpression(c *Coordinator, rec Record) error {
 		c.setResolvedRegex(g, k.RegularExpression, nil)
 		return nil
 	}
-	v := rec.Value.(ConsumerGroupRegularExpressionValue)
+	v := rec.Value.(records.ConsumerGroupRegularExpressionValue)
 	c.setResolvedRegex(g, k.RegularExpression, &resolvedRegex{topics: normalizeTopics(v.Topics), version: v.Version, timestamp: v.Timestamp})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -60,15 +61,15 @@ func (h *cHarness) settleMember(group, member string) (int32, string) {
 	return h.group(group).members[member].epoch, fmtAssignment(&kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: owned()})
 }
 
-func regexRecords(recs []Record) []string {
+func regexRecords(recs []records.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if k, ok := r.Key.(ConsumerGroupRegularExpressionKey); ok {
+		if k, ok := r.Key.(records.ConsumerGroupRegularExpressionKey); ok {
 			if r.Value == nil {
 				out = append(out, k.RegularExpression+"=<tombstone>")
 				continue
 			}
-			out = append(out, k.RegularExpression+"="+strings.Join(r.Value.(ConsumerGroupRegularExpressionValue).Topics, ","))
+			out = append(out, k.RegularExpression+"="+strings.Join(r.Value.(records.ConsumerGroupRegularExpressionValue).Topics, ","))
 		}
 	}
 	return out
@@ -219,7 +220,7 @@ func TestConsumerRegexDeleteGroupTombstonesRegexes(t *testing.T) {
 	// A resolution left with no member (a log replayed out of order) is
 	// tombstoned with the group, before the group's own tombstone.
 	h.c.begin(h.now)
-	h.c.write(Record{Key: ConsumerGroupRegularExpressionKey{"g", "rx-.*"}, Value: ConsumerGroupRegularExpressionValue{Topics: []string{"rx-1"}}})
+	h.c.write(records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: "rx-.*"}, Value: records.ConsumerGroupRegularExpressionValue{Topics: []string{"rx-1"}}})
 	h.c.emitGroup(EventRegexResolved, "g", "", 0)
 	h.commit(h.c.end())
 	h.next++

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"slices"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // Replay of consumer-group records (Kafka's GroupMetadataManager.replay
@@ -43,7 +45,7 @@ func (c *Coordinator) saveConsumerHeader(g *consumerGroup) {
 	})
 }
 
-func applyConsumerGroupMetadata(c *Coordinator, rec Record) error {
+func applyConsumerGroupMetadata(c *Coordinator, rec records.Record) error {
 	id := rec.Key.Group()
 	g, err := c.consumerGroupForRecord(id, rec.Value != nil)
 	if err != nil || g == nil {
@@ -62,15 +64,15 @@ func applyConsumerGroupMetadata(c *Coordinator, rec Record) error {
 		c.putGroup(id, nil)
 		return nil
 	}
-	v := rec.Value.(ConsumerGroupMetadataValue)
+	v := rec.Value.(records.ConsumerGroupMetadataValue)
 	c.saveConsumerHeader(g)
 	g.groupEpoch, g.metadataHash, g.creationTimeMs = v.Epoch, v.MetadataHash, v.CreationTimeMs
 	g.updateState()
 	return nil
 }
 
-func applyConsumerGroupMemberMetadata(c *Coordinator, rec Record) error {
-	k := rec.Key.(ConsumerGroupMemberMetadataKey)
+func applyConsumerGroupMemberMetadata(c *Coordinator, rec records.Record) error {
+	k := rec.Key.(records.ConsumerGroupMemberMetadataKey)
 	g, err := c.consumerGroupForRecord(k.GroupID, rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -90,7 +92,7 @@ func applyConsumerGroupMemberMetadata(c *Coordinator, rec Record) error {
 		g.updateState()
 		return nil
 	}
-	v := rec.Value.(ConsumerGroupMemberMetadataValue)
+	v := rec.Value.(records.ConsumerGroupMemberMetadataValue)
 	m := newConsumerMember(k.MemberID)
 	if old != nil {
 		m = old.clone()
@@ -105,7 +107,7 @@ func applyConsumerGroupMemberMetadata(c *Coordinator, rec Record) error {
 	return nil
 }
 
-func applyConsumerGroupTargetAssignmentMetadata(c *Coordinator, rec Record) error {
+func applyConsumerGroupTargetAssignmentMetadata(c *Coordinator, rec records.Record) error {
 	g, err := c.consumerGroupForRecord(rec.Key.Group(), rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -117,15 +119,15 @@ func applyConsumerGroupTargetAssignmentMetadata(c *Coordinator, rec Record) erro
 		}
 		g.assignmentEpoch, g.assignmentTimestamp = -1, 0
 	} else {
-		v := rec.Value.(ConsumerGroupTargetAssignmentMetadataValue)
+		v := rec.Value.(records.ConsumerGroupTargetAssignmentMetadataValue)
 		g.assignmentEpoch, g.assignmentTimestamp = v.AssignmentEpoch, v.AssignmentTimestamp
 	}
 	g.updateState()
 	return nil
 }
 
-func applyConsumerGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
-	k := rec.Key.(ConsumerGroupTargetAssignmentMemberKey)
+func applyConsumerGroupTargetAssignmentMember(c *Coordinator, rec records.Record) error {
+	k := rec.Key.(records.ConsumerGroupTargetAssignmentMemberKey)
 	g, err := c.consumerGroupForRecord(k.GroupID, rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -133,14 +135,14 @@ func applyConsumerGroupTargetAssignmentMember(c *Coordinator, rec Record) error 
 	if rec.Value == nil {
 		c.setConsumerTarget(g, k.MemberID, nil)
 	} else {
-		c.setConsumerTarget(g, k.MemberID, partSetOf(rec.Value.(ConsumerGroupTargetAssignmentMemberValue).TopicPartitions))
+		c.setConsumerTarget(g, k.MemberID, partSetOf(rec.Value.(records.ConsumerGroupTargetAssignmentMemberValue).TopicPartitions))
 	}
 	g.updateState()
 	return nil
 }
 
-func applyConsumerGroupCurrentMemberAssignment(c *Coordinator, rec Record) error {
-	k := rec.Key.(ConsumerGroupCurrentMemberAssignmentKey)
+func applyConsumerGroupCurrentMemberAssignment(c *Coordinator, rec records.Record) error {
+	k := rec.Key.(records.ConsumerGroupCurrentMemberAssignmentKey)
 	g, err := c.consumerGroupForRecord(k.GroupID, rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -157,7 +159,7 @@ func applyConsumerGroupCurrentMemberAssignment(c *Coordinator, rec Record) error
 		m.epoch, m.prevEpoch = -1, -1
 		m.assigned, m.pending = partEpochs{}, partSet{}
 	} else {
-		v := rec.Value.(ConsumerGroupCurrentMemberAssignmentValue)
+		v := rec.Value.(records.ConsumerGroupCurrentMemberAssignmentValue)
 		m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State)
 		m.assigned = partEpochsOf(v.AssignedPartitions, v.MemberEpoch)
 		m.pending = partSetOf(v.PartitionsPendingRevocation)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -133,11 +134,11 @@ func (c *Coordinator) updateConsumerTarget(g *consumerGroup) *kafkaError {
 		if old, ok := g.target[am.MemberID]; ok && old.equal(next) {
 			continue
 		}
-		c.write(Record{Key: ConsumerGroupTargetAssignmentMemberKey{g.id, am.MemberID},
-			Value: ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: next.toTopicPartitions()}})
+		c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: am.MemberID},
+			Value: records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: next.toTopicPartitions()}})
 	}
-	c.write(Record{Key: ConsumerGroupTargetAssignmentMetadataKey{g.id},
-		Value: ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.groupEpoch, AssignmentTimestamp: c.now}})
+	c.write(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: g.id},
+		Value: records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.groupEpoch, AssignmentTimestamp: c.now}})
 	c.emit(Event{Kind: EventTargetAssigned, Group: g.id, Reason: ReasonAssignor, Epoch: g.assignmentEpoch})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -18,6 +19,8 @@ type Coordinator struct {
 	// timerHeap orders timers by deadline (lazily; see timers.go).
 	timerHeap timerHeap
 	topics    topicImage
+	// dec decodes ReplayBytes' records, sharing repeated group and member ids.
+	dec records.Decoder
 
 	// overrides holds per-group config overrides (streams groups).
 	overrides map[string]StreamsGroupOverrides
@@ -78,30 +81,30 @@ func (c *Coordinator) end() Output {
 
 // write applies rec through the replay path and queues it for the log.
 // A record the live path builds must always apply; failure is a bug.
-func (c *Coordinator) write(rec Record) {
+func (c *Coordinator) write(rec records.Record) {
 	if err := c.apply(rec); err != nil {
 		panic(fmt.Sprintf("core: live record %s for group %q failed to apply: %v",
-			RecordTypeName(rec.Key.RecordType()), rec.Key.Group(), err))
+			records.RecordTypeName(rec.Key.RecordType()), rec.Key.Group(), err))
 	}
 	c.out.Records = append(c.out.Records, rec)
 }
 
 // apply dispatches rec by record type.
-func (c *Coordinator) apply(rec Record) error {
-	rt, ok := recordTypes[rec.Key.RecordType()]
+func (c *Coordinator) apply(rec records.Record) error {
+	apply, ok := appliers[rec.Key.RecordType()]
 	if !ok {
-		return fmt.Errorf("record type %d: %w", rec.Key.RecordType(), ErrUnknownRecordType)
+		return fmt.Errorf("record type %d: %w", rec.Key.RecordType(), records.ErrUnknownRecordType)
 	}
 	if rec.Value != nil && rec.Value.RecordType() != rec.Key.RecordType() {
 		return fmt.Errorf("record key type %d with value type %d", rec.Key.RecordType(), rec.Value.RecordType())
 	}
-	return rt.apply(c, rec)
+	return apply(c, rec)
 }
 
 // Replay applies one durable record while loading the log. Records must come
 // in log order; state after replaying a log equals the live state that wrote
 // it. Call Loaded after the last record. Replay changes nothing on error.
-func (c *Coordinator) Replay(rec Record) error {
+func (c *Coordinator) Replay(rec records.Record) error {
 	c.replaying = true
 	defer func() { c.replaying = false }()
 	return c.apply(rec)
@@ -109,7 +112,7 @@ func (c *Coordinator) Replay(rec Record) error {
 
 // ReplayBytes decodes a record from its key and value bytes and replays it.
 func (c *Coordinator) ReplayBytes(key, value []byte) error {
-	rec, err := DecodeRecord(key, value)
+	rec, err := c.dec.Decode(key, value)
 	if err != nil {
 		return err
 	}

@@ -72,8 +72,9 @@
 // overrides (validate them first with StreamsGroupOverrides.Validate);
 // EndOffsets carries changelog end offsets the host fetched, for warm-up
 // lags of every member, classic members of streams groups included
-// (docs/WARMUPS.md §2, docs/MIGRATION.md). Records: EncodeRecord /
-// DecodeRecord give Kafka's __consumer_offsets bytes for the host's store.
+// (docs/WARMUPS.md §2, docs/MIGRATION.md). Records: records.EncodeRecord /
+// records.DecodeRecord give Kafka's __consumer_offsets bytes for the
+// host's store.
 //
 // # Extension points
 //
@@ -82,13 +83,18 @@
 // group per id, of exactly one kind. Streams groups live in streams_*.go;
 // classic groups go in classic*.go, migration in migration*.go.
 //
-// Records. Each record type registers a recordType (decodeKey, decodeValue,
-// apply) with registerRecordType from an init function in its kind's file
-// (streams_records.go registers 17 and 19–23). Classic adds type 2
-// (GroupMetadata) the same way; offsets-related types (0, 1) can be added
-// likewise. Key and value structs implement RecordKey / RecordValue using
-// the primitive reader/writer of wire.go. Coordinator.write applies a
-// record through the dispatch table and queues it; Replay applies it alone.
+// Records. The record structs and their bytes live in package records
+// (core/records, which imports nothing of core): each record type
+// registers its key and value decoders there from its kind's file
+// (records/streams.go 17 and 19–23, records/classic.go 2,
+// records/consumer.go 3–8 and 16), and key and value structs implement
+// records.RecordKey / records.RecordValue with the primitive reader/writer
+// of records/wire.go. Core registers how it applies each type with
+// registerApplier from an init function in its kind's file
+// (streams_records.go, classic_records.go, consumer_records.go);
+// offsets-related types (0, 1) can be added likewise on both sides.
+// Coordinator.write applies a record through the dispatch table and queues
+// it; Replay applies it alone.
 //
 // Undo. Every mutation made while applying a record must be undoable:
 // register the inverse with Coordinator.onUndo (see putGroup, putMember,

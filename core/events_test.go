@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -54,19 +55,19 @@ func eventsExplain(o Output) error {
 }
 
 // recordMember is the member a record key belongs to ("" for group records).
-func recordMember(k RecordKey) string {
+func recordMember(k records.RecordKey) string {
 	switch kk := k.(type) {
-	case StreamsGroupMemberMetadataKey:
+	case records.StreamsGroupMemberMetadataKey:
 		return kk.MemberID
-	case StreamsGroupTargetAssignmentMemberKey:
+	case records.StreamsGroupTargetAssignmentMemberKey:
 		return kk.MemberID
-	case StreamsGroupCurrentMemberAssignmentKey:
+	case records.StreamsGroupCurrentMemberAssignmentKey:
 		return kk.MemberID
-	case ConsumerGroupMemberMetadataKey:
+	case records.ConsumerGroupMemberMetadataKey:
 		return kk.MemberID
-	case ConsumerGroupTargetAssignmentMemberKey:
+	case records.ConsumerGroupTargetAssignmentMemberKey:
 		return kk.MemberID
-	case ConsumerGroupCurrentMemberAssignmentKey:
+	case records.ConsumerGroupCurrentMemberAssignmentKey:
 		return kk.MemberID
 	}
 	return ""
@@ -84,20 +85,20 @@ func fmtEvents(es []Event) string {
 // member record explained only for another member, and accepts group-level
 // coverage.
 func TestEventsExplainRejects(t *testing.T) {
-	meta := Record{Key: StreamsGroupMetadataKey{"g"}, Value: StreamsGroupMetadataValue{Epoch: 2}}
-	cur := Record{Key: StreamsGroupCurrentMemberAssignmentKey{"g", "m1"}, Value: StreamsGroupCurrentMemberAssignmentValue{MemberEpoch: 2}}
+	meta := records.Record{Key: records.StreamsGroupMetadataKey{GroupID: "g"}, Value: records.StreamsGroupMetadataValue{Epoch: 2}}
+	cur := records.Record{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m1"}, Value: records.StreamsGroupCurrentMemberAssignmentValue{MemberEpoch: 2}}
 	cases := []struct {
 		name string
 		o    Output
 		ok   bool
 	}{
-		{"no events", Output{Records: []Record{meta}}, false},
-		{"other group", Output{Records: []Record{meta}, Events: []Event{{Kind: EventEpochBumped, Group: "h"}}}, false},
-		{"group event", Output{Records: []Record{meta}, Events: []Event{{Kind: EventEpochBumped, Group: "g"}}}, true},
-		{"other member", Output{Records: []Record{cur}, Events: []Event{{Kind: EventMemberReconciled, Group: "g", Member: "m2"}}}, false},
-		{"bump does not cover members", Output{Records: []Record{cur}, Events: []Event{{Kind: EventEpochBumped, Group: "g"}}}, false},
-		{"member event", Output{Records: []Record{cur}, Events: []Event{{Kind: EventMemberReconciled, Group: "g", Member: "m1"}}}, true},
-		{"target covers members", Output{Records: []Record{cur}, Events: []Event{{Kind: EventTargetAssigned, Group: "g"}}}, true},
+		{"no events", Output{Records: []records.Record{meta}}, false},
+		{"other group", Output{Records: []records.Record{meta}, Events: []Event{{Kind: EventEpochBumped, Group: "h"}}}, false},
+		{"group event", Output{Records: []records.Record{meta}, Events: []Event{{Kind: EventEpochBumped, Group: "g"}}}, true},
+		{"other member", Output{Records: []records.Record{cur}, Events: []Event{{Kind: EventMemberReconciled, Group: "g", Member: "m2"}}}, false},
+		{"bump does not cover members", Output{Records: []records.Record{cur}, Events: []Event{{Kind: EventEpochBumped, Group: "g"}}}, false},
+		{"member event", Output{Records: []records.Record{cur}, Events: []Event{{Kind: EventMemberReconciled, Group: "g", Member: "m1"}}}, true},
+		{"target covers members", Output{Records: []records.Record{cur}, Events: []Event{{Kind: EventTargetAssigned, Group: "g"}}}, true},
 		{"events alone", Output{Events: []Event{{Kind: EventProbe, Group: "g"}}}, true},
 	}
 	for _, tc := range cases {

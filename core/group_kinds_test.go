@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -77,8 +78,8 @@ func TestReplayStreamsRecordOverOtherKind(t *testing.T) {
 	c, _ := New(DefaultConfig())
 	c.groups["a"] = &otherGroup{id: "a"}
 	c.groups["b"] = &otherGroup{id: "b", members: 1}
-	rec := func(g string) Record {
-		return Record{Key: StreamsGroupMetadataKey{g}, Value: StreamsGroupMetadataValue{Epoch: 3, ValidatedTopologyEpoch: -1,
+	rec := func(g string) records.Record {
+		return records.Record{Key: records.StreamsGroupMetadataKey{GroupID: g}, Value: records.StreamsGroupMetadataValue{Epoch: 3, ValidatedTopologyEpoch: -1,
 			StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1}}
 	}
 	if err := c.Replay(rec("a")); err != nil {

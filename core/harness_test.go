@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,7 +20,7 @@ type harness struct {
 	c          *Coordinator
 	cfg        Config
 	now        int64
-	log        []Record
+	log        []records.Record
 	runs       []AssignorRun
 	topologies map[string]*kmsg.StreamsGroupHeartbeatRequestTopology
 	clients    map[string]*simClient // by member id

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corerecords "github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/internal/testtool"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -106,14 +107,14 @@ func maskHashes(t *testing.T, lines []string) []string {
 		if len(f) != 3 || f[0] != "record" || f[2] == "-" {
 			continue
 		}
-		rec, err := DecodeRecord(mustHex(f[1]), mustHex(f[2]))
+		rec, err := corerecords.DecodeRecord(mustHex(f[1]), mustHex(f[2]))
 		if err != nil {
 			t.Fatalf("%s: %v", l, err)
 		}
-		if v, ok := rec.Value.(StreamsGroupMetadataValue); ok {
+		if v, ok := rec.Value.(corerecords.StreamsGroupMetadataValue); ok {
 			v.MetadataHash = 0
 			rec.Value = v
-			k, val := EncodeRecord(rec)
+			k, val := corerecords.EncodeRecord(rec)
 			out[i] = fmt.Sprintf("record %x %x", k, val)
 		}
 	}
@@ -151,7 +152,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 	now := int64(1000)
 	emit := func(o Output) {
 		for _, r := range o.Records {
-			k, v := EncodeRecord(r)
+			k, v := corerecords.EncodeRecord(r)
 			vh := "-"
 			if v != nil {
 				vh = fmt.Sprintf("%x", v)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -105,7 +106,7 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 // bridgeSubscription checks that the policy lets classic members join and
 // decodes the member's Kafka Streams subscription and endpoint; a refusal
 // comes back as the JoinGroup response.
-func (c *Coordinator) bridgeSubscription(g *streamsGroup, req *kmsg.JoinGroupRequest) (*classicSubscription, *Endpoint, *kmsg.JoinGroupResponse) {
+func (c *Coordinator) bridgeSubscription(g *streamsGroup, req *kmsg.JoinGroupRequest) (*classicSubscription, *records.Endpoint, *kmsg.JoinGroupResponse) {
 	if p := c.migrationPolicy(g.id); p == MigrationDisabled {
 		return nil, nil, classicJoinError("", errInconsistentProtocol)
 	}
@@ -210,21 +211,21 @@ func (c *Coordinator) bridgeJoinIdentity(group string, client ClientInfo, req *k
 }
 
 // bridgeUpdatedMember is m with the JoinGroup's metadata.
-func bridgeUpdatedMember(m *streamsMember, client ClientInfo, req *kmsg.JoinGroupRequest, sub *classicSubscription, ep *Endpoint) *streamsMember {
+func bridgeUpdatedMember(m *streamsMember, client ClientInfo, req *kmsg.JoinGroupRequest, sub *classicSubscription, ep *records.Endpoint) *streamsMember {
 	u := m.clone()
 	u.instanceID, u.rackID = req.InstanceID, sub.consumer.Rack
 	u.clientID, u.clientHost = client.ClientID, client.ClientHost
 	u.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
 	u.processID, u.endpoint = processIDString(sub.info.ProcessID), ep
-	u.clientTags = []KeyValue{}
+	u.clientTags = []records.KeyValue{}
 	for _, t := range sub.info.ClientTags {
-		u.clientTags = append(u.clientTags, KeyValue{Key: t.Key, Value: t.Value})
+		u.clientTags = append(u.clientTags, records.KeyValue{Key: t.Key, Value: t.Value})
 	}
-	protos := make([]ClassicProtocol, len(req.Protocols))
+	protos := make([]records.ClassicProtocol, len(req.Protocols))
 	for i, p := range req.Protocols {
-		protos[i] = ClassicProtocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)}
+		protos[i] = records.ClassicProtocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)}
 	}
-	u.classic = &ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis, SupportedProtocols: protos}
+	u.classic = &records.ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis, SupportedProtocols: protos}
 	return u
 }
 
@@ -233,7 +234,7 @@ func (c *Coordinator) bridgeStoreMember(g *streamsGroup, m, u *streamsMember, ex
 	if exists && metadataEqual(memberMetadataValue(m), memberMetadataValue(u)) {
 		return
 	}
-	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, u.id}, Value: memberMetadataValue(u)})
+	c.write(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: g.id, MemberID: u.id}, Value: memberMetadataValue(u)})
 	kind := EventMemberUpdated
 	if !exists {
 		kind = EventMemberJoined
@@ -529,7 +530,7 @@ func (c *Coordinator) classicAssignment(g *streamsGroup, m *streamsMember) ([]by
 		if x.classic == nil {
 			continue
 		}
-		s, err := decodeClassicSubscription(x.classic.metadata())
+		s, err := decodeClassicSubscription(x.classic.ProtocolMetadata(streamProtocolName))
 		if err != nil {
 			continue // validated on JoinGroup; a bad record is not the client's fault
 		}
@@ -629,7 +630,7 @@ func (c *Coordinator) classicHostMaps(g *streamsGroup, ct *configuredTopology) (
 	type acc struct {
 		a, s map[userdata.TopicPartition]bool
 	}
-	byEP := map[Endpoint]*acc{}
+	byEP := map[records.Endpoint]*acc{}
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		if m.endpoint == nil {
@@ -651,7 +652,7 @@ func (c *Coordinator) classicHostMaps(g *streamsGroup, ct *configuredTopology) (
 		add(e.s, m.assigned.standby)
 		add(e.s, m.assigned.warmup)
 	}
-	eps := make([]Endpoint, 0, len(byEP))
+	eps := make([]records.Endpoint, 0, len(byEP))
 	for ep := range byEP {
 		eps = append(eps, ep)
 	}

@@ -1,5 +1,7 @@
 package core
 
+import "github.com/coordhost/coordhost/core/records"
+
 // Downgrade: when the last streams-protocol member of a streams group
 // leaves or is fenced and only classic members remain, the group converts
 // back to a classic group whose members keep their current assignment,
@@ -61,7 +63,7 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 	}
 	c.deleteStreamsGroup(g)
 	rec := groupMetadataRecord(cg, assignments)
-	v := rec.Value.(GroupMetadataValue)
+	v := rec.Value.(records.GroupMetadataValue)
 	v.Version = 4 // flexible: carries each member's last epoch (tag 1000)
 	for i := range v.Members {
 		e := epochs[v.Members[i].MemberID]
@@ -98,26 +100,6 @@ func (c *Coordinator) downgradedRejoin(g *classicGroup, memberID string, generat
 		}
 	}
 	return false
-}
-
-// migrationEpochTags encodes GroupMetadataMember.MigrationEpoch as tagged
-// field 1000 (an int32).
-func migrationEpochTags(e *int32) []taggedField {
-	if e == nil {
-		return nil
-	}
-	return []taggedField{encodeTag(classicMemberMetadataTag, func(w *writer) { w.int32(*e) })}
-}
-
-// readMigrationEpochTag decodes tag 1000 of a GroupMetadata member; other
-// tags are skipped.
-func readMigrationEpochTag(tag uint64, sub *reader, m *GroupMetadataMember) bool {
-	if tag != classicMemberMetadataTag {
-		return false
-	}
-	e := sub.int32()
-	m.MigrationEpoch = &e
-	return true
 }
 
 // streamsGroupForClassic routes classic requests for a non-empty streams

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -180,10 +181,10 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 	s.settleLive(300)
 	ups, downs := 0, 0
 	for _, r := range s.log {
-		if r.Key.RecordType() == RecGroupMetadata && r.Value == nil {
+		if r.Key.RecordType() == records.RecGroupMetadata && r.Value == nil {
 			ups++
 		}
-		if gm, ok := r.Value.(GroupMetadataValue); ok && gm.Version == 4 {
+		if gm, ok := r.Value.(records.GroupMetadataValue); ok && gm.Version == 4 {
 			downs++
 		}
 	}

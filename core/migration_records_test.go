@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/internal/testtool"
 )
 
@@ -13,7 +14,7 @@ import (
 // the durable log: it holds streams member metadata with coordhost's
 // tagged field 1000 (classic members) and a version-4 GroupMetadata whose
 // members carry tag 1000 (the downgrade).
-func migrationLog(t simT) []Record {
+func migrationLog(t simT) []records.Record {
 	s := newMigSim(t, 4)
 	for i := 1; i <= 2; i++ {
 		s.inst(fmt.Sprintf("c%d", i), byte(i), true)
@@ -35,23 +36,23 @@ func migrationLog(t simT) []Record {
 func TestMigrationRecordExtensions(t *testing.T) {
 	var classicMembers, v4 int
 	for _, r := range migrationLog(t) {
-		k, v := EncodeRecord(r)
-		back, err := DecodeRecord(k, v)
+		k, v := records.EncodeRecord(r)
+		back, err := records.DecodeRecord(k, v)
 		if err != nil {
-			t.Fatalf("%s: %v", RecordTypeName(r.Key.RecordType()), err)
+			t.Fatalf("%s: %v", records.RecordTypeName(r.Key.RecordType()), err)
 		}
-		if k2, v2 := EncodeRecord(back); !reflect.DeepEqual(k2, k) || !reflect.DeepEqual(v2, v) {
+		if k2, v2 := records.EncodeRecord(back); !reflect.DeepEqual(k2, k) || !reflect.DeepEqual(v2, v) {
 			t.Fatalf("re-encoded record differs:\n %#v\n %#v", r, back)
 		}
-		if cm, ok := r.Value.(StreamsGroupMemberMetadataValue); ok && !cm.Classic.equal(back.Value.(StreamsGroupMemberMetadataValue).Classic) {
+		if cm, ok := r.Value.(records.StreamsGroupMemberMetadataValue); ok && !cm.Classic.Equal(back.Value.(records.StreamsGroupMemberMetadataValue).Classic) {
 			t.Fatalf("classic metadata lost: %#v", back)
 		}
 		switch val := r.Value.(type) {
-		case StreamsGroupMemberMetadataValue:
+		case records.StreamsGroupMemberMetadataValue:
 			if val.Classic != nil {
 				classicMembers++
 			}
-		case GroupMetadataValue:
+		case records.GroupMetadataValue:
 			if val.Version == 4 {
 				v4++
 				for _, m := range val.Members {
@@ -75,7 +76,7 @@ func TestMigrationRecordsReadByKafka(t *testing.T) {
 	testtool.Require(t, "java")
 	var lines []string
 	for i, r := range migrationLog(t) {
-		k, v := EncodeRecord(r)
+		k, v := records.EncodeRecord(r)
 		vh := "-"
 		if v != nil {
 			vh = hex.EncodeToString(v)
@@ -90,7 +91,7 @@ func TestMigrationRecordsReadByKafka(t *testing.T) {
 // accepted record re-encodes to bytes that decode to the same record.
 func FuzzDecodeMigrationRecords(f *testing.F) {
 	for _, r := range migrationLog(&propRecorder{}) {
-		k, v := EncodeRecord(r)
+		k, v := records.EncodeRecord(r)
 		f.Add(k, v, v == nil)
 	}
 	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool) {
@@ -99,16 +100,16 @@ func FuzzDecodeMigrationRecords(f *testing.F) {
 		} else if value == nil {
 			value = []byte{}
 		}
-		rec, err := DecodeRecord(key, value)
+		rec, err := records.DecodeRecord(key, value)
 		if err != nil {
 			return
 		}
-		k, v := EncodeRecord(rec)
-		again, err := DecodeRecord(k, v)
+		k, v := records.EncodeRecord(rec)
+		again, err := records.DecodeRecord(k, v)
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
-		if k2, v2 := EncodeRecord(again); !reflect.DeepEqual(k2, k) || !reflect.DeepEqual(v2, v) {
+		if k2, v2 := records.EncodeRecord(again); !reflect.DeepEqual(k2, k) || !reflect.DeepEqual(v2, v) {
 			t.Fatalf("re-encode is not stable:\n %x\n %x", v, v2)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,7 +23,7 @@ type migSim struct {
 	t        simT
 	c        *Coordinator
 	now      int64
-	log      []Record
+	log      []records.Record
 	insts    []*migInst
 	reqs     map[RequestID]*migInst
 	nextReq  RequestID

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,7 +73,7 @@ func (c *Coordinator) retireClassicGroup(cg *classicGroup) {
 	for _, key := range c.timerKeysOfGroup(cg.id) {
 		c.cancelTimer(key)
 	}
-	c.write(Record{Key: GroupMetadataKey{GroupID: cg.id}})
+	c.write(records.Record{Key: records.GroupMetadataKey{GroupID: cg.id}})
 }
 
 // upgradeMember builds one converted member from its JoinGroup metadata and
@@ -93,13 +94,13 @@ func upgradeMember(cg *classicGroup, cm *classicMember) (upgradedMember, *kafkaE
 	m.rebalanceTimeoutMs = cm.rebalanceTimeoutMs
 	m.processID, m.endpoint = processIDString(sub.info.ProcessID), ep
 	for _, t := range sub.info.ClientTags {
-		m.clientTags = append(m.clientTags, KeyValue{Key: t.Key, Value: t.Value})
+		m.clientTags = append(m.clientTags, records.KeyValue{Key: t.Key, Value: t.Value})
 	}
-	protos := make([]ClassicProtocol, len(cm.protocols))
+	protos := make([]records.ClassicProtocol, len(cm.protocols))
 	for i, p := range cm.protocols {
-		protos[i] = ClassicProtocol{Name: p.name, Metadata: append([]byte{}, p.metadata...)}
+		protos[i] = records.ClassicProtocol{Name: p.name, Metadata: append([]byte{}, p.metadata...)}
 	}
-	m.classic = &ClassicMemberMetadata{SessionTimeoutMs: cm.sessionTimeoutMs, SupportedProtocols: protos}
+	m.classic = &records.ClassicMemberMetadata{SessionTimeoutMs: cm.sessionTimeoutMs, SupportedProtocols: protos}
 	um := upgradedMember{m: m, active: taskSet{}, stand: taskSet{}}
 	// The tasks it reported running in its latest JoinGroup are its own
 	// until it learns otherwise, whatever the stored assignments say.
@@ -159,16 +160,16 @@ func (g *classicGroup) storedAssignment(member string) []byte {
 // assignments (Kafka's createConsumerGroupRecords order).
 func (c *Coordinator) writeUpgradedGroup(id string, generation int32, members []upgradedMember) {
 	for _, um := range members {
-		c.write(Record{Key: StreamsGroupMemberMetadataKey{id, um.m.id}, Value: memberMetadataValue(um.m)})
+		c.write(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: id, MemberID: um.m.id}, Value: memberMetadataValue(um.m)})
 	}
-	c.write(Record{Key: StreamsGroupMetadataKey{id}, Value: StreamsGroupMetadataValue{Epoch: generation,
+	c.write(records.Record{Key: records.StreamsGroupMetadataKey{GroupID: id}, Value: records.StreamsGroupMetadataValue{Epoch: generation,
 		ValidatedTopologyEpoch: -1, StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1,
 		LastAssignmentConfigs: c.assignmentConfigs(id)}})
 	for _, um := range members {
 		c.write(targetRecord(id, um.m.id, tasksTuple{active: um.active, standby: um.stand, warmup: taskSet{}}))
 	}
-	c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{id},
-		Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: generation}})
+	c.write(records.Record{Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: id},
+		Value: records.StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: generation}})
 	for _, um := range members {
 		m := um.m.clone()
 		m.epoch, m.prevEpoch, m.state = generation, generation, memberStable

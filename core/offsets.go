@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -249,7 +250,7 @@ func (c *Coordinator) decideOffsetDelete(req *kmsg.OffsetDeleteRequest) OffsetDe
 
 // streamsSourceTopic reports whether topic is a source or repartition
 // source topic of a subtopology (StreamsTopology.sourceTopicMap).
-func streamsSourceTopic(s Subtopology, topic string) bool {
+func streamsSourceTopic(s records.Subtopology, topic string) bool {
 	for _, t := range s.SourceTopics {
 		if t == topic {
 			return true

@@ -3,6 +3,7 @@ package core
 import (
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,7 +20,7 @@ func TestCommitByTopicID(t *testing.T) {
 	c.updateTopics(0, []TopicMetadata{{Name: "in", ID: in, Partitions: 2}})
 	c.Commit()
 	g := newStreamsGroup("g")
-	g.topology = &StreamsGroupTopologyValue{Subtopologies: []Subtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+	g.topology = &records.StreamsGroupTopologyValue{Subtopologies: []records.Subtopology{{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
 	c.groups["g"] = g
 	m := newStreamsMember("m")
 	m.epoch, m.processID = 5, "p"

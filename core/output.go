@@ -1,6 +1,10 @@
 package core
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // RequestID is the host's token for one request; core echoes it on the
 // response so the host can route it back to its connection.
@@ -27,7 +31,7 @@ type ClientInfo struct {
 type Output struct {
 	// Records to persist, in Kafka's write order. They are already applied
 	// to the Coordinator's (speculative) state.
-	Records []Record
+	Records []records.Record
 	// Events say why the state changed: an Output with Records carries at
 	// least one Event for every group its records touch (events.go).
 	Events []Event
@@ -86,5 +90,5 @@ type TopicToCreate struct {
 	Name              string
 	Partitions        int32
 	ReplicationFactor int16 // -1: broker default
-	Configs           []KeyValue
+	Configs           []records.KeyValue
 }

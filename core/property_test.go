@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -94,7 +95,7 @@ type propSim struct {
 	cfg       Config
 	now       int64
 	trace     strings.Builder
-	log       []Record
+	log       []records.Record
 	clients   []*propClient
 	byReq     map[RequestID]*propClient
 	reqReport map[RequestID]taskSet // active tasks each request reported (nil: not reported)
@@ -664,7 +665,7 @@ func (s *propSim) checkReplay() error {
 	}
 	full, _ := New(s.cfg)
 	for i, r := range s.log {
-		k, v := EncodeRecord(r)
+		k, v := records.EncodeRecord(r)
 		if err := full.ReplayBytes(k, v); err != nil {
 			return fmt.Errorf("replay of record %d (%s): %w", i, fmtRecord(r), err)
 		}

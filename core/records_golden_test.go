@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"flag"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
+	"github.com/coordhost/coordhost/core/records/recordstest"
 	"github.com/coordhost/coordhost/internal/testtool"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,27 +38,8 @@ type goldenRecord struct {
 
 func parseGolden(tb testing.TB, data []byte) []goldenRecord {
 	var out []goldenRecord
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			tb.Fatalf("bad golden line %q", line)
-		}
-		k, err := hex.DecodeString(f[1])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var v []byte
-		if f[2] != "-" {
-			if v, err = hex.DecodeString(f[2]); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		out = append(out, goldenRecord{name: f[0], key: k, value: v})
+	for _, g := range recordstest.Parse(tb, data) {
+		out = append(out, goldenRecord{name: g.Name, key: g.Key, value: g.Value})
 	}
 	return out
 }
@@ -86,17 +68,17 @@ func TestRecordsGoldenDecodeReencode(t *testing.T) {
 
 // reencodeGolden decodes each golden record, checks it re-encodes to
 // Kafka's bytes and returns the decoded records.
-func reencodeGolden(t *testing.T, golden []goldenRecord) []Record {
+func reencodeGolden(t *testing.T, golden []goldenRecord) []records.Record {
 	t.Helper()
-	var out []Record
+	var out []records.Record
 	for _, g := range golden {
-		rec, err := DecodeRecord(g.key, g.value)
+		rec, err := records.DecodeRecord(g.key, g.value)
 		if err != nil {
 			t.Fatalf("%s: %v", g.name, err)
 		}
 		out = append(out, rec)
 		want := g.value
-		k, v := EncodeRecord(rec)
+		k, v := records.EncodeRecord(rec)
 		if !bytes.Equal(k, g.key) || !bytes.Equal(v, want) || (v == nil) != (g.value == nil) {
 			t.Errorf("%s: re-encoding differs\n key  %x\n want %x\n value %x\n want  %x", g.name, k, g.key, v, want)
 		}
@@ -105,10 +87,10 @@ func reencodeGolden(t *testing.T, golden []goldenRecord) []Record {
 }
 
 // decodeGoldenByName decodes golden records by name.
-func decodeGoldenByName(tb testing.TB, golden []goldenRecord) map[string]Record {
-	byName := map[string]Record{}
+func decodeGoldenByName(tb testing.TB, golden []goldenRecord) map[string]records.Record {
+	byName := map[string]records.Record{}
 	for _, g := range golden {
-		rec, err := DecodeRecord(g.key, g.value)
+		rec, err := records.DecodeRecord(g.key, g.value)
 		if err != nil {
 			tb.Fatalf("%s: %v", g.name, err)
 		}
@@ -122,39 +104,39 @@ func decodeGoldenByName(tb testing.TB, golden []goldenRecord) map[string]Record 
 func TestRecordsGoldenFields(t *testing.T) {
 	byName := decodeGoldenByName(t, loadGolden(t))
 	inst, rack := "inst-1", "rack-a"
-	want := map[string]Record{
-		"metadata-plain": {Key: StreamsGroupMetadataKey{"app"}, Value: StreamsGroupMetadataValue{Epoch: 2, MetadataHash: -1234567890123,
+	want := map[string]records.Record{
+		"metadata-plain": {Key: records.StreamsGroupMetadataKey{GroupID: "app"}, Value: records.StreamsGroupMetadataValue{Epoch: 2, MetadataHash: -1234567890123,
 			ValidatedTopologyEpoch: -1, StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1}},
-		"metadata-tagged": {Key: StreamsGroupMetadataKey{"app-ü"}, Value: StreamsGroupMetadataValue{Epoch: 7, MetadataHash: 42,
-			ValidatedTopologyEpoch: 3, LastAssignmentConfigs: []KeyValue{{"num.standby.replicas", "1"}},
+		"metadata-tagged": {Key: records.StreamsGroupMetadataKey{GroupID: "app-ü"}, Value: records.StreamsGroupMetadataValue{Epoch: 7, MetadataHash: 42,
+			ValidatedTopologyEpoch: 3, LastAssignmentConfigs: []records.KeyValue{{Key: "num.standby.replicas", Value: "1"}},
 			StoredDescriptionTopologyEpoch: -2, FailedDescriptionTopologyEpoch: 5}},
-		"metadata-empty-configs": {Key: StreamsGroupMetadataKey{"g"}, Value: StreamsGroupMetadataValue{Epoch: 1,
+		"metadata-empty-configs": {Key: records.StreamsGroupMetadataKey{GroupID: "g"}, Value: records.StreamsGroupMetadataValue{Epoch: 1,
 			ValidatedTopologyEpoch: -1, StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1}},
-		"member-full": {Key: StreamsGroupMemberMetadataKey{"app", "4f2c-member"}, Value: StreamsGroupMemberMetadataValue{
+		"member-full": {Key: records.StreamsGroupMemberMetadataKey{GroupID: "app", MemberID: "4f2c-member"}, Value: records.StreamsGroupMemberMetadataValue{
 			InstanceID: &inst, RackID: &rack, ClientID: "app-StreamThread-1", ClientHost: "/10.0.0.1", RebalanceTimeoutMs: 300000,
-			TopologyEpoch: 1, ProcessID: "proc-uuid", UserEndpoint: &Endpoint{"localhost", 65535},
-			ClientTags: []KeyValue{{"zone", "z1"}, {"cluster", "c"}}}},
-		"target-metadata-ts": {Key: StreamsGroupTargetAssignmentMetadataKey{"app"}, Value: StreamsGroupTargetAssignmentMetadataValue{
+			TopologyEpoch: 1, ProcessID: "proc-uuid", UserEndpoint: &records.Endpoint{Host: "localhost", Port: 65535},
+			ClientTags: []records.KeyValue{{Key: "zone", Value: "z1"}, {Key: "cluster", Value: "c"}}}},
+		"target-metadata-ts": {Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: "app"}, Value: records.StreamsGroupTargetAssignmentMetadataValue{
 			AssignmentEpoch: 6, AssignmentTimestamp: 1764680000123}},
-		"current-epochs": {Key: StreamsGroupCurrentMemberAssignmentKey{"app", "m1"}, Value: StreamsGroupCurrentMemberAssignmentValue{
+		"current-epochs": {Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: "app", MemberID: "m1"}, Value: records.StreamsGroupCurrentMemberAssignmentValue{
 			MemberEpoch: 4, PreviousMemberEpoch: 3, State: 2,
-			ActiveTasks:                   []TaskIDs{{"0", []int32{0, 3}, []int32{2, 4}, false}},
-			StandbyTasks:                  []TaskIDs{{"1", []int32{1}, nil, true}},
-			WarmupTasks:                   []TaskIDs{{"1", []int32{2}, nil, true}},
-			ActiveTasksPendingRevocation:  []TaskIDs{{"0", []int32{1}, []int32{2}, false}},
-			StandbyTasksPendingRevocation: []TaskIDs{}, WarmupTasksPendingRevocation: []TaskIDs{}}},
-		"member-tombstone": {Key: StreamsGroupMemberMetadataKey{"app", "m1"}},
+			ActiveTasks:                   []records.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0, 3}, AssignmentEpochs: []int32{2, 4}, EpochsNull: false}},
+			StandbyTasks:                  []records.TaskIDs{{SubtopologyID: "1", Partitions: []int32{1}, AssignmentEpochs: nil, EpochsNull: true}},
+			WarmupTasks:                   []records.TaskIDs{{SubtopologyID: "1", Partitions: []int32{2}, AssignmentEpochs: nil, EpochsNull: true}},
+			ActiveTasksPendingRevocation:  []records.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1}, AssignmentEpochs: []int32{2}, EpochsNull: false}},
+			StandbyTasksPendingRevocation: []records.TaskIDs{}, WarmupTasksPendingRevocation: []records.TaskIDs{}}},
+		"member-tombstone": {Key: records.StreamsGroupMemberMetadataKey{GroupID: "app", MemberID: "m1"}},
 	}
 	for name, w := range want {
 		if got := byName[name]; !reflect.DeepEqual(got, w) {
 			t.Errorf("%s:\n got  %#v\n want %#v", name, got, w)
 		}
 	}
-	topo := byName["topology"].Value.(StreamsGroupTopologyValue)
+	topo := byName["topology"].Value.(records.StreamsGroupTopologyValue)
 	if topo.Epoch != 1 || len(topo.Subtopologies) != 2 || topo.Subtopologies[1].RepartitionSourceTopics[0].Partitions != 6 ||
 		topo.Subtopologies[1].RepartitionSourceTopics[0].ReplicationFactor != 3 ||
 		!reflect.DeepEqual(topo.Subtopologies[0].CopartitionGroups[0].SourceTopics, []int16{0, 1}) ||
-		topo.Subtopologies[0].StateChangelogTopics[0].TopicConfigs[0] != (KeyValue{"cleanup.policy", "compact"}) {
+		topo.Subtopologies[0].StateChangelogTopics[0].TopicConfigs[0] != (records.KeyValue{Key: "cleanup.policy", Value: "compact"}) {
 		t.Errorf("topology decoded wrong: %+v", topo)
 	}
 }
@@ -194,47 +176,12 @@ func TestRecordsGoldenFromJava(t *testing.T) {
 	kafkaReserializes(t, lines)
 }
 
-// FuzzDecodeRecord feeds arbitrary key/value bytes to the record decoder:
-// it must never panic, and whatever it accepts must survive a re-encode.
-func FuzzDecodeRecord(f *testing.F) {
-	data, err := os.ReadFile(goldenPath)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, g := range append(parseGolden(f, data), loadConsumerGolden(f)...) {
-		f.Add(g.key, g.value, g.value == nil)
-	}
-	for _, rec := range consumerSampleRecords() {
-		k, v := EncodeRecord(rec)
-		f.Add(k, v, v == nil)
-	}
-	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool) {
-		if tombstone {
-			value = nil
-		} else if value == nil {
-			value = []byte{}
-		}
-		rec, err := DecodeRecord(key, value)
-		if err != nil {
-			return
-		}
-		k, v := EncodeRecord(rec)
-		again, err := DecodeRecord(k, v)
-		if err != nil {
-			t.Fatalf("re-encoded record does not decode: %v", err)
-		}
-		if !reflect.DeepEqual(rec, again) {
-			t.Fatalf("re-encode changed the record:\n %#v\n %#v", rec, again)
-		}
-	})
-}
-
 // TestRecordsMatchKafkaHelpers has Kafka rebuild records coordhost wrote in
 // simulated runs through its own StreamsCoordinatorRecordHelpers (what
 // Kafka's coordinator writes for the same state) and checks the bytes are
 // identical, list order and tagged fields included.
 func TestRecordsMatchKafkaHelpers(t *testing.T) {
-	var recs []Record
+	var recs []records.Record
 	for seed := uint64(1); seed <= 3; seed++ {
 		s := newPropSim(seed)
 		for i := 0; i < 150; i++ {
@@ -263,8 +210,8 @@ func TestRecordsMatchKafkaHelpers(t *testing.T) {
 		if got[i] != lines[i] {
 			bad++
 			if bad <= 6 {
-				rec, _ := DecodeRecord(mustHex(strings.Fields(lines[i])[1]), nil)
-				t.Errorf("%s differs from Kafka's helper output:\n ours  %s\n kafka %s", RecordTypeName(rec.Key.RecordType()), lines[i], got[i])
+				rec, _ := records.DecodeRecord(mustHex(strings.Fields(lines[i])[1]), nil)
+				t.Errorf("%s differs from Kafka's helper output:\n ours  %s\n kafka %s", records.RecordTypeName(rec.Key.RecordType()), lines[i], got[i])
 			}
 		}
 	}
@@ -282,7 +229,7 @@ func mustHex(s string) []byte {
 // tombstone or not) as "name keyhex valuehex" lines, the input of
 // RecordsGolden decode and HelperParity, named prefix + kind + index; it
 // also returns how many of each kind it wrote.
-func recordLines(recs []Record, perKind int, prefix string) ([]string, map[string]int) {
+func recordLines(recs []records.Record, perKind int, prefix string) ([]string, map[string]int) {
 	var lines []string
 	seen := map[string]int{}
 	for i, r := range recs {
@@ -291,7 +238,7 @@ func recordLines(recs []Record, perKind int, prefix string) ([]string, map[strin
 			continue
 		}
 		seen[kind]++
-		k, v := EncodeRecord(r)
+		k, v := records.EncodeRecord(r)
 		vh := "-"
 		if v != nil {
 			vh = hex.EncodeToString(v)

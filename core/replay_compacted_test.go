@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"testing"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // The host's store keeps one value per record key (host/store: a later
@@ -15,14 +17,14 @@ import (
 type storedRecord struct{ key, value []byte }
 
 // compactLog returns what the store replays after log was appended.
-func compactLog(log []Record) []storedRecord {
+func compactLog(log []records.Record) []storedRecord {
 	type slot struct {
 		seq   int
 		value []byte
 	}
 	live := map[string]slot{}
 	for seq, r := range log {
-		k, v := EncodeRecord(r)
+		k, v := records.EncodeRecord(r)
 		if v == nil {
 			delete(live, string(k))
 			continue
@@ -46,14 +48,14 @@ func compactLog(log []Record) []storedRecord {
 
 // replayLog rebuilds a Coordinator from the compacted form of log (a
 // restart over the host's store). Call Loaded on it next.
-func replayLog(cfg Config, log []Record) (*Coordinator, error) {
+func replayLog(cfg Config, log []records.Record) (*Coordinator, error) {
 	fresh, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range compactLog(log) {
 		if err := fresh.ReplayBytes(r.key, r.value); err != nil {
-			rec, _ := DecodeRecord(r.key, r.value)
+			rec, _ := records.DecodeRecord(r.key, r.value)
 			return nil, fmt.Errorf("replay failed at stored record %d (%s): %v", i, fmtClassicRecord(rec), err)
 		}
 	}
@@ -63,18 +65,18 @@ func replayLog(cfg Config, log []Record) (*Coordinator, error) {
 // TestCompactLog: latest value per key, tombstones delete, order of last
 // write.
 func TestCompactLog(t *testing.T) {
-	meta := func(g string, epoch int32) Record {
-		return Record{Key: StreamsGroupMetadataKey{g}, Value: StreamsGroupMetadataValue{Epoch: epoch}}
+	meta := func(g string, epoch int32) records.Record {
+		return records.Record{Key: records.StreamsGroupMetadataKey{GroupID: g}, Value: records.StreamsGroupMetadataValue{Epoch: epoch}}
 	}
-	tomb := func(g string) Record { return Record{Key: StreamsGroupMetadataKey{g}} }
-	got := compactLog([]Record{meta("a", 1), meta("b", 1), meta("c", 1), meta("a", 2), tomb("b"), meta("d", 1), tomb("d"), meta("d", 3)})
+	tomb := func(g string) records.Record { return records.Record{Key: records.StreamsGroupMetadataKey{GroupID: g}} }
+	got := compactLog([]records.Record{meta("a", 1), meta("b", 1), meta("c", 1), meta("a", 2), tomb("b"), meta("d", 1), tomb("d"), meta("d", 3)})
 	var names []string
 	for _, r := range got {
-		rec, err := DecodeRecord(r.key, r.value)
+		rec, err := records.DecodeRecord(r.key, r.value)
 		if err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, fmt.Sprintf("%s@%d", rec.Key.Group(), rec.Value.(StreamsGroupMetadataValue).Epoch))
+		names = append(names, fmt.Sprintf("%s@%d", rec.Key.Group(), rec.Value.(records.StreamsGroupMetadataValue).Epoch))
 	}
 	if fmt.Sprint(names) != "[c@1 a@2 d@3]" {
 		t.Fatalf("compacted log %v, want [c@1 a@2 d@3]", names)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,9 +18,9 @@ func FuzzReplayThenServe(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	var pool []Record
+	var pool []records.Record
 	for _, g := range parseGolden(f, data) {
-		rec, err := DecodeRecord(g.key, g.value)
+		rec, err := records.DecodeRecord(g.key, g.value)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -61,20 +62,20 @@ func FuzzReplayThenServe(f *testing.F) {
 
 // retarget moves a golden record to group "app" and member "m1" so the
 // fuzzer's sequences collide on the same keys.
-func retarget(r Record) Record {
+func retarget(r records.Record) records.Record {
 	switch r.Key.(type) {
-	case StreamsGroupMetadataKey:
-		r.Key = StreamsGroupMetadataKey{"app"}
-	case StreamsGroupMemberMetadataKey:
-		r.Key = StreamsGroupMemberMetadataKey{"app", "m1"}
-	case StreamsGroupTargetAssignmentMetadataKey:
-		r.Key = StreamsGroupTargetAssignmentMetadataKey{"app"}
-	case StreamsGroupTargetAssignmentMemberKey:
-		r.Key = StreamsGroupTargetAssignmentMemberKey{"app", "m1"}
-	case StreamsGroupCurrentMemberAssignmentKey:
-		r.Key = StreamsGroupCurrentMemberAssignmentKey{"app", "m1"}
-	case StreamsGroupTopologyKey:
-		r.Key = StreamsGroupTopologyKey{"app"}
+	case records.StreamsGroupMetadataKey:
+		r.Key = records.StreamsGroupMetadataKey{GroupID: "app"}
+	case records.StreamsGroupMemberMetadataKey:
+		r.Key = records.StreamsGroupMemberMetadataKey{GroupID: "app", MemberID: "m1"}
+	case records.StreamsGroupTargetAssignmentMetadataKey:
+		r.Key = records.StreamsGroupTargetAssignmentMetadataKey{GroupID: "app"}
+	case records.StreamsGroupTargetAssignmentMemberKey:
+		r.Key = records.StreamsGroupTargetAssignmentMemberKey{GroupID: "app", MemberID: "m1"}
+	case records.StreamsGroupCurrentMemberAssignmentKey:
+		r.Key = records.StreamsGroupCurrentMemberAssignmentKey{GroupID: "app", MemberID: "m1"}
+	case records.StreamsGroupTopologyKey:
+		r.Key = records.StreamsGroupTopologyKey{GroupID: "app"}
 	}
 	return r
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"sort"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -59,7 +60,7 @@ func (c *Coordinator) validateOlderCommit(g *streamsGroup, m *streamsMember, epo
 		return kerr.StaleMemberEpoch.Code, "Topology is not available for offset commit validation."
 	}
 	bySource := map[string]string{}
-	subs := append([]Subtopology(nil), g.topology.Subtopologies...)
+	subs := append([]records.Subtopology(nil), g.topology.Subtopologies...)
 	sort.SliceStable(subs, func(i, j int) bool { return subs[i].SubtopologyID < subs[j].SubtopologyID })
 	for _, s := range subs {
 		for _, t := range s.SourceTopics {

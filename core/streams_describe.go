@@ -3,6 +3,7 @@ package core
 import (
 	"sort"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -124,7 +125,7 @@ func (c *Coordinator) describeTopology(g *streamsGroup) *kmsg.StreamsGroupDescri
 	return t
 }
 
-func describeTopicInfos(ts []TopicInfo, resolved func(string) int32) []kmsg.TopicInfo {
+func describeTopicInfos(ts []records.TopicInfo, resolved func(string) int32) []kmsg.TopicInfo {
 	out := []kmsg.TopicInfo{}
 	for _, ti := range ts {
 		n := ti.Partitions

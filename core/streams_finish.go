@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -89,7 +90,7 @@ func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *h
 }
 
 // missingClientTags lists the configured rack-aware tag keys a member lacks.
-func missingClientTags(required []string, tags []KeyValue) []string {
+func missingClientTags(required []string, tags []records.KeyValue) []string {
 	var missing []string
 	for _, k := range required {
 		found := false
@@ -114,8 +115,8 @@ func kmsgTasks(s taskSet) []kmsg.TaskIDs {
 	return out
 }
 
-func currentAssignmentRecord(group string, m *streamsMember) Record {
-	return Record{Key: StreamsGroupCurrentMemberAssignmentKey{group, m.id}, Value: StreamsGroupCurrentMemberAssignmentValue{
+func currentAssignmentRecord(group string, m *streamsMember) records.Record {
+	return records.Record{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: group, MemberID: m.id}, Value: records.StreamsGroupCurrentMemberAssignmentValue{
 		MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(m.state),
 		ActiveTasks: epochsToTaskIDs(m.assigned.active), StandbyTasks: toTaskIDs(m.assigned.standby),
 		WarmupTasks:                  toTaskIDs(m.assigned.warmup),

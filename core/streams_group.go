@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // StreamsGroupState is the state of a streams group, derived after every
@@ -67,25 +69,25 @@ type streamsMember struct {
 	rebalanceTimeoutMs int32
 	topologyEpoch      int32
 	processID          string
-	endpoint           *Endpoint
-	clientTags         []KeyValue
+	endpoint           *records.Endpoint
+	clientTags         []records.KeyValue
 	assigned           ownedTasks
 	pending            ownedTasks // pending revocation
 	// classic is set for a classic (JoinGroup protocol) member of a
 	// streams group (online migration, migration_member.go).
-	classic *ClassicMemberMetadata
+	classic *records.ClassicMemberMetadata
 }
 
 func newStreamsMember(id string) *streamsMember {
 	return &streamsMember{id: id, state: memberStable, rebalanceTimeoutMs: -1, topologyEpoch: -1,
-		clientTags: []KeyValue{}, assigned: emptyOwned(), pending: emptyOwned()}
+		clientTags: []records.KeyValue{}, assigned: emptyOwned(), pending: emptyOwned()}
 }
 
 // storedStreamsMember is newStreamsMember for a member a record creates:
 // no task sets (nil reads as empty; a stored member's sets are replaced,
 // never written) and no client tags until its records say.
 func storedStreamsMember(id string) *streamsMember {
-	return &streamsMember{id: id, state: memberStable, rebalanceTimeoutMs: -1, topologyEpoch: -1, clientTags: []KeyValue{}}
+	return &streamsMember{id: id, state: memberStable, rebalanceTimeoutMs: -1, topologyEpoch: -1, clientTags: []records.KeyValue{}}
 }
 
 func (m *streamsMember) clone() *streamsMember {
@@ -118,12 +120,12 @@ type streamsGroup struct {
 	groupEpoch             int32
 	metadataHash           int64
 	validatedTopologyEpoch int32
-	lastAssignmentConfigs  []KeyValue
+	lastAssignmentConfigs  []records.KeyValue
 	storedDescEpoch        int32
 	failedDescEpoch        int32
 	assignmentEpoch        int32
 	assignmentTimestamp    int64
-	topology               *StreamsGroupTopologyValue
+	topology               *records.StreamsGroupTopologyValue
 	topoDigest             storedTopologyDigest // of topology, computed on first use
 	members                map[string]*streamsMember
 	staticMembers          map[string]string // instance id -> member id

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -339,7 +340,7 @@ func (c *Coordinator) replaceStaticMember(g *streamsGroup, old *streamsMember, n
 	m := old.clone()
 	m.id = newID
 	m.epoch, m.prevEpoch = 0, 0
-	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, newID}, Value: memberMetadataValue(m)})
+	c.write(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: g.id, MemberID: newID}, Value: memberMetadataValue(m)})
 	c.write(targetRecord(g.id, newID, target))
 	c.write(currentAssignmentRecord(g.id, m))
 	c.emit(Event{Kind: EventMemberFenced, Group: g.id, Member: old.id, Reason: ReasonStaticReplacement, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
@@ -352,9 +353,9 @@ func (c *Coordinator) replaceStaticMember(g *streamsGroup, old *streamsMember, n
 // writeMemberTombstones writes the three member tombstones in the order
 // replay requires.
 func (c *Coordinator) writeMemberTombstones(g *streamsGroup, id string) {
-	c.write(Record{Key: StreamsGroupCurrentMemberAssignmentKey{g.id, id}})
-	c.write(Record{Key: StreamsGroupTargetAssignmentMemberKey{g.id, id}})
-	c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, id}})
+	c.write(records.Record{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: id}})
+	c.write(records.Record{Key: records.StreamsGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: id}})
+	c.write(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: g.id, MemberID: id}})
 }
 
 // updateStreamsMember applies the request's fields with Kafka's "null means
@@ -383,7 +384,7 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 		u.endpoint = nil
 	}
 	if req.UserEndpoint != nil {
-		u.endpoint = &Endpoint{Host: req.UserEndpoint.Host, Port: req.UserEndpoint.Port}
+		u.endpoint = &records.Endpoint{Host: req.UserEndpoint.Host, Port: req.UserEndpoint.Port}
 	}
 	if req.ClientTags != nil {
 		u.clientTags = clientTagsFromRequest(req.ClientTags)
@@ -393,7 +394,7 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 	if exists && metadataEqual(memberMetadataValue(m), newVal) {
 		return false, nil
 	}
-	c.write(Record{Key: StreamsGroupMemberMetadataKey{hb.g.id, m.id}, Value: newVal})
+	c.write(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: hb.g.id, MemberID: m.id}, Value: newVal})
 	if !exists {
 		c.emit(Event{Kind: EventMemberJoined, Group: hb.g.id, Member: m.id, Epoch: hb.g.groupEpoch})
 		hb.because(ReasonMemberJoined)
@@ -411,7 +412,7 @@ func (c *Coordinator) updateStreamsMember(hb *hbState, m *streamsMember, client 
 // clientTagsFromRequest keeps the last value of each key, sorted by key:
 // Kafka holds client tags in a map (a later duplicate wins) and writes them
 // in the map's order, which for typical tag keys is the sorted order.
-func clientTagsFromRequest(tags []kmsg.StreamsGroupHeartbeatRequestClientTag) []KeyValue {
+func clientTagsFromRequest(tags []kmsg.StreamsGroupHeartbeatRequestClientTag) []records.KeyValue {
 	byKey := map[string]string{}
 	for _, t := range tags {
 		byKey[t.Key] = t.Value
@@ -421,25 +422,25 @@ func clientTagsFromRequest(tags []kmsg.StreamsGroupHeartbeatRequestClientTag) []
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := make([]KeyValue, len(keys))
+	out := make([]records.KeyValue, len(keys))
 	for i, k := range keys {
-		out[i] = KeyValue{Key: k, Value: byKey[k]}
+		out[i] = records.KeyValue{Key: k, Value: byKey[k]}
 	}
 	return out
 }
 
-func memberMetadataValue(m *streamsMember) StreamsGroupMemberMetadataValue {
-	return StreamsGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
+func memberMetadataValue(m *streamsMember) records.StreamsGroupMemberMetadataValue {
+	return records.StreamsGroupMemberMetadataValue{InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
 		ClientHost: m.clientHost, RebalanceTimeoutMs: m.rebalanceTimeoutMs, TopologyEpoch: m.topologyEpoch,
 		ProcessID: m.processID, UserEndpoint: m.endpoint, ClientTags: nonNil(m.clientTags), Classic: m.classic}
 }
 
-func metadataEqual(a, b StreamsGroupMemberMetadataValue) bool {
+func metadataEqual(a, b records.StreamsGroupMemberMetadataValue) bool {
 	return ptrEq(a.InstanceID, b.InstanceID) && ptrEq(a.RackID, b.RackID) && a.ClientID == b.ClientID &&
 		a.ClientHost == b.ClientHost && a.RebalanceTimeoutMs == b.RebalanceTimeoutMs &&
 		a.TopologyEpoch == b.TopologyEpoch && a.ProcessID == b.ProcessID &&
 		ptrEq(a.UserEndpoint, b.UserEndpoint) && slices.Equal(a.ClientTags, b.ClientTags) &&
-		a.Classic.equal(b.Classic)
+		a.Classic.Equal(b.Classic)
 }
 
 func ptrEq[T comparable](a, b *T) bool {
@@ -460,7 +461,7 @@ func (c *Coordinator) maybeStoreTopology(hb *hbState) (bool, *kafkaError) {
 	}
 	switch epoch := p.req.Topology.Epoch; {
 	case g.topology == nil:
-		c.write(Record{Key: StreamsGroupTopologyKey{g.id}, Value: topologyFromRequest(p.req.Topology)})
+		c.write(records.Record{Key: records.StreamsGroupTopologyKey{GroupID: g.id}, Value: topologyFromRequest(p.req.Topology)})
 		g.topoDigest = storedTopologyDigest{of: g.topology, sum: p.digest}
 		c.emitGroup(EventTopologyStored, g.id, "", epoch)
 		return true, nil
@@ -537,19 +538,19 @@ func validateOwnedTasks(ct *configuredTopology, req *kmsg.StreamsGroupHeartbeatR
 
 // assignmentConfigs are the settings whose change triggers a reassignment,
 // as Kafka records them (sorted keys; tags only when configured).
-func (c *Coordinator) assignmentConfigs(group string) []KeyValue {
+func (c *Coordinator) assignmentConfigs(group string) []records.KeyValue {
 	cfg := c.streamsConfig(group)
-	out := []KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
+	out := []records.KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
 	if len(cfg.RackAwareAssignmentTags) > 0 {
-		out = append(out, KeyValue{Key: "rack.aware.assignment.tags", Value: strings.Join(cfg.RackAwareAssignmentTags, ",")})
+		out = append(out, records.KeyValue{Key: "rack.aware.assignment.tags", Value: strings.Join(cfg.RackAwareAssignmentTags, ",")})
 	}
 	return out
 }
 
 // bumpGroupEpoch writes the group metadata with epoch+1 and the given
 // hash, validated topology epoch and assignment configs.
-func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32, configs []KeyValue) {
-	c.write(Record{Key: StreamsGroupMetadataKey{g.id}, Value: StreamsGroupMetadataValue{
+func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32, configs []records.KeyValue) {
+	c.write(records.Record{Key: records.StreamsGroupMetadataKey{GroupID: g.id}, Value: records.StreamsGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: hash, ValidatedTopologyEpoch: validated,
 		LastAssignmentConfigs: configs, StoredDescriptionTopologyEpoch: g.storedDescEpoch,
 		FailedDescriptionTopologyEpoch: g.failedDescEpoch,

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -74,8 +75,8 @@ func (c *Coordinator) fenceMember(g *streamsGroup, id string, kind EventKind, re
 	c.emit(Event{Kind: kind, Group: g.id, Member: id, Reason: reason, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})
 	c.emitEpochBumped(g, ReasonMemberLeft)
 	if len(g.members) == 0 {
-		c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id},
-			Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.groupEpoch}})
+		c.write(records.Record{Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: g.id},
+			Value: records.StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.groupEpoch}})
 	}
 	c.cancelTimer(sessionTimerKey(g.id, id))
 	c.cancelTimer(rebalanceTimerKey(g.id, id))
@@ -112,7 +113,7 @@ func init() {
 func (c *Coordinator) deleteStreamsGroup(g *streamsGroup) {
 	ids := g.sortedMemberIDs()
 	for _, id := range ids {
-		c.write(Record{Key: StreamsGroupCurrentMemberAssignmentKey{g.id, id}})
+		c.write(records.Record{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: id}})
 	}
 	// Targets of ids without a member can exist after replaying an odd log.
 	targets := make([]string, 0, len(g.target))
@@ -121,14 +122,14 @@ func (c *Coordinator) deleteStreamsGroup(g *streamsGroup) {
 	}
 	sortStrings(targets)
 	for _, id := range targets {
-		c.write(Record{Key: StreamsGroupTargetAssignmentMemberKey{g.id, id}})
+		c.write(records.Record{Key: records.StreamsGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: id}})
 	}
-	c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id}})
+	c.write(records.Record{Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: g.id}})
 	for _, id := range ids {
-		c.write(Record{Key: StreamsGroupMemberMetadataKey{g.id, id}})
+		c.write(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: g.id, MemberID: id}})
 	}
-	c.write(Record{Key: StreamsGroupMetadataKey{g.id}})
-	c.write(Record{Key: StreamsGroupTopologyKey{g.id}})
+	c.write(records.Record{Key: records.StreamsGroupMetadataKey{GroupID: g.id}})
+	c.write(records.Record{Key: records.StreamsGroupTopologyKey{GroupID: g.id}})
 }
 
 // streamsOnLoaded schedules a loaded group's timers and requests an

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // memFleet is the shape of the wire memory comparison (docs/BENCHMARKS.md,
@@ -83,7 +85,9 @@ func BenchmarkStreamsMemberMemory(b *testing.B) {
 // tables stay bounded.
 func TestTaskInterner(t *testing.T) {
 	var in taskInterner
-	ids := func(sub string, ps ...int32) []TaskIDs { return []TaskIDs{{SubtopologyID: sub, Partitions: ps}} }
+	ids := func(sub string, ps ...int32) []records.TaskIDs {
+		return []records.TaskIDs{{SubtopologyID: sub, Partitions: ps}}
+	}
 	same := func(a, b map[TaskID]struct{}) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) }
 	a, b := in.fromTaskIDs(ids("0", 3)), in.fromTaskIDs(ids("0", 3))
 	if !same(a, b) || len(a) != 1 || !a.has(TaskID{"0", 3}) {
@@ -98,7 +102,7 @@ func TestTaskInterner(t *testing.T) {
 	if s := in.fromTaskIDs(nil); s != nil {
 		t.Fatalf("empty list: %v, want nil", s)
 	}
-	withEpochs := []TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 2}, AssignmentEpochs: []int32{5, 6}}}
+	withEpochs := []records.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 2}, AssignmentEpochs: []int32{5, 6}}}
 	e1, e2 := in.epochsFromTaskIDs(withEpochs, 9), in.epochsFromTaskIDs(withEpochs, 9)
 	if fmt.Sprintf("%p", e1) != fmt.Sprintf("%p", e2) || e1[TaskID{"0", 1}] != 5 || e1[TaskID{"0", 2}] != 6 {
 		t.Fatalf("equal lists with epochs: %v %v", e1, e2)

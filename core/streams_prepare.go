@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,7 +60,7 @@ type topologyDigest [sha256.Size]byte
 // stores, computed once per stored value (a replayed or rolled-back
 // topology is a new value and is digested again on its first comparison).
 type storedTopologyDigest struct {
-	of  *StreamsGroupTopologyValue
+	of  *records.StreamsGroupTopologyValue
 	sum topologyDigest
 }
 
@@ -74,7 +75,7 @@ func (g *streamsGroup) storedDigest() topologyDigest {
 // digestTopology hashes every field topologyEqual compares, each list
 // preceded by its length, so an empty list and an absent one hash alike
 // and no two different topologies share an encoding.
-func digestTopology(t *StreamsGroupTopologyValue) topologyDigest {
+func digestTopology(t *records.StreamsGroupTopologyValue) topologyDigest {
 	d := newDigester(t.Epoch, len(t.Subtopologies))
 	for i := range t.Subtopologies {
 		s := &t.Subtopologies[i]
@@ -183,7 +184,7 @@ func (d *digester) topic(name string, partitions int32, rf int16, configs int) {
 	d.int(int64(configs))
 }
 
-func (d *digester) topics(ts []TopicInfo) {
+func (d *digester) topics(ts []records.TopicInfo) {
 	d.int(int64(len(ts)))
 	for _, t := range ts {
 		d.topic(t.Name, t.Partitions, t.ReplicationFactor, len(t.TopicConfigs))

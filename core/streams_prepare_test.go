@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -60,7 +61,7 @@ func TestPreparedTopologyComparison(t *testing.T) {
 	want(c, join("m3", 3, "in2"), kerr.InvalidRequest)
 	// A record replacing the stored topology of the group (as a replay
 	// does) is compared as the new value.
-	if err := c.Replay(Record{Key: StreamsGroupTopologyKey{"g"}, Value: topologyFromRequest(join("", 3, "in2").Topology)}); err != nil {
+	if err := c.Replay(records.Record{Key: records.StreamsGroupTopologyKey{GroupID: "g"}, Value: topologyFromRequest(join("", 3, "in2").Topology)}); err != nil {
 		t.Fatal(err)
 	}
 	c.Commit()

@@ -1,6 +1,10 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // Replay of streams records (Kafka's GroupMetadataManager.replay overloads).
 // The live path applies its own records through these functions, so live
@@ -42,7 +46,7 @@ func (c *Coordinator) saveHeader(g *streamsGroup) {
 	})
 }
 
-func applyStreamsGroupMetadata(c *Coordinator, rec Record) error {
+func applyStreamsGroupMetadata(c *Coordinator, rec records.Record) error {
 	id := rec.Key.Group()
 	g, err := c.streamsGroupForRecord(id, rec.Value != nil)
 	if err != nil || g == nil {
@@ -58,14 +62,14 @@ func applyStreamsGroupMetadata(c *Coordinator, rec Record) error {
 		c.putGroup(id, nil)
 		return nil
 	}
-	v := rec.Value.(StreamsGroupMetadataValue)
+	v := rec.Value.(records.StreamsGroupMetadataValue)
 	c.saveHeader(g)
 	g.groupEpoch = v.Epoch
 	g.metadataHash = v.MetadataHash
 	g.validatedTopologyEpoch = v.ValidatedTopologyEpoch
 	g.lastAssignmentConfigs = v.LastAssignmentConfigs
 	if g.lastAssignmentConfigs == nil {
-		g.lastAssignmentConfigs = []KeyValue{}
+		g.lastAssignmentConfigs = []records.KeyValue{}
 	}
 	g.storedDescEpoch = v.StoredDescriptionTopologyEpoch
 	g.failedDescEpoch = v.FailedDescriptionTopologyEpoch
@@ -73,8 +77,8 @@ func applyStreamsGroupMetadata(c *Coordinator, rec Record) error {
 	return nil
 }
 
-func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
-	k := rec.Key.(StreamsGroupMemberMetadataKey)
+func applyStreamsGroupMemberMetadata(c *Coordinator, rec records.Record) error {
+	k := rec.Key.(records.StreamsGroupMemberMetadataKey)
 	g, err := c.streamsGroupForRecord(k.GroupID, rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -95,7 +99,7 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 		g.updateState()
 		return nil
 	}
-	v := rec.Value.(StreamsGroupMemberMetadataValue)
+	v := rec.Value.(records.StreamsGroupMemberMetadataValue)
 	m := storedStreamsMember(k.MemberID)
 	if old != nil {
 		m = old.clone()
@@ -113,7 +117,7 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec Record) error {
 	return nil
 }
 
-func applyStreamsGroupTargetAssignmentMetadata(c *Coordinator, rec Record) error {
+func applyStreamsGroupTargetAssignmentMetadata(c *Coordinator, rec records.Record) error {
 	g, err := c.streamsGroupForRecord(rec.Key.Group(), rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -126,15 +130,15 @@ func applyStreamsGroupTargetAssignmentMetadata(c *Coordinator, rec Record) error
 		g.assignmentEpoch = -1
 		g.assignmentTimestamp = 0
 	} else {
-		v := rec.Value.(StreamsGroupTargetAssignmentMetadataValue)
+		v := rec.Value.(records.StreamsGroupTargetAssignmentMetadataValue)
 		g.assignmentEpoch, g.assignmentTimestamp = v.AssignmentEpoch, v.AssignmentTimestamp
 	}
 	g.updateState()
 	return nil
 }
 
-func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
-	k := rec.Key.(StreamsGroupTargetAssignmentMemberKey)
+func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec records.Record) error {
+	k := rec.Key.(records.StreamsGroupTargetAssignmentMemberKey)
 	g, err := c.streamsGroupForRecord(k.GroupID, rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -142,7 +146,7 @@ func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
 	if rec.Value == nil {
 		c.setTarget(g, k.MemberID, nil)
 	} else {
-		v := rec.Value.(StreamsGroupTargetAssignmentMemberValue)
+		v := rec.Value.(records.StreamsGroupTargetAssignmentMemberValue)
 		t := tasksTuple{active: c.tasks.fromTaskIDs(v.ActiveTasks), standby: c.tasks.fromTaskIDs(v.StandbyTasks), warmup: c.tasks.fromTaskIDs(v.WarmupTasks)}
 		if m := g.members[k.MemberID]; m != nil {
 			t.standby, t.warmup = shareSet(t.standby, m.assigned.standby), shareSet(t.warmup, m.assigned.warmup)
@@ -153,8 +157,8 @@ func applyStreamsGroupTargetAssignmentMember(c *Coordinator, rec Record) error {
 	return nil
 }
 
-func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error {
-	k := rec.Key.(StreamsGroupCurrentMemberAssignmentKey)
+func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec records.Record) error {
+	k := rec.Key.(records.StreamsGroupCurrentMemberAssignmentKey)
 	g, err := c.streamsGroupForRecord(k.GroupID, rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -171,7 +175,7 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error 
 		g.updateState()
 		return nil
 	}
-	v := rec.Value.(StreamsGroupCurrentMemberAssignmentValue)
+	v := rec.Value.(records.StreamsGroupCurrentMemberAssignmentValue)
 	m := storedStreamsMember(k.MemberID)
 	if old != nil {
 		m = old.clone()
@@ -193,7 +197,7 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec Record) error 
 	return nil
 }
 
-func applyStreamsGroupTopology(c *Coordinator, rec Record) error {
+func applyStreamsGroupTopology(c *Coordinator, rec records.Record) error {
 	g, err := c.streamsGroupForRecord(rec.Key.Group(), rec.Value != nil)
 	if err != nil || g == nil {
 		return err
@@ -202,7 +206,7 @@ func applyStreamsGroupTopology(c *Coordinator, rec Record) error {
 	if rec.Value == nil {
 		g.topology = nil
 	} else {
-		v := rec.Value.(StreamsGroupTopologyValue)
+		v := rec.Value.(records.StreamsGroupTopologyValue)
 		g.topology = &v
 	}
 	g.soft.configured = nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -147,12 +148,12 @@ func (c *Coordinator) writeTarget(g *streamsGroup, epoch int32, targets map[stri
 		}
 		c.write(targetRecord(g.id, id, t))
 	}
-	c.write(Record{Key: StreamsGroupTargetAssignmentMetadataKey{g.id},
-		Value: StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: c.now}})
+	c.write(records.Record{Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: g.id},
+		Value: records.StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: c.now}})
 }
 
-func targetRecord(group, member string, t tasksTuple) Record {
-	return Record{Key: StreamsGroupTargetAssignmentMemberKey{group, member}, Value: StreamsGroupTargetAssignmentMemberValue{
+func targetRecord(group, member string, t tasksTuple) records.Record {
+	return records.Record{Key: records.StreamsGroupTargetAssignmentMemberKey{GroupID: group, MemberID: member}, Value: records.StreamsGroupTargetAssignmentMemberValue{
 		ActiveTasks: toTaskIDs(t.active), StandbyTasks: toTaskIDs(t.standby), WarmupTasks: toTaskIDs(t.warmup)}}
 }
 

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // TaskID is a streams task: a partition of a subtopology.
@@ -95,20 +97,20 @@ func (t tasksTuple) equal(u tasksTuple) bool {
 }
 
 // toTaskIDs groups a set by subtopology, sorted, for records and responses.
-func toTaskIDs(s taskSet) []TaskIDs {
+func toTaskIDs(s taskSet) []records.TaskIDs {
 	return groupTasks(s.sorted(), nil)
 }
 
 // epochsToTaskIDs is toTaskIDs for active tasks with assignment epochs.
-func epochsToTaskIDs(e taskEpochs) []TaskIDs {
+func epochsToTaskIDs(e taskEpochs) []records.TaskIDs {
 	return groupTasks(e.set().sorted(), e)
 }
 
-func groupTasks(sorted []TaskID, epochs taskEpochs) []TaskIDs {
-	out := []TaskIDs{}
+func groupTasks(sorted []TaskID, epochs taskEpochs) []records.TaskIDs {
+	out := []records.TaskIDs{}
 	for _, t := range sorted {
 		if len(out) == 0 || out[len(out)-1].SubtopologyID != t.Subtopology {
-			ids := TaskIDs{SubtopologyID: t.Subtopology, Partitions: []int32{}}
+			ids := records.TaskIDs{SubtopologyID: t.Subtopology, Partitions: []int32{}}
 			if epochs != nil {
 				ids.AssignmentEpochs = []int32{}
 			}
@@ -127,7 +129,7 @@ func groupTasks(sorted []TaskID, epochs taskEpochs) []TaskIDs {
 // A set stored in a group is never written afterwards (changes store new
 // sets), so an empty list gives nil, which reads as an empty set and costs
 // no allocation; a small one comes from the coordinator's interned sets.
-func (in *taskInterner) fromTaskIDs(ids []TaskIDs) taskSet {
+func (in *taskInterner) fromTaskIDs(ids []records.TaskIDs) taskSet {
 	n := countTaskIDs(ids)
 	if n == 0 {
 		return nil
@@ -155,7 +157,7 @@ func (in *taskInterner) fromTaskIDs(ids []TaskIDs) taskSet {
 // mismatched) AssignmentEpochs gets fallback for every task, as Kafka does
 // for records written before 4.2. Like fromTaskIDs, an empty list gives
 // nil and a small one an interned map.
-func (in *taskInterner) epochsFromTaskIDs(ids []TaskIDs, fallback int32) taskEpochs {
+func (in *taskInterner) epochsFromTaskIDs(ids []records.TaskIDs, fallback int32) taskEpochs {
 	n := countTaskIDs(ids)
 	if n == 0 {
 		return nil
@@ -220,7 +222,7 @@ const (
 // partitions, with epochs if asked, as varints) into in.buf; it reports
 // false for lists too long to intern. Equal keys mean equal sets; equal
 // sets listed in another order only miss the sharing.
-func (in *taskInterner) key(ids []TaskIDs, n int, epochs bool, fallback int32) bool {
+func (in *taskInterner) key(ids []records.TaskIDs, n int, epochs bool, fallback int32) bool {
 	if n > maxInternedTasks {
 		return false
 	}
@@ -248,7 +250,7 @@ func (in *taskInterner) key(ids []TaskIDs, n int, epochs bool, fallback int32) b
 	return true
 }
 
-func countTaskIDs(ids []TaskIDs) int {
+func countTaskIDs(ids []records.TaskIDs) int {
 	n := 0
 	for _, id := range ids {
 		n += len(id.Partitions)

@@ -3,6 +3,7 @@ package core
 import (
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -114,9 +115,9 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 	live.Commit()
 	out := live.streamsGroupHeartbeat(1000, 1, ClientInfo{ClientID: "c"}, limitJoin("g", 1))
 	live.Commit()
-	var meta *StreamsGroupMetadataValue
+	var meta *records.StreamsGroupMetadataValue
 	for _, r := range out.Records {
-		if v, ok := r.Value.(StreamsGroupMetadataValue); ok {
+		if v, ok := r.Value.(records.StreamsGroupMetadataValue); ok {
 			meta = &v
 		}
 	}
@@ -125,7 +126,7 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 	}
 	plugin := *meta
 	plugin.StoredDescriptionTopologyEpoch, plugin.FailedDescriptionTopologyEpoch = 3, 4
-	log := append(append([]Record{}, out.Records...), Record{Key: StreamsGroupMetadataKey{"g"}, Value: plugin})
+	log := append(append([]records.Record{}, out.Records...), records.Record{Key: records.StreamsGroupMetadataKey{GroupID: "g"}, Value: plugin})
 
 	c, err := New(DefaultConfig())
 	if err != nil {
@@ -134,7 +135,7 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 	c.updateTopics(0, topics)
 	c.Commit()
 	for _, r := range log {
-		k, v := EncodeRecord(r)
+		k, v := records.EncodeRecord(r)
 		if err := c.ReplayBytes(k, v); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestTopologyDescriptionEpochsReplayed(t *testing.T) {
 	c.Commit()
 	bumped := false
 	for _, r := range out.Records {
-		if v, ok := r.Value.(StreamsGroupMetadataValue); ok {
+		if v, ok := r.Value.(records.StreamsGroupMetadataValue); ok {
 			bumped = true
 			if v.Epoch != meta.Epoch+1 || v.StoredDescriptionTopologyEpoch != 3 || v.FailedDescriptionTopologyEpoch != 4 {
 				t.Fatalf("epoch bump wrote epoch %d stored %d failed %d, want %d, 3, 4", v.Epoch,

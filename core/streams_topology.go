@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -61,7 +62,7 @@ func (t *configuredTopology) subtopology(id string) *configuredSubtopology {
 // configureTopology validates topo against the metadata image, following
 // Kafka 4.4's InternalTopicManager.configureTopics step by step (checked
 // against it by TestTopologyParityWithKafka).
-func (c *Coordinator) configureTopology(group string, topo *StreamsGroupTopologyValue) *configuredTopology {
+func (c *Coordinator) configureTopology(group string, topo *records.StreamsGroupTopologyValue) *configuredTopology {
 	ct := &configuredTopology{epoch: topo.Epoch, statusCode: -1}
 	subs := sortedSubtopologies(topo.Subtopologies)
 	var missing []string
@@ -96,13 +97,13 @@ func (c *Coordinator) configureTopology(group string, topo *StreamsGroupTopology
 // It sorts indices and copies each subtopology once: sorting the structs
 // themselves moved them O(n log² n) times, tens of milliseconds for a
 // topology near streams.max.topology.size.
-func sortedSubtopologies(subs []Subtopology) []Subtopology {
+func sortedSubtopologies(subs []records.Subtopology) []records.Subtopology {
 	order := make([]int32, len(subs))
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(subs[a].SubtopologyID, subs[b].SubtopologyID) })
-	out := make([]Subtopology, len(subs))
+	out := make([]records.Subtopology, len(subs))
 	for i, j := range order {
 		out[i] = subs[j]
 	}
@@ -133,7 +134,7 @@ type configError struct {
 
 // decide runs RepartitionTopics, the co-partitioning enforcer and
 // ChangelogTopics, in Kafka's order.
-func (tc *topicCounts) decide(subs []Subtopology) *configError {
+func (tc *topicCounts) decide(subs []records.Subtopology) *configError {
 	counts, err := tc.repartitionCounts(subs)
 	if err != nil {
 		return err
@@ -158,7 +159,7 @@ func (tc *topicCounts) decide(subs []Subtopology) *configError {
 
 // inputMax is the max partition count over a subtopology's source and
 // repartition-source topics whose count is known.
-func (tc *topicCounts) inputMax(s Subtopology) (int32, bool) {
+func (tc *topicCounts) inputMax(s records.Subtopology) (int32, bool) {
 	var max int32
 	found := false
 	for _, t := range s.SourceTopics {
@@ -178,7 +179,7 @@ func (tc *topicCounts) inputMax(s Subtopology) (int32, bool) {
 // every sink not yet counted takes the max of its subtopology's known
 // inputs, pass after pass, until nothing is missing; a pass without
 // progress is a loop.
-func (tc *topicCounts) repartitionCounts(subs []Subtopology) (map[string]int32, *configError) {
+func (tc *topicCounts) repartitionCounts(subs []records.Subtopology) (map[string]int32, *configError) {
 	counts := map[string]int32{}
 	for _, s := range subs {
 		for _, t := range s.RepartitionSourceTopics {
@@ -223,7 +224,7 @@ func (tc *topicCounts) repartitionCounts(subs []Subtopology) (map[string]int32, 
 // sinkCount is RepartitionTopics.computePartitionCount: the max over the
 // subtopology's repartition sources counted so far and its external
 // sources that exist.
-func sinkCount(c *Coordinator, counts map[string]int32, s Subtopology) (int32, bool) {
+func sinkCount(c *Coordinator, counts map[string]int32, s records.Subtopology) (int32, bool) {
 	var max int32
 	found := false
 	for _, t := range s.RepartitionSourceTopics {
@@ -242,7 +243,7 @@ func sinkCount(c *Coordinator, counts map[string]int32, s Subtopology) (int32, b
 // enforceCopartitioning is Kafka's CopartitionedTopicsEnforcer over every
 // copartition group. Fixed and flexible repartition topics are those of
 // the whole topology (partition count set or 0).
-func (tc *topicCounts) enforceCopartitioning(subs []Subtopology) *configError {
+func (tc *topicCounts) enforceCopartitioning(subs []records.Subtopology) *configError {
 	fixed, flexible := map[string]bool{}, map[string]bool{}
 	for _, s := range subs {
 		for _, t := range s.RepartitionSourceTopics {
@@ -368,7 +369,7 @@ func summarizeTopics(names []string) string {
 // buildSubtopologies builds the configured subtopologies: tasks = max over
 // inputs (existing topics as they are), internal topics with their decided
 // (or fixed) counts.
-func (c *Coordinator) buildSubtopologies(ct *configuredTopology, subs []Subtopology, tc *topicCounts) {
+func (c *Coordinator) buildSubtopologies(ct *configuredTopology, subs []records.Subtopology, tc *topicCounts) {
 	ct.subtopologies = make([]configuredSubtopology, 0, len(subs))
 	for _, s := range subs {
 		// The maps are made only for a subtopology that has such topics
@@ -397,11 +398,11 @@ func (c *Coordinator) buildSubtopologies(ct *configuredTopology, subs []Subtopol
 
 // checkInternalTopics lists internal topics to create; an existing one with
 // another partition count is INCORRECTLY_PARTITIONED_TOPICS.
-func (c *Coordinator) checkInternalTopics(ct *configuredTopology, group string, topo *StreamsGroupTopologyValue, subs []Subtopology) {
+func (c *Coordinator) checkInternalTopics(ct *configuredTopology, group string, topo *records.StreamsGroupTopologyValue, subs []records.Subtopology) {
 	want := map[string]TopicToCreate{}
 	for i, s := range subs {
 		cs := ct.subtopologies[i]
-		add := func(t TopicInfo, n int32) {
+		add := func(t records.TopicInfo, n int32) {
 			rf := t.ReplicationFactor
 			if rf == 0 {
 				rf = -1
@@ -461,20 +462,20 @@ func dedup(sorted []string) []string {
 
 // topologyFromRequest converts a heartbeat's topology to the record form,
 // with non-nil lists so structural comparison is exact.
-func topologyFromRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) StreamsGroupTopologyValue {
-	v := StreamsGroupTopologyValue{Epoch: t.Epoch, Subtopologies: make([]Subtopology, 0, len(t.Subtopologies))}
+func topologyFromRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) records.StreamsGroupTopologyValue {
+	v := records.StreamsGroupTopologyValue{Epoch: t.Epoch, Subtopologies: make([]records.Subtopology, 0, len(t.Subtopologies))}
 	for _, s := range t.Subtopologies {
-		sub := Subtopology{
+		sub := records.Subtopology{
 			SubtopologyID:         s.SubtopologyID,
 			SourceTopics:          nonNil(s.SourceTopics),
 			SourceTopicRegex:      nonNil(s.SourceTopicRegex),
 			RepartitionSinkTopics: nonNil(s.RepartitionSinkTopics),
-			CopartitionGroups:     make([]CopartitionGroup, 0, len(s.CopartitionGroups)),
+			CopartitionGroups:     make([]records.CopartitionGroup, 0, len(s.CopartitionGroups)),
 		}
 		sub.StateChangelogTopics = topicInfosFromRequest(s.StateChangelogTopics)
 		sub.RepartitionSourceTopics = topicInfosFromRequest(s.RepartitionSourceTopics)
 		for _, g := range s.CopartitionGroups {
-			sub.CopartitionGroups = append(sub.CopartitionGroups, CopartitionGroup{
+			sub.CopartitionGroups = append(sub.CopartitionGroups, records.CopartitionGroup{
 				SourceTopics: nonNil(g.SourceTopics), SourceTopicRegex: nonNil(g.SourceTopicRegex),
 				RepartitionSourceTopics: nonNil(g.RepartitionSourceTopics)})
 		}
@@ -483,12 +484,12 @@ func topologyFromRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) StreamsGr
 	return v
 }
 
-func topicInfosFromRequest(ts []kmsg.TopicInfo) []TopicInfo {
-	out := make([]TopicInfo, 0, len(ts))
+func topicInfosFromRequest(ts []kmsg.TopicInfo) []records.TopicInfo {
+	out := make([]records.TopicInfo, 0, len(ts))
 	for _, t := range ts {
-		ti := TopicInfo{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, TopicConfigs: make([]KeyValue, 0, len(t.Configs))}
+		ti := records.TopicInfo{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, TopicConfigs: make([]records.KeyValue, 0, len(t.Configs))}
 		for _, kv := range t.Configs {
-			ti.TopicConfigs = append(ti.TopicConfigs, KeyValue{Key: kv.Key, Value: kv.Value})
+			ti.TopicConfigs = append(ti.TopicConfigs, records.KeyValue{Key: kv.Key, Value: kv.Value})
 		}
 		out = append(out, ti)
 	}

@@ -3,6 +3,8 @@ package core
 import (
 	"math"
 	"testing"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // lagGroup: member w (process pw) holds warm-up 0_0 in the target.
@@ -150,14 +152,14 @@ func TestWarmupTargetIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []Record{targetRecord("g", "a", cold), targetRecord("g", "b", warm), targetRecord("g", "c", warm)} {
+	for _, rec := range []records.Record{targetRecord("g", "a", cold), targetRecord("g", "b", warm), targetRecord("g", "c", warm)} {
 		if err := r.Replay(rec); err != nil {
 			t.Fatal(err)
 		}
 	}
 	g = r.groups["g"].(*streamsGroup)
 	want("replayed", "b", "c")
-	if err := r.Replay(Record{Key: StreamsGroupTargetAssignmentMemberKey{"g", "b"}}); err != nil {
+	if err := r.Replay(records.Record{Key: records.StreamsGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: "b"}}); err != nil {
 		t.Fatal(err)
 	}
 	want("tombstone replayed", "c")

@@ -3,6 +3,8 @@ package core
 import (
 	"slices"
 	"testing"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // TestTopologyEqual: every field of a topology takes part in the
@@ -10,7 +12,7 @@ import (
 // comparison of digests), and an empty list equals an absent one; the
 // digests agree with the field-by-field comparison on every case.
 func TestTopologyEqual(t *testing.T) {
-	topologyEqual := func(a, b StreamsGroupTopologyValue) bool {
+	topologyEqual := func(a, b records.StreamsGroupTopologyValue) bool {
 		t.Helper()
 		eq := topologyEqual(a, b)
 		if same := digestTopology(&a) == digestTopology(&b); same != eq {
@@ -18,13 +20,13 @@ func TestTopologyEqual(t *testing.T) {
 		}
 		return eq
 	}
-	base := func() StreamsGroupTopologyValue {
-		return StreamsGroupTopologyValue{Epoch: 2, Subtopologies: []Subtopology{{
+	base := func() records.StreamsGroupTopologyValue {
+		return records.StreamsGroupTopologyValue{Epoch: 2, Subtopologies: []records.Subtopology{{
 			SubtopologyID: "0", SourceTopics: []string{"in"}, SourceTopicRegex: []string{"r.*"},
-			StateChangelogTopics:    []TopicInfo{{Name: "cl", Partitions: 0, ReplicationFactor: 0, TopicConfigs: []KeyValue{{"cleanup.policy", "compact"}}}},
+			StateChangelogTopics:    []records.TopicInfo{{Name: "cl", Partitions: 0, ReplicationFactor: 0, TopicConfigs: []records.KeyValue{{Key: "cleanup.policy", Value: "compact"}}}},
 			RepartitionSinkTopics:   []string{"rp"},
-			RepartitionSourceTopics: []TopicInfo{{Name: "rp", Partitions: 4, ReplicationFactor: 3}},
-			CopartitionGroups:       []CopartitionGroup{{SourceTopics: []int16{0}, RepartitionSourceTopics: []int16{0}}},
+			RepartitionSourceTopics: []records.TopicInfo{{Name: "rp", Partitions: 4, ReplicationFactor: 3}},
+			CopartitionGroups:       []records.CopartitionGroup{{SourceTopics: []int16{0}, RepartitionSourceTopics: []int16{0}}},
 		}}}
 	}
 	if !topologyEqual(base(), base()) {
@@ -32,40 +34,48 @@ func TestTopologyEqual(t *testing.T) {
 	}
 	empty := base()
 	empty.Subtopologies[0].CopartitionGroups[0].SourceTopicRegex = []int16{}
-	empty.Subtopologies[0].RepartitionSourceTopics[0].TopicConfigs = []KeyValue{}
+	empty.Subtopologies[0].RepartitionSourceTopics[0].TopicConfigs = []records.KeyValue{}
 	if !topologyEqual(base(), empty) {
 		t.Fatal("an empty list differs from an absent one")
 	}
-	edits := map[string]func(*StreamsGroupTopologyValue){
-		"epoch": func(v *StreamsGroupTopologyValue) { v.Epoch++ },
-		"subtopologies": func(v *StreamsGroupTopologyValue) {
-			v.Subtopologies = append(v.Subtopologies, Subtopology{SubtopologyID: "1"})
+	edits := map[string]func(*records.StreamsGroupTopologyValue){
+		"epoch": func(v *records.StreamsGroupTopologyValue) { v.Epoch++ },
+		"subtopologies": func(v *records.StreamsGroupTopologyValue) {
+			v.Subtopologies = append(v.Subtopologies, records.Subtopology{SubtopologyID: "1"})
 		},
-		"id":              func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].SubtopologyID = "9" },
-		"source":          func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].SourceTopics[0] = "other" },
-		"regex":           func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].SourceTopicRegex = nil },
-		"changelog name":  func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].StateChangelogTopics[0].Name = "x" },
-		"changelog parts": func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].StateChangelogTopics[0].Partitions = 2 },
-		"changelog rf":    func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].StateChangelogTopics[0].ReplicationFactor = 2 },
-		"changelog cfg": func(v *StreamsGroupTopologyValue) {
+		"id":              func(v *records.StreamsGroupTopologyValue) { v.Subtopologies[0].SubtopologyID = "9" },
+		"source":          func(v *records.StreamsGroupTopologyValue) { v.Subtopologies[0].SourceTopics[0] = "other" },
+		"regex":           func(v *records.StreamsGroupTopologyValue) { v.Subtopologies[0].SourceTopicRegex = nil },
+		"changelog name":  func(v *records.StreamsGroupTopologyValue) { v.Subtopologies[0].StateChangelogTopics[0].Name = "x" },
+		"changelog parts": func(v *records.StreamsGroupTopologyValue) { v.Subtopologies[0].StateChangelogTopics[0].Partitions = 2 },
+		"changelog rf": func(v *records.StreamsGroupTopologyValue) {
+			v.Subtopologies[0].StateChangelogTopics[0].ReplicationFactor = 2
+		},
+		"changelog cfg": func(v *records.StreamsGroupTopologyValue) {
 			v.Subtopologies[0].StateChangelogTopics[0].TopicConfigs[0].Value = "delete"
 		},
-		"sink":            func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].RepartitionSinkTopics = []string{"rp", "rp2"} },
-		"repartition":     func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].RepartitionSourceTopics[0].Partitions = 5 },
-		"copartition src": func(v *StreamsGroupTopologyValue) { v.Subtopologies[0].CopartitionGroups[0].SourceTopics = []int16{1} },
-		"copartition rx": func(v *StreamsGroupTopologyValue) {
+		"sink": func(v *records.StreamsGroupTopologyValue) {
+			v.Subtopologies[0].RepartitionSinkTopics = []string{"rp", "rp2"}
+		},
+		"repartition": func(v *records.StreamsGroupTopologyValue) {
+			v.Subtopologies[0].RepartitionSourceTopics[0].Partitions = 5
+		},
+		"copartition src": func(v *records.StreamsGroupTopologyValue) {
+			v.Subtopologies[0].CopartitionGroups[0].SourceTopics = []int16{1}
+		},
+		"copartition rx": func(v *records.StreamsGroupTopologyValue) {
 			v.Subtopologies[0].CopartitionGroups[0].SourceTopicRegex = []int16{0}
 		},
-		"copartition rp": func(v *StreamsGroupTopologyValue) {
+		"copartition rp": func(v *records.StreamsGroupTopologyValue) {
 			v.Subtopologies[0].CopartitionGroups[0].RepartitionSourceTopics = nil
 		},
 		// Moving a name from one list to the next keeps the bytes of the
 		// names in order: only the lengths tell the lists apart.
-		"list boundary": func(v *StreamsGroupTopologyValue) {
+		"list boundary": func(v *records.StreamsGroupTopologyValue) {
 			s := &v.Subtopologies[0]
 			s.SourceTopics, s.SourceTopicRegex = []string{"in", "r.*"}, []string{}
 		},
-		"name boundary": func(v *StreamsGroupTopologyValue) {
+		"name boundary": func(v *records.StreamsGroupTopologyValue) {
 			s := &v.Subtopologies[0]
 			s.SubtopologyID, s.SourceTopics[0] = "0i", "n"
 		},
@@ -83,24 +93,24 @@ func TestTopologyEqual(t *testing.T) {
 // equal to an absent one (Kafka's topology classes hold empty lists where
 // a request left one out): the reference the digest a heartbeat compares
 // (digestTopology) is checked against.
-func topologyEqual(a, b StreamsGroupTopologyValue) bool {
+func topologyEqual(a, b records.StreamsGroupTopologyValue) bool {
 	return a.Epoch == b.Epoch && slices.EqualFunc(a.Subtopologies, b.Subtopologies, subtopologyEqual)
 }
 
-func subtopologyEqual(a, b Subtopology) bool {
+func subtopologyEqual(a, b records.Subtopology) bool {
 	return a.SubtopologyID == b.SubtopologyID &&
 		slices.Equal(a.SourceTopics, b.SourceTopics) &&
 		slices.Equal(a.SourceTopicRegex, b.SourceTopicRegex) &&
 		slices.EqualFunc(a.StateChangelogTopics, b.StateChangelogTopics, topicInfoEqual) &&
 		slices.Equal(a.RepartitionSinkTopics, b.RepartitionSinkTopics) &&
 		slices.EqualFunc(a.RepartitionSourceTopics, b.RepartitionSourceTopics, topicInfoEqual) &&
-		slices.EqualFunc(a.CopartitionGroups, b.CopartitionGroups, func(x, y CopartitionGroup) bool {
+		slices.EqualFunc(a.CopartitionGroups, b.CopartitionGroups, func(x, y records.CopartitionGroup) bool {
 			return slices.Equal(x.SourceTopics, y.SourceTopics) && slices.Equal(x.SourceTopicRegex, y.SourceTopicRegex) &&
 				slices.Equal(x.RepartitionSourceTopics, y.RepartitionSourceTopics)
 		})
 }
 
-func topicInfoEqual(a, b TopicInfo) bool {
+func topicInfoEqual(a, b records.TopicInfo) bool {
 	return a.Name == b.Name && a.Partitions == b.Partitions && a.ReplicationFactor == b.ReplicationFactor &&
 		slices.Equal(a.TopicConfigs, b.TopicConfigs)
 }

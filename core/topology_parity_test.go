@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // TestTopologyParityWithKafka is a differential test of topology
@@ -44,14 +46,14 @@ func topologyCase(rng *rand.Rand, id int) (string, string) {
 	c.updateTopics(0, topics)
 	c.Commit()
 
-	topo := StreamsGroupTopologyValue{Subtopologies: []Subtopology{}}
+	topo := records.StreamsGroupTopologyValue{Subtopologies: []records.Subtopology{}}
 	var specs []string
 	usedRep, usedChg := map[string]bool{}, map[string]bool{}
 	nsub := 1 + rng.IntN(3)
 	for si := 0; si < nsub; si++ {
-		s := Subtopology{SubtopologyID: fmt.Sprint(si), SourceTopics: []string{}, SourceTopicRegex: []string{},
-			RepartitionSinkTopics: []string{}, StateChangelogTopics: []TopicInfo{}, RepartitionSourceTopics: []TopicInfo{},
-			CopartitionGroups: []CopartitionGroup{}}
+		s := records.Subtopology{SubtopologyID: fmt.Sprint(si), SourceTopics: []string{}, SourceTopicRegex: []string{},
+			RepartitionSinkTopics: []string{}, StateChangelogTopics: []records.TopicInfo{}, RepartitionSourceTopics: []records.TopicInfo{},
+			CopartitionGroups: []records.CopartitionGroup{}}
 		for i := 1; i <= 4; i++ {
 			if rng.IntN(3) == 0 {
 				s.SourceTopics = append(s.SourceTopics, fmt.Sprintf("s%d", i))
@@ -66,7 +68,7 @@ func topologyCase(rng *rand.Rand, id int) (string, string) {
 				if rng.IntN(3) == 0 {
 					n = int32(1 + rng.IntN(6))
 				}
-				s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, TopicInfo{Name: name, Partitions: n, TopicConfigs: []KeyValue{}})
+				s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, records.TopicInfo{Name: name, Partitions: n, TopicConfigs: []records.KeyValue{}})
 				repSpec = append(repSpec, fmt.Sprintf("%s:%d", name, n))
 			}
 		}
@@ -80,12 +82,12 @@ func topologyCase(rng *rand.Rand, id int) (string, string) {
 			name := fmt.Sprintf("c%d", i)
 			if !usedChg[name] && rng.IntN(3) == 0 {
 				usedChg[name] = true
-				s.StateChangelogTopics = append(s.StateChangelogTopics, TopicInfo{Name: name, TopicConfigs: []KeyValue{}})
+				s.StateChangelogTopics = append(s.StateChangelogTopics, records.TopicInfo{Name: name, TopicConfigs: []records.KeyValue{}})
 			}
 		}
 		var groupSpecs []string
 		if rng.IntN(3) == 0 && len(s.SourceTopics)+len(s.RepartitionSourceTopics) >= 2 {
-			g := CopartitionGroup{SourceTopics: []int16{}, SourceTopicRegex: []int16{}, RepartitionSourceTopics: []int16{}}
+			g := records.CopartitionGroup{SourceTopics: []int16{}, SourceTopicRegex: []int16{}, RepartitionSourceTopics: []int16{}}
 			var src, rep []string
 			for i := range s.SourceTopics {
 				if rng.IntN(2) == 0 {

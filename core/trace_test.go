@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -12,7 +13,7 @@ import (
 // Readable traces of Outputs, shared by the scenario tests and the
 // property test (whose traces must be byte-identical across runs).
 
-func fmtTaskIDs(ids []TaskIDs) string {
+func fmtTaskIDs(ids []records.TaskIDs) string {
 	var parts []string
 	for _, id := range ids {
 		for i, p := range id.Partitions {
@@ -36,26 +37,26 @@ func fmtKmsgTasks(ids []kmsg.TaskIDs) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-func fmtRecord(r Record) string {
+func fmtRecord(r records.Record) string {
 	k := r.Key
 	id := k.Group()
 	switch kk := k.(type) {
-	case StreamsGroupMemberMetadataKey:
+	case records.StreamsGroupMemberMetadataKey:
 		id += "/" + kk.MemberID
-	case StreamsGroupTargetAssignmentMemberKey:
+	case records.StreamsGroupTargetAssignmentMemberKey:
 		id += "/" + kk.MemberID
-	case StreamsGroupCurrentMemberAssignmentKey:
+	case records.StreamsGroupCurrentMemberAssignmentKey:
 		id += "/" + kk.MemberID
 	}
-	name := strings.TrimPrefix(RecordTypeName(k.RecordType()), "StreamsGroup")
+	name := strings.TrimPrefix(records.RecordTypeName(k.RecordType()), "StreamsGroup")
 	if r.Value == nil {
 		return fmt.Sprintf("- %s %s (tombstone)", name, id)
 	}
 	var body string
 	switch v := r.Value.(type) {
-	case StreamsGroupMetadataValue:
+	case records.StreamsGroupMetadataValue:
 		body = fmt.Sprintf("epoch=%d validated-topology=%d configs=%v", v.Epoch, v.ValidatedTopologyEpoch, v.LastAssignmentConfigs)
-	case StreamsGroupMemberMetadataValue:
+	case records.StreamsGroupMemberMetadataValue:
 		body = fmt.Sprintf("process=%s topology-epoch=%d rto=%d", v.ProcessID, v.TopologyEpoch, v.RebalanceTimeoutMs)
 		if v.InstanceID != nil {
 			body += " instance=" + *v.InstanceID
@@ -66,18 +67,18 @@ func fmtRecord(r Record) string {
 		if v.UserEndpoint != nil {
 			body += fmt.Sprintf(" endpoint=%s:%d", v.UserEndpoint.Host, v.UserEndpoint.Port)
 		}
-	case StreamsGroupTargetAssignmentMetadataValue:
+	case records.StreamsGroupTargetAssignmentMetadataValue:
 		body = fmt.Sprintf("assignment-epoch=%d ts=%d", v.AssignmentEpoch, v.AssignmentTimestamp)
-	case StreamsGroupTargetAssignmentMemberValue:
+	case records.StreamsGroupTargetAssignmentMemberValue:
 		body = fmt.Sprintf("active=%s standby=%s warmup=%s", fmtTaskIDs(v.ActiveTasks), fmtTaskIDs(v.StandbyTasks), fmtTaskIDs(v.WarmupTasks))
-	case StreamsGroupCurrentMemberAssignmentValue:
+	case records.StreamsGroupCurrentMemberAssignmentValue:
 		body = fmt.Sprintf("epoch=%d prev=%d state=%s active=%s standby=%s warmup=%s",
 			v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State), fmtTaskIDs(v.ActiveTasks), fmtTaskIDs(v.StandbyTasks), fmtTaskIDs(v.WarmupTasks))
 		if len(v.ActiveTasksPendingRevocation)+len(v.StandbyTasksPendingRevocation)+len(v.WarmupTasksPendingRevocation) > 0 {
 			body += fmt.Sprintf(" revoking active=%s standby=%s warmup=%s", fmtTaskIDs(v.ActiveTasksPendingRevocation),
 				fmtTaskIDs(v.StandbyTasksPendingRevocation), fmtTaskIDs(v.WarmupTasksPendingRevocation))
 		}
-	case StreamsGroupTopologyValue:
+	case records.StreamsGroupTopologyValue:
 		var subs []string
 		for _, s := range v.Subtopologies {
 			subs = append(subs, s.SubtopologyID)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
@@ -185,7 +186,7 @@ type Loop struct {
 
 // batch is what a partition's round accumulated since the last Commit.
 type batch struct {
-	records   []core.Record
+	records   []records.Record
 	events    []core.Event
 	responses []core.Response
 	runs      []core.AssignorRun
@@ -319,7 +320,7 @@ func recordGroup(key []byte) (string, error) {
 	if g, ok := store.GroupConfigGroup(key); ok {
 		return g, nil
 	}
-	rec, err := core.DecodeRecord(key, nil)
+	rec, err := records.DecodeRecord(key, nil)
 	if err != nil {
 		return "", err
 	}

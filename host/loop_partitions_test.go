@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
@@ -64,7 +65,7 @@ func writeOldStore(t *testing.T, path string, groups []string) {
 		c.Commit()
 		var recs []store.Record
 		for _, r := range out.Records {
-			k, v := core.EncodeRecord(r)
+			k, v := records.EncodeRecord(r)
 			recs = append(recs, store.Record{Key: k, Value: v})
 		}
 		if len(recs) == 0 {

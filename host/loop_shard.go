@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	corerecords "github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
@@ -202,7 +203,7 @@ func (s *shard) newRecords() []runtime.Record {
 	b := &s.batch
 	var out []runtime.Record
 	for _, r := range b.records[s.encoded:] {
-		k, v := core.EncodeRecord(r)
+		k, v := corerecords.EncodeRecord(r)
 		out = append(out, runtime.Record{Key: k, Value: v, Owner: r.Key.Group()})
 	}
 	for _, r := range b.hostRecords[s.encodedHost:] {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/admin"
 )
 
@@ -162,16 +163,16 @@ func describeEvent(e core.Event) string {
 
 // logAssignments logs, at DEBUG, the member metadata and current
 // assignments a committed batch wrote (the detail behind its events).
-func (l *Loop) logAssignments(recs []core.Record) {
+func (l *Loop) logAssignments(recs []records.Record) {
 	for _, r := range recs {
 		switch k := r.Key.(type) {
-		case core.StreamsGroupMemberMetadataKey:
-			if v, ok := r.Value.(core.StreamsGroupMemberMetadataValue); ok {
+		case records.StreamsGroupMemberMetadataKey:
+			if v, ok := r.Value.(records.StreamsGroupMemberMetadataValue); ok {
 				l.log.Debug("streams member metadata", "group", k.GroupID, "member", k.MemberID,
 					"client", v.ClientID, "process", v.ProcessID, "classic", v.Classic != nil)
 			}
-		case core.StreamsGroupCurrentMemberAssignmentKey:
-			if v, ok := r.Value.(core.StreamsGroupCurrentMemberAssignmentValue); ok {
+		case records.StreamsGroupCurrentMemberAssignmentKey:
+			if v, ok := r.Value.(records.StreamsGroupCurrentMemberAssignmentValue); ok {
 				l.log.Debug("streams member assignment", "group", k.GroupID, "member", k.MemberID,
 					"epoch", v.MemberEpoch, "state", v.State, "active", taskList(v.ActiveTasks),
 					"standby", taskList(v.StandbyTasks), "warmup", taskList(v.WarmupTasks),
@@ -188,7 +189,7 @@ func (l *Loop) event(group, what string) {
 }
 
 // taskList renders tasks as Kafka Streams prints task ids: "0_1 0_3 1_2".
-func taskList(ts []core.TaskIDs) string {
+func taskList(ts []records.TaskIDs) string {
 	var b strings.Builder
 	for _, t := range ts {
 		for _, p := range t.Partitions {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/store"
@@ -33,9 +34,9 @@ func TestNoteCommittedDescribesEvents(t *testing.T) {
 			{Kind: core.EventMemberFenced, Group: "g", Member: "old", Reason: core.ReasonSessionTimeout, MemberEpoch: -1},
 			{Kind: core.EventGroupDeleted, Group: "gone"},
 		},
-		records: []core.Record{
-			{Key: core.StreamsGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: core.StreamsGroupCurrentMemberAssignmentValue{
-				MemberEpoch: 5, ActiveTasks: []core.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 3}}, {SubtopologyID: "1", Partitions: []int32{2}}}}},
+		records: []records.Record{
+			{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: records.StreamsGroupCurrentMemberAssignmentValue{
+				MemberEpoch: 5, ActiveTasks: []records.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 3}}, {SubtopologyID: "1", Partitions: []int32{2}}}}},
 		},
 	})
 	l.noteCommitted(&batch{events: []core.Event{

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // In front of an authenticated cluster the loop creates no internal topic
@@ -11,7 +12,7 @@ import (
 // the client's session.
 func TestInternalTopicsHeldForTheClient(t *testing.T) {
 	ts := []core.TopicToCreate{
-		{Group: "a", Name: "a-s-changelog", Partitions: 2, ReplicationFactor: -1, Configs: []core.KeyValue{{Key: "cleanup.policy", Value: "compact"}}},
+		{Group: "a", Name: "a-s-changelog", Partitions: 2, ReplicationFactor: -1, Configs: []records.KeyValue{{Key: "cleanup.policy", Value: "compact"}}},
 		{Group: "b", Name: "b-r-repartition", Partitions: 3, ReplicationFactor: 1},
 	}
 	own := &Loop{refreshNow: make(chan struct{}, 1)}

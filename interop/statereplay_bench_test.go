@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
@@ -70,48 +71,48 @@ func groupStateRecords(units int) *stateFleet {
 		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, a>>16&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
 	}
 	host := func() string { return fmt.Sprintf("/10.%d.%d.%d", rng.IntN(256), rng.IntN(256), rng.IntN(256)) }
-	add := func(group string, recs ...core.Record) {
+	add := func(group string, recs ...records.Record) {
 		p := runtime.PartitionFor(group, statePartitions)
 		for _, r := range recs {
-			k, v := core.EncodeRecord(r)
+			k, v := records.EncodeRecord(r)
 			f.parts[p] = append(f.parts[p], runtime.Record{Key: k, Value: v})
 			f.n++
 		}
 	}
 	const epoch, members = 11, 10
-	tasks := func(p int, epochs bool) []core.TaskIDs {
-		t := core.TaskIDs{SubtopologyID: "0", Partitions: []int32{int32(p)}}
+	tasks := func(p int, epochs bool) []records.TaskIDs {
+		t := records.TaskIDs{SubtopologyID: "0", Partitions: []int32{int32(p)}}
 		if epochs {
 			t.AssignmentEpochs = []int32{epoch}
 		}
-		return []core.TaskIDs{t}
+		return []records.TaskIDs{t}
 	}
 	for g := 0; g < f.streams; g++ {
 		id := fmt.Sprintf("streams-app-%06d", g)
 		ids := make([]string, members)
-		var recs []core.Record
+		var recs []records.Record
 		for i := range ids {
 			ids[i] = memberID()
 			proc := uuid()
-			recs = append(recs, core.Record{Key: core.StreamsGroupMemberMetadataKey{GroupID: id, MemberID: ids[i]}, Value: core.StreamsGroupMemberMetadataValue{
+			recs = append(recs, records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: id, MemberID: ids[i]}, Value: records.StreamsGroupMemberMetadataValue{
 				ClientID: id + "-" + proc + "-StreamThread-1-consumer", ClientHost: host(), RebalanceTimeoutMs: 300000, ProcessID: proc,
-				ClientTags: []core.KeyValue{}}})
+				ClientTags: []records.KeyValue{}}})
 		}
-		recs = append(recs, core.Record{Key: core.StreamsGroupTopologyKey{GroupID: id}, Value: core.StreamsGroupTopologyValue{Subtopologies: []core.Subtopology{{
-			SubtopologyID: "0", SourceTopics: []string{id + "-input"}, StateChangelogTopics: []core.TopicInfo{{Name: id + "-store-changelog"}}}}}},
-			core.Record{Key: core.StreamsGroupMetadataKey{GroupID: id}, Value: core.StreamsGroupMetadataValue{Epoch: epoch, MetadataHash: rng.Int64(),
-				LastAssignmentConfigs: []core.KeyValue{{Key: "num.standby.replicas", Value: "1"}}, StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1}})
+		recs = append(recs, records.Record{Key: records.StreamsGroupTopologyKey{GroupID: id}, Value: records.StreamsGroupTopologyValue{Subtopologies: []records.Subtopology{{
+			SubtopologyID: "0", SourceTopics: []string{id + "-input"}, StateChangelogTopics: []records.TopicInfo{{Name: id + "-store-changelog"}}}}}},
+			records.Record{Key: records.StreamsGroupMetadataKey{GroupID: id}, Value: records.StreamsGroupMetadataValue{Epoch: epoch, MetadataHash: rng.Int64(),
+				LastAssignmentConfigs: []records.KeyValue{{Key: "num.standby.replicas", Value: "1"}}, StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1}})
 		for i, m := range ids {
-			recs = append(recs, core.Record{Key: core.StreamsGroupTargetAssignmentMemberKey{GroupID: id, MemberID: m}, Value: core.StreamsGroupTargetAssignmentMemberValue{
-				ActiveTasks: tasks(i, false), StandbyTasks: tasks((i+1)%members, false), WarmupTasks: []core.TaskIDs{}}})
+			recs = append(recs, records.Record{Key: records.StreamsGroupTargetAssignmentMemberKey{GroupID: id, MemberID: m}, Value: records.StreamsGroupTargetAssignmentMemberValue{
+				ActiveTasks: tasks(i, false), StandbyTasks: tasks((i+1)%members, false), WarmupTasks: []records.TaskIDs{}}})
 		}
-		recs = append(recs, core.Record{Key: core.StreamsGroupTargetAssignmentMetadataKey{GroupID: id},
-			Value: core.StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: 1764720000000}})
+		recs = append(recs, records.Record{Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: id},
+			Value: records.StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: 1764720000000}})
 		for i, m := range ids {
-			recs = append(recs, core.Record{Key: core.StreamsGroupCurrentMemberAssignmentKey{GroupID: id, MemberID: m}, Value: core.StreamsGroupCurrentMemberAssignmentValue{
+			recs = append(recs, records.Record{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: id, MemberID: m}, Value: records.StreamsGroupCurrentMemberAssignmentValue{
 				MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 1, ActiveTasks: tasks(i, true), StandbyTasks: tasks((i+1)%members, false),
-				WarmupTasks: []core.TaskIDs{}, ActiveTasksPendingRevocation: []core.TaskIDs{}, StandbyTasksPendingRevocation: []core.TaskIDs{},
-				WarmupTasksPendingRevocation: []core.TaskIDs{}}})
+				WarmupTasks: []records.TaskIDs{}, ActiveTasksPendingRevocation: []records.TaskIDs{}, StandbyTasksPendingRevocation: []records.TaskIDs{},
+				WarmupTasksPendingRevocation: []records.TaskIDs{}}})
 		}
 		add(id, recs...)
 	}
@@ -122,43 +123,43 @@ func groupStateRecords(units int) *stateFleet {
 		binary.LittleEndian.PutUint64(topic[:8], rng.Uint64())
 		binary.LittleEndian.PutUint64(topic[8:], rng.Uint64())
 		ids := make([]string, members)
-		var recs []core.Record
+		var recs []records.Record
 		for i := range ids {
 			ids[i] = memberID()
-			recs = append(recs, core.Record{Key: core.ConsumerGroupMemberMetadataKey{GroupID: id, MemberID: ids[i]}, Value: core.ConsumerGroupMemberMetadataValue{
+			recs = append(recs, records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: id, MemberID: ids[i]}, Value: records.ConsumerGroupMemberMetadataValue{
 				ClientID: fmt.Sprintf("consumer-%s-%d", id, i+1), ClientHost: host(), SubscribedTopicNames: []string{id + "-input"},
 				RebalanceTimeoutMs: 300000, ServerAssignor: &uniform}})
 		}
-		recs = append(recs, core.Record{Key: core.ConsumerGroupMetadataKey{GroupID: id}, Value: core.ConsumerGroupMetadataValue{Epoch: epoch, MetadataHash: rng.Int64(), CreationTimeMs: -1}})
+		recs = append(recs, records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: id}, Value: records.ConsumerGroupMetadataValue{Epoch: epoch, MetadataHash: rng.Int64(), CreationTimeMs: -1}})
 		for i, m := range ids {
-			recs = append(recs, core.Record{Key: core.ConsumerGroupTargetAssignmentMemberKey{GroupID: id, MemberID: m}, Value: core.ConsumerGroupTargetAssignmentMemberValue{
-				TopicPartitions: []core.TopicPartitions{{TopicID: topic, Partitions: []int32{int32(i)}}}}})
+			recs = append(recs, records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: id, MemberID: m}, Value: records.ConsumerGroupTargetAssignmentMemberValue{
+				TopicPartitions: []records.TopicPartitions{{TopicID: topic, Partitions: []int32{int32(i)}}}}})
 		}
-		recs = append(recs, core.Record{Key: core.ConsumerGroupTargetAssignmentMetadataKey{GroupID: id},
-			Value: core.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: 1764720000000}})
+		recs = append(recs, records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: id},
+			Value: records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: 1764720000000}})
 		for i, m := range ids {
-			recs = append(recs, core.Record{Key: core.ConsumerGroupCurrentMemberAssignmentKey{GroupID: id, MemberID: m}, Value: core.ConsumerGroupCurrentMemberAssignmentValue{
-				MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 0, AssignedPartitions: []core.TopicPartitions{{TopicID: topic, Partitions: []int32{int32(i)}, AssignmentEpochs: []int32{epoch}}},
-				PartitionsPendingRevocation: []core.TopicPartitions{}}})
+			recs = append(recs, records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: id, MemberID: m}, Value: records.ConsumerGroupCurrentMemberAssignmentValue{
+				MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 0, AssignedPartitions: []records.TopicPartitions{{TopicID: topic, Partitions: []int32{int32(i)}, AssignmentEpochs: []int32{epoch}}},
+				PartitionsPendingRevocation: []records.TopicPartitions{}}})
 		}
 		add(id, recs...)
 	}
 	protocol := "cooperative-sticky"
 	for g := 0; g < f.classic; g++ {
 		id := fmt.Sprintf("classic-app-%06d", g)
-		v := core.GroupMetadataValue{Version: 3, ProtocolType: "consumer", Generation: 5, Protocol: &protocol, CurrentStateTimestamp: 1764720000000}
+		v := records.GroupMetadataValue{Version: 3, ProtocolType: "consumer", Generation: 5, Protocol: &protocol, CurrentStateTimestamp: 1764720000000}
 		for i := 0; i < 3; i++ {
 			sub := kmsg.NewConsumerMemberMetadata()
 			sub.Version, sub.Topics = 1, []string{id + "-input"}
 			asg := kmsg.NewConsumerMemberAssignment()
 			asg.Version = 1
 			asg.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: id + "-input", Partitions: []int32{int32(i)}}}
-			m := core.GroupMetadataMember{MemberID: fmt.Sprintf("consumer-%s-%d-%s", id, i+1, uuid()), ClientID: fmt.Sprintf("consumer-%s-%d", id, i+1),
+			m := records.GroupMetadataMember{MemberID: fmt.Sprintf("consumer-%s-%d-%s", id, i+1, uuid()), ClientID: fmt.Sprintf("consumer-%s-%d", id, i+1),
 				ClientHost: host(), RebalanceTimeout: 300000, SessionTimeout: 45000, Subscription: sub.AppendTo(nil), Assignment: asg.AppendTo(nil)}
 			v.Members = append(v.Members, m)
 		}
 		v.Leader = &v.Members[0].MemberID
-		add(id, core.Record{Key: core.GroupMetadataKey{GroupID: id}, Value: v})
+		add(id, records.Record{Key: records.GroupMetadataKey{GroupID: id}, Value: v})
 	}
 	return f
 }
@@ -438,7 +439,7 @@ func appendState(t testing.TB, path string, f *stateFleet) time.Duration {
 	}
 	defer st.Close()
 	if err := st.Partition(statePartitions, func(key []byte) (string, error) {
-		rec, err := core.DecodeRecord(key, nil)
+		rec, err := records.DecodeRecord(key, nil)
 		return rec.Key.Group(), err
 	}); err != nil {
 		t.Fatal(err)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 )
 
 // TestToABIPassesConfigsByName: the ABI translation copies core's
 // assignment configs by name, whatever their keys, in core's order.
 func TestToABIPassesConfigsByName(t *testing.T) {
 	run := core.AssignorRun{Group: "g", Epoch: 3, Input: core.AssignInput{Configs: core.AssignConfigs{
-		NumStandbyReplicas: 1, All: []core.KeyValue{{Key: "a.plugin.key", Value: "x"}, {Key: "num.standby.replicas", Value: "1"}}}}}
+		NumStandbyReplicas: 1, All: []records.KeyValue{{Key: "a.plugin.key", Value: "x"}, {Key: "num.standby.replicas", Value: "1"}}}}}
 	req, _ := ToABI(run)
 	want := []abi.KV{{Key: "a.plugin.key", Value: "x"}, {Key: "num.standby.replicas", Value: "1"}}
 	if !reflect.DeepEqual(req.Configs.All, want) || req.Configs.NumStandbyReplicas != 1 {
@@ -33,7 +34,7 @@ func randomRun(r *rand.Rand) core.AssignorRun {
 	nm := 1 + r.IntN(6)
 	for m := 0; m < nm; m++ {
 		am := core.AssignMember{MemberID: fmt.Sprintf("m%02d", m), ProcessID: fmt.Sprintf("p%d", r.IntN(3)),
-			ClientTags: []core.KeyValue{{Key: "zone", Value: "a"}, {Key: "az", Value: "b"}}}
+			ClientTags: []records.KeyValue{{Key: "zone", Value: "a"}, {Key: "az", Value: "b"}}}
 		for s, sub := range in.Subtopologies {
 			for p := int32(0); p < sub.NumTasks; p++ {
 				ref := core.TaskRef{Subtopology: int32(s), Partition: p}

@@ -28,7 +28,7 @@ const mod = "example.com/m"
 func TestGraphViolations(t *testing.T) {
 	g := Graph{
 		"core":                         {"fmt", "net", mod + "/host", kmsg},
-		"core/records":                 {"os/exec", "sync/atomic", "unsafe", "hash/maphash", kerr, "github.com/other/lib"},
+		"core/records":                 {"os/exec", "sync/atomic", "unsafe", "hash/maphash", kerr, "github.com/other/lib", "fmt", mod + "/core", mod + "/host", mod + "/core/userdata", mod + "/core/records/x"},
 		"abi":                          {"encoding/binary", mod + "/core", "github.com/other/lib"},
 		"abi/guest":                    {mod + "/abi", "unsafe"},
 		"abi/metrics":                  {mod + "/abi", "time", "os", mod + "/abi/guest", mod + "/abi/abitest"},
@@ -51,7 +51,7 @@ func TestGraphViolations(t *testing.T) {
 	}
 	want := map[string][]string{
 		"core":                         {`"net"`, `"example.com/m/host"`},
-		"core/records":                 {`"os/exec"`, `"sync/atomic"`, `"unsafe"`, `"hash/maphash"`, `"github.com/other/lib"`},
+		"core/records":                 {`"os/exec"`, `"sync/atomic"`, `"unsafe"`, `"hash/maphash"`, `"github.com/twmb/franz-go/pkg/kerr"`, `"github.com/other/lib"`, `"example.com/m/core"`, `"example.com/m/host"`, `"example.com/m/core/userdata"`},
 		"abi":                          {`"example.com/m/core"`, `"github.com/other/lib"`},
 		"abi/metrics":                  {`"os"`, `"example.com/m/abi/guest"`, `"example.com/m/abi/abitest"`},
 		"host/plugin":                  {`"example.com/m/core"`, `"github.com/other/lib"`, `"example.com/m/internal/testtool"`},

@@ -77,6 +77,14 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "the embedding API (the module's root package) may import only host/*, abi and the standard library"
+	case under(pkg, "core/records"):
+		switch {
+		case std && under(imp, coreBannedStd...):
+			return "core does no I/O, synchronisation or unsafe work"
+		case std, own && under(local, "core/records"):
+			return ""
+		}
+		return "core/records may import only the standard library: the record codec knows nothing of core, host or Kafka clients"
 	case top == "core":
 		switch {
 		case std && under(imp, coreBannedStd...):

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
@@ -75,8 +75,8 @@ type conversionLossLog struct{ runtime.Log }
 func (l conversionLossLog) Append(p int, recs []runtime.Record) error {
 	converting := false
 	for _, r := range recs {
-		if rec, err := core.DecodeRecord(r.Key, r.Value); err == nil && r.Value == nil {
-			if _, ok := rec.Key.(core.GroupMetadataKey); ok {
+		if rec, err := records.DecodeRecord(r.Key, r.Value); err == nil && r.Value == nil {
+			if _, ok := rec.Key.(records.GroupMetadataKey); ok {
 				converting = true
 			}
 		}
@@ -86,8 +86,8 @@ func (l conversionLossLog) Append(p int, recs []runtime.Record) error {
 	}
 	var kept []runtime.Record
 	for _, r := range recs {
-		if rec, err := core.DecodeRecord(r.Key, r.Value); err == nil {
-			if k, ok := rec.Key.(core.StreamsGroupCurrentMemberAssignmentKey); ok && strings.HasPrefix(k.MemberID, "cs") {
+		if rec, err := records.DecodeRecord(r.Key, r.Value); err == nil {
+			if k, ok := rec.Key.(records.StreamsGroupCurrentMemberAssignmentKey); ok && strings.HasPrefix(k.MemberID, "cs") {
 				continue
 			}
 		}

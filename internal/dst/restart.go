@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 )
@@ -61,7 +62,7 @@ func (s *sim) closeLog() {
 
 // recordGroup is the group of a record key, for the store's partitioning.
 func recordGroup(key []byte) (string, error) {
-	rec, err := core.DecodeRecord(key, nil)
+	rec, err := records.DecodeRecord(key, nil)
 	if err != nil {
 		return "", err
 	}

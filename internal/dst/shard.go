@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
@@ -154,7 +155,7 @@ func (s *shard) Step(now int64, in any) (out []runtime.Record) {
 	s.wrote = s.wrote || len(o.Records) > 0
 	s.recs += len(o.Records)
 	for _, r := range o.Records {
-		k, v := core.EncodeRecord(r)
+		k, v := records.EncodeRecord(r)
 		out = append(out, runtime.Record{Key: k, Value: v})
 	}
 	return out

@@ -1,4 +1,4 @@
-package core
+package records
 
 import (
 	"encoding/binary"
@@ -20,7 +20,14 @@ var errShort = errors.New("record truncated")
 type reader struct {
 	b   []byte
 	err error
+	sub *reader  // the reader tags hands to its callback, reused per field
+	ids *Decoder // keys: shares repeated group and member ids (nil: none)
 }
+
+// maxPrealloc bounds the capacity a decoder reserves for an array from its
+// claimed length: enough for the arrays records hold, never a large
+// allocation on a lying length.
+const maxPrealloc = 64
 
 func (r *reader) fail(err error) {
 	if r.err == nil {
@@ -89,13 +96,52 @@ func (r *reader) uvarint() uint64 {
 }
 
 // classicString reads an int16-length string (non-flexible versions).
-func (r *reader) classicString() string {
+func (r *reader) classicString() string { return string(r.classicStringBytes()) }
+
+func (r *reader) classicStringBytes() []byte {
 	n := r.int16()
 	if n < 0 {
 		r.fail(errors.New("null string in a non-nullable field"))
-		return ""
+		return nil
 	}
-	return string(r.take(int(n)))
+	return r.take(int(n))
+}
+
+// groupID reads a key's group id, a classic string, shared with the
+// previous key's when equal.
+func (r *reader) groupID() string { return r.keyID(false) }
+
+// memberID reads a key's member id, a classic string, shared with an
+// earlier key of the same group when equal. It follows groupID.
+func (r *reader) memberID() string { return r.keyID(true) }
+
+func (r *reader) keyID(member bool) string {
+	d := r.ids
+	if d == nil {
+		return r.classicString()
+	}
+	b := r.classicStringBytes()
+	switch {
+	case r.err != nil:
+		return ""
+	case !member:
+		if string(b) != d.group {
+			d.group = string(b)
+			clear(d.members)
+		}
+		return d.group
+	}
+	if s, ok := d.members[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if d.members == nil {
+		d.members = map[string]string{}
+	}
+	if len(d.members) < maxInternedMembers {
+		d.members[s] = s
+	}
+	return s
 }
 
 // compactLen reads a compact length; -1 means null.
@@ -160,9 +206,14 @@ func (r *reader) compactInt32s(nullable bool) []int32 {
 }
 
 func (r *reader) compactStrings() []string {
-	out := []string{}
-	if !r.compactArray(func() { out = append(out, r.compactString()) }) {
+	n := r.compactLen()
+	if n < 0 {
 		r.fail(errors.New("null array in a non-nullable field"))
+		return []string{}
+	}
+	out := make([]string, 0, min(n, maxPrealloc))
+	for i := 0; i < n && r.err == nil; i++ {
+		out = append(out, r.compactString())
 	}
 	return out
 }
@@ -202,8 +253,15 @@ func (r *reader) tags(field func(tag uint64, sub *reader) bool) {
 			return
 		}
 		last = int64(tag)
-		sub := &reader{b: data}
-		if field != nil && field(tag, sub) {
+		if field == nil {
+			continue
+		}
+		if r.sub == nil {
+			r.sub = &reader{}
+		}
+		sub := r.sub
+		*sub = reader{b: data, sub: sub.sub}
+		if field(tag, sub) {
 			if sub.err != nil {
 				r.fail(fmt.Errorf("tagged field %d: %w", tag, sub.err))
 			} else if len(sub.b) != 0 {

@@ -1,4 +1,9 @@
-package core
+// Package records holds Kafka's group-coordinator records as Go structs
+// and their byte codec: the key and value of every record type coordhost
+// writes to or reads from __consumer_offsets, encoded exactly as Kafka 4.4's
+// generated classes encode them. It knows nothing of groups or of the
+// Coordinator that applies the records (package core).
+package records
 
 import (
 	"errors"
@@ -35,11 +40,12 @@ type RecordValue interface {
 	encodeValue(w *writer)
 }
 
-// recordType is one entry of the record-type dispatch table: how to decode
-// a key and a value of the type, and how to apply the record to a
-// Coordinator. Each group kind registers its record types from its own file
-// (streams_records.go registers 17 and 19–23; classic groups add type 2),
-// so adding a kind never edits a shared switch.
+// recordType is one entry of the record-type decoder table: how to decode
+// a key and a value of the type. Each group kind registers its record
+// types from its own file (streams.go registers 17 and 19–23, classic.go
+// type 2, consumer.go 3–8 and 16), so adding a kind never edits a shared
+// switch. Applying a record to a Coordinator is core's business (its own
+// table, keyed by the same type numbers).
 type recordType struct {
 	name        string
 	decodeKey   func(r *reader) RecordKey
@@ -48,7 +54,6 @@ type recordType struct {
 	// has (classic GroupMetadata: 0-4) and rejects unknown versions; types
 	// without it accept version 0 only.
 	decodeValueAt func(r *reader, version int16) RecordValue
-	apply         func(c *Coordinator, rec Record) error
 }
 
 // versionedValue is implemented by record values written at a version
@@ -59,11 +64,11 @@ type versionedValue interface {
 
 var recordTypes = map[int16]recordType{}
 
-// registerRecordType adds a record type to the dispatch table. It is called
+// registerRecordType adds a record type to the decoder table. It is called
 // from init functions; registering a type twice is a programming error.
 func registerRecordType(t int16, rt recordType) {
 	if _, dup := recordTypes[t]; dup {
-		panic(fmt.Sprintf("core: record type %d registered twice", t))
+		panic(fmt.Sprintf("records: record type %d registered twice", t))
 	}
 	recordTypes[t] = rt
 }
@@ -76,8 +81,8 @@ func RecordTypeName(t int16) string {
 	return fmt.Sprintf("unknown(%d)", t)
 }
 
-// RegisteredRecordTypes lists the record types core can decode and apply,
-// in ascending order.
+// RegisteredRecordTypes lists the record types the codec can decode, in
+// ascending order.
 func RegisteredRecordTypes() []int16 {
 	out := make([]int16, 0, len(recordTypes))
 	for t := range recordTypes {
@@ -87,9 +92,10 @@ func RegisteredRecordTypes() []int16 {
 	return out
 }
 
-// ErrUnknownRecordType is wrapped by DecodeRecord for a record type core does
-// not know. Kafka's loader logs and skips such records; a host may do the
-// same after checking errors.Is(err, ErrUnknownRecordType).
+// ErrUnknownRecordType is wrapped by DecodeRecord for a record type the
+// codec does not know (and by core's apply for one it cannot apply).
+// Kafka's loader logs and skips such records; a host may do the same after
+// checking errors.Is(err, ErrUnknownRecordType).
 var ErrUnknownRecordType = errors.New("unknown coordinator record type")
 
 // EncodeRecord returns the key bytes and value bytes (nil for a tombstone)
@@ -117,7 +123,39 @@ func EncodeRecord(rec Record) (key, value []byte) {
 // input yields an error naming the record type and the problem.
 func DecodeRecord(key, value []byte) (Record, error) {
 	rs := &[2]reader{{b: key}, {b: value}} // one allocation for both readers
-	kr, vr := &rs[0], &rs[1]
+	return decode(&rs[0], &rs[1], key, value)
+}
+
+// Decoder decodes records as DecodeRecord does, and lets records share the
+// strings of the ids that repeat from one record to the next: the group id
+// of consecutive records of a group, and the member ids within it (a log
+// holds a group's records side by side, so a replay allocates each id
+// about once). It also reuses its readers from record to record. The zero
+// value is ready; a Decoder is not safe for concurrent use.
+type Decoder struct {
+	group   string            // group id of the last key
+	members map[string]string // member ids seen since the group changed
+	readers [2]reader         // key and value readers, reused
+}
+
+// maxInternedMembers bounds the member ids a Decoder keeps for one group.
+const maxInternedMembers = 1 << 12
+
+// Decode is DecodeRecord, sharing repeated ids.
+func (d *Decoder) Decode(key, value []byte) (Record, error) {
+	kr, vr := &d.readers[0], &d.readers[1]
+	*kr = reader{b: key, ids: d, sub: kr.sub}
+	*vr = reader{b: value, sub: vr.sub}
+	rec, err := decode(kr, vr, key, value)
+	for _, r := range []*reader{kr, vr} { // keep no reference to the caller's bytes
+		for ; r != nil; r = r.sub {
+			r.b = nil
+		}
+	}
+	return rec, err
+}
+
+func decode(kr, vr *reader, key, value []byte) (Record, error) {
 	t := kr.int16()
 	if kr.err != nil {
 		return Record{}, fmt.Errorf("record key: %w", kr.err)
