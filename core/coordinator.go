@@ -46,6 +46,9 @@ type Coordinator struct {
 	replaying          bool
 	// entries counts the entry points begun (consumer_member_table.go).
 	entries uint64
+	// targetSlice overrides how many members' targets one step writes
+	// (streams_target_slices.go; 0: the default).
+	targetSlice int
 }
 
 // New returns an empty Coordinator with the given broker-wide config.

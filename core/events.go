@@ -50,6 +50,10 @@ const (
 	// (Reason: the assignor's result, a probe, or a topology that is not
 	// ready yet).
 	EventTargetAssigned EventKind = "target-assigned"
+	// EventTargetPart: part of the member targets of an assignor result
+	// for Epoch was written (a large group's result is written over
+	// several steps); EventTargetAssigned follows the last part.
+	EventTargetPart EventKind = "target-part"
 	// EventAssignorResultDiscarded: an assignor result was not applied
 	// (Reason: ReasonStaleEpoch or ReasonAssignorError); Epoch is the
 	// run's epoch.

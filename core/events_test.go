@@ -28,7 +28,7 @@ func eventsExplain(o Output) error {
 		named[gm{e.Group, e.Member}] = true
 		if e.Member == "" {
 			switch e.Kind {
-			case EventGroupDeleted, EventGroupConverted, EventTargetAssigned:
+			case EventGroupDeleted, EventGroupConverted, EventTargetAssigned, EventTargetPart:
 				named[gm{e.Group, "*"}] = true
 			}
 		}

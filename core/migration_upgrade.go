@@ -1,6 +1,8 @@
 package core
 
 import (
+	"sort"
+
 	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/core/userdata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -204,11 +206,16 @@ func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except strin
 	saved := c.migration.noDowngrade
 	c.migration.noDowngrade = true
 	defer func() { c.migration.noDowngrade = saved }()
-	for _, id := range g.sortedMemberIDs() {
-		m := g.members[id]
-		if (m.classic != nil) != classic || m.processID != process || id == except {
-			continue
+	// Only the process's members are sorted: a join must not sort a
+	// large group's every member id.
+	var ids []string
+	for id, m := range g.members {
+		if (m.classic != nil) == classic && m.processID == process && id != except {
+			ids = append(ids, id)
 		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
 		if silentMs > 0 {
 			t, ok := c.timers[sessionTimerKey(g.id, id)]
 			if !ok || c.now-(t.deadline-int64(c.sessionTimeoutOf(g, id))) <= silentMs {

@@ -116,8 +116,13 @@ type propSnapshot struct {
 	members                     map[string]int32
 }
 
-func runProperty(seed uint64, steps int) (string, error) {
+func runProperty(seed uint64, steps int) (string, error) { return runPropertySliced(seed, steps, 0) }
+
+// runPropertySliced runs a seed with assignor results written slice
+// members at a time (0: the default).
+func runPropertySliced(seed uint64, steps, slice int) (string, error) {
 	s := newPropSim(seed)
+	s.c.targetSlice = slice
 	for i := 0; i < steps; i++ {
 		fmt.Fprintf(&s.trace, "-- step %d now=%d\n", i, s.now)
 		s.before = s.activeByMember()
@@ -349,6 +354,7 @@ func (s *propSim) failover() {
 		return
 	}
 	s.trace.WriteString("fail-over\n")
+	fresh.targetSlice = s.c.targetSlice
 	s.c, s.runs = fresh, nil
 	s.c.updateTopics(s.now, s.topics)
 	s.c.Commit()

@@ -13,6 +13,12 @@ import (
 // its timers and builds the response (steps 11–12 of Kafka's heartbeat).
 func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
 	g, req := hb.g, hb.req
+	if g.soft.slices != nil {
+		// A heartbeat not parked on the result being written (no assignor
+		// wait, a delay or interval holding the assignment back) sees all
+		// of it, never a part (streams_target_slices.go).
+		c.writeTargetSlices(g, true)
+	}
 	m := g.members[hb.member]
 	updated, e := g.reconcile(m, hb.owned)
 	if e != nil {

@@ -103,7 +103,8 @@ type streamsSoft struct {
 	shutdownBy      string // member that requested application shutdown
 	endpointEpoch   int32
 	taskOffsets     map[string]memberOffsets
-	inflight        *AssignorRun // last assignor run requested and not answered
+	inflight        *AssignorRun  // last assignor run requested and not answered (or its result not fully written)
+	slices          *targetSlices // an assignor result being written in slices
 	parked          []parkedHeartbeat
 	lastAssignorErr string           // the last failed assignor run, for logs and metrics
 	endOffsets      map[TaskID]int64 // host-supplied changelog end offsets (UpdateEndOffsets)

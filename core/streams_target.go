@@ -143,11 +143,22 @@ func (c *Coordinator) writeTarget(g *streamsGroup, epoch int32, targets map[stri
 		if !ok {
 			t = emptyTuple()
 		}
-		if old, had := g.target[id]; had && old.equal(t) {
-			continue
-		}
-		c.write(targetRecord(g.id, id, t))
+		c.writeMemberTarget(g, id, t)
 	}
+	c.writeTargetEpoch(g, epoch)
+}
+
+// writeMemberTarget writes member id's target t unless it has it already.
+func (c *Coordinator) writeMemberTarget(g *streamsGroup, id string, t tasksTuple) {
+	if old, had := g.target[id]; had && old.equal(t) {
+		return
+	}
+	c.write(targetRecord(g.id, id, t))
+}
+
+// writeTargetEpoch writes the target's metadata: it follows every member
+// target record of the epoch, as in Kafka.
+func (c *Coordinator) writeTargetEpoch(g *streamsGroup, epoch int32) {
 	c.write(records.Record{Key: records.StreamsGroupTargetAssignmentMetadataKey{GroupID: g.id},
 		Value: records.StreamsGroupTargetAssignmentMetadataValue{AssignmentEpoch: epoch, AssignmentTimestamp: c.now}})
 }
@@ -189,13 +200,27 @@ func (c *Coordinator) assignorResult(now int64, run AssignorRun, res AssignResul
 	switch {
 	case run.Probe:
 	case run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch:
-		c.writeTarget(g, run.Epoch, resultTargets(run, res))
-		c.emitGroup(EventTargetAssigned, g.id, ReasonAssignor, run.Epoch)
-		c.armProbe(g, res.NextProbeMs)
-		c.probeCheckAfterTarget(g)
+		if !c.startTargetWrite(g, run, res) {
+			return c.end() // continued by later steps (streams_target_slices.go)
+		}
+		c.targetWritten(g, run.Epoch, res.NextProbeMs)
 	default:
 		c.emitGroup(EventAssignorResultDiscarded, g.id, ReasonStaleEpoch, run.Epoch)
 	}
+	c.afterTarget(g)
+	return c.end()
+}
+
+// targetWritten follows a target written from an assignor result.
+func (c *Coordinator) targetWritten(g *streamsGroup, epoch int32, nextProbeMs int64) {
+	c.emitGroup(EventTargetAssigned, g.id, ReasonAssignor, epoch)
+	c.armProbe(g, nextProbeMs)
+	c.probeCheckAfterTarget(g)
+}
+
+// afterTarget starts the next assignment if the group moved on meanwhile
+// and answers the heartbeats parked on the run when none is in flight.
+func (c *Coordinator) afterTarget(g *streamsGroup) {
 	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
 		c.intervalElapsed(g, c.streamsConfig(g.id)) {
 		c.startAssignment(g)
@@ -203,7 +228,6 @@ func (c *Coordinator) assignorResult(now int64, run AssignorRun, res AssignResul
 	if g.soft.inflight == nil {
 		c.releaseParked(g)
 	}
-	return c.end()
 }
 
 // LastAssignorError returns why the last assignor run of a streams group
@@ -242,17 +266,23 @@ func validateResult(run AssignorRun, res AssignResult) error {
 
 func resultTargets(run AssignorRun, res AssignResult) map[string]tasksTuple {
 	out := map[string]tasksTuple{}
-	for i, m := range res.Members {
-		set := func(refs []TaskRef) taskSet {
-			s := taskSet{}
-			for _, r := range refs {
-				s[TaskID{run.Input.Subtopologies[r.Subtopology].ID, r.Partition}] = struct{}{}
-			}
-			return s
-		}
-		out[run.Input.Members[i].MemberID] = tasksTuple{active: set(m.Active), standby: set(m.Standby), warmup: set(m.Warmup)}
+	for i := range res.Members {
+		out[run.Input.Members[i].MemberID] = resultTarget(run, res, i)
 	}
 	return out
+}
+
+// resultTarget is the target of the i-th member of run's result.
+func resultTarget(run AssignorRun, res AssignResult, i int) tasksTuple {
+	m := res.Members[i]
+	set := func(refs []TaskRef) taskSet {
+		s := taskSet{}
+		for _, r := range refs {
+			s[TaskID{run.Input.Subtopologies[r.Subtopology].ID, r.Partition}] = struct{}{}
+		}
+		return s
+	}
+	return tasksTuple{active: set(m.Active), standby: set(m.Standby), warmup: set(m.Warmup)}
 }
 
 // park holds a heartbeat until the assignor answers or the wait expires.
@@ -345,6 +375,12 @@ func (c *Coordinator) resumeHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 func init() {
 	registerTimerKind(timerStreamsAssignWait, func(c *Coordinator, t timer) {
 		if g, ok := c.groups[t.group].(*streamsGroup); ok {
+			if s := g.soft.slices; s != nil {
+				// A result is being written: its last slice answers them.
+				s.waited = true
+				c.onUndo(func() { s.waited = false })
+				return
+			}
 			c.releaseParked(g)
 		}
 	})
@@ -368,7 +404,7 @@ func (c *Coordinator) afterRollback() {
 		if !ok {
 			continue
 		}
-		g.soft.inflight = nil
+		g.soft.inflight, g.soft.slices = nil, nil
 		if g.soft.probeCheck != 0 {
 			// The rolled-back batch's check was never dispatched (or its
 			// answer is now void): forget it and the input it saw, and ask

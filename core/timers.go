@@ -19,6 +19,7 @@ const (
 	timerStreamsRebalance    timerKind = 2 // rebalance-timeout-<group>-<member>
 	timerStreamsInitialDelay timerKind = 3 // initial-rebalance-timeout-<group>
 	timerStreamsAssignWait   timerKind = 4 // assignor-wait-<group>: release parked heartbeats
+	timerStreamsTargetSlice  timerKind = 5 // target-slice-<group>: write the next members' targets (streams_target_slices.go)
 	timerStreamsProbe        timerKind = 9 // probing-rebalance-<group>: re-run the assignor (streams_warmup.go)
 )
 

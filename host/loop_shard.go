@@ -126,7 +126,9 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // the partition's other groups step between the slices. The few timers
 // of ordinary work (a member's expiry and what it starts) stay in one
 // Tick however loaded the machine. Each timer is its own write in Kafka
-// too (core.Tick{Limit: 1}).
+// too (core.Tick{Limit: 1}). A timer that wrote part of a large group's
+// assignor result (core.EventTargetPart) ends its Tick: core continues
+// at the next one, after the events queued meanwhile.
 const (
 	tickTimers = 64
 	tickMin    = 8
@@ -139,7 +141,11 @@ func (s *shard) tick(now int64) {
 		if at, ok := s.c.NextDeadline(); !ok || at > now {
 			return
 		}
-		s.batch.add(s.l.step(s.c, now, core.Tick{Limit: 1}))
+		out := s.l.step(s.c, now, core.Tick{Limit: 1})
+		s.batch.add(out)
+		if slices.ContainsFunc(out.Events, func(e core.Event) bool { return e.Kind == core.EventTargetPart }) {
+			return
+		}
 	}
 }
 
