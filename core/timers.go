@@ -62,6 +62,7 @@ const (
 	keyMigrationJoin
 	keyMigrationSync
 	keyMigrationPending
+	keyStreamsTargetSlice
 )
 
 // keyNames are each key name's text and whether the key names a member.
@@ -84,6 +85,7 @@ var keyNames = [...]struct {
 	keyMigrationJoin:       {"migration-join-", true},
 	keyMigrationSync:       {"migration-sync-", true},
 	keyMigrationPending:    {"migration-pending-", true},
+	keyStreamsTargetSlice:  {"target-slice-", false},
 }
 
 func sessionTimerKey(group, member string) TimerKey {
