@@ -16,10 +16,6 @@ const (
 	timerClassicSync      timerKind = 19 // sync-<group>: pending SyncGroup expiry for a generation
 )
 
-func classicHeartbeatKey(group, member string) string { return "heartbeat-" + group + "-" + member }
-func classicJoinKey(group string) string              { return "join-" + group }
-func classicSyncKey(group string) string              { return "sync-" + group }
-
 func init() {
 	registerTimerKind(timerClassicHeartbeat, func(c *Coordinator, t timer) {
 		if g := c.liveClassic(t.group); g != nil {

@@ -15,14 +15,6 @@ const (
 	timerConsumerRebalance timerKind = 41 // consumer-rebalance-<group>-<member>: fence if still revoking
 )
 
-func consumerSessionKey(group, member string) string {
-	return "consumer-session-" + group + "-" + member
-}
-
-func consumerRebalanceKey(group, member string) string {
-	return "consumer-rebalance-" + group + "-" + member
-}
-
 func init() {
 	registerTimerKind(timerConsumerSession, func(c *Coordinator, t timer) {
 		if g, ok := c.groups[t.group].(*consumerGroup); ok && g.members[t.member] != nil {
@@ -158,7 +150,7 @@ func (c *Coordinator) fenceConsumerMembers(g *consumerGroup, ids []string, kind 
 
 // cancelConsumerMemberTimers cancels every timer of a member.
 func (c *Coordinator) cancelConsumerMemberTimers(group, id string) {
-	for _, key := range []string{consumerSessionKey(group, id), consumerRebalanceKey(group, id),
+	for _, key := range []TimerKey{consumerSessionKey(group, id), consumerRebalanceKey(group, id),
 		consumerJoinKey(group, id), consumerSyncKey(group, id)} {
 		c.cancelTimer(key)
 	}

@@ -21,9 +21,6 @@ const (
 	timerConsumerSync timerKind = 43 // consumer-sync-<group>-<member>: fence if no SyncGroup in time
 )
 
-func consumerJoinKey(group, member string) string { return "consumer-join-" + group + "-" + member }
-func consumerSyncKey(group, member string) string { return "consumer-sync-" + group + "-" + member }
-
 func init() {
 	fence := func(c *Coordinator, t timer) {
 		if g, ok := c.groups[t.group].(*consumerGroup); ok && g.members[t.member] != nil {

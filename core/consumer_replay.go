@@ -37,6 +37,9 @@ func (c *Coordinator) consumerGroupForRecord(id string, create bool) (*consumerG
 
 // saveConsumerHeader makes the group's scalar fields undoable.
 func (c *Coordinator) saveConsumerHeader(g *consumerGroup) {
+	if c.replaying {
+		return // nothing to undo, and the copy of the group would escape for nothing
+	}
 	h := *g
 	c.onUndo(func() {
 		g.groupEpoch, g.metadataHash, g.creationTimeMs = h.groupEpoch, h.metadataHash, h.creationTimeMs

@@ -467,7 +467,7 @@ func TestConsumerLoadedSchedulesTimers(t *testing.T) {
 	}
 	fresh.Loaded(h.now)
 	fresh.Commit()
-	for _, key := range []string{consumerSessionKey("g", "m1"), consumerSessionKey("g", "m2"), consumerRebalanceKey("g", "m1")} {
+	for _, key := range []TimerKey{consumerSessionKey("g", "m1"), consumerSessionKey("g", "m2"), consumerRebalanceKey("g", "m1")} {
 		if !fresh.hasTimer(key) {
 			t.Fatalf("no timer %s after load; have %v", key, fresh.TimerKeys())
 		}

@@ -15,7 +15,7 @@ import (
 type Coordinator struct {
 	cfg    Config
 	groups map[string]Group
-	timers map[string]timer
+	timers map[TimerKey]timerState
 	// timerHeap orders timers by deadline (lazily; see timers.go).
 	timerHeap timerHeap
 	topics    topicImage
@@ -59,7 +59,7 @@ func New(cfg Config) (*Coordinator, error) {
 	return &Coordinator{
 		cfg:       cfg,
 		groups:    map[string]Group{},
-		timers:    map[string]timer{},
+		timers:    map[TimerKey]timerState{},
 		overrides: map[string]StreamsGroupOverrides{},
 		topics:    topicImage{byName: map[string]TopicMetadata{}},
 	}, nil

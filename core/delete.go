@@ -43,15 +43,3 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 	}
 	return 0
 }
-
-// timerKeysOfGroup lists the keys of a group's timers, sorted.
-func (c *Coordinator) timerKeysOfGroup(group string) []string {
-	var keys []string
-	for k, t := range c.timers {
-		if t.group == group {
-			keys = append(keys, k)
-		}
-	}
-	sortStrings(keys)
-	return keys
-}

@@ -32,12 +32,6 @@ const (
 	timerMigrationPending timerKind = 35
 )
 
-func migrationJoinKey(group, member string) string { return "migration-join-" + group + "-" + member }
-func migrationSyncKey(group, member string) string { return "migration-sync-" + group + "-" + member }
-func migrationPendingKey(group, member string) string {
-	return "migration-pending-" + group + "-" + member
-}
-
 func init() {
 	fence := func(c *Coordinator, t timer) {
 		if g, ok := c.groups[t.group].(*streamsGroup); ok {
@@ -463,8 +457,8 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 		return code
 	}
 	c.scheduleSession(g, m.id)
-	if t, ok := c.timers[migrationSyncKey(g.id, m.id)]; ok && t.kind == timerMigrationSyncRestored {
-		c.cancelTimer(t.key) // alive after the fail-over: the restored sync timer has done its job
+	if k := migrationSyncKey(g.id, m.id); c.timers[k].kind == timerMigrationSyncRestored {
+		c.cancelTimer(k) // alive after the fail-over: the restored sync timer has done its job
 	}
 	// Refresh the topology view first, as a streams heartbeat does: a view
 	// configured by Loaded before the topic metadata arrived would compute

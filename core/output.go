@@ -78,7 +78,7 @@ type Response struct {
 // TimerChange reports that a timer was set (Deadline in epoch ms) or
 // cancelled.
 type TimerChange struct {
-	Key      string
+	Key      TimerKey
 	Deadline int64
 	Cancel   bool
 }

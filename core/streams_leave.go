@@ -9,11 +9,6 @@ import (
 // Leaving and fencing (Kafka's streamsGroupLeave, streamsGroupFenceMember)
 // and the session and rebalance timers.
 
-func sessionTimerKey(group, member string) string { return "session-timeout-" + group + "-" + member }
-func rebalanceTimerKey(group, member string) string {
-	return "rebalance-timeout-" + group + "-" + member
-}
-
 // streamsLeave handles epoch -1 (leave) and -2 (static member leaves for now).
 func (c *Coordinator) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
 	g, ok := c.groups[req.Group].(*streamsGroup)
@@ -86,6 +81,9 @@ func (c *Coordinator) fenceMember(g *streamsGroup, id string, kind EventKind, re
 
 // scheduleSession (re)starts a member's session timer.
 func (c *Coordinator) scheduleSession(g *streamsGroup, member string) {
+	if m := g.members[member]; m != nil {
+		member = m.id // the timer's key keeps the member's string, not a request's copy
+	}
 	c.setTimer(timer{key: sessionTimerKey(g.id, member), deadline: c.now + int64(c.sessionTimeoutOf(g, member)),
 		kind: timerStreamsSession, group: g.id, member: member})
 }

@@ -37,6 +37,9 @@ func (c *Coordinator) streamsGroupForRecord(id string, create bool) (*streamsGro
 
 // saveHeader makes the group's scalar fields undoable before a change.
 func (c *Coordinator) saveHeader(g *streamsGroup) {
+	if c.replaying {
+		return // nothing to undo, and the copy of the group would escape for nothing
+	}
 	h := *g
 	c.onUndo(func() {
 		g.groupEpoch, g.metadataHash, g.validatedTopologyEpoch = h.groupEpoch, h.metadataHash, h.validatedTopologyEpoch

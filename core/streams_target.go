@@ -14,9 +14,6 @@ import (
 // maybeUpdateStreamsTargetAssignment and TargetAssignmentBuilder, made
 // asynchronous as docs/ARCHITECTURE.md describes).
 
-func initialDelayKey(group string) string { return "initial-rebalance-timeout-" + group }
-func assignWaitKey(group string) string   { return "assignor-wait-" + group }
-
 func (hb *hbState) status(code int8, detail string) {
 	hb.statuses = append(hb.statuses, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: code, StatusDetail: detail})
 }

@@ -11,8 +11,6 @@ import (
 // the current group epoch so caught-up warm-ups can take over actives. A
 // probe whose result equals the current target writes nothing.
 
-func probeKey(group string) string { return "probing-rebalance-" + group }
-
 // TaskEndOffset is a changelog end offset of a task that the host fetched
 // from the data plane (ListOffsets on the task's changelog partitions,
 // summed over them).

@@ -1,9 +1,11 @@
 package core
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // Timers are data: a timer is a key, a deadline (epoch ms) and what to do.
@@ -24,12 +26,155 @@ const (
 )
 
 type timer struct {
-	key      string
+	key      TimerKey
 	deadline int64
-	group    string
-	member   string
-	epoch    int32 // the member epoch captured when a rebalance timeout was set
+	group    string // key.group
+	member   string // key.member
+	epoch    int32  // the member epoch captured when a rebalance timeout was set
 	kind     timerKind
+}
+
+// TimerKey names a timer: what it times, the group and, for a member's
+// timer, the member. Its String is the key Kafka's timer uses
+// ("session-timeout-<group>-<member>"); timers due at the same time fire
+// in the order of that text. A key holds the group's and member's own
+// strings, and its text is made only when asked for (traces), so a
+// timer costs no string of its own.
+type TimerKey struct {
+	name          keyName
+	group, member string
+}
+
+type keyName uint8
+
+const (
+	keyStreamsSession keyName = iota
+	keyStreamsRebalance
+	keyStreamsInitialDelay
+	keyStreamsAssignWait
+	keyStreamsProbe
+	keyClassicHeartbeat
+	keyClassicJoin
+	keyClassicSync
+	keyConsumerSession
+	keyConsumerRebalance
+	keyConsumerJoin
+	keyConsumerSync
+	keyMigrationJoin
+	keyMigrationSync
+	keyMigrationPending
+	keyStreamsTargetSlice
+)
+
+// keyNames are each key name's text and whether the key names a member.
+var keyNames = [...]struct {
+	prefix string
+	member bool
+}{
+	keyStreamsSession:      {"session-timeout-", true},
+	keyStreamsRebalance:    {"rebalance-timeout-", true},
+	keyStreamsInitialDelay: {"initial-rebalance-timeout-", false},
+	keyStreamsAssignWait:   {"assignor-wait-", false},
+	keyStreamsProbe:        {"probing-rebalance-", false},
+	keyClassicHeartbeat:    {"heartbeat-", true},
+	keyClassicJoin:         {"join-", false},
+	keyClassicSync:         {"sync-", false},
+	keyConsumerSession:     {"consumer-session-", true},
+	keyConsumerRebalance:   {"consumer-rebalance-", true},
+	keyConsumerJoin:        {"consumer-join-", true},
+	keyConsumerSync:        {"consumer-sync-", true},
+	keyMigrationJoin:       {"migration-join-", true},
+	keyMigrationSync:       {"migration-sync-", true},
+	keyMigrationPending:    {"migration-pending-", true},
+	keyStreamsTargetSlice:  {"target-slice-", false},
+}
+
+func sessionTimerKey(group, member string) TimerKey {
+	return TimerKey{keyStreamsSession, group, member}
+}
+func rebalanceTimerKey(group, member string) TimerKey {
+	return TimerKey{keyStreamsRebalance, group, member}
+}
+func initialDelayKey(group string) TimerKey {
+	return TimerKey{name: keyStreamsInitialDelay, group: group}
+}
+func assignWaitKey(group string) TimerKey { return TimerKey{name: keyStreamsAssignWait, group: group} }
+func probeKey(group string) TimerKey      { return TimerKey{name: keyStreamsProbe, group: group} }
+func classicHeartbeatKey(group, member string) TimerKey {
+	return TimerKey{keyClassicHeartbeat, group, member}
+}
+func classicJoinKey(group string) TimerKey { return TimerKey{name: keyClassicJoin, group: group} }
+func classicSyncKey(group string) TimerKey { return TimerKey{name: keyClassicSync, group: group} }
+func consumerSessionKey(group, member string) TimerKey {
+	return TimerKey{keyConsumerSession, group, member}
+}
+func consumerRebalanceKey(group, member string) TimerKey {
+	return TimerKey{keyConsumerRebalance, group, member}
+}
+func consumerJoinKey(group, member string) TimerKey { return TimerKey{keyConsumerJoin, group, member} }
+func consumerSyncKey(group, member string) TimerKey { return TimerKey{keyConsumerSync, group, member} }
+func migrationJoinKey(group, member string) TimerKey {
+	return TimerKey{keyMigrationJoin, group, member}
+}
+func migrationSyncKey(group, member string) TimerKey {
+	return TimerKey{keyMigrationSync, group, member}
+}
+func migrationPendingKey(group, member string) TimerKey {
+	return TimerKey{keyMigrationPending, group, member}
+}
+
+// parts are the pieces of the key's text.
+func (k TimerKey) parts() [4]string {
+	n := keyNames[k.name]
+	if !n.member {
+		return [4]string{n.prefix, k.group}
+	}
+	return [4]string{n.prefix, k.group, "-", k.member}
+}
+
+// String is the key's text.
+func (k TimerKey) String() string {
+	p := k.parts()
+	return p[0] + p[1] + p[2] + p[3]
+}
+
+// compareKeys compares the texts of a and b without making them.
+func compareKeys(a, b TimerKey) int {
+	if a == b {
+		return 0
+	}
+	pa, pb := a.parts(), b.parts()
+	i, j := 0, 0 // the parts being read
+	sa, sb := pa[0], pb[0]
+	for {
+		for sa == "" && i < 3 {
+			i++
+			sa = pa[i]
+		}
+		for sb == "" && j < 3 {
+			j++
+			sb = pb[j]
+		}
+		if sa == "" || sb == "" {
+			return cmp.Compare(len(sa), len(sb)) // the one that has text left is greater
+		}
+		n := min(len(sa), len(sb))
+		if c := strings.Compare(sa[:n], sb[:n]); c != 0 {
+			return c
+		}
+		sa, sb = sa[n:], sb[n:]
+	}
+}
+
+// timerState is what the timer map holds for a key.
+type timerState struct {
+	deadline int64
+	epoch    int32
+	kind     timerKind
+}
+
+func (k TimerKey) timer(s timerState) timer {
+	return timer{key: k, deadline: s.deadline, group: k.group, member: k.member, epoch: s.epoch, kind: s.kind}
 }
 
 var timerKinds = map[timerKind]func(c *Coordinator, t timer){}
@@ -49,7 +194,7 @@ type timerHeap []timerEntry
 
 type timerEntry struct {
 	deadline int64
-	key      string
+	key      TimerKey
 }
 
 func (h timerHeap) Len() int { return len(h) }
@@ -57,7 +202,7 @@ func (h timerHeap) Less(i, j int) bool {
 	if h[i].deadline != h[j].deadline {
 		return h[i].deadline < h[j].deadline
 	}
-	return h[i].key < h[j].key
+	return compareKeys(h[i].key, h[j].key) < 0
 }
 func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
@@ -68,18 +213,12 @@ func (h *timerHeap) Pop() any {
 	return e
 }
 
-// live reports whether a heap entry still describes a scheduled timer.
-func (c *Coordinator) live(e timerEntry) bool {
-	t, ok := c.timers[e.key]
-	return ok && t.deadline == e.deadline
-}
-
 // indexTimer records t in the heap, rebuilding it when stale entries
 // reach half the live ones (a session timer re-armed by every heartbeat
 // leaves one stale entry each time; a rebuild every n/2 pushes keeps the
 // cost per push constant).
-func (c *Coordinator) indexTimer(t timer) {
-	heap.Push(&c.timerHeap, timerEntry{t.deadline, t.key})
+func (c *Coordinator) indexTimer(key TimerKey, deadline int64) {
+	heap.Push(&c.timerHeap, timerEntry{deadline, key})
 	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
 		h := make(timerHeap, 0, len(c.timers)+len(c.timers)/2+65) // room until the next rebuild
 		for k, t := range c.timers {
@@ -94,8 +233,8 @@ func (c *Coordinator) indexTimer(t timer) {
 func (c *Coordinator) peekTimer() (timer, bool) {
 	for len(c.timerHeap) > 0 {
 		e := c.timerHeap[0]
-		if c.live(e) {
-			return c.timers[e.key], true
+		if s, ok := c.timers[e.key]; ok && s.deadline == e.deadline {
+			return e.key.timer(s), true
 		}
 		heap.Pop(&c.timerHeap)
 	}
@@ -104,20 +243,12 @@ func (c *Coordinator) peekTimer() (timer, bool) {
 
 // setTimer schedules t (replacing a timer with the same key), undoably.
 func (c *Coordinator) setTimer(t timer) {
-	old, had := c.timers[t.key]
-	if had {
-		// One copy of the key: a timer re-armed on every heartbeat would
-		// otherwise keep a fresh key string in each stale heap entry.
-		t.key = old.key
-		if t.group == old.group {
-			t.group = old.group
-		}
-		if t.member == old.member {
-			t.member = old.member
-		}
+	if t.group != t.key.group || t.member != t.key.member {
+		panic(fmt.Sprintf("core: timer %s for group %q member %q", t.key, t.group, t.member))
 	}
-	c.timers[t.key] = t
-	c.indexTimer(t)
+	old, had := c.timers[t.key]
+	c.timers[t.key] = timerState{t.deadline, t.epoch, t.kind}
+	c.indexTimer(t.key, t.deadline)
 	c.out.Timers = append(c.out.Timers, TimerChange{Key: t.key, Deadline: t.deadline})
 	c.onUndo(func() { c.restoreTimer(t.key, old, had) })
 }
@@ -130,7 +261,7 @@ func (c *Coordinator) setTimerIfAbsent(t timer) {
 }
 
 // cancelTimer removes the timer with key, if any, undoably.
-func (c *Coordinator) cancelTimer(key string) {
+func (c *Coordinator) cancelTimer(key TimerKey) {
 	old, had := c.timers[key]
 	if !had {
 		return
@@ -142,25 +273,37 @@ func (c *Coordinator) cancelTimer(key string) {
 	c.onUndo(func() { c.restoreTimer(key, old, had) })
 }
 
-func (c *Coordinator) restoreTimer(key string, old timer, had bool) {
+func (c *Coordinator) restoreTimer(key TimerKey, old timerState, had bool) {
 	if had {
 		c.timers[key] = old
-		c.indexTimer(old)
+		c.indexTimer(key, old.deadline)
 	} else {
 		delete(c.timers, key)
 	}
 }
 
 // timerDeadline returns the deadline of the timer with key, if scheduled.
-func (c *Coordinator) timerDeadline(key string) (int64, bool) {
+func (c *Coordinator) timerDeadline(key TimerKey) (int64, bool) {
 	t, ok := c.timers[key]
 	return t.deadline, ok
 }
 
 // hasTimer reports whether a timer with key is scheduled.
-func (c *Coordinator) hasTimer(key string) bool {
+func (c *Coordinator) hasTimer(key TimerKey) bool {
 	_, ok := c.timers[key]
 	return ok
+}
+
+// timerKeysOfGroup lists the keys of a group's timers, in key order.
+func (c *Coordinator) timerKeysOfGroup(group string) []TimerKey {
+	var keys []TimerKey
+	for k := range c.timers {
+		if k.group == group {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	return keys
 }
 
 // NextDeadline returns the earliest timer deadline, if any timer is set.
@@ -204,10 +347,14 @@ func (c *Coordinator) tickOne(now int64) (Output, bool) {
 // TimerKeys lists scheduled timers as "key@deadline", sorted by key (for
 // traces and tests).
 func (c *Coordinator) TimerKeys() []string {
-	out := make([]string, 0, len(c.timers))
-	for _, t := range c.timers {
-		out = append(out, fmt.Sprintf("%s@%d", t.key, t.deadline))
+	keys := make([]TimerKey, 0, len(c.timers))
+	for k := range c.timers {
+		keys = append(keys, k)
 	}
-	sort.Strings(out)
+	slices.SortFunc(keys, compareKeys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s@%d", k, c.timers[k].deadline)
+	}
 	return out
 }

@@ -255,7 +255,7 @@ func (h *harness) placement(group string) string {
 	}
 	probe := "none"
 	for _, k := range h.c.TimerKeys() {
-		if strings.HasPrefix(k, probeKey(group)+"@") {
+		if strings.HasPrefix(k, probeKey(group).String()+"@") {
 			probe = k
 		}
 	}
