@@ -19,8 +19,6 @@ import "sort"
 // defaultTargetSlice is how many members' targets one step writes.
 const defaultTargetSlice = 128
 
-func targetSliceKey(group string) string { return "target-slice-" + group }
-
 // targetSlices is an assignor result being written.
 type targetSlices struct {
 	run   AssignorRun

@@ -100,6 +100,9 @@ func initialDelayKey(group string) TimerKey {
 }
 func assignWaitKey(group string) TimerKey { return TimerKey{name: keyStreamsAssignWait, group: group} }
 func probeKey(group string) TimerKey      { return TimerKey{name: keyStreamsProbe, group: group} }
+func targetSliceKey(group string) TimerKey {
+	return TimerKey{name: keyStreamsTargetSlice, group: group}
+}
 func classicHeartbeatKey(group, member string) TimerKey {
 	return TimerKey{keyClassicHeartbeat, group, member}
 }
