@@ -1689,3 +1689,67 @@ func restoreRuns(t *testing.T, procs []*proc, minRecords int64) []restoreRun {
 	sort.Slice(out, func(i, j int) bool { return out[i].From.Before(out[j].From) })
 	return out
 }
+
+// TestSimRecordingMoves: on a hand-built recording (no Kafka), the window
+// opens after the baseline target's own hand-over, and each target's
+// moves carry the new owner, the grant seen by the polls and the time
+// until the new owner could start the task (its restore taken off); a
+// delay the recording does not show before the task moves on is left out.
+func TestSimRecordingMoves(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	owners := func(changes map[string]string) map[string]string {
+		o := map[string]string{}
+		for _, task := range aggTasks() {
+			o[task] = "a"
+		}
+		o["0_1"] = "b"
+		maps.Copy(o, changes)
+		return o
+	}
+	r := &simRecording{Start: t0, End: at(60), Baseline: 5,
+		Targets: []histTarget{{Epoch: 5, Time: t0}, {Epoch: 6, Time: at(20)}, {Epoch: 7, Time: at(21)}},
+		// Epoch 6 moves 0_1 b -> c and 0_2 a -> c; epoch 7 gives 0_2
+		// back to a before c ever owned it.
+		Owners: []epochOwners{{Epoch: 5, Owners: owners(nil)}, {Epoch: 6, Owners: owners(map[string]string{"0_1": "c", "0_2": "c"})},
+			{Epoch: 7, Owners: owners(map[string]string{"0_1": "c"})}},
+		Current: []ownersAt{{Time: at(20.2), Owners: owners(nil)}, {Time: at(20.4), Owners: owners(map[string]string{"0_1": "c"})},
+			{Time: at(21.2), Owners: owners(map[string]string{"0_1": "c"})}},
+		// 0_1 restores on c from 20.5 to 21 s and runs from 21.5 s.
+		Restores: []restoreRun{{Task: "0_1", Instance: "c", Records: 10, From: at(20.5), To: at(21)}},
+	}
+	for _, task := range aggTasks() {
+		switch task {
+		case "1_0": // the baseline target's own hand-over: 0.3 s to 2 s
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "x", From: at(-10), To: at(0.3)},
+				taskRun{Task: task, Instance: "a", From: at(2), To: r.End})
+		case "0_1":
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "b", From: at(-10), To: at(20.1)},
+				taskRun{Task: task, Instance: "c", From: at(21.5), To: r.End})
+		default:
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+		}
+	}
+	if got := r.windowStart(); !got.Equal(at(2)) {
+		t.Errorf("window opens %v after the baseline, want 2s", got.Sub(t0))
+	}
+	for _, c := range []struct {
+		epoch int32
+		at    float64
+		want  string
+	}{
+		{6, 20, "map[0_1:map[grant_ms:400 handover_ms:1000 member:c]]"},
+		{7, 21, "map[0_2:map[grant_ms:200 member:a]]"},
+		{5, 0, "map[]"}, // the first polled target: nothing before it
+	} {
+		if got := fmt.Sprint(r.moves(c.epoch, at(c.at))); got != c.want {
+			t.Errorf("epoch %d: moves %s, want %s", c.epoch, got, c.want)
+		}
+	}
+	// The figures reach the derived scenario, from the window's opening.
+	r.Targets[1].Inputs, r.Targets[2].Inputs = &histInputs{}, &histInputs{}
+	ins := r.recordedInputs(r.windowStart())
+	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[grant_ms:400 handover_ms:1000 member:c]]" {
+		t.Errorf("recorded inputs %v", ins)
+	}
+}
