@@ -91,14 +91,15 @@ func (s *byIndex) assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 // recording gives 0_1's (to c: granted 0.1 s, startable 0.3 s after the
 // target), 0_2's grant (2 s, no hand-over) and 0_3's to another member
 // than the replay's (a), so 0_3 and 0_4 take the model's. Recorded probes
-// read the owners in between.
+// read the owners in between; the recorded target at 12 s installs the
+// same target again, which leaves the pending grants as they are.
 func movesScenario(t *testing.T, moves string) *sim.Scenario {
 	t.Helper()
 	data := restoreYAML(`recorded_inputs:
   - {at_s: 10, end_offsets: {}, moves: {` + moves + `}}
   - {at_s: 10.1, probe: true, end_offsets: {}}
   - {at_s: 11.9, probe: true, end_offsets: {}}
-  - {at_s: 12, probe: true, end_offsets: {}}
+  - {at_s: 12, end_offsets: {}}
   - {at_s: 14.9, probe: true, end_offsets: {}}
   - {at_s: 15, probe: true, end_offsets: {}}`)
 	for _, r := range [][2]string{{"duration_s: 40\ntick_ms: 1000", "duration_s: 20\ntick_ms: 100\ngrant_ms: 5000\nhandover_ms: 5000"},
@@ -124,8 +125,9 @@ func TestRecordedMoves(t *testing.T) {
 	if a.Error != "" {
 		t.Fatal(a.Error)
 	}
-	// Runs: the baseline, the target at 10 s, the probes at 10.1, 11.9,
-	// 12, 14.9 and 15 s (their targets unchanged).
+	// Runs: the baseline, the target at 10 s, the probes at 10.1 and
+	// 11.9 s, the target at 12 s, the probes at 14.9 and 15 s (all with
+	// the same target).
 	want := []string{
 		"a [] c []",           // 0 s: nobody owns anything yet
 		"a [0 3] c [2 5]",     // 10 s: before the target (b's 1 and 4 left with it)
@@ -133,7 +135,7 @@ func TestRecordedMoves(t *testing.T) {
 		"a [0] c [1 5]",       // 11.9 s: 0_2 not yet a's
 		"a [0 2] c [1 5]",     // 12 s: 0_2 granted 2 s after the target
 		"a [0 2] c [1 5]",     // 14.9 s: 0_3 and 0_4 wait for grant_ms
-		"a [0 2 4] c [1 3 5]", // 15 s
+		"a [0 2 4] c [1 3 5]", // 15 s: granted 5 s after the target at 10 s, not the one at 12 s
 	}
 	if len(s.owned) != len(want) {
 		t.Fatalf("%d runs, want %d: %v", len(s.owned), len(want), s.owned)

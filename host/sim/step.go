@@ -125,7 +125,7 @@ func (w *world) runsAny(m *member) bool {
 // has leave at once (they are being revoked), tasks it keeps stay, and a
 // task new to it is its own grant_ms later (grant_first_ms for a member
 // that owns no task yet), or when rec's recorded move of it to m says
-// (counted in rb).
+// (counted in rb); a task whose grant to m is pending keeps it.
 func (w *world) reconcile(now int64, m *member, rec *recorded, rb *Rebalance) {
 	grantMs := w.grantMs(m)
 	m.owned = slices.DeleteFunc(m.owned, func(t int32) bool { return !slices.Contains(m.target.Active, t) })
@@ -135,6 +135,9 @@ func (w *world) reconcile(now int64, m *member, rec *recorded, rb *Rebalance) {
 		}
 		if !w.started {
 			m.owned = append(m.owned, t)
+			continue
+		}
+		if w.grants[t].member == m.id { // still on its way to m: the new target changes nothing
 			continue
 		}
 		at := now + grantMs
