@@ -1038,7 +1038,9 @@ func (r *simRecording) recordedInputs(start time.Time) []map[string]any {
 // new owner could start it). Each is searched for until the polled
 // targets move the task away from that owner (End when they do not); a
 // delay not seen by then is left out, and the simulator takes the
-// model's.
+// model's — except a grant not seen before the task moved on: it came
+// after that move (the polls last saw the task with nobody), so the
+// replay's grant comes just after the tick of that target.
 func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
 	i := slices.IndexFunc(r.Owners, func(o epochOwners) bool { return o.Epoch == e })
 	if i <= 0 {
@@ -1049,16 +1051,20 @@ func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
 		if prev := r.Owners[i-1].Owners[task]; prev == m {
 			continue
 		}
-		until := r.End
+		until, movedOn := r.End, false
 		for _, o := range r.Owners[i+1:] {
 			if o.Owners[task] != m {
-				until = r.targetTime(o.Epoch)
+				until, movedOn = r.targetTime(o.Epoch), true
 				break
 			}
 		}
 		mv := map[string]any{"member": m}
 		if g, ok := r.grantAfter(task, m, at, until); ok {
 			mv["grant_ms"] = g.Milliseconds()
+		} else if movedOn {
+			// Not granted when the group moved it on: the task was
+			// nobody's in that target's input too.
+			mv["grant_ms"] = (until.Sub(at) + simAfterTick).Milliseconds()
 		}
 		for _, x := range r.Running {
 			if x.Task == task && x.From.After(at) && x.From.Before(until) {
@@ -1076,6 +1082,10 @@ func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
 	}
 	return out
 }
+
+// simAfterTick puts a recorded time after the tick (100 ms) of a target
+// at a given time, its rounding to milliseconds included.
+const simAfterTick = 150 * time.Millisecond
 
 // grantAfter is the time from at until the first poll before until that
 // saw task in member's current assignment.
@@ -1694,7 +1704,8 @@ func restoreRuns(t *testing.T, procs []*proc, minRecords int64) []restoreRun {
 // opens after the baseline target's own hand-over, and each target's
 // moves carry the new owner, the grant seen by the polls and the time
 // until the new owner could start the task (its restore taken off); a
-// delay the recording does not show before the task moves on is left out.
+// grant not seen before the task moved on comes just after that move,
+// and one never seen is left out.
 func TestSimRecordingMoves(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -1710,9 +1721,10 @@ func TestSimRecordingMoves(t *testing.T) {
 	r := &simRecording{Start: t0, End: at(60), Baseline: 5,
 		Targets: []histTarget{{Epoch: 5, Time: t0}, {Epoch: 6, Time: at(20)}, {Epoch: 7, Time: at(21)}},
 		// Epoch 6 moves 0_1 b -> c and 0_2 a -> c; epoch 7 gives 0_2
-		// back to a before c ever owned it.
+		// back to a before c ever owned it, and 1_1 to c, which the
+		// polls never show owning it.
 		Owners: []epochOwners{{Epoch: 5, Owners: owners(nil)}, {Epoch: 6, Owners: owners(map[string]string{"0_1": "c", "0_2": "c"})},
-			{Epoch: 7, Owners: owners(map[string]string{"0_1": "c"})}},
+			{Epoch: 7, Owners: owners(map[string]string{"0_1": "c", "1_1": "c"})}},
 		Current: []ownersAt{{Time: at(20.2), Owners: owners(nil)}, {Time: at(20.4), Owners: owners(map[string]string{"0_1": "c"})},
 			{Time: at(21.2), Owners: owners(map[string]string{"0_1": "c"})}},
 		// 0_1 restores on c from 20.5 to 21 s and runs from 21.5 s.
@@ -1738,7 +1750,7 @@ func TestSimRecordingMoves(t *testing.T) {
 		at    float64
 		want  string
 	}{
-		{6, 20, "map[0_1:map[grant_ms:400 handover_ms:1000 member:c]]"},
+		{6, 20, "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]"},
 		{7, 21, "map[0_2:map[grant_ms:200 member:a]]"},
 		{5, 0, "map[]"}, // the first polled target: nothing before it
 	} {
@@ -1749,7 +1761,7 @@ func TestSimRecordingMoves(t *testing.T) {
 	// The figures reach the derived scenario, from the window's opening.
 	r.Targets[1].Inputs, r.Targets[2].Inputs = &histInputs{}, &histInputs{}
 	ins := r.recordedInputs(r.windowStart())
-	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[grant_ms:400 handover_ms:1000 member:c]]" {
+	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]" {
 		t.Errorf("recorded inputs %v", ins)
 	}
 }
