@@ -139,6 +139,9 @@ func medianRows(rows []simRow) []simRow {
 				real, sim = append(real, r.realUnavail), append(sim, r.simUnavail)
 				m.realMoved, m.simMoved = m.realMoved+r.realMoved, m.simMoved+r.simMoved
 				m.modelMoved, m.inputs = m.modelMoved+r.modelMoved, m.inputs+r.inputs
+				for i, d := range r.delays {
+					m.delays[i] += d
+				}
 				m.rep++
 			}
 			if m.rep == 0 {
@@ -808,9 +811,15 @@ func (r *simRecording) realUnavailable() float64 {
 	return total.Seconds()
 }
 
-// windowStart is when the compared window opens: the first instant, from
-// the baseline target on, at which every task has a running active (the
-// simulator's starting point: the baseline's actives caught up).
+// windowStart is when the compared window opens: the simulator's
+// starting point is the baseline target running, its actives caught up,
+// so the window opens at the start of the last stretch in which every
+// task has a running active that begins within simQuiet of the baseline
+// target (openWindow waited that long: nothing of the run's own happens
+// before) — after the baseline target's own hand-overs, which the group
+// may still be doing at its time while every task's previous owner still
+// runs it. Without such a stretch: the first instant from the baseline
+// on at which every task runs.
 func (r *simRecording) windowStart() time.Time {
 	running := func(task string, at time.Time) bool {
 		for _, run := range r.Running {
@@ -820,22 +829,40 @@ func (r *simRecording) windowStart() time.Time {
 		}
 		return false
 	}
+	allRunning := func(at time.Time) bool {
+		for _, task := range aggTasks() {
+			if !running(task, at) {
+				return false
+			}
+		}
+		return true
+	}
 	cands := []time.Time{r.Start}
 	for _, run := range r.Running {
-		if run.From.After(r.Start) {
-			cands = append(cands, run.From)
+		for _, c := range []time.Time{run.From, run.To} {
+			if c.After(r.Start) {
+				cands = append(cands, c)
+			}
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].Before(cands[j]) })
+	var start time.Time
+	covered := false
 	for _, c := range cands {
-		all := true
-		for _, task := range aggTasks() {
-			if !running(task, c) {
-				all = false
-				break
-			}
+		if c.After(r.Start.Add(simQuiet)) {
+			break
 		}
-		if all {
+		all := allRunning(c)
+		if all && !covered {
+			start = c
+		}
+		covered = all
+	}
+	if !start.IsZero() {
+		return start
+	}
+	for _, c := range cands {
+		if allRunning(c) {
 			return c
 		}
 	}
@@ -981,7 +1008,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 
 // recordedInputs are the scenario's recorded_inputs: the history's input
 // of each target after the baseline, from start (the window's opening)
-// to End.
+// to End, with the target's real hand-overs (moves).
 func (r *simRecording) recordedInputs(start time.Time) []map[string]any {
 	var out []map[string]any
 	for _, h := range r.Targets {
@@ -992,10 +1019,101 @@ func (r *simRecording) recordedInputs(start time.Time) []map[string]any {
 		for _, p := range h.Inputs.Processes {
 			procs[p.Process] = p.TaskOffsets
 		}
-		out = append(out, map[string]any{"at_s": h.Time.Sub(start).Seconds(), "probe": h.Probe,
-			"end_offsets": h.Inputs.EndOffsets, "processes": procs})
+		in := map[string]any{"at_s": h.Time.Sub(start).Seconds(), "probe": h.Probe,
+			"end_offsets": h.Inputs.EndOffsets, "processes": procs}
+		if mv := r.moves(h.Epoch, h.Time); len(mv) > 0 {
+			in["moves"] = mv
+		}
+		out = append(out, in)
 	}
 	return out
+}
+
+// moves are the real hand-overs of the target of epoch e, computed at
+// at: per active task whose owner in the polled target differs from the
+// previous polled target's, the new owner (member id: the derived
+// scenario's label), grant_ms — until the polls first saw the task in
+// that owner's current assignment — and handover_ms — until the task's
+// next "Restored and ready to run" less its restore in between (when the
+// new owner could start it). Each is searched for until the polled
+// targets move the task away from that owner (End when they do not); a
+// delay not seen by then is left out, and the simulator takes the
+// model's — except a grant not seen before the task moved on: it came
+// after that move (the polls last saw the task with nobody), so the
+// replay's grant comes just after the tick of that target.
+func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
+	i := slices.IndexFunc(r.Owners, func(o epochOwners) bool { return o.Epoch == e })
+	if i <= 0 {
+		return nil
+	}
+	out := map[string]map[string]any{}
+	for task, m := range r.Owners[i].Owners {
+		if prev := r.Owners[i-1].Owners[task]; prev == m {
+			continue
+		}
+		until, movedOn := r.End, false
+		for _, o := range r.Owners[i+1:] {
+			if o.Owners[task] != m {
+				until, movedOn = r.targetTime(o.Epoch), true
+				break
+			}
+		}
+		mv := map[string]any{"member": m}
+		if g, ok := r.grantAfter(task, m, at, until); ok {
+			mv["grant_ms"] = g.Milliseconds()
+		} else if movedOn {
+			// Not granted when the group moved it on: the task was
+			// nobody's in that target's input too.
+			mv["grant_ms"] = (until.Sub(at) + simAfterTick).Milliseconds()
+		}
+		for _, x := range r.Running {
+			if x.Task == task && x.From.After(at) && x.From.Before(until) {
+				ready := x.From.Add(-r.restoredBetween(task, x.Instance, at, x.From))
+				mv["handover_ms"] = max(ready.Sub(at), 0).Milliseconds()
+				break
+			}
+		}
+		if len(mv) > 1 {
+			out[task] = mv
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// simAfterTick puts a recorded time after the tick (100 ms) of a target
+// at a given time, its rounding to milliseconds included.
+const simAfterTick = 150 * time.Millisecond
+
+// grantAfter is the time from at until the first poll before until that
+// saw task in member's current assignment.
+func (r *simRecording) grantAfter(task, member string, at, until time.Time) (time.Duration, bool) {
+	for _, c := range r.Current {
+		if c.Time.Before(at) {
+			continue
+		}
+		if !c.Time.Before(until) {
+			break
+		}
+		if c.Owners[task] == member {
+			return c.Time.Sub(at), true
+		}
+	}
+	return 0, false
+}
+
+// restoredBetween is the time instance spent restoring task in restores
+// that ended in (from, to].
+func (r *simRecording) restoredBetween(task, instance string, from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, x := range r.Restores {
+		if x.Task == task && x.Instance == instance && x.To.After(from) && !x.To.After(to) {
+			d += x.To.Sub(maxTime(x.From, from))
+		}
+	}
+	return d
 }
 
 // simRestorePerS is the restore rate of the derived scenarios without a
@@ -1164,12 +1282,7 @@ func (r *simRecording) handOvers() []handOver {
 			if a.Instance == b.Instance || !b.From.After(a.To) || !a.To.After(start) || b.From.After(r.End) {
 				continue
 			}
-			wait := b.From.Sub(a.To)
-			for _, x := range r.Restores {
-				if x.Task == task && x.Instance == b.Instance && x.To.After(a.To) && !x.To.After(b.From) {
-					wait -= x.To.Sub(maxTime(x.From, a.To))
-				}
-			}
+			wait := b.From.Sub(a.To) - r.restoredBetween(task, b.Instance, a.To, b.From)
 			out = append(out, handOver{wait: max(wait, 0), first: !firstRun[b.Instance].Before(a.To)})
 		}
 	}
@@ -1226,6 +1339,11 @@ type simRow struct {
 	// was handed; modelMoved are the tasks the replay moves without
 	// them (the offset-reporting model's inputs).
 	inputs, modelMoved int
+	// delays counts the replay's moved tasks whose grant and hand-over
+	// took the recorded delay, and those that took the model's:
+	// recorded grants, modelled grants, recorded hand-overs, modelled
+	// hand-overs.
+	delays [4]int
 	// match says how the simulated tasks moved compare (markMatches):
 	// "equal", "in range a–b" (the real repetitions' range) or "no".
 	match string
@@ -1279,6 +1397,7 @@ func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simMode
 		return row
 	}
 	row.simMoved, row.simUnavail = a.Totals.TasksMoved, a.UnavailableTaskS
+	row.delays = [4]int{a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers}
 	for _, rb := range a.Rebalances {
 		if !rb.Baseline {
 			row.simPer = append(row.simPer, rb.TasksMoved)
@@ -1301,7 +1420,11 @@ func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simMode
 // simulate --json` the comparison reads.
 type simAssignorReport struct {
 	Totals struct {
-		TasksMoved int `json:"tasks_moved"`
+		TasksMoved        int `json:"tasks_moved"`
+		RecordedGrants    int `json:"recorded_grants"`
+		ModelledGrants    int `json:"modelled_grants"`
+		RecordedHandOvers int `json:"recorded_hand_overs"`
+		ModelledHandOvers int `json:"modelled_hand_overs"`
 	} `json:"totals"`
 	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
 	Rebalances       []struct {
@@ -1411,10 +1534,11 @@ func simRatio(sim, real float64) string {
 // formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
 func formatSimTable(rows []simRow) string {
 	var b strings.Builder
-	b.WriteString("| run | assignor | # | recorded inputs | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | assignor | # | recorded inputs | grants, hand-overs recorded (model's) | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d), %d (%d) | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
+			r.delays[0], r.delays[1], r.delays[2], r.delays[3],
 			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
 	}
 	return b.String()
@@ -1574,4 +1698,70 @@ func restoreRuns(t *testing.T, procs []*proc, minRecords int64) []restoreRun {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].From.Before(out[j].From) })
 	return out
+}
+
+// TestSimRecordingMoves: on a hand-built recording (no Kafka), the window
+// opens after the baseline target's own hand-over, and each target's
+// moves carry the new owner, the grant seen by the polls and the time
+// until the new owner could start the task (its restore taken off); a
+// grant not seen before the task moved on comes just after that move,
+// and one never seen is left out.
+func TestSimRecordingMoves(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	owners := func(changes map[string]string) map[string]string {
+		o := map[string]string{}
+		for _, task := range aggTasks() {
+			o[task] = "a"
+		}
+		o["0_1"] = "b"
+		maps.Copy(o, changes)
+		return o
+	}
+	r := &simRecording{Start: t0, End: at(60), Baseline: 5,
+		Targets: []histTarget{{Epoch: 5, Time: t0}, {Epoch: 6, Time: at(20)}, {Epoch: 7, Time: at(21)}},
+		// Epoch 6 moves 0_1 b -> c and 0_2 a -> c; epoch 7 gives 0_2
+		// back to a before c ever owned it, and 1_1 to c, which the
+		// polls never show owning it.
+		Owners: []epochOwners{{Epoch: 5, Owners: owners(nil)}, {Epoch: 6, Owners: owners(map[string]string{"0_1": "c", "0_2": "c"})},
+			{Epoch: 7, Owners: owners(map[string]string{"0_1": "c", "1_1": "c"})}},
+		Current: []ownersAt{{Time: at(20.2), Owners: owners(nil)}, {Time: at(20.4), Owners: owners(map[string]string{"0_1": "c"})},
+			{Time: at(21.2), Owners: owners(map[string]string{"0_1": "c"})}},
+		// 0_1 restores on c from 20.5 to 21 s and runs from 21.5 s.
+		Restores: []restoreRun{{Task: "0_1", Instance: "c", Records: 10, From: at(20.5), To: at(21)}},
+	}
+	for _, task := range aggTasks() {
+		switch task {
+		case "1_0": // the baseline target's own hand-over: 0.3 s to 2 s
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "x", From: at(-10), To: at(0.3)},
+				taskRun{Task: task, Instance: "a", From: at(2), To: r.End})
+		case "0_1":
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "b", From: at(-10), To: at(20.1)},
+				taskRun{Task: task, Instance: "c", From: at(21.5), To: r.End})
+		default:
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+		}
+	}
+	if got := r.windowStart(); !got.Equal(at(2)) {
+		t.Errorf("window opens %v after the baseline, want 2s", got.Sub(t0))
+	}
+	for _, c := range []struct {
+		epoch int32
+		at    float64
+		want  string
+	}{
+		{6, 20, "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]"},
+		{7, 21, "map[0_2:map[grant_ms:200 member:a]]"},
+		{5, 0, "map[]"}, // the first polled target: nothing before it
+	} {
+		if got := fmt.Sprint(r.moves(c.epoch, at(c.at))); got != c.want {
+			t.Errorf("epoch %d: moves %s, want %s", c.epoch, got, c.want)
+		}
+	}
+	// The figures reach the derived scenario, from the window's opening.
+	r.Targets[1].Inputs, r.Targets[2].Inputs = &histInputs{}, &histInputs{}
+	ins := r.recordedInputs(r.windowStart())
+	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]" {
+		t.Errorf("recorded inputs %v", ins)
+	}
 }

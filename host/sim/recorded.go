@@ -26,6 +26,25 @@ type RecordedInput struct {
 	// Processes are, per process, the offsets of its local state its
 	// members had reported, by task id.
 	Processes map[string]map[string]int64 `json:"processes"`
+	// Moves are, per task the real target gave to another member than
+	// before, that member (its join label) and how long the real group
+	// took to hand the task over, both from this input's time: the
+	// replay takes them for a task its own target gives to the same
+	// member, instead of the model's grant_ms and handover_ms (a delay
+	// not given, or a task the replay gives to another member, takes
+	// the model's).
+	Moves map[string]RecordedMove `json:"moves,omitempty"`
+}
+
+// RecordedMove is one task's real hand-over at a recorded target.
+type RecordedMove struct {
+	Member string `json:"member"`
+	// GrantMs: the task showed in the member's current assignment (the
+	// assignor's input) this long after the target.
+	GrantMs *int64 `json:"grant_ms,omitempty"`
+	// HandOverMs: the member could start the task (run it, or restore
+	// it) this long after the target.
+	HandOverMs *int64 `json:"handover_ms,omitempty"`
 }
 
 // recorded is a RecordedInput as the replay uses it.
@@ -34,6 +53,14 @@ type recorded struct {
 	probe bool
 	ends  []int64            // per task, -1: unknown
 	offs  map[string][]int64 // per process, per task, -1: not reported
+	moves map[int32]move     // per task the real target moved
+}
+
+// move is a RecordedMove as the replay uses it: times from 0 s, -1 not
+// recorded.
+type move struct {
+	member           string
+	grantAt, readyAt int64
 }
 
 // validateRecorded checks the recorded inputs (times, task ids, offsets)
@@ -51,7 +78,7 @@ func (sc *Scenario) validateRecorded() error {
 		if values += total * (len(in.Processes) + 1); values > maxRecordedValues {
 			return fmt.Errorf("recorded_inputs: more than %d offsets", maxRecordedValues)
 		}
-		r := recorded{atMs: ms(in.AtS), probe: in.Probe, ends: none(total), offs: map[string][]int64{}}
+		r := recorded{atMs: ms(in.AtS), probe: in.Probe, ends: none(total), offs: map[string][]int64{}, moves: map[int32]move{}}
 		if err := sc.recordedOffsets(in.EndOffsets, r.ends); err != nil {
 			return fmt.Errorf("recorded_inputs[%d]: end_offsets: %w", i, err)
 		}
@@ -63,6 +90,30 @@ func (sc *Scenario) validateRecorded() error {
 			if err := sc.recordedOffsets(os, r.offs[p]); err != nil {
 				return fmt.Errorf("recorded_inputs[%d]: processes: %q: %w", i, p, err)
 			}
+		}
+		for task, mv := range in.Moves {
+			t, ok := sc.tasks[task]
+			if !ok {
+				return fmt.Errorf("recorded_inputs[%d]: moves: no task %q", i, task)
+			}
+			if mv.Member == "" {
+				return fmt.Errorf("recorded_inputs[%d]: moves: %s: empty member", i, task)
+			}
+			m := move{member: mv.Member, grantAt: -1, readyAt: -1}
+			for _, d := range []struct {
+				name string
+				ms   *int64
+				at   *int64
+			}{{"grant_ms", mv.GrantMs, &m.grantAt}, {"handover_ms", mv.HandOverMs, &m.readyAt}} {
+				if d.ms == nil {
+					continue
+				}
+				if *d.ms < 0 || *d.ms > maxSeconds*1000 {
+					return fmt.Errorf("recorded_inputs[%d]: moves: %s: %s %d must be in [0, %d]", i, task, d.name, *d.ms, maxSeconds*1000)
+				}
+				*d.at = r.atMs + *d.ms
+			}
+			r.moves[t] = m
 		}
 		sc.recorded = append(sc.recorded, r)
 	}
@@ -119,4 +170,15 @@ func (r *recorded) taskOffsets(process string) []abi.TaskOffset {
 		}
 	}
 	return out
+}
+
+// moveOf is the recorded move of task t to the member labelled label at
+// r's target; ok is false without one (r nil, the task not moved there,
+// or moved to another member).
+func (r *recorded) moveOf(t int32, label string) (m move, ok bool) {
+	if r == nil {
+		return move{}, false
+	}
+	m, ok = r.moves[t]
+	return m, ok && m.member == label
 }

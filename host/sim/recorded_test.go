@@ -1,9 +1,13 @@
 package sim_test
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host/sim"
 )
 
@@ -56,5 +60,125 @@ recorded_inputs:
 	sim.Run(restoreScenario(t, ""), []sim.Assignor{{Name: "scripted", Assign: s.assign}})
 	if len(s.offsets) != 8 {
 		t.Errorf("%d runs without recorded inputs, want 8 (0 to 35 s, every 5 s)", len(s.offsets))
+	}
+}
+
+// byIndex assigns task i to the i-th member (by id) modulo their
+// number, and records per run which tasks each member owned in its input.
+type byIndex struct {
+	owned []map[string][]int32
+}
+
+func (s *byIndex) assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+	owned := map[string][]int32{}
+	resp := &abi.AssignResponse{NextProbeMs: -1}
+	for _, m := range req.Members {
+		owned[m.ID] = slices.Clone(m.Active) // the replay reuses the slice
+		resp.Members = append(resp.Members, abi.MemberAssignment{Active: []int32{}, Standby: []int32{}, Warmup: []int32{}})
+	}
+	for t := range int32(6) {
+		i := int(t) % len(req.Members)
+		resp.Members[i].Active = append(resp.Members[i].Active, t)
+	}
+	s.owned = append(s.owned, owned)
+	return resp, nil
+}
+
+// movesScenario is restoreScenario with six stateless tasks and a 100 ms
+// tick until 20 s: a, b and c share the tasks; b leaves at 10 s,
+// a target on a recorded input that moves 0_1 b -> c, 0_2 c -> a, 0_3
+// a -> c and 0_4 b -> a. The model's grant and hand-over take 5 s; the
+// recording gives 0_1's (to c: granted 0.1 s, startable 0.3 s after the
+// target), 0_2's grant (2 s, no hand-over) and 0_3's to another member
+// than the replay's (a), so 0_3 and 0_4 take the model's. Recorded probes
+// read the owners in between; the recorded target at 12 s installs the
+// same target again, which leaves the pending grants as they are.
+func movesScenario(t *testing.T, moves string) *sim.Scenario {
+	t.Helper()
+	data := restoreYAML(`recorded_inputs:
+  - {at_s: 10, end_offsets: {}, moves: {` + moves + `}}
+  - {at_s: 10.1, probe: true, end_offsets: {}}
+  - {at_s: 11.9, probe: true, end_offsets: {}}
+  - {at_s: 12, end_offsets: {}}
+  - {at_s: 14.9, probe: true, end_offsets: {}}
+  - {at_s: 15, probe: true, end_offsets: {}}`)
+	for _, r := range [][2]string{{"duration_s: 40\ntick_ms: 1000", "duration_s: 20\ntick_ms: 100\ngrant_ms: 5000\nhandover_ms: 5000"},
+		{"partitions: 3, stateful: true", "partitions: 6, stateful: false"}} {
+		if !strings.Contains(data, r[0]) {
+			t.Fatalf("restoreYAML has no %q", r[0])
+		}
+		data = strings.Replace(data, r[0], r[1], 1)
+	}
+	return decode(t, "moves.yaml", []byte(data))
+}
+
+// TestRecordedMoves: a task moved at a target on a recorded input is its
+// new owner's in the assignor's input, and that owner starts it, when the
+// recording says; a task without a recorded delay, or recorded as moved
+// to another member, takes the model's grant_ms and handover_ms; the
+// report counts which took which; the same scenario gives the same bytes.
+func TestRecordedMoves(t *testing.T) {
+	const moves = `"0_1": {member: c, grant_ms: 100, handover_ms: 300}, "0_2": {member: a, grant_ms: 2000}, "0_3": {member: a, grant_ms: 100}`
+	s := &byIndex{}
+	r := sim.Run(movesScenario(t, moves), []sim.Assignor{{Name: "rr", Assign: s.assign}})
+	a := r.Assignors[0]
+	if a.Error != "" {
+		t.Fatal(a.Error)
+	}
+	// Runs: the baseline, the target at 10 s, the probes at 10.1 and
+	// 11.9 s, the target at 12 s, the probes at 14.9 and 15 s (all with
+	// the same target).
+	want := []string{
+		"a [] c []",           // 0 s: nobody owns anything yet
+		"a [0 3] c [2 5]",     // 10 s: before the target (b's 1 and 4 left with it)
+		"a [0] c [1 5]",       // 10.1 s: 0_1 is c's 0.1 s after the target
+		"a [0] c [1 5]",       // 11.9 s: 0_2 not yet a's
+		"a [0 2] c [1 5]",     // 12 s: 0_2 granted 2 s after the target
+		"a [0 2] c [1 5]",     // 14.9 s: 0_3 and 0_4 wait for grant_ms
+		"a [0 2 4] c [1 3 5]", // 15 s: granted 5 s after the target at 10 s, not the one at 12 s
+	}
+	if len(s.owned) != len(want) {
+		t.Fatalf("%d runs, want %d: %v", len(s.owned), len(want), s.owned)
+	}
+	for i, w := range want {
+		if g := fmt.Sprintf("a %v c %v", s.owned[i]["a"], s.owned[i]["c"]); g != w {
+			t.Errorf("run %d: %s, want %s", i, g, w)
+		}
+	}
+	// 0_1 waits 0.3 s, 0_2, 0_3 and 0_4 handover_ms: 15.3 task-s.
+	if a.UnavailableTaskS != 15.3 {
+		t.Errorf("%v unavailable task-s, want 15.3", a.UnavailableTaskS)
+	}
+	if g := fmt.Sprintf("%d %d %d %d", a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers); g != "2 2 1 3" {
+		t.Errorf("recorded/modelled grants and hand-overs %s, want 2 2 1 3", g)
+	}
+	if rb := a.Rebalances[1]; rb.RecordedGrants != 2 || rb.ModelledHandOvers != 3 || rb.TasksMoved != 4 {
+		t.Errorf("the target at 10 s: %+v", rb)
+	}
+	again := sim.Run(movesScenario(t, moves), []sim.Assignor{{Name: "rr", Assign: (&byIndex{}).assign}})
+	if !bytes.Equal(r.JSON(), again.JSON()) || !bytes.Equal(r.HTML(), again.HTML()) {
+		t.Error("two runs of the same scenario differ")
+	}
+
+	// Without recorded moves every moved task takes 5 s: 20 task-s.
+	a = sim.Run(movesScenario(t, ""), []sim.Assignor{{Name: "rr", Assign: (&byIndex{}).assign}}).Assignors[0]
+	if a.UnavailableTaskS != 20 || a.Totals.RecordedGrants != 0 || a.Totals.ModelledGrants != 4 {
+		t.Errorf("without moves: %v task-s, totals %+v", a.UnavailableTaskS, a.Totals)
+	}
+
+	for _, bad := range []struct{ moves, want string }{
+		{`"9_0": {member: a}`, `moves: no task "9_0"`},
+		{`"0_1": {member: ""}`, "0_1: empty member"},
+		{`"0_1": {member: a, grant_ms: -1}`, "grant_ms -1 must be in"},
+		{`"0_1": {member: a, handover_ms: 2592000001}`, "handover_ms 2592000001 must be in"},
+	} {
+		data := strings.Replace(`duration_s: 10
+subtopologies: [{id: "0", partitions: 2}]
+state: {restore_records_per_s: 1}
+events: [{at_s: 0, join: a}]
+recorded_inputs: [{at_s: 1, end_offsets: {}, moves: {MOVES}}]`, "MOVES", bad.moves, 1)
+		if _, err := sim.Decode("bad.yaml", []byte(data), nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("moves %s: error %v, want %q", bad.moves, err, bad.want)
+		}
 	}
 }

@@ -58,6 +58,14 @@ type Totals struct {
 	// MaxActiveSpread is the largest active_per_process spread of a
 	// target after the baseline.
 	MaxActiveSpread int `json:"max_active_per_process_spread"`
+	// Recorded inputs' moves: the grants and hand-overs of tasks moved
+	// at targets computed on a recorded input that took the recorded
+	// delay, and those that took the model's (no recorded delay for the
+	// task and its new member).
+	RecordedGrants    int `json:"recorded_grants,omitempty"`
+	ModelledGrants    int `json:"modelled_grants,omitempty"`
+	RecordedHandOvers int `json:"recorded_hand_overs,omitempty"`
+	ModelledHandOvers int `json:"modelled_hand_overs,omitempty"`
 }
 
 func (t *Totals) add(rb Rebalance) {
@@ -69,6 +77,10 @@ func (t *Totals) add(rb Rebalance) {
 	t.StandbysMoved += rb.Movement.StandbysMoved
 	t.WarmupsOpened += rb.Warmups.Open
 	t.MaxActiveSpread = max(t.MaxActiveSpread, rb.Balance.ActivePerProcess.Spread)
+	t.RecordedGrants += rb.RecordedGrants
+	t.ModelledGrants += rb.ModelledGrants
+	t.RecordedHandOvers += rb.RecordedHandOvers
+	t.ModelledHandOvers += rb.ModelledHandOvers
 }
 
 // Rebalance is one installed target and its abi/metrics figures, measured
@@ -81,7 +93,14 @@ type Rebalance struct {
 	// RecordedInputs: the assignor was handed a recorded input
 	// (Scenario.RecordedInputs), not the model's offsets.
 	RecordedInputs bool `json:"recorded_inputs,omitempty"`
-	Members        int  `json:"members"`
+	// With a recorded input, the tasks moved to a member whose grant and
+	// hand-over took the recorded move's delay, and those that took the
+	// model's (Totals).
+	RecordedGrants    int `json:"recorded_grants,omitempty"`
+	ModelledGrants    int `json:"modelled_grants,omitempty"`
+	RecordedHandOvers int `json:"recorded_hand_overs,omitempty"`
+	ModelledHandOvers int `json:"modelled_hand_overs,omitempty"`
+	Members           int `json:"members"`
 	// Processes with at least one member.
 	Processes int `json:"processes"`
 	// TasksMoved is Movement.Moved plus FromDeparted.

@@ -54,7 +54,12 @@ func (s *scripted) assign(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 // hint) until 40 s; extra lines go after the state model.
 func restoreScenario(t *testing.T, extra string) *sim.Scenario {
 	t.Helper()
-	return decode(t, "restore.yaml", []byte(`name: restore
+	return decode(t, "restore.yaml", []byte(restoreYAML(extra)))
+}
+
+// restoreYAML is restoreScenario's file.
+func restoreYAML(extra string) string {
+	return `name: restore
 duration_s: 40
 tick_ms: 1000
 subtopologies:
@@ -63,13 +68,13 @@ assignment: {num_standby_replicas: 0, num_warmup_replicas: 0, acceptable_recover
 state:
   changelog_records: 10000
   restore_records_per_s: 1000
-`+extra+`
+` + extra + `
 events:
   - {at_s: 0, join: a, member_id: a}
   - {at_s: 0, join: b, member_id: b}
   - {at_s: 0, join: c, member_id: c}
   - {at_s: 10, leave: b}
-`))
+`
 }
 
 // TestSharedRestoreActivesFirst: on a shared link a's new standby of task

@@ -83,9 +83,15 @@ func (w *world) assign(now int64, reasons []string, probe bool, rec *recorded) e
 			}
 			if w.owner[t] != m.id {
 				w.readyAt[t] = now + handOver
+				if mv, ok := rec.moveOf(t, m.label); ok && mv.readyAt >= 0 {
+					w.readyAt[t] = max(mv.readyAt, now)
+					rb.RecordedHandOvers++
+				} else if rec != nil {
+					rb.ModelledHandOvers++
+				}
 			}
 		}
-		w.reconcile(now, m)
+		w.reconcile(now, m, rec, &rb)
 	}
 	w.owner = map[int32]string{}
 	for _, m := range w.members {
@@ -118,22 +124,41 @@ func (w *world) runsAny(m *member) bool {
 // reconcile updates what m owns after its new target: tasks it no longer
 // has leave at once (they are being revoked), tasks it keeps stay, and a
 // task new to it is its own grant_ms later (grant_first_ms for a member
-// that owns no task yet).
-func (w *world) reconcile(now int64, m *member) {
+// that owns no task yet), or when rec's recorded move of it to m says
+// (counted in rb); a task whose grant to m is pending keeps it.
+func (w *world) reconcile(now int64, m *member, rec *recorded, rb *Rebalance) {
 	grantMs := w.grantMs(m)
 	m.owned = slices.DeleteFunc(m.owned, func(t int32) bool { return !slices.Contains(m.target.Active, t) })
 	for _, t := range m.target.Active {
 		if slices.Contains(m.owned, t) {
 			continue
 		}
-		if !w.started || grantMs == 0 {
+		if !w.started {
+			m.owned = append(m.owned, t)
+			continue
+		}
+		if w.grants[t].member == m.id { // still on its way to m: the new target changes nothing
+			continue
+		}
+		at := now + grantMs
+		if mv, ok := rec.moveOf(t, m.label); ok && mv.grantAt >= 0 {
+			at = mv.grantAt
+			rb.RecordedGrants++
+		} else if rec != nil {
+			rb.ModelledGrants++
+		}
+		if at <= now {
+			if w.grants[t].member != "" { // an earlier grant of it is void
+				w.grants[t] = grant{}
+				w.granting--
+			}
 			m.owned = append(m.owned, t)
 			continue
 		}
 		if w.grants[t].member == "" {
 			w.granting++
 		}
-		w.grants[t] = grant{member: m.id, atMs: now + grantMs}
+		w.grants[t] = grant{member: m.id, atMs: at}
 	}
 	slices.Sort(m.owned)
 }
