@@ -1,13 +1,10 @@
 package ha_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -71,9 +68,6 @@ func TestJMH(t *testing.T) {
 	} else {
 		shapes = shapes[:1]
 	}
-	java := testtool.Require(t, "java")
-	cp := testtool.MavenClasspath(t, harnessDir)
-
 	dir := t.TempDir()
 	var files []string
 	for i := range shapes {
@@ -107,7 +101,7 @@ func TestJMH(t *testing.T) {
 		member := goBench(t, c.name, func() error { _, err := ha.Assign(c.req); return err })
 		goMs[c.name] = [2]float64{process, member}
 	}
-	javaMs := runJMH(t, java, cp, files, jmhArgs)
+	javaMs := testtool.JMH(t, harnessDir, "HaBench", files, jmhArgs)
 
 	var table strings.Builder
 	table.WriteString("| shape | Kafka's HighAvailabilityTaskAssignor (JMH), ms/op | Go port, AssignProcesses, ms/op | Java ÷ Go | Go port, Assign (and split over members), ms/op |\n|---|---|---|---|---|\n")
@@ -118,10 +112,10 @@ func TestJMH(t *testing.T) {
 		}
 		errBar := "n/a (one iteration)"
 		if full {
-			errBar = fmt.Sprintf("± %.3f", j[1])
+			errBar = fmt.Sprintf("± %.3f", j.Error)
 		}
 		g := goMs[c.name]
-		fmt.Fprintf(&table, "| %s | %.3f %s | %.3f | %.2f | %.3f |\n", c.name, j[0], errBar, g[0], j[0]/g[0], g[1])
+		fmt.Fprintf(&table, "| %s | %.3f %s | %.3f | %.2f | %.3f |\n", c.name, j.Ms, errBar, g[0], j.Ms/g[0], g[1])
 	}
 	t.Logf("JMH args %v, max.warmup.replicas %d\n%s", jmhArgs, jmhWarmups, table.String())
 }
@@ -140,52 +134,6 @@ func goBench(t *testing.T, name string, op func() error) float64 {
 		t.Fatalf("%s: the Go benchmark did not run", name)
 	}
 	return float64(res.NsPerOp()) / 1e6
-}
-
-// runJMH runs HaBench on each file and returns, by file name without
-// ".in", the score and its error in ms/op.
-func runJMH(t *testing.T, java, cp string, files, jmhArgs []string) map[string][2]float64 {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "jmh.json")
-	args := append([]string{"-cp", cp, "org.openjdk.jmh.Main", "HaBench", "-rf", "json", "-rff", out,
-		"-p", "input=" + strings.Join(files, ",")}, jmhArgs...)
-	cmd := exec.Command(java, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if log, err := cmd.Output(); err != nil {
-		t.Fatalf("JMH: %v\n%s\n%s", err, lastBytes(string(log), 3000), lastBytes(stderr.String(), 3000))
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var results []struct {
-		Params        map[string]string `json:"params"`
-		PrimaryMetric struct {
-			Score      float64 `json:"score"`
-			ScoreError any     `json:"scoreError"` // "NaN" after one iteration
-			ScoreUnit  string  `json:"scoreUnit"`
-		} `json:"primaryMetric"`
-	}
-	if err := json.Unmarshal(raw, &results); err != nil {
-		t.Fatalf("JMH's JSON result: %v", err)
-	}
-	ms := map[string][2]float64{}
-	for _, r := range results {
-		if r.PrimaryMetric.ScoreUnit != "ms/op" || r.PrimaryMetric.Score <= 0 {
-			t.Fatalf("JMH result %+v: want a positive score in ms/op", r)
-		}
-		e, _ := r.PrimaryMetric.ScoreError.(float64)
-		ms[strings.TrimSuffix(filepath.Base(r.Params["input"]), ".in")] = [2]float64{r.PrimaryMetric.Score, e}
-	}
-	return ms
-}
-
-func lastBytes(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // javaInput writes req as one case of ha-parity's input format, with the
