@@ -126,8 +126,8 @@ public final class HaParity {
     /**
      * Runs a case on plain ClientState objects, as HaBench times it: no
      * recording, so standbys and warm-ups are not told apart (each process
-     * prints exact 0, its warm-ups among its standbys). Fast enough for the
-     * largest benchmark shapes, where recording takes hours.
+     * prints exact 0, its warm-ups among its standbys). Used on the
+     * benchmark shapes, where recording takes many times longer.
      */
     private static void runPlain(final Case c) {
         final Map<ProcessId, ClientState> clients = c.clients(ClientState::new);
