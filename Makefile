@@ -129,10 +129,11 @@ bench-replay:
 		$(GO) test -count=1 -v -timeout 60m -run '$(if $(filter state,$(WHICH)),,TestStateTopicReplayRealKafka$$)$(if $(WHICH),,|)$(if $(filter topic,$(WHICH)),,TestGroupStateReplayRealKafka$$)' ./interop
 
 .PHONY: bench-jmh
-## bench-jmh: Kafka 4.4's StickyTaskAssignor under JMH (-f 1 -wi 3 -i 5) and the Go port on the same eight inputs (100/1000 members x 1k/10k tasks x 0/1 standby), each checked to give the same assignment first (docs/BENCHMARKS.md; about 12 minutes) -> build/bench-jmh.txt
+## bench-jmh: Kafka 4.4's StickyTaskAssignor and HighAvailabilityTaskAssignor under JMH (-f 1 -wi 3 -i 5) beside the Go ports on the same inputs, each checked to give the same assignment first: sticky on eight inputs (100/1000 members x 1k/10k tasks x 0/1 standby; about 12 minutes), HA on BenchmarkRatios' three (up to 1,000 members x 10,004 tasks x 2 standbys; Kafka's assignor takes seconds per run on 100 members, tens of seconds on 1,000, and far longer on the largest) (docs/BENCHMARKS.md) -> build/bench-jmh.txt
 bench-jmh:
 	@mkdir -p build
 	COORDHOST_JMH=1 $(GO) test -count=1 -v -timeout 40m -run 'TestJMH$$' ./plugins/assignor-sticky | tee build/bench-jmh.txt
+	COORDHOST_JMH=1 $(GO) test -count=1 -v -timeout 240m -run 'TestJMH$$' ./plugins/assignor-ha | tee -a build/bench-jmh.txt
 
 .PHONY: bench-memory
 ## bench-memory: live heap growth with 1,000 streams groups × 10 members and replay of KEYS committed offsets (default 100000; 1000000 is the full size, whose writing on coordhost takes far longer), coordhost vs a real Kafka 4.4 broker, RUNS runs (docs/BENCHMARKS.md, about 5 minutes a run) -> build/bench-memory.md

@@ -1,11 +1,8 @@
 package sticky_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,8 +31,8 @@ func TestJMH(t *testing.T) {
 	} else {
 		shapes = shapes[:1]
 	}
-	java := testtool.Require(t, "java")
-	cp := testtool.MavenClasspath(t, javaDir)
+	testtool.Require(t, "java")
+	testtool.MavenClasspath(t, javaDir)
 
 	dir := t.TempDir()
 	var files []string
@@ -68,38 +65,7 @@ func TestJMH(t *testing.T) {
 		}
 	}
 
-	out := filepath.Join(dir, "jmh.json")
-	args := append([]string{"-cp", cp, "org.openjdk.jmh.Main", "StickyBench", "-rf", "json", "-rff", out,
-		"-p", "input=" + strings.Join(files, ",")}, jmhArgs...)
-	cmd := exec.Command(java, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if log, err := cmd.Output(); err != nil {
-		t.Fatalf("JMH: %v\n%s\n%s", err, tailString(string(log), 3000), tailString(stderr.String(), 3000))
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var results []struct {
-		Params        map[string]string `json:"params"`
-		PrimaryMetric struct {
-			Score      float64 `json:"score"`
-			ScoreError any     `json:"scoreError"` // "NaN" after one iteration
-			ScoreUnit  string  `json:"scoreUnit"`
-		} `json:"primaryMetric"`
-	}
-	if err := json.Unmarshal(raw, &results); err != nil {
-		t.Fatalf("JMH's JSON result: %v", err)
-	}
-	javaMs := map[string][2]float64{} // score, error
-	for _, r := range results {
-		if r.PrimaryMetric.ScoreUnit != "ms/op" || r.PrimaryMetric.Score <= 0 {
-			t.Fatalf("JMH result %+v: want a positive score in ms/op", r)
-		}
-		e, _ := r.PrimaryMetric.ScoreError.(float64)
-		javaMs[strings.TrimSuffix(filepath.Base(r.Params["input"]), ".in")] = [2]float64{r.PrimaryMetric.Score, e}
-	}
+	javaMs := testtool.JMH(t, javaDir, "StickyBench", files, jmhArgs)
 	var table strings.Builder
 	table.WriteString("| shape | Kafka's StickyTaskAssignor (JMH), ms/op | Go port (native), ms/op | Java ÷ Go |\n|---|---|---|---|\n")
 	for _, c := range shapes {
@@ -109,16 +75,9 @@ func TestJMH(t *testing.T) {
 		}
 		errBar := "n/a (one iteration)"
 		if full {
-			errBar = fmt.Sprintf("± %.3f", j[1])
+			errBar = fmt.Sprintf("± %.3f", j.Error)
 		}
-		fmt.Fprintf(&table, "| %s | %.3f %s | %.3f | %.2f |\n", c.name, j[0], errBar, goMs[c.name], j[0]/goMs[c.name])
+		fmt.Fprintf(&table, "| %s | %.3f %s | %.3f | %.2f |\n", c.name, j.Ms, errBar, goMs[c.name], j.Ms/goMs[c.name])
 	}
 	t.Logf("JMH args %v\n%s", jmhArgs, table.String())
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }

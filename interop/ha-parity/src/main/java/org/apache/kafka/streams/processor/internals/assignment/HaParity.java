@@ -5,9 +5,9 @@ import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
 import org.apache.kafka.streams.processor.assignment.ProcessId;
 
-import java.io.BufferedReader;
-import java.io.FileReader;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -28,7 +28,8 @@ import java.util.UUID;
  * file (see README.md for the format) and prints per process the actives,
  * standbys and warm-ups it decides.
  *
- * Usage: HaParity INPUT [CASE_NAME...] (no names: every case).
+ * Usage: HaParity [-plain] INPUT [CASE_NAME...] (no names: every case;
+ * -plain: plain ClientState objects, warm-ups printed among the standbys).
  */
 public final class HaParity {
 
@@ -82,100 +83,176 @@ public final class HaParity {
     private HaParity() { }
 
     public static void main(final String[] args) throws IOException {
-        final Set<String> only = new HashSet<>(List.of(args).subList(1, args.length));
-        try (BufferedReader in = new BufferedReader(new FileReader(args[0]))) {
-            String line;
+        final boolean plain = args.length > 0 && args[0].equals("-plain");
+        final List<String> rest = List.of(args).subList(plain ? 1 : 0, args.length);
+        final Set<String> only = new HashSet<>(rest.subList(1, rest.size()));
+        for (final Case c : Case.read(Path.of(rest.get(0)))) {
+            if (only.isEmpty() || only.contains(c.name)) {
+                if (plain) {
+                    runPlain(c);
+                } else {
+                    runCase(c);
+                }
+            }
+        }
+    }
+
+    private static void runCase(final Case c) {
+        final List<Recording> procs = new ArrayList<>(); // in input order
+        final Map<ProcessId, ClientState> clients = c.clients((id, capacity, tags) -> {
+            final Recording r = new Recording(id, capacity, tags);
+            procs.add(r);
+            return r;
+        });
+        EVENTS.clear();
+        final boolean probing = c.assign(clients);
+        final Map<Recording, Set<TaskId>> warmups = new HashMap<>();
+        final Set<TaskId> ambiguous = classifyWarmups(warmups, c.acceptable, procs);
+        System.out.println("case " + c.name + " probing " + probing);
+        for (final Recording r : procs) {
+            final Set<TaskId> warm = warmups.getOrDefault(r, Set.of());
+            final Set<TaskId> standby = new TreeSet<>();
+            final Set<TaskId> warmup = new TreeSet<>();
+            boolean exact = true;
+            for (final TaskId t : r.standbyTasks()) {
+                (warm.contains(t) ? warmup : standby).add(t);
+                exact &= !ambiguous.contains(t);
+            }
+            printProcess(r.id, exact, r.activeTasks(), standby, warmup);
+        }
+        System.out.println("end");
+    }
+
+    /**
+     * Runs a case on plain ClientState objects, as HaBench times it: no
+     * recording, so standbys and warm-ups are not told apart (each process
+     * prints exact 0, its warm-ups among its standbys). Used on the
+     * benchmark shapes, where recording takes many times longer.
+     */
+    private static void runPlain(final Case c) {
+        final Map<ProcessId, ClientState> clients = c.clients(ClientState::new);
+        System.out.println("case " + c.name + " probing " + c.assign(clients));
+        for (final Map.Entry<ProcessId, ClientState> e : clients.entrySet()) {
+            printProcess(e.getKey(), false, e.getValue().activeTasks(), e.getValue().standbyTasks(), Set.of());
+        }
+        System.out.println("end");
+    }
+
+    private static void printProcess(final ProcessId id, final boolean exact, final Set<TaskId> active,
+                                     final Set<TaskId> standby, final Set<TaskId> warmup) {
+        System.out.println("process " + id.id() + " exact " + (exact ? 1 : 0) + " active " + list(active)
+            + " standby " + list(standby) + " warmup " + list(warmup));
+    }
+
+    /** Makes the ClientState of one process (a plain one, or a Recording). */
+    interface ClientMaker {
+        ClientState make(ProcessId id, int capacity, Map<String, String> tags);
+    }
+
+    /** One process line of a case, with the offset sums its offset lines give. */
+    private record Process(ProcessId id, int capacity, Map<String, String> tags, Map<TaskId, Long> offsets) { }
+
+    /**
+     * One case of an input file, parsed once: the tasks, end offset sums,
+     * processes and configs the assignor is called with. HaParity runs it
+     * with recording clients; HaBench times clients() and assign() on plain
+     * ones.
+     */
+    static final class Case {
+        final String name;
+        final long acceptable;
+        final AssignmentConfigs configs;
+        private final Set<TaskId> all = new TreeSet<>();
+        private final Set<TaskId> stateful = new TreeSet<>();
+        private final Map<TaskId, Long> endSums = new TreeMap<>();
+        private final List<Process> procs = new ArrayList<>();
+
+        /** Parses one block, from its "case NAME" line to its "end" line. */
+        private Case(final List<String> block) {
+            name = block.get(0).split(" ")[1];
+            long acceptable = 0;
+            int maxWarmups = 1;
+            int standbys = 0;
+            List<String> tagKeys = List.of();
+            for (final String line : block.subList(1, block.size() - 1)) {
+                final String[] f = line.split(" ");
+                switch (f[0]) {
+                    case "config" -> {
+                        acceptable = Long.parseLong(f[1]);
+                        maxWarmups = Integer.parseInt(f[2]);
+                        standbys = Integer.parseInt(f[3]);
+                        tagKeys = f[4].equals("-") ? List.of() : List.of(f[4].split(","));
+                    }
+                    case "task" -> {
+                        final TaskId t = new TaskId(Integer.parseInt(f[1]), Integer.parseInt(f[2]));
+                        all.add(t);
+                        if (f[3].equals("1")) {
+                            stateful.add(t);
+                            endSums.put(t, Long.parseLong(f[4]));
+                        }
+                    }
+                    case "process" -> {
+                        final Map<String, String> tags = new TreeMap<>();
+                        if (!f[3].equals("-")) {
+                            for (final String kv : f[3].split(";")) {
+                                final String[] p = kv.split("=", 2);
+                                tags.put(p[0], p[1]);
+                            }
+                        }
+                        procs.add(new Process(new ProcessId(UUID.fromString(f[1])), Integer.parseInt(f[2]), tags,
+                            new TreeMap<>()));
+                    }
+                    case "offset" -> procs.get(Integer.parseInt(f[1])).offsets()
+                        .put(new TaskId(Integer.parseInt(f[2]), Integer.parseInt(f[3])), Long.parseLong(f[4]));
+                    default -> throw new IllegalArgumentException("case " + name + ": bad line " + line);
+                }
+            }
+            this.acceptable = acceptable;
+            configs = new AssignmentConfigs(acceptable, maxWarmups, standbys, 600_000L, tagKeys,
+                OptionalInt.empty(), OptionalInt.empty(), "none");
+        }
+
+        /** The cases of an input file, in file order. */
+        static List<Case> read(final Path file) throws IOException {
+            final List<Case> cases = new ArrayList<>();
             List<String> block = new ArrayList<>();
-            while ((line = in.readLine()) != null) {
+            for (String line : Files.readAllLines(file)) {
                 line = line.strip();
                 if (line.isEmpty() || line.startsWith("#")) {
                     continue;
                 }
                 block.add(line);
                 if (line.equals("end")) {
-                    final String name = block.get(0).split(" ")[1];
-                    if (only.isEmpty() || only.contains(name)) {
-                        runCase(block);
-                    }
+                    cases.add(new Case(block));
                     block = new ArrayList<>();
                 }
             }
+            return cases;
         }
-    }
 
-    private static void runCase(final List<String> block) {
-        final String name = block.get(0).split(" ")[1];
-        long acceptable = 0;
-        int maxWarmups = 1;
-        int standbys = 0;
-        List<String> tagKeys = List.of();
-        final Set<TaskId> all = new TreeSet<>();
-        final Set<TaskId> stateful = new TreeSet<>();
-        final Map<TaskId, Long> endSums = new TreeMap<>();
-        final List<Recording> procs = new ArrayList<>();
-        final List<Map<TaskId, Long>> offsets = new ArrayList<>();
-        for (final String line : block.subList(1, block.size() - 1)) {
-            final String[] f = line.split(" ");
-            switch (f[0]) {
-                case "config" -> {
-                    acceptable = Long.parseLong(f[1]);
-                    maxWarmups = Integer.parseInt(f[2]);
-                    standbys = Integer.parseInt(f[3]);
-                    tagKeys = f[4].equals("-") ? List.of() : List.of(f[4].split(","));
-                }
-                case "task" -> {
-                    final TaskId t = new TaskId(Integer.parseInt(f[1]), Integer.parseInt(f[2]));
-                    all.add(t);
-                    if (f[3].equals("1")) {
-                        stateful.add(t);
-                        endSums.put(t, Long.parseLong(f[4]));
-                    }
-                }
-                case "process" -> {
-                    final Map<String, String> tags = new TreeMap<>();
-                    if (!f[3].equals("-")) {
-                        for (final String kv : f[3].split(";")) {
-                            final String[] p = kv.split("=", 2);
-                            tags.put(p[0], p[1]);
-                        }
-                    }
-                    procs.add(new Recording(new ProcessId(UUID.fromString(f[1])), Integer.parseInt(f[2]), tags));
-                    offsets.add(new TreeMap<>());
-                }
-                case "offset" -> offsets.get(Integer.parseInt(f[1]))
-                    .put(new TaskId(Integer.parseInt(f[2]), Integer.parseInt(f[3])), Long.parseLong(f[4]));
-                default -> throw new IllegalArgumentException("case " + name + ": bad line " + line);
+        /**
+         * The clients of one rebalance, built as StreamsPartitionAssignor
+         * builds them: each process's previous tasks and offset sums (one
+         * consumer per process), then its lags from the end offset sums.
+         */
+        Map<ProcessId, ClientState> clients(final ClientMaker maker) {
+            final Map<ProcessId, ClientState> clients = new TreeMap<>();
+            for (int i = 0; i < procs.size(); i++) {
+                final Process p = procs.get(i);
+                final ClientState c = maker.make(p.id(), p.capacity(), p.tags());
+                c.addPreviousTasksAndOffsetSums("consumer-" + i, p.offsets());
+                c.computeTaskLags(p.id(), endSums);
+                clients.put(p.id(), c);
             }
+            return clients;
         }
-        final Map<ProcessId, ClientState> clients = new TreeMap<>();
-        for (int i = 0; i < procs.size(); i++) {
-            final Recording c = procs.get(i);
-            c.addPreviousTasksAndOffsetSums("consumer-" + i, offsets.get(i));
-            c.computeTaskLags(c.id, endSums);
-            clients.put(c.id, c);
+
+        /** One HighAvailabilityTaskAssignor run on clients; its result: whether a probing rebalance is needed. */
+        boolean assign(final Map<ProcessId, ClientState> clients) {
+            final RackAwareTaskAssignor rackAware = new RackAwareTaskAssignor(null, Collections.emptyMap(),
+                Collections.emptyMap(), Collections.emptyMap(), null, null, configs, Time.SYSTEM);
+            return new HighAvailabilityTaskAssignor().assign(clients, all, stateful, rackAware, configs);
         }
-        final AssignmentConfigs configs = new AssignmentConfigs(acceptable, maxWarmups, standbys, 600_000L, tagKeys,
-            OptionalInt.empty(), OptionalInt.empty(), "none");
-        final RackAwareTaskAssignor rackAware = new RackAwareTaskAssignor(null, Collections.emptyMap(),
-            Collections.emptyMap(), Collections.emptyMap(), null, null, configs, Time.SYSTEM);
-        EVENTS.clear();
-        final boolean probing = new HighAvailabilityTaskAssignor().assign(clients, all, stateful, rackAware, configs);
-        final Map<Recording, Set<TaskId>> warmups = new HashMap<>();
-        final Set<TaskId> ambiguous = classifyWarmups(warmups, acceptable, procs);
-        System.out.println("case " + name + " probing " + probing);
-        for (final Recording c : procs) {
-            final Set<TaskId> warm = warmups.getOrDefault(c, Set.of());
-            final Set<TaskId> standby = new TreeSet<>();
-            final Set<TaskId> warmup = new TreeSet<>();
-            boolean exact = true;
-            for (final TaskId t : c.standbyTasks()) {
-                (warm.contains(t) ? warmup : standby).add(t);
-                exact &= !ambiguous.contains(t);
-            }
-            System.out.println("process " + c.id.id() + " exact " + (exact ? 1 : 0) + " active " + list(c.activeTasks())
-                + " standby " + list(standby) + " warmup " + list(warmup));
-        }
-        System.out.println("end");
     }
 
     /**
