@@ -31,7 +31,8 @@ func TestMigrationScenarios(t *testing.T) {
 					t.Fatal(err)
 				}
 				n, _ := strconv.Atoi(argOr(args, "tasks", "6"))
-				s = newMigSimPolicy(t, int32(n), policy)
+				wait, _ := strconv.Atoi(argOr(args, "assignor-wait", "0"))
+				s = newMigSimConfig(t, int32(n), policy, int64(wait))
 				s.recording = true
 				// fencing=checked: a fencing error is allowed when the
 				// coordinator really no longer holds the member (legitFence).
