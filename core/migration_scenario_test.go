@@ -169,6 +169,15 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		}
 		s.check()
 		return ""
+	case "hold-assignor":
+		s.held = &[]AssignorRun{}
+		return "ok"
+	case "release-assignor":
+		runs := *s.held
+		s.held = nil
+		s.runAssignor(runs)
+		s.check()
+		return fmt.Sprintf("%d run(s) answered\n", len(runs))
 	case "tick":
 		n, _ := strconv.ParseInt(args["advance"], 10, 64)
 		s.now += n
