@@ -42,7 +42,7 @@ type migSim struct {
 	recording       bool      // datadriven scenarios: always trace
 	assign          func(AssignInput) AssignResult
 	held            *[]AssignorRun // non-nil: assignor runs wait here (hold-assignor)
-	lastKind        GroupKind // property test: the group's kind after the last step
+	lastKind        GroupKind      // property test: the group's kind after the last step
 	lastNonEmpty    bool
 	failNext        bool   // the next batch with records fails to append
 	loseNext        bool   // the next response is lost
