@@ -81,6 +81,7 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInf
 	c.storeClassicOffsets(g, u.id, sub.info)
 	c.bridgeMaybeBump(g, m, u, exists)
 	c.scheduleSession(g, u.id)
+	c.cancelTimer(migrationJoinKey(g.id, u.id)) // it rejoined, even if its answer waits
 	j := &bridgedJoin{id: id, version: req.Version, g: g, member: u.id, exists: exists, sub: sub}
 	// A join that leaves only classic members converts the group at once
 	// (finishBridgeJoin), as Kafka does before computing a target.
@@ -130,7 +131,6 @@ func (c *Coordinator) finishBridgeJoin(j *bridgedJoin) *kmsg.JoinGroupResponse {
 	g := j.g
 	c.bridgeReconcile(g, j.member, j.exists, j.sub)
 	u := g.members[j.member]
-	c.cancelTimer(migrationJoinKey(g.id, u.id))
 	c.setTimer(timer{key: migrationSyncKey(g.id, u.id), deadline: c.now + int64(u.rebalanceTimeoutMs),
 		kind: timerMigrationSync, group: g.id, member: u.id})
 	r := bridgeJoinResponse(u)
