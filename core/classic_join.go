@@ -45,7 +45,7 @@ func (c *Coordinator) classicJoin(id RequestID, client ClientInfo, req *kmsg.Joi
 	}
 	existing, had := c.groups[req.Group]
 	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
-		return c.bridgeJoin(sg, client, req) // online migration
+		return c.bridgeJoin(sg, id, client, req) // online migration
 	}
 	if g, ok := c.consumerGroupForClassic(req.Group); ok {
 		return c.consumerBridgeJoin(g, client, req) // online migration

@@ -48,10 +48,14 @@ func init() {
 
 // bridgeJoin handles a JoinGroup for a non-empty streams group: it
 // validates the subscription, identifies the member, fences the
-// streams-protocol members of its process, stores its metadata,
-// bumps the group epoch if the assignment must change, reconciles the
-// member and answers with its epoch as the generation.
-func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+// streams-protocol members of its process, stores its metadata and bumps
+// the group epoch if the assignment must change. When that starts an
+// assignor run, the response waits for its result (up to AssignorWaitMs,
+// like a streams heartbeat): Kafka's classicGroupJoinToConsumerGroup
+// computes the new target inside the join, so the member gets the new
+// epoch in this response instead of a SyncGroup REBALANCE_IN_PROGRESS
+// and another JoinGroup round. It returns nil when the response waits.
+func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInfo, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	sub, ep, refused := c.bridgeSubscription(g, req)
 	if refused != nil {
 		return refused
@@ -72,17 +76,59 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 	c.storeClassicOffsets(g, u.id, sub.info)
 	c.bridgeMaybeBump(g, m, u, exists)
 	c.scheduleSession(g, u.id)
-	c.updateTargetIfDue(g) // a classic join never waits for the assignor
-	c.bridgeReconcile(g, u.id, exists, sub)
-	c.cancelTimer(migrationJoinKey(g.id, u.id))
+	c.cancelTimer(migrationJoinKey(g.id, u.id)) // it rejoined, even if its answer waits
+	j := &bridgedJoin{id: id, version: req.Version, g: g, member: u.id, exists: exists, sub: sub}
+	// A join that leaves only classic members converts the group at once
+	// (finishBridgeJoin), as Kafka does before computing a target.
+	if wait, _ := c.updateTargetIfDue(g); wait && !c.downgradable(g) {
+		c.parkRequest(g, id, parkedHeartbeat{join: j})
+		return nil
+	}
+	return c.finishBridgeJoin(j)
+}
+
+// bridgedJoin is a classic member's JoinGroup between storing the member
+// and reconciling it, kept while it waits for an assignor result.
+type bridgedJoin struct {
+	id        RequestID
+	version   int16
+	g         *streamsGroup
+	member    string
+	exists    bool // the member was in the group before this join
+	sub       *classicSubscription
+	orphaned  bool // the member was removed while the join waited
+	converted bool // the group converts back to classic (releaseParkedAtConversion)
+}
+
+// resumeBridgeJoin answers a join that waited for the assignor: finished
+// against the target now installed, or UNKNOWN_MEMBER_ID if its member is
+// gone. A group converted back to classic meanwhile answers with the
+// member's last epoch, as an unparked join did before the conversion (its
+// SyncGroup then finds the classic group rebalancing).
+func (c *Coordinator) resumeBridgeJoin(j *bridgedJoin) *kmsg.JoinGroupResponse {
+	var r *kmsg.JoinGroupResponse
+	m := j.g.members[j.member]
+	switch live, _ := c.groups[j.g.id].(*streamsGroup); {
+	case m == nil || m.classic == nil || j.orphaned:
+		r = classicJoinError(j.member, errUnknownMemberID)
+	case live != j.g || j.converted:
+		r = bridgeJoinResponse(m)
+	default:
+		r = c.finishBridgeJoin(j)
+	}
+	r.Version = j.version
+	return r
+}
+
+// finishBridgeJoin reconciles the joined member, arms its SyncGroup timer
+// and answers with its epoch as the generation.
+func (c *Coordinator) finishBridgeJoin(j *bridgedJoin) *kmsg.JoinGroupResponse {
+	g := j.g
+	c.bridgeReconcile(g, j.member, j.exists, j.sub)
+	u := g.members[j.member]
 	c.setTimer(timer{key: migrationSyncKey(g.id, u.id), deadline: c.now + int64(u.rebalanceTimeoutMs),
 		kind: timerMigrationSync, group: g.id, member: u.id})
-	final := g.members[u.id]
-	r := kmsg.NewPtrJoinGroupResponse()
-	r.MemberID, r.Generation = final.id, final.epoch
-	pt, pn := consumerProtocolType, streamProtocolName
-	r.ProtocolType, r.Protocol = &pt, &pn
-	r.Members = []kmsg.JoinGroupResponseMember{}
+	r := bridgeJoinResponse(u)
 	// A classic static member that replaced the last streams-protocol
 	// member downgrades the group (Kafka's
 	// validateOnlineDowngradeWithReplacedMember); its SyncGroup then
@@ -94,6 +140,17 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, client ClientInfo, req *kmsg.J
 		// (docs/WARMUPS.md §2.2), as after a streams heartbeat.
 		c.maybeEarlyProbe(g)
 	}
+	return r
+}
+
+// bridgeJoinResponse is the JoinGroup answer of a classic member of a
+// streams group: its epoch as the generation, no leader, no members.
+func bridgeJoinResponse(m *streamsMember) *kmsg.JoinGroupResponse {
+	r := kmsg.NewPtrJoinGroupResponse()
+	r.MemberID, r.Generation = m.id, m.epoch
+	pt, pn := consumerProtocolType, streamProtocolName
+	r.ProtocolType, r.Protocol = &pt, &pn
+	r.Members = []kmsg.JoinGroupResponseMember{}
 	return r
 }
 

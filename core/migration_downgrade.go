@@ -16,21 +16,29 @@ func (c *Coordinator) afterFence(g *streamsGroup, id string) {
 	c.maybeDowngrade(g)
 }
 
+// downgradable says whether maybeDowngrade would convert g now.
+func (c *Coordinator) downgradable(g *streamsGroup) bool {
+	if c.migration.noDowngrade || len(g.members) == 0 || c.replaying {
+		return false
+	}
+	if !c.migrationPolicy(g.id).allowsDowngrade() || int32(len(g.members)) > c.classicConfig(g.id).MaxSize {
+		return false
+	}
+	for _, m := range g.members {
+		if m.classic == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // maybeDowngrade converts g back to classic when every remaining member is
 // classic, the policy allows it and the classic max size fits.
 func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
-	if c.migration.noDowngrade || len(g.members) == 0 || c.replaying {
-		return
-	}
-	if !c.migrationPolicy(g.id).allowsDowngrade() || int32(len(g.members)) > c.classicConfig(g.id).MaxSize {
+	if !c.downgradable(g) {
 		return
 	}
 	ids := g.sortedMemberIDs()
-	for _, id := range ids {
-		if g.members[id].classic == nil {
-			return
-		}
-	}
 	assignments := map[string][]byte{}
 	epochs := map[string]int32{}
 	cg := newClassicGroup(g.id)
@@ -58,6 +66,7 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 	// the rebalance elects one among the members that rejoin.
 	leader := ids[0]
 	cg.leader = &leader
+	c.releaseParkedAtConversion(g)
 	for _, key := range c.timerKeysOfGroup(g.id) {
 		c.cancelTimer(key)
 	}
@@ -78,6 +87,19 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 		c.scheduleClassicHeartbeat(live, m, m.sessionTimeoutMs)
 	}
 	c.classicPrepareRebalance(live)
+}
+
+// releaseParkedAtConversion answers g's parked requests before g becomes
+// a classic group: a classic member's JoinGroup with its last epoch (its
+// SyncGroup then finds the classic group rebalancing), a heartbeat as
+// releaseParked does (its member is gone: every member left is classic).
+func (c *Coordinator) releaseParkedAtConversion(g *streamsGroup) {
+	for _, p := range g.soft.parked {
+		if p.join != nil {
+			p.join.converted = true
+		}
+	}
+	c.releaseParked(g)
 }
 
 // downgradedRejoin is the sharp edge of a downgrade: a classic member whose

@@ -31,7 +31,8 @@ func TestMigrationScenarios(t *testing.T) {
 					t.Fatal(err)
 				}
 				n, _ := strconv.Atoi(argOr(args, "tasks", "6"))
-				s = newMigSimPolicy(t, int32(n), policy)
+				wait, _ := strconv.Atoi(argOr(args, "assignor-wait", "0"))
+				s = newMigSimConfig(t, int32(n), policy, int64(wait))
 				s.recording = true
 				// fencing=checked: a fencing error is allowed when the
 				// coordinator really no longer holds the member (legitFence).
@@ -168,6 +169,15 @@ func (s *migSim) command(t *testing.T, d *datadriven.TestData, args map[string]s
 		}
 		s.check()
 		return ""
+	case "hold-assignor":
+		s.held = &[]AssignorRun{}
+		return "ok"
+	case "release-assignor":
+		runs := *s.held
+		s.held = nil
+		s.runAssignor(runs)
+		s.check()
+		return fmt.Sprintf("%d run(s) answered\n", len(runs))
 	case "tick":
 		n, _ := strconv.ParseInt(args["advance"], 10, 64)
 		s.now += n

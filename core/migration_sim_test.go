@@ -42,7 +42,8 @@ type migSim struct {
 	cur             RequestID // the request whose response is being delivered
 	recording       bool      // datadriven scenarios: always trace
 	assign          func(AssignInput) AssignResult
-	lastKind        GroupKind // property test: the group's kind after the last step
+	held            *[]AssignorRun // non-nil: assignor runs wait here (hold-assignor)
+	lastKind        GroupKind      // property test: the group's kind after the last step
 	lastNonEmpty    bool
 	failNext        bool   // the next batch with records fails to append
 	loseNext        bool   // the next response is lost
@@ -184,6 +185,10 @@ func (s *migSim) finish(o Output) {
 }
 
 func (s *migSim) runAssignor(runs []AssignorRun) {
+	if s.held != nil {
+		*s.held = append(*s.held, runs...)
+		return
+	}
 	for _, run := range runs {
 		assign := s.assign
 		if assign == nil {

@@ -284,13 +284,18 @@ func resultTarget(run AssignorRun, res AssignResult, i int) tasksTuple {
 
 // park holds a heartbeat until the assignor answers or the wait expires.
 func (c *Coordinator) park(hb *hbState) {
-	g := hb.g
 	hb.parked = true
-	g.soft.parked = append(g.soft.parked, parkedHeartbeat{hb: hb})
-	c.batchParked = append(c.batchParked, hb.id)
+	c.parkRequest(hb.g, hb.id, parkedHeartbeat{hb: hb})
+}
+
+// parkRequest holds request id of g (p) until the assignor answers or
+// the wait expires.
+func (c *Coordinator) parkRequest(g *streamsGroup, id RequestID, p parkedHeartbeat) {
+	g.soft.parked = append(g.soft.parked, p)
+	c.batchParked = append(c.batchParked, id)
 	c.onUndo(func() {
-		for i, p := range g.soft.parked {
-			if p.hb == hb {
+		for i, q := range g.soft.parked {
+			if q == p {
 				g.soft.parked = append(g.soft.parked[:i:i], g.soft.parked[i+1:]...)
 				break
 			}
@@ -299,15 +304,23 @@ func (c *Coordinator) park(hb *hbState) {
 	c.setTimerIfAbsent(timer{key: assignWaitKey(g.id), deadline: c.now + c.cfg.AssignorWaitMs, kind: timerStreamsAssignWait, group: g.id})
 }
 
-// parkedHeartbeat is a heartbeat waiting for an assignor result.
-type parkedHeartbeat struct{ hb *hbState }
+// parkedHeartbeat is a heartbeat waiting for an assignor result, or a
+// classic member's JoinGroup (join, migration_bridge.go).
+type parkedHeartbeat struct {
+	hb   *hbState
+	join *bridgedJoin
+}
 
 // orphanParked marks the parked heartbeats of a removed member: if the
 // member id rejoins before they are released, they belong to the old
 // incarnation and are fenced instead of answered for the new one.
 func (c *Coordinator) orphanParked(g *streamsGroup, member string) {
 	for _, p := range g.soft.parked {
-		if hb := p.hb; hb.member == member && !hb.orphaned {
+		if j := p.join; j != nil && j.member == member && !j.orphaned {
+			j.orphaned = true
+			c.onUndo(func() { j.orphaned = false })
+		}
+		if hb := p.hb; hb != nil && hb.member == member && !hb.orphaned {
 			hb.orphaned = true
 			c.onUndo(func() { hb.orphaned = false })
 		}
@@ -320,6 +333,10 @@ func (c *Coordinator) releaseParked(g *streamsGroup) {
 	g.soft.parked = nil
 	c.cancelTimer(assignWaitKey(g.id))
 	for _, p := range parked {
+		if p.join != nil {
+			c.respond(p.join.id, c.resumeBridgeJoin(p.join))
+			continue
+		}
 		sp := c.savepoint()
 		resp, e := c.resumeHeartbeat(p.hb)
 		if e != nil {
@@ -336,6 +353,12 @@ func (c *Coordinator) failParked(g *streamsGroup, e *kafkaError) {
 	g.soft.parked = nil
 	c.cancelTimer(assignWaitKey(g.id))
 	for _, p := range parked {
+		if p.join != nil {
+			r := classicJoinError(p.join.member, e.code)
+			r.Version = p.join.version
+			c.respond(p.join.id, r)
+			continue
+		}
 		c.respond(p.hb.id, errorHeartbeatResponse(p.hb.req, e))
 	}
 }

@@ -80,8 +80,8 @@ func runRealKafka(t *testing.T, app appSpec, cm closeMode, plain bool, name, gro
 }
 
 // offlineSwitch stops every instance, waits until the group can change
-// protocol and restarts all of them with protocol, then runs steadily for a
-// while. Instances that closed with Kafka Streams' default stay members
+// protocol and restarts all of them with protocol, then, once the output
+// has caught up, runs steadily for a while. Instances that closed with Kafka Streams' default stay members
 // until their sessions expire, so it waits out the session timeout; after a
 // leave-group close it waits (at most as long) for the group to be empty.
 func (s *scenarioRun) offlineSwitch(phase, protocol string, gen int) {
@@ -97,5 +97,9 @@ func (s *scenarioRun) offlineSwitch(phase, protocol string, gen int) {
 	s.fleet.startAll(protocol, gen)
 	s.must(protocol+" instances running", s.fleet.waitRunning(startBound))
 	s.must(protocol+" group", s.stable(protocol, 3))
+	// The backlog of the stop is this phase's: a gap counts in the phase
+	// its output is read in, so the next phase (a plain roll) must not
+	// begin before the output caught up, as after every rolling restart.
+	s.must("output after "+phase, s.settled())
 	time.Sleep(steadyPeriod)
 }

@@ -20,6 +20,15 @@ const (
 	compareAppsEnv = "COORDHOST_INTEROP_APPS"
 	compareRunsEnv = "COORDHOST_INTEROP_RUNS"
 	compareOutEnv  = "COORDHOST_INTEROP_COMPARE_OUT"
+	// compareDataPlaneEnv picks coordhost's data plane in the comparison:
+	// "external" (the default) puts coordhost in front of the same real
+	// broker the Kafka side runs on, so both sides' records, transactions
+	// and read_committed reads go through one data plane and only the
+	// group coordinator differs; "embedded" uses coordhost's own.
+	compareDataPlaneEnv = "COORDHOST_INTEROP_COMPARE_DATAPLANE"
+	// compareClosesEnv narrows the close modes (leave-group, default;
+	// both by default), for a shorter run.
+	compareClosesEnv = "COORDHOST_INTEROP_CLOSES"
 )
 
 // measure names one number of the comparison: a phase of a scenario in a
@@ -33,7 +42,8 @@ type measure struct {
 // TestInteropCompare measures, for each application and each close mode
 // (the same on both sides), the offline migration and a plain rolling
 // restart with each protocol on a real Apache Kafka 4.4 broker, and the
-// online roll through coordhost (embedded data plane), and prints the table
+// online roll through coordhost (in front of the same broker unless
+// $COORDHOST_INTEROP_COMPARE_DATAPLANE=embedded), and prints the table
 // of docs/INTEROP.md: each number the median of the runs, with their
 // spread, and the ratios the suite's bars are about.
 func TestInteropCompare(t *testing.T) {
@@ -60,11 +70,17 @@ func TestInteropCompare(t *testing.T) {
 		}
 		runs = n
 	}
+	closes := compareCloses(t)
 	loadBefore, commit := loadAverage(), gitCommit()
 	started := time.Now().UTC()
 	dir := logDir(t)
 	b := startBroker(t, dir)
-	c := startCoordhost(t, dir, "")
+	plane := compareDataPlane(t)
+	dataplane := b.addr
+	if plane == "embedded" {
+		dataplane = ""
+	}
+	c := startCoordhost(t, dir, dataplane)
 	if err := groupsServed(c.addr, "interop-probe", 30*time.Second); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
@@ -75,7 +91,7 @@ func TestInteropCompare(t *testing.T) {
 	var rows []phaseRow // every scenario's rows, verdicts included
 	for run := 1; run <= runs; run++ {
 		for _, app := range apps {
-			for _, cm := range []closeMode{closeLeave, closeDefault} {
+			for _, cm := range closes {
 				group := fmt.Sprintf("cmp-%s-%s-%d", app.name, cm, run)
 				ok := t.Run(group, func(t *testing.T) {
 					onKafka := runRealKafka(t, app, cm, true, "real Kafka "+group, group+"-kafka", dir, b.addr, b.proc)
@@ -99,8 +115,8 @@ func TestInteropCompare(t *testing.T) {
 		}
 	}
 	table := compareTable(apps, gaps)
-	head := fmt.Sprintf("`make interop-compare` (%d run(s) of each measurement), commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after.\n\n",
-		runs, commit, started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage())
+	head := fmt.Sprintf("`make interop-compare` (%d run(s) of each measurement, coordhost's data plane %s), commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after.\n\n",
+		runs, plane, commit, started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage())
 	out := head + table + "\n" + compareConfigs() + "\nEvery scenario's phases and verdicts:\n\n" + formatTable(rows)
 	t.Logf("comparison:\n%s", out)
 	fmt.Print(out)
@@ -114,6 +130,38 @@ func TestInteropCompare(t *testing.T) {
 		if err := os.WriteFile(strings.TrimSuffix(path, ".md")+"-timeline.md", []byte(timeline), 0o644); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// compareCloses is $COORDHOST_INTEROP_CLOSES as close modes, both when unset.
+func compareCloses(t *testing.T) []closeMode {
+	v := os.Getenv(compareClosesEnv)
+	if v == "" {
+		return []closeMode{closeLeave, closeDefault}
+	}
+	var out []closeMode
+	for _, name := range strings.Split(v, ",") {
+		switch cm := closeMode(strings.TrimSpace(name)); cm {
+		case closeLeave, closeDefault:
+			out = append(out, cm)
+		default:
+			t.Fatalf("%s: unknown close mode %q (leave-group, default)", compareClosesEnv, name)
+		}
+	}
+	return out
+}
+
+// compareDataPlane is $COORDHOST_INTEROP_COMPARE_DATAPLANE: "external"
+// (the default) or "embedded".
+func compareDataPlane(t *testing.T) string {
+	switch v := os.Getenv(compareDataPlaneEnv); v {
+	case "", "external":
+		return "external"
+	case "embedded":
+		return v
+	default:
+		t.Fatalf("%s=%q: want external or embedded", compareDataPlaneEnv, v)
+		return ""
 	}
 }
 
