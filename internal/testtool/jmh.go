@@ -3,6 +3,7 @@ package testtool
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,4 +60,30 @@ func JMH(tb testing.TB, dir, benchmark string, files, args []string) map[string]
 		scores[strings.TrimSuffix(name, filepath.Ext(name))] = JMHScore{r.PrimaryMetric.Score, e}
 	}
 	return scores
+}
+
+// Cell renders the score for a table: the mean with its error, or the
+// mean alone after a single iteration.
+func (s JMHScore) Cell() string {
+	if s.Error == 0 {
+		return fmt.Sprintf("%.3f (one iteration)", s.Ms)
+	}
+	return fmt.Sprintf("%.3f ± %.3f", s.Ms, s.Error)
+}
+
+// GoBenchMs runs op in the testing package's benchmark loop and returns
+// its time in ms/op; an error from op fails the benchmark.
+func GoBenchMs(tb testing.TB, name string, op func() error) float64 {
+	tb.Helper()
+	res := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			if err := op(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if res.N == 0 {
+		tb.Fatalf("%s: the Go benchmark did not run", name)
+	}
+	return float64(res.NsPerOp()) / 1e6
 }

@@ -97,8 +97,8 @@ func TestJMH(t *testing.T) {
 
 	goMs := map[string][2]float64{} // AssignProcesses, Assign
 	for _, c := range shapes {
-		process := goBench(t, c.name, func() error { _, err := ha.AssignProcesses(c.req); return err })
-		member := goBench(t, c.name, func() error { _, err := ha.Assign(c.req); return err })
+		process := testtool.GoBenchMs(t, c.name, func() error { _, err := ha.AssignProcesses(c.req); return err })
+		member := testtool.GoBenchMs(t, c.name, func() error { _, err := ha.Assign(c.req); return err })
 		goMs[c.name] = [2]float64{process, member}
 	}
 	javaMs := testtool.JMH(t, harnessDir, "HaBench", files, jmhArgs)
@@ -110,30 +110,10 @@ func TestJMH(t *testing.T) {
 		if !ok {
 			t.Fatalf("JMH gave no result for %s (results: %v)", c.name, javaMs)
 		}
-		errBar := "n/a (one iteration)"
-		if full {
-			errBar = fmt.Sprintf("± %.3f", j.Error)
-		}
 		g := goMs[c.name]
-		fmt.Fprintf(&table, "| %s | %.3f %s | %.3f | %.2f | %.3f |\n", c.name, j.Ms, errBar, g[0], j.Ms/g[0], g[1])
+		fmt.Fprintf(&table, "| %s | %s | %.3f | %.2f | %.3f |\n", c.name, j.Cell(), g[0], j.Ms/g[0], g[1])
 	}
 	t.Logf("JMH args %v, max.warmup.replicas %d\n%s", jmhArgs, jmhWarmups, table.String())
-}
-
-// goBench is the testing package's benchmark loop over op, in ms/op.
-func goBench(t *testing.T, name string, op func() error) float64 {
-	t.Helper()
-	res := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
-			if err := op(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	if res.N == 0 {
-		t.Fatalf("%s: the Go benchmark did not run", name)
-	}
-	return float64(res.NsPerOp()) / 1e6
 }
 
 // javaInput writes req as one case of ha-parity's input format, with the

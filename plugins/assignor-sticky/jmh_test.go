@@ -44,17 +44,7 @@ func TestJMH(t *testing.T) {
 			t.Fatal(err)
 		}
 		files = append(files, path)
-		res := testing.Benchmark(func(b *testing.B) {
-			for b.Loop() {
-				if _, err := sticky.Assign(req); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		if res.N == 0 {
-			t.Fatalf("%s: the Go benchmark did not run", c.name)
-		}
-		goMs[c.name] = float64(res.NsPerOp()) / 1e6
+		goMs[c.name] = testtool.GoBenchMs(t, c.name, func() error { _, err := sticky.Assign(req); return err })
 	}
 	// Same work on both sides: Kafka's assignment of each file is the
 	// Go port's.
@@ -73,11 +63,7 @@ func TestJMH(t *testing.T) {
 		if !ok {
 			t.Fatalf("JMH gave no result for %s (results: %v)", c.name, javaMs)
 		}
-		errBar := "n/a (one iteration)"
-		if full {
-			errBar = fmt.Sprintf("± %.3f", j.Error)
-		}
-		fmt.Fprintf(&table, "| %s | %.3f %s | %.3f | %.2f |\n", c.name, j.Ms, errBar, goMs[c.name], j.Ms/goMs[c.name])
+		fmt.Fprintf(&table, "| %s | %s | %.3f | %.2f |\n", c.name, j.Cell(), goMs[c.name], j.Ms/goMs[c.name])
 	}
 	t.Logf("JMH args %v\n%s", jmhArgs, table.String())
 }
