@@ -129,7 +129,7 @@ bench-replay:
 		$(GO) test -count=1 -v -timeout 60m -run '$(if $(filter state,$(WHICH)),,TestStateTopicReplayRealKafka$$)$(if $(WHICH),,|)$(if $(filter topic,$(WHICH)),,TestGroupStateReplayRealKafka$$)' ./interop
 
 .PHONY: bench-jmh
-## bench-jmh: Kafka 4.4's StickyTaskAssignor and HighAvailabilityTaskAssignor under JMH (-f 1 -wi 3 -i 5) beside the Go ports on the same inputs, each checked to give the same assignment first: sticky on eight inputs (100/1000 members x 1k/10k tasks x 0/1 standby; about 12 minutes), HA on BenchmarkRatios' three (up to 1,000 members x 10,004 tasks x 2 standbys; Kafka's assignor takes seconds per run on 100 members, tens of seconds on 1,000, and far longer on the largest) (docs/BENCHMARKS.md) -> build/bench-jmh.txt
+## bench-jmh: Kafka 4.4's StickyTaskAssignor and HighAvailabilityTaskAssignor under JMH (-f 1 -wi 3 -i 5) beside the Go ports on the same inputs, each checked to give the same assignment first: sticky on eight inputs (100/1000 members x 1k/10k tasks x 0/1 standby; about 12 minutes), HA on BenchmarkRatios' three (up to 1,000 members x 10,004 tasks x 2 standbys; Kafka's assignor takes 0.2 s per run on 100 members, 4 s on 1,000 members x 1k tasks, far longer on the largest) (docs/BENCHMARKS.md) -> build/bench-jmh.txt
 bench-jmh:
 	@mkdir -p build
 	COORDHOST_JMH=1 $(GO) test -count=1 -v -timeout 40m -run 'TestJMH$$' ./plugins/assignor-sticky | tee build/bench-jmh.txt
