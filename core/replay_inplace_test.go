@@ -175,3 +175,53 @@ func TestReplayInPlaceRollback(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkReplayMemberRecords replays member records in the shape a
+// rebalance writes them (streams and consumer groups of 50 members, each
+// member's metadata, target and current assignment written again at every
+// one of 4 epochs) into a fresh Coordinator, and reports the CPU and
+// allocations of apply a record.
+//
+//	go test -run '^$' -bench ReplayMemberRecords -benchmem ./core
+func BenchmarkReplayMemberRecords(b *testing.B) {
+	var log []records.Record
+	for g := range 20 {
+		sg, cg := fmt.Sprintf("s%d", g), fmt.Sprintf("c%d", g)
+		for epoch := int32(1); epoch <= 4; epoch++ {
+			log = append(log,
+				records.Record{Key: records.StreamsGroupMetadataKey{GroupID: sg}, Value: records.StreamsGroupMetadataValue{Epoch: epoch}},
+				records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: cg}, Value: records.ConsumerGroupMetadataValue{Epoch: epoch}})
+			for m := range int32(50) {
+				member := fmt.Sprintf("m%d", m)
+				tasks := []records.TaskIDs{{SubtopologyID: "0", Partitions: []int32{(m + epoch) % 50}}}
+				parts := []records.TopicPartitions{{TopicID: [16]byte{1}, Partitions: []int32{(m + epoch) % 50}}}
+				log = append(log,
+					records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: sg, MemberID: member},
+						Value: records.StreamsGroupMemberMetadataValue{ClientID: "c", ClientHost: "h", RebalanceTimeoutMs: 1000, TopologyEpoch: 1, ProcessID: member}},
+					records.Record{Key: records.StreamsGroupTargetAssignmentMemberKey{GroupID: sg, MemberID: member},
+						Value: records.StreamsGroupTargetAssignmentMemberValue{ActiveTasks: tasks}},
+					records.Record{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: sg, MemberID: member},
+						Value: records.StreamsGroupCurrentMemberAssignmentValue{MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 1, ActiveTasks: tasks}},
+					records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: cg, MemberID: member},
+						Value: records.ConsumerGroupMemberMetadataValue{ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: 1000}},
+					records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: cg, MemberID: member},
+						Value: records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: parts}},
+					records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: cg, MemberID: member},
+						Value: records.ConsumerGroupCurrentMemberAssignmentValue{MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 1, AssignedPartitions: parts}})
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := New(DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range log {
+			if err := c.Replay(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(log)), "ns/record")
+}
