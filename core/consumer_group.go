@@ -160,6 +160,9 @@ func (c *Coordinator) putConsumerMember(g *consumerGroup, m *consumerMember) {
 	if old == nil {
 		g.table.put(m.id, c.entry())
 	}
+	if c.replaying { // the closure is an allocation a record, and a replay never rolls back
+		return
+	}
 	c.onUndo(func() {
 		g.swapMember(m, old)
 		if old == nil {
@@ -167,6 +170,23 @@ func (c *Coordinator) putConsumerMember(g *consumerGroup, m *consumerMember) {
 		}
 		g.updateState()
 	})
+}
+
+// consumerMemberToChange returns the member a record on id changes, to be
+// stored with putConsumerMember: a new member, a copy of the stored one, or
+// while replaying the stored one itself, taken out of the group first (no
+// undo needs its old fields; the copy would be an allocation a record). Its
+// member-table entry stays (putConsumerMember keeps an existing entry).
+func (c *Coordinator) consumerMemberToChange(g *consumerGroup, id string) *consumerMember {
+	old := g.members[id]
+	switch {
+	case old == nil:
+		return newConsumerMember(id)
+	case c.replaying:
+		g.swapMember(old, nil)
+		return old
+	}
+	return old.clone()
 }
 
 // removeConsumerMember deletes a member, undoably.
@@ -177,15 +197,18 @@ func (c *Coordinator) removeConsumerMember(g *consumerGroup, id string) {
 	}
 	g.swapMember(old, nil)
 	g.table.remove(id)
-	c.onUndo(func() { g.swapMember(nil, old); g.table.put(id, 0); g.updateState() })
+	if !c.replaying {
+		c.onUndo(func() { g.swapMember(nil, old); g.table.put(id, 0); g.updateState() })
+	}
 }
 
 func (g *consumerGroup) swapMember(old, m *consumerMember) {
 	if old != nil {
-		for _, tp := range old.held() {
-			if g.owner[tp] == old.id {
-				delete(g.owner, tp)
-			}
+		for tp := range old.assigned {
+			g.dropOwner(tp, old.id)
+		}
+		for tp := range old.pending {
+			g.dropOwner(tp, old.id)
 		}
 		if old.instanceID != nil && g.staticMembers[*old.instanceID] == old.id {
 			delete(g.staticMembers, *old.instanceID)
@@ -197,9 +220,19 @@ func (g *consumerGroup) swapMember(old, m *consumerMember) {
 		if m.instanceID != nil {
 			g.staticMembers[*m.instanceID] = m.id
 		}
-		for _, tp := range m.held() {
+		for tp := range m.assigned {
 			g.owner[tp] = m.id
 		}
+		for tp := range m.pending {
+			g.owner[tp] = m.id
+		}
+	}
+}
+
+// dropOwner removes tp's owner entry if it names member id.
+func (g *consumerGroup) dropOwner(tp topicPart, id string) {
+	if g.owner[tp] == id {
+		delete(g.owner, tp)
 	}
 }
 
@@ -222,6 +255,9 @@ func (c *Coordinator) setConsumerTarget(g *consumerGroup, member string, t partS
 		delete(g.target, member)
 	} else {
 		g.target[member] = t
+	}
+	if c.replaying {
+		return
 	}
 	c.onUndo(func() {
 		if had {

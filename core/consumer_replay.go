@@ -96,10 +96,7 @@ func applyConsumerGroupMemberMetadata(c *Coordinator, rec records.Record) error 
 		return nil
 	}
 	v := rec.Value.(records.ConsumerGroupMemberMetadataValue)
-	m := newConsumerMember(k.MemberID)
-	if old != nil {
-		m = old.clone()
-	}
+	m := c.consumerMemberToChange(g, k.MemberID)
 	m.instanceID, m.rackID = v.InstanceID, v.RackID
 	m.clientID, m.clientHost = v.ClientID, v.ClientHost
 	m.topics = normalizeTopics(v.SubscribedTopicNames)
@@ -150,15 +147,11 @@ func applyConsumerGroupCurrentMemberAssignment(c *Coordinator, rec records.Recor
 	if err != nil || g == nil {
 		return err
 	}
-	old := g.members[k.MemberID]
-	m := newConsumerMember(k.MemberID)
-	if old != nil {
-		m = old.clone()
+	if rec.Value == nil && g.members[k.MemberID] == nil {
+		return nil
 	}
+	m := c.consumerMemberToChange(g, k.MemberID)
 	if rec.Value == nil {
-		if old == nil {
-			return nil
-		}
 		m.epoch, m.prevEpoch = -1, -1
 		m.assigned, m.pending = partEpochs{}, partSet{}
 	} else {

@@ -159,6 +159,9 @@ func (c *Coordinator) putGroup(id string, g Group) {
 	} else {
 		c.groups[id] = g
 	}
+	if c.replaying {
+		return
+	}
 	c.onUndo(func() {
 		if had {
 			c.groups[id] = old

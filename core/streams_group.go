@@ -194,7 +194,47 @@ func (g *streamsGroup) updateState() {
 func (c *Coordinator) putMember(g *streamsGroup, m *streamsMember) {
 	old := g.members[m.id]
 	g.swapMember(old, m)
-	c.onUndo(func() { g.swapMember(m, old); g.updateState() })
+	if !c.replaying { // the closure is an allocation a record, and a replay never rolls back
+		c.onUndo(func() { g.swapMember(m, old); g.updateState() })
+	}
+}
+
+// memberToChange returns the member a record on id changes, to be stored
+// with putMember: a new member, a copy of the stored one, or while
+// replaying the stored one itself, taken out of the group first (no undo
+// needs its old fields; the copy would be an allocation a record).
+func (c *Coordinator) memberToChange(g *streamsGroup, id string) *streamsMember {
+	old := g.members[id]
+	switch {
+	case old == nil:
+		return storedStreamsMember(id)
+	case c.replaying:
+		g.swapMember(old, nil)
+		return old
+	}
+	return old.clone()
+}
+
+// putMemberMetadata stores m, old with only fields outside the ownership
+// indexes changed (same process id and task sets: a member metadata
+// record), so the indexes stay as they are. oldInstance is old's instance
+// id before the change (m may be old itself while replaying). Undoable.
+func (c *Coordinator) putMemberMetadata(g *streamsGroup, old *streamsMember, oldInstance *string, m *streamsMember) {
+	g.moveStatic(m.id, oldInstance, m.instanceID)
+	g.members[m.id] = m
+	if !c.replaying {
+		c.onUndo(func() { g.moveStatic(m.id, m.instanceID, oldInstance); g.members[m.id] = old; g.updateState() })
+	}
+}
+
+// moveStatic moves member id's static-map entry from instance id from to to.
+func (g *streamsGroup) moveStatic(id string, from, to *string) {
+	if from != nil && g.staticMembers[*from] == id {
+		delete(g.staticMembers, *from)
+	}
+	if to != nil {
+		g.staticMembers[*to] = id
+	}
 }
 
 // removeMember deletes a member, undoably.
@@ -204,7 +244,9 @@ func (c *Coordinator) removeMember(g *streamsGroup, id string) {
 		return
 	}
 	g.swapMember(old, nil)
-	c.onUndo(func() { g.swapMember(nil, old); g.updateState() })
+	if !c.replaying {
+		c.onUndo(func() { g.swapMember(nil, old); g.updateState() })
+	}
 }
 
 // swapMember replaces old by m (either may be nil) in the member map, the
@@ -212,16 +254,12 @@ func (c *Coordinator) removeMember(g *streamsGroup, id string) {
 func (g *streamsGroup) swapMember(old, m *streamsMember) {
 	if old != nil {
 		g.unindex(old)
-		if old.instanceID != nil && g.staticMembers[*old.instanceID] == old.id {
-			delete(g.staticMembers, *old.instanceID)
-		}
+		g.moveStatic(old.id, old.instanceID, nil)
 		delete(g.members, old.id)
 	}
 	if m != nil {
 		g.members[m.id] = m
-		if m.instanceID != nil {
-			g.staticMembers[*m.instanceID] = m.id
-		}
+		g.moveStatic(m.id, nil, m.instanceID)
 		g.index(m)
 	}
 }
@@ -287,6 +325,9 @@ func (c *Coordinator) setTarget(g *streamsGroup, member string, t *tasksTuple) {
 		g.target[member] = *t
 	}
 	g.indexWarmupTarget(member)
+	if c.replaying {
+		return
+	}
 	c.onUndo(func() {
 		if had {
 			g.target[member] = old

@@ -103,10 +103,26 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec records.Record) error {
 		return nil
 	}
 	v := rec.Value.(records.StreamsGroupMemberMetadataValue)
-	m := storedStreamsMember(k.MemberID)
-	if old != nil {
-		m = old.clone()
+	if old != nil && old.processID == v.ProcessID {
+		// The record leaves the task sets alone, and the process id is the
+		// same: the ownership indexes stay as they are.
+		m, oldInstance := old, old.instanceID
+		if !c.replaying { // while replaying no undo needs old's fields
+			m = old.clone()
+		}
+		setStreamsMemberMetadata(c, m, v)
+		c.putMemberMetadata(g, old, oldInstance, m)
+	} else {
+		m := c.memberToChange(g, k.MemberID)
+		setStreamsMemberMetadata(c, m, v)
+		c.putMember(g, m)
 	}
+	g.updateState()
+	return nil
+}
+
+// setStreamsMemberMetadata sets the fields of a member metadata record.
+func setStreamsMemberMetadata(c *Coordinator, m *streamsMember, v records.StreamsGroupMemberMetadataValue) {
 	m.instanceID, m.rackID = v.InstanceID, v.RackID
 	// Client hosts repeat across members (one host runs many): members
 	// keep one copy of each. (Process ids are not interned: most are a
@@ -115,9 +131,6 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec records.Record) error {
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
 	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags
 	m.classic = v.Classic
-	c.putMember(g, m)
-	g.updateState()
-	return nil
 }
 
 func applyStreamsGroupTargetAssignmentMetadata(c *Coordinator, rec records.Record) error {
@@ -171,7 +184,7 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec records.Record
 		if old == nil {
 			return nil
 		}
-		m := old.clone()
+		m := c.memberToChange(g, k.MemberID)
 		m.epoch, m.prevEpoch = -1, -1
 		m.assigned, m.pending = ownedTasks{}, ownedTasks{}
 		c.putMember(g, m)
@@ -179,10 +192,7 @@ func applyStreamsGroupCurrentMemberAssignment(c *Coordinator, rec records.Record
 		return nil
 	}
 	v := rec.Value.(records.StreamsGroupCurrentMemberAssignmentValue)
-	m := storedStreamsMember(k.MemberID)
-	if old != nil {
-		m = old.clone()
-	}
+	m := c.memberToChange(g, k.MemberID)
 	m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State)
 	m.assigned = ownedTasks{
 		active:  c.tasks.epochsFromTaskIDs(v.ActiveTasks, v.MemberEpoch),
