@@ -166,3 +166,28 @@ func TestGivenMemberIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestRejoinWithOwnID: a member that left joins again with the id it had
+// (a fenced Kafka Streams member rejoins with its id); the assignor sees
+// it again under that id, and the run counts the leave and the join.
+func TestRejoinWithOwnID(t *testing.T) {
+	sc, err := sim.Decode("rejoin.json", []byte(withEvents(`{"at_s": 0, "join": "a", "member_id": "ma"},
+		{"at_s": 0, "join": "b", "member_id": "mb"}, {"at_s": 3, "leave": "a"},
+		{"at_s": 6, "join": "a", "member_id": "ma"}`)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last []string
+	runs := 0
+	sim.Run(sc, []sim.Assignor{{Name: "rr", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		runs++
+		last = last[:0]
+		for _, m := range req.Members {
+			last = append(last, m.ID)
+		}
+		return roundRobin(req)
+	}}})
+	if !slices.Equal(last, []string{"ma", "mb"}) || runs < 3 {
+		t.Fatalf("last assignor run saw %q after %d runs, want ma and mb after at least 3 (join, leave, rejoin)", last, runs)
+	}
+}

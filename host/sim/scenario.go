@@ -471,7 +471,7 @@ func (sc *Scenario) expand() error {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].atMs < steps[j].atMs })
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x636f6f7264686f73)) // "coordhos"
 	live := map[string]bool{}                                 // labels of the members in the group
-	ids := map[string]string{}                                // member id -> label of every join: an id is never reused
+	ids := map[string]string{}                                // member id -> label of every join: never another label's
 	alive := 0
 	for i := range steps {
 		s := &steps[i]
@@ -488,7 +488,10 @@ func (sc *Scenario) expand() error {
 			if s.id == "" {
 				s.id = memberID(rng)
 			}
-			if other, ok := ids[s.id]; ok {
+			// A member may join again with its own id after it left or
+			// was fenced, as a Kafka Streams member fenced by the
+			// coordinator rejoins with the id it had.
+			if other, ok := ids[s.id]; ok && other != s.label {
 				return fmt.Errorf("at %v s: join %q: member_id %q was %q's", float64(s.atMs)/1000, s.label, s.id, other)
 			}
 			ids[s.id] = s.label
