@@ -127,8 +127,9 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // of ordinary work (a member's expiry and what it starts) stay in one
 // Tick however loaded the machine. Each timer is its own write in Kafka
 // too (core.Tick{Limit: 1}). A timer that wrote part of a large group's
-// assignor result (core.EventTargetPart) ends its Tick: core continues
-// at the next one, after the events queued meanwhile.
+// assignor result (core.EventTargetPart) or armed a timer already due
+// ends its Tick: core continues at the next one, after the events queued
+// meanwhile.
 const (
 	tickTimers = 64
 	tickMin    = 8
@@ -144,6 +145,13 @@ func (s *shard) tick(now int64) {
 		out := s.l.step(s.c, now, core.Tick{Limit: 1})
 		s.batch.add(out)
 		if slices.ContainsFunc(out.Events, func(e core.Event) bool { return e.Kind == core.EventTargetPart }) {
+			return
+		}
+		if slices.ContainsFunc(out.Timers, func(t core.TimerChange) bool { return !t.Cancel && t.Deadline <= now }) {
+			// A timer armed already due (a 0 ms initial rebalance delay
+			// extended for the members that joined) fires at the next
+			// Tick, after the events queued meanwhile: Kafka enqueues
+			// its event behind them.
 			return
 		}
 	}

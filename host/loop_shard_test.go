@@ -70,3 +70,65 @@ func TestTickFiresInSlices(t *testing.T) {
 	}
 	t.Logf("%d members expired in %d ticks", members, ticks)
 }
+
+// TestTickLeavesDueTimerToNextTick: with a 0 ms initial rebalance delay,
+// the first timer of a classic group's join phase re-arms itself at once
+// for the members that joined meanwhile (tryCompleteInitialRebalance);
+// Kafka enqueues that timer's event behind the queued requests, so a
+// JoinGroup stepped between the two Ticks is still in the first
+// generation. The Tick stops at the re-armed timer instead of firing it.
+func TestTickLeavesDueTimerToNextTick(t *testing.T) {
+	cfg := core.DefaultConfig()
+	cfg.Classic.InitialRebalanceDelayMs = 0
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := int64(1_000_000)
+	ids := map[string]string{}
+	var next core.RequestID
+	join := func(name string) {
+		t.Helper()
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Version, req.Group, req.MemberID = 9, "g", ids[name]
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = 10000, 30000, "consumer"
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}
+		next++
+		out, err := c.Step(now, core.Request{ID: next, Client: core.ClientInfo{ClientID: name}, Body: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Commit()
+		for _, r := range out.Responses {
+			if j, ok := r.Msg.(*kmsg.JoinGroupResponse); ok && ids[name] == "" && r.Request == next {
+				ids[name] = j.MemberID
+			}
+		}
+	}
+	state := func() (string, int) {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{"g"}
+		g := readCore[*kmsg.DescribeGroupsResponse](nil, c, req).Groups[0]
+		return g.State, len(g.Members)
+	}
+	s := &shard{c: c}
+	tick := func() {
+		s.Step(now, runtime.Tick{})
+		c.Commit()
+		s.batch = batch{}
+		s.encoded, s.encodedHost = 0, 0
+	}
+	for _, m := range []string{"a", "b", "c", "a", "b"} { // first JoinGroups get MEMBER_ID_REQUIRED
+		join(m)
+	}
+	tick() // b joined after a: the delay is re-armed, not completed
+	if st, n := state(); st != "PreparingRebalance" {
+		t.Fatalf("after the first tick: %s with %d members, want PreparingRebalance", st, n)
+	}
+	join("c") // queued before the re-armed timer's Tick
+	tick()
+	tick()
+	if st, n := state(); st != "CompletingRebalance" || n != 3 {
+		t.Fatalf("after the join phase: %s with %d members, want CompletingRebalance with 3", st, n)
+	}
+}

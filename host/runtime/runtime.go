@@ -82,7 +82,8 @@ type Event struct {
 	// at most Config.MaxPerKey events of one key, leaving the rest queued
 	// in order for the next rounds, and steps the keys with fewer events
 	// in the round first; events of one key keep their order. Events
-	// without a key are never held back and are stepped first. At most
+	// without a key are never held back and are stepped first, except a
+	// Tick: it is stepped after the events queued before it. At most
 	// Config.MaxQueuedPerKey events of one key wait in the queue; Submit
 	// refuses more with ErrQueueFull. An event with a key that wrote no
 	// record, while no round in flight holds a record of its key
@@ -473,7 +474,8 @@ func (r *Runtime) Close(ctx context.Context) error {
 
 // takeLocked removes the events of the next round from the queue: up to
 // MaxBatch, at most MaxPerKey of one key, in the order Event.Key
-// describes; with only, just the events of the keys only accepts. Once
+// describes; with only, just the events of the keys only accepts. A
+// queued Tick ends the round before it unless it heads the queue. Once
 // an unload is queued the queue is taken in order.
 func (p *partition) takeLocked(only func(key string) bool) []Event {
 	limit := p.rt.cfg.MaxBatch
@@ -495,6 +497,14 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 		if ev.Key != "" && taken[ev.Key] == per || only != nil && !only(ev.Key) {
 			rest = append(rest, ev)
 			continue
+		}
+		if _, tick := ev.Input.(Tick); tick && len(evs) > 0 {
+			// The round ends before a Tick: the events queued before it
+			// are stepped first, as Kafka runs a timer's event behind the
+			// requests already queued (a 0 ms initial rebalance delay
+			// then sees every JoinGroup that arrived before it fired).
+			rest = append(rest, p.queue[i:]...)
+			break
 		}
 		if ev.Key != "" {
 			taken[ev.Key]++

@@ -1,0 +1,47 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestTickAfterQueuedEvents: a Tick queued behind events is stepped after
+// them, as Kafka enqueues a timer's event behind the requests already
+// queued. Three members' second JoinGroups queued before the Tick of a
+// 0 ms initial rebalance delay must all be stepped before it, or the
+// join phase completes without them (one generation per late member);
+// before this rule the round stepped every event without a key first.
+func TestTickAfterQueuedEvents(t *testing.T) {
+	p := &partition{rt: &Runtime{cfg: Config{MaxBatch: 16, MaxPerKey: 8}}, queued: map[string]int{}}
+	names := func(evs []Event) []string {
+		out := []string{}
+		for _, ev := range evs {
+			if _, ok := ev.Input.(Tick); ok {
+				out = append(out, "tick")
+				continue
+			}
+			out = append(out, fmt.Sprint(ev.Input))
+		}
+		return out
+	}
+	for _, ev := range []Event{
+		{Input: "join-b", Key: "g"}, {Input: "join-c", Key: "g"}, {Input: "other"},
+		{Input: Tick{}},
+		{Input: "join-d", Key: "g"}, {Input: "later"},
+	} {
+		p.queue = append(p.queue, ev)
+		p.countLocked([]Event{ev}, 1)
+	}
+	rounds := [][]string{}
+	for len(p.queue) > 0 {
+		rounds = append(rounds, names(p.takeLocked(nil)))
+	}
+	want := [][]string{{"other", "join-b", "join-c"}, {"tick", "later", "join-d"}}
+	if !slices.EqualFunc(rounds, want, slices.Equal) {
+		t.Fatalf("rounds %q, want %q", rounds, want)
+	}
+	if len(p.queued) != 0 {
+		t.Fatalf("queued counts left: %v", p.queued)
+	}
+}
