@@ -42,11 +42,11 @@ func (c *Coordinator) targetSliceSize() int {
 // startTargetWrite writes the target of run's result at once if the group
 // is small (it reports true), or starts writing it in slices.
 func (c *Coordinator) startTargetWrite(g *streamsGroup, run AssignorRun, res AssignResult) bool {
-	ids := g.sortedMemberIDs()
-	if len(ids) <= c.targetSliceSize() {
+	if len(g.members) <= c.targetSliceSize() {
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
 		return true
 	}
+	ids := g.sortedMemberIDs()
 	s := &targetSlices{run: run, res: res, ids: ids, index: make(map[string]int, len(run.Input.Members)), probe: res.NextProbeMs}
 	for i, m := range run.Input.Members {
 		s.index[m.MemberID] = i
