@@ -292,6 +292,10 @@ func (f *abFixture) wantShadows(t *testing.T, runs int) {
 	deadline := time.Now().Add(10 * time.Second)
 	var r experiment.ABReport
 	for {
+		// A fresh value per poll: encoding/json decodes into the pointers a
+		// reused slice still holds, so an earlier poll's fields would show
+		// through where this answer omits them.
+		r = experiment.ABReport{}
 		if code := f.get(t, "/v1/ab", "", &r); code != 200 {
 			t.Fatalf("GET /v1/ab: %d", code)
 		}
