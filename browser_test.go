@@ -120,6 +120,10 @@ func waitGroupRow(t *testing.T, admin, token, group string, n int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		d = struct {
+			Type, State      string
+			Classic, Streams *desc
+		}{} // decoding into the last poll's pointers would keep its fields
 		err = json.NewDecoder(resp.Body).Decode(&d)
 		resp.Body.Close()
 		last = fmt.Sprintf("%d %s %v", resp.StatusCode, d.State, err)
