@@ -26,9 +26,12 @@ import (
 // stop, the group settling without it, then a start. From the consumers'
 // own rebalance callbacks and commits, in the order the JVM printed them:
 // no partition ever has two owners, a record is processed twice only if
-// it came after its partition's last successful commit, each step's
-// rebalances (assignment callbacks) are at most the broker's, and the
-// longest processing gap of a partition is within the broker's x 1.5.
+// it came after its partition's last successful commit, the roll's
+// rebalances (assignment callbacks) are at most the broker's +
+// cmRebalanceSlack, and the longest processing gap of a partition is
+// within the broker's x 1.5. Neither is at most the broker's in every
+// run: the steps' races go both ways (docs/CONSUMER.md, "The roll
+// compared again").
 
 const (
 	cmParts  = 6
@@ -46,6 +49,35 @@ type cmResult struct {
 	maxGap     time.Duration // longest time a partition went without a commit of its records during the rolls
 	duplicates int           // records processed twice (each after its partition's last commit)
 	took       time.Duration
+	// handovers are the gaps of the partitions that changed owner during
+	// the rolls, each split at the new owner's assignment callback.
+	handovers []cmHandover
+}
+
+// cmHandover is one partition's move from one consumer to another: from
+// the old owner's last commit to the new owner's assignment callback
+// (the coordinators' part: leave or revocation, the rebalance, its
+// callbacks), then to the new owner's first commit (the clients' and the
+// data path's part: committed offset, fetch, commit).
+type cmHandover struct{ toAssigned, toCommit time.Duration }
+
+// medians are the median handover (old owner's last commit to new
+// owner's first commit) and its two parts, in milliseconds.
+func (r cmResult) medians() string {
+	if len(r.handovers) == 0 {
+		return "no handovers"
+	}
+	med := func(f func(h cmHandover) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(r.handovers))
+		for i, h := range r.handovers {
+			ds[i] = f(h)
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	return fmt.Sprintf("%d handovers, median %v (to the assignment %v, then to the first commit %v)", len(r.handovers),
+		med(func(h cmHandover) time.Duration { return h.toAssigned + h.toCommit }),
+		med(func(h cmHandover) time.Duration { return h.toAssigned }), med(func(h cmHandover) time.Duration { return h.toCommit }))
 }
 
 func TestInteropConsumerMigrationRoll(t *testing.T) {
@@ -78,6 +110,8 @@ func TestInteropConsumerMigrationRoll(t *testing.T) {
 	}
 	t.Logf("kafka:     %d rebalances, longest processing gap %v, %d duplicates, %v", kafka.rebalances, kafka.maxGap, kafka.duplicates, kafka.took)
 	t.Logf("coordhost: %d rebalances, longest processing gap %v, %d duplicates, %v", through.rebalances, through.maxGap, through.duplicates, through.took)
+	t.Logf("kafka:     %s", kafka.medians())
+	t.Logf("coordhost: %s", through.medians())
 	// Rebalances: the assignment callbacks of the roll, at most the
 	// broker's + cmRebalanceSlack. Both coordinators follow Kafka 4.4's
 	// rules (one assignor run per change, or per batch of changes within
@@ -144,6 +178,13 @@ type cmStep struct {
 	from       int64 // wall clock in milliseconds, as the consumer-app prints it
 	rebalances int
 	trace      []string // the callbacks: "+ms client@generation[partitions]"
+	// gap is the longest time a partition went without a commit, among
+	// the gaps that ended in this step (by their closing commit), and
+	// gapAt how it splits: the partition, the previous commit's client,
+	// the new owner's assignment callback and its first commit, in
+	// milliseconds since the previous commit.
+	gap   time.Duration
+	gapAt string
 }
 
 // logRollTrace logs each step's callbacks on both sides, in print order:
@@ -153,7 +194,9 @@ type cmStep struct {
 func logRollTrace(t *testing.T, kafka, through []cmStep) {
 	t.Helper()
 	for i, k := range kafka {
-		t.Logf("%s\n  kafka:     %s\n  coordhost: %s", k.name, strings.Join(k.trace, " "), strings.Join(through[i].trace, " "))
+		c := through[i]
+		t.Logf("%s\n  kafka:     %s\n  coordhost: %s\n  longest gap: kafka %v %s, coordhost %v %s", k.name,
+			strings.Join(k.trace, " "), strings.Join(c.trace, " "), k.gap, k.gapAt, c.gap, c.gapAt)
 	}
 }
 
@@ -382,6 +425,9 @@ func (s *cmSide) check(from, to int64) cmResult {
 	seen := map[string]map[int64]bool{}
 	committed := map[string]int64{}
 	last := map[string]int64{}
+	lastBy := map[string]string{}
+	gainedAt := map[string]int64{} // when the partition was last assigned to a consumer, and to which
+	gainedBy := map[string]string{}
 	for _, l := range s.java.grep(`{"client":`) {
 		var ev cmEvent
 		if err := json.Unmarshal([]byte(l), &ev); err != nil {
@@ -400,6 +446,9 @@ func (s *cmSide) check(from, to int64) cmResult {
 			next := map[string]bool{}
 			for _, p := range ev.Partitions {
 				next[p] = true
+				if !mine[p] {
+					gainedAt[p], gainedBy[p] = ev.TS, ev.Client
+				}
 				if o, held := owner[p]; held && o != ev.Client {
 					s.t.Fatalf("%s: %s assigned to %s while %s owns it (%s)", s.name, p, ev.Client, o, l)
 				}
@@ -435,12 +484,23 @@ func (s *cmSide) check(from, to int64) cmResult {
 				if ev.Error == nil && rg[1]+1 > committed[p] {
 					committed[p] = rg[1] + 1
 				}
-				if ev.TS >= from && ev.TS <= to {
-					if prev, ok := last[p]; ok && time.Duration(ev.TS-prev)*time.Millisecond > r.maxGap {
-						r.maxGap = time.Duration(ev.TS-prev) * time.Millisecond
+				if prev, ok := last[p]; ok && ev.TS >= from && ev.TS <= to {
+					gap := time.Duration(ev.TS-prev) * time.Millisecond
+					r.maxGap = max(r.maxGap, gap)
+					if st := s.stepAt(ev.TS); st != nil && gap > st.gap {
+						st.gap = gap
+						st.gapAt = fmt.Sprintf("(%s: %s's commit +0", p[strings.LastIndexByte(p, '-')+1:], lastBy[p])
+						if g := gainedAt[p]; g > prev && gainedBy[p] == ev.Client {
+							st.gapAt += fmt.Sprintf(", assigned to %s +%d", ev.Client, g-prev)
+						}
+						st.gapAt += fmt.Sprintf(", %s's commit +%d)", ev.Client, ev.TS-prev)
+					}
+					if g := gainedAt[p]; g > prev && gainedBy[p] == ev.Client && lastBy[p] != ev.Client {
+						r.handovers = append(r.handovers, cmHandover{
+							toAssigned: time.Duration(g-prev) * time.Millisecond, toCommit: time.Duration(ev.TS-g) * time.Millisecond})
 					}
 				}
-				last[p] = ev.TS
+				last[p], lastBy[p] = ev.TS, ev.Client
 			}
 		}
 	}
@@ -454,6 +514,16 @@ func (s *cmSide) check(from, to int64) cmResult {
 		s.t.Fatalf("%s: records of %d partitions processed, want %d", s.name, len(ps), cmParts)
 	}
 	return r
+}
+
+// stepAt is the step a line printed at ts belongs to.
+func (s *cmSide) stepAt(ts int64) *cmStep {
+	for i := len(s.steps) - 1; i >= 0; i-- {
+		if i == 0 || ts >= s.steps[i].from {
+			return &s.steps[i]
+		}
+	}
+	return nil
 }
 
 // countStep counts a callback in the step it was printed in and reports
