@@ -87,6 +87,8 @@ type Scenario struct {
 	tasks map[string]int32 // task name ("0_1") -> task index
 	// recorded are RecordedInputs in time order.
 	recorded []recorded
+	// stops are, per task, the recorded moves' stops in time order.
+	stops map[int32][]recStop
 }
 
 // InitialMember is one member's part of the starting point.
