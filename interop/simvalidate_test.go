@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordhost/coordhost/host/sim"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -219,6 +220,9 @@ type histTarget struct {
 	Reasons []struct {
 		Kind   string `json:"kind"`
 		Member string `json:"member,omitempty"`
+		// Detail says why a member was fenced ("session-timeout",
+		// "rebalance-timeout"); recordings before it was kept hold none.
+		Detail string `json:"detail,omitempty"`
 	} `json:"reasons"`
 	Probe   bool `json:"probe,omitempty"`
 	Metrics struct {
@@ -883,6 +887,9 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+// roundMs is the simulator's millisecond of a time in seconds.
+func roundMs(s float64) int64 { return int64(math.Round(s * 1000)) }
+
 // roundTick rounds d to the derived scenarios' 100 ms tick, in ms.
 func roundTick(d time.Duration) int64 { return int64(math.Round(d.Seconds()*10)) * 100 }
 
@@ -904,6 +911,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		MemberID    string  `json:"member_id,omitempty"`
 		RestorePerS int64   `json:"restore_records_per_s,omitempty"`
 		Leave       string  `json:"leave,omitempty"`
+		Crash       string  `json:"crash,omitempty"`
 	}
 	simProcMu.Lock()
 	defer simProcMu.Unlock()
@@ -925,9 +933,18 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 	if m.restorePerS > 0 {
 		limited = int64(math.Round(m.restorePerS))
 	}
+	num := func(key string, def int64) int64 {
+		if v, err := strconv.ParseInt(r.Configs[key], 10, 64); err == nil {
+			return v
+		}
+		return def
+	}
+	sessionMs := num("streams.session.timeout.ms", 45000)
 	var events []ev
 	live := map[string]bool{}
+	lastMs := map[string]int64{} // per member, its last join's time (-1: at 0 s)
 	for _, id := range r.BaselineMembers {
+		lastMs[id] = -1
 		events = append(events, ev{Join: id, Process: proc(id), MemberID: id})
 		live[id] = true
 	}
@@ -943,19 +960,32 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 					events = append(events, ev{AtS: at, Join: rs.Member, Process: proc(rs.Member), MemberID: rs.Member, RestorePerS: limited})
 					live[rs.Member] = true
 				}
-			case "member-left", "member-fenced":
+			case "member-left":
 				if live[rs.Member] {
 					events = append(events, ev{AtS: at, Leave: rs.Member})
 					delete(live, rs.Member)
 				}
+			case "member-fenced":
+				if !live[rs.Member] {
+					continue
+				}
+				delete(live, rs.Member)
+				// Fenced on its session timeout: it went silent that
+				// long before, a crash the simulator fences at the
+				// recorded time (its tasks run until the recorded stops
+				// of their moves). Fenced otherwise, or silent before it
+				// joined: removed at the fence, as a leave.
+				crashMs := roundMs(at) - sessionMs
+				if (rs.Detail == "" || rs.Detail == "session-timeout") && crashMs > lastMs[rs.Member] {
+					events = append(events, ev{AtS: float64(crashMs) / 1000, Crash: rs.Member})
+				} else {
+					events = append(events, ev{AtS: at, Leave: rs.Member})
+				}
+			}
+			if rs.Kind == "member-joined" {
+				lastMs[rs.Member] = roundMs(at)
 			}
 		}
-	}
-	num := func(key string, def int64) int64 {
-		if v, err := strconv.ParseInt(r.Configs[key], 10, 64); err == nil {
-			return v
-		}
-		return def
 	}
 	// coordhost reads the changelogs' end offsets when the group first
 	// has a topology (its first target, within the fetcher's 1 s tick)
@@ -973,7 +1003,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		"handover_first_ms": roundTick(m.handoverFirst),
 		"grant_ms":          roundTick(m.grant),
 		"grant_first_ms":    roundTick(m.grantFirst),
-		"session_timeout_s": num("streams.session.timeout.ms", 45000) / 1000,
+		"session_timeout_s": float64(sessionMs) / 1000,
 		"subtopologies": []map[string]any{
 			{"id": "0", "partitions": aggApp.partitions, "stateful": false},
 			{"id": "1", "partitions": aggApp.partitions, "stateful": true},
@@ -1059,6 +1089,9 @@ func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
 			}
 		}
 		mv := map[string]any{"member": m}
+		if stop, ok := r.stopBefore(i, task, at); ok {
+			mv["from"], mv["stop_ms"] = r.Owners[i-1].Owners[task], stop.Milliseconds()
+		}
 		if g, ok := r.grantAfter(task, m, at, until); ok {
 			mv["grant_ms"] = g.Milliseconds()
 		} else if movedOn {
@@ -1081,6 +1114,36 @@ func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
 		return nil
 	}
 	return out
+}
+
+// stopBefore is when the previous owner of task at the polled target
+// Owners[i] stopped running it, from at (the target's time; negative
+// before it): the end of the task's last running interval that started
+// before at, if it started after the polled targets gave the task to
+// that owner (else the logs show no run of it by that owner).
+func (r *simRecording) stopBefore(i int, task string, at time.Time) (time.Duration, bool) {
+	prev := r.Owners[i-1].Owners[task]
+	if prev == "" {
+		return 0, false
+	}
+	var since time.Time // when the polled targets gave the task to prev
+	for k := i - 1; k >= 0 && r.Owners[k].Owners[task] == prev; k-- {
+		since = time.Time{}
+		if k > 0 {
+			since = r.targetTime(r.Owners[k].Epoch)
+		}
+	}
+	var last *taskRun
+	for j := range r.Running {
+		x := &r.Running[j]
+		if x.Task == task && x.From.Before(at) && (last == nil || x.From.After(last.From)) {
+			last = x
+		}
+	}
+	if last == nil || last.From.Before(since) {
+		return 0, false
+	}
+	return last.To.Sub(at), true
 }
 
 // simAfterTick puts a recorded time after the tick (100 ms) of a target
@@ -1342,8 +1405,9 @@ type simRow struct {
 	// delays counts the replay's moved tasks whose grant and hand-over
 	// took the recorded delay, and those that took the model's:
 	// recorded grants, modelled grants, recorded hand-overs, modelled
-	// hand-overs.
-	delays [4]int
+	// hand-overs, and the moved tasks whose previous owner stopped them
+	// when the recording says.
+	delays [5]int
 	// match says how the simulated tasks moved compare (markMatches):
 	// "equal", "in range a–b" (the real repetitions' range) or "no".
 	match string
@@ -1397,7 +1461,7 @@ func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simMode
 		return row
 	}
 	row.simMoved, row.simUnavail = a.Totals.TasksMoved, a.UnavailableTaskS
-	row.delays = [4]int{a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers}
+	row.delays = [5]int{a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers, a.Totals.RecordedStops}
 	for _, rb := range a.Rebalances {
 		if !rb.Baseline {
 			row.simPer = append(row.simPer, rb.TasksMoved)
@@ -1425,6 +1489,7 @@ type simAssignorReport struct {
 		ModelledGrants    int `json:"modelled_grants"`
 		RecordedHandOvers int `json:"recorded_hand_overs"`
 		ModelledHandOvers int `json:"modelled_hand_overs"`
+		RecordedStops     int `json:"recorded_stops"`
 	} `json:"totals"`
 	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
 	Rebalances       []struct {
@@ -1564,11 +1629,11 @@ func simRatio(sim, real float64) string {
 // formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
 func formatSimTable(rows []simRow) string {
 	var b strings.Builder
-	b.WriteString("| run | assignor | # | recorded inputs | grants, hand-overs recorded (model's) | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
+	b.WriteString("| run | assignor | # | recorded inputs | grants, hand-overs recorded (model's), stops recorded | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d), %d (%d) | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
-			r.delays[0], r.delays[1], r.delays[2], r.delays[3],
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d), %d (%d), %d | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
+			r.delays[0], r.delays[1], r.delays[2], r.delays[3], r.delays[4],
 			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
 	}
 	return b.String()
@@ -1733,9 +1798,11 @@ func restoreRuns(t *testing.T, procs []*proc, minRecords int64) []restoreRun {
 // TestSimRecordingMoves: on a hand-built recording (no Kafka), the window
 // opens after the baseline target's own hand-over, and each target's
 // moves carry the new owner, the grant seen by the polls and the time
-// until the new owner could start the task (its restore taken off); a
-// grant not seen before the task moved on comes just after that move,
-// and one never seen is left out.
+// until the new owner could start the task (its restore taken off) and
+// the previous owner and when it stopped the task (before the target, or
+// after it); a grant not seen before the task moved on comes just after
+// that move, and one never seen is left out, as is a stop of a previous
+// owner the logs show no run of the task by.
 func TestSimRecordingMoves(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -1766,7 +1833,7 @@ func TestSimRecordingMoves(t *testing.T) {
 			r.Running = append(r.Running, taskRun{Task: task, Instance: "x", From: at(-10), To: at(0.3)},
 				taskRun{Task: task, Instance: "a", From: at(2), To: r.End})
 		case "0_1":
-			r.Running = append(r.Running, taskRun{Task: task, Instance: "b", From: at(-10), To: at(20.1)},
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "b", From: at(-10), To: at(19.5)},
 				taskRun{Task: task, Instance: "c", From: at(21.5), To: r.End})
 		default:
 			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
@@ -1780,8 +1847,12 @@ func TestSimRecordingMoves(t *testing.T) {
 		at    float64
 		want  string
 	}{
-		{6, 20, "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]"},
-		{7, 21, "map[0_2:map[grant_ms:200 member:a]]"},
+		// b stopped 0_1 0.5 s before the target; a ran 0_2 on (it got
+		// it back at 21 s).
+		{6, 20, "map[0_1:map[from:b grant_ms:400 handover_ms:1000 member:c stop_ms:-500] 0_2:map[from:a grant_ms:1150 member:c stop_ms:40000]]"},
+		// c, given 0_2 at 20 s, never ran it: a's run started before;
+		// a ran 1_1 on after the target that moved it to c.
+		{7, 21, "map[0_2:map[grant_ms:200 member:a] 1_1:map[from:a member:c stop_ms:39000]]"},
 		{5, 0, "map[]"}, // the first polled target: nothing before it
 	} {
 		if got := fmt.Sprint(r.moves(c.epoch, at(c.at))); got != c.want {
@@ -1791,8 +1862,63 @@ func TestSimRecordingMoves(t *testing.T) {
 	// The figures reach the derived scenario, from the window's opening.
 	r.Targets[1].Inputs, r.Targets[2].Inputs = &histInputs{}, &histInputs{}
 	ins := r.recordedInputs(r.windowStart())
-	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]" {
+	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[from:b grant_ms:400 handover_ms:1000 member:c stop_ms:-500] 0_2:map[from:a grant_ms:1150 member:c stop_ms:40000]]" {
 		t.Errorf("recorded inputs %v", ins)
+	}
+}
+
+// TestSimScenarioFence: in the derived scenario a member fenced on its
+// session timeout (or with no reason kept, as in older recordings) is a
+// crash one session timeout before the fence, so the simulator fences it
+// at the recorded time, and it joins again with its own id; a member
+// fenced otherwise, or one that joined less than a session timeout before
+// its fence, leaves at the fence.
+func TestSimScenarioFence(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	target := func(e int32, s float64, kind, member, detail string) histTarget {
+		h := histTarget{Epoch: e, Time: at(s)}
+		h.Reasons = append(h.Reasons, struct {
+			Kind   string `json:"kind"`
+			Member string `json:"member,omitempty"`
+			Detail string `json:"detail,omitempty"`
+		}{kind, member, detail})
+		return h
+	}
+	r := &simRecording{Start: t0, End: at(80), Baseline: 5, BaselineMembers: []string{"a", "b", "c"},
+		Configs: map[string]string{"streams.session.timeout.ms": "10000"},
+		Targets: []histTarget{{Epoch: 5, Time: t0}, target(6, 20.0004, "member-fenced", "b", ""),
+			target(7, 30, "member-joined", "b", ""), target(8, 45, "member-fenced", "b", "session-timeout"),
+			target(9, 50, "member-fenced", "c", "rebalance-timeout"), target(10, 52, "member-joined", "d", ""),
+			target(11, 55, "member-fenced", "d", "session-timeout")},
+	}
+	for _, task := range aggTasks() {
+		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+	}
+	data, err := r.simScenario(simModel{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		Events []map[string]any `json:"events"`
+	}
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range sc.Events {
+		for _, k := range []string{"join", "leave", "crash"} {
+			if m, ok := e[k]; ok {
+				got = append(got, fmt.Sprintf("%v %s %v", e["at_s"], k, m))
+			}
+		}
+	}
+	want := "[0 join a 0 join b 0 join c 10 crash b 30 join b 35 crash b 50 leave c 52 join d 55 leave d]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("events %v, want %s", got, want)
+	}
+	if _, err := sim.Decode("fence.json", data, nil); err != nil {
+		t.Errorf("the simulator refuses the derived scenario: %v", err)
 	}
 }
 
