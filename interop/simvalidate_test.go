@@ -197,6 +197,17 @@ type simRecording struct {
 	// Restores are the active tasks' restores of a whole changelog (the
 	// scale-out's new instances, whose restore is limited).
 	Restores []restoreRun `json:"restores,omitempty"`
+	// Reports are when the polls saw a member's reported task offsets
+	// or end offsets change (its report reached coordhost in the 200 ms
+	// before); a report that changed nothing does not show. Recordings
+	// made before these were kept hold none.
+	Reports []memberReport `json:"reports,omitempty"`
+}
+
+// memberReport is one report of a member, as the polls saw it.
+type memberReport struct {
+	Time   time.Time `json:"time"`
+	Member string    `json:"member"`
 }
 
 // ownersAt is the members' current assignment (what they own) as describe
@@ -475,6 +486,7 @@ func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
 	done, quit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
+		reported := map[string]string{} // member id -> its last reported offsets
 		for {
 			var d groupDetail
 			if a.get("/v1/groups/"+a.group, &d) == nil && d.Streams != nil {
@@ -489,6 +501,10 @@ func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
 				}
 				for _, m := range d.Streams.Members {
 					rec.Processes[m.MemberID] = m.ProcessID
+					if r := fmt.Sprint(m.TaskOffsets, m.TaskEndOffsets); len(m.TaskOffsets)+len(m.TaskEndOffsets) > 0 && reported[m.MemberID] != r {
+						reported[m.MemberID] = r
+						rec.Reports = append(rec.Reports, memberReport{Time: time.Now(), Member: m.MemberID})
+					}
 				}
 				if n := len(rec.Owners); n == 0 || rec.Owners[n-1].Epoch != d.Streams.AssignmentEpoch {
 					rec.Owners = append(rec.Owners, epochOwners{Epoch: d.Streams.AssignmentEpoch, Owners: owners})
@@ -995,6 +1011,14 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 	if len(r.Targets) > 0 && refresh > 0 {
 		phase = ((r.Targets[0].Time.Sub(start).Milliseconds())%refresh + refresh) % refresh
 	}
+	reports := map[string]any{
+		"task_offset_interval_ms": num("streams.task.offset.interval.ms", 60000),
+		"end_offsets_refresh_ms":  refresh,
+		"end_offsets_phase_ms":    phase,
+	}
+	if at := r.reportTimes(start); len(at) > 0 {
+		reports["at"] = at
+	}
 	sc := map[string]any{
 		"name":              r.Group,
 		"duration_s":        r.End.Sub(start).Seconds(),
@@ -1020,12 +1044,8 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 			"restore_records_per_s": restorePerS,
 			"shared_restore":        true,
 		},
-		"reports": map[string]any{
-			"task_offset_interval_ms": num("streams.task.offset.interval.ms", 60000),
-			"end_offsets_refresh_ms":  refresh,
-			"end_offsets_phase_ms":    phase,
-		},
-		"events": events,
+		"reports": reports,
+		"events":  events,
 	}
 	if len(r.Initial) > 0 {
 		sc["initial"] = r.Initial
@@ -1034,6 +1054,18 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		sc["recorded_inputs"] = ins
 	}
 	return json.MarshalIndent(sc, "", " ")
+}
+
+// reportTimes are the scenario's reports.at: per member, the times from
+// start (the window's opening) to End at which the polls saw its report.
+func (r *simRecording) reportTimes(start time.Time) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, x := range r.Reports {
+		if !x.Time.Before(start) && !x.Time.After(r.End) {
+			out[x.Member] = append(out[x.Member], x.Time.Sub(start).Seconds())
+		}
+	}
+	return out
 }
 
 // recordedInputs are the scenario's recorded_inputs: the history's input
@@ -1872,7 +1904,8 @@ func TestSimRecordingMoves(t *testing.T) {
 // crash one session timeout before the fence, so the simulator fences it
 // at the recorded time, and it joins again with its own id; a member
 // fenced otherwise, or one that joined less than a session timeout before
-// its fence, leaves at the fence.
+// its fence, leaves at the fence. The reports the polls saw in the window
+// become the members' report times.
 func TestSimScenarioFence(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -1895,12 +1928,17 @@ func TestSimScenarioFence(t *testing.T) {
 	for _, task := range aggTasks() {
 		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
 	}
+	r.Reports = []memberReport{{Time: at(-1), Member: "a"}, {Time: at(3.5), Member: "a"}, {Time: at(4), Member: "c"},
+		{Time: at(9), Member: "a"}, {Time: at(81), Member: "c"}}
 	data, err := r.simScenario(simModel{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sc struct {
-		Events []map[string]any `json:"events"`
+		Events  []map[string]any `json:"events"`
+		Reports struct {
+			At map[string][]float64 `json:"at"`
+		} `json:"reports"`
 	}
 	if err := json.Unmarshal(data, &sc); err != nil {
 		t.Fatal(err)
@@ -1916,6 +1954,9 @@ func TestSimScenarioFence(t *testing.T) {
 	want := "[0 join a 0 join b 0 join c 10 crash b 30 join b 35 crash b 50 leave c 52 join d 55 leave d]"
 	if fmt.Sprint(got) != want {
 		t.Errorf("events %v, want %s", got, want)
+	}
+	if g := fmt.Sprint(sc.Reports.At); g != "map[a:[3.5 9] c:[4]]" {
+		t.Errorf("report times %s, want map[a:[3.5 9] c:[4]]", g)
 	}
 	if _, err := sim.Decode("fence.json", data, nil); err != nil {
 		t.Errorf("the simulator refuses the derived scenario: %v", err)
