@@ -192,8 +192,12 @@ type simRecording struct {
 	Running []taskRun         `json:"running"`
 	Configs map[string]string `json:"configs"`
 	// ChangelogEnd is the mean end offset of the stateful tasks'
-	// changelogs at Start.
+	// changelogs when the window was taken (after Start).
 	ChangelogEnd int64 `json:"changelog_end"`
+	// ChangelogEndAt is when ChangelogEnd was read: when the window was
+	// taken, after the baseline target (zero in recordings made before
+	// it was kept).
+	ChangelogEndAt time.Time `json:"changelog_end_at,omitzero"`
 	// Restores are the active tasks' restores of a whole changelog (the
 	// scale-out's new instances, whose restore is limited).
 	Restores []restoreRun `json:"restores,omitempty"`
@@ -587,7 +591,7 @@ func (a *adminClient) openWindow(s *scenarioRun, rec *simRecording, broker strin
 	}
 	end, err := changelogEnd(broker, a.group+"-agg-changelog")
 	s.must("changelog end offsets", err)
-	rec.ChangelogEnd = end
+	rec.ChangelogEnd, rec.ChangelogEndAt = end, time.Now()
 }
 
 // simProcMu guards the process maps written by pollProcesses.
@@ -1039,7 +1043,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 			"probing_interval_ms":     num("streams.probing.rebalance.interval.ms", 600000),
 		},
 		"state": map[string]any{
-			"changelog_records":     r.ChangelogEnd,
+			"changelog_records":     r.changelogAt(start),
 			"append_records_per_s":  recordsPerSec / aggApp.partitions,
 			"restore_records_per_s": restorePerS,
 			"shared_restore":        true,
@@ -1054,6 +1058,21 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		sc["recorded_inputs"] = ins
 	}
 	return json.MarshalIndent(sc, "", " ")
+}
+
+// changelogAt is the mean changelog end offset at start (the window's
+// opening) for the derived scenario: ChangelogEnd, read when the window
+// was taken (after start, the baseline's hand-overs done), less what the
+// scenario's own growth (the load's records per second and task) adds
+// between start and that read, so the replay's changelogs hold the
+// measured end at the time it was measured. Without the read's time:
+// ChangelogEnd.
+func (r *simRecording) changelogAt(start time.Time) int64 {
+	if r.ChangelogEndAt.IsZero() || !r.ChangelogEndAt.After(start) {
+		return r.ChangelogEnd
+	}
+	grown := int64(math.Round(r.ChangelogEndAt.Sub(start).Seconds() * float64(recordsPerSec/aggApp.partitions)))
+	return max(r.ChangelogEnd-grown, 0)
 }
 
 // reportTimes are the scenario's reports.at: per member, the times from
@@ -1905,7 +1924,8 @@ func TestSimRecordingMoves(t *testing.T) {
 // at the recorded time, and it joins again with its own id; a member
 // fenced otherwise, or one that joined less than a session timeout before
 // its fence, leaves at the fence. The reports the polls saw in the window
-// become the members' report times.
+// become the members' report times, and the changelogs start at their
+// measured end back-dated to the window's opening.
 func TestSimScenarioFence(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -1957,6 +1977,18 @@ func TestSimScenarioFence(t *testing.T) {
 	}
 	if g := fmt.Sprint(sc.Reports.At); g != "map[a:[3.5 9] c:[4]]" {
 		t.Errorf("report times %s, want map[a:[3.5 9] c:[4]]", g)
+	}
+	// The changelogs' mean end read 10 s after the window opened, less
+	// the load's growth since (33 records/s a task): the end at 0 s.
+	r.ChangelogEnd = 3000
+	for _, c := range []struct {
+		at   time.Time
+		want int64
+	}{{time.Time{}, 3000}, {at(10), 3000 - 10*int64(recordsPerSec/aggApp.partitions)}, {at(-1), 3000}} {
+		r.ChangelogEndAt = c.at
+		if got := r.changelogAt(r.windowStart()); got != c.want {
+			t.Errorf("changelog end read at %v: %d at the window's opening, want %d", c.at, got, c.want)
+		}
 	}
 	if _, err := sim.Decode("fence.json", data, nil); err != nil {
 		t.Errorf("the simulator refuses the derived scenario: %v", err)
