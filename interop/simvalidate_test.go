@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordhost/coordhost/host/sim"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -191,11 +192,26 @@ type simRecording struct {
 	Running []taskRun         `json:"running"`
 	Configs map[string]string `json:"configs"`
 	// ChangelogEnd is the mean end offset of the stateful tasks'
-	// changelogs at Start.
+	// changelogs when the window was taken (after Start).
 	ChangelogEnd int64 `json:"changelog_end"`
+	// ChangelogEndAt is when ChangelogEnd was read: when the window was
+	// taken, after the baseline target (zero in recordings made before
+	// it was kept).
+	ChangelogEndAt time.Time `json:"changelog_end_at,omitzero"`
 	// Restores are the active tasks' restores of a whole changelog (the
 	// scale-out's new instances, whose restore is limited).
 	Restores []restoreRun `json:"restores,omitempty"`
+	// Reports are when the polls saw a member's reported task offsets
+	// or end offsets change (its report reached coordhost in the 200 ms
+	// before); a report that changed nothing does not show. Recordings
+	// made before these were kept hold none.
+	Reports []memberReport `json:"reports,omitempty"`
+}
+
+// memberReport is one report of a member, as the polls saw it.
+type memberReport struct {
+	Time   time.Time `json:"time"`
+	Member string    `json:"member"`
 }
 
 // ownersAt is the members' current assignment (what they own) as describe
@@ -219,6 +235,9 @@ type histTarget struct {
 	Reasons []struct {
 		Kind   string `json:"kind"`
 		Member string `json:"member,omitempty"`
+		// Detail says why a member was fenced ("session-timeout",
+		// "rebalance-timeout"); recordings before it was kept hold none.
+		Detail string `json:"detail,omitempty"`
 	} `json:"reasons"`
 	Probe   bool `json:"probe,omitempty"`
 	Metrics struct {
@@ -471,6 +490,7 @@ func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
 	done, quit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
+		reported := map[string]string{} // member id -> its last reported offsets
 		for {
 			var d groupDetail
 			if a.get("/v1/groups/"+a.group, &d) == nil && d.Streams != nil {
@@ -485,6 +505,10 @@ func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
 				}
 				for _, m := range d.Streams.Members {
 					rec.Processes[m.MemberID] = m.ProcessID
+					if r := fmt.Sprint(m.TaskOffsets, m.TaskEndOffsets); len(m.TaskOffsets)+len(m.TaskEndOffsets) > 0 && reported[m.MemberID] != r {
+						reported[m.MemberID] = r
+						rec.Reports = append(rec.Reports, memberReport{Time: time.Now(), Member: m.MemberID})
+					}
 				}
 				if n := len(rec.Owners); n == 0 || rec.Owners[n-1].Epoch != d.Streams.AssignmentEpoch {
 					rec.Owners = append(rec.Owners, epochOwners{Epoch: d.Streams.AssignmentEpoch, Owners: owners})
@@ -567,7 +591,7 @@ func (a *adminClient) openWindow(s *scenarioRun, rec *simRecording, broker strin
 	}
 	end, err := changelogEnd(broker, a.group+"-agg-changelog")
 	s.must("changelog end offsets", err)
-	rec.ChangelogEnd = end
+	rec.ChangelogEnd, rec.ChangelogEndAt = end, time.Now()
 }
 
 // simProcMu guards the process maps written by pollProcesses.
@@ -883,6 +907,9 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+// roundMs is the simulator's millisecond of a time in seconds.
+func roundMs(s float64) int64 { return int64(math.Round(s * 1000)) }
+
 // roundTick rounds d to the derived scenarios' 100 ms tick, in ms.
 func roundTick(d time.Duration) int64 { return int64(math.Round(d.Seconds()*10)) * 100 }
 
@@ -904,6 +931,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		MemberID    string  `json:"member_id,omitempty"`
 		RestorePerS int64   `json:"restore_records_per_s,omitempty"`
 		Leave       string  `json:"leave,omitempty"`
+		Crash       string  `json:"crash,omitempty"`
 	}
 	simProcMu.Lock()
 	defer simProcMu.Unlock()
@@ -925,9 +953,18 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 	if m.restorePerS > 0 {
 		limited = int64(math.Round(m.restorePerS))
 	}
+	num := func(key string, def int64) int64 {
+		if v, err := strconv.ParseInt(r.Configs[key], 10, 64); err == nil {
+			return v
+		}
+		return def
+	}
+	sessionMs := num("streams.session.timeout.ms", 45000)
 	var events []ev
 	live := map[string]bool{}
+	lastMs := map[string]int64{} // per member, its last join's time (-1: at 0 s)
 	for _, id := range r.BaselineMembers {
+		lastMs[id] = -1
 		events = append(events, ev{Join: id, Process: proc(id), MemberID: id})
 		live[id] = true
 	}
@@ -943,19 +980,32 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 					events = append(events, ev{AtS: at, Join: rs.Member, Process: proc(rs.Member), MemberID: rs.Member, RestorePerS: limited})
 					live[rs.Member] = true
 				}
-			case "member-left", "member-fenced":
+			case "member-left":
 				if live[rs.Member] {
 					events = append(events, ev{AtS: at, Leave: rs.Member})
 					delete(live, rs.Member)
 				}
+			case "member-fenced":
+				if !live[rs.Member] {
+					continue
+				}
+				delete(live, rs.Member)
+				// Fenced on its session timeout: it went silent that
+				// long before, a crash the simulator fences at the
+				// recorded time (its tasks run until the recorded stops
+				// of their moves). Fenced otherwise, or silent before it
+				// joined: removed at the fence, as a leave.
+				crashMs := roundMs(at) - sessionMs
+				if (rs.Detail == "" || rs.Detail == "session-timeout") && crashMs > lastMs[rs.Member] {
+					events = append(events, ev{AtS: float64(crashMs) / 1000, Crash: rs.Member})
+				} else {
+					events = append(events, ev{AtS: at, Leave: rs.Member})
+				}
+			}
+			if rs.Kind == "member-joined" {
+				lastMs[rs.Member] = roundMs(at)
 			}
 		}
-	}
-	num := func(key string, def int64) int64 {
-		if v, err := strconv.ParseInt(r.Configs[key], 10, 64); err == nil {
-			return v
-		}
-		return def
 	}
 	// coordhost reads the changelogs' end offsets when the group first
 	// has a topology (its first target, within the fetcher's 1 s tick)
@@ -965,6 +1015,14 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 	if len(r.Targets) > 0 && refresh > 0 {
 		phase = ((r.Targets[0].Time.Sub(start).Milliseconds())%refresh + refresh) % refresh
 	}
+	reports := map[string]any{
+		"task_offset_interval_ms": num("streams.task.offset.interval.ms", 60000),
+		"end_offsets_refresh_ms":  refresh,
+		"end_offsets_phase_ms":    phase,
+	}
+	if at := r.reportTimes(start); len(at) > 0 {
+		reports["at"] = at
+	}
 	sc := map[string]any{
 		"name":              r.Group,
 		"duration_s":        r.End.Sub(start).Seconds(),
@@ -973,7 +1031,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		"handover_first_ms": roundTick(m.handoverFirst),
 		"grant_ms":          roundTick(m.grant),
 		"grant_first_ms":    roundTick(m.grantFirst),
-		"session_timeout_s": num("streams.session.timeout.ms", 45000) / 1000,
+		"session_timeout_s": float64(sessionMs) / 1000,
 		"subtopologies": []map[string]any{
 			{"id": "0", "partitions": aggApp.partitions, "stateful": false},
 			{"id": "1", "partitions": aggApp.partitions, "stateful": true},
@@ -985,17 +1043,13 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 			"probing_interval_ms":     num("streams.probing.rebalance.interval.ms", 600000),
 		},
 		"state": map[string]any{
-			"changelog_records":     r.ChangelogEnd,
+			"changelog_records":     r.changelogAt(start),
 			"append_records_per_s":  recordsPerSec / aggApp.partitions,
 			"restore_records_per_s": restorePerS,
 			"shared_restore":        true,
 		},
-		"reports": map[string]any{
-			"task_offset_interval_ms": num("streams.task.offset.interval.ms", 60000),
-			"end_offsets_refresh_ms":  refresh,
-			"end_offsets_phase_ms":    phase,
-		},
-		"events": events,
+		"reports": reports,
+		"events":  events,
 	}
 	if len(r.Initial) > 0 {
 		sc["initial"] = r.Initial
@@ -1004,6 +1058,33 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		sc["recorded_inputs"] = ins
 	}
 	return json.MarshalIndent(sc, "", " ")
+}
+
+// changelogAt is the mean changelog end offset at start (the window's
+// opening) for the derived scenario: ChangelogEnd, read when the window
+// was taken (after start, the baseline's hand-overs done), less what the
+// scenario's own growth (the load's records per second and task) adds
+// between start and that read, so the replay's changelogs hold the
+// measured end at the time it was measured. Without the read's time:
+// ChangelogEnd.
+func (r *simRecording) changelogAt(start time.Time) int64 {
+	if r.ChangelogEndAt.IsZero() || !r.ChangelogEndAt.After(start) {
+		return r.ChangelogEnd
+	}
+	grown := int64(math.Round(r.ChangelogEndAt.Sub(start).Seconds() * float64(recordsPerSec/aggApp.partitions)))
+	return max(r.ChangelogEnd-grown, 0)
+}
+
+// reportTimes are the scenario's reports.at: per member, the times from
+// start (the window's opening) to End at which the polls saw its report.
+func (r *simRecording) reportTimes(start time.Time) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, x := range r.Reports {
+		if !x.Time.Before(start) && !x.Time.After(r.End) {
+			out[x.Member] = append(out[x.Member], x.Time.Sub(start).Seconds())
+		}
+	}
+	return out
 }
 
 // recordedInputs are the scenario's recorded_inputs: the history's input
@@ -1059,6 +1140,9 @@ func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
 			}
 		}
 		mv := map[string]any{"member": m}
+		if stop, ok := r.stopBefore(i, task, at); ok {
+			mv["from"], mv["stop_ms"] = r.Owners[i-1].Owners[task], stop.Milliseconds()
+		}
 		if g, ok := r.grantAfter(task, m, at, until); ok {
 			mv["grant_ms"] = g.Milliseconds()
 		} else if movedOn {
@@ -1081,6 +1165,36 @@ func (r *simRecording) moves(e int32, at time.Time) map[string]map[string]any {
 		return nil
 	}
 	return out
+}
+
+// stopBefore is when the previous owner of task at the polled target
+// Owners[i] stopped running it, from at (the target's time; negative
+// before it): the end of the task's last running interval that started
+// before at, if it started after the polled targets gave the task to
+// that owner (else the logs show no run of it by that owner).
+func (r *simRecording) stopBefore(i int, task string, at time.Time) (time.Duration, bool) {
+	prev := r.Owners[i-1].Owners[task]
+	if prev == "" {
+		return 0, false
+	}
+	var since time.Time // when the polled targets gave the task to prev
+	for k := i - 1; k >= 0 && r.Owners[k].Owners[task] == prev; k-- {
+		since = time.Time{}
+		if k > 0 {
+			since = r.targetTime(r.Owners[k].Epoch)
+		}
+	}
+	var last *taskRun
+	for j := range r.Running {
+		x := &r.Running[j]
+		if x.Task == task && x.From.Before(at) && (last == nil || x.From.After(last.From)) {
+			last = x
+		}
+	}
+	if last == nil || last.From.Before(since) {
+		return 0, false
+	}
+	return last.To.Sub(at), true
 }
 
 // simAfterTick puts a recorded time after the tick (100 ms) of a target
@@ -1342,8 +1456,9 @@ type simRow struct {
 	// delays counts the replay's moved tasks whose grant and hand-over
 	// took the recorded delay, and those that took the model's:
 	// recorded grants, modelled grants, recorded hand-overs, modelled
-	// hand-overs.
-	delays [4]int
+	// hand-overs, and the moved tasks whose previous owner stopped them
+	// when the recording says.
+	delays [5]int
 	// match says how the simulated tasks moved compare (markMatches):
 	// "equal", "in range a–b" (the real repetitions' range) or "no".
 	match string
@@ -1397,7 +1512,7 @@ func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simMode
 		return row
 	}
 	row.simMoved, row.simUnavail = a.Totals.TasksMoved, a.UnavailableTaskS
-	row.delays = [4]int{a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers}
+	row.delays = [5]int{a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers, a.Totals.RecordedStops}
 	for _, rb := range a.Rebalances {
 		if !rb.Baseline {
 			row.simPer = append(row.simPer, rb.TasksMoved)
@@ -1425,6 +1540,7 @@ type simAssignorReport struct {
 		ModelledGrants    int `json:"modelled_grants"`
 		RecordedHandOvers int `json:"recorded_hand_overs"`
 		ModelledHandOvers int `json:"modelled_hand_overs"`
+		RecordedStops     int `json:"recorded_stops"`
 	} `json:"totals"`
 	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
 	Rebalances       []struct {
@@ -1564,11 +1680,11 @@ func simRatio(sim, real float64) string {
 // formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
 func formatSimTable(rows []simRow) string {
 	var b strings.Builder
-	b.WriteString("| run | assignor | # | recorded inputs | grants, hand-overs recorded (model's) | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
+	b.WriteString("| run | assignor | # | recorded inputs | grants, hand-overs recorded (model's), stops recorded | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d), %d (%d) | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
-			r.delays[0], r.delays[1], r.delays[2], r.delays[3],
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d), %d (%d), %d | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
+			r.delays[0], r.delays[1], r.delays[2], r.delays[3], r.delays[4],
 			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
 	}
 	return b.String()
@@ -1733,9 +1849,11 @@ func restoreRuns(t *testing.T, procs []*proc, minRecords int64) []restoreRun {
 // TestSimRecordingMoves: on a hand-built recording (no Kafka), the window
 // opens after the baseline target's own hand-over, and each target's
 // moves carry the new owner, the grant seen by the polls and the time
-// until the new owner could start the task (its restore taken off); a
-// grant not seen before the task moved on comes just after that move,
-// and one never seen is left out.
+// until the new owner could start the task (its restore taken off) and
+// the previous owner and when it stopped the task (before the target, or
+// after it); a grant not seen before the task moved on comes just after
+// that move, and one never seen is left out, as is a stop of a previous
+// owner the logs show no run of the task by.
 func TestSimRecordingMoves(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -1766,7 +1884,7 @@ func TestSimRecordingMoves(t *testing.T) {
 			r.Running = append(r.Running, taskRun{Task: task, Instance: "x", From: at(-10), To: at(0.3)},
 				taskRun{Task: task, Instance: "a", From: at(2), To: r.End})
 		case "0_1":
-			r.Running = append(r.Running, taskRun{Task: task, Instance: "b", From: at(-10), To: at(20.1)},
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "b", From: at(-10), To: at(19.5)},
 				taskRun{Task: task, Instance: "c", From: at(21.5), To: r.End})
 		default:
 			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
@@ -1780,8 +1898,12 @@ func TestSimRecordingMoves(t *testing.T) {
 		at    float64
 		want  string
 	}{
-		{6, 20, "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]"},
-		{7, 21, "map[0_2:map[grant_ms:200 member:a]]"},
+		// b stopped 0_1 0.5 s before the target; a ran 0_2 on (it got
+		// it back at 21 s).
+		{6, 20, "map[0_1:map[from:b grant_ms:400 handover_ms:1000 member:c stop_ms:-500] 0_2:map[from:a grant_ms:1150 member:c stop_ms:40000]]"},
+		// c, given 0_2 at 20 s, never ran it: a's run started before;
+		// a ran 1_1 on after the target that moved it to c.
+		{7, 21, "map[0_2:map[grant_ms:200 member:a] 1_1:map[from:a member:c stop_ms:39000]]"},
 		{5, 0, "map[]"}, // the first polled target: nothing before it
 	} {
 		if got := fmt.Sprint(r.moves(c.epoch, at(c.at))); got != c.want {
@@ -1791,8 +1913,85 @@ func TestSimRecordingMoves(t *testing.T) {
 	// The figures reach the derived scenario, from the window's opening.
 	r.Targets[1].Inputs, r.Targets[2].Inputs = &histInputs{}, &histInputs{}
 	ins := r.recordedInputs(r.windowStart())
-	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[grant_ms:400 handover_ms:1000 member:c] 0_2:map[grant_ms:1150 member:c]]" {
+	if len(ins) != 2 || ins[0]["at_s"] != 18.0 || fmt.Sprint(ins[0]["moves"]) != "map[0_1:map[from:b grant_ms:400 handover_ms:1000 member:c stop_ms:-500] 0_2:map[from:a grant_ms:1150 member:c stop_ms:40000]]" {
 		t.Errorf("recorded inputs %v", ins)
+	}
+}
+
+// TestSimScenarioFence: in the derived scenario a member fenced on its
+// session timeout (or with no reason kept, as in older recordings) is a
+// crash one session timeout before the fence, so the simulator fences it
+// at the recorded time, and it joins again with its own id; a member
+// fenced otherwise, or one that joined less than a session timeout before
+// its fence, leaves at the fence. The reports the polls saw in the window
+// become the members' report times, and the changelogs start at their
+// measured end back-dated to the window's opening.
+func TestSimScenarioFence(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	target := func(e int32, s float64, kind, member, detail string) histTarget {
+		h := histTarget{Epoch: e, Time: at(s)}
+		h.Reasons = append(h.Reasons, struct {
+			Kind   string `json:"kind"`
+			Member string `json:"member,omitempty"`
+			Detail string `json:"detail,omitempty"`
+		}{kind, member, detail})
+		return h
+	}
+	r := &simRecording{Start: t0, End: at(80), Baseline: 5, BaselineMembers: []string{"a", "b", "c"},
+		Configs: map[string]string{"streams.session.timeout.ms": "10000"},
+		Targets: []histTarget{{Epoch: 5, Time: t0}, target(6, 20.0004, "member-fenced", "b", ""),
+			target(7, 30, "member-joined", "b", ""), target(8, 45, "member-fenced", "b", "session-timeout"),
+			target(9, 50, "member-fenced", "c", "rebalance-timeout"), target(10, 52, "member-joined", "d", ""),
+			target(11, 55, "member-fenced", "d", "session-timeout")},
+	}
+	for _, task := range aggTasks() {
+		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+	}
+	r.Reports = []memberReport{{Time: at(-1), Member: "a"}, {Time: at(3.5), Member: "a"}, {Time: at(4), Member: "c"},
+		{Time: at(9), Member: "a"}, {Time: at(81), Member: "c"}}
+	data, err := r.simScenario(simModel{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		Events  []map[string]any `json:"events"`
+		Reports struct {
+			At map[string][]float64 `json:"at"`
+		} `json:"reports"`
+	}
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range sc.Events {
+		for _, k := range []string{"join", "leave", "crash"} {
+			if m, ok := e[k]; ok {
+				got = append(got, fmt.Sprintf("%v %s %v", e["at_s"], k, m))
+			}
+		}
+	}
+	want := "[0 join a 0 join b 0 join c 10 crash b 30 join b 35 crash b 50 leave c 52 join d 55 leave d]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("events %v, want %s", got, want)
+	}
+	if g := fmt.Sprint(sc.Reports.At); g != "map[a:[3.5 9] c:[4]]" {
+		t.Errorf("report times %s, want map[a:[3.5 9] c:[4]]", g)
+	}
+	// The changelogs' mean end read 10 s after the window opened, less
+	// the load's growth since (33 records/s a task): the end at 0 s.
+	r.ChangelogEnd = 3000
+	for _, c := range []struct {
+		at   time.Time
+		want int64
+	}{{time.Time{}, 3000}, {at(10), 3000 - 10*int64(recordsPerSec/aggApp.partitions)}, {at(-1), 3000}} {
+		r.ChangelogEndAt = c.at
+		if got := r.changelogAt(r.windowStart()); got != c.want {
+			t.Errorf("changelog end read at %v: %d at the window's opening, want %d", c.at, got, c.want)
+		}
+	}
+	if _, err := sim.Decode("fence.json", data, nil); err != nil {
+		t.Errorf("the simulator refuses the derived scenario: %v", err)
 	}
 }
 

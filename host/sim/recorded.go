@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/coordhost/coordhost/abi"
@@ -45,6 +47,15 @@ type RecordedMove struct {
 	// HandOverMs: the member could start the task (run it, or restore
 	// it) this long after the target.
 	HandOverMs *int64 `json:"handover_ms,omitempty"`
+	// From is the member (its join label) that owned the task before
+	// the target, and StopMs when it stopped running it, from the
+	// target's time: later (it ran the task until its revocation) or
+	// earlier, negative (it closed its tasks before its leave or fence
+	// reached the group). Without them the model's guess holds: the
+	// previous owner stops the task at the target (a crashed one at its
+	// crash).
+	From   string `json:"from,omitempty"`
+	StopMs *int64 `json:"stop_ms,omitempty"`
 }
 
 // recorded is a RecordedInput as the replay uses it.
@@ -61,6 +72,17 @@ type recorded struct {
 type move struct {
 	member           string
 	grantAt, readyAt int64
+	from             string // the previous owner's label; "": not recorded
+	stopAt           int64  // when from stopped the task (valid with from)
+}
+
+// recStop is a recorded move's stop as the replay looks ahead to it: the
+// previous owner's label, the stop's time, and the index of its recorded
+// input in time order.
+type recStop struct {
+	idx    int
+	from   string
+	stopAt int64
 }
 
 // validateRecorded checks the recorded inputs (times, task ids, offsets)
@@ -113,11 +135,27 @@ func (sc *Scenario) validateRecorded() error {
 				}
 				*d.at = r.atMs + *d.ms
 			}
+			switch {
+			case (mv.From == "") != (mv.StopMs == nil):
+				return fmt.Errorf("recorded_inputs[%d]: moves: %s: from and stop_ms go together", i, task)
+			case mv.StopMs != nil && (*mv.StopMs < -maxSeconds*1000 || *mv.StopMs > maxSeconds*1000):
+				return fmt.Errorf("recorded_inputs[%d]: moves: %s: stop_ms %d must be in [-%d, %d]", i, task, *mv.StopMs, maxSeconds*1000, maxSeconds*1000)
+			case mv.StopMs != nil:
+				m.from, m.stopAt = mv.From, r.atMs+*mv.StopMs
+			}
 			r.moves[t] = m
 		}
 		sc.recorded = append(sc.recorded, r)
 	}
 	sort.SliceStable(sc.recorded, func(i, j int) bool { return sc.recorded[i].atMs < sc.recorded[j].atMs })
+	sc.stops = map[int32][]recStop{}
+	for i, r := range sc.recorded {
+		for _, t := range slices.Sorted(maps.Keys(r.moves)) {
+			if mv := r.moves[t]; mv.from != "" {
+				sc.stops[t] = append(sc.stops[t], recStop{idx: i, from: mv.from, stopAt: mv.stopAt})
+			}
+		}
+	}
 	return nil
 }
 
@@ -181,4 +219,47 @@ func (r *recorded) moveOf(t int32, label string) (m move, ok bool) {
 	}
 	m, ok = r.moves[t]
 	return m, ok && m.member == label
+}
+
+// stopOf looks ahead to the next recorded target that moves t (the first
+// recorded input not yet due that moves it): when that move's previous
+// owner is the member labelled label, the time the recording says it
+// stopped running t. ok is false otherwise: the model's guess holds.
+func (w *world) stopOf(t int32, label string) (at int64, ok bool) {
+	due := len(w.sc.recorded) - len(w.recorded)
+	for _, s := range w.sc.stops[t] {
+		if s.idx >= due {
+			return s.stopAt, s.from == label
+		}
+	}
+	return 0, false
+}
+
+// runs says whether m, an owner of active task t in its target, runs t at
+// now as far as the previous owner's side goes: until the recorded stop
+// of the next recorded move of t away from m, when there is one; else
+// while m has not crashed (the model's guess: a crashed member stops its
+// tasks at its crash).
+func (w *world) runs(m *member, t int32, now int64) bool {
+	stop, ok := w.stopOf(t, m.label)
+	if m.crashedMs >= 0 {
+		return ok && now < stop
+	}
+	return !ok || now < stop
+}
+
+// stopMove applies the recorded stop of t's move to m at now, when rec
+// records one from t's previous owner in the replay: a previous owner
+// that ran t at the last tick keeps it running until its stop (counted in
+// rb). A stop before now was looked ahead to (runs).
+func (w *world) stopMove(now int64, t int32, m *member, rec *recorded, rb *Rebalance) {
+	prev, had := w.owner[t]
+	mv, ok := rec.moveOf(t, m.label)
+	if !had || !ok || mv.from == "" || mv.from != w.labelOf[prev] {
+		return
+	}
+	rb.RecordedStops++
+	if mv.stopAt > now && w.running[t] {
+		w.prevRun[t] = prevRun{process: w.procOf[prev], untilMs: mv.stopAt}
+	}
 }

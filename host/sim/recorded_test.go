@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -181,4 +182,99 @@ recorded_inputs: [{at_s: 1, end_offsets: {}, moves: {MOVES}}]`, "MOVES", bad.mov
 			t.Errorf("moves %s: error %v, want %q", bad.moves, err, bad.want)
 		}
 	}
+}
+
+// TestRecordedStops: a recorded move's previous owner runs the task until
+// the recorded stop — after the target (0_2 runs on c until 10.7 s), or
+// before it (b closed 0_1 at 9 s, before its leave at 10 s reached the
+// group); a stop recorded from another member than the replay's previous
+// owner (0_4: c, where the replay has b) leaves the model's guess (the
+// task stops at the target).
+func TestRecordedStops(t *testing.T) {
+	const moves = `"0_1": {member: c, grant_ms: 100, handover_ms: 300, from: b, stop_ms: -1000},` +
+		` "0_2": {member: a, grant_ms: 2000, handover_ms: 1000, from: c, stop_ms: 700},` +
+		` "0_4": {member: a, handover_ms: 500, from: c, stop_ms: -2000}`
+	run := func() *sim.Report {
+		return sim.Run(movesScenario(t, moves), []sim.Assignor{{Name: "rr", Assign: (&byIndex{}).assign}})
+	}
+	r := run()
+	a := r.Assignors[0]
+	if a.Error != "" {
+		t.Fatal(a.Error)
+	}
+	// 0_1: 9 s to 10.3 s; 0_2: 10.7 to 11 s; 0_3: handover_ms (5 s);
+	// 0_4: 10 to 10.5 s.
+	if a.UnavailableTaskS != 7.1 {
+		t.Errorf("%v unavailable task-s, want 7.1", a.UnavailableTaskS)
+	}
+	want := "[[0 0] [9 1] [10 3] [10.3 2] [10.5 1] [10.7 2] [11 1] [15 0]]"
+	if g := fmt.Sprint(points(a.Unavailable)); g != want {
+		t.Errorf("unavailable over time %s, want %s", g, want)
+	}
+	if a.Totals.RecordedStops != 2 {
+		t.Errorf("%d recorded stops, want 2 (0_1 and 0_2)", a.Totals.RecordedStops)
+	}
+	if again := run(); !bytes.Equal(r.JSON(), again.JSON()) || !bytes.Equal(r.HTML(), again.HTML()) {
+		t.Error("two runs of the same scenario differ")
+	}
+
+	for _, bad := range []struct{ moves, want string }{
+		{`"0_1": {member: a, from: b}`, "0_1: from and stop_ms go together"},
+		{`"0_1": {member: a, stop_ms: 5}`, "0_1: from and stop_ms go together"},
+		{`"0_1": {member: a, from: b, stop_ms: -2592000001}`, "stop_ms -2592000001 must be in"},
+	} {
+		data := strings.Replace(`duration_s: 10
+subtopologies: [{id: "0", partitions: 2}]
+state: {restore_records_per_s: 1}
+events: [{at_s: 0, join: a}]
+recorded_inputs: [{at_s: 1, end_offsets: {}, moves: {MOVES}}]`, "MOVES", bad.moves, 1)
+		if _, err := sim.Decode("bad.yaml", []byte(data), nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("moves %s: error %v, want %q", bad.moves, err, bad.want)
+		}
+	}
+}
+
+// TestRecordedStopsOfCrashedMember: b crashes at 5 s and is fenced at
+// 10 s (session_timeout_s 5). Without a recorded stop its tasks stop at
+// its crash (0_4: 5 s to its hand-over at 10.5 s); with one they run
+// until it (0_1: stopped at 8 s, before the fence, or at 10.2 s, after it).
+func TestRecordedStopsOfCrashedMember(t *testing.T) {
+	for _, c := range []struct {
+		stop string
+		want float64 // 0_2 and 0_3 take handover_ms (5 s each)
+	}{{"-2000", 2.3 + 5.5 + 10}, {"200", 0.1 + 5.5 + 10}} {
+		moves := `"0_1": {member: c, grant_ms: 100, handover_ms: 300, from: b, stop_ms: ` + c.stop + `}, "0_4": {member: a, handover_ms: 500}`
+		data := restoreYAML(`session_timeout_s: 5
+recorded_inputs:
+  - {at_s: 10, end_offsets: {}, moves: {` + moves + `}}`)
+		for _, r := range [][2]string{{"duration_s: 40\ntick_ms: 1000", "duration_s: 20\ntick_ms: 100\ngrant_ms: 5000\nhandover_ms: 5000"},
+			{"partitions: 3, stateful: true", "partitions: 6, stateful: false"}, {"{at_s: 10, leave: b}", "{at_s: 5, crash: b}"}} {
+			if !strings.Contains(data, r[0]) {
+				t.Fatalf("restoreYAML has no %q", r[0])
+			}
+			data = strings.Replace(data, r[0], r[1], 1)
+		}
+		a := sim.Run(decode(t, "crash.yaml", []byte(data)), []sim.Assignor{{Name: "rr", Assign: (&byIndex{}).assign}}).Assignors[0]
+		if a.Error != "" {
+			t.Fatal(a.Error)
+		}
+		if len(a.Rebalances) != 2 || fmt.Sprint(a.Rebalances[1].AtS, a.Rebalances[1].Reasons) != "10 [member-fenced:b]" {
+			t.Fatalf("stop %s: rebalances %+v, want the baseline and b's fence at 10 s", c.stop, a.Rebalances)
+		}
+		if math.Abs(a.UnavailableTaskS-c.want) > 1e-9 {
+			t.Errorf("stop %s: %v unavailable task-s, want %v", c.stop, a.UnavailableTaskS, c.want)
+		}
+		if a.Totals.RecordedStops != 1 {
+			t.Errorf("stop %s: %d recorded stops, want 1", c.stop, a.Totals.RecordedStops)
+		}
+	}
+}
+
+// points are the report's unavailable series as {at_s tasks} pairs.
+func points(ps []sim.Point) [][2]float64 {
+	var out [][2]float64
+	for _, p := range ps {
+		out = append(out, [2]float64{p.AtS, float64(p.Tasks)})
+	}
+	return out
 }

@@ -66,6 +66,9 @@ type Totals struct {
 	ModelledGrants    int `json:"modelled_grants,omitempty"`
 	RecordedHandOvers int `json:"recorded_hand_overs,omitempty"`
 	ModelledHandOvers int `json:"modelled_hand_overs,omitempty"`
+	// RecordedStops are the moved tasks whose previous owner stopped them
+	// when the recorded move says, not at the target.
+	RecordedStops int `json:"recorded_stops,omitempty"`
 }
 
 func (t *Totals) add(rb Rebalance) {
@@ -81,6 +84,7 @@ func (t *Totals) add(rb Rebalance) {
 	t.ModelledGrants += rb.ModelledGrants
 	t.RecordedHandOvers += rb.RecordedHandOvers
 	t.ModelledHandOvers += rb.ModelledHandOvers
+	t.RecordedStops += rb.RecordedStops
 }
 
 // Rebalance is one installed target and its abi/metrics figures, measured
@@ -100,6 +104,7 @@ type Rebalance struct {
 	ModelledGrants    int `json:"modelled_grants,omitempty"`
 	RecordedHandOvers int `json:"recorded_hand_overs,omitempty"`
 	ModelledHandOvers int `json:"modelled_hand_overs,omitempty"`
+	RecordedStops     int `json:"recorded_stops,omitempty"`
 	Members           int `json:"members"`
 	// Processes with at least one member.
 	Processes int `json:"processes"`

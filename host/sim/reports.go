@@ -4,7 +4,10 @@ import "slices"
 
 // report refreshes what the host knows (Scenario.Reports): the changelogs'
 // end offsets when the host's refresh is due, and the report of every
-// running member that reports at now.
+// running member that reports at now — when it joins and then at its
+// recorded times (reports.at) when it has them, else by the model's rules.
+// A recorded time that falls while its member is not in the group (or
+// crashed) is passed over.
 func (w *world) report(now int64) {
 	r := w.sc.Reports
 	if r == nil {
@@ -20,6 +23,15 @@ func (w *world) report(now int64) {
 	}
 	for _, m := range w.members {
 		if m.crashedMs >= 0 {
+			continue
+		}
+		if times, ok := w.sc.reportAt[m.label]; ok {
+			// Its recorded times: each reported at the first tick at or
+			// after it; before the first, it reports when it joins.
+			i, _ := slices.BinarySearch(times, now-w.sc.TickMs+1)
+			if m.reported == nil || (i < len(times) && times[i] <= now) {
+				w.takeReport(now, m)
+			}
 			continue
 		}
 		if (m.reportDueMs >= 0 && now >= m.reportDueMs) || m.reported == nil || now-m.reportAtMs >= r.TaskOffsetIntervalMs || w.hotWarmup(m) {

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/coordhost/coordhost/abi"
@@ -147,6 +148,43 @@ func TestReportsAreStale(t *testing.T) {
 	for i, w := range want {
 		if g := got(i); g != w {
 			t.Errorf("run %d: %s, want %s", i, g, w)
+		}
+	}
+}
+
+// TestRecordedReportTimes: a member with recorded report times (reports.at)
+// reports when it joins and then at those times only — not on the tick
+// after its target changed (11 s) nor on the interval — while the others
+// keep the model's rules; a time between two ticks reports at the next.
+func TestRecordedReportTimes(t *testing.T) {
+	s := &scripted{}
+	sc := restoreScenario(t, "  append_records_per_s: 10\nreports: {task_offset_interval_ms: 20000, end_offsets_refresh_ms: 30000, end_offsets_phase_ms: 12000, at: {a: [13, 17.5]}}")
+	r := sim.Run(sc, []sim.Assignor{{Name: "scripted", Assign: s.assign}})
+	if r.Assignors[0].Error != "" || len(s.offsets) < 8 {
+		t.Fatalf("error %q, %d runs", r.Assignors[0].Error, len(s.offsets))
+	}
+	want := []string{
+		"offsets map[] ends map[0:10000 1:10000 2:10000]", // 0 s
+		"offsets map[] ends map[0:10000 1:10000 2:10000]", // 5 s
+		"offsets map[] ends map[0:10000 1:10000 2:10000]", // 10 s: b left
+		// 15 s: a reported at 13 s: 3000 records of its cold active 1
+		// and of its standby 2, and task 2's end then (c runs it).
+		"offsets map[1:3000 2:3000] ends map[0:10120 1:10100 2:10130]",
+		// 20 s: a reported at 18 s (the tick after 17.5 s).
+		"offsets map[1:8000 2:8000] ends map[0:10120 1:10100 2:10180]",
+	}
+	for i, w := range want {
+		if g := fmt.Sprintf("offsets %v ends %v", s.offsets[i], s.ends[i]); g != w {
+			t.Errorf("run %d: %s, want %s", i, g, w)
+		}
+	}
+	for _, bad := range []struct{ at, want string }{
+		{`{a: [41]}`, `reports.at: "a": 41 must be in [0, duration_s]`},
+		{`{"": [1]}`, "reports.at: empty member label"},
+	} {
+		_, err := sim.Decode("bad.yaml", []byte(restoreYAML("reports: {task_offset_interval_ms: 1, end_offsets_refresh_ms: 1, at: "+bad.at+"}")), nil)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("at %s: error %v, want %q", bad.at, err, bad.want)
 		}
 	}
 }

@@ -50,6 +50,13 @@ type member struct {
 	startAt []int64
 }
 
+// prevRun is a moved task still running on its previous owner's process
+// until untilMs (a recorded stop after the target); process "": none.
+type prevRun struct {
+	process string
+	untilMs int64
+}
+
 // grant is a task's pending grant to its new owner (grant_ms).
 type grant struct {
 	member string
@@ -79,13 +86,17 @@ type world struct {
 	hostEnd     []int64          // per task (reports): the end offset the host read last
 	refreshAtMs int64            // when the host reads the end offsets next (reports)
 	recorded    []recorded       // the recorded inputs not yet due
+	prevRun     []prevRun        // per task: its previous owner runs it on (a recorded stop)
+	byPrev      []bool           // per task: running on its previous owner at this tick (account)
+	labelOf     map[string]string
+	procOf      map[string]string // member id -> label, process, of every member that joined
 	out         *AssignorReport
 	unavail     int // tasks without a caught-up active at the last tick
 }
 
 func newWorld(sc *Scenario, a Assignor) *world {
 	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1, recorded: sc.recorded,
-		rate: map[string]int64{}, carry: map[string]int64{},
+		rate: map[string]int64{}, carry: map[string]int64{}, labelOf: map[string]string{}, procOf: map[string]string{},
 		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
 	for _, s := range sc.subs {
@@ -104,6 +115,8 @@ func newWorld(sc *Scenario, a Assignor) *world {
 	w.readyAt = make([]int64, len(w.end))
 	w.running = make([]bool, len(w.end))
 	w.grants = make([]grant, len(w.end))
+	w.prevRun = make([]prevRun, len(w.end))
+	w.byPrev = make([]bool, len(w.end))
 	return w
 }
 
@@ -159,6 +172,7 @@ func (w *world) apply(s step) string {
 		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1, reportDueMs: -1}
 		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return strings.Compare(a.id, id) })
 		w.members = slices.Insert(w.members, i, m)
+		w.labelOf[m.id], w.procOf[m.id] = m.label, m.process
 		if w.local[m.process] == nil {
 			w.local[m.process] = none(len(w.end))
 		}

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,6 +89,10 @@ type Scenario struct {
 	tasks map[string]int32 // task name ("0_1") -> task index
 	// recorded are RecordedInputs in time order.
 	recorded []recorded
+	// stops are, per task, the recorded moves' stops in time order.
+	stops map[int32][]recStop
+	// reportAt are reports.at in milliseconds, per label in time order.
+	reportAt map[string][]int64
 }
 
 // InitialMember is one member's part of the starting point.
@@ -123,6 +129,11 @@ type Reports struct {
 	// end_offsets_refresh_ms after it (its timer started before the
 	// scenario); until the first, the host knows the ends as at 0 s.
 	EndOffsetsPhaseMs int64 `json:"end_offsets_phase_ms,omitempty"`
+	// At are, per member (its join label), the times its reports reached
+	// the host in a recorded run: such a member reports when it joins and
+	// then at those times (its process's state then), at no other; the
+	// members not listed report by the rules above.
+	At map[string][]float64 `json:"at,omitempty"`
 }
 
 // Subtopology is one subtopology of the group's topology.
@@ -332,6 +343,9 @@ func (sc *Scenario) validate() error {
 	if err := sc.validateSubtopologies(); err != nil {
 		return err
 	}
+	if err := sc.validateReportTimes(); err != nil {
+		return err
+	}
 	a := sc.Assignment
 	switch {
 	case a.NumStandbyReplicas < 0:
@@ -357,6 +371,32 @@ func (sc *Scenario) validate() error {
 	}
 	if len(sc.Events) > MaxEvents {
 		return fmt.Errorf("events: %d exceed the limit %d", len(sc.Events), MaxEvents)
+	}
+	return nil
+}
+
+// validateReportTimes checks reports.at (times within the scenario, at
+// most MaxEvents in all) and orders each member's times.
+func (sc *Scenario) validateReportTimes() error {
+	if sc.Reports == nil || sc.Reports.At == nil {
+		return nil
+	}
+	n := 0
+	sc.reportAt = map[string][]int64{}
+	for _, label := range slices.Sorted(maps.Keys(sc.Reports.At)) {
+		if label == "" {
+			return errors.New("reports.at: empty member label")
+		}
+		for _, at := range sc.Reports.At[label] {
+			if n++; n > MaxEvents {
+				return fmt.Errorf("reports.at: more than %d times", MaxEvents)
+			}
+			if !finite(at) || at < 0 || at > sc.DurationS {
+				return fmt.Errorf("reports.at: %q: %v must be in [0, duration_s]", label, at)
+			}
+			sc.reportAt[label] = append(sc.reportAt[label], ms(at))
+		}
+		slices.Sort(sc.reportAt[label])
 	}
 	return nil
 }

@@ -89,6 +89,7 @@ func (w *world) assign(now int64, reasons []string, probe bool, rec *recorded) e
 				} else if rec != nil {
 					rb.ModelledHandOvers++
 				}
+				w.stopMove(now, t, m, rec, &rb)
 			}
 		}
 		w.reconcile(now, m, rec, &rb)
@@ -355,23 +356,29 @@ func (w *world) caughtUp(process string, t int32) bool {
 // account adds the interval [now, now+tick) to the unavailable figures: a
 // task is unavailable while no running member has it active on caught-up
 // state (a stateless task only needs a running owner), and while its hand-
-// over to its owner (handover_ms) is not done.
+// over to its owner (handover_ms) is not done — unless its previous owner
+// still runs it (a recorded stop after the target). A member runs its
+// tasks until it crashes, or until the recorded stops (runs).
 func (w *world) account(now int64) {
 	if !w.started {
 		return
 	}
 	available := 0
 	clear(w.running)
+	clear(w.byPrev)
 	for _, m := range w.members {
-		if m.crashedMs >= 0 {
-			continue
-		}
 		l := w.local[m.process]
 		for _, t := range m.target.Active {
-			if now >= w.readyAt[t] && (!w.stateful[t] || l[t] >= w.end[t]) {
+			if now >= w.readyAt[t] && (!w.stateful[t] || l[t] >= w.end[t]) && w.runs(m, t, now) {
 				available++
 				w.running[t] = true
 			}
+		}
+	}
+	for t, p := range w.prevRun {
+		if p.process != "" && now < p.untilMs && !w.running[t] {
+			available++
+			w.byPrev[t] = true
 		}
 	}
 	n := len(w.end) - available
@@ -396,8 +403,13 @@ func (w *world) account(now int64) {
 // restored it.
 func (w *world) advance(now, grow int64) {
 	for t := range w.end {
-		if w.stateful[t] && w.running[t] {
+		if w.stateful[t] && (w.running[t] || w.byPrev[t]) {
 			w.end[t] += grow
+		}
+		if w.stateful[t] && w.byPrev[t] { // its previous owner writes it
+			if l := w.local[w.prevRun[t].process]; l != nil {
+				l[t] = w.end[t]
+			}
 		}
 	}
 	type copies struct{ active, other []int32 }
