@@ -37,7 +37,12 @@ func TestAdminUIInChromium(t *testing.T) {
 	token := rand.Text()
 	cfg, err := config.Load([]string{"--data.dir=" + t.TempDir(), "--kafka.listen=127.0.0.1:0", "--admin.listen=127.0.0.1:0",
 		"--admin.token=" + token, "--dataplane.partitions=4", "--groups.defaults.group.initial.rebalance.delay.ms=0",
-		"--groups.defaults.streams.initial.rebalance.delay.ms=0", "--groups.defaults.streams.assignment.interval.ms=0"}, nil, io.Discard)
+		"--groups.defaults.streams.initial.rebalance.delay.ms=0", "--groups.defaults.streams.assignment.interval.ms=0",
+		// An A/B set-up: half of the streams groups run ha instead of
+		// sticky, and each group runs the other one as its shadow (a
+		// shadow named as the group's own assignor is skipped).
+		"--groups.defaults.streams.assignor.candidate.name=ha", "--groups.defaults.streams.assignor.candidate.percent=50",
+		"--groups.defaults.streams.assignor.shadow=sticky,ha"}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +67,7 @@ func TestAdminUIInChromium(t *testing.T) {
 	}
 	admin := "http://" + ch.AdminAddr()
 	want := map[string]string{classic: waitGroupRow(t, admin, token, classic, 2), streams: waitGroupRow(t, admin, token, streams, 1)}
+	abRows := waitABRows(t, admin, token, streams)
 
 	b.Run(t, 30*time.Second, chromedp.Navigate(admin+"/ui"), chromedp.WaitVisible(chromedp.ID("token")))
 	if n := b.NodeCount(t, "#groups tbody tr"); n != 0 {
@@ -89,6 +95,13 @@ func TestAdminUIInChromium(t *testing.T) {
 	b.WaitText(t, 30*time.Second, "#detail-summary", "streams group", "1 member")
 	b.WaitText(t, 30*time.Second, "#members tbody", "member-1", "process-1", "active: 0_0 0_1 0_2 0_3")
 	b.WaitText(t, 30*time.Second, "#history tbody", "member-joined member-1")
+	// The A/B comparison: the group's primary and shadow side by side as
+	// /v1/ab has them, the totals per assignor and role, and the split,
+	// one group short of its 20 per arm.
+	b.WaitText(t, 30*time.Second, "#ab-group tbody", abRows...)
+	b.WaitText(t, 30*time.Second, "#ab-assignors tbody", "primary", "shadow", "sticky", "ha")
+	b.WaitText(t, 30*time.Second, "#ab-split-status", "Split: insufficient data")
+	b.WaitText(t, 30*time.Second, "#ab-split tbody", "control", "candidate")
 
 	b.Run(t, 30*time.Second, chromedp.Reload())
 	b.WaitText(t, 30*time.Second, fmt.Sprintf("#groups tr[data-group=%q]", classic), want[classic])
@@ -141,6 +154,58 @@ func waitGroupRow(t *testing.T, admin, token, group string, n int) string {
 	}
 	t.Fatalf("group %s never Stable with %d members: %s", group, n, last)
 	return ""
+}
+
+// waitABRows waits (bounded) until GET /v1/ab shows group's primary and
+// one shadow, both measured, and returns the text the page's rows of them
+// should have: assignor and version, role and arm, epoch, tasks moved (new included)
+// and cold hand-overs.
+func waitABRows(t *testing.T, admin, token, group string) []string {
+	t.Helper()
+	type result struct {
+		Assignor, Role, Version string
+		Epoch                   int32
+		Metrics                 *struct {
+			Movement struct{ Moved, New, Cold int }
+		}
+	}
+	type ab struct {
+		Groups []struct {
+			Group, Arm string
+			Primary    *result
+			Shadows    []*result
+		}
+	}
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", admin+"/v1/ab", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got ab // a fresh value each poll: no stale pointers
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		last = fmt.Sprintf("%d %v %+v", resp.StatusCode, err, got)
+		for _, g := range got.Groups {
+			if g.Group != group || g.Arm == "" || g.Primary == nil || g.Primary.Metrics == nil ||
+				len(g.Shadows) != 1 || g.Shadows[0].Metrics == nil {
+				continue
+			}
+			var rows []string
+			for _, r := range []*result{g.Primary, g.Shadows[0]} {
+				m, name := r.Metrics.Movement, r.Assignor
+				if r.Version != "" {
+					name += " " + r.Version
+				}
+				rows = append(rows, fmt.Sprintf("%s%s (%s)%d%d%d", name, r.Role, g.Arm, r.Epoch, m.Moved+m.New, m.Cold))
+			}
+			return rows
+		}
+	}
+	t.Fatalf("/v1/ab never showed %s's primary and shadow: %s", group, last)
+	return nil
 }
 
 // TestSimulateReportInChromium: the simulator's HTML report of a

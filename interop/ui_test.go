@@ -55,6 +55,11 @@ func TestInteropUI(t *testing.T) {
 	b.WaitText(t, 30*time.Second, "#detail-summary", "streams group", "2 members")
 	b.WaitText(t, 30*time.Second, "#members tbody", "app0-streams-0", "app1-streams-0", "active: ")
 	b.WaitText(t, 30*time.Second, "#history tbody", "member-joined")
+	// The A/B section: the group's own assignor as the primary, no shadow
+	// and no split configured.
+	b.WaitText(t, 30*time.Second, "#ab-group tbody", "primary")
+	b.WaitText(t, 30*time.Second, "#ab-assignors tbody", "primary")
+	b.WaitText(t, 30*time.Second, "#ab-split-status", "No group is split.")
 
 	report := filepath.Join(t.TempDir(), "simulate.html")
 	out, err := exec.Command(coordhostBinary(t), "simulate", "--scenario", "../testdata/sim/scale-out.yaml",

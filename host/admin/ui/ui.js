@@ -153,6 +153,47 @@
     sec.hidden = false;
   }
 
+  // ms formats a duration in nanoseconds.
+  const ms = (ns) => (ns / 1e6).toFixed(ns < 1e7 ? 2 : 0) + " ms";
+  const mean = (sum, n) => (n > 0 ? (sum / n).toFixed(1) : "–");
+
+  // renderAB fills the A/B section from one GET /v1/ab answer: per
+  // assignor and role the means of its measured runs, and the split's arms.
+  function renderAB(ab) {
+    $("ab-note").textContent = ab.note || "";
+    const stats = ab.assignors || [];
+    $("ab-assignors").tBodies[0].replaceChildren(...(stats.length ? stats.map((a) => {
+      const n = a.runs - a.failures - a.dropped; // measured runs
+      return row([el("td", a.assignor, "mono"), a.role, el("td", a.runs, "num"), el("td", a.failures, "num"),
+        el("td", a.dropped, "num"), el("td", mean(a.tasks_moved, n), "num"), el("td", mean(a.tasks_moved_process, n), "num"),
+        el("td", mean(a.cold_hand_overs, n), "num"), el("td", mean(a.tasks_standbys_short, n), "num"),
+        el("td", mean(a.warmups_open, n), "num"), el("td", mean(a.active_per_process_spread, n), "num"),
+        el("td", n > 0 ? ms(a.compute_ns / n) : "–", "num")]);
+    }) : [row([el("td", "No assignor has computed a target yet.")])]));
+    const split = ab.split;
+    $("ab-split-status").textContent = split ? "Split: " + split.status +
+      (split.status === "ok" ? "" : " (at least 20 measured groups per arm are needed)") : "No group is split.";
+    $("ab-split").hidden = !split;
+    $("ab-split").tBodies[0].replaceChildren(...(split ? split.arms : []).map((a) =>
+      row([a.arm, (a.assignors || []).join(", "), el("td", a.groups, "num"),
+        (a.figures || []).map((f) => f.name + " " + f.mean.toFixed(2) + " [" + f.low.toFixed(2) + ", " + f.high.toFixed(2) + "]").join("; ")])));
+  }
+
+  // renderGroupAB lists the group's latest primary and shadow results.
+  function renderGroupAB(ab, group) {
+    const g = (ab && ab.groups || []).find((x) => x.group === group);
+    const results = g ? [g.primary, ...(g.shadows || [])].filter(Boolean) : [];
+    $("ab-group").tBodies[0].replaceChildren(...results.map((r) => {
+      const m = r.metrics;
+      const v = (f) => el("td", m ? f(m) : "–", "num");
+      return row([el("td", r.assignor + (r.version ? " " + r.version : ""), "mono"), r.role + (g.arm ? " (" + g.arm + ")" : ""),
+        el("td", r.epoch, "num"), v((x) => x.movement.moved + x.movement.new), v((x) => x.movement.cold),
+        v((x) => x.standbys.tasks_short), v((x) => x.warmups.open), v((x) => x.balance.active_per_process.spread),
+        v((x) => ms(x.compute_ns)), r.error || ""]);
+    }));
+    $("ab-group").hidden = results.length === 0;
+  }
+
   async function refresh() {
     if (token === null) return;
     if (busy) { again = true; return; }
@@ -163,10 +204,13 @@
       const details = await mapLimit(groups, describeConcurrency, (g, i) =>
         i >= describeLimit && g.group !== selected ? null :
           api(groupPath(g.group)).catch((e) => { if (e instanceof AuthError) throw e; return { error: e.message }; }));
+      const ab = await api("/v1/ab");
       if (token !== asked) return; // disconnected meanwhile: show nothing
       renderGroups(groups, details);
+      renderAB(ab);
       const i = groups.findIndex((g) => g.group === selected);
       await renderDetail(i >= 0 ? details[i] : null);
+      renderGroupAB(ab, selected);
       $("updated").textContent = "updated " + new Date().toLocaleTimeString() +
         (groups.length > describeLimit ? "; epoch and members of the first " + describeLimit + " groups" : "");
       setStatus("");
@@ -200,6 +244,9 @@
     sessionStorage.removeItem(storeKey);
     clearInterval(timer);
     $("groups").tBodies[0].replaceChildren();
+    for (const id of ["ab-assignors", "ab-split", "ab-group"]) $(id).tBodies[0].replaceChildren();
+    $("ab-note").textContent = "";
+    $("ab-split-status").textContent = "";
     $("detail").hidden = true;
     $("app").hidden = true;
     $("login").hidden = false;
