@@ -24,13 +24,14 @@ func init() {
 	commands["simulate"] = func(args []string) int { return simulateCommand(args, os.Stdout, os.Stderr) }
 }
 
-const simulateUsage = `usage: coordhost simulate --scenario FILE [--seed N] --assignor A [--assignor B ...] [--json FILE] [--html FILE]
+const simulateUsage = `usage: coordhost simulate --scenario FILE [--seed N] --assignor A|--plugin A.wasm [--assignor B|--plugin B.wasm ...] [--json FILE] [--html FILE]
 
 Replays the streams group scenario in FILE (YAML or JSON; format:
 docs/AB-TESTING.md, "Simulating a group's life") against each assignor and
 compares them: rebalances, tasks moved, warm and cold hand-overs,
 task-seconds without a caught-up active, balance over time. An assignor is
-a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file.
+a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file;
+--plugin takes .wasm files only. Assignors run in the order given.
 --json and --html write the reports ("-" is standard output); without
 either, a table goes to standard output. The same scenario, seed and
 assignors give byte-identical reports.
@@ -42,6 +43,23 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// wasmFlag adds .wasm files to the list it shares with another flag.
+type wasmFlag struct{ list *listFlag }
+
+func (w wasmFlag) String() string {
+	if w.list == nil {
+		return ""
+	}
+	return w.list.String()
+}
+
+func (w wasmFlag) Set(v string) error {
+	if !strings.HasSuffix(v, ".wasm") {
+		return fmt.Errorf("%q is not a .wasm file (built-in assignors go with --assignor)", v)
+	}
+	return w.list.Set(v)
+}
+
 // simulateCommand runs `coordhost simulate` and returns the exit code: 0
 // when every assignor's replay completed, 1 when the scenario, an assignor
 // or an output fails, 2 on usage errors.
@@ -52,6 +70,7 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 	seedArg := fs.String("seed", "", "seed for the scenario's randomness (default: the file's seed)")
 	var assignors listFlag
 	fs.Var(&assignors, "assignor", "an assignor to replay: sticky, ha, builtin:NAME or FILE.wasm (repeatable)")
+	fs.Var(wasmFlag{&assignors}, "plugin", "a .wasm assignor plugin to replay (repeatable; with --assignor, in the order given)")
 	jsonOut := fs.String("json", "", "write the JSON report to this file (- for standard output)")
 	htmlOut := fs.String("html", "", "write the HTML report to this file (- for standard output)")
 	deadline := fs.Duration("deadline", 10*time.Second, "per-call deadline of a .wasm plugin")

@@ -21,7 +21,8 @@ func runSimulate(t *testing.T, args ...string) (code int, stdout, stderr string)
 
 // TestSimulateWasmMatchesNative: the ha plugin's wasm build, loaded through
 // the plugin host, gives the same figures as its native build on the
-// rolling restart, and two runs write byte-identical files.
+// rolling restart, and two runs write byte-identical files. The wasm goes
+// in with --plugin, after the --assignor, and runs in that order.
 func TestSimulateWasmMatchesNative(t *testing.T) {
 	wasm := plugintest.GoPluginPath(t, "plugins/assignor-ha/wasm")
 	dir := t.TempDir()
@@ -29,7 +30,7 @@ func TestSimulateWasmMatchesNative(t *testing.T) {
 	for i := range 2 {
 		j, h := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
 		code, out, errs := runSimulate(t, "--scenario", "../../testdata/sim/rolling-restart.yaml",
-			"--assignor", "ha", "--assignor", wasm, "--json", j, "--html", h)
+			"--assignor", "ha", "--plugin", wasm, "--json", j, "--html", h)
 		if code != 0 || out != "" {
 			t.Fatalf("run %d: exit %d\n%s%s", i, code, out, errs)
 		}
@@ -79,6 +80,8 @@ func TestSimulateTableAndErrors(t *testing.T) {
 		{[]string{"--scenario", "../../testdata/sim/leave.yaml", "--assignor", "nosuch"}, 1, "nosuch"},
 		{[]string{"--scenario", "../../testdata/sim/leave.yaml", "--assignor", "builtin:nosuch"}, 1, "no such built-in"},
 		{[]string{"--scenario", "../../testdata/sim/leave.yaml", "--assignor", "sticky", "--assignor", "builtin:sticky"}, 1, "already in the run"},
+		{[]string{"--scenario", "../../testdata/sim/leave.yaml", "--plugin", "sticky"}, 2, `"sticky" is not a .wasm file`},
+		{[]string{"--scenario", "../../testdata/sim/leave.yaml", "--plugin", "missing.wasm"}, 1, "missing.wasm"},
 	} {
 		code, out, errs := runSimulate(t, c.args...)
 		if code != c.code || !strings.Contains(errs, c.want) {
