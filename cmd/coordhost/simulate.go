@@ -188,15 +188,19 @@ func simAssignor(ctx context.Context, arg string, cfg plugin.Config) (*openSim, 
 func printSimulation(w io.Writer, r *sim.Report) {
 	fmt.Fprintf(w, "scenario %q, seed %d, %v s, %d tasks\n\n", r.Scenario, r.Seed, r.DurationS, r.Tasks)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ASSIGNOR\tREBALANCES\tMOVED\tWARM\tCOLD\tUNAVAILABLE TASK-S\tMAX UNAVAILABLE\tMAX SPREAD")
+	fmt.Fprintln(tw, "ASSIGNOR\tREBALANCES\tPROBES\tMOVED\tWARM\tCOLD\tUNAVAILABLE TASK-S\tMAX UNAVAILABLE\tMAX SPREAD\tRESTORED\tSETTLE S")
 	for _, a := range r.Assignors {
 		t := a.Totals
 		name := a.Name
 		if a.Error != "" {
 			name += " (stopped: " + a.Error + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%v\t%d\t%d\n", name, t.Rebalances, t.TasksMoved, t.Warm, t.Cold,
-			a.UnavailableTaskS, t.MaxUnavailable, t.MaxActiveSpread)
+		settle := "-" // not settled at the end
+		if t.SettleS >= 0 {
+			settle = fmt.Sprint(t.SettleS)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t%d\t%d\t%s\n", name, t.Rebalances, t.ProbingRounds, t.TasksMoved, t.Warm, t.Cold,
+			a.UnavailableTaskS, t.MaxUnavailable, t.MaxActiveSpread, t.RecordsRestored, settle)
 	}
 	tw.Flush()
 }

@@ -69,16 +69,16 @@ svg text{font-size:11px;font-family:sans-serif}
 }
 
 func (r *Report) totalsTable(b *strings.Builder) {
-	b.WriteString("<h2>Totals after the baseline</h2>\n<table>\n<tr><th>assignor</th><th>version</th><th>rebalances</th><th>probes unchanged</th><th>tasks moved</th><th>warm hand-overs</th><th>cold hand-overs</th><th>unavailable task-s</th><th>most unavailable at once</th><th>max active spread</th></tr>\n")
+	b.WriteString("<h2>Totals after the baseline</h2>\n<table>\n<tr><th>assignor</th><th>version</th><th>rebalances</th><th>probing rounds (unchanged)</th><th>tasks moved</th><th>warm hand-overs</th><th>cold hand-overs</th><th>unavailable task-s</th><th>most unavailable at once</th><th>max active spread</th><th>records restored</th><th>settled, s after the last event</th></tr>\n")
 	for i, a := range r.Assignors {
 		t := a.Totals
 		name := html.EscapeString(a.Name)
 		if a.Error != "" {
 			name += " (stopped)"
 		}
-		fmt.Fprintf(b, "<tr><td><span class=\"key\" style=\"background:%s\"></span>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%d</td><td>%d</td></tr>\n",
-			palette[i%len(palette)], name, html.EscapeString(a.Version), t.Rebalances, t.ProbesUnchanged, t.TasksMoved,
-			t.Warm, t.Cold, num(a.UnavailableTaskS), t.MaxUnavailable, t.MaxActiveSpread)
+		fmt.Fprintf(b, "<tr><td><span class=\"key\" style=\"background:%s\"></span>%s</td><td>%s</td><td>%d</td><td>%d (%d)</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>\n",
+			palette[i%len(palette)], name, html.EscapeString(a.Version), t.Rebalances, t.ProbingRounds, t.ProbesUnchanged, t.TasksMoved,
+			t.Warm, t.Cold, num(a.UnavailableTaskS), t.MaxUnavailable, t.MaxActiveSpread, t.RecordsRestored, settle(t))
 	}
 	b.WriteString("</table>\n")
 }
@@ -128,4 +128,13 @@ func num(f float64) string {
 	s := strconv.FormatFloat(f, 'f', 2, 64)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s
+}
+
+// settle is Totals.SettleS for a table: "not settled" when the group was
+// not settled at the end.
+func settle(t Totals) string {
+	if t.SettleS < 0 {
+		return "not settled"
+	}
+	return num(t.SettleS)
 }

@@ -58,6 +58,22 @@ type Totals struct {
 	// MaxActiveSpread is the largest active_per_process spread of a
 	// target after the baseline.
 	MaxActiveSpread int `json:"max_active_per_process_spread"`
+	// ProbingRounds counts the probing runs after the baseline, whether
+	// their target was installed or not (ProbesUnchanged).
+	ProbingRounds int `json:"probing_rounds"`
+	// RecordsRestored sums the changelog records every copy (active,
+	// standby, warm-up) restored after the baseline; BytesRestored is it
+	// times state.record_bytes, when the scenario gives that.
+	RecordsRestored int64 `json:"records_restored"`
+	BytesRestored   int64 `json:"bytes_restored,omitempty"`
+	// SettledAtS is when the group last became settled — every task
+	// running on a caught-up active, no grant pending, no warm-up open,
+	// no crashed member, and active tasks per member at most one apart —
+	// if it still was at the end; -1 otherwise. SettleS is the time from
+	// the scenario's last event to then (0 when no event unsettled it);
+	// -1 when it did not settle.
+	SettledAtS float64 `json:"settled_at_s"`
+	SettleS    float64 `json:"settle_s"`
 	// Recorded inputs' moves: the grants and hand-overs of tasks moved
 	// at targets computed on a recorded input that took the recorded
 	// delay, and those that took the model's (no recorded delay for the

@@ -91,7 +91,8 @@ type world struct {
 	labelOf     map[string]string
 	procOf      map[string]string // member id -> label, process, of every member that joined
 	out         *AssignorReport
-	unavail     int // tasks without a caught-up active at the last tick
+	unavail     int  // tasks without a caught-up active at the last tick
+	settled     bool // the group was settled at the last tick (account)
 }
 
 func newWorld(sc *Scenario, a Assignor) *world {
@@ -105,6 +106,9 @@ func newWorld(sc *Scenario, a Assignor) *world {
 			var e int64
 			if s.Stateful {
 				e = sc.State.ChangelogRecords
+				if own, ok := sc.changelogOf[s.ID]; ok {
+					e = own
+				}
 				if sc.State.ChangelogJitter > 0 {
 					e += rng.Int64N(sc.State.ChangelogJitter + 1)
 				}
@@ -162,6 +166,16 @@ func (w *world) run() AssignorReport {
 		w.advance(now, grow)
 	}
 	w.out.UnavailableTaskS = float64(w.out.unavailableMs) / 1000
+	t := &w.out.Totals
+	t.SettleS = -1
+	if !w.settled {
+		t.SettledAtS = -1
+	} else if w.out.Error == "" {
+		t.SettleS = max(t.SettledAtS-seconds(w.sc.lastEventMs()), 0)
+	}
+	if b := w.sc.State.RecordBytes; b > 0 {
+		t.BytesRestored = satMul(t.RecordsRestored, b)
+	}
 	return *w.out
 }
 

@@ -34,6 +34,8 @@ const (
 	MaxMembers = 1_000     // members alive at once
 	maxSeconds = 30 * 24 * 3600
 	maxRecords = 1 << 50
+	// maxRecordBytes bounds state.record_bytes.
+	maxRecordBytes = 1 << 30
 	// maxMemberID bounds a given member id (Kafka's own are 22 characters).
 	maxMemberID = 255
 )
@@ -86,7 +88,9 @@ type Scenario struct {
 	// Derived by Decode.
 	steps []step
 	subs  []abi.Subtopology
-	tasks map[string]int32 // task name ("0_1") -> task index
+	// changelogOf holds the subtopologies' own changelog_records.
+	changelogOf map[string]int64
+	tasks       map[string]int32 // task name ("0_1") -> task index
 	// recorded are RecordedInputs in time order.
 	recorded []recorded
 	// stops are, per task, the recorded moves' stops in time order.
@@ -141,6 +145,9 @@ type Subtopology struct {
 	ID         string `json:"id"`
 	Partitions int32  `json:"partitions"`
 	Stateful   bool   `json:"stateful"`
+	// ChangelogRecords, when set, replaces state.changelog_records for
+	// this subtopology's tasks (state sizes that differ by subtopology).
+	ChangelogRecords *int64 `json:"changelog_records,omitempty"`
 }
 
 // AssignmentConfigs are the group's assignment configs, handed to every
@@ -171,6 +178,9 @@ type StateModel struct {
 	// copies it restores, actives first: while one of its actives
 	// restores, its standbys and warm-ups wait.
 	SharedRestore bool `json:"shared_restore,omitempty"`
+	// RecordBytes, when set, is the average size of a changelog record:
+	// the report then gives the bytes restored beside the records.
+	RecordBytes int64 `json:"record_bytes,omitempty"`
 }
 
 // Event is one line of the scenario's events: exactly one of Join, Leave,
@@ -365,6 +375,8 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("state.changelog_jitter: %d must be in [0, 2^50]", st.ChangelogJitter)
 	case st.AppendPerS < 0 || st.AppendPerS > maxRecords/maxSeconds:
 		return fmt.Errorf("state.append_records_per_s: %d must be in [0, %d]", st.AppendPerS, maxRecords/maxSeconds)
+	case st.RecordBytes < 0 || st.RecordBytes > maxRecordBytes:
+		return fmt.Errorf("state.record_bytes: %d must be in [0, %d]", st.RecordBytes, maxRecordBytes)
 	}
 	if err := sc.validateRestore("state.restore_records_per_s", st.RestorePerS); err != nil {
 		return err
@@ -427,6 +439,16 @@ func (sc *Scenario) validateSubtopologies() error {
 			return fmt.Errorf("subtopologies[%d]: id %q appears twice", i, s.ID)
 		case s.Partitions <= 0:
 			return fmt.Errorf("subtopologies[%d] (%q): partitions %d must be > 0", i, s.ID, s.Partitions)
+		case s.ChangelogRecords != nil && (*s.ChangelogRecords < 0 || *s.ChangelogRecords > maxRecords):
+			return fmt.Errorf("subtopologies[%d] (%q): changelog_records %d must be in [0, 2^50]", i, s.ID, *s.ChangelogRecords)
+		case s.ChangelogRecords != nil && !s.Stateful:
+			return fmt.Errorf("subtopologies[%d] (%q): changelog_records on a stateless subtopology", i, s.ID)
+		}
+		if s.ChangelogRecords != nil {
+			if sc.changelogOf == nil {
+				sc.changelogOf = map[string]int64{}
+			}
+			sc.changelogOf[s.ID] = *s.ChangelogRecords
 		}
 		seen[s.ID] = true
 		if total += int64(s.Partitions); total > abi.MaxTasks {
@@ -652,4 +674,14 @@ func memberID(rng *rand.Rand) string {
 		b[i] = alphabet[rng.IntN(len(alphabet))]
 	}
 	return string(b[:])
+}
+
+// lastEventMs is the time of the scenario's last event (its steps, after
+// expanding restarts); 0 without events.
+func (sc *Scenario) lastEventMs() int64 {
+	var last int64
+	for _, s := range sc.steps {
+		last = max(last, s.atMs)
+	}
+	return last
 }

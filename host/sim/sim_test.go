@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,53 +65,58 @@ func TestLeaveHandChecked(t *testing.T) {
 		moved, warm, cold int
 		unavailableS      float64
 		points            []sim.Point
+		// records restored (the copies' restores, not the actives'
+		// own writes); when the group settled and how long after the
+		// last event
+		restored          int64
+		settledAt, settle float64
 	}{
 		// b's two tasks restore 10000 records at 1000/s on a: 10 s each.
-		{name: "cold", moved: 2, cold: 2, unavailableS: 20,
+		{name: "cold", moved: 2, cold: 2, unavailableS: 20, restored: 20000, settledAt: 20, settle: 10,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 20, Tasks: 0}}},
 		// Half the rate: 20 s each.
 		{name: "slower restore", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 500"},
-			moved: 2, cold: 2, unavailableS: 40,
+			moved: 2, cold: 2, unavailableS: 40, restored: 20000, settledAt: 30, settle: 20,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 30, Tasks: 0}}},
 		// The changelog grows 100 records/s while its task runs, so it
 		// holds 11000 records at 10 s; nobody writes it while b's tasks
 		// wait, so they are restored after 11 s.
 		{name: "growing changelog", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 1000\n  append_records_per_s: 100"},
-			moved: 2, cold: 2, unavailableS: 22,
+			moved: 2, cold: 2, unavailableS: 22, restored: 22000, settledAt: 21, settle: 11,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 21, Tasks: 0}}},
 		// One standby per task: a holds caught-up standbys of b's tasks,
 		// so both hand-overs are warm and nothing waits.
 		{name: "standby", replace: []string{"num_standby_replicas: 0", "num_standby_replicas: 1"},
-			moved: 2, warm: 2, unavailableS: 0, points: []sim.Point{{AtS: 0, Tasks: 0}}},
+			moved: 2, warm: 2, unavailableS: 0, restored: 0, settledAt: 0, settle: 0, points: []sim.Point{{AtS: 0, Tasks: 0}}},
 		// A hand-over of 2 s: a runs b's tasks from 12 s and restores
 		// them from then on, 10 s each.
 		{name: "handover", replace: []string{"tick_ms: 1000", "tick_ms: 1000\nhandover_ms: 2000"},
-			moved: 2, cold: 2, unavailableS: 24,
+			moved: 2, cold: 2, unavailableS: 24, restored: 20000, settledAt: 22, settle: 12,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 22, Tasks: 0}}},
 		// With caught-up standbys only the hand-over itself waits.
 		{name: "handover standby", replace: []string{"num_standby_replicas: 0", "num_standby_replicas: 1", "tick_ms: 1000", "tick_ms: 1000\nhandover_ms: 2000"},
-			moved: 2, warm: 2, unavailableS: 4,
+			moved: 2, warm: 2, unavailableS: 4, restored: 0, settledAt: 12, settle: 2,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 12, Tasks: 0}}},
 		// One restore link for a's process: b's two tasks share its 1000
 		// records/s, so both are restored at 30 s.
 		{name: "shared restore", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 1000\n  shared_restore: true"},
-			moved: 2, cold: 2, unavailableS: 40,
+			moved: 2, cold: 2, unavailableS: 40, restored: 20000, settledAt: 30, settle: 20,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 30, Tasks: 0}}},
 		// a's join gives its process a link of 4000 records/s: 2000 each,
 		// 5 s.
 		{name: "shared restore, process rate", replace: []string{"restore_records_per_s: 1000", "restore_records_per_s: 1000\n  shared_restore: true",
 			"{at_s: 0, join: a}", "{at_s: 0, join: a, restore_records_per_s: 4000}"},
-			moved: 2, cold: 2, unavailableS: 10,
+			moved: 2, cold: 2, unavailableS: 10, restored: 20000, settledAt: 15, settle: 5,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 15, Tasks: 0}}},
 		// The same rate for each copy without the shared link: 2.5 s each,
 		// done within the third tick.
 		{name: "process rate", replace: []string{"{at_s: 0, join: a}", "{at_s: 0, join: a, restore_records_per_s: 4000}"},
-			moved: 2, cold: 2, unavailableS: 6,
+			moved: 2, cold: 2, unavailableS: 6, restored: 20000, settledAt: 13, settle: 3,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 13, Tasks: 0}}},
 		// A crash instead of a leave: b's tasks wait from 10 s through the
 		// 5 s session timeout and then the 10 s restore.
 		{name: "crash", replace: []string{"leave: b", "crash: b", "tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5"},
-			moved: 2, cold: 2, unavailableS: 30,
+			moved: 2, cold: 2, unavailableS: 30, restored: 20000, settledAt: 25, settle: 15,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 25, Tasks: 0}}},
 	}
 	for _, c := range cases {
@@ -123,6 +129,10 @@ func TestLeaveHandChecked(t *testing.T) {
 					t.Errorf("%s: error %q, totals %+v, unavailable %v task-s; want 1 rebalance, %d moved, %d warm, %d cold, %v task-s",
 						a.Name, a.Error, tot, a.UnavailableTaskS, c.moved, c.warm, c.cold, c.unavailableS)
 				}
+				if tot.RecordsRestored != c.restored || tot.BytesRestored != 0 || tot.SettledAtS != c.settledAt || tot.SettleS != c.settle || tot.ProbingRounds != 0 {
+					t.Errorf("%s: restored %d (%d bytes), settled at %v s, %v s after the last event, %d probes; want %d, at %v s, %v s after, none",
+						a.Name, tot.RecordsRestored, tot.BytesRestored, tot.SettledAtS, tot.SettleS, tot.ProbingRounds, c.restored, c.settledAt, c.settle)
+				}
 				if got := a.Unavailable; !equalPoints(got, c.points) {
 					t.Errorf("%s: unavailable over time %v, want %v", a.Name, got, c.points)
 				}
@@ -132,6 +142,44 @@ func TestLeaveHandChecked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStateSizesHandChecked: a subtopology's own changelog size replaces
+// the scenario's, and record_bytes turns records restored into bytes.
+func TestStateSizesHandChecked(t *testing.T) {
+	// b's two tasks hold 5000 records each: restored at 1000/s in 5 s.
+	own := sim.Run(leaveScenario(t, `{id: "0", partitions: 4, stateful: true}`, `{id: "0", partitions: 4, stateful: true, changelog_records: 5000}`,
+		"changelog_records: 10000", "changelog_records: 10000\n  record_bytes: 250"), builtins)
+	for _, a := range own.Assignors {
+		tot := a.Totals
+		if a.Error != "" || a.UnavailableTaskS != 10 || tot.RecordsRestored != 10000 || tot.BytesRestored != 2_500_000 ||
+			tot.SettledAtS != 15 || tot.SettleS != 5 {
+			t.Errorf("%s: error %q, %v task-s, totals %+v; want 10 task-s, 10000 records (2,500,000 bytes), settled at 15 s, 5 s after the leave",
+				a.Name, a.Error, a.UnavailableTaskS, tot)
+		}
+	}
+}
+
+// TestProbingRoundsCounted: on the scale-out, HA's probing runs are
+// counted whether or not they installed a target; sticky opens no
+// warm-up and never probes.
+func TestProbingRoundsCounted(t *testing.T) {
+	r := sim.Run(decode(t, "scale-out.yaml", readScenario(t, "scale-out.yaml")), builtins)
+	for _, a := range r.Assignors {
+		probes := 0
+		for _, rb := range a.Rebalances {
+			if slices.Contains(rb.Reasons, "probe") {
+				probes++
+			}
+		}
+		tot := a.Totals
+		if tot.ProbingRounds != probes+tot.ProbesUnchanged {
+			t.Errorf("%s: %d probing rounds, want %d installed + %d unchanged", a.Name, tot.ProbingRounds, probes, tot.ProbesUnchanged)
+		}
+		if strings.Contains(a.Name, "sticky") != (tot.ProbingRounds == 0) {
+			t.Errorf("%s: %d probing rounds", a.Name, tot.ProbingRounds)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,8 @@ func (w *world) assign(now int64, reasons []string, probe bool, rec *recorded) e
 	}
 	if !probe {
 		w.epoch++
+	} else if w.started {
+		w.out.Totals.ProbingRounds++
 	}
 	req := w.request(rec)
 	var resp *abi.AssignResponse
@@ -385,10 +388,34 @@ func (w *world) account(now int64) {
 	dt := min(w.sc.TickMs, w.sc.durationMs()-now)
 	w.out.unavailableMs += int64(n) * dt
 	w.out.Totals.MaxUnavailable = max(w.out.Totals.MaxUnavailable, n)
+	if settled := n == 0 && w.granting == 0 && w.balancedNoWarmups(); settled != w.settled {
+		w.settled = settled
+		if settled {
+			w.out.Totals.SettledAtS = seconds(now)
+		}
+	}
 	if n != w.unavail {
 		w.out.Unavailable = append(w.out.Unavailable, Point{AtS: seconds(now), Tasks: n})
 		w.unavail = n
 	}
+}
+
+// balancedNoWarmups says whether the installed target opens no warm-up
+// and spreads the active tasks over the running members evenly (at most
+// one apart), with no member crashed.
+func (w *world) balancedNoWarmups() bool {
+	lo, hi := -1, -1
+	for _, m := range w.members {
+		if m.crashedMs >= 0 || len(m.target.Warmup) > 0 {
+			return false
+		}
+		n := len(m.target.Active)
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	return hi-lo <= 1
 }
 
 // advance moves time on by one tick from now: the changelog of every task
@@ -452,7 +479,9 @@ func (w *world) advance(now, grow int64) {
 		}
 		if !w.sc.State.SharedRestore {
 			for _, t := range append(c.active, c.other...) {
-				l[t] = min(max(l[t], 0)+rate*tick/1000, w.end[t])
+				from := max(l[t], 0)
+				l[t] = min(from+rate*tick/1000, w.end[t])
+				w.restored(l[t] - from)
 			}
 			continue
 		}
@@ -483,7 +512,29 @@ func (w *world) share(l []int64, set []int32, budget int64) {
 		got := min(need(t), budget/int64(len(set)-i))
 		l[t] = max(l[t], 0) + got
 		budget -= got
+		w.restored(got)
 	}
+}
+
+// restored adds n records restored to the totals, saturating.
+func (w *world) restored(n int64) {
+	if n > 0 {
+		w.out.Totals.RecordsRestored = satAdd(w.out.Totals.RecordsRestored, n)
+	}
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	if b != 0 && a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 func seconds(ms int64) float64 { return float64(ms) / 1000 }
