@@ -36,6 +36,7 @@ func Run(sc *Scenario, assignors []Assignor) *Report {
 type member struct {
 	label, id, process, rack string
 	crashedMs                int64 // when it crashed (the event's time); -1: running
+	classic                  bool  // on the classic protocol, bridged (classic_rejoin_ms)
 	target                   abi.MemberAssignment
 	owned                    []int32 // the active tasks it owns: the assignor's input (grant_ms)
 	// What it last reported (reports): per task the offset of its
@@ -91,13 +92,17 @@ type world struct {
 	labelOf     map[string]string
 	procOf      map[string]string // member id -> label, process, of every member that joined
 	out         *AssignorReport
-	unavail     int  // tasks without a caught-up active at the last tick
-	settled     bool // the group was settled at the last tick (account)
+	unavail     int             // tasks without a caught-up active at the last tick
+	settled     bool            // the group was settled at the last tick (account)
+	classicOf   map[string]bool // label -> its last join was on the classic protocol
+	classicID   map[string]bool // member id -> on the classic protocol
+	streamsMode bool            // the group is a streams group (converted from classic while it has a streams member)
 }
 
 func newWorld(sc *Scenario, a Assignor) *world {
 	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1, recorded: sc.recorded,
 		rate: map[string]int64{}, carry: map[string]int64{}, labelOf: map[string]string{}, procOf: map[string]string{},
+		classicOf: map[string]bool{}, classicID: map[string]bool{},
 		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
 	for _, s := range sc.subs {
@@ -139,6 +144,9 @@ func (w *world) run() AssignorReport {
 				reasons = append(reasons, r)
 			}
 			steps = steps[1:]
+		}
+		if r := w.convert(); r != "" {
+			reasons = append(reasons, r)
 		}
 		w.report(now)
 		// With recorded inputs, the targets are computed where the real
@@ -183,7 +191,9 @@ func (w *world) run() AssignorReport {
 func (w *world) apply(s step) string {
 	switch s.kind {
 	case stepJoin:
-		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1, reportDueMs: -1}
+		classic := s.protocol == "classic" || (s.protocol == "" && w.classicOf[s.label])
+		w.classicOf[s.label], w.classicID[s.id] = classic, classic
+		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1, reportDueMs: -1, classic: classic}
 		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return strings.Compare(a.id, id) })
 		w.members = slices.Insert(w.members, i, m)
 		w.labelOf[m.id], w.procOf[m.id] = m.label, m.process
@@ -208,6 +218,43 @@ func (w *world) apply(s step) string {
 		}
 	}
 	return ""
+}
+
+// convert applies the online migration between the protocols as core
+// does: a group whose members are all classic is a classic group; the
+// first streams member converts it to a streams group, and it converts
+// back when its last streams member is gone while classic members stay.
+// It returns the reason it gives for a rebalance, if it converted.
+func (w *world) convert() string {
+	streams, classic := false, false
+	for _, m := range w.members {
+		if m.classic {
+			classic = true
+		} else {
+			streams = true
+		}
+	}
+	switch {
+	case streams && !w.streamsMode:
+		w.streamsMode = true
+		if classic {
+			return "group-converted:streams"
+		}
+	case !streams && classic && w.streamsMode:
+		w.streamsMode = false
+		return "group-converted:classic"
+	}
+	return ""
+}
+
+// classicDelay is classic_rejoin_ms when task t's new owner m or its
+// previous owner is on the classic protocol: a bridged classic member
+// takes a changed assignment only after it rejoined.
+func (w *world) classicDelay(m *member, t int32) int64 {
+	if prev, ok := w.owner[t]; m.classic || (ok && w.classicID[prev]) {
+		return w.sc.classicRejoinMs()
+	}
+	return 0
 }
 
 // fence removes the crashed members whose session timed out.

@@ -68,6 +68,14 @@ type Scenario struct {
 	// GrantFirstMs, when set, replaces GrantMs for a member that owns no
 	// task yet (a process just started answers its heartbeats later).
 	GrantFirstMs *int64 `json:"grant_first_ms,omitempty"`
+	// ClassicRejoinMs is how much later a member on the classic protocol
+	// (a join's protocol: classic) takes a changed assignment than a
+	// streams member: coordhost tells it in a heartbeat response
+	// (REBALANCE_IN_PROGRESS) and it rejoins (JoinGroup, SyncGroup). It is
+	// added to a task's grant and hand-over when the task's new or
+	// previous owner is such a member. Default 3000 (the consumer's
+	// heartbeat.interval.ms).
+	ClassicRejoinMs *int64 `json:"classic_rejoin_ms,omitempty"`
 
 	// Initial, when set, is the first target (the starting point): each
 	// listed member's active and standby tasks and the state its process
@@ -200,8 +208,14 @@ type Event struct {
 	// RestorePerS, on a join, is the restore rate of the member's
 	// process from then on (state.restore_records_per_s by default).
 	RestorePerS *int64 `json:"restore_records_per_s,omitempty"`
-	Leave       string `json:"leave,omitempty"`
-	Crash       string `json:"crash,omitempty"`
+	// Protocol, on a join or a restart, is the rebalance protocol the
+	// member (re)joins with: "streams" (the default) or "classic" (its
+	// group is bridged as coordhost bridges classic members, with
+	// classic_rejoin_ms). A restart with another protocol is a step of a
+	// migration roll.
+	Protocol string `json:"protocol,omitempty"`
+	Leave    string `json:"leave,omitempty"`
+	Crash    string `json:"crash,omitempty"`
 	// Restart: a rolling restart of these members, one every EveryS
 	// seconds; each leaves, and rejoins DownS seconds later on the same
 	// process with its state on disk.
@@ -236,6 +250,9 @@ type step struct {
 	process string
 	rack    string
 	n       int64 // an append's rate; a join's process's restore rate (0: the default)
+	// protocol of a join: "classic", "streams", or "" (the label's
+	// protocol when it joined before, else streams)
+	protocol string
 }
 
 // Decode parses a scenario (JSON, or YAML when it does not start with
@@ -343,6 +360,8 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("grant_ms: %d must be in [0, %d]", sc.GrantMs, maxSeconds*1000)
 	case sc.GrantFirstMs != nil && (*sc.GrantFirstMs < 0 || *sc.GrantFirstMs > maxSeconds*1000):
 		return fmt.Errorf("grant_first_ms: %d must be in [0, %d]", *sc.GrantFirstMs, maxSeconds*1000)
+	case sc.ClassicRejoinMs != nil && (*sc.ClassicRejoinMs < 0 || *sc.ClassicRejoinMs > maxSeconds*1000):
+		return fmt.Errorf("classic_rejoin_ms: %d must be in [0, %d]", *sc.ClassicRejoinMs, maxSeconds*1000)
 	case sc.Reports != nil && (sc.Reports.TaskOffsetIntervalMs <= 0 || sc.Reports.TaskOffsetIntervalMs > maxSeconds*1000):
 		return fmt.Errorf("reports.task_offset_interval_ms: %d must be in (0, %d]", sc.Reports.TaskOffsetIntervalMs, maxSeconds*1000)
 	case sc.Reports != nil && (sc.Reports.EndOffsetsRefreshMs <= 0 || sc.Reports.EndOffsetsRefreshMs > maxSeconds*1000):
@@ -614,13 +633,20 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 		return errors.New("down_s and every_s belong to a restart")
 	}
 	switch {
+	case e.Protocol != "" && e.Join == "" && e.Restart == nil:
+		return errors.New("protocol belongs to a join or a restart")
+	case e.Protocol != "" && e.Protocol != "streams" && e.Protocol != "classic":
+		return fmt.Errorf("protocol: %q, want streams or classic", e.Protocol)
+	}
+
+	switch {
 	case e.Join != "":
 		p := e.Process
 		if p == "" {
 			p = e.Join
 		}
 		procs[e.Join], racks[e.Join] = p, e.Rack
-		j := step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack, id: e.MemberID}
+		j := step{atMs: at, kind: stepJoin, label: e.Join, process: p, rack: e.Rack, id: e.MemberID, protocol: e.Protocol}
 		if e.RestorePerS != nil {
 			j.n = *e.RestorePerS
 		}
@@ -660,7 +686,7 @@ func (sc *Scenario) expandRestart(e Event, at int64, procs, racks map[string]str
 		}
 		leave := at + int64(i)*ms(e.EveryS)
 		add(step{atMs: leave, kind: stepLeave, label: label})
-		add(step{atMs: leave + ms(e.DownS), kind: stepJoin, label: label, process: p, rack: racks[label]})
+		add(step{atMs: leave + ms(e.DownS), kind: stepJoin, label: label, process: p, rack: racks[label], protocol: e.Protocol})
 	}
 	return nil
 }
@@ -674,6 +700,14 @@ func memberID(rng *rand.Rand) string {
 		b[i] = alphabet[rng.IntN(len(alphabet))]
 	}
 	return string(b[:])
+}
+
+// classicRejoinMs is classic_rejoin_ms or its default.
+func (sc *Scenario) classicRejoinMs() int64 {
+	if sc.ClassicRejoinMs != nil {
+		return *sc.ClassicRejoinMs
+	}
+	return 3000
 }
 
 // lastEventMs is the time of the scenario's last event (its steps, after

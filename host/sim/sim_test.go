@@ -161,6 +161,44 @@ func TestStateSizesHandChecked(t *testing.T) {
 	}
 }
 
+// TestClassicMembersHandChecked: members on the classic protocol take
+// b's tasks classic_rejoin_ms later (they rejoin first); a restart with
+// the streams protocol converts the group, one back to classic converts
+// it back, each conversion a reason of the target it causes.
+func TestClassicMembersHandChecked(t *testing.T) {
+	classic := sim.Run(leaveScenario(t, "{at_s: 0, join: a}", "{at_s: 0, join: a, protocol: classic}",
+		"{at_s: 0, join: b}", "{at_s: 0, join: b, protocol: classic}", "tick_ms: 1000", "tick_ms: 1000\nclassic_rejoin_ms: 2000"), builtins)
+	for _, a := range classic.Assignors {
+		// a runs b's tasks from 12 s and restores them in 10 s.
+		if a.Error != "" || a.UnavailableTaskS != 24 || a.Totals.SettledAtS != 22 || !equalPoints(a.Unavailable,
+			[]sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 22, Tasks: 0}}) {
+			t.Errorf("%s: error %q, %v task-s, %v, totals %+v; want 24 task-s, available again at 22 s", a.Name, a.Error,
+				a.UnavailableTaskS, a.Unavailable, a.Totals)
+		}
+		for _, rb := range a.Rebalances {
+			for _, r := range rb.Reasons {
+				if strings.HasPrefix(r, "group-converted") {
+					t.Errorf("%s: a classic group converted: %v", a.Name, rb.Reasons)
+				}
+			}
+		}
+	}
+	roll := sim.Run(leaveScenario(t, "{at_s: 0, join: a}", "{at_s: 0, join: a, protocol: classic}",
+		"{at_s: 0, join: b}", "{at_s: 0, join: b, protocol: classic}", "{at_s: 10, leave: b}",
+		"{at_s: 10, restart: [b], protocol: streams}\n  - {at_s: 20, restart: [b], protocol: classic}\n  - {at_s: 30, restart: [a]}"), builtins)
+	for _, a := range roll.Assignors {
+		var got []string
+		for _, rb := range a.Rebalances[1:] {
+			got = append(got, strings.Join(rb.Reasons, " "))
+		}
+		want := []string{"member-left:b member-joined:b group-converted:streams", "member-left:b member-joined:b group-converted:classic",
+			"member-left:a member-joined:a"}
+		if a.Error != "" || !slices.Equal(got, want) {
+			t.Errorf("%s: error %q, reasons %q, want %q", a.Name, a.Error, got, want)
+		}
+	}
+}
+
 // TestProbingRoundsCounted: on the scale-out, HA's probing runs are
 // counted whether or not they installed a target; sticky opens no
 // warm-up and never probes.

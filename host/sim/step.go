@@ -73,6 +73,9 @@ func (w *world) assign(now int64, reasons []string, probe bool, rec *recorded) e
 			for _, t := range set {
 				if w.started && !m.holds(t) {
 					m.startAt[t] = now + handOver
+					if m.classic {
+						m.startAt[t] += w.sc.classicRejoinMs()
+					}
 				}
 			}
 		}
@@ -85,7 +88,7 @@ func (w *world) assign(now int64, reasons []string, probe bool, rec *recorded) e
 				rb.TasksMoved++
 			}
 			if w.owner[t] != m.id {
-				w.readyAt[t] = now + handOver
+				w.readyAt[t] = now + handOver + w.classicDelay(m, t)
 				if mv, ok := rec.moveOf(t, m.label); ok && mv.readyAt >= 0 {
 					w.readyAt[t] = max(mv.readyAt, now)
 					rb.RecordedHandOvers++
@@ -144,7 +147,7 @@ func (w *world) reconcile(now int64, m *member, rec *recorded, rb *Rebalance) {
 		if w.grants[t].member == m.id { // still on its way to m: the new target changes nothing
 			continue
 		}
-		at := now + grantMs
+		at := now + grantMs + w.classicDelay(m, t)
 		if mv, ok := rec.moveOf(t, m.label); ok && mv.grantAt >= 0 {
 			at = mv.grantAt
 			rb.RecordedGrants++
