@@ -68,7 +68,8 @@ type Totals struct {
 	BytesRestored   int64 `json:"bytes_restored,omitempty"`
 	// SettledAtS is when the group last became settled — every task
 	// running on a caught-up active, no grant pending, no warm-up open,
-	// no crashed member, and active tasks per member at most one apart —
+	// no crashed member, and the processes' active tasks per member at
+	// most one apart —
 	// if it still was at the end; -1 otherwise. SettleS is the time from
 	// the scenario's last event to then (0 when no event unsettled it);
 	// -1 when it did not settle.

@@ -403,22 +403,33 @@ func (w *world) account(now int64) {
 	}
 }
 
-// balancedNoWarmups says whether the installed target opens no warm-up
-// and spreads the active tasks over the running members evenly (at most
-// one apart), with no member crashed.
+// balancedNoWarmups says whether the installed target opens no warm-up,
+// no member is crashed, and the processes' active tasks per member (a
+// process's active tasks over its members: its share by thread count)
+// differ by at most one.
 func (w *world) balancedNoWarmups() bool {
-	lo, hi := -1, -1
+	type load struct{ active, members int }
+	var order []string
+	byProc := map[string]*load{}
 	for _, m := range w.members {
 		if m.crashedMs >= 0 || len(m.target.Warmup) > 0 {
 			return false
 		}
-		n := len(m.target.Active)
-		if lo < 0 || n < lo {
-			lo = n
+		l := byProc[m.process]
+		if l == nil {
+			l = &load{}
+			byProc[m.process] = l
+			order = append(order, m.process)
 		}
-		hi = max(hi, n)
+		l.active += len(m.target.Active)
+		l.members++
 	}
-	return hi-lo <= 1
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range order {
+		per := float64(byProc[p].active) / float64(byProc[p].members)
+		lo, hi = min(lo, per), max(hi, per)
+	}
+	return len(order) == 0 || hi-lo <= 1
 }
 
 // advance moves time on by one tick from now: the changelog of every task
