@@ -46,6 +46,8 @@ func TestBadScenarios(t *testing.T) {
 		{"event after the end", withEvents(`{"at_s": 11, "join": "a"}`), "events[0] (at_s 11): at_s: 11 must be in [0, duration_s]"},
 		{"two kinds", withEvents(`{"at_s": 1, "join": "a", "leave": "a"}`), "exactly one of"},
 		{"no kind", withEvents(`{"at_s": 1}`), "exactly one of"},
+		{"negative coordhost restart", withEvents(`{"at_s": 1, "coordhost_restart": -1}`), "coordhost_restart: -1 must be in"},
+		{"coordhost restart with a leave", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "leave": "a", "coordhost_restart": 1}`), "exactly one of"},
 		{"protocol on a leave", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "leave": "a", "protocol": "classic"}`), "protocol belongs to a join or a restart"},
 		{"unknown protocol", withEvents(`{"at_s": 0, "join": "a", "protocol": "consumer"}`), `protocol: "consumer", want streams or classic`},
 		{"process without join", withEvents(`{"at_s": 1, "leave": "a", "process": "p"}`), "belong to a join"},

@@ -97,6 +97,8 @@ type world struct {
 	classicOf   map[string]bool // label -> its last join was on the classic protocol
 	classicID   map[string]bool // member id -> on the classic protocol
 	streamsMode bool            // the group is a streams group (converted from classic while it has a streams member)
+	downUntil   int64           // coordhost is down until then (coordhost_restart), and loaded the group then
+	pending     []string        // reasons that reached nobody while coordhost was down
 }
 
 func newWorld(sc *Scenario, a Assignor) *world {
@@ -137,23 +139,37 @@ func (w *world) run() AssignorReport {
 		// Fencing first: a label whose crashed member is fenced at this
 		// tick may join again in the same tick (Decode allows it from
 		// the crash's time plus the session timeout).
-		w.grant(now)
-		reasons := w.fence(now)
+		// While coordhost is down (coordhost_restart) nothing reaches it:
+		// no grant, no fence, no report, no target; the members keep
+		// running what they have, and the changes wait until it is back.
+		down := now < w.downUntil
+		var reasons []string
+		if !down {
+			w.grant(now)
+			reasons = append(w.fence(now), w.pending...)
+			w.pending = nil
+		}
 		for len(steps) > 0 && steps[0].atMs <= now {
-			if r := w.apply(steps[0]); r != "" {
-				reasons = append(reasons, r)
-			}
+			reasons = w.apply(steps[0], reasons)
 			steps = steps[1:]
 		}
 		if r := w.convert(); r != "" {
 			reasons = append(reasons, r)
 		}
-		w.report(now)
+		if down = now < w.downUntil; down {
+			w.pending, reasons = append(w.pending, reasons...), nil
+		} else {
+			w.report(now)
+		}
 		// With recorded inputs, the targets are computed where the real
 		// ones were (and at the steps): no probe of the model's own.
-		rec := w.recordedDue(now)
+		var rec *recorded
+		if !down {
+			rec = w.recordedDue(now)
+		}
 		var err error
 		switch {
+		case down:
 		case len(reasons) > 0:
 			err = w.assign(now, reasons, false, rec)
 		case rec != nil && rec.probe:
@@ -187,10 +203,21 @@ func (w *world) run() AssignorReport {
 	return *w.out
 }
 
-// apply applies one step and returns the reason it gives for a rebalance.
-func (w *world) apply(s step) string {
+// apply applies one step and returns reasons with the reasons it gives
+// for a rebalance.
+func (w *world) apply(s step, reasons []string) []string {
 	switch s.kind {
 	case stepJoin:
+		for _, old := range w.members {
+			// Its crashed predecessor is still in the group: coordhost was
+			// down when its session would have run out. The new one
+			// replaces it.
+			if old.label == s.label {
+				w.remove(old)
+				reasons = append(reasons, "member-fenced:"+s.label)
+				break
+			}
+		}
 		classic := s.protocol == "classic" || (s.protocol == "" && w.classicOf[s.label])
 		w.classicOf[s.label], w.classicID[s.id] = classic, classic
 		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1, reportDueMs: -1, classic: classic}
@@ -204,10 +231,15 @@ func (w *world) apply(s step) string {
 			w.rate[m.process] = s.n
 		}
 		m.reportDueMs = -1
-		return "member-joined:" + s.label
+		return append(reasons, "member-joined:"+s.label)
 	case stepLeave:
 		w.remove(w.find(s.label))
-		return "member-left:" + s.label
+		return append(reasons, "member-left:"+s.label)
+	case stepCoordhostRestart:
+		// Back at atMs + n: coordhost loads the group from its log, and
+		// every session timer starts again then (as core reschedules them
+		// at load).
+		w.downUntil = max(w.downUntil, s.atMs+s.n)
 	case stepCrash:
 		w.find(s.label).crashedMs = s.atMs
 	case stepAppend:
@@ -217,7 +249,7 @@ func (w *world) apply(s step) string {
 			copy(l, none(len(l)))
 		}
 	}
-	return ""
+	return reasons
 }
 
 // convert applies the online migration between the protocols as core
@@ -261,7 +293,7 @@ func (w *world) classicDelay(m *member, t int32) int64 {
 func (w *world) fence(now int64) []string {
 	var out []string
 	for _, m := range slices.Clone(w.members) {
-		if m.crashedMs >= 0 && now >= m.crashedMs+ms(w.sc.SessionTimeoutS) {
+		if m.crashedMs >= 0 && now >= max(m.crashedMs, w.downUntil)+ms(w.sc.SessionTimeoutS) {
 			w.remove(m)
 			out = append(out, "member-fenced:"+m.label)
 		}

@@ -226,6 +226,9 @@ type Event struct {
 	AppendPerS *int64 `json:"append_records_per_s,omitempty"`
 	// LoseState: the process loses its local state (e.g. a new disk).
 	LoseState string `json:"lose_state,omitempty"`
+	// CoordhostRestart: coordhost stops and is back this many seconds
+	// later on its log (a restart, or a fail-over to another node).
+	CoordhostRestart *float64 `json:"coordhost_restart,omitempty"`
 }
 
 // stepKind is one primitive change a step applies.
@@ -237,6 +240,7 @@ const (
 	stepCrash
 	stepAppend
 	stepLoseState
+	stepCoordhostRestart
 )
 
 // step is one primitive change at atMs, after restarts are expanded and
@@ -610,13 +614,13 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 	}
 	at := ms(e.AtS)
 	kinds := 0
-	for _, set := range []bool{e.Join != "", e.Leave != "", e.Crash != "", e.Restart != nil, e.AppendPerS != nil, e.LoseState != ""} {
+	for _, set := range []bool{e.Join != "", e.Leave != "", e.Crash != "", e.Restart != nil, e.AppendPerS != nil, e.LoseState != "", e.CoordhostRestart != nil} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return errors.New("want exactly one of join, leave, crash, restart, append_records_per_s, lose_state")
+		return errors.New("want exactly one of join, leave, crash, restart, append_records_per_s, lose_state, coordhost_restart")
 	}
 	if (e.Process != "" || e.Rack != "" || e.MemberID != "" || e.RestorePerS != nil) && e.Join == "" {
 		return errors.New("process, rack, member_id and restore_records_per_s belong to a join")
@@ -662,6 +666,11 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 		add(step{atMs: at, kind: stepAppend, n: *e.AppendPerS})
 	case e.LoseState != "":
 		add(step{atMs: at, kind: stepLoseState, process: e.LoseState})
+	case e.CoordhostRestart != nil:
+		if d := *e.CoordhostRestart; !finite(d) || d < 0 || d > maxSeconds {
+			return fmt.Errorf("coordhost_restart: %v must be in [0, %d] seconds", d, maxSeconds)
+		}
+		add(step{atMs: at, kind: stepCoordhostRestart, n: ms(*e.CoordhostRestart)})
 	default:
 		return sc.expandRestart(e, at, procs, racks, add)
 	}

@@ -118,6 +118,18 @@ func TestLeaveHandChecked(t *testing.T) {
 		{name: "crash", replace: []string{"leave: b", "crash: b", "tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5"},
 			moved: 2, cold: 2, unavailableS: 30, restored: 20000, settledAt: 25, settle: 15,
 			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 25, Tasks: 0}}},
+		// coordhost is down from 9 to 14 s: b's leave reaches it at 14, and
+		// a restores b's tasks from then on.
+		{name: "coordhost restart", replace: []string{"{at_s: 10, leave: b}", "{at_s: 9, coordhost_restart: 5}\n  - {at_s: 10, leave: b}"},
+			moved: 2, cold: 2, unavailableS: 28, restored: 20000, settledAt: 24, settle: 14,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 24, Tasks: 0}}},
+		// b crashes at 10 s; coordhost is down from 12 to 20 s and starts
+		// b's session timer again when it is back: b is fenced at 25 s,
+		// not 15, and its tasks restored at 35 s.
+		{name: "crash across a coordhost restart", replace: []string{"{at_s: 10, leave: b}", "{at_s: 10, crash: b}\n  - {at_s: 12, coordhost_restart: 8}",
+			"tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5"},
+			moved: 2, cold: 2, unavailableS: 50, restored: 20000, settledAt: 35, settle: 23,
+			points: []sim.Point{{AtS: 0, Tasks: 0}, {AtS: 10, Tasks: 2}, {AtS: 35, Tasks: 0}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,6 +207,22 @@ func TestClassicMembersHandChecked(t *testing.T) {
 			"member-left:a member-joined:a"}
 		if a.Error != "" || !slices.Equal(got, want) {
 			t.Errorf("%s: error %q, reasons %q, want %q", a.Name, a.Error, got, want)
+		}
+	}
+}
+
+// TestRejoinWhileCoordhostDown: b crashes, and joins again while
+// coordhost is down (before its restarted session timer ran out): the new
+// b replaces the crashed one, and both changes reach coordhost when it is
+// back, in one target.
+func TestRejoinWhileCoordhostDown(t *testing.T) {
+	r := sim.Run(leaveScenario(t, "{at_s: 10, leave: b}", "{at_s: 10, crash: b}\n  - {at_s: 12, coordhost_restart: 18}\n  - {at_s: 20, join: b}",
+		"tick_ms: 1000", "tick_ms: 1000\nsession_timeout_s: 5"), builtins)
+	for _, a := range r.Assignors {
+		last := a.Rebalances[len(a.Rebalances)-1]
+		if a.Error != "" || a.Totals.Rebalances != 1 || last.AtS != 30 || !slices.Equal(last.Reasons, []string{"member-fenced:b", "member-joined:b"}) || last.Members != 2 {
+			t.Errorf("%s: error %q, %d rebalances, last at %v s: %q, %d members; want one at 30 s: b fenced and joined, 2 members",
+				a.Name, a.Error, a.Totals.Rebalances, last.AtS, last.Reasons, last.Members)
 		}
 	}
 }
