@@ -20,6 +20,7 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
@@ -38,7 +39,7 @@ type Option func(*options)
 
 type options struct {
 	bootstrap  []string
-	assignors  map[string]host.NativeAssignor
+	assignors  map[string]assign.Native
 	pluginsDir *string
 	log        *slog.Logger
 	recordLog  RecordLog
@@ -113,9 +114,9 @@ func (m *memRecordLog) Partition(n int) error {
 func WithAssignor(name string, a Assignor) Option {
 	return func(o *options) {
 		if o.assignors == nil {
-			o.assignors = map[string]host.NativeAssignor{}
+			o.assignors = map[string]assign.Native{}
 		}
-		o.assignors[name] = host.NativeAssignor(a)
+		o.assignors[name] = assign.Native(a)
 	}
 }
 
@@ -163,7 +164,7 @@ func New(cfg *config.Config, opts ...Option) (*Coordhost, error) {
 		return nil, errors.New(`coordhost: WithRecordLog cannot be combined with store.kind = "kafka" (the state topic is a record log of its own)`)
 	}
 	for name, a := range c.opts.assignors {
-		if _, builtin := host.BuiltinAssignors[name]; builtin || name == "" || a == nil {
+		if _, builtin := assign.Builtins[name]; builtin || name == "" || a == nil {
 			return nil, fmt.Errorf("coordhost: WithAssignor(%q): the name is empty or built in, or the assignor is nil", name)
 		}
 	}

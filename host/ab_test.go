@@ -19,8 +19,10 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/experiment"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/store"
@@ -62,9 +64,9 @@ func newABFixture(t *testing.T, historyTargets int, shadows []string, pc plugin.
 	}
 	logs := &testtool.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	asg := host.NewAssignors(context.Background(), t.TempDir(), "sticky", pc, log)
+	asg := assign.New(context.Background(), t.TempDir(), "sticky", pc, log)
 	m := admin.NewMetrics()
-	l, err := host.NewLoop(host.LoopDeps{Core: c, Store: st, Assignors: asg, Metrics: m, Log: log, Groups: cfg.Groups, HistoryTargets: historyTargets})
+	l, err := loop.New(loop.Deps{Core: c, Store: st, Assignors: asg, Metrics: m, Log: log, Groups: cfg.Groups, HistoryTargets: historyTargets})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/cluster"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store/kafkalog"
 	"github.com/coordhost/coordhost/host/wire"
@@ -45,7 +45,7 @@ func TestLoopAnswersOnlyWithinLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := host.NewLoop(host.LoopDeps{NewCore: newTestCore, Partitions: 2, Ownership: own,
+	l, err := loop.New(loop.Deps{NewCore: newTestCore, Partitions: 2, Ownership: own,
 		OpenLog: func(parts int) (runtime.Log, func() error, error) {
 			kl, err := kafkalog.Open(context.Background(), kafkalog.Config{ClientOpts: seeds, Partitions: parts, Timeout: 10 * time.Second})
 			if err != nil {

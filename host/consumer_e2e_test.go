@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/loop"
 )
 
 // partOwners tracks which client owns which partition, from kgo's own
@@ -188,7 +188,7 @@ func TestConsumerGroupKgo(t *testing.T) {
 	waitFor(t, 25*time.Second, "three consumers stable after a join", settled("c1", "c2", "c4"))
 
 	// The admin API describes the group as a consumer group.
-	var detail host.GroupDetail
+	var detail loop.GroupDetail
 	resp, err := http.Get("http://" + srv.AdminAddr() + "/v1/groups/" + group)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 )
 
@@ -175,7 +177,7 @@ func TestConsumerGroupWasmAssignorAtRunTime(t *testing.T) {
 		t.Fatalf("plugin group after the default group rebalanced: %v", err)
 	}
 	code, body := call("GET", "/v1/plugins/lowest", "")
-	var pi host.PluginInfo
+	var pi assign.PluginInfo
 	if err := json.Unmarshal([]byte(body), &pi); err != nil || code != 200 || pi.Runtime != "wasm" || pi.Runs == 0 || pi.Failures != 0 {
 		t.Fatalf("plugin info: %d %s", code, body)
 	}
@@ -189,7 +191,7 @@ func TestConsumerGroupWasmAssignorAtRunTime(t *testing.T) {
 	b2 := &rawConsumer{cl: admin, group: "broken", id: "b2", topic: "pw-broken", asg: "bad"}
 	waitFor(t, 25*time.Second, "failing plugin's group balanced by uniform", settledRaw(ctx, admin, "broken", "bad", []int{3, 3}, b1, b2))
 	code, body = call("GET", "/v1/groups/broken", "")
-	var d host.GroupDetail
+	var d loop.GroupDetail
 	if err := json.Unmarshal([]byte(body), &d); err != nil || code != 200 {
 		t.Fatalf("/v1/groups/broken: %d %s", code, body)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/loop"
 )
 
 // TestChangelogEndOffsetsFromDataPlane: members that report
@@ -44,7 +45,7 @@ func testChangelogEndOffsets(t *testing.T, extra ...string) {
 	if err := os.WriteFile(yaml, []byte("groups:\n  overrides:\n    - match: \"nofetch-*\"\n      streams.end.offsets.refresh.ms: 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, loop := startWithLoop(t, dir, append([]string{"--config=" + yaml, "--groups.defaults.streams.end.offsets.refresh.ms=200"}, extra...)...)
+	srv, lp := startWithLoop(t, dir, append([]string{"--config=" + yaml, "--groups.defaults.streams.end.offsets.refresh.ms=200"}, extra...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := newClient(t, srv.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -60,7 +61,7 @@ func testChangelogEndOffsets(t *testing.T, extra ...string) {
 			}
 		}
 	}
-	f := &probeFixture{loop: loop}
+	f := &probeFixture{loop: lp}
 	fiveEach := map[int32]int64{0: 5, 1: 5, 2: 5, 3: 5}
 	scaleOut := func(group string) []*lagMember {
 		a := &lagMember{f: f, group: group, id: "a", offsets: fiveEach} // offsets, no end offsets
@@ -83,7 +84,7 @@ func testChangelogEndOffsets(t *testing.T, extra ...string) {
 		return []*lagMember{a, b}
 	}
 	ends := func(group string) map[core.TaskID]int64 {
-		m, err := loop.KnownEndOffsets(ctx, group)
+		m, err := lp.KnownEndOffsets(ctx, group)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,8 +127,8 @@ func testChangelogEndOffsets(t *testing.T, extra ...string) {
 
 // startWithLoop starts coordhost on dir with the HA assignor, acceptable
 // lag 0 and 4-partition auto-created topics (plus args), and returns its
-// event loop.
-func startWithLoop(t *testing.T, dir string, args ...string) (*host.Server, *host.Loop) {
+// event lp.
+func startWithLoop(t *testing.T, dir string, args ...string) (*host.Server, *loop.Loop) {
 	t.Helper()
 	base := append([]string{"--data.dir=" + dir, "--kafka.listen=127.0.0.1:0", "--admin.listen=127.0.0.1:0",
 		"--plugins.dir=" + t.TempDir(), "--dataplane.partitions=4",
@@ -136,16 +137,16 @@ func startWithLoop(t *testing.T, dir string, args ...string) (*host.Server, *hos
 	if err != nil {
 		t.Fatal(err)
 	}
-	var loop *host.Loop
+	var lp *loop.Loop
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := host.Start(ctx, host.Options{Config: cfg, Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Coordinator: func(s *host.Server) (host.Wiring, error) {
 			w, err := host.NewCoordinator(s)
 			if a, ok := w.Coordinator.(*authz.Coordinator); ok { // external: the cluster authorizes
-				loop = a.Inner().(*host.Loop)
+				lp = a.Inner().(*loop.Loop)
 			} else if err == nil {
-				loop = w.Coordinator.(*host.Loop)
+				lp = w.Coordinator.(*loop.Loop)
 			}
 			return w, err
 		}})
@@ -153,7 +154,7 @@ func startWithLoop(t *testing.T, dir string, args ...string) (*host.Server, *hos
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopHost(t, srv) }) // a second Shutdown is a no-op
-	return srv, loop
+	return srv, lp
 }
 
 // TestEndOffsetsFetchedOnLoad: after a restart, core's soft state (every
@@ -165,7 +166,7 @@ func TestEndOffsetsFetchedOnLoad(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, loop := startWithLoop(t, dir, "--groups.defaults.streams.end.offsets.refresh.ms=200")
+	srv, lp := startWithLoop(t, dir, "--groups.defaults.streams.end.offsets.refresh.ms=200")
 	cl := newClient(t, srv.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for _, tp := range []string{"in", probeChangelog} {
 		if err := createTopic(ctx, cl, tp, 4); err != nil {
@@ -179,14 +180,14 @@ func TestEndOffsetsFetchedOnLoad(t *testing.T) {
 			}
 		}
 	}
-	f := &probeFixture{loop: loop}
+	f := &probeFixture{loop: lp}
 	a := &lagMember{f: f, group: "reload-g", id: "a", offsets: map[int32]int64{0: 1}}
 	pump(t, "a owns all", []*lagMember{a}, wantTargets(f, t, "reload-g", map[string][3]int{"a": {4, 0, 0}}))
 	cl.Close()
 	stopHost(t, srv)
 
-	_, loop = startWithLoop(t, dir, "--groups.defaults.streams.end.offsets.refresh.ms=3600000")
-	got, err := loop.KnownEndOffsets(ctx, "reload-g")
+	_, lp = startWithLoop(t, dir, "--groups.defaults.streams.end.offsets.refresh.ms=3600000")
+	got, err := lp.KnownEndOffsets(ctx, "reload-g")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func probeMetrics(t *testing.T, admin string) (checks, failures float64) {
 // policy is consulted; deleting the value returns the group to its
 // assignor's own policy (ha), which is consulted again.
 func TestProbingPolicyRuntimeConfig(t *testing.T) {
-	srv, loop := startWithLoop(t, t.TempDir(), "--groups.defaults.streams.acceptable.recovery.lag=10")
+	srv, lp := startWithLoop(t, t.TempDir(), "--groups.defaults.streams.acceptable.recovery.lag=10")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := newClient(t, srv.KafkaAddr())
@@ -244,7 +245,7 @@ func TestProbingPolicyRuntimeConfig(t *testing.T) {
 		}
 	}
 	mustAlter(t, ctx, cl, "rt-g", setOp("streams.probing.policy", "builtin"))
-	f := &probeFixture{loop: loop}
+	f := &probeFixture{loop: lp}
 	ms, _ := haScaleOut(t, f, "rt-g")
 	pump(t, "built-in early probe moves actives", ms, wantTargets(f, t, "rt-g", map[string][3]int{"a": {2, 0, 0}, "b": {2, 0, 0}}))
 	if checks, _ := probeMetrics(t, srv.AdminAddr()); checks != 0 {

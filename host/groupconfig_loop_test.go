@@ -13,6 +13,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
 )
@@ -33,7 +34,7 @@ func TestGroupConfigAppendFailureUndone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := host.NewLoop(host.LoopDeps{Core: c, Store: st, Groups: cfg.Groups})
+	l, err := loop.New(loop.Deps{Core: c, Store: st, Groups: cfg.Groups})
 	if err != nil {
 		t.Fatal(err)
 	}

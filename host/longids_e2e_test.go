@@ -2,12 +2,14 @@ package host_test
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/loop"
 )
 
 // TestLongIDsStored: a streams group whose group id and member id are each
@@ -83,7 +85,7 @@ func TestLongIDsStored(t *testing.T) {
 
 	stopHost(t, srv)
 	var rep strings.Builder
-	if err := host.RepairStore(dir, 1, &rep); err != nil {
+	if err := loop.RepairStore(filepath.Join(dir, host.StoreFile), 1, &rep); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(rep.String(), "dropped 0 records") {

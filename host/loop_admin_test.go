@@ -12,7 +12,9 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 )
 
@@ -62,7 +64,7 @@ func TestLoopAdminAPI(t *testing.T) {
 		t.Fatalf("/v1/groups: %d %s", code, body)
 	}
 	code, body = call("GET", "/v1/groups/adm", "s3cret", "")
-	var d host.GroupDetail
+	var d loop.GroupDetail
 	if err := json.Unmarshal([]byte(body), &d); err != nil || code != 200 {
 		t.Fatalf("/v1/groups/adm: %d %s", code, body)
 	}
@@ -137,7 +139,7 @@ func TestBuiltinWasmAssignor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var pi host.PluginInfo
+	var pi assign.PluginInfo
 	if err := json.NewDecoder(resp.Body).Decode(&pi); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
@@ -21,7 +21,7 @@ import (
 func BenchmarkLoopHeartbeatWorkers(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			l, err := host.NewLoop(host.LoopDeps{NewCore: newTestCore, Partitions: runtime.DefaultPartitions, Workers: workers})
+			l, err := loop.New(loop.Deps{NewCore: newTestCore, Partitions: runtime.DefaultPartitions, Workers: workers})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
@@ -60,7 +60,7 @@ func hugeJoin(group, member string) *kmsg.StreamsGroupHeartbeatRequest {
 	return req
 }
 
-func handleHB(l *host.Loop, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+func handleHB(l *loop.Loop, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := l.Handle(ctx, &wire.Request{Key: req.Key(), Version: req.Version, Body: req})
@@ -128,7 +128,7 @@ func canaryHeartbeats(t *testing.T, parts, pipeline int, flood floodKind) canary
 		t.Fatal(err)
 	}
 	defer st.Close()
-	l, err := host.NewLoop(host.LoopDeps{NewCore: newFloodCore, Partitions: parts, Workers: 2, Store: st, Pipeline: pipeline})
+	l, err := loop.New(loop.Deps{NewCore: newFloodCore, Partitions: parts, Workers: 2, Store: st, Pipeline: pipeline})
 	if err != nil {
 		t.Fatal(err)
 	}

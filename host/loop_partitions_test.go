@@ -14,7 +14,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/core/records"
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
@@ -81,13 +81,13 @@ func writeOldStore(t *testing.T, path string, groups []string) {
 	}
 }
 
-func startPartitioned(t *testing.T, path string, parts int) (*host.Loop, *store.Store, error) {
+func startPartitioned(t *testing.T, path string, parts int) (*loop.Loop, *store.Store, error) {
 	t.Helper()
 	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := host.NewLoop(host.LoopDeps{NewCore: newTestCore, Partitions: parts, Store: st})
+	l, err := loop.New(loop.Deps{NewCore: newTestCore, Partitions: parts, Store: st})
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -95,7 +95,7 @@ func startPartitioned(t *testing.T, path string, parts int) (*host.Loop, *store.
 	return l, st, nil
 }
 
-func listGroupIDs(t *testing.T, l *host.Loop) []string {
+func listGroupIDs(t *testing.T, l *loop.Loop) []string {
 	t.Helper()
 	req := kmsg.NewPtrListGroupsRequest()
 	req.Version = 5
@@ -186,7 +186,7 @@ func TestLoopStartEndsWithItsContext(t *testing.T) {
 	defer st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l, err := host.NewLoopContext(ctx, host.LoopDeps{NewCore: newTestCore, Store: st})
+	l, err := loop.NewContext(ctx, loop.Deps{NewCore: newTestCore, Store: st})
 	if !errors.Is(err, context.Canceled) {
 		if l != nil {
 			l.Shutdown(context.Background())

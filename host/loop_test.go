@@ -15,8 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
-	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/store"
@@ -27,10 +28,10 @@ import (
 // loopFixture is an event loop over a real core and store, without a data
 // plane: topics are handed to core directly.
 type loopFixture struct {
-	loop  *host.Loop
+	loop  *loop.Loop
 	core  *core.Coordinator
 	store *store.Store
-	asg   *host.Assignors
+	asg   *assign.Registry
 	logs  *testtool.LogBuffer
 }
 
@@ -57,8 +58,8 @@ func newLoopFixtureWith(t *testing.T, dir, fallback string, groupCfg func(string
 	}
 	logs := &testtool.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	asg := host.NewAssignors(context.Background(), t.TempDir(), fallback, pc, log)
-	l, err := host.NewLoop(host.LoopDeps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg})
+	asg := assign.New(context.Background(), t.TempDir(), fallback, pc, log)
+	l, err := loop.New(loop.Deps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func (f *loopFixture) ownAllTasks(t *testing.T, member string) []kmsg.TaskIDs {
 }
 
 // pluginInfo is the host's view of the named wasm assignor.
-func (f *loopFixture) pluginInfo(t *testing.T, name string) host.PluginInfo {
+func (f *loopFixture) pluginInfo(t *testing.T, name string) assign.PluginInfo {
 	t.Helper()
 	for _, pi := range f.asg.Info() {
 		if pi.Name == name {
@@ -245,7 +246,7 @@ func (f *loopFixture) pluginInfo(t *testing.T, name string) host.PluginInfo {
 		}
 	}
 	t.Fatalf("assignor %q not configured", name)
-	return host.PluginInfo{}
+	return assign.PluginInfo{}
 }
 
 // wantLog fails unless the captured log contains every string.
@@ -282,13 +283,13 @@ func (f *loopFixture) joinUntilCalls(t *testing.T, member string, calls uint64) 
 }
 
 // describe is the admin API's view of group "g".
-func (f *loopFixture) describe(t *testing.T) host.GroupDetail {
+func (f *loopFixture) describe(t *testing.T) loop.GroupDetail {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/v1/groups/g", nil)
 	req.SetPathValue("id", "g")
 	f.loop.GroupsHandler().ServeHTTP(rec, req)
-	var d host.GroupDetail
+	var d loop.GroupDetail
 	if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil || rec.Code != 200 {
 		t.Fatalf("describe: %d %s", rec.Code, rec.Body)
 	}

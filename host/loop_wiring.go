@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store/kafkalog"
@@ -41,7 +41,7 @@ var topicRefresh time.Duration
 // the built-in ones: a group whose streams.assignor.name is a key of
 // custom runs that function on the assignor workers, like a built-in
 // assignor's native build. A name already taken fails the factory.
-func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring, error) {
+func NewCoordinatorWith(custom map[string]assign.Native) func(*Server) (Wiring, error) {
 	return func(s *Server) (Wiring, error) {
 		cfg := s.cfg
 		cc := CoreConfig(cfg)
@@ -59,7 +59,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		// Compiled plugin code is cached under the data directory, so a
 		// restart does not compile the built-in plugins again.
 		pc := plugin.Config{CacheDir: filepath.Join(cfg.DataDir, "plugin-cache"), MaxModuleBytes: cfg.Plugins.MaxBytes}
-		asg := NewAssignors(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
+		asg := assign.New(context.Background(), cfg.Plugins.Dir, cfg.Plugins.Fallback, pc, s.log)
 		if err := asg.AddNative(custom); err != nil {
 			asg.Close(context.Background())
 			return Wiring{}, err
@@ -92,7 +92,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 		if openLog == nil {
 			openLog = stateTopicLog(ctx, s, own)
 		}
-		l, err := NewLoopContext(ctx, LoopDeps{
+		l, err := loop.NewContext(ctx, loop.Deps{
 			NewCore: func() (*core.Coordinator, error) { return core.New(cc) },
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, HistoryInputs: cfg.Admin.HistoryInputs, Partitions: cmp.Or(cfg.StorePartitions, storeParts), Workers: cfg.Workers, Pipeline: cfg.Pipeline, MaxQueuedPerGroup: cfg.MaxQueuedPerGroup,
@@ -104,7 +104,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 			asg.Close(context.Background())
 			return Wiring{}, err
 		}
-		reg.SetNoter(l.noteFallback)
+		reg.SetNoter(l.NoteFallback)
 		var gc GroupCoordinator = l
 		switch {
 		case !cfg.DataPlane.Embedded: // the external cluster's authorizer decides every group request
@@ -120,7 +120,7 @@ func NewCoordinatorWith(custom map[string]NativeAssignor) func(*Server) (Wiring,
 				return Wiring{}, err
 			}
 		}
-		w := Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}
+		w := Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: admin.PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}
 		if own != nil {
 			w.ClusterAPI, w.CoordinatorNodes = own.Handler(), func() []kmsg.MetadataResponseBroker { return metadataBrokers(own.Peers()) }
 		}
@@ -312,7 +312,7 @@ func CoreConfig(cfg *config.Config) core.Config {
 	}
 	cc = cfg.Groups.Defaults().Core(cc)
 	cc.Assignors = []string{cc.Streams.AssignorName}
-	for name := range BuiltinAssignors {
+	for name := range assign.Builtins {
 		if name != cc.Streams.AssignorName {
 			cc.Assignors = append(cc.Assignors, name)
 		}
@@ -335,5 +335,3 @@ func partitionShare(maxGroups, storeParts, configured int) int {
 
 // Metrics is the server's metrics registry.
 func (s *Server) Metrics() *admin.Metrics { return s.metrics }
-
-var _ http.Handler = (*groupsAPI)(nil)

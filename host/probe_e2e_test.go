@@ -16,9 +16,10 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
-	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/gateway"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/host/store"
@@ -30,8 +31,8 @@ import (
 const probeChangelog = "app-store-changelog"
 
 type probeFixture struct {
-	loop *host.Loop
-	asg  *host.Assignors
+	loop *loop.Loop
+	asg  *assign.Registry
 	logs *testtool.LogBuffer
 }
 
@@ -60,7 +61,7 @@ func newProbeFixture(t *testing.T, groupCfg func(string) *core.StreamsGroupOverr
 	}
 	logs := &testtool.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	asg := host.NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
+	asg := assign.New(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
 	wasm := filepath.Join(dir, "goprobe.wasm")
 	if err := os.WriteFile(wasm, plugintest.GoPlugin(t, "testdata/plugins/goprobe"), 0o644); err != nil {
 		t.Fatal(err)
@@ -68,13 +69,13 @@ func newProbeFixture(t *testing.T, groupCfg func(string) *core.StreamsGroupOverr
 	if err := asg.Load(context.Background(), "goprobe", wasm); err != nil {
 		t.Fatal(err)
 	}
-	deps := host.LoopDeps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg,
+	deps := loop.Deps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg,
 		EndOffsetsRefresh: func(string) time.Duration { return 200 * time.Millisecond }, EndOffsetsTick: 50 * time.Millisecond,
 		TopicRefresh: 100 * time.Millisecond}
 	if dp != nil {
 		deps.DataPlane = dp
 	}
-	l, err := host.NewLoop(deps)
+	l, err := loop.New(deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,13 +170,13 @@ func (f *probeFixture) describe(t *testing.T, group string) (int32, map[string][
 	return g.Epoch, out
 }
 
-func (f *probeFixture) info(name string) host.PluginInfo {
+func (f *probeFixture) info(name string) assign.PluginInfo {
 	for _, pi := range f.asg.Info() {
 		if pi.Name == name {
 			return pi
 		}
 	}
-	return host.PluginInfo{}
+	return assign.PluginInfo{}
 }
 
 // pump heartbeats every member every 50 ms until cond holds or 15 s pass.
@@ -389,15 +390,15 @@ func TestStickyWithProbePlugin(t *testing.T) {
 // target (none), the failure is logged with the panic, and the loop goes
 // on serving another group.
 func TestNativePanicInLoop(t *testing.T) {
-	host.BuiltinAssignors["boom"] = struct {
-		Native host.NativeAssignor
-		Probe  host.NativeProbe
+	assign.Builtins["boom"] = struct {
+		Native assign.Native
+		Probe  assign.NativeProbe
 		File   string
 	}{Native: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 		_ = req.Processes[len(req.Processes)+int(req.Members[0].Process)]
 		return nil, nil
 	}, File: "boom.wasm"}
-	defer delete(host.BuiltinAssignors, "boom")
+	defer delete(assign.Builtins, "boom")
 	f := newLoopFixture(t, t.TempDir(), "sticky", func(group string) *core.StreamsGroupOverrides {
 		name := "sticky"
 		if group == "bad" {

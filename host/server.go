@@ -24,6 +24,8 @@ import (
 	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/gateway"
+	"github.com/coordhost/coordhost/host/identity"
+	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
 )
@@ -496,4 +498,17 @@ func (s *Server) closeAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// offsetsIdentity sets up whose identity writes offsets to an external
+// data plane (identity.Setup).
+func (s *Server) offsetsIdentity(ctx context.Context, tokens *authz.Tokens) (err error) {
+	s.offsetClients, err = identity.Setup(ctx, s.cfg.DataPlane, s.dp, tokens, s.log)
+	return err
+}
+
+// offsetsAs is loop.Deps.OffsetsAs with dataplane.offsets.identity=client
+// (nil otherwise).
+func (s *Server) offsetsAs() func(principal string) (offsets.Writer, error) {
+	return identity.WriterOf(s.offsetClients)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/internal/testtool"
@@ -46,7 +47,7 @@ func TestStoreFailureBackoffAndReadiness(t *testing.T) {
 	var fault *runtime.FaultLog
 	logs := &testtool.LogBuffer{}
 	m := admin.NewMetrics()
-	l, err := host.NewLoop(host.LoopDeps{Core: c, Store: st, Metrics: m,
+	l, err := loop.New(loop.Deps{Core: c, Store: st, Metrics: m,
 		Log:     slog.New(slog.NewTextHandler(logs, nil)),
 		WrapLog: func(rl runtime.Log) runtime.Log { fault = runtime.NewFaultLog(rl); return fault }})
 	if err != nil {

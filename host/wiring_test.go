@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/config"
 )
 
@@ -29,7 +30,7 @@ func TestWiringMountsAdminRoutes(t *testing.T) {
 	cfg := wiringConfig(t)
 	first := func(req *abi.AssignRequest) (*abi.AssignResponse, error) { return nil, nil }
 	srv, err := host.Start(timeout(t), host.Options{Config: cfg,
-		Coordinator: host.NewCoordinatorWith(map[string]host.NativeAssignor{"first": first})})
+		Coordinator: host.NewCoordinatorWith(map[string]assign.Native{"first": first})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestWiringRefusesTakenAssignorName(t *testing.T) {
 	cfg := wiringConfig(t)
 	mine := func(req *abi.AssignRequest) (*abi.AssignResponse, error) { return nil, nil }
 	srv, err := host.Start(timeout(t), host.Options{Config: cfg,
-		Coordinator: host.NewCoordinatorWith(map[string]host.NativeAssignor{"sticky": mine})})
+		Coordinator: host.NewCoordinatorWith(map[string]assign.Native{"sticky": mine})})
 	if err == nil {
 		stopHost(t, srv)
 		t.Fatal("start succeeded with an in-process assignor named sticky")

@@ -22,6 +22,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 )
@@ -489,7 +490,7 @@ func BenchmarkGroupStateReplay(b *testing.B) {
 			b.Fatal(err)
 		}
 		n := st.RecordsAtOpen()
-		l, err := host.NewLoop(host.LoopDeps{NewCore: func() (*core.Coordinator, error) { return core.New(cc) }, Store: st, Partitions: statePartitions})
+		l, err := loop.New(loop.Deps{NewCore: func() (*core.Coordinator, error) { return core.New(cc) }, Store: st, Partitions: statePartitions})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 	"github.com/coordhost/coordhost/internal/testtool"
 )
@@ -156,7 +156,7 @@ func docWorkdir(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	plugins := filepath.Join(dir, "build", "plugins")
-	for name, b := range host.BuiltinAssignors {
+	for name, b := range assign.Builtins {
 		copyFile(t, plugintest.GoPluginPath(t, "plugins/assignor-"+name+"/wasm"), filepath.Join(plugins, b.File))
 	}
 	files, err := filepath.Glob("../../testdata/sim/*.yaml")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/abi/metrics"
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin"
 )
 
@@ -108,10 +108,10 @@ type assignor struct {
 // call measures an assignment, not the guest runtime's start.
 func openAssignor(ctx context.Context, arg string, cfg plugin.Config) (*assignor, error) {
 	if name, ok := strings.CutPrefix(arg, "builtin:"); ok {
-		b, ok := host.BuiltinAssignors[name]
+		b, ok := assign.Builtins[name]
 		if !ok {
-			names := make([]string, 0, len(host.BuiltinAssignors))
-			for n := range host.BuiltinAssignors {
+			names := make([]string, 0, len(assign.Builtins))
+			for n := range assign.Builtins {
 				names = append(names, "builtin:"+n)
 			}
 			sort.Strings(names)
@@ -140,7 +140,7 @@ func openAssignor(ctx context.Context, arg string, cfg plugin.Config) (*assignor
 
 // nativeRun holds a native assignor to what the host checks of a plugin: a
 // panic is an error, and the response must be valid.
-func nativeRun(native host.NativeAssignor) func(*abi.AssignRequest) (*abi.AssignResponse, error) {
+func nativeRun(native assign.Native) func(*abi.AssignRequest) (*abi.AssignResponse, error) {
 	return func(req *abi.AssignRequest) (resp *abi.AssignResponse, err error) {
 		defer func() {
 			if v := recover(); v != nil {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/coordhost/coordhost/host"
 	"github.com/coordhost/coordhost/host/config"
+	"github.com/coordhost/coordhost/host/loop"
 )
 
 func init() { commands["repair"] = repair }
@@ -28,7 +30,7 @@ func runRepair(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "coordhost:", err)
 		return 2
 	}
-	if err := host.RepairStore(cfg.DataDir, cfg.StorePartitions, stdout); err != nil {
+	if err := loop.RepairStore(filepath.Join(cfg.DataDir, host.StoreFile), cfg.StorePartitions, stdout); err != nil {
 		fmt.Fprintln(stderr, "coordhost repair:", err)
 		return 1
 	}

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/sim"
 )
@@ -162,7 +162,7 @@ type openSim struct {
 // built-in name is accepted too) and names its version: "native", or the
 // module's "wasm sha256:" prefix as the rebalance history names it.
 func simAssignor(ctx context.Context, arg string, cfg plugin.Config) (*openSim, error) {
-	if _, ok := host.BuiltinAssignors[arg]; ok && !strings.HasSuffix(arg, ".wasm") {
+	if _, ok := assign.Builtins[arg]; ok && !strings.HasSuffix(arg, ".wasm") {
 		if _, err := os.Stat(arg); errors.Is(err, os.ErrNotExist) {
 			arg = "builtin:" + arg
 		}

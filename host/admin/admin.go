@@ -140,15 +140,15 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 // Handler returns the admin API's routes.
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { WriteJSON(w, 200, map[string]string{"status": "ok"}) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if o.Ready != nil {
 			if err := o.Ready(); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+				WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 				return
 			}
 		}
-		writeJSON(w, 200, map[string]string{"status": "ready"})
+		WriteJSON(w, 200, map[string]string{"status": "ready"})
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -166,7 +166,7 @@ func Handler(o Options) http.Handler {
 			return
 		}
 		id := r.PathValue("id")
-		writeJSON(w, 200, map[string]any{"group": id, "config": o.Config.Groups.Explain(id)})
+		WriteJSON(w, 200, map[string]any{"group": id, "config": o.Config.Groups.Explain(id)})
 	})
 	groups := o.Groups
 	if groups == nil {
@@ -227,7 +227,7 @@ func authenticated(o Options, r *http.Request) bool {
 
 func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="coordhost"`)
-	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
+	WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
 }
 
 // guard lets reads through and requires authentication for every method
@@ -240,7 +240,7 @@ func guard(o Options, next http.Handler) http.Handler {
 			return
 		}
 		if o.Token == "" && o.ClientCAFile == "" {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "plugin management is disabled: set admin.token (COORDHOST_ADMIN_TOKEN) or admin.tls.client.ca.file to enable it"})
+			WriteJSON(w, http.StatusForbidden, map[string]string{"error": "plugin management is disabled: set admin.token (COORDHOST_ADMIN_TOKEN) or admin.tls.client.ca.file to enable it"})
 			return
 		}
 		if !authenticated(o, r) {
@@ -258,7 +258,7 @@ func guard(o Options, next http.Handler) http.Handler {
 func debugHeap(o Options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.Token == "" && o.ClientCAFile == "" {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "the debug heap endpoint needs admin.token or admin.tls.client.ca.file"})
+			WriteJSON(w, http.StatusForbidden, map[string]string{"error": "the debug heap endpoint needs admin.token or admin.tls.client.ca.file"})
 			return
 		}
 		if !authenticated(o, r) {
@@ -268,15 +268,16 @@ func debugHeap(o Options) http.Handler {
 		runtime.GC()
 		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}}
 		metrics.Read(s)
-		writeJSON(w, 200, map[string]uint64{"heapLiveBytes": s[0].Value.Uint64(), "runtimeTotalBytes": s[1].Value.Uint64()})
+		WriteJSON(w, 200, map[string]uint64{"heapLiveBytes": s[0].Value.Uint64(), "runtimeTotalBytes": s[1].Value.Uint64()})
 	})
 }
 
 func notWired(w http.ResponseWriter, what string) {
-	writeJSON(w, http.StatusNotImplemented, map[string]string{"error": what + " is not wired into this build yet"})
+	WriteJSON(w, http.StatusNotImplemented, map[string]string{"error": what + " is not wired into this build yet"})
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON answers v as indented JSON with the status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)

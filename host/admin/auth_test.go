@@ -23,7 +23,7 @@ import (
 // endpoint but the probes answers 401 without it, with a wrong one or with
 // the token in the URL, and serves with Authorization: Bearer.
 func TestTokenRequiredOnEveryDataEndpoint(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{}) })
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { WriteJSON(w, 200, map[string]string{}) })
 	h := Handler(Options{Token: "s3cret", Metrics: NewMetrics(), Groups: ok, Plugins: ok, Cluster: ok})
 	do := func(method, target, auth string) int {
 		rec := httptest.NewRecorder()

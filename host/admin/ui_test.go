@@ -14,7 +14,7 @@ import (
 // Policy, and the data endpoints still refuse a request without it.
 func TestUIShellNeedsNoTokenAndHoldsNoData(t *testing.T) {
 	groups := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]any{"groups": []map[string]string{{"group": "secret-group"}}})
+		WriteJSON(w, 200, map[string]any{"groups": []map[string]string{{"group": "secret-group"}}})
 	})
 	h := Handler(Options{Token: "tok", Groups: groups})
 	get := func(path string) *httptest.ResponseRecorder {

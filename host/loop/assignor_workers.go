@@ -1,4 +1,4 @@
-package host
+package loop
 
 // Assignor workers: the loop hands assignor runs and probing-policy checks
 // to a small pool of goroutines and takes their results back as core
@@ -77,7 +77,7 @@ func (l *Loop) runAssignor(run core.AssignorRun, timeout time.Duration) (core.As
 	took := time.Since(start)
 	l.stats.runNanos.Add(took.Nanoseconds())
 	if err == nil {
-		l.noteFallback(run, fb)
+		l.NoteFallback(run, fb)
 	}
 	if err == nil && resp == nil {
 		err = errors.New("assignor returned no response")

@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestLoadedRerequestsRuns(t *testing.T) {
 		<-block
 		return nil, fmt.Errorf("abandoned")
 	}
-	newLoop := func(fn NativeAssignor) (*Loop, *core.Coordinator, *store.Store) {
+	newLoop := func(fn assign.Native) (*Loop, *core.Coordinator, *store.Store) {
 		cfg := core.DefaultConfig()
 		cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs, cfg.AssignorWaitMs = 0, 0, 0
 		c, err := core.New(cfg)
@@ -56,11 +56,11 @@ func TestLoadedRerequestsRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		asg, err := assign.NewNative(slog.New(slog.DiscardHandler), map[string]NativeAssignor{"sticky": fn})
+		asg, err := assign.NewNative(slog.New(slog.DiscardHandler), map[string]assign.Native{"sticky": fn})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := NewLoop(LoopDeps{Core: c, Store: st, Assignors: asg})
+		l, err := New(Deps{Core: c, Store: st, Assignors: asg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestLoadedRerequestsRuns(t *testing.T) {
 	}
 	st.Close()
 
-	l2, c2, st2 := newLoop(BuiltinAssignors["sticky"].Native)
+	l2, c2, st2 := newLoop(assign.Builtins["sticky"].Native)
 	defer func() { _ = l2.Shutdown(context.Background()); st2.Close() }()
 	for {
 		var assigned bool

@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/cluster"
 	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/experiment"
@@ -67,8 +68,8 @@ type reply struct {
 	err error
 }
 
-// LoopDeps are what the event loop uses around core.
-type LoopDeps struct {
+// Deps are what the event loop uses around core.
+type Deps struct {
 	// Core is the coordinator of a loop with a single partition; it is
 	// used when NewCore is nil.
 	Core *core.Coordinator
@@ -91,7 +92,7 @@ type LoopDeps struct {
 	MaxQueuedPerGroup int
 	Store             *store.Store
 	DataPlane         *gateway.DataPlane
-	Assignors         *Assignors
+	Assignors         *assign.Registry
 	Metrics           *admin.Metrics
 	Log               *slog.Logger
 	// GroupConfig returns a group's streams overrides (nil: none), asked
@@ -143,7 +144,7 @@ type LoopDeps struct {
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
 type Loop struct {
-	d      LoopDeps
+	d      Deps
 	log    *slog.Logger
 	rt     *runtime.Runtime
 	rlog   runtime.Log
@@ -209,16 +210,16 @@ func (b *batch) add(o core.Output) {
 	b.failed = append(b.failed, o.Failed...)
 }
 
-// NewLoop partitions the store (converting a store written before
+// New partitions the store (converting a store written before
 // partitions once), replays each partition into its core, calls Loaded
 // and starts serving. A record the core cannot decode fails start.
-func NewLoop(d LoopDeps) (*Loop, error) {
-	return NewLoopContext(context.Background(), d)
+func New(d Deps) (*Loop, error) {
+	return NewContext(context.Background(), d)
 }
 
-// NewLoopContext is NewLoop with the start-up I/O (store replay, topic
+// NewContext is New with the start-up I/O (store replay, topic
 // metadata, end offsets) bounded by ctx.
-func NewLoopContext(ctx context.Context, d LoopDeps) (*Loop, error) {
+func NewContext(ctx context.Context, d Deps) (*Loop, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}

@@ -1,10 +1,7 @@
-package host
+package loop
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -13,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/config"
-	"github.com/coordhost/coordhost/host/plugin"
 )
 
 // groupsAPI serves GET /v1/groups, GET /v1/groups/{id} (and its /config
@@ -58,7 +55,7 @@ type GroupDetail struct {
 
 func (a *groupsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		writeJSONResp(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET only"})
+		admin.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET only"})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -66,7 +63,7 @@ func (a *groupsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	switch {
 	case r.URL.Path == "/v1/ab":
-		writeJSONResp(w, 200, a.l.ab.Report())
+		admin.WriteJSON(w, 200, a.l.ab.Report())
 	case strings.HasSuffix(r.URL.Path, "/history"):
 		a.history(ctx, w, id)
 	case id == "":
@@ -89,14 +86,14 @@ func (a *groupsAPI) list(ctx context.Context, w http.ResponseWriter) {
 		return core.Output{}
 	})
 	if err != nil {
-		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	if out == nil {
 		out = []GroupSummary{}
 	}
-	writeJSONResp(w, 200, map[string]any{"groups": out})
+	admin.WriteJSON(w, 200, map[string]any{"groups": out})
 }
 
 func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id string) {
@@ -137,11 +134,11 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 		return core.Output{}
 	})
 	if err != nil {
-		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
 	if d == nil {
-		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
+		admin.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
 		return
 	}
 	d.AssignorFallback = a.l.fallbacks.get(id)
@@ -149,7 +146,7 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 	if d.RecentEvents == nil {
 		d.RecentEvents = []string{}
 	}
-	writeJSONResp(w, 200, d)
+	admin.WriteJSON(w, 200, d)
 }
 
 // config serves GET /v1/groups/{id}/config: the effective configuration
@@ -157,10 +154,10 @@ func (a *groupsAPI) describe(ctx context.Context, w http.ResponseWriter, id stri
 func (a *groupsAPI) config(ctx context.Context, w http.ResponseWriter, id string) {
 	var settings []config.Setting
 	if err := a.l.readGroup(ctx, id, func(*core.Coordinator, int64) core.Output { settings = a.l.groupSettings(id); return core.Output{} }); err != nil {
-		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSONResp(w, 200, map[string]any{"group": id, "config": settings})
+	admin.WriteJSON(w, 200, map[string]any{"group": id, "config": settings})
 }
 
 // history serves GET /v1/groups/{id}/history: the group's last targets
@@ -168,92 +165,12 @@ func (a *groupsAPI) config(ctx context.Context, w http.ResponseWriter, id string
 func (a *groupsAPI) history(ctx context.Context, w http.ResponseWriter, id string) {
 	found := false
 	if err := a.l.readGroup(ctx, id, func(c *core.Coordinator, _ int64) core.Output { _, found = c.Group(id); return core.Output{} }); err != nil {
-		writeJSONResp(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		admin.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
 	if !found {
-		writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
+		admin.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "group " + id + " not found"})
 		return
 	}
-	writeJSONResp(w, 200, a.l.ab.History(id))
-}
-
-// PluginsHandler serves /v1/plugins: GET lists the assignors; POST
-// /v1/plugins/{name} {"path": "..."} loads a plugin, PUT reloads it
-// (optionally from a new path), DELETE unloads it. A path is checked
-// against files (plugin directories, names, file type and size) before
-// anything is read. The admin server requires the token for every method
-// but GET.
-func PluginsHandler(a *Assignors, files plugin.FilePolicy) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		if r.Method == http.MethodGet {
-			info := a.Info()
-			if name == "" {
-				writeJSONResp(w, 200, map[string]any{"plugins": info})
-				return
-			}
-			for _, pi := range info {
-				if pi.Name == name {
-					writeJSONResp(w, 200, pi)
-					return
-				}
-			}
-			writeJSONResp(w, http.StatusNotFound, map[string]string{"error": "no assignor " + name})
-			return
-		}
-		if name == "" {
-			writeJSONResp(w, http.StatusBadRequest, map[string]string{"error": "name the plugin: /v1/plugins/{name}"})
-			return
-		}
-		var body struct {
-			Path string `json:"path"`
-		}
-		if r.Method != http.MethodDelete {
-			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-				writeJSONResp(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"path\": \"/file.wasm\"}: " + err.Error()})
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
-		defer cancel()
-		var err error
-		switch r.Method {
-		case http.MethodPost:
-			var path string
-			if path, err = files.Resolve(body.Path); err == nil {
-				err = a.Load(ctx, name, path)
-			}
-		case http.MethodPut:
-			path := body.Path
-			if path != "" {
-				path, err = files.Resolve(path)
-			}
-			if err == nil {
-				err = a.Reload(ctx, name, path)
-			}
-		case http.MethodDelete:
-			err = a.Unload(ctx, name)
-		default:
-			writeJSONResp(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET, POST, PUT or DELETE"})
-			return
-		}
-		if err != nil {
-			code := http.StatusBadRequest
-			if strings.Contains(err.Error(), "has no loaded plugin") {
-				code = http.StatusNotFound
-			}
-			writeJSONResp(w, code, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSONResp(w, 200, map[string]any{"ok": true, "plugins": a.Info()})
-	})
-}
-
-func writeJSONResp(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	admin.WriteJSON(w, 200, a.l.ab.History(id))
 }

@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type endOffsetStats struct {
 
 // endOffsetsRefresh is group's refresh period (0: never): its effective
 // streams.end.offsets.refresh.ms (runtime value included), else
-// LoopDeps.EndOffsetsRefresh, else the default. It reads loop state: call
+// Deps.EndOffsetsRefresh, else the default. It reads loop state: call
 // it on the loop goroutine (or before the loop starts).
 func (l *Loop) endOffsetsRefresh(group string) time.Duration {
 	if l.d.Groups == nil && l.d.EndOffsetsRefresh != nil {

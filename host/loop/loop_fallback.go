@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"fmt"
@@ -55,11 +55,11 @@ func (f *fallbackLog) get(group string) *AssignorFallback {
 	return nil
 }
 
-// noteFallback records how a successful run was answered: by the fallback
+// NoteFallback records how a successful run was answered: by the fallback
 // (a warning naming the group, a group event, the admin view's
 // assignor_fallback) or by the assignor itself (the field is cleared).
 // Called on an assignor worker.
-func (l *Loop) noteFallback(run core.AssignorRun, fb *assign.FellBack) {
+func (l *Loop) NoteFallback(run core.AssignorRun, fb *assign.FellBack) {
 	if fb == nil {
 		l.fallbacks.set(run.Group, nil)
 		return

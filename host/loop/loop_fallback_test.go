@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 func TestNoteFallback(t *testing.T) {
 	l := &Loop{log: slog.New(slog.DiscardHandler), history: newHistory()}
 	run := core.AssignorRun{Group: "g", Epoch: 3, Assignor: "ha"}
-	l.noteFallback(run, &assign.FellBack{Fallback: "sticky", Err: errors.New("memory_limit")})
+	l.NoteFallback(run, &assign.FellBack{Fallback: "sticky", Err: errors.New("memory_limit")})
 	fb := l.fallbacks.get("g")
 	if fb == nil || fb.Assignor != "ha" || fb.Fallback != "sticky" || fb.Epoch != 3 || fb.Error != "memory_limit" || fb.At.IsZero() {
 		t.Fatalf("fallback not recorded: %+v", fb)
@@ -27,7 +27,7 @@ func TestNoteFallback(t *testing.T) {
 		t.Fatal("another group shows a fallback")
 	}
 	run.Epoch = 4
-	l.noteFallback(run, nil)
+	l.NoteFallback(run, nil)
 	if fb := l.fallbacks.get("g"); fb != nil {
 		t.Fatalf("a run the plugin answered did not clear the fallback: %+v", fb)
 	}

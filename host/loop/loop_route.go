@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/admin"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
@@ -88,8 +89,8 @@ func TestLoopReportsOnlyCommittedEvents(t *testing.T) {
 	}
 	logs := &lockedBuf{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
-	l, err := NewLoop(LoopDeps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log})
+	asg := assign.New(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
+	l, err := New(Deps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"context"
@@ -147,7 +147,7 @@ func (l *Loop) TopicsCreated() {
 
 // heldTopics are, per streams group, the internal topics its last
 // heartbeat found missing, kept for the client to create
-// (LoopDeps.ClientCreatesInternalTopics): in front of an authenticated
+// (Deps.ClientCreatesInternalTopics): in front of an authenticated
 // cluster they are never created under coordhost's own identity.
 type heldTopics struct {
 	mu sync.Mutex

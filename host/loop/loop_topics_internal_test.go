@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"testing"
@@ -23,7 +23,7 @@ func TestInternalTopicsHeldForTheClient(t *testing.T) {
 		t.Fatal("held without ClientCreatesInternalTopics")
 	}
 
-	l := &Loop{d: LoopDeps{ClientCreatesInternalTopics: true}, refreshNow: make(chan struct{}, 1)}
+	l := &Loop{d: Deps{ClientCreatesInternalTopics: true}, refreshNow: make(chan struct{}, 1)}
 	if got := l.holdInternalTopics(ts); len(got) != 0 {
 		t.Fatalf("left %v for coordhost to create", got)
 	}

@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func (l *Loop) settleCommit(req *kmsg.OffsetCommitRequest) kmsg.Response {
 }
 
 // writeOffsets runs write with req's offset writer: identity.Write over
-// LoopDeps.OffsetsAs and the offset store.
+// Deps.OffsetsAs and the offset store.
 func writeOffsets[R any](l *Loop, req *wire.Request, body kmsg.Request, group string, write func(offsets.Writer) (R, error)) (resp R, unsent kmsg.Response, err error) {
 	return identity.Write(l.log, l.d.OffsetsAs, l.offsetStore(), req, body, group, write)
 }

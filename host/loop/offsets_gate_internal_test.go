@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/wire"
 )
@@ -147,8 +148,8 @@ func gateLoop(t *testing.T, fake *fakePlane, clock *skewClock) *Loop {
 	c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 4}}})
 	c.Commit()
 	log := slog.New(slog.DiscardHandler)
-	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
-	l, err := NewLoop(LoopDeps{Core: c, Assignors: asg, Log: log, Now: clock.now})
+	asg := assign.New(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
+	l, err := New(Deps{Core: c, Assignors: asg, Log: log, Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,33 +1,18 @@
-package host
+package loop
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/coordhost/coordhost/host/authz"
 	"github.com/coordhost/coordhost/host/identity"
-	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/wire"
 )
-
-// offsetsIdentity sets up whose identity writes offsets to an external
-// data plane (identity.Setup).
-func (s *Server) offsetsIdentity(ctx context.Context, tokens *authz.Tokens) (err error) {
-	s.offsetClients, err = identity.Setup(ctx, s.cfg.DataPlane, s.dp, tokens, s.log)
-	return err
-}
-
-// offsetsAs is LoopDeps.OffsetsAs with dataplane.offsets.identity=client
-// (nil otherwise).
-func (s *Server) offsetsAs() func(principal string) (offsets.Writer, error) {
-	return identity.WriterOf(s.offsetClients)
-}
 
 // groupOffsetsDeleter is what deletes the offsets of the groups of a
 // DeleteGroups in the data plane (nil: no data plane), the request left
 // for core, and the answers of groups refused already: the data plane,
-// or with offsets written as the client (LoopDeps.OffsetsAs) the
+// or with offsets written as the client (Deps.OffsetsAs) the
 // principal's writer (identity.DeleteAs).
 func (l *Loop) groupOffsetsDeleter(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (identity.GroupDeleter, *kmsg.DeleteGroupsRequest, []kmsg.DeleteGroupsResponseGroup) {
 	switch {

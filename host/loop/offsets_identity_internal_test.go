@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func (w refusingWriter) DeleteOffsets(context.Context, *kmsg.OffsetDeleteRequest
 	return nil, w.err
 }
 
-// TestOffsetsWrittenAsTheClient: with LoopDeps.OffsetsAs, a commit is
+// TestOffsetsWrittenAsTheClient: with Deps.OffsetsAs, a commit is
 // written by the writer of the request's principal (SASL user, or the
 // certificate's principal), never by the offset store; a write that was
 // not sent (login refused, coordinator lookup refused, no principal) is
@@ -141,7 +141,7 @@ func (w *groupsWriter) DeleteGroupOffsets(_ context.Context, groups []string) (m
 	return out, nil
 }
 
-// TestDeleteGroupsAsTheClient: with LoopDeps.OffsetsAs, DeleteGroups asks
+// TestDeleteGroupsAsTheClient: with Deps.OffsetsAs, DeleteGroups asks
 // the principal's writer whether it may delete each group before core
 // deletes anything: a group the cluster refuses the principal (or whose
 // question was not sent) is answered with the cluster's error (or

@@ -1,11 +1,10 @@
-package host
+package loop
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -13,14 +12,13 @@ import (
 	"github.com/coordhost/coordhost/host/store"
 )
 
-// RepairStore is the operator's repair of the store in dataDir (coordhost
+// RepairStore is the operator's repair of the store file at path (coordhost
 // repair): the records of the current store file whose checksum verifies
 // are written to a new store, the old file is moved aside (never deleted),
 // and w gets exactly what was kept and dropped, per partition and group.
 // A missing store file is replaced by an empty store. parts is the
 // partition count of the new store when the old one does not record one.
-func RepairStore(dataDir string, parts int, w io.Writer) error {
-	path := filepath.Join(dataDir, StoreFile)
+func RepairStore(path string, parts int, w io.Writer) error {
 	fmt.Fprintf(w, "repairing store %s\n", path)
 	sal := &store.Salvaged{}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {

@@ -1,4 +1,4 @@
-package host
+package loop
 
 import (
 	"io"
@@ -42,5 +42,5 @@ func loopWithGroupsYAML(t *testing.T, yaml string) *Loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Loop{d: LoopDeps{Groups: cfg.Groups}, dyn: map[string]map[string]string{}}
+	return &Loop{d: Deps{Groups: cfg.Groups}, dyn: map[string]map[string]string{}}
 }

@@ -1,4 +1,4 @@
-package host
+package admin
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
 )
@@ -31,7 +32,7 @@ func TestPluginsAPILoadsOnlyFromPluginDirs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "huge.wasm"), make([]byte, len(wasm)+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	asg := NewAssignors(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
+	asg := assign.New(context.Background(), t.TempDir(), "sticky", plugin.Config{}, slog.New(slog.DiscardHandler))
 	defer asg.Close(context.Background())
 	h := PluginsHandler(asg, plugin.FilePolicy{Dirs: []string{dir}, MaxBytes: int64(len(wasm))})
 	post := func(path string) (int, string) {
@@ -68,7 +69,7 @@ func TestPluginsAPILoadsOnlyFromPluginDirs(t *testing.T) {
 	}
 }
 
-func hasPlugin(info []PluginInfo, name, path string) bool {
+func hasPlugin(info []assign.PluginInfo, name, path string) bool {
 	for _, pi := range info {
 		if pi.Name == name && pi.Path == path {
 			return true
