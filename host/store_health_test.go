@@ -47,9 +47,20 @@ func TestStoreFailureBackoffAndReadiness(t *testing.T) {
 	var fault *runtime.FaultLog
 	logs := &testtool.LogBuffer{}
 	m := admin.NewMetrics()
-	l, err := loop.New(loop.Deps{Core: c, Store: st, Metrics: m,
-		Log:     slog.New(slog.NewTextHandler(logs, nil)),
-		WrapLog: func(rl runtime.Log) runtime.Log { fault = runtime.NewFaultLog(rl); return fault }})
+	// the store's log with faults injected, opened as the loop would
+	openLog := func(parts int) (runtime.Log, func() error, error) {
+		if err := st.Partition(parts, loop.RecordGroup); err != nil {
+			return nil, nil, err
+		}
+		sl, err := store.NewLog(st)
+		if err != nil {
+			return nil, nil, err
+		}
+		fault = runtime.NewFaultLog(sl)
+		return fault, sl.Close, nil
+	}
+	l, err := loop.New(loop.Deps{Core: c, Metrics: m, OpenLog: openLog,
+		Log: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,9 +119,6 @@ type Deps struct {
 	// HistoryInputs keeps each target's assignor lag input in the history
 	// (admin.history.inputs).
 	HistoryInputs bool
-	// WrapLog, when set, wraps the record log (tests inject faults with
-	// runtime.FaultLog).
-	WrapLog func(runtime.Log) runtime.Log
 	// OpenLog, when set, opens the record log of parts partitions instead
 	// of Store's (store.kind=kafka), with the function that closes it.
 	OpenLog func(parts int) (runtime.Log, func() error, error)
@@ -300,24 +297,21 @@ func (l *Loop) openLog() (int, error) {
 		l.rlog = &statsLog{Log: runtime.NewMemLog(), stats: &l.stats}
 		return parts, nil
 	}
-	if err := l.d.Store.Partition(parts, recordGroup); err != nil {
+	if err := l.d.Store.Partition(parts, RecordGroup); err != nil {
 		return 0, err
 	}
 	sl, err := store.NewLog(l.d.Store)
 	if err != nil {
 		return 0, err
 	}
-	var rl runtime.Log = sl
-	if l.d.WrapLog != nil {
-		rl = l.d.WrapLog(rl)
-	}
-	l.rlog, l.closer = &statsLog{Log: rl, stats: &l.stats}, sl.Close
+	l.rlog, l.closer = &statsLog{Log: sl, stats: &l.stats}, sl.Close
 	return parts, nil
 }
 
-// recordGroup names the group of a stored record: the group of a
-// group-config record, or the group in a core record's key.
-func recordGroup(key []byte) (string, error) {
+// RecordGroup names the group of a stored record (the store's
+// partitioner): the group of a group-config record, or the group in a
+// core record's key.
+func RecordGroup(key []byte) (string, error) {
 	if g, ok := store.GroupConfigGroup(key); ok {
 		return g, nil
 	}

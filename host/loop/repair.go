@@ -41,7 +41,7 @@ func RepairStore(path string, parts int, w io.Writer) error {
 	}
 	kept, dropped := map[string]int{}, map[string]map[string]int{}
 	drop := func(key []byte, why string) {
-		g, err := recordGroup(key)
+		g, err := RecordGroup(key)
 		if err != nil {
 			g = fmt.Sprintf("(unknown group, key %x)", key)
 		}
@@ -58,7 +58,7 @@ func RepairStore(path string, parts int, w io.Writer) error {
 		batches[p].Partition = p
 	}
 	for _, e := range sal.Records {
-		g, err := recordGroup(e.Key)
+		g, err := RecordGroup(e.Key)
 		if err != nil {
 			drop(e.Key, "key names no group")
 			continue
@@ -72,7 +72,7 @@ func RepairStore(path string, parts int, w io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.Partition(parts, recordGroup); err != nil {
+	if err := st.Partition(parts, RecordGroup); err != nil {
 		return err
 	}
 	if err := st.AppendPartitions(batches); err != nil {
