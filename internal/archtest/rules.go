@@ -148,7 +148,15 @@ func forbidden(module, pkg, imp string) string {
 			return ""
 		}
 		return "host/authz asks the cluster through host/wire only: no core, no gateway, no copy of coordinator state"
+	case under(pkg, "host/loop"):
+		if std || imp == kmsg || imp == kerr || own && (under(local, "core") || under(local, "host") && local != "host") {
+			return ""
+		}
+		return "host/loop runs the event loop over core and host/* packages: never the host root (which composes it), and assignors and plugins only through host/assign"
 	case top == "host":
+		if own && under(local, "host/loop") && pkg != "host" {
+			return "only the host root composes the event loop: no other host package imports host/loop"
+		}
 		if !own || under(local, "core", "abi", "host", "internal") || isPluginAlgo(local) {
 			return ""
 		}
