@@ -1,5 +1,4 @@
-// Package host is the shell around core: the event loop that owns the
-// coordinator, feeds it requests, ticks and assignor results, makes its
-// records durable before releasing responses, and runs plugins, the Kafka
-// listener and the data plane.
+// Package host composes a running coordhost server: it opens the store and
+// the data plane, builds the event loop (host/loop) and the authorization
+// in front of it, and starts the Kafka listeners and the admin server.
 package host

@@ -116,7 +116,7 @@ type canaryFigures struct {
 }
 
 // canaryHeartbeats starts a loop with parts partitions on a bbolt store
-// (pipeline: LoopDeps.Pipeline),
+// (pipeline: loop.Deps.Pipeline),
 // joins 4 canary groups — one on the flooded group's partition, three on
 // others (all on the one partition when parts is 1) — and measures their
 // steady heartbeats while flood (when true) keeps 16 clients each joining
