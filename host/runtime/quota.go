@@ -119,3 +119,13 @@ func (r *Runtime) Throttle(p int, key string) time.Duration {
 	}
 	return r.parts[p].quota.throttle(key, r.cfg.Now())
 }
+
+// Charge adds d, time spent for key's request off the partition's workers
+// (work done on the request's goroutine before it is queued), to key's use
+// of partition p's quota.
+func (r *Runtime) Charge(p int, key string, d time.Duration) {
+	if p < 0 || p >= len(r.parts) {
+		return
+	}
+	r.parts[p].quota.record(key, r.cfg.Now(), d)
+}
