@@ -3,7 +3,6 @@ package host_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ import (
 // canary group on the same partition, heartbeating steadily, is never
 // throttled.
 func TestFloodingGroupThrottled(t *testing.T) {
-	l, err := host.NewLoop(host.LoopDeps{NewCore: newFloodCore, Partitions: 4, Workers: 2, GroupQuotaPercent: 2, MaxThrottle: 200 * time.Millisecond})
+	l, err := host.NewLoop(host.LoopDeps{NewCore: newFloodCore, Partitions: 4, Workers: 2, GroupQuotaPercent: 5, MaxThrottle: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,32 +34,20 @@ func TestFloodingGroupThrottled(t *testing.T) {
 	}
 	epoch := resp.MemberEpoch
 	var throttled, maxThrottle atomic.Int32
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	for c := 0; c < 2; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				resp, err := handleHB(l, hugeTopologyJoin("flood", fmt.Sprintf("f%d-%d", c, i)))
-				if err != nil {
-					t.Errorf("flood join: %v", err)
-					return
-				}
-				if ms := resp.ThrottleMillis; ms > 0 {
-					throttled.Add(1)
-					if ms > maxThrottle.Load() {
-						maxThrottle.Store(ms)
-					}
-				}
+	stop := joinFlood(hugeTopologyJoin, func(_ int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+		resp, err := handleHB(l, req)
+		if err != nil {
+			return nil, err
+		}
+		if ms := resp.ThrottleMillis; ms > 0 {
+			throttled.Add(1)
+			if ms > maxThrottle.Load() {
+				maxThrottle.Store(ms)
 			}
-		}()
-	}
+			time.Sleep(time.Duration(ms) * time.Millisecond) // as Kafka's clients do
+		}
+		return resp, nil
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	beats := 0
 	for ; beats < 100 || throttled.Load() == 0 && time.Now().Before(deadline); beats++ {
@@ -76,8 +63,7 @@ func TestFloodingGroupThrottled(t *testing.T) {
 		epoch = resp.MemberEpoch
 		time.Sleep(10 * time.Millisecond)
 	}
-	close(done)
-	wg.Wait()
+	stop()
 	if throttled.Load() == 0 {
 		t.Fatal("the flooding group was never throttled")
 	}
