@@ -160,7 +160,13 @@ func canaryHeartbeats(t *testing.T, parts, pipeline int, flood floodKind) canary
 	floodStart := time.Now()
 	if flood.join != nil {
 		stopFlood = joinFlood(flood.join, func(_ int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
-			return handleHB(l, req)
+			resp, err := handleHB(l, req)
+			if err == nil && resp.ThrottleMillis > 0 {
+				// As a Kafka client does (KIP-219); over the wire the
+				// listener mutes the connection instead.
+				time.Sleep(time.Duration(resp.ThrottleMillis) * time.Millisecond)
+			}
+			return resp, err
 		})
 		time.Sleep(200 * time.Millisecond)
 	}

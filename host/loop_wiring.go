@@ -97,6 +97,7 @@ func NewCoordinatorWith(custom map[string]assign.Native) func(*Server) (Wiring, 
 			Store:   s.store, DataPlane: s.dp, Assignors: asg, Metrics: s.metrics, Log: s.log.With("component", "loop"),
 			Groups: cfg.Groups, HistoryTargets: cfg.Admin.HistoryTargets, HistoryInputs: cfg.Admin.HistoryInputs, Partitions: cmp.Or(cfg.StorePartitions, storeParts), Workers: cfg.Workers, Pipeline: cfg.Pipeline, MaxQueuedPerGroup: cfg.MaxQueuedPerGroup,
 			TopicRefresh: topicRefresh, OpenLog: openLog, Ownership: own, OffsetsAs: s.offsetsAs(),
+			GroupQuotaPercent: quotaPercent(cfg.GroupQuotaPercent), MaxThrottle: cfg.ThrottleCap(),
 			// in front of an authenticated cluster, internal topics are created as the client (host/authz)
 			ClientCreatesInternalTopics: !cfg.DataPlane.Embedded && authenticatedUpstream(cfg),
 		})

@@ -59,6 +59,13 @@ type Config struct {
 	// MaxQueuedPerGroup bounds the requests of one group waiting in its
 	// partition's queue (runtime.max.queued.per.group).
 	MaxQueuedPerGroup int
+	// GroupQuotaPercent is the share of a partition's step time one group
+	// may use before it is throttled (runtime.group.quota.percent; 0 or
+	// 100: no quota).
+	GroupQuotaPercent int
+	// MaxThrottle caps a throttle: runtime.group.max.throttle.ms, lowered
+	// to a quarter of the smallest session timeout Groups allows.
+	MaxThrottle time.Duration
 	// MaxGroups caps the groups of the process (0: no cap).
 	MaxGroups int
 	// Groups resolves per-group settings.
@@ -386,6 +393,8 @@ func fromValues(v map[string]any) (*Config, error) {
 		Pipeline:          int(v["runtime.pipeline"].(int64)),
 		MaxQueuedPerGroup: int(v["runtime.max.queued.per.group"].(int64)),
 		MaxGroups:         int(v["runtime.max.groups"].(int64)),
+		GroupQuotaPercent: int(v["runtime.group.quota.percent"].(int64)),
+		MaxThrottle:       time.Duration(v["runtime.group.max.throttle.ms"].(int64)) * time.Millisecond,
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(v["log.level"].(string))); err != nil {
 		return nil, fmt.Errorf("config: log.level = %q: %w", v["log.level"], err)

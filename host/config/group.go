@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Group is the effective configuration of one group. core reads it; the
@@ -194,4 +195,34 @@ func (g *Groups) Defaults() Group {
 		k.field.set(&out, v)
 	}
 	return out
+}
+
+// sessionKeys are the keys that bound a member's session timeout: the
+// new protocols' session timeouts and the classic protocol's minimum.
+var sessionKeys = []string{"group.min.session.timeout.ms", "streams.session.timeout.ms", "consumer.session.timeout.ms"}
+
+// MinSessionTimeout returns the smallest session timeout a member of any
+// group may have under groups.defaults and every override (group configs
+// altered at run time are not included).
+func (g *Groups) MinSessionTimeout() time.Duration {
+	d := g.Defaults()
+	least := min(d.MinSessionTimeoutMs, d.StreamsSessionTimeoutMs, d.ConsumerSessionTimeoutMs)
+	for _, o := range g.overrides {
+		for _, k := range sessionKeys {
+			if v, ok := o.Values[k].(int64); ok && v < int64(least) {
+				least = int32(v)
+			}
+		}
+	}
+	return time.Duration(least) * time.Millisecond
+}
+
+// ThrottleCap is the longest throttle a group over its quota gets:
+// MaxThrottle, at most a quarter of Groups' smallest session timeout, so
+// a member is never expired for waiting out a throttle.
+func (c *Config) ThrottleCap() time.Duration {
+	if c.Groups == nil {
+		return c.MaxThrottle
+	}
+	return max(min(c.MaxThrottle, c.Groups.MinSessionTimeout()/4), time.Millisecond)
 }

@@ -90,6 +90,11 @@ type Deps struct {
 	// MaxQueuedPerGroup bounds the requests of one group waiting in its
 	// partition's queue (0: runtime.DefaultMaxQueuedPerKey).
 	MaxQueuedPerGroup int
+	// GroupQuotaPercent and MaxThrottle are the per-group quota (0:
+	// runtime.DefaultQuotaPercent, negative: none) and the throttle cap
+	// (0: runtime.DefaultMaxThrottle); loop_quota.go.
+	GroupQuotaPercent int
+	MaxThrottle       time.Duration
 	Store             *store.Store
 	DataPlane         *gateway.DataPlane
 	Assignors         *assign.Registry
@@ -252,7 +257,8 @@ func NewContext(ctx context.Context, d Deps) (*Loop, error) {
 		l.refreshTopicsNow()
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
-		Now: d.Now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup})
+		Now: d.Now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup,
+		QuotaPercent: float64(d.GroupQuotaPercent), MaxThrottle: d.MaxThrottle})
 	if err == nil && d.Ownership != nil {
 		err = d.Ownership.Start(l.rt)
 	} else if err == nil {
@@ -361,6 +367,7 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 		if l.serving(p) != nil { // the lease ended while the request ran
 			return notCoordinator(req), nil
 		}
+		l.throttle(p, group, r.msg) // loop_quota.go
 		return r.msg, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()

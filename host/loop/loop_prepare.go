@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	goruntime "runtime"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -27,6 +28,14 @@ var prepareSlots = make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))
 // (the partition's worker then only compares and applies), in a slot when
 // the topology is large.
 func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, error) {
+	prep, _, err := prepareTimed(ctx, req)
+	return prep, err
+}
+
+// prepareTimed is prepareStreamsHeartbeat that also returns how long the
+// preparation itself took (not the wait for a slot): the group's quota
+// counts it (loop_quota.go).
+func prepareTimed(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, time.Duration, error) {
 	// A topology over the default bound is only counted ahead (core
 	// prepares nothing of it): it needs no slot.
 	if n := core.TopologyEntries(req.Topology); n > largeTopology && n <= core.DefaultMaxTopologySize {
@@ -34,8 +43,10 @@ func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbea
 		case prepareSlots <- struct{}{}:
 			defer func() { <-prepareSlots }()
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 	}
-	return core.PrepareStreamsHeartbeat(req), nil
+	start := time.Now()
+	prep := core.PrepareStreamsHeartbeat(req)
+	return prep, time.Since(start), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -93,14 +94,18 @@ func stepped(o steppedOpts) groupHandler {
 		if o&describableTopics != 0 {
 			client.DescribableTopic = authz.DescribableTopics(ctx)
 		}
+		group, _ := requestGroup(req)
 		var prep *core.PreparedStreamsHeartbeat
 		if b, ok := req.Body.(*kmsg.StreamsGroupHeartbeatRequest); ok && o&prepareStreams != 0 {
 			var err error
-			if prep, err = prepareStreamsHeartbeat(ctx, b); err != nil {
+			var spent time.Duration
+			if prep, spent, err = prepareTimed(ctx, b); err != nil {
 				return nil, err
 			}
+			// The preparation is the group's work too: it counts
+			// towards the group's quota (loop_quota.go).
+			l.rt.Charge(l.rt.PartitionFor(group), group, spent)
 		}
-		group, _ := requestGroup(req)
 		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			if o&configureGroup != 0 {
 				l.configure(c, group)

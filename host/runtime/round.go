@@ -258,7 +258,9 @@ func (p *partition) round(sh Shard, evs []Event) {
 		if ev.Read {
 			commit(sh)
 		}
+		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, ev.Input)
+		p.quota.record(ev.Key, t0, p.rt.cfg.Now().Sub(t0)) // quota.go
 		switch {
 		case err != nil && p.inFlight():
 			// The rounds in flight may still commit: this one is rolled

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -155,6 +156,13 @@ type Config struct {
 	// DefaultMaxRoundBytes) the same way, and the bytes of one append:
 	// the rounds waiting for an append go in one append up to it.
 	MaxRoundBytes int
+	// QuotaPercent is the share of a partition's step time one Event.Key
+	// may use over QuotaWindow (default DefaultQuotaPercent; negative: no
+	// quota). A key over it is throttled (Runtime.Throttle) and a round
+	// takes at most one of its events, stepped after the other keys'.
+	QuotaPercent float64
+	// MaxThrottle caps Runtime.Throttle (default DefaultMaxThrottle).
+	MaxThrottle time.Duration
 }
 
 // DefaultMaxQueuedPerKey is Config.MaxQueuedPerKey's default.
@@ -227,6 +235,8 @@ type partition struct {
 	// stopping: an unload was stepped; it completes once no round is in
 	// flight.
 	stopping *unload
+	// quota: each key's step time over the last QuotaWindow (quota.go).
+	quota *quota
 }
 
 // unload is the queued marker of an Unload.
@@ -261,12 +271,18 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.MaxRoundBytes <= 0 {
 		cfg.MaxRoundBytes = DefaultMaxRoundBytes
 	}
+	if cfg.QuotaPercent == 0 {
+		cfg.QuotaPercent = DefaultQuotaPercent
+	}
+	if cfg.MaxThrottle <= 0 {
+		cfg.MaxThrottle = DefaultMaxThrottle
+	}
 	if cfg.Log == nil || cfg.NewShard == nil {
 		return nil, errors.New("runtime: Log and NewShard are required")
 	}
 	r := &Runtime{cfg: cfg, ready: make(chan *partition, cfg.Partitions), stop: make(chan struct{})}
 	for p := 0; p < cfg.Partitions; p++ {
-		r.parts = append(r.parts, &partition{id: p, rt: r, queued: map[string]int{}})
+		r.parts = append(r.parts, &partition{id: p, rt: r, queued: map[string]int{}, quota: newQuota(cfg.QuotaPercent, cfg.MaxThrottle)})
 	}
 	for w := 0; w < cfg.Workers; w++ {
 		r.wg.Add(1)
@@ -486,15 +502,15 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 		p.countLocked(evs, -1)
 		return evs
 	}
-	per := p.rt.cfg.MaxPerKey
 	taken := make(map[string]int)
+	throttled := p.quota.overAt(p.rt.cfg.Now)
 	var evs, rest []Event
 	for i, ev := range p.queue {
 		if len(evs) == limit {
 			rest = append(rest, p.queue[i:]...)
 			break
 		}
-		if ev.Key != "" && taken[ev.Key] == per || only != nil && !only(ev.Key) {
+		if ev.Key != "" && taken[ev.Key] == p.perKey(throttled(ev.Key)) || only != nil && !only(ev.Key) {
 			rest = append(rest, ev)
 			continue
 		}
@@ -515,16 +531,21 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 	p.queue = rest
 	p.countLocked(evs, -1)
 	if len(taken) > 0 {
-		slices.SortStableFunc(evs, func(a, b Event) int { return cmp.Compare(rank(a, taken), rank(b, taken)) })
+		slices.SortStableFunc(evs, func(a, b Event) int {
+			return cmp.Compare(rank(a, taken, throttled), rank(b, taken, throttled))
+		})
 	}
 	return evs
 }
 
 // rank orders a round's events: those without a key first, then the keys
-// with the fewest events in the round.
-func rank(ev Event, taken map[string]int) int {
-	if ev.Key == "" {
+// with the fewest events in the round, then the keys over their quota.
+func rank(ev Event, taken map[string]int, throttled func(string) bool) int {
+	switch {
+	case ev.Key == "":
 		return 0
+	case throttled(ev.Key):
+		return math.MaxInt
 	}
 	return taken[ev.Key]
 }

@@ -315,6 +315,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if _, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp)); err != nil {
 		return err
 	}
+	c.mute(ctx, c.muteFor(req, resp)) // throttle.go
 	return c.closeAfter
 }
 

@@ -1,0 +1,34 @@
+package host
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// throttle sets throttle_time_ms on resp, a response for group on
+// partition p, when the group used more than its quota of the partition's
+// step time (runtime.Runtime.Throttle); the listener then stops reading
+// the client's connection for that time (wire/throttle.go), as Kafka
+// does for a client over its quota.
+func (l *Loop) throttle(p int, group string, resp kmsg.Response) {
+	if resp == nil {
+		return
+	}
+	d := l.rt.Throttle(p, group)
+	if d <= 0 {
+		return
+	}
+	if t, ok := resp.(interface {
+		kmsg.ThrottleResponse
+		kmsg.SetThrottleResponse
+	}); ok {
+		cur, _ := t.Throttle()
+		t.SetThrottle(max(cur, int32(d.Milliseconds())))
+	}
+}
+
+// quotaPercent is LoopDeps.GroupQuotaPercent for the config's
+// runtime.group.quota.percent: 0 and 100 turn the quota off.
+func quotaPercent(percent int) int {
+	if percent <= 0 || percent >= 100 {
+		return -1
+	}
+	return percent
+}
