@@ -336,3 +336,12 @@ func partitionShare(maxGroups, storeParts, configured int) int {
 
 // Metrics is the server's metrics registry.
 func (s *Server) Metrics() *admin.Metrics { return s.metrics }
+
+// quotaPercent is loop.Deps.GroupQuotaPercent for the config's
+// runtime.group.quota.percent: 0 and 100 turn the quota off.
+func quotaPercent(percent int) int {
+	if percent <= 0 || percent >= 100 {
+		return -1
+	}
+	return percent
+}

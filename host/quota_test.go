@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/coordhost/coordhost/host"
+	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
@@ -19,7 +19,7 @@ import (
 // canary group on the same partition, heartbeating steadily, is never
 // throttled.
 func TestFloodingGroupThrottled(t *testing.T) {
-	l, err := host.NewLoop(host.LoopDeps{NewCore: newFloodCore, Partitions: 4, Workers: 2, GroupQuotaPercent: 5, MaxThrottle: 200 * time.Millisecond})
+	l, err := loop.New(loop.Deps{NewCore: newFloodCore, Partitions: 4, Workers: 2, GroupQuotaPercent: 5, MaxThrottle: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

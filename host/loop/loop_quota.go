@@ -1,4 +1,4 @@
-package host
+package loop
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,13 +22,4 @@ func (l *Loop) throttle(p int, group string, resp kmsg.Response) {
 		cur, _ := t.Throttle()
 		t.SetThrottle(max(cur, int32(d.Milliseconds())))
 	}
-}
-
-// quotaPercent is LoopDeps.GroupQuotaPercent for the config's
-// runtime.group.quota.percent: 0 and 100 turn the quota off.
-func quotaPercent(percent int) int {
-	if percent <= 0 || percent >= 100 {
-		return -1
-	}
-	return percent
 }
