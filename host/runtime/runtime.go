@@ -93,6 +93,14 @@ type Event struct {
 	// Key (a request naming several groups): it is never answered before
 	// the rounds in flight are durable.
 	Shared bool
+	// Inline lets Submit step the event on the calling goroutine when the
+	// partition is idle — nothing queued, no owner stepping, settling or
+	// appending for it — instead of handing it to a worker: the caller
+	// then runs the worker's turn itself (the same round, append and
+	// Commit), and hands whatever is left to the pool when it ends. It
+	// saves the hand-off to a worker and back for a request arriving at an
+	// idle partition; a caller that must not run shard code sets none.
+	Inline bool
 }
 
 // The errors Submit returns.
@@ -316,8 +324,15 @@ func (p *partition) enqueue(ev Event) error {
 		p.mu.Unlock()
 		return ErrQueueFull
 	}
+	inline := ev.Inline && !p.scheduled && len(p.queue) == 0
 	p.queue = append(p.queue, ev)
 	p.countLocked([]Event{ev}, 1)
+	if inline {
+		p.scheduled = true // owned by this goroutine, as a worker owns it
+		p.mu.Unlock()
+		p.work()
+		return nil
+	}
 	p.scheduleLocked()
 	p.mu.Unlock()
 	return nil
