@@ -348,6 +348,9 @@ func (l *Loop) submit(p int, ev event) error {
 	if ev.call != nil {
 		rev.Shared = manyGroups(ev.call.req)
 		rev.Reject = func(error) { ev.call.done <- reply{msg: notCoordinator(ev.call.req)} }
+		// A client request is stepped on its connection's goroutine when
+		// its partition is idle: no hand-off to a worker and back.
+		rev.Inline = true
 	}
 	return l.rt.Submit(p, rev)
 }

@@ -94,6 +94,14 @@ type Event struct {
 	// Key (a request naming several groups): it is never answered before
 	// the rounds in flight are durable.
 	Shared bool
+	// Inline lets Submit step the event on the calling goroutine when the
+	// partition is idle — nothing queued, no owner stepping, settling or
+	// appending for it — instead of handing it to a worker: the caller
+	// then runs the worker's turn itself (the same round, append and
+	// Commit), and hands whatever is left to the pool when it ends. It
+	// saves the hand-off to a worker and back for a request arriving at an
+	// idle partition; a caller that must not run shard code sets none.
+	Inline bool
 }
 
 // The errors Submit returns.
@@ -332,8 +340,15 @@ func (p *partition) enqueue(ev Event) error {
 		p.mu.Unlock()
 		return ErrQueueFull
 	}
+	inline := ev.Inline && !p.scheduled && len(p.queue) == 0
 	p.queue = append(p.queue, ev)
-	p.countLocked([]Event{ev}, 1)
+	p.countOneLocked(ev, 1)
+	if inline {
+		p.scheduled = true // owned by this goroutine, as a worker owns it
+		p.mu.Unlock()
+		p.work()
+		return nil
+	}
 	p.scheduleLocked()
 	p.mu.Unlock()
 	return nil
@@ -342,12 +357,17 @@ func (p *partition) enqueue(ev Event) error {
 // countLocked adds d to the queued count of each keyed event of evs.
 func (p *partition) countLocked(evs []Event, d int) {
 	for _, ev := range evs {
-		if ev.Key == "" {
-			continue
-		}
-		if p.queued[ev.Key] += d; p.queued[ev.Key] <= 0 {
-			delete(p.queued, ev.Key)
-		}
+		p.countOneLocked(ev, d)
+	}
+}
+
+// countOneLocked adds d to the queued count of ev's key, if it has one.
+func (p *partition) countOneLocked(ev Event, d int) {
+	if ev.Key == "" {
+		return
+	}
+	if p.queued[ev.Key] += d; p.queued[ev.Key] <= 0 {
+		delete(p.queued, ev.Key)
 	}
 }
 
@@ -500,6 +520,16 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 		evs := p.queue[:n:n]
 		p.queue = p.queue[n:]
 		p.countLocked(evs, -1)
+		return evs
+	}
+	if len(p.queue) == 1 && (only == nil || only(p.queue[0].Key)) {
+		// One event, the usual case for a heartbeat at an idle partition:
+		// it is the round, with no ranking to do; the queue's array is
+		// kept for the next events.
+		evs := []Event{p.queue[0]}
+		clear(p.queue)
+		p.queue = p.queue[:0]
+		p.countOneLocked(evs[0], -1)
 		return evs
 	}
 	taken := make(map[string]int)

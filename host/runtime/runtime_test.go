@@ -35,6 +35,8 @@ type put struct {
 	group, key, val string
 	slow, cpu       bool
 	reply           chan error
+	// onStep, if set, is called when the put is stepped.
+	onStep func()
 }
 
 type get struct {
@@ -60,6 +62,9 @@ func (s *kvShard) Step(_ int64, in any) []runtime.Record {
 		}
 		if in.cpu {
 			cpuWork()
+		}
+		if in.onStep != nil {
+			in.onStep()
 		}
 		k := in.group + "/" + in.key
 		s.pending[k] = in.val

@@ -220,6 +220,37 @@ type conn struct {
 	// closeAfter, when set, closes the connection once the response being
 	// served is written (a failed authentication, as Kafka does).
 	closeAfter error
+	// host is the client's host as Kafka names it, computed at the first
+	// request; wbuf is the buffer responses are encoded into, kept between
+	// responses up to keptWriteBuffer bytes.
+	host string
+	wbuf []byte
+}
+
+// keptWriteBuffer bounds the response buffer a connection keeps between
+// responses: a large response's buffer is dropped once written, so an
+// idle connection holds at most this much.
+const keptWriteBuffer = 16 << 10
+
+// clientHost returns the client's host, computed once per connection.
+func (c *conn) clientHost() string {
+	if c.host == "" {
+		c.host = javaHost(c.nc.RemoteAddr())
+	}
+	return c.host
+}
+
+// writeResponse encodes resp into the connection's buffer and writes it.
+func (c *conn) writeResponse(correlationID int32, resp kmsg.Response) error {
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	b := AppendResponse(c.wbuf[:0], correlationID, resp)
+	_, err := c.nc.Write(b)
+	if cap(b) <= keptWriteBuffer {
+		c.wbuf = b
+	} else {
+		c.wbuf = nil
+	}
+	return err
 }
 
 func (c *conn) serve() {
@@ -294,7 +325,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 			return err
 		}
 		auth := c.sasl.authenticated()
-		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, javaHost(c.nc.RemoteAddr()), auth
+		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.clientHost(), auth
 		if s.cfg.SASLRequired && !auth && !preAuthKeys[req.Key] {
 			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 		}
@@ -311,8 +342,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if err != nil || resp == nil {
 		return err
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	if _, err = c.nc.Write(AppendResponse(nil, req.CorrelationID, resp)); err != nil {
+	if err = c.writeResponse(req.CorrelationID, resp); err != nil {
 		return err
 	}
 	c.mute(ctx, c.muteFor(req, resp)) // throttle.go

@@ -211,6 +211,26 @@ func TestDSTDeterministic(t *testing.T) {
 // an fsync, so they cost far more than seeds in memory.
 const storeSeeds = 50
 
+// inlineSeeds is TestDSTInline's seed count: the runtime's inline path
+// under the same invariants, crashes and failed appends as TestDST.
+const inlineSeeds = 200
+
+// TestDSTInline runs seeds with requests submitted inline, as the host
+// submits client requests: a round may run on the submitting goroutine,
+// its append and commit on the appender, and every invariant still holds.
+func TestDSTInline(t *testing.T) {
+	setup := func(o *Options) { o.Inline = true }
+	first, total, failed := runSeeds(0, inlineSeeds, *flagSteps, setup)
+	t.Logf("%d seeds inline: %+v", inlineSeeds, total)
+	if first != nil {
+		t.Fatalf("%d of %d seeds failed inline (%v); first: seed %d (fails within %d steps): %v\ntrace:\n%s",
+			len(failed), inlineSeeds, failed, first.seed, first.steps, first.res.Err, tail(first.res.Trace, 200))
+	}
+	if total.Crashes < 2*inlineSeeds || total.Grants < inlineSeeds || total.FailedAppends < inlineSeeds || total.Pipelined < inlineSeeds/10 {
+		t.Fatalf("the run exercised too little: %+v", total)
+	}
+}
+
 // TestDSTStore runs seeds over host/store's bbolt store, closed and opened
 // again at every crash, instead of the in-memory log.
 func TestDSTStore(t *testing.T) {

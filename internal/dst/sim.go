@@ -34,6 +34,11 @@ type Options struct {
 	// Trace records the run step by step in Result.Trace (a failing seed
 	// is rerun with it; the bulk runs go faster without).
 	Trace bool
+	// Inline submits the requests as the host submits client requests
+	// (runtime.Event.Inline): stepped on the sim's goroutine when their
+	// partition is idle. The gate of a shared round is never inline: it
+	// blocks its step until the round's events are queued.
+	Inline bool
 }
 
 // Result is what one run found.
@@ -346,7 +351,8 @@ func (s *sim) submit(p int, evs ...any) {
 }
 
 func (s *sim) mustSubmit(p int, ev any) {
-	if err := s.rt.Submit(p, runtime.Event{Input: ev}); err != nil {
+	_, isGate := ev.(gate)
+	if err := s.rt.Submit(p, runtime.Event{Input: ev, Inline: s.opt.Inline && !isGate}); err != nil {
 		panic(fmt.Sprintf("submit to partition %d: %v", p, err))
 	}
 }
