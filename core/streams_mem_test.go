@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coordhost/coordhost/core/records"
@@ -120,5 +122,39 @@ func TestTaskInterner(t *testing.T) {
 		if len(in.sets) > maxInternedSets {
 			t.Fatalf("%d interned sets, bound %d", len(in.sets), maxInternedSets)
 		}
+	}
+}
+
+// TestOwnerIndex: the owner index counts each process's members a task
+// is held by, keeps a task's processes sorted, drops a process at its last
+// member and a task at its last process, and ignores drops of processes
+// it does not hold.
+func TestOwnerIndex(t *testing.T) {
+	idx := ownerIndex{}
+	t1, t2 := TaskID{"0", 1}, TaskID{"0", 2}
+	both := taskSet{t1: {}, t2: {}}
+	addOwner(idx, both, "p2")
+	addOwner(idx, taskSet{t1: {}}, "p1")
+	addOwner(idx, taskSet{t1: {}}, "p3")
+	addOwner(idx, taskSet{t1: {}}, "p2")
+	if got := formatOwners(idx); got != "[0_1:p1*1+p2*2+p3*1 0_2:p2*1]" {
+		t.Fatalf("after adds: %s", got)
+	}
+	if !slices.IsSortedFunc(idx[t1], func(a, b processCount) int { return strings.Compare(a.process, b.process) }) {
+		t.Fatalf("owners of %v not sorted: %v", t1, idx[t1])
+	}
+	if idx[t1].count("p2") != 2 || idx[t1].count("p4") != 0 || idx[TaskID{"9", 9}].count("p1") != 0 {
+		t.Fatalf("counts: %v", idx)
+	}
+	dropOwner(idx, both, "p2")
+	dropOwner(idx, taskSet{t1: {}}, "p4") // not an owner: nothing changes
+	if got := formatOwners(idx); got != "[0_1:p1*1+p2*1+p3*1]" {
+		t.Fatalf("after dropping one p2 member: %s", got)
+	}
+	for _, p := range []string{"p2", "p1", "p3"} {
+		dropOwner(idx, taskSet{t1: {}}, p)
+	}
+	if len(idx) != 0 {
+		t.Fatalf("every owner dropped, index still holds %v", idx)
 	}
 }
