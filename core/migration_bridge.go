@@ -382,7 +382,7 @@ func (c *Coordinator) storeClassicOffsets(g *streamsGroup, member string, info *
 		}
 	}
 	o.endOffsets = nil
-	g.soft.taskOffsets[member] = o
+	g.putTaskOffsets(member, o)
 }
 
 // classicOwned is what a classic member reports owning in its JoinGroup:

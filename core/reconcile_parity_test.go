@@ -154,13 +154,13 @@ func parityActiveOwners(m map[TaskID]string) string {
 	return strings.Join(out, ",")
 }
 
-func parityOwners(idx map[TaskID]map[string]int) string {
+func parityOwners(idx ownerIndex) string {
 	var out []string
 	for t, ps := range idx {
 		var procs []string
-		for p, n := range ps {
-			if n > 0 {
-				procs = append(procs, p)
+		for _, o := range ps {
+			if o.n > 0 {
+				procs = append(procs, o.process)
 			}
 		}
 		sort.Strings(procs)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -135,8 +136,8 @@ type streamsGroup struct {
 
 	// Ownership indexes by process id, from assigned ∪ pending revocation.
 	activeOwner   map[TaskID]string
-	standbyOwners map[TaskID]map[string]int
-	warmupOwners  map[TaskID]map[string]int
+	standbyOwners ownerIndex
+	warmupOwners  ownerIndex
 	state         StreamsGroupState
 	soft          streamsSoft
 }
@@ -145,13 +146,14 @@ func newStreamsGroup(id string) *streamsGroup {
 	g := &streamsGroup{
 		id: id, groupEpoch: 1, assignmentEpoch: 1, validatedTopologyEpoch: -1,
 		storedDescEpoch: -1, failedDescEpoch: -1,
-		members: map[string]*streamsMember{}, staticMembers: map[string]string{},
+		members:     map[string]*streamsMember{},
 		target:      map[string]tasksTuple{},
-		activeOwner: map[TaskID]string{}, standbyOwners: map[TaskID]map[string]int{},
+		activeOwner: map[TaskID]string{}, standbyOwners: ownerIndex{},
 		// warmupTargets and warmupOwners are made on first use: most
-		// groups never hold a warm-up.
+		// groups never hold a warm-up. So are staticMembers (most members
+		// have no instance id) and soft.taskOffsets (a nil map reads as
+		// empty).
 	}
-	g.soft.taskOffsets = map[string]memberOffsets{}
 	g.updateState()
 	return g
 }
@@ -233,6 +235,9 @@ func (g *streamsGroup) moveStatic(id string, from, to *string) {
 		delete(g.staticMembers, *from)
 	}
 	if to != nil {
+		if g.staticMembers == nil {
+			g.staticMembers = map[string]string{}
+		}
 		g.staticMembers[*to] = id
 	}
 }
@@ -271,7 +276,7 @@ func (g *streamsGroup) index(m *streamsMember) {
 		}
 		addOwner(g.standbyOwners, o.standby, m.processID)
 		if len(o.warmup) > 0 && g.warmupOwners == nil {
-			g.warmupOwners = map[TaskID]map[string]int{}
+			g.warmupOwners = ownerIndex{}
 		}
 		addOwner(g.warmupOwners, o.warmup, m.processID)
 	}
@@ -291,27 +296,54 @@ func (g *streamsGroup) unindex(m *streamsMember) {
 	}
 }
 
-func addOwner(idx map[TaskID]map[string]int, s taskSet, process string) {
+// ownerIndex maps a task to the processes holding it (as a standby or a
+// warm-up) with how many of each process's members do.
+type ownerIndex map[TaskID]processCounts
+
+// processCounts is one task's owners, sorted by process: a task has one
+// or a few, so a short slice costs far less than a map a task.
+type processCounts []processCount
+
+type processCount struct {
+	process string
+	n       int32
+}
+
+func (ps processCounts) find(process string) (int, bool) {
+	return slices.BinarySearchFunc(ps, process, func(e processCount, p string) int { return strings.Compare(e.process, p) })
+}
+
+// count returns how many of process's members hold the task.
+func (ps processCounts) count(process string) int32 {
+	if i, ok := ps.find(process); ok {
+		return ps[i].n
+	}
+	return 0
+}
+
+func addOwner(idx ownerIndex, s taskSet, process string) {
 	for t := range s {
 		ps := idx[t]
-		if ps == nil {
-			ps = map[string]int{}
-			idx[t] = ps
+		if i, ok := ps.find(process); ok {
+			ps[i].n++
+		} else {
+			idx[t] = slices.Insert(ps, i, processCount{process, 1})
 		}
-		ps[process]++
 	}
 }
 
-func dropOwner(idx map[TaskID]map[string]int, s taskSet, process string) {
+func dropOwner(idx ownerIndex, s taskSet, process string) {
 	for t := range s {
 		ps := idx[t]
-		if ps[process] <= 1 {
-			delete(ps, process)
-		} else {
-			ps[process]--
-		}
-		if len(ps) == 0 {
+		i, ok := ps.find(process)
+		switch {
+		case !ok:
+		case ps[i].n > 1:
+			ps[i].n--
+		case len(ps) == 1:
 			delete(idx, t)
+		default:
+			idx[t] = slices.Delete(ps, i, i+1)
 		}
 	}
 }
@@ -402,12 +434,12 @@ func (g *streamsGroup) dumpDurable(b *strings.Builder) {
 	fmt.Fprintf(b, "  standby-owners %s\n  warmup-owners %s\n", formatOwners(g.standbyOwners), formatOwners(g.warmupOwners))
 }
 
-func formatOwners(idx map[TaskID]map[string]int) string {
+func formatOwners(idx ownerIndex) string {
 	var out []string
 	for t, ps := range idx {
-		var procs []string
-		for p, n := range ps {
-			procs = append(procs, fmt.Sprintf("%s*%d", p, n))
+		procs := make([]string, 0, len(ps))
+		for _, o := range ps {
+			procs = append(procs, fmt.Sprintf("%s*%d", o.process, o.n))
 		}
 		sort.Strings(procs)
 		out = append(out, fmt.Sprintf("%s:%s", t, strings.Join(procs, "+")))

@@ -163,7 +163,7 @@ func (g *streamsGroup) forgetSoftState() {
 	g.soft.configured = nil
 	g.soft.endpointEpoch = 0
 	g.soft.shutdownBy = ""
-	g.soft.taskOffsets = map[string]memberOffsets{}
+	g.soft.taskOffsets = nil
 }
 
 // ownedFromRequest reads the reported owned tasks, nil when not reported.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coordhost/coordhost/core/records"
@@ -13,14 +15,21 @@ import (
 // "wire: memory and replay"): groups streams groups of members members,
 // one subtopology reading one shared topic of members partitions, one
 // standby replica, every member joined and steady. It returns the
-// coordinator alone (the harness's log and clients dropped).
-func memFleet(tb testing.TB, groups, members int) *Coordinator {
+// coordinator alone (the harness's log and clients dropped). With stateful
+// the subtopology has a changelog, so the standby replica is placed (the
+// wire comparison's topology is stateless: no standbys).
+func memFleet(tb testing.TB, groups, members int, stateful bool) *Coordinator {
 	cfg := DefaultConfig()
 	cfg.Streams.NumStandbyReplicas = 1
 	h := newHarness(tb, cfg)
 	h.lastTopics = []TopicMetadata{{Name: "src", ID: [16]byte{1}, Partitions: int32(members)}}
+	topo := "sub 0 sources=src"
+	if stateful {
+		h.lastTopics = append(h.lastTopics, TopicMetadata{Name: "store-changelog", ID: [16]byte{2}, Partitions: int32(members)})
+		topo += " changelogs=store-changelog"
+	}
 	h.finish(h.c.updateTopics(h.now, h.lastTopics), false)
-	h.topologies["default"] = parseTopology(0, "sub 0 sources=src")
+	h.topologies["default"] = parseTopology(0, topo)
 	join := func() int {
 		before := len(h.log)
 		for g := 0; g < groups; g++ {
@@ -69,11 +78,20 @@ var memSink *Coordinator
 // BenchmarkStreamsMemberMemory reports the live heap a coordinator holds
 // per steady streams member in 1,000 groups × 10 members (the wire
 // comparison's shape; run with -benchtime=1x).
-func BenchmarkStreamsMemberMemory(b *testing.B) {
+func BenchmarkStreamsMemberMemory(b *testing.B) { benchMemberMemory(b, false) }
+
+// BenchmarkStreamsMemberMemoryStateful is the same with a changelog on the
+// subtopology: every task has an active and a standby owner.
+func BenchmarkStreamsMemberMemoryStateful(b *testing.B) { benchMemberMemory(b, true) }
+
+func benchMemberMemory(b *testing.B, stateful bool) {
 	for i := 0; i < b.N; i++ {
 		memSink = nil
 		base := liveHeap()
-		memSink = memFleet(b, 1000, 10)
+		memSink = memFleet(b, 1000, 10, stateful)
+		if stateful && len(memSink.groups["mem-0000"].(*streamsGroup).standbyOwners) == 0 {
+			b.Fatal("stateful fleet without standbys")
+		}
 		grown := liveHeap() - base
 		b.ReportMetric(float64(grown)/10000, "B/member")
 	}
@@ -120,5 +138,39 @@ func TestTaskInterner(t *testing.T) {
 		if len(in.sets) > maxInternedSets {
 			t.Fatalf("%d interned sets, bound %d", len(in.sets), maxInternedSets)
 		}
+	}
+}
+
+// TestOwnerIndex: the owner index counts each process's members a task
+// is held by, keeps a task's processes sorted, drops a process at its last
+// member and a task at its last process, and ignores drops of processes
+// it does not hold.
+func TestOwnerIndex(t *testing.T) {
+	idx := ownerIndex{}
+	t1, t2 := TaskID{"0", 1}, TaskID{"0", 2}
+	both := taskSet{t1: {}, t2: {}}
+	addOwner(idx, both, "p2")
+	addOwner(idx, taskSet{t1: {}}, "p1")
+	addOwner(idx, taskSet{t1: {}}, "p3")
+	addOwner(idx, taskSet{t1: {}}, "p2")
+	if got := formatOwners(idx); got != "[0_1:p1*1+p2*2+p3*1 0_2:p2*1]" {
+		t.Fatalf("after adds: %s", got)
+	}
+	if !slices.IsSortedFunc(idx[t1], func(a, b processCount) int { return strings.Compare(a.process, b.process) }) {
+		t.Fatalf("owners of %v not sorted: %v", t1, idx[t1])
+	}
+	if idx[t1].count("p2") != 2 || idx[t1].count("p4") != 0 || idx[TaskID{"9", 9}].count("p1") != 0 {
+		t.Fatalf("counts: %v", idx)
+	}
+	dropOwner(idx, both, "p2")
+	dropOwner(idx, taskSet{t1: {}}, "p4") // not an owner: nothing changes
+	if got := formatOwners(idx); got != "[0_1:p1*1+p2*1+p3*1]" {
+		t.Fatalf("after dropping one p2 member: %s", got)
+	}
+	for _, p := range []string{"p2", "p1", "p3"} {
+		dropOwner(idx, taskSet{t1: {}}, p)
+	}
+	if len(idx) != 0 {
+		t.Fatalf("every owner dropped, index still holds %v", idx)
 	}
 }

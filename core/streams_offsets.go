@@ -27,5 +27,14 @@ func (c *Coordinator) storeTaskOffsets(g *streamsGroup, member string, req *kmsg
 	if o.offsets == nil && o.endOffsets == nil {
 		return // nothing reported yet: an absent entry reads the same, and costs no map slot
 	}
+	g.putTaskOffsets(member, o)
+}
+
+// putTaskOffsets stores a member's reported offsets; the map is made on the
+// first report (a nil map reads as no report).
+func (g *streamsGroup) putTaskOffsets(member string, o memberOffsets) {
+	if g.soft.taskOffsets == nil {
+		g.soft.taskOffsets = map[string]memberOffsets{}
+	}
 	g.soft.taskOffsets[member] = o
 }

@@ -220,8 +220,8 @@ func mergeOwned(a, b ownedTasks) ownedTasks {
 // member on this process" from the member itself.
 
 // onProcess reports whether m's process holds t in idx.
-func onProcess(idx map[TaskID]map[string]int, m *streamsMember, t TaskID) bool {
-	return idx[t][m.processID] > 0
+func onProcess(idx ownerIndex, m *streamsMember, t TaskID) bool {
+	return idx[t].count(m.processID) > 0
 }
 
 // runByAnotherOnProcess: t runs active on m's process, not on m itself.

@@ -125,8 +125,9 @@ func applyStreamsGroupMemberMetadata(c *Coordinator, rec records.Record) error {
 func setStreamsMemberMetadata(c *Coordinator, m *streamsMember, v records.StreamsGroupMemberMetadataValue) {
 	m.instanceID, m.rackID = v.InstanceID, v.RackID
 	// Client hosts repeat across members (one host runs many): members
-	// keep one copy of each. (Process ids are not interned: most are a
-	// member's own, and the table's slot would cost more than it saves.)
+	// keep one copy of each. (Process ids and client ids are not interned:
+	// a Streams client's id names its thread, so most are a member's own,
+	// and the table's slot would cost more than it saves.)
 	m.clientID, m.clientHost = v.ClientID, c.tasks.str(v.ClientHost)
 	m.rebalanceTimeoutMs, m.topologyEpoch = v.RebalanceTimeoutMs, v.TopologyEpoch
 	m.processID, m.endpoint, m.clientTags = v.ProcessID, v.UserEndpoint, v.ClientTags

@@ -56,7 +56,7 @@ func TestWarmupLagRules(t *testing.T) {
 		if tc.memberEnd >= 0 {
 			o.endOffsets[task] = tc.memberEnd
 		}
-		g.soft.taskOffsets["w"] = o
+		g.putTaskOffsets("w", o)
 		if tc.hostEnd >= 0 {
 			c.updateEndOffsets(0, "g", []TaskEndOffset{{Task: task, Offset: tc.hostEnd}})
 		}
