@@ -171,4 +171,3 @@ func TestForwardFrameRewritesLeaderEndpoints(t *testing.T) {
 		t.Fatalf("embedded ForwardFrame: %v, want ErrNotPassable", err)
 	}
 }
-
