@@ -5,7 +5,7 @@ import "sync"
 // maxPooledFrame is the largest buffer kept for reuse: a larger response
 // (a big fetch) gets its own buffer and leaves it to the collector, so the
 // pool never holds more than a few such buffers per forwarding goroutine.
-const maxPooledFrame = 4 << 20
+const maxPooledFrame = 8 << 20
 
 // framePool holds response-frame buffers of frames forwarded as they came.
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
