@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 const (
 	benchGWOutEnv  = "COORDHOST_INTEROP_BENCH_GW_OUT"
+	benchGWBaseEnv = "COORDHOST_INTEROP_BENCH_GW_BASE" // a coordhost binary of another commit, run as a third side
 	benchGWRecords = 200000 // per throughput phase: 200 MiB of 1 KiB records
 	benchGWRate    = 2000  // records/s of the latency phase
 	benchGWLatency = 15 * time.Second
@@ -29,6 +31,9 @@ const (
 type gwResult struct {
 	produce, fetch float64 // MiB/s
 	p50, p99       time.Duration
+	// CPU-seconds per GiB of the broker and of coordhost (gateway side
+	// only) in the produce and the fetch phase: robust on a loaded machine.
+	brokerProduce, brokerFetch, gwProduce, gwFetch float64
 }
 
 // TestBenchGateway measures the data path through coordhost's gateway
@@ -57,19 +62,29 @@ func TestBenchGateway(t *testing.T) {
 	saved := coordhostFlags
 	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool { return strings.HasPrefix(f, "--log.level=") })
 	c := startCoordhost(t, dir, b.addr, "--log.level=info")
-	coordhostFlags = saved
 	sides := map[string]string{"direct": b.addr, "gateway": c.addr}
-	for _, side := range []string{"direct", "gateway"} { // the broker's JIT, and both sides' connections, before anything is measured
-		gatewayRun(t, sides[side], "gw-warm-"+side)
+	pids := map[string]int{"direct": 0, "gateway": c.proc.cmd.Process.Pid}
+	all := []string{"direct", "gateway"}
+	if base := os.Getenv(benchGWBaseEnv); base != "" {
+		own := coordhostBuild.bin
+		coordhostBuild.bin = base
+		bc := startCoordhost(t, dir, b.addr, "--log.level=info")
+		coordhostBuild.bin = own
+		sides["base"], pids["base"], all = bc.addr, bc.proc.cmd.Process.Pid, append(all, "base")
+	}
+	coordhostFlags = saved
+	bpid := b.proc.cmd.Process.Pid
+	for _, side := range all { // the broker's JIT, and both sides' connections, before anything is measured
+		gatewayRun(t, sides[side], "gw-warm-"+side, bpid, pids[side])
 	}
 	res := map[string][]gwResult{}
 	for run := 1; run <= runs; run++ {
-		order := []string{"direct", "gateway"}
+		order := slices.Clone(all)
 		if run%2 == 0 {
-			order = []string{"gateway", "direct"}
+			slices.Reverse(order)
 		}
 		for _, side := range order {
-			r := gatewayRun(t, sides[side], fmt.Sprintf("gw-%s-%d", side, run))
+			r := gatewayRun(t, sides[side], fmt.Sprintf("gw-%s-%d", side, run), bpid, pids[side])
 			t.Logf("run %d %s: produce %.1f MiB/s, fetch %.1f MiB/s, p50 %v, p99 %v", run, side, r.produce, r.fetch, r.p50, r.p99)
 			res[side] = append(res[side], r)
 		}
@@ -82,6 +97,19 @@ func TestBenchGateway(t *testing.T) {
 		d, g := res["direct"][i], res["gateway"][i]
 		fmt.Fprintf(&sb, "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %v | %v | %v | %v | %v |\n", i+1, d.produce, g.produce, g.produce/d.produce,
 			d.fetch, g.fetch, g.fetch/d.fetch, d.p50.Round(10*time.Microsecond), g.p50.Round(10*time.Microsecond), d.p99.Round(10*time.Microsecond), g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond))
+	}
+	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, and the broker on each side):\n\n| run | broker produce direct | via gateway | gateway produce | broker fetch direct | via gateway | gateway fetch |\n|---|---|---|---|---|---|---|\n")
+	for i := range res["direct"] {
+		d, g := res["direct"][i], res["gateway"][i]
+		fmt.Fprintf(&sb, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i+1, d.brokerProduce, g.brokerProduce, g.gwProduce, d.brokerFetch, g.brokerFetch, g.gwFetch)
+	}
+	if base := res["base"]; len(base) > 0 {
+		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch |\n|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
+		for i := range base {
+			d, g := res["direct"][i], base[i]
+			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
+				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch)
+		}
 	}
 	var prod, fetch []float64
 	var added []time.Duration
@@ -102,7 +130,7 @@ func TestBenchGateway(t *testing.T) {
 // gatewayRun creates topic through addr, then produces benchGWRecords
 // records (acks=all) and fetches them back, each timed, then runs the
 // fixed-rate latency phase on a second topic.
-func gatewayRun(t *testing.T, addr, topic string) gwResult {
+func gatewayRun(t *testing.T, addr, topic string, brokerPid, gwPid int) gwResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -113,6 +141,8 @@ func gatewayRun(t *testing.T, addr, topic string) gwResult {
 	mib := float64(benchGWRecords*benchGWRecSize) / (1 << 20)
 	p := benchClient(t, addr, kgo.DefaultProduceTopic(topic))
 	value := make([]byte, benchGWRecSize)
+	gib := float64(benchGWRecords*benchGWRecSize) / (1 << 30)
+	b0, g0 := procCPU(brokerPid), procCPU(gwPid)
 	start := time.Now()
 	for i := 0; i < benchGWRecords; i++ {
 		p.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
@@ -125,8 +155,10 @@ func gatewayRun(t *testing.T, addr, topic string) gwResult {
 		t.Fatal(err)
 	}
 	r.produce = mib / time.Since(start).Seconds()
+	r.brokerProduce, r.gwProduce = (procCPU(brokerPid)-b0)/gib, (procCPU(gwPid)-g0)/gib
 	p.Close()
 	cons := benchClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	b0, g0 = procCPU(brokerPid), procCPU(gwPid)
 	start = time.Now()
 	for n := 0; n < benchGWRecords; {
 		fs := cons.PollFetches(ctx)
@@ -136,6 +168,7 @@ func gatewayRun(t *testing.T, addr, topic string) gwResult {
 		n += fs.NumRecords()
 	}
 	r.fetch = mib / time.Since(start).Seconds()
+	r.brokerFetch, r.gwFetch = (procCPU(brokerPid)-b0)/gib, (procCPU(gwPid)-g0)/gib
 	cons.Close()
 	r.p50, r.p99 = latencyPhase(ctx, t, addr, topic+"-lat")
 	return r
@@ -203,4 +236,28 @@ func createBenchTopic(ctx context.Context, t *testing.T, addr, topic string) {
 	if err != nil || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("creating %s: %v %+v", topic, err, resp)
 	}
+}
+
+// procCPU is the user+system CPU seconds of process pid so far, 0 when pid
+// is 0 or its stat unreadable (fields 14 and 15 of /proc/<pid>/stat, in
+// USER_HZ, 100 on every Linux architecture Go supports).
+func procCPU(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100
 }

@@ -87,13 +87,7 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 
 // roundTrip writes req to the data plane and reads its answer.
 func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
-	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + requestWait(req))
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	l.nc.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
-	defer stop()
+	defer l.arm(ctx, requestWait(req))()
 	l.corr++
 	var opts []kmsg.RequestFormatterOpt
 	if clientID != nil {
@@ -130,6 +124,18 @@ func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request
 		l.dp.fetchSessions.observe(l.node, fetch, resp.(*kmsg.FetchResponse))
 	}
 	return resp, nil
+}
+
+// arm bounds the link's I/O for one request the data plane may hold for
+// wait: the request timeout beyond wait, or ctx's deadline if sooner, and
+// ctx's cancellation. The returned stop disarms the cancellation.
+func (l *Link) arm(ctx context.Context, wait time.Duration) (stop func() bool) {
+	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + wait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	l.nc.SetDeadline(deadline)
+	return context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
 }
 
 // anyCreated reports whether a CreateTopics response created a topic.
@@ -183,13 +189,7 @@ func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte
 		return nil, nil, wire.ErrNotPassable // malformed: the decoded path refuses it as it always did
 	}
 	name := kmsg.NameForKey(req.Key)
-	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + time.Duration(max(hint.waitMs, 0))*time.Millisecond)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	l.nc.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
-	defer stop()
+	defer l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)()
 	l.corr++
 	binary.BigEndian.PutUint32(frame[4:8], uint32(l.corr))
 	var size [4]byte
