@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -15,13 +14,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/interop/proccpu"
 )
 
 const (
 	benchGWOutEnv  = "COORDHOST_INTEROP_BENCH_GW_OUT"
 	benchGWBaseEnv = "COORDHOST_INTEROP_BENCH_GW_BASE" // a coordhost binary of another commit, run as a third side
-	benchGWRecords = 200000 // per throughput phase: 200 MiB of 1 KiB records
-	benchGWRate    = 2000  // records/s of the latency phase
+	benchGWRecords = 200000                            // per throughput phase: 200 MiB of 1 KiB records
+	benchGWRate    = 2000                              // records/s of the latency phase
 	benchGWLatency = 15 * time.Second
 	benchGWRecSize = 1024
 	benchGWParts   = 6
@@ -48,14 +49,7 @@ func TestBenchGateway(t *testing.T) {
 	if out == "" {
 		t.Skipf("set %s (make bench-gateway) to run the comparison", benchGWOutEnv)
 	}
-	runs := 3
-	if v := os.Getenv(benchRunsEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", benchRunsEnv, v)
-		}
-		runs = n
-	}
+	runs := envRuns(t, benchRunsEnv, 3)
 	dir := logDir(t)
 	started, loadBefore, commit := time.Now().UTC(), loadAverage(), gitCommit()
 	b := startBenchBroker(t, dir)
@@ -142,7 +136,7 @@ func gatewayRun(t *testing.T, addr, topic string, brokerPid, gwPid int) gwResult
 	p := benchClient(t, addr, kgo.DefaultProduceTopic(topic))
 	value := make([]byte, benchGWRecSize)
 	gib := float64(benchGWRecords*benchGWRecSize) / (1 << 30)
-	b0, g0 := procCPU(brokerPid), procCPU(gwPid)
+	b0, g0 := proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid)
 	start := time.Now()
 	for i := 0; i < benchGWRecords; i++ {
 		p.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
@@ -155,10 +149,10 @@ func gatewayRun(t *testing.T, addr, topic string, brokerPid, gwPid int) gwResult
 		t.Fatal(err)
 	}
 	r.produce = mib / time.Since(start).Seconds()
-	r.brokerProduce, r.gwProduce = (procCPU(brokerPid)-b0)/gib, (procCPU(gwPid)-g0)/gib
+	r.brokerProduce, r.gwProduce = (proccpu.Seconds(brokerPid)-b0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
 	p.Close()
 	cons := benchClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	b0, g0 = procCPU(brokerPid), procCPU(gwPid)
+	b0, g0 = proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid)
 	start = time.Now()
 	for n := 0; n < benchGWRecords; {
 		fs := cons.PollFetches(ctx)
@@ -168,7 +162,7 @@ func gatewayRun(t *testing.T, addr, topic string, brokerPid, gwPid int) gwResult
 		n += fs.NumRecords()
 	}
 	r.fetch = mib / time.Since(start).Seconds()
-	r.brokerFetch, r.gwFetch = (procCPU(brokerPid)-b0)/gib, (procCPU(gwPid)-g0)/gib
+	r.brokerFetch, r.gwFetch = (proccpu.Seconds(brokerPid)-b0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
 	cons.Close()
 	r.p50, r.p99 = latencyPhase(ctx, t, addr, topic+"-lat")
 	return r
@@ -238,26 +232,17 @@ func createBenchTopic(ctx context.Context, t *testing.T, addr, topic string) {
 	}
 }
 
-// procCPU is the user+system CPU seconds of process pid so far, 0 when pid
-// is 0 or its stat unreadable (fields 14 and 15 of /proc/<pid>/stat, in
-// USER_HZ, 100 on every Linux architecture Go supports).
-func procCPU(pid int) float64 {
-	if pid == 0 {
-		return 0
+// envRuns is the positive number of runs in environment variable env, or
+// def when it is unset.
+func envRuns(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", env, v)
 	}
-	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) / 100
+	return n
 }
