@@ -121,6 +121,13 @@ sim-validate:
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_SIMVALIDATE_OUT=$(CURDIR)/build/sim-validate.md COORDHOST_INTEROP_SIMVALIDATE_RUNS=$(or $(RUNS),3) \
 		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop
 
+.PHONY: bench-gateway
+## bench-gateway: the data path through coordhost's gateway vs directly to the same real Kafka 4.4 broker (kgo, 1 KiB records, acks=all, 6 partitions): produce and fetch throughput and end-to-end p50/p99 at 2,000 records/s, RUNS alternating runs per side (default 3; docs/BENCHMARKS.md; about 3 minutes) -> build/bench-gateway.md
+bench-gateway:
+	@mkdir -p build
+	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_GW_OUT=$(CURDIR)/build/bench-gateway.md \
+		$(GO) test -count=1 -v -timeout 30m -run 'TestBenchGateway$$' ./interop
+
 .PHONY: bench-replay
 ## bench-replay: Replay of one partition of RECORDS records (default 1000000) from the state topic on a real Kafka 4.4 broker and from the bbolt store, RUNS alternating replays each; then STATE group-state records (default 1000000: streams, consumer and classic groups) loaded by a restarted Kafka 4.4 broker and by a starting coordhost, RUNS runs (docs/BENCHMARKS.md; WHICH=state or WHICH=topic runs one; SIDE=kafka or SIDE=coordhost one side of the group-state run) -> build/bench-replay.md, build/bench-replay-state.md
 bench-replay:

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/wire"
@@ -84,13 +87,7 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 
 // roundTrip writes req to the data plane and reads its answer.
 func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
-	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + requestWait(req))
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	l.nc.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
-	defer stop()
+	defer l.arm(ctx, requestWait(req))()
 	l.corr++
 	var opts []kmsg.RequestFormatterOpt
 	if clientID != nil {
@@ -129,6 +126,18 @@ func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request
 	return resp, nil
 }
 
+// arm bounds the link's I/O for one request the data plane may hold for
+// wait: the request timeout beyond wait, or ctx's deadline if sooner, and
+// ctx's cancellation. The returned stop disarms the cancellation.
+func (l *Link) arm(ctx context.Context, wait time.Duration) (stop func() bool) {
+	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + wait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	l.nc.SetDeadline(deadline)
+	return context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
+}
+
 // anyCreated reports whether a CreateTopics response created a topic.
 func anyCreated(r *kmsg.CreateTopicsResponse) bool {
 	for _, t := range r.Topics {
@@ -158,4 +167,130 @@ func requestWait(req kmsg.Request) time.Duration {
 		ms = 0
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// ForwardFrame forwards a Produce or Fetch request frame without decoding
+// its body (wire.FrameForwarder): its correlation id is replaced in place
+// by the link's, and the response frame comes back as the data plane sent
+// it unless it names brokers (a partition whose leader moved, KIP-951),
+// which are rewritten as in Forward. The embedded data plane's requests
+// are decoded (wire.ErrNotPassable): it watches fetch sessions and
+// transactional offsets on the way.
+func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte) (resp []byte, done func(), err error) {
+	if l.dp.cluster != nil {
+		return nil, nil, wire.ErrNotPassable
+	}
+	_, bodyAt, err := wire.ParseHeader(frame)
+	if err != nil {
+		return nil, nil, wire.ErrNotPassable
+	}
+	hint, ok := frameHint(req.Key, req.Version, frame[bodyAt:])
+	if !ok {
+		return nil, nil, wire.ErrNotPassable // malformed: the decoded path refuses it as it always did
+	}
+	name := kmsg.NameForKey(req.Key)
+	defer l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)()
+	l.corr++
+	binary.BigEndian.PutUint32(frame[4:8], uint32(l.corr))
+	var size [4]byte
+	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
+	bufs := net.Buffers{size[:], frame}
+	if _, err := bufs.WriteTo(l.nc); err != nil {
+		return nil, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
+	}
+	if hint.noResponse {
+		return nil, nil, nil
+	}
+	n, err := wire.ReadFrameSize(l.br, maxResponseBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
+	}
+	if n < 4 {
+		return nil, nil, fmt.Errorf("data-plane node %d: %s response of %d bytes", l.node, name, n)
+	}
+	buf, release := getFrame(int(n))
+	if _, err := io.ReadFull(l.br, buf); err != nil {
+		release()
+		return nil, nil, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(buf)); corr != l.corr {
+		release()
+		return nil, nil, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, corr, l.corr)
+	}
+	out, err := l.rewriteFrame(req, buf)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	if &out[0] != &buf[0] {
+		release()
+		release = func() {}
+	}
+	return out, release, nil
+}
+
+// rewriteFrame returns a response frame as it came, or re-encoded when it
+// names brokers to rewrite. Only flexible versions can name them (a tagged
+// field), and only those are decoded.
+func (l *Link) rewriteFrame(req *wire.Request, frame []byte) ([]byte, error) {
+	kreq := kmsg.RequestForKey(req.Key)
+	kreq.SetVersion(req.Version)
+	if !kreq.IsFlexible() {
+		return frame, nil
+	}
+	corr, resp, err := wire.ParseResponse(frame, kreq)
+	if err != nil {
+		return nil, fmt.Errorf("data-plane node %d: %w", l.node, err)
+	}
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		if len(r.Brokers) == 0 {
+			return frame, nil
+		}
+	case *kmsg.FetchResponse:
+		if len(r.Brokers) == 0 {
+			return frame, nil
+		}
+	}
+	if err := l.dp.rewrite(resp); err != nil {
+		return nil, err
+	}
+	return wire.AppendResponse(nil, corr, resp)[4:], nil
+}
+
+// forwardHint is what forwarding a request frame needs from its body.
+type forwardHint struct {
+	waitMs     int32 // how long the data plane may hold the request
+	noResponse bool  // Produce with acks=0
+}
+
+// frameHint reads a Produce's acks and timeout or a Fetch's maximum wait
+// from the start of its body (Produce v3+: transactional id, acks,
+// timeout; Fetch: replica id before v15, maximum wait).
+func frameHint(key, version int16, body []byte) (forwardHint, bool) {
+	kreq := kmsg.RequestForKey(key)
+	kreq.SetVersion(version)
+	r := kbin.Reader{Src: body}
+	var h forwardHint
+	switch kmsg.Key(key) {
+	case kmsg.Produce:
+		if version < 3 {
+			return h, false
+		}
+		if kreq.IsFlexible() {
+			r.CompactNullableString()
+		} else {
+			r.NullableString()
+		}
+		acks := r.Int16()
+		h.waitMs, h.noResponse = r.Int32(), acks == 0
+	case kmsg.Fetch:
+		if version < 15 {
+			r.Int32()
+		}
+		h.waitMs = r.Int32()
+	default:
+		return h, false
+	}
+	return h, r.Complete() == nil
 }

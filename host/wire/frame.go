@@ -22,15 +22,15 @@ var ErrFrameSize = errors.New("invalid frame size")
 // then that many bytes) from r. A length below zero or above max is refused
 // before any allocation.
 func ReadFrame(r io.Reader, max int32) ([]byte, error) {
-	n, err := readFrameSize(r, max)
+	n, err := ReadFrameSize(r, max)
 	if err != nil {
 		return nil, err
 	}
 	return readFrameBody(r, n)
 }
 
-// readFrameSize reads a frame's length prefix and checks it against max.
-func readFrameSize(r io.Reader, max int32) (int32, error) {
+// ReadFrameSize reads a frame's length prefix and checks it against max.
+func ReadFrameSize(r io.Reader, max int32) (int32, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return 0, err

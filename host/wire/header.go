@@ -81,30 +81,12 @@ func (r *Request) ClientIDString() string {
 // ErrUndecodableVersion the returned Request carries the header without a
 // body. It never panics on any input.
 func ParseRequest(frame []byte) (*Request, error) {
-	r := kbin.Reader{Src: frame}
-	key, ver, corr := r.Int16(), r.Int16(), r.Int32()
-	if err := r.Complete(); err != nil {
-		return nil, fmt.Errorf("%w: header shorter than 8 bytes", ErrMalformed)
+	req, body, rest, err := parseHeader(frame)
+	if err != nil {
+		return req, err
 	}
-	body := kmsg.RequestForKey(key)
-	if body == nil {
-		return &Request{Key: key, Version: ver, CorrelationID: corr}, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
-	}
-	req := &Request{Key: key, Version: ver, CorrelationID: corr}
-	if !(key == int16(kmsg.ControlledShutdown) && ver == 0) { // the one header without a client id
-		req.ClientID = r.NullableString()
-	}
-	if ver < 0 || ver > body.MaxVersion() {
-		return req, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, body.MaxVersion())
-	}
-	body.SetVersion(ver)
-	if body.IsFlexible() {
-		kmsg.SkipTags(&r)
-	}
-	if err := r.Complete(); err != nil {
-		return nil, fmt.Errorf("%w: %s v%d header: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
-	}
-	if err := body.ReadFrom(r.Src); err != nil {
+	key, ver := req.Key, req.Version
+	if err := body.ReadFrom(rest); err != nil {
 		return nil, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
 	}
 	// Only a compact string (flexible versions) can be longer than Kafka's
@@ -187,4 +169,36 @@ func longestString(v reflect.Value) int {
 	default:
 		return 0
 	}
+}
+
+// parseHeader parses a request header: api key, version, correlation id,
+// client id and, for flexible versions, the header's tagged fields. It
+// returns the header, an empty body of the request's key set to its
+// version, and the bytes of the body. Its errors are ParseRequest's; on
+// ErrUnknownKey and ErrUndecodableVersion the header is returned too.
+func parseHeader(frame []byte) (req *Request, body kmsg.Request, rest []byte, err error) {
+	r := kbin.Reader{Src: frame}
+	key, ver, corr := r.Int16(), r.Int16(), r.Int32()
+	if err := r.Complete(); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: header shorter than 8 bytes", ErrMalformed)
+	}
+	req = &Request{Key: key, Version: ver, CorrelationID: corr}
+	body = kmsg.RequestForKey(key)
+	if body == nil {
+		return req, nil, nil, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
+	}
+	if !(key == int16(kmsg.ControlledShutdown) && ver == 0) { // the one header without a client id
+		req.ClientID = r.NullableString()
+	}
+	if ver < 0 || ver > body.MaxVersion() {
+		return req, nil, nil, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, body.MaxVersion())
+	}
+	body.SetVersion(ver)
+	if body.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if err := r.Complete(); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %s v%d header: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
+	}
+	return req, body, r.Src, nil
 }

@@ -310,6 +310,9 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	defer release()
 	start := time.Now()
+	if handled, err := c.passThrough(ctx, frame, start, release); handled {
+		return err
+	}
 	decoded, err := s.decodeSlot(ctx, len(frame))
 	if err != nil {
 		return err
@@ -320,18 +323,8 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}()
 	frame = nil
 	if req != nil {
-		c.certAuthenticate()
-		if err := c.sasl.gate(req.Key, time.Now()); err != nil {
+		if err := c.admit(req); err != nil {
 			return err
-		}
-		auth := c.sasl.authenticated()
-		req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.clientHost(), auth
-		if s.cfg.SASLRequired && !auth && !preAuthKeys[req.Key] {
-			return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
-		}
-		req.SASLUser, req.AuthGeneration, req.CertPrincipal, req.CertAuthenticated = c.sasl.user, c.sasl.gen, c.certPrincipal(), c.sasl.cert
-		if s.cfg.Dial != nil {
-			req.Session, c.clientID = c, req.ClientID
 		}
 	}
 	resp, err := c.respond(ctx, req, perr)
@@ -347,6 +340,28 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	c.mute(ctx, c.muteFor(req, resp)) // throttle.go
 	return c.closeAfter
+}
+
+// admit passes req through the connection's gates (client certificate,
+// SASL session and re-authentication, authentication required on the
+// listener) and gives it the connection's identity. Every request passes
+// here, decoded or forwarded as a frame (passthrough.go).
+func (c *conn) admit(req *Request) error {
+	s := c.s
+	c.certAuthenticate()
+	if err := c.sasl.gate(req.Key, time.Now()); err != nil {
+		return err
+	}
+	auth := c.sasl.authenticated()
+	req.Listener, req.ClientHost, req.Authenticated = s.cfg.Advertised, c.clientHost(), auth
+	if s.cfg.SASLRequired && !auth && !preAuthKeys[req.Key] {
+		return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
+	}
+	req.SASLUser, req.AuthGeneration, req.CertPrincipal, req.CertAuthenticated = c.sasl.user, c.sasl.gen, c.certPrincipal(), c.sasl.cert
+	if s.cfg.Dial != nil {
+		req.Session, c.clientID = c, req.ClientID
+	}
+	return nil
 }
 
 // decodeSlot waits for a decoding slot for a frame of n bytes (frames up
@@ -387,7 +402,7 @@ var preAuthKeys = map[int16]bool{
 // budget. release, idempotent, gives the bytes back.
 func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err error) {
 	s := c.s
-	n, err := readFrameSize(br, s.cfg.MaxRequestBytes)
+	n, err := ReadFrameSize(br, s.cfg.MaxRequestBytes)
 	if err != nil {
 		return nil, nil, err
 	}

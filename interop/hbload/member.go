@@ -2,11 +2,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/interop/proccpu"
 )
 
 // member is one raw KIP-1071 member. Its mutex is held for the whole of a
@@ -133,34 +133,9 @@ func (c *coordinator) Request(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	return c.b.Request(ctx, req)
 }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
-// every Linux architecture Go supports.
-const clockTicks = 100
-
 // serverCPU is the user+system CPU seconds of process pid so far (all its
 // threads, live and exited), 0 when pid is 0 or unreadable.
-func serverCPU(pid int) float64 {
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces; fields after it start
-	// with state (field 3), so utime (14) and stime (15) are at 11 and 12.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / clockTicks
-}
+func serverCPU(pid int) float64 { return proccpu.Seconds(pid) }
 
 // selfCPU is this process's user+system CPU seconds so far.
 func selfCPU() float64 {

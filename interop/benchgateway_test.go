@@ -1,0 +1,248 @@
+package interop
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/interop/proccpu"
+)
+
+const (
+	benchGWOutEnv  = "COORDHOST_INTEROP_BENCH_GW_OUT"
+	benchGWBaseEnv = "COORDHOST_INTEROP_BENCH_GW_BASE" // a coordhost binary of another commit, run as a third side
+	benchGWRecords = 200000                            // per throughput phase: 200 MiB of 1 KiB records
+	benchGWRate    = 2000                              // records/s of the latency phase
+	benchGWLatency = 15 * time.Second
+	benchGWRecSize = 1024
+	benchGWParts   = 6
+)
+
+// gwResult is one side's figures in one run.
+type gwResult struct {
+	produce, fetch float64 // MiB/s
+	p50, p99       time.Duration
+	// CPU-seconds per GiB of the broker and of coordhost (gateway side
+	// only) in the produce and the fetch phase: robust on a loaded machine.
+	brokerProduce, brokerFetch, gwProduce, gwFetch float64
+}
+
+// TestBenchGateway measures the data path through coordhost's gateway
+// against the same Kafka 4.4 broker directly: produce and fetch throughput
+// and end-to-end latency at a fixed rate, direct and gateway runs
+// alternated after one unmeasured run of each (make bench-gateway,
+// docs/BENCHMARKS.md). It asserts no timing, only that every record was
+// produced and consumed.
+func TestBenchGateway(t *testing.T) {
+	needInterop(t)
+	out := os.Getenv(benchGWOutEnv)
+	if out == "" {
+		t.Skipf("set %s (make bench-gateway) to run the comparison", benchGWOutEnv)
+	}
+	runs := envRuns(t, benchRunsEnv, 3)
+	dir := logDir(t)
+	started, loadBefore, commit := time.Now().UTC(), loadAverage(), gitCommit()
+	b := startBenchBroker(t, dir)
+	saved := coordhostFlags
+	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool { return strings.HasPrefix(f, "--log.level=") })
+	c := startCoordhost(t, dir, b.addr, "--log.level=info")
+	sides := map[string]string{"direct": b.addr, "gateway": c.addr}
+	pids := map[string]int{"direct": 0, "gateway": c.proc.cmd.Process.Pid}
+	all := []string{"direct", "gateway"}
+	if base := os.Getenv(benchGWBaseEnv); base != "" {
+		own := coordhostBuild.bin
+		coordhostBuild.bin = base
+		bc := startCoordhost(t, dir, b.addr, "--log.level=info")
+		coordhostBuild.bin = own
+		sides["base"], pids["base"], all = bc.addr, bc.proc.cmd.Process.Pid, append(all, "base")
+	}
+	coordhostFlags = saved
+	bpid := b.proc.cmd.Process.Pid
+	for _, side := range all { // the broker's JIT, and both sides' connections, before anything is measured
+		gatewayRun(t, sides[side], "gw-warm-"+side, bpid, pids[side])
+	}
+	res := map[string][]gwResult{}
+	for run := 1; run <= runs; run++ {
+		order := slices.Clone(all)
+		if run%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, side := range order {
+			r := gatewayRun(t, sides[side], fmt.Sprintf("gw-%s-%d", side, run), bpid, pids[side])
+			t.Logf("run %d %s: produce %.1f MiB/s, fetch %.1f MiB/s, p50 %v, p99 %v", run, side, r.produce, r.fetch, r.p50, r.p99)
+			res[side] = append(res[side], r)
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# bench-gateway\n\ncommit %s, started %s, load average before %s, after %s; %d runs per side, alternated; %d records of %d B per throughput phase, acks=all, %d partitions; latency at %d records/s for %v (producer linger 0)\n\n",
+		commit, started.Format(time.RFC3339), loadBefore, loadAverage(), runs, benchGWRecords, benchGWRecSize, benchGWParts, benchGWRate, benchGWLatency)
+	sb.WriteString("| run | produce direct MiB/s | produce gateway | ratio | fetch direct MiB/s | fetch gateway | ratio | p50 direct | p50 gateway | p99 direct | p99 gateway | added p99 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i := range res["direct"] {
+		d, g := res["direct"][i], res["gateway"][i]
+		fmt.Fprintf(&sb, "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %v | %v | %v | %v | %v |\n", i+1, d.produce, g.produce, g.produce/d.produce,
+			d.fetch, g.fetch, g.fetch/d.fetch, d.p50.Round(10*time.Microsecond), g.p50.Round(10*time.Microsecond), d.p99.Round(10*time.Microsecond), g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond))
+	}
+	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, and the broker on each side):\n\n| run | broker produce direct | via gateway | gateway produce | broker fetch direct | via gateway | gateway fetch |\n|---|---|---|---|---|---|---|\n")
+	for i := range res["direct"] {
+		d, g := res["direct"][i], res["gateway"][i]
+		fmt.Fprintf(&sb, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i+1, d.brokerProduce, g.brokerProduce, g.gwProduce, d.brokerFetch, g.brokerFetch, g.gwFetch)
+	}
+	if base := res["base"]; len(base) > 0 {
+		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch |\n|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
+		for i := range base {
+			d, g := res["direct"][i], base[i]
+			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
+				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch)
+		}
+	}
+	var prod, fetch []float64
+	var added []time.Duration
+	for i := range res["direct"] {
+		d, g := res["direct"][i], res["gateway"][i]
+		prod, fetch, added = append(prod, g.produce/d.produce), append(fetch, g.fetch/d.fetch), append(added, g.p99-d.p99)
+	}
+	slices.Sort(prod)
+	slices.Sort(fetch)
+	slices.Sort(added)
+	fmt.Fprintf(&sb, "\nmedian of the runs: produce %.2f× direct, fetch %.2f× direct, added p99 %v\n", prod[len(prod)/2], fetch[len(fetch)/2], added[len(added)/2].Round(10*time.Microsecond))
+	if err := os.WriteFile(out, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + sb.String())
+}
+
+// gatewayRun creates topic through addr, then produces benchGWRecords
+// records (acks=all) and fetches them back, each timed, then runs the
+// fixed-rate latency phase on a second topic.
+func gatewayRun(t *testing.T, addr, topic string, brokerPid, gwPid int) gwResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, tp := range []string{topic, topic + "-lat"} {
+		createBenchTopic(ctx, t, addr, tp)
+	}
+	var r gwResult
+	mib := float64(benchGWRecords*benchGWRecSize) / (1 << 20)
+	p := benchClient(t, addr, kgo.DefaultProduceTopic(topic))
+	value := make([]byte, benchGWRecSize)
+	gib := float64(benchGWRecords*benchGWRecSize) / (1 << 30)
+	b0, g0 := proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid)
+	start := time.Now()
+	for i := 0; i < benchGWRecords; i++ {
+		p.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.produce = mib / time.Since(start).Seconds()
+	r.brokerProduce, r.gwProduce = (proccpu.Seconds(brokerPid)-b0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
+	p.Close()
+	cons := benchClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	b0, g0 = proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid)
+	start = time.Now()
+	for n := 0; n < benchGWRecords; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		n += fs.NumRecords()
+	}
+	r.fetch = mib / time.Since(start).Seconds()
+	r.brokerFetch, r.gwFetch = (proccpu.Seconds(brokerPid)-b0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
+	cons.Close()
+	r.p50, r.p99 = latencyPhase(ctx, t, addr, topic+"-lat")
+	return r
+}
+
+// latencyPhase produces benchGWRate records/s for benchGWLatency, each
+// stamped with its send time, and returns the p50 and p99 of the time until
+// a consumer of the same addr received it.
+func latencyPhase(ctx context.Context, t *testing.T, addr, topic string) (p50, p99 time.Duration) {
+	t.Helper()
+	total := int(benchGWLatency.Seconds() * benchGWRate)
+	cons := benchClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	defer cons.Close()
+	// No linger: kgo's default (10 ms) would hide what the gateway adds.
+	p := benchClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	defer p.Close()
+	got := make(chan []time.Duration, 1)
+	go func() {
+		lat := make([]time.Duration, 0, total)
+		for len(lat) < total && ctx.Err() == nil {
+			fs := cons.PollFetches(ctx)
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				lat = append(lat, now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(r.Value)))))
+			})
+		}
+		got <- lat
+	}()
+	start := time.Now()
+	interval := time.Second / benchGWRate
+	for i := 0; i < total; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		v := make([]byte, benchGWRecSize)
+		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+		p.Produce(ctx, &kgo.Record{Value: v}, nil)
+	}
+	lat := <-got
+	if len(lat) < total {
+		t.Fatalf("latency phase: %d of %d records consumed", len(lat), total)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat[len(lat)/2], lat[len(lat)*99/100]
+}
+
+func benchClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequiredAcks(kgo.AllISRAcks())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func createBenchTopic(ctx context.Context, t *testing.T, addr, topic string) {
+	t.Helper()
+	cl := benchClient(t, addr)
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, benchGWParts, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("creating %s: %v %+v", topic, err, resp)
+	}
+}
+
+// envRuns is the positive number of runs in environment variable env, or
+// def when it is unset.
+func envRuns(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", env, v)
+	}
+	return n
+}
