@@ -41,7 +41,8 @@ func RunCore(sc *Scenario, assignors []Assignor) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Scenario: sc.Name, Seed: sc.Seed, DurationS: sc.DurationS, TickMs: sc.TickMs,
-		Tasks: int(abi.NewTaskSpace(sc.subs).Total()), RestorePerS: sc.State.RestorePerS, SharedRestore: sc.State.SharedRestore}
+		Tasks: int(abi.NewTaskSpace(sc.subs).Total()), RestorePerS: sc.State.RestorePerS, SharedRestore: sc.State.SharedRestore,
+		Engine: "core"}
 	for _, a := range assignors {
 		cw, err := newCoreWorld(sc, a)
 		if err != nil {
