@@ -86,6 +86,7 @@ func cmpString(a, b string) int {
 type coreWorld struct {
 	*world
 	c       *core.Coordinator
+	ts      abi.TaskSpace
 	topics  []core.TopicMetadata
 	clients []*coreClient // in the group, by join order
 	byReq   map[core.RequestID]*coreClient
@@ -123,7 +124,7 @@ func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core engine: %w", err)
 	}
-	cw := &coreWorld{world: newWorld(sc, a), c: c, byReq: map[core.RequestID]*coreClient{}}
+	cw := &coreWorld{world: newWorld(sc, a), c: c, ts: abi.NewTaskSpace(sc.subs), byReq: map[core.RequestID]*coreClient{}}
 	for _, sub := range sc.subs {
 		cw.topics = append(cw.topics, core.TopicMetadata{Name: sourceTopic(sub.ID), ID: topicID(sourceTopic(sub.ID)), Partitions: sub.Partitions})
 		if sub.Stateful {
@@ -381,9 +382,6 @@ func (cw *coreWorld) installed(run core.AssignorRun, epoch int32, req *abi.Assig
 			if prev, ok := cw.owner[t]; ok && prev != am.ID && cw.started {
 				rb.TasksMoved++
 			}
-		}
-		if m := cw.memberOrNil(am.ID); m != nil && !sameAssignment(m.target, resp.Members[i]) && m.reportDueMs < 0 {
-			m.reportDueMs = cw.now + cw.grantMs(m)
 		}
 	}
 	cw.owner = owner

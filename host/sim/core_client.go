@@ -72,7 +72,7 @@ func (cw *coreWorld) kmsgOffsets(offsets []int64) []kmsg.TaskOffset {
 }
 
 func (cw *coreWorld) locate(t int32) (string, int32) {
-	s, p := abi.NewTaskSpace(cw.sc.subs).Locate(t)
+	s, p := cw.ts.Locate(t)
 	return cw.sc.subs[s].ID, p
 }
 
@@ -186,15 +186,17 @@ func (cw *coreWorld) take(m *member, next abi.MemberAssignment) {
 		}
 	}
 	m.target, m.owned = next, slices.Clone(next.Active)
+	if m.reportDueMs < 0 { // its next heartbeat carries a report (reports)
+		m.reportDueMs = cw.now
+	}
 }
 
 func (cw *coreWorld) tasksOf(ids []kmsg.TaskIDs) []int32 {
-	ts := abi.NewTaskSpace(cw.sc.subs)
 	out := []int32{}
 	for _, id := range ids {
 		s := slices.IndexFunc(cw.sc.subs, func(x abi.Subtopology) bool { return x.ID == id.SubtopologyID })
 		for _, p := range id.Partitions {
-			out = append(out, ts.Task(int32(s), p))
+			out = append(out, cw.ts.Task(int32(s), p))
 		}
 	}
 	slices.Sort(out)
