@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -60,7 +61,7 @@ func coreSupports(sc *Scenario) error {
 		return fmt.Errorf("initial: a starting assignment is %w", ErrCoreUnsupported)
 	case len(sc.RecordedInputs) > 0:
 		return fmt.Errorf("recorded_inputs: %w", ErrCoreUnsupported)
-	case !slices.IsSortedFunc(sc.subs, func(a, b abi.Subtopology) int { return cmpString(a.ID, b.ID) }):
+	case !slices.IsSortedFunc(sc.subs, func(a, b abi.Subtopology) int { return strings.Compare(a.ID, b.ID) }):
 		return fmt.Errorf("subtopologies: ids not in sorted order are %w", ErrCoreUnsupported)
 	}
 	for _, s := range sc.steps {
@@ -69,16 +70,6 @@ func coreSupports(sc *Scenario) error {
 		}
 	}
 	return nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // coreWorld is one assignor's replay on core: the model's client side
@@ -198,23 +189,6 @@ func (cw *coreWorld) run() AssignorReport {
 		cw.out.Error = cw.err.Error()
 	}
 	return cw.finish()
-}
-
-// finish closes the totals as world.run does.
-func (cw *coreWorld) finish() AssignorReport {
-	w := cw.world
-	w.out.UnavailableTaskS = float64(w.out.unavailableMs) / 1000
-	t := &w.out.Totals
-	t.SettleS = -1
-	if !w.settled {
-		t.SettledAtS = -1
-	} else if w.out.Error == "" {
-		t.SettleS = max(t.SettledAtS-seconds(w.sc.lastEventMs()), 0)
-	}
-	if b := w.sc.State.RecordBytes; b > 0 {
-		t.BytesRestored = satMul(t.RecordsRestored, b)
-	}
-	return *w.out
 }
 
 // applyStep applies one scenario step: a join starts a client that
