@@ -198,8 +198,7 @@ func (cw *coreWorld) applyStep(s step) {
 	switch s.kind {
 	case stepJoin:
 		cw.apply(s)
-		m := cw.memberByID(s.id)
-		cl := &coreClient{m: m, nextHB: cw.now, sentRep: -1}
+		cl := &coreClient{m: cw.memberOrNil(s.id), nextHB: cw.now, sentRep: -1}
 		cw.clients = append(cw.clients, cl)
 	case stepLeave:
 		m := cw.find(s.label)
@@ -211,15 +210,6 @@ func (cw *coreWorld) applyStep(s step) {
 	default:
 		cw.apply(s)
 	}
-}
-
-func (cw *coreWorld) memberByID(id string) *member {
-	for _, m := range cw.members {
-		if m.id == id {
-			return m
-		}
-	}
-	panic(fmt.Sprintf("sim: member %q not in the group", id))
 }
 
 func (cw *coreWorld) clientOf(m *member) *coreClient {
