@@ -35,8 +35,9 @@ var ErrCoreUnsupported = errors.New("not supported by the core engine yet")
 
 // RunCore replays sc against each assignor on the real coordinator and
 // returns the report, in the same form as Run's. A scenario that uses what
-// the core engine does not simulate (classic members, a starting
-// assignment, recorded inputs) is refused with ErrCoreUnsupported.
+// the core engine does not simulate (classic members, coordhost
+// restarts, a starting assignment, recorded inputs) is refused with
+// ErrCoreUnsupported.
 func RunCore(sc *Scenario, assignors []Assignor) (*Report, error) {
 	if err := coreSupports(sc); err != nil {
 		return nil, err
@@ -67,6 +68,9 @@ func coreSupports(sc *Scenario) error {
 	for _, s := range sc.steps {
 		if s.protocol == "classic" {
 			return fmt.Errorf("member %q: the classic protocol is %w", s.label, ErrCoreUnsupported)
+		}
+		if s.kind == stepCoordhostRestart {
+			return fmt.Errorf("coordhost_restart: %w", ErrCoreUnsupported)
 		}
 	}
 	return nil
@@ -197,7 +201,7 @@ func (cw *coreWorld) run() AssignorReport {
 func (cw *coreWorld) applyStep(s step) {
 	switch s.kind {
 	case stepJoin:
-		cw.apply(s)
+		cw.apply(s, nil) // core gives the reasons (event)
 		cl := &coreClient{m: cw.memberOrNil(s.id), nextHB: cw.now, sentRep: -1}
 		cw.clients = append(cw.clients, cl)
 	case stepLeave:
@@ -206,9 +210,9 @@ func (cw *coreWorld) applyStep(s step) {
 			cw.send(cl, cw.leaveRequest(cl))
 			cw.drop(cl)
 		}
-		cw.apply(s)
+		cw.apply(s, nil) // core gives the reasons (event)
 	default:
-		cw.apply(s)
+		cw.apply(s, nil) // core gives the reasons (event)
 	}
 }
 
