@@ -24,7 +24,7 @@ func init() {
 	commands["simulate"] = func(args []string) int { return simulateCommand(args, os.Stdout, os.Stderr) }
 }
 
-const simulateUsage = `usage: coordhost simulate --scenario FILE [--seed N] --assignor A|--plugin A.wasm [--assignor B|--plugin B.wasm ...] [--json FILE] [--html FILE]
+const simulateUsage = `usage: coordhost simulate --scenario FILE [--seed N] --assignor A|--plugin A.wasm [--assignor B|--plugin B.wasm ...] [--engine model|core] [--json FILE] [--html FILE]
 
 Replays the streams group scenario in FILE (YAML or JSON; format:
 docs/AB-TESTING.md, "Simulating a group's life") against each assignor and
@@ -32,6 +32,10 @@ compares them: rebalances, tasks moved, warm and cold hand-overs,
 task-seconds without a caught-up active, balance over time. An assignor is
 a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file;
 --plugin takes .wasm files only. Assignors run in the order given.
+--engine core replays the scenario on the real coordinator, its members
+heartbeating in virtual time (classic members, starting assignments and
+recorded inputs are refused there); the default, model, is the
+simulator's own model of the group.
 --json and --html write the reports ("-" is standard output); without
 either, a table goes to standard output. The same scenario, seed and
 assignors give byte-identical reports.
@@ -75,6 +79,7 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 	htmlOut := fs.String("html", "", "write the HTML report to this file (- for standard output)")
 	deadline := fs.Duration("deadline", 10*time.Second, "per-call deadline of a .wasm plugin")
 	pages := fs.Uint("memory-pages", 1024, "linear memory limit of a .wasm plugin, in 64 KiB pages")
+	engine := fs.String("engine", "model", "model: the simulator's own model of the group; core: the real coordinator with heartbeating members")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, simulateUsage+"\nflags:\n")
 		fs.PrintDefaults()
@@ -82,7 +87,7 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *scenario == "" || len(assignors) == 0 || fs.NArg() != 0 {
+	if *scenario == "" || len(assignors) == 0 || fs.NArg() != 0 || (*engine != "model" && *engine != "core") {
 		fs.Usage()
 		return 2
 	}
@@ -123,7 +128,10 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 		seen[a.Name] = true
 		runs = append(runs, a.Assignor)
 	}
-	report := sim.Run(sc, runs)
+	report, err := replay(*engine, sc, runs)
+	if err != nil {
+		return fail(err)
+	}
 	for _, out := range []struct {
 		path string
 		data func() []byte
@@ -139,6 +147,15 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("replay stopped for %s (see the report)", strings.Join(failed, ", ")))
 	}
 	return 0
+}
+
+// replay runs sc on the engine named: the model (sim.Run) or the real
+// coordinator (sim.RunCore, which refuses what it does not simulate yet).
+func replay(engine string, sc *sim.Scenario, runs []sim.Assignor) (*sim.Report, error) {
+	if engine == "core" {
+		return sim.RunCore(sc, runs)
+	}
+	return sim.Run(sc, runs), nil
 }
 
 func writeOutput(path string, data func() []byte, stdout io.Writer) error {

@@ -18,8 +18,11 @@ type Report struct {
 	Tasks       int     `json:"tasks"`
 	RestorePerS int64   `json:"restore_records_per_s"`
 	// SharedRestore: RestorePerS is each process's, shared by its copies.
-	SharedRestore bool             `json:"shared_restore,omitempty"`
-	Assignors     []AssignorReport `json:"assignors"`
+	SharedRestore bool `json:"shared_restore,omitempty"`
+	// Engine is "core" for a replay on the real coordinator (RunCore),
+	// empty for the model's (Run).
+	Engine    string           `json:"engine,omitempty"`
+	Assignors []AssignorReport `json:"assignors"`
 }
 
 // AssignorReport is one assignor's replay.

@@ -189,6 +189,11 @@ func (w *world) run() AssignorReport {
 		carry %= 1000
 		w.advance(now, grow)
 	}
+	return w.finish()
+}
+
+// finish closes the totals after the last tick.
+func (w *world) finish() AssignorReport {
 	w.out.UnavailableTaskS = float64(w.out.unavailableMs) / 1000
 	t := &w.out.Totals
 	t.SettleS = -1

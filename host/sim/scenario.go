@@ -65,6 +65,9 @@ type Scenario struct {
 	// revocation and the new owner's next heartbeat); until then the task
 	// is owned by nobody. 0: at once.
 	GrantMs int64 `json:"grant_ms"`
+	// HeartbeatIntervalMs is the members' heartbeat interval in the core
+	// engine (RunCore; 5000 when 0, Kafka's default); the model ignores it.
+	HeartbeatIntervalMs int64 `json:"heartbeat_interval_ms,omitempty"`
 	// GrantFirstMs, when set, replaces GrantMs for a member that owns no
 	// task yet (a process just started answers its heartbeats later).
 	GrantFirstMs *int64 `json:"grant_first_ms,omitempty"`
@@ -362,6 +365,8 @@ func (sc *Scenario) validate() error {
 		return fmt.Errorf("handover_first_ms: %d must be in [0, %d]", *sc.HandOverFirstMs, maxSeconds*1000)
 	case sc.GrantMs < 0 || sc.GrantMs > maxSeconds*1000:
 		return fmt.Errorf("grant_ms: %d must be in [0, %d]", sc.GrantMs, maxSeconds*1000)
+	case sc.HeartbeatIntervalMs < 0 || sc.HeartbeatIntervalMs > maxSeconds*1000:
+		return fmt.Errorf("heartbeat_interval_ms: %d must be in [0, %d]", sc.HeartbeatIntervalMs, maxSeconds*1000)
 	case sc.GrantFirstMs != nil && (*sc.GrantFirstMs < 0 || *sc.GrantFirstMs > maxSeconds*1000):
 		return fmt.Errorf("grant_first_ms: %d must be in [0, %d]", *sc.GrantFirstMs, maxSeconds*1000)
 	case sc.ClassicRejoinMs != nil && (*sc.ClassicRejoinMs < 0 || *sc.ClassicRejoinMs > maxSeconds*1000):

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/host/plugin/plugintest"
+	"github.com/coordhost/coordhost/host/sim"
+)
+
+// TestSimulateCoreEngineWasm: with --engine core the HA plugin's wasm
+// build, run through the plugin host on the assignor runs core asks for,
+// gives the same targets as its native build, and the report says it ran
+// on core.
+func TestSimulateCoreEngineWasm(t *testing.T) {
+	wasm := plugintest.GoPluginPath(t, "plugins/assignor-ha/wasm")
+	j := filepath.Join(t.TempDir(), "r.json")
+	code, out, errs := runSimulate(t, "--engine", "core", "--scenario", "../../testdata/sim/rolling-restart.yaml",
+		"--assignor", "ha", "--plugin", wasm, "--json", j)
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	data, err := os.ReadFile(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r sim.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	native, plugin := r.Assignors[0], r.Assignors[1]
+	nj, _ := json.Marshal(native.Rebalances)
+	pj, _ := json.Marshal(plugin.Rebalances)
+	if r.Engine != "core" || !strings.HasPrefix(plugin.Version, "wasm sha256:") ||
+		native.Totals != plugin.Totals || !bytes.Equal(nj, pj) || native.Totals.Rebalances == 0 {
+		t.Errorf("engine %q: wasm %+v differs from native %+v", r.Engine, plugin.Totals, native.Totals)
+	}
+}
+
+// TestSimulateEngineFlag: --engine takes model or core; core refuses a
+// scenario it does not simulate, naming what.
+func TestSimulateEngineFlag(t *testing.T) {
+	code, out, errs := runSimulate(t, "--engine", "core", "--scenario", "../../testdata/sim/leave.yaml", "--assignor", "sticky")
+	if code != 0 || !strings.Contains(out, "builtin:sticky  1 ") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runSimulate(t, "--engine", "other", "--scenario", "../../testdata/sim/leave.yaml", "--assignor", "sticky"); code != 2 || !strings.Contains(errs, "usage:") {
+		t.Fatalf("--engine other: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runSimulate(t, "--engine", "core", "--scenario", "../../testdata/scenarios/migration-roll.yaml", "--assignor", "sticky")
+	if code != 1 || !strings.Contains(errs, "the classic protocol is not supported by the core engine yet") {
+		t.Fatalf("migration roll on core: exit %d\n%s", code, errs)
+	}
+}

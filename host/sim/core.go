@@ -1,0 +1,378 @@
+package sim
+
+// The core engine: a scenario replayed on coordhost's own coordinator.
+// Members are simulated Kafka Streams clients that send
+// StreamsGroupHeartbeat requests to core (package core) in virtual time;
+// core decides when a target is computed (joins, leaves, session
+// timeouts, probes) and hands the assignor the input the host would
+// (host/assign.ToABI), and the members take the tasks core's heartbeat
+// responses give them. What stays the simulator's own is the client side:
+// local state, restoring, changelogs and the accounting (step.go).
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/abi/metrics"
+	"github.com/coordhost/coordhost/core"
+	"github.com/coordhost/coordhost/host/assign"
+)
+
+// coreEpochMs is the virtual wall clock core sees at the scenario's 0 s.
+const coreEpochMs = 1_700_000_000_000
+
+// coreGroup is the streams group's id in core.
+const coreGroup = "sim"
+
+// ErrCoreUnsupported is returned by RunCore for a scenario that uses
+// what the core engine does not simulate yet.
+var ErrCoreUnsupported = errors.New("not supported by the core engine yet")
+
+// RunCore replays sc against each assignor on the real coordinator and
+// returns the report, in the same form as Run's. A scenario that uses what
+// the core engine does not simulate (classic members, coordhost
+// restarts, a starting assignment, recorded inputs) is refused with
+// ErrCoreUnsupported.
+func RunCore(sc *Scenario, assignors []Assignor) (*Report, error) {
+	if err := coreSupports(sc); err != nil {
+		return nil, err
+	}
+	r := &Report{Scenario: sc.Name, Seed: sc.Seed, DurationS: sc.DurationS, TickMs: sc.TickMs,
+		Tasks: int(abi.NewTaskSpace(sc.subs).Total()), RestorePerS: sc.State.RestorePerS, SharedRestore: sc.State.SharedRestore,
+		Engine: "core"}
+	for _, a := range assignors {
+		cw, err := newCoreWorld(sc, a)
+		if err != nil {
+			return nil, err
+		}
+		r.Assignors = append(r.Assignors, cw.run())
+	}
+	return r, nil
+}
+
+// coreSupports refuses what the core engine does not simulate.
+func coreSupports(sc *Scenario) error {
+	switch {
+	case len(sc.Initial) > 0:
+		return fmt.Errorf("initial: a starting assignment is %w", ErrCoreUnsupported)
+	case len(sc.RecordedInputs) > 0:
+		return fmt.Errorf("recorded_inputs: %w", ErrCoreUnsupported)
+	case !slices.IsSortedFunc(sc.subs, func(a, b abi.Subtopology) int { return strings.Compare(a.ID, b.ID) }):
+		return fmt.Errorf("subtopologies: ids not in sorted order are %w", ErrCoreUnsupported)
+	}
+	for _, s := range sc.steps {
+		if s.protocol == "classic" {
+			return fmt.Errorf("member %q: the classic protocol is %w", s.label, ErrCoreUnsupported)
+		}
+		if s.kind == stepCoordhostRestart {
+			return fmt.Errorf("coordhost_restart: %w", ErrCoreUnsupported)
+		}
+	}
+	return nil
+}
+
+// coreWorld is one assignor's replay on core: the model's client side
+// (world) with core deciding targets and reconciliation.
+type coreWorld struct {
+	*world
+	c       *core.Coordinator
+	ts      abi.TaskSpace
+	topics  []core.TopicMetadata
+	clients []*coreClient // in the group, by join order
+	byReq   map[core.RequestID]*coreClient
+	nextReq core.RequestID
+	now     int64 // scenario time of the step in progress
+	reasons []string
+	err     error
+	// live: every member took its part of the baseline target; the
+	// accounting starts (the model's starting point).
+	live bool
+}
+
+// coreClient is one simulated Kafka Streams member.
+type coreClient struct {
+	m       *member
+	epoch   int32
+	joined  bool
+	nextHB  int64 // scenario ms of its next heartbeat
+	sentRep int64 // reportAtMs of the last report it sent (reports), -1: none
+}
+
+func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
+	cfg := core.DefaultConfig()
+	s := &cfg.Streams
+	s.SessionTimeoutMs = int32(ms(sc.SessionTimeoutS))
+	s.HeartbeatIntervalMs = int32(sc.heartbeatIntervalMs())
+	s.NumStandbyReplicas = sc.Assignment.NumStandbyReplicas
+	s.NumWarmupReplicas = sc.Assignment.NumWarmupReplicas
+	s.AcceptableRecoveryLag = sc.Assignment.AcceptableRecoveryLag
+	s.ProbingIntervalMs = sc.Assignment.ProbingIntervalMs
+	if sc.Reports != nil {
+		s.TaskOffsetIntervalMs = int32(sc.Reports.TaskOffsetIntervalMs)
+	}
+	c, err := core.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("core engine: %w", err)
+	}
+	cw := &coreWorld{world: newWorld(sc, a), c: c, ts: abi.NewTaskSpace(sc.subs), byReq: map[core.RequestID]*coreClient{}}
+	for _, sub := range sc.subs {
+		cw.topics = append(cw.topics, core.TopicMetadata{Name: sourceTopic(sub.ID), ID: topicID(sourceTopic(sub.ID)), Partitions: sub.Partitions})
+		if sub.Stateful {
+			cw.topics = append(cw.topics, core.TopicMetadata{Name: changelogTopic(sub.ID), ID: topicID(changelogTopic(sub.ID)), Partitions: sub.Partitions})
+		}
+	}
+	c.Loaded(coreEpochMs)
+	c.Commit()
+	cw.step(core.Topics{Topics: cw.topics})
+	return cw, nil
+}
+
+func sourceTopic(sub string) string    { return "sim-source-" + sub }
+func changelogTopic(sub string) string { return "sim-" + sub + "-changelog" }
+
+// topicID is a stable topic id from its name.
+func topicID(name string) (id [16]byte) {
+	h := splitmix(uint64(len(name)))
+	for i, b := range []byte(name) {
+		h = splitmix(h ^ uint64(b) ^ uint64(i)<<8)
+	}
+	for i := range id {
+		id[i] = byte(h >> (8 * (i % 8)))
+		if i == 7 {
+			h = splitmix(h)
+		}
+	}
+	return id
+}
+
+// heartbeatIntervalMs is the members' heartbeat interval (5 s, Kafka's
+// group.streams.heartbeat.interval.ms, unless the scenario sets one).
+func (sc *Scenario) heartbeatIntervalMs() int64 {
+	if sc.HeartbeatIntervalMs > 0 {
+		return sc.HeartbeatIntervalMs
+	}
+	return 5000
+}
+
+func (cw *coreWorld) run() AssignorReport {
+	steps := cw.sc.steps
+	tick := cw.sc.TickMs
+	var carry int64
+	for now := int64(0); now < cw.sc.durationMs() && cw.err == nil; now += tick {
+		cw.now = now
+		cw.step(core.Tick{}) // session timeouts, probes, assignment intervals
+		for len(steps) > 0 && steps[0].atMs <= now {
+			cw.applyStep(steps[0])
+			steps = steps[1:]
+		}
+		cw.report(now)
+		cw.step(core.EndOffsets{Group: coreGroup, Ends: cw.hostEnds()})
+		for _, cl := range slices.Clone(cw.clients) {
+			if cl.m.crashedMs < 0 && now >= cl.nextHB {
+				cw.heartbeat(cl)
+			}
+		}
+		cw.granting = cw.pending()
+		if cw.started && cw.granting == 0 {
+			cw.live = true
+		}
+		if cw.live {
+			cw.account(now)
+		}
+		carry += cw.appendMs * tick
+		grow := carry / 1000
+		carry %= 1000
+		cw.advance(now, grow)
+	}
+	if cw.err != nil {
+		cw.out.Error = cw.err.Error()
+	}
+	return cw.finish()
+}
+
+// applyStep applies one scenario step: a join starts a client that
+// heartbeats at once, a leave sends its leave heartbeat, a crash stops
+// the client's heartbeats (core fences it after the session timeout).
+func (cw *coreWorld) applyStep(s step) {
+	switch s.kind {
+	case stepJoin:
+		cw.apply(s, nil) // core gives the reasons (event)
+		cl := &coreClient{m: cw.memberOrNil(s.id), nextHB: cw.now, sentRep: -1}
+		cw.clients = append(cw.clients, cl)
+	case stepLeave:
+		m := cw.find(s.label)
+		if cl := cw.clientOf(m); cl != nil {
+			cw.send(cl, cw.leaveRequest(cl))
+			cw.drop(cl)
+		}
+		cw.apply(s, nil) // core gives the reasons (event)
+	default:
+		cw.apply(s, nil) // core gives the reasons (event)
+	}
+}
+
+func (cw *coreWorld) clientOf(m *member) *coreClient {
+	for _, cl := range cw.clients {
+		if cl.m == m {
+			return cl
+		}
+	}
+	return nil
+}
+
+func (cw *coreWorld) drop(cl *coreClient) {
+	cw.clients = slices.DeleteFunc(cw.clients, func(x *coreClient) bool { return x == cl })
+}
+
+// step applies one input to core and handles its output: assignor runs
+// are answered at once, responses go to their clients, events note the
+// reasons and fenced members.
+func (cw *coreWorld) step(in core.Input) {
+	out, err := cw.c.Step(coreEpochMs+cw.now, in)
+	if err != nil {
+		cw.fail(err)
+		return
+	}
+	cw.c.Commit()
+	cw.handle(out)
+}
+
+func (cw *coreWorld) fail(err error) {
+	if cw.err == nil {
+		cw.err = fmt.Errorf("at %v s: %s: %w", seconds(cw.now), cw.a.Name, err)
+	}
+}
+
+func (cw *coreWorld) handle(out core.Output) {
+	for _, e := range out.Events {
+		cw.event(e)
+	}
+	for _, r := range out.Responses {
+		if cl := cw.byReq[r.Request]; cl != nil {
+			delete(cw.byReq, r.Request)
+			if resp, ok := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse); ok {
+				cw.adopt(cl, resp)
+			}
+		}
+	}
+	for _, run := range out.AssignorRuns {
+		cw.runAssignor(run)
+	}
+}
+
+// event notes why core rebalances, and removes a fenced member.
+func (cw *coreWorld) event(e core.Event) {
+	label := cw.labelOf[e.Member]
+	switch e.Kind {
+	case core.EventMemberJoined:
+		cw.reasons = append(cw.reasons, "member-joined:"+label)
+	case core.EventMemberLeft:
+		cw.reasons = append(cw.reasons, "member-left:"+label)
+	case core.EventMemberFenced:
+		cw.reasons = append(cw.reasons, "member-fenced:"+label)
+		for _, cl := range cw.clients {
+			if cl.m.id == e.Member {
+				cw.drop(cl)
+				cw.remove(cl.m)
+				break
+			}
+		}
+	}
+}
+
+// runAssignor runs the assignor as the host does (host/assign's ABI
+// translation) and hands the result back to core; a target core installs
+// is recorded as a rebalance.
+func (cw *coreWorld) runAssignor(run core.AssignorRun) {
+	req, ts := assign.ToABI(run)
+	resp, err := cw.a.Assign(req)
+	if err == nil {
+		err = abi.ValidateAssignment(req, resp)
+	}
+	var res core.AssignResult
+	if err == nil {
+		res, err = assign.FromABI(ts, resp, len(run.Input.Members))
+	}
+	if err != nil {
+		cw.fail(fmt.Errorf("epoch %d: %w", run.Epoch, err))
+		return
+	}
+	if run.Probe && cw.started {
+		cw.out.Totals.ProbingRounds++
+	}
+	out, err := cw.c.Step(coreEpochMs+cw.now, core.AssignorResult{Run: run, Result: res})
+	if err != nil {
+		cw.fail(err)
+		return
+	}
+	cw.c.Commit()
+	epoch := int32(-1) // the installed target's epoch, -1: none
+	for _, e := range out.Events {
+		if e.Kind == core.EventTargetAssigned && e.Group == coreGroup {
+			epoch = e.Epoch
+		}
+	}
+	if epoch >= 0 {
+		cw.installed(run, epoch, req, resp)
+	} else if run.Probe {
+		cw.out.Totals.ProbesUnchanged++
+	}
+	cw.handle(out)
+}
+
+// installed records core's new target: tasks moved against the previous
+// target, and the metrics of the assignor's input and answer.
+func (cw *coreWorld) installed(run core.AssignorRun, epoch int32, req *abi.AssignRequest, resp *abi.AssignResponse) {
+	report, err := metrics.Measure(req, resp, metrics.Options{})
+	if err != nil {
+		cw.fail(err)
+		return
+	}
+	reasons := cw.reasons
+	if run.Probe {
+		reasons = append(reasons, "probe")
+	}
+	cw.reasons = nil
+	cw.epoch = epoch
+	rb := Rebalance{AtS: seconds(cw.now), Epoch: epoch, Reasons: nonNilStrings(reasons), Baseline: !cw.started,
+		Members: report.Members, Processes: report.Processes, Movement: report.Movement,
+		Balance: report.Balance, Standbys: report.Standbys, Warmups: report.Warmups}
+	rb.FromDeparted = cw.fromDeparted(req, resp)
+	owner := map[int32]string{}
+	for i, am := range req.Members {
+		for _, t := range resp.Members[i].Active {
+			owner[t] = am.ID
+			if prev, ok := cw.owner[t]; ok && prev != am.ID && cw.started {
+				rb.TasksMoved++
+			}
+		}
+	}
+	cw.owner = owner
+	if !cw.started {
+		cw.started = true
+	} else {
+		cw.out.Totals.add(rb)
+	}
+	cw.out.Rebalances = append(cw.out.Rebalances, rb)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (cw *coreWorld) memberOrNil(id string) *member {
+	for _, m := range cw.members {
+		if m.id == id {
+			return m
+		}
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package sim
+
+// The core engine's members: Kafka Streams clients on the streams
+// protocol, as far as the coordinator sees them.
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/core"
+)
+
+// heartbeat sends cl's heartbeat: a join (epoch 0) with its process and
+// the topology, else its epoch, the tasks it holds and its report.
+func (cw *coreWorld) heartbeat(cl *coreClient) {
+	m := cl.m
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = coreGroup, m.id, cl.epoch
+	if !cl.joined {
+		req.MemberEpoch = 0
+		req.RebalanceTimeoutMillis = 300000 // Kafka Streams' max.poll.interval.ms
+		process := m.process
+		req.ProcessID = &process
+		if m.rack != "" {
+			rack := m.rack
+			req.RackID = &rack
+		}
+		req.Topology = cw.topology()
+	}
+	req.ActiveTasks = cw.kmsgTasks(m.target.Active)
+	req.StandbyTasks = cw.kmsgTasks(m.target.Standby)
+	req.WarmupTasks = cw.kmsgTasks(m.target.Warmup)
+	cw.taskOffsets(cl, req)
+	cl.nextHB = cw.now + cw.sc.heartbeatIntervalMs()
+	cw.send(cl, req)
+}
+
+// taskOffsets sets what cl reports: without reports, the offsets of its
+// process's local state on every heartbeat (the model's assignor input);
+// with them, its last report (report, reports.go) once, and "unchanged"
+// (null) until its next one.
+func (cw *coreWorld) taskOffsets(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest) {
+	m := cl.m
+	offsets, ends := cw.local[m.process], []int64(nil)
+	if cw.sc.Reports != nil {
+		if m.reported == nil || m.reportAtMs == cl.sentRep {
+			return
+		}
+		cl.sentRep = m.reportAtMs
+		offsets, ends = m.reported, m.reportedEnd
+	}
+	req.TaskOffsets = cw.kmsgOffsets(offsets)
+	if ends != nil {
+		req.TaskEndOffsets = cw.kmsgOffsets(ends)
+	}
+}
+
+func (cw *coreWorld) kmsgOffsets(offsets []int64) []kmsg.TaskOffset {
+	out := []kmsg.TaskOffset{}
+	for t, o := range offsets {
+		if o >= 0 && cw.stateful[t] {
+			sub, p := cw.locate(int32(t))
+			out = append(out, kmsg.TaskOffset{SubtopologyID: sub, Partition: p, Offset: o})
+		}
+	}
+	return out
+}
+
+func (cw *coreWorld) locate(t int32) (string, int32) {
+	s, p := cw.ts.Locate(t)
+	return cw.sc.subs[s].ID, p
+}
+
+func (cw *coreWorld) kmsgTasks(tasks []int32) []kmsg.TaskIDs {
+	out := []kmsg.TaskIDs{}
+	for _, t := range tasks {
+		sub, p := cw.locate(t)
+		if n := len(out); n > 0 && out[n-1].SubtopologyID == sub {
+			out[n-1].Partitions = append(out[n-1].Partitions, p)
+			continue
+		}
+		out = append(out, kmsg.TaskIDs{SubtopologyID: sub, Partitions: []int32{p}})
+	}
+	return out
+}
+
+func (cw *coreWorld) topology() *kmsg.StreamsGroupHeartbeatRequestTopology {
+	top := &kmsg.StreamsGroupHeartbeatRequestTopology{}
+	for _, s := range cw.sc.subs {
+		st := kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{SubtopologyID: s.ID, SourceTopics: []string{sourceTopic(s.ID)}}
+		if s.Stateful {
+			st.StateChangelogTopics = []kmsg.TopicInfo{{Topic: changelogTopic(s.ID)}}
+		}
+		top.Subtopologies = append(top.Subtopologies, st)
+	}
+	return top
+}
+
+// leaveRequest is cl's leave heartbeat (epoch -1).
+func (cw *coreWorld) leaveRequest(cl *coreClient) *kmsg.StreamsGroupHeartbeatRequest {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = coreGroup, cl.m.id, -1
+	return req
+}
+
+func (cw *coreWorld) send(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest) {
+	cw.nextReq++
+	cw.byReq[cw.nextReq] = cl
+	cw.step(core.Request{ID: cw.nextReq, Client: core.ClientInfo{ClientID: cl.m.label, ClientHost: "/127.0.0.1"}, Body: req})
+}
+
+// adopt applies a heartbeat response to cl as Kafka Streams does: a
+// fenced or unknown member drops its tasks and joins again; otherwise a
+// new assignment (not null) replaces what it holds at once — revoked
+// tasks stop, new ones start after handover_ms — and it heartbeats again
+// a tick (or grant_ms) later to acknowledge it.
+func (cw *coreWorld) adopt(cl *coreClient, resp *kmsg.StreamsGroupHeartbeatResponse) {
+	if !slices.Contains(cw.clients, cl) { // it left
+		return
+	}
+	m := cl.m
+	switch resp.ErrorCode {
+	case 0:
+	case kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code:
+		cl.joined, cl.epoch = false, 0
+		cw.take(m, abi.MemberAssignment{Active: []int32{}, Standby: []int32{}, Warmup: []int32{}})
+		cl.nextHB = cw.now
+		return
+	default:
+		cw.fail(fmt.Errorf("member %s: heartbeat: %v", m.label, kerr.ErrorForCode(resp.ErrorCode)))
+		return
+	}
+	cl.joined, cl.epoch = true, resp.MemberEpoch
+	if resp.HeartbeatIntervalMillis > 0 {
+		cl.nextHB = cw.now + int64(resp.HeartbeatIntervalMillis)
+	}
+	if resp.ActiveTasks == nil {
+		return
+	}
+	next := abi.MemberAssignment{Active: cw.tasksOf(resp.ActiveTasks), Standby: cw.tasksOf(resp.StandbyTasks), Warmup: cw.tasksOf(resp.WarmupTasks)}
+	if sameAssignment(m.target, next) {
+		return
+	}
+	cw.take(m, next)
+	cl.nextHB = min(cl.nextHB, cw.now+max(cw.sc.TickMs, cw.grantMs(m)))
+}
+
+// take makes next what m holds. Before the group first settled on its
+// baseline target, tasks start at once on state that is there (the
+// model's starting point); after, a new active is ready handover_ms (or
+// handover_first_ms) later and a new standby or warm-up starts restoring
+// then.
+func (cw *coreWorld) take(m *member, next abi.MemberAssignment) {
+	if m.startAt == nil {
+		m.startAt = make([]int64, len(cw.end))
+	}
+	handOver := cw.sc.HandOverMs
+	if cw.sc.HandOverFirstMs != nil && !cw.runsAny(m) {
+		handOver = *cw.sc.HandOverFirstMs
+	}
+	l := cw.local[m.process]
+	for i, set := range [][]int32{next.Active, next.Standby, next.Warmup} {
+		for _, t := range set {
+			if m.holds(t) {
+				continue
+			}
+			switch {
+			case !cw.live && i < 2:
+				if cw.stateful[t] {
+					l[t] = cw.end[t]
+				}
+				if i == 0 {
+					cw.readyAt[t] = cw.now
+				}
+			case i == 0:
+				cw.readyAt[t] = cw.now + handOver
+			default:
+				m.startAt[t] = cw.now + handOver
+			}
+		}
+	}
+	m.target, m.owned = next, slices.Clone(next.Active)
+	if m.reportDueMs < 0 { // its next heartbeat carries a report (reports)
+		m.reportDueMs = cw.now
+	}
+}
+
+func (cw *coreWorld) tasksOf(ids []kmsg.TaskIDs) []int32 {
+	out := []int32{}
+	for _, id := range ids {
+		s := slices.IndexFunc(cw.sc.subs, func(x abi.Subtopology) bool { return x.ID == id.SubtopologyID })
+		for _, p := range id.Partitions {
+			out = append(out, cw.ts.Task(int32(s), p))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pending counts the active tasks of core's target that their member does
+// not hold yet (reconciliation under way).
+func (cw *coreWorld) pending() int {
+	n := 0
+	for t, id := range cw.owner {
+		if m := cw.memberOrNil(id); m == nil || !slices.Contains(m.target.Active, t) {
+			n++
+		}
+	}
+	return n
+}
+
+// hostEnds are the changelog end offsets the host hands core: every
+// changelog's end, or with reports the ones it last read.
+func (cw *coreWorld) hostEnds() []core.TaskEndOffset {
+	ends := cw.end
+	if cw.hostEnd != nil {
+		ends = cw.hostEnd
+	}
+	var out []core.TaskEndOffset
+	for t, e := range ends {
+		if cw.stateful[t] {
+			sub, p := cw.locate(int32(t))
+			out = append(out, core.TaskEndOffset{Task: core.TaskID{Subtopology: sub, Partition: p}, Offset: e})
+		}
+	}
+	return out
+}
