@@ -102,6 +102,9 @@ func FromABI(ts abi.TaskSpace, resp *abi.AssignResponse, members int) (core.Assi
 		}
 		res.Members = append(res.Members, mt)
 	}
+	// The assignor's probing hint (-1: none) reaches core, which probes
+	// that long after the target (a positive hint only).
+	res.NextProbeMs = resp.NextProbeMs
 	return res, nil
 }
 

@@ -116,6 +116,19 @@ func TestABITranslation(t *testing.T) {
 	}
 }
 
+// TestFromABIKeepsTheProbeHint: the assignor's next_probe_ms reaches
+// core (it used to be dropped, so a hint without warm-ups open never
+// scheduled a probe).
+func TestFromABIKeepsTheProbeHint(t *testing.T) {
+	ts := abi.NewTaskSpace([]abi.Subtopology{{ID: "a", Partitions: 1}})
+	for _, hint := range []int64{-1, 0, 60_000} {
+		res, err := FromABI(ts, &abi.AssignResponse{Members: []abi.MemberAssignment{{Active: []int32{0}}}, NextProbeMs: hint}, 1)
+		if err != nil || res.NextProbeMs != hint {
+			t.Fatalf("hint %d: got %d, %v", hint, res.NextProbeMs, err)
+		}
+	}
+}
+
 func sameRefs(a, b []core.TaskRef) bool {
 	set := func(s []core.TaskRef) map[core.TaskRef]bool {
 		m := map[core.TaskRef]bool{}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host/sim"
 )
 
@@ -177,15 +178,27 @@ func TestCoreEngineReports(t *testing.T) {
 		{live, "  append_records_per_s: 10"},
 		{stale, "  append_records_per_s: 10\nreports: {task_offset_interval_ms: 20000, end_offsets_refresh_ms: 30000, end_offsets_phase_ms: 12000}"},
 	} {
-		r, err := sim.RunCore(restoreScenario(t, c.extra), []sim.Assignor{{Name: "scripted", Assign: c.s.assign}})
+		noHint := func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			resp, err := c.s.assign(req)
+			if resp != nil {
+				resp.NextProbeMs = -1
+			}
+			return resp, err
+		}
+		r, err := sim.RunCore(restoreScenario(t, c.extra), []sim.Assignor{{Name: "scripted", Assign: noHint}})
 		if err != nil || r.Assignors[0].Error != "" || len(c.s.ends) != 2 {
 			t.Fatalf("err %v, report error %q, %d runs", err, r.Assignors[0].Error, len(c.s.ends))
 		}
 	}
+	// With its next_probe_ms hint (5 s) the same assignor is also run at
+	// the probes core arms from it.
+	hinted := &scripted{}
+	if r, err := sim.RunCore(restoreScenario(t, "  append_records_per_s: 10"), []sim.Assignor{{Name: "scripted", Assign: hinted.assign}}); err != nil ||
+		r.Assignors[0].Error != "" || hinted.runs < 6 {
+		t.Fatalf("with the hint: err %v, %d runs in 40 s; want the joins, the leave and a probe every 5 s", err, hinted.runs)
+	}
 	l, s := live.ends[len(live.ends)-1], stale.ends[len(stale.ends)-1]
-	// Two runs: the joins, b's leave. The assignor's next_probe_ms hint
-	// asks for more, but host/assign.FromABI, the host's translation the
-	// engine uses, does not carry it to core (docs/AB-TESTING.md). Task 0 runs on a throughout, growing 10 records a
+	// Two runs: the joins, b's leave. Task 0 runs on a throughout, growing 10 records a
 	// second; at the leave's run the host's last read is the one at 0 s
 	// (the next is at 12 s), and a leaves the task it runs out of its
 	// report, so core knows the end at 0 s.
