@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"slices"
 	"strings"
@@ -200,20 +199,64 @@ type timerEntry struct {
 	key      TimerKey
 }
 
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
+func (h timerHeap) less(i, j int) bool {
 	if h[i].deadline != h[j].deadline {
 		return h[i].deadline < h[j].deadline
 	}
 	return compareKeys(h[i].key, h[j].key) < 0
 }
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+
+// The heap works on entries directly (not through container/heap's
+// interface), so a push or pop boxes no entry.
+
+func (h *timerHeap) push(e timerEntry) {
+	*h = append(*h, e)
+	h.up(len(*h) - 1)
+}
+
+// pop removes the earliest entry.
+func (h *timerHeap) pop() {
+	s := *h
+	n := len(s) - 1
+	s[0] = s[n]
+	s[n] = timerEntry{} // drop the strings it holds
+	*h = s[:n]
+	h.down(0)
+}
+
+func (h timerHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h timerHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h timerHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }
 
 // indexTimer records t in the heap, rebuilding it when stale entries
@@ -221,13 +264,13 @@ func (h *timerHeap) Pop() any {
 // leaves one stale entry each time; a rebuild every n/2 pushes keeps the
 // cost per push constant).
 func (c *Coordinator) indexTimer(key TimerKey, deadline int64) {
-	heap.Push(&c.timerHeap, timerEntry{deadline, key})
+	c.timerHeap.push(timerEntry{deadline, key})
 	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
 		h := make(timerHeap, 0, len(c.timers)+len(c.timers)/2+65) // room until the next rebuild
 		for k, t := range c.timers {
 			h = append(h, timerEntry{t.deadline, k})
 		}
-		heap.Init(&h)
+		h.init()
 		c.timerHeap = h
 	}
 }
@@ -239,7 +282,7 @@ func (c *Coordinator) peekTimer() (timer, bool) {
 		if s, ok := c.timers[e.key]; ok && s.deadline == e.deadline {
 			return e.key.timer(s), true
 		}
-		heap.Pop(&c.timerHeap)
+		c.timerHeap.pop()
 	}
 	return timer{}, false
 }
