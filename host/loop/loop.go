@@ -244,6 +244,8 @@ func NewContext(ctx context.Context, d Deps) (*Loop, error) {
 	// start) ends it too.
 	stopStart := context.AfterFunc(ctx, l.cancel)
 	defer stopStart()
+	restoreGC := replayGC() // replaygc.go
+	defer restoreGC()
 	parts, err := l.openLog()
 	if err != nil {
 		l.cancel()
