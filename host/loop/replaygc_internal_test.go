@@ -12,18 +12,29 @@ func gcPercent() int {
 	return p
 }
 
-// TestReplayGCRestores: the replay's percentage holds until restore and
-// the previous one after it; a process's own higher percentage, or the
-// collector turned off, is left alone.
+// TestReplayGCRestores: from Go's default 100 the replay runs at
+// replayGCPercent until restore and at 100 after it; any other
+// percentage (a program's own, or the collector off) is left alone, and
+// so is every percentage when GOGC is in the environment.
 func TestReplayGCRestores(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	for _, c := range []struct{ before, during int }{{100, replayGCPercent}, {50, replayGCPercent}, {800, 800}, {-1, -1}} {
-		debug.SetGCPercent(c.before)
-		restore := replayGC()
-		during := gcPercent()
+	check := func(env bool, before, during int) {
+		t.Helper()
+		debug.SetGCPercent(before)
+		raise := raiseGC
+		if env {
+			raise = replayGC
+		}
+		restore := raise()
+		got := gcPercent()
 		restore()
-		if after := gcPercent(); during != c.during || after != c.before {
-			t.Errorf("GOGC %d: %d during the replay, %d after; want %d, %d", c.before, during, after, c.during, c.before)
+		if after := gcPercent(); got != during || after != before {
+			t.Errorf("GOGC in the environment %v, percentage %d: %d during the replay, %d after; want %d, %d", env, before, got, after, during, before)
 		}
 	}
+	for _, c := range []struct{ before, during int }{{100, replayGCPercent}, {50, 50}, {800, 800}, {-1, -1}} {
+		check(false, c.before, c.during)
+	}
+	t.Setenv("GOGC", "100")
+	check(true, 100, 100)
 }
