@@ -176,12 +176,8 @@ func requestWait(req kmsg.Request) time.Duration {
 // which are rewritten as in Forward. The embedded data plane's requests
 // are decoded (wire.ErrNotPassable): it watches fetch sessions and
 // transactional offsets on the way.
-func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte) (resp []byte, done func(), err error) {
-	if l.dp.cluster != nil {
-		return nil, nil, wire.ErrNotPassable
-	}
-	_, bodyAt, err := wire.ParseHeader(frame)
-	if err != nil {
+func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte, bodyAt int) (resp []byte, done func(), err error) {
+	if l.dp.cluster != nil || bodyAt < 0 || bodyAt > len(frame) {
 		return nil, nil, wire.ErrNotPassable
 	}
 	hint, ok := frameHint(req.Key, req.Version, frame[bodyAt:])

@@ -38,11 +38,11 @@ func frameOf(req kmsg.Request, corr int32) []byte {
 func forwardFrame(t *testing.T, l *Link, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	frame := frameOf(req, 77)
-	h, _, err := wire.ParseHeader(frame)
+	h, bodyAt, err := wire.ParseHeader(frame)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, done, err := l.ForwardFrame(ctxT(t), h, frame)
+	out, done, err := l.ForwardFrame(ctxT(t), h, frame, bodyAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +166,8 @@ func TestForwardFrameRewritesLeaderEndpoints(t *testing.T) {
 	}
 	defer el.Close()
 	frame := frameOf(produceReq(-1, "x"), 1)
-	h, _, _ := wire.ParseHeader(frame)
-	if _, _, err := el.ForwardFrame(ctxT(t), h, frame); err != wire.ErrNotPassable {
+	h, bodyAt, _ := wire.ParseHeader(frame)
+	if _, _, err := el.ForwardFrame(ctxT(t), h, frame, bodyAt); err != wire.ErrNotPassable {
 		t.Fatalf("embedded ForwardFrame: %v, want ErrNotPassable", err)
 	}
 }

@@ -14,14 +14,15 @@ import (
 // came, without decoding or re-encoding its body.
 type FrameForwarder interface {
 	// ForwardFrame sends frame (a whole request of req's key and
-	// version, without its size prefix; it may change the correlation
-	// id in place) and returns the response frame without its size
+	// version, without its size prefix, its body at bodyAt as
+	// ParseHeader found it; it may change the correlation id in place)
+	// and returns the response frame without its size
 	// prefix, starting with a correlation id the caller overwrites, or
 	// nil for a request that gets no response (Produce acks=0). done
 	// gives the response's buffer back once it is written. It returns
 	// ErrNotPassable, having sent nothing, when the request must be
 	// decoded instead.
-	ForwardFrame(ctx context.Context, req *Request, frame []byte) (resp []byte, done func(), err error)
+	ForwardFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) (resp []byte, done func(), err error)
 }
 
 // ErrNotPassable is ForwardFrame's answer for a request it cannot forward
@@ -54,7 +55,7 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 	if s.cfg.Dial == nil || len(frame) < 2 || !passThroughKeys[int16(binary.BigEndian.Uint16(frame))] {
 		return false, nil
 	}
-	req, _, perr := ParseHeader(frame)
+	req, bodyAt, perr := ParseHeader(frame)
 	if perr != nil {
 		return false, nil
 	}
@@ -72,7 +73,7 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 	if !ok {
 		return false, nil
 	}
-	resp, done, err := ff.ForwardFrame(ctx, req, frame)
+	resp, done, err := ff.ForwardFrame(ctx, req, frame, bodyAt)
 	if errors.Is(err, ErrNotPassable) {
 		return false, nil
 	}

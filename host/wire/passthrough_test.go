@@ -17,7 +17,7 @@ type frameLink struct {
 	frames []*Request
 }
 
-func (l *frameLink) ForwardFrame(_ context.Context, req *Request, _ []byte) ([]byte, func(), error) {
+func (l *frameLink) ForwardFrame(_ context.Context, req *Request, _ []byte, _ int) ([]byte, func(), error) {
 	l.mu.Lock()
 	l.frames = append(l.frames, req)
 	l.mu.Unlock()
