@@ -95,7 +95,6 @@ type world struct {
 	unavail     int             // tasks without a caught-up active at the last tick
 	settled     bool            // the group was settled at the last tick (account)
 	classicOf   map[string]bool // label -> its last join was on the classic protocol
-	classicID   map[string]bool // member id -> on the classic protocol
 	streamsMode bool            // the group is a streams group (converted from classic while it has a streams member)
 	downUntil   int64           // coordhost is down until then (coordhost_restart), and loaded the group then
 	pending     []string        // reasons that reached nobody while coordhost was down
@@ -104,8 +103,8 @@ type world struct {
 func newWorld(sc *Scenario, a Assignor) *world {
 	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1, recorded: sc.recorded,
 		rate: map[string]int64{}, carry: map[string]int64{}, labelOf: map[string]string{}, procOf: map[string]string{},
-		classicOf: map[string]bool{}, classicID: map[string]bool{},
-		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
+		classicOf: map[string]bool{},
+		out:       &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
 	for _, s := range sc.subs {
 		for range s.Partitions {
@@ -224,7 +223,7 @@ func (w *world) apply(s step, reasons []string) []string {
 			}
 		}
 		classic := s.protocol == "classic" || (s.protocol == "" && w.classicOf[s.label])
-		w.classicOf[s.label], w.classicID[s.id] = classic, classic
+		w.classicOf[s.label] = classic
 		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1, reportDueMs: -1, classic: classic}
 		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return strings.Compare(a.id, id) })
 		w.members = slices.Insert(w.members, i, m)
@@ -288,7 +287,7 @@ func (w *world) convert() string {
 // previous owner is on the classic protocol: a bridged classic member
 // takes a changed assignment only after it rejoined.
 func (w *world) classicDelay(m *member, t int32) int64 {
-	if prev, ok := w.owner[t]; m.classic || (ok && w.classicID[prev]) {
+	if prev, ok := w.owner[t]; m.classic || (ok && w.classicOf[w.labelOf[prev]]) {
 		return w.sc.classicRejoinMs()
 	}
 	return 0
