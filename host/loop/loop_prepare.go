@@ -26,16 +26,9 @@ var prepareSlots = make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))
 // prepareStreamsHeartbeat runs core.PrepareStreamsHeartbeat on the
 // request's goroutine, before the request is queued for its partition
 // (the partition's worker then only compares and applies), in a slot when
-// the topology is large.
-func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, error) {
-	prep, _, err := prepareTimed(ctx, req)
-	return prep, err
-}
-
-// prepareTimed is prepareStreamsHeartbeat that also returns how long the
-// preparation itself took (not the wait for a slot): the group's quota
-// counts it (loop_quota.go).
-func prepareTimed(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, time.Duration, error) {
+// the topology is large. It returns how long the preparation itself took
+// (not the wait for a slot): the group's quota counts it (loop_quota.go).
+func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, time.Duration, error) {
 	// A topology over the default bound is only counted ahead (core
 	// prepares nothing of it): it needs no slot.
 	if n := core.TopologyEntries(req.Topology); n > largeTopology && n <= core.DefaultMaxTopologySize {

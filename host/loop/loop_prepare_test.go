@@ -33,17 +33,17 @@ func TestPrepareSlots(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := prepareStreamsHeartbeat(ctx, large); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := prepareStreamsHeartbeat(ctx, large); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("large topology with every slot held: %v, want the context's deadline", err)
 	}
-	if p, err := prepareStreamsHeartbeat(ctx, small); err != nil || p == nil {
+	if p, _, err := prepareStreamsHeartbeat(ctx, small); err != nil || p == nil {
 		t.Fatalf("small topology with every slot held: %v", err)
 	}
-	if p, err := prepareStreamsHeartbeat(ctx, join(core.DefaultMaxTopologySize)); err != nil || p == nil {
+	if p, _, err := prepareStreamsHeartbeat(ctx, join(core.DefaultMaxTopologySize)); err != nil || p == nil {
 		t.Fatalf("topology over the default bound (only counted) with every slot held: %v", err)
 	}
 	<-prepareSlots
-	if p, err := prepareStreamsHeartbeat(context.Background(), large); err != nil || p == nil {
+	if p, _, err := prepareStreamsHeartbeat(context.Background(), large); err != nil || p == nil {
 		t.Fatalf("large topology with a slot free: %v", err)
 	}
 	for len(prepareSlots) > 0 {

@@ -99,7 +99,7 @@ func stepped(o steppedOpts) groupHandler {
 		if b, ok := req.Body.(*kmsg.StreamsGroupHeartbeatRequest); ok && o&prepareStreams != 0 {
 			var err error
 			var spent time.Duration
-			if prep, spent, err = prepareTimed(ctx, b); err != nil {
+			if prep, spent, err = prepareStreamsHeartbeat(ctx, b); err != nil {
 				return nil, err
 			}
 			// The preparation is the group's work too: it counts
