@@ -24,7 +24,7 @@ func init() {
 	commands["simulate"] = func(args []string) int { return simulateCommand(args, os.Stdout, os.Stderr) }
 }
 
-const simulateUsage = `usage: coordhost simulate --scenario FILE [--seed N] --assignor A|--plugin A.wasm [--assignor B|--plugin B.wasm ...] [--engine model|core] [--json FILE] [--html FILE]
+const simulateUsage = `usage: coordhost simulate --scenario FILE [--scenario FILE ...] [--seed N] --assignor A|--plugin A.wasm [--assignor B|--plugin B.wasm ...] [--engine model|core] [--json FILE] [--html FILE]
 
 Replays the streams group scenario in FILE (YAML or JSON; format:
 docs/AB-TESTING.md, "Simulating a group's life") against each assignor and
@@ -36,6 +36,11 @@ a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file;
 heartbeating in virtual time (classic members, starting assignments and
 recorded inputs are refused there); the default, model, is the
 simulator's own model of the group.
+With more than one --scenario, each file is one group of a fleet
+replayed against the same assignors: the report holds every group's and,
+per assignor, the fleet's sums and the number of groups where it left the
+fewest task-seconds without a caught-up active (scenario names must
+differ; --seed applies to each group).
 --json and --html write the reports ("-" is standard output); without
 either, a table goes to standard output. The same scenario, seed and
 assignors give byte-identical reports.
@@ -70,7 +75,8 @@ func (w wasmFlag) Set(v string) error {
 func simulateCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("coordhost simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "", "the scenario file (YAML or JSON)")
+	var scenarios listFlag
+	fs.Var(&scenarios, "scenario", "a scenario file (YAML or JSON); repeat it to replay a fleet of groups")
 	seedArg := fs.String("seed", "", "seed for the scenario's randomness (default: the file's seed)")
 	var assignors listFlag
 	fs.Var(&assignors, "assignor", "an assignor to replay: sticky, ha, builtin:NAME or FILE.wasm (repeatable)")
@@ -87,7 +93,7 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *scenario == "" || len(assignors) == 0 || fs.NArg() != 0 || (*engine != "model" && *engine != "core") {
+	if len(scenarios) == 0 || len(assignors) == 0 || fs.NArg() != 0 || (*engine != "model" && *engine != "core") {
 		fs.Usage()
 		return 2
 	}
@@ -104,13 +110,17 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		seed = &v
 	}
-	data, err := os.ReadFile(*scenario)
-	if err != nil {
-		return fail(err)
-	}
-	sc, err := sim.Decode(*scenario, data, seed)
-	if err != nil {
-		return fail(err)
+	var scs []*sim.Scenario
+	for _, file := range scenarios {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fail(err)
+		}
+		sc, err := sim.Decode(file, data, seed)
+		if err != nil {
+			return fail(err)
+		}
+		scs = append(scs, sc)
 	}
 	cfg := plugin.Config{Deadline: *deadline, MemoryLimitPages: uint32(*pages),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -128,25 +138,49 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 		seen[a.Name] = true
 		runs = append(runs, a.Assignor)
 	}
-	report, err := replay(*engine, sc, runs)
-	if err != nil {
-		return fail(err)
+	var reports []*sim.Report
+	for _, sc := range scs {
+		report, err := replay(*engine, sc, runs)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", sc.Name, err))
+		}
+		reports = append(reports, report)
 	}
-	for _, out := range []struct {
+	out := simOutput(reports[0])
+	if len(reports) > 1 {
+		fleet, err := sim.NewFleet(reports)
+		if err != nil {
+			return fail(err)
+		}
+		out = fleet
+	}
+	for _, o := range []struct {
 		path string
 		data func() []byte
-	}{{*jsonOut, report.JSON}, {*htmlOut, report.HTML}} {
-		if err := writeOutput(out.path, out.data, stdout); err != nil {
+	}{{*jsonOut, out.JSON}, {*htmlOut, out.HTML}} {
+		if err := writeOutput(o.path, o.data, stdout); err != nil {
 			return fail(err)
 		}
 	}
 	if *jsonOut == "" && *htmlOut == "" {
-		printSimulation(stdout, report)
+		for _, r := range reports {
+			printSimulation(stdout, r)
+		}
+		if f, ok := out.(*sim.Fleet); ok {
+			printFleet(stdout, f)
+		}
 	}
-	if failed := report.Failed(); len(failed) > 0 {
+	if failed := out.Failed(); len(failed) > 0 {
 		return fail(fmt.Errorf("replay stopped for %s (see the report)", strings.Join(failed, ", ")))
 	}
 	return 0
+}
+
+// simOutput is what the command writes: one group's report or a fleet's.
+type simOutput interface {
+	JSON() []byte
+	HTML() []byte
+	Failed() []string
 }
 
 // replay runs sc on the engine named: the model (sim.Run) or the real
@@ -204,6 +238,7 @@ func simAssignor(ctx context.Context, arg string, cfg plugin.Config) (*openSim, 
 // printSimulation writes the totals as a table.
 func printSimulation(w io.Writer, r *sim.Report) {
 	fmt.Fprintf(w, "scenario %q, seed %d, %v s, %d tasks\n\n", r.Scenario, r.Seed, r.DurationS, r.Tasks)
+	defer fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ASSIGNOR\tREBALANCES\tPROBES\tMOVED\tWARM\tCOLD\tUNAVAILABLE TASK-S\tMAX UNAVAILABLE\tMAX SPREAD\tRESTORED\tSETTLE S")
 	for _, a := range r.Assignors {
@@ -218,6 +253,18 @@ func printSimulation(w io.Writer, r *sim.Report) {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t%d\t%d\t%s\n", name, t.Rebalances, t.ProbingRounds, t.TasksMoved, t.Warm, t.Cold,
 			a.UnavailableTaskS, t.MaxUnavailable, t.MaxActiveSpread, t.RecordsRestored, settle)
+	}
+	tw.Flush()
+}
+
+// printFleet writes the fleet's totals as a table, after its groups'.
+func printFleet(w io.Writer, f *sim.Fleet) {
+	fmt.Fprintf(w, "fleet of %d groups\n\n", len(f.Groups))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ASSIGNOR\tGROUPS\tSTOPPED\tFEWEST UNAVAILABLE IN\tUNAVAILABLE TASK-S\tREBALANCES\tMOVED\tWARM\tCOLD\tRESTORED\tNOT SETTLED\tLONGEST SETTLE S")
+	for _, t := range f.Totals {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%v\n", t.Name, t.Groups, t.Stopped, t.Best, t.UnavailableTaskS,
+			t.Rebalances, t.TasksMoved, t.Warm, t.Cold, t.RecordsRestored, t.NotSettled, t.MaxSettleS)
 	}
 	tw.Flush()
 }

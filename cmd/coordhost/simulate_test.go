@@ -89,3 +89,46 @@ func TestSimulateTableAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateFleet: several --scenario flags replay a fleet; its JSON's
+// totals are the groups' sums, its files are byte-identical run to run,
+// and a fleet whose groups share a name is refused.
+func TestSimulateFleet(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--scenario", "../../testdata/sim/leave.yaml", "--scenario", "../../testdata/sim/scale-out.yaml",
+		"--assignor", "sticky", "--assignor", "ha"}
+	var jsons, htmls [][]byte
+	for i := range 2 {
+		j, h := filepath.Join(dir, "f.json"), filepath.Join(dir, "f.html")
+		if code, out, errs := runSimulate(t, append(args, "--json", j, "--html", h)...); code != 0 || out != "" {
+			t.Fatalf("run %d: exit %d\n%s%s", i, code, out, errs)
+		}
+		jb, _ := os.ReadFile(j)
+		hb, _ := os.ReadFile(h)
+		jsons, htmls = append(jsons, jb), append(htmls, hb)
+	}
+	if !bytes.Equal(jsons[0], jsons[1]) || !bytes.Equal(htmls[0], htmls[1]) {
+		t.Fatal("two runs wrote different fleet reports")
+	}
+	var f sim.Fleet
+	if err := json.Unmarshal(jsons[0], &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Groups) != 2 || f.Groups[0].Scenario != "leave" || f.Groups[1].Scenario != "scale-out" || len(f.Totals) != 2 {
+		t.Fatalf("fleet of %d groups, %d totals", len(f.Groups), len(f.Totals))
+	}
+	for j, ft := range f.Totals {
+		sum := f.Groups[0].Assignors[j].UnavailableTaskS + f.Groups[1].Assignors[j].UnavailableTaskS
+		if ft.Groups != 2 || ft.UnavailableTaskS != sum || sum == 0 {
+			t.Errorf("%s: %+v, groups' unavailable task-s sum to %v", ft.Name, ft, sum)
+		}
+	}
+	code, out, _ := runSimulate(t, args...)
+	if code != 0 || !strings.Contains(out, "fleet of 2 groups") || !strings.Contains(out, "FEWEST UNAVAILABLE IN") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+	code, _, errs := runSimulate(t, "--scenario", "../../testdata/sim/leave.yaml", "--scenario", "../../testdata/sim/leave.yaml", "--assignor", "sticky")
+	if code != 1 || !strings.Contains(errs, `two groups of the fleet are named "leave"`) {
+		t.Errorf("same name twice: exit %d, %s", code, errs)
+	}
+}

@@ -15,8 +15,16 @@ var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#
 // render to equal bytes.
 func (r *Report) HTML() []byte {
 	var b strings.Builder
-	esc := html.EscapeString
-	fmt.Fprintf(&b, `<!DOCTYPE html>
+	writeHead(&b, r.Scenario)
+	fmt.Fprintf(&b, "<h1>Scenario %s</h1>\n", html.EscapeString(r.Scenario))
+	r.body(&b)
+	b.WriteString("</body>\n</html>\n")
+	return []byte(b.String())
+}
+
+// writeHead writes the page's head, its style and the opening body tag.
+func writeHead(b *strings.Builder, title string) {
+	fmt.Fprintf(b, `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -31,14 +39,20 @@ svg text{font-size:11px;font-family:sans-serif}
 </style>
 </head>
 <body>
-<h1>Scenario %s</h1>
-<p>Seed %d, %s s simulated in ticks of %d ms, %d tasks, restore rate %d records/s %s.</p>
-`, esc(r.Scenario), esc(r.Scenario), r.Seed, num(r.DurationS), r.TickMs, r.Tasks, r.RestorePerS, r.restoreUnit())
-	r.totalsTable(&b)
+`, html.EscapeString(title))
+}
+
+// body writes the report under its heading: parameters, totals, charts
+// and each assignor's targets.
+func (r *Report) body(b *strings.Builder) {
+	esc := html.EscapeString
+	fmt.Fprintf(b, "<p>Seed %d, %s s simulated in ticks of %d ms, %d tasks, restore rate %d records/s %s.</p>\n",
+		r.Seed, num(r.DurationS), r.TickMs, r.Tasks, r.RestorePerS, r.restoreUnit())
+	r.totalsTable(b)
 	b.WriteString("<h2>Tasks without a caught-up active</h2>\n")
-	r.chart(&b, func(a AssignorReport) []Point { return a.Unavailable })
+	r.chart(b, func(a AssignorReport) []Point { return a.Unavailable })
 	b.WriteString("<h2>Active tasks per process: spread (most − fewest) after each target</h2>\n")
-	r.chart(&b, func(a AssignorReport) []Point {
+	r.chart(b, func(a AssignorReport) []Point {
 		out := make([]Point, 0, len(a.Rebalances))
 		for _, rb := range a.Rebalances {
 			out = append(out, Point{AtS: rb.AtS, Tasks: rb.Balance.ActivePerProcess.Spread})
@@ -46,10 +60,10 @@ svg text{font-size:11px;font-family:sans-serif}
 		return out
 	})
 	for i, a := range r.Assignors {
-		fmt.Fprintf(&b, "<h2><span class=\"key\" style=\"background:%s\"></span>%s (%s): targets</h2>\n",
+		fmt.Fprintf(b, "<h2><span class=\"key\" style=\"background:%s\"></span>%s (%s): targets</h2>\n",
 			palette[i%len(palette)], esc(a.Name), esc(a.Version))
 		if a.Error != "" {
-			fmt.Fprintf(&b, "<p><strong>Stopped:</strong> %s</p>\n", esc(a.Error))
+			fmt.Fprintf(b, "<p><strong>Stopped:</strong> %s</p>\n", esc(a.Error))
 		}
 		b.WriteString("<table>\n<tr><th>at s</th><th>epoch</th><th>reasons</th><th>members</th><th>moved</th><th>warm</th><th>cold</th><th>warm-ups</th><th>active spread</th></tr>\n")
 		for _, rb := range a.Rebalances {
@@ -59,13 +73,11 @@ svg text{font-size:11px;font-family:sans-serif}
 				reasons += " (baseline)"
 				moves = "<td>–</td><td>–</td><td>–</td>"
 			}
-			fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td>%s<td>%d</td><td>%d</td></tr>\n",
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td>%s<td>%d</td><td>%d</td></tr>\n",
 				num(rb.AtS), rb.Epoch, esc(reasons), rb.Members, moves, rb.Warmups.Open, rb.Balance.ActivePerProcess.Spread)
 		}
 		b.WriteString("</table>\n")
 	}
-	b.WriteString("</body>\n</html>\n")
-	return []byte(b.String())
 }
 
 func (r *Report) totalsTable(b *strings.Builder) {

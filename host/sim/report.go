@@ -154,12 +154,15 @@ func (r *Report) restoreUnit() string {
 }
 
 // JSON encodes the report, indented, with a final newline.
-func (r *Report) JSON() []byte {
+func (r *Report) JSON() []byte { return indentJSON(r) }
+
+// indentJSON encodes a report or a fleet, indented, with a final newline.
+func indentJSON(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		panic("sim: encoding the report: " + err.Error()) // plain structs and finite floats only
+	if err := enc.Encode(v); err != nil {
+		panic("sim: encoding a report: " + err.Error()) // plain structs and finite floats only
 	}
 	return b.Bytes()
 }
