@@ -1,7 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -116,7 +118,11 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *kafkaErro
 }
 
 func validateTaskOffsets(field string, offs []kmsg.TaskOffset) *kafkaError {
-	seen := map[TaskID]bool{}
+	if !hasDuplicateTask(offs) {
+		return nil
+	}
+	// Name the first entry that repeats an earlier one, as Kafka does.
+	seen := make(map[TaskID]bool, len(offs))
 	for _, o := range offs {
 		t := TaskID{o.SubtopologyID, o.Partition}
 		if seen[t] {
@@ -125,6 +131,39 @@ func validateTaskOffsets(field string, offs []kmsg.TaskOffset) *kafkaError {
 		seen[t] = true
 	}
 	return nil
+}
+
+// hasDuplicateTask says whether a task appears twice in offs. A member
+// with many tasks reports all of them: a list in task order (the common
+// case) is checked in one pass, any other by sorting a copy of its tasks
+// — no map on this path, which runs for every heartbeat that reports.
+func hasDuplicateTask(offs []kmsg.TaskOffset) bool {
+	less := func(a, b *kmsg.TaskOffset) bool {
+		return a.SubtopologyID < b.SubtopologyID || (a.SubtopologyID == b.SubtopologyID && a.Partition < b.Partition)
+	}
+	ordered := true
+	for i := 1; i < len(offs) && ordered; i++ {
+		ordered = less(&offs[i-1], &offs[i])
+	}
+	if ordered {
+		return false
+	}
+	tasks := make([]TaskID, len(offs))
+	for i, o := range offs {
+		tasks[i] = TaskID{o.SubtopologyID, o.Partition}
+	}
+	slices.SortFunc(tasks, func(a, b TaskID) int {
+		if c := strings.Compare(a.Subtopology, b.Subtopology); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Partition, b.Partition)
+	})
+	for i := 1; i < len(tasks); i++ {
+		if tasks[i] == tasks[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // internalTopicNames are Kafka's own topics, which a topology must not use.
