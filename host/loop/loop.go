@@ -361,6 +361,10 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 	group, configs := requestGroup(req)
 	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)
+	// Decoding the request was the group's work too, as Kafka's request
+	// quota counts a request's network-thread time: it counts towards the
+	// group's quota (loop_quota.go).
+	l.rt.Charge(p, group, req.Decode)
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -63,5 +64,36 @@ func TestLargeFramesDecodeInSlots(t *testing.T) {
 	big.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, resp := big.recv(join); resp.(*kmsg.JoinGroupResponse).ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("large request once a slot is free: %+v", resp)
+	}
+}
+
+// TestHandlerSeesDecodeTime: the group handler gets the time decoding
+// the request's frame took (Request.Decode), which the coordinator
+// charges to the group.
+func TestHandlerSeesDecodeTime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := make(chan time.Duration, 1)
+	s := NewServer(ln, Config{Table: NewTable(kafka44), Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+		decode <- req.Decode
+		return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+	}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "g", "consumer"
+	for i := range 1000 {
+		join.Protocols = append(join.Protocols, kmsg.JoinGroupRequestProtocol{Name: fmt.Sprint("p", i), Metadata: make([]byte, 100)})
+	}
+	c := dial(t, ln.Addr().String())
+	c.send(join, 9, 1)
+	c.recv(join)
+	if d := <-decode; d <= 0 {
+		t.Fatalf("the handler got a decoding time of %v for a join of 1,000 protocols", d)
 	}
 }
