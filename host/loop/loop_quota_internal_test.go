@@ -2,34 +2,22 @@ package loop
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/abi"
-	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/assign"
 )
 
-// quotaLoop is a one-partition loop with a 5 % group quota whose sticky
-// assignor is fn.
+// quotaLoop is a one-partition loop (nativeDeps) with a 5 % group
+// quota whose sticky assignor is fn.
 func quotaLoop(t *testing.T, fn assign.Native) *Loop {
 	t.Helper()
-	cfg := core.DefaultConfig()
-	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs, cfg.AssignorWaitMs = 0, 0, 0
-	c, err := core.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 3}}})
-	c.Commit()
-	asg, err := assign.NewNative(slog.New(slog.DiscardHandler), map[string]assign.Native{"sticky": fn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(Deps{Core: c, Assignors: asg, GroupQuotaPercent: 5})
+	d := nativeDeps(t, fn)
+	d.GroupQuotaPercent = 5
+	l, err := New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
