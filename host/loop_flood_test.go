@@ -116,12 +116,12 @@ type canaryFigures struct {
 }
 
 // canaryHeartbeats starts a loop with parts partitions on a bbolt store
-// (pipeline: loop.Deps.Pipeline),
-// joins 4 canary groups — one on the flooded group's partition, three on
+// (pipeline and quota: loop.Deps.Pipeline and GroupQuotaPercent), joins
+// 4 canary groups — one on the flooded group's partition, three on
 // others (all on the one partition when parts is 1) — and measures their
-// steady heartbeats while flood (when true) keeps 16 clients each joining
-// a new member with a huge topology to one group and sending that
-// member's huge heartbeat.
+// steady heartbeats while flood (unless noFlood) keeps 16 clients each
+// joining a new member with a huge topology to one group and sending
+// that member's huge heartbeat.
 func canaryHeartbeats(t *testing.T, parts, pipeline, quota int, flood floodKind) canaryFigures {
 	st, err := store.Open(filepath.Join(t.TempDir(), "coordhost.db"))
 	if err != nil {
