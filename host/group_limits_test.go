@@ -20,7 +20,7 @@ import (
 // naming streams.max.topology.size, leaves no group behind, and another
 // group keeps heartbeating while it is handled.
 func TestOversizedTopologyRefused(t *testing.T) {
-	f := newLoopFixture(t, t.TempDir(), "", nil)
+	f := newLoopFixture(t, t.TempDir(), "", "")
 	r := f.heartbeat(t, "steady", "m1", 0, nil)
 	if r.ErrorCode != 0 {
 		t.Fatalf("steady join: code %d", r.ErrorCode)

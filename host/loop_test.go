@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/admin"
 	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/config"
 	"github.com/coordhost/coordhost/host/loop"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/plugin/plugintest"
@@ -35,14 +37,14 @@ type loopFixture struct {
 	logs  *testtool.LogBuffer
 }
 
-func newLoopFixture(t *testing.T, dir, fallback string, groupCfg func(string) *core.StreamsGroupOverrides) *loopFixture {
+func newLoopFixture(t *testing.T, dir, fallback, groups string) *loopFixture {
 	t.Helper()
-	return newLoopFixtureWith(t, dir, fallback, groupCfg, plugin.Config{})
+	return newLoopFixtureWith(t, dir, fallback, groups, plugin.Config{})
 }
 
 // newLoopFixtureWith is newLoopFixture with pc as the config of every
 // plugin the host's Assignors load (deadline, memory limit).
-func newLoopFixtureWith(t *testing.T, dir, fallback string, groupCfg func(string) *core.StreamsGroupOverrides, pc plugin.Config) *loopFixture {
+func newLoopFixtureWith(t *testing.T, dir, fallback, groups string, pc plugin.Config) *loopFixture {
 	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs = 0, 0
@@ -59,7 +61,7 @@ func newLoopFixtureWith(t *testing.T, dir, fallback string, groupCfg func(string
 	logs := &testtool.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	asg := assign.New(context.Background(), t.TempDir(), fallback, pc, log)
-	l, err := loop.New(loop.Deps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg})
+	l, err := loop.New(loop.Deps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, Groups: fixtureGroups(t, groups)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,9 +210,34 @@ func TestHostilePluginAsGroupAssignor(t *testing.T) {
 	})
 }
 
-// groupAssignor is a group config naming the assignor for every group.
-func groupAssignor(name string) func(string) *core.StreamsGroupOverrides {
-	return func(string) *core.StreamsGroupOverrides { return &core.StreamsGroupOverrides{AssignorName: &name} }
+// groupAssignor is the groups section of a config file naming the
+// assignor of every group.
+func groupAssignor(name string) string {
+	return "groups:\n  defaults:\n" + fixtureDefaults + "    streams.assignor.name: " + name + "\n"
+}
+
+// fixtureDefaults are the groups.defaults lines every fixture's groups
+// section starts with: no initial rebalance delay and no assignment
+// interval, as the fixtures' cores are configured.
+const fixtureDefaults = "    streams.initial.rebalance.delay.ms: 0\n    streams.assignment.interval.ms: 0\n"
+
+// fixtureGroups is the per-group configuration of a config file whose
+// groups section is yaml, as the server loads it; nil for "" (the loop
+// then hands core no per-group settings).
+func fixtureGroups(t *testing.T, yaml string) *config.Groups {
+	t.Helper()
+	if yaml == "" {
+		return nil
+	}
+	file := filepath.Join(t.TempDir(), "groups.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load([]string{"--config", file}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Groups
 }
 
 // ownAllTasks heartbeats member into group "g" until it owns 4 tasks or
@@ -330,7 +357,7 @@ func (f *loopFixture) wantFailedRunKeepsTarget(t *testing.T, inErr string) {
 // rolled back in core and its requests are answered NOT_COORDINATOR; the
 // group does not exist afterwards.
 func TestAppendFailureRollsBack(t *testing.T) {
-	f := newLoopFixture(t, t.TempDir(), "sticky", nil)
+	f := newLoopFixture(t, t.TempDir(), "sticky", "")
 	if err := f.store.Close(); err != nil { // every append now fails
 		t.Fatal(err)
 	}
@@ -350,7 +377,7 @@ func TestAppendFailureRollsBack(t *testing.T) {
 // group (same epochs) and the member continues without being fenced.
 func TestRestartReplaysStore(t *testing.T) {
 	dir := t.TempDir()
-	f := newLoopFixture(t, dir, "sticky", nil)
+	f := newLoopFixture(t, dir, "sticky", "")
 	var active []kmsg.TaskIDs
 	epoch := int32(0)
 	for i := 0; i < 100 && countTasks(active) != 4; i++ {
@@ -376,7 +403,7 @@ func TestRestartReplaysStore(t *testing.T) {
 	if err := f.store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	g := newLoopFixture(t, dir, "sticky", nil)
+	g := newLoopFixture(t, dir, "sticky", "")
 	if after := g.core.Dump(); after != before {
 		t.Fatalf("replayed state differs:\nbefore\n%s\nafter\n%s", before, after)
 	}

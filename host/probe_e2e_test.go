@@ -41,7 +41,7 @@ type probeFixture struct {
 // each), with the goprobe fixture (testdata/plugins/goprobe: a module
 // exporting only a probing policy) loaded as plugin "goprobe". dp, when
 // not nil, is the loop's data plane.
-func newProbeFixture(t *testing.T, groupCfg func(string) *core.StreamsGroupOverrides, dp *gateway.DataPlane) *probeFixture {
+func newProbeFixture(t *testing.T, groups string, dp *gateway.DataPlane) *probeFixture {
 	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs = 0, 0
@@ -69,7 +69,7 @@ func newProbeFixture(t *testing.T, groupCfg func(string) *core.StreamsGroupOverr
 	if err := asg.Load(context.Background(), "goprobe", wasm); err != nil {
 		t.Fatal(err)
 	}
-	deps := loop.Deps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, GroupConfig: groupCfg,
+	deps := loop.Deps{Core: c, Store: st, Assignors: asg, Metrics: admin.NewMetrics(), Log: log, Groups: fixtureGroups(t, groups),
 		EndOffsetsRefresh: func(string) time.Duration { return 200 * time.Millisecond }, EndOffsetsTick: 50 * time.Millisecond,
 		TopicRefresh: 100 * time.Millisecond}
 	if dp != nil {
@@ -241,21 +241,23 @@ func haScaleOut(t *testing.T, f *probeFixture, group string) ([]*lagMember, int3
 	return ms, epoch
 }
 
-func haGroups(policy map[string]string) func(string) *core.StreamsGroupOverrides {
-	return func(group string) *core.StreamsGroupOverrides {
-		asg, warm, lag, interval := "ha", int32(2), int64(10), int64(600000)
-		o := &core.StreamsGroupOverrides{AssignorName: &asg, NumWarmupReplicas: &warm, AcceptableRecoveryLag: &lag, ProbingIntervalMs: &interval}
-		for prefix, p := range policy {
-			if strings.HasPrefix(group, prefix) {
-				o.ProbingPolicy = &p
-			}
-		}
-		if strings.HasPrefix(group, "s-") || strings.HasPrefix(group, "refuse-s") {
-			sticky := "sticky"
-			o.AssignorName = &sticky
-		}
-		return o
+// haGroups is the groups section of a config file for the probe tests:
+// every group on the HA assignor with 2 warm-ups, acceptable lag 10 and
+// the built-in probing policy; groups "s-*" and "refuse-s*" on sticky;
+// and the probing policy of each prefix in policy.
+func haGroups(policy map[string]string) string {
+	var y strings.Builder
+	y.WriteString("groups:\n  defaults:\n" + fixtureDefaults +
+		"    streams.assignor.name: ha\n    streams.num.warmup.replicas: 2\n    streams.acceptable.recovery.lag: 10\n" +
+		"    streams.probing.rebalance.interval.ms: 600000\n    streams.probing.policy: builtin\n  overrides:\n")
+	keys := map[string]string{"s-": "      streams.assignor.name: sticky\n", "refuse-s": "      streams.assignor.name: sticky\n"}
+	for prefix, p := range policy {
+		keys[prefix] += "      streams.probing.policy: " + p + "\n"
 	}
+	for prefix, lines := range keys {
+		fmt.Fprintf(&y, "    - match: %q\n%s", prefix+"*", lines)
+	}
+	return y.String()
 }
 
 // TestProbingPolicyPluginDecides (host wiring): a probing policy
@@ -399,13 +401,7 @@ func TestNativePanicInLoop(t *testing.T) {
 		return nil, nil
 	}, File: "boom.wasm"}
 	defer delete(assign.Builtins, "boom")
-	f := newLoopFixture(t, t.TempDir(), "sticky", func(group string) *core.StreamsGroupOverrides {
-		name := "sticky"
-		if group == "bad" {
-			name = "boom"
-		}
-		return &core.StreamsGroupOverrides{AssignorName: &name}
-	})
+	f := newLoopFixture(t, t.TempDir(), "sticky", groupAssignor("sticky")+"  overrides:\n    - match: bad\n      streams.assignor.name: boom\n")
 	if code := f.heartbeat(t, "bad", "m1", 0, nil).ErrorCode; code != kerr.UnknownServerError.Code {
 		t.Fatalf("heartbeat waiting on the panicking assignor: error %d, want UNKNOWN_SERVER_ERROR", code)
 	}

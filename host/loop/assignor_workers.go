@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"time"
 
 	"github.com/coordhost/coordhost/core"
@@ -15,8 +16,13 @@ import (
 	"github.com/coordhost/coordhost/host/experiment"
 )
 
-// assignorWorkers bounds concurrent assignor runs.
-const assignorWorkers = 2
+// assignorWorkers bounds concurrent assignor runs: 2, and at most
+// GOMAXPROCS-1 (at least 1), the rule the listeners apply to decoding
+// large frames and the loop to preparing large topologies. An assignor
+// run is CPU-bound for as long as the group is large; with a slot per
+// core, one group's rebalances (an assignor run and its group's step)
+// would take every core while other partitions' heartbeats wait for one.
+var assignorWorkers = min(2, max(1, goruntime.GOMAXPROCS(0)-1))
 
 // workerPool is the loop's pool of assignor workers.
 type workerPool = assign.Pool
@@ -54,10 +60,15 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 
 // onWorker runs work in the background on an assignor worker slot, then
 // hands the core input it returns to group's partition. Called on the
-// partition's worker.
+// partition's worker. The time work took on its slot (not the wait for
+// one) counts towards the group's quota (loop_quota.go), as its steps and
+// its heartbeats' preparation do: a group whose rebalances keep the
+// assignor busy is throttled for that CPU too.
 func (l *Loop) onWorker(group string, work func() func(c *core.Coordinator, now int64) core.Output) {
 	l.workers.Go(func() func() {
+		start := time.Now()
 		in := work()
+		l.rt.Charge(l.rt.PartitionFor(group), group, time.Since(start))
 		return func() { l.inputGroup(group, in) }
 	})
 }

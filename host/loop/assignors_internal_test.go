@@ -30,6 +30,26 @@ func streamsJoin(group, member, source string) *wire.Request {
 	return &wire.Request{Key: req.Key(), Version: req.Version, Body: req}
 }
 
+// nativeDeps are the deps of a one-partition loop whose core has topic
+// "in" (3 partitions), no rebalance delay, interval or assignor wait,
+// and whose sticky assignor is fn.
+func nativeDeps(t *testing.T, fn assign.Native) Deps {
+	t.Helper()
+	cfg := core.DefaultConfig()
+	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs, cfg.AssignorWaitMs = 0, 0, 0
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 3}}})
+	c.Commit()
+	asg, err := assign.NewNative(slog.New(slog.DiscardHandler), map[string]assign.Native{"sticky": fn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Deps{Core: c, Assignors: asg}
+}
+
 // TestLoadedRerequestsRuns: a loop stops while an assignor run is in
 // flight (the result never arrives); a new loop over the same store
 // re-requests the run from Loaded and installs the target without any
@@ -44,27 +64,17 @@ func TestLoadedRerequestsRuns(t *testing.T) {
 		return nil, fmt.Errorf("abandoned")
 	}
 	newLoop := func(fn assign.Native) (*Loop, *core.Coordinator, *store.Store) {
-		cfg := core.DefaultConfig()
-		cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs, cfg.AssignorWaitMs = 0, 0, 0
-		c, err := core.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Step(time.Now().UnixMilli(), core.Topics{Topics: []core.TopicMetadata{{Name: "in", ID: [16]byte{1}, Partitions: 3}}})
-		c.Commit()
+		d := nativeDeps(t, fn)
 		st, err := store.Open(filepath.Join(dir, "coordhost.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		asg, err := assign.NewNative(slog.New(slog.DiscardHandler), map[string]assign.Native{"sticky": fn})
+		d.Store = st
+		l, err := New(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := New(Deps{Core: c, Store: st, Assignors: asg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l, c, st
+		return l, d.Core, st
 	}
 	l, _, st := newLoop(blocking)
 	hb := streamsJoin("g", "m1", "in")

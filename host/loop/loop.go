@@ -100,10 +100,6 @@ type Deps struct {
 	Assignors         *assign.Registry
 	Metrics           *admin.Metrics
 	Log               *slog.Logger
-	// GroupConfig returns a group's streams overrides (nil: none), asked
-	// the first time the loop sees the group id; used only without Groups
-	// (tests that set streams overrides directly).
-	GroupConfig func(group string) *core.StreamsGroupOverrides
 	// Groups resolves per-group settings with the runtime layer (group
 	// configs altered through Kafka's config APIs) on top; nil leaves
 	// runtime group configs unavailable (loop_groupconfig.go).
@@ -116,8 +112,6 @@ type Deps struct {
 	// EndOffsetsTick is how often the end-offset fetcher looks for groups
 	// whose refresh is due (default 1s).
 	EndOffsetsTick time.Duration
-	// Now is the clock (default time.Now); tests may inject one.
-	Now func() time.Time
 	// HistoryTargets is how many targets the rebalance history keeps per
 	// group (admin.history.targets; 0: experiment.DefaultHistoryTargets).
 	HistoryTargets int
@@ -147,6 +141,7 @@ type Deps struct {
 // Loop is the host's event loop: the GroupCoordinator of a running server.
 type Loop struct {
 	d      Deps
+	now    func() time.Time // the clock: time.Now but in package tests
 	log    *slog.Logger
 	rt     *runtime.Runtime
 	rlog   runtime.Log
@@ -222,11 +217,13 @@ func New(d Deps) (*Loop, error) {
 // NewContext is New with the start-up I/O (store replay, topic
 // metadata, end offsets) bounded by ctx.
 func NewContext(ctx context.Context, d Deps) (*Loop, error) {
+	return newLoop(ctx, d, time.Now)
+}
+
+// newLoop is NewContext on the clock now.
+func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
 	}
 	if d.TopicRefresh <= 0 {
 		d.TopicRefresh = time.Second
@@ -234,7 +231,7 @@ func NewContext(ctx context.Context, d Deps) (*Loop, error) {
 	if d.EndOffsetsTick <= 0 {
 		d.EndOffsetsTick = time.Second
 	}
-	l := &Loop{d: d, log: d.Log, stop: make(chan struct{}), done: make(chan struct{}), history: newHistory(),
+	l := &Loop{d: d, now: now, log: d.Log, stop: make(chan struct{}), done: make(chan struct{}), history: newHistory(),
 		dyn: map[string]map[string]string{}, fetched: map[string]time.Time{},
 		refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -259,7 +256,7 @@ func NewContext(ctx context.Context, d Deps) (*Loop, error) {
 		l.refreshTopicsNow()
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
-		Now: d.Now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup,
+		Now: now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup,
 		QuotaPercent: float64(d.GroupQuotaPercent), MaxThrottle: d.MaxThrottle})
 	if err == nil && d.Ownership != nil {
 		err = d.Ownership.Start(l.rt)
@@ -330,7 +327,7 @@ func RecordGroup(key []byte) (string, error) {
 	return rec.Key.Group(), nil
 }
 
-func (l *Loop) nowMs() int64 { return l.d.Now().UnixMilli() }
+func (l *Loop) nowMs() int64 { return l.now().UnixMilli() }
 
 // errStopping answers requests once Shutdown began.
 var errStopping = errors.New("group coordinator is shutting down")
@@ -364,6 +361,10 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 	group, configs := requestGroup(req)
 	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)
+	// Decoding the request was the group's work too, as Kafka's request
+	// quota counts a request's network-thread time: it counts towards the
+	// group's quota (loop_quota.go).
+	l.rt.Charge(p, group, req.Decode)
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}

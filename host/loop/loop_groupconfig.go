@@ -158,7 +158,7 @@ const maxConfiguredGroups = 100000
 // Called inside one of c's partition's events.
 func (l *Loop) configure(c *core.Coordinator, group string) {
 	s := l.shardOf(c)
-	if s.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
+	if s.configured[group] || l.d.Groups == nil {
 		return
 	}
 	l.dynMu.RLock()
@@ -169,7 +169,7 @@ func (l *Loop) configure(c *core.Coordinator, group string) {
 // configure is Loop.configure with dynMu already held.
 func (s *shard) configure(group string) {
 	l := s.l
-	if s.configured[group] || (l.d.Groups == nil && l.d.GroupConfig == nil) {
+	if s.configured[group] || l.d.Groups == nil {
 		return
 	}
 	if len(s.configured) >= maxConfiguredGroups {
@@ -178,13 +178,7 @@ func (s *shard) configure(group string) {
 		clear(s.configured)
 	}
 	s.configured[group] = true
-	if l.d.Groups != nil {
-		l.applyGroupConfig(s.c, group)
-		return
-	}
-	if o := l.d.GroupConfig(group); o != nil {
-		l.step(s.c, l.nowMs(), core.StreamsGroupConfig{Group: group, Overrides: *o})
-	}
+	l.applyGroupConfig(s.c, group)
 }
 
 // groupConfig is a group's effective configuration, runtime values

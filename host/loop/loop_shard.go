@@ -345,8 +345,8 @@ func (s *shard) Rollback(err error) {
 		}
 	default:
 		s.failures++
-		s.retryAt = s.l.d.Now().Add(min(storeRetryMin<<min(s.failures-1, 10), storeRetryMax)).UnixMilli()
-		if log, suppressed := s.l.health.failed(err, s.l.d.Now()); log {
+		s.retryAt = s.l.now().Add(min(storeRetryMin<<min(s.failures-1, 10), storeRetryMax)).UnixMilli()
+		if log, suppressed := s.l.health.failed(err, s.l.now()); log {
 			s.l.log.Error("store append failed: the batch is rolled back and its requests answered NOT_COORDINATOR; the store is unhealthy until an append succeeds",
 				"partition", s.p, "records", records, "kind", "storage failed", "failures_not_logged", suppressed, "err", err)
 		}

@@ -149,7 +149,7 @@ func gateLoop(t *testing.T, fake *fakePlane, clock *skewClock) *Loop {
 	c.Commit()
 	log := slog.New(slog.DiscardHandler)
 	asg := assign.New(context.Background(), t.TempDir(), "sticky", plugin.Config{}, log)
-	l, err := New(Deps{Core: c, Assignors: asg, Log: log, Now: clock.now})
+	l, err := newLoop(context.Background(), Deps{Core: c, Assignors: asg, Log: log}, clock.now)
 	if err != nil {
 		t.Fatal(err)
 	}

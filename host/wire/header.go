@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,6 +56,11 @@ type Request struct {
 	// CertPrincipal (Config.CertLogin), which is then the principal
 	// authorized.
 	CertAuthenticated bool
+	// Decode is how long decoding the request's frame took on its
+	// connection's goroutine (not the wait for a decoding slot): the
+	// request's cost before any handler sees it, which the group
+	// coordinator counts towards the group's quota.
+	Decode time.Duration
 	// Session is the connection's own link to the data plane, as the
 	// client's pass-through SASL authenticated it; nil when the listener
 	// has no data plane. It may be used only while the request is handled.

@@ -319,7 +319,12 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	req, perr := func() (*Request, error) {
 		defer decoded() // even if parsing panics
-		return ParseRequest(frame)
+		t0 := time.Now()
+		req, err := ParseRequest(frame)
+		if req != nil {
+			req.Decode = time.Since(t0)
+		}
+		return req, err
 	}()
 	frame = nil
 	if req != nil {

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -15,18 +16,7 @@ import (
 // decoding slot, and while every slot is held a small request of another
 // connection is still answered.
 func TestLargeFramesDecodeInSlots(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(ln, Config{Table: NewTable(kafka44), Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
-		return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
-	}})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
+	s, ln := groupServer(t, func(*Request) {})
 	for range cap(s.decoding) {
 		s.decoding <- struct{}{}
 	}
@@ -64,4 +54,43 @@ func TestLargeFramesDecodeInSlots(t *testing.T) {
 	if _, resp := big.recv(join); resp.(*kmsg.JoinGroupResponse).ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("large request once a slot is free: %+v", resp)
 	}
+}
+
+// TestHandlerSeesDecodeTime: the group handler gets the time decoding
+// the request's frame took (Request.Decode), which the coordinator
+// charges to the group.
+func TestHandlerSeesDecodeTime(t *testing.T) {
+	decode := make(chan time.Duration, 1)
+	_, ln := groupServer(t, func(req *Request) { decode <- req.Decode })
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "g", "consumer"
+	for i := range 1000 {
+		join.Protocols = append(join.Protocols, kmsg.JoinGroupRequestProtocol{Name: fmt.Sprint("p", i), Metadata: make([]byte, 100)})
+	}
+	c := dial(t, ln.Addr().String())
+	c.send(join, 9, 1)
+	c.recv(join)
+	if d := <-decode; d <= 0 {
+		t.Fatalf("the handler got a decoding time of %v for a join of 1,000 protocols", d)
+	}
+}
+
+// groupServer is a server on a loopback listener whose group handler
+// calls seen with each request and answers COORDINATOR_NOT_AVAILABLE.
+func groupServer(t *testing.T, seen func(*Request)) (*Server, net.Listener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(ln, Config{Table: NewTable(kafka44), Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+		seen(req)
+		return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+	}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	return s, ln
 }
