@@ -67,17 +67,29 @@ func (r cmResult) medians() string {
 	if len(r.handovers) == 0 {
 		return "no handovers"
 	}
-	med := func(f func(h cmHandover) time.Duration) time.Duration {
-		ds := make([]time.Duration, len(r.handovers))
-		for i, h := range r.handovers {
-			ds[i] = f(h)
-		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[len(ds)/2]
-	}
 	return fmt.Sprintf("%d handovers, median %v (to the assignment %v, then to the first commit %v)", len(r.handovers),
-		med(func(h cmHandover) time.Duration { return h.toAssigned + h.toCommit }),
-		med(func(h cmHandover) time.Duration { return h.toAssigned }), med(func(h cmHandover) time.Duration { return h.toCommit }))
+		r.medianHandover(), r.medianHandoverBy(func(h cmHandover) time.Duration { return h.toAssigned }),
+		r.medianHandoverBy(func(h cmHandover) time.Duration { return h.toCommit }))
+}
+
+// medianHandover is the median of the handovers, old owner's last commit
+// to the new owner's first (0 without handovers).
+func (r cmResult) medianHandover() time.Duration {
+	return r.medianHandoverBy(func(h cmHandover) time.Duration { return h.toAssigned + h.toCommit })
+}
+
+// medianHandoverBy is the upper median of f over the handovers (0 without
+// handovers).
+func (r cmResult) medianHandoverBy(f func(h cmHandover) time.Duration) time.Duration {
+	if len(r.handovers) == 0 {
+		return 0
+	}
+	ds := make([]time.Duration, len(r.handovers))
+	for i, h := range r.handovers {
+		ds[i] = f(h)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
 }
 
 func TestInteropConsumerMigrationRoll(t *testing.T) {
@@ -94,17 +106,7 @@ func TestInteropConsumerMigrationRoll(t *testing.T) {
 	}
 	defer admin.Close()
 	classpath(t, cgAppDir)
-	var kafka, through cmResult
-	t.Run("sides", func(t *testing.T) {
-		t.Run("kafka", func(t *testing.T) {
-			t.Parallel()
-			kafka = runMigrationRoll(t, dir, "kafka", b.addr, admin)
-		})
-		t.Run("coordhost", func(t *testing.T) {
-			t.Parallel()
-			through = runMigrationRoll(t, dir, "coordhost", ch.addr, admin)
-		})
-	})
+	kafka, through := rollPair(t, dir, "", b.addr, ch.addr, admin)
 	if t.Failed() {
 		return
 	}
@@ -142,6 +144,23 @@ func TestInteropConsumerMigrationRoll(t *testing.T) {
 	if limit := kafka.maxGap*3/2 + hbDiff; through.maxGap > limit {
 		t.Errorf("coordhost's longest processing gap %v is over %v (Kafka's %v x 1.5 + the heartbeat interval difference)", through.maxGap, limit, kafka.maxGap)
 	}
+}
+
+// rollPair runs the roll at once on the broker (group and topic
+// cm-kafka<suffix>) and through coordhost (cm-coordhost<suffix>).
+func rollPair(t *testing.T, dir, suffix, brokerAddr, coordhostAddr string, admin *kgo.Client) (kafka, through cmResult) {
+	t.Helper()
+	t.Run("sides", func(t *testing.T) {
+		t.Run("kafka", func(t *testing.T) {
+			t.Parallel()
+			kafka = runMigrationRoll(t, dir, "kafka"+suffix, brokerAddr, admin)
+		})
+		t.Run("coordhost", func(t *testing.T) {
+			t.Parallel()
+			through = runMigrationRoll(t, dir, "coordhost"+suffix, coordhostAddr, admin)
+		})
+	})
+	return kafka, through
 }
 
 // consumerHeartbeatInterval is the heartbeat interval the coordinator at
