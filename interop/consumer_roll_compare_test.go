@@ -60,7 +60,6 @@ func TestInteropConsumerRollCompare(t *testing.T) {
 	}
 	defer admin.Close()
 	classpath(t, cgAppDir)
-	hbDiff := max(0, consumerHeartbeatInterval(t, ch.addr)-consumerHeartbeatInterval(t, b.addr))
 	var rs []rollRun
 	for run := 1; run <= runs; run++ {
 		r := rollRun{loadFrom: oneMinuteLoad()}
@@ -69,8 +68,15 @@ func TestInteropConsumerRollCompare(t *testing.T) {
 		})
 		r.loadTo = oneMinuteLoad()
 		rs = append(rs, r)
-		t.Logf("run %d: %s", run, r.row(run, hbDiff))
+		if !r.failed && os.Getenv("COORDHOST_INTEROP_ROLL_TRACE") == "1" {
+			logRollTrace(t, r.kafka.perStep, r.through.perStep)
+		}
+		t.Logf("run %d: load %s–%s, kafka %d rebalances, gap %v; coordhost %d, %v", run, r.loadFrom, r.loadTo,
+			r.kafka.rebalances, r.kafka.maxGap, r.through.rebalances, r.through.maxGap)
 	}
+	// Asked after the rolls, as TestInteropConsumerMigrationRoll does: the
+	// broker's offsets topic exists by then.
+	hbDiff := max(0, consumerHeartbeatInterval(t, ch.addr)-consumerHeartbeatInterval(t, b.addr))
 	head := fmt.Sprintf("`make consumer-roll-compare RUNS=%d`, commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after; both coordinators' consumer heartbeat interval 250 ms (coordhost's %v longer).\n\n",
 		runs, commit, started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage(), hbDiff)
 	out := head + rollTable(rs, hbDiff)
