@@ -91,11 +91,12 @@ func TestInteropConsumerRollCompare(t *testing.T) {
 // oneMinuteLoad is /proc/loadavg's first field.
 func oneMinuteLoad() string { return strings.Fields(loadAverage() + " ?")[0] }
 
-// row is the run's table line: load, rebalances, longest gap and median
-// handover (Kafka / coordhost), and the CI gates' verdict.
+// row is the run's table line: load, rebalances, longest gap, median
+// handover and the producer's longest pause (Kafka / coordhost), and the
+// CI gates' verdict.
 func (r rollRun) row(run int, hbDiff time.Duration) string {
 	if r.failed {
-		return fmt.Sprintf("| %d | %s–%s | failed (see the log) | | | |", run, r.loadFrom, r.loadTo)
+		return fmt.Sprintf("| %d | %s–%s | failed (see the log) | | | | |", run, r.loadFrom, r.loadTo)
 	}
 	k, c := r.kafka, r.through
 	var gates []string
@@ -109,16 +110,16 @@ func (r rollRun) row(run int, hbDiff time.Duration) string {
 	if len(gates) > 0 {
 		verdict = strings.Join(gates, ", ")
 	}
-	return fmt.Sprintf("| %d | %s–%s | %d / %d | %s / %s | %s / %s | %s |", run, r.loadFrom, r.loadTo,
+	return fmt.Sprintf("| %d | %s–%s | %d / %d | %s / %s | %s / %s | %s / %s | %s |", run, r.loadFrom, r.loadTo,
 		k.rebalances, c.rebalances, seconds(k.maxGap), seconds(c.maxGap),
-		millis(k.medianHandover()), millis(c.medianHandover()), verdict)
+		millis(k.medianHandover()), millis(c.medianHandover()), millis(k.producerPause), millis(c.producerPause), verdict)
 }
 
 // rollTable is the per-run table, then the medians over the runs that
 // completed and how often each side was lower.
 func rollTable(rs []rollRun, hbDiff time.Duration) string {
 	var b strings.Builder
-	b.WriteString("| run | load (1 min) | rebalances Kafka / coordhost | longest gap | median handover | CI gates |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| run | load (1 min) | rebalances Kafka / coordhost | longest gap | median handover | producer's longest pause | CI gates |\n|---|---|---|---|---|---|---|\n")
 	var ok []rollRun
 	for i, r := range rs {
 		b.WriteString(r.row(i+1, hbDiff) + "\n")
