@@ -1,0 +1,187 @@
+package interop
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The repeated roll comparison (`make consumer-roll-compare`) is sized by
+// environment variables: the number of paired rolls (default 1) and the
+// file the table is written to.
+const (
+	rollRunsEnv = "COORDHOST_INTEROP_ROLL_RUNS"
+	rollOutEnv  = "COORDHOST_INTEROP_ROLL_OUT"
+)
+
+// rollRun is one paired roll's numbers, or why it failed.
+type rollRun struct {
+	loadFrom, loadTo string // the 1-minute load average before and after
+	kafka, through   cmResult
+	failed           bool
+}
+
+// TestInteropConsumerRollCompare runs TestInteropConsumerMigrationRoll's
+// paired roll (the same roll at once on the real broker and through
+// coordhost in front of it) $COORDHOST_INTEROP_ROLL_RUNS times on one
+// broker and one coordhost, each run on groups and topics of its own, and
+// writes per run and as medians the roll's assignment callbacks, the
+// longest processing gap and the median handover of both sides to
+// $COORDHOST_INTEROP_ROLL_OUT. It measures; the CI gates stay in
+// TestInteropConsumerMigrationRoll, and each run's line says whether it
+// would have passed them.
+func TestInteropConsumerRollCompare(t *testing.T) {
+	needInterop(t)
+	runs := 1
+	if v := os.Getenv(rollRunsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number", rollRunsEnv, v)
+		}
+		runs = n
+	}
+	loadBefore, commit := loadAverage(), gitCommit()
+	started := time.Now().UTC()
+	dir := logDir(t)
+	b := startBroker(t, dir)
+	ch := startCoordhost(t, dir, b.addr)
+	if err := groupsServed(ch.addr, "interop-probe", 30*time.Second); err != nil {
+		t.Fatalf("coordhost: %v\n%s", err, ch.proc.tail(60))
+	}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	classpath(t, cgAppDir)
+	var rs []rollRun
+	for run := 1; run <= runs; run++ {
+		r := rollRun{loadFrom: oneMinuteLoad()}
+		r.failed = !t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
+			r.kafka, r.through = rollPair(t, dir, fmt.Sprintf("-%d", run), b.addr, ch.addr, admin)
+		})
+		r.loadTo = oneMinuteLoad()
+		rs = append(rs, r)
+		if !r.failed && os.Getenv("COORDHOST_INTEROP_ROLL_TRACE") == "1" {
+			logRollTrace(t, r.kafka.perStep, r.through.perStep)
+		}
+		t.Logf("run %d: load %s–%s, kafka %d rebalances, gap %v; coordhost %d, %v", run, r.loadFrom, r.loadTo,
+			r.kafka.rebalances, r.kafka.maxGap, r.through.rebalances, r.through.maxGap)
+	}
+	// Asked after the rolls, as TestInteropConsumerMigrationRoll does: the
+	// broker's offsets topic exists by then.
+	hbDiff := max(0, consumerHeartbeatInterval(t, ch.addr)-consumerHeartbeatInterval(t, b.addr))
+	head := fmt.Sprintf("`make consumer-roll-compare RUNS=%d`, commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after; both coordinators' consumer heartbeat interval 250 ms (coordhost's %v longer).\n\n",
+		runs, commit, started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage(), hbDiff)
+	out := head + rollTable(rs, hbDiff)
+	t.Log("\n" + out)
+	if path := os.Getenv(rollOutEnv); path != "" {
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// oneMinuteLoad is /proc/loadavg's first field.
+func oneMinuteLoad() string { return strings.Fields(loadAverage() + " ?")[0] }
+
+// row is the run's table line: load, rebalances, longest gap, median
+// handover and the producer's longest pause (Kafka / coordhost), and the
+// CI gates' verdict.
+func (r rollRun) row(run int, hbDiff time.Duration) string {
+	if r.failed {
+		return fmt.Sprintf("| %d | %s–%s | failed (see the log) | | | | |", run, r.loadFrom, r.loadTo)
+	}
+	k, c := r.kafka, r.through
+	var gates []string
+	if c.rebalances > k.rebalances+cmRebalanceSlack {
+		gates = append(gates, "rebalances over")
+	}
+	if c.maxGap > k.maxGap*3/2+hbDiff {
+		gates = append(gates, "gap over")
+	}
+	verdict := "pass"
+	if len(gates) > 0 {
+		verdict = strings.Join(gates, ", ")
+	}
+	return fmt.Sprintf("| %d | %s–%s | %d / %d | %s / %s | %s / %s | %s / %s | %s |", run, r.loadFrom, r.loadTo,
+		k.rebalances, c.rebalances, seconds(k.maxGap), seconds(c.maxGap),
+		millis(k.medianHandover()), millis(c.medianHandover()), millis(k.producerPause), millis(c.producerPause), verdict)
+}
+
+// rollTable is the per-run table, then the medians over the runs that
+// completed and how often each side was lower.
+func rollTable(rs []rollRun, hbDiff time.Duration) string {
+	var b strings.Builder
+	b.WriteString("| run | load (1 min) | rebalances Kafka / coordhost | longest gap | median handover | producer's longest pause | CI gates |\n|---|---|---|---|---|---|---|\n")
+	var ok []rollRun
+	for i, r := range rs {
+		b.WriteString(r.row(i+1, hbDiff) + "\n")
+		if !r.failed {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		b.WriteString("\nNo run completed.\n")
+		return b.String()
+	}
+	// Rebalances go through the durations' median in thousandths, so
+	// that the mean of two middle counts keeps its half.
+	reb := func(r cmResult) time.Duration { return time.Duration(r.rebalances) * 1000 }
+	gap := func(r cmResult) time.Duration { return r.maxGap }
+	hand := func(r cmResult) time.Duration { return r.medianHandover() }
+	fmt.Fprintf(&b, "\nOver the %d completed run(s) of %d (median of the runs; the mean of the middle two for an even count):\n\n", len(ok), len(rs))
+	b.WriteString("| | Kafka | coordhost | coordhost ≤ Kafka | runs coordhost lower / equal / Kafka lower |\n|---|---|---|---|---|\n")
+	for _, m := range []struct {
+		name   string
+		f      func(cmResult) time.Duration
+		format func(time.Duration) string
+	}{
+		{"rebalances", reb, func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1000, 'f', -1, 64) }},
+		{"longest gap", gap, seconds},
+		{"median handover", hand, millis},
+	} {
+		km, cm := medianOver(ok, func(r rollRun) time.Duration { return m.f(r.kafka) }), medianOver(ok, func(r rollRun) time.Duration { return m.f(r.through) })
+		lower, equal, higher := 0, 0, 0
+		for _, r := range ok {
+			switch k, c := m.f(r.kafka), m.f(r.through); {
+			case c < k:
+				lower++
+			case c == k:
+				equal++
+			default:
+				higher++
+			}
+		}
+		yes := "yes"
+		if cm > km {
+			yes = "no"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d / %d / %d |\n", m.name, m.format(km), m.format(cm), yes, lower, equal, higher)
+	}
+	return b.String()
+}
+
+// medianOver is the median of f over rs: the middle value, or the mean
+// of the middle two.
+func medianOver(rs []rollRun, f func(rollRun) time.Duration) time.Duration {
+	vs := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		vs[i] = f(r)
+	}
+	slices.Sort(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[len(vs)/2]
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func millis(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
