@@ -44,6 +44,7 @@ type classicState struct {
 	classicIDs     map[string]bool                // member ids core gave classic members
 	processes      map[userdata.ProcessID]string // process id -> process, of every member that joined
 	classicProbing bool                           // a member's follow-up rejoin started this generation
+	classicRevoked bool                           // a member's rejoin after revoking tasks started it
 }
 
 // classicHeartbeatMs is a classic member's heartbeat interval:
@@ -252,7 +253,7 @@ func (cw *coreWorld) synced(cl *coreClient, b []byte) {
 	}
 	cl.nextHB = cw.now + cw.classicHeartbeatMs()
 	if revoked {
-		cs.rejoin = true
+		cs.rejoin, cw.classicRevoked = true, true
 	}
 }
 
@@ -365,12 +366,17 @@ func (cw *coreWorld) lead(cs *classicClient) []kmsg.SyncGroupRequestGroupAssignm
 		cw.fail(fmt.Errorf("generation %d: %w", cs.gen, err))
 		return nil
 	}
-	probe := cw.classicProbing
-	cw.classicProbing = false
+	probe, revoked := cw.classicProbing, cw.classicRevoked
+	cw.classicProbing, cw.classicRevoked = false, false
 	if probe && cw.started {
 		cw.out.Totals.ProbingRounds++
 	}
 	if changed := cw.targetChanged(req, resp); changed || len(cw.reasons) > 0 || !cw.started {
+		if revoked && len(cw.reasons) == 0 {
+			// The generation a member started when it rejoined after
+			// giving up tasks, the rest of its cooperative rebalance.
+			cw.reasons = []string{"tasks-revoked"}
+		}
 		cw.installed(core.AssignorRun{Probe: probe && len(cw.reasons) == 0}, cs.gen, req, resp)
 	} else if probe {
 		cw.out.Totals.ProbesUnchanged++

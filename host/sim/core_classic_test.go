@@ -1,0 +1,140 @@
+package sim_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coordhost/coordhost/host/sim"
+)
+
+func readRoll(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "scenarios", "migration-roll.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestCoreEngineMigrationRoll replays the migration roll (classic ->
+// streams -> classic, coordhost restarting in the middle) on both
+// engines. Every rebalance of the model has its counterpart on core six
+// seconds later at most (the first classic generation waits for the
+// initial rebalance delay, extended once as Kafka extends it while
+// members join), with the same members joining and leaving
+// and the same conversions; what core adds is written down in
+// docs/AB-TESTING.md ("The core engine"): a streams instance's two
+// threads join in two heartbeats, a classic member that gave up tasks
+// rejoins (tasks-revoked), HA's warm-ups are promoted by probes. Two core
+// runs give the same bytes.
+func TestCoreEngineMigrationRoll(t *testing.T) {
+	model := sim.Run(decode(t, "migration-roll", readRoll(t)), builtins)
+	real, err := sim.RunCore(decode(t, "migration-roll", readRoll(t)), builtins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range model.Assignors {
+		c := real.Assignors[i]
+		t.Logf("%-6s model: rebalances %d moved %d warm %d cold %d unavailable %v settled %v; core: %d %d %d %d %v %v", m.Name,
+			m.Totals.Rebalances, m.Totals.TasksMoved, m.Totals.Warm, m.Totals.Cold, m.UnavailableTaskS, m.Totals.SettledAtS,
+			c.Totals.Rebalances, c.Totals.TasksMoved, c.Totals.Warm, c.Totals.Cold, c.UnavailableTaskS, c.Totals.SettledAtS)
+		if c.Error != "" || c.Totals.SettledAtS < 0 {
+			t.Fatalf("%s on core: error %q, settled at %v", c.Name, c.Error, c.Totals.SettledAtS)
+		}
+		for _, rb := range m.Rebalances {
+			if got := reasonsWithin(c, rb.AtS, rb.AtS+6); !slices.Equal(got, sorted(rb.Reasons)) {
+				t.Errorf("%s: the model's rebalance at %v s has reasons %v, core's from then to 6 s later %v", m.Name, rb.AtS, rb.Reasons, got)
+			}
+		}
+		epochs := slices.IsSortedFunc(c.Rebalances, func(a, b sim.Rebalance) int { return int(a.Epoch - b.Epoch) })
+		if !epochs || c.Totals.Rebalances < m.Totals.Rebalances {
+			t.Errorf("%s on core: epochs in order %v, %d rebalances against the model's %d", c.Name, epochs, c.Totals.Rebalances, m.Totals.Rebalances)
+		}
+	}
+	again, err := sim.RunCore(decode(t, "migration-roll", readRoll(t)), builtins)
+	if err != nil || !bytes.Equal(real.JSON(), again.JSON()) || !bytes.Equal(real.HTML(), again.HTML()) {
+		t.Fatalf("two core runs of the migration roll differ (%v)", err)
+	}
+}
+
+// reasonsWithin lists, sorted, the event reasons of a's rebalances from
+// from to to seconds (the core engine's own reasons left out).
+func reasonsWithin(a sim.AssignorReport, from, to float64) []string {
+	var out []string
+	for _, rb := range a.Rebalances {
+		if rb.AtS >= from && rb.AtS <= to {
+			for _, r := range rb.Reasons {
+				if r != "probe" && r != "tasks-revoked" {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return sorted(out)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// TestCoreEngineCoordhostRestart: b crashes at 10 s and coordhost is down
+// from 12 s to 40 s. The new coordinator replays the old one's records
+// and restarts every session timer when it loads, so core fences b a
+// session timeout (45 s) after 40 s, not after its last heartbeat, as the
+// model says; the group's epochs go on from the replayed state (nobody
+// joins again), and without the restart b is fenced 30 s sooner.
+func TestCoreEngineCoordhostRestart(t *testing.T) {
+	crash := []string{"duration_s: 60", "duration_s: 120", "{at_s: 10, leave: b}", "{at_s: 10, crash: b}"}
+	withRestart := append(slices.Clone(crash), "{at_s: 10, crash: b}", "{at_s: 10, crash: b}\n  - {at_s: 12, coordhost_restart: 28}")
+	var fenced [2]float64
+	for i, replace := range [][]string{crash, withRestart} {
+		r, err := sim.RunCore(leaveScenario(t, replace...), builtins[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := r.Assignors[0]
+		if a.Error != "" || len(a.Rebalances) != 2 || !slices.Equal(a.Rebalances[1].Reasons, []string{"member-fenced:b"}) ||
+			a.Rebalances[1].Epoch <= a.Rebalances[0].Epoch {
+			t.Fatalf("restart %v: error %q, rebalances %+v", i == 1, a.Error, a.Rebalances)
+		}
+		fenced[i] = a.Rebalances[1].AtS
+	}
+	model := sim.Run(leaveScenario(t, withRestart...), builtins[:1])
+	t.Logf("b fenced at %v s on core without the restart, %v s with it; model %v s", fenced[0], fenced[1], fencedAt(model.Assignors[0]))
+	if m := fencedAt(model.Assignors[0]); fenced[1] < 85 || fenced[1] > m+2 || fenced[0] > fenced[1]-25 {
+		t.Errorf("b fenced at %v s on core without the restart, %v s with it; the model says %v s", fenced[0], fenced[1], m)
+	}
+}
+
+// TestCoreEngineClassicOnly: a group of classic members only stays a
+// classic group: its leader runs the assignor, and a member that leaves
+// hands its tasks over at the next generation, which the other member
+// joins when its heartbeat (classic_rejoin_ms) tells it to: the same
+// figures as the model's.
+func TestCoreEngineClassicOnly(t *testing.T) {
+	sc := leaveScenario(t, "{at_s: 0, join: a}", "{at_s: 0, join: a, protocol: classic}", "{at_s: 0, join: b}", "{at_s: 0, join: b, protocol: classic}")
+	model := sim.Run(sc, builtins)
+	r, err := sim.RunCore(leaveScenario(t, "{at_s: 0, join: a}", "{at_s: 0, join: a, protocol: classic}", "{at_s: 0, join: b}", "{at_s: 0, join: b, protocol: classic}"), builtins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range r.Assignors {
+		m := model.Assignors[i]
+		t.Logf("%s: core %+v %v; model %+v %v", a.Name, a.Totals, a.UnavailableTaskS, m.Totals, m.UnavailableTaskS)
+		if a.Error != "" || len(a.Rebalances) != 2 || !slices.Equal(a.Rebalances[1].Reasons, []string{"member-left:b"}) ||
+			a.Totals.TasksMoved != m.Totals.TasksMoved || a.Totals.Cold != 2 || a.UnavailableTaskS != m.UnavailableTaskS {
+			t.Errorf("%s: error %q, rebalances %+v; model %+v", a.Name, a.Error, a.Rebalances, m.Totals)
+		}
+		for _, rb := range a.Rebalances {
+			if strings.HasPrefix(strings.Join(rb.Reasons, ","), "group-converted") {
+				t.Errorf("%s: a classic group converted: %v", a.Name, rb.Reasons)
+			}
+		}
+	}
+}
