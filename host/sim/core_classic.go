@@ -41,10 +41,10 @@ type classicClient struct {
 
 // classicState is the core engine's state of its classic members.
 type classicState struct {
-	classicIDs     map[string]bool                // member ids core gave classic members
+	classicIDs     map[string]bool               // member ids core gave classic members
 	processes      map[userdata.ProcessID]string // process id -> process, of every member that joined
-	classicProbing bool                           // a member's follow-up rejoin started this generation
-	classicRevoked bool                           // a member's rejoin after revoking tasks started it
+	classicProbing bool                          // a member's follow-up rejoin started this generation
+	classicRevoked bool                          // a member's rejoin after revoking tasks started it
 }
 
 // classicHeartbeatMs is a classic member's heartbeat interval:
