@@ -83,7 +83,8 @@ type coreWorld struct {
 	err     error
 	// live: every member took its part of the baseline target; the
 	// accounting starts (the model's starting point).
-	live         bool
+	live bool
+
 	classicState // core_classic.go
 	coreRestart  // core_restart.go
 }
@@ -93,8 +94,9 @@ type coreClient struct {
 	m       *member
 	epoch   int32
 	joined  bool
-	nextHB  int64          // scenario ms of its next heartbeat
-	sentRep int64          // reportAtMs of the last report it sent (reports), -1: none
+	nextHB  int64 // scenario ms of its next heartbeat
+	sentRep int64 // reportAtMs of the last report it sent (reports), -1: none
+
 	classic *classicClient // on the classic protocol; nil: streams
 }
 
