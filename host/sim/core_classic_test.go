@@ -83,18 +83,19 @@ func sorted(s []string) []string {
 	return s
 }
 
-// TestCoreEngineCoordhostRestart: b crashes at 10 s and coordhost is down
-// from 12 s to 40 s. The new coordinator replays the old one's records
-// and restarts every session timer when it loads, so core fences b a
-// session timeout (45 s) after 40 s, not after its last heartbeat, as the
-// model says; the group's epochs go on from the replayed state (nobody
-// joins again), and without the restart b is fenced 30 s sooner.
+// TestCoreEngineCoordhostRestart replays testdata/sim/coordhost-restart.yaml
+// on both engines: b crashes at 10 s and coordhost is down from 12 s to
+// 40 s. The new coordinator replays the old one's records and restarts
+// every session timer when it loads, so core fences b a session timeout
+// (45 s) after 40 s, not after its last heartbeat, as the model says; the
+// group's epochs go on from the replayed state (nobody joins again), and
+// without the restart b is fenced 30 s sooner.
 func TestCoreEngineCoordhostRestart(t *testing.T) {
-	crash := []string{"duration_s: 60", "duration_s: 120", "{at_s: 10, leave: b}", "{at_s: 10, crash: b}"}
-	withRestart := append(slices.Clone(crash), "{at_s: 10, crash: b}", "{at_s: 10, crash: b}\n  - {at_s: 12, coordhost_restart: 28}")
+	file := "coordhost-restart.yaml"
+	without := strings.Replace(string(readScenario(t, file)), "  - {at_s: 12, coordhost_restart: 28}\n", "", 1)
 	var fenced [2]float64
-	for i, replace := range [][]string{crash, withRestart} {
-		r, err := sim.RunCore(leaveScenario(t, replace...), builtins[:1])
+	for i, data := range []string{without, string(readScenario(t, file))} {
+		r, err := sim.RunCore(decode(t, file, []byte(data)), builtins[:1])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestCoreEngineCoordhostRestart(t *testing.T) {
 		}
 		fenced[i] = a.Rebalances[1].AtS
 	}
-	model := sim.Run(leaveScenario(t, withRestart...), builtins[:1])
+	model := sim.Run(decode(t, file, readScenario(t, file)), builtins[:1])
 	t.Logf("b fenced at %v s on core without the restart, %v s with it; model %v s", fenced[0], fenced[1], fencedAt(model.Assignors[0]))
 	if m := fencedAt(model.Assignors[0]); fenced[1] < 85 || fenced[1] > m+2 || fenced[0] > fenced[1]-25 {
 		t.Errorf("b fenced at %v s on core without the restart, %v s with it; the model says %v s", fenced[0], fenced[1], m)
