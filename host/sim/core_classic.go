@@ -13,8 +13,10 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,6 +49,13 @@ type classicState struct {
 	classicRevoked bool                          // a member's rejoin after revoking tasks started it
 }
 
+// classicGroup says whether core holds the group as a classic group: its
+// leader computes the next target (the report's reasons for it).
+func (cw *coreWorld) classicGroup() bool {
+	g, ok := cw.c.Group(coreGroup)
+	return ok && g.Kind() == core.GroupKindClassic
+}
+
 // classicHeartbeatMs is a classic member's heartbeat interval:
 // classic_rejoin_ms, the time it takes to learn of a rebalance.
 func (cw *coreWorld) classicHeartbeatMs() int64 {
@@ -66,7 +75,7 @@ func (cw *coreWorld) actClassic() {
 	for range 4 {
 		acted := false
 		for _, cl := range slices.Clone(cw.clients) {
-			if cl.classic != nil && cl.m.crashedMs < 0 && slices.Contains(cw.clients, cl) && cw.c != nil {
+			if cl.classic != nil && cl.m.crashedMs < 0 && slices.Contains(cw.clients, cl) {
 				acted = cw.actClassicOne(cl) || acted
 			}
 		}
@@ -84,7 +93,8 @@ func (cw *coreWorld) actClassicOne(cl *coreClient) bool {
 		return false
 	}
 	if cs.followup >= 0 && cw.now >= cs.followup && !cs.rejoin && !cs.needSync {
-		cs.followup, cs.rejoin, cw.classicProbing = -1, true, true
+		cs.followup, cs.rejoin = -1, true
+		cw.classicProbing = cw.classicProbing || cw.classicGroup()
 	}
 	switch {
 	case cs.rejoin:
@@ -207,15 +217,7 @@ func (cw *coreWorld) rename(m *member, id string) {
 	}
 	m.id = id
 	cw.labelOf[id], cw.procOf[id] = m.label, m.process
-	slices.SortFunc(cw.members, func(a, b *member) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(cw.members, func(a, b *member) int { return strings.Compare(a.id, b.id) })
 }
 
 // synced takes the assignment of a SyncGroup response: its active tasks,
@@ -253,7 +255,8 @@ func (cw *coreWorld) synced(cl *coreClient, b []byte) {
 	}
 	cl.nextHB = cw.now + cw.classicHeartbeatMs()
 	if revoked {
-		cs.rejoin, cw.classicRevoked = true, true
+		cs.rejoin = true
+		cw.classicRevoked = cw.classicRevoked || cw.classicGroup()
 	}
 }
 
@@ -485,7 +488,7 @@ func (cw *coreWorld) leaderRequest(members []leaderMember) *abi.AssignRequest {
 		if m := cw.memberOrNil(lm.id); m != nil {
 			am.Rack = m.rack
 		}
-		for _, t := range slices.Sorted(mapKeys(lm.sums)) {
+		for _, t := range slices.Sorted(maps.Keys(lm.sums)) {
 			o := lm.sums[t]
 			if o == userdata.LatestOffset {
 				o = cw.knownEnd(t) // caught up: at the end the host knows
@@ -500,16 +503,6 @@ func (cw *coreWorld) leaderRequest(members []leaderMember) *abi.AssignRequest {
 		req.Members = append(req.Members, am)
 	}
 	return req
-}
-
-func mapKeys(m map[int32]int64) func(func(int32) bool) {
-	return func(yield func(int32) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // classicAssignment encodes one member's share as Kafka Streams' leader
