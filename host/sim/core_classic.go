@@ -471,18 +471,9 @@ func (cw *coreWorld) readMembers(jm []kmsg.JoinGroupResponseMember) ([]leaderMem
 func (cw *coreWorld) leaderRequest(members []leaderMember) *abi.AssignRequest {
 	req := cw.request(nil)
 	ends := cw.endOffsets(nil)
-	req.Processes, req.Members = nil, nil
-	procs := map[string]int32{}
-	for _, lm := range members {
-		if _, ok := procs[lm.process]; !ok {
-			procs[lm.process] = 0
-			req.Processes = append(req.Processes, lm.process)
-		}
-	}
-	sort.Strings(req.Processes)
-	for i, p := range req.Processes {
-		procs[p] = int32(i)
-	}
+	var procs map[string]int32
+	req.Processes, procs = processIndex(len(members), func(i int) string { return members[i].process })
+	req.Members = nil
 	for _, lm := range members {
 		am := abi.Member{ID: lm.id, Process: procs[lm.process], Active: lm.owned, Standby: []int32{}, Warmup: []int32{}, TaskEndOffsets: ends}
 		if m := cw.memberOrNil(lm.id); m != nil {
