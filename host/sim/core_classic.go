@@ -39,6 +39,17 @@ type classicClient struct {
 	// members is the JoinGroup response's member list when it leads the
 	// generation it joined; nil otherwise.
 	members []kmsg.JoinGroupResponseMember
+	// plan is the target it handed core as the leader, recorded when
+	// core accepts its SyncGroup; nil otherwise.
+	plan *leaderPlan
+}
+
+// leaderPlan is a leader's target for its generation.
+type leaderPlan struct {
+	gen            int32
+	req            *abi.AssignRequest
+	resp           *abi.AssignResponse
+	probe, revoked bool
 }
 
 // classicState is the core engine's state of its classic members.
@@ -47,6 +58,7 @@ type classicState struct {
 	processes      map[userdata.ProcessID]string // process id -> process, of every member that joined
 	classicProbing bool                          // a member's follow-up rejoin started this generation
 	classicRevoked bool                          // a member's rejoin after revoking tasks started it
+	lastPlan       *leaderPlan                   // the last target a leader installed
 }
 
 // classicGroup says whether core holds the group as a classic group: its
@@ -176,9 +188,14 @@ func (cw *coreWorld) adoptClassic(cl *coreClient, msg kmsg.Response) {
 		}
 	case *kmsg.SyncGroupResponse:
 		cs.inflight = false
+		plan := cs.plan
+		cs.plan = nil
 		if r.ErrorCode != 0 {
 			cw.classicError(cl, "sync", r.ErrorCode)
 			return
+		}
+		if plan != nil {
+			cw.record(plan)
 		}
 		cw.synced(cl, r.MemberAssignment)
 	case *kmsg.HeartbeatResponse:
@@ -350,9 +367,8 @@ type leaderMember struct {
 // assignor run on the members the JoinGroup response lists, with what
 // their subscriptions say (process, owned actives, offset sums); a task
 // assigned away from the member that still owns it is withheld from its
-// new owner until the owner revoked it and rejoined. A target that
-// differs from the previous one, or follows events, is recorded as a
-// rebalance at the generation.
+// new owner until the owner revoked it and rejoined. The target is
+// cs.plan until core accepts the SyncGroup.
 func (cw *coreWorld) lead(cs *classicClient) []kmsg.SyncGroupRequestGroupAssignment {
 	members, err := cw.readMembers(cs.members)
 	if err != nil {
@@ -369,21 +385,7 @@ func (cw *coreWorld) lead(cs *classicClient) []kmsg.SyncGroupRequestGroupAssignm
 		cw.fail(fmt.Errorf("generation %d: %w", cs.gen, err))
 		return nil
 	}
-	probe, revoked := cw.classicProbing, cw.classicRevoked
-	cw.classicProbing, cw.classicRevoked = false, false
-	if probe && cw.started {
-		cw.out.Totals.ProbingRounds++
-	}
-	if changed := cw.targetChanged(req, resp); changed || len(cw.reasons) > 0 || !cw.started {
-		if revoked && len(cw.reasons) == 0 {
-			// The generation a member started when it rejoined after
-			// giving up tasks, the rest of its cooperative rebalance.
-			cw.reasons = []string{"tasks-revoked"}
-		}
-		cw.installed(core.AssignorRun{Probe: probe && len(cw.reasons) == 0}, cs.gen, req, resp)
-	} else if probe {
-		cw.out.Totals.ProbesUnchanged++
-	}
+	cs.plan = &leaderPlan{gen: cs.gen, req: req, resp: resp, probe: cw.classicProbing, revoked: cw.classicRevoked}
 	ownerOf := map[int32]string{}
 	for _, lm := range members {
 		for _, t := range lm.owned {
@@ -411,19 +413,49 @@ func (cw *coreWorld) lead(cs *classicClient) []kmsg.SyncGroupRequestGroupAssignm
 	return out
 }
 
-// targetChanged says whether resp differs from the installed target.
-func (cw *coreWorld) targetChanged(req *abi.AssignRequest, resp *abi.AssignResponse) bool {
+// record records the target a leader's SyncGroup installed: as a
+// rebalance at its generation when it differs from the previous one or
+// events preceded it, else as a probe that changed nothing, if it was
+// one.
+func (cw *coreWorld) record(p *leaderPlan) {
+	cw.classicProbing, cw.classicRevoked = false, false
+	if p.probe && cw.started {
+		cw.out.Totals.ProbingRounds++
+	}
+	changed := cw.targetChanged(p)
+	cw.lastPlan = p
+	if !changed && len(cw.reasons) == 0 && cw.started {
+		if p.probe {
+			cw.out.Totals.ProbesUnchanged++
+		}
+		return
+	}
+	if p.revoked && len(cw.reasons) == 0 {
+		// The generation a member started when it rejoined after giving
+		// up tasks, the rest of its cooperative rebalance.
+		cw.reasons = []string{"tasks-revoked"}
+	}
+	cw.installed(core.AssignorRun{Probe: p.probe && len(cw.reasons) == 0}, p.gen, p.req, p.resp)
+}
+
+// targetChanged says whether p's target differs from the installed one:
+// its actives from core's last target or the last leader's, its standbys
+// and warm-ups from the last leader's.
+func (cw *coreWorld) targetChanged(p *leaderPlan) bool {
+	last := cw.lastPlan
+	if last == nil || len(last.req.Members) != len(p.req.Members) {
+		return true
+	}
 	n := 0
-	for i, am := range req.Members {
-		for _, t := range resp.Members[i].Active {
+	for i, am := range p.req.Members {
+		for _, t := range p.resp.Members[i].Active {
 			if cw.owner[t] != am.ID {
 				return true
 			}
 			n++
 		}
-		passive := slices.Concat(resp.Members[i].Standby, resp.Members[i].Warmup)
-		slices.Sort(passive)
-		if m := cw.memberOrNil(am.ID); m == nil || !slices.Equal(m.target.Standby, passive) {
+		if last.req.Members[i].ID != am.ID || !slices.Equal(last.resp.Members[i].Standby, p.resp.Members[i].Standby) ||
+			!slices.Equal(last.resp.Members[i].Warmup, p.resp.Members[i].Warmup) {
 			return true
 		}
 	}
