@@ -139,3 +139,47 @@ func TestCoreEngineClassicOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreEngineSessionsAndLostLeaves: two behaviours of the real
+// coordinator the model leaves out (docs/AB-TESTING.md, "The core
+// engine"). A classic member b that crashed at 10 s is fenced a session
+// timeout after the streams member c converted the group at 20 s, which
+// schedules every session afresh, not after its crash; and a leave sent
+// while coordhost is down (8 s to 20 s) is lost, so core fences its
+// member a session timeout after coordhost is back, where the model
+// applies the leave then.
+func TestCoreEngineSessionsAndLostLeaves(t *testing.T) {
+	for _, tc := range []struct {
+		replace        []string
+		model, core    string
+		modelAt, minAt float64
+	}{
+		{[]string{"duration_s: 60", "duration_s: 120", "{at_s: 0, join: a}", "{at_s: 0, join: a, protocol: classic}",
+			"{at_s: 0, join: b}", "{at_s: 0, join: b, protocol: classic}", "{at_s: 10, leave: b}", "{at_s: 10, crash: b}\n  - {at_s: 20, join: c}"},
+			"member-fenced:b", "member-fenced:b", 55, 65},
+		{[]string{"duration_s: 60", "duration_s: 120", "{at_s: 10, leave: b}", "{at_s: 8, coordhost_restart: 12}\n  - {at_s: 10, leave: b}"},
+			"member-left:b", "member-fenced:b", 20, 65},
+	} {
+		model := sim.Run(leaveScenario(t, tc.replace...), builtins[:1]).Assignors[0]
+		r, err := sim.RunCore(leaveScenario(t, tc.replace...), builtins[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		real := r.Assignors[0]
+		m, c := reasonAt(model, tc.model), reasonAt(real, tc.core)
+		t.Logf("%s at %v s on the model, %s at %v s on core", tc.model, m, tc.core, c)
+		if real.Error != "" || m != tc.modelAt || c < tc.minAt || c > tc.minAt+2 {
+			t.Errorf("%v: %s at %v s on the model, %s at %v s on core (error %q)", tc.replace, tc.model, m, tc.core, c, real.Error)
+		}
+	}
+}
+
+// reasonAt is when a target with reason was installed, -1: never.
+func reasonAt(a sim.AssignorReport, reason string) float64 {
+	for _, rb := range a.Rebalances {
+		if slices.Contains(rb.Reasons, reason) {
+			return rb.AtS
+		}
+	}
+	return -1
+}
