@@ -178,6 +178,7 @@ func (cw *coreWorld) run() AssignorReport {
 			}
 		}
 		cw.actClassic()
+		cw.checkOwned()
 		cw.granting = cw.pending()
 		if cw.started && cw.granting == 0 {
 			cw.live = true

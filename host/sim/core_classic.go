@@ -561,3 +561,19 @@ func (cw *coreWorld) classicAssignment(a abi.MemberAssignment, withheld func(int
 	return userdata.EncodeAssignment(&kmsg.ConsumerMemberAssignment{Version: userdata.ConsumerProtocolVersion,
 		Topics: userdata.AssignmentTopics(parts), UserData: ub})
 }
+
+// checkOwned stops the replay when a task is active on members of two
+// processes at once: core hands a task over only after its previous
+// owner gave it up, and a classic leader withholds it until then.
+func (cw *coreWorld) checkOwned() {
+	owner := make([]*member, len(cw.end))
+	for _, m := range cw.members {
+		for _, t := range m.target.Active {
+			if o := owner[t]; o != nil && o.process != m.process {
+				cw.fail(fmt.Errorf("task %d is active on %s and %s, members of two processes", t, o.label, m.label))
+				return
+			}
+			owner[t] = m
+		}
+	}
+}

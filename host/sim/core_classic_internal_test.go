@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/core/userdata"
 	ha "github.com/coordhost/coordhost/plugins/assignor-ha"
@@ -174,6 +175,36 @@ func TestCoreRestartChecksReplay(t *testing.T) {
 			t.Errorf("restart: error %v, %d loads", cw.err, cw.loads)
 		case lose && (cw.err == nil || !strings.Contains(cw.err.Error(), "the replayed state differs") || cw.loads != 0):
 			t.Errorf("restart on a store that lost a write: error %v, %d loads", cw.err, cw.loads)
+		}
+	}
+}
+
+// TestCoreCheckOwned: a task active on members of two processes stops the
+// replay; on two members of one process (threads of one instance) it
+// does not.
+func TestCoreCheckOwned(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "sim", "leave.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sameProcess := range []bool{true, false} {
+		sc, err := Decode("leave.yaml", data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cw, err := newCoreWorld(sc, coreAssignors[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &member{label: "a", process: "p", target: abi.MemberAssignment{Active: []int32{0, 1}}}
+		b := &member{label: "b", process: "q", target: abi.MemberAssignment{Active: []int32{1}}}
+		if sameProcess {
+			b.process = "p"
+		}
+		cw.members = []*member{a, b}
+		cw.checkOwned()
+		if (cw.err == nil) != sameProcess {
+			t.Errorf("same process %v: %v", sameProcess, cw.err)
 		}
 	}
 }
