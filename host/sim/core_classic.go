@@ -59,6 +59,7 @@ type classicState struct {
 	classicProbing bool                          // a member's follow-up rejoin started this generation
 	classicRevoked bool                          // a member's rejoin after revoking tasks started it
 	lastPlan       *leaderPlan                   // the last target a leader installed
+	activeOn       []*member                     // per task: a member it is active on (checkOwned)
 }
 
 // classicGroup says whether core holds the group as a classic group: its
@@ -566,7 +567,11 @@ func (cw *coreWorld) classicAssignment(a abi.MemberAssignment, withheld func(int
 // processes at once: core hands a task over only after its previous
 // owner gave it up, and a classic leader withholds it until then.
 func (cw *coreWorld) checkOwned() {
-	owner := make([]*member, len(cw.end))
+	if cw.activeOn == nil {
+		cw.activeOn = make([]*member, len(cw.end))
+	}
+	owner := cw.activeOn
+	clear(owner)
 	for _, m := range cw.members {
 		for _, t := range m.target.Active {
 			if o := owner[t]; o != nil && o.process != m.process {
