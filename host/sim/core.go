@@ -65,14 +65,6 @@ func coreSupports(sc *Scenario) error {
 	case !slices.IsSortedFunc(sc.subs, func(a, b abi.Subtopology) int { return strings.Compare(a.ID, b.ID) }):
 		return fmt.Errorf("subtopologies: ids not in sorted order are %w", ErrCoreUnsupported)
 	}
-	for _, s := range sc.steps {
-		if s.protocol == "classic" {
-			return fmt.Errorf("member %q: the classic protocol is %w", s.label, ErrCoreUnsupported)
-		}
-		if s.kind == stepCoordhostRestart {
-			return fmt.Errorf("coordhost_restart: %w", ErrCoreUnsupported)
-		}
-	}
 	return nil
 }
 
@@ -92,6 +84,9 @@ type coreWorld struct {
 	// live: every member took its part of the baseline target; the
 	// accounting starts (the model's starting point).
 	live bool
+
+	classicState // core_classic.go
+	coreRestart  // core_restart.go
 }
 
 // coreClient is one simulated Kafka Streams member.
@@ -101,6 +96,8 @@ type coreClient struct {
 	joined  bool
 	nextHB  int64 // scenario ms of its next heartbeat
 	sentRep int64 // reportAtMs of the last report it sent (reports), -1: none
+
+	classic *classicClient // on the classic protocol; nil: streams
 }
 
 func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
@@ -126,6 +123,7 @@ func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
 			cw.topics = append(cw.topics, core.TopicMetadata{Name: changelogTopic(sub.ID), ID: topicID(changelogTopic(sub.ID)), Partitions: sub.Partitions})
 		}
 	}
+	cw.prepare(cfg)
 	c.Loaded(coreEpochMs)
 	c.Commit()
 	cw.step(core.Topics{Topics: cw.topics})
@@ -165,18 +163,22 @@ func (cw *coreWorld) run() AssignorReport {
 	var carry int64
 	for now := int64(0); now < cw.sc.durationMs() && cw.err == nil; now += tick {
 		cw.now = now
+		cw.maybeRestart()
 		cw.step(core.Tick{}) // session timeouts, probes, assignment intervals
 		for len(steps) > 0 && steps[0].atMs <= now {
 			cw.applyStep(steps[0])
 			steps = steps[1:]
 		}
+		cw.maybeRestart()
 		cw.report(now)
 		cw.step(core.EndOffsets{Group: coreGroup, Ends: cw.hostEnds()})
 		for _, cl := range slices.Clone(cw.clients) {
-			if cl.m.crashedMs < 0 && now >= cl.nextHB {
+			if cl.classic == nil && cl.m.crashedMs < 0 && now >= cl.nextHB {
 				cw.heartbeat(cl)
 			}
 		}
+		cw.actClassic()
+		cw.checkOwned()
 		cw.granting = cw.pending()
 		if cw.started && cw.granting == 0 {
 			cw.live = true
@@ -202,15 +204,24 @@ func (cw *coreWorld) applyStep(s step) {
 	switch s.kind {
 	case stepJoin:
 		cw.apply(s, nil) // core gives the reasons (event)
-		cl := &coreClient{m: cw.memberOrNil(s.id), nextHB: cw.now, sentRep: -1}
+		m := cw.memberOrNil(s.id)
+		cl := &coreClient{m: m, nextHB: cw.now, sentRep: -1}
+		if m.classic {
+			cl = cw.joinClassic(m)
+		}
 		cw.clients = append(cw.clients, cl)
 	case stepLeave:
 		m := cw.find(s.label)
-		if cl := cw.clientOf(m); cl != nil {
+		if cl := cw.clientOf(m); cl != nil && cl.classic != nil {
+			cw.leaveClassic(cl)
+			cw.drop(cl)
+		} else if cl != nil {
 			cw.send(cl, cw.leaveRequest(cl))
 			cw.drop(cl)
 		}
 		cw.apply(s, nil) // core gives the reasons (event)
+	case stepCoordhostRestart:
+		cw.stop(s)
 	default:
 		cw.apply(s, nil) // core gives the reasons (event)
 	}
@@ -233,12 +244,16 @@ func (cw *coreWorld) drop(cl *coreClient) {
 // are answered at once, responses go to their clients, events note the
 // reasons and fenced members.
 func (cw *coreWorld) step(in core.Input) {
+	if cw.stopped { // coordhost is down: nothing reaches core
+		return
+	}
 	out, err := cw.c.Step(coreEpochMs+cw.now, in)
 	if err != nil {
 		cw.fail(err)
 		return
 	}
 	cw.c.Commit()
+	cw.store(out.Records)
 	cw.handle(out)
 }
 
@@ -257,6 +272,8 @@ func (cw *coreWorld) handle(out core.Output) {
 			delete(cw.byReq, r.Request)
 			if resp, ok := r.Msg.(*kmsg.StreamsGroupHeartbeatResponse); ok {
 				cw.adopt(cl, resp)
+			} else {
+				cw.adoptClassic(cl, r.Msg)
 			}
 		}
 	}
@@ -273,6 +290,13 @@ func (cw *coreWorld) event(e core.Event) {
 		cw.reasons = append(cw.reasons, "member-joined:"+label)
 	case core.EventMemberLeft:
 		cw.reasons = append(cw.reasons, "member-left:"+label)
+	case core.EventGroupConverted:
+		switch e.Reason {
+		case core.ReasonOnlineToStreams:
+			cw.reasons = append(cw.reasons, "group-converted:streams")
+		case core.ReasonOnlineToClassic:
+			cw.reasons = append(cw.reasons, "group-converted:classic")
+		}
 	case core.EventMemberFenced:
 		cw.reasons = append(cw.reasons, "member-fenced:"+label)
 		for _, cl := range cw.clients {
@@ -311,6 +335,7 @@ func (cw *coreWorld) runAssignor(run core.AssignorRun) {
 		return
 	}
 	cw.c.Commit()
+	cw.store(out.Records)
 	epoch := int32(-1) // the installed target's epoch, -1: none
 	for _, e := range out.Events {
 		if e.Kind == core.EventTargetAssigned && e.Group == coreGroup {

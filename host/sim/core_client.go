@@ -109,7 +109,10 @@ func (cw *coreWorld) leaveRequest(cl *coreClient) *kmsg.StreamsGroupHeartbeatReq
 	return req
 }
 
-func (cw *coreWorld) send(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest) {
+func (cw *coreWorld) send(cl *coreClient, req kmsg.Request) {
+	if cw.stopped { // coordhost is down: no answer
+		return
+	}
 	cw.nextReq++
 	cw.byReq[cw.nextReq] = cl
 	cw.step(core.Request{ID: cw.nextReq, Client: core.ClientInfo{ClientID: cl.m.label, ClientHost: "/127.0.0.1"}, Body: req})

@@ -130,8 +130,6 @@ func TestCoreEngineRefuses(t *testing.T) {
 		sc   *sim.Scenario
 		want string
 	}{
-		{leaveScenario(t, "{at_s: 0, join: a}", "{at_s: 0, join: a, protocol: classic}"), `member "a": the classic protocol`},
-		{leaveScenario(t, "{at_s: 10, leave: b}", "{at_s: 10, coordhost_restart: 5}"), "coordhost_restart: not supported"},
 		{leaveScenario(t, "events:", "initial:\n  - {member: a, active: [\"0_0\"]}\nevents:"), "initial: a starting assignment"},
 	} {
 		_, err := sim.RunCore(tc.sc, builtins)

@@ -342,17 +342,8 @@ func (w *world) request(rec *recorded) *abi.AssignRequest {
 				{Key: "num.warmup.replicas", Value: strconv.Itoa(int(a.NumWarmupReplicas))},
 				{Key: "probing.rebalance.interval.ms", Value: strconv.FormatInt(a.ProbingIntervalMs, 10)},
 			}}}
-	procs := map[string]int32{}
-	for _, m := range w.members {
-		if _, ok := procs[m.process]; !ok {
-			procs[m.process] = 0
-			req.Processes = append(req.Processes, m.process)
-		}
-	}
-	sort.Strings(req.Processes)
-	for i, p := range req.Processes {
-		procs[p] = int32(i)
-	}
+	var procs map[string]int32
+	req.Processes, procs = processIndex(len(w.members), func(i int) string { return w.members[i].process })
 	ends := w.endOffsets(rec)
 	for _, m := range w.members {
 		am := abi.Member{ID: m.id, Process: procs[m.process], Rack: m.rack,
@@ -361,6 +352,25 @@ func (w *world) request(rec *recorded) *abi.AssignRequest {
 		req.Members = append(req.Members, am)
 	}
 	return req
+}
+
+// processIndex lists the distinct processes of n members (process(i)
+// is the i-th's), sorted, and maps each to its index in the list.
+func processIndex(n int, process func(int) string) ([]string, map[string]int32) {
+	var list []string
+	procs := map[string]int32{}
+	for i := range n {
+		p := process(i)
+		if _, ok := procs[p]; !ok {
+			procs[p] = 0
+			list = append(list, p)
+		}
+	}
+	sort.Strings(list)
+	for i, p := range list {
+		procs[p] = int32(i)
+	}
+	return list, procs
 }
 
 // endOffsets are the changelogs' end offsets the request hands every
