@@ -33,8 +33,8 @@ task-seconds without a caught-up active, balance over time. An assignor is
 a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file;
 --plugin takes .wasm files only. Assignors run in the order given.
 --engine core replays the scenario on the real coordinator, its members
-heartbeating in virtual time (classic members, starting assignments and
-recorded inputs are refused there); the default, model, is the
+heartbeating in virtual time (classic members and coordhost restarts
+are refused there); the default, model, is the
 simulator's own model of the group.
 --json and --html write the reports ("-" is standard output); without
 either, a table goes to standard output. The same scenario, seed and
