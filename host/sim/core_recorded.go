@@ -148,9 +148,10 @@ func (sc *Scenario) recordedFor(atMs, nextMs int64) *recorded {
 // recordedReports replaces what the reports taken at now (report) carry
 // with the recording's values where the recording has them
 // (recordedFor): a member whose report times are recorded (reports.at)
-// reports the offsets the recorded input lists for its process, and the
-// end offsets it lists for the tasks the member reports an end of; the
-// host's read of the changelogs' ends carries that input's end offsets.
+// reports the offsets the recorded input lists for its process (the
+// model's, when it lists none), and the end offsets it lists for the
+// tasks the member reports an end of; the host's read of the changelogs'
+// ends carries that input's end offsets.
 func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead int64) {
 	if len(cw.sc.recorded) == 0 {
 		return
@@ -181,22 +182,22 @@ func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead
 			next = times[i]
 		}
 		r := cw.sc.recordedFor(at, next)
-		offs, listed := []int64(nil), false
-		if r != nil {
-			offs, listed = r.offs[m.process]
-		}
-		// A report of no offsets (a new process) is what the recording
-		// holds of a process it does not list.
-		cw.recReport[m.id] = listed || !slices.ContainsFunc(m.reported, func(o int64) bool { return o >= 0 })
-		if !listed {
+		if r == nil {
+			cw.recReport[m.id] = false
 			continue
 		}
-		copy(m.reported, offs)
 		for t, e := range m.reportedEnd {
 			if e >= 0 && r.ends[t] >= 0 {
 				m.reportedEnd[t] = r.ends[t]
 			}
 		}
+		offs, listed := r.offs[m.process]
+		if listed {
+			copy(m.reported, offs)
+		}
+		// A report of no offsets (a new process) is what the recording
+		// holds of a process it does not list.
+		cw.recReport[m.id] = listed || !slices.ContainsFunc(m.reported, func(o int64) bool { return o >= 0 })
 	}
 }
 
@@ -214,12 +215,15 @@ func (cw *coreWorld) onRecorded(run core.AssignorRun) bool {
 	return true
 }
 
-// latestMove is the recorded move of t at the latest recorded target at
-// or before now that moved t; ok is false without one.
+// latestMove is the recorded move of t at the latest recorded target
+// that moved t at or before now plus one heartbeat interval (core computes
+// a target at a heartbeat, and the replay's heartbeats are not in step
+// with the real ones: a target core computes up to an interval before the
+// real one stands for it); ok is false without one.
 func (cw *coreWorld) latestMove(t int32) (mv move, ok bool) {
 	for i := len(cw.sc.recorded) - 1; i >= 0; i-- {
 		r := &cw.sc.recorded[i]
-		if r.atMs > cw.now {
+		if r.atMs > cw.now+cw.sc.heartbeatIntervalMs() {
 			continue
 		}
 		if mv, ok := r.moves[t]; ok {
