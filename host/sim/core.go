@@ -93,6 +93,9 @@ type coreWorld struct {
 	// the recording's offsets (recordedReports).
 	inPrelude bool
 	recReport map[string]bool
+	// paired are, per task core's targets moved, the recorded move
+	// paired with its latest move (pairMove).
+	paired map[int32]move
 	// live: every member took its part of the baseline target; the
 	// accounting starts (the model's starting point).
 	live bool
@@ -126,7 +129,7 @@ func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core engine: %w", err)
 	}
-	cw := &coreWorld{world: newWorld(sc, a), c: c, ts: abi.NewTaskSpace(sc.subs), byReq: map[core.RequestID]*coreClient{}, recReport: map[string]bool{}}
+	cw := &coreWorld{world: newWorld(sc, a), c: c, ts: abi.NewTaskSpace(sc.subs), byReq: map[core.RequestID]*coreClient{}, recReport: map[string]bool{}, paired: map[int32]move{}}
 	for _, sub := range sc.subs {
 		cw.topics = append(cw.topics, core.TopicMetadata{Name: sourceTopic(sub.ID), ID: topicID(sourceTopic(sub.ID)), Partitions: sub.Partitions})
 		if sub.Stateful {
@@ -360,6 +363,7 @@ func (cw *coreWorld) installed(run core.AssignorRun, epoch int32, req *abi.Assig
 			owner[t] = am.ID
 			if prev, ok := cw.owner[t]; ok && prev != am.ID && cw.started {
 				rb.TasksMoved++
+				cw.pairMove(t, cw.labelOf[am.ID])
 			}
 		}
 	}

@@ -167,7 +167,10 @@ func (cw *coreWorld) take(m *member, next abi.MemberAssignment) {
 	l := cw.local[m.process]
 	for i, set := range [][]int32{next.Active, next.Standby, next.Warmup} {
 		for _, t := range set {
-			if m.holds(t) {
+			// A standby or warm-up promoted to active is handed over as
+			// any new active is (the model's rule); a copy it holds in
+			// any role needs no new start.
+			if (i == 0 && slices.Contains(m.target.Active, t)) || (i > 0 && m.holds(t)) {
 				continue
 			}
 			switch {

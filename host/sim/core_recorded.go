@@ -215,33 +215,60 @@ func (cw *coreWorld) onRecorded(run core.AssignorRun) bool {
 	return true
 }
 
-// latestMove is the recorded move of t at the latest recorded target
-// that moved t at or before now plus one heartbeat interval (core computes
-// a target at a heartbeat, and the replay's heartbeats are not in step
-// with the real ones: a target core computes up to an interval before the
-// real one stands for it); ok is false without one.
-func (cw *coreWorld) latestMove(t int32) (mv move, ok bool) {
-	for i := len(cw.sc.recorded) - 1; i >= 0; i-- {
-		r := &cw.sc.recorded[i]
-		if r.atMs > cw.now+cw.sc.heartbeatIntervalMs() {
-			continue
-		}
-		if mv, ok := r.moves[t]; ok {
-			return mv, true
+// pairMove pairs core's move of t to the member labelled label, in the
+// target it installs now, with a recorded move of t to the same member:
+// the latest recorded target moving t at or before now plus one
+// heartbeat interval (core computes a target at a heartbeat, and the
+// replay's heartbeats are not in step with the real ones), else the next
+// one after it, when it gave t to that member. The move's delays are
+// taken from core's target (shifted by the difference of the two
+// targets' times): its new owner's hand-over (readyAtFor), its previous
+// owner's stop and its grant (revoked).
+func (cw *coreWorld) pairMove(t int32, label string) {
+	delete(cw.paired, t)
+	rs := cw.sc.recorded
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].atMs > cw.now+cw.sc.heartbeatIntervalMs() })
+	for j := i - 1; j >= 0; j-- { // the latest before
+		if mv, ok := rs[j].moves[t]; ok {
+			if mv.member == label {
+				cw.paired[t] = shifted(mv, cw.now-rs[j].atMs)
+				return
+			}
+			break
 		}
 	}
-	return move{}, false
+	for ; i < len(rs); i++ { // the next after
+		if mv, ok := rs[i].moves[t]; ok {
+			if mv.member == label {
+				cw.paired[t] = shifted(mv, cw.now-rs[i].atMs)
+			}
+			return
+		}
+	}
+}
+
+// shifted is mv with its times moved by d.
+func shifted(mv move, d int64) move {
+	for _, at := range []*int64{&mv.grantAt, &mv.readyAt} {
+		if *at >= 0 {
+			*at += d
+		}
+	}
+	if mv.from != "" {
+		mv.stopAt += d
+	}
+	return mv
 }
 
 // readyAtFor is when m, taking active task t at now, can run it:
-// handOver later, or when the recording says, for a task the latest
-// recorded target moving it gave to m (counted as recorded or modelled
+// handOver later, or at the recorded hand-over of the recorded move
+// paired with core's move of t to m (counted as recorded or modelled
 // hand-overs when the scenario has recorded inputs).
 func (cw *coreWorld) readyAtFor(m *member, t int32, handOver int64) int64 {
 	if len(cw.sc.recorded) == 0 {
 		return cw.now + handOver
 	}
-	if mv, ok := cw.latestMove(t); ok && mv.member == m.label && mv.readyAt >= 0 {
+	if mv, ok := cw.paired[t]; ok && mv.member == m.label && mv.readyAt >= 0 {
 		cw.out.Totals.RecordedHandOvers++
 		return max(mv.readyAt, cw.now)
 	}
@@ -256,20 +283,19 @@ type revoking struct {
 	untilMs int64
 }
 
-// revoked applies the recording to active task t, which m gives up at
-// now, when the latest recorded target moving t is this move — it gave t
-// to the member core's target gives it to (its grant), or took it from m
-// (its stop). m's process runs t until the recorded stop, when that is
-// later; and m acknowledges the revocation — its heartbeats leave t out —
-// no earlier than that stop and one heartbeat interval before the
-// recorded grant, so that core hands t to its new owner, at that owner's
-// next heartbeat, when the real group did. Counted as recorded or
-// modelled grants, and recorded stops.
+// revoked applies the recorded move paired with core's move of active
+// task t (pairMove), which m gives up at now: when the recording says m
+// was its previous owner, m's process runs t until the recorded stop,
+// when that is later; and m acknowledges the revocation — its heartbeats
+// leave t out — no earlier than that stop and one heartbeat interval
+// before the recorded grant, so that core hands t to its new owner, at
+// that owner's next heartbeat, when the real group did. Counted as
+// recorded or modelled grants, and recorded stops.
 func (cw *coreWorld) revoked(m *member, t int32) {
 	if len(cw.sc.recorded) == 0 {
 		return
 	}
-	mv, ok := cw.latestMove(t)
+	mv, ok := cw.paired[t]
 	owner, has := cw.owner[t]
 	until := int64(-1)
 	if ok && has && mv.member == cw.labelOf[owner] && mv.grantAt >= 0 {
