@@ -128,7 +128,7 @@ func medianRows(rows []simRow) []simRow {
 	var out []simRow
 	for _, run := range []string{"roll", "scale-out"} {
 		for _, a := range []string{"sticky", "ha"} {
-			var real, sim []float64
+			var real, sim, model []float64
 			m := simRow{run: run, assignor: a}
 			for _, r := range rows {
 				if r.run != run || r.assignor != a {
@@ -137,7 +137,11 @@ func medianRows(rows []simRow) []simRow {
 				if r.simErr != "" {
 					m.simErr = r.simErr
 				}
-				real, sim = append(real, r.realUnavail), append(sim, r.simUnavail)
+				if r.model.err != "" {
+					m.model.err = r.model.err
+				}
+				real, sim, model = append(real, r.realUnavail), append(sim, r.simUnavail), append(model, r.model.unavail)
+				m.model.moved += r.model.moved
 				m.realMoved, m.simMoved = m.realMoved+r.realMoved, m.simMoved+r.simMoved
 				m.modelMoved, m.inputs = m.modelMoved+r.modelMoved, m.inputs+r.inputs
 				for i, d := range r.delays {
@@ -148,7 +152,7 @@ func medianRows(rows []simRow) []simRow {
 			if m.rep == 0 {
 				continue
 			}
-			m.realUnavail, m.simUnavail = medianF(real), medianF(sim)
+			m.realUnavail, m.simUnavail, m.model.unavail = medianF(real), medianF(sim), medianF(model)
 			out = append(out, m)
 		}
 	}
@@ -1032,6 +1036,9 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		"grant_ms":          roundTick(m.grant),
 		"grant_first_ms":    roundTick(m.grantFirst),
 		"session_timeout_s": float64(sessionMs) / 1000,
+		// The members' heartbeat interval: the core engine's clients
+		// heartbeat at it (the model's timing takes grant_ms instead).
+		"heartbeat_interval_ms": num("streams.heartbeat.interval.ms", 5000),
 		"subtopologies": []map[string]any{
 			{"id": "0", "partitions": aggApp.partitions, "stateful": false},
 			{"id": "1", "partitions": aggApp.partitions, "stateful": true},
@@ -1462,6 +1469,19 @@ type simRow struct {
 	// match says how the simulated tasks moved compare (markMatches):
 	// "equal", "in range a–b" (the real repetitions' range) or "no".
 	match string
+	// model is the same replay on the model engine (the figures above
+	// are the core engine's, and the ones the check judges).
+	model simEngine
+}
+
+// simEngine is a replay's figures on the model engine: tasks moved (per
+// rebalance), how they compare (markMatches) and unavailable task-seconds.
+type simEngine struct {
+	moved   int
+	per     []int
+	unavail float64
+	match   string
+	err     string
 }
 
 // markMatches sets each row's match: the simulated tasks moved of a
@@ -1479,48 +1499,54 @@ func markMatches(rows []simRow) {
 		}
 		lo[k], hi[k] = min(lo[k], r.realMoved), max(hi[k], r.realMoved)
 	}
-	for i := range rows {
-		r := &rows[i]
+	match := func(r *simRow, moved int, err string) string {
 		k := r.run + "/" + r.assignor
 		switch {
-		case r.simErr != "":
-			r.match = "no"
-		case r.simMoved == r.realMoved:
-			r.match = "equal"
-		case r.simMoved >= lo[k] && r.simMoved <= hi[k]:
-			r.match = fmt.Sprintf("in range %d–%d", lo[k], hi[k])
-		default:
-			r.match = "no"
+		case err != "":
+			return "no"
+		case moved == r.realMoved:
+			return "equal"
+		case moved >= lo[k] && moved <= hi[k]:
+			return fmt.Sprintf("in range %d–%d", lo[k], hi[k])
 		}
+		return "no"
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.match = match(r, r.simMoved, r.simErr)
+		r.model.match = match(r, r.model.moved, r.model.err)
 	}
 }
 
-// compareSimRun writes the derived scenario, runs `coordhost simulate` on
-// it with the same assignor plugin and reads its totals; and the same
-// without the recorded inputs (the offset-reporting model's inputs), for
-// its tasks moved.
+// compareSimRun writes the derived scenario and runs `coordhost
+// simulate` on it with the same assignor plugin, on the core engine (the
+// figures the check judges) and on the model engine (the second column);
+// and on the core engine without the recorded inputs (the
+// offset-reporting model's inputs), for its tasks moved.
 func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simModel) simRow {
 	t.Helper()
 	row := simRow{run: r.Run, assignor: r.Assignor, rep: r.Rep, realUnavail: r.realUnavailable()}
 	row.realMoved, row.realPer = r.realMoved()
 	row.inputs = len(r.recordedInputs(r.windowStart()))
 	base := filepath.Join(dir, r.name())
-	a, err := runSim(t, r, m, true, base, filepath.Join(plugins, "assignor-"+r.Assignor+".wasm"))
+	plugin := filepath.Join(plugins, "assignor-"+r.Assignor+".wasm")
+	if a, err := runSim(t, r, m, true, "model", base, plugin); err != nil {
+		t.Logf("%s %s, model engine: %v", r.Run, r.Assignor, err)
+		row.model.err = err.Error()
+	} else {
+		row.model.moved, row.model.per, row.model.unavail = a.Totals.TasksMoved, a.movedPer(), a.UnavailableTaskS
+	}
+	a, err := runSim(t, r, m, true, "core", base, plugin)
 	if err != nil {
 		t.Errorf("%s %s: %v", r.Run, r.Assignor, err)
 		row.simErr = err.Error()
 		return row
 	}
-	row.simMoved, row.simUnavail = a.Totals.TasksMoved, a.UnavailableTaskS
+	row.simMoved, row.simUnavail, row.simPer = a.Totals.TasksMoved, a.UnavailableTaskS, a.movedPer()
 	row.delays = [5]int{a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers, a.Totals.RecordedStops}
-	for _, rb := range a.Rebalances {
-		if !rb.Baseline {
-			row.simPer = append(row.simPer, rb.TasksMoved)
-		}
-	}
 	row.modelMoved = row.simMoved
 	if row.inputs > 0 {
-		a, err := runSim(t, r, m, false, base+".model", filepath.Join(plugins, "assignor-"+r.Assignor+".wasm"))
+		a, err := runSim(t, r, m, false, "core", base+".model", plugin)
 		if err != nil {
 			t.Errorf("%s %s, the model's inputs: %v", r.Run, r.Assignor, err)
 			row.simErr = err.Error()
@@ -1529,6 +1555,17 @@ func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simMode
 		row.modelMoved = a.Totals.TasksMoved
 	}
 	return row
+}
+
+// movedPer are the tasks moved of each rebalance after the baseline.
+func (a simAssignorReport) movedPer() []int {
+	var out []int
+	for _, rb := range a.Rebalances {
+		if !rb.Baseline {
+			out = append(out, rb.TasksMoved)
+		}
+	}
+	return out
 }
 
 // simAssignorReport is the part of an assignor's report in `coordhost
@@ -1543,6 +1580,7 @@ type simAssignorReport struct {
 		RecordedStops     int `json:"recorded_stops"`
 	} `json:"totals"`
 	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
+	Error            string  `json:"error"`
 	Rebalances       []struct {
 		Baseline   bool `json:"baseline"`
 		TasksMoved int  `json:"tasks_moved"`
@@ -1550,9 +1588,10 @@ type simAssignorReport struct {
 }
 
 // runSim writes r's derived scenario (with or without its recorded
-// inputs) to base.scenario.json and runs `coordhost simulate` on it with
-// the assignor plugin, its report in base.sim.json.
-func runSim(t *testing.T, r *simRecording, m simModel, recorded bool, base, plugin string) (simAssignorReport, error) {
+// inputs) to base.scenario.json and runs `coordhost simulate --engine
+// engine` on it with the assignor plugin, its report in
+// base.ENGINE.sim.json.
+func runSim(t *testing.T, r *simRecording, m simModel, recorded bool, engine, base, plugin string) (simAssignorReport, error) {
 	t.Helper()
 	sc, err := r.simScenario(m, recorded)
 	if err != nil {
@@ -1561,20 +1600,20 @@ func runSim(t *testing.T, r *simRecording, m simModel, recorded bool, base, plug
 	if err := os.WriteFile(base+".scenario.json", sc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(coordhostBinary(t), "simulate", "--scenario", base+".scenario.json",
-		"--assignor", plugin, "--json", base+".sim.json").CombinedOutput()
+	report := base + "." + engine + ".sim.json"
+	out, err := exec.Command(coordhostBinary(t), "simulate", "--engine", engine, "--scenario", base+".scenario.json",
+		"--plugin", plugin, "--json", report).CombinedOutput()
 	if err != nil {
-		return simAssignorReport{}, fmt.Errorf("coordhost simulate: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(base + ".sim.json")
-	if err != nil {
-		t.Fatal(err)
+		return simAssignorReport{}, fmt.Errorf("coordhost simulate --engine %s: %v\n%s", engine, err, out)
 	}
 	var rep struct {
 		Assignors []simAssignorReport `json:"assignors"`
 	}
-	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Assignors) != 1 {
-		t.Fatalf("%s: %v", base+".sim.json", err)
+	if data, err := os.ReadFile(report); err != nil || json.Unmarshal(data, &rep) != nil || len(rep.Assignors) != 1 {
+		t.Fatalf("%s: %v", report, err)
+	}
+	if e := rep.Assignors[0].Error; e != "" {
+		return rep.Assignors[0], fmt.Errorf("coordhost simulate --engine %s: %s", engine, e)
 	}
 	return rep.Assignors[0], nil
 }
@@ -1680,12 +1719,13 @@ func simRatio(sim, real float64) string {
 // formatSimTable renders rows as the Markdown table of docs/AB-TESTING.md.
 func formatSimTable(rows []simRow) string {
 	var b strings.Builder
-	b.WriteString("| run | assignor | # | recorded inputs | grants, hand-overs recorded (model's), stops recorded | tasks moved real / sim | match | per rebalance real / sim | sim, model's inputs | unavailable task-s real / sim | ratio sim/real |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | assignor | # | recorded inputs | grants, hand-overs recorded (model's), stops recorded | tasks moved real / core | match | per rebalance real / core | core, model's inputs | unavailable task-s real / core | ratio core/real | model engine: tasks moved, match | per rebalance | unavailable task-s | ratio model/real |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d), %d (%d), %d | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d), %d (%d), %d | %d / %d | %s | %v / %v | %d | %.1f / %.1f | %s | %d, %s | %v | %.1f | %s |\n", r.run, r.assignor, r.rep, r.inputs,
 			r.delays[0], r.delays[1], r.delays[2], r.delays[3], r.delays[4],
-			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail))
+			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail),
+			r.model.moved, r.model.match, r.model.per, r.model.unavail, simRatio(r.model.unavail, r.realUnavail))
 	}
 	return b.String()
 }

@@ -33,9 +33,8 @@ task-seconds without a caught-up active, balance over time. An assignor is
 a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file;
 --plugin takes .wasm files only. Assignors run in the order given.
 --engine core replays the scenario on the real coordinator, its members
-heartbeating in virtual time (starting assignments and recorded inputs
-are refused there); the default, model, is the simulator's own model of
-the group.
+heartbeating in virtual time; the default, model, is the simulator's own
+model of the group.
 With more than one --scenario, each file is one group of a fleet
 replayed against the same assignors: the report holds every group's and,
 per assignor, the fleet's sums and the number of groups where it left the

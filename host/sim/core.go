@@ -42,6 +42,9 @@ func RunCore(sc *Scenario, assignors []Assignor) (*Report, error) {
 	if err := coreSupports(sc); err != nil {
 		return nil, err
 	}
+	if err := coreSupportsRecorded(sc); err != nil {
+		return nil, err
+	}
 	r := &Report{Scenario: sc.Name, Seed: sc.Seed, DurationS: sc.DurationS, TickMs: sc.TickMs,
 		Tasks: int(abi.NewTaskSpace(sc.subs).Total()), RestorePerS: sc.State.RestorePerS, SharedRestore: sc.State.SharedRestore,
 		Engine: "core"}
@@ -58,10 +61,6 @@ func RunCore(sc *Scenario, assignors []Assignor) (*Report, error) {
 // coreSupports refuses what the core engine does not simulate.
 func coreSupports(sc *Scenario) error {
 	switch {
-	case len(sc.Initial) > 0:
-		return fmt.Errorf("initial: a starting assignment is %w", ErrCoreUnsupported)
-	case len(sc.RecordedInputs) > 0:
-		return fmt.Errorf("recorded_inputs: %w", ErrCoreUnsupported)
 	case !slices.IsSortedFunc(sc.subs, func(a, b abi.Subtopology) int { return strings.Compare(a.ID, b.ID) }):
 		return fmt.Errorf("subtopologies: ids not in sorted order are %w", ErrCoreUnsupported)
 	}
@@ -81,6 +80,14 @@ type coreWorld struct {
 	now     int64 // scenario time of the step in progress
 	reasons []string
 	err     error
+	// inPrelude: the members of the starting point are joining before
+	// 0 s (prelude); recReport: per member id, its last report carried
+	// the recording's offsets (recordedReports).
+	inPrelude bool
+	recReport map[string]bool
+	// paired are, per task core's targets moved, the recorded move
+	// paired with its latest move (pairMove).
+	paired map[int32]move
 	// live: every member took its part of the baseline target; the
 	// accounting starts (the model's starting point).
 	live bool
@@ -98,6 +105,9 @@ type coreClient struct {
 	sentRep int64 // reportAtMs of the last report it sent (reports), -1: none
 
 	classic *classicClient // on the classic protocol; nil: streams
+	// revoking are active tasks it was told to give up and still owns
+	// in its heartbeats until a recorded time (revoked).
+	revoking []revoking
 }
 
 func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
@@ -116,7 +126,7 @@ func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core engine: %w", err)
 	}
-	cw := &coreWorld{world: newWorld(sc, a), c: c, ts: abi.NewTaskSpace(sc.subs), byReq: map[core.RequestID]*coreClient{}}
+	cw := &coreWorld{world: newWorld(sc, a), c: c, ts: abi.NewTaskSpace(sc.subs), byReq: map[core.RequestID]*coreClient{}, recReport: map[string]bool{}, paired: map[int32]move{}}
 	for _, sub := range sc.subs {
 		cw.topics = append(cw.topics, core.TopicMetadata{Name: sourceTopic(sub.ID), ID: topicID(sourceTopic(sub.ID)), Partitions: sub.Partitions})
 		if sub.Stateful {
@@ -159,6 +169,9 @@ func (sc *Scenario) heartbeatIntervalMs() int64 {
 
 func (cw *coreWorld) run() AssignorReport {
 	steps := cw.sc.steps
+	if len(cw.sc.Initial) > 0 {
+		steps = cw.prelude(steps)
+	}
 	tick := cw.sc.TickMs
 	var carry int64
 	for now := int64(0); now < cw.sc.durationMs() && cw.err == nil; now += tick {
@@ -170,7 +183,7 @@ func (cw *coreWorld) run() AssignorReport {
 			steps = steps[1:]
 		}
 		cw.maybeRestart()
-		cw.report(now)
+		cw.reportRecorded(now)
 		cw.step(core.EndOffsets{Group: coreGroup, Ends: cw.hostEnds()})
 		for _, cl := range slices.Clone(cw.clients) {
 			if cl.classic == nil && cl.m.crashedMs < 0 && now >= cl.nextHB {
@@ -314,7 +327,7 @@ func (cw *coreWorld) event(e core.Event) {
 // is recorded as a rebalance.
 func (cw *coreWorld) runAssignor(run core.AssignorRun) {
 	req, ts := assign.ToABI(run)
-	resp, err := cw.a.Assign(req)
+	resp, err := cw.answer(req)
 	if err == nil {
 		err = abi.ValidateAssignment(req, resp)
 	}
@@ -364,7 +377,8 @@ func (cw *coreWorld) installed(run core.AssignorRun, epoch int32, req *abi.Assig
 	}
 	cw.reasons = nil
 	cw.epoch = epoch
-	rb := Rebalance{AtS: seconds(cw.now), Epoch: epoch, Reasons: nonNilStrings(reasons), Baseline: !cw.started,
+	baseline := !cw.started || cw.inPrelude
+	rb := Rebalance{AtS: seconds(cw.now), Epoch: epoch, Reasons: nonNilStrings(reasons), Baseline: baseline, RecordedInputs: cw.onRecorded(run),
 		Members: report.Members, Processes: report.Processes, Movement: report.Movement,
 		Balance: report.Balance, Standbys: report.Standbys, Warmups: report.Warmups}
 	rb.FromDeparted = cw.fromDeparted(req, resp)
@@ -374,12 +388,14 @@ func (cw *coreWorld) installed(run core.AssignorRun, epoch int32, req *abi.Assig
 			owner[t] = am.ID
 			if prev, ok := cw.owner[t]; ok && prev != am.ID && cw.started {
 				rb.TasksMoved++
+				cw.pairMove(t, cw.labelOf[am.ID])
 			}
 		}
 	}
 	cw.owner = owner
-	if !cw.started {
+	if baseline {
 		cw.started = true
+		cw.out.Rebalances = cw.out.Rebalances[:0] // the prelude's last target is the starting point
 	} else {
 		cw.out.Totals.add(rb)
 	}

@@ -32,7 +32,7 @@ func (cw *coreWorld) heartbeat(cl *coreClient) {
 		}
 		req.Topology = cw.topology()
 	}
-	req.ActiveTasks = cw.kmsgTasks(m.target.Active)
+	req.ActiveTasks = cw.kmsgTasks(cw.ownedActive(cl))
 	req.StandbyTasks = cw.kmsgTasks(m.target.Standby)
 	req.WarmupTasks = cw.kmsgTasks(m.target.Warmup)
 	cw.taskOffsets(cl, req)
@@ -170,7 +170,10 @@ func (cw *coreWorld) take(m *member, next abi.MemberAssignment) {
 	l := cw.local[m.process]
 	for i, set := range [][]int32{next.Active, next.Standby, next.Warmup} {
 		for _, t := range set {
-			if m.holds(t) {
+			// A standby or warm-up promoted to active is handed over as
+			// any new active is (the model's rule); a copy it holds in
+			// any role needs no new start.
+			if (i == 0 && slices.Contains(m.target.Active, t)) || (i > 0 && m.holds(t)) {
 				continue
 			}
 			switch {
@@ -182,10 +185,15 @@ func (cw *coreWorld) take(m *member, next abi.MemberAssignment) {
 					cw.readyAt[t] = cw.now
 				}
 			case i == 0:
-				cw.readyAt[t] = cw.now + handOver
+				cw.readyAt[t] = cw.readyAtFor(m, t, handOver)
 			default:
 				m.startAt[t] = cw.now + handOver
 			}
+		}
+	}
+	for _, t := range m.target.Active {
+		if cw.live && !slices.Contains(next.Active, t) {
+			cw.revoked(m, t)
 		}
 	}
 	m.target, m.owned = next, slices.Clone(next.Active)

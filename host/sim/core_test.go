@@ -130,7 +130,7 @@ func TestCoreEngineRefuses(t *testing.T) {
 		sc   *sim.Scenario
 		want string
 	}{
-		{leaveScenario(t, "events:", "initial:\n  - {member: a, active: [\"0_0\"]}\nevents:"), "initial: a starting assignment"},
+		{leaveScenario(t, "events:", "recorded_inputs:\n  - {at_s: 10, end_offsets: {}, processes: {}}\nevents:"), "recorded_inputs without reports"},
 	} {
 		_, err := sim.RunCore(tc.sc, builtins)
 		if !errors.Is(err, sim.ErrCoreUnsupported) || !strings.Contains(err.Error(), tc.want) {

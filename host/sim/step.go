@@ -253,10 +253,10 @@ func (w *world) baseline() {
 // members' tasks, nothing for the others.
 func (w *world) initial(req *abi.AssignRequest) *abi.AssignResponse {
 	resp := &abi.AssignResponse{Members: make([]abi.MemberAssignment, len(req.Members)), NextProbeMs: -1}
-	for i, m := range w.members {
+	for i, am := range req.Members {
 		resp.Members[i] = abi.MemberAssignment{Active: []int32{}, Standby: []int32{}, Warmup: []int32{}}
 		for _, im := range w.sc.Initial {
-			if im.Member != m.label {
+			if im.Member != w.labelOf[am.ID] {
 				continue
 			}
 			for _, name := range im.Active {

@@ -1,0 +1,200 @@
+package sim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/host/sim"
+)
+
+// recordedRuns are the scenarios of testdata/sim/recorded: each derived by
+// `make sim-validate` (interop/simvalidate_test.go) from a real run of the
+// interop app on Kafka 4.4 with coordhost in front, recorded on
+// 4 December 2026 at 14:45 UTC (RUNS=1, commit e3c7922), and the real
+// figures measured on that run: tasks moved per rebalance after the
+// baseline, and unavailable task-seconds.
+var recordedRuns = []struct {
+	file, assignor string
+	movedPer       []int
+	unavailableS   float64
+}{
+	{"roll-sticky.json", "sticky", []int{4, 4, 4, 4}, 12.6},
+	{"roll-ha.json", "ha", []int{8, 8, 8, 8}, 21.9},
+	{"scale-out-sticky.json", "sticky", []int{3, 2, 2}, 97.0},
+}
+
+// TestCoreEngineRecorded replays the recorded runs on the core engine, as
+// make sim-validate does with Kafka: the group starts from the recorded
+// starting point, the tasks moved equal the real ones rebalance by
+// rebalance, unavailable task-seconds are within sim-validate's ±30 % of
+// the real figure, the recorded hand-overs and grants are used, and the
+// report is byte-identical run to run.
+func TestCoreEngineRecorded(t *testing.T) {
+	for _, rr := range recordedRuns {
+		data := readScenario(t, "recorded/"+rr.file)
+		run := func() *sim.Report {
+			r, err := sim.RunCore(decode(t, rr.file, data), []sim.Assignor{assignorNamed(t, rr.assignor)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := r.Assignors[0].Error; e != "" {
+				t.Fatalf("%s: %s", rr.file, e)
+			}
+			return r
+		}
+		r := run()
+		a := r.Assignors[0]
+		if rb := a.Rebalances[0]; !rb.Baseline || rb.AtS != 0 {
+			t.Errorf("%s: first target %+v, want the starting point at 0 s", rr.file, rb)
+		}
+		var per []int
+		for _, rb := range a.Rebalances[1:] {
+			if rb.Baseline {
+				t.Errorf("%s: a second baseline at %v s", rr.file, rb.AtS)
+			}
+			per = append(per, rb.TasksMoved)
+		}
+		if !slices.Equal(per, rr.movedPer) {
+			t.Errorf("%s: tasks moved per rebalance %v, real %v", rr.file, per, rr.movedPer)
+		}
+		if u := a.UnavailableTaskS; u < rr.unavailableS*0.7 || u > rr.unavailableS*1.3 {
+			t.Errorf("%s: %v unavailable task-seconds, real %v (bar ±30 %%)", rr.file, u, rr.unavailableS)
+		}
+		if tt := a.Totals; tt.RecordedHandOvers == 0 || tt.RecordedGrants == 0 {
+			t.Errorf("%s: recorded hand-overs %d, grants %d: the recording's delays were not used", rr.file, tt.RecordedHandOvers, tt.RecordedGrants)
+		}
+		if !bytes.Equal(r.JSON(), run().JSON()) {
+			t.Errorf("%s: two replays differ", rr.file)
+		}
+	}
+}
+
+func assignorNamed(t *testing.T, name string) sim.Assignor {
+	t.Helper()
+	for _, a := range builtins {
+		if a.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("no built-in assignor %q", name)
+	return sim.Assignor{}
+}
+
+// TestCoreEngineRecordedInput: at the roll's first target after the
+// starting point (a member's leave) core hands the assignor exactly the
+// offsets the real coordhost handed it — the members' reports and the
+// host's end-offset reads carry the recorded values — and without the
+// recorded inputs it hands it others (the model's).
+func TestCoreEngineRecordedInput(t *testing.T) {
+	data := readScenario(t, "recorded/roll-sticky.json")
+	var file struct {
+		RecordedInputs []struct {
+			AtS        float64                     `json:"at_s"`
+			EndOffsets map[string]int64            `json:"end_offsets"`
+			Processes  map[string]map[string]int64 `json:"processes"`
+		} `json:"recorded_inputs"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	want := file.RecordedInputs[0]
+	firstAfterStart := func(data []byte) (ends map[string]int64, procs map[string]map[string]int64) {
+		var reqs []*abi.AssignRequest
+		capture := sim.Assignor{Name: "sticky", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			reqs = append(reqs, req)
+			return assignorNamed(t, "sticky").Assign(req)
+		}}
+		if _, err := sim.RunCore(decode(t, "roll", data), []sim.Assignor{capture}); err != nil {
+			t.Fatal(err)
+		}
+		// The starting point is core's target before 0 s, not the
+		// assignor's: its first run is the leave's.
+		if len(reqs) == 0 {
+			t.Fatal("no assignor run")
+		}
+		return inputOffsets(reqs[0])
+	}
+	ends, procs := firstAfterStart(data)
+	if !maps.Equal(ends, want.EndOffsets) {
+		t.Errorf("end offsets %v, recorded %v", ends, want.EndOffsets)
+	}
+	for p, offs := range want.Processes {
+		if !maps.Equal(procs[p], offs) {
+			t.Errorf("process %s: offsets %v, recorded %v", p, procs[p], offs)
+		}
+	}
+	var sc map[string]any
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	delete(sc, "recorded_inputs")
+	without, err := json.Marshal(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ends, _ := firstAfterStart(without); maps.Equal(ends, want.EndOffsets) {
+		t.Error("without the recorded inputs core hands the assignor the recorded end offsets too: the test cannot tell")
+	}
+}
+
+// inputOffsets are req's end offsets and, per process id, its members'
+// offsets, by task name.
+func inputOffsets(req *abi.AssignRequest) (ends map[string]int64, procs map[string]map[string]int64) {
+	space := abi.NewTaskSpace(req.Subtopologies)
+	name := func(task int32) string {
+		s, p := space.Locate(task)
+		return fmt.Sprintf("%s_%d", req.Subtopologies[s].ID, p)
+	}
+	ends, procs = map[string]int64{}, map[string]map[string]int64{}
+	for _, m := range req.Members {
+		for _, o := range m.TaskEndOffsets {
+			ends[name(o.Task)] = o.Offset
+		}
+		p := req.Processes[m.Process]
+		if procs[p] == nil {
+			procs[p] = map[string]int64{}
+		}
+		for _, o := range m.TaskOffsets {
+			procs[p][name(o.Task)] = o.Offset
+		}
+	}
+	return ends, procs
+}
+
+// TestCoreEngineInitial: with a starting point core starts from it, not
+// from the assignor's first target — a holds three of the four tasks and
+// b one, so b's leave moves one task (sticky would have split them two
+// and two, and moved two) — and the starting point's lags hold: with a
+// copy of 0_3 on a 4000 records behind, the task restores in 4 s on a,
+// without one in 10.
+func TestCoreEngineInitial(t *testing.T) {
+	for _, c := range []struct {
+		lags     string
+		restoreS float64
+	}{{"", 10}, {", lags: {\"0_3\": 4000}", 4}} {
+		sc := leaveScenario(t, "events:", `initial:
+  - {member: a, active: ["0_0", "0_1", "0_2"]`+c.lags+`}
+  - {member: b, active: ["0_3"]}
+events:`)
+		r, err := sim.RunCore(sc, builtins[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := r.Assignors[0]
+		if a.Error != "" || len(a.Rebalances) != 2 || !a.Rebalances[0].Baseline || a.Totals.TasksMoved != 1 {
+			t.Fatalf("lags %q: error %q, rebalances %+v", c.lags, a.Error, a.Rebalances)
+		}
+		// The leave's target comes at a's next heartbeat (within the
+		// 5 s interval), a takes the task in its response and restores
+		// it from there.
+		at := a.Rebalances[1].AtS
+		if want := at - 10 + c.restoreS; at <= 10 || at > 15 || a.UnavailableTaskS != want {
+			t.Errorf("lags %q: target at %v s, %v unavailable task-seconds, want %v", c.lags, at, a.UnavailableTaskS, want)
+		}
+	}
+}
