@@ -20,8 +20,8 @@ import (
 var errCaptured = errors.New("captured")
 
 // captureRequests replays the scenario file with the Go port and returns
-// the assignor's inputs at the given group epochs (the replay stops after
-// the last of them).
+// the assignor's inputs at the given group epochs, ascending (the first
+// run at each; the replay stops at the last of them).
 func captureRequests(t *testing.T, file string, epochs []int32) []*abi.AssignRequest {
 	t.Helper()
 	data, err := os.ReadFile(file)
@@ -35,8 +35,8 @@ func captureRequests(t *testing.T, file string, epochs []int32) []*abi.AssignReq
 	var got []*abi.AssignRequest
 	last := slices.Max(epochs)
 	rep := sim.Run(sc, []sim.Assignor{{Name: "ha", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
-		if slices.Contains(epochs, req.GroupEpoch) {
-			got = append(got, cloneRequest(req))
+		if slices.Contains(epochs, req.GroupEpoch) && (len(got) == 0 || got[len(got)-1].GroupEpoch != req.GroupEpoch) {
+			got = append(got, cloneRequest(req)) // a probe that changes nothing keeps the epoch: the first run only
 		}
 		if req.GroupEpoch >= last {
 			return nil, errCaptured
@@ -89,60 +89,68 @@ func processMoves(req *abi.AssignRequest, actives map[string][]string) (stateful
 	return stateful, stateless
 }
 
-// TestLargeGroupJava runs the inputs of the large-group scenario's
-// rebalances (an instance of 50 members crashed, back, and the first
-// redeployed instance down and back) through Kafka Streams 4.4.0's
-// HighAvailabilityTaskAssignor (interop/ha-parity, -plain) and checks the
-// Go port gives the same processes' actives and standby+warm-up sets, and
-// so moves as many tasks between processes. It takes minutes (the replay
-// and Kafka's assignor on 1,000 members and 10,000 tasks), so it runs
-// only with COORDHOST_HA_LARGE=1 (docs/AB-TESTING.md quotes its log).
-func TestLargeGroupJava(t *testing.T) {
+// TestScenariosJava runs the inputs of some rebalances of two realistic
+// scenarios through Kafka Streams 4.4.0's HighAvailabilityTaskAssignor
+// (interop/ha-parity, -plain) and checks the Go port gives the same
+// processes' actives and standby+warm-up sets, so moves as many tasks
+// between processes; it logs how many actives each moves between
+// processes. large-group: an instance of 50 members crashed (epoch 2),
+// back (3), the first redeployed instance down (4) and back (5);
+// scale-out-large: the scale-out (2) and probing rebalances after it.
+// It takes minutes (the 1,000-member replay and Kafka's assignor on
+// 10,000 tasks), so it runs only with COORDHOST_HA_LARGE=1
+// (docs/AB-TESTING.md quotes its log).
+func TestScenariosJava(t *testing.T) {
 	if os.Getenv("COORDHOST_HA_LARGE") != "1" {
 		t.Skip("set COORDHOST_HA_LARGE=1: minutes of replay and Java")
 	}
-	epochs := []int32{2, 3, 4, 5}
-	reqs := captureRequests(t, filepath.Join("..", "..", "testdata", "scenarios", "large-group.yaml"), epochs)
-	dir := t.TempDir()
-	cases := make([]parityCase, len(reqs))
-	procs := make([]map[string]string, len(reqs))
-	var files []string
-	for i, req := range reqs {
-		name := fmt.Sprintf("epoch-%d", req.GroupEpoch)
-		text, byUUID, err := javaInput(name, req)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+	for _, sc := range []struct {
+		file   string
+		epochs []int32
+	}{
+		{"scale-out-large", []int32{2, 3, 4, 5, 10, 20}},
+		{"large-group", []int32{2, 3, 4, 5}},
+	} {
+		reqs := captureRequests(t, filepath.Join("..", "..", "testdata", "scenarios", sc.file+".yaml"), sc.epochs)
+		for _, req := range reqs {
+			javaParity(t, fmt.Sprintf("%s-epoch-%d", sc.file, req.GroupEpoch), req)
 		}
-		cases[i], procs[i] = parityCase{name: name, req: req, java: text}, byUUID
-		path := filepath.Join(dir, name+".in")
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, path)
 	}
-	for i, c := range cases {
-		got := parseJava(t, testtool.JavaMain(t, harnessDir, harness, "-plain", files[i]))
-		want, ok := got[c.name]
-		if !ok {
-			t.Fatalf("%s: the harness gave cases %v", c.name, got)
-		}
-		want.procs = byRequestProcess(t, want.procs, procs[i])
-		compareParity(t, c, want)
-		javaActives := map[string][]string{}
-		for p, jp := range want.procs {
-			javaActives[p] = jp.active
-		}
-		r, err := ha.AssignProcesses(c.req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		goActives := map[string][]string{}
-		for _, pa := range r.Processes {
-			goActives[c.req.Processes[pa.Process]] = goTasks(c.req, pa.Active)
-		}
-		js, jl := processMoves(c.req, javaActives)
-		gs, gl := processMoves(c.req, goActives)
-		t.Logf("%s: %d members on %d processes; actives moved between processes: Kafka %d stateful + %d stateless, Go port %d + %d; probing %v",
-			c.name, len(c.req.Members), len(want.procs), js, jl, gs, gl, want.probing)
+}
+
+// javaParity runs req through the Java harness, compares the Go port's
+// result with it and logs both sides' moves between processes.
+func javaParity(t *testing.T, name string, req *abi.AssignRequest) {
+	t.Helper()
+	text, byUUID, err := javaInput(name, req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
+	path := filepath.Join(t.TempDir(), name+".in")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := parseJava(t, testtool.JavaMain(t, harnessDir, harness, "-plain", path))
+	want, ok := got[name]
+	if !ok {
+		t.Fatalf("%s: the harness gave cases %v", name, got)
+	}
+	want.procs = byRequestProcess(t, want.procs, byUUID)
+	c := parityCase{name: name, req: req, java: text}
+	compareParity(t, c, want)
+	r, err := ha.AssignProcesses(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	javaActives, goActives := map[string][]string{}, map[string][]string{}
+	for p, jp := range want.procs {
+		javaActives[p] = jp.active
+	}
+	for _, pa := range r.Processes {
+		goActives[req.Processes[pa.Process]] = goTasks(req, pa.Active)
+	}
+	js, jl := processMoves(req, javaActives)
+	gs, gl := processMoves(req, goActives)
+	t.Logf("%s: %d members on %d processes; actives moved between processes: Kafka %d stateful + %d stateless, Go port %d + %d; probing %v",
+		name, len(req.Members), len(want.procs), js, jl, gs, gl, want.probing)
 }
