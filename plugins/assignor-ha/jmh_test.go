@@ -71,26 +71,12 @@ func TestJMH(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
 	for i := range shapes {
-		c := &shapes[i]
-		text, procs, err := javaInput(c.name, c.req)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		c.java = text
-		path := filepath.Join(dir, c.name+".in")
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		c, want, path := javaPlain(t, dir, shapes[i].name, shapes[i].req)
+		shapes[i] = c
 		files = append(files, path)
 		// Same work on both sides: Kafka's assignment of the file is the
 		// Go port's.
-		got := parseJava(t, testtool.JavaMain(t, harnessDir, harness, "-plain", path))
-		want, ok := got[c.name]
-		if !ok || len(got) != 1 {
-			t.Fatalf("%s: the harness gave cases %v", c.name, got)
-		}
-		want.procs = byRequestProcess(t, want.procs, procs)
-		if compareParity(t, *c, want); t.Failed() {
+		if compareParity(t, c, want); t.Failed() {
 			t.Fatalf("%s: the Go port and Kafka's assignor differ, so their times would not compare", c.name)
 		}
 	}
@@ -215,6 +201,29 @@ func javaInput(name string, req *abi.AssignRequest) (text string, procs map[stri
 	b.WriteString(offsets.String())
 	b.WriteString("end\n")
 	return b.String(), procs, nil
+}
+
+// javaPlain writes req as case name of the harness's input format to
+// dir/name.in and runs Kafka's assignor on it with plain ClientState
+// objects (-plain). It returns the case, Kafka's result keyed by the
+// request's process ids, and the file.
+func javaPlain(t *testing.T, dir, name string, req *abi.AssignRequest) (parityCase, javaCase, string) {
+	t.Helper()
+	text, procs, err := javaInput(name, req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	path := filepath.Join(dir, name+".in")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := parseJava(t, testtool.JavaMain(t, harnessDir, harness, "-plain", path))
+	want, ok := got[name]
+	if !ok || len(got) != 1 {
+		t.Fatalf("%s: the harness gave cases %v", name, got)
+	}
+	want.procs = byRequestProcess(t, want.procs, procs)
+	return parityCase{name: name, req: req, java: text}, want, path
 }
 
 // byRequestProcess re-keys the harness's per-process results from the
