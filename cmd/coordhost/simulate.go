@@ -24,7 +24,7 @@ func init() {
 	commands["simulate"] = func(args []string) int { return simulateCommand(args, os.Stdout, os.Stderr) }
 }
 
-const simulateUsage = `usage: coordhost simulate --scenario FILE [--scenario FILE ...] [--seed N] --assignor A|--plugin A.wasm [--assignor B|--plugin B.wasm ...] [--engine model|core] [--json FILE] [--html FILE]
+const simulateUsage = `usage: coordhost simulate --scenario FILE [--scenario FILE ...] [--seed N] --assignor A|--plugin A.wasm [--assignor B|--plugin B.wasm ...] [--engine core|model] [--json FILE] [--html FILE]
 
 Replays the streams group scenario in FILE (YAML or JSON; format:
 docs/AB-TESTING.md, "Simulating a group's life") against each assignor and
@@ -32,9 +32,11 @@ compares them: rebalances, tasks moved, warm and cold hand-overs,
 task-seconds without a caught-up active, balance over time. An assignor is
 a built-in name (sticky, ha; or builtin:NAME) or a .wasm plugin file;
 --plugin takes .wasm files only. Assignors run in the order given.
---engine core replays the scenario on the real coordinator, its members
-heartbeating in virtual time; the default, model, is the simulator's own
-model of the group.
+By default (--engine core) the scenario is replayed on coordhost's own
+coordinator, its members Kafka Streams clients heartbeating in virtual
+time; --engine model replays it on the simulator's own model of the
+group instead: an approximation, much faster on large groups, whose
+differences from the real coordinator docs/AB-TESTING.md lists.
 With more than one --scenario, each file is one group of a fleet
 replayed against the same assignors: the report holds every group's and,
 per assignor, the fleet's sums and the number of groups where it left the
@@ -84,7 +86,7 @@ func simulateCommand(args []string, stdout, stderr io.Writer) int {
 	htmlOut := fs.String("html", "", "write the HTML report to this file (- for standard output)")
 	deadline := fs.Duration("deadline", 10*time.Second, "per-call deadline of a .wasm plugin")
 	pages := fs.Uint("memory-pages", 1024, "linear memory limit of a .wasm plugin, in 64 KiB pages")
-	engine := fs.String("engine", "model", "model: the simulator's own model of the group; core: the real coordinator with heartbeating members")
+	engine := fs.String("engine", "core", "core: the real coordinator with heartbeating members; model: the simulator's own model of the group (faster, an approximation)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, simulateUsage+"\nflags:\n")
 		fs.PrintDefaults()

@@ -41,7 +41,7 @@ func TestSimulateCoreEngineWasm(t *testing.T) {
 	}
 }
 
-// TestSimulateEngineFlag: --engine takes model or core; core runs the
+// TestSimulateEngineFlag: --engine takes core (the default) or model; core runs the
 // migration roll (what it refuses is TestCoreEngineRefuses's, host/sim).
 func TestSimulateEngineFlag(t *testing.T) {
 	code, out, errs := runSimulate(t, "--engine", "core", "--scenario", "../../testdata/sim/leave.yaml", "--assignor", "sticky")
@@ -50,6 +50,17 @@ func TestSimulateEngineFlag(t *testing.T) {
 	}
 	if code, _, errs := runSimulate(t, "--engine", "other", "--scenario", "../../testdata/sim/leave.yaml", "--assignor", "sticky"); code != 2 || !strings.Contains(errs, "usage:") {
 		t.Fatalf("--engine other: exit %d\n%s", code, errs)
+	}
+	// Without --engine the replay is on core; --engine model is the model's.
+	for _, c := range []struct {
+		args   []string
+		engine string
+	}{{nil, `"engine": "core"`}, {[]string{"--engine", "model"}, ""}} {
+		args := append([]string{"--scenario", "../../testdata/sim/leave.yaml", "--assignor", "sticky", "--json", "-"}, c.args...)
+		code, out, errs := runSimulate(t, args...)
+		if code != 0 || (c.engine != "" && !strings.Contains(out, c.engine)) || (c.engine == "" && strings.Contains(out, `"engine"`)) {
+			t.Fatalf("%v: exit %d, want engine %q\n%s%s", c.args, code, c.engine, out, errs)
+		}
 	}
 	// The migration roll (classic members, a coordhost restart) runs on core.
 	code, out, errs = runSimulate(t, "--engine", "core", "--scenario", "../../testdata/scenarios/migration-roll.yaml", "--assignor", "sticky")
