@@ -71,7 +71,9 @@ func (b reconcileStep) build(subChanged bool) *consumerMember {
 			}
 			return nil
 		}
-		return b.computeNext(min(m.epoch+1, target))
+		// At its own epoch, as Kafka 4.4 (3.x used epoch + 1): a member
+		// that must revoke more for a newer target stays where it is.
+		return b.computeNext(m.epoch)
 	case memberUnreleasedTasks:
 		return b.computeNext(m.epoch)
 	default: // a state this version does not know: start over if the member owns nothing

@@ -81,6 +81,42 @@ func TestConsumerJoinAndRevocation(t *testing.T) {
 	h.checkReplay()
 }
 
+// TestConsumerRevokeAgainKeepsEpoch: a member that acknowledges its
+// revocation while a newer target asks it to revoke more stays at its
+// epoch (Kafka 4.4's CurrentAssignmentBuilder reconciles an
+// UNREVOKED_PARTITIONS member at its own epoch; Kafka 3.x used epoch + 1).
+func TestConsumerRevokeAgainKeepsEpoch(t *testing.T) {
+	h := newCHarness(t, consumerTestConfig())
+	r1 := h.hb(joinReq("g", "m1", "a", "b"))
+	h.hb(joinReq("g", "m2", "a", "b"))
+	r1 = h.hb(ackReq("g", "m1", 1, r1.Assignment.Topics))
+	g := h.group("g")
+	if r1.MemberEpoch != 1 || g.members["m1"].state != memberUnrevokedTasks || fmtAssignment(r1.Assignment) != "a:[0 2] b:[0]" {
+		t.Fatalf("m1 revoke: epoch %d state %s assignment %s", r1.MemberEpoch, consumerStateName(g.members["m1"].state), fmtAssignment(r1.Assignment))
+	}
+	// A third member moves the target on (epoch 3): a:2 goes to m3.
+	h.hb(joinReq("g", "m3", "a", "b"))
+	if g.assignmentEpoch != 3 {
+		t.Fatalf("assignment epoch %d", g.assignmentEpoch)
+	}
+	// m1 revoked what it was asked to; it still owns a:2, which the new
+	// target takes from it: revoking again, at its epoch 1.
+	r1 = h.hb(ackReq("g", "m1", 1, r1.Assignment.Topics))
+	m1 := g.members["m1"]
+	if r1.MemberEpoch != 1 || m1.epoch != 1 || m1.prevEpoch != 1 || m1.state != memberUnrevokedTasks || fmtAssignment(r1.Assignment) != "a:[0] b:[0]" {
+		t.Fatalf("m1 revoke again: response epoch %d, member epoch %d previous %d state %s assignment %s",
+			r1.MemberEpoch, m1.epoch, m1.prevEpoch, consumerStateName(m1.state), fmtAssignment(r1.Assignment))
+	}
+	checkOwners(t, g)
+	// Once a:2 is revoked too, m1 reaches the target epoch with a:3 back.
+	r1 = h.hb(ackReq("g", "m1", 1, r1.Assignment.Topics))
+	if r1.MemberEpoch != 3 || g.members["m1"].state != memberStable || fmtAssignment(r1.Assignment) != "a:[0 3] b:[0]" {
+		t.Fatalf("m1 final: epoch %d state %s assignment %s", r1.MemberEpoch, consumerStateName(g.members["m1"].state), fmtAssignment(r1.Assignment))
+	}
+	checkOwners(t, g)
+	h.checkReplay()
+}
+
 // TestConsumerLeaveAndSessionTimeout: a leave (-1) and a session timeout
 // both remove the member and bump the group epoch; the remaining member
 // gets the freed partitions on its next heartbeat.
