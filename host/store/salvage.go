@@ -66,6 +66,9 @@ func Salvage(path string) (out *Salvaged, err error) {
 		}
 		sort.SliceStable(out.Records, func(i, j int) bool { return out.Records[i].Seq < out.Records[j].Seq })
 	}()
+	if err := salvageMeta(path); err != nil {
+		out.Unreadable = err
+	}
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store %s: locked by another process (stop coordhost before repairing its store)", path)
@@ -155,6 +158,23 @@ func Salvage(path string) (out *Salvaged, err error) {
 		out.Unreadable = err
 	}
 	return out, nil
+}
+
+// salvageMeta says why the meta pages of the file at path cannot be
+// trusted (metaDamage): bbolt then reads the file as of an earlier
+// transaction, so what later ones wrote is lost, its count unknown, and
+// a record may be kept at an earlier value.
+func salvageMeta(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := metaDamage(f); err != nil {
+		return fmt.Errorf("%v: the file is read as of an earlier transaction; what later ones wrote is lost "+
+			"(its count is unknown) and a record may be kept at an earlier value", err)
+	}
+	return nil
 }
 
 // salvageLogs is Salvage of a store of format 4 (it reports false for

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -280,27 +281,46 @@ func (s *Store) checkPageSpans(tx *bolt.Tx) error {
 	return nil
 }
 
-// checkMetaPages refuses a file whose two meta pages do not say they
-// are meta pages 0 and 1: bbolt opens such a file from the other meta
-// page, and its consistency check then panics on a goroutine of its own.
-// A meta page torn by a crash keeps its header and only fails its
-// checksum, which bbolt handles by using the other one.
+// checkMetaPages refuses a file whose two meta pages do not both verify
+// (metaDamage).
 func checkMetaPages(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", path, err)
 	}
 	defer f.Close()
-	const metaMagic, metaFlag = 0xED0CDAED, 0x04
-	buf := make([]byte, 64)
+	if err := metaDamage(f); err != nil {
+		return fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, err, repairHint)
+	}
+	return nil
+}
+
+// metaDamage says what is wrong with the two meta pages of the bbolt
+// file f, nil when both verify. A meta page that does not say it is
+// meta page 0 or 1 makes bbolt open the file from the other one, and its
+// consistency check then panics on a goroutine of its own. One that
+// fails its checksum (FNV-1a over its fields) makes bbolt open the other
+// one silently: bbolt writes the two in turn, so that is the state before
+// the last transaction, without acknowledged records. A crash during a
+// meta write cannot leave a page failing its checksum: the page header
+// and the meta fields lie in its first 80 bytes, inside one disk sector,
+// which a drive writes whole, and bbolt fsyncs the data before the meta.
+func metaDamage(f *os.File) error {
+	const metaMagic, metaFlag, metaStart, sumAt = 0xED0CDAED, 0x04, 16, 72
+	buf := make([]byte, 80)
 	pageSize := int64(os.Getpagesize())
 	for id := int64(0); id < 2; id++ {
 		if _, err := f.ReadAt(buf, id*pageSize); err != nil {
-			return fmt.Errorf("store %s: %w: reading meta page %d: %v %s", path, ErrCorrupt, id, err, repairHint)
+			return fmt.Errorf("reading meta page %d: %v", id, err)
 		}
 		pid, flags := binary.LittleEndian.Uint64(buf), binary.LittleEndian.Uint16(buf[8:])
 		if pid != uint64(id) || flags != metaFlag || binary.LittleEndian.Uint32(buf[16:]) != metaMagic {
-			return fmt.Errorf("store %s: %w: meta page %d is damaged (id %d, flags %#x) %s", path, ErrCorrupt, id, pid, flags, repairHint)
+			return fmt.Errorf("meta page %d is damaged (id %d, flags %#x)", id, pid, flags)
+		}
+		h := fnv.New64a()
+		h.Write(buf[metaStart:sumAt])
+		if h.Sum64() != binary.LittleEndian.Uint64(buf[sumAt:]) {
+			return fmt.Errorf("meta page %d fails its checksum (bbolt would read the state before the last write)", id)
 		}
 		if id == 0 {
 			if ps := int64(binary.LittleEndian.Uint32(buf[24:])); ps >= 512 && ps <= 1<<16 && ps&(ps-1) == 0 {
