@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -289,8 +290,48 @@ func checkMetaPages(path string) error {
 		return fmt.Errorf("store %s: %w", path, err)
 	}
 	defer f.Close()
-	if err := metaDamage(f); err != nil {
+	err = metaDamage(f)
+	if err == nil {
+		err = freelistDamage(f)
+	}
+	if err != nil {
 		return fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, err, repairHint)
+	}
+	return nil
+}
+
+// freelistDamage says what is wrong with the header of the free-page
+// list's page that the newer meta page of f names: bbolt's consistency
+// check reads that page on a goroutine of its own, where a page that
+// does not identify as itself is a panic no one can recover. (Every
+// other page it reads, the walk of the buckets at open reads first.)
+// Call it after metaDamage.
+func freelistDamage(f *os.File) error {
+	const freelistFlag, noFreelist = 0x10, ^uint64(0)
+	var metas [2][80]byte
+	for id := range metas {
+		if _, err := f.ReadAt(metas[id][:], int64(id)*int64(os.Getpagesize())); err != nil {
+			return err
+		}
+	}
+	pageSize := int64(binary.LittleEndian.Uint32(metas[0][24:]))
+	m := metas[0][:]
+	if binary.LittleEndian.Uint64(metas[1][64:]) > binary.LittleEndian.Uint64(m[64:]) { // txid
+		m = metas[1][:]
+	}
+	id := binary.LittleEndian.Uint64(m[48:])
+	if id == noFreelist {
+		return nil
+	}
+	var h [16]byte
+	if pageSize < 512 || id > uint64(math.MaxInt64/pageSize) {
+		return fmt.Errorf("the free-page list is at page %d, past any file", id)
+	}
+	if _, err := f.ReadAt(h[:], int64(id)*pageSize); err != nil {
+		return fmt.Errorf("reading the free-page list's page %d: %v", id, err)
+	}
+	if pid, flags := binary.LittleEndian.Uint64(h[:]), binary.LittleEndian.Uint16(h[8:]); pid != id || flags&freelistFlag == 0 {
+		return fmt.Errorf("the free-page list's page %d is damaged (id %d, flags %#x)", id, pid, flags)
 	}
 	return nil
 }
