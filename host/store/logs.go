@@ -61,9 +61,10 @@ func splitEntry(raw []byte) (key, value []byte, err error) {
 	return raw[entryHeader : entryHeader+n], raw[entryHeader+n:], nil
 }
 
-// decodeEntry is the Entry of log entry raw at seqKey, copied out of
-// the transaction's memory in one allocation.
-func (s *Store) decodeEntry(p int, seqKey, raw []byte) (Entry, error) {
+// decodeEntry is the Entry of log entry raw at seqKey. Its Key and
+// Value are raw's bytes, the transaction's memory, when lend is set, and
+// otherwise a copy of them in one allocation.
+func (s *Store) decodeEntry(p int, seqKey, raw []byte, lend bool) (Entry, error) {
 	if len(seqKey) != 8 {
 		return Entry{}, s.corrupt(fmt.Sprintf("partition %d: log key of %d bytes", p, len(seqKey)))
 	}
@@ -72,17 +73,21 @@ func (s *Store) decodeEntry(p int, seqKey, raw []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, s.corrupt(fmt.Sprintf("partition %d sequence %d: %v", p, seq, err))
 	}
+	if lend {
+		return Entry{Seq: seq, Key: k[:len(k):len(k)], Value: v[:len(v):len(v)]}, nil
+	}
 	kv := make([]byte, len(k)+len(v))
 	copy(kv, k)
 	copy(kv[len(k):], v)
 	return Entry{Seq: seq, Key: kv[:len(k):len(k)], Value: kv[len(k):]}, nil
 }
 
-// replayLog calls fn for every entry of partition p's log, in order.
-func (s *Store) replayLog(tx *bolt.Tx, p int, fn func(Entry) error) error {
+// replayLog calls fn for every entry of partition p's log, in order,
+// lending it the transaction's memory when lend is set.
+func (s *Store) replayLog(tx *bolt.Tx, p int, lend bool, fn func(Entry) error) error {
 	c := tx.Bucket(bucketLogs).Bucket(partName(p)).Cursor()
 	for k, raw := c.First(); k != nil; k, raw = c.Next() {
-		e, err := s.decodeEntry(p, k, raw)
+		e, err := s.decodeEntry(p, k, raw, lend)
 		if err != nil {
 			return err
 		}
@@ -116,7 +121,7 @@ func (s *Store) replayLogs(tx *bolt.Tx, fn func(Entry) error) error {
 			}
 		}
 		h := heads[min]
-		e, err := s.decodeEntry(h.p, h.k, h.raw)
+		e, err := s.decodeEntry(h.p, h.k, h.raw, false)
 		if err != nil {
 			return err
 		}
