@@ -181,11 +181,23 @@ func salvageMeta(path string) error {
 // another format): every log entry whose checksum verifies and whose key
 // the keys index names under the entry's sequence number is kept. Each
 // partition's log, and the keys index, is read on its own, so that one
-// damaged part does not hide the others.
+// damaged part does not hide the others; every log under the logs
+// bucket is read, whatever partition count the meta bucket says. A key
+// the keys index names whose entry was neither kept nor dropped (its
+// log, or its part of it, is gone) is listed as dropped too.
 func salvageLogs(db *bolt.DB, out *Salvaged) bool {
 	logs := false
+	var parts []uint32
 	_ = db.View(func(tx *bolt.Tx) error {
-		logs = tx.Bucket(bucketLogs) != nil
+		root := tx.Bucket(bucketLogs)
+		if logs = root != nil; logs {
+			_ = root.ForEachBucket(func(name []byte) error {
+				if len(name) == 4 {
+					parts = append(parts, binary.BigEndian.Uint32(name))
+				}
+				return nil
+			})
+		}
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			if v := meta.Get(keyPartitions); len(v) == 4 {
 				out.Partitions = int(binary.BigEndian.Uint32(v))
@@ -196,7 +208,8 @@ func salvageLogs(db *bolt.DB, out *Salvaged) bool {
 	if !logs {
 		return false
 	}
-	seqOf := map[string]uint64{}
+	seqOf, keyAt := map[string]uint64{}, map[uint64]string{}
+	seen := map[string]bool{} // stored keys kept or dropped
 	guarded := func(fn func(tx *bolt.Tx) error) {
 		defer func() {
 			if p := recover(); p != nil && out.Unreadable == nil {
@@ -215,34 +228,52 @@ func salvageLogs(db *bolt.DB, out *Salvaged) bool {
 		return keys.ForEach(func(k, v []byte) error {
 			if len(v) == 8 {
 				seqOf[string(k)] = binary.BigEndian.Uint64(v)
+				keyAt[binary.BigEndian.Uint64(v)] = string(k)
 			}
 			return nil
 		})
 	})
-	for p := 0; p < out.Partitions; p++ {
+	// drop lists a damaged entry, at log key k: the record the keys
+	// index names under k's sequence number is the same record.
+	drop := func(k, key []byte, why string) {
+		out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(key), Why: why})
+		if len(k) == 8 {
+			seen[keyAt[binary.BigEndian.Uint64(k)]] = true
+		}
+		if key != nil {
+			seen[string(storeKey(key))] = true
+		}
+	}
+	for _, p := range parts {
 		guarded(func(tx *bolt.Tx) error {
-			log := tx.Bucket(bucketLogs).Bucket(partName(p))
-			if log == nil {
-				return fmt.Errorf("no log of partition %d", p)
-			}
-			return log.ForEach(func(k, raw []byte) error {
+			return tx.Bucket(bucketLogs).Bucket(binary.BigEndian.AppendUint32(nil, p)).ForEach(func(k, raw []byte) error {
 				key, value, err := splitEntry(raw)
 				switch {
 				case len(k) != 8:
-					out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "log key is not a sequence number"})
+					drop(nil, k, "log key is not a sequence number")
 				case err != nil:
-					out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(entryKey(raw)), Why: err.Error()})
+					drop(k, entryKey(raw), err.Error())
 				default:
 					seq, ok := seqOf[string(storeKey(key))]
 					if !ok || seq != binary.BigEndian.Uint64(k) {
-						out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(key), Why: "key not confirmed by the keys index"})
+						drop(k, key, "key not confirmed by the keys index")
 						return nil
 					}
+					seen[string(storeKey(key))] = true
 					out.Records = append(out.Records, Entry{Seq: seq, Key: bytes.Clone(key), Value: bytes.Clone(value)})
 				}
 				return nil
 			})
 		})
+	}
+	for k := range seqOf {
+		if !seen[k] {
+			key := []byte(k)
+			if hashedKey(key) {
+				key = nil // the record key is in the lost entry; the hash names no group
+			}
+			out.Dropped = append(out.Dropped, DroppedRecord{Key: key, Why: "named by the keys index, but no log entry of it was found"})
+		}
 	}
 	return true
 }
