@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -365,15 +364,30 @@ func freelistDamage(f *os.File) error {
 	if id == noFreelist {
 		return nil
 	}
-	var h [16]byte
-	if pageSize < 512 || id > uint64(math.MaxInt64/pageSize) {
-		return fmt.Errorf("the free-page list is at page %d, past any file", id)
+	fi, err := f.Stat()
+	if err != nil {
+		return err
 	}
+	if pageSize < 512 || id >= uint64(fi.Size()/pageSize) {
+		return fmt.Errorf("the free-page list is at page %d, past the file's end", id)
+	}
+	var h [24]byte
 	if _, err := f.ReadAt(h[:], int64(id)*pageSize); err != nil {
 		return fmt.Errorf("reading the free-page list's page %d: %v", id, err)
 	}
 	if pid, flags := binary.LittleEndian.Uint64(h[:]), binary.LittleEndian.Uint16(h[8:]); pid != id || flags&freelistFlag == 0 {
 		return fmt.Errorf("the free-page list's page %d is damaged (id %d, flags %#x)", id, pid, flags)
+	}
+	// Its ids must lie inside its pages, and its pages inside the file:
+	// bbolt reads them while it opens the file, before a consistency
+	// check, and a fault there leaves the file open and locked.
+	count, ids := uint64(binary.LittleEndian.Uint16(h[10:])), uint64(0)
+	if count == 0xffff { // the count is the first id's slot
+		count, ids = binary.LittleEndian.Uint64(h[16:]), 1
+	}
+	span := uint64(binary.LittleEndian.Uint32(h[12:])) + 1
+	if span > uint64(fi.Size()/pageSize)-id || count > (span*uint64(pageSize)-16)/8-ids {
+		return fmt.Errorf("the free-page list's page %d says it holds %d ids on %d pages, more than fit", id, count, span)
 	}
 	return nil
 }
