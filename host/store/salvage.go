@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -74,6 +75,10 @@ func Salvage(path string) (out *Salvaged, err error) {
 		return nil, fmt.Errorf("store %s: locked by another process (stop coordhost before repairing its store)", path)
 	}
 	if err != nil {
+		out.Unreadable = err
+		return out, nil
+	}
+	if db, err = withoutDamagedPages(db, path, out); err != nil {
 		out.Unreadable = err
 		return out, nil
 	}
@@ -158,6 +163,72 @@ func Salvage(path string) (out *Salvaged, err error) {
 		out.Unreadable = err
 	}
 	return out, nil
+}
+
+// withoutDamagedPages returns db, the store file at path opened
+// read-only, when none of its pages in use holds an element outside its
+// bounds (walkPages); bbolt must not read such a page (checkPageSpans).
+// Otherwise it closes db and opens instead a copy of the file, in the
+// temporary directory and removed when the copy is closed, where each
+// such page holds no element, and says which in out.Unreadable: their
+// records are lost (those the keys index names are listed as dropped).
+func withoutDamagedPages(db *bolt.DB, path string, out *Salvaged) (*bolt.DB, error) {
+	damaged, ids := pagesDamaged(path)
+	if len(ids) == 0 {
+		return db, nil
+	}
+	pageSize := int64(db.Info().PageSize)
+	db.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		binary.LittleEndian.PutUint16(b[int64(id)*pageSize+10:], 0) // the page's element count
+	}
+	tmp, err := os.CreateTemp("", "coordhost-salvage-*.db")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name()) // the open file stays readable until closed
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if out.Unreadable == nil {
+		out.Unreadable = fmt.Errorf("pages hold elements outside their bounds and were not read (%s)", strings.Join(damaged, "; "))
+	}
+	return bolt.Open(tmp.Name(), 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+}
+
+// pagesDamaged lists the pages walkPages finds wrong in the file at
+// path, read with its free-page list (a handle of its own: Salvage's
+// does not trust that list). When the list cannot be read, it lists
+// nothing, and Salvage reads the file as it is.
+func pagesDamaged(path string) (damaged []string, ids []int) {
+	defer func() {
+		if recover() != nil {
+			damaged, ids = nil, nil
+		}
+	}()
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, PreLoadFreelist: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, nil
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		return walkPages(path, tx, func(id int, why string) error {
+			damaged, ids = append(damaged, fmt.Sprintf("page %d: %s", id, why)), append(ids, id)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, nil
+	}
+	return damaged, ids
 }
 
 // salvageMeta says why the meta pages of the file at path cannot be

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -166,6 +167,14 @@ func open(path string, replace bool) (s *Store, err error) {
 func (s *Store) init(fresh bool) error {
 	empty, format := false, uint32(0)
 	err := s.db.View(func(tx *bolt.Tx) error {
+		// First, before bbolt reads a page's elements: every page in use
+		// spans pages below the high-water mark, and its elements lie
+		// inside it (checkPageSpans).
+		if !fresh {
+			if err := s.checkPageSpans(tx); err != nil {
+				return err
+			}
+		}
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			if !fresh && bucketCount(tx) > 0 {
@@ -198,12 +207,6 @@ func (s *Store) init(fresh bool) error {
 		// consistency check runs on a goroutine of its own.
 		walkBuckets(tx)
 		if err := s.checkRecords(tx, format); err != nil {
-			return err
-		}
-		// bbolt's check loops once per page a page header says it
-		// spans, and sends an error for each one it finds wrong: a
-		// damaged header saying millions made it run for tens of seconds.
-		if err := s.checkPageSpans(tx); err != nil {
 			return err
 		}
 		var first error
@@ -248,44 +251,70 @@ func (s *Store) convertToLogs() error {
 }
 
 // checkPageSpans refuses a file whose high-water mark lies past its
-// end, or in which a page in use says it spans pages past the mark. It
+// end, or in which a page in use says it spans pages past the mark, or
+// holds an element (or an element's key or value) outside its span. It
 // walks the pages in file order, skipping each page's own overflow, so
-// it visits at most one page per page of the file, and it bounds the
-// work of bbolt's check that follows, which loops over every page a
-// header claims. A free page's header is not read: its overflow pages
-// are free too, and their bytes are whatever was there before. It also
-// checks that every key of a branch page lies inside the page
-// (branchDamage).
+// it visits at most one page per page of the file. bbolt's check loops
+// over every page a header claims (a damaged header saying millions made
+// it run for tens of seconds), and bbolt turns an element's position
+// into a slice without a bound: one pointing past the page can fault on
+// a goroutine where no one recovers it, or point into Go's heap, which
+// the collector treats as a fatal error. A free page's header is not
+// read: its overflow pages are free too, and their bytes are whatever
+// was there before.
 func (s *Store) checkPageSpans(tx *bolt.Tx) error {
-	f, err := os.Open(s.path)
-	if err != nil {
+	err := walkPages(s.path, tx, func(id int, why string) error {
+		return s.corrupt(fmt.Sprintf("page %d: %s", id, why))
+	})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	return err
+}
+
+// walkPages is checkPageSpans' walk of tx's file at path: it calls
+// damaged for each page in use that is wrong, and stops at its error.
+// It maps the file read-only to read the pages' elements.
+func walkPages(path string, tx *bolt.Tx, damaged func(id int, why string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("store %s: %w", s.path, err)
+		return err
 	}
-	pageSize := int64(s.db.Info().PageSize)
+	pageSize := tx.DB().Info().PageSize
+	hwm := int(tx.Size() / int64(pageSize))
 	if tx.Size() > fi.Size() {
-		return s.corrupt(fmt.Sprintf("the high-water mark is page %d, past the file's end (%d pages)", tx.Size()/pageSize, fi.Size()/pageSize))
+		return damaged(hwm, fmt.Sprintf("the high-water mark is past the file's end (%d pages)", fi.Size()/int64(pageSize)))
 	}
-	hwm := int(tx.Size() / pageSize)
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(tx.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	defer syscall.Munmap(data)
 	for id := 2; id < hwm; {
 		p, err := tx.Page(id)
 		if err != nil || p == nil {
-			return s.corrupt(fmt.Sprintf("page %d: %v", id, err))
+			return damaged(id, fmt.Sprint(err))
 		}
 		if p.Type == "free" {
 			id++
 			continue
 		}
 		if p.OverflowCount >= hwm-id {
-			return s.corrupt(fmt.Sprintf("page %d (%s) says it spans %d more pages, past the high-water mark %d", id, p.Type, p.OverflowCount, hwm))
+			if err := damaged(id, fmt.Sprintf("a %s page spanning %d more pages, past the high-water mark %d", p.Type, p.OverflowCount, hwm)); err != nil {
+				return err
+			}
+			id++
+			continue
 		}
-		if p.Type == "branch" {
-			if err := branchDamage(f, int64(id), pageSize, p.OverflowCount); err != nil {
-				return s.corrupt(err.Error())
+		span := data[id*pageSize : (id+p.OverflowCount+1)*pageSize]
+		if why := elementDamage(span, 0); why != "" {
+			if err := damaged(id, why); err != nil {
+				return err
 			}
 		}
 		id += p.OverflowCount + 1
@@ -293,34 +322,49 @@ func (s *Store) checkPageSpans(tx *bolt.Tx) error {
 	return nil
 }
 
-// branchDamage says what is wrong with branch page id of f when one of
-// its elements or keys lies outside the page. Nothing at open reads a
-// branch page's keys but bbolt's consistency check, on a goroutine of
-// its own, where reading past the page is a panic no one can recover
-// (the walks of the buckets read the branch pages' child ids only).
-func branchDamage(f *os.File, id, pageSize int64, overflow int) error {
-	const header, elem = 16, 16 // page header; pos(4) ksize(4) pgid(8)
-	size := pageSize * int64(overflow+1)
-	var h [header]byte
-	if _, err := f.ReadAt(h[:], id*pageSize); err != nil {
-		return fmt.Errorf("reading branch page %d: %v", id, err)
+// elementDamage says which element of the bbolt page p (its whole span:
+// a page and its overflow, or an inline bucket's page) lies outside it,
+// "" when none does. depth bounds the inline buckets it follows.
+func elementDamage(p []byte, depth int) string {
+	const header, elem, branchFlag, leafFlag, bucketFlag = 16, 16, 0x01, 0x02, 0x01
+	if len(p) < header {
+		return "shorter than a page header"
 	}
-	count := int64(binary.LittleEndian.Uint16(h[10:]))
-	if header+count*elem > size {
-		return fmt.Errorf("branch page %d says it holds %d elements, more than fit", id, count)
+	flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+	if flags&(branchFlag|leafFlag) == 0 {
+		return ""
 	}
-	b := make([]byte, count*elem) // at most 1 MiB: count is 16 bits
-	if _, err := f.ReadAt(b, id*pageSize+header); err != nil {
-		return fmt.Errorf("reading branch page %d: %v", id, err)
+	if header+count*elem > len(p) {
+		return fmt.Sprintf("%d elements, more than fit", count)
 	}
-	for i := int64(0); i < count; i++ {
-		at := i * elem
-		pos, ksize := int64(binary.LittleEndian.Uint32(b[at:])), int64(binary.LittleEndian.Uint32(b[at+4:]))
-		if header+at+pos+ksize > size {
-			return fmt.Errorf("branch page %d: key %d lies past the page's end", id, i)
+	for i := range count {
+		at := header + i*elem
+		if flags&branchFlag != 0 { // pos(4) ksize(4) pgid(8)
+			pos, ksize := int64(binary.LittleEndian.Uint32(p[at:])), int64(binary.LittleEndian.Uint32(p[at+4:]))
+			if int64(at)+pos+ksize > int64(len(p)) {
+				return fmt.Sprintf("branch element %d lies past the page's end", i)
+			}
+			continue
+		}
+		// flags(4) pos(4) ksize(4) vsize(4)
+		eflags := binary.LittleEndian.Uint32(p[at:])
+		pos, ksize, vsize := int64(binary.LittleEndian.Uint32(p[at+4:])), int64(binary.LittleEndian.Uint32(p[at+8:])), int64(binary.LittleEndian.Uint32(p[at+12:]))
+		end := int64(at) + pos + ksize + vsize
+		if end > int64(len(p)) {
+			return fmt.Sprintf("leaf element %d lies past the page's end", i)
+		}
+		// An inline bucket: root page 0, its page in the value after the
+		// bucket header (root 8, sequence 8).
+		if v := p[end-vsize : end]; eflags&bucketFlag != 0 && len(v) >= 16 && binary.LittleEndian.Uint64(v) == 0 {
+			if depth >= 8 {
+				return "inline buckets nested too deep"
+			}
+			if why := elementDamage(v[16:], depth+1); why != "" {
+				return fmt.Sprintf("inline bucket in leaf element %d: %s", i, why)
+			}
 		}
 	}
-	return nil
+	return ""
 }
 
 // checkMetaPages refuses a file whose two meta pages do not both verify
