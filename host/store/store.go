@@ -419,7 +419,7 @@ func freelistDamage(f *os.File) error {
 	if _, err := f.ReadAt(h[:], int64(id)*pageSize); err != nil {
 		return fmt.Errorf("reading the free-page list's page %d: %v", id, err)
 	}
-	if pid, flags := binary.LittleEndian.Uint64(h[:]), binary.LittleEndian.Uint16(h[8:]); pid != id || flags&freelistFlag == 0 {
+	if pid, flags := binary.LittleEndian.Uint64(h[:]), binary.LittleEndian.Uint16(h[8:]); pid != id || flags != freelistFlag {
 		return fmt.Errorf("the free-page list's page %d is damaged (id %d, flags %#x)", id, pid, flags)
 	}
 	// Its ids must lie inside its pages, and its pages inside the file:
