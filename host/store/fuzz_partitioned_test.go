@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -36,14 +35,7 @@ func FuzzDamagedPartitionedFile(f *testing.F) {
 		f.Add(p*pageSize+uint32(16+8*p%64), []byte{0x5a})
 	}
 	f.Fuzz(func(t *testing.T, off uint32, patch []byte) {
-		b := bytes.Clone(clean)
-		if int(off) < len(b) {
-			copy(b[off:], patch)
-		}
-		path := filepath.Join(t.TempDir(), "coordhost.db")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		path := patchedFile(t, clean, off, patch)
 		checkOpenWhole(t, path, want)
 		checkSalvageHonest(t, path, want, ever)
 	})
