@@ -205,22 +205,37 @@ func withoutDamagedPages(db *bolt.DB, path string, out *Salvaged) (*bolt.DB, err
 }
 
 // pagesDamaged lists the pages walkPages finds wrong in the file at
-// path, read with its free-page list (a handle of its own: Salvage's
-// does not trust that list). When the list cannot be read, it lists
-// nothing, and Salvage reads the file as it is.
+// path. It reads the free-page list (with a handle of its own: Salvage's
+// does not trust that list) only when the list's page is sound
+// (freelistDamage); otherwise it reads every page's header as a page in
+// use. When the file cannot be walked it lists nothing, and Salvage
+// reads the file as it is.
 func pagesDamaged(path string) (damaged []string, ids []int) {
 	defer func() {
 		if recover() != nil {
 			damaged, ids = nil, nil
 		}
 	}()
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, PreLoadFreelist: true, Timeout: 2 * time.Second})
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	trustList := metaDamage(f) == nil && freelistDamage(f) == nil
+	f.Close()
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, PreLoadFreelist: trustList, Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, nil
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		return walkPages(path, tx, func(id int, why string) error {
+		var free func(id int) (bool, error)
+		if trustList {
+			free = func(id int) (bool, error) {
+				p, err := tx.Page(id)
+				return err == nil && p != nil && p.Type == "free", err
+			}
+		}
+		return walkPages(path, tx.Size(), db.Info().PageSize, free, func(id int, why string) error {
 			damaged, ids = append(damaged, fmt.Sprintf("page %d: %s", id, why)), append(ids, id)
 			return nil
 		})

@@ -263,7 +263,14 @@ func (s *Store) convertToLogs() error {
 // read: its overflow pages are free too, and their bytes are whatever
 // was there before.
 func (s *Store) checkPageSpans(tx *bolt.Tx) error {
-	err := walkPages(s.path, tx, func(id int, why string) error {
+	free := func(id int) (bool, error) {
+		p, err := tx.Page(id)
+		if err == nil && p == nil {
+			err = errors.New("no such page")
+		}
+		return err == nil && p.Type == "free", err
+	}
+	err := walkPages(s.path, tx.Size(), tx.DB().Info().PageSize, free, func(id int, why string) error {
 		return s.corrupt(fmt.Sprintf("page %d: %s", id, why))
 	})
 	if err != nil && !errors.Is(err, ErrCorrupt) {
@@ -272,10 +279,12 @@ func (s *Store) checkPageSpans(tx *bolt.Tx) error {
 	return err
 }
 
-// walkPages is checkPageSpans' walk of tx's file at path: it calls
-// damaged for each page in use that is wrong, and stops at its error.
-// It maps the file read-only to read the pages' elements.
-func walkPages(path string, tx *bolt.Tx, damaged func(id int, why string) error) error {
+// walkPages is checkPageSpans' walk of the bbolt file at path, of size
+// bytes below its high-water mark: it calls damaged for each page in use
+// that is wrong, and stops at its error. free says whether a page is
+// free (nil: none is, every page's header is read). It maps the file
+// read-only to read the pages.
+func walkPages(path string, size int64, pageSize int, free func(id int) (bool, error), damaged func(id int, why string) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -285,39 +294,40 @@ func walkPages(path string, tx *bolt.Tx, damaged func(id int, why string) error)
 	if err != nil {
 		return err
 	}
-	pageSize := tx.DB().Info().PageSize
-	hwm := int(tx.Size() / int64(pageSize))
-	if tx.Size() > fi.Size() {
+	hwm := int(size / int64(pageSize))
+	if size > fi.Size() {
 		return damaged(hwm, fmt.Sprintf("the high-water mark is past the file's end (%d pages)", fi.Size()/int64(pageSize)))
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(tx.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return err
 	}
 	defer syscall.Munmap(data)
 	for id := 2; id < hwm; {
-		p, err := tx.Page(id)
-		if err != nil || p == nil {
-			return damaged(id, fmt.Sprint(err))
+		if free != nil {
+			isFree, err := free(id)
+			if err != nil {
+				return damaged(id, err.Error())
+			}
+			if isFree {
+				id++
+				continue
+			}
 		}
-		if p.Type == "free" {
-			id++
-			continue
-		}
-		if p.OverflowCount >= hwm-id {
-			if err := damaged(id, fmt.Sprintf("a %s page spanning %d more pages, past the high-water mark %d", p.Type, p.OverflowCount, hwm)); err != nil {
+		overflow := int(binary.LittleEndian.Uint32(data[id*pageSize+12:]))
+		if overflow >= hwm-id {
+			if err := damaged(id, fmt.Sprintf("it spans %d more pages, past the high-water mark %d", overflow, hwm)); err != nil {
 				return err
 			}
 			id++
 			continue
 		}
-		span := data[id*pageSize : (id+p.OverflowCount+1)*pageSize]
-		if why := elementDamage(span, 0); why != "" {
+		if why := elementDamage(data[id*pageSize:(id+overflow+1)*pageSize], 0); why != "" {
 			if err := damaged(id, why); err != nil {
 				return err
 			}
 		}
-		id += p.OverflowCount + 1
+		id += overflow + 1
 	}
 	return nil
 }
