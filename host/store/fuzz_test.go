@@ -66,7 +66,8 @@ func FuzzDamagedFile(f *testing.F) {
 }
 
 // patchedFile writes clean with patch copied over it at off (when off
-// is inside it) as a store file in a new directory, and returns its path.
+// is inside it) as a store file in a new directory, with the marker a
+// created store has beside it, and returns its path.
 func patchedFile(t *testing.T, clean []byte, off uint32, patch []byte) string {
 	b := bytes.Clone(clean)
 	if int(off) < len(b) {
@@ -74,6 +75,9 @@ func patchedFile(t *testing.T, clean []byte, off uint32, patch []byte) string {
 	}
 	path := filepath.Join(t.TempDir(), "coordhost.db")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMarker(path); err != nil {
 		t.Fatal(err)
 	}
 	return path

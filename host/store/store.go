@@ -180,6 +180,13 @@ func (s *Store) init(fresh bool) error {
 			if !fresh && bucketCount(tx) > 0 {
 				return s.corrupt("the file is a bbolt database but not a coordhost store (no meta bucket)")
 			}
+			// A file without buckets is a store whose creation did not
+			// finish — unless the marker shows it was created: then its
+			// buckets were lost (a damaged root page), and starting empty
+			// would drop every record.
+			if _, err := os.Stat(MarkerPath(s.path)); !fresh && err == nil {
+				return s.corrupt(fmt.Sprintf("the file holds no buckets, but %s shows the store was created", MarkerPath(s.path)))
+			}
 			empty = true
 			return nil
 		}
