@@ -184,7 +184,9 @@ func withoutDamagedPages(db *bolt.DB, path string, out *Salvaged) (*bolt.DB, err
 		return nil, err
 	}
 	for _, id := range ids {
-		binary.LittleEndian.PutUint16(b[int64(id)*pageSize+10:], 0) // the page's element count
+		if at := int64(id) * pageSize; id >= 2 && at+pageSize <= int64(len(b)) { // never a meta page
+			binary.LittleEndian.PutUint16(b[at+10:], 0) // the page's element count
+		}
 	}
 	tmp, err := os.CreateTemp("", "coordhost-salvage-*.db")
 	if err != nil {

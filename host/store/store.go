@@ -336,7 +336,77 @@ func walkPages(path string, size int64, pageSize int, free func(id int) (bool, e
 		}
 		id += overflow + 1
 	}
+	if id, why := treeDamage(data, pageSize, hwm); why != "" {
+		return damaged(id, why)
+	}
 	return nil
+}
+
+// treeDamage walks the tree of pages from the root bucket that the
+// newer meta page of the mapped file data names, down every branch and
+// every sub-bucket (inline ones included), and says which page is wrong
+// when one lies outside the file's pages, holds elements outside its
+// span, or is referenced twice (a cycle would send bbolt, and the bucket
+// walks at open, into endless recursion: a fatal stack overflow). It
+// needs no recursion of its own.
+func treeDamage(data []byte, pageSize, hwm int) (int, string) {
+	const branchFlag, leafFlag, bucketFlag, elem, header = 0x01, 0x02, 0x01, 16, 16
+	meta := data[:80]
+	if binary.LittleEndian.Uint64(data[pageSize+64:]) > binary.LittleEndian.Uint64(meta[64:]) { // txid
+		meta = data[pageSize : pageSize+80]
+	}
+	seen := make([]bool, hwm)
+	type ref struct{ id, from uint64 } // a page, and the page naming it (0: the meta page)
+	stack := []ref{{id: binary.LittleEndian.Uint64(meta[32:])}} // the root bucket's page
+	for len(stack) > 0 {
+		id, from := stack[len(stack)-1].id, stack[len(stack)-1].from
+		stack = stack[:len(stack)-1]
+		if id < 2 || id >= uint64(hwm) {
+			return int(from), fmt.Sprintf("it names page %d, outside the pages in use", id)
+		}
+		at := int(id) * pageSize
+		overflow := int(binary.LittleEndian.Uint32(data[at+12:]))
+		if overflow >= hwm-int(id) {
+			return int(id), fmt.Sprintf("it spans %d more pages, past the high-water mark %d", overflow, hwm)
+		}
+		for i := int(id); i <= int(id)+overflow; i++ {
+			if seen[i] {
+				return int(from), fmt.Sprintf("it names page %d, which another page names too", i)
+			}
+			seen[i] = true
+		}
+		page := data[at : at+(overflow+1)*pageSize]
+		if why := elementDamage(page, 0); why != "" {
+			return int(id), why
+		}
+		// The children: a branch's pages, a leaf's sub-buckets (those
+		// inline in a value hold their own leaf page, searched the same
+		// way, a few levels deep at most: elementDamage bounded them).
+		for pages := [][]byte{page}; len(pages) > 0; {
+			p := pages[len(pages)-1]
+			pages = pages[:len(pages)-1]
+			flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+			for i := range count {
+				e := header + i*elem
+				switch {
+				case flags&branchFlag != 0:
+					stack = append(stack, ref{binary.LittleEndian.Uint64(p[e+8:]), id})
+				case flags&leafFlag != 0 && binary.LittleEndian.Uint32(p[e:])&bucketFlag != 0:
+					pos, ksize, vsize := int(binary.LittleEndian.Uint32(p[e+4:])), int(binary.LittleEndian.Uint32(p[e+8:])), int(binary.LittleEndian.Uint32(p[e+12:]))
+					v := p[e+pos+ksize : e+pos+ksize+vsize]
+					if len(v) < 16 {
+						return int(id), fmt.Sprintf("leaf element %d: a bucket header of %d bytes", i, len(v))
+					}
+					if root := binary.LittleEndian.Uint64(v); root != 0 {
+						stack = append(stack, ref{root, id})
+					} else {
+						pages = append(pages, v[16:])
+					}
+				}
+			}
+		}
+	}
+	return 0, ""
 }
 
 // elementDamage says which element of the bbolt page p (its whole span:
