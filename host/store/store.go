@@ -356,7 +356,7 @@ func treeDamage(data []byte, pageSize, hwm int) (int, string) {
 		meta = data[pageSize : pageSize+80]
 	}
 	seen := make([]bool, hwm)
-	type ref struct{ id, from uint64 } // a page, and the page naming it (0: the meta page)
+	type ref struct{ id, from uint64 }                          // a page, and the page naming it (0: the meta page)
 	stack := []ref{{id: binary.LittleEndian.Uint64(meta[32:])}} // the root bucket's page
 	for len(stack) > 0 {
 		id, from := stack[len(stack)-1].id, stack[len(stack)-1].from
