@@ -345,8 +345,9 @@ func walkPages(path string, size int64, pageSize int, free func(id int) (bool, e
 // treeDamage walks the tree of pages from the root bucket that the
 // newer meta page of the mapped file data names, down every branch and
 // every sub-bucket (inline ones included), and says which page is wrong
-// when one lies outside the file's pages, holds elements outside its
-// span, or is referenced twice (a cycle would send bbolt, and the bucket
+// when one lies outside the file's pages, is no branch or leaf page
+// (bbolt's cursor reads any other as a branch), holds elements outside
+// its span, or is referenced twice (a cycle would send bbolt, and the bucket
 // walks at open, into endless recursion: a fatal stack overflow). It
 // needs no recursion of its own.
 func treeDamage(data []byte, pageSize, hwm int) (int, string) {
@@ -376,6 +377,9 @@ func treeDamage(data []byte, pageSize, hwm int) (int, string) {
 			seen[i] = true
 		}
 		page := data[at : at+(overflow+1)*pageSize]
+		if f := binary.LittleEndian.Uint16(page[8:]); f != branchFlag && f != leafFlag {
+			return int(from), fmt.Sprintf("it names page %d, which is no branch or leaf page (flags %#x)", id, f)
+		}
 		if why := elementDamage(page, 0); why != "" {
 			return int(id), why
 		}
