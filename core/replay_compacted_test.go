@@ -47,14 +47,24 @@ func compactLog(log []records.Record) []storedRecord {
 }
 
 // replayLog rebuilds a Coordinator from the compacted form of log (a
-// restart over the host's store). Call Loaded on it next.
+// restart over the host's store). Call Loaded on it next. Like the
+// host's store (host/store LendPartition), it lends ReplayBytes each
+// record's bytes for the call only: one buffer holds them, overwritten
+// with garbage after each call, so state that kept any of a record's
+// bytes instead of a copy differs from the live state the tests compare.
 func replayLog(cfg Config, log []records.Record) (*Coordinator, error) {
 	fresh, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
+	var lent []byte
 	for i, r := range compactLog(log) {
-		if err := fresh.ReplayBytes(r.key, r.value); err != nil {
+		lent = append(append(lent[:0], r.key...), r.value...)
+		err := fresh.ReplayBytes(lent[:len(r.key):len(r.key)], lent[len(r.key):])
+		for j := range lent {
+			lent[j] = 0xa5
+		}
+		if err != nil {
 			rec, _ := records.DecodeRecord(r.key, r.value)
 			return nil, fmt.Errorf("replay failed at stored record %d (%s): %v", i, fmtClassicRecord(rec), err)
 		}

@@ -280,7 +280,7 @@ func readTopicPartitions(r *reader, withEpochs bool) []TopicPartitions {
 		r.fail(errNullArray)
 		return []TopicPartitions{}
 	}
-	out := make([]TopicPartitions, 0, min(n, maxPrealloc))
+	out := cut(r.tpSlab(), min(n, maxPrealloc))[:0]
 	for i := 0; i < n && r.err == nil; i++ {
 		tp := TopicPartitions{TopicID: r.uuid(), Partitions: r.compactInt32s(false)}
 		r.tags(func(tag uint64, sub *reader) bool {

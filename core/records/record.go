@@ -136,6 +136,7 @@ type Decoder struct {
 	group   string            // group id of the last key
 	members map[string]string // member ids seen since the group changed
 	readers [2]reader         // key and value readers, reused
+	slab    slabs             // where values' small arrays are cut from
 }
 
 // maxInternedMembers bounds the member ids a Decoder keeps for one group.
@@ -145,7 +146,7 @@ const maxInternedMembers = 1 << 12
 func (d *Decoder) Decode(key, value []byte) (Record, error) {
 	kr, vr := &d.readers[0], &d.readers[1]
 	*kr = reader{b: key, ids: d, sub: kr.sub}
-	*vr = reader{b: value, sub: vr.sub}
+	*vr = reader{b: value, sub: vr.sub, slab: &d.slab}
 	rec, err := decode(kr, vr, key, value)
 	for _, r := range []*reader{kr, vr} { // keep no reference to the caller's bytes
 		for ; r != nil; r = r.sub {

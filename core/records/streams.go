@@ -320,7 +320,7 @@ func readTaskIDs(r *reader, withEpochs bool) []TaskIDs {
 		r.fail(errNullArray)
 		return []TaskIDs{}
 	}
-	out := make([]TaskIDs, 0, min(n, maxPrealloc))
+	out := cut(r.taskSlab(), min(n, maxPrealloc))[:0]
 	for i := 0; i < n && r.err == nil; i++ {
 		t := TaskIDs{SubtopologyID: r.compactString(), Partitions: r.compactInt32s(false)}
 		r.tags(func(tag uint64, sub *reader) bool {

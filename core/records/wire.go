@@ -18,10 +18,62 @@ var errShort = errors.New("record truncated")
 // reader decodes untrusted bytes; the first error sticks and every later read
 // returns zero values, so decoders check r.err once at the end of a struct.
 type reader struct {
-	b   []byte
-	err error
-	sub *reader  // the reader tags hands to its callback, reused per field
-	ids *Decoder // keys: shares repeated group and member ids (nil: none)
+	b    []byte
+	err  error
+	sub  *reader  // the reader tags hands to its callback, reused per field
+	ids  *Decoder // keys: shares repeated group and member ids (nil: none)
+	slab *slabs   // values: where arrays are cut from (nil: each its own)
+}
+
+// slabs are the backing arrays a Decoder cuts small decoded arrays from,
+// one allocation for many arrays. Each array is a part of its own,
+// capacity-limited (an append to it copies it), and a part is never
+// handed out twice: a full slab is replaced by a new one, and lives as
+// long as any of its arrays does.
+type slabs struct {
+	int32s []int32
+	tasks  []TaskIDs
+	tps    []TopicPartitions
+}
+
+// slabLen is the element count of a new slab; an array of more than an
+// eighth of it gets its own.
+const slabLen = 512
+
+// cut returns a zeroed array of n elements, from *slab when there is
+// one and n is small.
+func cut[T any](slab *[]T, n int) []T {
+	if slab == nil || n == 0 || n > slabLen/8 {
+		return make([]T, n) // n == 0: an empty array, not nil; no allocation
+	}
+	if len(*slab)+n > cap(*slab) {
+		*slab = make([]T, 0, slabLen)
+	}
+	start := len(*slab)
+	*slab = (*slab)[:start+n]
+	return (*slab)[start : start+n : start+n]
+}
+
+// int32Slab, taskSlab and tpSlab are r's slabs (nil: none).
+func (r *reader) int32Slab() *[]int32 {
+	if r.slab == nil {
+		return nil
+	}
+	return &r.slab.int32s
+}
+
+func (r *reader) taskSlab() *[]TaskIDs {
+	if r.slab == nil {
+		return nil
+	}
+	return &r.slab.tasks
+}
+
+func (r *reader) tpSlab() *[]TopicPartitions {
+	if r.slab == nil {
+		return nil
+	}
+	return &r.slab.tps
 }
 
 // maxPrealloc bounds the capacity a decoder reserves for an array from its
@@ -198,7 +250,7 @@ func (r *reader) compactInt32s(nullable bool) []int32 {
 		r.fail(errShort)
 		return nil
 	}
-	out := make([]int32, n)
+	out := cut(r.int32Slab(), n)
 	for i := range out {
 		out[i] = r.int32()
 	}
@@ -260,7 +312,7 @@ func (r *reader) tags(field func(tag uint64, sub *reader) bool) {
 			r.sub = &reader{}
 		}
 		sub := r.sub
-		*sub = reader{b: data, sub: sub.sub}
+		*sub = reader{b: data, sub: sub.sub, slab: r.slab}
 		if field(tag, sub) {
 			if sub.err != nil {
 				r.fail(fmt.Errorf("tagged field %d: %w", tag, sub.err))

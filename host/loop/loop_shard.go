@@ -446,6 +446,16 @@ type statsLog struct {
 	stats *loopStats
 }
 
+// ReplayLent implements runtime.LendingLog: the wrapped log's lending
+// replay, or its Replay (whose records outlive fn, so lending them is
+// trivially kept).
+func (l *statsLog) ReplayLent(p int, fn func(runtime.Record) error) error {
+	if ll, ok := l.Log.(runtime.LendingLog); ok {
+		return ll.ReplayLent(p, fn)
+	}
+	return l.Log.Replay(p, fn)
+}
+
 func (l *statsLog) Append(p int, recs []runtime.Record) error {
 	start := time.Now()
 	err := l.Log.Append(p, recs)

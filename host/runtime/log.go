@@ -42,6 +42,16 @@ type Log interface {
 	Compact(p int) error
 }
 
+// LendingLog is a Log that can also replay a partition without copying
+// its records out of memory it owns (a memory-mapped file's pages): the
+// Key and Value of a record handed to fn are valid only until fn
+// returns. The runtime loads partitions through it when its Log offers
+// it; Shard.Replay keeps nothing of a record's bytes.
+type LendingLog interface {
+	Log
+	ReplayLent(p int, fn func(Record) error) error
+}
+
 // The errors a Log's Append wraps.
 var (
 	// ErrFenced: this process no longer owns the partition (another writer

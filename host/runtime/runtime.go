@@ -16,6 +16,8 @@ import (
 // the domain logic the runtime drives, one call at a time.
 type Shard interface {
 	// Replay applies one record of the partition's log while it loads.
+	// The record's Key and Value are valid only during the call (a
+	// LendingLog lends its own memory): Replay copies what it keeps.
 	Replay(Record) error
 	// Step handles one input — an Event's Input, Loaded{} once after
 	// replay, or Tick{} when NextDeadline has passed — and returns the
@@ -415,8 +417,12 @@ func (p *partition) load(ctx context.Context) (Shard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: %w", p.id, err)
 	}
+	replay := p.rt.cfg.Log.Replay
+	if ll, ok := p.rt.cfg.Log.(LendingLog); ok {
+		replay = ll.ReplayLent
+	}
 	n := 0
-	err = p.rt.cfg.Log.Replay(p.id, func(rec Record) error {
+	err = replay(p.id, func(rec Record) error {
 		if n++; n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}

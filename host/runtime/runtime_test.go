@@ -104,12 +104,39 @@ func (s *kvShard) NextDeadline() (int64, bool) { return s.deadline, s.deadline !
 func (s *kvShard) Unload()                     {}
 
 // backends are the logs every runtime test runs on.
+// lentLog is a runtime.LendingLog over a MemLog whose ReplayLent hands
+// each record in one buffer overwritten after fn returns, as a store
+// lends its file's pages, and whose Replay fails: a load must go through
+// ReplayLent, and the shard must keep nothing of a record's bytes.
+type lentLog struct{ *runtime.MemLog }
+
+func (l lentLog) Replay(int, func(runtime.Record) error) error {
+	return errors.New("lentLog: a load used Replay, not ReplayLent")
+}
+
+func (l lentLog) ReplayLent(p int, fn func(runtime.Record) error) error {
+	var buf []byte
+	return l.MemLog.Replay(p, func(r runtime.Record) error {
+		buf = append(append(buf[:0], r.Key...), r.Value...)
+		lent := runtime.Record{Key: buf[:len(r.Key):len(r.Key)]}
+		if r.Value != nil {
+			lent.Value = buf[len(r.Key):]
+		}
+		err := fn(lent)
+		for i := range buf {
+			buf[i] = '#'
+		}
+		return err
+	})
+}
+
 func backends(t *testing.T, parts int) map[string]func() runtime.Log {
 	dir := t.TempDir()
 	var st *store.Store
 	var kc *kfake.Cluster
 	return map[string]func() runtime.Log{
 		"memory": func() runtime.Log { return runtime.NewMemLog() },
+		"lent":   func() runtime.Log { return lentLog{runtime.NewMemLog()} },
 		"fault":  func() runtime.Log { return runtime.NewFaultLog(runtime.NewMemLog()) },
 		"bbolt": func() runtime.Log {
 			if st == nil {

@@ -48,14 +48,7 @@ func FuzzDamagedFile(f *testing.F) {
 	f.Add(uint32(0), []byte{})
 	clean, want := fuzzStoreFile(f)
 	f.Fuzz(func(t *testing.T, off uint32, patch []byte) {
-		b := bytes.Clone(clean)
-		if int(off) < len(b) {
-			copy(b[off:], patch)
-		}
-		path := filepath.Join(t.TempDir(), "coordhost.db")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		path := patchedFile(t, clean, off, patch)
 		if s, err := Open(path); err == nil {
 			_ = s.Replay(func(Entry) error { return nil })
 			s.Close()
@@ -70,6 +63,24 @@ func FuzzDamagedFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// patchedFile writes clean with patch copied over it at off (when off
+// is inside it) as a store file in a new directory, with the marker a
+// created store has beside it, and returns its path.
+func patchedFile(t *testing.T, clean []byte, off uint32, patch []byte) string {
+	b := bytes.Clone(clean)
+	if int(off) < len(b) {
+		copy(b[off:], patch)
+	}
+	path := filepath.Join(t.TempDir(), "coordhost.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMarker(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // fuzzStoreFile writes a store of 50 small records and returns its

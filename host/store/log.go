@@ -115,6 +115,12 @@ func (l *Log) Replay(p int, fn func(runtime.Record) error) error {
 	return l.s.ReplayPartition(p, func(e Entry) error { return fn(runtime.Record{Key: e.Key, Value: e.Value}) })
 }
 
+// ReplayLent implements runtime.LendingLog: Replay, handing fn the
+// store's mapped pages instead of copies (Store.LendPartition).
+func (l *Log) ReplayLent(p int, fn func(runtime.Record) error) error {
+	return l.s.LendPartition(p, func(e Entry) error { return fn(runtime.Record{Key: e.Key, Value: e.Value}) })
+}
+
 // Compact implements runtime.Log. The store overwrites a key's value in
 // place and deletes tombstoned keys, so it is always compacted.
 func (l *Log) Compact(int) error { return nil }

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/maphash"
+	goruntime "runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -61,9 +65,10 @@ func splitEntry(raw []byte) (key, value []byte, err error) {
 	return raw[entryHeader : entryHeader+n], raw[entryHeader+n:], nil
 }
 
-// decodeEntry is the Entry of log entry raw at seqKey, copied out of
-// the transaction's memory in one allocation.
-func (s *Store) decodeEntry(p int, seqKey, raw []byte) (Entry, error) {
+// decodeEntry is the Entry of log entry raw at seqKey. Its Key and
+// Value are raw's bytes, the transaction's memory, when lend is set, and
+// otherwise a copy of them in one allocation.
+func (s *Store) decodeEntry(p int, seqKey, raw []byte, lend bool) (Entry, error) {
 	if len(seqKey) != 8 {
 		return Entry{}, s.corrupt(fmt.Sprintf("partition %d: log key of %d bytes", p, len(seqKey)))
 	}
@@ -72,17 +77,21 @@ func (s *Store) decodeEntry(p int, seqKey, raw []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, s.corrupt(fmt.Sprintf("partition %d sequence %d: %v", p, seq, err))
 	}
+	if lend {
+		return Entry{Seq: seq, Key: k[:len(k):len(k)], Value: v[:len(v):len(v)]}, nil
+	}
 	kv := make([]byte, len(k)+len(v))
 	copy(kv, k)
 	copy(kv[len(k):], v)
 	return Entry{Seq: seq, Key: kv[:len(k):len(k)], Value: kv[len(k):]}, nil
 }
 
-// replayLog calls fn for every entry of partition p's log, in order.
-func (s *Store) replayLog(tx *bolt.Tx, p int, fn func(Entry) error) error {
+// replayLog calls fn for every entry of partition p's log, in order,
+// lending it the transaction's memory when lend is set.
+func (s *Store) replayLog(tx *bolt.Tx, p int, lend bool, fn func(Entry) error) error {
 	c := tx.Bucket(bucketLogs).Bucket(partName(p)).Cursor()
 	for k, raw := c.First(); k != nil; k, raw = c.Next() {
-		e, err := s.decodeEntry(p, k, raw)
+		e, err := s.decodeEntry(p, k, raw, lend)
 		if err != nil {
 			return err
 		}
@@ -116,7 +125,7 @@ func (s *Store) replayLogs(tx *bolt.Tx, fn func(Entry) error) error {
 			}
 		}
 		h := heads[min]
-		e, err := s.decodeEntry(h.p, h.k, h.raw)
+		e, err := s.decodeEntry(h.p, h.k, h.raw, false)
 		if err != nil {
 			return err
 		}
@@ -134,46 +143,116 @@ func (s *Store) replayLogs(tx *bolt.Tx, fn func(Entry) error) error {
 // lengths, and the keys index naming exactly the logs' entries, each key
 // under its entry's sequence number. The last is checked without a
 // lookup a record: both sides are summed, in their own orders, as hashes
-// of (stored key, sequence number) pairs. It returns the entry count.
-func (s *Store) checkLogs(tx *bolt.Tx) (int, error) {
+// of (stored key, sequence number) pairs. The partitions' logs and the
+// keys index are read in parallel, up to GOMAXPROCS at a time, each in
+// a read transaction of its own. It returns the entry count.
+func (s *Store) checkLogs() (int, error) {
 	seed := maphash.MakeSeed()
-	pair := func(key, seq []byte) uint64 {
-		var h maphash.Hash
-		h.SetSeed(seed)
-		h.Write(seq)
-		h.Write(key)
-		return h.Sum64()
+	jobs := make([]logSum, s.parts+1) // every partition's log, then the keys index
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.sumJobs(seed, jobs, &next)
+		}()
 	}
-	n, root, logSum := 0, tx.Bucket(bucketLogs), uint64(0)
-	for p := 0; p < s.parts; p++ {
-		c := root.Bucket(partName(p)).Cursor()
-		for k, raw := c.First(); k != nil; k, raw = c.Next() {
-			if len(k) != 8 || raw == nil {
-				return 0, s.corrupt(fmt.Sprintf("partition %d: log key %x", p, shortKey(k)))
-			}
-			key, _, err := splitEntry(raw)
-			if err != nil {
-				return 0, s.corrupt(fmt.Sprintf("partition %d sequence %d: %v", p, binary.BigEndian.Uint64(k), err))
-			}
-			logSum += pair(storeKey(key), k)
-			n++
+	wg.Wait()
+	n, logs := 0, uint64(0)
+	for _, j := range jobs[:s.parts] {
+		if j.err != nil {
+			return 0, j.err
 		}
+		n, logs = n+j.n, logs+j.sum
 	}
-	m, c, keySum := 0, tx.Bucket(bucketKeys).Cursor(), uint64(0)
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(v) != 8 {
-			return 0, s.corrupt(fmt.Sprintf("key %q: a sequence number of %d bytes", shortKey(k), len(v)))
-		}
-		keySum += pair(k, v)
-		m++
+	keys := jobs[s.parts]
+	if keys.err != nil {
+		return 0, keys.err
 	}
-	if m != n {
-		return 0, s.corrupt(fmt.Sprintf("%d keys but %d entries in the partitions' logs", m, n))
+	if keys.n != n {
+		return 0, s.corrupt(fmt.Sprintf("%d keys but %d entries in the partitions' logs", keys.n, n))
 	}
-	if keySum != logSum {
+	if keys.sum != logs {
 		return 0, s.corrupt("the keys index does not name the partitions' log entries")
 	}
 	return n, nil
+}
+
+// logSum is one job of checkLogs: the entries of a partition's log (or
+// of the keys index) and the sum of their pairs' hashes.
+type logSum struct {
+	n   int
+	sum uint64
+	err error
+}
+
+// sumJobs runs checkLogs' jobs, taking the next from next until none is
+// left. A damaged page faults or panics here, on this goroutine, and
+// fails its job with ErrCorrupt.
+func (s *Store) sumJobs(seed maphash.Seed, jobs []logSum, next *atomic.Int64) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					jobs[i] = logSum{err: s.corrupt(fmt.Sprintf("reading %s: %v", jobName(i, len(jobs)), r))}
+				}
+			}()
+			jobs[i].err = s.db.View(func(tx *bolt.Tx) error {
+				if i == len(jobs)-1 {
+					return s.sumKeys(tx, seed, &jobs[i])
+				}
+				return s.sumLog(tx, i, seed, &jobs[i])
+			})
+		}()
+	}
+}
+
+func jobName(i, jobs int) string {
+	if i == jobs-1 {
+		return "the keys index"
+	}
+	return fmt.Sprintf("partition %d", i)
+}
+
+// pairHash is the hash of a (stored key, sequence number) pair.
+func pairHash(seed maphash.Seed, key, seq []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.Write(seq)
+	h.Write(key)
+	return h.Sum64()
+}
+
+// sumLog checks every entry of partition p's log into out.
+func (s *Store) sumLog(tx *bolt.Tx, p int, seed maphash.Seed, out *logSum) error {
+	c := tx.Bucket(bucketLogs).Bucket(partName(p)).Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		if len(k) != 8 || raw == nil {
+			return s.corrupt(fmt.Sprintf("partition %d: log key %x", p, shortKey(k)))
+		}
+		key, _, err := splitEntry(raw)
+		if err != nil {
+			return s.corrupt(fmt.Sprintf("partition %d sequence %d: %v", p, binary.BigEndian.Uint64(k), err))
+		}
+		out.sum += pairHash(seed, storeKey(key), k)
+		out.n++
+	}
+	return nil
+}
+
+// sumKeys checks every entry of the keys index into out.
+func (s *Store) sumKeys(tx *bolt.Tx, seed maphash.Seed, out *logSum) error {
+	c := tx.Bucket(bucketKeys).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) != 8 {
+			return s.corrupt(fmt.Sprintf("key %q: a sequence number of %d bytes", shortKey(k), len(v)))
+		}
+		out.sum += pairHash(seed, k, v)
+		out.n++
+	}
+	return nil
 }
 
 // putLog writes batch into partition p's log from sequence number next

@@ -159,7 +159,21 @@ func (s *Store) AppendPartitions(batches []PartitionBatch) error {
 
 // ReplayPartition calls fn for every live record of partition p in the
 // order of their last writes, with the checks of Replay.
-func (s *Store) ReplayPartition(p int, fn func(Entry) error) (err error) {
+func (s *Store) ReplayPartition(p int, fn func(Entry) error) error {
+	return s.replayPartition(p, false, fn)
+}
+
+// LendPartition is ReplayPartition without a copy of each record: the
+// Key and Value fn is given are the store file's mapped pages, valid
+// only until fn returns (bbolt's memory, valid inside its read
+// transaction only, and remapped when a write grows the file). fn must
+// keep nothing of them: what it keeps, it copies. Partitions are loaded
+// this way (runtime.LendingLog), one allocation and copy a record less.
+func (s *Store) LendPartition(p int, fn func(Entry) error) error {
+	return s.replayPartition(p, true, fn)
+}
+
+func (s *Store) replayPartition(p int, lend bool, fn func(Entry) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -171,6 +185,6 @@ func (s *Store) ReplayPartition(p int, fn func(Entry) error) (err error) {
 		if root == nil || root.Bucket(partName(p)) == nil {
 			return fmt.Errorf("store %s: no partition %d", s.path, p)
 		}
-		return s.replayLog(tx, p, fn)
+		return s.replayLog(tx, p, lend, fn)
 	})
 }

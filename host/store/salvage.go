@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -66,11 +67,18 @@ func Salvage(path string) (out *Salvaged, err error) {
 		}
 		sort.SliceStable(out.Records, func(i, j int) bool { return out.Records[i].Seq < out.Records[j].Seq })
 	}()
+	if err := salvageMeta(path); err != nil {
+		out.Unreadable = err
+	}
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store %s: locked by another process (stop coordhost before repairing its store)", path)
 	}
 	if err != nil {
+		out.Unreadable = err
+		return out, nil
+	}
+	if db, err = withoutDamagedPages(db, path, out); err != nil {
 		out.Unreadable = err
 		return out, nil
 	}
@@ -157,15 +165,127 @@ func Salvage(path string) (out *Salvaged, err error) {
 	return out, nil
 }
 
+// withoutDamagedPages returns db, the store file at path opened
+// read-only, when none of its pages in use holds an element outside its
+// bounds (walkPages); bbolt must not read such a page (checkPageSpans).
+// Otherwise it closes db and opens instead a copy of the file, in the
+// temporary directory and removed when the copy is closed, where each
+// such page holds no element, and says which in out.Unreadable: their
+// records are lost (those the keys index names are listed as dropped).
+func withoutDamagedPages(db *bolt.DB, path string, out *Salvaged) (*bolt.DB, error) {
+	damaged, ids := pagesDamaged(path)
+	if len(ids) == 0 {
+		return db, nil
+	}
+	pageSize := int64(db.Info().PageSize)
+	db.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if at := int64(id) * pageSize; id >= 2 && at+pageSize <= int64(len(b)) { // never a meta page
+			binary.LittleEndian.PutUint16(b[at+10:], 0) // the page's element count
+		}
+	}
+	tmp, err := os.CreateTemp("", "coordhost-salvage-*.db")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name()) // the open file stays readable until closed
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if out.Unreadable == nil {
+		out.Unreadable = fmt.Errorf("pages hold elements outside their bounds and were not read (%s)", strings.Join(damaged, "; "))
+	}
+	return bolt.Open(tmp.Name(), 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+}
+
+// pagesDamaged lists the pages walkPages finds wrong in the file at
+// path. It reads the free-page list (with a handle of its own: Salvage's
+// does not trust that list) only when the list's page is sound
+// (freelistDamage); otherwise it reads every page's header as a page in
+// use. When the file cannot be walked it lists nothing, and Salvage
+// reads the file as it is.
+func pagesDamaged(path string) (damaged []string, ids []int) {
+	defer func() {
+		if recover() != nil {
+			damaged, ids = nil, nil
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	trustList := metaDamage(f) == nil && freelistDamage(f) == nil
+	f.Close()
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, PreLoadFreelist: trustList, Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, nil
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		var free func(id int) (bool, error)
+		if trustList {
+			free = func(id int) (bool, error) {
+				p, err := tx.Page(id)
+				return err == nil && p != nil && p.Type == "free", err
+			}
+		}
+		return walkPages(path, tx.Size(), db.Info().PageSize, free, func(id int, why string) error {
+			damaged, ids = append(damaged, fmt.Sprintf("page %d: %s", id, why)), append(ids, id)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, nil
+	}
+	return damaged, ids
+}
+
+// salvageMeta says why the meta pages of the file at path cannot be
+// trusted (metaDamage): bbolt then reads the file as of an earlier
+// transaction, so what later ones wrote is lost, its count unknown, and
+// a record may be kept at an earlier value.
+func salvageMeta(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := metaDamage(f); err != nil {
+		return fmt.Errorf("%v: the file is read as of an earlier transaction; what later ones wrote is lost "+
+			"(its count is unknown) and a record may be kept at an earlier value", err)
+	}
+	return nil
+}
+
 // salvageLogs is Salvage of a store of format 4 (it reports false for
 // another format): every log entry whose checksum verifies and whose key
 // the keys index names under the entry's sequence number is kept. Each
 // partition's log, and the keys index, is read on its own, so that one
-// damaged part does not hide the others.
+// damaged part does not hide the others; every log under the logs
+// bucket is read, whatever partition count the meta bucket says. A key
+// the keys index names whose entry was neither kept nor dropped (its
+// log, or its part of it, is gone) is listed as dropped too.
 func salvageLogs(db *bolt.DB, out *Salvaged) bool {
 	logs := false
+	var parts []uint32
 	_ = db.View(func(tx *bolt.Tx) error {
-		logs = tx.Bucket(bucketLogs) != nil
+		root := tx.Bucket(bucketLogs)
+		if logs = root != nil; logs {
+			_ = root.ForEachBucket(func(name []byte) error {
+				if len(name) == 4 {
+					parts = append(parts, binary.BigEndian.Uint32(name))
+				}
+				return nil
+			})
+		}
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			if v := meta.Get(keyPartitions); len(v) == 4 {
 				out.Partitions = int(binary.BigEndian.Uint32(v))
@@ -176,7 +296,8 @@ func salvageLogs(db *bolt.DB, out *Salvaged) bool {
 	if !logs {
 		return false
 	}
-	seqOf := map[string]uint64{}
+	seqOf, keyAt := map[string]uint64{}, map[uint64]string{}
+	seen := map[string]bool{} // stored keys kept or dropped
 	guarded := func(fn func(tx *bolt.Tx) error) {
 		defer func() {
 			if p := recover(); p != nil && out.Unreadable == nil {
@@ -195,34 +316,52 @@ func salvageLogs(db *bolt.DB, out *Salvaged) bool {
 		return keys.ForEach(func(k, v []byte) error {
 			if len(v) == 8 {
 				seqOf[string(k)] = binary.BigEndian.Uint64(v)
+				keyAt[binary.BigEndian.Uint64(v)] = string(k)
 			}
 			return nil
 		})
 	})
-	for p := 0; p < out.Partitions; p++ {
+	// drop lists a damaged entry, at log key k: the record the keys
+	// index names under k's sequence number is the same record.
+	drop := func(k, key []byte, why string) {
+		out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(key), Why: why})
+		if len(k) == 8 {
+			seen[keyAt[binary.BigEndian.Uint64(k)]] = true
+		}
+		if key != nil {
+			seen[string(storeKey(key))] = true
+		}
+	}
+	for _, p := range parts {
 		guarded(func(tx *bolt.Tx) error {
-			log := tx.Bucket(bucketLogs).Bucket(partName(p))
-			if log == nil {
-				return fmt.Errorf("no log of partition %d", p)
-			}
-			return log.ForEach(func(k, raw []byte) error {
+			return tx.Bucket(bucketLogs).Bucket(binary.BigEndian.AppendUint32(nil, p)).ForEach(func(k, raw []byte) error {
 				key, value, err := splitEntry(raw)
 				switch {
 				case len(k) != 8:
-					out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(k), Why: "log key is not a sequence number"})
+					drop(nil, k, "log key is not a sequence number")
 				case err != nil:
-					out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(entryKey(raw)), Why: err.Error()})
+					drop(k, entryKey(raw), err.Error())
 				default:
 					seq, ok := seqOf[string(storeKey(key))]
 					if !ok || seq != binary.BigEndian.Uint64(k) {
-						out.Dropped = append(out.Dropped, DroppedRecord{Key: bytes.Clone(key), Why: "key not confirmed by the keys index"})
+						drop(k, key, "key not confirmed by the keys index")
 						return nil
 					}
+					seen[string(storeKey(key))] = true
 					out.Records = append(out.Records, Entry{Seq: seq, Key: bytes.Clone(key), Value: bytes.Clone(value)})
 				}
 				return nil
 			})
 		})
+	}
+	for k := range seqOf {
+		if !seen[k] {
+			key := []byte(k)
+			if hashedKey(key) {
+				key = nil // the record key is in the lost entry; the hash names no group
+			}
+			out.Dropped = append(out.Dropped, DroppedRecord{Key: key, Why: "named by the keys index, but no log entry of it was found"})
+		}
 	}
 	return true
 }

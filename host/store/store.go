@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -165,10 +167,25 @@ func open(path string, replace bool) (s *Store, err error) {
 func (s *Store) init(fresh bool) error {
 	empty, format := false, uint32(0)
 	err := s.db.View(func(tx *bolt.Tx) error {
+		// First, before bbolt reads a page's elements: every page in use
+		// spans pages below the high-water mark, and its elements lie
+		// inside it (checkPageSpans).
+		if !fresh {
+			if err := s.checkPageSpans(tx); err != nil {
+				return err
+			}
+		}
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			if !fresh && bucketCount(tx) > 0 {
 				return s.corrupt("the file is a bbolt database but not a coordhost store (no meta bucket)")
+			}
+			// A file without buckets is a store whose creation did not
+			// finish — unless the marker shows it was created: then its
+			// buckets were lost (a damaged root page), and starting empty
+			// would drop every record.
+			if _, err := os.Stat(MarkerPath(s.path)); !fresh && err == nil {
+				return s.corrupt(fmt.Sprintf("the file holds no buckets, but %s shows the store was created", MarkerPath(s.path)))
 			}
 			empty = true
 			return nil
@@ -197,12 +214,6 @@ func (s *Store) init(fresh bool) error {
 		// consistency check runs on a goroutine of its own.
 		walkBuckets(tx)
 		if err := s.checkRecords(tx, format); err != nil {
-			return err
-		}
-		// bbolt's check loops once per page a page header says it
-		// spans, and sends an error for each one it finds wrong: a
-		// damaged header saying millions made it run for tens of seconds.
-		if err := s.checkPageSpans(tx); err != nil {
 			return err
 		}
 		var first error
@@ -247,60 +258,301 @@ func (s *Store) convertToLogs() error {
 }
 
 // checkPageSpans refuses a file whose high-water mark lies past its
-// end, or in which a page in use says it spans pages past the mark. It
+// end, or in which a page in use says it spans pages past the mark, or
+// holds an element (or an element's key or value) outside its span. It
 // walks the pages in file order, skipping each page's own overflow, so
-// it visits at most one page per page of the file, and it bounds the
-// work of bbolt's check that follows, which loops over every page a
-// header claims. A free page's header is not read: its overflow pages
-// are free too, and their bytes are whatever was there before.
+// it visits at most one page per page of the file. bbolt's check loops
+// over every page a header claims (a damaged header saying millions made
+// it run for tens of seconds), and bbolt turns an element's position
+// into a slice without a bound: one pointing past the page can fault on
+// a goroutine where no one recovers it, or point into Go's heap, which
+// the collector treats as a fatal error. A free page's header is not
+// read: its overflow pages are free too, and their bytes are whatever
+// was there before.
 func (s *Store) checkPageSpans(tx *bolt.Tx) error {
-	fi, err := os.Stat(s.path)
-	if err != nil {
+	free := func(id int) (bool, error) {
+		p, err := tx.Page(id)
+		if err == nil && p == nil {
+			err = errors.New("no such page")
+		}
+		return err == nil && p.Type == "free", err
+	}
+	err := walkPages(s.path, tx.Size(), tx.DB().Info().PageSize, free, func(id int, why string) error {
+		return s.corrupt(fmt.Sprintf("page %d: %s", id, why))
+	})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	pageSize := int64(s.db.Info().PageSize)
-	if tx.Size() > fi.Size() {
-		return s.corrupt(fmt.Sprintf("the high-water mark is page %d, past the file's end (%d pages)", tx.Size()/pageSize, fi.Size()/pageSize))
+	return err
+}
+
+// walkPages is checkPageSpans' walk of the bbolt file at path, of size
+// bytes below its high-water mark: it calls damaged for each page in use
+// that is wrong, and stops at its error. free says whether a page is
+// free (nil: none is, every page's header is read). It maps the file
+// read-only to read the pages.
+func walkPages(path string, size int64, pageSize int, free func(id int) (bool, error), damaged func(id int, why string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
-	hwm := int(tx.Size() / pageSize)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	hwm := int(size / int64(pageSize))
+	if size > fi.Size() {
+		return damaged(hwm, fmt.Sprintf("the high-water mark is past the file's end (%d pages)", fi.Size()/int64(pageSize)))
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	defer syscall.Munmap(data)
 	for id := 2; id < hwm; {
-		p, err := tx.Page(id)
-		if err != nil || p == nil {
-			return s.corrupt(fmt.Sprintf("page %d: %v", id, err))
+		if free != nil {
+			isFree, err := free(id)
+			if err != nil {
+				return damaged(id, err.Error())
+			}
+			if isFree {
+				id++
+				continue
+			}
 		}
-		if p.Type == "free" {
+		overflow := int(binary.LittleEndian.Uint32(data[id*pageSize+12:]))
+		if overflow >= hwm-id {
+			if err := damaged(id, fmt.Sprintf("it spans %d more pages, past the high-water mark %d", overflow, hwm)); err != nil {
+				return err
+			}
 			id++
 			continue
 		}
-		if p.OverflowCount >= hwm-id {
-			return s.corrupt(fmt.Sprintf("page %d (%s) says it spans %d more pages, past the high-water mark %d", id, p.Type, p.OverflowCount, hwm))
+		if why := elementDamage(data[id*pageSize:(id+overflow+1)*pageSize], 0); why != "" {
+			if err := damaged(id, why); err != nil {
+				return err
+			}
 		}
-		id += p.OverflowCount + 1
+		id += overflow + 1
+	}
+	if id, why := treeDamage(data, pageSize, hwm); why != "" {
+		return damaged(id, why)
 	}
 	return nil
 }
 
-// checkMetaPages refuses a file whose two meta pages do not say they
-// are meta pages 0 and 1: bbolt opens such a file from the other meta
-// page, and its consistency check then panics on a goroutine of its own.
-// A meta page torn by a crash keeps its header and only fails its
-// checksum, which bbolt handles by using the other one.
+// treeDamage walks the tree of pages from the root bucket that the
+// newer meta page of the mapped file data names, down every branch and
+// every sub-bucket (inline ones included), and says which page is wrong
+// when one lies outside the file's pages, is no branch or leaf page
+// (bbolt's cursor reads any other as a branch), holds elements outside
+// its span, or is referenced twice (a cycle would send bbolt, and the bucket
+// walks at open, into endless recursion: a fatal stack overflow). It
+// needs no recursion of its own.
+func treeDamage(data []byte, pageSize, hwm int) (int, string) {
+	const branchFlag, leafFlag, bucketFlag, elem, header = 0x01, 0x02, 0x01, 16, 16
+	meta := data[:80]
+	if binary.LittleEndian.Uint64(data[pageSize+64:]) > binary.LittleEndian.Uint64(meta[64:]) { // txid
+		meta = data[pageSize : pageSize+80]
+	}
+	seen := make([]bool, hwm)
+	type ref struct{ id, from uint64 }                          // a page, and the page naming it (0: the meta page)
+	stack := []ref{{id: binary.LittleEndian.Uint64(meta[32:])}} // the root bucket's page
+	for len(stack) > 0 {
+		id, from := stack[len(stack)-1].id, stack[len(stack)-1].from
+		stack = stack[:len(stack)-1]
+		if id < 2 || id >= uint64(hwm) {
+			return int(from), fmt.Sprintf("it names page %d, outside the pages in use", id)
+		}
+		at := int(id) * pageSize
+		overflow := int(binary.LittleEndian.Uint32(data[at+12:]))
+		if overflow >= hwm-int(id) {
+			return int(id), fmt.Sprintf("it spans %d more pages, past the high-water mark %d", overflow, hwm)
+		}
+		for i := int(id); i <= int(id)+overflow; i++ {
+			if seen[i] {
+				return int(from), fmt.Sprintf("it names page %d, which another page names too", i)
+			}
+			seen[i] = true
+		}
+		page := data[at : at+(overflow+1)*pageSize]
+		if f := binary.LittleEndian.Uint16(page[8:]); f != branchFlag && f != leafFlag {
+			return int(from), fmt.Sprintf("it names page %d, which is no branch or leaf page (flags %#x)", id, f)
+		}
+		if why := elementDamage(page, 0); why != "" {
+			return int(id), why
+		}
+		// The children: a branch's pages, a leaf's sub-buckets (those
+		// inline in a value hold their own leaf page, searched the same
+		// way, a few levels deep at most: elementDamage bounded them).
+		for pages := [][]byte{page}; len(pages) > 0; {
+			p := pages[len(pages)-1]
+			pages = pages[:len(pages)-1]
+			flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+			for i := range count {
+				e := header + i*elem
+				switch {
+				case flags&branchFlag != 0:
+					stack = append(stack, ref{binary.LittleEndian.Uint64(p[e+8:]), id})
+				case flags&leafFlag != 0 && binary.LittleEndian.Uint32(p[e:])&bucketFlag != 0:
+					pos, ksize, vsize := int(binary.LittleEndian.Uint32(p[e+4:])), int(binary.LittleEndian.Uint32(p[e+8:])), int(binary.LittleEndian.Uint32(p[e+12:]))
+					v := p[e+pos+ksize : e+pos+ksize+vsize]
+					if len(v) < 16 {
+						return int(id), fmt.Sprintf("leaf element %d: a bucket header of %d bytes", i, len(v))
+					}
+					if root := binary.LittleEndian.Uint64(v); root != 0 {
+						stack = append(stack, ref{root, id})
+					} else {
+						pages = append(pages, v[16:])
+					}
+				}
+			}
+		}
+	}
+	return 0, ""
+}
+
+// elementDamage says which element of the bbolt page p (its whole span:
+// a page and its overflow, or an inline bucket's page) lies outside it,
+// "" when none does. depth bounds the inline buckets it follows.
+func elementDamage(p []byte, depth int) string {
+	const header, elem, branchFlag, leafFlag, bucketFlag = 16, 16, 0x01, 0x02, 0x01
+	if len(p) < header {
+		return "shorter than a page header"
+	}
+	flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+	if flags&(branchFlag|leafFlag) == 0 {
+		return ""
+	}
+	if header+count*elem > len(p) {
+		return fmt.Sprintf("%d elements, more than fit", count)
+	}
+	for i := range count {
+		at := header + i*elem
+		if flags&branchFlag != 0 { // pos(4) ksize(4) pgid(8)
+			pos, ksize := int64(binary.LittleEndian.Uint32(p[at:])), int64(binary.LittleEndian.Uint32(p[at+4:]))
+			if int64(at)+pos+ksize > int64(len(p)) {
+				return fmt.Sprintf("branch element %d lies past the page's end", i)
+			}
+			continue
+		}
+		// flags(4) pos(4) ksize(4) vsize(4)
+		eflags := binary.LittleEndian.Uint32(p[at:])
+		pos, ksize, vsize := int64(binary.LittleEndian.Uint32(p[at+4:])), int64(binary.LittleEndian.Uint32(p[at+8:])), int64(binary.LittleEndian.Uint32(p[at+12:]))
+		end := int64(at) + pos + ksize + vsize
+		if end > int64(len(p)) {
+			return fmt.Sprintf("leaf element %d lies past the page's end", i)
+		}
+		// An inline bucket: root page 0, its page in the value after the
+		// bucket header (root 8, sequence 8).
+		if v := p[end-vsize : end]; eflags&bucketFlag != 0 && len(v) >= 16 && binary.LittleEndian.Uint64(v) == 0 {
+			if depth >= 8 {
+				return "inline buckets nested too deep"
+			}
+			if why := elementDamage(v[16:], depth+1); why != "" {
+				return fmt.Sprintf("inline bucket in leaf element %d: %s", i, why)
+			}
+		}
+	}
+	return ""
+}
+
+// checkMetaPages refuses a file whose two meta pages do not both verify
+// (metaDamage).
 func checkMetaPages(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", path, err)
 	}
 	defer f.Close()
-	const metaMagic, metaFlag = 0xED0CDAED, 0x04
-	buf := make([]byte, 64)
+	err = metaDamage(f)
+	if err == nil {
+		err = freelistDamage(f)
+	}
+	if err != nil {
+		return fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, err, repairHint)
+	}
+	return nil
+}
+
+// freelistDamage says what is wrong with the header of the free-page
+// list's page that the newer meta page of f names: bbolt's consistency
+// check reads that page on a goroutine of its own, where a page that
+// does not identify as itself is a panic no one can recover. (Every
+// other page it reads, the walk of the buckets at open reads first.)
+// Call it after metaDamage.
+func freelistDamage(f *os.File) error {
+	const freelistFlag, noFreelist = 0x10, ^uint64(0)
+	var metas [2][80]byte
+	for id := range metas {
+		if _, err := f.ReadAt(metas[id][:], int64(id)*int64(os.Getpagesize())); err != nil {
+			return err
+		}
+	}
+	pageSize := int64(binary.LittleEndian.Uint32(metas[0][24:]))
+	m := metas[0][:]
+	if binary.LittleEndian.Uint64(metas[1][64:]) > binary.LittleEndian.Uint64(m[64:]) { // txid
+		m = metas[1][:]
+	}
+	id := binary.LittleEndian.Uint64(m[48:])
+	if id == noFreelist {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if pageSize < 512 || id >= uint64(fi.Size()/pageSize) {
+		return fmt.Errorf("the free-page list is at page %d, past the file's end", id)
+	}
+	var h [24]byte
+	if _, err := f.ReadAt(h[:], int64(id)*pageSize); err != nil {
+		return fmt.Errorf("reading the free-page list's page %d: %v", id, err)
+	}
+	if pid, flags := binary.LittleEndian.Uint64(h[:]), binary.LittleEndian.Uint16(h[8:]); pid != id || flags != freelistFlag {
+		return fmt.Errorf("the free-page list's page %d is damaged (id %d, flags %#x)", id, pid, flags)
+	}
+	// Its ids must lie inside its pages, and its pages inside the file:
+	// bbolt reads them while it opens the file, before a consistency
+	// check, and a fault there leaves the file open and locked.
+	count, ids := uint64(binary.LittleEndian.Uint16(h[10:])), uint64(0)
+	if count == 0xffff { // the count is the first id's slot
+		count, ids = binary.LittleEndian.Uint64(h[16:]), 1
+	}
+	span := uint64(binary.LittleEndian.Uint32(h[12:])) + 1
+	if span > uint64(fi.Size()/pageSize)-id || count > (span*uint64(pageSize)-16)/8-ids {
+		return fmt.Errorf("the free-page list's page %d says it holds %d ids on %d pages, more than fit", id, count, span)
+	}
+	return nil
+}
+
+// metaDamage says what is wrong with the two meta pages of the bbolt
+// file f, nil when both verify. A meta page that does not say it is
+// meta page 0 or 1 makes bbolt open the file from the other one, and its
+// consistency check then panics on a goroutine of its own. One that
+// fails its checksum (FNV-1a over its fields) makes bbolt open the other
+// one silently: bbolt writes the two in turn, so that is the state before
+// the last transaction, without acknowledged records. A crash during a
+// meta write cannot leave a page failing its checksum: the page header
+// and the meta fields lie in its first 80 bytes, inside one disk sector,
+// which a drive writes whole, and bbolt fsyncs the data before the meta.
+func metaDamage(f *os.File) error {
+	const metaMagic, metaFlag, metaStart, sumAt = 0xED0CDAED, 0x04, 16, 72
+	buf := make([]byte, 80)
 	pageSize := int64(os.Getpagesize())
 	for id := int64(0); id < 2; id++ {
 		if _, err := f.ReadAt(buf, id*pageSize); err != nil {
-			return fmt.Errorf("store %s: %w: reading meta page %d: %v %s", path, ErrCorrupt, id, err, repairHint)
+			return fmt.Errorf("reading meta page %d: %v", id, err)
 		}
 		pid, flags := binary.LittleEndian.Uint64(buf), binary.LittleEndian.Uint16(buf[8:])
 		if pid != uint64(id) || flags != metaFlag || binary.LittleEndian.Uint32(buf[16:]) != metaMagic {
-			return fmt.Errorf("store %s: %w: meta page %d is damaged (id %d, flags %#x) %s", path, ErrCorrupt, id, pid, flags, repairHint)
+			return fmt.Errorf("meta page %d is damaged (id %d, flags %#x)", id, pid, flags)
+		}
+		h := fnv.New64a()
+		h.Write(buf[metaStart:sumAt])
+		if h.Sum64() != binary.LittleEndian.Uint64(buf[sumAt:]) {
+			return fmt.Errorf("meta page %d fails its checksum (bbolt would read the state before the last write)", id)
 		}
 		if id == 0 {
 			if ps := int64(binary.LittleEndian.Uint32(buf[24:])); ps >= 512 && ps <= 1<<16 && ps&(ps-1) == 0 {
@@ -342,7 +594,7 @@ func walkBuckets(tx *bolt.Tx) {
 // them.
 func (s *Store) checkRecords(tx *bolt.Tx, format uint32) error {
 	if format == formatVersionLogs {
-		n, err := s.checkLogs(tx)
+		n, err := s.checkLogs()
 		s.atOpen = n
 		return err
 	}
