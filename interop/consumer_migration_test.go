@@ -96,11 +96,13 @@ func (r cmResult) medianHandoverBy(f func(h cmHandover) time.Duration) time.Dura
 	return ds[len(ds)/2]
 }
 
-func TestInteropConsumerMigrationRoll(t *testing.T) {
-	needInterop(t)
-	dir := logDir(t)
-	b := startBroker(t, dir)
-	ch := startCoordhost(t, dir, b.addr)
+// rollSetup starts what a roll pair needs: the broker, coordhost in front
+// of it serving groups, an admin client of the broker (closed with the
+// test) and the consumer-app's class path.
+func rollSetup(t *testing.T) (dir string, b *broker, ch *coordhost, admin *kgo.Client) {
+	dir = logDir(t)
+	b = startBroker(t, dir)
+	ch = startCoordhost(t, dir, b.addr)
 	if err := groupsServed(ch.addr, "interop-probe", 30*time.Second); err != nil {
 		t.Fatalf("coordhost: %v\n%s", err, ch.proc.tail(60))
 	}
@@ -108,8 +110,14 @@ func TestInteropConsumerMigrationRoll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	t.Cleanup(admin.Close)
 	classpath(t, cgAppDir)
+	return dir, b, ch, admin
+}
+
+func TestInteropConsumerMigrationRoll(t *testing.T) {
+	needInterop(t)
+	dir, b, ch, admin := rollSetup(t)
 	kafka, through := rollPair(t, dir, "", b.addr, ch.addr, admin)
 	if t.Failed() {
 		return

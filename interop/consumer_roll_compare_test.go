@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The repeated roll comparison (`make consumer-roll-compare`) is sized by
@@ -48,18 +46,7 @@ func TestInteropConsumerRollCompare(t *testing.T) {
 	}
 	loadBefore, commit := loadAverage(), gitCommit()
 	started := time.Now().UTC()
-	dir := logDir(t)
-	b := startBroker(t, dir)
-	ch := startCoordhost(t, dir, b.addr)
-	if err := groupsServed(ch.addr, "interop-probe", 30*time.Second); err != nil {
-		t.Fatalf("coordhost: %v\n%s", err, ch.proc.tail(60))
-	}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	classpath(t, cgAppDir)
+	dir, b, ch, admin := rollSetup(t)
 	var rs []rollRun
 	for run := 1; run <= runs; run++ {
 		r := rollRun{loadFrom: oneMinuteLoad()}
