@@ -264,8 +264,9 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired || s.cfg.Embedded.Enabled(), PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
 		MaxReauth: s.cfg.Kafka.MaxReauth, CertLogin: s.certLogin,
-		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
-		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+		MaxTopologySize: func(group string) int32 { return s.cfg.Groups.For(group).StreamsMaxTopologySize },
+		Dial:            func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
+		Group:           s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l
