@@ -57,6 +57,9 @@ type Options struct {
 // another component once it is built.
 type Wiring struct {
 	Coordinator GroupCoordinator
+	// Quota, when set, is the coordinator's per-group quota, which the
+	// listeners apply to large requests before reading them.
+	Quota wire.GroupQuota
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
 	// routes; nil answers 501.
 	GroupsAPI, PluginsAPI http.Handler
@@ -264,9 +267,9 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired || s.cfg.Embedded.Enabled(), PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
 		MaxReauth: s.cfg.Kafka.MaxReauth, CertLogin: s.certLogin,
-		MaxTopologySize: func(group string) int32 { return s.cfg.Groups.For(group).StreamsMaxTopologySize },
-		Dial:            func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
-		Group:           s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+		MaxTopologySize: func(group string) int32 { return s.cfg.Groups.For(group).StreamsMaxTopologySize }, Quota: s.wiring.Quota,
+		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
+		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l

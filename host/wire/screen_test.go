@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"reflect"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -77,7 +80,7 @@ func TestScreenRefusesTopologyOverLimit(t *testing.T) {
 	c.send(huge, 1, 7)
 	corr, resp := c.recv(huge)
 	hr := resp.(*kmsg.StreamsGroupHeartbeatResponse)
-	if corr != 7 || hr.ErrorCode != kerr.InvalidRequest.Code || hr.ErrorMessage == nil || reached.Load() != 0 {
+	if corr != 7 || hr.ErrorCode != kerr.InvalidRequest.Code || hr.ErrorMessage == nil || hr.ThrottleMillis != 1000 || reached.Load() != 0 {
 		t.Fatalf("correlation id %d, response %+v, coordinator reached %d times", corr, hr, reached.Load())
 	}
 	c.apiVersions(8) // the frame was read past to its end
@@ -97,6 +100,64 @@ func TestScreenRefusesTopologyOverLimit(t *testing.T) {
 	}
 }
 
+// heldQuota throttles group "busy" while held is set.
+type heldQuota struct{ held atomic.Bool }
+
+func (q *heldQuota) GroupThrottle(group string) time.Duration {
+	if group == "busy" && q.held.Load() {
+		return 20 * time.Millisecond
+	}
+	return 0
+}
+
+// TestScreenHoldsThrottledGroup: a large request of a group over its
+// quota is not read (its connection waits) until the group's throttle
+// ends, on each of its connections; another group's large request and
+// the throttled group's small ones are served meanwhile.
+func TestScreenHoldsThrottledGroup(t *testing.T) {
+	q := &heldQuota{}
+	q.held.Store(true)
+	var mu sync.Mutex
+	reached := map[string]int{}
+	addr := startLimited(t, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(1<<20, 100, 100), Quota: q,
+		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reached[reflect.ValueOf(req.Body).Elem().FieldByName("Group").String()]++
+			return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+		}})
+	count := func(g string) int { mu.Lock(); defer mu.Unlock(); return reached[g] }
+	join := func(group string, metadata int) *kmsg.JoinGroupRequest {
+		jg := kmsg.NewPtrJoinGroupRequest()
+		jg.Group, jg.ProtocolType = group, "consumer"
+		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: make([]byte, metadata)}}
+		return jg
+	}
+	var held []*client
+	for i := range 2 {
+		c := dial(t, addr)
+		c.send(join("busy", 100<<10), 9, int16(i))
+		held = append(held, c)
+	}
+	idle := dial(t, addr)
+	big := join("idle", 100<<10)
+	idle.send(big, 9, 1)
+	idle.recv(big)
+	small := join("busy", 10)
+	idle.send(small, 9, 2)
+	idle.recv(small)
+	if n := count("busy"); n != 1 {
+		t.Fatalf("the throttled group reached the coordinator %d times, want once (its small request)", n)
+	}
+	q.held.Store(false)
+	for _, c := range held {
+		c.recv(big)
+	}
+	if n := count("busy"); n != 3 {
+		t.Fatalf("the group's held requests reached the coordinator %d times after its throttle, want 3", n)
+	}
+}
+
 // TestScreenRefusalPassesGates: on a listener requiring SASL, a refused
 // topology frame of an unauthenticated connection closes it, as any
 // request of its key would.
@@ -108,7 +169,9 @@ func TestScreenRefusalPassesGates(t *testing.T) {
 	c.expectGone()
 }
 
-func FuzzTopologyAhead(f *testing.F) {
+// FuzzScreenAhead: groupAhead and topologyAhead never panic, and what they
+// read from any prefix of a frame the full parse accepts agrees with it.
+func FuzzScreenAhead(f *testing.F) {
 	for _, s := range seedFrames() {
 		f.Add(s, uint16(len(s)))
 	}
@@ -121,20 +184,32 @@ func FuzzTopologyAhead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte, cut uint16) {
 		prefix := frame[:min(int(cut), len(frame))]
-		req, group, n, ok := topologyAhead(prefix, len(frame))
+		req, group, r, ok := groupAhead(prefix)
 		if !ok {
 			return
 		}
-		if n <= 0 || req.Body == nil || req.Key != int16(kmsg.StreamsGroupHeartbeat) {
-			t.Fatalf("ok with %d subtopologies, request %+v", n, req)
+		if req.Body == nil || req.Body.Key() != req.Key || !groupFirst[req.Key] {
+			t.Fatalf("ok with request %+v", req)
+		}
+		n, topoOK := -1, false
+		if req.Key == int16(kmsg.StreamsGroupHeartbeat) {
+			n, topoOK = topologyAhead(&r, len(frame)-(len(prefix)-len(r.Src)))
+			if topoOK && n <= 0 {
+				t.Fatalf("ok with %d subtopologies", n)
+			}
 		}
 		full, err := ParseRequest(frame)
 		if err != nil {
-			return // a prefix of a frame, or a malformed rest
+			return // a malformed rest
 		}
-		hb := full.Body.(*kmsg.StreamsGroupHeartbeatRequest)
-		if hb.Group != group || hb.Topology == nil || len(hb.Topology.Subtopologies) != n || full.CorrelationID != req.CorrelationID {
-			t.Fatalf("screened group %q, %d subtopologies, correlation id %d; parsed %q, %+v, %d", group, n, req.CorrelationID, hb.Group, hb.Topology, full.CorrelationID)
+		if full.CorrelationID != req.CorrelationID || full.Version != req.Version {
+			t.Fatalf("screened header %+v, parsed %+v", req, full)
+		}
+		if g := reflect.ValueOf(full.Body).Elem().FieldByName("Group").String(); g != group {
+			t.Fatalf("screened group %q, parsed %q", group, g)
+		}
+		if hb, isHB := full.Body.(*kmsg.StreamsGroupHeartbeatRequest); isHB && topoOK && (hb.Topology == nil || len(hb.Topology.Subtopologies) != n) {
+			t.Fatalf("screened %d subtopologies, parsed %+v", n, hb.Topology)
 		}
 	})
 }

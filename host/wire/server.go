@@ -83,6 +83,9 @@ type Config struct {
 	// (screen.go). nil leaves every such heartbeat to the group
 	// coordinator.
 	MaxTopologySize func(group string) int32
+	// Quota, when set, holds the large requests of a group over its quota
+	// unread until its throttle ends (screen.go).
+	Quota GroupQuota
 	// MaxReauth caps the SASL session lifetime a client is told and held
 	// to (Kafka's connections.max.reauth.ms); 0 leaves the cluster's.
 	MaxReauth time.Duration
@@ -310,12 +313,12 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
-	frame, release, refused, err := c.readFrame(br)
+	frame, release, refused, err := c.readFrame(ctx, br)
 	if err != nil {
 		return err
 	}
 	if refused != nil {
-		return c.answerRefusal(refused)
+		return c.answerRefusal(ctx, refused)
 	}
 	defer release()
 	start := time.Now()
@@ -358,7 +361,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 
 // answerRefusal answers a request screen refused, once it passed the
 // connection's gates (admit).
-func (c *conn) answerRefusal(r *refusal) error {
+func (c *conn) answerRefusal(ctx context.Context, r *refusal) error {
 	if err := c.admit(r.req); err != nil {
 		return err
 	}
@@ -368,6 +371,7 @@ func (c *conn) answerRefusal(r *refusal) error {
 	if err := c.writeResponse(r.req.CorrelationID, r.resp); err != nil {
 		return err
 	}
+	c.mute(ctx, c.muteFor(r.req, r.resp))
 	return c.closeAfter
 }
 
@@ -431,7 +435,7 @@ var preAuthKeys = map[int16]bool{
 // passed screen and the budget granted it. release, idempotent, gives the
 // bytes back. A frame screen refused is read past, and returned as
 // refused, without frame.
-func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), refused *refusal, err error) {
+func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, release func(), refused *refusal, err error) {
 	s := c.s
 	n, err := ReadFrameSize(br, s.cfg.MaxRequestBytes)
 	if err != nil {
@@ -440,7 +444,7 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), refuse
 	if s.cfg.SASLRequired && !c.sasl.authenticated() && n > s.cfg.PreAuthMaxRequestBytes {
 		return nil, nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
 	}
-	if refused, err := c.screen(br, n); refused != nil || err != nil {
+	if refused, err := c.screen(ctx, br, n); refused != nil || err != nil {
 		return nil, nil, refused, err
 	}
 	drain := s.drain
