@@ -536,21 +536,39 @@ func startLoad(t *testing.T, addr, kind string) (stop func() string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	// The process says when it is flooding (its set-up, building the
+	// frames, is not the flood).
+	lines := bufio.NewScanner(outPipe)
+	var out strings.Builder
+	for lines.Scan() && !strings.Contains(lines.Text(), "flood started") {
+		out.WriteString(lines.Text() + "\n")
+	}
+	rest := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			out.WriteString(lines.Text() + "\n")
+		}
+		rest <- out.String()
+	}()
 	time.Sleep(200 * time.Millisecond)
 	return func() string {
 		in.Close()
+		output := <-rest
 		if err := cmd.Wait(); err != nil {
-			t.Fatalf("flood process %s: %v\n%s", kind, err, out.String())
+			t.Fatalf("flood process %s: %v\n%s", kind, err, output)
 		}
-		m := regexp.MustCompile(`(\d+) flooding requests`).FindStringSubmatch(out.String())
+		m := regexp.MustCompile(`(\d+) flooding requests`).FindStringSubmatch(output)
 		if m == nil {
-			t.Fatalf("flood process %s:\n%s", kind, out.String())
+			t.Fatalf("flood process %s:\n%s", kind, output)
 		}
 		return m[1]
 	}
@@ -604,6 +622,7 @@ func TestFloodLoadProcess(t *testing.T) {
 	default:
 		t.Fatalf("FLOODLOAD_KIND %q: want joins or huge", kind)
 	}
+	fmt.Println("flood started") // to startLoad, unbuffered
 	io.Copy(io.Discard, os.Stdin) // until the test closes it
 	t.Logf("%d flooding requests", stop())
 }
