@@ -45,9 +45,10 @@ func peakRSS(t *testing.T, pid int) int64 {
 }
 
 // flood opens n connections to addr; each declares a frame of declared
-// bytes, sends up to send bytes of it (0xff: an unknown API key) and
-// stays open until d has passed. It returns how many the server closed
-// before that.
+// bytes, sends up to send bytes of it (the key and version of Produce
+// v9, then 0xff: a malformed request the server reads before it can
+// tell) and stays open until d has passed. It returns how many the
+// server closed before that.
 func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.Duration) (closed int) {
 	t.Helper()
 	end := time.Now().Add(d)
@@ -75,7 +76,11 @@ func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.D
 				return
 			}
 			for sent := 0; sent < send; sent += len(chunk) {
-				if _, err := c.Write(chunk[:min(len(chunk), send-sent)]); err != nil {
+				b := chunk[:min(len(chunk), send-sent)]
+				if sent == 0 {
+					b = append([]byte{0, 0, 0, 9}, b[:max(len(b)-4, 0)]...)
+				}
+				if _, err := c.Write(b); err != nil {
 					var ne net.Error
 					if !errors.As(err, &ne) || !ne.Timeout() {
 						gone()
