@@ -133,7 +133,8 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if s.tls, err = loadTLS(cfg.Kafka); err != nil {
 		return nil, err
 	}
-	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)
+	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP).
+		WithLargeFrameRate(cfg.Kafka.LargeFrameBytesPerSecond)
 	if cfg.Store.Kind != "kafka" && s.rlog == nil { // the kafka store is opened with the coordinator (stateTopicLog)
 		if err := s.openStore(); err != nil {
 			return nil, err

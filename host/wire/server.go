@@ -467,9 +467,12 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, r
 		release()
 		return nil, nil, nil, errDraining
 	}
-	frame, err = readFrameBody(br, n)
+	frame, err = s.cfg.Limits.readBody(drain, br, n)
 	if err != nil {
 		release()
+		if errors.Is(err, context.Canceled) {
+			err = errDraining
+		}
 		return nil, nil, nil, err
 	}
 	return frame, release, nil, nil
