@@ -44,12 +44,16 @@ func peakRSS(t *testing.T, pid int) int64 {
 	return 0
 }
 
+// produceHead is the start of a flooding frame the server reads in full:
+// the key and version of Produce v9, then flood's 0xff bytes, a
+// malformed request it cannot tell before reading it.
+var produceHead = []byte{0, 0, 0, 9}
+
 // flood opens n connections to addr; each declares a frame of declared
-// bytes, sends up to send bytes of it (the key and version of Produce
-// v9, then 0xff: a malformed request the server reads before it can
-// tell) and stays open until d has passed. It returns how many the
-// server closed before that.
-func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.Duration) (closed int) {
+// bytes, sends up to send bytes of it (head, then 0xff; with no head an
+// unknown API key) and stays open until d has passed. It returns how
+// many the server closed before that.
+func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.Duration, head []byte) (closed int) {
 	t.Helper()
 	end := time.Now().Add(d)
 	chunk := bytes.Repeat([]byte{0xff}, 1<<20)
@@ -78,7 +82,7 @@ func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.D
 			for sent := 0; sent < send; sent += len(chunk) {
 				b := chunk[:min(len(chunk), send-sent)]
 				if sent == 0 {
-					b = append([]byte{0, 0, 0, 9}, b[:max(len(b)-4, 0)]...)
+					b = append(append([]byte{}, head...), b[:max(len(b)-len(head), 0)]...)
 				}
 				if _, err := c.Write(b); err != nil {
 					var ne net.Error
@@ -128,7 +132,7 @@ func TestMemoryBoundedUnderLargeFrames(t *testing.T) {
 		t.Logf("20 small requests during the flood, slowest %v", slowest)
 		small <- nil
 	}()
-	closed := flood(t, p.addr, 100, 100<<20, 100<<20, 6*time.Second)
+	closed := flood(t, p.addr, 100, 100<<20, 100<<20, 6*time.Second, produceHead)
 	if err := <-small; err != nil {
 		t.Error(err)
 	}
@@ -157,7 +161,7 @@ func TestPreAuthFramesRefused(t *testing.T) {
 		"--dataplane.bootstrap="+dp.ListenAddrs()[0], "--dataplane.sasl.mechanism=PLAIN",
 		"--dataplane.sasl.username=coordhost", "--dataplane.sasl.password=coordpw",
 		"--dataplane.offsets.identity=coordhost") // PLAIN: no delegation-token logins
-	closed := flood(t, p.addr, 100, 100<<20, 8<<20, 10*time.Second)
+	closed := flood(t, p.addr, 100, 100<<20, 8<<20, 10*time.Second, produceHead)
 	peak := peakRSS(t, p.cmd.Process.Pid)
 	t.Logf("peak RSS %d MiB; %d of 100 connections closed", peak>>20, closed)
 	if closed != 100 {

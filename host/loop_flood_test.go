@@ -465,10 +465,10 @@ func (w *wireCanaries) measure(t *testing.T, n int) (other, same time.Duration) 
 // "flood" with joins of members with huge topologies and their huge
 // heartbeats; while 32 connections of group "flood" send heartbeats whose
 // topology is over streams.max.topology.size; and while 100 connections
-// each send a 100 MiB frame (default 256 MiB request budget). It logs the
-// p99s and ratios docs/HOST.md reports and fails only at 1.5× the bars
-// above. A timing test: it runs with COORDHOST_FLOOD=1 (about 20 s with
-// the build).
+// each send a 100 MiB frame (default 256 MiB request budget), of an
+// unknown key and then with a Produce header. It logs the p99s and ratios
+// docs/HOST.md reports and fails only at 1.5× the bars above. A timing
+// test: it runs with COORDHOST_FLOOD=1 (about 30 s with the build).
 func TestFloodThroughBinary(t *testing.T) {
 	if os.Getenv("COORDHOST_FLOOD") != "1" {
 		t.Skip("timing test: set COORDHOST_FLOOD=1 to run it")
@@ -493,19 +493,12 @@ func TestFloodThroughBinary(t *testing.T) {
 	t.Logf("huge heartbeats (%d bytes) on 32 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s answered; load average %s",
 		len(hugeHeartbeatFrame()), hugeOther, ratio(hugeOther, baseOther), hugeSame, ratio(hugeSame, baseSame), sent, loadAverage())
 
-	helper := exec.Command(os.Args[0], "-test.run=^TestFrameFloodProcess$", "-test.v")
-	helper.Env = append(os.Environ(), "FRAMEFLOOD_ADDR="+p.addr)
-	out := make(chan []byte, 1)
-	go func() { b, _ := helper.CombinedOutput(); out <- b }()
-	time.Sleep(time.Second) // the frames hold the budget by now
-	frameOther, frameSame := w.measure(t, 150)
-	helperOut := <-out
-	read := regexp.MustCompile(`(\d+) of 100 frames read`).FindSubmatch(helperOut)
-	if read == nil {
-		t.Fatalf("frame flood process:\n%s", helperOut)
-	}
-	t.Logf("100 MiB frames on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 frames read in 6 s; load average %s",
-		frameOther, ratio(frameOther, baseOther), frameSame, ratio(frameSame, baseSame), read[1], loadAverage())
+	ffOther, ffSame, ffRead := frameFlood(t, w, "unknown-key")
+	t.Logf("100 MiB frames of an unknown key on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 closed in 6 s; load average %s",
+		ffOther, ratio(ffOther, baseOther), ffSame, ratio(ffSame, baseSame), ffRead, loadAverage())
+	frameOther, frameSame, read := frameFlood(t, w, "produce")
+	t.Logf("100 MiB frames with a Produce header on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 frames read in 6 s; load average %s",
+		frameOther, ratio(frameOther, baseOther), frameSame, ratio(frameSame, baseSame), read, loadAverage())
 
 	for _, c := range []struct {
 		what     string
@@ -515,6 +508,8 @@ func TestFloodThroughBinary(t *testing.T) {
 		{"join flood, flooded partition", joinSame, sameBar},
 		{"huge heartbeats, other partitions", hugeOther, otherBar},
 		{"huge heartbeats, flooded partition", hugeSame, sameBar},
+		{"unknown-key frame flood, other partitions", ffOther, sameBar},
+		{"unknown-key frame flood, flooded partition", ffSame, sameBar},
 		{"frame flood, other partitions", frameOther, sameBar},
 		{"frame flood, flooded partition", frameSame, sameBar},
 	} {
@@ -667,13 +662,38 @@ func frameLoop(addr string, n int, frame []byte) (stop func() int64) {
 	}
 }
 
+// frameFlood measures w's canaries while this test binary, running
+// TestFrameFloodProcess, floods w's server with 100 MiB frames of head
+// ("unknown-key": 0xff bytes; "produce": produceHead); it returns the
+// p99s and how many frames the server closed in 6 s.
+func frameFlood(t *testing.T, w *wireCanaries, head string) (other, same time.Duration, closed string) {
+	t.Helper()
+	helper := exec.Command(os.Args[0], "-test.run=^TestFrameFloodProcess$", "-test.v")
+	helper.Env = append(os.Environ(), "FRAMEFLOOD_ADDR="+w.addr, "FRAMEFLOOD_HEAD="+head)
+	out := make(chan []byte, 1)
+	go func() { b, _ := helper.CombinedOutput(); out <- b }()
+	time.Sleep(time.Second) // the frames hold the budget by now
+	other, same = w.measure(t, 150)
+	helperOut := <-out
+	read := regexp.MustCompile(`(\d+) of 100 frames read`).FindSubmatch(helperOut)
+	if read == nil {
+		t.Fatalf("frame flood process:\n%s", helperOut)
+	}
+	return other, same, string(read[1])
+}
+
 // TestFrameFloodProcess is TestFloodThroughBinary's frame flood, run in a
 // process of its own: 100 connections to FRAMEFLOOD_ADDR each send a
-// 100 MiB frame for 6 s.
+// 100 MiB frame for 6 s, starting with produceHead or, with
+// FRAMEFLOOD_HEAD=unknown-key, an unknown key.
 func TestFrameFloodProcess(t *testing.T) {
 	addr := os.Getenv("FRAMEFLOOD_ADDR")
 	if addr == "" {
 		t.Skip("started by TestFloodThroughBinary")
 	}
-	t.Logf("%d of 100 frames read", flood(t, addr, 100, 100<<20, 100<<20, 6*time.Second))
+	head := produceHead
+	if os.Getenv("FRAMEFLOOD_HEAD") == "unknown-key" {
+		head = nil
+	}
+	t.Logf("%d of 100 frames read", flood(t, addr, 100, 100<<20, 100<<20, 6*time.Second, head))
 }
