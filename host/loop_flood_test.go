@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -478,27 +479,30 @@ func TestFloodThroughBinary(t *testing.T) {
 	os.Unsetenv("COORDHOST_FLOOD")
 	p := startProc(t, t.TempDir(), freePort(t), 1)
 	w := joinWireCanaries(t, p.addr)
+	cpu := cpuMeter(t, p.cmd.Process.Pid)
 	baseOther, baseSame := w.measure(t, 150)
-	t.Logf("unflooded: canary p99 other partitions %v, flooded partition %v; load average %s", baseOther, baseSame, loadAverage())
+	t.Logf("unflooded: canary p99 other partitions %v, flooded partition %v; %s; load average %s", baseOther, baseSame, cpu(), loadAverage())
 
 	stop := startLoad(t, p.addr, "joins")
+	cpu()
 	joinOther, joinSame := w.measure(t, 150)
 	floods := stop()
-	t.Logf("join flood (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s flooding requests; load average %s",
-		joinOther, ratio(joinOther, baseOther), joinSame, ratio(joinSame, baseSame), floods, loadAverage())
+	t.Logf("join flood (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s flooding requests; %s; load average %s",
+		joinOther, ratio(joinOther, baseOther), joinSame, ratio(joinSame, baseSame), floods, cpu(), loadAverage())
 
 	stop = startLoad(t, p.addr, "huge")
+	cpu()
 	hugeOther, hugeSame := w.measure(t, 150)
 	sent := stop()
-	t.Logf("huge heartbeats (%d bytes) on 32 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s answered; load average %s",
-		len(hugeHeartbeatFrame()), hugeOther, ratio(hugeOther, baseOther), hugeSame, ratio(hugeSame, baseSame), sent, loadAverage())
+	t.Logf("huge heartbeats (%d bytes) on 32 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s answered; %s; load average %s",
+		len(hugeHeartbeatFrame()), hugeOther, ratio(hugeOther, baseOther), hugeSame, ratio(hugeSame, baseSame), sent, cpu(), loadAverage())
 
-	ffOther, ffSame, ffRead := frameFlood(t, w, "unknown-key")
-	t.Logf("100 MiB frames of an unknown key on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 closed in 6 s; load average %s",
-		ffOther, ratio(ffOther, baseOther), ffSame, ratio(ffSame, baseSame), ffRead, loadAverage())
-	frameOther, frameSame, read := frameFlood(t, w, "produce")
-	t.Logf("100 MiB frames with a Produce header on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 frames read in 6 s; load average %s",
-		frameOther, ratio(frameOther, baseOther), frameSame, ratio(frameSame, baseSame), read, loadAverage())
+	ffOther, ffSame, ffRead := frameFlood(t, w, "unknown-key", cpu)
+	t.Logf("100 MiB frames of an unknown key on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 closed in 6 s; %s; load average %s",
+		ffOther, ratio(ffOther, baseOther), ffSame, ratio(ffSame, baseSame), ffRead, cpu(), loadAverage())
+	frameOther, frameSame, read := frameFlood(t, w, "produce", cpu)
+	t.Logf("100 MiB frames with a Produce header on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 frames read in 6 s; %s; load average %s",
+		frameOther, ratio(frameOther, baseOther), frameSame, ratio(frameSame, baseSame), read, cpu(), loadAverage())
 
 	for _, c := range []struct {
 		what     string
@@ -662,17 +666,47 @@ func frameLoop(addr string, n int, frame []byte) (stop func() int64) {
 	}
 }
 
+// cpuMeter returns a function that says how much CPU time process pid
+// used since its last call, and which share of one core that was (from
+// /proc: user and system time in clock ticks, 100 a second on Linux).
+func cpuMeter(t *testing.T, pid int) func() string {
+	read := func() time.Duration {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		var ticks int64
+		for _, s := range f[11:13] { // utime, stime
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/%d/stat: %v", pid, err)
+			}
+			ticks += n
+		}
+		return time.Duration(ticks) * 10 * time.Millisecond
+	}
+	last, at := read(), time.Now()
+	return func() string {
+		now, nowAt := read(), time.Now()
+		used, wall := now-last, nowAt.Sub(at)
+		last, at = now, nowAt
+		return fmt.Sprintf("server CPU %v in %v (%.0f%% of a core)", used, wall.Round(time.Millisecond), 100*used.Seconds()/wall.Seconds())
+	}
+}
+
 // frameFlood measures w's canaries while this test binary, running
 // TestFrameFloodProcess, floods w's server with 100 MiB frames of head
 // ("unknown-key": 0xff bytes; "produce": produceHead); it returns the
 // p99s and how many frames the server closed in 6 s.
-func frameFlood(t *testing.T, w *wireCanaries, head string) (other, same time.Duration, closed string) {
+func frameFlood(t *testing.T, w *wireCanaries, head string, cpu func() string) (other, same time.Duration, closed string) {
 	t.Helper()
 	helper := exec.Command(os.Args[0], "-test.run=^TestFrameFloodProcess$", "-test.v")
 	helper.Env = append(os.Environ(), "FRAMEFLOOD_ADDR="+w.addr, "FRAMEFLOOD_HEAD="+head)
 	out := make(chan []byte, 1)
 	go func() { b, _ := helper.CombinedOutput(); out <- b }()
 	time.Sleep(time.Second) // the frames hold the budget by now
+	cpu()
 	other, same = w.measure(t, 150)
 	helperOut := <-out
 	read := regexp.MustCompile(`(\d+) of 100 frames read`).FindSubmatch(helperOut)
