@@ -2,8 +2,6 @@ package wire
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -68,11 +66,8 @@ func (l *Limits) readBody(ctx context.Context, r io.Reader, n int32) ([]byte, er
 				return nil, ctx.Err()
 			}
 		}
-		if _, err := io.ReadFull(r, chunk); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
+		if err := readPart(r, chunk, n); err != nil {
+			return nil, err
 		}
 	}
 	return buf, nil
