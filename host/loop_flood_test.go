@@ -621,7 +621,7 @@ func TestFloodLoadProcess(t *testing.T) {
 	default:
 		t.Fatalf("FLOODLOAD_KIND %q: want joins or huge", kind)
 	}
-	fmt.Println("flood started") // to startLoad, unbuffered
+	fmt.Println("flood started")  // to startLoad, unbuffered
 	io.Copy(io.Discard, os.Stdin) // until the test closes it
 	t.Logf("%d flooding requests", stop())
 }
