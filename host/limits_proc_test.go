@@ -105,9 +105,12 @@ func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.D
 // 100 MiB frame to the coordhost binary (default limits: a 256 MiB
 // request budget, 100 MiB frames) leave its peak RSS at most 512 MiB;
 // a client's small requests are answered during the flood and after it.
+// Large frames are read unpaced (kafka.large.frame.bytes.per.second=0):
+// the budget alone must bound memory while frames are read as fast as
+// they come, many times over.
 func TestMemoryBoundedUnderLargeFrames(t *testing.T) {
 	dir := t.TempDir()
-	p := startProc(t, dir, freePort(t), 1)
+	p := startProc(t, dir, freePort(t), 1, "--kafka.large.frame.bytes.per.second=0")
 	base := peakRSS(t, p.cmd.Process.Pid)
 	small := make(chan error, 1)
 	go func() {
