@@ -28,6 +28,11 @@ var (
 func coordhostBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
+		// A prebuilt binary (another commit's, for a same-run comparison).
+		if b := os.Getenv("TEST_COORDHOST_BINARY"); b != "" {
+			binPath = b
+			return
+		}
 		dir, err := os.MkdirTemp("", "coordhost-bin")
 		if err != nil {
 			binErr = err

@@ -44,11 +44,16 @@ func peakRSS(t *testing.T, pid int) int64 {
 	return 0
 }
 
+// produceHead is the start of a flooding frame the server reads in full:
+// the key and version of Produce v9, then flood's 0xff bytes, a
+// malformed request it cannot tell before reading it.
+var produceHead = []byte{0, 0, 0, 9}
+
 // flood opens n connections to addr; each declares a frame of declared
-// bytes, sends up to send bytes of it (0xff: an unknown API key) and
-// stays open until d has passed. It returns how many the server closed
-// before that.
-func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.Duration) (closed int) {
+// bytes, sends up to send bytes of it (head, then 0xff; with no head an
+// unknown API key) and stays open until d has passed. It returns how
+// many the server closed before that.
+func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.Duration, head []byte) (closed int) {
 	t.Helper()
 	end := time.Now().Add(d)
 	chunk := bytes.Repeat([]byte{0xff}, 1<<20)
@@ -75,7 +80,11 @@ func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.D
 				return
 			}
 			for sent := 0; sent < send; sent += len(chunk) {
-				if _, err := c.Write(chunk[:min(len(chunk), send-sent)]); err != nil {
+				b := chunk[:min(len(chunk), send-sent)]
+				if sent == 0 {
+					b = append(append([]byte{}, head...), b[:max(len(b)-len(head), 0)]...)
+				}
+				if _, err := c.Write(b); err != nil {
 					var ne net.Error
 					if !errors.As(err, &ne) || !ne.Timeout() {
 						gone()
@@ -96,9 +105,12 @@ func flood(t *testing.T, addr string, n int, declared uint32, send int, d time.D
 // 100 MiB frame to the coordhost binary (default limits: a 256 MiB
 // request budget, 100 MiB frames) leave its peak RSS at most 512 MiB;
 // a client's small requests are answered during the flood and after it.
+// Large frames are read unpaced (kafka.large.frame.bytes.per.second=0):
+// the budget alone must bound memory while frames are read as fast as
+// they come, many times over.
 func TestMemoryBoundedUnderLargeFrames(t *testing.T) {
 	dir := t.TempDir()
-	p := startProc(t, dir, freePort(t), 1)
+	p := startProc(t, dir, freePort(t), 1, "--kafka.large.frame.bytes.per.second=0")
 	base := peakRSS(t, p.cmd.Process.Pid)
 	small := make(chan error, 1)
 	go func() {
@@ -123,7 +135,7 @@ func TestMemoryBoundedUnderLargeFrames(t *testing.T) {
 		t.Logf("20 small requests during the flood, slowest %v", slowest)
 		small <- nil
 	}()
-	closed := flood(t, p.addr, 100, 100<<20, 100<<20, 6*time.Second)
+	closed := flood(t, p.addr, 100, 100<<20, 100<<20, 6*time.Second, produceHead)
 	if err := <-small; err != nil {
 		t.Error(err)
 	}
@@ -152,7 +164,7 @@ func TestPreAuthFramesRefused(t *testing.T) {
 		"--dataplane.bootstrap="+dp.ListenAddrs()[0], "--dataplane.sasl.mechanism=PLAIN",
 		"--dataplane.sasl.username=coordhost", "--dataplane.sasl.password=coordpw",
 		"--dataplane.offsets.identity=coordhost") // PLAIN: no delegation-token logins
-	closed := flood(t, p.addr, 100, 100<<20, 8<<20, 10*time.Second)
+	closed := flood(t, p.addr, 100, 100<<20, 8<<20, 10*time.Second, produceHead)
 	peak := peakRSS(t, p.cmd.Process.Pid)
 	t.Logf("peak RSS %d MiB; %d of 100 connections closed", peak>>20, closed)
 	if closed != 100 {

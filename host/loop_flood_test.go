@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -457,13 +459,17 @@ func (w *wireCanaries) measure(t *testing.T, n int) (other, same time.Duration) 
 }
 
 // TestFloodThroughBinary measures the canaries of a coordhost process (50
-// store partitions, default limits) over the wire, the flooding clients
-// in the test process: unflooded; while 16 connections flood group
+// store partitions, default limits) over the wire, every flood sent by a
+// load-generating process of its own (this test binary running
+// TestFloodLoadProcess or TestFrameFloodProcess), so the canaries' process
+// runs only the canaries: unflooded; while 16 connections flood group
 // "flood" with joins of members with huge topologies and their huge
-// heartbeats; and while 100 connections each send a 100 MiB frame
-// (default 256 MiB request budget). It logs the p99s and ratios
+// heartbeats; while 32 connections of group "flood" send heartbeats whose
+// topology is over streams.max.topology.size; and while 100 connections
+// each send a 100 MiB frame (default 256 MiB request budget), of an
+// unknown key and then with a Produce header. It logs the p99s and ratios
 // docs/HOST.md reports and fails only at 1.5× the bars above. A timing
-// test: it runs with COORDHOST_FLOOD=1 (about 20 s with the build).
+// test: it runs with COORDHOST_FLOOD=1 (about 30 s with the build).
 func TestFloodThroughBinary(t *testing.T) {
 	if os.Getenv("COORDHOST_FLOOD") != "1" {
 		t.Skip("timing test: set COORDHOST_FLOOD=1 to run it")
@@ -473,94 +479,30 @@ func TestFloodThroughBinary(t *testing.T) {
 	os.Unsetenv("COORDHOST_FLOOD")
 	p := startProc(t, t.TempDir(), freePort(t), 1)
 	w := joinWireCanaries(t, p.addr)
+	cpu := cpuMeter(t, p.cmd.Process.Pid)
 	baseOther, baseSame := w.measure(t, 150)
-	t.Logf("unflooded: canary p99 other partitions %v, flooded partition %v; load average %s", baseOther, baseSame, loadAverage())
+	t.Logf("unflooded: canary p99 other partitions %v, flooded partition %v; %s; load average %s", baseOther, baseSame, cpu(), loadAverage())
 
-	var flooders []*wireClient
-	for c := 0; c < 16; c++ {
-		cl, err := dialWire(p.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.c.Close()
-		flooders = append(flooders, cl)
-	}
-	stopFlood := joinFlood(hugeJoin, func(c int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
-		resp, err := flooders[c].do(req)
-		if err != nil {
-			return nil, err
-		}
-		return resp.(*kmsg.StreamsGroupHeartbeatResponse), nil
-	})
-	time.Sleep(200 * time.Millisecond)
+	stop := startLoad(t, p.addr, "joins")
+	cpu()
 	joinOther, joinSame := w.measure(t, 150)
-	floods := stopFlood()
-	t.Logf("join flood: canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %d flooding requests; load average %s",
-		joinOther, ratio(joinOther, baseOther), joinSame, ratio(joinSame, baseSame), floods, loadAverage())
+	floods := stop()
+	t.Logf("join flood (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s flooding requests; %s; load average %s",
+		joinOther, ratio(joinOther, baseOther), joinSame, ratio(joinSame, baseSame), floods, cpu(), loadAverage())
 
-	// Huge heartbeats: 32 connections keep sending a heartbeat whose
-	// topology of 120,000 subtopologies (about 3 MB) is over
-	// streams.max.topology.size, so the server decodes each in full and
-	// refuses it before core builds anything: the cost is the decoding.
-	huge := hugeJoin("flood", "huge")
-	huge.Topology.Subtopologies = nil
-	for i := 0; i < 120000; i++ {
-		huge.Topology.Subtopologies = append(huge.Topology.Subtopologies,
-			kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{SubtopologyID: fmt.Sprint(i), SourceTopics: []string{"t00"}})
-	}
-	hugeBytes := kmsg.NewRequestFormatter(kmsg.FormatterClientID("flood")).AppendRequest(nil, huge, 1)
-	hugeStop := make(chan struct{})
-	var hwg sync.WaitGroup
-	var hugeSent atomic.Int64
-	for c := 0; c < 32; c++ {
-		cl, err := dialWire(p.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.c.Close()
-		hwg.Add(1)
-		go func() {
-			defer hwg.Done()
-			for {
-				select {
-				case <-hugeStop:
-					return
-				default:
-				}
-				cl.c.SetDeadline(time.Now().Add(30 * time.Second))
-				if _, err := cl.c.Write(hugeBytes); err != nil {
-					return
-				}
-				if _, err := wire.ReadFrame(cl.br, 64<<20); err != nil {
-					return
-				}
-				hugeSent.Add(1)
-			}
-		}()
-	}
-	time.Sleep(200 * time.Millisecond)
-	hugeOther, hugeSame := w.measure(t, 60)
-	close(hugeStop)
-	hwg.Wait()
-	t.Logf("huge heartbeats (%d bytes) on 32 connections: canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %d sent; load average %s",
-		len(hugeBytes), hugeOther, ratio(hugeOther, baseOther), hugeSame, ratio(hugeSame, baseSame), hugeSent.Load(), loadAverage())
+	stop = startLoad(t, p.addr, "huge")
+	cpu()
+	hugeOther, hugeSame := w.measure(t, 150)
+	sent := stop()
+	t.Logf("huge heartbeats (%d bytes) on 32 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s answered; %s; load average %s",
+		len(hugeHeartbeatFrame()), hugeOther, ratio(hugeOther, baseOther), hugeSame, ratio(hugeSame, baseSame), sent, cpu(), loadAverage())
 
-	// The frames come from another process (this test binary running
-	// TestFrameFloodProcess), so their writers do not share this
-	// process's CPU with the canaries.
-	helper := exec.Command(os.Args[0], "-test.run=^TestFrameFloodProcess$", "-test.v")
-	helper.Env = append(os.Environ(), "FRAMEFLOOD_ADDR="+p.addr)
-	out := make(chan []byte, 1)
-	go func() { b, _ := helper.CombinedOutput(); out <- b }()
-	time.Sleep(time.Second) // the frames hold the budget by now
-	frameOther, frameSame := w.measure(t, 150)
-	helperOut := <-out
-	read := regexp.MustCompile(`(\d+) of 100 frames read`).FindSubmatch(helperOut)
-	if read == nil {
-		t.Fatalf("frame flood process:\n%s", helperOut)
-	}
-	t.Logf("100 MiB frames on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 frames read in 6 s; load average %s",
-		frameOther, ratio(frameOther, baseOther), frameSame, ratio(frameSame, baseSame), read[1], loadAverage())
+	ffOther, ffSame, ffRead := frameFlood(t, w, "unknown-key", cpu)
+	t.Logf("100 MiB frames of an unknown key on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 closed in 6 s; %s; load average %s",
+		ffOther, ratio(ffOther, baseOther), ffSame, ratio(ffSame, baseSame), ffRead, cpu(), loadAverage())
+	frameOther, frameSame, read := frameFlood(t, w, "produce", cpu)
+	t.Logf("100 MiB frames with a Produce header on 100 connections (another process): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s of 100 frames read in 6 s; %s; load average %s",
+		frameOther, ratio(frameOther, baseOther), frameSame, ratio(frameSame, baseSame), read, cpu(), loadAverage())
 
 	for _, c := range []struct {
 		what     string
@@ -570,6 +512,8 @@ func TestFloodThroughBinary(t *testing.T) {
 		{"join flood, flooded partition", joinSame, sameBar},
 		{"huge heartbeats, other partitions", hugeOther, otherBar},
 		{"huge heartbeats, flooded partition", hugeSame, sameBar},
+		{"unknown-key frame flood, other partitions", ffOther, sameBar},
+		{"unknown-key frame flood, flooded partition", ffSame, sameBar},
 		{"frame flood, other partitions", frameOther, sameBar},
 		{"frame flood, flooded partition", frameSame, sameBar},
 	} {
@@ -579,13 +523,211 @@ func TestFloodThroughBinary(t *testing.T) {
 	}
 }
 
+// startLoad starts this test binary running TestFloodLoadProcess against
+// addr with flood kind ("joins" or "huge") and waits until its flood has
+// run for 200 ms. stop ends the process and returns the count of
+// requests it had answered.
+func startLoad(t *testing.T, addr, kind string) (stop func() string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFloodLoadProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), "FLOODLOAD_ADDR="+addr, "FLOODLOAD_KIND="+kind)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	// The process says when it is flooding (its set-up, building the
+	// frames, is not the flood).
+	lines := bufio.NewScanner(outPipe)
+	var out strings.Builder
+	for lines.Scan() && !strings.Contains(lines.Text(), "flood started") {
+		out.WriteString(lines.Text() + "\n")
+	}
+	rest := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			out.WriteString(lines.Text() + "\n")
+		}
+		rest <- out.String()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	return func() string {
+		in.Close()
+		output := <-rest
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("flood process %s: %v\n%s", kind, err, output)
+		}
+		m := regexp.MustCompile(`(\d+) flooding requests`).FindStringSubmatch(output)
+		if m == nil {
+			t.Fatalf("flood process %s:\n%s", kind, output)
+		}
+		return m[1]
+	}
+}
+
+// hugeHeartbeatFrame is a framed heartbeat of group "flood" whose
+// topology of 120,000 subtopologies (about 3 MB) is over
+// streams.max.topology.size: refused before core builds anything.
+func hugeHeartbeatFrame() []byte {
+	huge := hugeJoin("flood", "huge")
+	huge.Topology.Subtopologies = nil
+	for i := 0; i < 120000; i++ {
+		huge.Topology.Subtopologies = append(huge.Topology.Subtopologies,
+			kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{SubtopologyID: fmt.Sprint(i), SourceTopics: []string{"t00"}})
+	}
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("flood")).AppendRequest(nil, huge, 1)
+}
+
+// TestFloodLoadProcess is TestFloodThroughBinary's load generator, run in
+// a process of its own until its standard input closes: with
+// FLOODLOAD_KIND=joins, 16 connections to FLOODLOAD_ADDR keep joining new
+// members with 64-subtopology topologies to group "flood" and sending
+// their heartbeats; with FLOODLOAD_KIND=huge, 32 connections keep sending
+// hugeHeartbeatFrame. It logs how many requests were answered.
+func TestFloodLoadProcess(t *testing.T) {
+	addr := os.Getenv("FLOODLOAD_ADDR")
+	if addr == "" {
+		t.Skip("started by TestFloodThroughBinary")
+	}
+	var stop func() int64
+	switch kind := os.Getenv("FLOODLOAD_KIND"); kind {
+	case "joins":
+		var flooders []*wireClient
+		for c := 0; c < 16; c++ {
+			cl, err := dialWire(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.c.Close()
+			flooders = append(flooders, cl)
+		}
+		stop = joinFlood(hugeJoin, func(c int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			resp, err := flooders[c].do(req)
+			if err != nil {
+				return nil, err
+			}
+			return resp.(*kmsg.StreamsGroupHeartbeatResponse), nil
+		})
+	case "huge":
+		stop = frameLoop(addr, 32, hugeHeartbeatFrame())
+	default:
+		t.Fatalf("FLOODLOAD_KIND %q: want joins or huge", kind)
+	}
+	fmt.Println("flood started")  // to startLoad, unbuffered
+	io.Copy(io.Discard, os.Stdin) // until the test closes it
+	t.Logf("%d flooding requests", stop())
+}
+
+// frameLoop starts n connections to addr that each keep sending frame
+// and reading its response. The returned stop ends them and returns how
+// many responses they read.
+func frameLoop(addr string, n int, frame []byte) (stop func() int64) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for c := 0; c < n; c++ {
+		cl, err := dialWire(addr)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.c.Close()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				cl.c.SetDeadline(time.Now().Add(30 * time.Second))
+				if _, err := cl.c.Write(frame); err != nil {
+					return
+				}
+				if _, err := wire.ReadFrame(cl.br, 64<<20); err != nil {
+					return
+				}
+				answered.Add(1)
+			}
+		}()
+	}
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return answered.Load()
+	}
+}
+
+// cpuMeter returns a function that says how much CPU time process pid
+// used since its last call, and which share of one core that was (from
+// /proc: user and system time in clock ticks, 100 a second on Linux).
+func cpuMeter(t *testing.T, pid int) func() string {
+	read := func() time.Duration {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		var ticks int64
+		for _, s := range f[11:13] { // utime, stime
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/%d/stat: %v", pid, err)
+			}
+			ticks += n
+		}
+		return time.Duration(ticks) * 10 * time.Millisecond
+	}
+	last, at := read(), time.Now()
+	return func() string {
+		now, nowAt := read(), time.Now()
+		used, wall := now-last, nowAt.Sub(at)
+		last, at = now, nowAt
+		return fmt.Sprintf("server CPU %v in %v (%.0f%% of a core)", used, wall.Round(time.Millisecond), 100*used.Seconds()/wall.Seconds())
+	}
+}
+
+// frameFlood measures w's canaries while this test binary, running
+// TestFrameFloodProcess, floods w's server with 100 MiB frames of head
+// ("unknown-key": 0xff bytes; "produce": produceHead); it returns the
+// p99s and how many frames the server closed in 6 s.
+func frameFlood(t *testing.T, w *wireCanaries, head string, cpu func() string) (other, same time.Duration, closed string) {
+	t.Helper()
+	helper := exec.Command(os.Args[0], "-test.run=^TestFrameFloodProcess$", "-test.v")
+	helper.Env = append(os.Environ(), "FRAMEFLOOD_ADDR="+w.addr, "FRAMEFLOOD_HEAD="+head)
+	out := make(chan []byte, 1)
+	go func() { b, _ := helper.CombinedOutput(); out <- b }()
+	time.Sleep(time.Second) // the frames hold the budget by now
+	cpu()
+	other, same = w.measure(t, 150)
+	helperOut := <-out
+	read := regexp.MustCompile(`(\d+) of 100 frames read`).FindSubmatch(helperOut)
+	if read == nil {
+		t.Fatalf("frame flood process:\n%s", helperOut)
+	}
+	return other, same, string(read[1])
+}
+
 // TestFrameFloodProcess is TestFloodThroughBinary's frame flood, run in a
 // process of its own: 100 connections to FRAMEFLOOD_ADDR each send a
-// 100 MiB frame for 6 s.
+// 100 MiB frame for 6 s, starting with produceHead or, with
+// FRAMEFLOOD_HEAD=unknown-key, an unknown key.
 func TestFrameFloodProcess(t *testing.T) {
 	addr := os.Getenv("FRAMEFLOOD_ADDR")
 	if addr == "" {
 		t.Skip("started by TestFloodThroughBinary")
 	}
-	t.Logf("%d of 100 frames read", flood(t, addr, 100, 100<<20, 100<<20, 6*time.Second))
+	head := produceHead
+	if os.Getenv("FRAMEFLOOD_HEAD") == "unknown-key" {
+		head = nil
+	}
+	t.Logf("%d of 100 frames read", flood(t, addr, 100, 100<<20, 100<<20, 6*time.Second, head))
 }

@@ -121,7 +121,7 @@ func NewCoordinatorWith(custom map[string]assign.Native) func(*Server) (Wiring, 
 				return Wiring{}, err
 			}
 		}
-		w := Wiring{Coordinator: gc, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: admin.PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}
+		w := Wiring{Coordinator: gc, Quota: l, TopicsCreated: l.TopicsCreated, GroupsAPI: l.GroupsHandler(), PluginsAPI: admin.PluginsHandler(asg, plugin.FilePolicy{Dirs: cfg.Plugins.PluginLoadDirs(), MaxBytes: cfg.Plugins.MaxBytes})}
 		if own != nil {
 			w.ClusterAPI, w.CoordinatorNodes = own.Handler(), func() []kmsg.MetadataResponseBroker { return metadataBrokers(own.Peers()) }
 		}

@@ -57,6 +57,9 @@ type Options struct {
 // another component once it is built.
 type Wiring struct {
 	Coordinator GroupCoordinator
+	// Quota, when set, is the coordinator's per-group quota, which the
+	// listeners apply to large requests before reading them.
+	Quota wire.GroupQuota
 	// GroupsAPI and PluginsAPI serve the admin /v1/groups and /v1/plugins
 	// routes; nil answers 501.
 	GroupsAPI, PluginsAPI http.Handler
@@ -130,7 +133,8 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if s.tls, err = loadTLS(cfg.Kafka); err != nil {
 		return nil, err
 	}
-	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP)
+	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP).
+		WithLargeFrameRate(cfg.Kafka.LargeFrameBytesPerSecond)
 	if cfg.Store.Kind != "kafka" && s.rlog == nil { // the kafka store is opened with the coordinator (stateTopicLog)
 		if err := s.openStore(); err != nil {
 			return nil, err
@@ -264,6 +268,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
 		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired || s.cfg.Embedded.Enabled(), PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
 		MaxReauth: s.cfg.Kafka.MaxReauth, CertLogin: s.certLogin,
+		MaxTopologySize: func(group string) int32 { return s.cfg.Groups.For(group).StreamsMaxTopologySize }, Quota: s.wiring.Quota,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
 		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})

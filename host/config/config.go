@@ -95,8 +95,11 @@ type Kafka struct {
 	// listeners; MaxConnections and MaxConnectionsPerIP the open
 	// connections.
 	QueuedMaxRequestBytes int64
-	MaxConnections        int
-	MaxConnectionsPerIP   int
+	// LargeFrameBytesPerSecond paces the reading of frames over 1 MiB
+	// over all listeners (0: not paced).
+	LargeFrameBytesPerSecond int64
+	MaxConnections           int
+	MaxConnectionsPerIP      int
 	// SASLRequired: clients authenticate before anything but ApiVersions
 	// and SASL; until then frames are at most SASLMaxReceiveBytes.
 	SASLRequired        bool
@@ -355,8 +358,8 @@ func fromValues(v map[string]any) (*Config, error) {
 			MaxRequestBytes: int32(v["kafka.max.request.bytes"].(int64)), IdleTimeout: v["kafka.idle.timeout"].(time.Duration),
 			TLSCertFile: v["kafka.tls.cert.file"].(string), TLSKeyFile: v["kafka.tls.key.file"].(string),
 			TLSClientCAFile:       v["kafka.tls.client.ca.file"].(string),
-			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64),
-			MaxConnections:        int(v["kafka.max.connections.total"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
+			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64), LargeFrameBytesPerSecond: v["kafka.large.frame.bytes.per.second"].(int64),
+			MaxConnections: int(v["kafka.max.connections.total"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
 			SASLRequired: v["kafka.sasl.required"].(bool), SASLMaxReceiveBytes: int32(v["kafka.sasl.max.receive.bytes"].(int64)),
 			MaxReauth: time.Duration(v["kafka.connections.max.reauth.ms"].(int64)) * time.Millisecond,
 		},

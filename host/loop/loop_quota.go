@@ -1,6 +1,10 @@
 package loop
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // throttle sets throttle_time_ms on resp, a response for group on
 // partition p, when the group used more than its quota of the partition's
@@ -22,4 +26,11 @@ func (l *Loop) throttle(p int, group string, resp kmsg.Response) {
 		cur, _ := t.Throttle()
 		t.SetThrottle(max(cur, int32(d.Milliseconds())))
 	}
+}
+
+// GroupThrottle is how long group's requests should wait, its
+// throttle_time_ms (runtime.Runtime.Throttle): the listener holds its
+// large requests unread that long (wire.GroupQuota).
+func (l *Loop) GroupThrottle(group string) time.Duration {
+	return l.rt.Throttle(l.rt.PartitionFor(group), group)
 }

@@ -45,11 +45,19 @@ func ReadFrameSize(r io.Reader, max int32) (int32, error) {
 // readFrameBody reads the n bytes of a frame whose size was read.
 func readFrameBody(r io.Reader, n int32) ([]byte, error) {
 	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	if err := readPart(r, buf, n); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// readPart fills part, all or part of the body of a frame of n bytes.
+func readPart(r io.Reader, part []byte, n int32) error {
+	if _, err := io.ReadFull(r, part); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
+		return fmt.Errorf("reading %d-byte frame: %w", n, err)
 	}
-	return buf, nil
+	return nil
 }

@@ -28,6 +28,7 @@ type Limits struct {
 	perIP map[netip.Addr]int
 
 	garbage atomic.Int64 // large-frame bytes released since the last forced collection
+	pace    pace         // of large frames' bytes (pace.go)
 }
 
 // NewLimits returns limits for budget request bytes in flight (at least

@@ -16,7 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// startLimited serves kafka44 with cfg's limits on loopback.
+// startLimited serves kafka44 with cfg's limits on loopback; its group
+// coordinator, unless cfg has one, answers COORDINATOR_NOT_AVAILABLE.
 func startLimited(t *testing.T, cfg Config) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -26,8 +27,10 @@ func startLimited(t *testing.T, cfg Config) string {
 	rec := &recorder{}
 	cfg.Table = NewTable(kafka44)
 	cfg.Dial = func(context.Context) (Upstream, error) { return rec, nil }
-	cfg.Group = func(_ context.Context, req *Request) (kmsg.Response, error) {
-		return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+	if cfg.Group == nil {
+		cfg.Group = func(_ context.Context, req *Request) (kmsg.Response, error) {
+			return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+		}
 	}
 	s := NewServer(ln, cfg)
 	t.Cleanup(func() {
@@ -48,6 +51,12 @@ func (c *client) expectGone() {
 	}
 }
 
+// frameStart is the start of a frame of n bytes that screen lets through:
+// its size and the key and version of Produce v9.
+func frameStart(n uint32) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, n), 0, 0, 0, 9)
+}
+
 func (c *client) apiVersions(corr int16) {
 	c.t.Helper()
 	req := kmsg.NewPtrApiVersionsRequest()
@@ -65,7 +74,7 @@ func TestBudgetHoldsReading(t *testing.T) {
 	lim := NewLimits(budget, 100, 100)
 	addr := startLimited(t, Config{MaxRequestBytes: budget, Limits: lim})
 	hog := dial(t, addr)
-	hog.c.Write(binary.BigEndian.AppendUint32(nil, budget))
+	hog.c.Write(frameStart(budget))
 	waitUntil(t, func() bool { return lim.inFlightBytes() == budget })
 
 	other := dial(t, addr)
@@ -77,7 +86,7 @@ func TestBudgetHoldsReading(t *testing.T) {
 	}
 	other.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 
-	hog.c.Write(bytes.Repeat([]byte{0xff}, budget)) // the frame arrives: unknown key, closed, released
+	hog.c.Write(bytes.Repeat([]byte{0xff}, budget-4)) // the frame arrives: malformed, closed, released
 	hog.expectGone()
 	if corr, _ := other.recv(req); corr != 5 {
 		t.Fatalf("correlation id %d", corr)
@@ -183,9 +192,9 @@ func TestShutdownEndsBudgetWait(t *testing.T) {
 	lim := NewLimits(1<<20, 10, 10)
 	s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 1 << 20, Limits: lim})
 	hog, waiter := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
-	hog.c.Write(binary.BigEndian.AppendUint32(nil, 1<<20))
+	hog.c.Write(frameStart(1 << 20))
 	waitUntil(t, func() bool { return lim.inFlightBytes() == 1<<20 })
-	waiter.c.Write(binary.BigEndian.AppendUint32(nil, 1<<19))
+	waiter.c.Write(frameStart(1 << 19))
 	waitUntil(t, func() bool { lim.budget.mu.Lock(); defer lim.budget.mu.Unlock(); return len(lim.budget.waiters) == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

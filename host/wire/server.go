@@ -77,6 +77,15 @@ type Config struct {
 	// verified certificate as the certificate's principal, upstream too
 	// (certauth.go); such a connection takes no SASL.
 	CertLogin *CertLogin
+	// MaxTopologySize returns a group's streams.max.topology.size: a large
+	// StreamsGroupHeartbeat whose topology has more subtopologies is
+	// answered INVALID_REQUEST before it is read into memory or decoded
+	// (screen.go). nil leaves every such heartbeat to the group
+	// coordinator.
+	MaxTopologySize func(group string) int32
+	// Quota, when set, holds the large requests of a group over its quota
+	// unread until its throttle ends (screen.go).
+	Quota GroupQuota
 	// MaxReauth caps the SASL session lifetime a client is told and held
 	// to (Kafka's connections.max.reauth.ms); 0 leaves the cluster's.
 	MaxReauth time.Duration
@@ -304,9 +313,12 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
-	frame, release, err := c.readFrame(br)
+	frame, release, refused, err := c.readFrame(ctx, br)
 	if err != nil {
 		return err
+	}
+	if refused != nil {
+		return c.answerRefusal(ctx, refused)
 	}
 	defer release()
 	start := time.Now()
@@ -344,6 +356,22 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return err
 	}
 	c.mute(ctx, c.muteFor(req, resp)) // throttle.go
+	return c.closeAfter
+}
+
+// answerRefusal answers a request screen refused, once it passed the
+// connection's gates (admit).
+func (c *conn) answerRefusal(ctx context.Context, r *refusal) error {
+	if err := c.admit(r.req); err != nil {
+		return err
+	}
+	if o := c.s.cfg.Observer; o != nil {
+		o.Served(r.req.Key, 0, nil)
+	}
+	if err := c.writeResponse(r.req.CorrelationID, r.resp); err != nil {
+		return err
+	}
+	c.mute(ctx, c.muteFor(r.req, r.resp))
 	return c.closeAfter
 }
 
@@ -403,16 +431,21 @@ var preAuthKeys = map[int16]bool{
 
 // readFrame reads one request frame once the request budget grants its
 // declared size: nothing of a frame is allocated before its size passed
-// the frame limits (the smaller one before authentication) and the
-// budget. release, idempotent, gives the bytes back.
-func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err error) {
+// the frame limits (the smaller one before authentication), its start
+// passed screen and the budget granted it. release, idempotent, gives the
+// bytes back. A frame screen refused is read past, and returned as
+// refused, without frame.
+func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, release func(), refused *refusal, err error) {
 	s := c.s
 	n, err := ReadFrameSize(br, s.cfg.MaxRequestBytes)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if s.cfg.SASLRequired && !c.sasl.authenticated() && n > s.cfg.PreAuthMaxRequestBytes {
-		return nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
+		return nil, nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
+	}
+	if refused, err := c.screen(ctx, br, n); refused != nil || err != nil {
+		return nil, nil, refused, err
 	}
 	drain := s.drain
 	if drain == nil { // a Server built without NewServer (tests)
@@ -422,7 +455,7 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err er
 		if errors.Is(err, context.Canceled) {
 			err = errDraining
 		}
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var once sync.Once
 	release = func() { once.Do(func() { s.cfg.Limits.release(int64(n)) }) }
@@ -432,14 +465,17 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err er
 	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 	if s.isDraining() {
 		release()
-		return nil, nil, errDraining
+		return nil, nil, nil, errDraining
 	}
-	frame, err = readFrameBody(br, n)
+	frame, err = s.cfg.Limits.readBody(drain, br, n)
 	if err != nil {
 		release()
-		return nil, nil, err
+		if errors.Is(err, context.Canceled) {
+			err = errDraining
+		}
+		return nil, nil, nil, err
 	}
-	return frame, release, nil
+	return frame, release, nil, nil
 }
 
 // respond decides the response to one parsed (or unparsable) request. A nil

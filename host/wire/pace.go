@@ -1,0 +1,74 @@
+package wire
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+)
+
+// DefaultLargeFrameBytesPerSecond is the default rate at which the
+// listeners of a process read the bytes of frames over largeFrame
+// (kafka.large.frame.bytes.per.second).
+const DefaultLargeFrameBytesPerSecond = 64 << 20
+
+// pace spreads the reading of large frames over time: every frame over
+// largeFrame is read in chunks of largeFrame, each reserved in turn from
+// one rate shared by all the listeners of the process, so connections
+// reading large frames at once take turns chunk by chunk and together
+// never read faster than the rate. Frames of up to largeFrame (a
+// producer's default max.request.size) never wait.
+type pace struct {
+	mu   sync.Mutex
+	rate float64   // bytes a second; 0: no pacing
+	next time.Time // when the next reserved chunk may be read
+}
+
+// reserve books n bytes and returns when they may be read.
+func (p *pace) reserve(n int) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.next.Before(now) {
+		p.next = now
+	}
+	at := p.next
+	p.next = p.next.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
+	return at
+}
+
+// WithLargeFrameRate sets the rate, in bytes a second, at which the bytes
+// of frames over 1 MiB are read, over all listeners sharing l (0: as fast
+// as they arrive), and returns l. It is set once, before l is used.
+func (l *Limits) WithLargeFrameRate(bytesPerSecond int64) *Limits {
+	if l != nil {
+		l.pace.rate = float64(max(bytesPerSecond, 0))
+	}
+	return l
+}
+
+// readBody reads the n bytes of a frame whose size was read and whose
+// bytes the budget granted: at l's large-frame rate when n is over
+// largeFrame, until ctx ends.
+func (l *Limits) readBody(ctx context.Context, r io.Reader, n int32) ([]byte, error) {
+	if l == nil || l.pace.rate <= 0 || n <= largeFrame {
+		return readFrameBody(r, n)
+	}
+	buf := make([]byte, n)
+	for off := 0; off < len(buf); off += largeFrame {
+		chunk := buf[off:min(off+largeFrame, len(buf))]
+		if wait := time.Until(l.pace.reserve(len(chunk))); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
+		if err := readPart(r, chunk, n); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}

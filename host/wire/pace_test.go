@@ -1,0 +1,66 @@
+package wire
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestPaceReservesInTurn: chunks are booked one after another at the
+// rate, whoever books them, so connections reading at once share it.
+func TestPaceReservesInTurn(t *testing.T) {
+	p := pace{rate: 1 << 20}
+	a := p.reserve(1 << 20)
+	b := p.reserve(1 << 20)
+	c := p.reserve(1 << 19)
+	d := p.reserve(1)
+	if b.Sub(a) != time.Second || c.Sub(b) != time.Second || d.Sub(c) != time.Second/2 {
+		t.Fatalf("reservations at %v, %v, %v after the first", b.Sub(a), c.Sub(a), d.Sub(a))
+	}
+}
+
+// TestLargeFramesPaced: at a rate of one byte a second, a request of
+// 512 KiB is answered (frames of up to 1 MiB are never paced) while one
+// of 2 MiB is not read; Shutdown ends its wait and the budget it held is
+// given back.
+func TestLargeFramesPaced(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := NewLimits(4<<20, 10, 10).WithLargeFrameRate(1)
+	s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 4 << 20, Limits: lim,
+		Dial: func(context.Context) (Upstream, error) { return &recorder{}, nil }})
+	meta := func(n int) *kmsg.MetadataRequest {
+		req := kmsg.NewPtrMetadataRequest()
+		for range n / 1000 {
+			req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(strings.Repeat("t", 990))})
+		}
+		return req
+	}
+	small := meta(512 << 10)
+	c := dial(t, ln.Addr().String())
+	c.send(small, 12, 1)
+	if corr, _ := c.recv(small); corr != 1 {
+		t.Fatalf("correlation id %d", corr)
+	}
+	big := dial(t, ln.Addr().String())
+	big.send(meta(2<<20), 12, 2)
+	waitUntil(t, func() bool { return lim.inFlightBytes() > 2<<20 })
+	big.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := big.br.ReadByte(); err == nil {
+		t.Fatal("a frame over 1 MiB was answered at a rate of one byte a second")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := lim.inFlightBytes(); n != 0 {
+		t.Fatalf("%d bytes of budget held after Shutdown", n)
+	}
+}

@@ -1,0 +1,173 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// GroupQuota is the group coordinator's per-group quota, as the listener
+// applies it to a large request before reading it (screen).
+type GroupQuota interface {
+	// GroupThrottle is how long group's requests should wait (its
+	// throttle_time_ms): 0 unless the group is over its quota.
+	GroupThrottle(group string) time.Duration
+}
+
+// refusalThrottle is the throttle_time_ms of an answer screen gives
+// without reading the request, for which its connection is not read: as
+// long as the longest throttle of a group's quota by default
+// (runtime.DefaultMaxThrottle). A valid client never sends such a
+// request; one that does cannot have its connection read and refused at
+// the speed it writes.
+const refusalThrottle = time.Second
+
+// screen looks at the start of a frame of n bytes, still in the
+// connection's read buffer, before any of it is allocated, granted
+// request budget or decoded (docs/RATIONALE.md, "Why look at a frame
+// before reading it?"):
+//
+//   - a key kmsg does not know, or a version newer than it decodes (but
+//     for ApiVersions, which is answered), returns the error that closes
+//     the connection, as the full parse would after reading the frame;
+//   - a group request over smallFrame whose body starts with its group id
+//     waits, without being read, while its group is over its quota
+//     (Config.Quota), however many connections the group uses;
+//   - such a StreamsGroupHeartbeat whose topology has more subtopologies
+//     than its group's streams.max.topology.size is then read past without
+//     being kept and returned with its answer, INVALID_REQUEST, which the
+//     group coordinator would give after decoding it, with a throttle of
+//     refusalThrottle.
+//
+// Anything else returns nil, nil: the frame is read and served as usual.
+func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal, error) {
+	head, _ := br.Peek(int(min(n, 4)))
+	if len(head) < 4 {
+		return nil, nil // the full parse reports a short frame
+	}
+	key, ver := int16(binary.BigEndian.Uint16(head)), int16(binary.BigEndian.Uint16(head[2:]))
+	body := kmsg.RequestForKey(key)
+	switch {
+	case body == nil:
+		return nil, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
+	case (ver < 0 || ver > body.MaxVersion()) && key != int16(kmsg.ApiVersions):
+		return nil, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, body.MaxVersion())
+	case !groupFirst[key] || n <= smallFrame:
+		return nil, nil
+	}
+	if e, ok := c.s.cfg.Table.Lookup(key); !ok || e.Route != RouteGroup || ver < e.Min || ver > e.Max {
+		return nil, nil
+	}
+	prefix, _ := br.Peek(min(int(n), br.Size()))
+	req, group, r, ok := groupAhead(prefix)
+	if !ok {
+		return nil, nil
+	}
+	c.waitQuota(ctx, group)
+	if key != int16(kmsg.StreamsGroupHeartbeat) || c.s.cfg.MaxTopologySize == nil {
+		return nil, nil
+	}
+	subtopologies, ok := topologyAhead(&r, int(n)-(len(prefix)-len(r.Src)))
+	limit := c.s.cfg.MaxTopologySize(group)
+	if !ok || subtopologies <= int(limit) {
+		return nil, nil
+	}
+	if _, err := io.CopyN(io.Discard, br, int64(n)); err != nil {
+		return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
+	}
+	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	resp.Version, resp.ErrorCode = ver, kerr.InvalidRequest.Code
+	msg := fmt.Sprintf("The topology has at least %d entries (subtopologies, topics and copartition-group entries), more than streams.max.topology.size %d.",
+		subtopologies, limit)
+	resp.ErrorMessage, resp.ThrottleMillis = &msg, int32(refusalThrottle.Milliseconds())
+	return &refusal{req: req, resp: resp}, nil
+}
+
+// waitQuota waits while group is over its quota (Config.Quota), unless
+// the server stops meanwhile.
+func (c *conn) waitQuota(ctx context.Context, group string) {
+	q := c.s.cfg.Quota
+	if q == nil {
+		return
+	}
+	for d := q.GroupThrottle(group); d > 0 && ctx.Err() == nil && !c.s.isDraining(); d = q.GroupThrottle(group) {
+		c.mute(ctx, d)
+	}
+}
+
+// refusal is a request screen answered without reading its frame into
+// memory: its header (Body an empty request of its key and version) and
+// its response.
+type refusal struct {
+	req  *Request
+	resp kmsg.Response
+}
+
+// groupFirst are the group-coordination keys whose body starts with the
+// group id (in every version the table serves).
+var groupFirst = map[int16]bool{
+	int16(kmsg.JoinGroup): true, int16(kmsg.SyncGroup): true, int16(kmsg.Heartbeat): true, int16(kmsg.LeaveGroup): true,
+	int16(kmsg.OffsetCommit): true, int16(kmsg.ConsumerGroupHeartbeat): true, int16(kmsg.StreamsGroupHeartbeat): true,
+}
+
+// groupAhead parses, from prefix, the first bytes of a frame, its header
+// and the group id its body starts with (a key of groupFirst). r is left
+// at the field after the group id, req has Body, an empty request of its
+// key and version. ok is false when prefix is not such a request or ends
+// before the group id: the frame is then served as usual. It never
+// panics on any input.
+func groupAhead(prefix []byte) (req *Request, group string, r kbin.Reader, ok bool) {
+	req, body, rest, err := parseHeader(prefix)
+	if err != nil || !groupFirst[req.Key] {
+		return nil, "", r, false
+	}
+	r = kbin.Reader{Src: rest}
+	if body.IsFlexible() {
+		group = r.CompactString()
+	} else {
+		group = r.String()
+	}
+	if !r.Ok() || len(group) > MaxStringLen {
+		return nil, "", r, false
+	}
+	req.Body = body
+	return req, group, r, true
+}
+
+// topologyAhead reads, from r at a StreamsGroupHeartbeat's member id, the
+// body up to the length of its topology's subtopology array, of a body
+// with left bytes after r's position. ok is false when r ends before the
+// length, the heartbeat has no topology, or kmsg would find the frame
+// malformed at that point. It never panics on any input.
+func topologyAhead(r *kbin.Reader, left int) (subtopologies int, ok bool) {
+	start := len(r.Src)
+	if member := r.CompactString(); len(member) > MaxStringLen {
+		return 0, false
+	}
+	r.Int32()     // member epoch
+	r.Int32()     // endpoint information epoch
+	for range 2 { // instance id, rack id
+		if s := r.CompactNullableString(); s != nil && len(*s) > MaxStringLen {
+			return 0, false
+		}
+	}
+	r.Int32()           // rebalance timeout
+	if r.Int8() == -1 { // no topology
+		return 0, false
+	}
+	r.Int32() // topology epoch
+	l := int64(r.Uvarint()) - 1
+	// kmsg refuses an array of more elements than an eighth of the bytes
+	// left: such a frame is malformed, which the full parse reports.
+	if !r.Ok() || l <= 0 || l*8 > int64(left-(start-len(r.Src))) {
+		return 0, false
+	}
+	return int(l), true
+}

@@ -1,0 +1,215 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestScreenClosesBeforeReading: a frame declaring the whole request
+// budget with a key kmsg does not know, or a version newer than it
+// decodes, closes the connection once its first 4 bytes arrived: the
+// rest is never waited for and no budget is taken.
+func TestScreenClosesBeforeReading(t *testing.T) {
+	const budget = 1 << 20
+	lim := NewLimits(budget, 100, 100)
+	addr := startLimited(t, Config{MaxRequestBytes: budget, Limits: lim})
+	for _, head := range [][]byte{{0xff, 0xff, 0xff, 0xff}, {0, 0, 0x7f, 0}, {0, 68, 0, 99}} {
+		c := dial(t, addr)
+		c.c.Write(append(binary.BigEndian.AppendUint32(nil, budget), head...))
+		c.expectGone()
+		if n := lim.inFlightBytes(); n != 0 {
+			t.Fatalf("header %x: %d bytes of budget held", head, n)
+		}
+	}
+	// ApiVersions of a version kmsg does not decode is answered.
+	c := dial(t, addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 3)
+	binary.BigEndian.PutUint16(frame[6:], 99)
+	c.c.Write(frame)
+	req.SetVersion(0)
+	if _, resp := c.recv(req); resp.(*kmsg.ApiVersionsResponse).ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("ApiVersions v99: %+v", resp)
+	}
+}
+
+// bigTopology is a streams heartbeat of group with n subtopologies: a
+// frame over smallFrame for n in the thousands.
+func bigTopology(group string, n int) *kmsg.StreamsGroupHeartbeatRequest {
+	hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	hb.Group, hb.MemberID = group, "m"
+	hb.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{}
+	for i := range n {
+		hb.Topology.Subtopologies = append(hb.Topology.Subtopologies,
+			kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{SubtopologyID: fmt.Sprint(i), SourceTopics: []string{"t"}})
+	}
+	return hb
+}
+
+// TestScreenRefusesTopologyOverLimit: a large streams heartbeat whose
+// topology has more subtopologies than its group's
+// streams.max.topology.size is answered INVALID_REQUEST without reaching
+// the group coordinator and without the request budget (here smaller than
+// the frame, which the budget would refuse); the connection's next request
+// is served. The same frame of a group with a larger bound, or a small one
+// over the bound, reaches the coordinator.
+func TestScreenRefusesTopologyOverLimit(t *testing.T) {
+	var reached atomic.Int32
+	addr := startLimited(t, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(smallFrame+1024, 100, 100),
+		MaxTopologySize: func(group string) int32 {
+			if group == "small" {
+				return 100
+			}
+			return 100000
+		},
+		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+			reached.Add(1)
+			return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+		}})
+	c := dial(t, addr)
+	huge := bigTopology("small", 20000)
+	c.send(huge, 1, 7)
+	corr, resp := c.recv(huge)
+	hr := resp.(*kmsg.StreamsGroupHeartbeatResponse)
+	if corr != 7 || hr.ErrorCode != kerr.InvalidRequest.Code || hr.ErrorMessage == nil || hr.ThrottleMillis != 1000 || reached.Load() != 0 {
+		t.Fatalf("correlation id %d, response %+v, coordinator reached %d times", corr, hr, reached.Load())
+	}
+	c.apiVersions(8) // the frame was read past to its end
+
+	small := bigTopology("small", 200) // over the bound, under smallFrame: decoded
+	c.send(small, 1, 9)
+	if _, resp := c.recv(small); resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode != kerr.CoordinatorNotAvailable.Code || reached.Load() != 1 {
+		t.Fatalf("small frame: %+v, coordinator reached %d times", resp, reached.Load())
+	}
+	// A group whose bound the topology keeps within: screened through,
+	// then refused by the budget the frame is larger than.
+	other := dial(t, addr)
+	other.send(bigTopology("large", 20000), 1, 10)
+	other.expectGone()
+	if reached.Load() != 1 {
+		t.Fatalf("coordinator reached %d times", reached.Load())
+	}
+}
+
+// heldQuota throttles group "busy" while held is set.
+type heldQuota struct{ held atomic.Bool }
+
+func (q *heldQuota) GroupThrottle(group string) time.Duration {
+	if group == "busy" && q.held.Load() {
+		return 20 * time.Millisecond
+	}
+	return 0
+}
+
+// TestScreenHoldsThrottledGroup: a large request of a group over its
+// quota is not read (its connection waits) until the group's throttle
+// ends, on each of its connections; another group's large request and
+// the throttled group's small ones are served meanwhile.
+func TestScreenHoldsThrottledGroup(t *testing.T) {
+	q := &heldQuota{}
+	q.held.Store(true)
+	var mu sync.Mutex
+	reached := map[string]int{}
+	addr := startLimited(t, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(1<<20, 100, 100), Quota: q,
+		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reached[reflect.ValueOf(req.Body).Elem().FieldByName("Group").String()]++
+			return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
+		}})
+	count := func(g string) int { mu.Lock(); defer mu.Unlock(); return reached[g] }
+	join := func(group string, metadata int) *kmsg.JoinGroupRequest {
+		jg := kmsg.NewPtrJoinGroupRequest()
+		jg.Group, jg.ProtocolType = group, "consumer"
+		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: make([]byte, metadata)}}
+		return jg
+	}
+	var held []*client
+	for i := range 2 {
+		c := dial(t, addr)
+		c.send(join("busy", 100<<10), 9, int16(i))
+		held = append(held, c)
+	}
+	idle := dial(t, addr)
+	big := join("idle", 100<<10)
+	idle.send(big, 9, 1)
+	idle.recv(big)
+	small := join("busy", 10)
+	idle.send(small, 9, 2)
+	idle.recv(small)
+	if n := count("busy"); n != 1 {
+		t.Fatalf("the throttled group reached the coordinator %d times, want once (its small request)", n)
+	}
+	q.held.Store(false)
+	for _, c := range held {
+		c.recv(big)
+	}
+	if n := count("busy"); n != 3 {
+		t.Fatalf("the group's held requests reached the coordinator %d times after its throttle, want 3", n)
+	}
+}
+
+// TestScreenRefusalPassesGates: on a listener requiring SASL, a refused
+// topology frame of an unauthenticated connection closes it, as any
+// request of its key would.
+func TestScreenRefusalPassesGates(t *testing.T) {
+	addr := startLimited(t, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(1<<20, 100, 100), SASLRequired: true,
+		PreAuthMaxRequestBytes: 1 << 20, MaxTopologySize: func(string) int32 { return 100 }})
+	c := dial(t, addr)
+	c.send(bigTopology("g", 20000), 1, 1)
+	c.expectGone()
+}
+
+// FuzzScreenAhead: groupAhead and topologyAhead never panic, and what they
+// read from any prefix of a frame the full parse accepts agrees with it.
+func FuzzScreenAhead(f *testing.F) {
+	for _, s := range seedFrames() {
+		f.Add(s, uint16(len(s)))
+	}
+	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("seed"))
+	for _, n := range []int{1, 200} {
+		hb := bigTopology("g", n)
+		hb.SetVersion(1)
+		fr := fm.AppendRequest(nil, hb, 3)[4:]
+		f.Add(fr, uint16(min(len(fr), 100)))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte, cut uint16) {
+		prefix := frame[:min(int(cut), len(frame))]
+		req, group, r, ok := groupAhead(prefix)
+		if !ok {
+			return
+		}
+		if req.Body == nil || req.Body.Key() != req.Key || !groupFirst[req.Key] {
+			t.Fatalf("ok with request %+v", req)
+		}
+		n, topoOK := -1, false
+		if req.Key == int16(kmsg.StreamsGroupHeartbeat) {
+			n, topoOK = topologyAhead(&r, len(frame)-(len(prefix)-len(r.Src)))
+			if topoOK && n <= 0 {
+				t.Fatalf("ok with %d subtopologies", n)
+			}
+		}
+		full, err := ParseRequest(frame)
+		if err != nil {
+			return // a malformed rest
+		}
+		if full.CorrelationID != req.CorrelationID || full.Version != req.Version {
+			t.Fatalf("screened header %+v, parsed %+v", req, full)
+		}
+		if g := reflect.ValueOf(full.Body).Elem().FieldByName("Group").String(); g != group {
+			t.Fatalf("screened group %q, parsed %q", group, g)
+		}
+		if hb, isHB := full.Body.(*kmsg.StreamsGroupHeartbeatRequest); isHB && topoOK && (hb.Topology == nil || len(hb.Topology.Subtopologies) != n) {
+			t.Fatalf("screened %d subtopologies, parsed %+v", n, hb.Topology)
+		}
+	})
+}
