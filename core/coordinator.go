@@ -44,6 +44,9 @@ type Coordinator struct {
 	out                *Output
 	now                int64
 	replaying          bool
+	// heapLater: indexTimer appends to timerHeap without ordering it;
+	// Loaded orders it once at its end (timers.go).
+	heapLater bool
 	// entries counts the entry points begun (consumer_member_table.go).
 	entries uint64
 	// targetSlice overrides how many members' targets one step writes
@@ -128,6 +131,8 @@ func (c *Coordinator) ReplayBytes(key, value []byte) error {
 // epoch.
 func (c *Coordinator) Loaded(now int64) Output {
 	c.begin(now)
+	c.reserveTimers(c.memberCount())
+	c.heapLater = true // one ordering of the heap at the end, not one a timer
 	for _, id := range c.groupIDs() {
 		switch g := c.groups[id].(type) {
 		case *streamsGroup:
@@ -138,7 +143,26 @@ func (c *Coordinator) Loaded(now int64) Output {
 			c.consumerOnLoaded(g)
 		}
 	}
+	c.heapLater = false
+	c.timerHeap.init()
 	return c.end()
+}
+
+// memberCount is the number of members of every group (a member has a
+// session timer once loaded).
+func (c *Coordinator) memberCount() int {
+	n := 0
+	for _, g := range c.groups {
+		switch g := g.(type) {
+		case *streamsGroup:
+			n += len(g.members)
+		case *classicGroup:
+			n += len(g.members)
+		case *consumerGroup:
+			n += len(g.members)
+		}
+	}
+	return n
 }
 
 // groupIDs returns the ids of all groups in sorted order.

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -264,7 +265,11 @@ func (h timerHeap) down(i int) {
 // leaves one stale entry each time; a rebuild every n/2 pushes keeps the
 // cost per push constant).
 func (c *Coordinator) indexTimer(key TimerKey, deadline int64) {
-	c.timerHeap.push(timerEntry{deadline, key})
+	if c.heapLater {
+		c.timerHeap = append(c.timerHeap, timerEntry{deadline, key}) // ordered by Loaded
+	} else {
+		c.timerHeap.push(timerEntry{deadline, key})
+	}
 	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
 		h := make(timerHeap, 0, len(c.timers)+len(c.timers)/2+65) // room until the next rebuild
 		for k, t := range c.timers {
@@ -273,6 +278,20 @@ func (c *Coordinator) indexTimer(key TimerKey, deadline int64) {
 		h.init()
 		c.timerHeap = h
 	}
+}
+
+// reserveTimers makes room for n more timers in the timer map, the heap
+// and the Output being built, so that arming every loaded member's
+// session timer grows none of them step by step.
+func (c *Coordinator) reserveTimers(n int) {
+	if n <= 0 {
+		return
+	}
+	m := make(map[TimerKey]timerState, len(c.timers)+n)
+	maps.Copy(m, c.timers)
+	c.timers = m
+	c.timerHeap = slices.Grow(c.timerHeap, n)
+	c.out.Timers = slices.Grow(c.out.Timers, n)
 }
 
 // peekTimer returns the earliest scheduled timer, dropping stale entries.
