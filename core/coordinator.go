@@ -44,9 +44,11 @@ type Coordinator struct {
 	out                *Output
 	now                int64
 	replaying          bool
-	// heapLater: indexTimer appends to timerHeap without ordering it;
-	// Loaded orders it once at its end (timers.go).
-	heapLater bool
+	// loading: Loaded is arming the loaded groups' timers. indexTimer
+	// appends to timerHeap without ordering it (Loaded orders it once at
+	// its end), and setTimer keeps no undo of its own (Loaded's one undo
+	// puts the whole timer map back; timers.go).
+	loading bool
 	// entries counts the entry points begun (consumer_member_table.go).
 	entries uint64
 	// targetSlice overrides how many members' targets one step writes
@@ -132,7 +134,7 @@ func (c *Coordinator) ReplayBytes(key, value []byte) error {
 func (c *Coordinator) Loaded(now int64) Output {
 	c.begin(now)
 	c.reserveTimers(c.memberCount())
-	c.heapLater = true // one ordering of the heap at the end, not one a timer
+	c.loading = true
 	for _, id := range c.groupIDs() {
 		switch g := c.groups[id].(type) {
 		case *streamsGroup:
@@ -143,7 +145,7 @@ func (c *Coordinator) Loaded(now int64) Output {
 			c.consumerOnLoaded(g)
 		}
 	}
-	c.heapLater = false
+	c.loading = false
 	c.timerHeap.init()
 	return c.end()
 }
