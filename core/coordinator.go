@@ -99,7 +99,7 @@ func (c *Coordinator) write(rec records.Record) {
 
 // apply dispatches rec by record type.
 func (c *Coordinator) apply(rec records.Record) error {
-	apply, ok := appliers[rec.Key.RecordType()]
+	apply, ok := applierOf(rec.Key.RecordType())
 	if !ok {
 		return fmt.Errorf("record type %d: %w", rec.Key.RecordType(), records.ErrUnknownRecordType)
 	}
