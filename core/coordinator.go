@@ -44,6 +44,11 @@ type Coordinator struct {
 	out                *Output
 	now                int64
 	replaying          bool
+	// loading: Loaded is arming the loaded groups' timers. indexTimer
+	// appends to timerHeap without ordering it (Loaded orders it once at
+	// its end), and setTimer keeps no undo of its own (Loaded's one undo
+	// puts the whole timer map back; timers.go).
+	loading bool
 	// entries counts the entry points begun (consumer_member_table.go).
 	entries uint64
 	// targetSlice overrides how many members' targets one step writes
@@ -94,7 +99,7 @@ func (c *Coordinator) write(rec records.Record) {
 
 // apply dispatches rec by record type.
 func (c *Coordinator) apply(rec records.Record) error {
-	apply, ok := appliers[rec.Key.RecordType()]
+	apply, ok := applierOf(rec.Key.RecordType())
 	if !ok {
 		return fmt.Errorf("record type %d: %w", rec.Key.RecordType(), records.ErrUnknownRecordType)
 	}
@@ -128,6 +133,8 @@ func (c *Coordinator) ReplayBytes(key, value []byte) error {
 // epoch.
 func (c *Coordinator) Loaded(now int64) Output {
 	c.begin(now)
+	c.reserveTimers(c.memberCount())
+	c.loading = true
 	for _, id := range c.groupIDs() {
 		switch g := c.groups[id].(type) {
 		case *streamsGroup:
@@ -138,7 +145,26 @@ func (c *Coordinator) Loaded(now int64) Output {
 			c.consumerOnLoaded(g)
 		}
 	}
+	c.loading = false
+	c.timerHeap.init()
 	return c.end()
+}
+
+// memberCount is the number of members of every group (a member has a
+// session timer once loaded).
+func (c *Coordinator) memberCount() int {
+	n := 0
+	for _, g := range c.groups {
+		switch g := g.(type) {
+		case *streamsGroup:
+			n += len(g.members)
+		case *classicGroup:
+			n += len(g.members)
+		case *consumerGroup:
+			n += len(g.members)
+		}
+	}
+	return n
 }
 
 // groupIDs returns the ids of all groups in sorted order.

@@ -16,11 +16,27 @@ type applier func(c *Coordinator, rec records.Record) error
 // a kind never edits a shared switch.
 var appliers = map[int16]applier{}
 
+// applierTable holds appliers indexed by type: a record's apply looks
+// its type up there, not in the map.
+var applierTable [64]applier
+
 // registerApplier adds a record type to the dispatch table. It is called
 // from init functions; registering a type twice is a programming error.
 func registerApplier(t int16, apply applier) {
 	if _, dup := appliers[t]; dup {
 		panic(fmt.Sprintf("core: record type %d registered twice", t))
 	}
+	if t < 0 || int(t) >= len(applierTable) {
+		panic(fmt.Sprintf("core: record type %d outside the table", t))
+	}
 	appliers[t] = apply
+	applierTable[t] = apply
+}
+
+// applierOf returns the applier of record type t.
+func applierOf(t int16) (applier, bool) {
+	if t < 0 || int(t) >= len(applierTable) || applierTable[t] == nil {
+		return nil, false
+	}
+	return applierTable[t], true
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -264,15 +265,42 @@ func (h timerHeap) down(i int) {
 // leaves one stale entry each time; a rebuild every n/2 pushes keeps the
 // cost per push constant).
 func (c *Coordinator) indexTimer(key TimerKey, deadline int64) {
-	c.timerHeap.push(timerEntry{deadline, key})
-	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
-		h := make(timerHeap, 0, len(c.timers)+len(c.timers)/2+65) // room until the next rebuild
-		for k, t := range c.timers {
-			h = append(h, timerEntry{t.deadline, k})
-		}
-		h.init()
-		c.timerHeap = h
+	if c.loading {
+		c.timerHeap = append(c.timerHeap, timerEntry{deadline, key}) // ordered by Loaded
+	} else {
+		c.timerHeap.push(timerEntry{deadline, key})
 	}
+	if len(c.timerHeap) > len(c.timers)+len(c.timers)/2+64 {
+		c.rebuildTimerHeap()
+	}
+}
+
+// rebuildTimerHeap makes the heap anew from the timer map, without stale
+// entries.
+func (c *Coordinator) rebuildTimerHeap() {
+	h := make(timerHeap, 0, len(c.timers)+len(c.timers)/2+65) // room until the next rebuild
+	for k, t := range c.timers {
+		h = append(h, timerEntry{t.deadline, k})
+	}
+	h.init()
+	c.timerHeap = h
+}
+
+// reserveTimers makes room for n more timers in the timer map, the heap
+// and the Output being built, so that arming every loaded member's
+// session timer grows none of them step by step. The map is a new one:
+// the one before stays as it was, and its undo puts it back (the undo of
+// every timer set while loading).
+func (c *Coordinator) reserveTimers(n int) {
+	before := c.timers
+	c.timers = make(map[TimerKey]timerState, len(before)+max(n, 0))
+	maps.Copy(c.timers, before)
+	c.onUndo(func() {
+		c.timers = before
+		c.rebuildTimerHeap()
+	})
+	c.timerHeap = slices.Grow(c.timerHeap, n)
+	c.out.Timers = slices.Grow(c.out.Timers, n)
 }
 
 // peekTimer returns the earliest scheduled timer, dropping stale entries.
@@ -296,7 +324,9 @@ func (c *Coordinator) setTimer(t timer) {
 	c.timers[t.key] = timerState{t.deadline, t.epoch, t.kind}
 	c.indexTimer(t.key, t.deadline)
 	c.out.Timers = append(c.out.Timers, TimerChange{Key: t.key, Deadline: t.deadline})
-	c.onUndo(func() { c.restoreTimer(t.key, old, had) })
+	if !c.loading {
+		c.onUndo(func() { c.restoreTimer(t.key, old, had) })
+	}
 }
 
 // setTimerIfAbsent schedules t unless a timer with its key exists.

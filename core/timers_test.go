@@ -1,7 +1,11 @@
 package core
 
 import (
+	"cmp"
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -30,5 +34,59 @@ func TestTimerKeyOrder(t *testing.T) {
 	}
 	if got := sessionTimerKey("g", "m").String(); got != "session-timeout-g-m" {
 		t.Fatalf("session timer key %q, want Kafka's session-timeout-g-m", got)
+	}
+}
+
+// TestLoadedTimers: Loaded arms a session timer for every loaded member
+// and orders the heap once at its end, so the timers come due in
+// (deadline, key) order as if each had been pushed; a Rollback of
+// Loaded's batch leaves no timer behind, as the undo of each would.
+func TestLoadedTimers(t *testing.T) {
+	h := newCHarness(t, consumerTestConfig())
+	for g := range 3 {
+		for m := range 9 {
+			h.hb(joinReq("g"+strconv.Itoa(g), "m"+strconv.Itoa(8-m), "a"))
+		}
+	}
+	load := func() *Coordinator {
+		c, err := New(consumerTestConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range h.log {
+			if err := c.Replay(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		short := int32(10000) // the last group's timers are due first
+		c.setConsumerGroupConfig("g2", ConsumerGroupOverrides{SessionTimeoutMs: &short})
+		c.Loaded(1000)
+		return c
+	}
+	c := load()
+	want := c.TimerKeys()
+	if len(want) < 27 {
+		t.Fatalf("timers after Loaded: %v, want one a member at least", want)
+	}
+	var due []string
+	for len(c.timers) > 0 {
+		tm, _ := c.peekTimer()
+		due = append(due, fmt.Sprintf("%s@%d", tm.key, tm.deadline))
+		c.cancelTimer(tm.key)
+	}
+	slices.SortFunc(want, func(a, b string) int { // by deadline, then key
+		da, db := a[strings.LastIndexByte(a, '@'):], b[strings.LastIndexByte(b, '@'):]
+		return cmp.Or(cmp.Compare(len(da), len(db)), cmp.Compare(da, db), cmp.Compare(a, b))
+	})
+	if !slices.Equal(due, want) {
+		t.Fatalf("timers came due as\n%v\nwant\n%v", due, want)
+	}
+	c = load()
+	c.Rollback()
+	if keys := c.TimerKeys(); len(keys) != 0 {
+		t.Fatalf("timers after Loaded's rollback: %v", keys)
+	}
+	if d, ok := c.NextDeadline(); ok {
+		t.Fatalf("a deadline (%d) after Loaded's rollback", d)
 	}
 }

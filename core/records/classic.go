@@ -142,7 +142,7 @@ func (r *reader) classicNullableString() *string {
 		}
 		return nil
 	}
-	s := string(r.take(int(n)))
+	s := r.slab.text(r.take(int(n)))
 	return &s
 }
 

@@ -64,13 +64,29 @@ type versionedValue interface {
 
 var recordTypes = map[int16]recordType{}
 
+// typeTable holds recordTypes indexed by type: a record's decode looks
+// its type up there, not in the map.
+var typeTable [64]*recordType
+
 // registerRecordType adds a record type to the decoder table. It is called
 // from init functions; registering a type twice is a programming error.
 func registerRecordType(t int16, rt recordType) {
 	if _, dup := recordTypes[t]; dup {
 		panic(fmt.Sprintf("records: record type %d registered twice", t))
 	}
+	if t < 0 || int(t) >= len(typeTable) {
+		panic(fmt.Sprintf("records: record type %d outside the table", t))
+	}
 	recordTypes[t] = rt
+	typeTable[t] = &rt
+}
+
+// lookupType returns record type t's decoders.
+func lookupType(t int16) (*recordType, bool) {
+	if t < 0 || int(t) >= len(typeTable) || typeTable[t] == nil {
+		return nil, false
+	}
+	return typeTable[t], true
 }
 
 // RecordTypeName names a registered record type, or says it is unknown.
@@ -161,7 +177,7 @@ func decode(kr, vr *reader, key, value []byte) (Record, error) {
 	if kr.err != nil {
 		return Record{}, fmt.Errorf("record key: %w", kr.err)
 	}
-	rt, ok := recordTypes[t]
+	rt, ok := lookupType(t)
 	if !ok {
 		return Record{}, fmt.Errorf("record type %d: %w", t, ErrUnknownRecordType)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // This file holds the primitive readers and writers of Kafka's generated
@@ -34,6 +35,27 @@ type slabs struct {
 	int32s []int32
 	tasks  []TaskIDs
 	tps    []TopicPartitions
+	chars  strings.Builder // strings' bytes: written once, never changed
+}
+
+// textSlabLen is the size of a new slab of string bytes; a string of
+// more than an eighth of it gets its own.
+const textSlabLen = 4096
+
+// text returns b as a string: cut from the text slab when there is one
+// and b is short (a Builder's String shares its bytes, and the bytes it
+// holds are never written again), else a copy of its own.
+func (s *slabs) text(b []byte) string {
+	if s == nil || len(b) == 0 || len(b) > textSlabLen/8 {
+		return string(b)
+	}
+	if s.chars.Cap()-s.chars.Len() < len(b) {
+		s.chars = strings.Builder{}
+		s.chars.Grow(textSlabLen)
+	}
+	start := s.chars.Len()
+	s.chars.Write(b)
+	return s.chars.String()[start:]
 }
 
 // slabLen is the element count of a new slab; an array of more than an
@@ -148,7 +170,7 @@ func (r *reader) uvarint() uint64 {
 }
 
 // classicString reads an int16-length string (non-flexible versions).
-func (r *reader) classicString() string { return string(r.classicStringBytes()) }
+func (r *reader) classicString() string { return r.slab.text(r.classicStringBytes()) }
 
 func (r *reader) classicStringBytes() []byte {
 	n := r.int16()
@@ -178,7 +200,7 @@ func (r *reader) keyID(member bool) string {
 		return ""
 	case !member:
 		if string(b) != d.group {
-			d.group = string(b)
+			d.group = d.slab.text(b)
 			clear(d.members)
 		}
 		return d.group
@@ -186,7 +208,7 @@ func (r *reader) keyID(member bool) string {
 	if s, ok := d.members[string(b)]; ok {
 		return s
 	}
-	s := string(b)
+	s := d.slab.text(b)
 	if d.members == nil {
 		d.members = map[string]string{}
 	}
@@ -213,7 +235,7 @@ func (r *reader) compactString() string {
 		r.fail(errors.New("null string in a non-nullable field"))
 		return ""
 	}
-	return string(r.take(n))
+	return r.slab.text(r.take(n))
 }
 
 func (r *reader) compactNullableString() *string {
@@ -221,7 +243,7 @@ func (r *reader) compactNullableString() *string {
 	if n < 0 {
 		return nil
 	}
-	s := string(r.take(n))
+	s := r.slab.text(r.take(n))
 	return &s
 }
 

@@ -93,7 +93,6 @@ func (l *Loop) batchOf(c *core.Coordinator) *batch { return &l.shardOf(c).batch 
 // Replay implements runtime.Shard: group-config records are the host's,
 // the others core's.
 func (s *shard) Replay(r runtime.Record) error {
-	s.l.stats.replayed.Add(1)
 	if _, host := store.GroupConfigGroup(r.Key); host { // a core record takes no lock
 		s.l.dynMu.Lock()
 		_, err := s.l.replayGroupConfig(store.Entry{Key: r.Key, Value: r.Value})
@@ -448,12 +447,20 @@ type statsLog struct {
 
 // ReplayLent implements runtime.LendingLog: the wrapped log's lending
 // replay, or its Replay (whose records outlive fn, so lending them is
-// trivially kept).
+// trivially kept). It counts the records it hands to fn, and adds the
+// count to the stats once: partitions replay in parallel, and an atomic
+// add a record made the cores contend for one counter.
 func (l *statsLog) ReplayLent(p int, fn func(runtime.Record) error) error {
-	if ll, ok := l.Log.(runtime.LendingLog); ok {
-		return ll.ReplayLent(p, fn)
+	n := int64(0)
+	defer func() { l.stats.replayed.Add(n) }()
+	count := func(r runtime.Record) error {
+		n++
+		return fn(r)
 	}
-	return l.Log.Replay(p, fn)
+	if ll, ok := l.Log.(runtime.LendingLog); ok {
+		return ll.ReplayLent(p, count)
+	}
+	return l.Log.Replay(p, count)
 }
 
 func (l *statsLog) Append(p int, recs []runtime.Record) error {

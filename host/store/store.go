@@ -211,16 +211,26 @@ func (s *Store) init(fresh bool) error {
 		s.nextSeq = binary.BigEndian.Uint64(n)
 		// Every page is read here first, on this goroutine, where a panic
 		// of bbolt on a damaged page is recovered into ErrCorrupt; its
-		// consistency check runs on a goroutine of its own.
+		// consistency check runs on a goroutine of its own, beside the
+		// check of the records (which uses every core but not all the
+		// time), and is drained fully before the transaction ends, on
+		// every way out: its goroutine writes every error and reads the
+		// mapped pages.
 		walkBuckets(tx)
-		if err := s.checkRecords(tx, format); err != nil {
-			return err
-		}
+		checked := tx.Check()
+		defer func() {
+			for range checked {
+			}
+		}()
+		recErr := s.checkRecords(tx, format)
 		var first error
-		for err := range tx.Check() { // drain fully: Check's goroutine writes every error
+		for err := range checked {
 			if first == nil {
 				first = err
 			}
+		}
+		if recErr != nil {
+			return recErr
 		}
 		if first != nil {
 			return s.corrupt("bbolt consistency check: " + first.Error())
