@@ -91,6 +91,8 @@ type coreWorld struct {
 	// live: every member took its part of the baseline target; the
 	// accounting starts (the model's starting point).
 	live bool
+	// offs and ends are a member's offsets being sent (taskOffsets).
+	offs, ends []int64
 
 	classicState // core_classic.go
 	coreRestart  // core_restart.go
@@ -103,6 +105,17 @@ type coreClient struct {
 	joined  bool
 	nextHB  int64 // scenario ms of its next heartbeat
 	sentRep int64 // reportAtMs of the last report it sent (reports), -1: none
+	// What it last sent, as Kafka Streams 4.4's heartbeat keeps it: its
+	// task lists (listsSent), and without reports the hashes of its task
+	// offsets and end offsets (offsetsHash, offsSent) and when it last
+	// sent either; forgotten when it joins or a request gets no answer
+	// (resetSent). offsetIntervalMs is the task-offset interval core's
+	// responses gave.
+	sent                abi.MemberAssignment
+	listsSent, offsSent bool
+	sentOffs, sentEnds  uint64
+	offsetsAtMs         int64
+	offsetIntervalMs    int64
 
 	classic *classicClient // on the classic protocol; nil: streams
 	// revoking are active tasks it was told to give up and still owns
