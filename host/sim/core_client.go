@@ -88,9 +88,9 @@ func (cw *coreWorld) taskOffsets(cl *coreClient, req *kmsg.StreamsGroupHeartbeat
 
 // resetSent forgets what cl last sent, as Kafka Streams does when it
 // joins or a heartbeat fails: its next heartbeat carries its task lists
-// and offsets.
+// and offsets (with reports, its last report again).
 func (cl *coreClient) resetSent() {
-	cl.listsSent, cl.offsSent = false, false
+	cl.listsSent, cl.offsSent, cl.sentRep = false, false, -1
 }
 
 // offsetsHash is a 64-bit digest of the offsets kmsgOffsets would send,
