@@ -91,6 +91,10 @@ type coreWorld struct {
 	// live: every member took its part of the baseline target; the
 	// accounting starts (the model's starting point).
 	live bool
+	// writing: the assignor result core is writing in slices, nil: none.
+	writing *writing
+	// offs and ends are a member's offsets being sent (taskOffsets).
+	offs, ends []int64
 
 	classicState // core_classic.go
 	coreRestart  // core_restart.go
@@ -103,6 +107,17 @@ type coreClient struct {
 	joined  bool
 	nextHB  int64 // scenario ms of its next heartbeat
 	sentRep int64 // reportAtMs of the last report it sent (reports), -1: none
+	// What it last sent, as Kafka Streams 4.4's heartbeat keeps it: its
+	// task lists (listsSent), and without reports the hashes of its task
+	// offsets and end offsets (offsetsHash, offsSent) and when it last
+	// sent either; forgotten when it joins or a request gets no answer
+	// (resetSent). offsetIntervalMs is the task-offset interval core's
+	// responses gave.
+	sent                abi.MemberAssignment
+	listsSent, offsSent bool
+	sentOffs, sentEnds  uint64
+	offsetsAtMs         int64
+	offsetIntervalMs    int64
 
 	classic *classicClient // on the classic protocol; nil: streams
 	// revoking are active tasks it was told to give up and still owns
@@ -310,6 +325,15 @@ func (cw *coreWorld) event(e core.Event) {
 		case core.ReasonOnlineToClassic:
 			cw.reasons = append(cw.reasons, "group-converted:classic")
 		}
+	case core.EventTargetPart:
+		if cw.writing != nil && e.Epoch == cw.writing.run.Epoch {
+			cw.writing.progressed = true
+		}
+	case core.EventTargetAssigned:
+		if w := cw.writing; w != nil && e.Epoch == w.run.Epoch {
+			cw.writing = nil
+			cw.installed(w.run, e.Epoch, w.req, w.resp)
+		}
 	case core.EventMemberFenced:
 		cw.reasons = append(cw.reasons, "member-fenced:"+label)
 		for _, cl := range cw.clients {
@@ -349,18 +373,44 @@ func (cw *coreWorld) runAssignor(run core.AssignorRun) {
 	}
 	cw.c.Commit()
 	cw.store(out.Records)
-	epoch := int32(-1) // the installed target's epoch, -1: none
+	epoch, discarded := int32(-1), false // the installed target's epoch, -1: none
 	for _, e := range out.Events {
-		if e.Kind == core.EventTargetAssigned && e.Group == coreGroup {
+		switch {
+		case e.Group != coreGroup:
+		case e.Kind == core.EventTargetAssigned:
 			epoch = e.Epoch
+		case e.Kind == core.EventAssignorResultDiscarded:
+			discarded = true
 		}
 	}
-	if epoch >= 0 {
+	switch {
+	case epoch >= 0:
 		cw.installed(run, epoch, req, resp)
-	} else if run.Probe {
+	case run.Probe:
 		cw.out.Totals.ProbesUnchanged++
+	case !discarded:
+		// A group of more members than core writes in one step: core
+		// writes the target in slices, from a timer due at once, and
+		// installs it with the last (core/streams_target_slices.go).
+		cw.writing = &writing{run: run, req: req, resp: resp}
 	}
 	cw.handle(out)
+	for cw.writing != nil && cw.err == nil && !cw.stopped {
+		w := cw.writing
+		cw.step(core.Tick{}) // the host steps a due timer at once
+		if cw.writing == w && !w.progressed {
+			cw.fail(fmt.Errorf("epoch %d: core wrote no part of the target", run.Epoch))
+		}
+		w.progressed = false
+	}
+}
+
+// writing is an assignor result core is writing in slices.
+type writing struct {
+	run        core.AssignorRun
+	req        *abi.AssignRequest
+	resp       *abi.AssignResponse
+	progressed bool // core wrote a part of it since the last look
 }
 
 // installed records core's new target: tasks moved against the previous
@@ -409,11 +459,10 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
+// memberOrNil is the member of id, nil: none (members are sorted by id).
 func (cw *coreWorld) memberOrNil(id string) *member {
-	for _, m := range cw.members {
-		if m.id == id {
-			return m
-		}
+	if i, ok := slices.BinarySearchFunc(cw.members, id, func(m *member, id string) int { return strings.Compare(m.id, id) }); ok {
+		return cw.members[i]
 	}
 	return nil
 }

@@ -14,13 +14,25 @@ import (
 	"github.com/coordhost/coordhost/core"
 )
 
-// heartbeat sends cl's heartbeat: a join (epoch 0) with its process and
-// the topology, else its epoch, the tasks it holds and its report.
+// heartbeat sends cl's heartbeat.
 func (cw *coreWorld) heartbeat(cl *coreClient) {
+	req := cw.heartbeatRequest(cl)
+	cl.nextHB = cw.now + cw.sc.heartbeatIntervalMs()
+	cw.send(cl, req)
+}
+
+// heartbeatRequest is cl's next heartbeat as a Kafka Streams 4.4 client
+// builds it (StreamsGroupHeartbeatRequestManager): a join (epoch 0)
+// carries its process, the topology, empty task lists and its offsets;
+// later ones its epoch, its task lists only when they differ from the
+// last it sent (null: unchanged), and its offsets when taskOffsets says
+// so.
+func (cw *coreWorld) heartbeatRequest(cl *coreClient) *kmsg.StreamsGroupHeartbeatRequest {
 	m := cl.m
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Version = 1
 	req.Group, req.MemberID, req.MemberEpoch = coreGroup, m.id, cl.epoch
+	changed := false
 	if !cl.joined {
 		req.MemberEpoch = 0
 		req.RebalanceTimeoutMillis = 300000 // Kafka Streams' max.poll.interval.ms
@@ -31,33 +43,78 @@ func (cw *coreWorld) heartbeat(cl *coreClient) {
 			req.RackID = &rack
 		}
 		req.Topology = cw.topology()
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		cl.resetSent()
+	} else if held := (abi.MemberAssignment{Active: cw.ownedActive(cl), Standby: m.target.Standby, Warmup: m.target.Warmup}); !cl.listsSent || !sameAssignment(held, cl.sent) {
+		req.ActiveTasks = cw.kmsgTasks(held.Active)
+		req.StandbyTasks = cw.kmsgTasks(held.Standby)
+		req.WarmupTasks = cw.kmsgTasks(held.Warmup)
+		cl.sent = abi.MemberAssignment{Active: slices.Clone(held.Active), Standby: slices.Clone(held.Standby), Warmup: slices.Clone(held.Warmup)}
+		cl.listsSent, changed = true, true
 	}
-	req.ActiveTasks = cw.kmsgTasks(cw.ownedActive(cl))
-	req.StandbyTasks = cw.kmsgTasks(m.target.Standby)
-	req.WarmupTasks = cw.kmsgTasks(m.target.Warmup)
-	cw.taskOffsets(cl, req)
-	cl.nextHB = cw.now + cw.sc.heartbeatIntervalMs()
-	cw.send(cl, req)
+	if cw.sc.Reports != nil {
+		cw.reportedOffsets(cl, req)
+	} else {
+		cw.taskOffsets(cl, req, changed)
+	}
+	return req
 }
 
-// taskOffsets sets what cl reports: without reports, the offsets of its
-// process's local state on every heartbeat (the model's assignor input);
-// with them, its last report (report, reports.go) once, and "unchanged"
-// (null) until its next one.
-func (cw *coreWorld) taskOffsets(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest) {
-	m := cl.m
-	offsets, ends := cw.local[m.process], []int64(nil)
-	if cw.sc.Reports != nil {
-		if m.reported == nil || m.reportAtMs == cl.sentRep {
-			return
+// taskOffsets sets the offsets cl sends without reports, by Kafka
+// Streams 4.4's rule: all of them on a join; after, only when its task
+// lists changed, the task-offset interval passed since it last sent
+// offsets, or one of its warm-ups is within the acceptable recovery lag
+// — and then each of the two lists only when it differs from the last
+// one sent (both after resetSent). They are its process's state, the
+// actives it runs left out, and the end offsets of the copies it
+// restores (fillReport), as they are at the heartbeat.
+func (cw *coreWorld) taskOffsets(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest, changed bool) {
+	m, all := cl.m, !cl.offsSent
+	if !all && !changed && cw.now < cl.offsetsAtMs+cl.offsetIntervalMs && !cw.hotWarmup(m) {
+		return
+	}
+	if cw.offs == nil {
+		cw.offs, cw.ends = make([]int64, len(cw.end)), make([]int64, len(cw.end))
+	}
+	cw.fillReport(m, cw.offs, cw.ends)
+	if h := cw.offsetsHash(cw.offs); all || h != cl.sentOffs {
+		req.TaskOffsets, cl.sentOffs, cl.offsetsAtMs = cw.kmsgOffsets(cw.offs), h, cw.now
+	}
+	if h := cw.offsetsHash(cw.ends); all || h != cl.sentEnds {
+		req.TaskEndOffsets, cl.sentEnds, cl.offsetsAtMs = cw.kmsgOffsets(cw.ends), h, cw.now
+	}
+	cl.offsSent = true
+}
+
+// resetSent forgets what cl last sent, as Kafka Streams does when it
+// joins or a heartbeat fails: its next heartbeat carries its task lists
+// and offsets (with reports, its last report again).
+func (cl *coreClient) resetSent() {
+	cl.listsSent, cl.offsSent, cl.sentRep = false, false, -1
+}
+
+// offsetsHash is a 64-bit digest of the offsets kmsgOffsets would send,
+// to tell a list from the last one sent without keeping it.
+func (cw *coreWorld) offsetsHash(offsets []int64) uint64 {
+	h := uint64(len(offsets))
+	for t, o := range offsets {
+		if o >= 0 && cw.stateful[t] {
+			h = splitmix(h ^ uint64(t)<<40 ^ uint64(o))
 		}
-		cl.sentRep = m.reportAtMs
-		offsets, ends = m.reported, m.reportedEnd
 	}
-	req.TaskOffsets = cw.kmsgOffsets(offsets)
-	if ends != nil {
-		req.TaskEndOffsets = cw.kmsgOffsets(ends)
+	return h
+}
+
+// reportedOffsets sets what cl reports with reports: its last report
+// (report, reports.go) once, and "unchanged" (null) until its next one.
+func (cw *coreWorld) reportedOffsets(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest) {
+	m := cl.m
+	if m.reported == nil || m.reportAtMs == cl.sentRep {
+		return
 	}
+	cl.sentRep = m.reportAtMs
+	req.TaskOffsets = cw.kmsgOffsets(m.reported)
+	req.TaskEndOffsets = cw.kmsgOffsets(m.reportedEnd)
 }
 
 func (cw *coreWorld) kmsgOffsets(offsets []int64) []kmsg.TaskOffset {
@@ -111,6 +168,7 @@ func (cw *coreWorld) leaveRequest(cl *coreClient) *kmsg.StreamsGroupHeartbeatReq
 
 func (cw *coreWorld) send(cl *coreClient, req kmsg.Request) {
 	if cw.stopped { // coordhost is down: no answer
+		cl.resetSent()
 		return
 	}
 	cw.nextReq++
@@ -143,6 +201,7 @@ func (cw *coreWorld) adopt(cl *coreClient, resp *kmsg.StreamsGroupHeartbeatRespo
 	if resp.HeartbeatIntervalMillis > 0 {
 		cl.nextHB = cw.now + int64(resp.HeartbeatIntervalMillis)
 	}
+	cl.offsetIntervalMs = int64(resp.TaskOffsetIntervalMillis)
 	if resp.ActiveTasks == nil {
 		return
 	}

@@ -204,3 +204,27 @@ func TestCoreEngineReports(t *testing.T) {
 		t.Errorf("last run's end of task 0: %d with reports, %d without", s[0], l[0])
 	}
 }
+
+// TestCoreEngineSlicedTargets replays a group of more members than core
+// writes targets for in one step (128): core writes each target in
+// slices and installs it with the last, and the replay records the
+// baseline and the target after a leave, as it does for a small group.
+func TestCoreEngineSlicedTargets(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: sliced\nseed: 1\nduration_s: 40\ntick_ms: 1000\n" +
+		"subtopologies:\n  - {id: \"0\", partitions: 260, stateful: false}\n" +
+		"state:\n  changelog_records: 100\n  restore_records_per_s: 1000\nevents:\n")
+	for i := range 130 {
+		fmt.Fprintf(&b, "  - {at_s: 0, join: m%03d, process: p%02d}\n", i, i/10)
+	}
+	b.WriteString("  - {at_s: 20, leave: m007}\n")
+	r, err := sim.RunCore(decode(t, "sliced.yaml", []byte(b.String())), builtins[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := r.Assignors[0]
+	if a.Error != "" || len(a.Rebalances) != 2 || !a.Rebalances[0].Baseline || a.Rebalances[0].Members != 130 ||
+		a.Rebalances[1].Members != 129 || !slices.Contains(a.Rebalances[1].Reasons, "member-left:m007") {
+		t.Fatalf("error %q, rebalances %+v", a.Error, a.Rebalances)
+	}
+}

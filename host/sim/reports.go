@@ -53,30 +53,37 @@ func (w *world) hotWarmup(m *member) bool {
 	return false
 }
 
-// takeReport records m's report at now: its process's offsets, the
-// actives it runs left out, and the end offsets of the copies it restores.
+// takeReport records m's report at now (fillReport).
 func (w *world) takeReport(now int64, m *member) {
 	n := len(w.end)
 	if m.reported == nil {
 		m.reported, m.reportedEnd = make([]int64, n), make([]int64, n)
 	}
-	copy(m.reported, w.local[m.process])
-	for i := range m.reportedEnd {
-		m.reportedEnd[i] = -1
+	w.fillReport(m, m.reported, m.reportedEnd)
+	m.reportAtMs, m.reportDueMs = now, -1
+}
+
+// fillReport sets what m reports now, as Kafka Streams 4.4's TaskManager
+// and state updater give it: in offsets its process's offsets, the
+// actives it runs left out, and in ends the end offsets of the copies
+// it restores (-1: not reported).
+func (w *world) fillReport(m *member, offsets, ends []int64) {
+	copy(offsets, w.local[m.process])
+	for i := range ends {
+		ends[i] = -1
 	}
 	for _, t := range m.target.Active {
 		if w.running[t] && w.owner[t] == m.id {
-			m.reported[t] = -1
+			offsets[t] = -1
 		} else {
-			m.reportedEnd[t] = w.end[t]
+			ends[t] = w.end[t]
 		}
 	}
 	for _, set := range [][]int32{m.target.Standby, m.target.Warmup} {
 		for _, t := range set {
-			m.reportedEnd[t] = w.end[t]
+			ends[t] = w.end[t]
 		}
 	}
-	m.reportAtMs, m.reportDueMs = now, -1
 }
 
 // knownEnd is the end offset of t's changelog the host knows: the true one

@@ -454,6 +454,7 @@ func (w *world) advance(now, grow int64) {
 		}
 	}
 	type copies struct{ active, other []int32 }
+	w.advances++
 	var order []string // processes in member order
 	byProc := map[string]*copies{}
 	for _, m := range w.members {
@@ -466,21 +467,28 @@ func (w *world) advance(now, grow int64) {
 			byProc[m.process] = c
 			order = append(order, m.process)
 		}
-		l := w.local[m.process]
+		l, listed := w.local[m.process], w.listed[m.process]
+		if listed == nil {
+			listed = make([]int64, len(w.end))
+			w.listed[m.process] = listed
+		}
 		for i, set := range [][]int32{m.target.Active, m.target.Standby, m.target.Warmup} {
 			for _, t := range set {
-				if !w.stateful[t] || slices.Contains(c.active, t) || slices.Contains(c.other, t) ||
+				// listed[t]: another member of the process listed it already.
+				if !w.stateful[t] || listed[t] == w.advances ||
 					(i == 0 && now < w.readyAt[t]) || (i > 0 && now < m.startAt[t]) {
 					continue
 				}
 				switch {
 				case i == 0 && w.running[t]:
 					l[t] = w.end[t]
+					continue
 				case i == 0:
 					c.active = append(c.active, t)
 				default:
 					c.other = append(c.other, t)
 				}
+				listed[t] = w.advances
 			}
 		}
 	}

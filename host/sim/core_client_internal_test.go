@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/coordhost/coordhost/abi"
+)
+
+// TestCoreClientHeartbeats checks what a simulated member puts in its
+// heartbeats without reports, against Kafka Streams 4.4's
+// StreamsGroupHeartbeatRequestManager: a join carries empty task lists
+// and its offsets; later heartbeats carry the task lists only when they
+// changed, and the offsets only on a change of lists, once the task-offset
+// interval passed or while a warm-up is within the acceptable lag — each
+// of the two offset lists only when it differs from the last sent; a
+// heartbeat that got no answer makes the next one carry everything.
+func TestCoreClientHeartbeats(t *testing.T) {
+	sc, err := Decode("hb.yaml", []byte(`name: hb
+seed: 1
+duration_s: 600
+tick_ms: 1000
+subtopologies:
+  - {id: "0", partitions: 4, stateful: true}
+assignment:
+  num_standby_replicas: 1
+  num_warmup_replicas: 1
+  acceptable_recovery_lag: 100
+state:
+  changelog_records: 10000
+  restore_records_per_s: 1000
+events:
+  - {at_s: 0, join: a}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := newCoreWorld(sc, coreAssignors[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw.applyStep(sc.steps[0])
+	cl := cw.clients[0]
+	m, l := cl.m, cw.local[cl.m.process]
+	l[0], l[1] = 100, 200
+	for i := range cw.end {
+		cw.end[i] = 10000
+	}
+
+	type want struct {
+		lists, offsets, ends bool
+		offs                 map[int32]int64 // partition: offset, when offsets
+	}
+	hb := func(at int64, w want) {
+		t.Helper()
+		cw.now = at
+		req := cw.heartbeatRequest(cl)
+		if got := req.ActiveTasks != nil; got != w.lists || (req.StandbyTasks != nil) != got || (req.WarmupTasks != nil) != got {
+			t.Errorf("at %d ms: task lists sent %v (%v %v %v), want %v", at, got, req.ActiveTasks, req.StandbyTasks, req.WarmupTasks, w.lists)
+		}
+		if got := req.TaskOffsets != nil; got != w.offsets {
+			t.Errorf("at %d ms: task offsets sent %v (%v), want %v", at, got, req.TaskOffsets, w.offsets)
+		} else if got && w.offs != nil {
+			g := map[int32]int64{}
+			for _, o := range req.TaskOffsets {
+				g[o.Partition] = o.Offset
+			}
+			if len(g) != len(w.offs) {
+				t.Errorf("at %d ms: task offsets %v, want %v", at, g, w.offs)
+			}
+			for p, o := range w.offs {
+				if g[p] != o {
+					t.Errorf("at %d ms: task offsets %v, want %v", at, g, w.offs)
+				}
+			}
+		}
+		if got := req.TaskEndOffsets != nil; got != w.ends {
+			t.Errorf("at %d ms: end offsets sent %v (%v), want %v", at, got, req.TaskEndOffsets, w.ends)
+		}
+	}
+
+	join := cw.heartbeatRequest(cl)
+	if join.MemberEpoch != 0 || join.Topology == nil || join.ActiveTasks == nil || len(join.ActiveTasks) > 0 || join.TaskOffsets == nil || join.TaskEndOffsets == nil {
+		t.Fatalf("join: epoch %d, topology %v, active %v, offsets %v, ends %v", join.MemberEpoch, join.Topology, join.ActiveTasks, join.TaskOffsets, join.TaskEndOffsets)
+	}
+	cl.joined, cl.epoch, cl.offsetIntervalMs = true, 1, 60000
+	hb(5000, want{lists: true}) // its first lists after the join
+	hb(10000, want{})           // nothing changed
+	l[0] = 150                  // its state moved on
+	hb(15000, want{})           // within the interval: not yet
+	hb(60000, want{offsets: true, offs: map[int32]int64{0: 150, 1: 200}})
+	hb(125000, want{}) // the interval passed, nothing new
+	m.target = abi.MemberAssignment{Active: []int32{2}, Standby: []int32{3}, Warmup: []int32{}}
+	hb(130000, want{lists: true, ends: true}) // new lists; the copies it restores have ends, its offsets are as sent
+	hb(135000, want{})
+	m.target.Warmup = []int32{1} // a warm-up 9800 records behind
+	hb(140000, want{lists: true, ends: true})
+	l[1] = 9950 // within 100 of the end: hot
+	hb(145000, want{offsets: true, offs: map[int32]int64{0: 150, 1: 9950}})
+	l[1] = 9990
+	hb(150000, want{offsets: true, offs: map[int32]int64{0: 150, 1: 9990}})
+	hb(155000, want{}) // hot, but as sent
+
+	cw.stopped = true // the next heartbeat gets no answer
+	cw.send(cl, cw.heartbeatRequest(cl))
+	cw.stopped = false
+	hb(160000, want{lists: true, offsets: true, ends: true})
+	hb(165000, want{})
+}
