@@ -140,6 +140,7 @@ type streamsGroup struct {
 	warmupOwners  ownerIndex
 	state         StreamsGroupState
 	soft          streamsSoft
+	configMemo    configuredMemo
 }
 
 func newStreamsGroup(id string) *streamsGroup {

@@ -1,0 +1,57 @@
+package core
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// largeGroupMembers is the size of the large-group benchmarks' group: a
+// streams group of that many steady members (memFleet's shape, one
+// subtopology of one partition per member).
+const largeGroupMembers = 2000
+
+// BenchmarkLargeGroupJoin measures the steps of one partition that a
+// large group's rebalance costs, each iteration rolled back so the input
+// is fixed: "join" is a new member's join, which starts an assignor run
+// and builds its input from every member; "second-join" is a join of
+// another group's second member with a topology of 80,000 entries, whose
+// configuration the group's first heartbeat already computed (Kafka drops
+// that heartbeat's soft state, so the second one needs it again).
+func BenchmarkLargeGroupJoin(b *testing.B) {
+	c := memFleet(b, 1, largeGroupMembers, false)
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "mem-0000", "new-member", 30000
+	proc := "new-process"
+	req.ProcessID = &proc
+	req.Topology = parseTopology(0, "sub 0 sources=src")
+	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	b.Run("join", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			out, err := c.Step(c.now+1, Request{ID: RequestID(i + 1), Body: req})
+			if err != nil || len(out.AssignorRuns) != 1 || len(out.AssignorRuns[0].Input.Members) != largeGroupMembers+1 {
+				b.Fatalf("the join started no run over every member: %v %+v", err, out.AssignorRuns)
+			}
+			b.StopTimer()
+			c.Rollback() // which asks for the run in flight before the join again
+			b.StartTimer()
+		}
+	})
+	huge := hugeTopologyJoin("huge", "m0")
+	huge.Topology.Subtopologies = huge.Topology.Subtopologies[:hugeTopologySubs/2] // sources "in", absent here: the group stays not ready
+	if out := c.streamsGroupHeartbeat(c.now+1, 1, ClientInfo{}, huge); len(out.Records) == 0 {
+		b.Fatal("the first join stored nothing")
+	}
+	c.Commit()
+	second := hugeTopologyJoin("huge", "m1")
+	second.Topology = huge.Topology
+	p := PrepareStreamsHeartbeat(second)
+	b.Run("second-join", func(b *testing.B) {
+		g := c.groups["huge"].(*streamsGroup)
+		for i := 0; i < b.N; i++ {
+			g.soft.configured = nil // as the first heartbeat left it
+			checkHugeJoin(b, c.streamsGroupHeartbeatPrepared(c.now+1, RequestID(i+1), ClientInfo{}, p))
+			c.Rollback()
+		}
+	})
+}
