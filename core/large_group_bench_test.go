@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,7 +15,9 @@ const largeGroupMembers = 2000
 // BenchmarkLargeGroupJoin measures the steps of one partition that a
 // large group's rebalance costs, each iteration rolled back so the input
 // is fixed: "join" is a new member's join, which starts an assignor run
-// and builds its input from every member; "second-join" is a join of
+// and builds its input from every member; "result" is that run's result,
+// whose step validates it and orders the members its slices write;
+// "second-join" is a join of
 // another group's second member with a topology of 80,000 entries, whose
 // configuration the group's first heartbeat already computed (Kafka drops
 // that heartbeat's soft state, so the second one needs it again).
@@ -34,6 +37,24 @@ func BenchmarkLargeGroupJoin(b *testing.B) {
 			}
 			b.StopTimer()
 			c.Rollback() // which asks for the run in flight before the join again
+			b.StartTimer()
+		}
+	})
+	out, err := c.Step(c.now+1, Request{ID: 1, Body: req})
+	if err != nil || len(out.AssignorRuns) != 1 {
+		b.Fatalf("the join started no run: %v %+v", err, out.AssignorRuns)
+	}
+	c.Commit()
+	run := out.AssignorRuns[0]
+	res := ReferenceAssign(run.Input)
+	b.Run("result", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			out, err := c.Step(c.now+1, AssignorResult{Run: run, Result: res})
+			if err != nil || !slices.ContainsFunc(out.Timers, func(t TimerChange) bool { return t.Key == targetSliceKey(run.Group) }) {
+				b.Fatalf("the result started no slices: %v %+v", err, out)
+			}
+			b.StopTimer()
+			c.Rollback()
 			b.StartTimer()
 		}
 	})
