@@ -2,10 +2,31 @@ package core
 
 import (
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// cpuMeter sums the process's CPU time (user and system, the garbage
+// collector's included) over the measured steps: on a shared machine a
+// step's wall time includes the time its thread waited for a core, its
+// CPU time does not.
+type cpuMeter struct{ at, sum int64 }
+
+func (m *cpuMeter) start() { m.at = processCPU() }
+func (m *cpuMeter) stop()  { m.sum += processCPU() - m.at }
+func (m *cpuMeter) report(b *testing.B) {
+	b.ReportMetric(float64(m.sum)/float64(b.N), "cpu-ns/op")
+}
+
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
 
 // largeGroupMembers is the size of the large-group benchmarks' group: a
 // streams group of that many steady members (memFleet's shape, one
@@ -20,7 +41,8 @@ const largeGroupMembers = 2000
 // "second-join" is a join of
 // another group's second member with a topology of 80,000 entries, whose
 // configuration the group's first heartbeat already computed (Kafka drops
-// that heartbeat's soft state, so the second one needs it again).
+// that heartbeat's soft state, so the second one needs it again). Each
+// reports the CPU time of its step beside its wall time.
 func BenchmarkLargeGroupJoin(b *testing.B) {
 	c := memFleet(b, 1, largeGroupMembers, false)
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
@@ -30,8 +52,12 @@ func BenchmarkLargeGroupJoin(b *testing.B) {
 	req.Topology = parseTopology(0, "sub 0 sources=src")
 	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	b.Run("join", func(b *testing.B) {
+		var cpu cpuMeter
+		defer cpu.report(b)
 		for i := 0; i < b.N; i++ {
+			cpu.start()
 			out, err := c.Step(c.now+1, Request{ID: RequestID(i + 1), Body: req})
+			cpu.stop()
 			if err != nil || len(out.AssignorRuns) != 1 || len(out.AssignorRuns[0].Input.Members) != largeGroupMembers+1 {
 				b.Fatalf("the join started no run over every member: %v %+v", err, out.AssignorRuns)
 			}
@@ -48,8 +74,12 @@ func BenchmarkLargeGroupJoin(b *testing.B) {
 	run := out.AssignorRuns[0]
 	res := ReferenceAssign(run.Input)
 	b.Run("result", func(b *testing.B) {
+		var cpu cpuMeter
+		defer cpu.report(b)
 		for i := 0; i < b.N; i++ {
+			cpu.start()
 			out, err := c.Step(c.now+1, AssignorResult{Run: run, Result: res})
+			cpu.stop()
 			if err != nil || !slices.ContainsFunc(out.Timers, func(t TimerChange) bool { return t.Key == targetSliceKey(run.Group) }) {
 				b.Fatalf("the result started no slices: %v %+v", err, out)
 			}
@@ -69,9 +99,14 @@ func BenchmarkLargeGroupJoin(b *testing.B) {
 	p := PrepareStreamsHeartbeat(second)
 	b.Run("second-join", func(b *testing.B) {
 		g := c.groups["huge"].(*streamsGroup)
+		var cpu cpuMeter
+		defer cpu.report(b)
 		for i := 0; i < b.N; i++ {
 			g.soft.configured = nil // as the first heartbeat left it
-			checkHugeJoin(b, c.streamsGroupHeartbeatPrepared(c.now+1, RequestID(i+1), ClientInfo{}, p))
+			cpu.start()
+			out := c.streamsGroupHeartbeatPrepared(c.now+1, RequestID(i+1), ClientInfo{}, p)
+			cpu.stop()
+			checkHugeJoin(b, out)
 			c.Rollback()
 		}
 	})
