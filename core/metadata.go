@@ -21,6 +21,8 @@ type topicImage struct {
 	// version counts the images whose topic names changed; resolved
 	// regexes record it (Kafka records the metadata image's offset).
 	version int64
+	// gen counts the images: every update replaces byName and adds one.
+	gen uint64
 }
 
 // updateTopics replaces the topic metadata image. Groups whose topology uses
@@ -34,6 +36,7 @@ func (c *Coordinator) updateTopics(now int64, topics []TopicMetadata) Output {
 		next[t.Name] = t
 	}
 	c.topics.byName = next
+	c.topics.gen++
 	namesChanged := len(old) != len(next)
 	for name := range next {
 		if _, ok := old[name]; !ok {

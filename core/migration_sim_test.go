@@ -641,6 +641,9 @@ func (s *migSim) check() {
 	if !ok {
 		return
 	}
+	if err := checkIndexes(g); err != nil {
+		s.t.Errorf("at %d: %v", s.now, err)
+	}
 	runs := map[TaskID]*migInst{}
 	for _, in := range s.insts {
 		if !in.alive || g.members[in.memberID] == nil {

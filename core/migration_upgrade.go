@@ -189,7 +189,7 @@ func (c *Coordinator) writeUpgradedGroup(id string, generation int32, members []
 // (Kafka Streams' state-directory lock makes a process id single-process;
 // docs/MIGRATION.md). It never downgrades the group.
 func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHeartbeatRequest) {
-	if req.ProcessID == nil {
+	if req.ProcessID == nil || g.classicMembers == 0 {
 		return
 	}
 	c.fenceProcessMembers(g, *req.ProcessID, req.MemberID, true, 0)

@@ -614,6 +614,12 @@ func checkIndexes(g *streamsGroup) error {
 	if b1.String() != b2.String() {
 		return fmt.Errorf("ownership index drifted:\n have %s\n want %s", b1.String(), b2.String())
 	}
+	for _, m := range g.members {
+		fresh.classicMembers += m.isClassic()
+	}
+	if fresh.classicMembers != g.classicMembers {
+		return fmt.Errorf("classic member count drifted: have %d, want %d", g.classicMembers, fresh.classicMembers)
+	}
 	for id := range g.target {
 		fresh.target[id] = g.target[id]
 		fresh.indexWarmupTarget(id)

@@ -140,6 +140,11 @@ type streamsGroup struct {
 	warmupOwners  ownerIndex
 	state         StreamsGroupState
 	soft          streamsSoft
+	configMemo    configuredMemo
+	// classicMembers counts the members of the classic protocol: a
+	// streams-protocol join fences the silent ones of its process, and
+	// without any it need not look at every member.
+	classicMembers int
 }
 
 func newStreamsGroup(id string) *streamsGroup {
@@ -223,9 +228,9 @@ func (c *Coordinator) memberToChange(g *streamsGroup, id string) *streamsMember 
 // id before the change (m may be old itself while replaying). Undoable.
 func (c *Coordinator) putMemberMetadata(g *streamsGroup, old *streamsMember, oldInstance *string, m *streamsMember) {
 	g.moveStatic(m.id, oldInstance, m.instanceID)
-	g.members[m.id] = m
+	g.setMember(m)
 	if !c.replaying {
-		c.onUndo(func() { g.moveStatic(m.id, m.instanceID, oldInstance); g.members[m.id] = old; g.updateState() })
+		c.onUndo(func() { g.moveStatic(m.id, m.instanceID, oldInstance); g.setMember(old); g.updateState() })
 	}
 }
 
@@ -261,12 +266,33 @@ func (g *streamsGroup) swapMember(old, m *streamsMember) {
 		g.unindex(old)
 		g.moveStatic(old.id, old.instanceID, nil)
 		delete(g.members, old.id)
+		g.classicMembers -= old.isClassic()
 	}
 	if m != nil {
 		g.members[m.id] = m
 		g.moveStatic(m.id, nil, m.instanceID)
 		g.index(m)
+		g.classicMembers += m.isClassic()
 	}
+}
+
+// setMember stores m under its id in place of whatever is there, keeping
+// the classic member count (the ownership indexes are the caller's).
+func (g *streamsGroup) setMember(m *streamsMember) {
+	if prev := g.members[m.id]; prev != nil {
+		g.classicMembers -= prev.isClassic()
+	}
+	g.members[m.id] = m
+	g.classicMembers += m.isClassic()
+}
+
+// isClassic is 1 for a member of the classic protocol (online
+// migration), else 0.
+func (m *streamsMember) isClassic() int {
+	if m.classic != nil {
+		return 1
+	}
+	return 0
 }
 
 func (g *streamsGroup) index(m *streamsMember) {

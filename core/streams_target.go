@@ -1,7 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/coordhost/coordhost/core/records"
@@ -84,30 +86,20 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 	}
 	// Only tasks of the configured topology are passed: reports may name
 	// partitions that no longer exist (a topic shrank, a stale client).
-	known := func(t TaskID) (int32, bool) {
+	known := func(t TaskID) (TaskRef, bool) {
 		i, ok := index[t.Subtopology]
-		return i, ok && t.Partition >= 0 && t.Partition < in.Subtopologies[i].NumTasks
+		return TaskRef{Subtopology: i, Partition: t.Partition}, ok && t.Partition >= 0 && t.Partition < in.Subtopologies[i].NumTasks
 	}
-	refs := func(s taskSet) []TaskRef {
-		out := []TaskRef{}
-		for _, t := range s.sorted() {
-			if i, ok := known(t); ok {
-				out = append(out, TaskRef{Subtopology: i, Partition: t.Partition})
-			}
-		}
-		return out
-	}
+	refs := func(s taskSet) []TaskRef { return knownRefs(s, known) }
+	activeRefs := func(s taskEpochs) []TaskRef { return knownRefs(s, known) }
 	offs := func(m map[TaskID]int64) []TaskOffset {
-		out := []TaskOffset{}
-		ts := make(taskSet, len(m))
-		for t := range m {
-			ts[t] = struct{}{}
-		}
-		for _, t := range ts.sorted() {
-			if i, ok := known(t); ok {
-				out = append(out, TaskOffset{Task: TaskRef{i, t.Partition}, Offset: m[t]})
+		out := make([]TaskOffset, 0, len(m))
+		for t, o := range m {
+			if r, ok := known(t); ok {
+				out = append(out, TaskOffset{Task: r, Offset: o})
 			}
 		}
+		slices.SortFunc(out, func(a, b TaskOffset) int { return compareRefs(a.Task, b.Task) })
 		return out
 	}
 	// Every member carries the group's known end offsets (largest reported
@@ -116,7 +108,7 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		am := AssignMember{MemberID: id, ProcessID: m.processID, ClientTags: nonNil(m.clientTags),
-			Active: refs(m.assigned.active.set()), Standby: refs(m.assigned.standby), Warmup: refs(m.assigned.warmup)}
+			Active: activeRefs(m.assigned.active), Standby: refs(m.assigned.standby), Warmup: refs(m.assigned.warmup)}
 		if m.instanceID != nil {
 			am.InstanceID = *m.instanceID
 		}
@@ -130,6 +122,28 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 	cfg := c.streamsConfig(g.id)
 	in.Configs = assignConfigs(cfg)
 	return in
+}
+
+// knownRefs is the tasks of s that known accepts, as references, in task
+// order: the subtopologies' indices follow their sorted ids, so sorting
+// the references sorts the tasks as sortTasks does, without building a
+// set and comparing ids (a large group's input is built in one step).
+func knownRefs[V any](s map[TaskID]V, known func(TaskID) (TaskRef, bool)) []TaskRef {
+	out := make([]TaskRef, 0, len(s))
+	for t := range s {
+		if r, ok := known(t); ok {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, compareRefs)
+	return out
+}
+
+func compareRefs(a, b TaskRef) int {
+	if a.Subtopology != b.Subtopology {
+		return cmp.Compare(a.Subtopology, b.Subtopology)
+	}
+	return cmp.Compare(a.Partition, b.Partition)
 }
 
 // writeTarget writes the target records for epoch: a member record for

@@ -1,6 +1,10 @@
 package core
 
-import "sort"
+import (
+	"slices"
+	"sort"
+	"strings"
+)
 
 // An assignor result for a large group is written in slices: one step
 // writes the targets of at most targetSliceSize members and a timer due at
@@ -23,7 +27,7 @@ const defaultTargetSlice = 128
 type targetSlices struct {
 	run   AssignorRun
 	res   AssignResult
-	index map[string]int // member id -> its place in run.Input.Members
+	index map[string]int // member id -> its place in run.Input.Members; nil: that is sorted, searched instead
 	ids   []string       // the group's members, sorted, when the result came
 	next  int            // ids[next:] are still to write
 	probe int64          // the result's NextProbeMs
@@ -46,10 +50,15 @@ func (c *Coordinator) startTargetWrite(g *streamsGroup, run AssignorRun, res Ass
 		c.writeTarget(g, run.Epoch, resultTargets(run, res))
 		return true
 	}
-	ids := g.sortedMemberIDs()
-	s := &targetSlices{run: run, res: res, ids: ids, index: make(map[string]int, len(run.Input.Members)), probe: res.NextProbeMs}
-	for i, m := range run.Input.Members {
-		s.index[m.MemberID] = i
+	s := &targetSlices{run: run, res: res, probe: res.NextProbeMs}
+	if slices.IsSortedFunc(run.Input.Members, compareMemberIDs) {
+		s.ids = mergeMemberIDs(g, run.Input.Members) // without sorting every member again
+	} else { // an input core did not build (assignInput sorts it)
+		s.ids = g.sortedMemberIDs()
+		s.index = make(map[string]int, len(run.Input.Members))
+		for i, m := range run.Input.Members {
+			s.index[m.MemberID] = i
+		}
 	}
 	g.soft.slices, g.soft.inflight = s, &s.run
 	// The members are written from the next step on: this one has sorted
@@ -109,10 +118,54 @@ func (c *Coordinator) writeTargetSlices(g *streamsGroup, all bool) {
 // see it).
 func (s *targetSlices) target(id string) tasksTuple {
 	i, ok := s.index[id]
+	if s.index == nil {
+		i, ok = findMember(s.run.Input.Members, id)
+	}
 	if !ok {
 		return emptyTuple()
 	}
 	return resultTarget(s.run, s.res, i)
+}
+
+func compareMemberIDs(a, b AssignMember) int { return strings.Compare(a.MemberID, b.MemberID) }
+
+// findMember is id's place in in, sorted by member id.
+func findMember(in []AssignMember, id string) (int, bool) {
+	return slices.BinarySearchFunc(in, id, func(m AssignMember, id string) int { return strings.Compare(m.MemberID, id) })
+}
+
+// mergeMemberIDs is g.sortedMemberIDs() for a group whose members were
+// in (sorted by member id) when its run started: the members of in that
+// are still there, merged with those that joined since. A large group's
+// result starts its slices in one step; sorting ten thousand ids took
+// most of it.
+func mergeMemberIDs(g *streamsGroup, in []AssignMember) []string {
+	kept := make([]string, 0, len(g.members))
+	for _, m := range in {
+		if g.members[m.MemberID] != nil {
+			kept = append(kept, m.MemberID)
+		}
+	}
+	if len(kept) == len(g.members) {
+		return kept
+	}
+	var joined []string
+	for id := range g.members {
+		if _, ok := findMember(in, id); !ok {
+			joined = append(joined, id)
+		}
+	}
+	sort.Strings(joined)
+	out := make([]string, 0, len(g.members))
+	i, j := 0, 0
+	for i < len(kept) && j < len(joined) {
+		if kept[i] < joined[j] {
+			out, i = append(out, kept[i]), i+1
+		} else {
+			out, j = append(out, joined[j]), j+1
+		}
+	}
+	return append(append(out, kept[i:]...), joined[j:]...)
 }
 
 func init() {

@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,4 +208,38 @@ func responseTo(out Output, id RequestID) string {
 		}
 	}
 	return ""
+}
+
+// TestMergeMemberIDs: the members a result's slices write are the group's
+// members in id order, whichever of the run's members left and whichever
+// joined since (before, between and after the run's ids), as sorting
+// them all gives.
+func TestMergeMemberIDs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 200; round++ {
+		g := newStreamsGroup("g")
+		var in []AssignMember
+		for n := rng.IntN(40); n > 0; n-- {
+			id := fmt.Sprintf("m%03d", rng.IntN(100))
+			if _, dup := g.members[id]; dup {
+				continue
+			}
+			g.swapMember(nil, storedStreamsMember(id))
+			in = append(in, AssignMember{MemberID: id})
+		}
+		slices.SortFunc(in, compareMemberIDs)
+		for id := range g.members {
+			if rng.IntN(3) == 0 {
+				g.swapMember(g.members[id], nil) // left
+			}
+		}
+		for n := rng.IntN(10); n > 0; n-- {
+			if id := fmt.Sprintf("m%03d", rng.IntN(100)); g.members[id] == nil {
+				g.swapMember(nil, storedStreamsMember(id)) // joined, or left and came back
+			}
+		}
+		if got, want := mergeMemberIDs(g, in), g.sortedMemberIDs(); !slices.Equal(got, want) {
+			t.Fatalf("round %d: merged %v, sorted %v (input %v)", round, got, want, in)
+		}
+	}
 }

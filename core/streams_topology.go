@@ -63,6 +63,32 @@ func (t *configuredTopology) subtopology(id string) *configuredSubtopology {
 // Kafka 4.4's InternalTopicManager.configureTopics step by step (checked
 // against it by TestTopologyParityWithKafka).
 func (c *Coordinator) configureTopology(group string, topo *records.StreamsGroupTopologyValue) *configuredTopology {
+	g, _ := c.groups[group].(*streamsGroup)
+	if g != nil && g.configMemo.of == topo && g.configMemo.topics == c.topics.gen {
+		return g.configMemo.ct
+	}
+	ct := c.configureTopologyNow(group, topo)
+	if g != nil {
+		g.configMemo = configuredMemo{of: topo, topics: c.topics.gen, ct: ct}
+	}
+	return ct
+}
+
+// configuredMemo is a group's last configured topology and what it was
+// computed from: the stored topology value and the topic image. The
+// configuration is a pure function of those (and the group id), so a
+// heartbeat that needs it again — the one after the group's first, which
+// drops the first one's soft state as Kafka does, or after a rollback —
+// takes it from here instead of recomputing it: tens of milliseconds of
+// one step for a topology near streams.max.topology.size.
+type configuredMemo struct {
+	of     *records.StreamsGroupTopologyValue
+	topics uint64 // topicImage.gen
+	ct     *configuredTopology
+}
+
+// configureTopologyNow is configureTopology without the memo.
+func (c *Coordinator) configureTopologyNow(group string, topo *records.StreamsGroupTopologyValue) *configuredTopology {
 	ct := &configuredTopology{epoch: topo.Epoch, statusCode: -1}
 	subs := sortedSubtopologies(topo.Subtopologies)
 	var missing []string

@@ -135,29 +135,7 @@ func canaryHeartbeats(t *testing.T, parts, pipeline, quota int, flood floodKind)
 		t.Fatal(err)
 	}
 	defer l.Shutdown(context.Background())
-	const floodGroup = "flood"
-	fp := runtime.PartitionFor(floodGroup, parts)
-	var same string
-	var others []string
-	for i := 0; same == "" || len(others) < 3; i++ {
-		g := fmt.Sprintf("canary-%d", i)
-		switch {
-		case runtime.PartitionFor(g, parts) == fp && same == "":
-			same = g
-		case runtime.PartitionFor(g, parts) != fp || parts == 1:
-			if len(others) < 3 {
-				others = append(others, g)
-			}
-		}
-	}
-	epochs := map[string]int32{}
-	for _, g := range append([]string{same}, others...) {
-		resp, err := handleHB(l, joinRequest(g, "m"))
-		if err != nil || resp.ErrorCode != 0 {
-			t.Fatalf("canary %s join: %v %v", g, err, resp)
-		}
-		epochs[g] = resp.MemberEpoch
-	}
+	same, epochs := joinCanaries(t, l, "flood", parts)
 	stopFlood := func() int64 { return 0 }
 	floodStart := time.Now()
 	if flood.join != nil {
@@ -172,24 +150,43 @@ func canaryHeartbeats(t *testing.T, parts, pipeline, quota int, flood floodKind)
 		})
 		time.Sleep(200 * time.Millisecond)
 	}
-	f := measureCanaries(t, epochs, same, 200, func(g string, epoch int32) (int32, error) {
-		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-		req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, g, "m", epoch
-		resp, err := handleHB(l, req)
-		if err == nil && resp.ErrorCode != 0 {
-			err = kerr.ErrorForCode(resp.ErrorCode)
-		}
-		if err != nil {
-			return 0, err
-		}
-		return resp.MemberEpoch, nil
-	})
+	f := measureCanaries(t, epochs, same, 200, canaryHeartbeat(l))
 	f.floods = stopFlood()
 	// The run lasts as long as the slowest canary: the rate, not the
 	// count, compares the flood's throughput between runs.
 	t.Logf("partitions=%d pipeline=%d quota=%d flood=%s: canary heartbeat p99 (median) other partitions %v (%v), flooded partition %v (%v); %d heartbeats, %d flooding requests (%.0f/s); load average %s",
 		parts, pipeline, quota, flood.name, f.other, f.otherMed, f.same, f.sameMed, f.n, f.floods, float64(f.floods)/time.Since(floodStart).Seconds(), loadAverage())
 	return f
+}
+
+// joinCanaries joins 4 canary groups to l (parts partitions): one on
+// flooded's partition, three on others (all on the one partition when
+// parts is 1). It returns the one on flooded's partition and every
+// canary's member epoch.
+func joinCanaries(t *testing.T, l *loop.Loop, flooded string, parts int) (same string, epochs map[string]int32) {
+	t.Helper()
+	fp := runtime.PartitionFor(flooded, parts)
+	var others []string
+	for i := 0; same == "" || len(others) < 3; i++ {
+		g := fmt.Sprintf("canary-%d", i)
+		switch {
+		case runtime.PartitionFor(g, parts) == fp && same == "":
+			same = g
+		case runtime.PartitionFor(g, parts) != fp || parts == 1:
+			if len(others) < 3 {
+				others = append(others, g)
+			}
+		}
+	}
+	epochs = map[string]int32{}
+	for _, g := range append([]string{same}, others...) {
+		resp, err := handleHB(l, joinRequest(g, "m"))
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("canary %s join: %v %v", g, err, resp)
+		}
+		epochs[g] = resp.MemberEpoch
+	}
+	return same, epochs
 }
 
 // joinFlood starts 16 clients that each keep joining a new member with a
@@ -228,6 +225,23 @@ func joinFlood(join func(group, member string) *kmsg.StreamsGroupHeartbeatReques
 		close(done)
 		wg.Wait()
 		return floods.Load()
+	}
+}
+
+// canaryHeartbeat sends canary member "m" of group g's steady heartbeat
+// to l and returns its new epoch (measureCanaries' hb).
+func canaryHeartbeat(l *loop.Loop) func(g string, epoch int32) (int32, error) {
+	return func(g string, epoch int32) (int32, error) {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, g, "m", epoch
+		resp, err := handleHB(l, req)
+		if err == nil && resp.ErrorCode != 0 {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err != nil {
+			return 0, err
+		}
+		return resp.MemberEpoch, nil
 	}
 }
 
