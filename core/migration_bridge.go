@@ -80,8 +80,12 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInf
 	c.cancelTimer(migrationJoinKey(g.id, u.id)) // it rejoined, even if its answer waits
 	j := &bridgedJoin{id: id, version: req.Version, g: g, member: u.id, exists: exists, sub: sub}
 	// A join that leaves only classic members converts the group at once
-	// (finishBridgeJoin), as Kafka does before computing a target.
-	if wait, _ := c.updateTargetIfDue(g, u.id); wait && !c.downgradable(g) {
+	// (finishBridgeJoin), as Kafka does before computing a target — unless
+	// its restarted process's other threads are still joining: then it
+	// waits for them, so the classic group starts with all of them and
+	// rebalances once (migration_regroup.go).
+	wait, _ := c.updateTargetIfDue(g, u.id)
+	if p, held := c.regroupHeld(g); wait && (!c.downgradable(g) || held && p == u.processID) {
 		c.parkRequest(g, id, parkedHeartbeat{join: j})
 		return nil
 	}

@@ -12,7 +12,10 @@ package core
 // one assignment interval (the delay streams.assignment.interval.ms
 // allows already), until P has k members on its new protocol, and P's
 // joins wait for it (as a join waits for an assignor run) and get their
-// tasks in their own responses. Soft state: a fail-over forgets it and the
+// tasks in their own responses. A downgrade's last step (the joins leave
+// only classic members) waits the same way before converting the group,
+// so the classic group rebalances once with all of the process's threads
+// instead of once per thread. Soft state: a fail-over forgets it and the
 // next heartbeat computes the target as before.
 
 // processRegroup is a restarted process whose replacement members are
