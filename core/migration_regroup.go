@@ -10,7 +10,8 @@ package core
 // tasks back from those processes for P's other threads: a second
 // revocation round, and tasks moved twice. So the target waits, at most
 // one assignment interval (the delay streams.assignment.interval.ms
-// allows already), until P has k members on its new protocol, and P's
+// allows already) and half the assignor wait, until P has k members on
+// its new protocol, and P's
 // joins wait for it (as a join waits for an assignor run) and get their
 // tasks in their own responses. A downgrade's last step (the joins leave
 // only classic members) waits the same way before converting the group,
@@ -30,14 +31,19 @@ type processRegroup struct {
 // awaitRegroup starts waiting for process's remaining members after the
 // same-process rule fenced fenced of its members for a join on protocol
 // classic (true: a classic JoinGroup). One thread needs no wait, nor does
-// a group configured to assign at once (assignment interval 0).
+// a group configured to assign at once (assignment interval 0). The wait
+// ends by half of the assignor wait, so a join that waits with it still
+// has the other half for the assignor's answer.
 func (c *Coordinator) awaitRegroup(g *streamsGroup, process string, classic bool, fenced int) {
-	interval := int64(c.streamsConfig(g.id).AssignmentIntervalMs)
-	if fenced < 2 || interval == 0 {
+	wait := int64(c.streamsConfig(g.id).AssignmentIntervalMs)
+	if c.cfg.AssignorWaitMs > 0 {
+		wait = min(wait, c.cfg.AssignorWaitMs/2)
+	}
+	if fenced < 2 || wait <= 0 {
 		return
 	}
 	old := g.soft.regroup
-	g.soft.regroup = &processRegroup{process: process, classic: classic, expected: fenced, deadline: c.now + interval}
+	g.soft.regroup = &processRegroup{process: process, classic: classic, expected: fenced, deadline: c.now + wait}
 	c.onUndo(func() { g.soft.regroup = old })
 	c.setTimer(timer{key: regroupKey(g.id), deadline: g.soft.regroup.deadline, kind: timerStreamsRegroup, group: g.id})
 }
