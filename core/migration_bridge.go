@@ -68,8 +68,9 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInf
 	// process P fences P's streams-protocol members that missed two
 	// heartbeats — the instance that stopped without leaving the group
 	// (docs/MIGRATION.md).
-	c.fenceProcessMembers(g, processIDString(sub.info.ProcessID), m.id, false,
-		2*int64(c.streamsConfig(g.id).HeartbeatIntervalMs))
+	process := processIDString(sub.info.ProcessID)
+	fenced := c.fenceProcessMembers(g, process, m.id, false, 2*int64(c.streamsConfig(g.id).HeartbeatIntervalMs))
+	c.awaitRegroup(g, process, true, fenced)
 	_, exists := g.members[m.id]
 	u := bridgeUpdatedMember(m, client, req, sub, ep)
 	c.bridgeStoreMember(g, m, u, exists)
@@ -79,8 +80,12 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInf
 	c.cancelTimer(migrationJoinKey(g.id, u.id)) // it rejoined, even if its answer waits
 	j := &bridgedJoin{id: id, version: req.Version, g: g, member: u.id, exists: exists, sub: sub}
 	// A join that leaves only classic members converts the group at once
-	// (finishBridgeJoin), as Kafka does before computing a target.
-	if wait, _ := c.updateTargetIfDue(g); wait && !c.downgradable(g) {
+	// (finishBridgeJoin), as Kafka does before computing a target — unless
+	// its restarted process's other threads are still joining: then it
+	// waits for them, so the classic group starts with all of them and
+	// rebalances once (migration_regroup.go).
+	wait, _ := c.updateTargetIfDue(g, u.id)
+	if p, held := c.regroupHeld(g); wait && (!c.downgradable(g) || held && p == u.processID) {
 		c.parkRequest(g, id, parkedHeartbeat{join: j})
 		return nil
 	}
@@ -521,7 +526,7 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 	// configured by Loaded before the topic metadata arrived would compute
 	// an empty target ("topology not ready") that nothing corrects later.
 	c.bridgeMaybeBump(g, m, m, true)
-	c.updateTargetIfDue(g)
+	c.updateTargetIfDue(g, m.id)
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)
 		return errRebalanceInProgress

@@ -75,6 +75,13 @@ func runMigrationProperty(seed uint64, steps int) (trace string, errs []string) 
 	policy := []MigrationPolicy{MigrationBidirectional, MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled}[rng.IntN(5)]
 	// Half the seeds park streams heartbeats for the assignor (the default).
 	s := newMigSimConfig(rec, 6, policy, []int64{0, 1000}[rng.IntN(2)])
+	if rng.IntN(2) == 0 {
+		// Half the seeds throttle targets (streams.assignment.interval.ms),
+		// which lets a restarted process's threads regroup before one
+		// target (migration_regroup.go).
+		ms := int32(1000)
+		s.setGroupConfig(StreamsGroupOverrides{AssignmentIntervalMs: &ms})
+	}
 	s.rng, s.tolerateFencing = rng, true
 	s.recording = *migrationDebug
 	s.failP, s.loseP = 0.04, 0.04

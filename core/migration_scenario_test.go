@@ -47,6 +47,17 @@ func TestMigrationScenarios(t *testing.T) {
 						s.useStandbys(int32(n))
 					}
 				}
+				if v, ok := args["interval"]; ok {
+					// streams.assignment.interval.ms (the simulation's default is 0).
+					n, _ := strconv.Atoi(v)
+					ms := int32(n)
+					o := StreamsGroupOverrides{}
+					if s.overrides != nil {
+						o = *s.overrides
+					}
+					o.AssignmentIntervalMs = &ms
+					s.setGroupConfig(o)
+				}
 				s.trace.Reset()
 				return "ok"
 			}

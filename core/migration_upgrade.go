@@ -192,7 +192,8 @@ func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHe
 	if req.ProcessID == nil || g.classicMembers == 0 {
 		return
 	}
-	c.fenceProcessMembers(g, *req.ProcessID, req.MemberID, true, 0)
+	fenced := c.fenceProcessMembers(g, *req.ProcessID, req.MemberID, true, 0)
+	c.awaitRegroup(g, *req.ProcessID, false, fenced)
 }
 
 // fenceProcessMembers fences every member of process other than except
@@ -200,9 +201,9 @@ func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHe
 // streams-protocol ones) and has not been heard from (its session last
 // renewed; no session timer counts as heard) for more than silentMs (0:
 // fence whatever it did), with
-// ReasonProcessReplaced. It never downgrades the group: the joining
-// member's own path decides that.
-func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except string, classic bool, silentMs int64) {
+// ReasonProcessReplaced, and returns how many it fenced. It never
+// downgrades the group: the joining member's own path decides that.
+func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except string, classic bool, silentMs int64) int {
 	saved := c.migration.noDowngrade
 	c.migration.noDowngrade = true
 	defer func() { c.migration.noDowngrade = saved }()
@@ -215,6 +216,7 @@ func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except strin
 		}
 	}
 	sort.Strings(ids)
+	fenced := 0
 	for _, id := range ids {
 		if silentMs > 0 {
 			t, ok := c.timers[sessionTimerKey(g.id, id)]
@@ -223,5 +225,7 @@ func (c *Coordinator) fenceProcessMembers(g *streamsGroup, process, except strin
 			}
 		}
 		c.fenceMember(g, id, EventMemberFenced, ReasonProcessReplaced)
+		fenced++
 	}
+	return fenced
 }

@@ -24,8 +24,8 @@ func (hb *hbState) status(code int8, detail string) {
 // tells the heartbeat why it is delayed otherwise. It reports whether the
 // heartbeat should wait (park) for an assignor result.
 func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
-	wait, delayed := c.updateTargetIfDue(hb.g)
-	if delayed != "" {
+	wait, delayed := c.updateTargetIfDue(hb.g, hb.member)
+	if delayed != "" && !wait { // a heartbeat that waits is answered with the target
 		hb.status(statusAssignmentDelayed, delayed)
 	}
 	return wait
@@ -34,8 +34,9 @@ func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
 // updateTargetIfDue starts a new target assignment when the group epoch is
 // ahead of the assignment epoch and neither the initial rebalance delay nor
 // the assignment interval holds it back (then delayed says which). wait
-// reports an assignor run in flight that a heartbeat may wait for.
-func (c *Coordinator) updateTargetIfDue(g *streamsGroup) (wait bool, delayed string) {
+// reports an assignor run in flight, or a regrouping process (member's
+// own), that member's request may wait for.
+func (c *Coordinator) updateTargetIfDue(g *streamsGroup, member string) (wait bool, delayed string) {
 	if c.hasTimer(initialDelayKey(g.id)) {
 		return false, "Assignment delayed due to the configured initial rebalance delay."
 	}
@@ -44,6 +45,11 @@ func (c *Coordinator) updateTargetIfDue(g *streamsGroup) (wait bool, delayed str
 	}
 	if !c.intervalElapsed(g, c.streamsConfig(g.id)) {
 		return false, "Assignment delayed due to the configured assignment interval."
+	}
+	if p, held := c.regroupHeld(g); held {
+		m := g.members[member]
+		return c.cfg.AssignorWaitMs > 0 && m != nil && m.processID == p,
+			"Assignment delayed until the restarted process's members have joined."
 	}
 	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0, ""
 }
@@ -232,10 +238,7 @@ func (c *Coordinator) targetWritten(g *streamsGroup, epoch int32, nextProbeMs in
 // afterTarget starts the next assignment if the group moved on meanwhile
 // and answers the heartbeats parked on the run when none is in flight.
 func (c *Coordinator) afterTarget(g *streamsGroup) {
-	if g.groupEpoch > g.assignmentEpoch && len(g.members) > 0 && !c.hasTimer(initialDelayKey(g.id)) &&
-		c.intervalElapsed(g, c.streamsConfig(g.id)) {
-		c.startAssignment(g)
-	}
+	c.startAssignmentIfDue(g)
 	if g.soft.inflight == nil {
 		c.releaseParked(g)
 	}

@@ -17,12 +17,13 @@ type timerKind uint8
 
 // Streams timer kinds.
 const (
-	timerStreamsSession      timerKind = 1 // session-timeout-<group>-<member>
-	timerStreamsRebalance    timerKind = 2 // rebalance-timeout-<group>-<member>
-	timerStreamsInitialDelay timerKind = 3 // initial-rebalance-timeout-<group>
-	timerStreamsAssignWait   timerKind = 4 // assignor-wait-<group>: release parked heartbeats
-	timerStreamsTargetSlice  timerKind = 5 // target-slice-<group>: write the next members' targets (streams_target_slices.go)
-	timerStreamsProbe        timerKind = 9 // probing-rebalance-<group>: re-run the assignor (streams_warmup.go)
+	timerStreamsSession      timerKind = 1  // session-timeout-<group>-<member>
+	timerStreamsRebalance    timerKind = 2  // rebalance-timeout-<group>-<member>
+	timerStreamsInitialDelay timerKind = 3  // initial-rebalance-timeout-<group>
+	timerStreamsAssignWait   timerKind = 4  // assignor-wait-<group>: release parked heartbeats
+	timerStreamsTargetSlice  timerKind = 5  // target-slice-<group>: write the next members' targets (streams_target_slices.go)
+	timerStreamsProbe        timerKind = 9  // probing-rebalance-<group>: re-run the assignor (streams_warmup.go)
+	timerStreamsRegroup      timerKind = 10 // regroup-<group>: stop waiting for a restarted process's members (migration_regroup.go)
 )
 
 type timer struct {
@@ -64,6 +65,7 @@ const (
 	keyMigrationSync
 	keyMigrationPending
 	keyStreamsTargetSlice
+	keyStreamsRegroup
 )
 
 // keyNames are each key name's text and whether the key names a member.
@@ -87,6 +89,7 @@ var keyNames = [...]struct {
 	keyMigrationSync:       {"migration-sync-", true},
 	keyMigrationPending:    {"migration-pending-", true},
 	keyStreamsTargetSlice:  {"target-slice-", false},
+	keyStreamsRegroup:      {"regroup-", false},
 }
 
 func sessionTimerKey(group, member string) TimerKey {
@@ -103,6 +106,7 @@ func probeKey(group string) TimerKey      { return TimerKey{name: keyStreamsProb
 func targetSliceKey(group string) TimerKey {
 	return TimerKey{name: keyStreamsTargetSlice, group: group}
 }
+func regroupKey(group string) TimerKey { return TimerKey{name: keyStreamsRegroup, group: group} }
 func classicHeartbeatKey(group, member string) TimerKey {
 	return TimerKey{keyClassicHeartbeat, group, member}
 }
