@@ -211,26 +211,16 @@ func (s *Store) init(fresh bool) error {
 		s.nextSeq = binary.BigEndian.Uint64(n)
 		// Every page is read here first, on this goroutine, where a panic
 		// of bbolt on a damaged page is recovered into ErrCorrupt; its
-		// consistency check runs on a goroutine of its own, beside the
-		// check of the records (which uses every core but not all the
-		// time), and is drained fully before the transaction ends, on
-		// every way out: its goroutine writes every error and reads the
-		// mapped pages.
+		// consistency check runs on a goroutine of its own.
 		walkBuckets(tx)
-		checked := tx.Check()
-		defer func() {
-			for range checked {
-			}
-		}()
-		recErr := s.checkRecords(tx, format)
+		if err := s.checkRecords(tx, format); err != nil {
+			return err
+		}
 		var first error
-		for err := range checked {
+		for err := range tx.Check() { // drain fully: Check's goroutine writes every error
 			if first == nil {
 				first = err
 			}
-		}
-		if recErr != nil {
-			return recErr
 		}
 		if first != nil {
 			return s.corrupt("bbolt consistency check: " + first.Error())
