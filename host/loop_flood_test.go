@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,7 @@ import (
 	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/store"
 	"github.com/coordhost/coordhost/host/wire"
+	"github.com/coordhost/coordhost/interop/proccpu"
 )
 
 // floodTopics is the topic image of the flood test: 64 topics of 16
@@ -681,24 +681,10 @@ func frameLoop(addr string, n int, frame []byte) (stop func() int64) {
 }
 
 // cpuMeter returns a function that says how much CPU time process pid
-// used since its last call, and which share of one core that was (from
-// /proc: user and system time in clock ticks, 100 a second on Linux).
+// used since its last call, and which share of one core that was.
 func cpuMeter(t *testing.T, pid int) func() string {
 	read := func() time.Duration {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		var ticks int64
-		for _, s := range f[11:13] { // utime, stime
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				t.Fatalf("/proc/%d/stat: %v", pid, err)
-			}
-			ticks += n
-		}
-		return time.Duration(ticks) * 10 * time.Millisecond
+		return time.Duration(proccpu.Seconds(pid) * float64(time.Second))
 	}
 	last, at := read(), time.Now()
 	return func() string {
