@@ -246,6 +246,7 @@ func (c *Coordinator) classicLeaveOne(g *classicGroup, lm kmsg.LeaveGroupRequest
 func (c *Coordinator) classicRemoveCurrent(g *classicGroup, memberID string) {
 	c.cancelTimer(classicHeartbeatKey(g.id, memberID))
 	m := g.members[memberID]
+	c.noteClassicDeparture(g, m)
 	c.releaseClassic(g, &m.join, classicJoinError("", errUnknownMemberID))
 	c.releaseClassic(g, &m.sync, syncError(errUnknownMemberID))
 	g.remove(memberID)

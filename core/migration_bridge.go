@@ -70,7 +70,7 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInf
 	// (docs/MIGRATION.md).
 	process := processIDString(sub.info.ProcessID)
 	fenced := c.fenceProcessMembers(g, process, m.id, false, 2*int64(c.streamsConfig(g.id).HeartbeatIntervalMs))
-	c.awaitRegroup(g, process, true, fenced)
+	c.awaitRegroup(g, process, true, max(fenced, c.returningMembers(g, process, m.id)))
 	_, exists := g.members[m.id]
 	u := bridgeUpdatedMember(m, client, req, sub, ep)
 	c.bridgeStoreMember(g, m, u, exists)
@@ -552,6 +552,7 @@ func (c *Coordinator) bridgeLeave(g *streamsGroup, req *kmsg.LeaveGroupRequest) 
 			r.ErrorCode = errUnknownMemberID
 		}
 		if r.ErrorCode == 0 {
+			c.noteDeparture(cur.id, cur.members[id].processID)
 			c.fenceMember(cur, id, EventMemberLeft, ReasonLeave)
 		}
 		resp.Members = append(resp.Members, r)

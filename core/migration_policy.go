@@ -70,6 +70,10 @@ type migrationState struct {
 	// noDowngrade suppresses downgrade while a streams join fences the
 	// classic members of its own process.
 	noDowngrade bool
+	// departed remembers, per group and process, members that left on
+	// their own, for the process's restart (migration_regroup.go). Soft
+	// state, like the regroup wait.
+	departed map[string]map[string]departure
 }
 
 // setStreamsMigrationPolicy sets (or with nil clears) a group's

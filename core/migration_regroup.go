@@ -19,6 +19,116 @@ package core
 // instead of once per thread. Soft state: a fail-over forgets it and the
 // next heartbeat computes the target as before.
 
+// The same holds when the process's members left on their own first (a
+// leave-group close): nothing is fenced at the restarted instance's first
+// join, but the group remembers, for one session timeout, how many members
+// of the process left; a join of that process while none of its members is
+// in the group waits the same way for that many.
+
+// departure counts the members of a process that left the group on their
+// own, the last at at.
+type departure struct {
+	members int
+	at      int64
+}
+
+// departuresKept bounds the departures remembered, per group and the
+// groups with any: past it new ones are not remembered (their restarts
+// then get a target per thread, as in Kafka) until old ones expire.
+const departuresKept = 1024
+
+// noteDeparture remembers that a member of process left group on its own
+// (a leave heartbeat or a LeaveGroup), for one streams session timeout.
+func (c *Coordinator) noteDeparture(group, process string) {
+	if process == "" {
+		return
+	}
+	window := int64(c.streamsConfig(group).SessionTimeoutMs)
+	all := c.migration.departed
+	byProcess := all[group]
+	old, had := byProcess[process]
+	d := departure{members: 1, at: c.now}
+	if had && c.now-old.at <= window {
+		d.members = old.members + 1
+	}
+	if !had && (len(byProcess) >= departuresKept || byProcess == nil && len(all) >= departuresKept) {
+		c.expireDepartures()
+		byProcess = c.migration.departed[group]
+		if len(byProcess) >= departuresKept || byProcess == nil && len(c.migration.departed) >= departuresKept {
+			return
+		}
+	}
+	if c.migration.departed == nil {
+		c.migration.departed = map[string]map[string]departure{}
+	}
+	if byProcess == nil {
+		byProcess = map[string]departure{}
+		c.migration.departed[group] = byProcess
+	}
+	byProcess[process] = d
+	c.onUndo(func() {
+		if had {
+			byProcess[process] = old
+		} else {
+			delete(byProcess, process)
+		}
+	})
+}
+
+// noteClassicDeparture notes the departure of a Kafka Streams member of a
+// classic group (its process id is in its subscription), which an online
+// upgrade may turn into a streams group before the process returns.
+func (c *Coordinator) noteClassicDeparture(g *classicGroup, m *classicMember) {
+	if deref0(g.protocolName) != streamProtocolName {
+		return
+	}
+	sub, err := decodeClassicSubscription(m.metadata(streamProtocolName))
+	if err != nil {
+		return
+	}
+	c.noteDeparture(g.id, processIDString(sub.info.ProcessID))
+}
+
+// expireDepartures drops the departures older than their group's session
+// timeout. They can no longer shorten anything, so dropping them needs no
+// undo.
+func (c *Coordinator) expireDepartures() {
+	for group, byProcess := range c.migration.departed {
+		window := int64(c.streamsConfig(group).SessionTimeoutMs)
+		for p, d := range byProcess {
+			if c.now-d.at > window {
+				delete(byProcess, p)
+			}
+		}
+		if len(byProcess) == 0 {
+			delete(c.migration.departed, group)
+		}
+	}
+}
+
+// returningMembers is how many members process had when they left g
+// within a session timeout, if none of its members other than except is
+// in g now: its restarted instance's first join. The departure is used
+// up.
+func (c *Coordinator) returningMembers(g *streamsGroup, process, except string) int {
+	byProcess := c.migration.departed[g.id]
+	d, ok := byProcess[process]
+	if !ok {
+		return 0
+	}
+	for id, m := range g.members {
+		if m.processID == process && id != except {
+			return 0
+		}
+	}
+	delete(byProcess, process)
+	c.onUndo(func() { byProcess[process] = d })
+	if c.now-d.at > int64(c.streamsConfig(g.id).SessionTimeoutMs) {
+		return 0
+	}
+	return d.members
+}
+
 // processRegroup is a restarted process whose replacement members are
 // still joining.
 type processRegroup struct {

@@ -188,12 +188,19 @@ func (c *Coordinator) writeUpgradedGroup(id string, generation int32, members []
 // process id P fences every classic member of P at once, freeing its tasks
 // (Kafka Streams' state-directory lock makes a process id single-process;
 // docs/MIGRATION.md). It never downgrades the group.
+//
+// A join of a process whose members left on their own moments before (a
+// leave-group close) waits for as many members as left
+// (migration_regroup.go).
 func (c *Coordinator) fenceSameProcess(g *streamsGroup, req *kmsg.StreamsGroupHeartbeatRequest) {
-	if req.ProcessID == nil || g.classicMembers == 0 {
+	if req.ProcessID == nil {
 		return
 	}
-	fenced := c.fenceProcessMembers(g, *req.ProcessID, req.MemberID, true, 0)
-	c.awaitRegroup(g, *req.ProcessID, false, fenced)
+	fenced := 0
+	if g.classicMembers > 0 {
+		fenced = c.fenceProcessMembers(g, *req.ProcessID, req.MemberID, true, 0)
+	}
+	c.awaitRegroup(g, *req.ProcessID, false, max(fenced, c.returningMembers(g, *req.ProcessID, req.MemberID)))
 }
 
 // fenceProcessMembers fences every member of process other than except

@@ -34,6 +34,7 @@ func (c *Coordinator) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest) (*kms
 	if req.MemberEpoch == staticLeaveEpoch {
 		c.staticLeave(g, m)
 	} else {
+		c.noteDeparture(g.id, m.processID)
 		c.fenceMember(g, m.id, EventMemberLeft, ReasonLeave)
 	}
 	resp := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version}
