@@ -116,9 +116,9 @@ events:
 // leaves, two of its actives go to processes that hold them as caught-up
 // standbys, yet abi/metrics calls them cold. Core computes a process's lag
 // from the offsets its members last reported (6 s, after their first
-// target) against the latest end offset: 55 s of changelog growth at 200
-// records/s is above acceptable.recovery.lag (10000), though the state on
-// disk is at the end. The count is what the assignor saw; no restore
+// target) against the latest end offset: the changelogs grew 10,800
+// records since (200 records/s), above acceptable.recovery.lag (10000),
+// though the state on disk is at the end. The count is what the assignor saw; no restore
 // follows them.
 func TestCoreHAColdHandOversAreReportAge(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "sim", "rolling-restart.yaml"))
