@@ -118,8 +118,8 @@ events:
 // from the offsets its members last reported (6 s, after their first
 // target) against the latest end offset: the changelogs grew 10,800
 // records since (200 records/s), above acceptable.recovery.lag (10000),
-// though the state on disk is at the end. The count is what the assignor saw; no restore
-// follows them.
+// though the state on disk is at the end. The count is what the
+// assignor saw; no restore follows them.
 func TestCoreHAColdHandOversAreReportAge(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "sim", "rolling-restart.yaml"))
 	if err != nil {
@@ -132,7 +132,7 @@ func TestCoreHAColdHandOversAreReportAge(t *testing.T) {
 	acceptable := sc.Assignment.AcceptableRecoveryLag
 	var cw *coreWorld
 	cold := map[int64][]metrics.HandOver{} // by the run's time, after the baseline
-	real := map[int32]int64{}              // per cold task: its new process's true lag then
+	onDisk := map[int32]int64{}            // per cold task: its new process's true lag then
 	a := Assignor{Name: "ha", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
 		resp, err := ha.Assign(req)
 		if err != nil || !cw.started {
@@ -145,7 +145,7 @@ func TestCoreHAColdHandOversAreReportAge(t *testing.T) {
 		for _, h := range hs {
 			if h.Cold {
 				cold[cw.now] = append(cold[cw.now], h)
-				real[h.Task] = cw.end[h.Task] - cw.local[h.To][h.Task]
+				onDisk[h.Task] = cw.end[h.Task] - cw.local[h.To][h.Task]
 			}
 		}
 		return resp, nil
@@ -159,9 +159,9 @@ func TestCoreHAColdHandOversAreReportAge(t *testing.T) {
 		t.Fatalf("error %q, %d cold hand-overs in the totals; cold by run time %v, want 2 at 61 s", r.Error, r.Totals.Cold, cold)
 	}
 	for _, h := range hs {
-		if h.From != "" || h.Lag <= acceptable || real[h.Task] > acceptable {
+		if h.From != "" || h.Lag <= acceptable || onDisk[h.Task] > acceptable {
 			t.Errorf("task %d to %s: from %q, lag %d as reported, %d on disk; want app-1's task, reported above %d, caught up on disk",
-				h.Task, h.To, h.From, h.Lag, real[h.Task], acceptable)
+				h.Task, h.To, h.From, h.Lag, onDisk[h.Task], acceptable)
 		}
 	}
 }
