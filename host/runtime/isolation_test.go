@@ -446,3 +446,62 @@ func TestRoundSealedInPartsCountsOnce(t *testing.T) {
 	waitSteps(t, sh, "a2") // with each part counted, the pipeline would be full
 	held.result <- nil     // the cleanup answers the appends after it
 }
+
+// TestInlineTakesOverWaitingPartition: with the only worker held by
+// another partition, an Inline event of group "canary" for a partition
+// that waits in the ready queue behind an event of group "flood" is
+// stepped by its submitter, alone, and answered before the worker is
+// free; the flood's event is stepped by the worker afterwards. With an
+// event without a key queued, the Inline event waits for the worker.
+func TestInlineTakesOverWaitingPartition(t *testing.T) {
+	shards := []*isoShard{{}, {}}
+	rt, err := runtime.New(runtime.Config{Partitions: 2, Workers: 1, Log: runtime.NewMemLog(), RoundTime: time.Hour,
+		NewShard: func(p int) (runtime.Shard, error) { return shards[p], nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.LoadAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	hold := func() chan struct{} {
+		gate := iev{name: "gate", hold: make(chan struct{}), entered: make(chan struct{})}
+		if err := rt.Submit(1, runtime.Event{Input: gate}); err != nil {
+			t.Fatal(err)
+		}
+		<-gate.entered // the only worker is held
+		return gate.hold
+	}
+	inline := func(key, name string, r *isoReply) {
+		if err := rt.Submit(0, runtime.Event{Input: iev{name: name, reply: r}, Key: key, Inline: key == "canary"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := hold()
+	inline("flood", "f1", newReply())
+	canary := newReply()
+	inline("canary", "c1", canary)
+	if err := answered(t, canary, "the canary behind a waiting partition"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(shards[0].steps(), ","); got != "c1" {
+		t.Errorf("steps before the worker was free: %s, want c1 alone", got)
+	}
+	close(gate)
+	waitSteps(t, shards[0], "f1")
+
+	gate = hold()
+	if err := rt.Submit(0, runtime.Event{Input: iev{name: "tick"}}); err != nil {
+		t.Fatal(err)
+	}
+	late := newReply()
+	inline("canary", "c2", late)
+	notAnswered(t, late, "the canary behind an event without a key")
+	close(gate)
+	if err := answered(t, late, "the canary once the worker is free"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(shards[0].steps(), ","); got != "c1,f1,tick,c2" {
+		t.Errorf("steps %s, want c1,f1,tick,c2", got)
+	}
+}

@@ -55,15 +55,17 @@ func (t *roundTaint) add(recs []Record) {
 }
 
 // work runs p on a worker: it settles the appends that ended, steps one
-// round if the pipeline has room, and releases the partition.
-func (p *partition) work() {
+// round if the pipeline has room, and releases the partition. With keys,
+// the round takes only the events of the keys it accepts (a caller that
+// took the partition over, Event.Inline).
+func (p *partition) work(keys func(string) bool) {
 	p.settle()
 	p.mu.Lock()
 	var evs []Event
 	if p.canStepLocked() {
-		var only func(string) bool
+		only := keys
 		if p.pipelineFullLocked() {
-			only = p.independentLocked
+			only = func(key string) bool { return (keys == nil || keys(key)) && p.independentLocked(key) }
 		}
 		evs = p.takeLocked(only)
 	}
@@ -164,7 +166,7 @@ func (p *partition) release() {
 		}
 		p.armTimerLocked(p.shard)
 		if p.canStepLocked() {
-			p.rt.ready <- p // still owned; capacity Partitions: never blocks
+			p.readyLocked() // still owned
 		} else {
 			p.scheduled = false
 		}
