@@ -55,17 +55,15 @@ func (t *roundTaint) add(recs []Record) {
 }
 
 // work runs p on a worker: it settles the appends that ended, steps one
-// round if the pipeline has room, and releases the partition. With keys,
-// the round takes only the events of the keys it accepts (a caller that
-// took the partition over, Event.Inline).
-func (p *partition) work(keys func(string) bool) {
+// round if the pipeline has room, and releases the partition.
+func (p *partition) work() {
 	p.settle()
 	p.mu.Lock()
 	var evs []Event
 	if p.canStepLocked() {
-		only := keys
+		var only func(string) bool
 		if p.pipelineFullLocked() {
-			only = func(key string) bool { return (keys == nil || keys(key)) && p.independentLocked(key) }
+			only = p.independentLocked
 		}
 		evs = p.takeLocked(only)
 	}
@@ -166,7 +164,7 @@ func (p *partition) release() {
 		}
 		p.armTimerLocked(p.shard)
 		if p.canStepLocked() {
-			p.readyLocked() // still owned
+			p.rt.ready <- p // still owned; capacity Partitions: never blocks
 		} else {
 			p.scheduled = false
 		}

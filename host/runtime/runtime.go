@@ -109,12 +109,6 @@ type Event struct {
 	// Commit), and hands whatever is left to the pool when it ends. It
 	// saves the hand-off to a worker and back for a request arriving at an
 	// idle partition; a caller that must not run shard code sets none.
-	// An Inline event with a Key also takes over a partition that waits
-	// for a worker, when no event without a key is queued: the caller
-	// then steps a round of its key's events only and hands the partition
-	// back to the pool, so a group's request behind another group's
-	// backlog waits neither for that backlog nor for a worker to be
-	// scheduled on a busy machine.
 	Inline bool
 }
 
@@ -240,12 +234,6 @@ type partition struct {
 	// worker, or settling appends on its appender — and only its owner
 	// calls the shard.
 	scheduled bool
-	// waiting: it is in the ready queue and no worker took it yet; stale:
-	// it has an entry in the ready queue that a caller's Inline event
-	// took over (at most one, so the queue holds at most two entries of
-	// a partition).
-	waiting bool
-	stale   int
 	shard     Shard
 	timer     *time.Timer
 	// depth is Config.Pipeline, or 1 for a Shard that is not a Sealer.
@@ -311,7 +299,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Log == nil || cfg.NewShard == nil {
 		return nil, errors.New("runtime: Log and NewShard are required")
 	}
-	r := &Runtime{cfg: cfg, ready: make(chan *partition, 2*cfg.Partitions), stop: make(chan struct{})}
+	r := &Runtime{cfg: cfg, ready: make(chan *partition, cfg.Partitions), stop: make(chan struct{})}
 	for p := 0; p < cfg.Partitions; p++ {
 		r.parts = append(r.parts, &partition{id: p, rt: r, queued: map[string]int{}, quota: newQuota(cfg.QuotaPercent, cfg.MaxThrottle)})
 	}
@@ -335,9 +323,7 @@ func (r *Runtime) worker() {
 		case <-r.stop:
 			return
 		case p := <-r.ready:
-			if p.taken() {
-				p.work(nil)
-			}
+			p.work()
 		}
 	}
 }
@@ -366,20 +352,12 @@ func (p *partition) enqueue(ev Event) error {
 		return ErrQueueFull
 	}
 	inline := ev.Inline && !p.scheduled && len(p.queue) == 0
-	takeOver := ev.Inline && ev.Key != "" && p.waiting && p.stale == 0 && !p.unloading &&
-		!slices.ContainsFunc(p.queue, func(q Event) bool { return q.Key == "" })
 	p.queue = append(p.queue, ev)
 	p.countOneLocked(ev, 1)
-	switch {
-	case inline:
+	if inline {
 		p.scheduled = true // owned by this goroutine, as a worker owns it
 		p.mu.Unlock()
-		p.work(nil)
-		return nil
-	case takeOver:
-		p.waiting, p.stale = false, 1 // its entry in the ready queue is stale
-		p.mu.Unlock()
-		p.work(func(key string) bool { return key == ev.Key })
+		p.work()
 		return nil
 	}
 	p.scheduleLocked()
@@ -407,27 +385,8 @@ func (p *partition) countOneLocked(ev Event, d int) {
 func (p *partition) scheduleLocked() {
 	if !p.scheduled {
 		p.scheduled = true
-		p.readyLocked()
+		p.rt.ready <- p // capacity Partitions: never blocks
 	}
-}
-
-// readyLocked hands the owned partition to the pool.
-func (p *partition) readyLocked() {
-	p.waiting = true
-	p.rt.ready <- p // capacity 2 × Partitions: never blocks
-}
-
-// taken reports whether a worker that took p from the ready queue owns
-// it: false for the stale entry of a partition a caller took over.
-func (p *partition) taken() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.waiting {
-		p.waiting = false
-		return true
-	}
-	p.stale--
-	return false
 }
 
 // Load replays partition p's log into a new shard, steps Loaded and makes
