@@ -111,7 +111,7 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 	case runtime.Loaded:
 		s.loaded(now)
 	case runtime.Tick:
-		s.tick(now)
+		s.tick(now, in.Waiting)
 	case event:
 		s.handle(in, now)
 	}
@@ -124,8 +124,12 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // Tick, which the runtime queues at once (their deadline has passed), so
 // the partition's other groups step between the slices. The few timers
 // of ordinary work (a member's expiry and what it starts) stay in one
-// Tick however loaded the machine. Each timer is its own write in Kafka
-// too (core.Tick{Limit: 1}). A timer that wrote part of a large group's
+// Tick however loaded the machine, unless a group's event waits in the
+// partition's queue (runtime.Tick.Waiting): then the slice ends once it
+// has run for tickYield, so that event waits for one timer's work and
+// not for a whole slice. Each timer is its own write in Kafka too
+// (core.Tick{Limit: 1}), and Kafka queues each timer's event behind the
+// requests queued before it fired. A timer that wrote part of a large group's
 // assignor result (core.EventTargetPart) or armed a timer already due
 // ends its Tick: core continues at the next one, after the events queued
 // meanwhile.
@@ -133,11 +137,15 @@ const (
 	tickTimers = 64
 	tickMin    = 8
 	tickTime   = 2 * time.Millisecond
+	tickYield  = 200 * time.Microsecond
 )
 
-func (s *shard) tick(now int64) {
+func (s *shard) tick(now int64, waiting func() bool) {
 	start := time.Now()
 	for n := 0; n < tickTimers && (n < tickMin || time.Since(start) < tickTime); n++ {
+		if n > 0 && waiting != nil && time.Since(start) >= tickYield && waiting() {
+			return
+		}
 		if at, ok := s.c.NextDeadline(); !ok || at > now {
 			return
 		}

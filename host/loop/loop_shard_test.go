@@ -17,29 +17,9 @@ import (
 // (the partition's other groups step in between). Every member expires
 // in the end, as with one Tick.
 func TestTickFiresInSlices(t *testing.T) {
-	cfg := core.DefaultConfig()
-	cfg.Streams.SessionTimeoutMs = 45000
-	c, err := core.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const members = 300
-	now := int64(1_000_000)
-	for i := range members {
-		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-		req.Version = 1
-		proc := "p"
-		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.ProcessID = "mass", fmt.Sprint("m", i), 30000, &proc
-		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
-			{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
-		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-		if _, err := c.Step(now, core.Request{ID: core.RequestID(i + 1), Client: core.ClientInfo{ClientID: "c"}, Body: req}); err != nil {
-			t.Fatal(err)
-		}
-		c.Commit()
-	}
+	c, later := expiringGroup(t, members)
 	s := &shard{c: c}
-	later := now + 10*60*1000 // every session over
 	ticks := 0
 	for {
 		at, ok := s.NextDeadline()
@@ -69,6 +49,81 @@ func TestTickFiresInSlices(t *testing.T) {
 		t.Errorf("%d members left after the ticks, want 0", n)
 	}
 	t.Logf("%d members expired in %d ticks", members, ticks)
+}
+
+// expiringGroup is a core with one streams group of members members
+// whose sessions have all ended at the returned time.
+func expiringGroup(t *testing.T, members int) (*core.Coordinator, int64) {
+	t.Helper()
+	cfg := core.DefaultConfig()
+	cfg.Streams.SessionTimeoutMs = 45000
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := int64(1_000_000)
+	for i := range members {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Version = 1
+		proc := "p"
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.ProcessID = "mass", fmt.Sprint("m", i), 30000, &proc
+		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+			{SubtopologyID: "0", SourceTopics: []string{"in"}}}}
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		if _, err := c.Step(now, core.Request{ID: core.RequestID(i + 1), Client: core.ClientInfo{ClientID: "c"}, Body: req}); err != nil {
+			t.Fatal(err)
+		}
+		c.Commit()
+	}
+	return c, now + 10*60*1000 // every session over
+}
+
+// TestTickYieldsToWaitingGroup: while a group's event waits
+// (runtime.Tick.Waiting reports true), a Tick ends as soon as it has run
+// for tickYield, after at least one timer, and fires no timer once it
+// was told a group waits; the expiry still ends with every member gone.
+func TestTickYieldsToWaitingGroup(t *testing.T) {
+	const members = 300
+	c, later := expiringGroup(t, members)
+	s := &shard{c: c}
+	asked := 0
+	for ticks := 0; ; ticks++ {
+		at, ok := s.NextDeadline()
+		if !ok || at > later {
+			break
+		}
+		if ticks > 10*members {
+			t.Fatal("the expiry does not end")
+		}
+		before := len(c.TimerKeys())
+		fired := -1 // when it was told a group waits
+		s.Step(later, runtime.Tick{Waiting: func() bool {
+			if fired >= 0 {
+				t.Fatal("the Tick asked again after it was told a group waits")
+			}
+			asked++
+			fired = before - len(c.TimerKeys())
+			return true
+		}})
+		c.Commit()
+		s.batch = batch{}
+		s.encoded, s.encodedHost = 0, 0
+		n := before - len(c.TimerKeys())
+		if n < 1 {
+			t.Fatalf("tick %d fired no timer", ticks)
+		}
+		if fired >= 0 && n != fired {
+			t.Fatalf("tick %d fired %d timers after it was told a group waits", ticks, n-fired)
+		}
+	}
+	if asked == 0 {
+		t.Error("no Tick asked whether a group waits")
+	}
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{"mass"}
+	if n := len(readCore[*kmsg.StreamsGroupDescribeResponse](nil, c, req).Groups[0].Members); n != 0 {
+		t.Errorf("%d members left after the ticks, want 0", n)
+	}
 }
 
 // TestTickLeavesDueTimerToNextTick: with a 0 ms initial rebalance delay,

@@ -397,3 +397,52 @@ func TestQueueLimitPerKey(t *testing.T) {
 		}
 	}
 }
+
+// TestIndependentKeyAnsweredAfterOtherKeysRecordsInItsRound: a round
+// that steps an event of group "mass" writing a record, then an event of
+// group "canary" writing none (a heartbeat behind a timer slice of a
+// mass expiry), seals the mass's record before the canary's step, so the
+// canary is answered at once while the mass's append is held.
+func TestIndependentKeyAnsweredAfterOtherKeysRecordsInItsRound(t *testing.T) {
+	rt, sh, log := isoRuntime(t, runtime.Config{Workers: 1})
+	gate := iev{name: "gate", hold: make(chan struct{}), entered: make(chan struct{})}
+	submit(t, rt, "", gate)
+	<-gate.entered // the events below are taken in one round
+	mass, canary := newReply(), newReply()
+	submit(t, rt, "mass", iev{name: "m1", write: true, owner: "mass", reply: mass})
+	submit(t, rt, "canary", iev{name: "c1", reply: canary})
+	close(gate.hold)
+	held := <-log.calls
+	if err := answered(t, canary, "the canary's heartbeat"); err != nil {
+		t.Fatal(err)
+	}
+	notAnswered(t, mass, "the mass group's event")
+	held.result <- nil
+	if err := answered(t, mass, "the mass group's event"); err != nil {
+		t.Fatal(err)
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if got := strings.Join(sh.trace, "|"); !strings.Contains(got, "step m1|seal|step c1|seal") {
+		t.Errorf("trace %s: want m1 sealed before c1's step", got)
+	}
+}
+
+// TestRoundSealedInPartsCountsOnce: the parts of one round sealed apart
+// (records of two groups) take one place in the pipeline: with Pipeline
+// 2 and their append held, a later event of one of the groups is still
+// stepped on top of them.
+func TestRoundSealedInPartsCountsOnce(t *testing.T) {
+	rt, sh, log := isoRuntime(t, runtime.Config{Workers: 1, Pipeline: 2})
+	gate := iev{name: "gate", hold: make(chan struct{}), entered: make(chan struct{})}
+	submit(t, rt, "", gate)
+	<-gate.entered
+	submit(t, rt, "a", iev{name: "a1", write: true, owner: "a"})
+	submit(t, rt, "b", iev{name: "b1", write: true, owner: "b"})
+	close(gate.hold)
+	held := <-log.calls
+	waitSteps(t, sh, "b1")
+	submit(t, rt, "a", iev{name: "a2", write: true, owner: "a"})
+	waitSteps(t, sh, "a2") // with each part counted, the pipeline would be full
+	held.result <- nil     // the cleanup answers the appends after it
+}

@@ -23,6 +23,9 @@ type sealed struct {
 	any    bool
 	// bytes: the size of its records.
 	bytes int
+	// round numbers the round taken from the queue it was stepped in: a
+	// round sealed in parts counts as one in the pipeline.
+	round uint64
 }
 
 // taints reports whether the round may hold a change of key's state.
@@ -97,12 +100,14 @@ func (p *partition) canStepLocked() bool {
 }
 
 // pipelineFullLocked reports whether Pipeline rounds wait for appends
-// (rounds without records need none and do not count).
+// (rounds without records need none and do not count; the parts of a
+// round sealed in parts count as one).
 func (p *partition) pipelineFullLocked() bool {
-	appends := 0
+	appends, last := 0, uint64(0)
 	for _, r := range p.inflight {
-		if !r.done || r.err != nil {
+		if (!r.done || r.err != nil) && (appends == 0 || r.round != last) {
 			appends++
+			last = r.round
 		}
 	}
 	return appends >= p.depth
@@ -226,7 +231,12 @@ func (p *partition) durableLocked(n int) []func() {
 // event without records at the last written offset), so its response
 // does not wait for the events stepped after it and their append; and if
 // no round in flight holds a record of its key, its response is released
-// at once (it depends on nothing not yet durable). A Read
+// at once (it depends on nothing not yet durable). An event whose key
+// neither the round so far nor a round in flight wrote a record of is
+// stepped after sealing the records before it (the parts of a round
+// count as one round in the pipeline), so it can be answered at once
+// too when it writes nothing, rather than after other groups' append
+// (a canary's heartbeat behind a mass expiry's slice). A Read
 // waits for every round before it: the round ends before the Read, which
 // goes back to the head of the queue until the pipeline is empty. A round
 // whose stepping time or record bytes pass RoundTime or MaxRoundBytes
@@ -237,6 +247,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
 	var cur roundTaint
 	start := p.rt.cfg.Now()
+	p.rounds++
 	early := false
 	for i, ev := range evs {
 		if u, ok := ev.Input.(unload); ok {
@@ -258,6 +269,14 @@ func (p *partition) round(sh Shard, evs []Event) {
 		if ev.Read {
 			commit(sh)
 		}
+		if len(recs) > 0 && p.untainted(ev, cur) {
+			// The round so far wrote records of other keys only: it is
+			// sealed here, so that ev, if it writes nothing, ends a round
+			// of its own that depends on nothing in flight and is
+			// answered at once, not after those records' append.
+			p.seal(sh, recs, nil, false)
+			recs, cur = nil, roundTaint{}
+		}
 		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, ev.Input)
 		p.quota.record(ev.Key, t0, p.rt.cfg.Now().Sub(t0)) // quota.go
@@ -272,7 +291,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 			sh.Rollback(err)
 			recs, cur = nil, roundTaint{}
 		default:
-			early = !ev.Shared && len(recs) == 0 && len(out) == 0 && !cur.any && !cur.owners[ev.Key] && p.independent(ev.Key)
+			early = len(recs) == 0 && len(out) == 0 && p.untainted(ev, cur)
 			recs = append(recs, out...)
 			cur.add(out)
 			if len(recs) == 0 && i < len(evs)-1 {
@@ -296,10 +315,20 @@ func (p *partition) othersQueued(key string) bool {
 	return slices.ContainsFunc(p.queue, func(ev Event) bool { return ev.Key != key })
 }
 
-func (p *partition) independent(key string) bool {
+// groupWaiting reports whether an event with a key waits in the queue
+// (Tick.Waiting).
+func (p *partition) groupWaiting() bool { return p.othersQueued("") }
+
+// untainted reports whether ev (not Shared) reads a state that neither
+// cur, the round stepped so far, nor any round in flight changed: if it
+// writes nothing it depends on no record not yet durable.
+func (p *partition) untainted(ev Event, cur roundTaint) bool {
+	if ev.Shared || cur.any || cur.owners[ev.Key] {
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.independentLocked(key)
+	return p.independentLocked(ev.Key)
 }
 
 // putBack returns evs, the rest of a round, to the head of the queue;
@@ -337,7 +366,7 @@ func (p *partition) seal(sh Shard, recs []Record, err error, early bool) {
 		return
 	}
 	p.mu.Unlock()
-	r := &sealed{recs: recs, err: err, done: len(recs) == 0 && err == nil}
+	r := &sealed{recs: recs, err: err, done: len(recs) == 0 && err == nil, round: p.rounds}
 	var t roundTaint
 	t.add(recs)
 	r.owners, r.any, r.bytes = t.owners, t.any || err != nil, t.bytes

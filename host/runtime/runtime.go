@@ -69,7 +69,13 @@ type Sealer interface {
 type Loaded struct{}
 
 // Tick is the input a shard gets when its deadline has passed.
-type Tick struct{}
+type Tick struct {
+	// Waiting, when set, reports whether an event of a group waits in the
+	// partition's queue: a shard that fires its due timers in slices may
+	// end the slice early then (the next Tick is queued at once while
+	// timers are due), so the group waits for less than a whole slice.
+	Waiting func() bool
+}
 
 // Event is one input for a partition.
 type Event struct {
@@ -234,6 +240,9 @@ type partition struct {
 	depth int
 	// inflight: the sealed rounds not yet committed, oldest first.
 	inflight []*sealed
+	// rounds counts the rounds taken from the queue (sealed.round); only
+	// the owner touches it.
+	rounds uint64
 	// appending: the appender goroutine runs; failed: an append failed
 	// (or a round was refused), so every uncommitted round is rolled back
 	// by the owner and nothing more is appended until then.
@@ -630,6 +639,6 @@ func (p *partition) tick() {
 			return // one pending tick is enough
 		}
 	}
-	p.queue = append(p.queue, Event{Input: Tick{}})
+	p.queue = append(p.queue, Event{Input: Tick{Waiting: p.groupWaiting}})
 	p.scheduleLocked()
 }
