@@ -158,7 +158,7 @@ func (q windowQuota) GroupThrottle(group string) time.Duration {
 // before; another group's small request sent after it on another
 // connection is answered while it waits.
 func TestScreenServesThrottledGroupWhenWindowEnds(t *testing.T) {
-	q := windowQuota{until: time.Now().Add(time.Second)}
+	q := windowQuota{until: time.Now().Add(300 * time.Millisecond)}
 	addr, count := startCounting(t, q)
 	busy, idle := dial(t, addr), dial(t, addr)
 	small := metadataJoin("busy", 10)
