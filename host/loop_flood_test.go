@@ -525,7 +525,7 @@ func TestFloodThroughBinary(t *testing.T) {
 	w := joinWireCanaries(t, p.addr)
 	cpu := cpuMeter(t, p.cmd.Process.Pid)
 	baseOther, baseSame := w.measure(t, canarySamples)
-	t.Logf("unflooded: canary p99 other partitions %v, flooded partition %v (%d heartbeats each); %s; load average %s",
+	t.Logf("unflooded: canary p99 other partitions %v, flooded partition %v (%d heartbeats each); server %s; load average %s",
 		baseOther, baseSame, canarySamples, cpu(), loadAverage())
 	for _, f := range wireFloods {
 		for _, idle := range []bool{false, true} {
@@ -539,7 +539,7 @@ func TestFloodThroughBinary(t *testing.T) {
 			other, same := w.measure(t, canarySamples)
 			server, attacker := cpu(), loadCPU()
 			count := load.stop()
-			t.Logf("%s (another process, %s): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s %s; %s; load process: %s; load average %s",
+			t.Logf("%s (another process, %s): canary p99 other partitions %v (%.1f× unflooded), flooded partition %v (%.1f×); %s %s; server %s; load process %s; load average %s",
 				f.what, priority, other, ratio(other, baseOther), same, ratio(same, baseSame), count, f.unit, server, attacker, loadAverage())
 			for _, c := range []struct {
 				where    string
@@ -552,7 +552,7 @@ func TestFloodThroughBinary(t *testing.T) {
 		}
 	}
 	againOther, againSame := w.measure(t, canarySamples)
-	t.Logf("unflooded again: canary p99 other partitions %v (%.1f× the first), flooded partition %v (%.1f×); %s; load average %s",
+	t.Logf("unflooded again: canary p99 other partitions %v (%.1f× the first), flooded partition %v (%.1f×); server %s; load average %s",
 		againOther, ratio(againOther, baseOther), againSame, ratio(againSame, baseSame), cpu(), loadAverage())
 }
 
@@ -730,7 +730,7 @@ func cpuMeter(t *testing.T, pid int) func() string {
 		now, nowAt := read(), time.Now()
 		used, wall := now-last, nowAt.Sub(at)
 		last, at = now, nowAt
-		return fmt.Sprintf("server CPU %v in %v (%.0f%% of a core)", used, wall.Round(time.Millisecond), 100*used.Seconds()/wall.Seconds())
+		return fmt.Sprintf("CPU %v in %v (%.0f%% of a core)", used, wall.Round(time.Millisecond), 100*used.Seconds()/wall.Seconds())
 	}
 }
 
