@@ -119,11 +119,13 @@ func TestScreenHoldsThrottledGroup(t *testing.T) {
 	q.held.Store(true)
 	addr, count := startCounting(t, q)
 	var held []*client
+	busy := metadataJoin("busy", 10)
 	for i, size := range []int{100 << 10, 100 << 10, 10} {
 		c := dial(t, addr)
 		c.send(metadataJoin("busy", size), 9, int16(i))
 		held = append(held, c)
 	}
+	busy.SetVersion(9)
 	idle := dial(t, addr)
 	for i, size := range []int{100 << 10, 10} {
 		req := metadataJoin("idle", size)
@@ -135,7 +137,7 @@ func TestScreenHoldsThrottledGroup(t *testing.T) {
 	}
 	q.held.Store(false)
 	for _, c := range held {
-		c.recv(metadataJoin("busy", 0))
+		c.recv(busy)
 	}
 	if n := count("busy"); n != 3 {
 		t.Fatalf("the group's held requests reached the coordinator %d times after its throttle, want 3", n)
