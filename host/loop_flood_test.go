@@ -491,7 +491,7 @@ type wireFlood struct {
 
 var wireFloods = []wireFlood{
 	{what: "join flood, 16 connections", test: "TestFloodLoadProcess", env: "FLOODLOAD_KIND=joins", count: `(\d+ flooding requests.*)`, unit: "", otherBar: otherBar, started: "flood started"},
-	{what: "huge heartbeats (over 2 MB), 32 connections", test: "TestFloodLoadProcess", env: "FLOODLOAD_KIND=huge", count: `(\d+) flooding requests`, unit: " answered", otherBar: otherBar, started: "flood started"},
+	{what: "2 MB heartbeats, 32 connections", test: "TestFloodLoadProcess", env: "FLOODLOAD_KIND=huge", count: `(\d+) flooding requests`, unit: " answered", otherBar: otherBar, started: "flood started"},
 	{what: "100 MiB frames of an unknown key, 100 connections", test: "TestFrameFloodProcess", env: "FRAMEFLOOD_HEAD=unknown-key", count: `(\d+) of 100 frames read`, unit: " of 100 closed in 6 s", otherBar: sameBar},
 	{what: "100 MiB frames with a Produce header, 100 connections", test: "TestFrameFloodProcess", env: "FRAMEFLOOD_HEAD=produce", count: `(\d+) of 100 frames read`, unit: " of 100 frames read in 6 s", otherBar: sameBar},
 }
