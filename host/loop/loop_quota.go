@@ -30,7 +30,7 @@ func (l *Loop) throttle(p int, group string, resp kmsg.Response) {
 
 // GroupThrottle is how long group's requests should wait, its
 // throttle_time_ms (runtime.Runtime.Throttle): the listener holds its
-// large requests unread that long (wire.GroupQuota).
+// requests unread that long (wire.GroupQuota).
 func (l *Loop) GroupThrottle(group string) time.Duration {
 	return l.rt.Throttle(l.rt.PartitionFor(group), group)
 }

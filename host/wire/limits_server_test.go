@@ -18,7 +18,7 @@ import (
 
 // startLimited serves kafka44 with cfg's limits on loopback; its group
 // coordinator, unless cfg has one, answers COORDINATOR_NOT_AVAILABLE.
-func startLimited(t *testing.T, cfg Config) string {
+func startLimited(t testing.TB, cfg Config) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // GroupQuota is the group coordinator's per-group quota, as the listener
-// applies it to a large request before reading it (screen).
+// applies it to a group's request before reading it (screen).
 type GroupQuota interface {
 	// GroupThrottle is how long group's requests should wait (its
 	// throttle_time_ms): 0 unless the group is over its quota.
@@ -37,14 +37,16 @@ const refusalThrottle = time.Second
 //   - a key kmsg does not know, or a version newer than it decodes (but
 //     for ApiVersions, which is answered), returns the error that closes
 //     the connection, as the full parse would after reading the frame;
-//   - a group request over smallFrame whose body starts with its group id
-//     waits, without being read, while its group is over its quota
-//     (Config.Quota), however many connections the group uses;
-//   - such a StreamsGroupHeartbeat whose topology has more subtopologies
-//     than its group's streams.max.topology.size is then read past without
-//     being kept and returned with its answer, INVALID_REQUEST, which the
-//     group coordinator would give after decoding it, with a throttle of
-//     refusalThrottle.
+//   - a group request whose body starts with its group id, of any size,
+//     waits, without being read, decoded or stepped, while its group is
+//     over its quota (Config.Quota), however many connections the group
+//     uses; once the group is back under its quota it is read and served
+//     as usual;
+//   - such a StreamsGroupHeartbeat over smallFrame whose topology has more
+//     subtopologies than its group's streams.max.topology.size is then
+//     read past without being kept and returned with its answer,
+//     INVALID_REQUEST, which the group coordinator would give after
+//     decoding it, with a throttle of refusalThrottle.
 //
 // Anything else returns nil, nil: the frame is read and served as usual.
 func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal, error) {
@@ -59,7 +61,7 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 		return nil, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
 	case (ver < 0 || ver > body.MaxVersion()) && key != int16(kmsg.ApiVersions):
 		return nil, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, body.MaxVersion())
-	case !groupFirst[key] || n <= smallFrame:
+	case !groupFirst[key] || n <= smallFrame && c.s.cfg.Quota == nil:
 		return nil, nil
 	}
 	if e, ok := c.s.cfg.Table.Lookup(key); !ok || e.Route != RouteGroup || ver < e.Min || ver > e.Max {
@@ -71,7 +73,7 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 		return nil, nil
 	}
 	c.waitQuota(ctx, group)
-	if key != int16(kmsg.StreamsGroupHeartbeat) || c.s.cfg.MaxTopologySize == nil {
+	if n <= smallFrame || key != int16(kmsg.StreamsGroupHeartbeat) || c.s.cfg.MaxTopologySize == nil {
 		return nil, nil
 	}
 	subtopologies, ok := topologyAhead(&r, int(n)-(len(prefix)-len(r.Src)))

@@ -110,52 +110,96 @@ func (q *heldQuota) GroupThrottle(group string) time.Duration {
 	return 0
 }
 
-// TestScreenHoldsThrottledGroup: a large request of a group over its
-// quota is not read (its connection waits) until the group's throttle
-// ends, on each of its connections; another group's large request and
-// the throttled group's small ones are served meanwhile.
+// TestScreenHoldsThrottledGroup: a request of a group over its quota,
+// large or small, is not read (its connection waits) until the group's
+// throttle ends, on each of its connections; another group's large and
+// small requests on other connections are served meanwhile.
 func TestScreenHoldsThrottledGroup(t *testing.T) {
 	q := &heldQuota{}
 	q.held.Store(true)
+	addr, count := startCounting(t, q)
+	var held []*client
+	busy := metadataJoin("busy", 10)
+	for i, size := range []int{100 << 10, 100 << 10, 10} {
+		c := dial(t, addr)
+		c.send(metadataJoin("busy", size), 9, int16(i))
+		held = append(held, c)
+	}
+	busy.SetVersion(9)
+	idle := dial(t, addr)
+	for i, size := range []int{100 << 10, 10} {
+		req := metadataJoin("idle", size)
+		idle.send(req, 9, int16(i))
+		idle.recv(req)
+	}
+	if n, m := count("busy"), count("idle"); n != 0 || m != 2 {
+		t.Fatalf("the throttled group reached the coordinator %d times, the other %d; want 0 and 2", n, m)
+	}
+	q.held.Store(false)
+	for _, c := range held {
+		c.recv(busy)
+	}
+	if n := count("busy"); n != 3 {
+		t.Fatalf("the group's held requests reached the coordinator %d times after its throttle, want 3", n)
+	}
+}
+
+// windowQuota throttles group "busy" until a time, as a quota whose
+// window runs out.
+type windowQuota struct{ until time.Time }
+
+func (q windowQuota) GroupThrottle(group string) time.Duration {
+	if group == "busy" {
+		return max(time.Until(q.until), 0)
+	}
+	return 0
+}
+
+// TestScreenServesThrottledGroupWhenWindowEnds: a throttled group's small
+// request is read and served once its throttle runs out on its own, not
+// before; another group's small request sent after it on another
+// connection is answered while it waits.
+func TestScreenServesThrottledGroupWhenWindowEnds(t *testing.T) {
+	q := windowQuota{until: time.Now().Add(300 * time.Millisecond)}
+	addr, count := startCounting(t, q)
+	busy, idle := dial(t, addr), dial(t, addr)
+	small := metadataJoin("busy", 10)
+	busy.send(small, 9, 1)
+	other := metadataJoin("idle", 10)
+	idle.send(other, 9, 1)
+	idle.recv(other)
+	if n := count("busy"); n != 0 && time.Now().Before(q.until) {
+		t.Fatalf("the throttled group reached the coordinator %d times before its throttle ended", n)
+	}
+	busy.recv(small)
+	if now := time.Now(); now.Before(q.until) || count("busy") != 1 {
+		t.Fatalf("answered %v before the throttle ended, coordinator reached %d times", q.until.Sub(now), count("busy"))
+	}
+}
+
+// startCounting starts a listener with quota q whose group coordinator
+// counts the requests of each group it is reached with (count) and
+// answers COORDINATOR_NOT_AVAILABLE.
+func startCounting(t *testing.T, q GroupQuota) (addr string, count func(group string) int) {
 	var mu sync.Mutex
 	reached := map[string]int{}
-	addr := startLimited(t, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(1<<20, 100, 100), Quota: q,
+	addr = startLimited(t, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(1<<20, 100, 100), Quota: q,
 		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			reached[reflect.ValueOf(req.Body).Elem().FieldByName("Group").String()]++
 			return ErrorResponse(req.Body, kerr.CoordinatorNotAvailable.Code), nil
 		}})
-	count := func(g string) int { mu.Lock(); defer mu.Unlock(); return reached[g] }
-	join := func(group string, metadata int) *kmsg.JoinGroupRequest {
-		jg := kmsg.NewPtrJoinGroupRequest()
-		jg.Group, jg.ProtocolType = group, "consumer"
-		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: make([]byte, metadata)}}
-		return jg
-	}
-	var held []*client
-	for i := range 2 {
-		c := dial(t, addr)
-		c.send(join("busy", 100<<10), 9, int16(i))
-		held = append(held, c)
-	}
-	idle := dial(t, addr)
-	big := join("idle", 100<<10)
-	idle.send(big, 9, 1)
-	idle.recv(big)
-	small := join("busy", 10)
-	idle.send(small, 9, 2)
-	idle.recv(small)
-	if n := count("busy"); n != 1 {
-		t.Fatalf("the throttled group reached the coordinator %d times, want once (its small request)", n)
-	}
-	q.held.Store(false)
-	for _, c := range held {
-		c.recv(big)
-	}
-	if n := count("busy"); n != 3 {
-		t.Fatalf("the group's held requests reached the coordinator %d times after its throttle, want 3", n)
-	}
+	return addr, func(g string) int { mu.Lock(); defer mu.Unlock(); return reached[g] }
+}
+
+// metadataJoin is a JoinGroup of group whose protocol metadata has size
+// bytes: a frame over smallFrame for size over 64 KiB.
+func metadataJoin(group string, size int) *kmsg.JoinGroupRequest {
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType = group, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: make([]byte, size)}}
+	return jg
 }
 
 // TestScreenRefusalPassesGates: on a listener requiring SASL, a refused
@@ -212,4 +256,32 @@ func FuzzScreenAhead(f *testing.F) {
 			t.Fatalf("screened %d subtopologies, parsed %+v", n, hb.Topology)
 		}
 	})
+}
+
+// BenchmarkScreenUnthrottledHeartbeat: the round trip of a small group
+// request over loopback on a listener with no quota and on one whose
+// quota throttles no group, where screen looks at every group request's
+// group id before reading it. Compare the two with -count and benchstat.
+func BenchmarkScreenUnthrottledHeartbeat(b *testing.B) {
+	for _, q := range []struct {
+		name  string
+		quota GroupQuota
+	}{{"quota=none", nil}, {"quota=unthrottled", windowQuota{}}} {
+		b.Run(q.name, func(b *testing.B) {
+			addr := startLimited(b, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(1<<20, 100, 100), Quota: q.quota})
+			c := dial(b, addr)
+			hb := kmsg.NewPtrHeartbeatRequest()
+			hb.Group, hb.MemberID = "busy", "m"
+			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, hb, 1)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.c.Write(frame); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ReadFrame(c.br, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

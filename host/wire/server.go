@@ -83,8 +83,8 @@ type Config struct {
 	// (screen.go). nil leaves every such heartbeat to the group
 	// coordinator.
 	MaxTopologySize func(group string) int32
-	// Quota, when set, holds the large requests of a group over its quota
-	// unread until its throttle ends (screen.go).
+	// Quota, when set, holds the requests of a group over its quota unread
+	// until its throttle ends (screen.go).
 	Quota GroupQuota
 	// MaxReauth caps the SASL session lifetime a client is told and held
 	// to (Kafka's connections.max.reauth.ms); 0 leaves the cluster's.

@@ -75,12 +75,12 @@ func startServer(t *testing.T, maxBytes int32) (string, *recorder) {
 }
 
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	c  net.Conn
 	br *bufio.Reader
 }
 
-func dial(t *testing.T, addr string) *client {
+func dial(t testing.TB, addr string) *client {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
