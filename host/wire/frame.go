@@ -44,10 +44,39 @@ func ReadFrameSize(r io.Reader, max int32) (int32, error) {
 
 // readFrameBody reads the n bytes of a frame whose size was read.
 func readFrameBody(r io.Reader, n int32) ([]byte, error) {
-	buf := make([]byte, n)
-	if err := readPart(r, buf, n); err != nil {
+	if n <= largeFrame {
+		buf := make([]byte, n)
+		if err := readPart(r, buf, n); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	buf, err := allocOnArrival(r, n)
+	if err != nil {
 		return nil, err
 	}
+	if err := readPart(r, buf[1:], n); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// errFrameNotStarted: no byte of a large frame's body arrived, so no
+// buffer was allocated for it.
+var errFrameNotStarted = errors.New("no byte of the frame's body arrived")
+
+// allocOnArrival returns the buffer for a frame of n bytes, over
+// largeFrame, allocated only once the frame's first byte has arrived,
+// which it holds: a peer that declared a large frame and went away (a
+// connection closed while it waited for the request budget) costs no
+// allocation of n bytes.
+func allocOnArrival(r io.Reader, n int32) ([]byte, error) {
+	var first [1]byte
+	if err := readPart(r, first[:], n); err != nil {
+		return nil, fmt.Errorf("%w: %w", errFrameNotStarted, err)
+	}
+	buf := make([]byte, n)
+	buf[0] = first[0]
 	return buf, nil
 }
 

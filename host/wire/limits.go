@@ -108,6 +108,14 @@ func (l *Limits) release(n int64) {
 	}
 }
 
+// releaseUnread gives back the n bytes of a frame none of whose body was
+// read, and so never allocated: they are no garbage to collect.
+func (l *Limits) releaseUnread(n int64) {
+	if l != nil {
+		l.budget.release(n)
+	}
+}
+
 // collectIfDue runs a collection before a large frame is allocated once a
 // quarter of the budget was released by large frames since the last one.
 // An answered frame is garbage, and the collector would let up to the

@@ -54,9 +54,15 @@ func (l *Limits) readBody(ctx context.Context, r io.Reader, n int32) ([]byte, er
 	if l == nil || l.pace.rate <= 0 || n <= largeFrame {
 		return readFrameBody(r, n)
 	}
-	buf := make([]byte, n)
+	buf, err := allocOnArrival(r, n)
+	if err != nil {
+		return nil, err
+	}
 	for off := 0; off < len(buf); off += largeFrame {
 		chunk := buf[off:min(off+largeFrame, len(buf))]
+		if off == 0 {
+			chunk = chunk[1:] // its first byte came with the buffer
+		}
 		if wait := time.Until(l.pace.reserve(len(chunk))); wait > 0 {
 			t := time.NewTimer(wait)
 			select {

@@ -1,8 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +66,31 @@ func TestLargeFramesPaced(t *testing.T) {
 	}
 	if n := lim.inFlightBytes(); n != 0 {
 		t.Fatalf("%d bytes of budget held after Shutdown", n)
+	}
+}
+
+// TestLargeFrameOfGonePeerAllocatesNothing: a frame over 1 MiB whose
+// peer sent nothing after its size (a connection closed while it waited
+// for the budget) fails without allocating its declared size, paced or
+// not; one whose bytes arrive is read whole.
+func TestLargeFrameOfGonePeerAllocatesNothing(t *testing.T) {
+	const n = 64 << 20
+	for _, lim := range []*Limits{nil, NewLimits(n, 10, 10).WithLargeFrameRate(1 << 40)} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := lim.readBody(context.Background(), bytes.NewReader(nil), n)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, io.ErrUnexpectedEOF) || !errors.Is(err, errFrameNotStarted) {
+			t.Fatalf("paced=%v: error %v, want an unexpected EOF", lim != nil, err)
+		}
+		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+			t.Fatalf("paced=%v: %d bytes allocated for a frame whose peer sent nothing", lim != nil, d)
+		}
+		body := bytes.Repeat([]byte{7}, 3<<20+5)
+		body[0], body[len(body)-1] = 1, 9
+		got, err := lim.readBody(context.Background(), bytes.NewReader(body), int32(len(body)))
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("paced=%v: read %d bytes (equal %v), error %v", lim != nil, len(got), bytes.Equal(got, body), err)
+		}
 	}
 }

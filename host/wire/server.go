@@ -459,15 +459,19 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, r
 	}
 	var once sync.Once
 	release = func() { once.Do(func() { s.cfg.Limits.release(int64(n)) }) }
+	unread := func() { once.Do(func() { s.cfg.Limits.releaseUnread(int64(n)) }) }
 	// The wait for budget is not idleness: the frame gets a full idle
 	// timeout to arrive (unless Shutdown, which resets deadlines under
 	// s.mu, began).
 	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 	if s.isDraining() {
-		release()
+		unread()
 		return nil, nil, nil, errDraining
 	}
 	frame, err = s.cfg.Limits.readBody(drain, br, n)
+	if errors.Is(err, errFrameNotStarted) {
+		unread()
+	}
 	if err != nil {
 		release()
 		if errors.Is(err, context.Canceled) {
