@@ -212,7 +212,7 @@ func (s *Store) init(fresh bool) error {
 		// Every page is read here first, on this goroutine, where a panic
 		// of bbolt on a damaged page is recovered into ErrCorrupt; its
 		// consistency check runs on a goroutine of its own.
-		walkBuckets(tx)
+		walkBuckets(tx, format)
 		if err := s.checkRecords(tx, format); err != nil {
 			return err
 		}
@@ -564,9 +564,12 @@ func metaDamage(f *os.File) error {
 }
 
 // walkBuckets reads every byte of every key and value of every bucket
-// of tx but the records and logs (a damaged length faults here, under
-// SetPanicOnFault); checkRecords reads those.
-func walkBuckets(tx *bolt.Tx) {
+// of tx but the records and logs, and in format 4 the keys index (a
+// damaged length faults here, under SetPanicOnFault); checkRecords reads
+// those, the logs and the keys index in parallel (checkLogs), each under
+// its own recovery, so a walk here would only read the largest bucket
+// of the file once more, on one core.
+func walkBuckets(tx *bolt.Tx, format uint32) {
 	var walk func(b *bolt.Bucket)
 	walk = func(b *bolt.Bucket) {
 		b.ForEach(func(k, v []byte) error {
@@ -580,7 +583,8 @@ func walkBuckets(tx *bolt.Tx) {
 		})
 	}
 	tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		if !bytes.Equal(name, bucketRecords) && !bytes.Equal(name, bucketLogs) {
+		if !bytes.Equal(name, bucketRecords) && !bytes.Equal(name, bucketLogs) &&
+			(format != formatVersionLogs || !bytes.Equal(name, bucketKeys)) {
 			walk(b)
 		}
 		return nil
