@@ -96,14 +96,14 @@ func TestOpenForLoadChecksInBackground(t *testing.T) {
 	}
 }
 
-// unreachablePage returns a bbolt file like clean with one zeroed page
-// appended and its newer meta page's high-water mark raised over it (the
-// meta's checksum made again): a page that no bucket reaches and the
-// free list does not hold, which only bbolt's consistency check notices.
+// unreachablePage returns a bbolt file like clean with its newer meta
+// page's high-water mark raised over one more page, zeroed (the meta's
+// checksum made again): a page that no bucket reaches and the free list
+// does not hold, which only bbolt's consistency check notices.
 func unreachablePage(t *testing.T, clean []byte) []byte {
 	t.Helper()
 	pageSize := os.Getpagesize()
-	b := append(bytes.Clone(clean), make([]byte, pageSize)...)
+	b := bytes.Clone(clean)
 	// bbolt's meta, after the 16-byte page header: magic, version, page
 	// size, flags (4 bytes each), root bucket (16), freelist page (8),
 	// high-water mark (8), txid (8), then the FNV-64a checksum of all
@@ -113,12 +113,13 @@ func unreachablePage(t *testing.T, clean []byte) []byte {
 	if binary.LittleEndian.Uint64(b[pageSize+meta+txidAt:]) > binary.LittleEndian.Uint64(b[meta+txidAt:]) {
 		newer = 1
 	}
-	m := b[newer*pageSize+meta:]
-	hwm := binary.LittleEndian.Uint64(m[pgidAt:])
-	if int(hwm)*pageSize != len(clean) {
-		t.Fatalf("high-water mark %d pages, file %d bytes: the test wants no slack after it", hwm, len(clean))
+	hwm := int(binary.LittleEndian.Uint64(b[newer*pageSize+meta+pgidAt:]))
+	if len(b) < (hwm+1)*pageSize {
+		b = append(b, make([]byte, (hwm+1)*pageSize-len(b))...)
 	}
-	binary.LittleEndian.PutUint64(m[pgidAt:], hwm+1)
+	clear(b[hwm*pageSize : (hwm+1)*pageSize])
+	m := b[newer*pageSize+meta:]
+	binary.LittleEndian.PutUint64(m[pgidAt:], uint64(hwm+1))
 	h := fnv.New64a()
 	h.Write(m[:sumAt])
 	binary.LittleEndian.PutUint64(m[sumAt:], h.Sum64())
