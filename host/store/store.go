@@ -359,7 +359,10 @@ func (s *Store) checkPageSpans(tx *bolt.Tx) error {
 // bytes below its high-water mark: it calls damaged for each page in use
 // that is wrong, and stops at its error. free says whether a page is
 // free (nil: none is, every page's header is read). It maps the file
-// read-only to read the pages.
+// read-only to read the pages. The walk of the tree of pages
+// (treeDamage) needs nothing of the walk in file order: it runs beside
+// it, on a goroutine of its own, and its finding is given to damaged
+// after the other's, as if it had run after it.
 func walkPages(path string, size int64, pageSize int, free func(id int) (bool, error), damaged func(id int, why string) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -379,6 +382,8 @@ func walkPages(path string, size int64, pageSize int, free func(id int) (bool, e
 		return err
 	}
 	defer syscall.Munmap(data)
+	tree := treeDamageBeside(data, pageSize, hwm)
+	defer func() { <-tree.done }() // before the unmap, on every return
 	for id := 2; id < hwm; {
 		if free != nil {
 			isFree, err := free(id)
@@ -405,10 +410,41 @@ func walkPages(path string, size int64, pageSize int, free func(id int) (bool, e
 		}
 		id += overflow + 1
 	}
-	if id, why := treeDamage(data, pageSize, hwm); why != "" {
+	if id, why := tree.wait(); why != "" {
 		return damaged(id, why)
 	}
 	return nil
+}
+
+// treeWalk is treeDamage running on a goroutine of its own.
+type treeWalk struct {
+	done    chan struct{}
+	id      int
+	why     string
+	panicky any // what treeDamage panicked with, if it did
+}
+
+// treeDamageBeside starts treeDamage on the mapped file data.
+func treeDamageBeside(data []byte, pageSize, hwm int) *treeWalk {
+	w := &treeWalk{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer func() { w.panicky = recover() }()
+		debug.SetPanicOnFault(true)
+		w.id, w.why = treeDamage(data, pageSize, hwm)
+	}()
+	return w
+}
+
+// wait returns treeDamage's finding once it is done; a panic of it is
+// raised again here, on the caller's goroutine, where open recovers it
+// as it did when the walk ran there.
+func (w *treeWalk) wait() (int, string) {
+	<-w.done
+	if p := w.panicky; p != nil {
+		panic(p)
+	}
+	return w.id, w.why
 }
 
 // treeDamage walks the tree of pages from the root bucket that the
