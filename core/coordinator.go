@@ -147,7 +147,6 @@ func (c *Coordinator) Loaded(now int64) Output {
 	}
 	c.loading = false
 	c.timerHeap.init()
-	c.dec = records.Decoder{} // its slabs' unused parts were the replay's: let them go
 	return c.end()
 }
 

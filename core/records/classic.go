@@ -22,7 +22,7 @@ const GroupMetadataWriteVersion int16 = 3
 func init() {
 	registerRecordType(RecGroupMetadata, recordType{
 		name:          "GroupMetadata",
-		decodeKey:     func(r *reader) RecordKey { return boxKey(r, GroupMetadataKey{GroupID: r.groupID()}) },
+		decodeKey:     func(r *reader) RecordKey { return GroupMetadataKey{GroupID: r.groupID()} },
 		decodeValueAt: decodeGroupMetadataValue,
 	})
 }
@@ -231,5 +231,5 @@ func decodeGroupMetadataValue(r *reader, version int16) RecordValue {
 	if flex {
 		r.noTags()
 	}
-	return boxValue(r, v)
+	return v
 }

@@ -22,44 +22,44 @@ const (
 func init() {
 	registerRecordType(RecConsumerGroupMetadata, recordType{
 		name:        "ConsumerGroupMetadata",
-		decodeKey:   func(r *reader) RecordKey { return boxKey(r, ConsumerGroupMetadataKey{GroupID: r.groupID()}) },
+		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeConsumerGroupMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupPartitionMetadata, recordType{
 		name:        "ConsumerGroupPartitionMetadata",
-		decodeKey:   func(r *reader) RecordKey { return boxKey(r, ConsumerGroupPartitionMetadataKey{GroupID: r.groupID()}) },
+		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupPartitionMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeConsumerGroupPartitionMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupMemberMetadata, recordType{
 		name: "ConsumerGroupMemberMetadata",
 		decodeKey: func(r *reader) RecordKey {
-			return boxKey(r, ConsumerGroupMemberMetadataKey{GroupID: r.groupID(), MemberID: r.memberID()})
+			return ConsumerGroupMemberMetadataKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeConsumerGroupMemberMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupTargetAssignmentMetadata, recordType{
 		name:        "ConsumerGroupTargetAssignmentMetadata",
-		decodeKey:   func(r *reader) RecordKey { return boxKey(r, ConsumerGroupTargetAssignmentMetadataKey{GroupID: r.groupID()}) },
+		decodeKey:   func(r *reader) RecordKey { return ConsumerGroupTargetAssignmentMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeConsumerGroupTargetAssignmentMetadataValue,
 	})
 	registerRecordType(RecConsumerGroupTargetAssignmentMember, recordType{
 		name: "ConsumerGroupTargetAssignmentMember",
 		decodeKey: func(r *reader) RecordKey {
-			return boxKey(r, ConsumerGroupTargetAssignmentMemberKey{GroupID: r.groupID(), MemberID: r.memberID()})
+			return ConsumerGroupTargetAssignmentMemberKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeConsumerGroupTargetAssignmentMemberValue,
 	})
 	registerRecordType(RecConsumerGroupCurrentMemberAssignment, recordType{
 		name: "ConsumerGroupCurrentMemberAssignment",
 		decodeKey: func(r *reader) RecordKey {
-			return boxKey(r, ConsumerGroupCurrentMemberAssignmentKey{GroupID: r.groupID(), MemberID: r.memberID()})
+			return ConsumerGroupCurrentMemberAssignmentKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeConsumerGroupCurrentMemberAssignmentValue,
 	})
 	registerRecordType(RecConsumerGroupRegularExpression, recordType{
 		name: "ConsumerGroupRegularExpression",
 		decodeKey: func(r *reader) RecordKey {
-			return boxKey(r, ConsumerGroupRegularExpressionKey{GroupID: r.groupID(), RegularExpression: r.classicString()})
+			return ConsumerGroupRegularExpressionKey{GroupID: r.groupID(), RegularExpression: r.classicString()}
 		},
 		decodeValue: decodeConsumerGroupRegularExpressionValue,
 	})
@@ -325,7 +325,7 @@ func decodeConsumerGroupMetadataValue(r *reader) RecordValue {
 		}
 		return true
 	})
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 4 ----
@@ -376,7 +376,7 @@ func decodeConsumerGroupMemberMetadataValue(r *reader) RecordValue {
 		}
 		return true
 	})
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 6 ----
@@ -399,7 +399,7 @@ func (v ConsumerGroupTargetAssignmentMemberValue) encodeValue(w *writer) {
 func decodeConsumerGroupTargetAssignmentMemberValue(r *reader) RecordValue {
 	v := ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: readTopicPartitions(r, false)}
 	r.noTags()
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 8 ----
@@ -418,7 +418,7 @@ func decodeConsumerGroupCurrentMemberAssignmentValue(r *reader) RecordValue {
 	v.AssignedPartitions = readTopicPartitions(r, true)
 	v.PartitionsPendingRevocation = readTopicPartitions(r, true)
 	r.noTags()
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 16 ----
@@ -433,5 +433,5 @@ func (v ConsumerGroupRegularExpressionValue) encodeValue(w *writer) {
 func decodeConsumerGroupRegularExpressionValue(r *reader) RecordValue {
 	v := ConsumerGroupRegularExpressionValue{Topics: r.compactStrings(), Version: r.int64(), Timestamp: r.int64()}
 	r.noTags()
-	return boxValue(r, v)
+	return v
 }

@@ -64,12 +64,9 @@ type versionedValue interface {
 
 var recordTypes = map[int16]recordType{}
 
-// typeSlots bounds the record type numbers: 0 to typeSlots-1.
-const typeSlots = 64
-
 // typeTable holds recordTypes indexed by type: a record's decode looks
 // its type up there, not in the map.
-var typeTable [typeSlots]*recordType
+var typeTable [64]*recordType
 
 // registerRecordType adds a record type to the decoder table. It is called
 // from init functions; registering a type twice is a programming error.

@@ -19,38 +19,38 @@ const (
 func init() {
 	registerRecordType(RecStreamsGroupMetadata, recordType{
 		name:        "StreamsGroupMetadata",
-		decodeKey:   func(r *reader) RecordKey { return boxKey(r, StreamsGroupMetadataKey{GroupID: r.groupID()}) },
+		decodeKey:   func(r *reader) RecordKey { return StreamsGroupMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeStreamsGroupMetadataValue,
 	})
 	registerRecordType(RecStreamsGroupMemberMetadata, recordType{
 		name: "StreamsGroupMemberMetadata",
 		decodeKey: func(r *reader) RecordKey {
-			return boxKey(r, StreamsGroupMemberMetadataKey{GroupID: r.groupID(), MemberID: r.memberID()})
+			return StreamsGroupMemberMetadataKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeStreamsGroupMemberMetadataValue,
 	})
 	registerRecordType(RecStreamsGroupTargetAssignmentMetadata, recordType{
 		name:        "StreamsGroupTargetAssignmentMetadata",
-		decodeKey:   func(r *reader) RecordKey { return boxKey(r, StreamsGroupTargetAssignmentMetadataKey{GroupID: r.groupID()}) },
+		decodeKey:   func(r *reader) RecordKey { return StreamsGroupTargetAssignmentMetadataKey{GroupID: r.groupID()} },
 		decodeValue: decodeStreamsGroupTargetAssignmentMetadataValue,
 	})
 	registerRecordType(RecStreamsGroupTargetAssignmentMember, recordType{
 		name: "StreamsGroupTargetAssignmentMember",
 		decodeKey: func(r *reader) RecordKey {
-			return boxKey(r, StreamsGroupTargetAssignmentMemberKey{GroupID: r.groupID(), MemberID: r.memberID()})
+			return StreamsGroupTargetAssignmentMemberKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeStreamsGroupTargetAssignmentMemberValue,
 	})
 	registerRecordType(RecStreamsGroupCurrentMemberAssignment, recordType{
 		name: "StreamsGroupCurrentMemberAssignment",
 		decodeKey: func(r *reader) RecordKey {
-			return boxKey(r, StreamsGroupCurrentMemberAssignmentKey{GroupID: r.groupID(), MemberID: r.memberID()})
+			return StreamsGroupCurrentMemberAssignmentKey{GroupID: r.groupID(), MemberID: r.memberID()}
 		},
 		decodeValue: decodeStreamsGroupCurrentMemberAssignmentValue,
 	})
 	registerRecordType(RecStreamsGroupTopology, recordType{
 		name:        "StreamsGroupTopology",
-		decodeKey:   func(r *reader) RecordKey { return boxKey(r, StreamsGroupTopologyKey{GroupID: r.groupID()}) },
+		decodeKey:   func(r *reader) RecordKey { return StreamsGroupTopologyKey{GroupID: r.groupID()} },
 		decodeValue: decodeStreamsGroupTopologyValue,
 	})
 }
@@ -410,7 +410,7 @@ func decodeStreamsGroupMetadataValue(r *reader) RecordValue {
 		}
 		return true
 	})
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 19 ----
@@ -455,7 +455,7 @@ func decodeStreamsGroupMemberMetadataValue(r *reader) RecordValue {
 	}
 	v.ClientTags = readKeyValues(r, false)
 	r.tags(func(tag uint64, sub *reader) bool { return readClassicMemberTag(tag, sub, &v) })
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 20 ----
@@ -478,7 +478,7 @@ func decodeStreamsGroupTargetAssignmentMetadataValue(r *reader) RecordValue {
 		v.AssignmentTimestamp = sub.int64()
 		return true
 	})
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 21 ----
@@ -497,7 +497,7 @@ func decodeStreamsGroupTargetAssignmentMemberValue(r *reader) RecordValue {
 		WarmupTasks:  readTaskIDs(r, false),
 	}
 	r.noTags()
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 22 ----
@@ -528,7 +528,7 @@ func decodeStreamsGroupCurrentMemberAssignmentValue(r *reader) RecordValue {
 	v.StandbyTasksPendingRevocation = readTaskIDs(r, true)
 	v.WarmupTasksPendingRevocation = readTaskIDs(r, true)
 	r.noTags()
-	return boxValue(r, v)
+	return v
 }
 
 // ---- 23 ----
@@ -580,5 +580,5 @@ func decodeStreamsGroupTopologyValue(r *reader) RecordValue {
 		r.fail(errNullArray)
 	}
 	r.noTags()
-	return boxValue(r, v)
+	return v
 }

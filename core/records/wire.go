@@ -36,9 +36,6 @@ type slabs struct {
 	tasks  []TaskIDs
 	tps    []TopicPartitions
 	chars  strings.Builder // strings' bytes: written once, never changed
-	// boxes are the slabs of keys (2t) and values (2t+1) of record type
-	// t (box.go).
-	boxes [2 * typeSlots]any
 }
 
 // textSlabLen is the size of a new slab of string bytes; a string of
