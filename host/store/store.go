@@ -421,7 +421,7 @@ type treeWalk struct {
 	done    chan struct{}
 	id      int
 	why     string
-	panicky any // what treeDamage panicked with, if it did
+	panicked any // what treeDamage panicked with, if it did
 }
 
 // treeDamageBeside starts treeDamage on the mapped file data.
@@ -429,7 +429,7 @@ func treeDamageBeside(data []byte, pageSize, hwm int) *treeWalk {
 	w := &treeWalk{done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		defer func() { w.panicky = recover() }()
+		defer func() { w.panicked = recover() }()
 		debug.SetPanicOnFault(true)
 		w.id, w.why = treeDamage(data, pageSize, hwm)
 	}()
@@ -441,7 +441,7 @@ func treeDamageBeside(data []byte, pageSize, hwm int) *treeWalk {
 // as it did when the walk ran there.
 func (w *treeWalk) wait() (int, string) {
 	<-w.done
-	if p := w.panicky; p != nil {
+	if p := w.panicked; p != nil {
 		panic(p)
 	}
 	return w.id, w.why
