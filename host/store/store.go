@@ -418,9 +418,9 @@ func walkPages(path string, size int64, pageSize int, free func(id int) (bool, e
 
 // treeWalk is treeDamage running on a goroutine of its own.
 type treeWalk struct {
-	done    chan struct{}
-	id      int
-	why     string
+	done     chan struct{}
+	id       int
+	why      string
 	panicked any // what treeDamage panicked with, if it did
 }
 
