@@ -157,6 +157,11 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if s.wiring.Coordinator == nil {
 		return nil, errors.New("group coordinator: the factory returned no coordinator")
 	}
+	if s.store != nil {
+		if err := s.store.Verified(); err != nil { // whatever the factory did with the store
+			return nil, err
+		}
+	}
 	for _, node := range s.dp.Nodes() {
 		if _, _, err := s.advertise(node); err != nil {
 			return nil, err
@@ -179,7 +184,7 @@ func (s *Server) openStore() error {
 				"(restore the store from a backup, or run `coordhost repair` with this configuration to start with an empty store)", path, store.ErrMissing, dp)
 		}
 	}
-	st, err := store.Open(path)
+	st, err := store.OpenForLoad(path) // its last check runs beside the replay; Verified before serving
 	if err != nil {
 		return err
 	}

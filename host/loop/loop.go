@@ -263,6 +263,9 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 	} else if err == nil {
 		err = l.rt.LoadAll(ctx)
 	}
+	if err == nil && d.Store != nil {
+		err = d.Store.Verified() // store.OpenForLoad's check, run beside the replay
+	}
 	if err != nil {
 		l.cancel()
 		l.stopAll(context.Background())

@@ -36,14 +36,16 @@ func FuzzDamagedPartitionedFile(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, off uint32, patch []byte) {
 		path := patchedFile(t, clean, off, patch)
-		checkOpenWhole(t, path, want)
+		opened := checkOpenWhole(t, path, want)
+		checkOpenForLoad(t, path, opened)
 		checkSalvageHonest(t, path, want, ever)
 	})
 }
 
 // checkOpenWhole: Open refuses the file with ErrCorrupt naming it, or
 // every partition replays to exactly want (keyed by partition, then key).
-func checkOpenWhole(t *testing.T, path string, want []map[string]string) {
+// It returns whether Open opened the file.
+func checkOpenWhole(t *testing.T, path string, want []map[string]string) bool {
 	t.Helper()
 	refused := func(what string, err error) bool {
 		if err == nil {
@@ -56,7 +58,7 @@ func checkOpenWhole(t *testing.T, path string, want []map[string]string) {
 	}
 	s, err := Open(path)
 	if refused("open", err) {
-		return
+		return false
 	}
 	defer s.Close()
 	total := 0
@@ -83,6 +85,29 @@ func checkOpenWhole(t *testing.T, path string, want []map[string]string) {
 		if fmt.Sprint(got) != fmt.Sprint(m) {
 			t.Fatalf("partition %d replayed %d records unlike the %d written:\n got %v\nwant %v", p, len(got), len(m), got, m)
 		}
+	}
+	return true
+}
+
+// checkOpenForLoad: OpenForLoad, its partitions lent while bbolt's
+// check runs in the background, then Verified, refuses the file (at
+// open or at Verified, with ErrCorrupt naming it) exactly when Open
+// did, and never crashes.
+func checkOpenForLoad(t *testing.T, path string, opened bool) {
+	t.Helper()
+	s, err := OpenForLoad(path)
+	if err == nil {
+		for p := range fuzzParts {
+			_ = s.LendPartition(p, func(Entry) error { return nil })
+		}
+		err = s.Verified()
+		s.Close()
+	}
+	if (err == nil) != opened {
+		t.Fatalf("Open opened the file: %v; OpenForLoad and Verified: %v", opened, err)
+	}
+	if err != nil && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path)) {
+		t.Fatalf("OpenForLoad: %v, want ErrCorrupt naming the file", err)
 	}
 }
 

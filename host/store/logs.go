@@ -192,7 +192,11 @@ type logSum struct {
 // fails its job with ErrCorrupt.
 func (s *Store) sumJobs(seed maphash.Seed, jobs []logSum, next *atomic.Int64) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+	for t := int(next.Add(1) - 1); t < len(jobs); t = int(next.Add(1) - 1) {
+		// The keys index, one job with as many entries as all the
+		// logs together, is taken first: taken last, it ran on one
+		// core alone once the logs were done.
+		i := (t + len(jobs) - 1) % len(jobs)
 		func() {
 			defer func() {
 				if r := recover(); r != nil {

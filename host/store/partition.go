@@ -133,6 +133,9 @@ func (s *Store) AppendPartitions(batches []PartitionBatch) error {
 			}
 		}
 	}
+	if err := s.Verified(); err != nil { // OpenForLoad: never write a file that fails its check
+		return fmt.Errorf("%w: %w", runtime.ErrStorage, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range batches {

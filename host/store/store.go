@@ -96,13 +96,78 @@ type Store struct {
 	maxRecord int
 	// atOpen is the number of live records found at open.
 	atOpen int
+	// check is bbolt's consistency check when OpenForLoad runs it in
+	// the background; nil when open ran it.
+	check *consistencyCheck
+}
+
+// consistencyCheck is bbolt's consistency check running on a read
+// transaction of its own; err is set before done closes.
+type consistencyCheck struct {
+	done chan struct{}
+	err  error
 }
 
 // Open opens (creating if needed) the store file at path and checks it: a
 // file that is not a coordhost store, a failed bbolt consistency check, or a
 // record whose checksum does not match fails Open with an error naming the
 // file — the store is never silently reset.
-func Open(path string) (s *Store, err error) { return open(path, false) }
+func Open(path string) (s *Store, err error) { return open(path, false, false) }
+
+// OpenForLoad is Open for a start that replays the store at once. Every
+// check of Open but the last runs before it returns (the page walks,
+// every record's checksum, the keys index against the logs); the last,
+// bbolt's consistency check of the whole file (each page reachable once
+// or free, keys in order), runs in the background beside the replay,
+// after the others have read every page it reads. Until it has passed,
+// every write waits for it and fails with its error if it fails, so a
+// damaged file is never written to; reads do not wait. The caller
+// serves nothing from the store, and acknowledges nothing, before
+// Verified has returned nil.
+func OpenForLoad(path string) (*Store, error) { return open(path, false, true) }
+
+// Verified waits for the consistency check of a store opened with
+// OpenForLoad and returns its result: nil, or an error wrapping
+// ErrCorrupt that names the file. For a store opened otherwise it
+// returns nil at once (open ran every check).
+func (s *Store) Verified() error {
+	if s.check == nil {
+		return nil
+	}
+	<-s.check.done
+	return s.check.err
+}
+
+// checkInBackground starts bbolt's consistency check of the file on a
+// read transaction of its own (s.check).
+func (s *Store) checkInBackground() error {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	s.check = &consistencyCheck{done: make(chan struct{})}
+	go func() {
+		defer close(s.check.done)
+		s.check.err = s.consistency(tx)
+		_ = tx.Rollback()
+	}()
+	return nil
+}
+
+// consistency runs bbolt's consistency check on tx: nil, or the first
+// error it reports, as ErrCorrupt.
+func (s *Store) consistency(tx *bolt.Tx) error {
+	var first error
+	for err := range tx.Check() { // drain fully: Check's goroutine writes every error
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return s.corrupt("bbolt consistency check: " + first.Error())
+	}
+	return nil
+}
 
 // OpenNew creates a new store at path, which must not exist, even where
 // the marker of a lost store is (the operator's repair).
@@ -110,10 +175,13 @@ func OpenNew(path string) (*Store, error) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("store %s: exists already", path)
 	}
-	return open(path, true)
+	return open(path, true, false)
 }
 
-func open(path string, replace bool) (s *Store, err error) {
+// open opens the store at path; background runs bbolt's consistency
+// check in the background (OpenForLoad) where the store needs no
+// conversion.
+func open(path string, replace, background bool) (s *Store, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a damaged length can point outside the mapped file
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -151,7 +219,7 @@ func open(path string, replace bool) (s *Store, err error) {
 		return nil, fmt.Errorf("store %s: %w: %v %s", path, ErrCorrupt, err, repairHint)
 	}
 	s = &Store{path: path, db: db, maxRecord: MaxRecordSize}
-	if err := s.init(fresh); err != nil {
+	if err := s.init(fresh, background); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -163,9 +231,11 @@ func open(path string, replace bool) (s *Store, err error) {
 }
 
 // init checks an existing store read-only (a damaged file is never
-// written to) and lays out a new one.
-func (s *Store) init(fresh bool) error {
-	empty, format := false, uint32(0)
+// written to) and lays out a new one. With background, a store of the
+// current format leaves bbolt's consistency check running
+// (checkInBackground) once every other check passed.
+func (s *Store) init(fresh, background bool) error {
+	empty, format, deferred := false, uint32(0), false
 	err := s.db.View(func(tx *bolt.Tx) error {
 		// First, before bbolt reads a page's elements: every page in use
 		// spans pages below the high-water mark, and its elements lie
@@ -209,26 +279,25 @@ func (s *Store) init(fresh bool) error {
 			return s.corrupt("missing sequence counter or record buckets")
 		}
 		s.nextSeq = binary.BigEndian.Uint64(n)
-		// Every page is read here first, on this goroutine, where a panic
-		// of bbolt on a damaged page is recovered into ErrCorrupt; its
-		// consistency check runs on a goroutine of its own.
-		walkBuckets(tx)
+		// Every page is read first, here and in checkRecords, under
+		// recovery, where a panic of bbolt on a damaged page becomes
+		// ErrCorrupt; bbolt's consistency check runs on a goroutine of
+		// its own, where nothing could recover it, and only after.
+		walkBuckets(tx, format)
 		if err := s.checkRecords(tx, format); err != nil {
 			return err
 		}
-		var first error
-		for err := range tx.Check() { // drain fully: Check's goroutine writes every error
-			if first == nil {
-				first = err
-			}
+		if background && format == formatVersionLogs {
+			deferred = true
+			return nil
 		}
-		if first != nil {
-			return s.corrupt("bbolt consistency check: " + first.Error())
-		}
-		return nil
+		return s.consistency(tx)
 	})
 	if err != nil {
 		return err
+	}
+	if deferred {
+		return s.checkInBackground()
 	}
 	if format == formatVersionPartitioned || format == formatVersionHashedKeys {
 		return s.convertToLogs()
@@ -290,7 +359,10 @@ func (s *Store) checkPageSpans(tx *bolt.Tx) error {
 // bytes below its high-water mark: it calls damaged for each page in use
 // that is wrong, and stops at its error. free says whether a page is
 // free (nil: none is, every page's header is read). It maps the file
-// read-only to read the pages.
+// read-only to read the pages. The walk of the tree of pages
+// (treeDamage) needs nothing of the walk in file order: it runs beside
+// it, on a goroutine of its own, and its finding is given to damaged
+// after the other's, as if it had run after it.
 func walkPages(path string, size int64, pageSize int, free func(id int) (bool, error), damaged func(id int, why string) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -310,6 +382,8 @@ func walkPages(path string, size int64, pageSize int, free func(id int) (bool, e
 		return err
 	}
 	defer syscall.Munmap(data)
+	tree := treeDamageBeside(data, pageSize, hwm)
+	defer func() { <-tree.done }() // before the unmap, on every return
 	for id := 2; id < hwm; {
 		if free != nil {
 			isFree, err := free(id)
@@ -336,10 +410,41 @@ func walkPages(path string, size int64, pageSize int, free func(id int) (bool, e
 		}
 		id += overflow + 1
 	}
-	if id, why := treeDamage(data, pageSize, hwm); why != "" {
+	if id, why := tree.wait(); why != "" {
 		return damaged(id, why)
 	}
 	return nil
+}
+
+// treeWalk is treeDamage running on a goroutine of its own.
+type treeWalk struct {
+	done     chan struct{}
+	id       int
+	why      string
+	panicked any // what treeDamage panicked with, if it did
+}
+
+// treeDamageBeside starts treeDamage on the mapped file data.
+func treeDamageBeside(data []byte, pageSize, hwm int) *treeWalk {
+	w := &treeWalk{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer func() { w.panicked = recover() }()
+		debug.SetPanicOnFault(true)
+		w.id, w.why = treeDamage(data, pageSize, hwm)
+	}()
+	return w
+}
+
+// wait returns treeDamage's finding once it is done; a panic of it is
+// raised again here, on the caller's goroutine, where open recovers it
+// as it did when the walk ran there.
+func (w *treeWalk) wait() (int, string) {
+	<-w.done
+	if p := w.panicked; p != nil {
+		panic(p)
+	}
+	return w.id, w.why
 }
 
 // treeDamage walks the tree of pages from the root bucket that the
@@ -480,7 +585,8 @@ func checkMetaPages(path string) error {
 // list's page that the newer meta page of f names: bbolt's consistency
 // check reads that page on a goroutine of its own, where a page that
 // does not identify as itself is a panic no one can recover. (Every
-// other page it reads, the walk of the buckets at open reads first.)
+// other page it reads, the walks at open read first: walkBuckets, and
+// checkLogs the logs and the keys index.)
 // Call it after metaDamage.
 func freelistDamage(f *os.File) error {
 	const freelistFlag, noFreelist = 0x10, ^uint64(0)
@@ -564,9 +670,12 @@ func metaDamage(f *os.File) error {
 }
 
 // walkBuckets reads every byte of every key and value of every bucket
-// of tx but the records and logs (a damaged length faults here, under
-// SetPanicOnFault); checkRecords reads those.
-func walkBuckets(tx *bolt.Tx) {
+// of tx but the records and logs, and in format 4 the keys index (a
+// damaged length faults here, under SetPanicOnFault); checkRecords reads
+// those, the logs and the keys index in parallel (checkLogs), each under
+// its own recovery, so a walk here would only read the largest bucket
+// of the file once more, on one core.
+func walkBuckets(tx *bolt.Tx, format uint32) {
 	var walk func(b *bolt.Bucket)
 	walk = func(b *bolt.Bucket) {
 		b.ForEach(func(k, v []byte) error {
@@ -580,7 +689,8 @@ func walkBuckets(tx *bolt.Tx) {
 		})
 	}
 	tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		if !bytes.Equal(name, bucketRecords) && !bytes.Equal(name, bucketLogs) {
+		if !bytes.Equal(name, bucketRecords) && !bytes.Equal(name, bucketLogs) &&
+			(format != formatVersionLogs || !bytes.Equal(name, bucketKeys)) {
 			walk(b)
 		}
 		return nil
@@ -686,6 +796,9 @@ func (s *Store) Append(batch []Record) (uint64, error) {
 		if hashedKey(r.Key) {
 			return 0, fmt.Errorf("store append: record %d: %w: a key of %d bytes is held by a partitioned store only", i, runtime.ErrInvalidRecord, len(r.Key))
 		}
+	}
+	if err := s.Verified(); err != nil {
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -821,5 +934,11 @@ func (s *Store) decode(seqKey, key, raw []byte) (Entry, error) {
 	return e, nil
 }
 
-// Close flushes and closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close flushes and closes the file, after the background consistency
+// check (OpenForLoad) has finished.
+func (s *Store) Close() error {
+	if s.check != nil {
+		<-s.check.done
+	}
+	return s.db.Close()
+}
