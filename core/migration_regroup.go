@@ -51,10 +51,13 @@ func (c *Coordinator) noteDeparture(group, process string) {
 	if had && c.now-old.at <= window {
 		d.members = old.members + 1
 	}
-	if !had && (len(byProcess) >= departuresKept || byProcess == nil && len(all) >= departuresKept) {
+	full := func() bool {
+		return len(byProcess) >= departuresKept || byProcess == nil && len(all) >= departuresKept
+	}
+	if !had && full() {
 		c.expireDepartures()
-		byProcess = c.migration.departed[group]
-		if len(byProcess) >= departuresKept || byProcess == nil && len(c.migration.departed) >= departuresKept {
+		byProcess = all[group]
+		if full() {
 			return
 		}
 	}

@@ -269,13 +269,14 @@ func (p *partition) round(sh Shard, evs []Event) {
 		if ev.Read {
 			commit(sh)
 		}
+		clean := false // ev's state is untouched by anything not yet durable
 		if len(recs) > 0 && p.untainted(ev, cur) {
 			// The round so far wrote records of other keys only: it is
 			// sealed here, so that ev, if it writes nothing, ends a round
 			// of its own that depends on nothing in flight and is
 			// answered at once, not after those records' append.
 			p.seal(sh, recs, nil, false)
-			recs, cur = nil, roundTaint{}
+			recs, cur, clean = nil, roundTaint{}, true
 		}
 		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, ev.Input)
@@ -291,7 +292,9 @@ func (p *partition) round(sh Shard, evs []Event) {
 			sh.Rollback(err)
 			recs, cur = nil, roundTaint{}
 		default:
-			early = len(recs) == 0 && len(out) == 0 && p.untainted(ev, cur)
+			// A round sealed just before ev holds no record of its key,
+			// so a clean ev needs no second look at the rounds in flight.
+			early = len(recs) == 0 && len(out) == 0 && (clean || p.untainted(ev, cur))
 			recs = append(recs, out...)
 			cur.add(out)
 			if len(recs) == 0 && i < len(evs)-1 {
