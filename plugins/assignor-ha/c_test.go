@@ -203,11 +203,16 @@ func TestCEqualsGoOnLargeGroups(t *testing.T) {
 // stateless subtopologies), then end offsets, warm-up and lag settings,
 // client tags with rack-aware tags, and a probing interval, each some of
 // the time.
-func randomGroup(seed uint64) *abi.AssignRequest {
+func randomGroup(seed uint64) *abi.AssignRequest { return randomGroupUpTo(seed, 24, 16) }
+
+// randomGroupUpTo is randomGroup with up to maxMembers members and fewer
+// than maxParts partitions per subtopology (randomGroup's draws for 24
+// and 16).
+func randomGroupUpTo(seed uint64, maxMembers, maxParts int) *abi.AssignRequest {
 	rng := rand.New(rand.NewPCG(seed, 0xc0de))
-	members := 1 + rng.IntN(24)
+	members := 1 + rng.IntN(maxMembers)
 	req := abitest.Generate(abitest.Shape{Members: members, Processes: 1 + rng.IntN(members),
-		Subtopologies: 1 + rng.IntN(4), Partitions: rng.IntN(16), StatelessEach: rng.IntN(4),
+		Subtopologies: 1 + rng.IntN(4), Partitions: rng.IntN(maxParts), StatelessEach: rng.IntN(4),
 		Standbys: rng.IntN(4), History: rng.IntN(101), Offsets: rng.IntN(2) == 0,
 		RandomIDs: rng.IntN(2) == 0, Seed: seed})
 	req.Configs.NumWarmupReplicas = int32(rng.IntN(4))
