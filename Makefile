@@ -5,10 +5,11 @@ PLUGIN_DIR  ?= build/plugins
 CLANG       ?= clang
 # Main packages that build to .wasm plugins: plugins/<name>/wasm.
 WASM_MAINS  := $(patsubst %/,%,$(dir $(wildcard plugins/*/wasm/main.go)))
-# The sticky algorithm package is compiled without bounds checks in its
-# wasm build only (docs/BENCHMARKS.md, "Plugins"): up to 25 % of the call.
-# Keep in step with host/plugin/plugintest.WasmGCFlags.
-WASM_GCFLAGS := -gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B
+# The sticky and HA algorithm packages are compiled without bounds checks
+# in their wasm builds only (docs/BENCHMARKS.md, "Plugins" and "HA
+# assignor"): up to 25 % of the call. Keep in step with
+# host/plugin/plugintest.WasmGCFlags.
+WASM_GCFLAGS := -gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B -gcflags=github.com/coordhost/coordhost/plugins/assignor-ha=-B
 
 .PHONY: all build plugins plugin-check run test verify bench fuzz-ci clean
 

@@ -298,6 +298,7 @@ func buildAssignorPlugins(t *testing.T) string {
 	for _, name := range []string{"assignor-sticky", "assignor-ha"} {
 		cmd := exec.Command(goTool, "build", "-buildmode=c-shared", "-trimpath",
 			"-gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B",
+			"-gcflags=github.com/coordhost/coordhost/plugins/assignor-ha=-B",
 			"-o", filepath.Join(dir, name+".wasm"), "../plugins/"+name+"/wasm")
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -104,6 +104,7 @@ func (s *state) locate(t int32) (int32, int32) { return s.space.Locate(t) }
 // assignStatefulActives deals stateful tasks round-robin over the clients
 // in process order, ignoring previous owners, then balances them.
 func (s *state) assignStatefulActives() {
+	s.reserve(kindActive, int(s.total))
 	c := 0
 	for t := int32(0); t < s.total; t++ {
 		if s.stateful[t] {
@@ -126,15 +127,22 @@ func (s *state) assignStatelessActives() {
 
 func (s *state) result(m *movements, probing bool) *Result {
 	r := &Result{ProbingNeeded: probing, Processes: make([]ProcessAssignment, len(s.clients))}
+	n := 0
+	for c := range s.clients {
+		n += len(s.clients[c].standby)
+	}
+	standbys := make([]int32, 0, n) // every process's standbys, one after the other
 	for c := range s.clients {
 		pa := ProcessAssignment{Process: s.ids[c], Active: s.clients[c].active}
+		start := len(standbys)
 		for _, t := range s.clients[c].standby {
 			if m.isWarmup(c, t) {
 				pa.Warmup = append(pa.Warmup, t)
 			} else {
-				pa.Standby = append(pa.Standby, t)
+				standbys = append(standbys, t)
 			}
 		}
+		pa.Standby = standbys[start:len(standbys):len(standbys)]
 		r.Processes[c] = pa
 	}
 	return r

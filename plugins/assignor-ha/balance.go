@@ -1,5 +1,7 @@
 package ha
 
+import "slices"
+
 // taskKind selects the active or the standby list of a client in balance.
 type taskKind int
 
@@ -13,15 +15,29 @@ const (
 // source's tasks of the kind in order and move each one the destination
 // does not hold while shouldMove holds and allowed(source, destination);
 // repeat until a full pass moves nothing.
+//
+// A source row is skipped whole when shouldMove fails for every
+// destination: shouldMove needs fewer[src] >= more[dst], so a source with
+// fewer[src] below the least more[] of all clients moves nothing (balanced
+// clients: every row, so a pass that moves nothing costs one look per
+// client instead of one per pair). The least is recomputed at the start
+// of a row after any move, so the skip sees the loads the pairs would.
 func (s *state) balance(kind taskKind, allowed func(src, dst int) bool) {
 	for again := true; again; {
 		again = false
+		least, stale := 0.0, true
 		for src := range s.clients {
+			if stale {
+				least, stale = slices.Min(s.more), false
+			}
+			if s.fewer[src] < least {
+				continue
+			}
 			for dst := range s.clients {
 				// shouldMove first: it reads three cached floats, and most
 				// pairs fail it (src == dst too: no skew).
 				if s.shouldMove(src, dst) && s.balancePair(kind, src, dst, allowed) {
-					again = true
+					again, stale = true, true
 				}
 			}
 		}

@@ -42,11 +42,27 @@ func (s *state) newLagIndex() lagIndex {
 		}
 	}
 	for _, es := range idx {
+		sortByLag(es)
+	}
+	return idx
+}
+
+// sortByLag orders es by (lag, client). Most tasks have a few entries:
+// those are sorted in place without a comparison call per step.
+func sortByLag(es []clientLag) {
+	if len(es) > 16 {
 		slices.SortFunc(es, func(a, b clientLag) int {
 			return cmp.Or(cmp.Compare(a.lag, b.lag), cmp.Compare(a.c, b.c))
 		})
+		return
 	}
-	return idx
+	for i := 1; i < len(es); i++ {
+		x, j := es[i], i
+		for ; j > 0 && (es[j-1].lag > x.lag || (es[j-1].lag == x.lag && es[j-1].c > x.c)); j-- {
+			es[j] = es[j-1]
+		}
+		es[j] = x
+	}
 }
 
 // has reports whether client c has a lag entry for t.

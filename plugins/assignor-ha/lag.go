@@ -1,7 +1,6 @@
 package ha
 
 import (
-	"cmp"
 	"math"
 	"slices"
 
@@ -61,46 +60,73 @@ func ComputeLags(req *abi.AssignRequest) *Lags {
 			l.end[t] = endUnknown
 		}
 	}
-	offsets := make([][]abi.TaskOffset, len(req.Processes))
-	for i := range req.Members {
-		m := &req.Members[i]
-		offsets[m.Process] = append(offsets[m.Process], m.TaskOffsets...)
-		for _, t := range m.Active {
-			offsets[m.Process] = append(offsets[m.Process], abi.TaskOffset{Task: t, Offset: runningMark})
-		}
+	// Each process's entries in one pass over its members' reports: acc
+	// collects per task (runningMark, or the largest offset), touched
+	// the tasks seen, sorted once; one backing array for all processes.
+	first, next := make([]int32, len(req.Processes)), make([]int32, len(req.Members))
+	for p := range first {
+		first[p] = -1
 	}
-	for p, os := range offsets {
-		l.procs[p] = l.merge(os)
+	n := 0
+	for i := len(req.Members) - 1; i >= 0; i-- { // lists in member order
+		m := &req.Members[i]
+		next[i], first[m.Process] = first[m.Process], int32(i)
+		n += len(m.TaskOffsets) + len(m.Active)
+	}
+	acc := make([]int64, total)
+	for t := range acc {
+		acc[t] = accUnset
+	}
+	all := make([]lagEntry, 0, n)
+	var touched []int32
+	for p := range req.Processes {
+		touched = touched[:0]
+		for i := first[p]; i >= 0; i = next[i] {
+			m := &req.Members[i]
+			for _, o := range m.TaskOffsets {
+				touched = accumulate(acc, touched, o.Task, o.Offset)
+			}
+			for _, t := range m.Active {
+				touched = accumulate(acc, touched, t, runningMark)
+			}
+		}
+		slices.Sort(touched)
+		start := len(all)
+		for _, t := range touched {
+			switch v := acc[t]; {
+			case v == runningMark:
+				all = append(all, lagEntry{t, LagRunning})
+			case v >= 0:
+				all = append(all, lagEntry{t, l.lagFrom(t, v)})
+			}
+			acc[t] = accUnset
+		}
+		l.procs[p] = all[start:len(all):len(all)]
 	}
 	return l
 }
 
 // runningMark is an offset no client can report (negative reports are
-// dropped before merging), standing for "runs it as active".
+// dropped), standing for "runs it as active".
 const runningMark int64 = math.MinInt64
 
-// merge turns one process's reported offsets into its lag entries.
-func (l *Lags) merge(os []abi.TaskOffset) []lagEntry {
-	slices.SortStableFunc(os, func(a, b abi.TaskOffset) int { return cmp.Compare(a.Task, b.Task) })
-	var out []lagEntry
-	for i := 0; i < len(os); {
-		t, best, running := os[i].Task, int64(-1), false
-		for ; i < len(os) && os[i].Task == t; i++ {
-			switch o := os[i].Offset; {
-			case o == runningMark:
-				running = true
-			case o > best:
-				best = o
-			}
-		}
-		switch {
-		case running:
-			out = append(out, lagEntry{t, LagRunning})
-		case best >= 0:
-			out = append(out, lagEntry{t, l.lagFrom(t, best)})
-		}
+// accUnset marks a task ComputeLags has not seen yet for the process.
+const accUnset int64 = math.MinInt64 + 1
+
+// accumulate records one report of offset o for task t in acc: a running
+// active wins, then the largest non-negative offset; a negative offset
+// alone leaves the process without an entry (-1).
+func accumulate(acc []int64, touched []int32, t int32, o int64) []int32 {
+	v := acc[t]
+	if v == accUnset {
+		touched = append(touched, t)
+		v = -1
 	}
-	return out
+	if o == runningMark || (v != runningMark && o > v) {
+		v = o
+	}
+	acc[t] = v
+	return touched
 }
 
 func (l *Lags) lagFrom(t int32, offset int64) int64 {

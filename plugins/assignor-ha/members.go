@@ -2,7 +2,6 @@ package ha
 
 import (
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/coordhost/coordhost/abi"
@@ -17,12 +16,29 @@ import (
 // the order of the request's member list.
 func splitOverMembers(req *abi.AssignRequest, r *Result, stateful []bool) []abi.MemberAssignment {
 	out := make([]abi.MemberAssignment, len(req.Members))
+	// byProc[p] lists process p's members, in request order; all lists
+	// share one array (counted first).
 	byProc := make([][]int, len(req.Processes))
+	counts := make([]int, len(req.Processes))
+	for i := range req.Members {
+		counts[req.Members[i].Process]++
+	}
+	all, at := make([]int, len(req.Members)), 0
+	for p, n := range counts {
+		byProc[p] = all[at : at : at+n]
+		at += n
+	}
 	for i := range req.Members {
 		byProc[req.Members[i].Process] = append(byProc[req.Members[i].Process], i)
 	}
 	for _, pa := range r.Processes {
 		ms := byProc[pa.Process]
+		if len(ms) == 1 {
+			// The passes give a lone member every task, and the sets are
+			// already ascending and apart.
+			out[ms[0]] = abi.MemberAssignment{Active: pa.Active, Standby: pa.Standby, Warmup: pa.Warmup}
+			continue
+		}
 		slices.SortFunc(ms, func(a, b int) int { return strings.Compare(req.Members[a].ID, req.Members[b].ID) })
 		sp := splitter{req: req, out: out, members: ms, load: make([]int, len(ms))}
 		var statefulActive, stateless []int32
@@ -103,8 +119,16 @@ func heldBefore(m *abi.Member, t int32, stateful bool) bool {
 	if has(m.Standby, t) || has(m.Warmup, t) {
 		return true
 	}
-	i := sort.Search(len(m.TaskOffsets), func(i int) bool { return m.TaskOffsets[i].Task >= t })
-	return i < len(m.TaskOffsets) && m.TaskOffsets[i].Task == t && m.TaskOffsets[i].Offset >= 0
+	os := m.TaskOffsets
+	lo, hi := 0, len(os) // sort.Search without a closure call per probe
+	for lo < hi {
+		if mid := int(uint(lo+hi) >> 1); os[mid].Task < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo < len(os) && os[lo].Task == t && os[lo].Offset >= 0
 }
 
 func mergeSorted(a, b []int32) []int32 {

@@ -124,14 +124,35 @@ func (m *movements) isCaughtUp(c int, t int32) bool {
 	return i < len(cs) && cs[i] == c
 }
 
+// want is what a movement asks of the client a task goes to (Kafka's
+// predicates, as a value so the hot loops test it without a call).
+type want int
+
+const (
+	wantAny     want = iota // any client
+	wantStandby             // a client holding a standby of the task
+	wantFree                // a client not holding the task at all
+)
+
+// accepts reports whether client c is what w asks for, for task t.
+func (m *movements) accepts(w want, c int, t int32) bool {
+	switch w {
+	case wantStandby:
+		return m.clients[c].hasStandby(t)
+	case wantFree:
+		return !m.clients[c].hasTask(t)
+	}
+	return true
+}
+
 // mostCaughtUp is mostCaughtUpEligibleClient: walking the clients in
-// Kafka's tasksToClientByLag order (lag, then process), the first that ok
+// Kafka's tasksToClientByLag order (lag, then process), the first that w
 // accepts, looking only at clients before dst; -1 if none. The order is not
 // built (it would hold clients × tasks entries): the answer is the lesser
 // of the first accepted client with a lag entry (byLag, already in that
 // order) and the lowest accepted client without one (all at the task's
 // no-state lag).
-func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
+func (m *movements) mostCaughtUp(t int32, dst int, w want) int {
 	dstLag := m.lag(dst, t)
 	before := func(lag int64, c int) bool { return lag < dstLag || (lag == dstLag && c < dst) }
 	best, bestLag := -1, int64(0)
@@ -139,7 +160,7 @@ func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
 		if !before(e.lag, int(e.c)) {
 			break
 		}
-		if ok(int(e.c)) {
+		if m.accepts(w, int(e.c), t) {
 			best, bestLag = int(e.c), e.lag
 			break
 		}
@@ -149,7 +170,7 @@ func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
 		if !before(noState, c) || (best >= 0 && (noState > bestLag || (noState == bestLag && c > best))) {
 			break
 		}
-		if !m.byLag.has(t, c) && ok(c) {
+		if !m.byLag.has(t, c) && m.accepts(w, c, t) {
 			return c
 		}
 	}
@@ -157,15 +178,15 @@ func (m *movements) mostCaughtUp(t int32, dst int, ok func(c int) bool) int {
 }
 
 // caughtUpLeastLoaded is the caught-up ConstrainedPrioritySet's poll: the
-// least-loaded caught-up client ok accepts, ties to the lower process.
-func (m *movements) caughtUpLeastLoaded(t int32, ok func(c int) bool) int {
+// least-loaded caught-up client w accepts, ties to the lower process.
+func (m *movements) caughtUpLeastLoaded(t int32, w want) int {
 	if m.caughtUpBy == nil {
-		return m.leastLoaded(ok)
+		return m.leastLoaded(func(c int) bool { return m.accepts(w, c, t) })
 	}
 	best, bestW := -1, 0.0
 	for _, c := range m.caughtUpBy[t] {
-		if w := m.loads[c]; (best < 0 || w < bestW) && ok(c) {
-			best, bestW = c, w
+		if l := m.loads[c]; (best < 0 || l < bestW) && m.accepts(w, c, t) {
+			best, bestW = c, l
 		}
 	}
 	return best
@@ -191,15 +212,15 @@ func (m *movements) activeMovements() int {
 	for len(q) > 0 {
 		mv := q.poll()
 		t, dst := mv.task(), int(mv.dst)
-		if src := m.caughtUpLeastLoaded(t, func(c int) bool { return m.clients[c].hasStandby(t) }); src >= 0 {
+		if src := m.caughtUpLeastLoaded(t, wantStandby); src >= 0 {
 			m.swap(t, src, dst)
 			continue
 		}
-		if src := m.caughtUpLeastLoaded(t, anyClient); src >= 0 {
+		if src := m.caughtUpLeastLoaded(t, wantAny); src >= 0 {
 			m.moveActive(t, src, dst)
 			continue
 		}
-		src := m.mostCaughtUp(t, dst, anyClient)
+		src := m.mostCaughtUp(t, dst, wantAny)
 		if src < 0 {
 			panic("ha: a scheduled movement found no more caught-up client") // Kafka: IllegalStateException
 		}
@@ -211,8 +232,6 @@ func (m *movements) activeMovements() int {
 	}
 	return n
 }
-
-func anyClient(int) bool { return true }
 
 // swap is swapStandbyAndActive: src's standby becomes the active, dst keeps
 // a standby.
@@ -265,10 +284,9 @@ func (m *movements) standbyMovements() int {
 	for len(q) > 0 {
 		mv := q.poll()
 		t, dst := mv.task(), int(mv.dst)
-		eligible := func(c int) bool { return !m.clients[c].hasTask(t) }
-		src := m.caughtUpLeastLoaded(t, eligible)
+		src := m.caughtUpLeastLoaded(t, wantFree)
 		if src < 0 {
-			src = m.mostCaughtUp(t, dst, eligible)
+			src = m.mostCaughtUp(t, dst, wantFree)
 		}
 		if src < 0 {
 			continue // every more caught-up client already holds the task

@@ -14,6 +14,7 @@ func (s *state) assignStandbys(replicas int, tagKeys []string, subIDs []string) 
 	if replicas <= 0 {
 		return
 	}
+	s.reserve(kindStandby, min(replicas, len(s.clients)-1)*s.statefulCount()) // a task has one holder per client
 	allowed := anyMove
 	if len(tagKeys) > 0 {
 		s.tagAwareStandbys(replicas, tagKeys, subIDs)

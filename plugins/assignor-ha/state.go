@@ -97,6 +97,35 @@ type state struct {
 	skip []int32 // leastLoadedWithout's excluded clients, reused
 }
 
+// reserve gives every client's task list of the kind room for its share
+// of n tasks by capacity and a few more, all in one array, so that dealing
+// and balancing do not grow each list step by step (a list that outgrows
+// its room is copied as append does).
+func (s *state) reserve(kind taskKind, n int) {
+	capacity := 0
+	for c := range s.clients {
+		capacity += s.clients[c].capacity
+	}
+	if capacity == 0 {
+		return
+	}
+	room := func(c int) int { return (n*s.clients[c].capacity+capacity-1)/capacity + 4 }
+	sum := 0
+	for c := range s.clients {
+		sum += room(c)
+	}
+	all := make([]int32, sum)
+	for c := range s.clients {
+		k := room(c)
+		list := &s.clients[c].active
+		if kind == kindStandby {
+			list = &s.clients[c].standby
+		}
+		*list = append(all[:0:k], *list...)
+		all = all[k:]
+	}
+}
+
 // setLoad refreshes the cached load of client c after its lists changed.
 func (s *state) setLoad(c int) {
 	cl := &s.clients[c]

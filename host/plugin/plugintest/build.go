@@ -50,12 +50,15 @@ func cacheDir(tb testing.TB) string {
 }
 
 // WasmGCFlags are the compiler flags of every Go plugin build, the same as
-// the Makefile's WASM_GCFLAGS: the sticky algorithm package is compiled
-// without bounds checks for wasm (its indices come from a request the
-// decoder has range-checked, the host validates every response, and the
-// native build, which the parity tests run, keeps the checks; see
-// docs/BENCHMARKS.md for the measured gain).
-const WasmGCFlags = "-gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B"
+// the Makefile's WASM_GCFLAGS: the sticky and HA algorithm packages are
+// compiled without bounds checks for wasm (their indices come from a
+// request the decoder has range-checked, the host validates every
+// response, and the native builds, which the parity tests run, keep the
+// checks; see docs/BENCHMARKS.md for the measured gain).
+var WasmGCFlags = []string{
+	"-gcflags=github.com/coordhost/coordhost/plugins/assignor-sticky=-B",
+	"-gcflags=github.com/coordhost/coordhost/plugins/assignor-ha=-B",
+}
 
 // GoPlugin builds the main package at pkg (relative to the module root,
 // e.g. "plugins/assignor-sticky/wasm") and returns the .wasm bytes.
@@ -84,7 +87,8 @@ func goPluginPath(tb testing.TB, pkg string) string {
 		tb.Fatal(err)
 	}
 	path := filepath.Join(out, strings.ReplaceAll(pkg, "/", "_")+".wasm")
-	cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-trimpath", WasmGCFlags, "-o", path, "./"+pkg)
+	args := append([]string{"build", "-buildmode=c-shared", "-trimpath"}, WasmGCFlags...)
+	cmd := exec.Command(goBin, append(args, "-o", path, "./"+pkg)...)
 	cmd.Dir = Root(tb)
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -641,13 +641,26 @@ static int balance_pair(int standby, int32_t src, int32_t dst, int tag_aware) {
     return moved;
 }
 /* balance is balanceTasksOverThreads: every ordered pair of clients until
- * a full pass moves nothing */
+ * a full pass moves nothing. A source row is skipped whole when fewer[src]
+ * is below every client's more[] (should_move needs fewer[src] >=
+ * more[dst]); the least more[] is recomputed at a row's start after any
+ * move. */
 static void balance(int standby, int tag_aware) {
     for (int again = 1; again;) {
         again = 0;
-        for (int32_t src = 0; src < ncl; src++)
+        int stale = 1;
+        double least = 0;
+        for (int32_t src = 0; src < ncl; src++) {
+            if (stale) {
+                least = more[0];
+                for (int32_t c = 1; c < ncl; c++)
+                    if (more[c] < least) least = more[c];
+                stale = 0;
+            }
+            if (fewer[src] < least) continue;
             for (int32_t dst = 0; dst < ncl; dst++)
-                if (should_move(src, dst) && balance_pair(standby, src, dst, tag_aware)) again = 1;
+                if (should_move(src, dst) && balance_pair(standby, src, dst, tag_aware)) again = stale = 1;
+        }
     }
 }
 
