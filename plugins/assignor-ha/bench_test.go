@@ -14,13 +14,16 @@ import (
 
 // ratioCases are the fixed inputs of BenchmarkRatios: the kit's largest
 // group (1,000 members on 1,000 processes × 10,004 tasks × 2 standbys)
-// and two smaller groups with history and offsets.
+// and three smaller groups with history and offsets.
 func ratioCases() []abitest.Case {
+	tiny := abitest.Shape{Members: 10, Processes: 5, Subtopologies: 10, Partitions: 100,
+		Standbys: 1, History: 90, Offsets: true, RandomIDs: true, Seed: 1001}
 	small := abitest.Shape{Members: 100, Processes: 50, Subtopologies: 10, Partitions: 100,
 		Standbys: 1, History: 90, Offsets: true, RandomIDs: true, Seed: 1101}
 	mid := abitest.Shape{Members: 1000, Processes: 500, Subtopologies: 10, Partitions: 100,
 		Standbys: 1, History: 90, Offsets: true, RandomIDs: true, Seed: 2101}
 	return []abitest.Case{
+		{Name: "m10_t1k_sb1", Req: abitest.Generate(tiny)},
 		{Name: "m100_t1k_sb1", Req: abitest.Generate(small)},
 		{Name: "m1000_t1k_sb1", Req: abitest.Generate(mid)},
 		abitest.Largest(),
