@@ -2,6 +2,7 @@ package ha
 
 import (
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/coordhost/coordhost/abi"
@@ -205,14 +206,6 @@ func heldBefore(m *abi.Member, t int32, stateful bool) bool {
 	if has(m.Standby, t) || has(m.Warmup, t) {
 		return true
 	}
-	os := m.TaskOffsets
-	lo, hi := 0, len(os) // sort.Search without a closure call per probe
-	for lo < hi {
-		if mid := int(uint(lo+hi) >> 1); os[mid].Task < t {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo < len(os) && os[lo].Task == t && os[lo].Offset >= 0
+	i := sort.Search(len(m.TaskOffsets), func(i int) bool { return m.TaskOffsets[i].Task >= t })
+	return i < len(m.TaskOffsets) && m.TaskOffsets[i].Task == t && m.TaskOffsets[i].Offset >= 0
 }
