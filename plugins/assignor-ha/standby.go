@@ -14,7 +14,7 @@ func (s *state) assignStandbys(replicas int, tagKeys []string, subIDs []string) 
 	if replicas <= 0 {
 		return
 	}
-	s.reserve(kindStandby, min(replicas, len(s.clients)-1)*s.statefulCount()) // a task has one holder per client
+	s.reserve(kindStandby, min(replicas, len(s.clients)-1)*s.statefulCount()) // at most one standby per other client
 	allowed := anyMove
 	if len(tagKeys) > 0 {
 		s.tagAwareStandbys(replicas, tagKeys, subIDs)
