@@ -362,18 +362,6 @@ func partEpochsOf(tps []records.TopicPartitions, def int32) partEpochs {
 	return e
 }
 
-func (e partEpochs) equal(o partEpochs) bool {
-	if len(e) != len(o) {
-		return false
-	}
-	for tp, ep := range e {
-		if x, ok := o[tp]; !ok || x != ep {
-			return false
-		}
-	}
-	return true
-}
-
 func (s partSet) equal(o partSet) bool {
 	if len(s) != len(o) {
 		return false

@@ -1,6 +1,10 @@
 package core
 
-import "github.com/coordhost/coordhost/core/records"
+import (
+	"maps"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // Reconciliation of a consumer member toward its target (Kafka 4.4's
 // CurrentAssignmentBuilder). A member first revokes what it must give up
@@ -34,7 +38,7 @@ func (c *Coordinator) reconcileConsumer(g *consumerGroup, m *consumerMember, own
 
 func sameConsumerAssignment(a, b *consumerMember) bool {
 	return a.epoch == b.epoch && a.prevEpoch == b.prevEpoch && a.state == b.state &&
-		a.assigned.equal(b.assigned) && a.pending.equal(b.pending)
+		maps.Equal(a.assigned, b.assigned) && maps.Equal(a.pending, b.pending)
 }
 
 // reconcileStep is one run of the builder for a member.
