@@ -9,9 +9,12 @@ import (
 // validateConsumerCommit decides whether a consumer-group member may commit
 // offsets, as Kafka 4.4's ConsumerGroup.validateOffsetCommit: a negative
 // epoch on an empty group is an admin commit; a transactional commit
-// without a member comes from a producer outside the group; members must
-// use OffsetCommit v9+; the epoch must be the member's, or an older one at
-// which the member already held every committed partition (KIP-1251).
+// without a member comes from a producer outside the group; members of the
+// consumer protocol must use OffsetCommit v9+; the epoch must be the
+// member's, or an older one at which the member already held every
+// committed partition, assigned or pending revocation (KIP-1251). Classic
+// members get ILLEGAL_GENERATION where consumer-protocol members get
+// STALE_MEMBER_EPOCH.
 func (c *Coordinator) validateConsumerCommit(g *consumerGroup, memberID string, epoch int32, version int16, txn bool, topics []OffsetCommitTopic) (int16, string) {
 	if epoch < 0 && len(g.members) == 0 {
 		return 0, ""
@@ -24,31 +27,35 @@ func (c *Coordinator) validateConsumerCommit(g *consumerGroup, memberID string, 
 		e := errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
 		return e.code, e.msg
 	}
-	if m.classic != nil {
-		// A classic member: any version, its generation (Kafka's
-		// validateMemberEpoch answers ILLEGAL_GENERATION).
-		if epoch != m.epoch {
-			e := errf(kerr.IllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", epoch, m.epoch)
-			return e.code, e.msg
-		}
-		return 0, ""
-	}
-	if !txn && version < 9 {
-		return kerr.UnsupportedVersion.Code, "OffsetCommit version 9 or above must be used by members using the modern group protocol"
+	classic := m.classic != nil
+	if !txn && !classic && version < 9 {
+		return kerr.UnsupportedVersion.Code, "OffsetCommit version 9 or above must be used by members using the consumer group protocol"
 	}
 	if epoch == m.epoch {
 		return 0, ""
 	}
-	if epoch > m.epoch || epoch < 0 {
-		e := errf(kerr.StaleMemberEpoch, "Received member epoch %d does not match the current member epoch %d.", epoch, m.epoch)
+	stale, what := kerr.StaleMemberEpoch, "member epoch"
+	if classic {
+		stale, what = kerr.IllegalGeneration, "generation id"
+	}
+	if epoch > m.epoch {
+		e := errf(stale, "Received %s %d is newer than current member epoch %d.", what, epoch, m.epoch)
 		return e.code, e.msg
 	}
 	for _, t := range topics {
-		meta, ok := c.topics.byName[t.Topic]
+		meta, known := c.topics.byName[t.Topic]
 		for _, p := range t.Partitions {
-			ep, held := m.assigned[topicPart{meta.ID, p}]
-			if !ok || !held || ep > epoch {
-				e := errf(kerr.StaleMemberEpoch, "Received member epoch %d is older than the assignment epoch of %s-%d.", epoch, t.Topic, p)
+			tp := topicPart{meta.ID, p}
+			ep, held := m.assigned[tp]
+			if !held {
+				ep, held = m.pending[tp]
+			}
+			switch {
+			case !known || !held:
+				e := errf(stale, "Partition %s-%d is not assigned or pending revocation for member.", t.Topic, p)
+				return e.code, e.msg
+			case epoch < ep:
+				e := errf(stale, "Received %s %d is older than assignment epoch %d for partition %s-%d.", what, epoch, ep, t.Topic, p)
 				return e.code, e.msg
 			}
 		}
@@ -77,7 +84,7 @@ func validateConsumerFetch(g *consumerGroup, memberID *string, epoch int32) (int
 		return e.code, e.msg
 	}
 	if epoch != m.epoch {
-		e := errf(kerr.StaleMemberEpoch, "Received member epoch %d does not match the current member epoch %d.", epoch, m.epoch)
+		e := errf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
 		return e.code, e.msg
 	}
 	return 0, ""

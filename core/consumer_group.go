@@ -69,7 +69,7 @@ type consumerMember struct {
 	rebalanceTimeoutMs int32
 	serverAssignor     *string
 	assigned           partEpochs
-	pending            partSet // pending revocation
+	pending            partEpochs // pending revocation, at the epochs they were assigned at
 	// classic is set for a member that uses the classic protocol
 	// (JoinGroup/SyncGroup, bridged; consumer_migration_bridge.go).
 	classic *records.ClassicMemberMetadata
@@ -77,7 +77,7 @@ type consumerMember struct {
 
 func newConsumerMember(id string) *consumerMember {
 	return &consumerMember{id: id, state: memberStable, rebalanceTimeoutMs: -1, topics: []string{},
-		assigned: partEpochs{}, pending: partSet{}}
+		assigned: partEpochs{}, pending: partEpochs{}}
 }
 
 func (m *consumerMember) clone() *consumerMember {

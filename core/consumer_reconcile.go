@@ -1,6 +1,10 @@
 package core
 
-import "github.com/coordhost/coordhost/core/records"
+import (
+	"maps"
+
+	"github.com/coordhost/coordhost/core/records"
+)
 
 // Reconciliation of a consumer member toward its target (Kafka 4.4's
 // CurrentAssignmentBuilder). A member first revokes what it must give up
@@ -33,16 +37,8 @@ func (c *Coordinator) reconcileConsumer(g *consumerGroup, m *consumerMember, own
 }
 
 func sameConsumerAssignment(a, b *consumerMember) bool {
-	if a.epoch != b.epoch || a.prevEpoch != b.prevEpoch || a.state != b.state || len(a.assigned) != len(b.assigned) ||
-		!a.pending.equal(b.pending) {
-		return false
-	}
-	for tp, ep := range a.assigned {
-		if e, ok := b.assigned[tp]; !ok || e != ep {
-			return false
-		}
-	}
-	return true
+	return a.epoch == b.epoch && a.prevEpoch == b.prevEpoch && a.state == b.state &&
+		maps.Equal(a.assigned, b.assigned) && maps.Equal(a.pending, b.pending)
 }
 
 // reconcileStep is one run of the builder for a member.
@@ -65,7 +61,7 @@ func (b reconcileStep) build(subChanged bool) *consumerMember {
 			return b.dropUnsubscribed()
 		}
 	case memberUnrevokedTasks:
-		if b.ownsAny(m.pending) {
+		if b.ownsAny(m.pending.set()) {
 			if subChanged {
 				return b.dropUnsubscribed()
 			}
@@ -113,23 +109,23 @@ func (b reconcileStep) subscribed() map[[16]byte]bool {
 func (b reconcileStep) dropUnsubscribed() *consumerMember {
 	subs := b.subscribed()
 	n := b.m.clone()
-	n.assigned, n.pending = partEpochs{}, partSet{}
-	for tp := range b.m.pending {
-		n.pending[tp] = struct{}{}
+	n.assigned, n.pending = partEpochs{}, partEpochs{}
+	for tp, ep := range b.m.pending {
+		n.pending[tp] = ep
 	}
 	removed := false
 	for tp, ep := range b.m.assigned {
 		if subs[tp.topic] {
 			n.assigned[tp] = ep
 		} else {
-			n.pending[tp] = struct{}{}
+			n.pending[tp] = ep
 			removed = true
 		}
 	}
 	if !removed {
 		return nil
 	}
-	if len(n.pending) > 0 && b.ownsAny(n.pending) {
+	if len(n.pending) > 0 && b.ownsAny(n.pending.set()) {
 		n.state = memberUnrevokedTasks
 	} else {
 		n.pending = b.m.pending
@@ -142,16 +138,16 @@ func (b reconcileStep) computeNext(memberEpoch int32) *consumerMember {
 	g, m := b.g, b.m
 	subs := b.subscribed()
 	target := g.target[m.id]
-	kept, revoke := partEpochs{}, partSet{}
+	kept, revoke := partEpochs{}, partEpochs{}
 	for tp, ep := range m.assigned {
 		if _, ok := target[tp]; ok && subs[tp.topic] {
 			kept[tp] = ep
 		} else {
-			revoke[tp] = struct{}{}
+			revoke[tp] = ep
 		}
 	}
 	n := m.clone()
-	if len(revoke) > 0 && b.ownsAny(revoke) {
+	if len(revoke) > 0 && b.ownsAny(revoke.set()) {
 		n.prevEpoch, n.epoch = m.epoch, memberEpoch
 		n.state, n.assigned, n.pending = memberUnrevokedTasks, kept, revoke
 		return n
@@ -170,7 +166,7 @@ func (b reconcileStep) computeNext(memberEpoch int32) *consumerMember {
 		kept[tp] = g.assignmentEpoch
 	}
 	n.prevEpoch, n.epoch = m.epoch, g.assignmentEpoch
-	n.assigned, n.pending = kept, partSet{}
+	n.assigned, n.pending = kept, partEpochs{}
 	n.state = memberStable
 	if unreleased {
 		n.state = memberUnreleasedTasks

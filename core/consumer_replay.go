@@ -153,12 +153,12 @@ func applyConsumerGroupCurrentMemberAssignment(c *Coordinator, rec records.Recor
 	m := c.consumerMemberToChange(g, k.MemberID)
 	if rec.Value == nil {
 		m.epoch, m.prevEpoch = -1, -1
-		m.assigned, m.pending = partEpochs{}, partSet{}
+		m.assigned, m.pending = partEpochs{}, partEpochs{}
 	} else {
 		v := rec.Value.(records.ConsumerGroupCurrentMemberAssignmentValue)
 		m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberStateFromInt8(v.State)
 		m.assigned = partEpochsOf(v.AssignedPartitions, v.MemberEpoch)
-		m.pending = partSetOf(v.PartitionsPendingRevocation)
+		m.pending = partEpochsOf(v.PartitionsPendingRevocation, v.MemberEpoch)
 	}
 	c.putConsumerMember(g, m)
 	g.updateState()

@@ -1,8 +1,10 @@
 package core
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -453,6 +455,98 @@ func TestConsumerOlderEpochCommit(t *testing.T) {
 	req.Topics[0].Topic = "b"
 	if d, _ := h.c.decideOffsetCommit(h.now, req); d.ErrorCode != kerr.StaleMemberEpoch.Code {
 		t.Fatalf("older epoch commit of a revoked partition: %v", kerr.ErrorForCode(d.ErrorCode))
+	}
+}
+
+// TestConsumerCommitAssignmentEpochs: a commit at an older epoch is
+// checked per partition against the epoch the member got it at, for
+// partitions pending revocation too, and for classic members with
+// ILLEGAL_GENERATION where consumer-protocol members get
+// STALE_MEMBER_EPOCH (Kafka 4.4's ConsumerGroup.validateOffsetCommit and
+// its assignment-epoch validator, KIP-1251; codes and messages as Kafka's).
+func TestConsumerCommitAssignmentEpochs(t *testing.T) {
+	h := newCHarness(t, consumerTestConfig())
+	g := newConsumerGroup("g")
+	h.c.groups["g"] = g
+	m := newConsumerMember("m")
+	m.epoch, m.prevEpoch, m.state = 5, 5, memberUnrevokedTasks
+	a := func(p int32) topicPart { return topicPart{topicID("a"), p} }
+	m.assigned = partEpochs{a(0): 3, a(1): 5}
+	m.pending = partEpochs{a(2): 2}
+	g.swapMember(nil, m)
+	for _, classic := range []bool{false, true} {
+		m.classic = nil
+		stale, what := kerr.StaleMemberEpoch, "member epoch"
+		if classic {
+			m.classic = &records.ClassicMemberMetadata{SessionTimeoutMs: 10000}
+			stale, what = kerr.IllegalGeneration, "generation id"
+		}
+		for _, tc := range []struct {
+			epoch int32
+			topic string
+			part  int32
+			code  int16
+			msg   string
+		}{
+			{5, "a", 3, 0, ""},
+			{6, "a", 0, stale.Code, "Received " + what + " 6 is newer than current member epoch 5."},
+			{4, "a", 0, 0, ""},
+			{4, "a", 1, stale.Code, "Received " + what + " 4 is older than assignment epoch 5 for partition a-1."},
+			{2, "a", 2, 0, ""}, // pending revocation, got at epoch 2
+			{1, "a", 2, stale.Code, "Received " + what + " 1 is older than assignment epoch 2 for partition a-2."},
+			{4, "a", 3, stale.Code, "Partition a-3 is not assigned or pending revocation for member."},
+			{4, "zz", 0, stale.Code, "Partition zz-0 is not assigned or pending revocation for member."},
+		} {
+			code, msg := h.c.validateConsumerCommit(g, "m", tc.epoch, 9, false, []OffsetCommitTopic{{Topic: tc.topic, Partitions: []int32{tc.part}}})
+			if code != tc.code || msg != tc.msg {
+				t.Errorf("classic=%v epoch %d %s-%d: %v %q, want %v %q", classic, tc.epoch, tc.topic, tc.part,
+					kerr.ErrorForCode(code), msg, kerr.ErrorForCode(tc.code), tc.msg)
+			}
+		}
+	}
+	// OffsetCommit below v9 is refused to consumer-protocol members only.
+	if code, _ := h.c.validateConsumerCommit(g, "m", 5, 8, false, nil); code != 0 {
+		t.Errorf("classic member, v8: %v", kerr.ErrorForCode(code))
+	}
+	m.classic = nil
+	if code, _ := h.c.validateConsumerCommit(g, "m", 5, 8, false, nil); code != kerr.UnsupportedVersion.Code {
+		t.Errorf("consumer-protocol member, v8: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// TestConsumerPendingRevocationKeepsEpochs: a partition moved to pending
+// revocation keeps the epoch it was assigned at, in the record (as Kafka
+// 4.4 writes it) and after replay, so a commit at that older epoch for it
+// is accepted while the member revokes.
+func TestConsumerPendingRevocationKeepsEpochs(t *testing.T) {
+	h := newCHarness(t, consumerTestConfig())
+	r := h.hb(joinReq("g", "m1", "a")) // epoch 1: a-0..3 at epoch 1
+	h.hb(joinReq("g", "m2", "none"))   // epoch 2, nothing moves
+	h.hb(ackReq("g", "m1", r.MemberEpoch, r.Assignment.Topics))
+	h.hb(joinReq("g", "m3", "a")) // epoch 3: a-1 and a-3 go to m3
+	steady := ackReq("g", "m1", 2, nil)
+	steady.Topics = nil // owned partitions unchanged, not sent
+	h.hb(steady)
+	m1 := h.group("g").members["m1"]
+	if m1.state != memberUnrevokedTasks || m1.epoch != 2 || len(m1.pending) != 2 {
+		t.Fatalf("m1 state %d epoch %d pending %v", m1.state, m1.epoch, m1.pending)
+	}
+	var last records.ConsumerGroupCurrentMemberAssignmentValue
+	for _, rec := range h.log {
+		if k, ok := rec.Key.(records.ConsumerGroupCurrentMemberAssignmentKey); ok && k.MemberID == "m1" && rec.Value != nil {
+			last = rec.Value.(records.ConsumerGroupCurrentMemberAssignmentValue)
+		}
+	}
+	ida := topicID("a")
+	if got := formatParts(last.PartitionsPendingRevocation); got != fmt.Sprintf("%x:[1 3]@[1 1]", ida[:4]) {
+		t.Fatalf("pending revocation in the record: %s", got)
+	}
+	h.checkReplay()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.MemberID, req.Generation = 9, "g", "m1", 1
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "a", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 3}}}}
+	if d, _ := h.c.decideOffsetCommit(h.now, req); d.ErrorCode != 0 {
+		t.Fatalf("older epoch commit of a partition pending revocation: %v", kerr.ErrorForCode(d.ErrorCode))
 	}
 }
 

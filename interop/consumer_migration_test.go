@@ -209,7 +209,8 @@ type cmStep struct {
 	name       string
 	from       int64 // wall clock in milliseconds, as the consumer-app prints it
 	rebalances int
-	trace      []string // the callbacks: "+ms client@generation[partitions]"
+	byClient   map[string]int // the callbacks of each consumer
+	trace      []string       // the callbacks: "+ms client@generation[partitions]"
 	// gap is the longest time a partition went without a commit, among
 	// the gaps that ended in this step (by their closing commit), and
 	// gapAt how it splits: the partition, the previous commit's client,
@@ -627,6 +628,10 @@ func (s *cmSide) countStep(ev cmEvent) bool {
 	for i := len(s.steps) - 1; i >= 0; i-- {
 		if st := &s.steps[i]; i == 0 || ev.TS >= st.from {
 			st.rebalances++
+			if st.byClient == nil {
+				st.byClient = map[string]int{}
+			}
+			st.byClient[ev.Client]++
 			parts := make([]string, len(ev.Partitions))
 			for j, p := range ev.Partitions {
 				parts[j] = p[strings.LastIndexByte(p, '-')+1:]

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -30,8 +31,9 @@ type rollRun struct {
 // coordhost in front of it) $COORDHOST_INTEROP_ROLL_RUNS times on one
 // broker and one coordhost, each run on groups and topics of its own, and
 // writes per run and as medians the roll's assignment callbacks, the
-// longest processing gap and the median handover of both sides to
-// $COORDHOST_INTEROP_ROLL_OUT. It measures; the CI gates stay in
+// longest processing gap and the median handover of both sides, then
+// each step's callbacks per consumer, to $COORDHOST_INTEROP_ROLL_OUT. It
+// measures; the CI gates stay in
 // TestInteropConsumerMigrationRoll, and each run's line says whether it
 // would have passed them.
 func TestInteropConsumerRollCompare(t *testing.T) {
@@ -66,7 +68,7 @@ func TestInteropConsumerRollCompare(t *testing.T) {
 	hbDiff := max(0, consumerHeartbeatInterval(t, ch.addr)-consumerHeartbeatInterval(t, b.addr))
 	head := fmt.Sprintf("`make consumer-roll-compare RUNS=%d`, commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after; both coordinators' consumer heartbeat interval 250 ms (coordhost's %v longer).\n\n",
 		runs, commit, started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage(), hbDiff)
-	out := head + rollTable(rs, hbDiff)
+	out := head + rollTable(rs, hbDiff) + stepTable(rs)
 	t.Log("\n" + out)
 	if path := os.Getenv(rollOutEnv); path != "" {
 		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
@@ -153,6 +155,88 @@ func rollTable(rs []rollRun, hbDiff time.Duration) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d / %d / %d |\n", m.name, m.format(km), m.format(cm), yes, lower, equal, higher)
 	}
 	return b.String()
+}
+
+// stepTable is, over the completed runs, each step's assignment
+// callbacks on both sides (the roll's; the classic group's formation
+// before it is left out, as from the rebalances), how many runs
+// coordhost's consumers saw more, as many or fewer in it, and which
+// consumers saw the difference; then, per run, the consumers whose
+// callbacks differed in a step.
+func stepTable(rs []rollRun) string {
+	ok := map[int]rollRun{} // by run number
+	for i, r := range rs {
+		if !r.failed && len(r.kafka.perStep) == len(r.through.perStep) {
+			ok[i+1] = r
+		}
+	}
+	if len(ok) == 0 {
+		return ""
+	}
+	nums := slices.Sorted(maps.Keys(ok))
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nPer step over the %d completed run(s): assignment callbacks in all, runs in which coordhost's consumers saw more / as many / fewer, and per consumer coordhost's callbacks minus Kafka's in all:\n\n", len(ok))
+	b.WriteString("| step | Kafka | coordhost | runs coordhost more / equal / fewer | per consumer, coordhost − Kafka |\n|---|---|---|---|---|\n")
+	var runs strings.Builder
+	for i, st := range ok[nums[0]].kafka.perStep {
+		if !st.roll() {
+			continue
+		}
+		kt, ct, more, equal, fewer := 0, 0, 0, 0, 0
+		diff := map[string]int{}
+		for _, n := range nums {
+			r := ok[n]
+			k, c := r.kafka.perStep[i], r.through.perStep[i]
+			kt, ct = kt+k.rebalances, ct+c.rebalances
+			switch {
+			case c.rebalances > k.rebalances:
+				more++
+			case c.rebalances == k.rebalances:
+				equal++
+			default:
+				fewer++
+			}
+			if d := clientDiff(k.byClient, c.byClient); d != "" {
+				fmt.Fprintf(&runs, "- run %d, %s: %s\n", n, st.name, d)
+			}
+			for cl, x := range c.byClient {
+				diff[cl] += x
+			}
+			for cl, x := range k.byClient {
+				diff[cl] -= x
+			}
+		}
+		var per []string
+		for _, cl := range slices.Sorted(maps.Keys(diff)) {
+			if diff[cl] != 0 {
+				per = append(per, fmt.Sprintf("%s %+d", cl, diff[cl]))
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d / %d / %d | %s |\n", st.name, kt, ct, more, equal, fewer, strings.Join(per, ", "))
+	}
+	if runs.Len() > 0 {
+		b.WriteString("\nPer run, the consumers whose callbacks differed in a step (Kafka / coordhost):\n\n" + runs.String())
+	}
+	return b.String()
+}
+
+// clientDiff names the consumers whose callback counts differ between
+// the two sides, with both counts ("n1 2 / 3"), or is "".
+func clientDiff(kafka, through map[string]int) string {
+	names := map[string]bool{}
+	for cl := range kafka {
+		names[cl] = true
+	}
+	for cl := range through {
+		names[cl] = true
+	}
+	var out []string
+	for _, cl := range slices.Sorted(maps.Keys(names)) {
+		if kafka[cl] != through[cl] {
+			out = append(out, fmt.Sprintf("%s %d / %d", cl, kafka[cl], through[cl]))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // medianOver is the median of f over rs: the middle value, or the mean

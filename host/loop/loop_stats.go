@@ -161,8 +161,8 @@ func describeEvent(e core.Event) string {
 	return e.String()
 }
 
-// logAssignments logs, at DEBUG, the member metadata and current
-// assignments a committed batch wrote (the detail behind its events).
+// logAssignments logs, at DEBUG, the member metadata, targets (consumer
+// groups) and current assignments a committed batch wrote (the detail behind its events).
 func (l *Loop) logAssignments(recs []records.Record) {
 	for _, r := range recs {
 		switch k := r.Key.(type) {
@@ -178,8 +178,43 @@ func (l *Loop) logAssignments(recs []records.Record) {
 					"standby", taskList(v.StandbyTasks), "warmup", taskList(v.WarmupTasks),
 					"revoking", taskList(v.ActiveTasksPendingRevocation))
 			}
+		case records.ConsumerGroupMemberMetadataKey:
+			if v, ok := r.Value.(records.ConsumerGroupMemberMetadataValue); ok {
+				l.log.Debug("consumer member metadata", "group", k.GroupID, "member", k.MemberID,
+					"client", v.ClientID, "classic", v.Classic != nil)
+			}
+		case records.ConsumerGroupTargetAssignmentMemberKey:
+			if v, ok := r.Value.(records.ConsumerGroupTargetAssignmentMemberValue); ok {
+				l.log.Debug("consumer member target", "group", k.GroupID, "member", k.MemberID,
+					"partitions", partitionList(v.TopicPartitions))
+			}
+		case records.ConsumerGroupCurrentMemberAssignmentKey:
+			if v, ok := r.Value.(records.ConsumerGroupCurrentMemberAssignmentValue); ok {
+				l.log.Debug("consumer member assignment", "group", k.GroupID, "member", k.MemberID,
+					"epoch", v.MemberEpoch, "previous_epoch", v.PreviousMemberEpoch, "state", v.State,
+					"assigned", partitionList(v.AssignedPartitions), "revoking", partitionList(v.PartitionsPendingRevocation))
+			}
 		}
 	}
+}
+
+// partitionList renders a consumer member's partitions as the first four
+// bytes of each topic id in hex and its partitions: "1a2b3c4d:0,3 5e6f7a8b:1".
+func partitionList(tps []records.TopicPartitions) string {
+	var b strings.Builder
+	for _, tp := range tps {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%x:", tp.TopicID[:4])
+		for i, p := range tp.Partitions {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprint(&b, p)
+		}
+	}
+	return b.String()
 }
 
 // event notes a group's rebalance reason and logs it.

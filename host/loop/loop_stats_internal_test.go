@@ -23,7 +23,8 @@ import (
 
 // TestNoteCommittedDescribesEvents: core's events become the group's
 // history and INFO log lines (conversions named as such, never as
-// deletions); member joins and assignments are logged at DEBUG only.
+// deletions); member joins and assignments (a consumer member's target
+// and current assignment too) are logged at DEBUG only.
 func TestNoteCommittedDescribesEvents(t *testing.T) {
 	var logs bytes.Buffer
 	l := &Loop{history: newHistory(), log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
@@ -38,6 +39,13 @@ func TestNoteCommittedDescribesEvents(t *testing.T) {
 		records: []records.Record{
 			{Key: records.StreamsGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: records.StreamsGroupCurrentMemberAssignmentValue{
 				MemberEpoch: 5, ActiveTasks: []records.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1, 3}}, {SubtopologyID: "1", Partitions: []int32{2}}}}},
+			{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "c", MemberID: "cm"}, Value: records.ConsumerGroupMemberMetadataValue{ClientID: "n1"}},
+			{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "c", MemberID: "cm"}, Value: records.ConsumerGroupTargetAssignmentMemberValue{
+				TopicPartitions: []records.TopicPartitions{{TopicID: [16]byte{0xab, 0xcd, 0, 1, 9}, Partitions: []int32{0, 4}}}}},
+			{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "c", MemberID: "cm"}, Value: records.ConsumerGroupCurrentMemberAssignmentValue{
+				MemberEpoch: 8, PreviousMemberEpoch: 7, State: 2,
+				AssignedPartitions:          []records.TopicPartitions{{TopicID: [16]byte{0xab, 0xcd, 0, 1, 9}, Partitions: []int32{0}}},
+				PartitionsPendingRevocation: []records.TopicPartitions{{TopicID: [16]byte{0xab, 0xcd, 0, 1, 9}, Partitions: []int32{2, 3}}}}},
 		},
 	})
 	l.noteCommitted(&batch{events: []core.Event{
@@ -60,7 +68,10 @@ func TestNoteCommittedDescribesEvents(t *testing.T) {
 	}
 	out := logs.String()
 	for _, want := range []string{`level=INFO msg="group event" group=g event="group epoch bumped to 5 (member-joined)"`,
-		`level=DEBUG msg="member event" group=g member=m event=member-joined`, `active="0_1 0_3 1_2"`} {
+		`level=DEBUG msg="member event" group=g member=m event=member-joined`, `active="0_1 0_3 1_2"`,
+		`msg="consumer member metadata" group=c member=cm client=n1 classic=false`,
+		`msg="consumer member target" group=c member=cm partitions=abcd0001:0,4`,
+		`msg="consumer member assignment" group=c member=cm epoch=8 previous_epoch=7 state=2 assigned=abcd0001:0 revoking=abcd0001:2,3`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}

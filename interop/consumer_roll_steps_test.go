@@ -1,0 +1,43 @@
+package interop
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStepTable checks the compare's per-step section: the classic
+// formation is left out, a failed run is skipped, the totals and the
+// runs more / equal / fewer are per step, and each consumer's difference
+// is summed over the runs and listed per run under the run's own number.
+func TestStepTable(t *testing.T) {
+	steps := func(formation int, join map[string]int) []cmStep {
+		n := 0
+		for _, x := range join {
+			n += x
+		}
+		return []cmStep{{name: "classic", rebalances: formation, byClient: map[string]int{"c0": formation}},
+			{name: "upgrade-0-join", rebalances: n, byClient: join}, {name: "after"}}
+	}
+	rs := []rollRun{
+		{failed: true},
+		{kafka: cmResult{perStep: steps(3, map[string]int{"n0": 2, "c1": 3})},
+			through: cmResult{perStep: steps(6, map[string]int{"n0": 3, "c1": 3})}},
+		{kafka: cmResult{perStep: steps(3, map[string]int{"n0": 3, "c1": 3})},
+			through: cmResult{perStep: steps(3, map[string]int{"n0": 2, "c1": 2})}},
+	}
+	out := stepTable(rs)
+	for _, want := range []string{
+		"Per step over the 2 completed run(s)",
+		"| upgrade-0-join | 11 | 10 | 1 / 0 / 1 | c1 -1 |\n",
+		"| after | 0 | 0 | 0 / 2 / 0 |  |\n",
+		"- run 2, upgrade-0-join: n0 2 / 3\n",
+		"- run 3, upgrade-0-join: c1 3 / 2, n0 3 / 2\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("step table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "| classic |") {
+		t.Errorf("the classic formation is in the step table:\n%s", out)
+	}
+}
