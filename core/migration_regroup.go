@@ -165,6 +165,9 @@ func (c *Coordinator) awaitRegroup(g *streamsGroup, process string, classic bool
 	c.holdTarget(g, &processRegroup{process: process, classic: classic, expected: fenced})
 }
 
+// holdTarget makes g's next target wait for r's process, for
+// regroupWait at most (no wait when that is 0), with a timer that starts
+// the target at the deadline.
 func (c *Coordinator) holdTarget(g *streamsGroup, r *processRegroup) {
 	wait := c.regroupWait(g)
 	if wait <= 0 {
@@ -199,7 +202,7 @@ func (c *Coordinator) departFromProcess(g *streamsGroup, process string) {
 	if r != nil && !(r.leaving && r.process == process) {
 		return
 	}
-	left := c.processMembers(g, process, nil) == 0
+	left := c.processMembers(g, process, nil, 1) == 0
 	switch {
 	case r != nil && left:
 		c.endRegroup(g)
@@ -209,12 +212,15 @@ func (c *Coordinator) departFromProcess(g *streamsGroup, process string) {
 }
 
 // processMembers counts g's members of process, of one protocol when
-// classic is set (true: classic members).
-func (c *Coordinator) processMembers(g *streamsGroup, process string, classic *bool) int {
+// classic is set (true: classic members), up to atMost: a leave in a
+// large group asks only whether one is left.
+func (c *Coordinator) processMembers(g *streamsGroup, process string, classic *bool, atMost int) int {
 	n := 0
 	for _, m := range g.members {
 		if m.processID == process && (classic == nil || (m.classic != nil) == *classic) {
-			n++
+			if n++; n >= atMost {
+				break
+			}
 		}
 	}
 	return n
@@ -230,9 +236,9 @@ func (c *Coordinator) regroupHeld(g *streamsGroup) (*processRegroup, bool) {
 	}
 	var waiting bool
 	if r.leaving {
-		waiting = c.processMembers(g, r.process, nil) > 0
+		waiting = c.processMembers(g, r.process, nil, 1) > 0
 	} else {
-		waiting = c.processMembers(g, r.process, &r.classic) < r.expected
+		waiting = c.processMembers(g, r.process, &r.classic, r.expected) < r.expected
 	}
 	if waiting && c.now < r.deadline {
 		return r, true
