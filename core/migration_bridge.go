@@ -85,7 +85,7 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInf
 	// waits for them, so the classic group starts with all of them and
 	// rebalances once (migration_regroup.go).
 	wait, _ := c.updateTargetIfDue(g, u.id)
-	if p, held := c.regroupHeld(g); wait && (!c.downgradable(g) || held && p == u.processID) {
+	if r, held := c.regroupHeld(g); wait && (!c.downgradable(g) || held && r.process == u.processID) {
 		c.parkRequest(g, id, parkedHeartbeat{join: j})
 		return nil
 	}
@@ -552,8 +552,10 @@ func (c *Coordinator) bridgeLeave(g *streamsGroup, req *kmsg.LeaveGroupRequest) 
 			r.ErrorCode = errUnknownMemberID
 		}
 		if r.ErrorCode == 0 {
-			c.noteDeparture(cur.id, cur.members[id].processID)
+			process := cur.members[id].processID
+			c.noteDeparture(cur.id, process)
 			c.fenceMember(cur, id, EventMemberLeft, ReasonLeave)
+			c.departFromProcess(cur, process)
 		}
 		resp.Members = append(resp.Members, r)
 	}

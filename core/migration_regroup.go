@@ -133,53 +133,118 @@ func (c *Coordinator) returningMembers(g *streamsGroup, process, except string) 
 }
 
 // processRegroup is a restarted process whose replacement members are
-// still joining.
+// still joining, or (leaving) a closing process whose other members are
+// still leaving.
 type processRegroup struct {
 	process  string
 	classic  bool  // the new members speak the classic protocol (downgrade)
 	expected int   // members fenced: the process's threads before the restart
+	leaving  bool  // wait for the process's last member to leave instead
 	deadline int64 // the target waits no longer than this
 }
 
-// awaitRegroup starts waiting for process's remaining members after the
-// same-process rule fenced fenced of its members for a join on protocol
-// classic (true: a classic JoinGroup). One thread needs no wait, nor does
-// a group configured to assign at once (assignment interval 0). The wait
-// ends by half of the assignor wait, so a join that waits with it still
-// has the other half for the assignor's answer.
-func (c *Coordinator) awaitRegroup(g *streamsGroup, process string, classic bool, fenced int) {
+// regroupWait is how long a target may wait for a process's threads: at
+// most one assignment interval (0: the group assigns at once, no wait),
+// and at most half of the assignor wait, so a join that waits with it
+// still has the other half for the assignor's answer.
+func (c *Coordinator) regroupWait(g *streamsGroup) int64 {
 	wait := int64(c.streamsConfig(g.id).AssignmentIntervalMs)
 	if c.cfg.AssignorWaitMs > 0 {
 		wait = min(wait, c.cfg.AssignorWaitMs/2)
 	}
-	if fenced < 2 || wait <= 0 {
-		return
-	}
-	old := g.soft.regroup
-	g.soft.regroup = &processRegroup{process: process, classic: classic, expected: fenced, deadline: c.now + wait}
-	c.onUndo(func() { g.soft.regroup = old })
-	c.setTimer(timer{key: regroupKey(g.id), deadline: g.soft.regroup.deadline, kind: timerStreamsRegroup, group: g.id})
+	return wait
 }
 
-// regroupHeld reports whether a restarted process's members are still
-// joining, and which process; it ends the wait once they have all joined
-// or the deadline has passed.
-func (c *Coordinator) regroupHeld(g *streamsGroup) (string, bool) {
-	r := g.soft.regroup
-	if r == nil {
-		return "", false
+// awaitRegroup starts waiting for process's remaining members after the
+// same-process rule fenced fenced of its members for a join on protocol
+// classic (true: a classic JoinGroup). One thread needs no wait.
+func (c *Coordinator) awaitRegroup(g *streamsGroup, process string, classic bool, fenced int) {
+	if fenced < 2 {
+		return
 	}
+	c.holdTarget(g, &processRegroup{process: process, classic: classic, expected: fenced})
+}
+
+// holdTarget makes g's next target wait for r's process, for
+// regroupWait at most (no wait when that is 0), with a timer that starts
+// the target at the deadline.
+func (c *Coordinator) holdTarget(g *streamsGroup, r *processRegroup) {
+	wait := c.regroupWait(g)
+	if wait <= 0 {
+		return
+	}
+	r.deadline = c.now + wait
+	old := g.soft.regroup
+	g.soft.regroup = r
+	c.onUndo(func() { g.soft.regroup = old })
+	c.setTimer(timer{key: regroupKey(g.id), deadline: r.deadline, kind: timerStreamsRegroup, group: g.id})
+}
+
+// Departing together: Kafka Streams' leave-group close makes each stream
+// thread leave on its own, moments apart. A target computed between two
+// of them (any other member's heartbeat in between) frees the first
+// thread's tasks only, and the assignment interval then holds back the
+// next target: the other threads' tasks have no owner for one interval.
+// So after a member of process P leaves while P still has members, the
+// target waits until P's last member has left (or for regroupWait); the
+// next heartbeat then computes it, as in Kafka.
+
+// departFromProcess follows the leave of one of process's members from g
+// (a leave heartbeat or a LeaveGroup; not a fence, whose siblings are
+// fenced apart): it holds the target while process has members left, and
+// ends the hold once the process's last member has left. A join's wait
+// for a restarted process is not replaced.
+func (c *Coordinator) departFromProcess(g *streamsGroup, process string) {
+	if process == "" || c.groups[g.id] != g { // converted back to classic
+		return
+	}
+	r := g.soft.regroup
+	if r != nil && !(r.leaving && r.process == process) {
+		return
+	}
+	left := c.processMembers(g, process, nil, 1) == 0
+	switch {
+	case r != nil && left:
+		c.endRegroup(g)
+	case r == nil && !left:
+		c.holdTarget(g, &processRegroup{process: process, leaving: true})
+	}
+}
+
+// processMembers counts g's members of process, of one protocol when
+// classic is set (true: classic members), up to atMost: a leave in a
+// large group asks only whether one is left.
+func (c *Coordinator) processMembers(g *streamsGroup, process string, classic *bool, atMost int) int {
 	n := 0
 	for _, m := range g.members {
-		if m.processID == r.process && (m.classic != nil) == r.classic {
-			n++
+		if m.processID == process && (classic == nil || (m.classic != nil) == *classic) {
+			if n++; n >= atMost {
+				break
+			}
 		}
 	}
-	if n < r.expected && c.now < r.deadline {
-		return r.process, true
+	return n
+}
+
+// regroupHeld reports the wait for a process's members (joining, or
+// leaving) while it holds the target back; it ends the wait once they
+// have all joined or left, or the deadline has passed.
+func (c *Coordinator) regroupHeld(g *streamsGroup) (*processRegroup, bool) {
+	r := g.soft.regroup
+	if r == nil {
+		return nil, false
+	}
+	var waiting bool
+	if r.leaving {
+		waiting = c.processMembers(g, r.process, nil, 1) > 0
+	} else {
+		waiting = c.processMembers(g, r.process, &r.classic, r.expected) < r.expected
+	}
+	if waiting && c.now < r.deadline {
+		return r, true
 	}
 	c.endRegroup(g)
-	return "", false
+	return nil, false
 }
 
 func (c *Coordinator) endRegroup(g *streamsGroup) {

@@ -114,7 +114,7 @@ type streamsSoft struct {
 	probeCheck      uint64           // ProbeCheck in flight (0: none)
 	lastCheckDigest uint64           // assignor input the last ProbeCheck saw
 	noopProbeDigest uint64           // assignor input of the last probe that changed nothing
-	regroup         *processRegroup  // a restarted process whose members are still joining
+	regroup         *processRegroup  // a restarted process whose members are still joining, or a closing one whose members are still leaving
 }
 
 // streamsGroup is a KIP-1071 streams group.

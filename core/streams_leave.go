@@ -36,6 +36,7 @@ func (c *Coordinator) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest) (*kms
 	} else {
 		c.noteDeparture(g.id, m.processID)
 		c.fenceMember(g, m.id, EventMemberLeft, ReasonLeave)
+		c.departFromProcess(g, m.processID)
 	}
 	resp := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version}
 	resp.Default()

@@ -35,7 +35,7 @@ func (c *Coordinator) maybeUpdateTarget(hb *hbState) bool {
 // ahead of the assignment epoch and neither the initial rebalance delay nor
 // the assignment interval holds it back (then delayed says which). wait
 // reports an assignor run in flight, or a regrouping process (member's
-// own), that member's request may wait for.
+// own, joining), that member's request may wait for.
 func (c *Coordinator) updateTargetIfDue(g *streamsGroup, member string) (wait bool, delayed string) {
 	if c.hasTimer(initialDelayKey(g.id)) {
 		return false, "Assignment delayed due to the configured initial rebalance delay."
@@ -46,9 +46,12 @@ func (c *Coordinator) updateTargetIfDue(g *streamsGroup, member string) (wait bo
 	if !c.intervalElapsed(g, c.streamsConfig(g.id)) {
 		return false, "Assignment delayed due to the configured assignment interval."
 	}
-	if p, held := c.regroupHeld(g); held {
+	if r, held := c.regroupHeld(g); held {
+		if r.leaving {
+			return false, "Assignment delayed until the leaving process's members have left."
+		}
 		m := g.members[member]
-		return c.cfg.AssignorWaitMs > 0 && m != nil && m.processID == p,
+		return c.cfg.AssignorWaitMs > 0 && m != nil && m.processID == r.process,
 			"Assignment delayed until the restarted process's members have joined."
 	}
 	return c.startAssignment(g) && c.cfg.AssignorWaitMs > 0, ""

@@ -23,7 +23,7 @@ const (
 	timerStreamsAssignWait   timerKind = 4  // assignor-wait-<group>: release parked heartbeats
 	timerStreamsTargetSlice  timerKind = 5  // target-slice-<group>: write the next members' targets (streams_target_slices.go)
 	timerStreamsProbe        timerKind = 9  // probing-rebalance-<group>: re-run the assignor (streams_warmup.go)
-	timerStreamsRegroup      timerKind = 10 // regroup-<group>: stop waiting for a restarted process's members (migration_regroup.go)
+	timerStreamsRegroup      timerKind = 10 // regroup-<group>: stop waiting for a restarted (or leaving) process's members (migration_regroup.go)
 )
 
 type timer struct {
