@@ -108,8 +108,9 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 		slices.SortFunc(out, func(a, b TaskOffset) int { return compareRefs(a.Task, b.Task) })
 		return out
 	}
-	// Every member carries the group's known end offsets (largest reported
-	// or host-supplied, docs/WARMUPS.md §2.1).
+	// Every member carries its own reported end offsets and the group's
+	// known ones (largest reported or host-supplied) for the other tasks
+	// (docs/WARMUPS.md §2.1).
 	ends := offs(g.knownEndOffsets())
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
@@ -122,12 +123,40 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 			am.RackID = *m.rackID
 		}
 		o := g.soft.taskOffsets[id]
-		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), ends
+		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), memberEnds(ends, o, known)
 		in.Members = append(in.Members, am)
 	}
 	cfg := c.streamsConfig(g.id)
 	in.Configs = assignConfigs(cfg)
 	return in
+}
+
+// memberEnds is ends (the group's known end offsets, in task order) with
+// the end offsets member o reported itself in place of the group's, so
+// the assignor measures o's offsets against the end offsets reported with
+// them. A member whose own agree with the group's shares ends; the cost is
+// one search per end offset it reported.
+func memberEnds(ends []TaskOffset, o memberOffsets, known func(TaskID) (TaskRef, bool)) []TaskOffset {
+	var out []TaskOffset
+	for t := range o.endOffsets {
+		own, ok := o.ownEnd(t)
+		r, in := known(t)
+		if !ok || !in {
+			continue
+		}
+		i, found := slices.BinarySearchFunc(ends, r, func(e TaskOffset, r TaskRef) int { return compareRefs(e.Task, r) })
+		if !found || ends[i].Offset == own {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(ends)
+		}
+		out[i].Offset = own
+	}
+	if out == nil {
+		return ends
+	}
+	return out
 }
 
 // knownRefs is the tasks of s that known accepts, as references, in task

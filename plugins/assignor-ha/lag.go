@@ -35,8 +35,14 @@ type lagEntry struct {
 //   - otherwise end - offset, where a process without state has offset 0.
 //
 // The end offset of a task is the largest known end offset any member
-// reported for it; a process's offset is the largest any of its members
-// reported. Negative reported offsets count as absent.
+// reported for it. A member's offset for a task is measured against the
+// end offset the same member reported for it (its TaskEndOffsets entry:
+// the two come from one report, docs/WARMUPS.md §2.1), the task's end
+// offset only when it reported none: its lag is its own end − offset, 0
+// at or beyond its own end (a position one past the last offset), and
+// stands as the offset end − that lag. A process's offset is the largest
+// of its members'. Negative reported offsets count as absent; a
+// MaxInt64 offset ("not restoring yet") is not measured against its own end.
 type Lags struct {
 	end   []int64      // per task; endUnknown when nobody knows
 	procs [][]lagEntry // per process, ascending by task
@@ -64,7 +70,12 @@ func ComputeLags(req *abi.AssignRequest) *Lags {
 	offsets := make([][]abi.TaskOffset, len(req.Processes))
 	for i := range req.Members {
 		m := &req.Members[i]
-		offsets[m.Process] = append(offsets[m.Process], m.TaskOffsets...)
+		for _, o := range m.TaskOffsets {
+			if e := ownEnd(m.TaskEndOffsets, o.Task); e >= 0 && o.Offset >= 0 && o.Offset != endUnknown {
+				o.Offset = l.end[o.Task] - max(e-o.Offset, 0) // its own lag, against the task's end
+			}
+			offsets[m.Process] = append(offsets[m.Process], o)
+		}
 		for _, t := range m.Active {
 			offsets[m.Process] = append(offsets[m.Process], abi.TaskOffset{Task: t, Offset: runningMark})
 		}
@@ -73,6 +84,24 @@ func ComputeLags(req *abi.AssignRequest) *Lags {
 		l.procs[p] = l.merge(os)
 	}
 	return l
+}
+
+// ownEnd is the end offset a member reported for task t in ends (its
+// TaskEndOffsets, ascending by task), or -1 when it reported none usable
+// (negative, or MaxInt64: unknown).
+func ownEnd(ends []abi.TaskOffset, t int32) int64 {
+	lo, hi := 0, len(ends)
+	for lo < hi {
+		if mid := int(uint(lo+hi) >> 1); ends[mid].Task < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(ends) && ends[lo].Task == t && ends[lo].Offset >= 0 && ends[lo].Offset != endUnknown {
+		return ends[lo].Offset
+	}
+	return -1
 }
 
 // runningMark is an offset no client can report (negative reports are
