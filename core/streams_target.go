@@ -131,32 +131,41 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 	return in
 }
 
-// memberEnds is ends (the group's known end offsets, in task order) with
-// the end offsets member o reported itself in place of the group's, so
-// the assignor measures o's offsets against the end offsets reported with
-// them. A member whose own agree with the group's shares ends; the cost is
-// one search per end offset it reported.
+// memberEnds is the end offsets member o is passed (docs/WARMUPS.md
+// §2.1): ends (the group's known ones, in task order) with the end offsets
+// o reported itself in their place, and without the tasks o reported an
+// offset but no end offset for, so the assignor measures each of o's
+// offsets against the end offset reported with it, or against the
+// group's. A member whose own agree with the group's and that reported no
+// offset without one shares ends; the cost is one search per reported
+// offset and end offset.
 func memberEnds(ends []TaskOffset, o memberOffsets, known func(TaskID) (TaskRef, bool)) []TaskOffset {
 	var out []TaskOffset
-	for t := range o.endOffsets {
-		own, ok := o.ownEnd(t)
+	set := func(t TaskID, v int64) {
 		r, in := known(t)
-		if !ok || !in {
-			continue
+		if !in {
+			return
 		}
 		i, found := slices.BinarySearchFunc(ends, r, func(e TaskOffset, r TaskRef) int { return compareRefs(e.Task, r) })
-		if !found || ends[i].Offset == own {
-			continue
+		if !found || ends[i].Offset == v {
+			return
 		}
 		if out == nil {
 			out = slices.Clone(ends)
 		}
-		out[i].Offset = own
+		out[i].Offset = v
+	}
+	for t, v := range o.offsets {
+		if own, ok := o.ownEnd(t); ok {
+			set(t, own)
+		} else if v >= 0 {
+			set(t, -1) // dropped below: measured against the group's
+		}
 	}
 	if out == nil {
 		return ends
 	}
-	return out
+	return slices.DeleteFunc(out, func(e TaskOffset) bool { return e.Offset < 0 })
 }
 
 // knownRefs is the tasks of s that known accepts, as references, in task
