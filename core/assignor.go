@@ -56,6 +56,9 @@ type AssignMember struct {
 	Standby        []TaskRef
 	Warmup         []TaskRef
 	TaskOffsets    []TaskOffset
+	// TaskEndOffsets: for the tasks in TaskOffsets, the end offsets the
+	// member reported with them (none where it reported none); for the
+	// others, the group's known end offsets (docs/WARMUPS.md §2.1).
 	TaskEndOffsets []TaskOffset
 }
 
