@@ -47,15 +47,15 @@ type AssignSubtopology struct {
 // the tasks it currently owns (not its previous target) and the changelog
 // offsets it last reported. Task lists are sorted.
 type AssignMember struct {
-	MemberID       string
-	InstanceID     string // "" when not static
-	RackID         string // "" when unknown
-	ProcessID      string
-	ClientTags     []records.KeyValue
-	Active         []TaskRef
-	Standby        []TaskRef
-	Warmup         []TaskRef
-	TaskOffsets    []TaskOffset
+	MemberID    string
+	InstanceID  string // "" when not static
+	RackID      string // "" when unknown
+	ProcessID   string
+	ClientTags  []records.KeyValue
+	Active      []TaskRef
+	Standby     []TaskRef
+	Warmup      []TaskRef
+	TaskOffsets []TaskOffset
 	// TaskEndOffsets: for the tasks in TaskOffsets, the end offsets the
 	// member reported with them (none where it reported none); for the
 	// others, the group's known end offsets (docs/WARMUPS.md §2.1).

@@ -71,9 +71,7 @@ func ComputeLags(req *abi.AssignRequest) *Lags {
 	for i := range req.Members {
 		m := &req.Members[i]
 		for _, o := range m.TaskOffsets {
-			if e := ownEnd(m.TaskEndOffsets, o.Task); e >= 0 && o.Offset >= 0 && o.Offset != endUnknown {
-				o.Offset = l.end[o.Task] - max(e-o.Offset, 0) // its own lag, against the task's end
-			}
+			o.Offset = m.OffsetAgainst(o.Task, o.Offset, l.end[o.Task]) // its own lag where it reported its own end
 			offsets[m.Process] = append(offsets[m.Process], o)
 		}
 		for _, t := range m.Active {
@@ -84,24 +82,6 @@ func ComputeLags(req *abi.AssignRequest) *Lags {
 		l.procs[p] = l.merge(os)
 	}
 	return l
-}
-
-// ownEnd is the end offset a member reported for task t in ends (its
-// TaskEndOffsets, ascending by task), or -1 when it reported none usable
-// (negative, or MaxInt64: unknown).
-func ownEnd(ends []abi.TaskOffset, t int32) int64 {
-	lo, hi := 0, len(ends)
-	for lo < hi {
-		if mid := int(uint(lo+hi) >> 1); ends[mid].Task < t {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if lo < len(ends) && ends[lo].Task == t && ends[lo].Offset >= 0 && ends[lo].Offset != endUnknown {
-		return ends[lo].Offset
-	}
-	return -1
 }
 
 // runningMark is an offset no client can report (negative reports are
