@@ -40,7 +40,10 @@ type Member struct {
 	Active     []int32
 	Standby    []int32
 	Warmup     []int32
-	// TaskOffsets and TaskEndOffsets are ascending by task.
+	// TaskOffsets and TaskEndOffsets are ascending by task. A member's
+	// offset is measured against its own TaskEndOffsets entry for the
+	// task (reported with it), else against the task's end offset: the
+	// largest over members (SPEC.md 5.1).
 	TaskOffsets    []TaskOffset
 	TaskEndOffsets []TaskOffset
 }

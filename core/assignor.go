@@ -45,7 +45,10 @@ type AssignSubtopology struct {
 
 // AssignMember is one member as the assignor sees it: identity, placement,
 // the tasks it currently owns (not its previous target) and the changelog
-// offsets it last reported. Task lists are sorted.
+// offsets it last reported. Task lists are sorted. TaskEndOffsets holds,
+// for the tasks in TaskOffsets, the end offsets the member reported with
+// them (none where it reported none), and for the others the group's
+// known end offsets (docs/WARMUPS.md §2.1).
 type AssignMember struct {
 	MemberID       string
 	InstanceID     string // "" when not static

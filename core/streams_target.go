@@ -111,8 +111,9 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 		slices.SortFunc(out, func(a, b TaskOffset) int { return compareRefs(a.Task, b.Task) })
 		return out
 	}
-	// Every member carries the group's known end offsets (largest reported
-	// or host-supplied, docs/WARMUPS.md §2.1).
+	// Every member carries its own reported end offsets and the group's
+	// known ones (largest reported or host-supplied) for the other tasks
+	// (docs/WARMUPS.md §2.1).
 	ends := offs(g.knownEndOffsets())
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
@@ -125,12 +126,49 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 			am.RackID = *m.rackID
 		}
 		o := g.soft.taskOffsets[id]
-		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), ends
+		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), memberEnds(ends, o, known)
 		in.Members = append(in.Members, am)
 	}
 	cfg := c.streamsConfig(g.id)
 	in.Configs = assignConfigs(cfg)
 	return in
+}
+
+// memberEnds is the end offsets member o is passed (docs/WARMUPS.md
+// §2.1): ends (the group's known ones, in task order) with the end offsets
+// o reported itself in their place, and without the tasks o reported an
+// offset but no end offset for, so the assignor measures each of o's
+// offsets against the end offset reported with it, or against the
+// group's. A member whose own agree with the group's and that reported no
+// offset without one shares ends; the cost is one search per reported
+// offset and end offset.
+func memberEnds(ends []TaskOffset, o memberOffsets, known func(TaskID) (TaskRef, bool)) []TaskOffset {
+	var out []TaskOffset
+	set := func(t TaskID, v int64) {
+		r, in := known(t)
+		if !in {
+			return
+		}
+		i, found := slices.BinarySearchFunc(ends, r, func(e TaskOffset, r TaskRef) int { return compareRefs(e.Task, r) })
+		if !found || ends[i].Offset == v {
+			return
+		}
+		if out == nil {
+			out = slices.Clone(ends)
+		}
+		out[i].Offset = v
+	}
+	for t, v := range o.offsets {
+		if own, ok := o.ownEnd(t); ok {
+			set(t, own)
+		} else if v >= 0 {
+			set(t, -1) // dropped below: measured against the group's
+		}
+	}
+	if out == nil {
+		return ends
+	}
+	return slices.DeleteFunc(out, func(e TaskOffset) bool { return e.Offset < 0 })
 }
 
 // knownRefs is the tasks of s that known accepts, as references, in task

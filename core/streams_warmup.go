@@ -75,29 +75,54 @@ func (g *streamsGroup) knownEndOffsets() map[TaskID]int64 {
 	return out
 }
 
-// processOffset is the largest offset any member of process reported for t
+// ownEnd is the end offset member o reported for t with its offsets, and
+// whether it reported a usable one (math.MaxInt64, a 4.4 client's
+// "unknown", and negative values are none).
+func (o memberOffsets) ownEnd(t TaskID) (int64, bool) {
+	v, has := o.endOffsets[t]
+	return v, has && v >= 0 && v != math.MaxInt64
+}
+
+// effectiveOffset is a member's offset off for t seen against the group's
+// end offset end (docs/WARMUPS.md §2.1): a member that reported its own end
+// offset for t is measured against it, so its lag is its own end − off (0
+// when off is at or beyond it: a position one past the last offset is
+// caught up), expressed as the offset end − that lag; a member that did not
+// (or whose offset is math.MaxInt64) is measured against end as it is (off
+// unchanged).
+func effectiveOffset(o memberOffsets, t TaskID, off, end int64) int64 {
+	own, ok := o.ownEnd(t)
+	if !ok || off == math.MaxInt64 { // MaxInt64: a 4.4 client's "not restoring yet"
+		return off
+	}
+	return end - max(own-off, 0)
+}
+
+// processOffset is the largest effective offset (effectiveOffset against
+// the group's end offset end) any member of process reported for t
 // (negative: no state).
-func (g *streamsGroup) processOffset(process string, t TaskID) int64 {
+func (g *streamsGroup) processOffset(process string, t TaskID, end int64) int64 {
 	best := int64(-1)
 	for id, o := range g.soft.taskOffsets {
 		if m := g.members[id]; m != nil && m.processID == process {
-			if v, has := o.offsets[t]; has && v > best {
-				best = v
+			if v, has := o.offsets[t]; has && v >= 0 {
+				best = max(best, effectiveOffset(o, t, v, end))
 			}
 		}
 	}
 	return best
 }
 
-// taskLag is the lag of process on t and whether it is known: end − offset,
-// or end when the process has no state or its offset is beyond the end
-// (corrupt state, restored from scratch). Unknown end: not known.
+// taskLag is the lag of process on t and whether it is known: end −
+// offset, with the offset effective (processOffset), or end when the
+// process has no state or its offset is beyond the end (corrupt state,
+// restored from scratch). Unknown end: not known.
 func (g *streamsGroup) taskLag(process string, t TaskID) (int64, bool) {
 	end, ok := g.endOffsetOf(t)
 	if !ok {
 		return 0, false
 	}
-	off := g.processOffset(process, t)
+	off := g.processOffset(process, t, end)
 	if off < 0 || off > end {
 		return end, true
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -43,9 +44,11 @@ func TestWarmupLagRules(t *testing.T) {
 		{"a 4.4 client's MaxInt64 end counts as unknown", 1000, math.MaxInt64, -1, 0, false, false},
 		{"member-reported end", 950, 1000, -1, 50, true, true},
 		{"host-supplied end", 850, -1, 1000, 150, true, false},
-		{"larger of member and host end wins", 950, 900, 1000, 50, true, true},
+		{"the member's own end wins over a larger host end", 850, 900, 1000, 50, true, true},
 		{"no state: lag is the end offset", -1, -1, 80, 80, true, true},
-		{"offset beyond end: restore from scratch", 5000, 1000, -1, 1000, true, false},
+		{"offset one past its own end (a position): caught up", 1001, 1000, -1, 0, true, true},
+		{"offset beyond the host end: restore from scratch", 5000, -1, 1000, 1000, true, false},
+		{"MaxInt64 offset (not restoring yet) is not measured against its own end", math.MaxInt64, 1000, -1, 1000, true, false},
 	}
 	for _, tc := range cases {
 		c, g := lagGroup(t)
@@ -67,6 +70,52 @@ func TestWarmupLagRules(t *testing.T) {
 		if caught := len(c.caughtUpWarmups(g)) == 1; caught != tc.wantCaught {
 			t.Errorf("%s: caught up %v, want %v", tc.name, caught, tc.wantCaught)
 		}
+	}
+}
+
+// TestWarmupLagOwnReport: a warm-up's lag is measured against the end
+// offset its member reported with its offset, not against a larger end
+// offset another member reported later; the group's end offset stands in
+// only for tasks the member reported no end offset for.
+func TestWarmupLagOwnReport(t *testing.T) {
+	c, g := lagGroup(t)
+	t0, t1 := TaskID{"0", 0}, TaskID{"0", 1}
+	x := newStreamsMember("x")
+	x.processID = "px"
+	g.members["x"] = x
+	g.putTaskOffsets("w", memberOffsets{offsets: map[TaskID]int64{t0: 950, t1: 950}, endOffsets: map[TaskID]int64{t0: 1000}})
+	g.putTaskOffsets("x", memberOffsets{endOffsets: map[TaskID]int64{t0: 5000, t1: 5000}})
+	if end, _ := g.endOffsetOf(t0); end != 5000 {
+		t.Fatalf("group end offset %d, want the largest reported, 5000", end)
+	}
+	if lag, ok := g.taskLag("pw", t0); !ok || lag != 50 {
+		t.Errorf("lag on 0_0 %d (known %v), want 50 from w's own report", lag, ok)
+	}
+	if lag, ok := g.taskLag("pw", t1); !ok || lag != 4050 {
+		t.Errorf("lag on 0_1 %d (known %v), want 4050 against the group's end: w reported none", lag, ok)
+	}
+	if got := c.caughtUpWarmups(g); len(got) != 1 || got[0] != "w:0_0" {
+		t.Errorf("caught-up warm-ups %v, want [w:0_0]", got)
+	}
+	// A second member of pw reporting the task without an end offset is
+	// measured against the group's: the process keeps its best lag.
+	y := newStreamsMember("y")
+	y.processID = "pw"
+	g.members["y"] = y
+	g.putTaskOffsets("y", memberOffsets{offsets: map[TaskID]int64{t0: 900}})
+	if lag, _ := g.taskLag("pw", t0); lag != 50 {
+		t.Errorf("lag on 0_0 with a second member %d, want 50", lag)
+	}
+	// The assignor gets the same view: w's own end offset for 0_0 and no
+	// entry for 0_1 (measured against the group's, the largest passed);
+	// x, which reported no offsets, shares the group's list.
+	known := func(t TaskID) (TaskRef, bool) { return TaskRef{Partition: t.Partition}, t.Subtopology == "0" }
+	ends := []TaskOffset{{TaskRef{0, 0}, 5000}, {TaskRef{0, 1}, 5000}}
+	if got := memberEnds(ends, g.soft.taskOffsets["w"], known); fmt.Sprint(got) != "[{{0 0} 1000}]" {
+		t.Errorf("w's end offsets %v, want its own 1000 for 0_0 and none for 0_1", got)
+	}
+	if got := memberEnds(ends, g.soft.taskOffsets["x"], known); &got[0] != &ends[0] {
+		t.Errorf("x's end offsets %v are a copy, want the shared list", got)
 	}
 }
 

@@ -210,10 +210,16 @@ func newMeasurer(req *abi.AssignRequest, resp *abi.AssignResponse, opts Options)
 				m.end[o.Task] = o.Offset
 			}
 		}
+	}
+	// A member's offset is measured against the end offset it reported
+	// with it, where it did (abi.Member.OffsetAgainst), as core and the
+	// HA assignor measure it.
+	for i := range req.Members {
+		mem := &req.Members[i]
 		for _, o := range mem.TaskOffsets {
-			k := procTask{mem.Process, o.Task}
-			if cur, ok := m.offsets[k]; o.Offset >= 0 && (!ok || o.Offset > cur) {
-				m.offsets[k] = o.Offset
+			k, off := procTask{mem.Process, o.Task}, mem.OffsetAgainst(o.Task, o.Offset, m.end[o.Task])
+			if cur, ok := m.offsets[k]; off >= 0 && (!ok || off > cur) {
+				m.offsets[k] = off
 			}
 		}
 	}

@@ -33,7 +33,9 @@ type Inputs struct {
 }
 
 // ProcessOffsets is one process's reported state: per task id the offset
-// of its local state (the largest any of its members reported; running
+// of its local state (the largest any of its members reported, each as
+// measured against the task's end offset: end − its own lag where the
+// member reported its own end offset, docs/WARMUPS.md §2.1; running
 // actives are not reported).
 type ProcessOffsets struct {
 	Process     string           `json:"process"`
@@ -115,10 +117,17 @@ func newInputs(req *abi.AssignRequest, name func(string) uint16) *inputs {
 				in.offs[col[o.Task]] = max(in.offs[col[o.Task]], o.Offset)
 			}
 		}
+	}
+	// A process's offset is kept as measured against the task's end offset
+	// (abi.Member.OffsetAgainst: a member that reported its own end offset
+	// keeps its own lag), so the end offset and it give the lag the
+	// assignor computed.
+	for i := range req.Members {
+		m := &req.Members[i]
 		for _, o := range m.TaskOffsets {
 			if validOffset(o, total) && int(m.Process) < len(procHas) {
 				k := row[m.Process]*n + col[o.Task]
-				in.offs[k] = max(in.offs[k], o.Offset)
+				in.offs[k] = max(in.offs[k], m.OffsetAgainst(o.Task, o.Offset, in.offs[col[o.Task]]))
 			}
 		}
 	}

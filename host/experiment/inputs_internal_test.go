@@ -20,8 +20,8 @@ func TestInputsRecorded(t *testing.T) {
 		Subtopologies: []abi.Subtopology{{ID: "0", Partitions: 2}, {ID: "1", Partitions: 3, Stateful: true}},
 		Members: []abi.Member{
 			{ID: "a", Process: 0, Active: []int32{2},
-				TaskOffsets:    []abi.TaskOffset{{Task: 3, Offset: 40}, {Task: 4, Offset: -1}},
-				TaskEndOffsets: []abi.TaskOffset{{Task: 2, Offset: 100}, {Task: 3, Offset: 90}, {Task: 4, Offset: math.MaxInt64}}},
+				TaskOffsets:    []abi.TaskOffset{{Task: 3, Offset: 60}, {Task: 4, Offset: -1}},
+				TaskEndOffsets: []abi.TaskOffset{{Task: 2, Offset: 100}, {Task: 3, Offset: 62}, {Task: 4, Offset: math.MaxInt64}}},
 			{ID: "b", Process: 0, TaskOffsets: []abi.TaskOffset{{Task: 3, Offset: 70}},
 				TaskEndOffsets: []abi.TaskOffset{{Task: 3, Offset: 95}}},
 			{ID: "c", Process: 2, TaskOffsets: []abi.TaskOffset{{Task: 2, Offset: 100}, {Task: 3, Offset: 10}}},
@@ -41,7 +41,9 @@ func TestInputsRecorded(t *testing.T) {
 	rec := tg.e.record()
 	want := &Inputs{EndOffsets: map[string]int64{"1_0": 100, "1_1": 95},
 		Processes: []ProcessOffsets{
-			{Process: "p0", TaskOffsets: map[string]int64{"1_1": 70}},
+			// a's 60 against its own end offset 62 (lag 2) beats b's 70
+			// against 95 (lag 25): kept as 95 - 2.
+			{Process: "p0", TaskOffsets: map[string]int64{"1_1": 93}},
 			{Process: "p2", TaskOffsets: map[string]int64{"1_0": 100, "1_1": 10}},
 		}}
 	if !reflect.DeepEqual(rec.Inputs, want) {

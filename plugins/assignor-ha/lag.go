@@ -34,8 +34,14 @@ type lagEntry struct {
 //   - otherwise end - offset, where a process without state has offset 0.
 //
 // The end offset of a task is the largest known end offset any member
-// reported for it; a process's offset is the largest any of its members
-// reported. Negative reported offsets count as absent.
+// reported for it. A member's offset for a task is measured against the
+// end offset the same member reported for it (its TaskEndOffsets entry:
+// the two come from one report, docs/WARMUPS.md §2.1), the task's end
+// offset only when it reported none: its lag is its own end − offset, 0
+// at or beyond its own end (a position one past the last offset), and
+// stands as the offset end − that lag. A process's offset is the largest
+// of its members'. Negative reported offsets count as absent; a
+// MaxInt64 offset ("not restoring yet") is not measured against its own end.
 type Lags struct {
 	end   []int64      // per task; endUnknown when nobody knows
 	procs [][]lagEntry // per process, ascending by task
@@ -83,8 +89,8 @@ func ComputeLags(req *abi.AssignRequest) *Lags {
 		touched = touched[:0]
 		for i := first[p]; i >= 0; i = next[i] {
 			m := &req.Members[i]
-			for _, o := range m.TaskOffsets {
-				touched = accumulate(acc, touched, o.Task, o.Offset)
+			for _, o := range m.TaskOffsets { // its own lag where it reported its own end
+				touched = accumulate(acc, touched, o.Task, m.OffsetAgainst(o.Task, o.Offset, l.end[o.Task]))
 			}
 			for _, t := range m.Active {
 				touched = accumulate(acc, touched, t, runningMark)

@@ -61,3 +61,43 @@ func TestComputeLags(t *testing.T) {
 		t.Error("EndKnown: task 2 has no report, task 1 has one")
 	}
 }
+
+// TestComputeLagsOwnReport: a member's offset is measured against the end
+// offset it reported with it, not against a larger one another member
+// reported; a position past its own end is caught up; without its own end
+// offset the task's end offset and Kafka's corrupt-state rule apply.
+func TestComputeLagsOwnReport(t *testing.T) {
+	req := &abi.AssignRequest{
+		Processes:     []string{"a", "b", "c", "d"},
+		Subtopologies: []abi.Subtopology{{ID: "0", Partitions: 2, Stateful: true}},
+		Members: []abi.Member{
+			{ID: "a1", Process: 0, TaskEndOffsets: []abi.TaskOffset{{Task: 0, Offset: 5000}, {Task: 1, Offset: 5000}}},
+			{ID: "b1", Process: 1, TaskOffsets: []abi.TaskOffset{{Task: 0, Offset: 950}, {Task: 1, Offset: math.MaxInt64}},
+				TaskEndOffsets: []abi.TaskOffset{{Task: 0, Offset: 1000}, {Task: 1, Offset: 1000}}},
+			{ID: "c1", Process: 2, TaskOffsets: []abi.TaskOffset{{Task: 0, Offset: 1001}, {Task: 1, Offset: 5001}},
+				TaskEndOffsets: []abi.TaskOffset{{Task: 0, Offset: 1000}, {Task: 1, Offset: math.MaxInt64}}},
+			{ID: "d1", Process: 3, TaskOffsets: []abi.TaskOffset{{Task: 0, Offset: 4900}}},
+			{ID: "d2", Process: 3, TaskOffsets: []abi.TaskOffset{{Task: 0, Offset: 900}}, TaskEndOffsets: []abi.TaskOffset{{Task: 0, Offset: 920}}},
+		},
+	}
+	l := ha.ComputeLags(req)
+	for _, c := range []struct {
+		name string
+		p, t int32
+		want int64
+	}{
+		{"own end, though another member reported a larger one", 1, 0, 50},
+		{"one past its own end: caught up", 2, 0, 0},
+		{"MaxInt64 offset: not against its own end (corrupt rule)", 1, 1, 5000},
+		{"own end MaxInt64 (unknown): the task's end, corrupt rule", 2, 1, 5000},
+		{"a process takes its members' smallest lag", 3, 0, 20},
+		{"no state: the task's end", 0, 0, 5000},
+	} {
+		if got := l.Lag(c.p, c.t); got != c.want {
+			t.Errorf("%s: Lag(%d, %d) = %d, want %d", c.name, c.p, c.t, got, c.want)
+		}
+	}
+	if !l.CaughtUp(1, 0, 50) || l.CaughtUp(1, 0, 49) {
+		t.Error("CaughtUp(b, 0_0): want caught up at acceptable 50, not at 49")
+	}
+}

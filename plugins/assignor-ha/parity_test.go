@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -142,7 +143,38 @@ func genParity(seed int) parityCase {
 		}
 	}
 	java.WriteString("end\n")
+	leaderEnds(req)
 	return parityCase{name: name, req: req, java: java.String()}
+}
+
+// leaderEnds moves each end offset that landed on a member reporting an
+// offset for the same task to the first member reporting neither. The
+// harness's end offsets are the leader's (fetched for the whole group), so
+// no member's offset may be measured against one as the end offset it
+// reported itself (ComputeLags); where every member reports an offset for
+// the task, the end offset stays where it is.
+func leaderEnds(req *abi.AssignRequest) {
+	has := func(os []abi.TaskOffset, t int32) bool {
+		return slices.ContainsFunc(os, func(o abi.TaskOffset) bool { return o.Task == t })
+	}
+	for i := range req.Members {
+		m := &req.Members[i]
+		for k := 0; k < len(m.TaskEndOffsets); k++ {
+			e := m.TaskEndOffsets[k]
+			if !has(m.TaskOffsets, e.Task) {
+				continue
+			}
+			for j := range req.Members {
+				if o := &req.Members[j]; !has(o.TaskOffsets, e.Task) && !has(o.TaskEndOffsets, e.Task) {
+					at := sort.Search(len(o.TaskEndOffsets), func(x int) bool { return o.TaskEndOffsets[x].Task > e.Task })
+					o.TaskEndOffsets = slices.Insert(o.TaskEndOffsets, at, e)
+					m.TaskEndOffsets = slices.Delete(m.TaskEndOffsets, k, k+1)
+					k--
+					break
+				}
+			}
+		}
+	}
 }
 
 func orDash(s string) string {

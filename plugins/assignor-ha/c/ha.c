@@ -342,10 +342,25 @@ static int64_t lag_from(int32_t t, int64_t offset) {
     return offset > end ? end : end - offset;
 }
 
+/* own_end is ownEnd: the end offset m reported for task t (binary search
+ * over its ends, ascending by task), or -1 when none usable. */
+static int64_t own_end(const mem_t *m, int32_t t) {
+    int32_t lo = 0, hi = m->n_ends;
+    while (lo < hi) {
+        int32_t mid = (int32_t)((uint32_t)(lo + hi) >> 1);
+        if (m->ends[mid].task < t) lo = mid + 1; else hi = mid;
+    }
+    if (lo < m->n_ends && m->ends[lo].task == t && m->ends[lo].off >= 0 && m->ends[lo].off != END_UNKNOWN) return m->ends[lo].off;
+    return -1;
+}
+
 /* compute_lags is ComputeLags: the end offset of a task is the largest any
- * member reported; a process's entry for a task is LAG_RUNNING if one of
- * its members runs it, else the lag of the largest offset its members
- * reported (negative reports count as absent). */
+ * member reported; a member's offset is measured against the end offset
+ * it reported itself for the task when it did (own_end: it stands as
+ * end_off - its own lag, 0 at or beyond its own end); a process's entry
+ * for a task is LAG_RUNNING if one of its members runs it, else the lag of
+ * the largest offset its members reported (negative reports count as
+ * absent). */
 static void compute_lags(void) {
     end_off = A((size_t)nt, sizeof(int64_t));
     for (int32_t t = 0; t < nt; t++) end_off[t] = -1;
@@ -364,7 +379,12 @@ static void compute_lags(void) {
     for (int32_t i = 0; i < nmem; i++) {
         mem_t *m = &members[i];
         toff_t *dst = all + cnt[m->process] + fill[m->process];
-        memcpy(dst, m->offs, sizeof(toff_t) * (size_t)m->n_offs);
+        for (int32_t k = 0; k < m->n_offs; k++) {
+            toff_t o = m->offs[k];
+            int64_t e = own_end(m, o.task);
+            if (e >= 0 && o.off >= 0 && o.off != END_UNKNOWN) o.off = end_off[o.task] - (e > o.off ? e - o.off : 0);
+            dst[k] = o;
+        }
         for (int32_t k = 0; k < m->n_active; k++) { dst[m->n_offs + k].task = m->active[k]; dst[m->n_offs + k].off = RUNNING_MARK; }
         fill[m->process] += m->n_offs + m->n_active;
     }
