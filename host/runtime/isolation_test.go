@@ -129,6 +129,9 @@ func isoRuntime(t *testing.T, cfg runtime.Config) (*runtime.Runtime, *isoShard, 
 	if cfg.RoundTime == 0 {
 		cfg.RoundTime = time.Hour
 	}
+	if cfg.YieldTime == 0 {
+		cfg.YieldTime = time.Hour
+	}
 	rt, err := runtime.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +282,8 @@ func waitSteps(t *testing.T, sh *isoShard, name string) {
 // ends after the event that passed it; the rest of its events go back to
 // the head of the queue, so an event of another group submitted while the
 // round ran is stepped before the flood's remaining events, and the
-// flood's events keep their order.
+// flood's events keep their order. Past YieldTime the round is not cut:
+// the waiting event joins it, stepped next, with the same order.
 func TestRoundEndsAtBudget(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -287,6 +291,7 @@ func TestRoundEndsAtBudget(t *testing.T) {
 		want string
 	}{
 		{"no budget reached", runtime.Config{}, "gate,f1,f2,f3,f4,c1"},
+		{"YieldTime", runtime.Config{YieldTime: time.Millisecond, Now: steppingClock()}, "gate,f1,c1,f2,f3,f4"},
 		{"RoundTime", runtime.Config{RoundTime: time.Millisecond, Now: steppingClock()}, "gate,f1,c1,f2,f3,f4"},
 		{"MaxRoundBytes", runtime.Config{MaxRoundBytes: 1}, "gate,f1,c1,f2,f3,f4"},
 	} {
