@@ -21,7 +21,7 @@ import (
 // reconciles against a part.
 
 // defaultTargetSlice is how many members' targets one step writes.
-const defaultTargetSlice = 128
+const defaultTargetSlice = 32
 
 // targetSlices is an assignor result being written.
 type targetSlices struct {
