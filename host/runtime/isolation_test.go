@@ -451,3 +451,45 @@ func TestRoundSealedInPartsCountsOnce(t *testing.T) {
 	waitSteps(t, sh, "a2") // with each part counted, the pipeline would be full
 	held.result <- nil     // the cleanup answers the appends after it
 }
+
+// TestJoinedEventsRespectFullPipeline: with Pipeline 2 and two rounds of
+// group "flood" waiting for appends, a round of another group that passes
+// YieldTime takes in a waiting event of a third group, but not the
+// flood's next event, which waits until an append ends as it would in a
+// round of its own.
+func TestJoinedEventsRespectFullPipeline(t *testing.T) {
+	rt, sh, log := isoRuntime(t, runtime.Config{Workers: 2, Pipeline: 2, YieldTime: time.Millisecond, Now: steppingClock()})
+	submit(t, rt, "flood", iev{name: "f1", write: true, owner: "flood"})
+	first := <-log.calls // held: f1 in flight, f2's round waits behind it
+	submit(t, rt, "flood", iev{name: "f2", write: true, owner: "flood"})
+	waitSteps(t, sh, "f2")
+	gate := iev{name: "gate", hold: make(chan struct{}), entered: make(chan struct{})}
+	submit(t, rt, "gate", gate)
+	<-gate.entered // the events below wait while the gate's round steps
+	f3, c1 := newReply(), newReply()
+	submit(t, rt, "flood", iev{name: "f3", write: true, owner: "flood", reply: f3})
+	submit(t, rt, "canary", iev{name: "c1", reply: c1})
+	close(gate.hold)
+	if err := answered(t, c1, "the canary's heartbeat"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(sh.steps(), ","); got != "f1,f2,gate,c1" {
+		t.Fatalf("steps %s, want f1,f2,gate,c1: the flood's third event waits for an append", got)
+	}
+	first.result <- nil
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case h := <-log.calls:
+				h.result <- nil
+			case <-stop:
+				return
+			}
+		}
+	}()
+	if err := answered(t, f3, "the flood's third event"); err != nil {
+		t.Fatal(err)
+	}
+}

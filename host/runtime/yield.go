@@ -20,7 +20,8 @@ type roundKeys map[string]bool
 // before a Tick (a timer's event runs after the events queued before it
 // fired, and before those queued after), none once an unload is queued,
 // none of a key over its quota (ranked last anyway), no event without a
-// key, and keeps the round within MaxBatch events. The events it takes
+// key, only keys that hold nothing in flight while the pipeline is full
+// (as takeLocked), and keeps the round within MaxBatch events. The events it takes
 // leave the queue; each key's order is kept, since the round held no
 // event of their keys.
 func (p *partition) joinWaiting(evs []Event, next int, keys roundKeys) ([]Event, roundKeys) {
@@ -37,6 +38,7 @@ func (p *partition) joinWaiting(evs []Event, next int, keys roundKeys) ([]Event,
 		}
 	}
 	var throttled func(string) bool
+	full := p.pipelineFullLocked()
 	var joined []Event
 	kept := p.queue[:0]
 	for i, ev := range p.queue {
@@ -52,7 +54,7 @@ func (p *partition) joinWaiting(evs []Event, next int, keys roundKeys) ([]Event,
 			throttled = p.quota.overAt(p.rt.cfg.Now)
 		}
 		keys[ev.Key] = true // its later events stay queued, in order
-		if throttled(ev.Key) {
+		if throttled(ev.Key) || full && !p.independentLocked(ev.Key) {
 			kept = append(kept, ev)
 			continue
 		}
