@@ -246,23 +246,29 @@ func TestFullPipelineStepsIndependentKeys(t *testing.T) {
 		t.Fatalf("the flood's third event was stepped with two appends in flight: %s", got)
 	}
 	first.result <- nil
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case h := <-log.calls:
-				h.result <- nil
-			case <-stop:
-				return
-			}
-		}
-	}()
+	defer appendAll(log)()
 	for _, r := range []*isoReply{f1, f2, c2, f3} {
 		if err := answered(t, r, "an appended event"); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// appendAll lets every append of log succeed until the returned stop is
+// called.
+func appendAll(log *heldLog) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case h := <-log.calls:
+				h.result <- nil
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // waitSteps waits until the shard has stepped name.
@@ -477,18 +483,7 @@ func TestJoinedEventsRespectFullPipeline(t *testing.T) {
 		t.Fatalf("steps %s, want f1,f2,gate,c1: the flood's third event waits for an append", got)
 	}
 	first.result <- nil
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case h := <-log.calls:
-				h.result <- nil
-			case <-stop:
-				return
-			}
-		}
-	}()
+	defer appendAll(log)()
 	if err := answered(t, f3, "the flood's third event"); err != nil {
 		t.Fatal(err)
 	}
