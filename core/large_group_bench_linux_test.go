@@ -37,8 +37,10 @@ const largeGroupMembers = 2000
 // large group's rebalance costs, each iteration rolled back so the input
 // is fixed: "join" is a new member's join, which starts an assignor run
 // and builds its input from every member; "result" is that run's result,
-// whose step validates it and orders the members its slices write;
-// "second-join" is a join of
+// prepared as the host hands it, whose step orders the members its
+// slices write; "slice" is the step of a Tick that writes the first part
+// of its targets (the longest a group then waits for while the result is
+// written); "second-join" is a join of
 // another group's second member with a topology of 80,000 entries, whose
 // configuration the group's first heartbeat already computed (Kafka drops
 // that heartbeat's soft state, so the second one needs it again). Each
@@ -73,12 +75,15 @@ func BenchmarkLargeGroupJoin(b *testing.B) {
 	c.Commit()
 	run := out.AssignorRuns[0]
 	res := ReferenceAssign(run.Input)
+	// As the host hands it: checked and turned into targets beside the
+	// assignor, off the partition.
+	result := AssignorResult{Run: run, Result: res, Prepared: PrepareAssignorResult(run, res)}
 	b.Run("result", func(b *testing.B) {
 		var cpu cpuMeter
 		defer cpu.report(b)
 		for i := 0; i < b.N; i++ {
 			cpu.start()
-			out, err := c.Step(c.now+1, AssignorResult{Run: run, Result: res})
+			out, err := c.Step(c.now+1, result)
 			cpu.stop()
 			if err != nil || !slices.ContainsFunc(out.Timers, func(t TimerChange) bool { return t.Key == targetSliceKey(run.Group) }) {
 				b.Fatalf("the result started no slices: %v %+v", err, out)
@@ -87,6 +92,46 @@ func BenchmarkLargeGroupJoin(b *testing.B) {
 			c.Rollback()
 			b.StartTimer()
 		}
+	})
+	b.Run("slice", func(b *testing.B) {
+		// Each iteration writes the next part, committed (a rollback
+		// drops the parts left, which are soft state); a new fleet when
+		// the result is all written.
+		var w *Coordinator
+		var cpu cpuMeter
+		parts := 0
+		for i := 0; i < b.N; i++ {
+			if w == nil || !w.hasTimer(targetSliceKey(run.Group)) {
+				b.StopTimer()
+				w = memFleet(b, 1, largeGroupMembers, false)
+				out, err := w.Step(w.now+1, Request{ID: 1, Body: req})
+				if err != nil || len(out.AssignorRuns) != 1 {
+					b.Fatalf("the join started no run: %v", err)
+				}
+				w.Commit()
+				r := out.AssignorRuns[0]
+				rr := ReferenceAssign(r.Input)
+				if _, err := w.Step(w.now+1, AssignorResult{Run: r, Result: rr, Prepared: PrepareAssignorResult(r, rr)}); err != nil {
+					b.Fatal(err)
+				}
+				w.Commit()
+				b.StartTimer()
+			}
+			cpu.start()
+			out, err := w.Step(w.now+1, Tick{Limit: 1})
+			cpu.stop()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if slices.ContainsFunc(out.Events, func(e Event) bool { return e.Kind == EventTargetPart || e.Kind == EventTargetAssigned }) {
+				parts++
+			}
+			w.Commit()
+		}
+		if parts == 0 {
+			b.Fatal("no tick wrote a part of the target")
+		}
+		b.ReportMetric(float64(cpu.sum)/float64(parts), "cpu-ns/part")
 	})
 	huge := hugeTopologyJoin("huge", "m0")
 	huge.Topology.Subtopologies = huge.Topology.Subtopologies[:hugeTopologySubs/2] // sources "in", absent here: the group stays not ready

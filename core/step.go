@@ -58,6 +58,10 @@ type AssignorResult struct {
 	Run    AssignorRun
 	Result AssignResult
 	Err    error
+	// Prepared is PrepareAssignorResult's work on Run and Result done
+	// ahead, off the partition's worker; nil: Step does it itself. It
+	// must have been prepared from this Run and Result.
+	Prepared *PreparedAssignorResult
 }
 
 // ProbeResult hands back the probing policy's answer to a check
@@ -134,7 +138,7 @@ func (c *Coordinator) Step(now int64, in Input) (Output, error) {
 	case Tick:
 		return c.tickUpTo(now, in.Limit), nil
 	case AssignorResult:
-		return c.assignorResult(now, in.Run, in.Result, in.Err), nil
+		return c.assignorResultPrepared(now, in.Run, in.Result, in.Err, in.Prepared), nil
 	case ProbeResult:
 		return c.applyProbeResult(now, in.Check, in.Decision), nil
 	case Topics:

@@ -234,6 +234,12 @@ func targetRecord(group, member string, t tasksTuple) records.Record {
 // UNKNOWN_SERVER_ERROR, as Kafka answers a failing assignor. Heartbeats
 // parked on the run are answered in the returned Output.
 func (c *Coordinator) assignorResult(now int64, run AssignorRun, res AssignResult, runErr error) Output {
+	return c.assignorResultPrepared(now, run, res, runErr, nil)
+}
+
+// assignorResultPrepared is assignorResult with the result's check and
+// targets taken from prep when it is not nil (PrepareAssignorResult).
+func (c *Coordinator) assignorResultPrepared(now int64, run AssignorRun, res AssignResult, runErr error, prep *PreparedAssignorResult) Output {
 	c.begin(now)
 	g, ok := c.groups[run.Group].(*streamsGroup)
 	if !ok {
@@ -242,11 +248,14 @@ func (c *Coordinator) assignorResult(now int64, run AssignorRun, res AssignResul
 	if g.soft.inflight != nil && g.soft.inflight.Epoch == run.Epoch {
 		g.soft.inflight = nil
 	}
+	if runErr == nil && prep == nil {
+		prep = PrepareAssignorResult(run, res)
+	}
 	if runErr == nil {
-		runErr = validateResult(run, res)
+		runErr = prep.err
 	}
 	if run.Probe && runErr == nil {
-		c.probeResult(g, run, res)
+		c.probeResult(g, run, res, prep.targets)
 	}
 	if runErr != nil {
 		c.emitGroup(EventAssignorResultDiscarded, g.id, ReasonAssignorError, run.Epoch)
@@ -258,7 +267,7 @@ func (c *Coordinator) assignorResult(now int64, run AssignorRun, res AssignResul
 	switch {
 	case run.Probe:
 	case run.Epoch > g.assignmentEpoch && run.Epoch <= g.groupEpoch:
-		if !c.startTargetWrite(g, run, res) {
+		if !c.startTargetWrite(g, run, res, prep.targets) {
 			return c.end() // continued by later steps (streams_target_slices.go)
 		}
 		c.targetWritten(g, run.Epoch, res.NextProbeMs)
@@ -319,12 +328,40 @@ func validateResult(run AssignorRun, res AssignResult) error {
 	return nil
 }
 
-func resultTargets(run AssignorRun, res AssignResult) map[string]tasksTuple {
-	out := map[string]tasksTuple{}
-	for i := range res.Members {
-		out[run.Input.Members[i].MemberID] = resultTarget(run, res, i)
+// resultTargets maps each member of run's input to its target (targets,
+// by the member's place in the input).
+func resultTargets(run AssignorRun, targets []tasksTuple) map[string]tasksTuple {
+	out := make(map[string]tasksTuple, len(targets))
+	for i, t := range targets {
+		out[run.Input.Members[i].MemberID] = t
 	}
 	return out
+}
+
+// PreparedAssignorResult is an assignor result with the work of applying
+// it that reads no coordinator state done ahead: the result checked
+// against its run's input and each member's target built. For a large
+// group that work was most of the steps that apply the result (a check of
+// every task, a set of tasks per member); a host does it where the
+// assignor ran, so the partition's steps only compare and write.
+type PreparedAssignorResult struct {
+	err     error        // validateResult's answer
+	targets []tasksTuple // each member's target, by its place in the run's input; nil with err
+}
+
+// PrepareAssignorResult prepares res, the result of run, for
+// AssignorResult.Prepared. It reads no coordinator state and may run on
+// any goroutine (a host runs it where the assignor ran); run and res must
+// not change afterwards.
+func PrepareAssignorResult(run AssignorRun, res AssignResult) *PreparedAssignorResult {
+	p := &PreparedAssignorResult{err: validateResult(run, res)}
+	if p.err == nil {
+		p.targets = make([]tasksTuple, len(res.Members))
+		for i := range res.Members {
+			p.targets[i] = resultTarget(run, res, i)
+		}
+	}
+	return p
 }
 
 // resultTarget is the target of the i-th member of run's result.

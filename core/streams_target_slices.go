@@ -21,16 +21,16 @@ import (
 // reconciles against a part.
 
 // defaultTargetSlice is how many members' targets one step writes.
-const defaultTargetSlice = 128
+const defaultTargetSlice = 32
 
 // targetSlices is an assignor result being written.
 type targetSlices struct {
-	run   AssignorRun
-	res   AssignResult
-	index map[string]int // member id -> its place in run.Input.Members; nil: that is sorted, searched instead
-	ids   []string       // the group's members, sorted, when the result came
-	next  int            // ids[next:] are still to write
-	probe int64          // the result's NextProbeMs
+	run     AssignorRun
+	targets []tasksTuple   // each member's target, by its place in run.Input.Members
+	index   map[string]int // member id -> its place in run.Input.Members; nil: that is sorted, searched instead
+	ids     []string       // the group's members, sorted, when the result came
+	next    int            // ids[next:] are still to write
+	probe   int64          // the result's NextProbeMs
 	// waited: the assignor wait expired meanwhile; the parked heartbeats
 	// are answered after the last slice even if a new run is in flight.
 	waited bool
@@ -45,12 +45,12 @@ func (c *Coordinator) targetSliceSize() int {
 
 // startTargetWrite writes the target of run's result at once if the group
 // is small (it reports true), or starts writing it in slices.
-func (c *Coordinator) startTargetWrite(g *streamsGroup, run AssignorRun, res AssignResult) bool {
+func (c *Coordinator) startTargetWrite(g *streamsGroup, run AssignorRun, res AssignResult, targets []tasksTuple) bool {
 	if len(g.members) <= c.targetSliceSize() {
-		c.writeTarget(g, run.Epoch, resultTargets(run, res))
+		c.writeTarget(g, run.Epoch, resultTargets(run, targets))
 		return true
 	}
-	s := &targetSlices{run: run, res: res, probe: res.NextProbeMs}
+	s := &targetSlices{run: run, targets: targets, probe: res.NextProbeMs}
 	if slices.IsSortedFunc(run.Input.Members, compareMemberIDs) {
 		s.ids = mergeMemberIDs(g, run.Input.Members) // without sorting every member again
 	} else { // an input core did not build (assignInput sorts it)
@@ -124,7 +124,7 @@ func (s *targetSlices) target(id string) tasksTuple {
 	if !ok {
 		return emptyTuple()
 	}
-	return resultTarget(s.run, s.res, i)
+	return s.targets[i]
 }
 
 func compareMemberIDs(a, b AssignMember) int { return strings.Compare(a.MemberID, b.MemberID) }

@@ -41,6 +41,9 @@ type sliceRig struct {
 	trace strings.Builder
 	parts int // steps that wrote part of a target
 	id    RequestID
+	// prepared: results are handed in with PrepareAssignorResult's work
+	// done, as the host hands them.
+	prepared bool
 }
 
 func newSliceRig(t *testing.T, slice int, wait int64) *sliceRig {
@@ -92,7 +95,11 @@ func (r *sliceRig) heartbeat(req *kmsg.StreamsGroupHeartbeatRequest) Output {
 // answer answers runs and, unless partial, writes the slices they left.
 func (r *sliceRig) answer(runs []AssignorRun, partial bool) {
 	for _, run := range runs {
-		r.answer(r.step(AssignorResult{Run: run, Result: ReferenceAssign(run.Input)}).AssignorRuns, partial)
+		in := AssignorResult{Run: run, Result: ReferenceAssign(run.Input)}
+		if r.prepared {
+			in.Prepared = PrepareAssignorResult(in.Run, in.Result)
+		}
+		r.answer(r.step(in).AssignorRuns, partial)
 	}
 	for !partial && r.c.hasTimer(targetSliceKey("s")) {
 		r.answer(r.step(Tick{Limit: 1}).AssignorRuns, false)
@@ -120,12 +127,20 @@ func (r *sliceRig) fullHeartbeat(member string) *kmsg.StreamsGroupHeartbeatReque
 }
 
 // The same joins and results give the same records, in the same order,
-// and the same state whether a result is written at once or in slices of
-// 3 members; the log replays to the live state.
+// and the same state whether a result is written at once or in slices (of
+// 3 members, and of the default size), and whether it comes prepared
+// (PrepareAssignorResult, as the host hands it) or not; the log replays
+// to the live state.
 func TestTargetSlicesWriteWhatOneStepWrites(t *testing.T) {
-	whole, sliced := newSliceRig(t, 0, 0), newSliceRig(t, 3, 0)
-	for _, r := range []*sliceRig{whole, sliced} {
-		r.answer(r.build(12), false)
+	const members = 2*defaultTargetSlice + 5
+	var rigs []*sliceRig
+	for _, v := range []struct {
+		slice    int
+		prepared bool
+	}{{members + 1, false}, {3, false}, {3, true}, {members + 1, true}, {0, true}} {
+		r := newSliceRig(t, v.slice, 0)
+		r.prepared = v.prepared
+		r.answer(r.build(members), false)
 		replayed, err := replayLog(r.cfg, r.log)
 		if err != nil {
 			t.Fatal(err)
@@ -133,15 +148,51 @@ func TestTargetSlicesWriteWhatOneStepWrites(t *testing.T) {
 		if live, rep := r.c.Dump(), replayed.Dump(); live != rep {
 			t.Fatalf("slice %d: replay differs from live state:\nlive:\n%s\nreplayed:\n%s", r.c.targetSlice, live, rep)
 		}
+		if sliced := r.parts > 0; sliced != (v.slice <= members) {
+			t.Fatalf("slice %d: %d steps wrote part of a target", v.slice, r.parts)
+		}
+		rigs = append(rigs, r)
 	}
-	if whole.parts != 0 || sliced.parts == 0 {
-		t.Fatalf("steps with part of a target: whole %d, sliced %d; want 0 and some", whole.parts, sliced.parts)
+	whole := rigs[0]
+	for _, r := range rigs[1:] {
+		if a, b := whole.trace.String(), r.trace.String(); a != b {
+			t.Fatalf("slice %d, prepared %v: records and responses differ:\nwhole:\n%s\nthis one:\n%s", r.c.targetSlice, r.prepared, a, b)
+		}
+		if a, b := whole.c.Dump(), r.c.Dump(); a != b {
+			t.Fatalf("slice %d, prepared %v: state differs:\nwhole:\n%s\nthis one:\n%s", r.c.targetSlice, r.prepared, a, b)
+		}
 	}
-	if a, b := whole.trace.String(), sliced.trace.String(); a != b {
-		t.Fatalf("records and responses differ:\nwhole:\n%s\nsliced:\n%s", a, b)
+}
+
+// A result the check refuses (a task active twice) is discarded the same
+// way prepared or not: the same answers to the heartbeats that waited,
+// the same records (none of the result) and state.
+func TestPreparedResultRefusedAlike(t *testing.T) {
+	var traces, dumps []string
+	for _, prepared := range []bool{false, true} {
+		r := newSliceRig(t, 0, 1000)
+		r.answer(r.build(3), false)
+		runs := r.heartbeat(joinRequest("s", "m03")).AssignorRuns
+		if len(runs) != 1 {
+			t.Fatalf("the join started %d runs", len(runs))
+		}
+		res := ReferenceAssign(runs[0].Input)
+		res.Members[1].Active = append(res.Members[1].Active, res.Members[0].Active...)
+		if len(res.Members[0].Active) == 0 {
+			t.Fatal("member 0 got no active task to assign twice")
+		}
+		in := AssignorResult{Run: runs[0], Result: res}
+		if prepared {
+			in.Prepared = PrepareAssignorResult(in.Run, in.Result)
+		}
+		out := r.step(in)
+		if !slices.ContainsFunc(out.Events, func(e Event) bool { return e.Kind == EventAssignorResultDiscarded }) {
+			t.Fatalf("prepared %v: the result was not discarded: %+v", prepared, out.Events)
+		}
+		traces, dumps = append(traces, r.trace.String()), append(dumps, r.c.Dump())
 	}
-	if a, b := whole.c.Dump(), sliced.c.Dump(); a != b {
-		t.Fatalf("state differs:\nwhole:\n%s\nsliced:\n%s", a, b)
+	if traces[0] != traces[1] || dumps[0] != dumps[1] {
+		t.Fatalf("a refused result prepared differs:\nnot prepared:\n%s\n%s\nprepared:\n%s\n%s", traces[0], dumps[0], traces[1], dumps[1])
 	}
 }
 

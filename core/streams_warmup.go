@@ -219,11 +219,11 @@ func (c *Coordinator) startProbe(g *streamsGroup) {
 // epoch) it is dropped, as the pending assignment sees the same lags; if it
 // equals the current target nothing is written; otherwise the group epoch
 // is bumped and the new target written at it.
-func (c *Coordinator) probeResult(g *streamsGroup, run AssignorRun, res AssignResult) {
+func (c *Coordinator) probeResult(g *streamsGroup, run AssignorRun, res AssignResult, prepared []tasksTuple) {
 	if run.Epoch != g.groupEpoch || g.groupEpoch != g.assignmentEpoch {
 		return
 	}
-	targets := resultTargets(run, res)
+	targets := resultTargets(run, prepared)
 	changed := false
 	for _, id := range g.sortedMemberIDs() {
 		t, ok := targets[id]

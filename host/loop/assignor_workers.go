@@ -41,9 +41,14 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 	l.onWorker(run.Group, func() func(c *core.Coordinator, now int64) core.Output {
 		res, rec, err := l.runAssignor(run, timeout)
 		l.ab.Shadow(run, shadows, timeout) // after the primary: never beside it on this run
+		var prep *core.PreparedAssignorResult
 		if err != nil {
 			l.stats.runErrors.Add(1)
 			l.log.Warn("assignor run failed: the group keeps its last target", "group", run.Group, "epoch", run.Epoch, "assignor", run.Assignor, "err", err)
+		} else {
+			// Checked and turned into targets here, off the partition:
+			// its steps then only compare and write.
+			prep = core.PrepareAssignorResult(run, res)
 		}
 		return func(c *core.Coordinator, now int64) core.Output {
 			if err == nil {
@@ -51,7 +56,7 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 			} else {
 				l.history.note(run.Group, fmt.Sprintf("assignor %q failed for epoch %d: %v", run.Assignor, run.Epoch, err))
 			}
-			out := l.step(c, now, core.AssignorResult{Run: run, Result: res, Err: err})
+			out := l.step(c, now, core.AssignorResult{Run: run, Result: res, Err: err, Prepared: prep})
 			l.ab.Installed(run.Group, rec, reasons, out.Events)
 			return out
 		}

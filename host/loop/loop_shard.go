@@ -129,15 +129,18 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // has run for tickYield, so that event waits for one timer's work and
 // not for a whole slice. Each timer is its own write in Kafka too
 // (core.Tick{Limit: 1}), and Kafka queues each timer's event behind the
-// requests queued before it fired. A timer that wrote part of a large group's
-// assignor result (core.EventTargetPart) or armed a timer already due
-// ends its Tick: core continues at the next one, after the events queued
-// meanwhile.
+// requests queued before it fired. A timer that armed a timer already
+// due ends its Tick: core continues at the next one, after the events
+// queued meanwhile. A timer that wrote part of a large group's assignor
+// result (core.EventTargetPart, a few dozen members' targets) ends it
+// only while a group's event waits: the parts are small so that this
+// event waits for one of them, and the Tick goes on with the next part
+// otherwise, so a large result is not written more slowly for it.
 const (
 	tickTimers = 64
 	tickMin    = 8
 	tickTime   = 2 * time.Millisecond
-	tickYield  = 200 * time.Microsecond
+	tickYield  = 50 * time.Microsecond
 )
 
 func (s *shard) tick(now int64, waiting func() bool) {
@@ -152,7 +155,10 @@ func (s *shard) tick(now int64, waiting func() bool) {
 		out := s.l.step(s.c, now, core.Tick{Limit: 1})
 		s.batch.add(out)
 		if slices.ContainsFunc(out.Events, func(e core.Event) bool { return e.Kind == core.EventTargetPart }) {
-			return
+			if waiting != nil && waiting() {
+				return
+			}
+			continue // the next part is the timer it armed, due at once
 		}
 		if slices.ContainsFunc(out.Timers, func(t core.TimerChange) bool { return !t.Cancel && t.Deadline <= now }) {
 			// A timer armed already due (a 0 ms initial rebalance delay

@@ -129,6 +129,9 @@ func isoRuntime(t *testing.T, cfg runtime.Config) (*runtime.Runtime, *isoShard, 
 	if cfg.RoundTime == 0 {
 		cfg.RoundTime = time.Hour
 	}
+	if cfg.YieldTime == 0 {
+		cfg.YieldTime = time.Hour
+	}
 	rt, err := runtime.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -243,23 +246,29 @@ func TestFullPipelineStepsIndependentKeys(t *testing.T) {
 		t.Fatalf("the flood's third event was stepped with two appends in flight: %s", got)
 	}
 	first.result <- nil
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case h := <-log.calls:
-				h.result <- nil
-			case <-stop:
-				return
-			}
-		}
-	}()
+	defer appendAll(log)()
 	for _, r := range []*isoReply{f1, f2, c2, f3} {
 		if err := answered(t, r, "an appended event"); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// appendAll lets every append of log succeed until the returned stop is
+// called.
+func appendAll(log *heldLog) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case h := <-log.calls:
+				h.result <- nil
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // waitSteps waits until the shard has stepped name.
@@ -279,7 +288,8 @@ func waitSteps(t *testing.T, sh *isoShard, name string) {
 // ends after the event that passed it; the rest of its events go back to
 // the head of the queue, so an event of another group submitted while the
 // round ran is stepped before the flood's remaining events, and the
-// flood's events keep their order.
+// flood's events keep their order. Past YieldTime the round is not cut:
+// the waiting event joins it, stepped next, with the same order.
 func TestRoundEndsAtBudget(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -287,6 +297,7 @@ func TestRoundEndsAtBudget(t *testing.T) {
 		want string
 	}{
 		{"no budget reached", runtime.Config{}, "gate,f1,f2,f3,f4,c1"},
+		{"YieldTime", runtime.Config{YieldTime: time.Millisecond, Now: steppingClock()}, "gate,f1,c1,f2,f3,f4"},
 		{"RoundTime", runtime.Config{RoundTime: time.Millisecond, Now: steppingClock()}, "gate,f1,c1,f2,f3,f4"},
 		{"MaxRoundBytes", runtime.Config{MaxRoundBytes: 1}, "gate,f1,c1,f2,f3,f4"},
 	} {
@@ -445,4 +456,35 @@ func TestRoundSealedInPartsCountsOnce(t *testing.T) {
 	submit(t, rt, "a", iev{name: "a2", write: true, owner: "a"})
 	waitSteps(t, sh, "a2") // with each part counted, the pipeline would be full
 	held.result <- nil     // the cleanup answers the appends after it
+}
+
+// TestJoinedEventsRespectFullPipeline: with Pipeline 2 and two rounds of
+// group "flood" waiting for appends, a round of another group that passes
+// YieldTime takes in a waiting event of a third group, but not the
+// flood's next event, which waits until an append ends as it would in a
+// round of its own.
+func TestJoinedEventsRespectFullPipeline(t *testing.T) {
+	rt, sh, log := isoRuntime(t, runtime.Config{Workers: 2, Pipeline: 2, YieldTime: time.Millisecond, Now: steppingClock()})
+	submit(t, rt, "flood", iev{name: "f1", write: true, owner: "flood"})
+	first := <-log.calls // held: f1 in flight, f2's round waits behind it
+	submit(t, rt, "flood", iev{name: "f2", write: true, owner: "flood"})
+	waitSteps(t, sh, "f2")
+	gate := iev{name: "gate", hold: make(chan struct{}), entered: make(chan struct{})}
+	submit(t, rt, "gate", gate)
+	<-gate.entered // the events below wait while the gate's round steps
+	f3, c1 := newReply(), newReply()
+	submit(t, rt, "flood", iev{name: "f3", write: true, owner: "flood", reply: f3})
+	submit(t, rt, "canary", iev{name: "c1", reply: c1})
+	close(gate.hold)
+	if err := answered(t, c1, "the canary's heartbeat"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(sh.steps(), ","); got != "f1,f2,gate,c1" {
+		t.Fatalf("steps %s, want f1,f2,gate,c1: the flood's third event waits for an append", got)
+	}
+	first.result <- nil
+	defer appendAll(log)()
+	if err := answered(t, f3, "the flood's third event"); err != nil {
+		t.Fatal(err)
+	}
 }

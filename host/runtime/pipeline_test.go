@@ -141,7 +141,7 @@ type pipeline struct {
 func newPipeline(t *testing.T, depth int) *pipeline {
 	pl := &pipeline{t: t, base: runtime.NewMemLog(), stepped: make(chan string, 64)}
 	pl.log = &heldLog{Log: pl.base, calls: make(chan heldAppend)}
-	rt, err := runtime.New(runtime.Config{Partitions: 1, Workers: 2, Log: pl.log, Pipeline: depth, RoundTime: time.Hour,
+	rt, err := runtime.New(runtime.Config{Partitions: 1, Workers: 2, Log: pl.log, Pipeline: depth, RoundTime: time.Hour, YieldTime: time.Hour,
 		NewShard: func(int) (runtime.Shard, error) { return newPipeShard(pl.stepped), nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -242,14 +242,20 @@ func (p *partition) durableLocked(n int) []func() {
 // whose stepping time or record bytes pass RoundTime or MaxRoundBytes
 // while another key's event waits in the queue ends after the event that
 // passed them; its other events go back to the head of the queue, and
-// the next round ranks them with the waiting ones.
+// the next round ranks them with the waiting ones. Before that, once a
+// step ends YieldTime after the round began (or last looked), an event
+// of a key the round holds none of that waits in the queue joins the
+// round and is stepped next (yield.go).
 func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
 	var cur roundTaint
 	start := p.rt.cfg.Now()
+	looked := start // when the round last looked for other keys' events
+	var keys roundKeys
 	p.rounds++
 	early := false
-	for i, ev := range evs {
+	for i := 0; i < len(evs); i++ {
+		ev := evs[i]
 		if u, ok := ev.Input.(unload); ok {
 			p.seal(sh, recs, nil, false)
 			p.mu.Lock()
@@ -280,7 +286,12 @@ func (p *partition) round(sh Shard, evs []Event) {
 		}
 		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, ev.Input)
-		p.quota.record(ev.Key, t0, p.rt.cfg.Now().Sub(t0)) // quota.go
+		t1 := p.rt.cfg.Now()
+		p.quota.record(ev.Key, t0, t1.Sub(t0)) // quota.go
+		if t1.Sub(looked) >= p.rt.cfg.YieldTime {
+			evs, keys = p.joinWaiting(evs, i+1, keys) // yield.go
+			looked = t1
+		}
 		switch {
 		case err != nil && p.inFlight():
 			// The rounds in flight may still commit: this one is rolled

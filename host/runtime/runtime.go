@@ -168,6 +168,14 @@ type Config struct {
 	// (a round of one key alone is not cut: its events keep sharing one
 	// append).
 	RoundTime time.Duration
+	// YieldTime bounds how long an event of a key the round holds none of
+	// waits while the round steps other keys' events (default
+	// DefaultYieldTime, measured with Now): once a step ends YieldTime
+	// after the round began, or after it last looked, the first queued
+	// event of each such key joins the round and is stepped next, so a
+	// group whose request arrives behind a flooded group's round waits
+	// for about one of the flood's steps, not for the round.
+	YieldTime time.Duration
 	// MaxRoundBytes bounds the record bytes of a round (default
 	// DefaultMaxRoundBytes) the same way, and the bytes of one append:
 	// the rounds waiting for an append go in one append up to it.
@@ -286,6 +294,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.RoundTime <= 0 {
 		cfg.RoundTime = DefaultRoundTime
+	}
+	if cfg.YieldTime <= 0 {
+		cfg.YieldTime = DefaultYieldTime
 	}
 	if cfg.MaxRoundBytes <= 0 {
 		cfg.MaxRoundBytes = DefaultMaxRoundBytes

@@ -195,6 +195,9 @@ func startCfg(tb testing.TB, cfg runtime.Config) *runtime.Runtime {
 	if cfg.RoundTime == 0 {
 		cfg.RoundTime = time.Hour // rounds as the tests expect them on a loaded machine
 	}
+	if cfg.YieldTime == 0 {
+		cfg.YieldTime = time.Hour
+	}
 	rt, err := runtime.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"slices"
+	"time"
+)
+
+// DefaultYieldTime is Config.YieldTime's default.
+const DefaultYieldTime = 50 * time.Microsecond
+
+// roundKeys are the keys of a round's events, built the first time the
+// round looks for waiting events.
+type roundKeys map[string]bool
+
+// joinWaiting adds to the round being stepped (evs, whose events from
+// next on are still to step) the first queued event of each key the
+// round holds none of, stepped next: a group whose event arrived while
+// the round ran then waits for the step in progress, not for the rest of
+// a flooded group's events in the round. It takes only the events queued
+// before a Tick (a timer's event runs after the events queued before it
+// fired, and before those queued after), none once an unload is queued,
+// none of a key over its quota (ranked last anyway), no event without a
+// key, only keys that hold nothing in flight while the pipeline is full
+// (as takeLocked), and keeps the round within MaxBatch events. The events it takes
+// leave the queue; each key's order is kept, since the round held no
+// event of their keys.
+func (p *partition) joinWaiting(evs []Event, next int, keys roundKeys) ([]Event, roundKeys) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	room := p.rt.cfg.MaxBatch - len(evs)
+	if p.unloading || len(p.queue) == 0 || room <= 0 {
+		return evs, keys
+	}
+	if keys == nil {
+		keys = make(roundKeys, len(evs))
+		for _, ev := range evs {
+			keys[ev.Key] = true
+		}
+	}
+	var throttled func(string) bool
+	full := p.pipelineFullLocked()
+	var joined []Event
+	kept := p.queue[:0]
+	for i, ev := range p.queue {
+		if _, tick := ev.Input.(Tick); tick || len(joined) == room {
+			kept = append(kept, p.queue[i:]...)
+			break
+		}
+		if ev.Key == "" || keys[ev.Key] {
+			kept = append(kept, ev)
+			continue
+		}
+		if throttled == nil {
+			throttled = p.quota.overAt(p.rt.cfg.Now)
+		}
+		keys[ev.Key] = true // its later events stay queued, in order
+		if throttled(ev.Key) || full && !p.independentLocked(ev.Key) {
+			kept = append(kept, ev)
+			continue
+		}
+		joined = append(joined, ev)
+	}
+	if len(joined) == 0 {
+		return evs, keys
+	}
+	clear(p.queue[len(kept):])
+	p.queue = kept
+	p.countLocked(joined, -1)
+	return slices.Insert(evs, next, joined...), keys
+}
