@@ -146,11 +146,12 @@ func TestClassicMemberLags(t *testing.T) {
 	if !reflect.DeepEqual(got.TaskOffsets, want) {
 		t.Errorf("offsets %+v, want %+v", got.TaskOffsets, want)
 	}
-	// c1 reported no end offsets, so it carries none for the tasks it has
-	// offsets for: the assignor measures them against the group's, which
-	// the other member carries.
-	if len(got.TaskEndOffsets) != 0 {
-		t.Errorf("c1's end offsets %+v, want none", got.TaskEndOffsets)
+	// c1 reported no end offsets: it carries the group's (the host's
+	// 500) for 0_1, where its offset is below it, so the assignor measures
+	// it against the group's even if no other member carried it; 0_2 has
+	// no known end.
+	if want := []TaskOffset{{Task: TaskRef{0, 1}, Offset: 500}}; !reflect.DeepEqual(got.TaskEndOffsets, want) {
+		t.Errorf("c1's end offsets %+v, want %+v", got.TaskEndOffsets, want)
 	}
 	ends := map[TaskRef]int64{}
 	for _, m := range in.Members {

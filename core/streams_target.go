@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -136,21 +137,28 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 
 // memberEnds is the end offsets member o is passed (docs/WARMUPS.md
 // §2.1): ends (the group's known ones, in task order) with the end offsets
-// o reported itself in their place, and without the tasks o reported an
-// offset but no end offset for, so the assignor measures each of o's
+// o reported itself in their place, so the assignor measures each of o's
 // offsets against the end offset reported with it, or against the
-// group's. A member whose own agree with the group's and that reported no
-// offset without one shares ends; the cost is one search per reported
-// offset and end offset.
+// group's. Where o reported an offset but no end offset, the group's end
+// stays in place when the offset is at or below it (measured against it,
+// an entry and no entry give the same lag, and the group's end, perhaps
+// the host's, reaches the assignor even when every member reported an
+// offset for the task, as classic members in a mixed group do); it is
+// left out only for an offset beyond it, which the assignor then judges
+// by Kafka's corrupt-state rule against the group's end. A member whose
+// own agree with the group's shares ends; the cost is one search per
+// reported offset and end offset.
 func memberEnds(ends []TaskOffset, o memberOffsets, known func(TaskID) (TaskRef, bool)) []TaskOffset {
 	var out []TaskOffset
-	set := func(t TaskID, v int64) {
+	// set puts v in place of t's group end; beyond, when set, only
+	// where the offset off is beyond that end.
+	set := func(t TaskID, v int64, off int64, beyond bool) {
 		r, in := known(t)
 		if !in {
 			return
 		}
 		i, found := slices.BinarySearchFunc(ends, r, func(e TaskOffset, r TaskRef) int { return compareRefs(e.Task, r) })
-		if !found || ends[i].Offset == v {
+		if !found || ends[i].Offset == v || beyond && off <= ends[i].Offset {
 			return
 		}
 		if out == nil {
@@ -160,9 +168,9 @@ func memberEnds(ends []TaskOffset, o memberOffsets, known func(TaskID) (TaskRef,
 	}
 	for t, v := range o.offsets {
 		if own, ok := o.ownEnd(t); ok {
-			set(t, own)
-		} else if v >= 0 {
-			set(t, -1) // dropped below: measured against the group's
+			set(t, own, v, false)
+		} else if v >= 0 && v != math.MaxInt64 {
+			set(t, -1, v, true) // dropped below: judged against the group's
 		}
 	}
 	if out == nil {

@@ -106,13 +106,21 @@ func TestWarmupLagOwnReport(t *testing.T) {
 	if lag, _ := g.taskLag("pw", t0); lag != 50 {
 		t.Errorf("lag on 0_0 with a second member %d, want 50", lag)
 	}
-	// The assignor gets the same view: w's own end offset for 0_0 and no
-	// entry for 0_1 (measured against the group's, the largest passed);
-	// x, which reported no offsets, shares the group's list.
+	// The assignor gets the same view: w's own end offset for 0_0 and the
+	// group's for 0_1 (w reported none; its offset is below the group's,
+	// so it is measured against it as core does); x, which reported no
+	// offsets, shares the group's list.
 	known := func(t TaskID) (TaskRef, bool) { return TaskRef{Partition: t.Partition}, t.Subtopology == "0" }
 	ends := []TaskOffset{{TaskRef{0, 0}, 5000}, {TaskRef{0, 1}, 5000}}
-	if got := memberEnds(ends, g.soft.taskOffsets["w"], known); fmt.Sprint(got) != "[{{0 0} 1000}]" {
-		t.Errorf("w's end offsets %v, want its own 1000 for 0_0 and none for 0_1", got)
+	if got := memberEnds(ends, g.soft.taskOffsets["w"], known); fmt.Sprint(got) != "[{{0 0} 1000} {{0 1} 5000}]" {
+		t.Errorf("w's end offsets %v, want its own 1000 for 0_0 and the group's 5000 for 0_1", got)
+	}
+	// An offset beyond the group's end without an own end offset leaves
+	// the task out, so the assignor applies the corrupt-state rule
+	// against the group's end, as taskLag does.
+	beyond := memberOffsets{offsets: map[TaskID]int64{t1: 6000}}
+	if got := memberEnds(ends, beyond, known); fmt.Sprint(got) != "[{{0 0} 5000}]" {
+		t.Errorf("end offsets of a member beyond the group's end %v, want 0_1 left out", got)
 	}
 	if got := memberEnds(ends, g.soft.taskOffsets["x"], known); &got[0] != &ends[0] {
 		t.Errorf("x's end offsets %v are a copy, want the shared list", got)
