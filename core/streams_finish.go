@@ -50,7 +50,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	if req.Version >= 1 {
 		resp.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
 	}
-	tasksChanged := !hb.before.assigned.tuple().equal(m.assigned.tuple())
+	tasksChanged := hb.before != m && !hb.before.assigned.sameTasks(m.assigned)
 	if req.MemberEpoch == joinEpoch || tasksChanged || fullRequest(req) {
 		resp.ActiveTasks = kmsgTasks(m.assigned.active.set())
 		resp.StandbyTasks = kmsgTasks(m.assigned.standby)
