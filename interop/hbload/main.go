@@ -266,7 +266,7 @@ func (g *gen) createTopic(ctx context.Context) error {
 // change nothing, hear of no assignment held back (ASSIGNMENT_DELAYED: the
 // initial rebalance delay, or the assignment interval after a group's
 // first target, which only a later heartbeat ends), and every group has
-// all its tasks assigned. Without the last-but-one rule a group whose
+// all its tasks assigned. Without the ASSIGNMENT_DELAYED rule a group whose
 // first member took every task, with the others joined while the
 // interval held their target back, looked steady, and its real target
 // came in the measured phase.
