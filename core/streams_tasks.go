@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -306,15 +307,8 @@ func epochsEqual(a, b taskEpochs) bool {
 // whatever the active tasks' assignment epochs (what a heartbeat response
 // carries).
 func (o ownedTasks) sameTasks(p ownedTasks) bool {
-	if len(o.active) != len(p.active) {
-		return false
-	}
-	for t := range o.active {
-		if _, ok := p.active[t]; !ok {
-			return false
-		}
-	}
-	return setsEqual(o.standby, p.standby) && setsEqual(o.warmup, p.warmup)
+	anyEpoch := func(int32, int32) bool { return true }
+	return maps.EqualFunc(o.active, p.active, anyEpoch) && setsEqual(o.standby, p.standby) && setsEqual(o.warmup, p.warmup)
 }
 
 func (o ownedTasks) equal(p ownedTasks) bool {
