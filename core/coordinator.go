@@ -42,6 +42,7 @@ type Coordinator struct {
 	marks, parkedMarks []int
 	sealed, committed  uint64
 	out                *Output
+	outBuf             Output // what out points at between begin and end
 	now                int64
 	replaying          bool
 	// loading: Loaded is arming the loaded groups' timers. indexTimer
@@ -76,7 +77,8 @@ func (c *Coordinator) begin(now int64) {
 		panic("core: entry point re-entered")
 	}
 	c.now = now
-	c.out = &Output{}
+	c.outBuf = Output{}
+	c.out = &c.outBuf // no allocation per entry point
 	c.entries++
 }
 

@@ -50,7 +50,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	if req.Version >= 1 {
 		resp.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
 	}
-	tasksChanged := !hb.before.assigned.tuple().equal(m.assigned.tuple())
+	tasksChanged := hb.before != m && !hb.before.assigned.sameTasks(m.assigned)
 	if req.MemberEpoch == joinEpoch || tasksChanged || fullRequest(req) {
 		resp.ActiveTasks = kmsgTasks(m.assigned.active.set())
 		resp.StandbyTasks = kmsgTasks(m.assigned.standby)
@@ -65,12 +65,12 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	if req.EndpointInformationEpoch != g.soft.endpointEpoch {
 		resp.PartitionsByUserEndpoint = c.partitionsByEndpoint(g)
 	}
-	resp.Status = c.heartbeatStatuses(g, m, hb)
+	resp.Status = c.heartbeatStatuses(g, m, hb, cfg.RackAwareAssignmentTags)
 	return resp, nil
 }
 
 // heartbeatStatuses lists the statuses of a successful heartbeat.
-func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *hbState) []kmsg.StreamsGroupHeartbeatResponseStatus {
+func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *hbState, rackTags []string) []kmsg.StreamsGroupHeartbeatResponseStatus {
 	out := []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	if g.topology != nil && m.topologyEpoch < g.topology.Epoch {
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusStaleTopology,
@@ -87,7 +87,7 @@ func (c *Coordinator) heartbeatStatuses(g *streamsGroup, m *streamsMember, hb *h
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusShutdownApplication,
 			StatusDetail: fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", g.soft.shutdownBy)})
 	}
-	if missing := missingClientTags(c.streamsConfig(g.id).RackAwareAssignmentTags, m.clientTags); hb.req.Version >= 1 && len(missing) > 0 {
+	if missing := missingClientTags(rackTags, m.clientTags); hb.req.Version >= 1 && len(missing) > 0 {
 		out = append(out, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: statusMissingClientTags,
 			StatusDetail: fmt.Sprintf("Missing required client tags for rack-aware standby assignment: [%s]. Configure them via 'client.tag.<tagKey>' in your Streams config.",
 				strings.Join(missing, ", "))})

@@ -1,9 +1,9 @@
 package core
 
 import (
-	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/coordhost/coordhost/core/records"
@@ -82,6 +82,8 @@ type hbState struct {
 	validated int32
 	// why is the first change found that requires a new target.
 	why EventReason
+	// cfg is the group's settings when the heartbeat arrived.
+	cfg StreamsConfig
 }
 
 // because records the reason for a new target unless one is known.
@@ -96,7 +98,8 @@ type ownedTasksReport struct{ active, standby, warmup taskSet }
 
 func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, p *PreparedStreamsHeartbeat) (*kmsg.StreamsGroupHeartbeatResponse, *kafkaError) {
 	req := p.req
-	if e := checkTopologySize(p.entries, c.streamsConfig(req.Group).MaxTopologySize); e != nil {
+	cfg := c.streamsConfig(req.Group)
+	if e := checkTopologySize(p.entries, cfg.MaxTopologySize); e != nil {
 		return nil, e
 	}
 	p.prepare() // done already unless the topology is over the default bound
@@ -106,7 +109,7 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, p *Prepa
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return c.streamsLeave(req)
 	}
-	hb := &hbState{id: id, req: req, prep: p, member: req.MemberID, owned: ownedFromRequest(req)}
+	hb := &hbState{id: id, req: req, prep: p, member: req.MemberID, owned: ownedFromRequest(req), cfg: cfg}
 	g, created, e := c.streamsGroupForHeartbeat(req)
 	if e != nil {
 		return nil, e
@@ -135,7 +138,6 @@ func (c *Coordinator) streamsHeartbeat(id RequestID, client ClientInfo, p *Prepa
 		c.bumpGroupEpoch(g, hb.hash, hb.validated, c.assignmentConfigs(g.id))
 		c.emitEpochBumped(g, hb.why)
 	}
-	cfg := c.streamsConfig(g.id)
 	if wasEmpty && cfg.InitialRebalanceDelayMs > 0 {
 		c.setTimerIfAbsent(timer{key: initialDelayKey(g.id), deadline: c.now + int64(cfg.InitialRebalanceDelayMs),
 			kind: timerStreamsInitialDelay, group: g.id})
@@ -509,7 +511,7 @@ func (c *Coordinator) configureAndValidate(hb *hbState, topoChanged bool) (bool,
 	}
 	hb.validated = validated
 	c.storeTaskOffsets(g, hb.member, hb.req)
-	if !slices.Equal(c.assignmentConfigs(g.id), g.lastAssignmentConfigs) {
+	if !assignmentConfigsAre(hb.cfg, g.lastAssignmentConfigs) {
 		recompute = true
 		hb.because(ReasonConfigChanged)
 	}
@@ -536,15 +538,54 @@ func validateOwnedTasks(ct *configuredTopology, req *kmsg.StreamsGroupHeartbeatR
 	return nil
 }
 
+// The keys of the assignment configs.
+const (
+	configStandbys = "num.standby.replicas"
+	configRackTags = "rack.aware.assignment.tags"
+)
+
 // assignmentConfigs are the settings whose change triggers a reassignment,
 // as Kafka records them (sorted keys; tags only when configured).
 func (c *Coordinator) assignmentConfigs(group string) []records.KeyValue {
 	cfg := c.streamsConfig(group)
-	out := []records.KeyValue{{Key: "num.standby.replicas", Value: fmt.Sprint(cfg.NumStandbyReplicas)}}
+	out := []records.KeyValue{{Key: configStandbys, Value: strconv.Itoa(int(cfg.NumStandbyReplicas))}}
 	if len(cfg.RackAwareAssignmentTags) > 0 {
-		out = append(out, records.KeyValue{Key: "rack.aware.assignment.tags", Value: strings.Join(cfg.RackAwareAssignmentTags, ",")})
+		out = append(out, records.KeyValue{Key: configRackTags, Value: strings.Join(cfg.RackAwareAssignmentTags, ",")})
 	}
 	return out
+}
+
+// assignmentConfigsAre reports whether kv is what assignmentConfigs gives
+// for cfg, building nothing (every heartbeat asks).
+func assignmentConfigsAre(cfg StreamsConfig, kv []records.KeyValue) bool {
+	tags := cfg.RackAwareAssignmentTags
+	n := 1
+	if len(tags) > 0 {
+		n = 2
+	}
+	if len(kv) != n || kv[0].Key != configStandbys || kv[0].Value != strconv.Itoa(int(cfg.NumStandbyReplicas)) {
+		return false
+	}
+	if n == 1 {
+		return true
+	}
+	v := kv[1].Value
+	if kv[1].Key != configRackTags {
+		return false
+	}
+	for i, t := range tags {
+		if i > 0 {
+			if !strings.HasPrefix(v, ",") {
+				return false
+			}
+			v = v[1:]
+		}
+		if !strings.HasPrefix(v, t) {
+			return false
+		}
+		v = v[len(t):]
+	}
+	return v == ""
 }
 
 // bumpGroupEpoch writes the group metadata with epoch+1 and the given

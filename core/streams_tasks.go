@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,10 +75,6 @@ func sortTasks(ts []TaskID) {
 
 func (o ownedTasks) isEmpty() bool {
 	return len(o.active) == 0 && len(o.standby) == 0 && len(o.warmup) == 0
-}
-
-func (o ownedTasks) tuple() tasksTuple {
-	return tasksTuple{active: o.active.set(), standby: o.standby, warmup: o.warmup}
 }
 
 func setsEqual(a, b taskSet) bool {
@@ -306,6 +303,14 @@ func epochsEqual(a, b taskEpochs) bool {
 	return true
 }
 
+// sameTasks reports whether o and p hold the same tasks in each role,
+// whatever the active tasks' assignment epochs (what a heartbeat response
+// carries).
+func (o ownedTasks) sameTasks(p ownedTasks) bool {
+	anyEpoch := func(int32, int32) bool { return true }
+	return maps.EqualFunc(o.active, p.active, anyEpoch) && setsEqual(o.standby, p.standby) && setsEqual(o.warmup, p.warmup)
+}
+
 func (o ownedTasks) equal(p ownedTasks) bool {
 	return epochsEqual(o.active, p.active) && setsEqual(o.standby, p.standby) && setsEqual(o.warmup, p.warmup)
 }
@@ -313,6 +318,9 @@ func (o ownedTasks) equal(p ownedTasks) bool {
 // sameAssignment reports whether two members have equal assignment state
 // (what record type 22 holds).
 func sameAssignment(a, b *streamsMember) bool {
+	if a == b { // a stored member is never written: the steady heartbeat's case
+		return true
+	}
 	return a.epoch == b.epoch && a.prevEpoch == b.prevEpoch && a.state == b.state &&
 		a.assigned.equal(b.assigned) && a.pending.equal(b.pending)
 }

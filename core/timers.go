@@ -195,8 +195,12 @@ func registerTimerKind(k timerKind, fire func(c *Coordinator, t timer)) {
 }
 
 // timerHeap orders timer entries by (deadline, key). Entries are lazy: an
-// entry whose deadline no longer matches the timer map is stale and skipped,
-// so replacing, cancelling and undoing timers never searches the heap.
+// entry of a key the timer map no longer holds is stale and skipped, so
+// replacing, cancelling and undoing timers never searches the heap. Every
+// scheduled key has an entry no later than its deadline: a timer moved
+// later (a session timer re-armed by each heartbeat) keeps its entry, and
+// when that entry comes to the top it is pushed again at the timer's
+// deadline, so a steady heartbeat pushes nothing.
 type timerHeap []timerEntry
 
 type timerEntry struct {
@@ -307,14 +311,19 @@ func (c *Coordinator) reserveTimers(n int) {
 	c.out.Timers = slices.Grow(c.out.Timers, n)
 }
 
-// peekTimer returns the earliest scheduled timer, dropping stale entries.
+// peekTimer returns the earliest scheduled timer, dropping stale entries
+// and moving those of timers moved later to their deadlines.
 func (c *Coordinator) peekTimer() (timer, bool) {
 	for len(c.timerHeap) > 0 {
 		e := c.timerHeap[0]
-		if s, ok := c.timers[e.key]; ok && s.deadline == e.deadline {
+		s, ok := c.timers[e.key]
+		if ok && s.deadline == e.deadline {
 			return e.key.timer(s), true
 		}
 		c.timerHeap.pop()
+		if ok && s.deadline > e.deadline {
+			c.timerHeap.push(timerEntry{s.deadline, e.key})
+		}
 	}
 	return timer{}, false
 }
@@ -326,7 +335,9 @@ func (c *Coordinator) setTimer(t timer) {
 	}
 	old, had := c.timers[t.key]
 	c.timers[t.key] = timerState{t.deadline, t.epoch, t.kind}
-	c.indexTimer(t.key, t.deadline)
+	if !had || t.deadline < old.deadline || c.loading {
+		c.indexTimer(t.key, t.deadline) // else its entry is no later (timerHeap)
+	}
 	c.out.Timers = append(c.out.Timers, TimerChange{Key: t.key, Deadline: t.deadline})
 	if !c.loading {
 		c.onUndo(func() { c.restoreTimer(t.key, old, had) })

@@ -54,6 +54,7 @@ type options struct {
 	phase     time.Duration
 	phases    []string
 	settle    time.Duration
+	show      int64 // answers that changed something in a phase to print
 }
 
 func main() {
@@ -73,6 +74,7 @@ func main() {
 	flag.DurationVar(&o.phase, "duration", 10*time.Second, "measured time per phase")
 	flag.StringVar(&phases, "phases", "closed", "comma-separated phases: closed, rate=N, rate=Fx (F times this run's closed-loop rate)")
 	flag.DurationVar(&o.settle, "settle", 3*time.Minute, "bound on reaching steady state")
+	flag.Int64Var(&o.show, "show-changed", 0, "print (stderr) up to this many answers of the warm-ups and phases that changed something")
 	flag.Parse()
 	o.phases = strings.Split(phases, ",")
 	if o.topic == "" {
@@ -194,6 +196,10 @@ type gen struct {
 	conns   []*coordinator
 	members []*member
 	next    atomic.Int64 // round-robin cursor over members
+	// loading is set while load runs; shown counts the changed answers
+	// printed (-show-changed).
+	loading atomic.Bool
+	shown   atomic.Int64
 }
 
 func newGen(ctx context.Context, o options) (*gen, error) {
@@ -214,12 +220,22 @@ func newGen(ctx context.Context, o options) (*gen, error) {
 		group := fmt.Sprintf("%s-%04d", o.prefix, gi)
 		for mi := 0; mi < o.members; mi++ {
 			id := fmt.Sprintf("%s-m%04d-%04d", o.prefix, gi, mi)
-			g.members = append(g.members, &member{
-				conn: g.conns[len(g.members)%len(g.conns)], group: group, id: id, process: "p-" + id, topic: o.topic,
-			})
+			m := &member{conn: g.conns[len(g.members)%len(g.conns)], group: group, id: id, process: "p-" + id, topic: o.topic}
+			if o.show > 0 {
+				m.show = g.showChanged
+			}
+			g.members = append(g.members, m)
 		}
 	}
 	return g, nil
+}
+
+// showChanged prints a changed answer of a warm-up or phase while the
+// -show-changed budget lasts.
+func (g *gen) showChanged(line string) {
+	if g.loading.Load() && g.shown.Add(1) <= g.o.show {
+		fmt.Fprintf(os.Stderr, "CHANGED %s %s\n", time.Now().UTC().Format("15:04:05.000"), line)
+	}
 }
 
 func (g *gen) close() {
@@ -247,7 +263,13 @@ func (g *gen) createTopic(ctx context.Context) error {
 }
 
 // settle heartbeats every member in passes until two passes in a row
-// change nothing and every group has all its tasks assigned.
+// change nothing, hear of no assignment held back (ASSIGNMENT_DELAYED: the
+// initial rebalance delay, or the assignment interval after a group's
+// first target, which only a later heartbeat ends), and every group has
+// all its tasks assigned. Without the ASSIGNMENT_DELAYED rule a group whose
+// first member took every task, with the others joined while the
+// interval held their target back, looked steady, and its real target
+// came in the measured phase.
 func (g *gen) settle(ctx context.Context, bound time.Duration) error {
 	deadline := time.Now().Add(bound)
 	quiet := 0
@@ -255,22 +277,25 @@ func (g *gen) settle(ctx context.Context, bound time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not steady within %v: %s", bound, g.unsteady())
 		}
-		var changed, errs atomic.Int64
+		var changed, errs, delayed atomic.Int64
 		g.each(func(m *member) {
 			m.mu.Lock()
-			ch, err := m.heartbeat(ctx)
+			a, err := m.heartbeat(ctx)
 			m.mu.Unlock()
 			if err != nil {
 				errs.Add(1)
 			}
-			if ch {
+			if a.changed {
 				changed.Add(1)
+			}
+			if a.delayed {
+				delayed.Add(1)
 			}
 		})
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if changed.Load() == 0 && errs.Load() == 0 && g.unsteady() == "" {
+		if changed.Load() == 0 && errs.Load() == 0 && delayed.Load() == 0 && g.unsteady() == "" {
 			quiet++
 		} else {
 			quiet = 0
@@ -299,6 +324,8 @@ func (g *gen) unsteady() string {
 func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []time.Duration, errs, changed int64) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	g.loading.Store(true)
+	defer g.loading.Store(false)
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
@@ -313,7 +340,7 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 					break
 				}
 				m := g.pick()
-				ch, err := m.heartbeat(context.Background())
+				a, err := m.heartbeat(context.Background())
 				m.mu.Unlock()
 				if ctx.Err() != nil && rate == 0 {
 					break // a closed-loop request that ended after the window
@@ -322,7 +349,7 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 				if err != nil {
 					ne.Add(1)
 				}
-				if ch {
+				if a.changed {
 					nc.Add(1)
 				}
 			}

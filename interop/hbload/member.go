@@ -24,7 +24,7 @@ import (
 // every assignment at once (its tasks are stateless).
 type member struct {
 	mu      sync.Mutex
-	conn    *coordinator
+	conn    kmsg.Requestor
 	group   string
 	id      string
 	process string
@@ -34,11 +34,30 @@ type member struct {
 	tasks   [3][]kmsg.TaskIDs // active, standby, warm-up
 	report  bool              // tasks changed since last reported
 	lastErr string
+	// show, when set, is handed a line for every answer that changed
+	// something (-show-changed).
+	show func(string)
 }
 
+// answer is what one heartbeat's response said about the group.
+type answer struct {
+	// changed: it carried a new epoch or assignment (or an error).
+	changed bool
+	// delayed: it carried ASSIGNMENT_DELAYED — the group epoch is ahead
+	// of its target, which the initial rebalance delay or the assignment
+	// interval holds back. There is no timer behind the interval: a later
+	// heartbeat computes the target, so the group is not steady yet even
+	// if nothing changed.
+	delayed bool
+}
+
+// statusAssignmentDelayed is StreamsGroupHeartbeatResponse's status code
+// ASSIGNMENT_DELAYED (KIP-1071).
+const statusAssignmentDelayed = 5
+
 // heartbeat sends one heartbeat (m.mu held by the caller) and applies the
-// answer. changed: the answer carried a new epoch or assignment.
-func (m *member) heartbeat(ctx context.Context) (changed bool, err error) {
+// answer.
+func (m *member) heartbeat(ctx context.Context) (a answer, err error) {
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = m.group, m.id, m.epoch
 	if m.epoch == 0 {
@@ -56,7 +75,7 @@ func (m *member) heartbeat(ctx context.Context) (changed bool, err error) {
 	cancel()
 	if err != nil {
 		m.lastErr = err.Error()
-		return false, err
+		return answer{}, err
 	}
 	if resp.ErrorCode != 0 {
 		e := kerr.ErrorForCode(resp.ErrorCode)
@@ -64,16 +83,24 @@ func (m *member) heartbeat(ctx context.Context) (changed bool, err error) {
 		if resp.ErrorCode == kerr.FencedMemberEpoch.Code || resp.ErrorCode == kerr.UnknownMemberID.Code {
 			m.epoch = 0 // rejoin, as the Streams client does
 		}
-		return true, e
+		return answer{changed: true}, e
 	}
 	m.report = false
-	changed = resp.MemberEpoch != m.epoch
+	a.changed = resp.MemberEpoch != m.epoch
+	prev := m.epoch
 	m.epoch = resp.MemberEpoch
 	if resp.ActiveTasks != nil || resp.StandbyTasks != nil || resp.WarmupTasks != nil {
 		m.tasks = [3][]kmsg.TaskIDs{resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks}
-		m.report, changed = true, true
+		m.report, a.changed = true, true
 	}
-	return changed, nil
+	for _, st := range resp.Status {
+		a.delayed = a.delayed || st.StatusCode == statusAssignmentDelayed
+	}
+	if a.changed && m.show != nil {
+		m.show(fmt.Sprintf("%s epoch %d -> %d, tasks %v / %v / %v", m.id, prev, resp.MemberEpoch,
+			resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks))
+	}
+	return a, nil
 }
 
 func orEmpty(t []kmsg.TaskIDs) []kmsg.TaskIDs {
