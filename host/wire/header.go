@@ -61,6 +61,15 @@ type Request struct {
 	// request's cost before any handler sees it, which the group
 	// coordinator counts towards the group's quota.
 	Decode time.Duration
+	// ChargeTo, set by the listener, is how the group coordinator names
+	// the group it took the request for, once the request passed
+	// authorization: the listener then counts its own time on the
+	// request (reading it, encoding and writing its answer) towards that
+	// group's quota (Config.Quota). It is called on the goroutine that
+	// handles the request; a handler that hands copies of the request to
+	// several groups at once clears it in the copies, as it clears
+	// Decode.
+	ChargeTo func(group string)
 	// Session is the connection's own link to the data plane, as the
 	// client's pass-through SASL authenticated it; nil when the listener
 	// has no data plane. It may be used only while the request is handled.
