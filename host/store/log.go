@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,11 +62,11 @@ func (l *Log) Append(p int, recs []runtime.Record) error {
 }
 
 // AppendTimed is Append, also returning the part of its transaction's
-// time that recs took: the time the transaction spent building the
-// batches of every partition it holds into the file's pages, without
-// the disk's part (writing the pages and fsyncing them), shared among
-// its batches by their bytes. The wait for the transaction to start is
-// no part of it either.
+// work that recs took: the CPU time the transaction used (work) — building
+// the batches of every partition it holds into the file's pages, writing
+// and fsyncing them, without the wait for the disk — shared among its
+// batches by their bytes. The wait for the transaction to start is no
+// part of it either.
 func (l *Log) AppendTimed(p int, recs []runtime.Record) (time.Duration, error) {
 	for i, r := range recs {
 		if err := l.s.Validate(r); err != nil {
@@ -89,6 +90,32 @@ func (l *Log) AppendTimed(p int, recs []runtime.Record) (time.Duration, error) {
 	}
 }
 
+// work measures the CPU time of a transaction on the committer's
+// thread: user and system time, so the kernel's work writing the pages
+// and fsyncing them is in, the wait for the disk is not. Where the
+// thread's CPU time cannot be read, the transaction's wall time without
+// the disk's part (bbolt's page writes and fsyncs) stands in for it.
+type work struct {
+	start time.Time
+	cpu   time.Duration
+	ok    bool
+}
+
+func startWork() work {
+	w := work{start: time.Now()}
+	w.cpu, w.ok = threadCPU()
+	return w
+}
+
+// done returns the work's time since startWork; disk is the part of its
+// wall time bbolt spent writing.
+func (w work) done(disk time.Duration) time.Duration {
+	if cpu, ok := threadCPU(); w.ok && ok {
+		return cpu - w.cpu
+	}
+	return max(time.Since(w.start)-disk, 0)
+}
+
 // shares splits took, the time of one transaction, among its batches by
 // the bytes of their records.
 func shares(took time.Duration, batches []PartitionBatch) []time.Duration {
@@ -106,8 +133,11 @@ func shares(took time.Duration, batches []PartitionBatch) []time.Duration {
 	return out
 }
 
-// commit is the committer goroutine.
+// commit is the committer goroutine. It keeps its thread, so that the
+// thread's CPU time measures its transactions (work).
 func (l *Log) commit() {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	defer close(l.done)
 	for {
 		var reqs []*appendReq
@@ -130,9 +160,9 @@ func (l *Log) commit() {
 		for i, r := range reqs {
 			batches[i] = r.batch
 		}
-		start := time.Now()
+		w := startWork()
 		disk, err := l.s.appendPartitions(batches)
-		took := shares(time.Since(start)-disk, batches)
+		took := shares(w.done(disk), batches)
 		l.commits.Add(1)
 		for i, r := range reqs {
 			r.took = took[i]
