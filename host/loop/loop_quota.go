@@ -66,11 +66,3 @@ func (l *Loop) chargeAppend(p int, recs []runtime.Record, took time.Duration) {
 		l.rt.Charge(p, g, time.Duration(float64(took)*float64(n)/float64(max(total, 1))))
 	}
 }
-
-// chargeEvent counts d, the time reporting one of group's committed
-// events took (its log line and history entry), towards group's quota.
-func (l *Loop) chargeEvent(group string, d time.Duration) {
-	if l.d.GroupQuotaPercent > 0 && group != "" {
-		l.rt.Charge(l.rt.PartitionFor(group), group, d)
-	}
-}

@@ -97,18 +97,16 @@ func TestDecodeCountsTowardsQuota(t *testing.T) {
 }
 
 // TestListenerAndAppendTimeCountTowardsQuota: the listener's time on a
-// group's request (ChargeGroup), the time reporting a group's committed
-// event took (chargeEvent) and a group's share of an append
+// group's request (ChargeGroup) and a group's share of an append
 // (chargeAppend: the append's time split among the groups whose records
 // it wrote by their bytes) count towards that group's quota, and no
 // other's.
 func TestListenerAndAppendTimeCountTowardsQuota(t *testing.T) {
 	l := quotaLoop(t, assign.Builtins["sticky"].Native)
 	l.ChargeGroup("wire", 300*time.Millisecond)
-	l.chargeEvent("logged", 300*time.Millisecond)
 	recs := []runtime.Record{{Key: []byte("k"), Value: make([]byte, 999), Owner: "big"}, {Key: []byte("k"), Owner: "small"}}
 	l.chargeAppend(l.rt.PartitionFor("big"), recs, 200*time.Millisecond) // big 199.8 ms, small 0.2 ms
-	for g, want := range map[string]bool{"wire": true, "logged": true, "big": true, "small": false, "other": false} {
+	for g, want := range map[string]bool{"wire": true, "big": true, "small": false, "other": false} {
 		if got := l.GroupThrottle(g) > 0; got != want {
 			t.Errorf("group %s throttled %v, want %v", g, got, want)
 		}

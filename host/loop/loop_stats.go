@@ -109,28 +109,20 @@ func (h *history) get(group string) []string {
 // ("group event"); other member events (joins, metadata, reconciliation)
 // are logged at DEBUG, as is each member's new assignment from the batch's
 // records, so a rebalance can be followed from coordhost's log alone.
-// Each event's time here (a log line written for it) is its group's
-// work, charged to its quota (chargeEvent).
 func (l *Loop) noteCommitted(b *batch) {
 	l.ab.Observe(b.events)
 	for _, e := range b.events {
-		start := time.Now()
-		l.noteEvent(e)
-		l.chargeEvent(e.Group, time.Since(start))
+		l.stats.countEvent(e)
+		if e.MemberLevel() && e.Kind != core.EventMemberLeft && e.Kind != core.EventMemberFenced {
+			l.log.Debug("member event", "group", e.Group, "member", e.Member, "event", string(e.Kind),
+				"reason", string(e.Reason), "member_epoch", e.MemberEpoch)
+			continue
+		}
+		l.event(e.Group, describeEvent(e))
 	}
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
 		l.logAssignments(b.records)
 	}
-}
-
-func (l *Loop) noteEvent(e core.Event) {
-	l.stats.countEvent(e)
-	if e.MemberLevel() && e.Kind != core.EventMemberLeft && e.Kind != core.EventMemberFenced {
-		l.log.Debug("member event", "group", e.Group, "member", e.Member, "event", string(e.Kind),
-			"reason", string(e.Reason), "member_epoch", e.MemberEpoch)
-		return
-	}
-	l.event(e.Group, describeEvent(e))
 }
 
 // describeEvent renders a history and log line for e.
