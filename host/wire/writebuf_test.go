@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 func TestWriteResponseReusesBoundedBuffer(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
-	c := &conn{s: &Server{cfg: Config{WriteTimeout: 1 << 62}}, nc: server}
+	c := (&Server{cfg: Config{WriteTimeout: 1 << 62, Log: slog.New(slog.DiscardHandler)}}).newConn(server)
 	small := func() kmsg.Response {
 		r := kmsg.NewPtrHeartbeatResponse()
 		r.Version = 4
