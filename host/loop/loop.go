@@ -298,11 +298,11 @@ func (l *Loop) openLog() (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		l.rlog, l.closer = l.statsLog(rl), closer
+		l.rlog, l.closer = &statsLog{Log: rl, stats: &l.stats}, closer
 		return parts, nil
 	}
 	if l.d.Store == nil {
-		l.rlog = l.statsLog(runtime.NewMemLog())
+		l.rlog = &statsLog{Log: runtime.NewMemLog(), stats: &l.stats}
 		return parts, nil
 	}
 	if err := l.d.Store.Partition(parts, RecordGroup); err != nil {
@@ -312,7 +312,7 @@ func (l *Loop) openLog() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l.rlog, l.closer = l.statsLog(sl), sl.Close
+	l.rlog, l.closer = &statsLog{Log: sl, stats: &l.stats}, sl.Close
 	return parts, nil
 }
 
@@ -368,9 +368,6 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 	// quota counts a request's network-thread time: it counts towards the
 	// group's quota (loop_quota.go).
 	l.rt.Charge(p, group, req.Decode)
-	if req.ChargeTo != nil { // and so is the listener's time on it, charged once answered
-		req.ChargeTo(group)
-	}
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/coordhost/coordhost/host/runtime"
 )
 
 // throttle sets throttle_time_ms on resp, a response for group on
@@ -35,34 +33,4 @@ func (l *Loop) throttle(p int, group string, resp kmsg.Response) {
 // requests unread that long (wire.GroupQuota).
 func (l *Loop) GroupThrottle(group string) time.Duration {
 	return l.rt.Throttle(l.rt.PartitionFor(group), group)
-}
-
-// ChargeGroup counts d, the listener's time on one of group's requests
-// (reading it, encoding and writing its answer), towards the group's
-// quota on its partition (wire.GroupQuota), as Kafka's request quota
-// counts a request's network thread time.
-func (l *Loop) ChargeGroup(group string, d time.Duration) {
-	l.rt.Charge(l.rt.PartitionFor(group), group, d)
-}
-
-// chargeAppend counts took, the time partition p's append of recs took
-// (its share of the store's transaction), towards the quotas of the
-// groups whose records they are, each by its records' share of the
-// bytes: a group's writes weigh on the one committer every partition
-// shares, so they are its work too.
-func (l *Loop) chargeAppend(p int, recs []runtime.Record, took time.Duration) {
-	if l.d.GroupQuotaPercent <= 0 || took <= 0 {
-		return
-	}
-	total, by := 0, map[string]int{}
-	for _, r := range recs {
-		n := len(r.Key) + len(r.Value)
-		total += n
-		if r.Owner != "" {
-			by[r.Owner] += n
-		}
-	}
-	for g, n := range by {
-		l.rt.Charge(p, g, time.Duration(float64(took)*float64(n)/float64(max(total, 1))))
-	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host/assign"
-	"github.com/coordhost/coordhost/host/runtime"
 )
 
 // quotaLoop is a one-partition loop (nativeDeps) with a 5 % group
@@ -93,22 +92,5 @@ func TestDecodeCountsTowardsQuota(t *testing.T) {
 	}
 	if other := quotaBeat(t, l, "other", 0, time.Millisecond); other.ThrottleMillis != 0 {
 		t.Fatalf("another group on the partition was throttled %d ms", other.ThrottleMillis)
-	}
-}
-
-// TestListenerAndAppendTimeCountTowardsQuota: the listener's time on a
-// group's request (ChargeGroup) and a group's share of an append
-// (chargeAppend: the append's time split among the groups whose records
-// it wrote by their bytes) count towards that group's quota, and no
-// other's.
-func TestListenerAndAppendTimeCountTowardsQuota(t *testing.T) {
-	l := quotaLoop(t, assign.Builtins["sticky"].Native)
-	l.ChargeGroup("wire", 300*time.Millisecond)
-	recs := []runtime.Record{{Key: []byte("k"), Value: make([]byte, 999), Owner: "big"}, {Key: []byte("k"), Owner: "small"}}
-	l.chargeAppend(l.rt.PartitionFor("big"), recs, 200*time.Millisecond) // big 199.8 ms, small 0.2 ms
-	for g, want := range map[string]bool{"wire": true, "big": true, "small": false, "other": false} {
-		if got := l.GroupThrottle(g) > 0; got != want {
-			t.Errorf("group %s throttled %v, want %v", g, got, want)
-		}
 	}
 }

@@ -453,26 +453,10 @@ func (s *shard) failWith(id core.RequestID, code int16) {
 	c.done <- reply{msg: wire.ErrorResponse(c.req.Body, code)}
 }
 
-// statsLog counts a record log's appends for /metrics, and charges each
-// append's time to the groups whose records it wrote (chargeAppend).
+// statsLog counts a record log's appends for /metrics.
 type statsLog struct {
 	runtime.Log
-	stats  *loopStats
-	charge func(p int, recs []runtime.Record, took time.Duration)
-}
-
-func (l *Loop) statsLog(rl runtime.Log) *statsLog {
-	return &statsLog{Log: rl, stats: &l.stats, charge: l.chargeAppend}
-}
-
-// timedLog is a log that says which part of its work an append took
-// (store.Log.AppendTimed: its share of a transaction it shared with
-// other partitions' batches, without the disk's part). The appends of a
-// log that does not say are charged to no group: the wall time of an
-// append to the Kafka topic of a cluster is mostly the wait for its
-// brokers.
-type timedLog interface {
-	AppendTimed(p int, recs []runtime.Record) (time.Duration, error)
+	stats *loopStats
 }
 
 // ReplayLent implements runtime.LendingLog: the wrapped log's lending
@@ -495,18 +479,8 @@ func (l *statsLog) ReplayLent(p int, fn func(runtime.Record) error) error {
 
 func (l *statsLog) Append(p int, recs []runtime.Record) error {
 	start := time.Now()
-	tl, timed := l.Log.(timedLog)
-	var took time.Duration
-	var err error
-	if timed {
-		took, err = tl.AppendTimed(p, recs)
-	} else {
-		err = l.Log.Append(p, recs)
-	}
+	err := l.Log.Append(p, recs)
 	l.stats.appendNanos.Add(time.Since(start).Nanoseconds())
-	if timed && err == nil {
-		l.charge(p, recs, took)
-	}
 	l.stats.appends.Add(1)
 	l.stats.records.Add(int64(len(recs)))
 	return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -127,37 +126,25 @@ type PartitionBatch struct {
 // runtime.ErrInvalidRecord when a record fails Validate and
 // runtime.ErrStorage otherwise.
 func (s *Store) AppendPartitions(batches []PartitionBatch) error {
-	_, err := s.appendPartitions(batches)
-	return err
-}
-
-// appendPartitions is AppendPartitions, also returning the time its
-// transaction spent writing its pages to the file and fsyncing them
-// (bbolt's write time): the disk's part of the append, not the CPU's.
-func (s *Store) appendPartitions(batches []PartitionBatch) (disk time.Duration, err error) {
 	for _, b := range batches {
 		for i, r := range b.Records {
 			if err := s.Validate(r); err != nil {
-				return 0, fmt.Errorf("store %s: partition %d record %d: %w", s.path, b.Partition, i, err)
+				return fmt.Errorf("store %s: partition %d record %d: %w", s.path, b.Partition, i, err)
 			}
 		}
 	}
 	if err := s.Verified(); err != nil { // OpenForLoad: never write a file that fails its check
-		return 0, fmt.Errorf("%w: %w", runtime.ErrStorage, err)
+		return fmt.Errorf("%w: %w", runtime.ErrStorage, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range batches {
 		if b.Partition < 0 || b.Partition >= s.parts {
-			return 0, fmt.Errorf("store %s: %w: partition %d of %d", s.path, runtime.ErrInvalidRecord, b.Partition, s.parts)
+			return fmt.Errorf("store %s: %w: partition %d of %d", s.path, runtime.ErrInvalidRecord, b.Partition, s.parts)
 		}
 	}
 	next := s.nextSeq
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		tx.OnCommit(func() {
-			st := tx.Stats()
-			disk = st.GetWriteTime()
-		})
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range batches {
 			var err error
 			if next, err = s.putLog(tx, b.Partition, b.Records, next); err != nil {
@@ -167,10 +154,10 @@ func (s *Store) appendPartitions(batches []PartitionBatch) (disk time.Duration, 
 		return tx.Bucket(bucketMeta).Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, next))
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store %s: append of %d partition batches: %w: %w", s.path, len(batches), runtime.ErrStorage, err)
+		return fmt.Errorf("store %s: append of %d partition batches: %w: %w", s.path, len(batches), runtime.ErrStorage, err)
 	}
 	s.nextSeq = next
-	return disk, nil
+	return nil
 }
 
 // ReplayPartition calls fn for every live record of partition p in the

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/coordhost/coordhost/host/runtime"
 )
@@ -214,27 +212,5 @@ func TestAppendPartitionsIsOneTransaction(t *testing.T) {
 	}
 	if got := partitionEntries(t, s, 0) + "|" + partitionEntries(t, s, 3); got != "1 a/1=1;|" {
 		t.Fatalf("after a shared write: %s", got)
-	}
-}
-
-// TestAppendTimedIsItsShareOfTheTransaction: an append's time is part of
-// the wall time the caller waited (none for nothing to append), and a
-// transaction's time is split among its batches by their records' bytes.
-func TestAppendTimedIsItsShareOfTheTransaction(t *testing.T) {
-	_, l := partitionedLog(t, 2)
-	start := time.Now()
-	took, err := l.AppendTimed(1, []runtime.Record{{Key: []byte("a/1"), Value: []byte("1")}})
-	if waited := time.Since(start); err != nil || took <= 0 || took > waited {
-		t.Fatalf("append took %v of the %v waited (%v)", took, waited, err)
-	}
-	if took, err := l.AppendTimed(0, nil); took != 0 || err != nil {
-		t.Fatalf("an empty append took %v (%v)", took, err)
-	}
-	batch := func(n int) PartitionBatch {
-		return PartitionBatch{Records: []Record{{Key: []byte("k"), Value: bytes.Repeat([]byte("v"), n-1)}}}
-	}
-	got := shares(100*time.Millisecond, []PartitionBatch{batch(10), batch(30), batch(60)})
-	if want := []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 60 * time.Millisecond}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("shares %v, want %v", got, want)
 	}
 }

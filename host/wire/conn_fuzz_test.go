@@ -53,7 +53,7 @@ func FuzzConn(f *testing.F) {
 			Log: slog.New(bugCatcher{&bugs}),
 		}, conns: map[*conn]struct{}{}}
 		client, server := net.Pipe()
-		c := s.newConn(server)
+		c := &conn{s: s, nc: server, log: s.cfg.Log}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		done := make(chan struct{})

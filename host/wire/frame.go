@@ -1,12 +1,10 @@
 package wire
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 )
 
 // DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default (100 MiB).
@@ -89,49 +87,6 @@ func readPart(r io.Reader, part []byte, n int32) error {
 			err = io.ErrUnexpectedEOF
 		}
 		return fmt.Errorf("reading %d-byte frame: %w", n, err)
-	}
-	return nil
-}
-
-// skipChunk is the size of a read into a skip buffer: a refused frame of
-// megabytes is read past in a few read calls, not in 8 KiB ones.
-const skipChunk = 256 << 10
-
-// skipBuffers are the scratch buffers frames are read past into, shared
-// by the listeners of the process; skipMade counts those made, at most
-// cap(skipBuffers): a connection that finds none free reads past through
-// its own buffer, so the memory they hold is bounded whatever the
-// connections.
-var (
-	skipBuffers = make(chan []byte, 4)
-	skipMade    atomic.Int32
-)
-
-// skip reads past the next n bytes of br, a frame not kept: what br
-// holds, then the rest straight from rd (br's source) into a skip
-// buffer.
-func skip(br *bufio.Reader, rd io.Reader, n int) error {
-	d, err := br.Discard(min(n, br.Buffered()))
-	if n -= d; err != nil || n == 0 {
-		return err
-	}
-	var buf []byte
-	select {
-	case buf = <-skipBuffers:
-	default:
-		if skipMade.Add(1) > int32(cap(skipBuffers)) {
-			skipMade.Add(-1)
-			_, err := br.Discard(n)
-			return err
-		}
-		buf = make([]byte, skipChunk)
-	}
-	defer func() { skipBuffers <- buf }() // never blocks: at most cap made
-	for n > 0 {
-		k, err := io.ReadFull(rd, buf[:min(n, len(buf))])
-		if n -= k; err != nil {
-			return err
-		}
 	}
 	return nil
 }

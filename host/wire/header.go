@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -62,15 +61,6 @@ type Request struct {
 	// request's cost before any handler sees it, which the group
 	// coordinator counts towards the group's quota.
 	Decode time.Duration
-	// ChargeTo, set by the listener, is how the group coordinator names
-	// the group it took the request for, once the request passed
-	// authorization: the listener then counts its own time on the
-	// request (reading it, encoding and writing its answer) towards that
-	// group's quota (Config.Quota). It is called on the goroutine that
-	// handles the request; a handler that hands copies of the request to
-	// several groups at once clears it in the copies, as it clears
-	// Decode.
-	ChargeTo func(group string)
 	// Session is the connection's own link to the data plane, as the
 	// client's pass-through SASL authenticated it; nil when the listener
 	// has no data plane. It may be used only while the request is handled.
@@ -157,83 +147,33 @@ const MaxStringLen = 0x7fff
 
 // longestString is the length of the longest string (or *string) anywhere
 // in v: request fields, nested structs and arrays. Byte slices (records,
-// metadata) are not strings and are skipped. It walks v by a plan made
-// once per type (stringsOf), which visits only the fields that can hold
-// a string: a request of tens of thousands of entries is walked in a
-// fraction of the time its decoding took.
+// metadata) are not strings and are skipped.
 func longestString(v reflect.Value) int {
-	if walk := stringsOf(v.Type()); walk != nil {
-		return walk(v)
-	}
-	return 0
-}
-
-// stringWalk returns the length of the longest string in a value of the
-// type it was made for.
-type stringWalk func(reflect.Value) int
-
-// stringWalks caches stringsOf by type.
-var stringWalks sync.Map // reflect.Type -> stringWalk (nil: no string)
-
-// stringsOf returns the walk of values of type t, nil when no value of t
-// holds a string (numbers, byte slices, arrays, maps: the unknown tagged
-// fields kmsg keeps).
-func stringsOf(t reflect.Type) stringWalk {
-	if w, ok := stringWalks.Load(t); ok {
-		return w.(stringWalk)
-	}
-	w := buildStringWalk(t)
-	stringWalks.Store(t, w)
-	return w
-}
-
-func buildStringWalk(t reflect.Type) stringWalk {
-	switch t.Kind() {
+	switch v.Kind() {
 	case reflect.String:
-		return func(v reflect.Value) int { return v.Len() }
+		return v.Len()
 	case reflect.Pointer:
-		elem := stringsOf(t.Elem())
-		if elem == nil {
-			return nil
+		if v.IsNil() {
+			return 0
 		}
-		return func(v reflect.Value) int {
-			if v.IsNil() {
-				return 0
-			}
-			return elem(v.Elem())
-		}
-	case reflect.Slice:
-		elem := stringsOf(t.Elem())
-		if elem == nil || t.Elem().Kind() == reflect.Uint8 {
-			return nil
-		}
-		return func(v reflect.Value) int {
-			longest := 0
-			for i := range v.Len() {
-				longest = max(longest, elem(v.Index(i)))
-			}
-			return longest
-		}
+		return longestString(v.Elem())
 	case reflect.Struct:
-		var fields []int
-		var walks []stringWalk
-		for i := range t.NumField() {
-			if w := stringsOf(t.Field(i).Type); w != nil {
-				fields, walks = append(fields, i), append(walks, w)
-			}
+		longest := 0
+		for i := 0; i < v.NumField(); i++ {
+			longest = max(longest, longestString(v.Field(i)))
 		}
-		if len(fields) == 0 {
-			return nil
+		return longest
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return 0
 		}
-		return func(v reflect.Value) int {
-			longest := 0
-			for i, f := range fields {
-				longest = max(longest, walks[i](v.Field(f)))
-			}
-			return longest
+		longest := 0
+		for i := 0; i < v.Len(); i++ {
+			longest = max(longest, longestString(v.Index(i)))
 		}
+		return longest
 	default:
-		return nil
+		return 0
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -18,11 +19,6 @@ type GroupQuota interface {
 	// GroupThrottle is how long group's requests should wait (its
 	// throttle_time_ms): 0 unless the group is over its quota.
 	GroupThrottle(group string) time.Duration
-	// ChargeGroup counts d, the listener's time on one of group's
-	// requests (reading it, encoding and writing its answer), towards
-	// the group's quota, as Kafka's request quota counts a request's
-	// network thread time.
-	ChargeGroup(group string, d time.Duration)
 }
 
 // refusalThrottle is the throttle_time_ms of an answer screen gives
@@ -85,7 +81,7 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 	if !ok || subtopologies <= int(limit) {
 		return nil, nil
 	}
-	if err := skip(br, c.rw, int(n)); err != nil {
+	if _, err := io.CopyN(io.Discard, br, int64(n)); err != nil {
 		return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
 	}
 	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()

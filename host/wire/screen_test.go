@@ -110,8 +110,6 @@ func (q *heldQuota) GroupThrottle(group string) time.Duration {
 	return 0
 }
 
-func (q *heldQuota) ChargeGroup(string, time.Duration) {}
-
 // TestScreenHoldsThrottledGroup: a request of a group over its quota,
 // large or small, is not read (its connection waits) until the group's
 // throttle ends, on each of its connections; another group's large and
@@ -156,8 +154,6 @@ func (q windowQuota) GroupThrottle(group string) time.Duration {
 	}
 	return 0
 }
-
-func (q windowQuota) ChargeGroup(string, time.Duration) {}
 
 // TestScreenServesThrottledGroupWhenWindowEnds: a throttled group's small
 // request is read and served once its throttle runs out on its own, not

@@ -137,6 +137,9 @@ func NewServer(ln net.Listener, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
 	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), decoding: make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
@@ -164,8 +167,7 @@ func (s *Server) accept() {
 			s.refused.warn(s.cfg.Log.With("remote", nc.RemoteAddr().String()), "kafka connection refused", err)
 			continue
 		}
-		c := s.newConn(nc)
-		c.unadmit = unadmit
+		c := &conn{s: s, nc: nc, unadmit: unadmit, log: s.cfg.Log.With("remote", nc.RemoteAddr().String())}
 		s.mu.Lock()
 		if s.draining {
 			s.mu.Unlock()
@@ -232,30 +234,6 @@ type conn struct {
 	// responses up to keptWriteBuffer bytes.
 	host string
 	wbuf []byte
-	// meter counts the time of the socket's reads and writes (meter.go);
-	// rw reads and writes the connection through it (TLS on top of it
-	// when the listener has TLS; nc is then that TLS connection).
-	meter *meter
-	rw    io.ReadWriter
-	// charged is the group the group coordinator took the request being
-	// served for (chargeTo, the requests' ChargeTo), once authorized:
-	// the group charged for the connection's time on it.
-	charged  string
-	chargeTo func(group string)
-}
-
-// newConn is an accepted connection nc of s, before it is served: TLS,
-// when the listener has it, runs over the meter, so the socket's reads
-// and writes are metered, not the cipher's work.
-func (s *Server) newConn(nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, meter: newMeter(nc), log: s.cfg.Log.With("remote", nc.RemoteAddr().String())}
-	c.rw = c.meter
-	c.chargeTo = func(group string) { c.charged = group }
-	if s.cfg.TLS != nil {
-		tc := tls.Server(c.meter, s.cfg.TLS)
-		c.nc, c.rw = tc, tc
-	}
-	return c
 }
 
 // keptWriteBuffer bounds the response buffer a connection keeps between
@@ -274,10 +252,8 @@ func (c *conn) clientHost() string {
 // writeResponse encodes resp into the connection's buffer and writes it.
 func (c *conn) writeResponse(correlationID int32, resp kmsg.Response) error {
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	start := time.Now()
 	b := AppendResponse(c.wbuf[:0], correlationID, resp)
-	c.meter.add(time.Since(start))
-	_, err := c.rw.Write(b)
+	_, err := c.nc.Write(b)
 	if cap(b) <= keptWriteBuffer {
 		c.wbuf = b
 	} else {
@@ -309,7 +285,7 @@ func (c *conn) serve() {
 	// A small buffer: frames are read straight into their own buffer, so
 	// this only batches headers and small pipelined requests, and an open
 	// connection costs little.
-	br := bufio.NewReaderSize(c.rw, 8<<10)
+	br := bufio.NewReaderSize(c.nc, 8<<10)
 	ctx := s.base
 	if ctx == nil { // a Server built without NewServer (tests)
 		ctx = context.Background()
@@ -337,8 +313,6 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
-	c.charged = ""
-	c.meter.take() // the connection's time on a request before this one, if nothing charged it
 	frame, release, refused, err := c.readFrame(ctx, br)
 	if err != nil {
 		return err
@@ -369,9 +343,6 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		if err := c.admit(req); err != nil {
 			return err
 		}
-		if s.cfg.Quota != nil {
-			req.ChargeTo = c.chargeTo
-		}
 	}
 	resp, err := c.respond(ctx, req, perr)
 	if s.cfg.Observer != nil && req != nil {
@@ -384,26 +355,8 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if err = c.writeResponse(req.CorrelationID, resp); err != nil {
 		return err
 	}
-	c.charge()
 	c.mute(ctx, c.muteFor(req, resp)) // throttle.go
 	return c.closeAfter
-}
-
-// charge counts the connection's time on the request just answered
-// (meter: reading its frame, encoding and writing its answer) towards
-// the quota of the group the group coordinator took it for
-// (Request.ChargeTo). It is charged once the answer is written, as
-// Kafka records a request's network thread time, so it weighs on the
-// group's next requests, on every connection (screen), not on this
-// answer's throttle. The time decoding took is the group coordinator's
-// to charge (Request.Decode). A request refused before it reached the
-// group coordinator (screen) is charged to no group: it was not
-// authorized.
-func (c *conn) charge() {
-	d := c.meter.take()
-	if q := c.s.cfg.Quota; q != nil && c.charged != "" && d > 0 {
-		q.ChargeGroup(c.charged, d)
-	}
 }
 
 // answerRefusal answers a request screen refused, once it passed the

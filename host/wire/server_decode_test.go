@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"testing"
 	"time"
 
@@ -94,46 +93,4 @@ func groupServer(t *testing.T, seen func(*Request)) (*Server, net.Listener) {
 		s.Shutdown(ctx)
 	})
 	return s, ln
-}
-
-// BenchmarkParseLargeHeartbeat: decoding a valid StreamsGroupHeartbeat
-// frame of a 20,000-subtopology topology (about 300 KB, under the
-// default streams.max.topology.size), whole (ParseRequest) and its parts:
-// kmsg's decode of the body, and the walk that checks no string is
-// longer than Kafka allows, by its plans and field by field, as it
-// walked before them.
-func BenchmarkParseLargeHeartbeat(b *testing.B) {
-	hb := bigTopology("g", 20000)
-	hb.SetVersion(1)
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, hb, 1)[4:]
-	b.Run("ParseRequest", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := ParseRequest(frame); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	req, _ := ParseRequest(frame)
-	_, body, rest, _ := parseHeader(frame)
-	b.Run("kmsg-decode", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if err := body.ReadFrom(rest); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("longestString", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			longestString(reflect.ValueOf(req.Body))
-		}
-	})
-	b.Run("longestString-every-field", func(b *testing.B) { // the walk before plans
-		b.ReportAllocs()
-		for range b.N {
-			longestStringRef(reflect.ValueOf(req.Body))
-		}
-	})
 }

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net"
 	"testing"
 
@@ -17,7 +16,7 @@ import (
 func TestWriteResponseReusesBoundedBuffer(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
-	c := (&Server{cfg: Config{WriteTimeout: 1 << 62, Log: slog.New(slog.DiscardHandler)}}).newConn(server)
+	c := &conn{s: &Server{cfg: Config{WriteTimeout: 1 << 62}}, nc: server}
 	small := func() kmsg.Response {
 		r := kmsg.NewPtrHeartbeatResponse()
 		r.Version = 4
