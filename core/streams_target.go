@@ -150,27 +150,26 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 // reported offset and end offset.
 func memberEnds(ends []TaskOffset, o memberOffsets, known func(TaskID) (TaskRef, bool)) []TaskOffset {
 	var out []TaskOffset
-	// set puts v in place of t's group end; beyond, when set, only
-	// where the offset off is beyond that end.
-	set := func(t TaskID, v int64, off int64, beyond bool) {
+	for t, off := range o.offsets {
 		r, in := known(t)
 		if !in {
-			return
+			continue
 		}
 		i, found := slices.BinarySearchFunc(ends, r, func(e TaskOffset, r TaskRef) int { return compareRefs(e.Task, r) })
-		if !found || ends[i].Offset == v || beyond && off <= ends[i].Offset {
-			return
+		if !found {
+			continue
 		}
-		if out == nil {
-			out = slices.Clone(ends)
-		}
-		out[i].Offset = v
-	}
-	for t, v := range o.offsets {
+		v := ends[i].Offset // the group's: kept for an offset at or below it
 		if own, ok := o.ownEnd(t); ok {
-			set(t, own, v, false)
-		} else if v >= 0 && v != math.MaxInt64 {
-			set(t, -1, v, true) // dropped below: judged against the group's
+			v = own
+		} else if off >= 0 && off != math.MaxInt64 && off > v {
+			v = -1 // dropped below: judged against the group's
+		}
+		if v != ends[i].Offset {
+			if out == nil {
+				out = slices.Clone(ends)
+			}
+			out[i].Offset = v
 		}
 	}
 	if out == nil {
