@@ -12,12 +12,12 @@ import (
 func TestQuotaAccounting(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	q := newQuota(5, 10*time.Second) // 50 ms of a 1 s window
-	q.record("g", t0, 40*time.Millisecond)
-	q.record("h", t0, 500*time.Millisecond)
+	q.step("g", t0, 40*time.Millisecond, true)
+	q.step("h", t0, 500*time.Millisecond, true)
 	if d := q.throttle("g", t0.Add(10*time.Millisecond)); d != 0 {
 		t.Fatalf("40 ms of a 50 ms share: throttled %v", d)
 	}
-	q.record("g", t0.Add(20*time.Millisecond), 20*time.Millisecond)
+	q.record("g", t0.Add(20*time.Millisecond), 20*time.Millisecond) // a charge off the partition
 	// 60 ms used: 10 ms over a 5 % share is 200 ms of throttle.
 	if d := q.throttle("g", t0.Add(30*time.Millisecond)); d != 200*time.Millisecond {
 		t.Fatalf("60 ms used: throttle %v, want 200ms", d)
@@ -44,12 +44,12 @@ func TestQuotaAccounting(t *testing.T) {
 func TestQuotaThrottleCapped(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	q := newQuota(5, 250*time.Millisecond)
-	q.record("g", t0, 900*time.Millisecond)
+	q.step("g", t0, 900*time.Millisecond, true)
 	if d := q.throttle("g", t0); d != 250*time.Millisecond {
 		t.Fatalf("throttle %v, want the 250ms cap", d)
 	}
 	off := newQuota(-1, time.Second)
-	off.record("g", t0, time.Hour)
+	off.step("g", t0, time.Hour, true)
 	if d := off.throttle("g", t0); d != 0 {
 		t.Fatalf("no quota: throttled %v", d)
 	}
@@ -61,7 +61,7 @@ func TestThrottledKeyTakenLast(t *testing.T) {
 	now := time.Unix(1000, 0)
 	rt := &Runtime{cfg: Config{MaxBatch: 16, MaxPerKey: 8, Now: func() time.Time { return now }}}
 	p := &partition{rt: rt, queued: map[string]int{}, quota: newQuota(5, time.Second)}
-	p.quota.record("flood", now, 200*time.Millisecond)
+	p.quota.step("flood", now, 200*time.Millisecond, true)
 	for _, ev := range []Event{
 		{Input: "f1", Key: "flood"}, {Input: "f2", Key: "flood"}, {Input: "c1", Key: "canary"},
 		{Input: "f3", Key: "flood"}, {Input: "c2", Key: "canary"},
@@ -78,5 +78,61 @@ func TestThrottledKeyTakenLast(t *testing.T) {
 	}
 	if len(p.queue) != 2 || p.queue[0].Input != "f2" || p.queue[1].Input != "f3" || p.queued["flood"] != 2 {
 		t.Fatalf("left queued %v (counts %v)", p.queue, p.queued)
+	}
+}
+
+// TestQuotaWorkConserving: a key over its share is not throttled while
+// none of its steps in the last two windows delayed other work; one step
+// that did makes it throttled for its whole use, until that step's
+// window has passed.
+func TestQuotaWorkConserving(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	q := newQuota(5, 10*time.Second)
+	q.step("big", t0, 400*time.Millisecond, false)
+	q.record("big", t0, 100*time.Millisecond) // charged off the partition
+	if d := q.throttle("big", t0.Add(time.Millisecond)); d != 0 {
+		t.Fatalf("500 ms used, alone: throttled %v", d)
+	}
+	q.step("big", t0.Add(2*time.Millisecond), time.Millisecond, true)
+	if d := q.throttle("big", t0.Add(3*time.Millisecond)); d != 9020*time.Millisecond {
+		t.Fatalf("501 ms used, once delaying others: throttle %v, want 9.02s", d)
+	}
+	// The next window still weighs the delaying window in.
+	if d := q.throttle("big", t0.Add(1500*time.Millisecond)); d == 0 {
+		t.Fatal("half into the next window: not throttled")
+	}
+	q.step("big", t0.Add(2100*time.Millisecond), 400*time.Millisecond, false)
+	if d := q.throttle("big", t0.Add(2200*time.Millisecond)); d != 0 {
+		t.Fatalf("two windows after the delaying step: throttled %v", d)
+	}
+}
+
+func TestBehind(t *testing.T) {
+	keys := func(ks ...string) []Event {
+		var evs []Event
+		for _, k := range ks {
+			evs = append(evs, Event{Key: k})
+		}
+		return evs
+	}
+	for _, c := range []struct {
+		keys []string
+		want []bool // other(i) for each event
+	}{
+		{nil, nil},
+		{[]string{"a"}, []bool{false}},
+		{[]string{"a", "a", "a"}, []bool{false, false, false}},
+		{[]string{"c", "a", "a"}, []bool{true, false, false}},
+		{[]string{"a", "a", "c"}, []bool{true, true, false}},
+		{[]string{"a", "c", "a", "a"}, []bool{true, true, false, false}},
+		{[]string{"a", "b", "c"}, []bool{true, true, false}},
+	} {
+		evs := keys(c.keys...)
+		b := newBehind(evs)
+		for i, ev := range evs {
+			if got := b.other(i, ev.Key); got != c.want[i] {
+				t.Errorf("%v: other(%d) = %v, want %v", c.keys, i, got, c.want[i])
+			}
+		}
 	}
 }

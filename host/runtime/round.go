@@ -252,6 +252,10 @@ func (p *partition) round(sh Shard, evs []Event) {
 	start := p.rt.cfg.Now()
 	looked := start // when the round last looked for other keys' events
 	var keys roundKeys
+	var later behind // who waits behind each step, while the quota is on
+	if p.quota.on() {
+		later = newBehind(evs)
+	}
 	p.rounds++
 	early := false
 	for i := 0; i < len(evs); i++ {
@@ -287,10 +291,16 @@ func (p *partition) round(sh Shard, evs []Event) {
 		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, ev.Input)
 		t1 := p.rt.cfg.Now()
-		p.quota.record(ev.Key, t0, t1.Sub(t0)) // quota.go
+		if p.quota.on() { // quota.go
+			p.quota.step(ev.Key, t0, t1.Sub(t0), later.other(i, ev.Key) || p.delaysOthers(ev.Key))
+		}
 		if t1.Sub(looked) >= p.rt.cfg.YieldTime {
+			n := len(evs)
 			evs, keys = p.joinWaiting(evs, i+1, keys) // yield.go
 			looked = t1
+			if len(evs) != n && p.quota.on() {
+				later = newBehind(evs)
+			}
 		}
 		switch {
 		case err != nil && p.inFlight():
