@@ -40,8 +40,9 @@ const refusalThrottle = time.Second
 //   - a group request whose body starts with its group id, of any size,
 //     waits, without being read, decoded or stepped, while its group is
 //     over its quota (Config.Quota), however many connections the group
-//     uses; once the group is back under its quota it is read and served
-//     as usual;
+//     uses — unless its connection is shared with other groups
+//     (groupsSeen), whose requests would wait behind it; once the group
+//     is back under its quota it is read and served as usual;
 //   - such a StreamsGroupHeartbeat over smallFrame whose topology has more
 //     subtopologies than its group's streams.max.topology.size is then
 //     read past without being kept and returned with its answer,
@@ -72,7 +73,10 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 	if !ok {
 		return nil, nil
 	}
-	c.waitQuota(ctx, group)
+	c.groups.note(group)
+	if !c.groups.shared() {
+		c.waitQuota(ctx, group)
+	}
 	if n <= smallFrame || key != int16(kmsg.StreamsGroupHeartbeat) || c.s.cfg.MaxTopologySize == nil {
 		return nil, nil
 	}

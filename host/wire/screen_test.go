@@ -285,3 +285,30 @@ func BenchmarkScreenUnthrottledHeartbeat(b *testing.B) {
 		})
 	}
 }
+
+// TestScreenDoesNotHoldSharedConnection: on a connection that carries
+// requests of several groups a throttled group's request is read and
+// served at once, and so is the other group's request behind it; on a
+// connection of the throttled group alone it waits.
+func TestScreenDoesNotHoldSharedConnection(t *testing.T) {
+	q := &heldQuota{}
+	q.held.Store(true)
+	addr, count := startCounting(t, q)
+	shared, alone := dial(t, addr), dial(t, addr)
+	shared.c.SetDeadline(time.Now().Add(2 * time.Second))
+	held := metadataJoin("busy", 10)
+	alone.send(held, 9, 1)
+	for i, group := range []string{"idle", "busy", "idle"} {
+		req := metadataJoin(group, 10)
+		shared.send(req, 9, int16(i))
+		shared.recv(req)
+	}
+	if n, m := count("busy"), count("idle"); n != 1 || m != 2 {
+		t.Fatalf("the throttled group reached the coordinator %d times, the other %d; want 1 (its shared connection's) and 2", n, m)
+	}
+	q.held.Store(false)
+	alone.recv(held)
+	if n := count("busy"); n != 2 {
+		t.Fatalf("after its throttle the group reached the coordinator %d times, want 2", n)
+	}
+}

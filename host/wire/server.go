@@ -234,6 +234,8 @@ type conn struct {
 	// responses up to keptWriteBuffer bytes.
 	host string
 	wbuf []byte
+	// groups: the groups of its recent group requests (throttle.go).
+	groups groupsSeen
 }
 
 // keptWriteBuffer bounds the response buffer a connection keeps between
@@ -352,10 +354,11 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if err != nil || resp == nil {
 		return err
 	}
+	mute := c.throttleFor(req, resp) // throttle.go; before resp is written
 	if err = c.writeResponse(req.CorrelationID, resp); err != nil {
 		return err
 	}
-	c.mute(ctx, c.muteFor(req, resp)) // throttle.go
+	c.mute(ctx, mute)
 	return c.closeAfter
 }
 
@@ -371,7 +374,7 @@ func (c *conn) answerRefusal(ctx context.Context, r *refusal) error {
 	if err := c.writeResponse(r.req.CorrelationID, r.resp); err != nil {
 		return err
 	}
-	c.mute(ctx, c.muteFor(r.req, r.resp))
+	c.mute(ctx, c.muteFor(r.req, r.resp)) // even on a shared connection: the request is invalid
 	return c.closeAfter
 }
 

@@ -13,19 +13,77 @@ import (
 // client over its quota; 0 otherwise. A data plane's throttle passes
 // through unchanged (the broker mutes its own connection).
 func (c *conn) muteFor(req *Request, resp kmsg.Response) time.Duration {
+	d, _ := c.throttleOf(req, resp)
+	return d
+}
+
+// throttleFor is muteFor for a request served in full, to call before
+// resp is written: on a connection shared by several groups (groupsSeen)
+// a group request's throttle is taken out of resp and nothing is muted.
+// The connection is other groups' too, and a client mutes a connection
+// whose answer carries a throttle (KIP-219), so either mute would hold
+// their requests for one group's use.
+func (c *conn) throttleFor(req *Request, resp kmsg.Response) time.Duration {
+	d, group := c.throttleOf(req, resp)
+	if d == 0 || !group || !c.groups.shared() {
+		return d
+	}
+	if t, ok := resp.(kmsg.SetThrottleResponse); ok {
+		t.SetThrottle(0)
+	}
+	return 0
+}
+
+// throttleOf returns muteFor's duration and whether req is routed to the
+// group coordinator alone (RouteGroup).
+func (c *conn) throttleOf(req *Request, resp kmsg.Response) (d time.Duration, group bool) {
 	if req == nil {
-		return 0
+		return 0, false
 	}
 	e, ok := c.s.cfg.Table.Lookup(req.Key)
 	if !ok || e.Route != RouteGroup && e.Route != RouteSplit {
-		return 0
+		return 0, false
 	}
 	t, ok := resp.(kmsg.ThrottleResponse)
 	if !ok {
-		return 0
+		return 0, false
 	}
 	ms, _ := t.Throttle()
-	return time.Duration(max(ms, 0)) * time.Millisecond
+	return time.Duration(max(ms, 0)) * time.Millisecond, e.Route == RouteGroup
+}
+
+// sharedFor is how long a connection counts as shared by several groups
+// after a request of one group followed another group's: as long as the
+// group quota looks back (two of runtime.QuotaWindow), so a throttle
+// earned while the groups shared it is not applied to it.
+const sharedFor = 2 * time.Second
+
+// groupsSeen is what the group requests screen looked at on a connection
+// were lately: a connection is shared while requests of two groups
+// followed each other on it within sharedFor. Neither a group's hold
+// (screen) nor its throttle (muteFor) applies to a shared connection;
+// the runtime still takes one event a round of a group over its quota,
+// after the others' (docs/HOST.md, "Group quotas").
+type groupsSeen struct {
+	last    string    // the group of the last group request
+	mixedAt time.Time // when a request followed another group's; zero: never
+}
+
+// note records a request of group.
+func (g *groupsSeen) note(group string) {
+	if group == g.last {
+		return
+	}
+	if g.last != "" {
+		g.mixedAt = time.Now()
+	}
+	g.last = group
+}
+
+// shared reports whether requests of two groups followed each other
+// within sharedFor.
+func (g *groupsSeen) shared() bool {
+	return !g.mixedAt.IsZero() && time.Since(g.mixedAt) < sharedFor
 }
 
 // mute waits d before the connection's next request is read; the

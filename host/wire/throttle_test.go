@@ -72,3 +72,89 @@ func TestThrottledConnectionMuted(t *testing.T) {
 		t.Fatalf("canary served %d times, want 3", len(served["c"]))
 	}
 }
+
+// noQuota is a GroupQuota that holds no group: the listener still looks
+// at each group request's group.
+type noQuota struct{}
+
+func (noQuota) GroupThrottle(string) time.Duration { return 0 }
+
+// TestSharedConnectionNotMuted: a throttled answer on a connection that
+// carries requests of several groups goes out without its throttle, and
+// the connection's next request, another group's, is read at once; on a
+// connection of the throttled group alone the throttle stays and mutes it.
+func TestSharedConnectionNotMuted(t *testing.T) {
+	const throttle = 400 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	served := map[string][]time.Time{}
+	s := NewServer(ln, Config{
+		Table: NewTable(kafka44),
+		Quota: noQuota{},
+		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
+			hb := req.Body.(*kmsg.HeartbeatRequest)
+			mu.Lock()
+			served[hb.MemberID] = append(served[hb.MemberID], time.Now())
+			mu.Unlock()
+			resp := hb.ResponseKind().(*kmsg.HeartbeatResponse)
+			if hb.Group == "flood" {
+				resp.ThrottleMillis = int32(throttle.Milliseconds())
+			}
+			return resp, nil
+		},
+	})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	hb := func(group, member string) *kmsg.HeartbeatRequest {
+		r := kmsg.NewPtrHeartbeatRequest()
+		r.Group, r.MemberID = group, member
+		return r
+	}
+	shared, alone := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
+	first := hb("canary", "c0")
+	shared.send(first, 4, 1)
+	shared.recv(first)
+	flood := hb("flood", "f")
+	shared.send(flood, 4, 2)
+	shared.send(hb("canary", "c1"), 4, 3) // pipelined behind the flood's
+	if _, resp := shared.recv(flood); resp.(*kmsg.HeartbeatResponse).ThrottleMillis != 0 {
+		t.Fatalf("shared connection: the flood's answer carries a throttle: %+v", resp)
+	}
+	shared.recv(hb("canary", "c1"))
+	own := hb("flood", "g")
+	alone.send(own, 4, 1)
+	alone.send(hb("flood", "h"), 4, 2)
+	if _, resp := alone.recv(own); resp.(*kmsg.HeartbeatResponse).ThrottleMillis != int32(throttle.Milliseconds()) {
+		t.Fatalf("the flood's own connection: answer %+v, want its throttle", resp)
+	}
+	alone.recv(hb("flood", "h"))
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := served["c1"][0].Sub(served["f"][0]); gap >= throttle {
+		t.Errorf("shared connection muted: the next request read %v after the throttled one", gap)
+	}
+	if gap := served["h"][0].Sub(served["g"][0]); gap < throttle {
+		t.Errorf("the flood's own connection read its next request %v after the throttled one, want at least %v", gap, throttle)
+	}
+}
+
+func TestGroupsSeen(t *testing.T) {
+	var g groupsSeen
+	for _, group := range []string{"a", "a", "a"} {
+		g.note(group)
+	}
+	if g.shared() {
+		t.Fatal("one group's requests: shared")
+	}
+	g.note("b")
+	if !g.shared() {
+		t.Fatal("a request of another group followed: not shared")
+	}
+	g.mixedAt = time.Now().Add(-sharedFor)
+	g.note("b")
+	if g.shared() {
+		t.Fatalf("only b for %v: still shared", sharedFor)
+	}
+}
