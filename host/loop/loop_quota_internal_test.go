@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,11 +45,48 @@ func quotaBeat(t *testing.T, l *Loop, group string, epoch int32, decode time.Dur
 	return resp.(*kmsg.StreamsGroupHeartbeatResponse)
 }
 
+// contend keeps a member of group "contender" heartbeating on l's
+// partition from 4 goroutines until the test ends, so other groups'
+// steps have its events waiting behind them: the quota throttles only a
+// group whose steps delay other work (runtime's quota).
+func contend(t *testing.T, l *Loop) {
+	t.Helper()
+	epoch := quotaBeat(t, l, "contender", 0, 0).MemberEpoch
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				req := streamsJoin("contender", "m", "in")
+				body := req.Body.(*kmsg.StreamsGroupHeartbeatRequest)
+				body.MemberEpoch, body.Topology = epoch, nil
+				_, _ = l.Handle(ctx, req) // its answers do not matter
+			}
+		}()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// beatUntilThrottled sends group's member heartbeats at epoch, each
+// decoded in decode, until one is answered with a throttle or 5 s have
+// passed, and returns the last answer.
+func beatUntilThrottled(t *testing.T, l *Loop, group string, epoch int32, decode time.Duration) *kmsg.StreamsGroupHeartbeatResponse {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if resp := quotaBeat(t, l, group, epoch, decode); resp.ThrottleMillis > 0 || time.Now().After(deadline) {
+			return resp
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestAssignorRunCountsTowardsQuota: an assignor run is the group's work
 // though it runs off the partition: a group whose run took 300 ms (over
-// its 5 % quota, 50 ms a second) has its next heartbeat answered with
-// throttle_time_ms, while another group on the same partition is not
-// throttled.
+// its 5 % quota, 50 ms a second) has its heartbeat answered with
+// throttle_time_ms once its steps delay another group's, while another
+// group on the same partition is not throttled.
 func TestAssignorRunCountsTowardsQuota(t *testing.T) {
 	ran := make(chan struct{}, 16)
 	l := quotaLoop(t, func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
@@ -65,15 +103,9 @@ func TestAssignorRunCountsTowardsQuota(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no assignor run")
 	}
-	var resp *kmsg.StreamsGroupHeartbeatResponse
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		// The charge lands once the run returns, just after ran.
-		if resp = quotaBeat(t, l, "slow", joined.MemberEpoch, 0); resp.ThrottleMillis > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if resp.ThrottleMillis <= 0 {
+	contend(t, l)
+	// The charge lands once the run returns, just after ran.
+	if resp := beatUntilThrottled(t, l, "slow", joined.MemberEpoch, 0); resp.ThrottleMillis <= 0 {
 		t.Fatal("a group whose assignor run took 300 ms was not throttled")
 	}
 	if other := quotaBeat(t, l, "other", 0, 0); other.ThrottleMillis != 0 {
@@ -82,15 +114,31 @@ func TestAssignorRunCountsTowardsQuota(t *testing.T) {
 }
 
 // TestDecodeCountsTowardsQuota: the time a request's decoding took on its
-// connection (wire.Request.Decode) is the group's: a heartbeat whose
-// decoding took 300 ms is answered with throttle_time_ms, and another
-// group's on the same partition is not.
+// connection (wire.Request.Decode) is the group's: heartbeats whose
+// decoding took 300 ms are answered with throttle_time_ms once their steps
+// delay another group's, and another group's on the same partition is
+// not.
 func TestDecodeCountsTowardsQuota(t *testing.T) {
 	l := quotaLoop(t, assign.Builtins["sticky"].Native)
-	if resp := quotaBeat(t, l, "huge", 0, 300*time.Millisecond); resp.ThrottleMillis <= 0 {
+	epoch := quotaBeat(t, l, "huge", 0, 0).MemberEpoch
+	contend(t, l)
+	if resp := beatUntilThrottled(t, l, "huge", epoch, 300*time.Millisecond); resp.ThrottleMillis <= 0 {
 		t.Fatal("a heartbeat whose decoding took 300 ms was not throttled")
 	}
 	if other := quotaBeat(t, l, "other", 0, time.Millisecond); other.ThrottleMillis != 0 {
 		t.Fatalf("another group on the partition was throttled %d ms", other.ThrottleMillis)
+	}
+}
+
+// TestQuotaSparesGroupAlone: a group alone on its partition is not
+// throttled however much it uses (the quota is work-conserving): its
+// heartbeats, each decoded in 300 ms, are answered without a throttle.
+func TestQuotaSparesGroupAlone(t *testing.T) {
+	l := quotaLoop(t, assign.Builtins["sticky"].Native)
+	epoch := quotaBeat(t, l, "big", 0, 0).MemberEpoch
+	for i := range 5 {
+		if resp := quotaBeat(t, l, "big", epoch, 300*time.Millisecond); resp.ThrottleMillis != 0 {
+			t.Fatalf("heartbeat %d of a group alone on its partition throttled %d ms", i, resp.ThrottleMillis)
+		}
 	}
 }
