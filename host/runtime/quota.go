@@ -34,10 +34,10 @@ type quota struct {
 	prev  map[string]use
 }
 
-// use is what a key used of its partition in one window: its step time,
-// and whether one of its steps delayed other work.
+// use is what a key used of its partition in one window: the time
+// charged to it, and whether one of its steps delayed other work.
 type use struct {
-	time    time.Duration
+	spent   time.Duration
 	delayed bool
 }
 
@@ -82,7 +82,7 @@ func (q *quota) step(key string, now time.Time, d time.Duration, delayed bool) {
 	q.mu.Lock()
 	q.roll(now)
 	u := q.cur[key]
-	u.time += d
+	u.spent += d
 	u.delayed = u.delayed || delayed
 	q.cur[key] = u
 	q.mu.Unlock()
@@ -106,7 +106,7 @@ func (q *quota) throttle(key string, now time.Time) time.Duration {
 	}
 	elapsed := now.Sub(q.start)
 	overlap := float64(QuotaWindow-elapsed) / float64(QuotaWindow)
-	used := float64(cur.time) + overlap*float64(prev.time)
+	used := float64(cur.spent) + overlap*float64(prev.spent)
 	over := used - q.share*float64(QuotaWindow)
 	if over <= 0 {
 		return 0

@@ -291,7 +291,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, ev.Input)
 		t1 := p.rt.cfg.Now()
-		if p.quota.on() { // quota.go
+		if ev.Key != "" && p.quota.on() { // quota.go
 			p.quota.step(ev.Key, t0, t1.Sub(t0), later.other(i, ev.Key) || p.delaysOthers(ev.Key))
 		}
 		if t1.Sub(looked) >= p.rt.cfg.YieldTime {
