@@ -10,19 +10,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestThrottledConnectionMuted: after a group response with
-// throttle_time_ms the connection's next request is not read until that
-// time has passed, while other connections are served meanwhile.
-func TestThrottledConnectionMuted(t *testing.T) {
-	const throttle = 400 * time.Millisecond
+// throttle is what startThrottling's group coordinator throttles group
+// "flood" for.
+const throttle = 400 * time.Millisecond
+
+// startThrottling starts a listener with quota q whose group coordinator
+// answers heartbeats, those of group "flood" with a throttle, and notes
+// when each member's were served (under mu).
+func startThrottling(t *testing.T, q GroupQuota) (addr string, mu *sync.Mutex, served map[string][]time.Time) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	served := map[string][]time.Time{}
+	mu, served = &sync.Mutex{}, map[string][]time.Time{}
 	s := NewServer(ln, Config{
 		Table: NewTable(kafka44),
+		Quota: q,
 		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
 			hb := req.Body.(*kmsg.HeartbeatRequest)
 			mu.Lock()
@@ -36,21 +40,31 @@ func TestThrottledConnectionMuted(t *testing.T) {
 		},
 	})
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	hb := func(group, member string) *kmsg.HeartbeatRequest {
-		r := kmsg.NewPtrHeartbeatRequest()
-		r.Group, r.MemberID = group, member
-		return r
-	}
-	flood, canary := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
-	first := hb("flood", "a")
+	return ln.Addr().String(), mu, served
+}
+
+// groupHeartbeat is a heartbeat of member of group.
+func groupHeartbeat(group, member string) *kmsg.HeartbeatRequest {
+	r := kmsg.NewPtrHeartbeatRequest()
+	r.Group, r.MemberID = group, member
+	return r
+}
+
+// TestThrottledConnectionMuted: after a group response with
+// throttle_time_ms the connection's next request is not read until that
+// time has passed, while other connections are served meanwhile.
+func TestThrottledConnectionMuted(t *testing.T) {
+	addr, mu, served := startThrottling(t, nil)
+	flood, canary := dial(t, addr), dial(t, addr)
+	first := groupHeartbeat("flood", "a")
 	flood.send(first, 4, 1)
-	flood.send(hb("flood", "b"), 4, 2) // pipelined behind the throttled one
+	flood.send(groupHeartbeat("flood", "b"), 4, 2) // pipelined behind the throttled one
 	if _, resp := flood.recv(first); resp.(*kmsg.HeartbeatResponse).ThrottleMillis != int32(throttle.Milliseconds()) {
 		t.Fatalf("flood response: %+v", resp)
 	}
 	answered := time.Now()
 	for i := 0; i < 3; i++ {
-		req := hb("canary", "c")
+		req := groupHeartbeat("canary", "c")
 		canary.send(req, 4, int16(i))
 		if _, resp := canary.recv(req); resp.(*kmsg.HeartbeatResponse).ThrottleMillis != 0 {
 			t.Fatalf("canary throttled: %+v", resp)
@@ -62,7 +76,7 @@ func TestThrottledConnectionMuted(t *testing.T) {
 	if early != 0 && time.Since(answered) < throttle {
 		t.Fatal("the throttled connection's next request was read while it was muted")
 	}
-	flood.recv(hb("flood", "b"))
+	flood.recv(groupHeartbeat("flood", "b"))
 	mu.Lock()
 	defer mu.Unlock()
 	if gap := served["b"][0].Sub(served["a"][0]); gap < throttle {
@@ -84,52 +98,25 @@ func (noQuota) GroupThrottle(string) time.Duration { return 0 }
 // the connection's next request, another group's, is read at once; on a
 // connection of the throttled group alone the throttle stays and mutes it.
 func TestSharedConnectionNotMuted(t *testing.T) {
-	const throttle = 400 * time.Millisecond
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	served := map[string][]time.Time{}
-	s := NewServer(ln, Config{
-		Table: NewTable(kafka44),
-		Quota: noQuota{},
-		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
-			hb := req.Body.(*kmsg.HeartbeatRequest)
-			mu.Lock()
-			served[hb.MemberID] = append(served[hb.MemberID], time.Now())
-			mu.Unlock()
-			resp := hb.ResponseKind().(*kmsg.HeartbeatResponse)
-			if hb.Group == "flood" {
-				resp.ThrottleMillis = int32(throttle.Milliseconds())
-			}
-			return resp, nil
-		},
-	})
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	hb := func(group, member string) *kmsg.HeartbeatRequest {
-		r := kmsg.NewPtrHeartbeatRequest()
-		r.Group, r.MemberID = group, member
-		return r
-	}
-	shared, alone := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
-	first := hb("canary", "c0")
+	addr, mu, served := startThrottling(t, noQuota{})
+	shared, alone := dial(t, addr), dial(t, addr)
+	first := groupHeartbeat("canary", "c0")
 	shared.send(first, 4, 1)
 	shared.recv(first)
-	flood := hb("flood", "f")
+	flood := groupHeartbeat("flood", "f")
 	shared.send(flood, 4, 2)
-	shared.send(hb("canary", "c1"), 4, 3) // pipelined behind the flood's
+	shared.send(groupHeartbeat("canary", "c1"), 4, 3) // pipelined behind the flood's
 	if _, resp := shared.recv(flood); resp.(*kmsg.HeartbeatResponse).ThrottleMillis != 0 {
 		t.Fatalf("shared connection: the flood's answer carries a throttle: %+v", resp)
 	}
-	shared.recv(hb("canary", "c1"))
-	own := hb("flood", "g")
+	shared.recv(groupHeartbeat("canary", "c1"))
+	own := groupHeartbeat("flood", "g")
 	alone.send(own, 4, 1)
-	alone.send(hb("flood", "h"), 4, 2)
+	alone.send(groupHeartbeat("flood", "h"), 4, 2)
 	if _, resp := alone.recv(own); resp.(*kmsg.HeartbeatResponse).ThrottleMillis != int32(throttle.Milliseconds()) {
 		t.Fatalf("the flood's own connection: answer %+v, want its throttle", resp)
 	}
-	alone.recv(hb("flood", "h"))
+	alone.recv(groupHeartbeat("flood", "h"))
 	mu.Lock()
 	defer mu.Unlock()
 	if gap := served["c1"][0].Sub(served["f"][0]); gap >= throttle {
