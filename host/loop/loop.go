@@ -349,6 +349,9 @@ func (l *Loop) submit(p int, ev event) error {
 	rev := runtime.Event{Input: ev, Read: ev.read != nil, Key: ev.group}
 	if ev.call != nil {
 		rev.Shared = manyGroups(ev.call.req)
+		// Holding back a request on a connection other groups share
+		// would hold their requests too (wire's groupsSeen).
+		rev.Spared = ev.call.req.SharedConn
 		rev.Reject = func(error) { ev.call.done <- reply{msg: notCoordinator(ev.call.req)} }
 		// A client request is stepped on its connection's goroutine when
 		// its partition is idle: no hand-off to a worker and back.

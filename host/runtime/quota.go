@@ -174,6 +174,12 @@ func (b behind) other(i int, key string) bool {
 	return i < b.n-1 && (key != b.last || i < b.lastOther)
 }
 
+// held reports whether ev is held back for its key's quota: its key is
+// over it (throttled) and ev is not Spared.
+func held(ev Event, throttled func(string) bool) bool {
+	return !ev.Spared && throttled(ev.Key)
+}
+
 // perKey is how many events of one key a round takes: one of a key over
 // its quota, else Config.MaxPerKey.
 func (p *partition) perKey(throttled bool) int {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -134,5 +135,33 @@ func TestBehind(t *testing.T) {
 				t.Errorf("%v: other(%d) = %v, want %v", c.keys, i, got, c.want[i])
 			}
 		}
+	}
+}
+
+// TestSparedEventNotHeldBack: an event of a key over its quota that is
+// Spared (its request's connection is shared with other keys) is taken
+// and ranked as if its key were under its quota; the key's other events
+// are still held back (one of the key's a round, and that one is taken).
+func TestSparedEventNotHeldBack(t *testing.T) {
+	now := time.Unix(1000, 0)
+	rt := &Runtime{cfg: Config{MaxBatch: 16, MaxPerKey: 8, Now: func() time.Time { return now }}}
+	p := &partition{rt: rt, queued: map[string]int{}, quota: newQuota(5, time.Second)}
+	p.quota.step("flood", now, 200*time.Millisecond, true)
+	for _, ev := range []Event{
+		{Input: "s1", Key: "flood", Spared: true}, {Input: "s2", Key: "flood", Spared: true}, {Input: "c1", Key: "canary"},
+		{Input: "f1", Key: "flood"}, {Input: "f2", Key: "flood"},
+	} {
+		p.queue = append(p.queue, ev)
+		p.countLocked([]Event{ev}, 1)
+	}
+	var got []any
+	for _, ev := range p.takeLocked(nil) {
+		got = append(got, ev.Input)
+	}
+	if fmt.Sprint(got) != "[c1 s1 s2]" {
+		t.Fatalf("round %v, want [c1 s1 s2]", got)
+	}
+	if len(p.queue) != 2 || p.queue[0].Input != "f1" || p.queue[1].Input != "f2" || p.queued["flood"] != 2 {
+		t.Fatalf("left queued %v (counts %v)", p.queue, p.queued)
 	}
 }

@@ -102,6 +102,11 @@ type Event struct {
 	// Key (a request naming several groups): it is never answered before
 	// the rounds in flight are durable.
 	Shared bool
+	// Spared exempts the event from its key's quota: a round takes and
+	// ranks it as if its key were under its share. It marks a request
+	// that came on a connection other keys' requests share, which wait
+	// behind it there (docs/HOST.md, "Group quotas").
+	Spared bool
 	// Inline lets Submit step the event on the calling goroutine when the
 	// partition is idle — nothing queued, no owner stepping, settling or
 	// appending for it — instead of handing it to a worker: the caller
@@ -566,7 +571,7 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 			rest = append(rest, p.queue[i:]...)
 			break
 		}
-		if ev.Key != "" && taken[ev.Key] == p.perKey(throttled(ev.Key)) || only != nil && !only(ev.Key) {
+		if ev.Key != "" && taken[ev.Key] >= p.perKey(held(ev, throttled)) || only != nil && !only(ev.Key) {
 			rest = append(rest, ev)
 			continue
 		}
@@ -595,12 +600,13 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 }
 
 // rank orders a round's events: those without a key first, then the keys
-// with the fewest events in the round, then the keys over their quota.
+// with the fewest events in the round, then the events held back for
+// their key's quota (held).
 func rank(ev Event, taken map[string]int, throttled func(string) bool) int {
 	switch {
 	case ev.Key == "":
 		return 0
-	case throttled(ev.Key):
+	case held(ev, throttled):
 		return math.MaxInt
 	}
 	return taken[ev.Key]

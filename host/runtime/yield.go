@@ -54,7 +54,7 @@ func (p *partition) joinWaiting(evs []Event, next int, keys roundKeys) ([]Event,
 			throttled = p.quota.overAt(p.rt.cfg.Now)
 		}
 		keys[ev.Key] = true // its later events stay queued, in order
-		if throttled(ev.Key) || full && !p.independentLocked(ev.Key) {
+		if held(ev, throttled) || full && !p.independentLocked(ev.Key) {
 			kept = append(kept, ev)
 			continue
 		}

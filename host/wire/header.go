@@ -61,6 +61,10 @@ type Request struct {
 	// request's cost before any handler sees it, which the group
 	// coordinator counts towards the group's quota.
 	Decode time.Duration
+	// SharedConn is true when the request came on a connection that
+	// carried requests of several groups lately (groupsSeen): a group's
+	// quota must not hold it back, or it would hold theirs too.
+	SharedConn bool
 	// Session is the connection's own link to the data plane, as the
 	// client's pass-through SASL authenticated it; nil when the listener
 	// has no data plane. It may be used only while the request is handled.

@@ -394,6 +394,7 @@ func (c *conn) admit(req *Request) error {
 		return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 	}
 	req.SASLUser, req.AuthGeneration, req.CertPrincipal, req.CertAuthenticated = c.sasl.user, c.sasl.gen, c.certPrincipal(), c.sasl.cert
+	req.SharedConn = c.groups.shared() // throttle.go
 	if s.cfg.Dial != nil {
 		req.Session, c.clientID = c, req.ClientID
 	}

@@ -14,24 +14,34 @@ import (
 // "flood" for.
 const throttle = 400 * time.Millisecond
 
+// throttling is startThrottling's listener and what its group
+// coordinator saw: when each member's heartbeats were served, and
+// whether the last came on a shared connection (Request.SharedConn).
+type throttling struct {
+	addr   string
+	mu     sync.Mutex
+	served map[string][]time.Time
+	shared map[string]bool
+}
+
 // startThrottling starts a listener with quota q whose group coordinator
-// answers heartbeats, those of group "flood" with a throttle, and notes
-// when each member's were served (under mu).
-func startThrottling(t *testing.T, q GroupQuota) (addr string, mu *sync.Mutex, served map[string][]time.Time) {
+// answers heartbeats, those of group "flood" with a throttle.
+func startThrottling(t *testing.T, q GroupQuota) *throttling {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu, served = &sync.Mutex{}, map[string][]time.Time{}
+	th := &throttling{addr: ln.Addr().String(), served: map[string][]time.Time{}, shared: map[string]bool{}}
 	s := NewServer(ln, Config{
 		Table: NewTable(kafka44),
 		Quota: q,
 		Group: func(_ context.Context, req *Request) (kmsg.Response, error) {
 			hb := req.Body.(*kmsg.HeartbeatRequest)
-			mu.Lock()
-			served[hb.MemberID] = append(served[hb.MemberID], time.Now())
-			mu.Unlock()
+			th.mu.Lock()
+			th.served[hb.MemberID] = append(th.served[hb.MemberID], time.Now())
+			th.shared[hb.MemberID] = req.SharedConn
+			th.mu.Unlock()
 			resp := hb.ResponseKind().(*kmsg.HeartbeatResponse)
 			if hb.Group == "flood" {
 				resp.ThrottleMillis = int32(throttle.Milliseconds())
@@ -40,7 +50,7 @@ func startThrottling(t *testing.T, q GroupQuota) (addr string, mu *sync.Mutex, s
 		},
 	})
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	return ln.Addr().String(), mu, served
+	return th
 }
 
 // groupHeartbeat is a heartbeat of member of group.
@@ -54,8 +64,9 @@ func groupHeartbeat(group, member string) *kmsg.HeartbeatRequest {
 // throttle_time_ms the connection's next request is not read until that
 // time has passed, while other connections are served meanwhile.
 func TestThrottledConnectionMuted(t *testing.T) {
-	addr, mu, served := startThrottling(t, nil)
-	flood, canary := dial(t, addr), dial(t, addr)
+	th := startThrottling(t, nil)
+	mu, served := &th.mu, th.served
+	flood, canary := dial(t, th.addr), dial(t, th.addr)
 	first := groupHeartbeat("flood", "a")
 	flood.send(first, 4, 1)
 	flood.send(groupHeartbeat("flood", "b"), 4, 2) // pipelined behind the throttled one
@@ -97,9 +108,12 @@ func (noQuota) GroupThrottle(string) time.Duration { return 0 }
 // carries requests of several groups goes out without its throttle, and
 // the connection's next request, another group's, is read at once; on a
 // connection of the throttled group alone the throttle stays and mutes it.
+// The group coordinator is told which requests came on a shared
+// connection (Request.SharedConn), so it does not hold them back either.
 func TestSharedConnectionNotMuted(t *testing.T) {
-	addr, mu, served := startThrottling(t, noQuota{})
-	shared, alone := dial(t, addr), dial(t, addr)
+	th := startThrottling(t, noQuota{})
+	mu, served := &th.mu, th.served
+	shared, alone := dial(t, th.addr), dial(t, th.addr)
 	first := groupHeartbeat("canary", "c0")
 	shared.send(first, 4, 1)
 	shared.recv(first)
@@ -124,6 +138,9 @@ func TestSharedConnectionNotMuted(t *testing.T) {
 	}
 	if gap := served["h"][0].Sub(served["g"][0]); gap < throttle {
 		t.Errorf("the flood's own connection read its next request %v after the throttled one, want at least %v", gap, throttle)
+	}
+	if !th.shared["f"] || th.shared["g"] || th.shared["c0"] {
+		t.Errorf("Request.SharedConn: %v, want true for f only (the first request of a connection is no one else's yet)", th.shared)
 	}
 }
 
