@@ -56,17 +56,14 @@ func TestQuotaThrottleCapped(t *testing.T) {
 	}
 }
 
-// TestThrottledKeyTakenLast: a round takes one event of a key over its
-// quota, after the other keys' events; the rest stay queued in order.
-func TestThrottledKeyTakenLast(t *testing.T) {
+// takeFlooded queues evs on a partition where key "flood" is over its
+// quota and takes a round: the partition and the round's inputs.
+func takeFlooded(evs []Event) (*partition, []any) {
 	now := time.Unix(1000, 0)
 	rt := &Runtime{cfg: Config{MaxBatch: 16, MaxPerKey: 8, Now: func() time.Time { return now }}}
 	p := &partition{rt: rt, queued: map[string]int{}, quota: newQuota(5, time.Second)}
 	p.quota.step("flood", now, 200*time.Millisecond, true)
-	for _, ev := range []Event{
-		{Input: "f1", Key: "flood"}, {Input: "f2", Key: "flood"}, {Input: "c1", Key: "canary"},
-		{Input: "f3", Key: "flood"}, {Input: "c2", Key: "canary"},
-	} {
+	for _, ev := range evs {
 		p.queue = append(p.queue, ev)
 		p.countLocked([]Event{ev}, 1)
 	}
@@ -74,6 +71,16 @@ func TestThrottledKeyTakenLast(t *testing.T) {
 	for _, ev := range p.takeLocked(nil) {
 		got = append(got, ev.Input)
 	}
+	return p, got
+}
+
+// TestThrottledKeyTakenLast: a round takes one event of a key over its
+// quota, after the other keys' events; the rest stay queued in order.
+func TestThrottledKeyTakenLast(t *testing.T) {
+	p, got := takeFlooded([]Event{
+		{Input: "f1", Key: "flood"}, {Input: "f2", Key: "flood"}, {Input: "c1", Key: "canary"},
+		{Input: "f3", Key: "flood"}, {Input: "c2", Key: "canary"},
+	})
 	if len(got) != 3 || got[0] != "c1" || got[1] != "c2" || got[2] != "f1" {
 		t.Fatalf("round %v, want [c1 c2 f1]", got)
 	}
@@ -143,21 +150,10 @@ func TestBehind(t *testing.T) {
 // and ranked as if its key were under its quota; the key's other events
 // are still held back (one of the key's a round, and that one is taken).
 func TestSparedEventNotHeldBack(t *testing.T) {
-	now := time.Unix(1000, 0)
-	rt := &Runtime{cfg: Config{MaxBatch: 16, MaxPerKey: 8, Now: func() time.Time { return now }}}
-	p := &partition{rt: rt, queued: map[string]int{}, quota: newQuota(5, time.Second)}
-	p.quota.step("flood", now, 200*time.Millisecond, true)
-	for _, ev := range []Event{
+	p, got := takeFlooded([]Event{
 		{Input: "s1", Key: "flood", Spared: true}, {Input: "s2", Key: "flood", Spared: true}, {Input: "c1", Key: "canary"},
 		{Input: "f1", Key: "flood"}, {Input: "f2", Key: "flood"},
-	} {
-		p.queue = append(p.queue, ev)
-		p.countLocked([]Event{ev}, 1)
-	}
-	var got []any
-	for _, ev := range p.takeLocked(nil) {
-		got = append(got, ev.Input)
-	}
+	})
 	if fmt.Sprint(got) != "[c1 s1 s2]" {
 		t.Fatalf("round %v, want [c1 s1 s2]", got)
 	}
