@@ -298,6 +298,8 @@ func (s *migSim) deliver(r Response) {
 			in.rejoin = true
 		} else if m.ErrorCode != 0 {
 			s.fail(in, "heartbeat", m.ErrorCode)
+		} else {
+			s.checkKind()
 		}
 	case *kmsg.StreamsGroupHeartbeatResponse:
 		if m.ErrorCode != 0 {
