@@ -79,13 +79,10 @@ func (c *Coordinator) bridgeJoin(g *streamsGroup, id RequestID, client ClientInf
 	c.scheduleSession(g, u.id)
 	c.cancelTimer(migrationJoinKey(g.id, u.id)) // it rejoined, even if its answer waits
 	j := &bridgedJoin{id: id, version: req.Version, g: g, member: u.id, exists: exists, sub: sub}
-	// A join that leaves only classic members converts the group at once
-	// (finishBridgeJoin), as Kafka does before computing a target — unless
-	// its restarted process's other threads are still joining: then it
-	// waits for them, so the classic group starts with all of them and
-	// rebalances once (migration_regroup.go).
-	wait, _ := c.updateTargetIfDue(g, u.id)
-	if r, held := c.regroupHeld(g); wait && (!c.downgradable(g) || held && r.process == u.processID) {
+	// A join that leaves only classic members waits for its target like
+	// any other (a restarted process's threads for each other,
+	// migration_regroup.go); the group converts once it has settled.
+	if wait, _ := c.updateTargetIfDue(g, u.id); wait {
 		c.parkRequest(g, id, parkedHeartbeat{join: j})
 		return nil
 	}
@@ -134,10 +131,11 @@ func (c *Coordinator) finishBridgeJoin(j *bridgedJoin) *kmsg.JoinGroupResponse {
 	c.setTimer(timer{key: migrationSyncKey(g.id, u.id), deadline: c.now + int64(u.rebalanceTimeoutMs),
 		kind: timerMigrationSync, group: g.id, member: u.id})
 	r := bridgeJoinResponse(u)
-	// A classic static member that replaced the last streams-protocol
-	// member downgrades the group (Kafka's
-	// validateOnlineDowngradeWithReplacedMember); its SyncGroup then
-	// finds the classic group rebalancing.
+	// A classic-only group whose last member just reconciled converts
+	// (also after a classic static member replaced the last
+	// streams-protocol member: Kafka's
+	// validateOnlineDowngradeWithReplacedMember); the member's SyncGroup
+	// then gets its tasks from the Stable classic group.
 	c.maybeDowngrade(g)
 	if cur, ok := c.groups[g.id].(*streamsGroup); ok && cur == g {
 		// A classic (probing) rejoin reports fresh offset sums: the core's
@@ -531,6 +529,10 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 		c.setJoinTimerIfAbsent(g, m)
 		return errRebalanceInProgress
 	}
+	// A classic-only group that settled, or whose departed process's
+	// memory lapsed, converts here: the member is at the new classic
+	// generation, so the answer stays NONE.
+	c.maybeDowngrade(g)
 	return 0
 }
 

@@ -2,11 +2,21 @@ package core
 
 import "github.com/coordhost/coordhost/core/records"
 
-// Downgrade: when the last streams-protocol member of a streams group
-// leaves or is fenced and only classic members remain, the group converts
-// back to a classic group whose members keep their current assignment,
-// then rebalances so a classic leader assigns again (Kafka's
-// convertToClassicGroup, for streams; docs/MIGRATION.md).
+// Downgrade: once only classic members remain in a streams group, the
+// group converts back to a classic group whose members keep their current
+// assignment (Kafka's convertToClassicGroup, for streams;
+// docs/MIGRATION.md). Unlike Kafka, which converts at the last
+// streams-protocol member's leave and then rebalances so that a classic
+// leader assigns, coordhost converts only when the group has settled — a
+// target without the departed members, every member reconciled to it —
+// and no process that left on its own is expected back (a rolling
+// restart's instance that closed with a leave): the classic group then
+// starts Stable and needs no rebalance. Until then the bridge serves the
+// classic members as in any mixed group. A Kafka Streams leader's
+// HighAvailabilityTaskAssignor places tasks round-robin over the
+// processes, not where they run, so each classic rebalance of a rolling
+// downgrade's last step moved tasks between the surviving instances that
+// the next one moved back.
 
 // afterFence runs after fenceMember removed a member: it cancels the
 // member's classic timers and downgrades the group when it may.
@@ -32,10 +42,42 @@ func (c *Coordinator) downgradable(g *streamsGroup) bool {
 	return true
 }
 
+// settled says whether g's target includes every member and every member
+// has reconciled to it: nothing to assign, revoke or hand over.
+func (g *streamsGroup) settled() bool {
+	if g.groupEpoch != g.assignmentEpoch {
+		return false
+	}
+	for _, m := range g.members {
+		if m.state != memberStable || m.epoch != g.assignmentEpoch {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitingReturn says whether a process that left g on its own within a
+// session timeout has no member in g: an instance of a rolling restart
+// that closed with a leave, expected back. Its return then gets its tasks
+// from coordhost's target (the regroup wait) instead of a classic leader's
+// reassignment of the whole group.
+func (c *Coordinator) awaitingReturn(g *streamsGroup) bool {
+	window := int64(c.streamsConfig(g.id).SessionTimeoutMs)
+	for process, d := range c.migration.departed[g.id] {
+		if c.now-d.at <= window && c.processMembers(g, process, nil, 1) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // maybeDowngrade converts g back to classic when every remaining member is
-// classic, the policy allows it and the classic max size fits.
+// classic, the policy allows it, the classic max size fits, g has settled
+// and no process that left is expected back. It is asked after every
+// change that can bring that about: a member removed, a classic member's
+// JoinGroup (it reconciles) or Heartbeat (it may start the target).
 func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
-	if !c.downgradable(g) {
+	if !c.downgradable(g) || !g.settled() || c.awaitingReturn(g) {
 		return
 	}
 	ids := g.sortedMemberIDs()
@@ -83,10 +125,12 @@ func (c *Coordinator) maybeDowngrade(g *streamsGroup) {
 	c.emitGroup(EventGroupConverted, g.id, ReasonOnlineToClassic, cg.generation)
 	live := c.groups[g.id].(*classicGroup)
 	c.snapshotClassic(live)
+	// Settled: every member's generation is the group's and its
+	// assignment the tasks it runs, so the group stays Stable — the
+	// state a replay of the record rebuilds — and nobody rejoins.
 	for _, m := range live.allMembers() {
 		c.scheduleClassicHeartbeat(live, m, m.sessionTimeoutMs)
 	}
-	c.classicPrepareRebalance(live)
 }
 
 // releaseParkedAtConversion answers g's parked requests before g becomes

@@ -28,6 +28,11 @@ func migrationLog(t simT) []records.Record {
 		}
 	}
 	s.settle(40)
+	// Process 3 left on its own: the group converts once it is no longer
+	// expected back (one streams session timeout), at a heartbeat.
+	for end := s.now + int64(s.c.streamsConfig("g").SessionTimeoutMs) + 2000; s.now < end; {
+		s.round()
+	}
 	return s.log
 }
 

@@ -14,9 +14,8 @@ package core
 // its new protocol, and P's
 // joins wait for it (as a join waits for an assignor run) and get their
 // tasks in their own responses. A downgrade's last step (the joins leave
-// only classic members) waits the same way before converting the group,
-// so the classic group rebalances once with all of the process's threads
-// instead of once per thread. Soft state: a fail-over forgets it and the
+// only classic members) waits the same way; the group converts once all
+// of them have reconciled (migration_downgrade.go). Soft state: a fail-over forgets it and the
 // next heartbeat computes the target as before.
 
 // The same holds when the process's members left on their own first (a

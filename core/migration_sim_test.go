@@ -298,6 +298,8 @@ func (s *migSim) deliver(r Response) {
 			in.rejoin = true
 		} else if m.ErrorCode != 0 {
 			s.fail(in, "heartbeat", m.ErrorCode)
+		} else {
+			s.checkKind()
 		}
 	case *kmsg.StreamsGroupHeartbeatResponse:
 		if m.ErrorCode != 0 {
@@ -556,8 +558,11 @@ func (s *migSim) act(in *migInst) {
 		return
 	}
 	in.refused = false // a refused instance tries again every 10 s
-	if in.classic && !in.inflight && in.followup != 0 && s.now >= in.followup {
-		in.followup, in.rejoin = 0, true // Kafka Streams' scheduled follow-up rebalance
+	// Kafka Streams' scheduled follow-up rebalance — not between a
+	// JoinGroup and its SyncGroup: the Java client sends both in one poll,
+	// and the assignment it gets replaces the schedule.
+	if in.classic && !in.inflight && !in.needSync && in.followup != 0 && s.now >= in.followup {
+		in.followup, in.rejoin = 0, true
 	}
 	ci := ClientInfo{ClientID: in.name, ClientHost: "/10.0.0.1"}
 	if !in.classic {

@@ -29,6 +29,10 @@ const (
 	// compareClosesEnv narrows the close modes (leave-group, default;
 	// both by default), for a shorter run.
 	compareClosesEnv = "COORDHOST_INTEROP_CLOSES"
+	// compareSidesEnv narrows the sides: "online" runs only coordhost's
+	// online roll (no Kafka baseline, no ratios), for before/after runs of
+	// a coordhost change; both sides by default.
+	compareSidesEnv = "COORDHOST_INTEROP_COMPARE_SIDES"
 )
 
 // measure names one number of the comparison: a phase of a scenario in a
@@ -71,6 +75,7 @@ func TestInteropCompare(t *testing.T) {
 		runs = n
 	}
 	closes := compareCloses(t)
+	kafkaSide := compareKafkaSide(t)
 	loadBefore, commit := loadAverage(), gitCommit()
 	started := time.Now().UTC()
 	dir := logDir(t)
@@ -94,8 +99,11 @@ func TestInteropCompare(t *testing.T) {
 			for _, cm := range closes {
 				group := fmt.Sprintf("cmp-%s-%s-%d", app.name, cm, run)
 				ok := t.Run(group, func(t *testing.T) {
-					onKafka := runRealKafka(t, app, cm, true, "real Kafka "+group, group+"-kafka", dir, b.addr, b.proc)
-					onKafka = timelineOf(t, &moves, dir, group+"-kafka", onKafka)
+					var onKafka []phaseRow
+					if kafkaSide {
+						onKafka = runRealKafka(t, app, cm, true, "real Kafka "+group, group+"-kafka", dir, b.addr, b.proc)
+						onKafka = timelineOf(t, &moves, dir, group+"-kafka", onKafka)
+					}
 					online := runOnlineRollWith(t, app, cm, "coordhost "+group, group+"-online", dir, c.addr, c.proc)
 					online = timelineOf(t, &moves, dir, group+"-online", online)
 					rows = append(rows, onKafka...)
@@ -149,6 +157,20 @@ func compareCloses(t *testing.T) []closeMode {
 		}
 	}
 	return out
+}
+
+// compareKafkaSide says whether the Kafka baseline runs:
+// $COORDHOST_INTEROP_COMPARE_SIDES unset or "both", not "online".
+func compareKafkaSide(t *testing.T) bool {
+	switch v := os.Getenv(compareSidesEnv); v {
+	case "", "both":
+		return true
+	case "online":
+		return false
+	default:
+		t.Fatalf("%s=%q: want both or online", compareSidesEnv, v)
+		return false
+	}
 }
 
 // compareDataPlane is $COORDHOST_INTEROP_COMPARE_DATAPLANE: "external"
