@@ -322,8 +322,10 @@ func (cw *coreWorld) event(e core.Event) {
 		switch e.Reason {
 		case core.ReasonOnlineToStreams:
 			cw.reasons = append(cw.reasons, "group-converted:streams")
+			cw.out.Conversions = append(cw.out.Conversions, Conversion{AtS: seconds(cw.now), To: "streams"})
 		case core.ReasonOnlineToClassic:
-			cw.reasons = append(cw.reasons, "group-converted:classic")
+			// No rebalance comes with it (the settled downgrade).
+			cw.out.Conversions = append(cw.out.Conversions, Conversion{AtS: seconds(cw.now), To: "classic"})
 		}
 	case core.EventTargetPart:
 		if cw.writing != nil && e.Epoch == cw.writing.run.Epoch {

@@ -50,6 +50,11 @@ func TestCoreEngineMigrationRoll(t *testing.T) {
 				t.Errorf("%s: the model's rebalance at %v s has reasons %v, core's from then to 6 s later %v", m.Name, rb.AtS, rb.Reasons, got)
 			}
 		}
+		// The same conversions, each direction once; core's back to
+		// classic waits until its group has settled.
+		if mc, cc := conversionsTo(m.Conversions), conversionsTo(c.Conversions); !slices.Equal(mc, cc) || !slices.Equal(mc, []string{"streams", "classic"}) {
+			t.Errorf("%s: conversions model %v, core %v; want [streams classic] on both", m.Name, m.Conversions, c.Conversions)
+		}
 		epochs := slices.IsSortedFunc(c.Rebalances, func(a, b sim.Rebalance) int { return int(a.Epoch - b.Epoch) })
 		if !epochs || c.Totals.Rebalances < m.Totals.Rebalances {
 			t.Errorf("%s on core: epochs in order %v, %d rebalances against the model's %d", c.Name, epochs, c.Totals.Rebalances, m.Totals.Rebalances)

@@ -40,8 +40,20 @@ type AssignorReport struct {
 	// Unavailable is the number of tasks without a caught-up active,
 	// one point each time it changes.
 	Unavailable []Point `json:"unavailable"`
+	// Conversions lists the group's online migrations between the
+	// protocols. A conversion to streams comes with a rebalance (its
+	// reason names it too); one back to classic comes without one, once
+	// the group has settled (docs/MIGRATION.md, the settled downgrade).
+	Conversions []Conversion `json:"conversions,omitempty"`
 
 	unavailableMs int64
+}
+
+// Conversion is one online migration of the group: To is "streams" or
+// "classic".
+type Conversion struct {
+	AtS float64 `json:"at_s"`
+	To  string  `json:"to"`
 }
 
 // Totals sum the rebalances after the baseline.

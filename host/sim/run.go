@@ -94,19 +94,20 @@ type world struct {
 	labelOf     map[string]string
 	procOf      map[string]string // member id -> label, process, of every member that joined
 	out         *AssignorReport
-	unavail     int             // tasks without a caught-up active at the last tick
-	settled     bool            // the group was settled at the last tick (account)
-	classicOf   map[string]bool // label -> its last join was on the classic protocol
-	streamsMode bool            // the group is a streams group (converted from classic while it has a streams member)
-	downUntil   int64           // coordhost is down until then (coordhost_restart), and loaded the group then
-	pending     []string        // reasons that reached nobody while coordhost was down
+	unavail     int              // tasks without a caught-up active at the last tick
+	settled     bool             // the group was settled at the last tick (account)
+	classicOf   map[string]bool  // label -> its last join was on the classic protocol
+	streamsMode bool             // the group is a streams group (converted from classic while it has a streams member)
+	downUntil   int64            // coordhost is down until then (coordhost_restart), and loaded the group then
+	pending     []string         // reasons that reached nobody while coordhost was down
+	away        map[string]int64 // process -> when its last member left on its own, until one of its members joins again
 }
 
 func newWorld(sc *Scenario, a Assignor) *world {
 	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1, recorded: sc.recorded,
 		rate: map[string]int64{}, carry: map[string]int64{}, listed: map[string][]int64{}, labelOf: map[string]string{}, procOf: map[string]string{},
-		classicOf: map[string]bool{},
-		out:       &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
+		classicOf: map[string]bool{}, away: map[string]int64{},
+		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
 	for _, s := range sc.subs {
 		for range s.Partitions {
@@ -154,7 +155,7 @@ func (w *world) run() AssignorReport {
 			reasons = w.apply(steps[0], reasons)
 			steps = steps[1:]
 		}
-		if r := w.convert(); r != "" {
+		if r := w.convert(now); r != "" {
 			reasons = append(reasons, r)
 		}
 		if down = now < w.downUntil; down {
@@ -227,6 +228,7 @@ func (w *world) apply(s step, reasons []string) []string {
 		classic := s.protocol == "classic" || (s.protocol == "" && w.classicOf[s.label])
 		w.classicOf[s.label] = classic
 		m := &member{label: s.label, id: s.id, process: s.process, rack: s.rack, crashedMs: -1, reportDueMs: -1, classic: classic}
+		delete(w.away, s.process)
 		i, _ := slices.BinarySearchFunc(w.members, m.id, func(a *member, id string) int { return strings.Compare(a.id, id) })
 		w.members = slices.Insert(w.members, i, m)
 		w.labelOf[m.id], w.procOf[m.id] = m.label, m.process
@@ -239,7 +241,9 @@ func (w *world) apply(s step, reasons []string) []string {
 		m.reportDueMs = -1
 		return append(reasons, "member-joined:"+s.label)
 	case stepLeave:
-		w.remove(w.find(s.label))
+		m := w.find(s.label)
+		w.remove(m)
+		w.away[m.process] = s.atMs
 		return append(reasons, "member-left:"+s.label)
 	case stepCoordhostRestart:
 		// Back at atMs + n: coordhost loads the group from its log, and
@@ -260,10 +264,13 @@ func (w *world) apply(s step, reasons []string) []string {
 
 // convert applies the online migration between the protocols as core
 // does: a group whose members are all classic is a classic group; the
-// first streams member converts it to a streams group, and it converts
-// back when its last streams member is gone while classic members stay.
-// It returns the reason it gives for a rebalance, if it converted.
-func (w *world) convert() string {
+// first streams member converts it to a streams group, with a rebalance.
+// It converts back, without a rebalance, once its members are all
+// classic, the group has settled and no process that left on its own
+// within a session timeout is still away (docs/MIGRATION.md, the settled
+// downgrade). It returns the reason it gives for a rebalance, if it
+// converted with one.
+func (w *world) convert(now int64) string {
 	streams, classic := false, false
 	for _, m := range w.members {
 		if m.classic {
@@ -276,13 +283,25 @@ func (w *world) convert() string {
 	case streams && !w.streamsMode:
 		w.streamsMode = true
 		if classic {
+			w.out.Conversions = append(w.out.Conversions, Conversion{AtS: seconds(now), To: "streams"})
 			return "group-converted:streams"
 		}
-	case !streams && classic && w.streamsMode:
+	case !streams && classic && w.streamsMode && w.settled && !w.awaited(now):
 		w.streamsMode = false
-		return "group-converted:classic"
+		w.out.Conversions = append(w.out.Conversions, Conversion{AtS: seconds(now), To: "classic"})
 	}
 	return ""
+}
+
+// awaited reports whether a process that left on its own less than a
+// session timeout ago has not come back.
+func (w *world) awaited(now int64) bool {
+	for _, at := range w.away {
+		if now < at+ms(w.sc.SessionTimeoutS) {
+			return true
+		}
+	}
+	return false
 }
 
 // classicDelay is classic_rejoin_ms when task t's new owner m or its
