@@ -59,7 +59,8 @@ func (l *Loop) newShard(p int) (runtime.Shard, error) {
 			return nil, fmt.Errorf("coordinator config: %w", err)
 		}
 	}
-	l.forgetConfigs(p) // the replay brings them back as the log has them
+	c.DeferAssignorInputs() // dispatchRun builds them on a worker
+	l.forgetConfigs(p)      // the replay brings them back as the log has them
 	s := &shard{l: l, p: p, c: c, pending: map[core.RequestID]*call{}, configured: map[string]bool{}}
 	l.byCore.Store(c, s)
 	return s, nil
