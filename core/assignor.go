@@ -24,6 +24,21 @@ type AssignorRun struct {
 	// Probe marks a probing run at the current group epoch (docs/WARMUPS.md
 	// §2): its result is applied only if it changes the target.
 	Probe bool
+	// snapshot, for a Coordinator that defers inputs, is what BuildInput
+	// builds Input from; nil once Input is built.
+	snapshot *assignSnapshot
+}
+
+// BuildInput builds Input, if it is still to be built: a Coordinator
+// after DeferAssignorInputs hands runs out with their Input empty and
+// the group's state it is built from, so that the host builds it on
+// another goroutine than the Coordinator's, off the group's partition.
+// Call it once a run, before reading Input; it reads nothing the
+// Coordinator changes afterwards.
+func (r *AssignorRun) BuildInput() {
+	if r.snapshot != nil {
+		r.Input, r.snapshot = r.snapshot.build(), nil
+	}
 }
 
 // AssignInput is everything an assignor may look at.

@@ -45,6 +45,9 @@ type Coordinator struct {
 	outBuf             Output // what out points at between begin and end
 	now                int64
 	replaying          bool
+	// deferInputs: assignor runs leave their Input to BuildInput
+	// (DeferAssignorInputs).
+	deferInputs bool
 	// loading: Loaded is arming the loaded groups' timers. indexTimer
 	// appends to timerHeap without ordering it (Loaded orders it once at
 	// its end), and setTimer keeps no undo of its own (Loaded's one undo
@@ -128,6 +131,12 @@ func (c *Coordinator) ReplayBytes(key, value []byte) error {
 	}
 	return c.Replay(rec)
 }
+
+// DeferAssignorInputs makes c hand out each assignor run with its Input
+// still to be built: the host calls the run's BuildInput on another
+// goroutine before it reads the input, so a large group's input is not
+// built on the group's partition. Call it before the first Step.
+func (c *Coordinator) DeferAssignorInputs() { c.deferInputs = true }
 
 // Loaded finishes loading at time now: it schedules the timers of every
 // loaded group (session timeouts, pending rebalance timeouts) and requests

@@ -196,9 +196,13 @@ func (c *Coordinator) tickUpTo(now int64, limit int) Output {
 		return c.tick(now)
 	}
 	var all Output
-	for range limit {
+	for i := range limit {
 		out, fired := c.tickOne(now)
-		all.add(out)
+		if i == 0 {
+			all = out // one timer's output, not copied (a mass expiry fires one a step)
+		} else {
+			all.add(out)
+		}
 		if !fired {
 			break
 		}

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"slices"
+
 	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -67,6 +69,11 @@ func (c *Coordinator) staticLeave(g *streamsGroup, m *streamsMember) {
 // epoch so the empty group is not left Assigning. kind (EventMemberLeft or
 // EventMemberFenced) and reason say why, in the batch's events.
 func (c *Coordinator) fenceMember(g *streamsGroup, id string, kind EventKind, reason EventReason) {
+	// Room for what it writes, in one allocation each rather than the
+	// appends' doubling: a mass expiry fences thousands, one a step.
+	c.out.Records = slices.Grow(c.out.Records, 5)
+	c.out.Events = slices.Grow(c.out.Events, 2)
+	c.out.Timers = slices.Grow(c.out.Timers, 2)
 	c.writeMemberTombstones(g, id)
 	c.bumpGroupEpoch(g, g.metadataHash, g.validatedTopologyEpoch, g.lastAssignmentConfigs)
 	c.emit(Event{Kind: kind, Group: g.id, Member: id, Reason: reason, Epoch: g.groupEpoch, MemberEpoch: leaveEpoch})

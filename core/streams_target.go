@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -78,7 +79,7 @@ func (c *Coordinator) startAssignment(g *streamsGroup) bool {
 		c.emitGroup(EventTargetAssigned, g.id, ReasonTopologyNotReady, g.groupEpoch)
 		return false
 	}
-	run := AssignorRun{Group: g.id, Epoch: g.groupEpoch, Assignor: c.streamsConfig(g.id).AssignorName, Input: c.assignInput(g)}
+	run := c.newAssignorRun(g, false)
 	g.soft.inflight = &run
 	c.out.AssignorRuns = append(c.out.AssignorRuns, run)
 	return true
@@ -87,7 +88,46 @@ func (c *Coordinator) startAssignment(g *streamsGroup) bool {
 // assignInput builds the assignor's view of the group: members sorted by
 // id with their current tasks and reported offsets.
 func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
-	ct := g.soft.configured
+	return c.snapshotInput(g).build()
+}
+
+// assignSnapshot is what assignInput reads of a group, taken in a few
+// map copies so the input can be built later, on another goroutine
+// (Coordinator.DeferAssignorInputs): everything it holds is replaced,
+// never changed in place, once the group holds it. A member the group
+// holds is changed as a copy (putMember) outside replay, a member's
+// offsets are replaced whole (storeTaskOffsets), the host's end offsets
+// too (updateEndOffsets), and a configured topology is built anew.
+type assignSnapshot struct {
+	configured *configuredTopology
+	members    map[string]*streamsMember
+	offsets    map[string]memberOffsets
+	endOffsets map[TaskID]int64
+	configs    AssignConfigs
+}
+
+// snapshotInput takes what assignInput reads of g.
+func (c *Coordinator) snapshotInput(g *streamsGroup) *assignSnapshot {
+	return &assignSnapshot{configured: g.soft.configured, members: maps.Clone(g.members),
+		offsets: maps.Clone(g.soft.taskOffsets), endOffsets: g.soft.endOffsets,
+		configs: assignConfigs(c.streamsConfig(g.id))}
+}
+
+// newAssignorRun is a run at g's group epoch: its input built now, or,
+// when the host builds inputs itself, a snapshot to build it from.
+func (c *Coordinator) newAssignorRun(g *streamsGroup, probe bool) AssignorRun {
+	run := AssignorRun{Group: g.id, Epoch: g.groupEpoch, Assignor: c.streamsConfig(g.id).AssignorName, Probe: probe}
+	if snap := c.snapshotInput(g); c.deferInputs {
+		run.snapshot = snap
+	} else {
+		run.Input = snap.build()
+	}
+	return run
+}
+
+// build is the assignor input of the group s was taken of.
+func (s *assignSnapshot) build() AssignInput {
+	ct := s.configured
 	in := AssignInput{Members: []AssignMember{}}
 	index := map[string]int32{}
 	for i, s := range ct.subtopologies {
@@ -115,9 +155,9 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 	// Every member carries its own reported end offsets and the group's
 	// known ones (largest reported or host-supplied) for the other tasks
 	// (docs/WARMUPS.md §2.1).
-	ends := offs(g.knownEndOffsets())
-	for _, id := range g.sortedMemberIDs() {
-		m := g.members[id]
+	ends := offs(knownEndOffsets(s.endOffsets, s.offsets))
+	for _, id := range slices.Sorted(maps.Keys(s.members)) {
+		m := s.members[id]
 		am := AssignMember{MemberID: id, ProcessID: m.processID, ClientTags: nonNil(m.clientTags),
 			Active: activeRefs(m.assigned.active), Standby: refs(m.assigned.standby), Warmup: refs(m.assigned.warmup)}
 		if m.instanceID != nil {
@@ -126,12 +166,11 @@ func (c *Coordinator) assignInput(g *streamsGroup) AssignInput {
 		if m.rackID != nil {
 			am.RackID = *m.rackID
 		}
-		o := g.soft.taskOffsets[id]
+		o := s.offsets[id]
 		am.TaskOffsets, am.TaskEndOffsets = offs(o.offsets), memberEnds(ends, o, known)
 		in.Members = append(in.Members, am)
 	}
-	cfg := c.streamsConfig(g.id)
-	in.Configs = assignConfigs(cfg)
+	in.Configs = s.configs
 	return in
 }
 

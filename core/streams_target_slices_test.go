@@ -95,6 +95,7 @@ func (r *sliceRig) heartbeat(req *kmsg.StreamsGroupHeartbeatRequest) Output {
 // answer answers runs and, unless partial, writes the slices they left.
 func (r *sliceRig) answer(runs []AssignorRun, partial bool) {
 	for _, run := range runs {
+		run.BuildInput() // a deferring Coordinator's (DeferAssignorInputs)
 		in := AssignorResult{Run: run, Result: ReferenceAssign(run.Input)}
 		if r.prepared {
 			in.Prepared = PrepareAssignorResult(in.Run, in.Result)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -28,16 +29,18 @@ type TaskEndOffset struct {
 func (c *Coordinator) updateEndOffsets(now int64, group string, ends []TaskEndOffset) Output {
 	c.begin(now)
 	if g, ok := c.groups[group].(*streamsGroup); ok {
-		if g.soft.endOffsets == nil {
-			g.soft.endOffsets = map[TaskID]int64{}
-		}
+		// A new map, not the old one changed: a snapshot of the group
+		// for an assignor input may hold the old one (assignSnapshot).
+		next := make(map[TaskID]int64, len(g.soft.endOffsets)+len(ends))
+		maps.Copy(next, g.soft.endOffsets)
 		for _, e := range ends {
 			if e.Offset < 0 {
-				delete(g.soft.endOffsets, e.Task)
+				delete(next, e.Task)
 			} else {
-				g.soft.endOffsets[e.Task] = e.Offset
+				next[e.Task] = e.Offset
 			}
 		}
+		g.soft.endOffsets = next
 		c.maybeEarlyProbe(g)
 	}
 	return c.end()
@@ -59,11 +62,17 @@ func (g *streamsGroup) endOffsetOf(t TaskID) (int64, bool) {
 
 // knownEndOffsets returns every task's known end offset (endOffsetOf).
 func (g *streamsGroup) knownEndOffsets() map[TaskID]int64 {
+	return knownEndOffsets(g.soft.endOffsets, g.soft.taskOffsets)
+}
+
+// knownEndOffsets is the group's known end offsets from the host's
+// (hostEnds) and its members' (offsets).
+func knownEndOffsets(hostEnds map[TaskID]int64, offsets map[string]memberOffsets) map[TaskID]int64 {
 	out := map[TaskID]int64{}
-	for t, v := range g.soft.endOffsets {
+	for t, v := range hostEnds {
 		out[t] = v
 	}
-	for _, o := range g.soft.taskOffsets {
+	for _, o := range offsets {
 		for t, v := range o.endOffsets {
 			if v >= 0 && v != math.MaxInt64 && v > out[t] {
 				out[t] = v
@@ -208,8 +217,7 @@ func (c *Coordinator) probeAllowed(g *streamsGroup) bool {
 
 // startProbe requests an assignor run at the current group epoch.
 func (c *Coordinator) startProbe(g *streamsGroup) {
-	run := AssignorRun{Group: g.id, Epoch: g.groupEpoch, Assignor: c.streamsConfig(g.id).AssignorName,
-		Input: c.assignInput(g), Probe: true}
+	run := c.newAssignorRun(g, true)
 	g.soft.inflight = &run
 	c.out.AssignorRuns = append(c.out.AssignorRuns, run)
 	c.emitGroup(EventProbe, g.id, "", g.groupEpoch)

@@ -39,6 +39,7 @@ func (l *Loop) dispatchRun(run core.AssignorRun) {
 	timeout := l.assignorTimeout(run.Group)
 	reasons, shadows := l.ab.Reasons(run.Group), l.assignorShadows(run.Group)
 	l.onWorker(run.Group, func() func(c *core.Coordinator, now int64) core.Output {
+		run.BuildInput() // here, off the partition (core.Coordinator.DeferAssignorInputs)
 		res, rec, err := l.runAssignor(run, timeout)
 		l.ab.Shadow(run, shadows, timeout) // after the primary: never beside it on this run
 		var prep *core.PreparedAssignorResult

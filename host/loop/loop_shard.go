@@ -59,7 +59,8 @@ func (l *Loop) newShard(p int) (runtime.Shard, error) {
 			return nil, fmt.Errorf("coordinator config: %w", err)
 		}
 	}
-	l.forgetConfigs(p) // the replay brings them back as the log has them
+	c.DeferAssignorInputs() // dispatchRun builds them on a worker
+	l.forgetConfigs(p)      // the replay brings them back as the log has them
 	s := &shard{l: l, p: p, c: c, pending: map[core.RequestID]*call{}, configured: map[string]bool{}}
 	l.byCore.Store(c, s)
 	return s, nil
@@ -228,7 +229,8 @@ func (s *shard) handle(ev event, now int64) {
 // newRecords encodes the records the batch gained since the last call.
 func (s *shard) newRecords() []runtime.Record {
 	b := &s.batch
-	var out []runtime.Record
+	// Sized at once: a mass expiry's slices encode hundreds of records.
+	out := make([]runtime.Record, 0, len(b.records)-s.encoded+len(b.hostRecords)-s.encodedHost)
 	for _, r := range b.records[s.encoded:] {
 		k, v := corerecords.EncodeRecord(r)
 		out = append(out, runtime.Record{Key: k, Value: v, Owner: r.Key.Group()})

@@ -431,10 +431,19 @@ func (p *partition) appendRounds() {
 			p.mu.Unlock()
 			return
 		}
-		var recs []Record
+		recs := rs[0].recs // one round's records as they are, several's in one copy
+		if len(rs) > 1 {
+			n := 0
+			for _, r := range rs {
+				n += len(r.recs)
+			}
+			recs = make([]Record, 0, n)
+			for _, r := range rs {
+				recs = append(recs, r.recs...)
+			}
+		}
 		for _, r := range rs {
 			r.writing = true
-			recs = append(recs, r.recs...)
 		}
 		p.mu.Unlock()
 		err := rs[0].err

@@ -11,13 +11,16 @@ import (
 
 // CoreSurface is what the rest of the module may call on a
 // *core.Coordinator (core/step.go): Step for every change of state, the
-// reads, and the lifecycle of loading, batches and timers.
+// reads, and the lifecycle of loading, batches and timers (and the
+// one setting a host makes before the first Step: who builds assignor
+// inputs).
 var CoreSurface = map[string]bool{
 	"Step": true, "Read": true, "DecideOffsets": true,
 	"Group": true, "GroupIDs": true, "Dump": true, "TimerKeys": true,
 	"LastAssignorError": true, "StreamsChangelogs": true, "KnownEndOffsets": true,
 	"Replay": true, "ReplayBytes": true, "Loaded": true, "Commit": true, "Seal": true,
 	"CommitSealed": true, "Rollback": true, "NextDeadline": true,
+	"DeferAssignorInputs": true,
 }
 
 const coreAPIRule = "outside core, a Coordinator is driven through Step, the reads and the lifecycle methods only"
