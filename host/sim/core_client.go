@@ -70,13 +70,13 @@ func (cw *coreWorld) heartbeatRequest(cl *coreClient) *kmsg.StreamsGroupHeartbea
 // restores (fillReport), as they are at the heartbeat.
 func (cw *coreWorld) taskOffsets(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest, changed bool) {
 	m, all := cl.m, !cl.offsSent
-	if !all && !changed && cw.now < cl.offsetsAtMs+cl.offsetIntervalMs && !cw.hotWarmup(m) {
+	if !all && !changed && cw.now < cl.offsetsAtMs+cl.offsetIntervalMs && !cw.hotWarmup(cw.now, m) {
 		return
 	}
 	if cw.offs == nil {
 		cw.offs, cw.ends = make([]int64, len(cw.end)), make([]int64, len(cw.end))
 	}
-	cw.fillReport(m, cw.offs, cw.ends)
+	cw.fillReport(cw.now, m, cw.offs, cw.ends)
 	if h := cw.offsetsHash(cw.offs); all || h != cl.sentOffs {
 		req.TaskOffsets, cl.sentOffs, cl.offsetsAtMs = cw.kmsgOffsets(cw.offs), h, cw.now
 	}
