@@ -186,18 +186,31 @@ func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead
 			cw.recReport[m.id] = false
 			continue
 		}
-		for t, e := range m.reportedEnd {
-			if e >= 0 && r.ends[t] >= 0 {
-				m.reportedEnd[t] = r.ends[t]
-			}
-		}
 		offs, listed := r.offs[m.process]
 		if listed {
 			copy(m.reported, offs)
 		}
+		cw.recordedEnds(m, r, listed)
 		// A report of no offsets (a new process) is what the recording
 		// holds of a process it does not list.
 		cw.recReport[m.id] = listed || !slices.ContainsFunc(m.reported, func(o int64) bool { return o >= 0 })
+	}
+}
+
+// recordedEnds sets the end offsets m's report carries from recorded
+// input r: each recorded offset of its process (listed) with the input's
+// end offset for its task — the recorded offsets are measured against
+// those ends (the history's inputs), so core computes the lag the real
+// coordhost computed at that input, whether or not the real member
+// reported an end of its own for the task — and the input's end for any
+// other task m's state updater holds (fillReport).
+func (cw *coreWorld) recordedEnds(m *member, r *recorded, listed bool) {
+	for t, e := range m.reportedEnd {
+		switch {
+		case r.ends[t] < 0:
+		case listed && m.reported[t] >= 0, e >= 0:
+			m.reportedEnd[t] = r.ends[t]
+		}
 	}
 }
 
