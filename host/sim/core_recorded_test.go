@@ -19,10 +19,13 @@ import (
 // only their total, moved, where core's probes come at other targets
 // than the real ones), and unavailable task-seconds. The first three
 // were recorded on 4 December 2026 at 14:45 UTC (RUNS=1, commit
-// e3c7922), scale-out-ha.json on 5 December 2026 at 03:34 UTC (RUNS=1,
-// commit 0231c03): there the members' reports must carry the recorded
-// input's end offset with each recorded offset, or core moves 49 tasks
-// against 42 real.
+// e3c7922), the other two on 5 December 2026 at 03:26 and 03:34 UTC
+// (RUNS=1, commit 0231c03). In scale-out-ha.json the members' reports
+// must carry the recorded input's end offset with each recorded offset,
+// or core moves 49 tasks against 42 real. In roll-ha-unknown-ends.json
+// nobody knew the end of two changelogs when the second instance
+// rejoined, so HA opened a warm-up and moved 6 and then 3 tasks; where
+// the replay's reports and end-offset reads knew them, it moved 8 at once.
 var recordedRuns = []struct {
 	file, assignor string
 	movedPer       []int
@@ -33,6 +36,7 @@ var recordedRuns = []struct {
 	{"roll-ha.json", "ha", []int{8, 8, 8, 8}, 32, 21.9},
 	{"scale-out-sticky.json", "sticky", []int{3, 2, 2}, 7, 97.0},
 	{"scale-out-ha.json", "ha", nil, 42, 193.5},
+	{"roll-ha-unknown-ends.json", "ha", []int{8, 6, 3, 8, 8}, 33, 71.8},
 }
 
 // TestCoreEngineRecorded replays the recorded runs on the core engine, as
