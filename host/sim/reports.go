@@ -49,7 +49,7 @@ func (w *world) report(now int64) {
 func (w *world) hotWarmup(now int64, m *member) bool {
 	l := w.local[m.process]
 	for _, t := range m.target.Warmup {
-		if w.updating(now, m, t, 1) && w.end[t]-l[t] <= w.sc.Assignment.AcceptableRecoveryLag {
+		if w.updating(now, m, t, false) && w.end[t]-l[t] <= w.sc.Assignment.AcceptableRecoveryLag {
 			return true
 		}
 	}
@@ -96,29 +96,29 @@ func (w *world) fillReport(now int64, m *member, offsets, ends []int64) {
 		switch {
 		case w.running[t] && w.owner[t] == m.id:
 			offsets[t] = -1
-		case w.updating(now, m, t, 0):
+		case w.updating(now, m, t, true):
 			ends[t] = w.end[t]
 		}
 	}
 	for _, set := range [][]int32{m.target.Standby, m.target.Warmup} {
 		for _, t := range set {
-			if w.updating(now, m, t, 1) {
+			if w.updating(now, m, t, false) {
 				ends[t] = w.end[t]
 			}
 		}
 	}
 }
 
-// updating says whether m's state updater holds its copy of t, of role
-// (0 active, else standby or warm-up): the member has created the task —
+// updating says whether m's state updater holds its copy of t, an active
+// one or a standby or warm-up: the member has created the task —
 // an active once its hand-over is done, a standby or warm-up once its
 // start time came (advance restores from then) — and it has state to
 // report an end for (a copy that restored nothing yet: Long.MAX_VALUE).
-func (w *world) updating(now int64, m *member, t int32, role int) bool {
+func (w *world) updating(now int64, m *member, t int32, active bool) bool {
 	if !w.stateful[t] || w.local[m.process][t] < 0 {
 		return false
 	}
-	if role == 0 {
+	if active {
 		return now >= w.readyAt[t]
 	}
 	return m.startAt == nil || now >= m.startAt[t]
