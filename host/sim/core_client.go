@@ -66,17 +66,17 @@ func (cw *coreWorld) heartbeatRequest(cl *coreClient) *kmsg.StreamsGroupHeartbea
 // offsets, or one of its warm-ups is within the acceptable recovery lag
 // — and then each of the two lists only when it differs from the last
 // one sent (both after resetSent). They are its process's state, the
-// actives it runs left out, and the end offsets of the copies it
-// restores (fillReport), as they are at the heartbeat.
+// actives it runs left out, and the end offsets of the copies its state
+// updater holds (fillReport), as they are at the heartbeat.
 func (cw *coreWorld) taskOffsets(cl *coreClient, req *kmsg.StreamsGroupHeartbeatRequest, changed bool) {
 	m, all := cl.m, !cl.offsSent
-	if !all && !changed && cw.now < cl.offsetsAtMs+cl.offsetIntervalMs && !cw.hotWarmup(m) {
+	if !all && !changed && cw.now < cl.offsetsAtMs+cl.offsetIntervalMs && !cw.hotWarmup(cw.now, m) {
 		return
 	}
 	if cw.offs == nil {
 		cw.offs, cw.ends = make([]int64, len(cw.end)), make([]int64, len(cw.end))
 	}
-	cw.fillReport(m, cw.offs, cw.ends)
+	cw.fillReport(cw.now, m, cw.offs, cw.ends)
 	if h := cw.offsetsHash(cw.offs); all || h != cl.sentOffs {
 		req.TaskOffsets, cl.sentOffs, cl.offsetsAtMs = cw.kmsgOffsets(cw.offs), h, cw.now
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,36 +20,10 @@ import (
 // of the two offset lists only when it differs from the last sent; a
 // heartbeat that got no answer makes the next one carry everything.
 func TestCoreClientHeartbeats(t *testing.T) {
-	sc, err := Decode("hb.yaml", []byte(`name: hb
-seed: 1
-duration_s: 600
-tick_ms: 1000
-subtopologies:
-  - {id: "0", partitions: 4, stateful: true}
-assignment:
-  num_standby_replicas: 1
-  num_warmup_replicas: 1
-  acceptable_recovery_lag: 100
-state:
-  changelog_records: 10000
-  restore_records_per_s: 1000
-events:
-  - {at_s: 0, join: a}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cw, err := newCoreWorld(sc, coreAssignors[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cw.applyStep(sc.steps[0])
+	cw := hbWorld(t)
 	cl := cw.clients[0]
 	m, l := cl.m, cw.local[cl.m.process]
 	l[0], l[1] = 100, 200
-	for i := range cw.end {
-		cw.end[i] = 10000
-	}
 
 	type want struct {
 		lists, offsets, ends bool
@@ -94,9 +69,9 @@ events:
 	hb(60000, want{offsets: true, offs: map[int32]int64{0: 150, 1: 200}})
 	hb(125000, want{}) // the interval passed, nothing new
 	m.target = abi.MemberAssignment{Active: []int32{2}, Standby: []int32{3}, Warmup: []int32{}}
-	hb(130000, want{lists: true, ends: true}) // new lists; the copies it restores have ends, its offsets are as sent
+	hb(130000, want{lists: true}) // new lists; its new copies have no state yet, so no ends, and its offsets are as sent
 	hb(135000, want{})
-	m.target.Warmup = []int32{1} // a warm-up 9800 records behind
+	m.target.Warmup = []int32{1} // a warm-up 9800 records behind, on state its process holds
 	hb(140000, want{lists: true, ends: true})
 	l[1] = 9950 // within 100 of the end: hot
 	hb(145000, want{offsets: true, offs: map[int32]int64{0: 150, 1: 9950}})
@@ -185,4 +160,110 @@ func maxReported(req *abi.AssignRequest, process string, task int32) int64 {
 		}
 	}
 	return best
+}
+
+// hbWorld is a core world of one joined member, a, over four stateful
+// tasks whose changelogs end at 10,000 (acceptable recovery lag 100).
+func hbWorld(t *testing.T) *coreWorld {
+	t.Helper()
+	sc, err := Decode("hb.yaml", []byte(`name: hb
+seed: 1
+duration_s: 600
+tick_ms: 1000
+subtopologies:
+  - {id: "0", partitions: 4, stateful: true}
+assignment:
+  num_standby_replicas: 1
+  num_warmup_replicas: 1
+  acceptable_recovery_lag: 100
+state:
+  changelog_records: 10000
+  restore_records_per_s: 1000
+events:
+  - {at_s: 0, join: a}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := newCoreWorld(sc, coreAssignors[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw.applyStep(sc.steps[0])
+	for i := range cw.end {
+		cw.end[i] = 10000
+	}
+	return cw
+}
+
+// TestCoreClientReportsLikeKafkaStreams checks which tasks a simulated
+// member's offsets and end offsets name, and when a warm-up makes it
+// report on every heartbeat, against Kafka Streams 4.4:
+// TaskManager.maybeUpdateTaskOffsetSumSnapshot reports the offset sums of
+// its process's state directory with its running actives left out;
+// DefaultStateUpdater's end-offset snapshot has an entry only for the
+// tasks the state updater holds (a restoring active, a standby or
+// warm-up the member has created), Long.MAX_VALUE for one that restored
+// nothing yet; StreamsGroupHeartbeatRequestManager calls a warm-up hot
+// only when both its offset and its end are known and within the
+// acceptable lag.
+func TestCoreClientReportsLikeKafkaStreams(t *testing.T) {
+	cw := hbWorld(t)
+	cl := cw.clients[0]
+	m, l := cl.m, cw.local[cl.m.process]
+	cl.joined, cl.epoch, cl.offsetIntervalMs = true, 1, 60000
+	m.target = abi.MemberAssignment{Active: []int32{0, 2}, Standby: []int32{3}, Warmup: []int32{1}}
+	m.owned = []int32{0, 2}
+	cw.owner = map[int32]string{0: m.id, 2: m.id}
+	cw.running[0] = true // it runs 0
+	cw.readyAt[2] = 20000
+	m.startAt = []int64{0, 20000, 0, 0}
+	l[0], l[1], l[2], l[3] = 10000, 9950, 300, -1 // 3: created, nothing restored yet
+
+	report := func(at int64) (map[int32]int64, map[int32]int64) {
+		cw.now = at
+		offs, ends := make([]int64, 4), make([]int64, 4)
+		cw.fillReport(at, m, offs, ends)
+		o, e := map[int32]int64{}, map[int32]int64{}
+		for i := range offs {
+			if offs[i] >= 0 {
+				o[int32(i)] = offs[i]
+			}
+			if ends[i] >= 0 {
+				e[int32(i)] = ends[i]
+			}
+		}
+		return o, e
+	}
+	check := func(at int64, wantOffs, wantEnds map[int32]int64) {
+		t.Helper()
+		o, e := report(at)
+		if !maps.Equal(o, wantOffs) || !maps.Equal(e, wantEnds) {
+			t.Errorf("at %d ms: offsets %v, ends %v; want %v, %v", at, o, e, wantOffs, wantEnds)
+		}
+	}
+	// Before the hand-over time it has created neither 2 nor warm-up 1:
+	// their state on disk is reported, no end; running 0 is left out.
+	// Warm-up 1 is within the lag on disk, but not hot.
+	check(10000, map[int32]int64{1: 9950, 2: 300}, map[int32]int64{})
+	if cw.hotWarmup(10000, m) {
+		t.Error("at 10000 ms: a warm-up the member has not created yet is hot")
+	}
+	cw.now = 10000
+	if req := cw.heartbeatRequest(cl); req.ActiveTasks == nil || req.TaskOffsets == nil || req.TaskEndOffsets == nil || len(req.TaskEndOffsets) > 0 {
+		t.Errorf("at 10000 ms: lists %v, offsets %v, ends %v; want the new lists with its offsets and no end", req.ActiveTasks, req.TaskOffsets, req.TaskEndOffsets)
+	}
+	// Then 2 restores and warm-up 1 is created, within the lag: hot, so
+	// the next heartbeat sends what changed (the ends).
+	check(20000, map[int32]int64{1: 9950, 2: 300}, map[int32]int64{1: 10000, 2: 10000})
+	if !cw.hotWarmup(20000, m) {
+		t.Error("at 20000 ms: a created warm-up within the acceptable lag is not hot")
+	}
+	cw.now = 20000
+	if req := cw.heartbeatRequest(cl); req.TaskOffsets != nil || len(req.TaskEndOffsets) != 2 {
+		t.Errorf("at 20000 ms: offsets %v, ends %v; want the two new ends only", req.TaskOffsets, req.TaskEndOffsets)
+	}
+	// Once 2 runs it is left out of both.
+	cw.running[2] = true
+	check(30000, map[int32]int64{1: 9950}, map[int32]int64{1: 10000})
 }

@@ -149,20 +149,17 @@ func (sc *Scenario) recordedFor(atMs, nextMs int64) *recorded {
 // with the recording's values where the recording has them
 // (recordedFor): a member whose report times are recorded (reports.at)
 // reports the offsets the recorded input lists for its process (the
-// model's, when it lists none), and the end offsets it lists for the
-// tasks the member reports an end of; the host's read of the changelogs'
-// ends carries that input's end offsets.
+// model's, when it lists none), with the input's end offsets
+// (recordedEnds); the host's read of the changelogs' ends carries that
+// input's end offsets, and none for a task the input lists none for
+// (nobody knew its end then: core forgets the host's).
 func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead int64) {
 	if len(cw.sc.recorded) == 0 {
 		return
 	}
 	if refreshed {
 		if r := cw.sc.recordedFor(readAt, nextRead); r != nil {
-			for t, e := range r.ends {
-				if e >= 0 {
-					cw.hostEnd[t] = e
-				}
-			}
+			copy(cw.hostEnd, r.ends)
 		}
 	}
 	for _, m := range cw.members {
@@ -186,18 +183,31 @@ func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead
 			cw.recReport[m.id] = false
 			continue
 		}
-		for t, e := range m.reportedEnd {
-			if e >= 0 && r.ends[t] >= 0 {
-				m.reportedEnd[t] = r.ends[t]
-			}
-		}
 		offs, listed := r.offs[m.process]
 		if listed {
 			copy(m.reported, offs)
 		}
+		cw.recordedEnds(m, r, listed)
 		// A report of no offsets (a new process) is what the recording
 		// holds of a process it does not list.
 		cw.recReport[m.id] = listed || !slices.ContainsFunc(m.reported, func(o int64) bool { return o >= 0 })
+	}
+}
+
+// recordedEnds sets the end offsets m's report carries from recorded
+// input r: each recorded offset of its process (listed) with the input's
+// end offset for its task — the recorded offsets are measured against
+// those ends (the history's inputs), so core computes the lag the real
+// coordhost computed at that input, whether or not the real member
+// reported an end of its own for the task — and the input's end for any
+// other task m's state updater holds (fillReport). A task the input
+// lists no end for had none anywhere, the member's report included: it
+// reports none (-1).
+func (cw *coreWorld) recordedEnds(m *member, r *recorded, listed bool) {
+	for t, e := range m.reportedEnd {
+		if (listed && m.reported[t] >= 0) || e >= 0 {
+			m.reportedEnd[t] = r.ends[t]
+		}
 	}
 }
 

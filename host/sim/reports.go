@@ -34,19 +34,22 @@ func (w *world) report(now int64) {
 			}
 			continue
 		}
-		if (m.reportDueMs >= 0 && now >= m.reportDueMs) || m.reported == nil || now-m.reportAtMs >= r.TaskOffsetIntervalMs || w.hotWarmup(m) {
+		if (m.reportDueMs >= 0 && now >= m.reportDueMs) || m.reported == nil || now-m.reportAtMs >= r.TaskOffsetIntervalMs || w.hotWarmup(now, m) {
 			w.takeReport(now, m)
 		}
 	}
 }
 
 // hotWarmup says whether one of m's warm-ups is within the acceptable
-// recovery lag of its changelog's end, as its process sees it: the client
-// then reports on every heartbeat.
-func (w *world) hotWarmup(m *member) bool {
+// recovery lag, as its Kafka Streams 4.4 client judges it
+// (StreamsGroupHeartbeatRequestManager): a warm-up its state updater
+// holds whose reported end less its reported offset is within the lag
+// (updating; an unknown end or offset is not hot). The client then sends
+// its offsets on every heartbeat where they changed.
+func (w *world) hotWarmup(now int64, m *member) bool {
 	l := w.local[m.process]
 	for _, t := range m.target.Warmup {
-		if w.stateful[t] && l[t] >= 0 && w.end[t]-l[t] <= w.sc.Assignment.AcceptableRecoveryLag {
+		if w.updating(now, m, t, false) && w.end[t]-l[t] <= w.sc.Assignment.AcceptableRecoveryLag {
 			return true
 		}
 	}
@@ -59,31 +62,66 @@ func (w *world) takeReport(now int64, m *member) {
 	if m.reported == nil {
 		m.reported, m.reportedEnd = make([]int64, n), make([]int64, n)
 	}
-	w.fillReport(m, m.reported, m.reportedEnd)
+	w.fillReport(now, m, m.reported, m.reportedEnd)
 	m.reportAtMs, m.reportDueMs = now, -1
 }
 
-// fillReport sets what m reports now, as Kafka Streams 4.4's TaskManager
-// and state updater give it: in offsets its process's offsets, the
-// actives it runs left out, and in ends the end offsets of the copies
-// it restores (-1: not reported).
-func (w *world) fillReport(m *member, offsets, ends []int64) {
+// fillReport sets what m reports now, as a Kafka Streams 4.4 member's
+// StreamsGroupHeartbeatRequestManager takes it from two snapshots:
+//
+//   - offsets (TaskManager.maybeUpdateTaskOffsetSumSnapshot): the offset
+//     sums its process's state directory holds (StateDirectory, updated as
+//     stores restore and commit), the active tasks its thread runs left
+//     out;
+//   - ends (DefaultStateUpdater's task end-offset snapshot): one entry per
+//     task its state updater holds — an active still restoring, a standby
+//     or a warm-up (a standby on the client) — and no other: a copy its
+//     member has not created yet (before the hand-over time after its
+//     target, startAt and readyAt here) and a running active have none.
+//     Its value is the changelog's end as the state updater last saw it
+//     (the end read when an active's restore began; a standby's offset
+//     plus the restore consumer's lag after its last batch), which in the
+//     simulation is the changelog's end: nobody writes a changelog whose
+//     active is restoring, and a copy restores at every tick. A copy that
+//     restored nothing yet reports Long.MAX_VALUE ("unknown"), which core
+//     reads as no end; it is left out here.
+//
+// -1: not reported.
+func (w *world) fillReport(now int64, m *member, offsets, ends []int64) {
 	copy(offsets, w.local[m.process])
 	for i := range ends {
 		ends[i] = -1
 	}
 	for _, t := range m.target.Active {
-		if w.running[t] && w.owner[t] == m.id {
+		switch {
+		case w.running[t] && w.owner[t] == m.id:
 			offsets[t] = -1
-		} else {
+		case w.updating(now, m, t, true):
 			ends[t] = w.end[t]
 		}
 	}
 	for _, set := range [][]int32{m.target.Standby, m.target.Warmup} {
 		for _, t := range set {
-			ends[t] = w.end[t]
+			if w.updating(now, m, t, false) {
+				ends[t] = w.end[t]
+			}
 		}
 	}
+}
+
+// updating says whether m's state updater holds its copy of t, an active
+// one or a standby or warm-up: the member has created the task —
+// an active once its hand-over is done, a standby or warm-up once its
+// start time came (advance restores from then) — and it has state to
+// report an end for (a copy that restored nothing yet: Long.MAX_VALUE).
+func (w *world) updating(now int64, m *member, t int32, active bool) bool {
+	if !w.stateful[t] || w.local[m.process][t] < 0 {
+		return false
+	}
+	if active {
+		return now >= w.readyAt[t]
+	}
+	return m.startAt == nil || now >= m.startAt[t]
 }
 
 // knownEnd is the end offset of t's changelog the host knows: the true one
