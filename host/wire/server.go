@@ -287,23 +287,27 @@ const deadlineSlack = 8
 // deadline is not tracked here: a connection checks isDraining after
 // extending, and a reset deadline is only sooner.)
 func (c *conn) extendRead(now time.Time) {
-	d := c.s.cfg.IdleTimeout
-	if c.readBy.Sub(now) >= d-d/deadlineSlack {
-		return
+	if moveDeadline(&c.readBy, now, c.s.cfg.IdleTimeout) {
+		c.nc.SetReadDeadline(c.readBy)
 	}
-	c.readBy = now.Add(d)
-	c.nc.SetReadDeadline(c.readBy)
 }
 
 // extendWrite moves the write deadline as extendRead the read deadline,
 // by the write timeout.
 func (c *conn) extendWrite(now time.Time) {
-	d := c.s.cfg.WriteTimeout
-	if c.writeBy.Sub(now) >= d-d/deadlineSlack {
-		return
+	if moveDeadline(&c.writeBy, now, c.s.cfg.WriteTimeout) {
+		c.nc.SetWriteDeadline(c.writeBy)
 	}
-	c.writeBy = now.Add(d)
-	c.nc.SetWriteDeadline(c.writeBy)
+}
+
+// moveDeadline sets *by to now+d, reporting true, unless *by is still at
+// least d-d/deadlineSlack after now.
+func moveDeadline(by *time.Time, now time.Time, d time.Duration) bool {
+	if by.Sub(now) >= d-d/deadlineSlack {
+		return false
+	}
+	*by = now.Add(d)
+	return true
 }
 
 // keptWriteBuffer bounds the response buffer a connection keeps between
