@@ -42,6 +42,7 @@ func runServe(args, environ []string, stderr io.Writer, started func(*coordhost.
 		log.Error("coordhost failed to start", "err", err)
 		return 1
 	}
+	reserveGCHeadroom(environ) // gcheadroom.go
 	if started != nil {
 		started(ch)
 	}

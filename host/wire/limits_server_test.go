@@ -182,6 +182,44 @@ func TestIdleConnectionClosed(t *testing.T) {
 	c.expectGone()
 }
 
+// TestBusyConnectionKeptOpen: a connection sending requests more often
+// than the idle timeout stays open over many timeouts, its read deadline
+// moved only now and then (extendRead), and is closed once it goes quiet.
+func TestBusyConnectionKeptOpen(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	addr := startLimited(t, Config{IdleTimeout: idle})
+	c := dial(t, addr)
+	var answered time.Time
+	for corr, start := int16(1), time.Now(); time.Since(start) < 5*idle; corr++ {
+		time.Sleep(idle / 4)
+		c.apiVersions(corr)
+		answered = time.Now()
+	}
+	c.expectGone()
+	// The deadline is at least 7/8 of the timeout after the last answer;
+	// 3/4 leaves room for the answer's own way back.
+	if waited := time.Since(answered); waited < idle*3/4 {
+		t.Errorf("closed %v after the last answer, sooner than 3/4 of the idle timeout %v", waited, idle)
+	}
+}
+
+// moveDeadline moves a deadline only once over 1/8 of the timeout has run
+// down.
+func TestMoveDeadline(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var by time.Time
+	if !moveDeadline(&by, now, 8*time.Second) || !by.Equal(now.Add(8*time.Second)) {
+		t.Fatalf("unset deadline: moved to %v, want %v", by, now.Add(8*time.Second))
+	}
+	if moveDeadline(&by, now.Add(time.Second), 8*time.Second) {
+		t.Error("moved with no more than 1/8 of the timeout run down")
+	}
+	later := now.Add(time.Second + time.Millisecond)
+	if !moveDeadline(&by, later, 8*time.Second) || !by.Equal(later.Add(8*time.Second)) {
+		t.Errorf("over 1/8 run down: deadline %v, want %v", by, later.Add(8*time.Second))
+	}
+}
+
 // TestShutdownEndsBudgetWait: a connection waiting for request budget
 // does not hold up Shutdown.
 func TestShutdownEndsBudgetWait(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -117,7 +118,11 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool
-	wg       sync.WaitGroup
+	// drained is draining for the connections' per-request check,
+	// without taking mu: set, under mu, before Shutdown resets their
+	// read deadlines.
+	drained atomic.Bool
+	wg      sync.WaitGroup
 }
 
 // NewServer starts serving cfg on ln (which the Server then owns).
@@ -189,6 +194,7 @@ func (s *Server) accept() {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
+	s.drained.Store(true)
 	if s.stopDrain != nil {
 		s.stopDrain()
 	}
@@ -236,6 +242,74 @@ type conn struct {
 	wbuf []byte
 	// groups: the groups of its recent group requests (throttle.go).
 	groups groupsSeen
+	// rw is what the connection reads and writes (connIO): nc, or raw
+	// system calls on its socket.
+	rw io.ReadWriter
+	// readBy and writeBy are the read and write deadlines last set
+	// (extendRead, extendWrite).
+	readBy, writeBy time.Time
+	// grant is the request budget held by the frame being served, given
+	// back by releaseFn (made once per connection: one frame at a time).
+	grant     grant
+	releaseFn func()
+}
+
+// grant is the request budget of one frame.
+type grant struct {
+	l    *Limits
+	n    int64
+	held bool
+}
+
+// release gives the frame's bytes back, once.
+func (g *grant) release() {
+	if g.held {
+		g.held = false
+		g.l.release(g.n)
+	}
+}
+
+// unread gives back the bytes of a frame none of whose body was read.
+func (g *grant) unread() {
+	if g.held {
+		g.held = false
+		g.l.releaseUnread(g.n)
+	}
+}
+
+// deadlineSlack is the part of a timeout a deadline may have run down
+// before it is moved again: setting a deadline costs a timer update in
+// the runtime, and each request would otherwise set two or three, so a
+// connection's idle timeout and a response's write timeout run between
+// 7/8 of their length and their length.
+const deadlineSlack = 8
+
+// extendRead moves the read deadline to now plus the idle timeout unless
+// it is still at least 7/8 of the timeout away. (Shutdown's reset of the
+// deadline is not tracked here: a connection checks isDraining after
+// extending, and a reset deadline is only sooner.)
+func (c *conn) extendRead(now time.Time) {
+	if moveDeadline(&c.readBy, now, c.s.cfg.IdleTimeout) {
+		c.nc.SetReadDeadline(c.readBy)
+	}
+}
+
+// extendWrite moves the write deadline as extendRead the read deadline,
+// by the write timeout.
+func (c *conn) extendWrite(now time.Time) {
+	if moveDeadline(&c.writeBy, now, c.s.cfg.WriteTimeout) {
+		c.nc.SetWriteDeadline(c.writeBy)
+	}
+}
+
+// moveDeadline sets *by to now+d, reporting true, unless *by is still at
+// least d-d/deadlineSlack after now.
+func moveDeadline(by *time.Time, now time.Time, d time.Duration) bool {
+	if by.Sub(now) >= d-d/deadlineSlack {
+		return false
+	}
+	*by = now.Add(d)
+	return true
 }
 
 // keptWriteBuffer bounds the response buffer a connection keeps between
@@ -253,9 +327,13 @@ func (c *conn) clientHost() string {
 
 // writeResponse encodes resp into the connection's buffer and writes it.
 func (c *conn) writeResponse(correlationID int32, resp kmsg.Response) error {
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	c.extendWrite(time.Now())
 	b := AppendResponse(c.wbuf[:0], correlationID, resp)
-	_, err := c.nc.Write(b)
+	w := c.rw
+	if w == nil { // a conn built without serve (tests)
+		w = c.nc
+	}
+	_, err := w.Write(b)
 	if cap(b) <= keptWriteBuffer {
 		c.wbuf = b
 	} else {
@@ -287,7 +365,8 @@ func (c *conn) serve() {
 	// A small buffer: frames are read straight into their own buffer, so
 	// this only batches headers and small pipelined requests, and an open
 	// connection costs little.
-	br := bufio.NewReaderSize(c.nc, 8<<10)
+	c.rw = connIO(c.nc)
+	br := bufio.NewReaderSize(c.rw, 8<<10)
 	ctx := s.base
 	if ctx == nil { // a Server built without NewServer (tests)
 		ctx = context.Background()
@@ -311,7 +390,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		}
 	}()
 	s := c.s
-	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	c.extendRead(time.Now())
 	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
@@ -416,11 +495,7 @@ func (s *Server) decodeSlot(ctx context.Context, n int) (release func(), err err
 	}
 }
 
-func (s *Server) isDraining() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.draining
-}
+func (s *Server) isDraining() bool { return s.drained.Load() }
 
 var (
 	errDraining        = errors.New("server draining")
@@ -461,20 +536,22 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, r
 		}
 		return nil, nil, nil, err
 	}
-	var once sync.Once
-	release = func() { once.Do(func() { s.cfg.Limits.release(int64(n)) }) }
-	unread := func() { once.Do(func() { s.cfg.Limits.releaseUnread(int64(n)) }) }
-	// The wait for budget is not idleness: the frame gets a full idle
-	// timeout to arrive (unless Shutdown, which resets deadlines under
-	// s.mu, began).
-	c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	c.grant = grant{l: s.cfg.Limits, n: int64(n), held: true}
+	if c.releaseFn == nil {
+		c.releaseFn = c.grant.release
+	}
+	release = c.releaseFn
+	// The wait for budget is not idleness: the frame gets (nearly) a full
+	// idle timeout to arrive (unless Shutdown, which resets deadlines
+	// under s.mu, began).
+	c.extendRead(time.Now())
 	if s.isDraining() {
-		unread()
+		c.grant.unread()
 		return nil, nil, nil, errDraining
 	}
 	frame, err = s.cfg.Limits.readBody(drain, br, n)
 	if errors.Is(err, errFrameNotStarted) {
-		unread()
+		c.grant.unread()
 	}
 	if err != nil {
 		release()

@@ -1,0 +1,140 @@
+package wire
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// rawIO reads and writes a TCP connection's socket with raw system calls
+// (syscall.RawSyscall), through the connection's poller (syscall.RawConn):
+// deadlines, closing and the wait for readiness are the net package's.
+//
+// Why: net.Conn's Read and Write enter the Go scheduler's system-call state
+// (entersyscall) around each call, and the scheduler's monitor thread
+// (sysmon) hands the P of a thread it finds still in a system call to
+// another thread, waking one. A write on loopback delivers the segment to
+// the peer inside the call (tens of microseconds), so with one write per
+// response the monitor found a write in flight on almost every tick, kept
+// its 20 µs period and woke threads all the time: 8–14 % of the server's
+// CPU in the heartbeat benchmark (docs/BENCHMARKS.md). The socket is
+// non-blocking (the net package makes every socket so): a read or write
+// never waits in the kernel, it returns EAGAIN and the wait happens in the
+// poller, so the call never needs to give its P away.
+type rawIO struct {
+	nc net.Conn
+	rc syscall.RawConn
+
+	// The state of the read and of the write in progress (one of each
+	// at a time, as on a net.Conn), shared with their callbacks, which
+	// are made once so that a call allocates nothing.
+	rd, wr       rawCall
+	readFn, wrFn func(fd uintptr) bool
+}
+
+// rawCall is one read or write in progress: its buffer, the bytes done,
+// and the error number that ended it.
+type rawCall struct {
+	buf   []byte
+	n     int
+	errno syscall.Errno
+}
+
+// connIO is what a connection reads and writes: raw I/O over nc's socket,
+// or nc itself when it is not a socket the net package polls (a TLS
+// connection, a pipe in tests).
+func connIO(nc net.Conn) io.ReadWriter {
+	sc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nc
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	r := &rawIO{nc: nc, rc: rc}
+	r.readFn = r.readOnce
+	r.wrFn = r.writeAll
+	return r
+}
+
+// readOnce is one read(2) into r.rd.buf; false asks the poller to wait for
+// the socket to become readable.
+func (r *rawIO) readOnce(fd uintptr) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(r.rd.buf))), uintptr(len(r.rd.buf)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		case 0:
+			r.rd.n = int(n)
+		default:
+			r.rd.errno = e
+		}
+		return true
+	}
+}
+
+// writeAll writes all of r.wr.buf, r.wr.n counting what was written; false asks
+// the poller to wait for room in the socket's buffer.
+func (r *rawIO) writeAll(fd uintptr) bool {
+	for w := &r.wr; w.n < len(w.buf); {
+		rest := w.buf[w.n:]
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(rest))), uintptr(len(rest)))
+		switch e {
+		case 0:
+			w.n += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			w.errno = e
+			return true
+		}
+	}
+	return true
+}
+
+// Read reads into p as net.Conn's Read does: io.EOF at the end of the
+// stream, a net.OpError otherwise.
+func (r *rawIO) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.rd = rawCall{buf: p}
+	err := r.rc.Read(r.readFn)
+	n, errno := r.rd.n, r.rd.errno
+	r.rd.buf = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, r.opError("read", errno)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Write writes all of p as net.Conn's Write does.
+func (r *rawIO) Write(p []byte) (int, error) {
+	r.wr = rawCall{buf: p}
+	err := r.rc.Write(r.wrFn)
+	n, errno := r.wr.n, r.wr.errno
+	r.wr.buf = nil
+	switch {
+	case err != nil:
+		return n, err
+	case errno != 0:
+		return n, r.opError("write", errno)
+	}
+	return n, nil
+}
+
+func (r *rawIO) opError(op string, errno syscall.Errno) error {
+	return &net.OpError{Op: op, Net: r.nc.LocalAddr().Network(), Source: r.nc.LocalAddr(), Addr: r.nc.RemoteAddr(), Err: os.NewSyscallError(op, errno)}
+}

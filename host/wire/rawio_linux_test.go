@@ -1,0 +1,124 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// A TCP connection is read and written with raw system calls, and behaves
+// as the net.Conn it wraps: a write larger than the socket buffers waits
+// for room and arrives whole and in order, reads see the bytes then EOF.
+func TestRawIOMovesBytesLikeTheConn(t *testing.T) {
+	client, server := tcpPair(t)
+	rw := connIO(server)
+	if _, ok := rw.(*rawIO); !ok {
+		t.Fatalf("connIO of a TCP connection is %T, want *rawIO", rw)
+	}
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<19) // 8 MiB: more than the socket buffers
+	done := make(chan error, 1)
+	go func() {
+		n, err := rw.Write(payload)
+		if err == nil && n != len(payload) {
+			err = io.ErrShortWrite
+		}
+		done <- err
+	}()
+	got := make([]byte, len(payload))
+	if _, err := io.ReadFull(client, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Fatal("the bytes written arrived changed")
+	}
+
+	if _, err := client.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	b, err := io.ReadAll(rw)
+	if err != nil || string(b) != "request" {
+		t.Fatalf("read %q, %v; want %q, nil (io.EOF ends ReadAll)", b, err, "request")
+	}
+}
+
+// The connection's deadlines and Close hold for raw reads and writes: a
+// read past the read deadline fails with a timeout, a read on a closed
+// connection with net.ErrClosed, and a write to a reset peer with an error.
+func TestRawIOKeepsDeadlinesAndClose(t *testing.T) {
+	_, server := tcpPair(t)
+	rw := connIO(server)
+	server.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err := rw.Read(make([]byte, 8))
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	}
+
+	server.SetReadDeadline(time.Time{})
+	go func() { time.Sleep(50 * time.Millisecond); server.Close() }()
+	if _, err := rw.Read(make([]byte, 8)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read on a connection closed meanwhile: %v, want net.ErrClosed", err)
+	}
+
+	client2, server2 := tcpPair(t)
+	client2.(*net.TCPConn).SetLinger(0)
+	client2.Close() // a reset
+	rw2 := connIO(server2)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := rw2.Write([]byte("response")); err != nil {
+			var op *net.OpError
+			if !errors.As(err, &op) || op.Op != "write" {
+				t.Fatalf("write to a reset peer: %v, want a net.OpError of write", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("writes to a reset peer kept succeeding")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Whatever is not a TCP connection (TLS, pipes) is read and written as is.
+func TestRawIOOnlyForTCP(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if rw := connIO(a); rw != io.ReadWriter(a) {
+		t.Fatalf("connIO of a pipe is %T, want the pipe itself", rw)
+	}
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package wire
+
+import (
+	"io"
+	"net"
+)
+
+// connIO is what a connection reads and writes: nc itself (raw socket I/O,
+// rawio_linux.go, is Linux's).
+func connIO(nc net.Conn) io.ReadWriter { return nc }
