@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -233,13 +234,28 @@ func streamsMemberCommit(t *testing.T, side string, c *rawConn, group, member st
 	for _, tp := range topics {
 		oc.Topics = append(oc.Topics, kmsg.OffsetCommitRequestTopic{Topic: tp, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}})
 	}
-	resp, err = c.do(oc)
-	if err != nil {
-		t.Fatalf("%s: streams commit: %v", side, err)
-	}
-	for _, tp := range resp.(*kmsg.OffsetCommitResponse).Topics {
-		if code := tp.Partitions[0].ErrorCode; code != 0 {
-			t.Fatalf("%s: the streams member's commit on %s: %v", side, tp.Topic, kerr.ErrorForCode(code))
+	// A topic created on an external cluster by other means than
+	// coordhost is seen at coordhost's next one-second topic poll
+	// (docs/HOST.md), so a commit right after the topic's creation may
+	// find it unknown: try again for up to 3 s on UNKNOWN_TOPIC_ID, as a
+	// client retries it.
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err = c.do(oc)
+		if err != nil {
+			t.Fatalf("%s: streams commit: %v", side, err)
 		}
+		var failed error
+		for _, tp := range resp.(*kmsg.OffsetCommitResponse).Topics {
+			if code := tp.Partitions[0].ErrorCode; code != 0 && failed == nil {
+				failed = fmt.Errorf("%s: the streams member's commit on %s: %w", side, tp.Topic, kerr.ErrorForCode(code))
+			}
+		}
+		switch {
+		case failed == nil:
+			return
+		case errors.Is(failed, kerr.UnknownTopicID) && time.Now().Before(deadline):
+			continue
+		}
+		t.Fatal(failed)
 	}
 }
