@@ -95,13 +95,20 @@ func ParseRequest(frame []byte) (*Request, error) {
 	if err != nil {
 		return req, err
 	}
+	return parseBody(req, body, rest, len(frame))
+}
+
+// parseBody decodes rest, the body of a frame of frameLen bytes whose header
+// is req, into body (an empty request of req's key and version), and
+// returns req with it. Its errors are ParseRequest's.
+func parseBody(req *Request, body kmsg.Request, rest []byte, frameLen int) (*Request, error) {
 	key, ver := req.Key, req.Version
 	if err := body.ReadFrom(rest); err != nil {
 		return nil, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
 	}
 	// Only a compact string (flexible versions) can be longer than Kafka's
 	// string limit, and only in a frame longer than the limit.
-	if body.IsFlexible() && len(frame) > MaxStringLen {
+	if body.IsFlexible() && frameLen > MaxStringLen {
 		if n := longestString(reflect.ValueOf(body)); n > MaxStringLen {
 			return nil, fmt.Errorf("%w: %s v%d: a string of %d bytes (Kafka's maximum is %d)", ErrMalformed, kmsg.NameForKey(key), ver, n, MaxStringLen)
 		}

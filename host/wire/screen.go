@@ -49,51 +49,76 @@ const refusalThrottle = time.Second
 //     INVALID_REQUEST, which the group coordinator would give after
 //     decoding it, with a throttle of refusalThrottle.
 //
-// Anything else returns nil, nil: the frame is read and served as usual.
-func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal, error) {
-	head, _ := br.Peek(int(min(n, 4)))
-	if len(head) < 4 {
-		return nil, nil // the full parse reports a short frame
+// Anything else returns a nil refusal: the frame is read and served as
+// usual, with the header screen parsed to find the group id, if it did
+// (h.req non-nil), so that the header is parsed once.
+func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal, head, error) {
+	peeked, _ := br.Peek(int(min(n, 4)))
+	if len(peeked) < 4 {
+		return nil, head{}, nil // the full parse reports a short frame
 	}
-	key, ver := int16(binary.BigEndian.Uint16(head)), int16(binary.BigEndian.Uint16(head[2:]))
-	body := kmsg.RequestForKey(key)
+	key, ver := int16(binary.BigEndian.Uint16(peeked)), int16(binary.BigEndian.Uint16(peeked[2:]))
+	newest, known := maxRequestVersion(key)
 	switch {
-	case body == nil:
-		return nil, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
-	case (ver < 0 || ver > body.MaxVersion()) && key != int16(kmsg.ApiVersions):
-		return nil, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, body.MaxVersion())
-	case !groupFirst[key] || n <= smallFrame && c.s.cfg.Quota == nil:
-		return nil, nil
+	case !known:
+		return nil, head{}, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
+	case (ver < 0 || ver > newest) && key != int16(kmsg.ApiVersions):
+		return nil, head{}, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, newest)
+	case !groupFirst(key) || n <= smallFrame && c.s.cfg.Quota == nil:
+		return nil, head{}, nil
 	}
 	if e, ok := c.s.cfg.Table.Lookup(key); !ok || e.Route != RouteGroup || ver < e.Min || ver > e.Max {
-		return nil, nil
+		return nil, head{}, nil
 	}
 	prefix, _ := br.Peek(min(int(n), br.Size()))
-	req, group, r, ok := groupAhead(prefix)
+	h, peekedGroup, r, ok := groupAhead(prefix)
 	if !ok {
-		return nil, nil
+		return nil, head{}, nil
 	}
-	c.groups.note(group)
+	group := c.groups.note(peekedGroup)
 	if !c.groups.shared() {
 		c.waitQuota(ctx, group)
 	}
 	if n <= smallFrame || key != int16(kmsg.StreamsGroupHeartbeat) || c.s.cfg.MaxTopologySize == nil {
-		return nil, nil
+		return nil, h, nil
 	}
 	subtopologies, ok := topologyAhead(&r, int(n)-(len(prefix)-len(r.Src)))
 	limit := c.s.cfg.MaxTopologySize(group)
 	if !ok || subtopologies <= int(limit) {
-		return nil, nil
+		return nil, h, nil
 	}
 	if _, err := io.CopyN(io.Discard, br, int64(n)); err != nil {
-		return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
+		return nil, head{}, fmt.Errorf("reading %d-byte frame: %w", n, err)
 	}
 	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
 	resp.Version, resp.ErrorCode = ver, kerr.InvalidRequest.Code
 	msg := fmt.Sprintf("The topology has at least %d entries (subtopologies, topics and copartition-group entries), more than streams.max.topology.size %d.",
 		subtopologies, limit)
 	resp.ErrorMessage, resp.ThrottleMillis = &msg, int32(refusalThrottle.Milliseconds())
-	return &refusal{req: req, resp: resp}, nil
+	h.req.Body = h.body
+	return &refusal{req: h.req, resp: resp}, head{}, nil
+}
+
+// requestMaxVersions holds, by key, the newest version of each request kmsg
+// decodes, -1 for a key it does not know: screen checks a frame's version
+// from its first bytes without building a request.
+var requestMaxVersions = func() (v [kmsg.MaxKey + 1]int16) {
+	for k := range v {
+		v[k] = -1
+		if r := kmsg.RequestForKey(int16(k)); r != nil {
+			v[k] = r.MaxVersion()
+		}
+	}
+	return v
+}()
+
+// maxRequestVersion returns the newest version of key kmsg decodes, and
+// whether it knows key at all.
+func maxRequestVersion(key int16) (int16, bool) {
+	if key < 0 || int(key) >= len(requestMaxVersions) || requestMaxVersions[key] < 0 {
+		return 0, false
+	}
+	return requestMaxVersions[key], true
 }
 
 // waitQuota waits while group is over its quota (Config.Quota), unless
@@ -116,35 +141,47 @@ type refusal struct {
 	resp kmsg.Response
 }
 
-// groupFirst are the group-coordination keys whose body starts with the
-// group id (in every version the table serves).
-var groupFirst = map[int16]bool{
-	int16(kmsg.JoinGroup): true, int16(kmsg.SyncGroup): true, int16(kmsg.Heartbeat): true, int16(kmsg.LeaveGroup): true,
-	int16(kmsg.OffsetCommit): true, int16(kmsg.ConsumerGroupHeartbeat): true, int16(kmsg.StreamsGroupHeartbeat): true,
+// groupFirst reports whether key is a group-coordination request whose
+// body starts with the group id (in every version the table serves).
+func groupFirst(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
+		kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.StreamsGroupHeartbeat:
+		return true
+	}
+	return false
+}
+
+// head is a request's header as parsed from the start of its frame, before
+// the frame is read: the header (Body nil), an empty body of its key set to
+// its version, and the header's length in bytes.
+type head struct {
+	req  *Request
+	body kmsg.Request
+	size int
 }
 
 // groupAhead parses, from prefix, the first bytes of a frame, its header
 // and the group id its body starts with (a key of groupFirst). r is left
-// at the field after the group id, req has Body, an empty request of its
-// key and version. ok is false when prefix is not such a request or ends
-// before the group id: the frame is then served as usual. It never
-// panics on any input.
-func groupAhead(prefix []byte) (req *Request, group string, r kbin.Reader, ok bool) {
+// at the field after the group id. The group id aliases prefix: it is
+// valid only until the buffer prefix is in is read again. ok is false when
+// prefix is not such a request or ends before the group id: the frame is
+// then served as usual. It never panics on any input.
+func groupAhead(prefix []byte) (h head, group string, r kbin.Reader, ok bool) {
 	req, body, rest, err := parseHeader(prefix)
-	if err != nil || !groupFirst[req.Key] {
-		return nil, "", r, false
+	if err != nil || !groupFirst(req.Key) {
+		return head{}, "", r, false
 	}
 	r = kbin.Reader{Src: rest}
 	if body.IsFlexible() {
-		group = r.CompactString()
+		group = r.UnsafeCompactString()
 	} else {
-		group = r.String()
+		group = r.UnsafeString()
 	}
 	if !r.Ok() || len(group) > MaxStringLen {
-		return nil, "", r, false
+		return head{}, "", r, false
 	}
-	req.Body = body
-	return req, group, r, true
+	return head{req: req, body: body, size: len(prefix) - len(rest)}, group, r, true
 }
 
 // topologyAhead reads, from r at a StreamsGroupHeartbeat's member id, the
@@ -176,4 +213,13 @@ func topologyAhead(r *kbin.Reader, left int) (subtopologies int, ok bool) {
 		return 0, false
 	}
 	return int(l), true
+}
+
+// parse decodes frame, whose header h holds when screen parsed it from the
+// frame's first bytes: the header is then not parsed a second time.
+func (h head) parse(frame []byte) (*Request, error) {
+	if h.req == nil || h.size > len(frame) {
+		return ParseRequest(frame)
+	}
+	return parseBody(h.req, h.body, frame[h.size:], len(frame))
 }

@@ -228,12 +228,13 @@ func FuzzScreenAhead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte, cut uint16) {
 		prefix := frame[:min(int(cut), len(frame))]
-		req, group, r, ok := groupAhead(prefix)
+		h, group, r, ok := groupAhead(prefix)
 		if !ok {
 			return
 		}
-		if req.Body == nil || req.Body.Key() != req.Key || !groupFirst[req.Key] {
-			t.Fatalf("ok with request %+v", req)
+		req := h.req
+		if h.body == nil || h.body.Key() != req.Key || h.body.GetVersion() != req.Version || !groupFirst(req.Key) || h.size > len(prefix) {
+			t.Fatalf("ok with header %+v, body %T, size %d", req, h.body, h.size)
 		}
 		n, topoOK := -1, false
 		if req.Key == int16(kmsg.StreamsGroupHeartbeat) {
@@ -243,8 +244,17 @@ func FuzzScreenAhead(f *testing.F) {
 			}
 		}
 		full, err := ParseRequest(frame)
+		// The frame decoded from the screened header agrees with the full
+		// parse: the same error or the same request.
+		passed, perr := h.parse(frame)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("full parse: %v; from the screened header: %v", err, perr)
+		}
 		if err != nil {
 			return // a malformed rest
+		}
+		if !reflect.DeepEqual(full, passed) {
+			t.Fatalf("full parse %+v, from the screened header %+v", full, passed)
 		}
 		if full.CorrelationID != req.CorrelationID || full.Version != req.Version {
 			t.Fatalf("screened header %+v, parsed %+v", req, full)

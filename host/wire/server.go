@@ -394,7 +394,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
-	frame, release, refused, err := c.readFrame(ctx, br)
+	frame, h, release, refused, err := c.readFrame(ctx, br)
 	if err != nil {
 		return err
 	}
@@ -413,7 +413,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	req, perr := func() (*Request, error) {
 		defer decoded() // even if parsing panics
 		t0 := time.Now()
-		req, err := ParseRequest(frame)
+		req, err := h.parse(frame)
 		if req != nil {
 			req.Decode = time.Since(t0)
 		}
@@ -513,18 +513,19 @@ var preAuthKeys = map[int16]bool{
 // the frame limits (the smaller one before authentication), its start
 // passed screen and the budget granted it. release, idempotent, gives the
 // bytes back. A frame screen refused is read past, and returned as
-// refused, without frame.
-func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, release func(), refused *refusal, err error) {
+// refused, without frame. h is the header screen parsed, if it did.
+func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h head, release func(), refused *refusal, err error) {
 	s := c.s
 	n, err := ReadFrameSize(br, s.cfg.MaxRequestBytes)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, head{}, nil, nil, err
 	}
 	if s.cfg.SASLRequired && !c.sasl.authenticated() && n > s.cfg.PreAuthMaxRequestBytes {
-		return nil, nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
+		return nil, head{}, nil, nil, fmt.Errorf("%w: %d bytes before authentication (maximum %d)", ErrFrameSize, n, s.cfg.PreAuthMaxRequestBytes)
 	}
-	if refused, err := c.screen(ctx, br, n); refused != nil || err != nil {
-		return nil, nil, refused, err
+	refused, h, err = c.screen(ctx, br, n)
+	if refused != nil || err != nil {
+		return nil, head{}, nil, refused, err
 	}
 	drain := s.drain
 	if drain == nil { // a Server built without NewServer (tests)
@@ -534,7 +535,7 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, r
 		if errors.Is(err, context.Canceled) {
 			err = errDraining
 		}
-		return nil, nil, nil, err
+		return nil, head{}, nil, nil, err
 	}
 	c.grant = grant{l: s.cfg.Limits, n: int64(n), held: true}
 	if c.releaseFn == nil {
@@ -547,7 +548,7 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, r
 	c.extendRead(time.Now())
 	if s.isDraining() {
 		c.grant.unread()
-		return nil, nil, nil, errDraining
+		return nil, head{}, nil, nil, errDraining
 	}
 	frame, err = s.cfg.Limits.readBody(drain, br, n)
 	if errors.Is(err, errFrameNotStarted) {
@@ -558,9 +559,9 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, r
 		if errors.Is(err, context.Canceled) {
 			err = errDraining
 		}
-		return nil, nil, nil, err
+		return nil, head{}, nil, nil, err
 	}
-	return frame, release, nil, nil
+	return frame, h, release, nil, nil
 }
 
 // respond decides the response to one parsed (or unparsable) request. A nil

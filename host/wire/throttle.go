@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,15 +70,17 @@ type groupsSeen struct {
 	mixedAt time.Time // when a request followed another group's; zero: never
 }
 
-// note records a request of group.
-func (g *groupsSeen) note(group string) {
+// note records a request of group, which may alias a read buffer, and
+// returns the group as kept: a copy is made only when the group changed.
+func (g *groupsSeen) note(group string) string {
 	if group == g.last {
-		return
+		return g.last
 	}
 	if g.last != "" {
 		g.mixedAt = time.Now()
 	}
-	g.last = group
+	g.last = strings.Clone(group)
+	return g.last
 }
 
 // shared reports whether requests of two groups followed each other
