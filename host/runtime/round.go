@@ -508,6 +508,7 @@ func (p *partition) unload() {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	p.armedAt = 0
 	p.mu.Unlock()
 	sh.Unload()
 	p.rejectLater(rest)

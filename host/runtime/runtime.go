@@ -249,6 +249,10 @@ type partition struct {
 	scheduled bool
 	shard     Shard
 	timer     *time.Timer
+	// armedAt is the deadline (Unix ms) timer is pending for, 0 for none;
+	// fireAt is when it fires.
+	armedAt int64
+	fireAt  time.Time
 	// depth is Config.Pipeline, or 1 for a Shard that is not a Sealer.
 	depth int
 	// inflight: the sealed rounds not yet committed, oldest first.
@@ -628,16 +632,28 @@ func (p *partition) rejectLater(evs []Event) {
 
 func (p *partition) now() int64 { return p.rt.cfg.Now().UnixMilli() }
 
-// armTimerLocked schedules a Tick at the shard's next deadline.
+// armTimerLocked schedules a Tick at the shard's next deadline. A timer
+// still pending for that deadline or an earlier one is left as it is: it
+// fires early at worst, and the Tick it queues re-arms it (a steady
+// heartbeat moves its member's session deadline later at every round, and
+// resetting a runtime timer each time cost more than the rare early Tick).
 func (p *partition) armTimerLocked(sh Shard) {
 	at, ok := sh.NextDeadline()
 	if !ok {
 		if p.timer != nil {
 			p.timer.Stop()
 		}
+		p.armedAt = 0
 		return
 	}
 	d := max(time.Duration(at-p.now())*time.Millisecond, 0)
+	// The pending timer must also fire within d (give or take the
+	// milliseconds deadlines are counted in): a Config.Now that is not the
+	// real clock may have moved ahead of it.
+	if p.armedAt != 0 && p.armedAt <= at && time.Until(p.fireAt) <= d+time.Millisecond {
+		return
+	}
+	p.armedAt, p.fireAt = at, time.Now().Add(d)
 	if p.timer == nil {
 		p.timer = time.AfterFunc(d, p.tick)
 		return
@@ -648,6 +664,7 @@ func (p *partition) armTimerLocked(sh Shard) {
 func (p *partition) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.armedAt = 0 // the timer fired: the next release arms it again
 	if p.state != stateActive {
 		return
 	}

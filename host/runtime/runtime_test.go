@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,6 +401,59 @@ func TestRuntimeTicks(t *testing.T) {
 			t.Fatalf("%d ticks after the deadline", n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRuntimeTickAfterDeadlineMoves: the partition's timer, armed for a
+// deadline 10 s away, does not hold the Tick back when a step brings the
+// deadline 10 s nearer, nor when the runtime's clock (Config.Now) jumps
+// past the deadline it is armed for while the deadline stays put.
+func TestRuntimeTickAfterDeadlineMoves(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		jump  time.Duration // the clock's jump before the step
+		moved bool          // the step moves the deadline to the clock's now + 20 ms
+	}{{"deadline nearer", 0, true}, {"clock jumps", 10 * time.Second, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var offset atomic.Int64
+			now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+			ticks := 0
+			var s *kvShard
+			rt := startCfg(t, runtime.Config{Partitions: 1, Log: runtime.NewMemLog(), Now: now, NewShard: func(int) (runtime.Shard, error) {
+				s = newKV()
+				s.ticks = &ticks
+				s.deadline = now().Add(10 * time.Second).UnixMilli()
+				return s, nil
+			}})
+			read := func() int {
+				n := -1
+				done := make(chan struct{})
+				rt.Submit(0, runtime.Event{Read: true, Input: get{fn: func(map[string]string) { n = ticks; close(done) }}})
+				<-done
+				return n
+			}
+			read() // the timer is armed for the first deadline
+			offset.Store(int64(tc.jump))
+			stepped := make(chan error, 1)
+			rt.Submit(0, runtime.Event{Key: "g", Input: put{group: "g", key: "k", val: "v", reply: stepped, onStep: func() {
+				if tc.moved {
+					s.deadline = now().Add(20 * time.Millisecond).UnixMilli()
+				}
+			}}})
+			if err := <-stepped; err != nil {
+				t.Fatal(err)
+			}
+			giveUp := time.Now().Add(3 * time.Second)
+			for {
+				if read() >= 1 {
+					return
+				}
+				if time.Now().After(giveUp) {
+					t.Fatalf("no Tick 3 s after the step (deadline 20 ms away, or passed)")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
 }
 
