@@ -194,6 +194,18 @@ func longestString(v reflect.Value) int {
 // version, and the bytes of the body. Its errors are ParseRequest's; on
 // ErrUnknownKey and ErrUndecodableVersion the header is returned too.
 func parseHeader(frame []byte) (req *Request, body kmsg.Request, rest []byte, err error) {
+	return parseHeaderKeeping(frame, cloneClientID)
+}
+
+// cloneClientID is parseHeader's keep: a copy of the client id.
+func cloneClientID(id []byte) *string {
+	s := string(id)
+	return &s
+}
+
+// parseHeaderKeeping is parseHeader with the client id's bytes, in frame,
+// made a string by keep, which must not alias them.
+func parseHeaderKeeping(frame []byte, keep func(id []byte) *string) (req *Request, body kmsg.Request, rest []byte, err error) {
 	r := kbin.Reader{Src: frame}
 	key, ver, corr := r.Int16(), r.Int16(), r.Int32()
 	if err := r.Complete(); err != nil {
@@ -205,7 +217,7 @@ func parseHeader(frame []byte) (req *Request, body kmsg.Request, rest []byte, er
 		return req, nil, nil, fmt.Errorf("%w %d (version %d)", ErrUnknownKey, key, ver)
 	}
 	if !(key == int16(kmsg.ControlledShutdown) && ver == 0) { // the one header without a client id
-		req.ClientID = r.NullableString()
+		req.ClientID = readClientID(&r, keep)
 	}
 	if ver < 0 || ver > body.MaxVersion() {
 		return req, nil, nil, fmt.Errorf("%w: %s v%d (kmsg decodes up to v%d)", ErrUndecodableVersion, kmsg.NameForKey(key), ver, body.MaxVersion())
@@ -218,4 +230,17 @@ func parseHeader(frame []byte) (req *Request, body kmsg.Request, rest []byte, er
 		return nil, nil, nil, fmt.Errorf("%w: %s v%d header: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
 	}
 	return req, body, r.Src, nil
+}
+
+// readClientID reads a header's nullable client id, made a string by keep.
+func readClientID(r *kbin.Reader, keep func([]byte) *string) *string {
+	l := r.Int16()
+	if l < 0 {
+		return nil
+	}
+	id := r.Span(int(l))
+	if !r.Ok() {
+		return nil // the header's Complete reports it
+	}
+	return keep(id)
 }

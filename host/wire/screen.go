@@ -71,7 +71,7 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 		return nil, head{}, nil
 	}
 	prefix, _ := br.Peek(min(int(n), br.Size()))
-	h, peekedGroup, r, ok := groupAhead(prefix)
+	h, peekedGroup, r, ok := groupAhead(prefix, c.keepClientID)
 	if !ok {
 		return nil, head{}, nil
 	}
@@ -97,6 +97,16 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 	resp.ErrorMessage, resp.ThrottleMillis = &msg, int32(refusalThrottle.Milliseconds())
 	h.req.Body = h.body
 	return &refusal{req: h.req, resp: resp}, head{}, nil
+}
+
+// keepClientID is screen's keep of a header's client id (parseHeaderKeeping):
+// the client id of the connection's last such request when it is the same,
+// as a client sends the same one on every request, else a copy.
+func (c *conn) keepClientID(id []byte) *string {
+	if c.lastClientID == nil || *c.lastClientID != string(id) {
+		c.lastClientID = cloneClientID(id)
+	}
+	return c.lastClientID
 }
 
 // requestMaxVersions holds, by key, the newest version of each request kmsg
@@ -167,8 +177,8 @@ type head struct {
 // valid only until the buffer prefix is in is read again. ok is false when
 // prefix is not such a request or ends before the group id: the frame is
 // then served as usual. It never panics on any input.
-func groupAhead(prefix []byte) (h head, group string, r kbin.Reader, ok bool) {
-	req, body, rest, err := parseHeader(prefix)
+func groupAhead(prefix []byte, keep func([]byte) *string) (h head, group string, r kbin.Reader, ok bool) {
+	req, body, rest, err := parseHeaderKeeping(prefix, keep)
 	if err != nil || !groupFirst(req.Key) {
 		return head{}, "", r, false
 	}

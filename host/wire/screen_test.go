@@ -228,7 +228,7 @@ func FuzzScreenAhead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte, cut uint16) {
 		prefix := frame[:min(int(cut), len(frame))]
-		h, group, r, ok := groupAhead(prefix)
+		h, group, r, ok := groupAhead(prefix, cloneClientID)
 		if !ok {
 			return
 		}
@@ -320,5 +320,25 @@ func TestScreenDoesNotHoldSharedConnection(t *testing.T) {
 	alone.recv(held)
 	if n := count("busy"); n != 2 {
 		t.Fatalf("after its throttle the group reached the coordinator %d times, want 2", n)
+	}
+}
+
+// TestKeepClientID: a connection's requests that name the client id of the
+// one before share its string, which does not alias the read buffer; a
+// different id gets its own.
+func TestKeepClientID(t *testing.T) {
+	c := &conn{}
+	buf := []byte("client-a")
+	first := c.keepClientID(buf)
+	if again := c.keepClientID(buf); again != first {
+		t.Fatalf("the same client id was kept twice")
+	}
+	copy(buf, "client-b")
+	other := c.keepClientID(buf)
+	if *first != "client-a" || *other != "client-b" || other == first {
+		t.Fatalf("kept %q then %q (same pointer: %v)", *first, *other, other == first)
+	}
+	if empty := c.keepClientID([]byte{}); empty == nil || *empty != "" {
+		t.Fatalf("an empty client id kept as %v", empty)
 	}
 }

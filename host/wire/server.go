@@ -240,6 +240,9 @@ type conn struct {
 	// responses up to keptWriteBuffer bytes.
 	host string
 	wbuf []byte
+	// lastClientID is the client id of the last request screen parsed,
+	// shared by the requests that name the same (keepClientID).
+	lastClientID *string
 	// groups: the groups of its recent group requests (throttle.go).
 	groups groupsSeen
 	// rw is what the connection reads and writes (connIO): nc, or raw
