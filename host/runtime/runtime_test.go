@@ -390,10 +390,7 @@ func TestRuntimeTicks(t *testing.T) {
 	}})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n := -1
-		done := make(chan struct{})
-		rt.Submit(0, runtime.Event{Read: true, Input: get{fn: func(map[string]string) { n = ticks; close(done) }}})
-		<-done
+		n := readTicks(rt, &ticks)
 		if n >= 1 { // a timer reset racing its firing may add a spare tick
 			return
 		}
@@ -425,14 +422,7 @@ func TestRuntimeTickAfterDeadlineMoves(t *testing.T) {
 				s.deadline = now().Add(10 * time.Second).UnixMilli()
 				return s, nil
 			}})
-			read := func() int {
-				n := -1
-				done := make(chan struct{})
-				rt.Submit(0, runtime.Event{Read: true, Input: get{fn: func(map[string]string) { n = ticks; close(done) }}})
-				<-done
-				return n
-			}
-			read() // the timer is armed for the first deadline
+			readTicks(rt, &ticks) // the timer is armed for the first deadline
 			offset.Store(int64(tc.jump))
 			stepped := make(chan error, 1)
 			rt.Submit(0, runtime.Event{Key: "g", Input: put{group: "g", key: "k", val: "v", reply: stepped, onStep: func() {
@@ -445,7 +435,7 @@ func TestRuntimeTickAfterDeadlineMoves(t *testing.T) {
 			}
 			giveUp := time.Now().Add(3 * time.Second)
 			for {
-				if read() >= 1 {
+				if readTicks(rt, &ticks) >= 1 {
 					return
 				}
 				if time.Now().After(giveUp) {
@@ -455,6 +445,16 @@ func TestRuntimeTickAfterDeadlineMoves(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readTicks returns *ticks as partition 0's shard has counted them once
+// every round before this read is done.
+func readTicks(rt *runtime.Runtime, ticks *int) int {
+	n := -1
+	done := make(chan struct{})
+	rt.Submit(0, runtime.Event{Read: true, Input: get{fn: func(map[string]string) { n = *ticks; close(done) }}})
+	<-done
+	return n
 }
 
 var cpuBuf = make([]byte, 16<<10)
