@@ -82,21 +82,35 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 	if n <= smallFrame || key != int16(kmsg.StreamsGroupHeartbeat) || c.s.cfg.MaxTopologySize == nil {
 		return nil, h, nil
 	}
+	refused, err := c.refuseTopology(br, n, h, prefix, r, group)
+	if refused != nil || err != nil {
+		return refused, head{}, err
+	}
+	return nil, h, nil
+}
+
+// refuseTopology is screen's answer to a StreamsGroupHeartbeat of n bytes,
+// over smallFrame, whose header is h and whose start prefix is read up to
+// r, after its group id: when its topology has more subtopologies than
+// its group's streams.max.topology.size, the frame is read past and
+// refused INVALID_REQUEST; otherwise nil, nil.
+func (c *conn) refuseTopology(br *bufio.Reader, n int32, h head, prefix []byte, r kbin.Reader, group string) (*refusal, error) {
+	req, ver := h.req, h.req.Version
 	subtopologies, ok := topologyAhead(&r, int(n)-(len(prefix)-len(r.Src)))
 	limit := c.s.cfg.MaxTopologySize(group)
 	if !ok || subtopologies <= int(limit) {
-		return nil, h, nil
+		return nil, nil
 	}
 	if _, err := io.CopyN(io.Discard, br, int64(n)); err != nil {
-		return nil, head{}, fmt.Errorf("reading %d-byte frame: %w", n, err)
+		return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
 	}
 	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
 	resp.Version, resp.ErrorCode = ver, kerr.InvalidRequest.Code
 	msg := fmt.Sprintf("The topology has at least %d entries (subtopologies, topics and copartition-group entries), more than streams.max.topology.size %d.",
 		subtopologies, limit)
 	resp.ErrorMessage, resp.ThrottleMillis = &msg, int32(refusalThrottle.Milliseconds())
-	h.req.Body = h.body
-	return &refusal{req: h.req, resp: resp}, head{}, nil
+	req.Body = h.body
+	return &refusal{req: req, resp: resp}, nil
 }
 
 // keepClientID is screen's keep of a header's client id (parseHeaderKeeping):
