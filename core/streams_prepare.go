@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"sync"
 
 	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -124,18 +125,28 @@ type digester struct {
 	buf []byte
 }
 
+// digesters are the digesters not in use: each join's topology is
+// digested, and a digester's buffer and hash, allocated anew for each,
+// were most of a join's garbage before it is queued.
+var digesters = sync.Pool{New: func() any { return &digester{h: sha256.New(), buf: make([]byte, 0, 4<<10)} }}
+
 // newDigester starts the encoding of a topology of subs subtopologies.
+// Its sum returns it to digesters.
 func newDigester(epoch int32, subs int) *digester {
-	d := &digester{h: sha256.New(), buf: make([]byte, 0, 4<<10)}
+	d := digesters.Get().(*digester)
+	d.h.Reset()
+	d.buf = d.buf[:0]
 	d.int(int64(epoch))
 	d.int(int64(subs))
 	return d
 }
 
+// sum is the digest of what d encoded; d is not used afterwards.
 func (d *digester) sum() topologyDigest {
 	var sum topologyDigest
 	d.flush()
 	d.h.Sum(sum[:0])
+	digesters.Put(d)
 	return sum
 }
 
