@@ -37,7 +37,11 @@ func TestTickAfterQueuedEvents(t *testing.T) {
 	}
 	rounds := [][]string{}
 	for len(p.queue) > 0 {
-		rounds = append(rounds, names(p.takeLocked(nil)))
+		round := p.takeLocked(nil)
+		rounds = append(rounds, names(round))
+		if _, tick := round[0].Input.(Tick); tick && !p.groupWaiting() {
+			t.Errorf("stepping the Tick, its Waiting does not see join-d queued after it")
+		}
 	}
 	want := [][]string{{"other", "join-b", "join-c"}, {"tick"}, {"later", "join-d"}}
 	if !slices.EqualFunc(rounds, want, slices.Equal) {
