@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
-	"sync"
 
 	"github.com/coordhost/coordhost/core/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -119,34 +118,29 @@ func digestRequestTopology(t *kmsg.StreamsGroupHeartbeatRequestTopology) topolog
 	return d.sum()
 }
 
-// digester buffers a canonical encoding into a hash.
+// digester buffers a canonical encoding into a hash. Its buffer is part
+// of it (one allocation, not two): every join's topology is digested,
+// and a buffer of its own, 4 KB, was most of a join's garbage before it
+// is queued; the hash takes the encoding in 512-byte writes instead.
 type digester struct {
-	h   hash.Hash
-	buf []byte
+	h    hash.Hash
+	buf  []byte
+	room [512]byte
 }
 
-// digesters are the digesters not in use: each join's topology is
-// digested, and a digester's buffer and hash, allocated anew for each,
-// were most of a join's garbage before it is queued.
-var digesters = sync.Pool{New: func() any { return &digester{h: sha256.New(), buf: make([]byte, 0, 4<<10)} }}
-
 // newDigester starts the encoding of a topology of subs subtopologies.
-// Its sum returns it to digesters.
 func newDigester(epoch int32, subs int) *digester {
-	d := digesters.Get().(*digester)
-	d.h.Reset()
-	d.buf = d.buf[:0]
+	d := &digester{h: sha256.New()}
+	d.buf = d.room[:0]
 	d.int(int64(epoch))
 	d.int(int64(subs))
 	return d
 }
 
-// sum is the digest of what d encoded; d is not used afterwards.
 func (d *digester) sum() topologyDigest {
 	var sum topologyDigest
 	d.flush()
 	d.h.Sum(sum[:0])
-	digesters.Put(d)
 	return sum
 }
 
