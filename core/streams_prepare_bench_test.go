@@ -73,3 +73,20 @@ func checkHugeJoin(b *testing.B, out Output) {
 		b.Fatalf("the join wrote no record: %+v", out.Responses)
 	}
 }
+
+// BenchmarkPrepareSmallJoin is PrepareStreamsHeartbeat of a join whose
+// topology has 64 subtopologies of one source topic (the flood tests'
+// join): the garbage every join leaves before it is queued.
+func BenchmarkPrepareSmallJoin(b *testing.B) {
+	req := limitJoin("g", 0)
+	req.MemberID = "m1"
+	req.Topology.Subtopologies = nil
+	for i := 0; i < 64; i++ {
+		req.Topology.Subtopologies = append(req.Topology.Subtopologies, kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+			SubtopologyID: fmt.Sprint(i), SourceTopics: []string{fmt.Sprintf("t%02d", i)}})
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		PrepareStreamsHeartbeat(req)
+	}
+}

@@ -103,21 +103,42 @@ func epochsToTaskIDs(e taskEpochs) []records.TaskIDs {
 	return groupTasks(e.set().sorted(), e)
 }
 
+// groupTasks lists sorted (with each task's epoch from epochs, if set)
+// by subtopology. The lists are sized before they are filled, and the
+// partitions (and epochs) of every subtopology share one array, each
+// list capped at its own end: a large group's target writes one record
+// per member, and growing each list append by append was most of that
+// record's garbage.
 func groupTasks(sorted []TaskID, epochs taskEpochs) []records.TaskIDs {
-	out := []records.TaskIDs{}
-	for _, t := range sorted {
-		if len(out) == 0 || out[len(out)-1].SubtopologyID != t.Subtopology {
-			ids := records.TaskIDs{SubtopologyID: t.Subtopology, Partitions: []int32{}}
-			if epochs != nil {
-				ids.AssignmentEpochs = []int32{}
-			}
-			out = append(out, ids)
+	subs := 0
+	for i, t := range sorted {
+		if i == 0 || sorted[i-1].Subtopology != t.Subtopology {
+			subs++
 		}
-		last := &out[len(out)-1]
-		last.Partitions = append(last.Partitions, t.Partition)
+	}
+	out := make([]records.TaskIDs, 0, subs)
+	parts := make([]int32, len(sorted))
+	var eps []int32
+	if epochs != nil {
+		eps = make([]int32, len(sorted))
+	}
+	for start := 0; start < len(sorted); {
+		end := start + 1
+		for end < len(sorted) && sorted[end].Subtopology == sorted[start].Subtopology {
+			end++
+		}
+		ids := records.TaskIDs{SubtopologyID: sorted[start].Subtopology, Partitions: parts[start:end:end]}
+		for i, t := range sorted[start:end] {
+			ids.Partitions[i] = t.Partition
+		}
 		if epochs != nil {
-			last.AssignmentEpochs = append(last.AssignmentEpochs, epochs[t])
+			ids.AssignmentEpochs = eps[start:end:end]
+			for i, t := range sorted[start:end] {
+				ids.AssignmentEpochs[i] = epochs[t]
+			}
 		}
+		out = append(out, ids)
+		start = end
 	}
 	return out
 }

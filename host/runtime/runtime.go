@@ -591,6 +591,14 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 			taken[ev.Key]++
 		}
 		evs = append(evs, ev)
+		if _, tick := ev.Input.(Tick); tick {
+			// A Tick at the head is a round of its own: the events queued
+			// after it stay in the queue, where its Waiting sees them, so
+			// a canary's heartbeat behind a mass expiry waits for one
+			// timer's work, not for the Tick's whole slice.
+			rest = append(rest, p.queue[i+1:]...)
+			break
+		}
 	}
 	clear(p.queue) // the events now live in evs and rest
 	p.queue = rest

@@ -12,6 +12,8 @@ import (
 // 0 ms initial rebalance delay must all be stepped before it, or the
 // join phase completes without them (one generation per late member);
 // before this rule the round stepped every event without a key first.
+// The Tick is a round of its own, so that its Tick.Waiting sees the
+// events queued after it (they wait in the queue, not in its round).
 func TestTickAfterQueuedEvents(t *testing.T) {
 	p := &partition{rt: &Runtime{cfg: Config{MaxBatch: 16, MaxPerKey: 8}}, queued: map[string]int{}}
 	names := func(evs []Event) []string {
@@ -35,9 +37,13 @@ func TestTickAfterQueuedEvents(t *testing.T) {
 	}
 	rounds := [][]string{}
 	for len(p.queue) > 0 {
-		rounds = append(rounds, names(p.takeLocked(nil)))
+		round := p.takeLocked(nil)
+		rounds = append(rounds, names(round))
+		if _, tick := round[0].Input.(Tick); tick && !p.groupWaiting() {
+			t.Errorf("stepping the Tick, its Waiting does not see join-d queued after it")
+		}
 	}
-	want := [][]string{{"other", "join-b", "join-c"}, {"tick", "later", "join-d"}}
+	want := [][]string{{"other", "join-b", "join-c"}, {"tick"}, {"later", "join-d"}}
 	if !slices.EqualFunc(rounds, want, slices.Equal) {
 		t.Fatalf("rounds %q, want %q", rounds, want)
 	}

@@ -42,11 +42,17 @@ const entryHeader = 8
 
 // encodeEntry is the log entry of record key = v.
 func encodeEntry(key, v []byte) []byte {
-	out := make([]byte, entryHeader, entryHeader+len(key)+len(v))
-	binary.BigEndian.PutUint32(out[4:], uint32(len(key)))
-	out = append(append(out, key...), v...)
-	binary.BigEndian.PutUint32(out, crc32.Checksum(out[4:], castagnoli))
-	return out
+	return appendEntry(make([]byte, 0, entryHeader+len(key)+len(v)), key, v)
+}
+
+// appendEntry appends the log entry of key = v to buf.
+func appendEntry(buf, key, v []byte) []byte {
+	start := len(buf)
+	buf = append(buf, make([]byte, entryHeader)...)
+	binary.BigEndian.PutUint32(buf[start+4:], uint32(len(key)))
+	buf = append(append(buf, key...), v...)
+	binary.BigEndian.PutUint32(buf[start:], crc32.Checksum(buf[start+4:], castagnoli))
+	return buf
 }
 
 // splitEntry returns the key and value of log entry raw after checking
@@ -260,36 +266,67 @@ func (s *Store) sumKeys(tx *bolt.Tx, seed maphash.Seed, out *logSum) error {
 }
 
 // putLog writes batch into partition p's log from sequence number next
-// on and returns the next free one.
+// on and returns the next free one. It looks keys up and deletes through
+// one cursor per bucket (bbolt's Get and Delete allocate a cursor each)
+// and encodes the batch's sequence numbers and entries into one buffer
+// (bbolt holds keys and values until the commit): per record the append
+// allocates only inside bbolt's Put.
 func (s *Store) putLog(tx *bolt.Tx, p int, batch []Record, next uint64) (uint64, error) {
 	keys, log := tx.Bucket(bucketKeys), tx.Bucket(bucketLogs).Bucket(partName(p))
+	kc, lc := keys.Cursor(), log.Cursor()
+	buf := make([]byte, 0, batchSize(batch))
 	for _, r := range batch {
 		key := storeKey(r.Key)
-		if old := keys.Get(key); old != nil {
+		if k, old := kc.Seek(key); old != nil && bytes.Equal(k, key) {
 			if len(old) != 8 {
 				return 0, s.corrupt(fmt.Sprintf("key %q: a sequence number of %d bytes", shortKey(key), len(old)))
 			}
-			if err := log.Delete(old); err != nil {
+			if err := deleteAt(lc, old); err != nil {
 				return 0, err
+			}
+			if r.Value == nil {
+				if err := kc.Delete(); err != nil {
+					return 0, err
+				}
 			}
 		}
 		if r.Value == nil {
-			if err := keys.Delete(key); err != nil {
-				return 0, err
-			}
 			next++
 			continue
 		}
-		seq := binary.BigEndian.AppendUint64(nil, next)
+		buf = binary.BigEndian.AppendUint64(buf, next)
+		seq := buf[len(buf)-8:]
 		if err := keys.Put(key, seq); err != nil {
 			return 0, err
 		}
-		if err := log.Put(seq, encodeEntry(r.Key, r.Value)); err != nil {
+		start := len(buf)
+		buf = appendEntry(buf, r.Key, r.Value)
+		if err := log.Put(seq, buf[start:]); err != nil {
 			return 0, err
 		}
 		next++
 	}
 	return next, nil
+}
+
+// batchSize is the size of batch's sequence numbers and log entries.
+func batchSize(batch []Record) int {
+	n := 0
+	for _, r := range batch {
+		if r.Value != nil {
+			n += 8 + entryHeader + len(r.Key) + len(r.Value)
+		}
+	}
+	return n
+}
+
+// deleteAt deletes the log entry at seq through c, as Bucket.Delete does
+// (an absent entry is no error).
+func deleteAt(c *bolt.Cursor, seq []byte) error {
+	if k, _ := c.Seek(seq); !bytes.Equal(k, seq) {
+		return nil
+	}
+	return c.Delete()
 }
 
 // toLogs converts tx to format 4 with n partitions: partOf names the
