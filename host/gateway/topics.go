@@ -190,6 +190,15 @@ func (d *DataPlane) topicNames(ctx context.Context, ids [][16]byte) (map[[16]byt
 	return out, nil
 }
 
+// knownTopic reports whether the data plane's metadata named topic when
+// last asked (its id may be zero: a data plane without topic ids).
+func (d *DataPlane) knownTopic(name string) bool {
+	d.topicsMu.Lock()
+	defer d.topicsMu.Unlock()
+	_, ok := d.byName[name]
+	return ok
+}
+
 // topicID returns the id of a topic name, zero when unknown.
 func (d *DataPlane) topicID(name string) [16]byte {
 	d.topicsMu.Lock()
