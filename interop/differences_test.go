@@ -156,6 +156,13 @@ func differenceAnswers(t *testing.T, side, addr string) (map[string]string, time
 	var assignedAfter time.Duration
 	for {
 		hb := do(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+		// A broker just started may still be loading the group's offsets
+		// partition (FindCoordinator answers before that): a client
+		// retries, and so does this loop, within its 10 s.
+		if hb.ErrorCode == kerr.CoordinatorLoadInProgress.Code && time.Since(created) < 10*time.Second {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		if hb.ErrorCode != 0 {
 			t.Fatalf("%s: heartbeat: %v", side, kerr.ErrorForCode(hb.ErrorCode))
 		}
