@@ -320,7 +320,7 @@ func TestTxnOffsetCommitForwardedOnce(t *testing.T) {
 // data plane does not have is UNKNOWN_TOPIC_OR_PARTITION for a commit
 // and "no offset" for a fetch, under the request's name — not
 // UNKNOWN_TOPIC_ID under an empty name, which a zero id sent upstream at
-// v10 came back as.
+// v10 came back as; so is a topic deleted since the gateway learned it.
 func TestByNameOffsetsOfUnlearnedTopics(t *testing.T) {
 	d, ctx := openEmbedded(t), ctxT(t)
 	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "fresh", Partitions: 1, ReplicationFactor: -1}}); err != nil {
@@ -386,5 +386,25 @@ func TestByNameOffsetsOfUnlearnedTopics(t *testing.T) {
 	}
 	if len(r7.Topics) != 1 || r7.Topics[0].Topic != "missing" || r7.Topics[0].Partitions[0].Offset != -1 || r7.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("v7 fetch answered %+v, want missing with no offset", r7.Topics)
+	}
+
+	// A topic deleted after the gateway learned it: once the topic poll's
+	// listing (Topics with no names) has seen it gone, a by-name commit is
+	// answered as of an unknown topic, not sent upstream under its old id.
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{"fresh"}
+	del.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("fresh")}}
+	if dr, err := del.RequestWith(ctx, d.Admin()); err != nil || dr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete topic: %+v %v", dr, err)
+	}
+	if _, err := d.Topics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commit.Topics = commit.Topics[:1]
+	if resp, err = d.CommitOffsets(ctx, commit); err != nil {
+		t.Fatal(err)
+	}
+	if tp := resp.Topics[0]; tp.Topic != "fresh" || tp.Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("v9 commit of a deleted topic answered %+v, want fresh UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
 	}
 }
