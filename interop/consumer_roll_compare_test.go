@@ -135,6 +135,15 @@ func rollTable(rs []rollRun, hbDiff time.Duration) string {
 		{"rebalances", reb, func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1000, 'f', -1, 64) }},
 		{"longest gap", gap, seconds},
 		{"median handover", hand, millis},
+		// The handover's two parts: the coordinators' (the old owner's
+		// last commit to the new owner's assignment callback) and the
+		// clients' and data path's (to the new owner's first commit).
+		{"handover to the assignment", func(r cmResult) time.Duration {
+			return r.medianHandoverBy(func(h cmHandover) time.Duration { return h.toAssigned })
+		}, millis},
+		{"then to the first commit", func(r cmResult) time.Duration {
+			return r.medianHandoverBy(func(h cmHandover) time.Duration { return h.toCommit })
+		}, millis},
 	} {
 		km, cm := medianOver(ok, func(r rollRun) time.Duration { return m.f(r.kafka) }), medianOver(ok, func(r rollRun) time.Duration { return m.f(r.through) })
 		lower, equal, higher := 0, 0, 0

@@ -26,6 +26,8 @@ import (
 //     and state filters;
 //   - a streams group with committed offsets under the same ListGroups
 //     filters (its offsets never make it a classic/consumer/Empty group);
+//   - OffsetCommit v9 and OffsetFetch v9 naming a topic that does not
+//     exist: the error (or offset) and the topic's name in the answer;
 //   - a topic created through the coordinator: how soon a KIP-848 member
 //     subscribed to it is assigned its partitions (within 200 ms).
 //
@@ -154,6 +156,13 @@ func differenceAnswers(t *testing.T, side, addr string) (map[string]string, time
 	var assignedAfter time.Duration
 	for {
 		hb := do(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+		// A broker just started may still be loading the group's offsets
+		// partition (FindCoordinator answers before that): a client
+		// retries, and so does this loop, within its 10 s.
+		if hb.ErrorCode == kerr.CoordinatorLoadInProgress.Code && time.Since(created) < 10*time.Second {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		if hb.ErrorCode != 0 {
 			t.Fatalf("%s: heartbeat: %v", side, kerr.ErrorForCode(hb.ErrorCode))
 		}
@@ -184,6 +193,22 @@ func differenceAnswers(t *testing.T, side, addr string) (map[string]string, time
 	streamsMemberCommit(t, side, c, app, "diff-streams-"+side, 5, topic)
 
 	names := strings.NewReplacer("-"+side, "")
+	// By name, a topic no broker has: the commit's and the fetch's
+	// answer, under the request's name.
+	missing := "diff-missing-" + side
+	oc.Topics[0].Topic = missing
+	for _, tp := range do(oc).(*kmsg.OffsetCommitResponse).Topics {
+		out["OffsetCommit v9 of a missing topic"] = fmt.Sprintf("%s %s", names.Replace(tp.Topic), errName(tp.Partitions[0].ErrorCode))
+	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.SetVersion(9)
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: simple, MemberEpoch: -1, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: missing, Partitions: []int32{0}}}}}
+	for _, g := range do(of).(*kmsg.OffsetFetchResponse).Groups {
+		for _, tp := range g.Topics {
+			p := tp.Partitions[0]
+			out["OffsetFetch v9 of a missing topic"] = fmt.Sprintf("%s %s offset=%d epoch=%d", names.Replace(tp.Topic), errName(p.ErrorCode), p.Offset, p.LeaderEpoch)
+		}
+	}
 	for _, v := range []int16{5, 6} {
 		dg := kmsg.NewPtrDescribeGroupsRequest()
 		dg.SetVersion(v)
@@ -234,11 +259,13 @@ func streamsMemberCommit(t *testing.T, side string, c *rawConn, group, member st
 	for _, tp := range topics {
 		oc.Topics = append(oc.Topics, kmsg.OffsetCommitRequestTopic{Topic: tp, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}})
 	}
-	// A topic created on an external cluster by other means than
-	// coordhost is seen at coordhost's next one-second topic poll
-	// (docs/HOST.md), so a commit right after the topic's creation may
-	// find it unknown: try again for up to 3 s on UNKNOWN_TOPIC_ID, as a
-	// client retries it.
+	// A topic just created on the broker can be missing from the
+	// broker's metadata for a moment (the controller answers the
+	// CreateTopics first), and a by-name commit of it is answered
+	// UNKNOWN_TOPIC_OR_PARTITION then, by the broker and through
+	// coordhost alike: try again for up to 3 s, as a client retries it.
+	// UNKNOWN_TOPIC_ID, which names no topic, must never answer a
+	// by-name commit.
 	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		resp, err = c.do(oc)
 		if err != nil {
@@ -253,7 +280,7 @@ func streamsMemberCommit(t *testing.T, side string, c *rawConn, group, member st
 		switch {
 		case failed == nil:
 			return
-		case errors.Is(failed, kerr.UnknownTopicID) && time.Now().Before(deadline):
+		case errors.Is(failed, kerr.UnknownTopicOrPartition) && time.Now().Before(deadline):
 			continue
 		}
 		t.Fatal(failed)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -308,5 +309,102 @@ func TestTxnOffsetCommitForwardedOnce(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the cluster got the commit %d times, want once", n)
+	}
+}
+
+// TestByNameOffsetsOfUnlearnedTopics: requests that name topics by name
+// (OffsetCommit v9, TxnOffsetCommit v5, OffsetFetch v9 and v7) are
+// answered by name as Kafka 4.4 answers them, though the data plane
+// speaks the topic-id versions upstream: a topic the data plane has but
+// the gateway has not learned yet is committed and read back; a topic the
+// data plane does not have is UNKNOWN_TOPIC_OR_PARTITION for a commit
+// and "no offset" for a fetch, under the request's name — not
+// UNKNOWN_TOPIC_ID under an empty name, which a zero id sent upstream at
+// v10 came back as; so is a topic deleted since the gateway learned it.
+func TestByNameOffsetsOfUnlearnedTopics(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "fresh", Partitions: 1, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if d.knownTopic("fresh") {
+		t.Fatal("test premise: the gateway learned the topic at its creation")
+	}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(9)
+	commit.Group, commit.Generation = "app", -1
+	for _, name := range []string{"fresh", "missing"} {
+		commit.Topics = append(commit.Topics, kmsg.OffsetCommitRequestTopic{Topic: name, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}})
+	}
+	resp, err := d.CommitOffsets(ctx, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int16{}
+	for _, tp := range resp.Topics {
+		got[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if len(got) != 2 || got["fresh"] != 0 || got["missing"] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("v9 commit answered %+v, want fresh committed and missing UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
+	}
+
+	txn := kmsg.NewPtrTxnOffsetCommitRequest()
+	txn.SetVersion(5)
+	txn.TransactionalID, txn.Group, txn.ProducerID, txn.ProducerEpoch, txn.Generation = "tx", "app", 1, 0, -1
+	txn.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "missing", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}}}
+	tr, err := d.TxnCommitOffsets(ctx, txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Topics) != 1 || tr.Topics[0].Topic != "missing" || tr.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("v5 transactional commit answered %+v, want missing UNKNOWN_TOPIC_OR_PARTITION", tr.Topics)
+	}
+
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.SetVersion(9)
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "app", MemberEpoch: -1, Topics: []kmsg.OffsetFetchRequestGroupTopic{
+		{Topic: "fresh", Partitions: []int32{0}}, {Topic: "missing", Partitions: []int32{0}},
+	}}}
+	fr, err := d.FetchOffsets(ctx, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets := map[string]string{}
+	for _, tp := range fr.Groups[0].Topics {
+		p := tp.Partitions[0]
+		offsets[tp.Topic] = fmt.Sprintf("%d/%v", p.Offset, kerr.ErrorForCode(p.ErrorCode))
+	}
+	if want := map[string]string{"fresh": "5/<nil>", "missing": "-1/<nil>"}; fmt.Sprint(offsets) != fmt.Sprint(want) {
+		t.Fatalf("v9 fetch answered %v, want %v", offsets, want)
+	}
+	v7 := kmsg.NewPtrOffsetFetchRequest()
+	v7.SetVersion(7)
+	v7.Group = "app"
+	v7.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "missing", Partitions: []int32{0}}}
+	r7, err := d.FetchOffsets(ctx, v7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r7.Topics) != 1 || r7.Topics[0].Topic != "missing" || r7.Topics[0].Partitions[0].Offset != -1 || r7.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("v7 fetch answered %+v, want missing with no offset", r7.Topics)
+	}
+
+	// A topic deleted after the gateway learned it: once the topic poll's
+	// listing (Topics with no names) has seen it gone, a by-name commit is
+	// answered as of an unknown topic, not sent upstream under its old id.
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{"fresh"}
+	del.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("fresh")}}
+	if dr, err := del.RequestWith(ctx, d.Admin()); err != nil || dr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete topic: %+v %v", dr, err)
+	}
+	if _, err := d.Topics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commit.Topics = commit.Topics[:1]
+	if resp, err = d.CommitOffsets(ctx, commit); err != nil {
+		t.Fatal(err)
+	}
+	if tp := resp.Topics[0]; tp.Topic != "fresh" || tp.Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("v9 commit of a deleted topic answered %+v, want fresh UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
 	}
 }

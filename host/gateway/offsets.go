@@ -44,12 +44,9 @@ func (d *DataPlane) commitOffsets(ctx context.Context, cl *kgo.Client, req *kmsg
 	up.Group, up.Generation, up.MemberID = req.Group, -1, ""
 	up.RetentionTimeMillis = req.RetentionTimeMillis
 	for _, t := range req.Topics {
-		name := t.Topic
-		if req.Version >= 10 {
-			name = names[t.TopicID]
-		}
-		if name == "" {
-			out.Topics = append(out.Topics, commitTopicError(t, kerr.UnknownTopicID.Code))
+		name, code := d.upstreamName(req.Version >= 10, t.Topic, t.TopicID, names)
+		if code != 0 {
+			out.Topics = append(out.Topics, commitTopicError(t, code))
 			continue
 		}
 		t.Topic, t.TopicID = name, d.topicIDOr(name, t.TopicID)
@@ -105,16 +102,13 @@ func (d *DataPlane) txnCommitOffsets(ctx context.Context, cl *kgo.Client, req *k
 	up := *req
 	up.Generation, up.MemberID, up.InstanceID, up.Topics = -1, "", nil, nil
 	for _, t := range req.Topics {
-		name := t.Topic
-		if req.Version >= 6 {
-			name = names[t.TopicID]
-		}
-		if name == "" {
+		name, code := d.upstreamName(req.Version >= 6, t.Topic, t.TopicID, names)
+		if code != 0 {
 			rt := kmsg.NewTxnOffsetCommitResponseTopic()
 			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for _, p := range t.Partitions {
 				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicID.Code
+				rp.Partition, rp.ErrorCode = p.Partition, code
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			out.Topics = append(out.Topics, rt)
@@ -192,6 +186,7 @@ func (d *DataPlane) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchReque
 	// Embedded: the gateway answers stability per partition (txnstable.go).
 	perPartition := req.RequireStable && d.txns != nil
 	up.RequireStable = req.RequireStable && !perPartition
+	unknown := map[string][]kmsg.OffsetFetchResponseGroupTopic{} // by group
 	for _, g := range groups {
 		ug := kmsg.NewOffsetFetchRequestGroup()
 		ug.Group = g.Group
@@ -201,6 +196,9 @@ func (d *DataPlane) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchReque
 		for _, t := range g.Topics {
 			if req.Version >= 10 {
 				t.Topic = names[t.TopicID]
+			} else if !d.knownTopic(t.Topic) {
+				unknown[g.Group] = append(unknown[g.Group], noOffsets(t))
+				continue
 			}
 			t.TopicID = d.topicIDOr(t.Topic, t.TopicID)
 			ug.Topics = append(ug.Topics, t)
@@ -211,7 +209,28 @@ func (d *DataPlane) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchReque
 	if err != nil {
 		return nil, fmt.Errorf("data-plane offset fetch: %w", err)
 	}
+	for i := range resp.Groups {
+		if g := &resp.Groups[i]; g.ErrorCode == 0 {
+			g.Topics = append(g.Topics, unknown[g.Group]...)
+		}
+	}
 	return d.fetchResponseAt(req, resp, names, perPartition), nil
+}
+
+// noOffsets answers a by-name fetch of a topic the data plane's metadata
+// does not have as Kafka 4.4 does (its group coordinator looks offsets up
+// by name and has none): each partition without an offset and without an
+// error. Asked upstream at a topic-id version it would carry a zero id and
+// come back UNKNOWN_TOPIC_ID without its name.
+func noOffsets(t kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroupTopic {
+	rt := kmsg.NewOffsetFetchResponseGroupTopic()
+	rt.Topic = t.Topic
+	for _, p := range t.Partitions {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, kmsg.StringPtr("")
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
 }
 
 // fetchResponseAt shapes the batched upstream answer as the client's version expects.
@@ -247,6 +266,28 @@ func (d *DataPlane) fetchResponseAt(req *kmsg.OffsetFetchRequest, resp *kmsg.Off
 		}
 	}
 	return out
+}
+
+// upstreamName is the name a committed topic is forwarded under, or the
+// error Kafka 4.4 answers for it instead (KafkaApis, before the group
+// coordinator). Named by id (OffsetCommit v10, TxnOffsetCommit v6), an id
+// the data plane does not know is UNKNOWN_TOPIC_ID. Named by name, a topic
+// the data plane's metadata does not have (ensureIDs has just asked it) is
+// UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers a by-name commit of a topic
+// its metadata has no id for. Such a topic is not forwarded: the upstream
+// request, negotiated at a topic-id version, would carry a zero id and
+// come back UNKNOWN_TOPIC_ID without the topic's name.
+func (d *DataPlane) upstreamName(byID bool, name string, id [16]byte, names map[[16]byte]string) (string, int16) {
+	if byID {
+		if name = names[id]; name == "" {
+			return "", kerr.UnknownTopicID.Code
+		}
+		return name, 0
+	}
+	if !d.knownTopic(name) {
+		return "", kerr.UnknownTopicOrPartition.Code
+	}
+	return name, 0
 }
 
 // namesFor resolves the topic ids of a v10 request (none otherwise).

@@ -64,7 +64,7 @@ func (d *DataPlane) Topics(ctx context.Context, names ...string) ([]TopicInfo, e
 		}
 		out = append(out, ti)
 	}
-	d.learnTopics(out)
+	d.learnTopics(out, len(names) == 0)
 	return out, nil
 }
 
@@ -149,11 +149,14 @@ func (d *DataPlane) EndOffsets(ctx context.Context, parts map[string][]int32) (m
 
 // learnTopics refreshes the topic id <-> name maps used to translate
 // OffsetCommit/OffsetFetch v10 (topic ids) for data planes that name topics.
-func (d *DataPlane) learnTopics(ts []TopicInfo) {
+// A listing of every topic (all) replaces them, so that a deleted topic is
+// forgotten and a by-name request for it is answered as Kafka answers an
+// unknown topic (upstreamName) instead of going upstream under a stale id.
+func (d *DataPlane) learnTopics(ts []TopicInfo, all bool) {
 	d.topicsMu.Lock()
 	defer d.topicsMu.Unlock()
-	if d.byID == nil {
-		d.byID, d.byName = make(map[[16]byte]string), make(map[string][16]byte)
+	if d.byID == nil || all {
+		d.byID, d.byName = make(map[[16]byte]string, len(ts)), make(map[string][16]byte, len(ts))
 	}
 	for _, t := range ts {
 		if t.Err != nil || t.Name == "" {
@@ -188,6 +191,15 @@ func (d *DataPlane) topicNames(ctx context.Context, ids [][16]byte) (map[[16]byt
 	}
 	out, _ := lookup()
 	return out, nil
+}
+
+// knownTopic reports whether the data plane's metadata named topic when
+// last asked (its id may be zero: a data plane without topic ids).
+func (d *DataPlane) knownTopic(name string) bool {
+	d.topicsMu.Lock()
+	defer d.topicsMu.Unlock()
+	_, ok := d.byName[name]
+	return ok
 }
 
 // topicID returns the id of a topic name, zero when unknown.
