@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -85,7 +84,7 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 	if !ok || subtopologies <= int(limit) {
 		return nil, nil
 	}
-	if _, err := io.CopyN(io.Discard, br, int64(n)); err != nil {
+	if err := c.skipFrame(br, int64(n)); err != nil {
 		return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
 	}
 	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
