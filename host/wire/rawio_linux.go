@@ -138,3 +138,34 @@ func (r *rawIO) Write(p []byte) (int, error) {
 func (r *rawIO) opError(op string, errno syscall.Errno) error {
 	return &net.OpError{Op: op, Net: r.nc.LocalAddr().Network(), Source: r.nc.LocalAddr(), Addr: r.nc.RemoteAddr(), Err: os.NewSyscallError(op, errno)}
 }
+
+// skip drops the next n bytes of the socket with recv(2) and MSG_TRUNC,
+// which on a TCP socket discards the bytes it would have copied (tcp(7)):
+// one call drops all the socket holds, up to n. ok is false, with nothing
+// dropped, when the kernel refuses to (EFAULT: it tried to copy).
+func (r *rawIO) skip(n int64) (ok bool, err error) {
+	for first := true; n > 0; first = false {
+		var got uintptr
+		var errno syscall.Errno
+		err := r.rc.Read(func(fd uintptr) bool {
+			for {
+				got, _, errno = syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, 0, uintptr(min(n, 1<<30)), syscall.MSG_TRUNC, 0, 0)
+				if errno != syscall.EINTR {
+					return errno != syscall.EAGAIN
+				}
+			}
+		})
+		switch {
+		case err != nil:
+			return true, err
+		case errno == syscall.EFAULT && first:
+			return false, nil
+		case errno != 0:
+			return true, r.opError("read", errno)
+		case got == 0:
+			return true, io.ErrUnexpectedEOF
+		}
+		n -= int64(got)
+	}
+	return true, nil
+}

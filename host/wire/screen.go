@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -101,7 +100,7 @@ func (c *conn) refuseTopology(br *bufio.Reader, n int32, h head, prefix []byte, 
 	if !ok || subtopologies <= int(limit) {
 		return nil, nil
 	}
-	if _, err := io.CopyN(io.Discard, br, int64(n)); err != nil {
+	if err := c.skipFrame(br, int64(n)); err != nil {
 		return nil, fmt.Errorf("reading %d-byte frame: %w", n, err)
 	}
 	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
