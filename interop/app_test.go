@@ -3,6 +3,7 @@ package interop
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,12 +184,25 @@ func (f *fleet) startAll(protocol string, gen int) {
 }
 
 // stopAll stops every instance in parallel and returns the first error.
+// The instances move to old before the goroutines start: appends to old
+// from parallel stops raced, and a lost one dropped that instance's log
+// from every later scan (sim-validate's task runs among them).
 func (f *fleet) stopAll() error {
-	errs := make([]error, len(f.procs))
+	live := slices.Clone(f.procs)
+	for i, p := range live {
+		if p != nil {
+			f.procs[i] = nil
+			f.old = append(f.old, p)
+		}
+	}
+	errs := make([]error, len(live))
 	var wg sync.WaitGroup
-	for i := range f.procs {
+	for i, p := range live {
+		if p == nil {
+			continue
+		}
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = f.stop(i) }()
+		go func() { defer wg.Done(); errs[i] = p.stop(45 * time.Second) }()
 	}
 	wg.Wait()
 	for _, err := range errs {

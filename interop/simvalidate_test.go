@@ -207,15 +207,33 @@ type simRecording struct {
 	Restores []restoreRun `json:"restores,omitempty"`
 	// Reports are when the polls saw a member's reported task offsets
 	// or end offsets change (its report reached coordhost in the 200 ms
-	// before); a report that changed nothing does not show. Recordings
-	// made before these were kept hold none.
+	// before), and what coordhost then held of them; a report that
+	// changed nothing does not show. Recordings made before these were
+	// kept hold none, and before the values were kept only the times.
 	Reports []memberReport `json:"reports,omitempty"`
 }
 
-// memberReport is one report of a member, as the polls saw it.
+// memberReport is one report of a member, as the polls saw it: the task
+// offsets and end offsets coordhost held for it after the report, by
+// task id (an unknown end, Long.MAX_VALUE, left out).
 type memberReport struct {
-	Time   time.Time `json:"time"`
-	Member string    `json:"member"`
+	Time    time.Time        `json:"time"`
+	Member  string           `json:"member"`
+	Offsets map[string]int64 `json:"task_offsets,omitempty"`
+	Ends    map[string]int64 `json:"task_end_offsets,omitempty"`
+}
+
+// byTask is a member's reported offsets by task id, the ones a scenario
+// takes (0 to 2^50; Kafka Streams' unknown end, Long.MAX_VALUE, left
+// out).
+func byTask(os []taskOffset) map[string]int64 {
+	out := map[string]int64{}
+	for _, o := range os {
+		if o.Offset >= 0 && o.Offset <= 1<<50 {
+			out[fmt.Sprintf("%s_%d", o.SubtopologyID, o.Partition)] = o.Offset
+		}
+	}
+	return out
 }
 
 // ownersAt is the members' current assignment (what they own) as describe
@@ -512,7 +530,8 @@ func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
 					rec.Processes[m.MemberID] = m.ProcessID
 					if r := fmt.Sprint(m.TaskOffsets, m.TaskEndOffsets); len(m.TaskOffsets)+len(m.TaskEndOffsets) > 0 && reported[m.MemberID] != r {
 						reported[m.MemberID] = r
-						rec.Reports = append(rec.Reports, memberReport{Time: time.Now(), Member: m.MemberID})
+						rec.Reports = append(rec.Reports, memberReport{Time: time.Now(), Member: m.MemberID,
+							Offsets: byTask(m.TaskOffsets), Ends: byTask(m.TaskEndOffsets)})
 					}
 				}
 				if n := len(rec.Owners); n == 0 || rec.Owners[n-1].Epoch != d.Streams.AssignmentEpoch {
@@ -1025,8 +1044,12 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		"end_offsets_refresh_ms":  refresh,
 		"end_offsets_phase_ms":    phase,
 	}
-	if at := r.reportTimes(start); len(at) > 0 {
+	at, values := r.reportTimes(start)
+	if len(at) > 0 {
 		reports["at"] = at
+	}
+	if len(values) > 0 {
+		reports["values"] = values
 	}
 	sc := map[string]any{
 		"name":              r.Group,
@@ -1083,16 +1106,30 @@ func (r *simRecording) changelogAt(start time.Time) int64 {
 	return max(r.ChangelogEnd-grown, 0)
 }
 
-// reportTimes are the scenario's reports.at: per member, the times from
-// start (the window's opening) to End at which the polls saw its report.
-func (r *simRecording) reportTimes(start time.Time) map[string][]float64 {
-	out := map[string][]float64{}
+// reportTimes are the scenario's reports.at and reports.values: per
+// member, the times from start (the window's opening) to End at which
+// the polls saw its report — with what it reported (values) when the
+// recording kept that for each of them, else the times alone (at).
+func (r *simRecording) reportTimes(start time.Time) (at map[string][]float64, values map[string][]sim.ReportValue) {
+	at, values = map[string][]float64{}, map[string][]sim.ReportValue{}
+	timesOnly := map[string]bool{}
 	for _, x := range r.Reports {
-		if !x.Time.Before(start) && !x.Time.After(r.End) {
-			out[x.Member] = append(out[x.Member], x.Time.Sub(start).Seconds())
+		if x.Time.Before(start) || x.Time.After(r.End) {
+			continue
+		}
+		s := x.Time.Sub(start).Seconds()
+		at[x.Member] = append(at[x.Member], s)
+		values[x.Member] = append(values[x.Member], sim.ReportValue{AtS: s, TaskOffsets: x.Offsets, TaskEndOffsets: x.Ends})
+		timesOnly[x.Member] = timesOnly[x.Member] || (x.Offsets == nil && x.Ends == nil)
+	}
+	for m := range at {
+		if timesOnly[m] {
+			delete(values, m)
+		} else {
+			delete(at, m)
 		}
 	}
-	return out
+	return at, values
 }
 
 // recordedInputs are the scenario's recorded_inputs: the history's input
@@ -1965,7 +2002,8 @@ func TestSimRecordingMoves(t *testing.T) {
 // at the recorded time, and it joins again with its own id; a member
 // fenced otherwise, or one that joined less than a session timeout before
 // its fence, leaves at the fence. The reports the polls saw in the window
-// become the members' report times, and the changelogs start at their
+// become the members' report times, or their report values where the
+// recording kept them, and the changelogs start at their
 // measured end back-dated to the window's opening.
 func TestSimScenarioFence(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
@@ -1989,8 +2027,9 @@ func TestSimScenarioFence(t *testing.T) {
 	for _, task := range aggTasks() {
 		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
 	}
-	r.Reports = []memberReport{{Time: at(-1), Member: "a"}, {Time: at(3.5), Member: "a"}, {Time: at(4), Member: "c"},
-		{Time: at(9), Member: "a"}, {Time: at(81), Member: "c"}}
+	r.Reports = []memberReport{{Time: at(-1), Member: "a"}, {Time: at(3.5), Member: "a"},
+		{Time: at(4), Member: "c", Offsets: map[string]int64{"1_0": 40}, Ends: map[string]int64{"1_0": 50, "1_1": 7}},
+		{Time: at(9), Member: "a"}, {Time: at(81), Member: "c", Offsets: map[string]int64{}}}
 	data, err := r.simScenario(simModel{}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -1998,7 +2037,8 @@ func TestSimScenarioFence(t *testing.T) {
 	var sc struct {
 		Events  []map[string]any `json:"events"`
 		Reports struct {
-			At map[string][]float64 `json:"at"`
+			At     map[string][]float64         `json:"at"`
+			Values map[string][]sim.ReportValue `json:"values"`
 		} `json:"reports"`
 	}
 	if err := json.Unmarshal(data, &sc); err != nil {
@@ -2016,8 +2056,13 @@ func TestSimScenarioFence(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Errorf("events %v, want %s", got, want)
 	}
-	if g := fmt.Sprint(sc.Reports.At); g != "map[a:[3.5 9] c:[4]]" {
-		t.Errorf("report times %s, want map[a:[3.5 9] c:[4]]", g)
+	// a's reports were recorded as times only (an older recording), c's
+	// with what it reported: c's are replayed as values.
+	if g := fmt.Sprint(sc.Reports.At); g != "map[a:[3.5 9]]" {
+		t.Errorf("report times %s, want map[a:[3.5 9]]", g)
+	}
+	if g := fmt.Sprint(sc.Reports.Values); g != "map[c:[{4 map[1_0:40] map[1_0:50 1_1:7]}]]" {
+		t.Errorf("report values %s, want c's at 4 s", g)
 	}
 	// The changelogs' mean end read 10 s after the window opened, less
 	// the load's growth since (33 records/s a task): the end at 0 s.

@@ -64,7 +64,7 @@ func TestSimulateEngineFlag(t *testing.T) {
 	}
 	// The migration roll (classic members, a coordhost restart) runs on core.
 	code, out, errs = runSimulate(t, "--engine", "core", "--scenario", "../../testdata/scenarios/migration-roll.yaml", "--assignor", "sticky")
-	if code != 0 || !strings.Contains(out, "builtin:sticky  36 ") {
+	if code != 0 || !strings.Contains(out, "builtin:sticky  25 ") {
 		t.Fatalf("migration roll on core: exit %d\n%s%s", code, out, errs)
 	}
 }

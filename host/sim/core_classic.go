@@ -296,8 +296,14 @@ func (cw *coreWorld) userdataTask(t int32) userdata.TaskID {
 	return ut
 }
 
-// processID is a process's Kafka Streams process id, stable from its name.
+// processID is a process's Kafka Streams process id, the same on both
+// protocols as a real Kafka Streams client's: the name itself when it is
+// a UUID (a recorded run names its processes by their ids), else a UUID
+// made from the name.
 func processID(process string) userdata.ProcessID {
+	if p, err := userdata.ParseProcessID(process); err == nil {
+		return p
+	}
 	return userdata.ProcessID(topicID("process-" + process))
 }
 

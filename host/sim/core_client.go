@@ -36,7 +36,7 @@ func (cw *coreWorld) heartbeatRequest(cl *coreClient) *kmsg.StreamsGroupHeartbea
 	if !cl.joined {
 		req.MemberEpoch = 0
 		req.RebalanceTimeoutMillis = 300000 // Kafka Streams' max.poll.interval.ms
-		process := m.process
+		process := processID(m.process).String()
 		req.ProcessID = &process
 		if m.rack != "" {
 			rack := m.rack

@@ -152,7 +152,9 @@ func (sc *Scenario) recordedFor(atMs, nextMs int64) *recorded {
 // model's, when it lists none), with the input's end offsets
 // (recordedEnds); the host's read of the changelogs' ends carries that
 // input's end offsets, and none for a task the input lists none for
-// (nobody knew its end then: core forgets the host's).
+// (nobody knew its end then: core forgets the host's). A member with
+// recorded values (reports.values) reports those at its recorded times
+// instead (recordedValue), the input's only at its join.
 func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead int64) {
 	if len(cw.sc.recorded) == 0 {
 		return
@@ -169,14 +171,18 @@ func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead
 		}
 		// The recorded time this tick's report stands for (the join's
 		// report: now), and the member's next one.
-		at, next := now, int64(1<<62)
+		at, next, timed := now, int64(1<<62), false
 		i, _ := slices.BinarySearch(times, now-cw.sc.TickMs+1)
 		if i < len(times) && times[i] <= now {
-			at = times[i]
+			at, timed = times[i], true
 			i++
 		}
 		if i < len(times) {
 			next = times[i]
+		}
+		if timed && cw.sc.reportVal[m.label] != nil {
+			cw.recReport[m.id] = true // its recorded value (recordedValue)
+			continue
 		}
 		r := cw.sc.recordedFor(at, next)
 		if r == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coordhost/coordhost/abi"
@@ -209,5 +210,44 @@ events:`)
 		if want := at - 10 + c.restoreS; at <= 10 || at > 15 || a.UnavailableTaskS != want {
 			t.Errorf("lags %q: target at %v s, %v unavailable task-seconds, want %v", c.lags, at, a.UnavailableTaskS, want)
 		}
+	}
+}
+
+// TestCoreEngineReportValues: a member with recorded report values
+// (reports.values) reports exactly those from its recorded time on — the
+// assignor's input at b's leave (10 s) carries a's recorded offsets, not
+// its state (it holds none for b's tasks) — and before that time the
+// model's report.
+func TestCoreEngineReportValues(t *testing.T) {
+	reports := `reports:
+  task_offset_interval_ms: 60000
+  end_offsets_refresh_ms: 60000
+  values:
+    a:
+      - {at_s: 5, task_offsets: {"0_2": 4321, "0_3": 1234}, task_end_offsets: {"0_2": 5000, "0_3": 9999}}
+state:`
+	offsetsAt := func(sc *sim.Scenario) []map[string]int64 {
+		var got []map[string]int64 // a's offsets at each run with a alone (after b's leave)
+		capture := sim.Assignor{Name: "sticky", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			if _, procs := inputOffsets(req); len(req.Members) == 1 {
+				for _, offs := range procs {
+					got = append(got, offs)
+				}
+			}
+			return assignorNamed(t, "sticky").Assign(req)
+		}}
+		if _, err := sim.RunCore(sc, []sim.Assignor{capture}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	with := offsetsAt(leaveScenario(t, "state:", reports))
+	want := map[string]int64{"0_2": 4321, "0_3": 1234}
+	if len(with) != 1 || !maps.Equal(with[0], want) {
+		t.Errorf("a's offsets at b's leave %v, want its recorded report %v", with, want)
+	}
+	model := offsetsAt(leaveScenario(t, "state:", strings.Replace(reports, `task_offsets: {"0_2": 4321, "0_3": 1234}, `, "", 1)))
+	if len(model) != 1 || len(model[0]) != 0 {
+		t.Errorf("without recorded offsets a reports %v at b's leave, want none (it runs its own actives and holds no other state)", model)
 	}
 }

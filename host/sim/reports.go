@@ -29,14 +29,29 @@ func (w *world) report(now int64) {
 			// Its recorded times: each reported at the first tick at or
 			// after it; before the first, it reports when it joins.
 			i, _ := slices.BinarySearch(times, now-w.sc.TickMs+1)
-			if m.reported == nil || (i < len(times) && times[i] <= now) {
+			due := i < len(times) && times[i] <= now
+			if m.reported == nil || due {
 				w.takeReport(now, m)
+			}
+			if due {
+				last, _ := slices.BinarySearch(times, now+1)
+				w.recordedValue(m, last-1)
 			}
 			continue
 		}
 		if (m.reportDueMs >= 0 && now >= m.reportDueMs) || m.reported == nil || now-m.reportAtMs >= r.TaskOffsetIntervalMs || w.hotWarmup(now, m) {
 			w.takeReport(now, m)
 		}
+	}
+}
+
+// recordedValue replaces m's report with its i-th recorded value
+// (reports.values), the last of a tick that holds several; a member
+// without recorded values keeps the model's.
+func (w *world) recordedValue(m *member, i int) {
+	if vals := w.sc.reportVal[m.label]; i < len(vals) {
+		copy(m.reported, vals[i].offs)
+		copy(m.reportedEnd, vals[i].ends)
 	}
 }
 

@@ -155,7 +155,7 @@ func (w *world) run() AssignorReport {
 			reasons = w.apply(steps[0], reasons)
 			steps = steps[1:]
 		}
-		if r := w.convert(now); r != "" {
+		if r := w.convert(now, len(reasons) > 0); r != "" {
 			reasons = append(reasons, r)
 		}
 		if down = now < w.downUntil; down {
@@ -266,11 +266,13 @@ func (w *world) apply(s step, reasons []string) []string {
 // does: a group whose members are all classic is a classic group; the
 // first streams member converts it to a streams group, with a rebalance.
 // It converts back, without a rebalance, once its members are all
-// classic, the group has settled and no process that left on its own
-// within a session timeout is still away (docs/MIGRATION.md, the settled
-// downgrade). It returns the reason it gives for a rebalance, if it
+// classic, the group has settled — in core's sense: no rebalance is due
+// (the target includes every member) and every member holds its target,
+// no grant pending; copies may still be restoring — and no process that
+// left on its own within a session timeout is still away
+// (docs/MIGRATION.md, the settled downgrade). It returns the reason it gives for a rebalance, if it
 // converted with one.
-func (w *world) convert(now int64) string {
+func (w *world) convert(now int64, rebalancing bool) string {
 	streams, classic := false, false
 	for _, m := range w.members {
 		if m.classic {
@@ -286,7 +288,7 @@ func (w *world) convert(now int64) string {
 			w.out.Conversions = append(w.out.Conversions, Conversion{AtS: seconds(now), To: "streams"})
 			return "group-converted:streams"
 		}
-	case !streams && classic && w.streamsMode && w.settled && !w.awaited(now):
+	case !streams && classic && w.streamsMode && !rebalancing && w.granting == 0 && !w.awaited(now):
 		w.streamsMode = false
 		w.out.Conversions = append(w.out.Conversions, Conversion{AtS: seconds(now), To: "classic"})
 	}
@@ -375,20 +377,24 @@ func (w *world) request(rec *recorded) *abi.AssignRequest {
 	return req
 }
 
-// processIndex lists the distinct processes of n members (process(i)
-// is the i-th's), sorted, and maps each to its index in the list.
+// processIndex lists the process ids (processID) of the distinct
+// processes of n members (process(i) is the i-th's name), sorted as the
+// host sorts them for core, and maps each name to its index in the list:
+// the assignor sees the same processes in the same order on both engines.
 func processIndex(n int, process func(int) string) ([]string, map[string]int32) {
 	var list []string
-	procs := map[string]int32{}
+	idOf := map[string]string{}
 	for i := range n {
 		p := process(i)
-		if _, ok := procs[p]; !ok {
-			procs[p] = 0
-			list = append(list, p)
+		if _, ok := idOf[p]; !ok {
+			idOf[p] = processID(p).String()
+			list = append(list, idOf[p])
 		}
 	}
 	sort.Strings(list)
-	for i, p := range list {
+	procs := make(map[string]int32, len(idOf))
+	for p, id := range idOf {
+		i, _ := slices.BinarySearch(list, id)
 		procs[p] = int32(i)
 	}
 	return list, procs

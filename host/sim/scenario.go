@@ -106,8 +106,11 @@ type Scenario struct {
 	recorded []recorded
 	// stops are, per task, the recorded moves' stops in time order.
 	stops map[int32][]recStop
-	// reportAt are reports.at in milliseconds, per label in time order.
-	reportAt map[string][]int64
+	// reportAt are reports.at in milliseconds, per label in time order,
+	// and reportVal the values of reports.values in the same order.
+	reportAt     map[string][]int64
+	reportVal    map[string][]reportValue
+	reportValues int // the offsets reportVal holds
 }
 
 // InitialMember is one member's part of the starting point.
@@ -149,6 +152,22 @@ type Reports struct {
 	// then at those times (its process's state then), at no other; the
 	// members not listed report by the rules above.
 	At map[string][]float64 `json:"at,omitempty"`
+	// Values are, per member (its join label), what a recorded run's
+	// member reported: at each time its report reached the host, the
+	// task offsets and end offsets the host then held for it. Such a
+	// member reports when it joins and then at those times exactly those
+	// values (the times are its reports.at; a label is in at or values,
+	// not both).
+	Values map[string][]ReportValue `json:"values,omitempty"`
+}
+
+// ReportValue is one recorded report of a member, by task id: the
+// offsets of its process's state and the end offsets it reported (a task
+// not listed: none).
+type ReportValue struct {
+	AtS            float64          `json:"at_s"`
+	TaskOffsets    map[string]int64 `json:"task_offsets,omitempty"`
+	TaskEndOffsets map[string]int64 `json:"task_end_offsets,omitempty"`
 }
 
 // Subtopology is one subtopology of the group's topology.
@@ -415,28 +434,78 @@ func (sc *Scenario) validate() error {
 	return nil
 }
 
-// validateReportTimes checks reports.at (times within the scenario, at
-// most MaxEvents in all) and orders each member's times.
+// validateReportTimes checks reports.at and reports.values (times within
+// the scenario, at most MaxEvents in all, known task ids, the values
+// bounded as recorded inputs are) and orders each member's reports.
 func (sc *Scenario) validateReportTimes() error {
-	if sc.Reports == nil || sc.Reports.At == nil {
+	if sc.Reports == nil || (sc.Reports.At == nil && sc.Reports.Values == nil) {
 		return nil
 	}
 	n := 0
-	sc.reportAt = map[string][]int64{}
+	sc.reportAt, sc.reportVal = map[string][]int64{}, map[string][]reportValue{}
+	check := func(label string, at float64) (int64, error) {
+		if n++; n > MaxEvents {
+			return 0, fmt.Errorf("more than %d times", MaxEvents)
+		}
+		if !finite(at) || at < 0 || at > sc.DurationS {
+			return 0, fmt.Errorf("%q: %v must be in [0, duration_s]", label, at)
+		}
+		return ms(at), nil
+	}
 	for _, label := range slices.Sorted(maps.Keys(sc.Reports.At)) {
 		if label == "" {
 			return errors.New("reports.at: empty member label")
 		}
 		for _, at := range sc.Reports.At[label] {
-			if n++; n > MaxEvents {
-				return fmt.Errorf("reports.at: more than %d times", MaxEvents)
+			t, err := check(label, at)
+			if err != nil {
+				return fmt.Errorf("reports.at: %w", err)
 			}
-			if !finite(at) || at < 0 || at > sc.DurationS {
-				return fmt.Errorf("reports.at: %q: %v must be in [0, duration_s]", label, at)
-			}
-			sc.reportAt[label] = append(sc.reportAt[label], ms(at))
+			sc.reportAt[label] = append(sc.reportAt[label], t)
 		}
 		slices.Sort(sc.reportAt[label])
+	}
+	for _, label := range slices.Sorted(maps.Keys(sc.Reports.Values)) {
+		if err := sc.validateReportValues(label, check); err != nil {
+			return fmt.Errorf("reports.values: %w", err)
+		}
+	}
+	return nil
+}
+
+// reportValue is a ReportValue as the replay uses it: per task, -1 none.
+type reportValue struct {
+	offs, ends []int64
+}
+
+// validateReportValues checks and orders label's reports.values.
+func (sc *Scenario) validateReportValues(label string, check func(string, float64) (int64, error)) error {
+	if label == "" {
+		return errors.New("empty member label")
+	}
+	if _, ok := sc.Reports.At[label]; ok {
+		return fmt.Errorf("%q is in reports.at too", label)
+	}
+	vals := slices.Clone(sc.Reports.Values[label])
+	sort.SliceStable(vals, func(i, j int) bool { return vals[i].AtS < vals[j].AtS })
+	total := len(sc.tasks)
+	for _, v := range vals {
+		t, err := check(label, v.AtS)
+		if err != nil {
+			return err
+		}
+		if sc.reportValues += 2 * total; sc.reportValues > maxRecordedValues {
+			return fmt.Errorf("more than %d offsets", maxRecordedValues)
+		}
+		rv := reportValue{offs: none(total), ends: none(total)}
+		if err := sc.recordedOffsets(v.TaskOffsets, rv.offs); err != nil {
+			return fmt.Errorf("%q at %v: task_offsets: %w", label, v.AtS, err)
+		}
+		if err := sc.recordedOffsets(v.TaskEndOffsets, rv.ends); err != nil {
+			return fmt.Errorf("%q at %v: task_end_offsets: %w", label, v.AtS, err)
+		}
+		sc.reportAt[label] = append(sc.reportAt[label], t)
+		sc.reportVal[label] = append(sc.reportVal[label], rv)
 	}
 	return nil
 }
