@@ -55,6 +55,10 @@ type event struct {
 	// group is the group the event is for, its fairness key in the
 	// partition's rounds (runtime.Event.Key); "" for partition-wide work.
 	group string
+	// spent is the time the request's handler already spent on it on the
+	// request's goroutine (a streams heartbeat's preparation): do charges
+	// it with the request's decoding, in one quota record.
+	spent time.Duration
 }
 
 // call is one client request waiting for its response.
@@ -367,10 +371,11 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 	group, configs := requestGroup(req)
 	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)
-	// Decoding the request was the group's work too, as Kafka's request
-	// quota counts a request's network-thread time: it counts towards the
-	// group's quota (loop_quota.go).
-	l.rt.Charge(p, group, req.Decode)
+	// Decoding the request (and what its handler did before queueing it,
+	// ev.spent) was the group's work too, as Kafka's request quota counts
+	// a request's network-thread time: it counts towards the group's
+	// quota (loop_quota.go).
+	l.rt.Charge(p, group, req.Decode+ev.spent)
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}
