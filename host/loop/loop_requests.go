@@ -103,14 +103,15 @@ func stepped(o steppedOpts) groupHandler {
 				return nil, err
 			}
 		}
-		// The preparation is the group's work too: do charges it towards
-		// the group's quota with the request's decoding (loop_quota.go).
-		return l.do(ctx, req, event{spent: spent, mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+		// The preparation is the group's work too: doSpent charges it
+		// towards the group's quota with the request's decoding
+		// (loop_quota.go).
+		return l.doSpent(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			if o&configureGroup != 0 {
 				l.configure(c, group)
 			}
 			return l.step(c, now, core.Request{ID: id, Client: client, Body: req.Body, Prepared: prep})
-		}})
+		}}, spent)
 	}
 }
 
