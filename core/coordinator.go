@@ -37,7 +37,7 @@ type Coordinator struct {
 	// the batches not committed, where each sealed batch ends in both
 	// (undo.go), the batches sealed and committed so far, the Output being
 	// built by the running entry point.
-	undo               []func()
+	undo               []undoEntry
 	batchParked        []RequestID
 	marks, parkedMarks []int
 	sealed, committed  uint64

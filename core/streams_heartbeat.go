@@ -49,10 +49,7 @@ func (c *Coordinator) savepoint() savepoint {
 }
 
 func (c *Coordinator) revertTo(sp savepoint) {
-	for i := len(c.undo) - 1; i >= sp.undo; i-- {
-		c.undo[i]()
-	}
-	c.undo = c.undo[:sp.undo]
+	c.runUndo(sp.undo)
 	c.out.Records = c.out.Records[:sp.records]
 	c.out.Events = c.out.Events[:sp.events]
 	c.out.Timers = c.out.Timers[:sp.timers]

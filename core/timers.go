@@ -340,7 +340,7 @@ func (c *Coordinator) setTimer(t timer) {
 	}
 	c.out.Timers = append(c.out.Timers, TimerChange{Key: t.key, Deadline: t.deadline})
 	if !c.loading {
-		c.onUndo(func() { c.restoreTimer(t.key, old, had) })
+		c.onUndoTimer(t.key, old, had)
 	}
 }
 
@@ -361,7 +361,7 @@ func (c *Coordinator) cancelTimer(key TimerKey) {
 	if c.out != nil {
 		c.out.Timers = append(c.out.Timers, TimerChange{Key: key, Cancel: true})
 	}
-	c.onUndo(func() { c.restoreTimer(key, old, had) })
+	c.onUndoTimer(key, old, had)
 }
 
 func (c *Coordinator) restoreTimer(key TimerKey, old timerState, had bool) {

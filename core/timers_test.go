@@ -90,3 +90,34 @@ func TestLoadedTimers(t *testing.T) {
 		t.Fatalf("a deadline (%d) after Loaded's rollback", d)
 	}
 }
+
+// TestRollbackRestoresTimers: a batch that moves a member's session
+// timer (a steady heartbeat) and then cancels it, rolled back, leaves
+// the timer at its committed deadline, first to come due as before.
+func TestRollbackRestoresTimers(t *testing.T) {
+	h := newCHarness(t, consumerTestConfig())
+	resp := h.hb(joinReq("g", "m", "a"))
+	key := consumerSessionKey("g", "m")
+	committed, ok := h.c.timerDeadline(key)
+	if !ok {
+		t.Fatal("no session timer after the join")
+	}
+	h.now += 1000
+	h.c.consumerGroupHeartbeat(h.now, 99, ClientInfo{ClientID: "cli"}, ackReq("g", "m", resp.MemberEpoch, resp.Assignment.Topics))
+	if moved, _ := h.c.timerDeadline(key); moved != committed+1000 {
+		t.Fatalf("the heartbeat moved the session deadline from %d to %d, want %d", committed, moved, committed+1000)
+	}
+	h.c.begin(h.now)
+	h.c.cancelTimer(key)
+	h.c.end()
+	if h.c.hasTimer(key) {
+		t.Fatal("the session timer survived its cancel")
+	}
+	h.c.Rollback()
+	if d, ok := h.c.timerDeadline(key); !ok || d != committed {
+		t.Fatalf("after the rollback the session deadline is %d (%v), want %d", d, ok, committed)
+	}
+	if next, _ := h.c.NextDeadline(); next > committed {
+		t.Fatalf("the next deadline is %d, after the session timer's %d", next, committed)
+	}
+}

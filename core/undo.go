@@ -1,9 +1,10 @@
 package core
 
 // The undo log implements Kafka's timeline-snapshot semantics cheaply: every
-// mutation of durable state made while applying a record, and every timer
-// change, pushes a closure that reverts it. Commit forgets the log; Rollback
-// runs it backwards. Cost is O(changes), independent of group size.
+// mutation of durable state made while applying a record pushes a closure
+// that reverts it, and every timer change the timer's previous state.
+// Commit forgets the log; Rollback runs it backwards. Cost is O(changes),
+// independent of group size.
 //
 // Several batches may be uncommitted at once (the host steps the next batch
 // while the last one's append is in flight, as Kafka's CoordinatorRuntime
@@ -13,12 +14,53 @@ package core
 // batches ever sealed and committed how many of them are final, so a batch's
 // number tells whether it is committed.
 
+// undoEntry is one entry of the undo log: fn, or (fn nil) a timer to put
+// back. The commonest change, a heartbeat resetting its member's session
+// timer, so needs no closure allocated (onUndoTimer).
+type undoEntry struct {
+	fn    func()
+	timer timerUndo
+}
+
+// timerUndo is what puts a timer back: its state before, if it had one.
+type timerUndo struct {
+	key TimerKey
+	old timerState
+	had bool
+}
+
+func (u *undoEntry) run(c *Coordinator) {
+	if u.fn != nil {
+		u.fn()
+		return
+	}
+	c.restoreTimer(u.timer.key, u.timer.old, u.timer.had)
+}
+
 // onUndo registers fn to run if the current batch is rolled back.
 func (c *Coordinator) onUndo(fn func()) {
 	if c.replaying {
 		return
 	}
-	c.undo = append(c.undo, fn)
+	c.undo = append(c.undo, undoEntry{fn: fn})
+}
+
+// onUndoTimer registers putting the timer with key back to old (or
+// removing it, !had) if the current batch is rolled back.
+func (c *Coordinator) onUndoTimer(key TimerKey, old timerState, had bool) {
+	if c.replaying {
+		return
+	}
+	c.undo = append(c.undo, undoEntry{timer: timerUndo{key, old, had}})
+}
+
+// runUndo runs the undo log backwards down to entry n and drops what ran.
+func (c *Coordinator) runUndo(n int) {
+	for i := len(c.undo) - 1; i >= n; i-- {
+		c.undo[i].run(c)
+	}
+	clear(c.undo[n:])
+	c.undo = c.undo[:n]
 }
 
 // Commit tells the Coordinator that every record returned since the last
@@ -85,11 +127,7 @@ func (c *Coordinator) dropParked(id RequestID) {
 // lists parked requests that were dropped (Failed) and timer changes and
 // assignor runs needed to resume from the durable state.
 func (c *Coordinator) Rollback() Output {
-	for i := len(c.undo) - 1; i >= 0; i-- {
-		c.undo[i]()
-	}
-	clear(c.undo)
-	c.undo = c.undo[:0]
+	c.runUndo(0)
 	c.marks, c.parkedMarks = c.marks[:0], c.parkedMarks[:0]
 	c.sealed++
 	c.committed = c.sealed

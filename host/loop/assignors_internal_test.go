@@ -33,7 +33,7 @@ func streamsJoin(group, member, source string) *wire.Request {
 // nativeDeps are the deps of a one-partition loop whose core has topic
 // "in" (3 partitions), no rebalance delay, interval or assignor wait,
 // and whose sticky assignor is fn.
-func nativeDeps(t *testing.T, fn assign.Native) Deps {
+func nativeDeps(t testing.TB, fn assign.Native) Deps {
 	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Streams.InitialRebalanceDelayMs, cfg.Streams.AssignmentIntervalMs, cfg.AssignorWaitMs = 0, 0, 0

@@ -363,14 +363,22 @@ func (l *Loop) submit(p int, ev event) error {
 // do submits a request event to the partition of the request's group
 // (requestGroup) and waits for its response.
 func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Response, error) {
+	return l.doSpent(ctx, req, ev, 0)
+}
+
+// doSpent is do for a request its handler already spent time on, on the
+// request's goroutine (a streams heartbeat's preparation): that time is
+// charged with the request's decoding, in one quota record.
+func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent time.Duration) (kmsg.Response, error) {
 	ev.call = &call{req: req, done: make(chan reply, 1)}
 	group, configs := requestGroup(req)
 	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)
-	// Decoding the request was the group's work too, as Kafka's request
-	// quota counts a request's network-thread time: it counts towards the
-	// group's quota (loop_quota.go).
-	l.rt.Charge(p, group, req.Decode)
+	// Decoding the request (and what its handler did before queueing it,
+	// spent) was the group's work too, as Kafka's request quota counts
+	// a request's network-thread time: it counts towards the group's
+	// quota (loop_quota.go).
+	l.rt.Charge(p, group, req.Decode+spent)
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}

@@ -14,7 +14,7 @@ import (
 
 // quotaLoop is a one-partition loop (nativeDeps) with a 5 % group
 // quota whose sticky assignor is fn.
-func quotaLoop(t *testing.T, fn assign.Native) *Loop {
+func quotaLoop(t testing.TB, fn assign.Native) *Loop {
 	t.Helper()
 	d := nativeDeps(t, fn)
 	d.GroupQuotaPercent = 5
@@ -28,7 +28,7 @@ func quotaLoop(t *testing.T, fn assign.Native) *Loop {
 
 // quotaBeat sends member "m" of group a heartbeat (a join at epoch 0),
 // its decoding having taken decode, and returns the answer.
-func quotaBeat(t *testing.T, l *Loop, group string, epoch int32, decode time.Duration) *kmsg.StreamsGroupHeartbeatResponse {
+func quotaBeat(t testing.TB, l *Loop, group string, epoch int32, decode time.Duration) *kmsg.StreamsGroupHeartbeatResponse {
 	t.Helper()
 	req := streamsJoin(group, "m", "in")
 	if epoch != 0 {

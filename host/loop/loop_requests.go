@@ -96,22 +96,22 @@ func stepped(o steppedOpts) groupHandler {
 		}
 		group, _ := requestGroup(req)
 		var prep *core.PreparedStreamsHeartbeat
+		var spent time.Duration
 		if b, ok := req.Body.(*kmsg.StreamsGroupHeartbeatRequest); ok && o&prepareStreams != 0 {
 			var err error
-			var spent time.Duration
 			if prep, spent, err = prepareStreamsHeartbeat(ctx, b); err != nil {
 				return nil, err
 			}
-			// The preparation is the group's work too: it counts
-			// towards the group's quota (loop_quota.go).
-			l.rt.Charge(l.rt.PartitionFor(group), group, spent)
 		}
-		return l.do(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
+		// The preparation is the group's work too: doSpent charges it
+		// towards the group's quota with the request's decoding
+		// (loop_quota.go).
+		return l.doSpent(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			if o&configureGroup != 0 {
 				l.configure(c, group)
 			}
 			return l.step(c, now, core.Request{ID: id, Client: client, Body: req.Body, Prepared: prep})
-		}})
+		}}, spent)
 	}
 }
 
