@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +24,8 @@ import (
 // group.protocol=consumer (the first one upgrades the group), then those
 // one at a time by classic ones again (the last one leaving downgrades
 // it), while a producer writes to every partition; each replacement is a
-// stop, the group settling without it, then a start. From the consumers'
+// stop, the group settling without it, then a start, and each step begins
+// the assignment interval after the previous one settled. From the consumers'
 // own rebalance callbacks and commits, in the order the JVM printed them:
 // no partition ever has two owners, a record is processed twice only if
 // it came after its partition's last successful commit, the roll's
@@ -255,7 +257,7 @@ func runMigrationRoll(t *testing.T, dir, name, addr string, admin *kgo.Client) c
 		fmt.Fprintln(java.in, "exit")
 		_ = java.stop(30 * time.Second)
 	}()
-	s := &cmSide{t: t, name: name, group: group, topic: topic, java: java, desc: desc}
+	s := &cmSide{t: t, name: name, group: group, topic: topic, java: java, desc: desc, pace: cmAssignmentInterval(t)}
 	s.begin("classic")
 	for i := 0; i < 3; i++ {
 		s.start(fmt.Sprintf("c%d", i), true)
@@ -385,10 +387,47 @@ type cmSide struct {
 	desc        *kgo.Client
 	live        []string
 	steps       []cmStep
+	// pace is how long after a step settled the next one begins: the
+	// consumer assignment interval (settledAt is when the last step was
+	// seen settled, zero before the first).
+	pace      time.Duration
+	settledAt time.Time
 }
 
-// begin starts counting a new step's callbacks.
+// cmAssignmentInterval is group.consumer.assignment.interval.ms as the
+// suite configures both coordinators (Kafka 4.4's and core's default,
+// 1 s, when neither sets it); it fails the test if the two differ.
+func cmAssignmentInterval(t *testing.T) time.Duration {
+	t.Helper()
+	broker, ok := brokerConfig["group.consumer.assignment.interval.ms"]
+	if !ok {
+		broker = "1000"
+	}
+	through := "1000"
+	const flag = "--groups.defaults.consumer.assignment.interval.ms="
+	for _, f := range coordhostFlags {
+		if strings.HasPrefix(f, flag) {
+			through = strings.TrimPrefix(f, flag)
+		}
+	}
+	ms, err := strconv.Atoi(broker)
+	if err != nil || broker != through {
+		t.Fatalf("consumer assignment interval: broker %q, coordhost %q: want the same number of ms", broker, through)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// begin starts counting a new step's callbacks, at least the assignment
+// interval after the previous step settled. Both coordinators compute a
+// new target only once the last one is the interval old, so a step begun
+// sooner after the last target waits out the rest of the interval, and a
+// side that settled sooner would wait longer; the last target came before
+// the settle, so from here the step's target is computed at the first
+// heartbeat after its change, on both sides alike (docs/CONSUMER.md).
 func (s *cmSide) begin(step string) {
+	if !s.settledAt.IsZero() {
+		time.Sleep(time.Until(s.settledAt.Add(s.pace)))
+	}
 	s.steps = append(s.steps, cmStep{name: step, from: time.Now().UnixMilli()})
 }
 
@@ -429,7 +468,8 @@ func (s *cmSide) settle(step, kind string, n int) {
 	for time.Now().Before(deadline) {
 		why = s.unsettled(kind, n)
 		if why == "" {
-			s.t.Logf("%s: %s settled in %v", s.name, step, time.Since(began).Round(100*time.Millisecond))
+			s.settledAt = time.Now()
+			s.t.Logf("%s: %s settled in %v", s.name, step, s.settledAt.Sub(began).Round(100*time.Millisecond))
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

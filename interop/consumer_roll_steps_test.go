@@ -3,6 +3,7 @@ package interop
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStepTable checks the compare's per-step section: the classic
@@ -39,5 +40,26 @@ func TestStepTable(t *testing.T) {
 	}
 	if strings.Contains(out, "| classic |") {
 		t.Errorf("the classic formation is in the step table:\n%s", out)
+	}
+}
+
+// TestStepPace checks that a step begins no sooner than the assignment
+// interval after the previous one settled, that the first waits for
+// nothing, and that the interval is the one the suite gives both
+// coordinators (1 s when neither sets it).
+func TestStepPace(t *testing.T) {
+	if got := cmAssignmentInterval(t); got != time.Second {
+		t.Errorf("assignment interval %v, want the 1 s default", got)
+	}
+	s := &cmSide{t: t, pace: 300 * time.Millisecond}
+	began := time.Now()
+	s.begin("first")
+	if d := time.Since(began); d >= s.pace {
+		t.Errorf("the first step waited %v", d)
+	}
+	s.settledAt = time.Now()
+	s.begin("second")
+	if from := time.UnixMilli(s.steps[1].from); from.Before(s.settledAt.Add(s.pace).Truncate(time.Millisecond)) {
+		t.Errorf("the second step began %v after the first settled, want at least %v", from.Sub(s.settledAt), s.pace)
 	}
 }
