@@ -536,7 +536,9 @@ func envInt(t *testing.T, name string, def int) int {
 
 // TestFloodThroughBinary measures the canaries of a coordhost process (50
 // store partitions, default limits; COORDHOST_FLOOD_PARTITIONS forces
-// another count, 1 for the control that must fail) over the wire, every
+// another count; the control that must fail is the group quota off,
+// COORDHOST_RUNTIME_GROUP_QUOTA_PERCENT=0, at one partition or fifty —
+// with the quota on, one partition passes on an idle machine) over the wire, every
 // flood sent by a load-generating process of its own (this test binary
 // running TestFloodLoadProcess or TestFrameFloodProcess), so the
 // canaries' process runs only the canaries. The floods: 16 connections
