@@ -579,7 +579,8 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 			rest = append(rest, ev)
 			continue
 		}
-		if _, tick := ev.Input.(Tick); tick && len(evs) > 0 {
+		_, tick := ev.Input.(Tick)
+		if tick && len(evs) > 0 {
 			// The round ends before a Tick: the events queued before it
 			// are stepped first, as Kafka runs a timer's event behind the
 			// requests already queued (a 0 ms initial rebalance delay
@@ -591,8 +592,8 @@ func (p *partition) takeLocked(only func(key string) bool) []Event {
 			taken[ev.Key]++
 		}
 		evs = append(evs, ev)
-		if _, tick := ev.Input.(Tick); tick {
-			// A Tick at the head is a round of its own: the events queued
+		if tick {
+			// A Tick first in a round is a round of its own: the events queued
 			// after it stay in the queue, where its Waiting sees them, so
 			// a canary's heartbeat behind a mass expiry waits for one
 			// timer's work, not for the Tick's whole slice.
