@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Record is one keyed entry of a partition's log. Key and Value are opaque
@@ -50,6 +51,19 @@ type Log interface {
 type LendingLog interface {
 	Log
 	ReplayLent(p int, fn func(Record) error) error
+}
+
+// TimedLog is a Log that also says what an append cost: AppendTimed is
+// Append, returning the CPU time storing recs took (its share of a write
+// it shared with other partitions' records, the kernel's work writing
+// and syncing the pages included, the waits for the disk and for the
+// write to start not). The runtime charges that time to the keys whose
+// records it stored (Record.Owner), by their bytes, towards their quota
+// (Config.QuotaPercent), as Kafka's request quota counts the broker's
+// time on a request's log append.
+type TimedLog interface {
+	Log
+	AppendTimed(p int, recs []Record) (time.Duration, error)
 }
 
 // The errors a Log's Append wraps.

@@ -73,6 +73,28 @@ func (q *quota) record(key string, now time.Time, d time.Duration) {
 	q.step(key, now, d, false)
 }
 
+// chargeAppend charges took, the time appending recs cost, to the keys
+// that own them, each its records' share of their bytes; the share of
+// records of no owner is charged to nobody. Like record, it never by
+// itself makes a key delay anyone: a key whose own appends are slow is
+// throttled only once one of its steps held others up.
+func (q *quota) chargeAppend(recs []Record, now time.Time, took time.Duration) {
+	if !q.on() || took <= 0 {
+		return
+	}
+	total, owned := 0, map[string]int{}
+	for _, r := range recs {
+		n := len(r.Key) + len(r.Value)
+		total += n
+		if r.Owner != "" {
+			owned[r.Owner] += n
+		}
+	}
+	for key, n := range owned {
+		q.record(key, now, time.Duration(float64(took)*float64(n)/float64(max(total, 1))))
+	}
+}
+
 // step charges d of step time, ending at now, to key; delayed: other
 // work waited meanwhile (partition.delaysOthers).
 func (q *quota) step(key string, now time.Time, d time.Duration, delayed bool) {

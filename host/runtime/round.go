@@ -448,7 +448,7 @@ func (p *partition) appendRounds() {
 		p.mu.Unlock()
 		err := rs[0].err
 		if err == nil {
-			err = p.rt.cfg.Log.Append(p.id, recs)
+			err = p.append(recs)
 		}
 		p.mu.Lock()
 		for _, r := range rs {
@@ -473,6 +473,20 @@ func (p *partition) appendRounds() {
 			return
 		}
 	}
+}
+
+// append appends recs to p's log; a TimedLog's time for them is charged
+// to their owners (quota.chargeAppend).
+func (p *partition) append(recs []Record) error {
+	tl, ok := p.rt.cfg.Log.(TimedLog)
+	if !ok || !p.quota.on() {
+		return p.rt.cfg.Log.Append(p.id, recs)
+	}
+	took, err := tl.AppendTimed(p.id, recs)
+	if err == nil {
+		p.quota.chargeAppend(recs, p.rt.cfg.Now(), took)
+	}
+	return err
 }
 
 // nextAppendLocked returns the rounds of the next append: the rounds

@@ -187,7 +187,8 @@ type Config struct {
 	MaxRoundBytes int
 	// QuotaPercent is the share of a partition's step time one Event.Key
 	// may use over QuotaWindow (default DefaultQuotaPercent; negative: no
-	// quota). A key over it is throttled (Runtime.Throttle) and a round
+	// quota), its appends' time counted in when Log is a TimedLog and
+	// the time charged by Runtime.Charge. A key over it is throttled (Runtime.Throttle) and a round
 	// takes at most one of its events, stepped after the other keys'.
 	QuotaPercent float64
 	// MaxThrottle caps Runtime.Throttle (default DefaultMaxThrottle).

@@ -3,8 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coordhost/coordhost/host/runtime"
 )
@@ -27,6 +29,9 @@ type Log struct {
 type appendReq struct {
 	batch PartitionBatch
 	done  chan error
+	// took is the batch's share of its transaction's CPU time, set
+	// before done is sent.
+	took time.Duration
 }
 
 // maxCommitBatches bounds the partition batches of one transaction.
@@ -52,30 +57,58 @@ func (l *Log) Validate(r runtime.Record) error { return l.s.Validate(r) }
 // Append implements runtime.Log: it waits for the transaction that holds
 // recs to be fsynced.
 func (l *Log) Append(p int, recs []runtime.Record) error {
+	_, err := l.AppendTimed(p, recs)
+	return err
+}
+
+// AppendTimed implements runtime.TimedLog: Append, also returning recs'
+// share, by bytes, of the CPU time the committer's thread spent on the
+// transaction that held them (building every batch into pages, the
+// kernel writing and syncing them; not the wait for the disk, nor for
+// the transaction to start). 0 where a thread's CPU time cannot be read.
+func (l *Log) AppendTimed(p int, recs []runtime.Record) (time.Duration, error) {
 	for i, r := range recs {
 		if err := l.s.Validate(r); err != nil {
-			return fmt.Errorf("store %s: partition %d record %d: %w", l.s.path, p, i, err)
+			return 0, fmt.Errorf("store %s: partition %d record %d: %w", l.s.path, p, i, err)
 		}
 	}
 	if len(recs) == 0 {
-		return nil
+		return 0, nil
 	}
 	req := &appendReq{batch: PartitionBatch{Partition: p, Records: recs}, done: make(chan error, 1)}
 	select {
 	case l.reqs <- req:
 	case <-l.stop:
-		return errClosed
+		return 0, errClosed
 	}
 	select {
 	case err := <-req.done:
-		return err
+		return req.took, err
 	case <-l.done:
-		return errClosed
+		return 0, errClosed
 	}
 }
 
-// commit is the committer goroutine.
+// shares splits took, one transaction's time, among its batches by the
+// bytes of their records.
+func shares(took time.Duration, reqs []*appendReq) {
+	bytes, total := make([]int, len(reqs)), 0
+	for i, r := range reqs {
+		for _, rec := range r.batch.Records {
+			bytes[i] += len(rec.Key) + len(rec.Value)
+		}
+		total += bytes[i]
+	}
+	for i, r := range reqs {
+		r.took = time.Duration(float64(took) * float64(bytes[i]) / float64(max(total, 1)))
+	}
+}
+
+// commit is the committer goroutine. It keeps its thread, so that the
+// thread's CPU time measures its transactions (AppendTimed).
 func (l *Log) commit() {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	defer close(l.done)
 	for {
 		var reqs []*appendReq
@@ -98,7 +131,9 @@ func (l *Log) commit() {
 		for i, r := range reqs {
 			batches[i] = r.batch
 		}
+		cpu0 := threadCPU()
 		err := l.s.AppendPartitions(batches)
+		shares(threadCPU()-cpu0, reqs)
 		l.commits.Add(1)
 		for _, r := range reqs {
 			r.done <- err
