@@ -45,22 +45,5 @@ func TestQuotaChargesAppends(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d := rt.Throttle(0, "writer"); d != 0 {
-		t.Fatalf("its steps delayed nobody: throttled %v", d)
-	}
-	held := iev{name: "w3", hold: make(chan struct{}), entered: make(chan struct{})}
-	submit(t, rt, "writer", held)
-	<-held.entered
-	other := newReply()
-	submit(t, rt, "reader", iev{name: "r", reply: other}) // waits behind w3's step
-	close(held.hold)
-	if err := answered(t, other, "the other key's event"); err != nil {
-		t.Fatal(err)
-	}
-	if d := rt.Throttle(0, "writer"); d == 0 {
-		t.Fatal("80 ms of appends in a second and a step that held another key up: not throttled")
-	}
-	if d := rt.Throttle(0, "reader"); d != 0 {
-		t.Fatalf("the key that wrote nothing: throttled %v", d)
-	}
+	throttledOnceItDelays(t, rt, "writer", "reader")
 }

@@ -36,22 +36,31 @@ func TestQuotaThrottlesOnlyWhenOthersWait(t *testing.T) {
 	if err := answered(t, last, "the big key's last event"); err != nil {
 		t.Fatal(err)
 	}
-	if d := rt.Throttle(0, "big"); d != 0 {
-		t.Fatalf("alone on its partition: throttled %v", d)
+	throttledOnceItDelays(t, rt, "big", "canary")
+}
+
+// throttledOnceItDelays checks that key, over its share of partition 0,
+// is not throttled, then steps an event of key while an event of other
+// waits behind it, and checks that key is throttled then and other is
+// not.
+func throttledOnceItDelays(t *testing.T, rt *runtime.Runtime, key, other string) {
+	t.Helper()
+	if d := rt.Throttle(0, key); d != 0 {
+		t.Fatalf("%s, its steps delaying nobody: throttled %v", key, d)
 	}
-	held := iev{name: "b100", hold: make(chan struct{}), entered: make(chan struct{})}
-	submit(t, rt, "big", held)
+	held := iev{name: key + "-held", hold: make(chan struct{}), entered: make(chan struct{})}
+	submit(t, rt, key, held)
 	<-held.entered
-	canary := newReply()
-	submit(t, rt, "canary", iev{name: "c", reply: canary}) // waits behind b100's step
+	waiting := newReply()
+	submit(t, rt, other, iev{name: other + "-waiting", reply: waiting})
 	close(held.hold)
-	if err := answered(t, canary, "the canary"); err != nil {
+	if err := answered(t, waiting, other+"'s event behind "+key+"'s step"); err != nil {
 		t.Fatal(err)
 	}
-	if d := rt.Throttle(0, "big"); d == 0 {
-		t.Fatal("a canary waited behind its step: not throttled")
+	if d := rt.Throttle(0, key); d == 0 {
+		t.Fatalf("%s: %s waited behind its step, not throttled", key, other)
 	}
-	if d := rt.Throttle(0, "canary"); d != 0 {
-		t.Fatalf("the canary: throttled %v", d)
+	if d := rt.Throttle(0, other); d != 0 {
+		t.Fatalf("%s, under its share: throttled %v", other, d)
 	}
 }
