@@ -466,7 +466,15 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 // With offsets written as the client (offsets_identity.go) the data
 // plane's deletes are the principal's, and a group the cluster refuses to
 // let it delete is answered so before core deletes anything.
+//
+// It is one step of each group's offset queue, claiming the whole group:
+// a commit allowed before the deletion lands before the group's offsets
+// are deleted, never after.
 func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	return l.gated(ctx, offsets.Whole(body.Groups...), func() (kmsg.Response, error) { return l.deleteGroupsStep(ctx, req, body) })
+}
+
+func (l *Loop) deleteGroupsStep(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	deleter, body, refused := l.groupOffsetsDeleter(ctx, req, body)
 	resp, err := l.deleteCoreGroups(ctx, req, body)
 	if err != nil {

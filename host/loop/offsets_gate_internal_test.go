@@ -583,3 +583,34 @@ func TestClaimsNameTopicsAsTheOffsetsLogDoes(t *testing.T) {
 		t.Errorf("fetch of every offset of g and h claims %+v, want both whole", got)
 	}
 }
+
+// TestDeleteGroupsWaitsForAHeldCommit: A's allowed commit is held in the
+// data plane, A leaves, and the group is deleted: the deletion waits for
+// the held commit, so the commit never lands after the group's offsets
+// are deleted.
+func TestDeleteGroupsWaitsForAHeldCommit(t *testing.T) {
+	h := startHeldCommit(t)
+	leave(t, h.l, "g", "A")
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Version, del.Groups = 2, []string{"g"}
+	deleted := make(chan kmsg.Response, 1)
+	go func() { deleted <- handleReq(t, h.l, del) }()
+	for deadline := time.Now().Add(10 * time.Second); h.l.offs.Queued("g") != 2; time.Sleep(time.Millisecond) {
+		select {
+		case r := <-deleted:
+			t.Fatalf("DeleteGroups answered %+v while a commit of the group is held", r)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d offset steps of g queued, want 2 (the held commit and the deletion)", h.l.offs.Queued("g"))
+		}
+	}
+	h.release <- fateStored
+	if code := <-h.doneA; code != 0 {
+		t.Errorf("A's commit answered %v", kerr.ErrorForCode(code))
+	}
+	r, _ := (<-deleted).(*kmsg.DeleteGroupsResponse)
+	if r == nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("DeleteGroups answered %+v, want g deleted", r)
+	}
+}
