@@ -77,6 +77,7 @@ type DataPlane struct {
 	// restored without their topic ids are refused.
 	fetchSessions *liveFetchSessions
 	admin         *kgo.Client
+	offsets       *offsetConns // coordhost's own offset forwards
 	versions      map[int16]wire.VersionRange
 	features      wire.Features
 
@@ -124,6 +125,10 @@ func Open(ctx context.Context, cfg Config) (*DataPlane, error) {
 		return nil, fmt.Errorf("gateway: admin client: %w", err)
 	}
 	d.admin = admin
+	if d.offsets, err = newOffsetConns(opts); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("gateway: offsets clients: %w", err)
+	}
 	if err := d.discover(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -270,11 +275,14 @@ func (d *DataPlane) nodeAddr(node int32) (string, bool) {
 // Admin returns the data plane's internal admin client (kgo), for helpers.
 func (d *DataPlane) Admin() *kgo.Client { return d.admin }
 
-// Close stops the admin client and, when embedded, flushes and stops the
+// Close stops the admin and offsets clients and, when embedded, flushes and stops the
 // in-process cluster.
 func (d *DataPlane) Close() {
 	if d.admin != nil {
 		d.admin.Close()
+	}
+	if d.offsets != nil {
+		d.offsets.close()
 	}
 	if d.cluster != nil {
 		d.cluster.Close()

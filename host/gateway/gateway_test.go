@@ -408,3 +408,64 @@ func TestByNameOffsetsOfUnlearnedTopics(t *testing.T) {
 		t.Fatalf("v9 commit of a deleted topic answered %+v, want fresh UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
 	}
 }
+
+// TestOffsetForwardsDoNotQueueBehindEachOther: while the cluster holds a
+// forwarded OffsetCommit of one group (as a broker serving one request of
+// a connection at a time holds everything after it on that connection),
+// an OffsetFetch and an OffsetCommit of other groups are answered.
+func TestOffsetForwardsDoNotQueueBehindEachOther(t *testing.T) {
+	d, ctx := openEmbedded(t), ctxT(t)
+	if _, err := d.CreateTopics(ctx, []TopicSpec{{Name: "in", Partitions: 2, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	d.cluster.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if req.(*kmsg.OffsetCommitRequest).Group != "slow" {
+			d.cluster.KeepControl()
+			return nil, nil, false
+		}
+		close(held)
+		d.cluster.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	commit := func(group string, offset int64) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.SetVersion(9)
+			req.Group, req.Generation = group, -1
+			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "in", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+			resp, err := d.CommitOffsets(ctx, req)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+			}
+			out <- err
+		}()
+		return out
+	}
+	slow := commit("slow", 5)
+	<-held
+	fast := commit("fast", 7)
+	fetched := make(chan error, 1)
+	go func() {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(8)
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "other", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "in", Partitions: []int32{0}}}}}
+		_, err := d.FetchOffsets(ctx, req)
+		fetched <- err
+	}()
+	for name, done := range map[string]<-chan error{"commit": fast, "fetch": fetched} {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s of another group: %v", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s of another group waited for the held commit", name)
+		}
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatalf("held commit: %v", err)
+	}
+}

@@ -21,7 +21,9 @@ import (
 
 // CommitOffsets stores an allowed OffsetCommit in the data plane.
 func (d *DataPlane) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
-	return d.commitOffsets(ctx, d.admin, req)
+	cl, done := d.offsets.take()
+	defer done()
+	return d.commitOffsets(ctx, cl, req)
 }
 
 // commitOffsets stores req over cl (coordhost's admin client, or a
@@ -82,7 +84,9 @@ func commitTopicError(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCo
 // inside the producer's transaction, so exactly-once commits work. v6
 // names topics by id and is translated like OffsetCommit v10.
 func (d *DataPlane) TxnCommitOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
-	return d.txnCommitOffsets(ctx, d.admin, req)
+	cl, done := d.offsets.take()
+	defer done()
+	return d.txnCommitOffsets(ctx, cl, req)
 }
 
 func (d *DataPlane) txnCommitOffsets(ctx context.Context, cl *kgo.Client, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
@@ -205,7 +209,9 @@ func (d *DataPlane) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchReque
 		}
 		up.Groups = append(up.Groups, ug)
 	}
-	resp, err := up.RequestWith(ctx, d.admin)
+	cl, done := d.offsets.take()
+	resp, err := up.RequestWith(ctx, cl)
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("data-plane offset fetch: %w", err)
 	}

@@ -232,3 +232,11 @@ func (d *DataPlane) ensureIDs(ctx context.Context, names []string) error {
 func (d *DataPlane) TopicNames(ctx context.Context, ids [][16]byte) (map[[16]byte]string, error) {
 	return d.topicNames(ctx, ids)
 }
+
+// KnownTopicName is the name of topic id in the data plane's metadata
+// when last asked ("" when unknown); it asks nothing.
+func (d *DataPlane) KnownTopicName(id [16]byte) string {
+	d.topicsMu.Lock()
+	defer d.topicsMu.Unlock()
+	return d.byID[id]
+}

@@ -223,7 +223,7 @@ func (l *Loop) decideOffsets(ctx context.Context, p int, body kmsg.Request) ([]c
 // offsetCommit decides and forwards an OffsetCommit as one step of the
 // group's offset queue (offsets_gate.go).
 func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
-	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) {
+	return l.gated(ctx, l.commitClaim(body), func() (kmsg.Response, error) {
 		var d core.OffsetDecision
 		err := l.readGroup(ctx, body.Group, func(c *core.Coordinator, now int64) core.Output {
 			out := l.step(c, now, core.Request{Body: body}) // may restart a classic member's session
@@ -260,7 +260,7 @@ func (l *Loop) offsetCommit(ctx context.Context, req *wire.Request, body *kmsg.O
 // transaction ends, so a forward of unknown outcome is answered
 // COORDINATOR_NOT_AVAILABLE once a read of the group has been answered.
 func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
-	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) {
+	return l.gated(ctx, offsets.Whole(body.Group), func() (kmsg.Response, error) {
 		d, err := l.decideOne(ctx, body.Group, body)
 		if err != nil {
 			return submitError(req, err), nil
@@ -284,16 +284,9 @@ func (l *Loop) txnOffsetCommit(ctx context.Context, req *wire.Request, body *kms
 }
 
 // offsetFetch reads offsets as one step of each named group's offset
-// queue, so it sees every commit allowed before it.
+// queue, so it sees every commit of its partitions allowed before it.
 func (l *Loop) offsetFetch(ctx context.Context, req *wire.Request, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-	groups := []string{body.Group}
-	if body.Version >= 8 {
-		groups = groups[:0]
-		for _, g := range body.Groups {
-			groups = append(groups, g.Group)
-		}
-	}
-	return l.gated(ctx, groups, func() (kmsg.Response, error) { return l.offsetFetchStep(ctx, req, body) })
+	return l.gated(ctx, l.fetchClaims(body), func() (kmsg.Response, error) { return l.offsetFetchStep(ctx, req, body) })
 }
 
 func (l *Loop) offsetFetchStep(ctx context.Context, req *wire.Request, body *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
@@ -410,7 +403,7 @@ func noOffsetsYet(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) 
 // offsetDelete decides and forwards an OffsetDelete as one step of the
 // group's offset queue.
 func (l *Loop) offsetDelete(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
-	return l.gated(ctx, []string{body.Group}, func() (kmsg.Response, error) { return l.offsetDeleteStep(ctx, req, body) })
+	return l.gated(ctx, offsets.Whole(body.Group), func() (kmsg.Response, error) { return l.offsetDeleteStep(ctx, req, body) })
 }
 
 func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
@@ -473,7 +466,15 @@ func (l *Loop) offsetDeleteStep(ctx context.Context, req *wire.Request, body *km
 // With offsets written as the client (offsets_identity.go) the data
 // plane's deletes are the principal's, and a group the cluster refuses to
 // let it delete is answered so before core deletes anything.
+//
+// It is one step of each group's offset queue, claiming the whole group:
+// a commit allowed before the deletion lands before the group's offsets
+// are deleted, never after.
 func (l *Loop) deleteGroups(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	return l.gated(ctx, offsets.Whole(body.Groups...), func() (kmsg.Response, error) { return l.deleteGroupsStep(ctx, req, body) })
+}
+
+func (l *Loop) deleteGroupsStep(ctx context.Context, req *wire.Request, body *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	deleter, body, refused := l.groupOffsetsDeleter(ctx, req, body)
 	resp, err := l.deleteCoreGroups(ctx, req, body)
 	if err != nil {

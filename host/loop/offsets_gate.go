@@ -33,10 +33,79 @@ func (l *Loop) offsetStore() offsets.Plane {
 	return nil
 }
 
-// gated runs step as one step of the offset queues of groups
+// gated runs step as one step of the offset queues of claims' groups
 // (offsets.Gates.Run).
-func (l *Loop) gated(ctx context.Context, groups []string, step func() (kmsg.Response, error)) (kmsg.Response, error) {
-	return l.offs.Run(ctx, groups, step)
+func (l *Loop) gated(ctx context.Context, claims []offsets.Claim, step func() (kmsg.Response, error)) (kmsg.Response, error) {
+	return l.offs.Run(ctx, claims, step)
+}
+
+// topicNamer is an offset plane that knows, without asking, the name of
+// a topic id (gateway.DataPlane: its last metadata).
+type topicNamer interface {
+	KnownTopicName(id [16]byte) string
+}
+
+// claimOf is what a request of group naming n topics touches in the
+// group's offset queue: each named partition, its topic by name (as the
+// offsets log keys it), or the whole group when a topic named by id
+// (byID) has no name the plane knows without asking. topic(i) is topic
+// i's name, id and partitions.
+func (l *Loop) claimOf(group string, byID bool, n int, topic func(i int) (name string, id [16]byte, parts []int32)) offsets.Claim {
+	whole := offsets.Claim{Group: group}
+	namer, _ := l.offsetStore().(topicNamer)
+	c := offsets.Claim{Group: group, Parts: []offsets.Part{}}
+	for i := range n {
+		name, id, parts := topic(i)
+		if byID {
+			if namer == nil || id == [16]byte{} {
+				return whole
+			}
+			if name = namer.KnownTopicName(id); name == "" {
+				return whole
+			}
+		}
+		for _, p := range parts {
+			c.Parts = append(c.Parts, offsets.Part{Topic: name, Partition: p})
+		}
+	}
+	return c
+}
+
+// commitClaim is what an OffsetCommit touches: its partitions.
+func (l *Loop) commitClaim(body *kmsg.OffsetCommitRequest) []offsets.Claim {
+	return []offsets.Claim{l.claimOf(body.Group, body.Version >= 10, len(body.Topics), func(i int) (string, [16]byte, []int32) {
+		t := body.Topics[i]
+		ps := make([]int32, len(t.Partitions))
+		for j, p := range t.Partitions {
+			ps[j] = p.Partition
+		}
+		return t.Topic, t.TopicID, ps
+	})}
+}
+
+// fetchClaims is what an OffsetFetch touches in each group: the
+// partitions it names, or the whole group when it names no topics (a
+// fetch of all the group's offsets).
+func (l *Loop) fetchClaims(body *kmsg.OffsetFetchRequest) []offsets.Claim {
+	if body.Version < 8 {
+		if body.Topics == nil {
+			return offsets.Whole(body.Group)
+		}
+		return []offsets.Claim{l.claimOf(body.Group, false, len(body.Topics), func(i int) (string, [16]byte, []int32) {
+			return body.Topics[i].Topic, [16]byte{}, body.Topics[i].Partitions
+		})}
+	}
+	out := make([]offsets.Claim, len(body.Groups))
+	for gi, g := range body.Groups {
+		if g.Topics == nil {
+			out[gi] = offsets.Claim{Group: g.Group}
+			continue
+		}
+		out[gi] = l.claimOf(g.Group, body.Version >= 10, len(g.Topics), func(i int) (string, [16]byte, []int32) {
+			return g.Topics[i].Topic, g.Topics[i].TopicID, g.Topics[i].Partitions
+		})
+	}
+	return out
 }
 
 // readBack reads req's offsets from the data plane until a read is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/offsets"
 	"github.com/coordhost/coordhost/host/plugin"
 	"github.com/coordhost/coordhost/host/wire"
 )
@@ -441,5 +443,174 @@ func TestSlowForwardDelaysNoOtherGroup(t *testing.T) {
 	release <- fateStored
 	if code := <-h.doneA; code != 0 {
 		t.Errorf("g's commit answered %v", kerr.ErrorForCode(code))
+	}
+}
+
+func fetchReq(group string, partitions ...int32) *kmsg.OffsetFetchRequest {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 8
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = group
+	t := kmsg.NewOffsetFetchRequestGroupTopic()
+	t.Topic, t.Partitions = "in", partitions
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{t}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+	return req
+}
+
+// fetchAsync sends an OffsetFetch of one partition and returns where its
+// answer's offset arrives (-100: no single partition answered).
+func fetchAsync(t *testing.T, l *Loop, group string, partition int32) <-chan int64 {
+	out := make(chan int64, 1)
+	go func() {
+		r, _ := handleReq(t, l, fetchReq(group, partition)).(*kmsg.OffsetFetchResponse)
+		if r == nil || len(r.Groups) != 1 || len(r.Groups[0].Topics) != 1 || len(r.Groups[0].Topics[0].Partitions) != 1 {
+			out <- -100
+			return
+		}
+		out <- r.Groups[0].Topics[0].Partitions[0].Offset
+	}()
+	return out
+}
+
+// TestHeldCommitHoldsItsPartitionsOnly: while A's commit of partition 0
+// is held in the data plane, a fetch and a commit of partition 1 of the
+// same group are answered (as on Kafka, one partition's commit does not
+// hold another's), while a fetch of partition 0 and a fetch of every
+// offset of the group wait for the held commit and read its offset.
+func TestHeldCommitHoldsItsPartitionsOnly(t *testing.T) {
+	h := startHeldCommit(t)
+	l, release := h.l, h.release
+	select {
+	case got := <-fetchAsync(t, l, "g", 1):
+		if got != -1 {
+			t.Errorf("fetch of partition 1 answered offset %d, want -1", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a fetch of partition 1 waited for a held commit of partition 0")
+	}
+	hold := h.fake.onCommit // read before A's commit signalled entered
+	h.fake.onCommit = func(req *kmsg.OffsetCommitRequest) commitFate {
+		if req.Topics[0].Partitions[0].Partition == 1 {
+			return fateStored
+		}
+		return hold(req)
+	}
+	other := commitReq("g", "A", h.epochA, 7)
+	other.Topics[0].Partitions[0].Partition = 1
+	select {
+	case code := <-commitAsync(t, l, other):
+		if code != 0 {
+			t.Errorf("commit of partition 1 answered %v", kerr.ErrorForCode(code))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit of partition 1 waited for a held commit of partition 0")
+	}
+	if got := h.fake.offset("g", 1); got != 7 {
+		t.Errorf("offset of g/in/1 is %d, want 7", got)
+	}
+
+	fetch0 := fetchAsync(t, l, "g", 0)
+	all := kmsg.NewPtrOffsetFetchRequest()
+	all.Version = 8
+	all.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}} // every offset of the group
+	fetchAll := make(chan struct{})
+	go func() { handleReq(t, l, all); close(fetchAll) }()
+	for deadline := time.Now().Add(10 * time.Second); l.offs.Queued("g") != 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d offset steps of g queued, want 3 (the held commit and two fetches behind it)", l.offs.Queued("g"))
+		}
+	}
+	select {
+	case got := <-fetch0:
+		t.Fatalf("a fetch of partition 0 answered %d while a commit of it is held", got)
+	case <-fetchAll:
+		t.Fatal("a fetch of the whole group answered while a commit of it is held")
+	case <-time.After(50 * time.Millisecond):
+	}
+	release <- fateStored
+	if code := <-h.doneA; code != 0 {
+		t.Errorf("A's commit answered %v", kerr.ErrorForCode(code))
+	}
+	if got := <-fetch0; got != 10 {
+		t.Errorf("fetch of partition 0 after the held commit answered %d, want 10", got)
+	}
+	<-fetchAll
+}
+
+// namingPlane is a fakePlane that knows topic names by id, as the data
+// plane does from its last metadata.
+type namingPlane struct {
+	*fakePlane
+	names map[[16]byte]string
+}
+
+func (p namingPlane) KnownTopicName(id [16]byte) string { return p.names[id] }
+
+// TestClaimsNameTopicsAsTheOffsetsLogDoes: a commit's place in its
+// group's queue is its partitions under the topic's name whether the
+// request names the topic by name or by id, so the two order against
+// each other; a topic id the plane cannot name without asking, and a
+// fetch of every offset, claim the whole group.
+func TestClaimsNameTopicsAsTheOffsetsLogDoes(t *testing.T) {
+	fake := &fakePlane{stored: map[string]int64{}}
+	l := gateLoop(t, fake, &skewClock{})
+	byName := commitReq("g", "A", 1, 10)
+	byID := commitReq("g", "A", 1, 10)
+	byID.Version, byID.Topics[0].Topic, byID.Topics[0].TopicID = 10, "", [16]byte{1}
+	in0 := []offsets.Claim{{Group: "g", Parts: []offsets.Part{{Topic: "in", Partition: 0}}}}
+	if got := l.commitClaim(byName); !reflect.DeepEqual(got, in0) {
+		t.Errorf("by-name commit claims %+v, want %+v", got, in0)
+	}
+	if got := l.commitClaim(byID); !reflect.DeepEqual(got, offsets.Whole("g")) {
+		t.Errorf("by-id commit on a plane that cannot name ids claims %+v, want the whole group", got)
+	}
+	l.offs.plane = namingPlane{fake, map[[16]byte]string{{1}: "in"}}
+	if got := l.commitClaim(byID); !reflect.DeepEqual(got, in0) {
+		t.Errorf("by-id commit claims %+v, want %+v", got, in0)
+	}
+	byID.Topics[0].TopicID = [16]byte{2}
+	if got := l.commitClaim(byID); !reflect.DeepEqual(got, offsets.Whole("g")) {
+		t.Errorf("commit of an unnamed topic id claims %+v, want the whole group", got)
+	}
+	if got := l.fetchClaims(fetchReq("g", 0)); !reflect.DeepEqual(got, in0) {
+		t.Errorf("fetch of in/0 claims %+v, want %+v", got, in0)
+	}
+	all := kmsg.NewPtrOffsetFetchRequest()
+	all.Version = 8
+	all.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}, {Group: "h"}}
+	if got := l.fetchClaims(all); !reflect.DeepEqual(got, offsets.Whole("g", "h")) {
+		t.Errorf("fetch of every offset of g and h claims %+v, want both whole", got)
+	}
+}
+
+// TestDeleteGroupsWaitsForAHeldCommit: A's allowed commit is held in the
+// data plane, A leaves, and the group is deleted: the deletion waits for
+// the held commit, so the commit never lands after the group's offsets
+// are deleted.
+func TestDeleteGroupsWaitsForAHeldCommit(t *testing.T) {
+	h := startHeldCommit(t)
+	leave(t, h.l, "g", "A")
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Version, del.Groups = 2, []string{"g"}
+	deleted := make(chan kmsg.Response, 1)
+	go func() { deleted <- handleReq(t, h.l, del) }()
+	for deadline := time.Now().Add(10 * time.Second); h.l.offs.Queued("g") != 2; time.Sleep(time.Millisecond) {
+		select {
+		case r := <-deleted:
+			t.Fatalf("DeleteGroups answered %+v while a commit of the group is held", r)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d offset steps of g queued, want 2 (the held commit and the deletion)", h.l.offs.Queued("g"))
+		}
+	}
+	h.release <- fateStored
+	if code := <-h.doneA; code != 0 {
+		t.Errorf("A's commit answered %v", kerr.ErrorForCode(code))
+	}
+	r, _ := (<-deleted).(*kmsg.DeleteGroupsResponse)
+	if r == nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("DeleteGroups answered %+v, want g deleted", r)
 	}
 }
