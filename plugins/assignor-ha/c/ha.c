@@ -221,19 +221,22 @@ static void rd_tags(rd_t *r) {
 
 static int id_less(int32_t a, int32_t b) { return str_cmp(members[a].id, members[b].id) < 0; }
 
-/* sort_ids sorts idx[0:n) by member id (a merge sort: stable and
- * O(n log n) whatever the ids) */
-static void sort_ids(int32_t *idx, int32_t n, int32_t *tmp) {
+/* merge_sort sorts idx[0:n) by less (stable and O(n log n) whatever the
+ * keys); tmp holds n */
+static void merge_sort(int32_t *idx, int32_t n, int32_t *tmp, int (*less)(int32_t, int32_t)) {
     if (n < 2) return;
     int32_t h = n / 2;
-    sort_ids(idx, h, tmp);
-    sort_ids(idx + h, n - h, tmp);
+    merge_sort(idx, h, tmp, less);
+    merge_sort(idx + h, n - h, tmp, less);
     int32_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = id_less(idx[j], idx[i]) ? idx[j++] : idx[i++];
+    while (i < h && j < n) tmp[k++] = less(idx[j], idx[i]) ? idx[j++] : idx[i++];
     while (i < h) tmp[k++] = idx[i++];
     while (j < n) tmp[k++] = idx[j++];
     memcpy(idx, tmp, sizeof(int32_t) * (size_t)n);
 }
+
+/* sort_ids sorts idx[0:n) by member id */
+static void sort_ids(int32_t *idx, int32_t n, int32_t *tmp) { merge_sort(idx, n, tmp, id_less); }
 
 /* uuid_halves reads a UUID in its canonical form (8-4-4-4-12 hex digits)
  * as Java holds it: its most and least significant 64 bits, signed
@@ -271,18 +274,6 @@ static int proc_less(int32_t a, int32_t b) {
     return ha[0] != hb[0] ? ha[0] < hb[0] : ha[1] < hb[1];
 }
 
-/* sort_procs sorts idx[0:n) by proc_less (a merge sort, as sort_ids) */
-static void sort_procs(int32_t *idx, int32_t n, int32_t *tmp) {
-    if (n < 2) return;
-    int32_t h = n / 2;
-    sort_procs(idx, h, tmp);
-    sort_procs(idx + h, n - h, tmp);
-    int32_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = proc_less(idx[j], idx[i]) ? idx[j++] : idx[i++];
-    while (i < h) tmp[k++] = idx[i++];
-    while (j < n) tmp[k++] = idx[j++];
-    memcpy(idx, tmp, sizeof(int32_t) * (size_t)n);
-}
 
 static const char *decode_member(rd_t *r, mem_t *m) {
     m->id = rd_str(r);
@@ -660,7 +651,7 @@ static const char *new_state(void) {
     ncl = 0;
     int32_t *order = A((size_t)nproc + 1, sizeof(int32_t)); /* the processes with members, in Kafka's order */
     for (int32_t p = 0; p < nproc; p++) if (index[p]) order[ncl++] = p;
-    sort_procs(order, ncl, A((size_t)ncl + 1, sizeof(int32_t)));
+    merge_sort(order, ncl, A((size_t)ncl + 1, sizeof(int32_t)), proc_less);
     cl = A((size_t)ncl, sizeof(client_t));
     for (int32_t c = 0; c < ncl; c++) {
         index[order[c]] = c + 1;
