@@ -106,7 +106,7 @@ func TestSimValidate(t *testing.T) {
 	markMatches(rows)
 	medians := medianRows(rows)
 	table := fmt.Sprintf("Measured on the real runs, per repetition and kind of run with both assignors pooled, and given to the model:\n\n%s\n%s\nMedians over the runs:\n\n%s",
-		head.String(), formatSimTable(rows), formatSimTable(medians))
+		head.String(), formatSimTable(rows), formatMedianTable(medians))
 	t.Logf("sim-validate:\n%s", table)
 	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
 		t.Fatal(err)
@@ -144,6 +144,8 @@ func medianRows(rows []simRow) []simRow {
 				m.model.moved += r.model.moved
 				m.realMoved, m.simMoved = m.realMoved+r.realMoved, m.simMoved+r.simMoved
 				m.modelMoved, m.inputs = m.modelMoved+r.modelMoved, m.inputs+r.inputs
+				m.matched += matched(r.match)
+				m.model.matched += matched(r.model.match)
 				for i, d := range r.delays {
 					m.delays[i] += d
 				}
@@ -157,6 +159,14 @@ func medianRows(rows []simRow) []simRow {
 		}
 	}
 	return out
+}
+
+// matched is 1 when a repetition's tasks moved matched (markMatches), else 0.
+func matched(match string) int {
+	if match == "" || match == "no" {
+		return 0
+	}
+	return 1
 }
 
 // simWindowSettle bounds the wait for a group to go quiet (no new target
@@ -186,7 +196,10 @@ type simRecording struct {
 	// Initial is the baseline target and the lags the members reported.
 	Initial   []initialMember   `json:"initial,omitempty"`
 	Processes map[string]string `json:"processes"` // member id -> process id
-	Targets   []histTarget      `json:"targets"`
+	// Joined is when the polls first saw each member (it joined within
+	// the 200 ms before); recordings made before it was kept hold none.
+	Joined  map[string]time.Time `json:"joined,omitempty"`
+	Targets []histTarget         `json:"targets"`
 	// Owners are the targets as the describe polls saw them, one per
 	// assignment epoch: active task -> member id.
 	Owners []epochOwners `json:"owners"`
@@ -342,7 +355,7 @@ func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor st
 		t.Fatalf("coordhost: %v\n%s", err, c.proc.tail(60))
 	}
 	group := fmt.Sprintf("simval-%s-%s-%d", run, assignor, rep)
-	rec := &simRecording{Run: run, Assignor: assignor, Rep: rep, Group: group, Processes: map[string]string{}}
+	rec := &simRecording{Run: run, Assignor: assignor, Rep: rep, Group: group, Processes: map[string]string{}, Joined: map[string]time.Time{}}
 	api := &adminClient{base: "http://" + admin, group: group}
 	name := "sim-validate " + run + " " + assignor
 	s := newScenarioApp(t, aggApp, name, dir, c.addr, group, c.proc, b.proc)
@@ -528,6 +541,9 @@ func (a *adminClient) pollGroup(rec *simRecording) (stop func()) {
 				}
 				for _, m := range d.Streams.Members {
 					rec.Processes[m.MemberID] = m.ProcessID
+					if _, seen := rec.Joined[m.MemberID]; !seen {
+						rec.Joined[m.MemberID] = time.Now()
+					}
 					if r := fmt.Sprint(m.TaskOffsets, m.TaskEndOffsets); len(m.TaskOffsets)+len(m.TaskEndOffsets) > 0 && reported[m.MemberID] != r {
 						reported[m.MemberID] = r
 						rec.Reports = append(rec.Reports, memberReport{Time: time.Now(), Member: m.MemberID,
@@ -666,6 +682,12 @@ func taskRuns(t *testing.T, procs []*proc) []taskRun {
 	var out []taskRun
 	for _, p := range procs {
 		lines := p.grep("] Restored and ready to run", "] Suspended from RUNNING", "] Closed dirty")
+		if !slices.ContainsFunc(lines, startsTask) {
+			// Every instance of the runs takes tasks: without its task
+			// runs the real unavailable time would count its tasks as
+			// never running (or miss its part of the hand-overs).
+			t.Fatalf("instance %s: its log (%s) shows no task run (no StreamTask \"Restored and ready to run\" line at INFO): the real run's figures cannot be measured", p.name, p.log)
+		}
 		open := map[string]time.Time{}
 		var last time.Time
 		for _, l := range lines {
@@ -699,6 +721,12 @@ func taskRuns(t *testing.T, procs []*proc) []taskRun {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].From.Before(out[j].From) })
 	return out
+}
+
+// startsTask says whether a log line is Kafka Streams' StreamTask starting
+// an active task ("Restored and ready to run").
+func startsTask(line string) bool {
+	return strings.Contains(line, "StreamTask:") && strings.Contains(line, "Restored and ready to run")
 }
 
 func between(s, a, b string) string {
@@ -752,6 +780,9 @@ func loadRecordings(t *testing.T, dir string) []*simRecording {
 		r := &simRecording{}
 		if err := json.Unmarshal(data, r); err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		if len(r.Running) == 0 {
+			t.Fatalf("%s: the recording holds no task run of any instance: its real figures cannot be measured", f)
 		}
 		recs = append(recs, r)
 	}
@@ -992,7 +1023,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		events = append(events, ev{Join: id, Process: proc(id), MemberID: id})
 		live[id] = true
 	}
-	for _, h := range r.Targets {
+	for i, h := range r.Targets {
 		if h.Epoch <= r.Baseline || h.Time.After(r.End) {
 			continue
 		}
@@ -1001,7 +1032,8 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 			switch rs.Kind {
 			case "member-joined":
 				if !live[rs.Member] {
-					events = append(events, ev{AtS: at, Join: rs.Member, Process: proc(rs.Member), MemberID: rs.Member, RestorePerS: limited})
+					joinAt := max(0, r.joinTime(i, rs.Member).Sub(start).Seconds())
+					events = append(events, ev{AtS: joinAt, Join: rs.Member, Process: proc(rs.Member), MemberID: rs.Member, RestorePerS: limited})
 					live[rs.Member] = true
 				}
 			case "member-left":
@@ -1031,6 +1063,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 			}
 		}
 	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].AtS < events[j].AtS })
 	// coordhost reads the changelogs' end offsets when the group first
 	// has a topology (its first target, within the fetcher's 1 s tick)
 	// and every refresh period after.
@@ -1104,6 +1137,41 @@ func (r *simRecording) changelogAt(start time.Time) int64 {
 	}
 	grown := int64(math.Round(r.ChangelogEndAt.Sub(start).Seconds() * float64(recordsPerSec/aggApp.partitions)))
 	return max(r.ChangelogEnd-grown, 0)
+}
+
+// joinTime is when member, whose join is a reason of the target
+// Targets[i], joined: when the polls first saw it, if between the target
+// before and that one; else the target's time — unless the target folds
+// several changes of the group (its epoch is more than one past the
+// target before) and came within the group's assignment interval and
+// one heartbeat interval after the target before, so the interval held
+// it back: then the member joined at some time since that target (the
+// history keeps the reasons, not their times), and it joins just after
+// it, so core holds the target back by the interval as the real one did
+// and folds the joins of that stretch into one target.
+func (r *simRecording) joinTime(i int, member string) time.Time {
+	at := r.Targets[i].Time
+	if i == 0 {
+		return at
+	}
+	prev := r.Targets[i-1].Time
+	// A member seen before the previous target joined before it and
+	// joins again here (fenced, with its own id): its first sighting
+	// says nothing of this join.
+	if seen, ok := r.Joined[member]; ok && seen.After(prev) && seen.Before(at) {
+		return seen
+	}
+	num := func(key string, def int64) time.Duration {
+		if v, err := strconv.ParseInt(r.Configs[key], 10, 64); err == nil {
+			return time.Duration(v) * time.Millisecond
+		}
+		return time.Duration(def) * time.Millisecond
+	}
+	folded := r.Targets[i].Epoch-r.Targets[i-1].Epoch > 1 // the group epoch moved more than once between them
+	if folded && at.Sub(prev) <= num("streams.assignment.interval.ms", 1000)+num("streams.heartbeat.interval.ms", 5000) {
+		return prev.Add(simAfterTick)
+	}
+	return at
 }
 
 // reportTimes are the scenario's reports.at and reports.values: per
@@ -1505,8 +1573,10 @@ type simRow struct {
 	// when the recording says.
 	delays [5]int
 	// match says how the simulated tasks moved compare (markMatches):
-	// "equal", "in range a–b" (the real repetitions' range) or "no".
-	match string
+	// "equal", "in range a–b" (the real repetitions' range) or "no"; in
+	// a median row, matched counts the repetitions that matched.
+	match   string
+	matched int
 	// model is the same replay on the model engine (the figures above
 	// are the core engine's, and the ones the check judges).
 	model simEngine
@@ -1519,6 +1589,7 @@ type simEngine struct {
 	per     []int
 	unavail float64
 	match   string
+	matched int // in a median row: the repetitions that matched
 	err     string
 }
 
@@ -1764,6 +1835,22 @@ func formatSimTable(rows []simRow) string {
 			r.delays[0], r.delays[1], r.delays[2], r.delays[3], r.delays[4],
 			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail),
 			r.model.moved, r.model.match, r.model.per, r.model.unavail, simRatio(r.model.unavail, r.realUnavail))
+	}
+	return b.String()
+}
+
+// formatMedianTable renders the median rows: the tasks moved summed over
+// the repetitions and how many of them matched, the median unavailable
+// task-seconds (per-rebalance figures belong to single runs: the
+// repetitions' rebalances need not line up).
+func formatMedianTable(rows []simRow) string {
+	var b strings.Builder
+	b.WriteString("| run | assignor | repetitions | tasks moved real / core (sums) | core matched | unavailable task-s real / core (medians) | ratio core/real | model engine: tasks moved, matched | unavailable task-s | ratio model/real |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d / %d | %d/%d | %.1f / %.1f | %s | %d, %d/%d | %.1f | %s |\n", r.run, r.assignor, r.rep,
+			r.realMoved, r.simMoved, r.matched, r.rep, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail),
+			r.model.moved, r.model.matched, r.rep, r.model.unavail, simRatio(r.model.unavail, r.realUnavail))
 	}
 	return b.String()
 }
@@ -2078,6 +2165,76 @@ func TestSimScenarioFence(t *testing.T) {
 	}
 	if _, err := sim.Decode("fence.json", data, nil); err != nil {
 		t.Errorf("the simulator refuses the derived scenario: %v", err)
+	}
+}
+
+// TestSimScenarioJoinTimes: a member joins the derived scenario when the
+// polls first saw it, if after the target before its own; without such a
+// sighting, a join whose target folds several changes (its epoch more than
+// one past the target before) and came within the assignment interval and
+// a heartbeat interval of the target before (held back by the interval: it
+// came at some time since) joins just after that target, so core folds
+// the joins of that stretch into one target as the real group did; any
+// other join joins at its target's time.
+func TestSimScenarioJoinTimes(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 8, 43, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	target := func(e int32, s float64, members ...string) histTarget {
+		h := histTarget{Epoch: e, Time: at(s)}
+		for _, m := range members {
+			h.Reasons = append(h.Reasons, struct {
+				Kind   string `json:"kind"`
+				Member string `json:"member,omitempty"`
+				Detail string `json:"detail,omitempty"`
+			}{"member-joined", m, ""})
+		}
+		return h
+	}
+	r := &simRecording{Start: t0, End: at(80), Baseline: 5, BaselineMembers: []string{"a"},
+		Configs: map[string]string{"streams.assignment.interval.ms": "1000", "streams.heartbeat.interval.ms": "250"},
+		// x joins at 28.5 s; y and z in the 1.01 s after its target, folded
+		// into one (two epochs on); v 20 s later; u's target comes 1.1 s
+		// after v's but folds nothing (one epoch on): it joined then; w,
+		// seen by the polls at 58 s, 2 s before its target; a, fenced and
+		// back with its id, was first seen before the window.
+		Targets: []histTarget{{Epoch: 5, Time: t0}, target(6, 28.5, "x"), target(8, 29.51, "y", "z"),
+			target(9, 49.5, "v"), target(10, 50.6, "u"), target(11, 60, "w")},
+		Joined: map[string]time.Time{"a": at(-30), "w": at(58)},
+	}
+	for _, task := range aggTasks() {
+		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+	}
+	data, err := r.simScenario(simModel{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		Events []map[string]any `json:"events"`
+	}
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range sc.Events {
+		if m, ok := e["join"]; ok {
+			got = append(got, fmt.Sprintf("%v %v", e["at_s"], m))
+		}
+	}
+	if want := "[0 a 28.5 x 28.65 y 28.65 z 49.5 v 50.6 u 58 w]"; fmt.Sprint(got) != want {
+		t.Errorf("joins %v, want %s", got, want)
+	}
+}
+
+// TestSimMedianTable: the medians table counts the repetitions whose
+// tasks moved matched, on each engine, and shows no per-rebalance column.
+func TestSimMedianTable(t *testing.T) {
+	rows := []simRow{
+		{run: "roll", assignor: "ha", rep: 1, realMoved: 39, simMoved: 39, match: "equal", model: simEngine{moved: 39, match: "equal"}},
+		{run: "roll", assignor: "ha", rep: 2, realMoved: 36, simMoved: 30, match: "no", model: simEngine{moved: 37, match: "in range 36–39"}},
+	}
+	table := formatMedianTable(medianRows(rows))
+	if !strings.Contains(table, "| roll | ha | 2 | 75 / 69 | 1/2 |") || !strings.Contains(table, "| 76, 2/2 |") || strings.Contains(table, "[]") {
+		t.Errorf("medians table:\n%s", table)
 	}
 }
 

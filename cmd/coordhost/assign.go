@@ -100,7 +100,10 @@ func assignCommand(args []string, stdout, stderr io.Writer) int {
 type assignor struct {
 	name   string
 	assign func(*abi.AssignRequest) (*abi.AssignResponse, error)
-	close  func()
+	// probe is its probing policy (coordhost_probe, or a built-in's
+	// native one); nil: it has none.
+	probe func(*abi.ProbeRequest) (*abi.ProbeResponse, error)
+	close func()
 }
 
 // openAssignor loads arg: "builtin:NAME" or a .wasm file. A plugin gets
@@ -117,7 +120,11 @@ func openAssignor(ctx context.Context, arg string, cfg plugin.Config) (*assignor
 			sort.Strings(names)
 			return nil, fmt.Errorf("--plugin %s: no such built-in (have %s)", arg, strings.Join(names, ", "))
 		}
-		return &assignor{name: arg, assign: nativeRun(b.Native), close: func() {}}, nil
+		a := &assignor{name: arg, assign: nativeRun(b.Native), close: func() {}}
+		if b.Probe != nil {
+			a.probe = b.Probe
+		}
+		return a, nil
 	}
 	p, err := plugin.LoadFile(ctx, arg, cfg)
 	if err != nil {
@@ -131,11 +138,15 @@ func openAssignor(ctx context.Context, arg string, cfg plugin.Config) (*assignor
 		p.Close(ctx)
 		return nil, err
 	}
-	return &assignor{
+	a := &assignor{
 		name:   p.Name(),
 		assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) { return p.Assign(ctx, req) },
 		close:  func() { p.Close(ctx) },
-	}, nil
+	}
+	if kinds&abi.KindProbe != 0 {
+		a.probe = func(req *abi.ProbeRequest) (*abi.ProbeResponse, error) { return p.Probe(ctx, req) }
+	}
+	return a, nil
 }
 
 // nativeRun holds a native assignor to what the host checks of a plugin: a

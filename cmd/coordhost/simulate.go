@@ -233,7 +233,7 @@ func simAssignor(ctx context.Context, arg string, cfg plugin.Config) (*openSim, 
 		sum := sha256.Sum256(data)
 		version = "wasm sha256:" + hex.EncodeToString(sum[:])[:16]
 	}
-	return &openSim{Assignor: sim.Assignor{Name: a.name, Version: version, Assign: a.assign}, close: a.close}, nil
+	return &openSim{Assignor: sim.Assignor{Name: a.name, Version: version, Assign: a.assign, Probe: a.probe}, close: a.close}, nil
 }
 
 // printSimulation writes the totals as a table.

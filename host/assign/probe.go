@@ -110,8 +110,8 @@ func (a *Registry) Probe(ctx context.Context, name string, req *abi.ProbeRequest
 // answer into core's decision. When the policy fails, the decision is
 // core's built-in interval policy and the error says why.
 func (a *Registry) Check(ctx context.Context, chk core.ProbeCheck, nowMs int64) (core.ProbeDecision, error) {
-	resp, err := a.Probe(ctx, chk.Policy, toProbeABI(chk, nowMs))
-	return probeDecision(resp, err), err
+	resp, err := a.Probe(ctx, chk.Policy, ProbeToABI(chk, nowMs))
+	return ProbeFromABI(resp, err), err
 }
 
 // runNative runs a native assignor for as (op: "assign" or "fallback
@@ -132,8 +132,8 @@ func recoverNative[T any](as *assignor, op string, fn func() (*T, error)) (resp 
 	return fn()
 }
 
-// toProbeABI translates a core probe check into the ABI's ProbeRequest.
-func toProbeABI(chk core.ProbeCheck, nowMs int64) *abi.ProbeRequest {
+// ProbeToABI translates a core probe check into the ABI's ProbeRequest.
+func ProbeToABI(chk core.ProbeCheck, nowMs int64) *abi.ProbeRequest {
 	req, ts := ToABI(core.AssignorRun{Group: chk.Group, Epoch: chk.Epoch, Input: chk.Input})
 	pr := &abi.ProbeRequest{NowMs: nowMs, LastAssignMs: chk.LastAssignMs, Group: *req,
 		Target: make([]abi.MemberAssignment, len(chk.Target))}
@@ -150,8 +150,8 @@ func toProbeABI(chk core.ProbeCheck, nowMs int64) *abi.ProbeRequest {
 	return pr
 }
 
-// probeDecision turns a policy's answer, or its failure, into core's input.
-func probeDecision(resp *abi.ProbeResponse, err error) core.ProbeDecision {
+// ProbeFromABI turns a policy's answer, or its failure, into core's input.
+func ProbeFromABI(resp *abi.ProbeResponse, err error) core.ProbeDecision {
 	if err != nil {
 		return core.ProbeDecision{Builtin: true}
 	}

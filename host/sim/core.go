@@ -134,6 +134,9 @@ func newCoreWorld(sc *Scenario, a Assignor) (*coreWorld, error) {
 	s.NumWarmupReplicas = sc.Assignment.NumWarmupReplicas
 	s.AcceptableRecoveryLag = sc.Assignment.AcceptableRecoveryLag
 	s.ProbingIntervalMs = sc.Assignment.ProbingIntervalMs
+	if a.Probe != nil {
+		s.ProbingPolicy = coreProbingPolicy
+	}
 	if sc.Reports != nil {
 		s.TaskOffsetIntervalMs = int32(sc.Reports.TaskOffsetIntervalMs)
 	}
@@ -201,7 +204,7 @@ func (cw *coreWorld) run() AssignorReport {
 		cw.reportRecorded(now)
 		cw.step(core.EndOffsets{Group: coreGroup, Ends: cw.hostEnds()})
 		for _, cl := range slices.Clone(cw.clients) {
-			if cl.classic == nil && cl.m.crashedMs < 0 && now >= cl.nextHB {
+			if cl.classic == nil && cl.m.crashedMs < 0 && (now >= cl.nextHB || cw.recordedReportDue(cl)) {
 				cw.heartbeat(cl)
 			}
 		}
@@ -308,6 +311,24 @@ func (cw *coreWorld) handle(out core.Output) {
 	for _, run := range out.AssignorRuns {
 		cw.runAssignor(run)
 	}
+	for _, chk := range out.ProbeChecks {
+		cw.runProbe(chk)
+	}
+}
+
+// coreProbingPolicy names the assignor's probing policy to core, whatever
+// the assignor's name (core only tells whether a group has one).
+const coreProbingPolicy = "assignor"
+
+// runProbe answers core's probe check with the assignor's probing policy
+// at once, as the host answers it from its worker pool (a failure, or no
+// answer, leaves the check to core's built-in rule, as on the host).
+func (cw *coreWorld) runProbe(chk core.ProbeCheck) {
+	resp, err := cw.a.Probe(assign.ProbeToABI(chk, coreEpochMs+cw.now))
+	if err == nil && resp == nil {
+		err = errors.New("no response")
+	}
+	cw.step(core.ProbeResult{Check: chk, Decision: assign.ProbeFromABI(resp, err)})
 }
 
 // event notes why core rebalances, and removes a fenced member.

@@ -148,8 +148,11 @@ func (sc *Scenario) recordedFor(atMs, nextMs int64) *recorded {
 // recordedReports replaces what the reports taken at now (report) carry
 // with the recording's values where the recording has them
 // (recordedFor): a member whose report times are recorded (reports.at)
-// reports the offsets the recorded input lists for its process (the
-// model's, when it lists none), with the input's end offsets
+// reports the offsets the recorded input lists for its process — none
+// when it lists none: the input lists the processes whose members had
+// reported offsets, so a process it leaves out had reported none (a new
+// one, or old members whose offset interval had not come yet), whatever
+// state the model gives it — with the input's end offsets
 // (recordedEnds); the host's read of the changelogs' ends carries that
 // input's end offsets, and none for a task the input lists none for
 // (nobody knew its end then: core forgets the host's). A member with
@@ -192,11 +195,13 @@ func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead
 		offs, listed := r.offs[m.process]
 		if listed {
 			copy(m.reported, offs)
+		} else {
+			for t := range m.reported {
+				m.reported[t] = -1
+			}
 		}
 		cw.recordedEnds(m, r, listed)
-		// A report of no offsets (a new process) is what the recording
-		// holds of a process it does not list.
-		cw.recReport[m.id] = listed || !slices.ContainsFunc(m.reported, func(o int64) bool { return o >= 0 })
+		cw.recReport[m.id] = true
 	}
 }
 
@@ -345,4 +350,17 @@ func (cw *coreWorld) ownedActive(cl *coreClient) []int32 {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// recordedReportDue says whether cl's member took a report at a recorded
+// time (reports.at or reports.values) this tick that it has not sent: the
+// recording saw it reach the host then, so cl heartbeats now with it
+// rather than at its next heartbeat (up to an interval later, when other
+// members' reports the real host saw after it may have come first).
+func (cw *coreWorld) recordedReportDue(cl *coreClient) bool {
+	m := cl.m
+	if _, timed := cw.sc.reportAt[m.label]; !timed || !cl.joined || m.reported == nil {
+		return false
+	}
+	return m.reportAtMs == cw.now && cl.sentRep != m.reportAtMs
 }

@@ -27,6 +27,17 @@ import (
 // nobody knew the end of two changelogs when the second instance
 // rejoined, so HA opened a warm-up and moved 6 and then 3 tasks; where
 // the replay's reports and end-offset reads knew them, it moved 8 at once.
+// scale-out-ha-folded-joins.json is the first 80 s of a scale-out recorded
+// on 5 December 2026 at 08:43 UTC (RUNS=1, commit c98b08a): the second and
+// third new instances joined within the assignment interval after the
+// first one's target, which folded both into one target; the old
+// members had reported no offsets before the first one's target; the
+// first probe came when one new member's report showed a warm-up caught
+// up. Its derived scenario folds the joins (they join just after the
+// first target); the replay must report no offsets for the processes the
+// recorded input does not list and send each recorded report when the
+// recording saw it reach coordhost, or core moves 7 tasks at the first
+// join and probes twice ([7 6 0 5]).
 var recordedRuns = []struct {
 	file, assignor string
 	movedPer       []int
@@ -38,6 +49,7 @@ var recordedRuns = []struct {
 	{"scale-out-sticky.json", "sticky", []int{3, 2, 2}, 7, 97.0},
 	{"scale-out-ha.json", "ha", nil, 42, 193.5},
 	{"roll-ha-unknown-ends.json", "ha", []int{8, 6, 3, 8, 8}, 33, 71.8},
+	{"scale-out-ha-folded-joins.json", "ha", []int{4, 9, 5}, 18, 15.7},
 }
 
 // TestCoreEngineRecorded replays the recorded runs on the core engine, as
@@ -50,7 +62,7 @@ func TestCoreEngineRecorded(t *testing.T) {
 	for _, rr := range recordedRuns {
 		data := readScenario(t, "recorded/"+rr.file)
 		run := func() *sim.Report {
-			r, err := sim.RunCore(decode(t, rr.file, data), []sim.Assignor{assignorNamed(t, rr.assignor)})
+			r, err := sim.RunCore(decode(t, rr.file, data), []sim.Assignor{asRecorded(assignorNamed(t, rr.assignor))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,6 +98,35 @@ func TestCoreEngineRecorded(t *testing.T) {
 			t.Errorf("%s: two replays differ", rr.file)
 		}
 	}
+}
+
+// asRecorded is a as the recorded runs' coordhost ran it: they predate
+// the HA plugin's ordering of its clients as Kafka Streams does (process
+// ids as Java UUIDs) and ordered them as the strings sort. The assignor
+// sees each process id replaced by a UUID of its index, which sorts the
+// same both ways.
+func asRecorded(a sim.Assignor) sim.Assignor {
+	rename := func(procs []string) []string {
+		out := make([]string, len(procs))
+		for i := range procs {
+			out[i] = fmt.Sprintf("00000000-0000-0000-0000-%012x", i)
+		}
+		return out
+	}
+	assign := a.Assign
+	a.Assign = func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		in := *req
+		in.Processes = rename(req.Processes)
+		return assign(&in)
+	}
+	if probe := a.Probe; probe != nil {
+		a.Probe = func(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+			in := *req
+			in.Group.Processes = rename(req.Group.Processes)
+			return probe(&in)
+		}
+	}
+	return a
 }
 
 func assignorNamed(t *testing.T, name string) sim.Assignor {
@@ -249,5 +290,44 @@ state:`
 	model := offsetsAt(leaveScenario(t, "state:", strings.Replace(reports, `task_offsets: {"0_2": 4321, "0_3": 1234}, `, "", 1)))
 	if len(model) != 1 || len(model[0]) != 0 {
 		t.Errorf("without recorded offsets a reports %v at b's leave, want none (it runs its own actives and holds no other state)", model)
+	}
+}
+
+// TestCoreEngineProbingPolicy: an assignor with a probing policy is asked
+// when core would probe, as coordhost asks a group's assignor by default
+// (streams.probing.policy left to it): the policy asking for a rebalance
+// makes core run a probe, whose request carries the virtual clock and
+// the target's time; without a policy core's built-in rule decides, and
+// no warm-up here makes it probe.
+func TestCoreEngineProbingPolicy(t *testing.T) {
+	var checks []*abi.ProbeRequest
+	policy := func(req *abi.ProbeRequest) (*abi.ProbeResponse, error) {
+		checks = append(checks, req)
+		return &abi.ProbeResponse{Rebalance: len(checks) == 2, NextProbeMs: -1}, nil
+	}
+	for _, c := range []struct {
+		probe  func(*abi.ProbeRequest) (*abi.ProbeResponse, error)
+		rounds int
+	}{{policy, 1}, {nil, 0}} {
+		checks = nil
+		a := assignorNamed(t, "sticky")
+		a.Probe = c.probe
+		r, err := sim.RunCore(leaveScenario(t), []sim.Assignor{a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.Assignors[0]
+		if got.Error != "" || got.Totals.ProbingRounds != c.rounds {
+			t.Errorf("policy %v: error %q, %d probing rounds, want %d", c.probe != nil, got.Error, got.Totals.ProbingRounds, c.rounds)
+		}
+		if c.probe == nil {
+			continue
+		}
+		// The first target's check, then the leave's (after 10 s), which
+		// asks for the probe, at the time its target was computed; the
+		// probe changes nothing, so no target and no check follow.
+		if len(checks) != 2 || checks[1].NowMs != checks[1].LastAssignMs || checks[1].NowMs-checks[0].NowMs < 5000 {
+			t.Errorf("policy checks %d; the leave's at %v, its target at %v", len(checks), checks[1].NowMs, checks[1].LastAssignMs)
+		}
 	}
 }

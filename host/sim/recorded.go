@@ -5,8 +5,10 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/coordhost/coordhost/abi"
+	"github.com/coordhost/coordhost/core"
 )
 
 // maxRecordedValues bounds the offsets a scenario's recorded inputs hold
@@ -185,6 +187,30 @@ func (w *world) recordedDue(now int64) *recorded {
 	w.recorded = w.recorded[1:]
 	return r
 }
+
+// holdJoins keeps joins for the next recorded input when no recorded
+// input is due at now (rec nil) and the next one comes within the
+// assignment interval: core holds a target back that long after the one
+// before (streams.assignment.interval.ms, Kafka's 1 s), so joins in that
+// stretch came before the real target that folds them, and the real
+// target is where the replay computes theirs. Other reasons, or joins
+// farther from a recorded target, are computed at once.
+func (w *world) holdJoins(now int64, rec *recorded, reasons []string) []string {
+	if rec != nil || len(reasons) == 0 || len(w.recorded) == 0 || w.recorded[0].atMs > now+assignmentIntervalMs {
+		return reasons
+	}
+	for _, r := range reasons {
+		if !strings.HasPrefix(r, "member-joined:") {
+			return reasons
+		}
+	}
+	w.pending = append(w.pending, reasons...)
+	return nil
+}
+
+// assignmentIntervalMs is core's default streams.assignment.interval.ms
+// (Kafka 4.4's), the one the core engine runs with.
+var assignmentIntervalMs = int64(core.DefaultConfig().Streams.AssignmentIntervalMs)
 
 // endOffsets are r's end offsets as the request hands them to every
 // member.

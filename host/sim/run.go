@@ -18,6 +18,13 @@ type Assignor struct {
 	Name    string
 	Version string
 	Assign  func(*abi.AssignRequest) (*abi.AssignResponse, error)
+	// Probe is the assignor's own probing policy (a module's
+	// coordhost_probe), nil: it has none. The core engine asks it when
+	// a probe is due, as coordhost does for a group whose
+	// streams.probing.policy is left to the assignor (the default);
+	// without one, core's built-in rule decides. The model engine keeps
+	// its own rule.
+	Probe func(*abi.ProbeRequest) (*abi.ProbeResponse, error)
 }
 
 // Run replays sc against each assignor in turn and returns the report.
@@ -168,6 +175,7 @@ func (w *world) run() AssignorReport {
 		var rec *recorded
 		if !down {
 			rec = w.recordedDue(now)
+			reasons = w.holdJoins(now, rec, reasons)
 		}
 		var err error
 		switch {

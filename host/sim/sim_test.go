@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden reports under testda
 
 var builtins = []sim.Assignor{
 	{Name: "sticky", Version: "native", Assign: sticky.Assign},
-	{Name: "ha", Version: "native", Assign: ha.Assign},
+	{Name: "ha", Version: "native", Assign: ha.Assign, Probe: ha.Probe},
 }
 
 func decode(t *testing.T, name string, data []byte) *sim.Scenario {

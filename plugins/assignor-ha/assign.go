@@ -18,7 +18,7 @@ type ProcessAssignment struct {
 
 // Result is the process-level outcome of one run.
 type Result struct {
-	Processes []ProcessAssignment // processes with at least one member, ascending
+	Processes []ProcessAssignment // processes with at least one member, in Kafka's order (processLess)
 	// ProbingNeeded is Kafka's return value: some active or standby had to
 	// move towards a more caught-up process, so a probing rebalance should
 	// follow to finish the move once warm-ups catch up.
@@ -77,7 +77,7 @@ func newState(req *abi.AssignRequest) (*state, []string, error) {
 			first[m.Process], c.tags = m.ID, m.ClientTags
 		}
 	}
-	sort.Sort(byProcess{s})
+	sort.Sort(byProcess{s, req.Processes})
 	s.loads = make([]float64, len(s.clients))
 	s.fewer = make([]float64, len(s.clients))
 	s.more = make([]float64, len(s.clients))
@@ -90,10 +90,16 @@ func newState(req *abi.AssignRequest) (*state, []string, error) {
 	return s, subIDs, nil
 }
 
-type byProcess struct{ s *state }
+// byProcess sorts the clients in Kafka's order of their process ids.
+type byProcess struct {
+	s     *state
+	names []string // the request's process ids
+}
 
-func (b byProcess) Len() int           { return len(b.s.ids) }
-func (b byProcess) Less(i, j int) bool { return b.s.ids[i] < b.s.ids[j] }
+func (b byProcess) Len() int { return len(b.s.ids) }
+func (b byProcess) Less(i, j int) bool {
+	return processLess(b.names[b.s.ids[i]], b.names[b.s.ids[j]])
+}
 func (b byProcess) Swap(i, j int) {
 	b.s.ids[i], b.s.ids[j] = b.s.ids[j], b.s.ids[i]
 	b.s.clients[i], b.s.clients[j] = b.s.clients[j], b.s.clients[i]

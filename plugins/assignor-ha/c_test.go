@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/coordhost/coordhost/abi"
@@ -247,8 +249,27 @@ func randomGroupUpTo(seed uint64, maxMembers, maxParts int) *abi.AssignRequest {
 	return req
 }
 
-// TestCEqualsGoOnRandomGroups compares the builds on seeded random groups
-// and on the parity generator's groups past the committed vectors.
+// withUUIDs is req with n distinct process ids as Kafka Streams makes
+// them (random UUIDs drawn from seed), in string order, which is not their
+// order as Java UUIDs: the builds must sort their clients alike.
+func withUUIDs(req *abi.AssignRequest, seed uint64) *abi.AssignRequest {
+	out := *req
+	out.Processes = randomUUIDs(rand.New(rand.NewPCG(seed, 0x0bad)), len(req.Processes))
+	return &out
+}
+
+func randomUUIDs(rng *rand.Rand, n int) []string {
+	seen := map[string]bool{}
+	for len(seen) < n {
+		seen[fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12),
+			0x8000|rng.IntN(1<<14), rng.Uint64()&(1<<48-1))] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// TestCEqualsGoOnRandomGroups compares the builds on seeded random groups,
+// each also with UUIDs for process ids, and on the parity generator's
+// groups past the committed vectors.
 func TestCEqualsGoOnRandomGroups(t *testing.T) {
 	p := newPair(t, true)
 	n := 400
@@ -259,6 +280,7 @@ func TestCEqualsGoOnRandomGroups(t *testing.T) {
 	for seed := uint64(1); seed <= uint64(n); seed++ {
 		req := randomGroup(seed)
 		p.same(t, fmt.Sprint("random ", seed), req)
+		p.same(t, fmt.Sprint("random ", seed, " with UUIDs"), withUUIDs(req, seed))
 		if resp, err := ha.Assign(req); err != nil {
 			failed++
 		} else if resp.NextProbeMs >= 0 {

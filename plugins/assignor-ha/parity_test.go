@@ -369,3 +369,64 @@ func TestParityJava(t *testing.T) {
 		t.Fatalf("Java ran %d of %d cases", len(live), len(subset))
 	}
 }
+
+// uuidProcesses are process ids in string order whose order as Java UUIDs
+// (signed: 8 to f first) differs: Kafka walks them 8c, c1, e9, f0, 0a,
+// 3b, 7f.
+var uuidProcesses = []string{
+	"0a0c3f1e-5b6d-4e8f-9a1b-2c3d4e5f6a7b", "3b2a1c0d-9e8f-4a7b-8c6d-5e4f3a2b1c0d",
+	"7f6e5d4c-3b2a-4198-a7b6-c5d4e3f2a1b0", "8c9588c7-ba55-4d9f-9a62-a317ccb1d498",
+	"c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "e99ecda3-4b66-44a4-a457-e6782a403752",
+	"f0e1d2c3-b4a5-4968-b7a6-958473625140",
+}
+
+// TestParityJavaUUIDOrder runs generated inputs whose process ids are
+// UUIDs like Kafka Streams' random ones through Kafka's
+// HighAvailabilityTaskAssignor and the plugin: Kafka orders its clients
+// by UUID.compareTo, not by the ids as strings, and the plugin must deal,
+// balance and break ties in that order too.
+func TestParityJavaUUIDOrder(t *testing.T) {
+	var cases []parityCase
+	var input strings.Builder
+	for seed := 1; seed <= parityCases; seed += 3 {
+		c := genParity(seed)
+		for p, id := range c.req.Processes {
+			c.java = strings.Replace(c.java, "process "+id+" ", "process "+uuidProcesses[p]+" ", 1)
+			c.req.Processes[p] = uuidProcesses[p]
+		}
+		cases = append(cases, c)
+		input.WriteString(c.java)
+	}
+	file := filepath.Join(t.TempDir(), "inputs.txt")
+	if err := os.WriteFile(file, []byte(input.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.name)
+	}
+	live := parseJava(t, testtool.JavaMain(t, harnessDir, harness, append([]string{file}, names...)...))
+	if len(live) != len(cases) {
+		t.Fatalf("Java ran %d of %d cases", len(live), len(cases))
+	}
+	for _, c := range cases {
+		compareParity(t, c, live[c.name])
+	}
+}
+
+// TestProcessOrder: the plugin orders process ids as java.util.UUID's
+// compareTo does (signed halves), and ids that are not UUIDs after them in
+// string order.
+func TestProcessOrder(t *testing.T) {
+	ids := append([]string{"p1", "p0", "00000000-0000-0000-8000-000000000000", "00000000-0000-0000-7fff-ffffffffffff",
+		"FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF"}, uuidProcesses...)
+	got := ha.SortProcesses(ids)
+	want := []string{"8c9588c7-ba55-4d9f-9a62-a317ccb1d498", "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f",
+		"e99ecda3-4b66-44a4-a457-e6782a403752", "f0e1d2c3-b4a5-4968-b7a6-958473625140", "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF",
+		"00000000-0000-0000-8000-000000000000", "00000000-0000-0000-7fff-ffffffffffff",
+		"0a0c3f1e-5b6d-4e8f-9a1b-2c3d4e5f6a7b", "3b2a1c0d-9e8f-4a7b-8c6d-5e4f3a2b1c0d", "7f6e5d4c-3b2a-4198-a7b6-c5d4e3f2a1b0",
+		"p0", "p1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("order %v\nwant  %v", got, want)
+	}
+}

@@ -128,6 +128,7 @@ static str_t *rack_tags; static int32_t n_rack_tags;
 static kv_t *configs; static int32_t n_configs;
 static str_t *subids; static int32_t *parts; static uint8_t *stateful;
 static mem_t *members;
+static str_t *procs;            /* process ids, in string order */
 static uint8_t *task_stateful;  /* per task */
 static int stateful_task(int32_t t) { return task_stateful[t]; }
 static int32_t *id_order; /* member indices by ascending id */
@@ -220,19 +221,59 @@ static void rd_tags(rd_t *r) {
 
 static int id_less(int32_t a, int32_t b) { return str_cmp(members[a].id, members[b].id) < 0; }
 
-/* sort_ids sorts idx[0:n) by member id (a merge sort: stable and
- * O(n log n) whatever the ids) */
-static void sort_ids(int32_t *idx, int32_t n, int32_t *tmp) {
+/* merge_sort sorts idx[0:n) by less (stable and O(n log n) whatever the
+ * keys); tmp holds n */
+static void merge_sort(int32_t *idx, int32_t n, int32_t *tmp, int (*less)(int32_t, int32_t)) {
     if (n < 2) return;
     int32_t h = n / 2;
-    sort_ids(idx, h, tmp);
-    sort_ids(idx + h, n - h, tmp);
+    merge_sort(idx, h, tmp, less);
+    merge_sort(idx + h, n - h, tmp, less);
     int32_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = id_less(idx[j], idx[i]) ? idx[j++] : idx[i++];
+    while (i < h && j < n) tmp[k++] = less(idx[j], idx[i]) ? idx[j++] : idx[i++];
     while (i < h) tmp[k++] = idx[i++];
     while (j < n) tmp[k++] = idx[j++];
     memcpy(idx, tmp, sizeof(int32_t) * (size_t)n);
 }
+
+/* sort_ids sorts idx[0:n) by member id */
+static void sort_ids(int32_t *idx, int32_t n, int32_t *tmp) { merge_sort(idx, n, tmp, id_less); }
+
+/* uuid_halves reads a UUID in its canonical form (8-4-4-4-12 hex digits)
+ * as Java holds it: its most and least significant 64 bits, signed
+ * (processorder.go). */
+static int uuid_halves(str_t s, int64_t h[2]) {
+    uint64_t v[2] = {0, 0};
+    int digits = 0;
+    if (s.n != 36) return 0;
+    for (int32_t i = 0; i < 36; i++) {
+        uint8_t c = (uint8_t)s.s[i], d;
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-') return 0;
+            continue;
+        }
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else return 0;
+        v[digits / 16] = v[digits / 16] << 4 | d;
+        digits++;
+    }
+    h[0] = (int64_t)v[0];
+    h[1] = (int64_t)v[1];
+    return 1;
+}
+
+/* proc_less orders process ids as Kafka Streams orders its clients
+ * (processLess): UUIDs by java.util.UUID.compareTo, other ids after them
+ * in string order */
+static int proc_less(int32_t a, int32_t b) {
+    int64_t ha[2], hb[2];
+    int ua = uuid_halves(procs[a], ha), ub = uuid_halves(procs[b], hb);
+    if (ua != ub) return ua;
+    if (!ua) return str_cmp(procs[a], procs[b]) < 0;
+    return ha[0] != hb[0] ? ha[0] < hb[0] : ha[1] < hb[1];
+}
+
 
 static const char *decode_member(rd_t *r, mem_t *m) {
     m->id = rd_str(r);
@@ -267,7 +308,7 @@ static const char *decode(const uint8_t *buf, int32_t len) {
     acceptable = rd_sv(&r);
     rack_tags = rd_strs(&r, MAX_STRING, 0, &n_rack_tags);
     configs = rd_pairs(&r, &n_configs);
-    rd_strs(&r, MAX_PROCESSES, 1, &nproc);
+    procs = rd_strs(&r, MAX_PROCESSES, 1, &nproc);
     if (r.err) return "truncated or corrupt AssignRequest header";
     nsub = rd_cnt(&r, MAX_SUBS, 3);
     subids = A((size_t)nsub, sizeof(str_t));
@@ -608,9 +649,14 @@ static const char *new_state(void) {
     int32_t *index = A((size_t)nproc, sizeof(int32_t)); /* process -> client + 1 */
     for (int32_t i = 0; i < nmem; i++) index[members[i].process] = 1;
     ncl = 0;
-    for (int32_t p = 0; p < nproc; p++) if (index[p]) index[p] = ++ncl;
+    int32_t *order = A((size_t)nproc + 1, sizeof(int32_t)); /* the processes with members, in Kafka's order */
+    for (int32_t p = 0; p < nproc; p++) if (index[p]) order[ncl++] = p;
+    merge_sort(order, ncl, A((size_t)ncl + 1, sizeof(int32_t)), proc_less);
     cl = A((size_t)ncl, sizeof(client_t));
-    for (int32_t p = 0; p < nproc; p++) if (index[p]) cl[index[p] - 1].proc = p;
+    for (int32_t c = 0; c < ncl; c++) {
+        index[order[c]] = c + 1;
+        cl[c].proc = order[c];
+    }
     for (int32_t k = 0; k < nmem; k++) {      /* by id: the first is the lowest */
         int32_t i = id_order[k];
         client_t *c = &cl[index[members[i].process] - 1];
