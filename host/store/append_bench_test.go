@@ -12,14 +12,7 @@ import (
 // 4,096 keys: the per-record work and garbage of the append path (its
 // allocations are bbolt's cursors and the encoded entries).
 func BenchmarkAppendOverwrites(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Partition(1, func([]byte) (string, error) { return "g", nil }); err != nil {
-		b.Fatal(err)
-	}
+	s := benchStore(b)
 	const keys, batch = 4096, 32
 	value := make([]byte, 200)
 	record := func(i int) Record { return Record{Key: fmt.Appendf(nil, "g/member-%05d", i%keys), Value: value} }
@@ -52,14 +45,7 @@ func BenchmarkAppendOverwrites(b *testing.B) {
 // metadata record; the store is refilled, untimed, when it runs out of
 // members.
 func BenchmarkAppendExpirySlice(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Partition(1, func([]byte) (string, error) { return "g", nil }); err != nil {
-		b.Fatal(err)
-	}
+	s := benchStore(b)
 	const members, slice = 4096, 64
 	value := make([]byte, 200)
 	kinds := []string{"current", "target", "member"}
@@ -98,4 +84,18 @@ func BenchmarkAppendExpirySlice(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchStore opens a store of one partition, holding group "g", that b
+// closes when it ends.
+func benchStore(b *testing.B) *Store {
+	s, err := Open(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if err := s.Partition(1, func([]byte) (string, error) { return "g", nil }); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
