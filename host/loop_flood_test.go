@@ -473,21 +473,25 @@ func joinWireCanaries(t *testing.T, addr string) *wireCanaries {
 // the canaries on other partitions and of those on the flooded group's
 // partition.
 func (w *wireCanaries) measure(t *testing.T, n int) (other, same time.Duration) {
-	otherLat, sameLat := canaryLatencies(t, w.epochs, func(g string) bool { return w.same[g] }, n, func(g string, epoch int32) (int32, error) {
-		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-		req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, g, "m", epoch
-		resp, err := w.clients[g].do(req)
-		if err != nil {
-			return 0, err
-		}
-		if code := resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode; code != 0 {
-			return 0, kerr.ErrorForCode(code)
-		}
-		return resp.(*kmsg.StreamsGroupHeartbeatResponse).MemberEpoch, nil
-	})
+	otherLat, sameLat := canaryLatencies(t, w.epochs, func(g string) bool { return w.same[g] }, n, w.heartbeat)
 	other, _ = quantiles(otherLat)
 	same, _ = quantiles(sameLat)
 	return other, same
+}
+
+// heartbeat sends canary g's steady heartbeat at epoch and returns its
+// new epoch (canaryLatencies' hb).
+func (w *wireCanaries) heartbeat(g string, epoch int32) (int32, error) {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, g, "m", epoch
+	resp, err := w.clients[g].do(req)
+	if err != nil {
+		return 0, err
+	}
+	if code := resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode; code != 0 {
+		return 0, kerr.ErrorForCode(code)
+	}
+	return resp.(*kmsg.StreamsGroupHeartbeatResponse).MemberEpoch, nil
 }
 
 // canarySamples is how many heartbeats each canary sends in a window of

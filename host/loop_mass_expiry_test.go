@@ -40,10 +40,10 @@ func newMassCore() (*core.Coordinator, error) {
 }
 
 // writeMassGroup writes to a store at path (one log: the loop partitions
-// it when it opens) the records of massMembers members joining group
-// "mass", as core wrote them; no assignor run is answered, so the loop
-// starts one when it loads the group.
-func writeMassGroup(t *testing.T, path string) {
+// it when it opens) the records of massMembers members joining group, as
+// core wrote them; no assignor run is answered, so the loop starts one
+// when it loads the group.
+func writeMassGroup(t *testing.T, path, group string) {
 	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func writeMassGroup(t *testing.T, path string) {
 	}
 	var recs []store.Record
 	for i := 0; i < massMembers; i++ {
-		req := joinRequest("mass", fmt.Sprintf("mass-%05d", i))
+		req := joinRequest(group, fmt.Sprintf("mass-%05d", i))
 		req.Topology.Subtopologies[0].SourceTopics = []string{"mass"}
 		out, err := c.Step(time.Now().UnixMilli(), core.Request{ID: core.RequestID(i + 1), Body: req})
 		if err != nil || len(out.Records) == 0 {
@@ -85,7 +85,7 @@ func TestMassExpiryDoesNotStallItsPartition(t *testing.T) {
 		t.Skip("timing test: set COORDHOST_FLOOD=1 to run it")
 	}
 	path := filepath.Join(t.TempDir(), "coordhost.db")
-	writeMassGroup(t, path)
+	writeMassGroup(t, path, "mass")
 	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)

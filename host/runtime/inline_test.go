@@ -118,3 +118,68 @@ func TestRuntimeInline(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeInlineWhileStalled: while every queued event waits for an
+// append (the pipeline is full with a flooded group's rounds and the
+// next of its events is queued), an Inline event of a group with nothing
+// in flight is stepped on the submitting goroutine and answered before
+// any of those appends ends, as a worker would step it then (alone,
+// ahead of the stalled events): a heartbeat behind a mass expiry's
+// appends is not handed to a worker and back. The stalled event keeps
+// its place and is stepped once an append ends.
+func TestRuntimeInlineWhileStalled(t *testing.T) {
+	pl := newPipeline(t, 2)
+	defer pl.close()
+	flood := func(key string) {
+		t.Helper()
+		if err := pl.rt.Submit(0, runtime.Event{Key: "flood", Input: pput{key: key, val: "v", owner: "flood"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flood("f1")
+	pl.wait("f1")
+	pl.wait("|seal")
+	first := pl.nextAppend() // held: the pipeline holds f1's round and, next, f2's
+	flood("f2")
+	pl.wait("f2")
+	pl.wait("|seal")
+	flood("f3") // waits for an append: the pipeline is full
+
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; ; i++ {
+		me, stepped := goid(), uint64(0)
+		reply := make(chan error, 1)
+		key := fmt.Sprintf("canary-%d", i)
+		ev := runtime.Event{Key: "canary", Inline: true,
+			Input: pput{key: key, none: true, reply: reply, onStep: func() { stepped = goid() }}}
+		if err := pl.rt.Submit(0, ev); err != nil {
+			t.Fatal(err)
+		}
+		pl.wait(key)
+		pl.wait("|seal")
+		if err := answer(t, key+" (with the appends before it held)", reply); err != nil {
+			t.Fatal(err)
+		}
+		if stepped == me {
+			break
+		}
+		// A worker may still own the partition from f3's submission: it
+		// lets it go without stepping f3, after which the partition is
+		// stalled.
+		if time.Now().After(deadline) {
+			t.Fatal("an Inline event for a stalled partition was never stepped by its submitter")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case k := <-pl.stepped:
+		t.Fatalf("%q stepped while the pipeline is full", k)
+	default:
+	}
+	first.result <- nil
+	pl.wait("f3")
+	pl.wait("|seal")
+	for range 2 {
+		pl.nextAppend().result <- nil
+	}
+}

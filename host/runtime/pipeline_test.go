@@ -33,6 +33,8 @@ type pput struct {
 	bad      bool          // writes a record the log refuses (empty key)
 	hold     chan struct{} // Step waits until it is closed
 	reply    chan error
+	owner    string // its record's Owner ("": it may change any key's state)
+	onStep   func()
 }
 
 func newPipeShard(stepped chan string) *pipeShard {
@@ -51,6 +53,9 @@ func (s *pipeShard) Step(_ int64, in any) []runtime.Record {
 		if in.reply != nil {
 			s.round.replies = append(s.round.replies, in.reply)
 		}
+		if in.onStep != nil {
+			in.onStep()
+		}
 		if s.stepped != nil {
 			s.stepped <- in.key
 		}
@@ -68,7 +73,7 @@ func (s *pipeShard) Step(_ int64, in any) []runtime.Record {
 			s.round.writes = map[string]string{}
 		}
 		s.round.writes[key], s.live[key] = in.val, in.val
-		return []runtime.Record{{Key: []byte(key), Value: []byte(in.val)}}
+		return []runtime.Record{{Key: []byte(key), Value: []byte(in.val), Owner: in.owner}}
 	case get:
 		in.fn(maps.Clone(s.committed))
 	}

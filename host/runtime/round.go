@@ -113,6 +113,15 @@ func (p *partition) pipelineFullLocked() bool {
 	return appends >= p.depth
 }
 
+// stalledLocked reports whether, with nobody stepping the partition,
+// its queued events wait for an append (the pipeline is full and none of
+// their keys is independent) while an event of key would not: the next
+// round is then key's event alone (work takes the independent events
+// only), which its submitter can step as well as a worker.
+func (p *partition) stalledLocked(key string) bool {
+	return p.depth > 1 && !p.unloading && p.pipelineFullLocked() && p.independentLocked(key)
+}
+
 // independentLocked reports whether key's state is untouched by every
 // round in flight: an event of key then depends on no record not yet
 // durable, unless it writes one itself.

@@ -109,11 +109,15 @@ type Event struct {
 	Spared bool
 	// Inline lets Submit step the event on the calling goroutine when the
 	// partition is idle — nothing queued, no owner stepping, settling or
-	// appending for it — instead of handing it to a worker: the caller
-	// then runs the worker's turn itself (the same round, append and
-	// Commit), and hands whatever is left to the pool when it ends. It
-	// saves the hand-off to a worker and back for a request arriving at an
-	// idle partition; a caller that must not run shard code sets none.
+	// appending for it — or stalled — no owner, and what is queued waits
+	// for an append while the event would not (the pipeline is full and
+	// no round in flight wrote a record of its key) — instead of handing
+	// it to a worker: the caller then runs the worker's turn itself (the
+	// same round, append and Commit), and hands whatever is left to the
+	// pool when it ends. It saves the hand-off to a worker and back for a
+	// request arriving at an idle partition, or at one whose appends a
+	// flooded group keeps full (a mass expiry); a caller that must not run
+	// shard code sets none.
 	Inline bool
 }
 
@@ -372,7 +376,7 @@ func (p *partition) enqueue(ev Event) error {
 		p.mu.Unlock()
 		return ErrQueueFull
 	}
-	inline := ev.Inline && !p.scheduled && len(p.queue) == 0
+	inline := ev.Inline && !p.scheduled && (len(p.queue) == 0 || p.stalledLocked(ev.Key))
 	p.queue = append(p.queue, ev)
 	p.countOneLocked(ev, 1)
 	if inline {

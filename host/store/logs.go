@@ -275,8 +275,17 @@ func (s *Store) putLog(tx *bolt.Tx, p int, batch []Record, next uint64) (uint64,
 	keys, log := tx.Bucket(bucketKeys), tx.Bucket(bucketLogs).Bucket(partName(p))
 	kc, lc := keys.Cursor(), log.Cursor()
 	buf := make([]byte, 0, batchSize(batch))
-	for _, r := range batch {
-		key := storeKey(r.Key)
+	stored := make([][]byte, len(batch))
+	for i, r := range batch {
+		stored[i] = storeKey(r.Key)
+	}
+	skip := superseded(stored)
+	for i, r := range batch {
+		key := stored[i]
+		if skip != nil && skip[i] {
+			next++ // its sequence number stays used: the later write's is as before
+			continue
+		}
 		if k, old := kc.Seek(key); old != nil && bytes.Equal(k, key) {
 			if len(old) != 8 {
 				return 0, s.corrupt(fmt.Sprintf("key %q: a sequence number of %d bytes", shortKey(key), len(old)))
@@ -307,6 +316,30 @@ func (s *Store) putLog(tx *bolt.Tx, p int, batch []Record, next uint64) (uint64,
 		next++
 	}
 	return next, nil
+}
+
+// superseded marks the keys that a later key of keys repeats (nil when
+// none does). Within one transaction such a write is undone by the later
+// one — the log keeps a key's last write only, and replay follows the
+// order of last writes — so putLog skips it: a mass expiry's slice
+// rewrites its group's metadata record once per fenced member, and each
+// rewrite would delete the entry the one before put.
+func superseded(keys [][]byte) []bool {
+	if len(keys) < 2 {
+		return nil
+	}
+	last := make(map[string]int, len(keys))
+	for i, k := range keys {
+		last[string(k)] = i
+	}
+	if len(last) == len(keys) {
+		return nil
+	}
+	skip := make([]bool, len(keys))
+	for i, k := range keys {
+		skip[i] = last[string(k)] != i
+	}
+	return skip
 }
 
 // batchSize is the size of batch's sequence numbers and log entries.

@@ -214,3 +214,55 @@ func TestAppendPartitionsIsOneTransaction(t *testing.T) {
 		t.Fatalf("after a shared write: %s", got)
 	}
 }
+
+// TestAppendOfRewrittenKeysEqualsOneAppendEach: a batch that writes some
+// keys more than once (a put, a tombstone, a put again; a hashed long key
+// too) leaves the partition's log — its entries, their sequence numbers
+// and order, the key index — as appending each record alone does, which
+// is what appending them one after another in a transaction means; the
+// writes a later one in the batch undoes are skipped.
+func TestAppendOfRewrittenKeysEqualsOneAppendEach(t *testing.T) {
+	long := "g/" + strings.Repeat("x", 600)
+	before := []Record{{Key: []byte("g/a"), Value: []byte("a0")}, {Key: []byte("g/b"), Value: []byte("b0")}, {Key: []byte(long), Value: []byte("l0")}}
+	batch := []Record{
+		{Key: []byte("g/meta"), Value: []byte("m1")}, {Key: []byte("g/a")}, {Key: []byte("g/meta"), Value: []byte("m2")},
+		{Key: []byte("g/b"), Value: []byte("b1")}, {Key: []byte("g/c"), Value: []byte("c1")}, {Key: []byte(long), Value: []byte("l1")},
+		{Key: []byte("g/b")}, {Key: []byte("g/c"), Value: []byte("c2")}, {Key: []byte("g/meta"), Value: []byte("m3")},
+		{Key: []byte("g/a"), Value: []byte("a1")}, {Key: []byte(long)}, {Key: []byte("g/d"), Value: []byte("d1")}, {Key: []byte("g/d")},
+	}
+	open := func(name string) *Store {
+		s := openT(t, filepath.Join(t.TempDir(), name))
+		t.Cleanup(func() { s.Close() })
+		if err := s.Partition(1, testGroup); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendPartitions([]PartitionBatch{{Records: before}}); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	together, alone := open("together.db"), open("alone.db")
+	if err := together.AppendPartitions([]PartitionBatch{{Records: batch}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range batch {
+		if err := alone.AppendPartitions([]PartitionBatch{{Records: []Record{r}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, want := partitionEntries(t, together, 0), partitionEntries(t, alone, 0)
+	if got != want {
+		t.Fatalf("one batch left\n%s\none append each left\n%s", got, want)
+	}
+	if live := "11 g/c=c2;12 g/meta=m3;13 g/a=a1;"; got != live {
+		t.Fatalf("one batch left\n%s\nwant\n%s", got, live)
+	}
+	// Reopened, the same.
+	path := together.Path()
+	together.Close()
+	reopened := openT(t, path)
+	defer reopened.Close()
+	if again := partitionEntries(t, reopened, 0); again != got {
+		t.Fatalf("reopened, the log is\n%s\nwas\n%s", again, got)
+	}
+}
