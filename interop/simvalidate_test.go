@@ -248,32 +248,19 @@ func hostReadsOf(path, group string) ([]hostRead, error) {
 	}
 	var out []hostRead
 	for _, line := range strings.Split(string(data), "\n") {
-		if !strings.Contains(line, `msg="changelog end offsets read"`) || !strings.Contains(line, " group="+group+" ") {
+		at, fields, ok := coordhostLine(line, group)
+		if !ok || fields["msg"] != "changelog end offsets read" {
 			continue
-		}
-		tm := chTimeRe.FindStringSubmatch(line)
-		if tm == nil {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, tm[1])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %q: %w", path, line, err)
 		}
 		read := hostRead{Time: at, Ends: map[string]int64{}}
-		for _, f := range chFieldRe.FindAllStringSubmatch(line, -1) {
-			if f[1] != "ends" {
-				continue
+		for _, e := range strings.Fields(fields["ends"]) {
+			task, off, ok := strings.Cut(e, "=")
+			n, err := strconv.ParseInt(off, 10, 64)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("%s: %q: end %q", path, line, e)
 			}
-			v, _ := strconv.Unquote(f[2])
-			for _, e := range strings.Fields(v) {
-				task, off, ok := strings.Cut(e, "=")
-				n, err := strconv.ParseInt(off, 10, 64)
-				if !ok || err != nil {
-					return nil, fmt.Errorf("%s: %q: end %q", path, line, e)
-				}
-				if n >= 0 {
-					read.Ends[task] = n
-				}
+			if n >= 0 {
+				read.Ends[task] = n
 			}
 		}
 		out = append(out, read)
