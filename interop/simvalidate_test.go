@@ -224,6 +224,48 @@ type simRecording struct {
 	// changed nothing does not show. Recordings made before these were
 	// kept hold none, and before the values were kept only the times.
 	Reports []memberReport `json:"reports,omitempty"`
+	// HostReads are coordhost's own reads of the changelogs' end
+	// offsets for the group, as its debug log shows them; recordings
+	// made before they were kept hold none.
+	HostReads []hostRead `json:"host_reads,omitempty"`
+}
+
+// hostRead is one read of the changelogs' end offsets by coordhost from
+// the data plane: when it handed them to the coordinator, and the end of
+// each task it read (an unknown end left out).
+type hostRead struct {
+	Time time.Time        `json:"time"`
+	Ends map[string]int64 `json:"end_offsets"`
+}
+
+// hostReadsOf are group's end-offset reads in coordhost's log at path
+// (host/loop: "changelog end offsets read", ends as task=offset, -1
+// unknown).
+func hostReadsOf(path, group string) ([]hostRead, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []hostRead
+	for _, line := range strings.Split(string(data), "\n") {
+		at, fields, ok := coordhostLine(line, group)
+		if !ok || fields["msg"] != "changelog end offsets read" {
+			continue
+		}
+		read := hostRead{Time: at, Ends: map[string]int64{}}
+		for _, e := range strings.Fields(fields["ends"]) {
+			task, off, ok := strings.Cut(e, "=")
+			n, err := strconv.ParseInt(off, 10, 64)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("%s: %q: end %q", path, line, e)
+			}
+			if n >= 0 {
+				read.Ends[task] = n
+			}
+		}
+		out = append(out, read)
+	}
+	return out, nil
 }
 
 // memberReport is one report of a member, as the polls saw it: the task
@@ -415,6 +457,12 @@ func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor st
 	if err := c.proc.stop(30 * time.Second); err != nil {
 		t.Logf("stop coordhost: %v", err)
 	}
+	reads, err := hostReadsOf(c.proc.log, group)
+	s.must("coordhost's end-offset reads", err)
+	if len(reads) == 0 {
+		t.Fatalf("%s: coordhost's log shows no end-offset read of %s", name, group)
+	}
+	rec.HostReads = reads
 	return rec
 }
 
@@ -1120,6 +1168,9 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 	}
 	if ins := r.recordedInputs(start); recorded && len(ins) > 0 {
 		sc["recorded_inputs"] = ins
+		if reads := r.hostReadsFrom(start); len(reads) > 0 {
+			reports["host_reads"] = reads
+		}
 	}
 	return json.MarshalIndent(sc, "", " ")
 }
@@ -1198,6 +1249,25 @@ func (r *simRecording) reportTimes(start time.Time) (at map[string][]float64, va
 		}
 	}
 	return at, values
+}
+
+// hostReadsFrom are the scenario's reports.host_reads: coordhost's reads
+// of the changelogs' end offsets from start (the window's opening) to
+// End, the last one before start at 0 s (what coordhost knew when the
+// window opened). The recorded inputs' end offsets mix these with the
+// members' reported ends; the replay's host knows these alone.
+func (r *simRecording) hostReadsFrom(start time.Time) []sim.HostRead {
+	var out []sim.HostRead
+	for _, h := range r.HostReads {
+		switch {
+		case h.Time.After(r.End):
+		case !h.Time.After(start):
+			out = append(out[:0], sim.HostRead{EndOffsets: h.Ends})
+		default:
+			out = append(out, sim.HostRead{AtS: h.Time.Sub(start).Seconds(), EndOffsets: h.Ends})
+		}
+	}
+	return out
 }
 
 // recordedInputs are the scenario's recorded_inputs: the history's input
@@ -2273,4 +2343,65 @@ func TestSimDirection(t *testing.T) {
 		{run: "scale-out", assignor: "sticky", rep: 2, realUnavail: 170.2, simUnavail: 199.8},
 	}
 	checkSimRows(t, rows, medians) // HA below sticky on both sides: passes
+}
+
+// TestSimHostReads: coordhost's end-offset reads of the recorded group
+// are taken from its log (another group's, and other lines, left out; an
+// unknown end, -1, left out of a read), and reach the derived scenario
+// with the recorded inputs only: from the window's opening to its end,
+// the last read before the opening at 0 s.
+func TestSimHostReads(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) string {
+		return t0.Add(time.Duration(s * float64(time.Second))).Format(time.RFC3339Nano)
+	}
+	line := func(s float64, group, ends string) string {
+		return `time=` + at(s) + ` level=DEBUG msg="changelog end offsets read" component=loop group=` + group + ` ends="` + ends + `"`
+	}
+	log := filepath.Join(t.TempDir(), "coordhost.log")
+	lines := []string{
+		line(-40, "g", "1_0=10 1_1=11"),
+		line(-10, "g", "1_0=20 1_1=-1"),
+		line(-5, "other", "1_0=99 1_1=99"),
+		`time=` + at(1) + ` level=INFO msg="new target assignment" group=g epoch=6`,
+		line(20, "g", "1_0=30 1_1=31"),
+		line(90, "g", "1_0=40 1_1=41"),
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reads, err := hostReadsOf(log, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(reads); len(reads) != 4 || fmt.Sprint(reads[1].Ends) != "map[1_0:20]" || !reads[2].Time.Equal(t0.Add(20*time.Second)) {
+		t.Fatalf("reads %s, want g's four, the one of -10 s without 1_1", got)
+	}
+	r := &simRecording{Group: "g", Start: t0, End: t0.Add(80 * time.Second), Baseline: 5, BaselineMembers: []string{"a"},
+		Targets:   []histTarget{{Epoch: 5, Time: t0}, {Epoch: 6, Time: t0.Add(30 * time.Second), Inputs: &histInputs{}}},
+		HostReads: reads}
+	for _, task := range aggTasks() {
+		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: t0.Add(-10 * time.Second), To: r.End})
+	}
+	derived := func(recorded bool) []sim.HostRead {
+		data, err := r.simScenario(simModel{}, recorded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sc struct {
+			Reports struct {
+				HostReads []sim.HostRead `json:"host_reads"`
+			} `json:"reports"`
+		}
+		if err := json.Unmarshal(data, &sc); err != nil {
+			t.Fatal(err)
+		}
+		return sc.Reports.HostReads
+	}
+	if got, want := fmt.Sprint(derived(true)), "[{0 map[1_0:20]} {20 map[1_0:30 1_1:31]}]"; got != want {
+		t.Errorf("host reads %s, want %s", got, want)
+	}
+	if got := derived(false); got != nil {
+		t.Errorf("host reads %v without the recorded inputs, want none", got)
+	}
 }

@@ -186,6 +186,32 @@ func splitTasks(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
+// coordhostLine is one line of coordhost's log about group: its time and
+// its fields (quoted values unquoted); ok is false for a line about
+// another group or without a time.
+func coordhostLine(line, group string) (at time.Time, fields map[string]string, ok bool) {
+	if !strings.Contains(line, " group="+group+" ") {
+		return at, nil, false
+	}
+	tm := chTimeRe.FindStringSubmatch(line)
+	if tm == nil {
+		return at, nil, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, tm[1])
+	if err != nil {
+		return at, nil, false
+	}
+	fields = map[string]string{}
+	for _, m := range chFieldRe.FindAllStringSubmatch(line, -1) {
+		v := m[2]
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		}
+		fields[m[1]] = v
+	}
+	return at, fields, true
+}
+
 // coordhostEvents reads coordhost's log for group: members leaving or
 // fenced, targets installed, and (at DEBUG) each member's current
 // assignment, as tasks delivered to and released by members; members are
@@ -211,25 +237,9 @@ func coordhostEvents(path, group string) ([]logEvent, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, " group="+group+" ") {
+		at, fields, ok := coordhostLine(sc.Text(), group)
+		if !ok {
 			continue
-		}
-		tm := chTimeRe.FindStringSubmatch(line)
-		if tm == nil {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, tm[1])
-		if err != nil {
-			continue
-		}
-		fields := map[string]string{}
-		for _, m := range chFieldRe.FindAllStringSubmatch(line, -1) {
-			v := m[2]
-			if u, err := strconv.Unquote(v); err == nil {
-				v = u
-			}
-			fields[m[1]] = v
 		}
 		member := fields["member"]
 		switch fields["msg"] {

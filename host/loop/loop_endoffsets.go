@@ -2,7 +2,10 @@ package loop
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"maps"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +64,7 @@ func (l *Loop) endOffsetsLoop(last map[string]time.Time) {
 		}
 		for g, ends := range l.fetchEndOffsets(due) {
 			l.inputGroup(g, func(c *core.Coordinator, now int64) core.Output {
-				return l.step(c, now, core.EndOffsets{Group: g, Ends: ends})
+				return l.stepEndOffsets(c, now, g, ends)
 			})
 		}
 	}
@@ -115,9 +118,27 @@ func (l *Loop) fetchEndOffsetsOnLoad(c *core.Coordinator, b *batch) map[string]t
 		return last
 	}
 	for g, ends := range l.fetchEndOffsets(due) {
-		b.add(l.step(c, l.nowMs(), core.EndOffsets{Group: g, Ends: ends}))
+		b.add(l.stepEndOffsets(c, l.nowMs(), g, ends))
 	}
 	return last
+}
+
+// stepEndOffsets hands core group's changelog end offsets as read from
+// the data plane; at debug level it logs them first ("changelog end
+// offsets read", ends as task=offset, -1 unknown), so a recorded run can
+// replay the host's own reads (make sim-validate).
+func (l *Loop) stepEndOffsets(c *core.Coordinator, now int64, group string, ends []core.TaskEndOffset) core.Output {
+	if l.log.Enabled(l.ctx, slog.LevelDebug) {
+		var b strings.Builder
+		for i, e := range ends {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s_%d=%d", e.Task.Subtopology, e.Task.Partition, e.Offset)
+		}
+		l.log.Debug("changelog end offsets read", "group", group, "ends", b.String())
+	}
+	return l.step(c, now, core.EndOffsets{Group: group, Ends: ends})
 }
 
 // fetchEndOffsets lists the end offsets of every changelog partition of

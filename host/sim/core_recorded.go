@@ -153,16 +153,17 @@ func (sc *Scenario) recordedFor(atMs, nextMs int64) *recorded {
 // reported offsets, so a process it leaves out had reported none (a new
 // one, or old members whose offset interval had not come yet), whatever
 // state the model gives it — with the input's end offsets
-// (recordedEnds); the host's read of the changelogs' ends carries that
-// input's end offsets, and none for a task the input lists none for
-// (nobody knew its end then: core forgets the host's). A member with
+// (recordedEnds); the host's read of the changelogs' ends carries the
+// recorded host read last before it (hostReadAt) when the recording has
+// one, else that input's end offsets, and none for a task the input lists
+// none for (nobody knew its end then: core forgets the host's). A member with
 // recorded values (reports.values) reports those at its recorded times
 // instead (recordedValue), the input's only at its join.
 func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead int64) {
-	if len(cw.sc.recorded) == 0 {
+	if len(cw.sc.recorded) == 0 && len(cw.sc.hostReads) == 0 {
 		return
 	}
-	if refreshed {
+	if !cw.hostReadAt(now) && refreshed {
 		if r := cw.sc.recordedFor(readAt, nextRead); r != nil {
 			copy(cw.hostEnd, r.ends)
 		}
@@ -203,6 +204,21 @@ func (cw *coreWorld) recordedReports(now int64, refreshed bool, readAt, nextRead
 		cw.recordedEnds(m, r, listed)
 		cw.recReport[m.id] = true
 	}
+}
+
+// hostReadAt sets what the host knows of the changelogs' ends to the
+// recorded host read (reports.host_reads) last at or before now, and says
+// whether there was one: from the first such read on, the host's ends are
+// the ones it really read then, not a recorded input's (whose end
+// offsets are the largest of the host's read and the members' reports).
+func (cw *coreWorld) hostReadAt(now int64) bool {
+	reads := cw.sc.hostReads
+	i := sort.Search(len(reads), func(i int) bool { return reads[i].atMs > now })
+	if i == 0 {
+		return false
+	}
+	copy(cw.hostEnd, reads[i-1].ends)
+	return true
 }
 
 // recordedEnds sets the end offsets m's report carries from recorded

@@ -331,3 +331,51 @@ func TestCoreEngineProbingPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreEngineHostReads: with the host's recorded end-offset reads
+// (reports.host_reads) core gets those at their times, not the recorded
+// input's end offsets (which mix the host's read with the members'
+// reports): the target of b's leave (computed at 11 s) is computed on the
+// read of 9 s — not the one of 3 s, not the one of 12 s, and no end for
+// the tasks that read left out — and without the reads on the recorded
+// input's, as before.
+func TestCoreEngineHostReads(t *testing.T) {
+	const reads = `
+  host_reads:
+    - {at_s: 12, end_offsets: {"0_0": 9300, "0_1": 9301, "0_2": 9302, "0_3": 9303}}
+    - {at_s: 3, end_offsets: {"0_0": 9100, "0_1": 9101, "0_2": 9102, "0_3": 9103}}
+    - {at_s: 9, end_offsets: {"0_0": 9200, "0_1": 9201}}`
+	reports := func(reads string) string {
+		return `reports:
+  task_offset_interval_ms: 60000
+  end_offsets_refresh_ms: 2000
+  at: {a: [], b: []}` + reads + `
+recorded_inputs:
+  - {at_s: 10, end_offsets: {"0_0": 9900, "0_1": 9901, "0_2": 9902, "0_3": 9903}, processes: {}}
+state:`
+	}
+	endsAtLeave := func(sc *sim.Scenario) map[string]int64 {
+		var got []map[string]int64 // the ends of each run with a alone (after b's leave)
+		capture := sim.Assignor{Name: "sticky", Assign: func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+			if ends, _ := inputOffsets(req); len(req.Members) == 1 {
+				got = append(got, ends)
+			}
+			return assignorNamed(t, "sticky").Assign(req)
+		}}
+		r, err := sim.RunCore(sc, []sim.Assignor{capture})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := r.Assignors[0]
+		if a.Error != "" || len(got) != 1 || a.Rebalances[len(a.Rebalances)-1].AtS != 11 {
+			t.Fatalf("error %q, %d runs after b's leave, targets %+v: want one at 11 s", a.Error, len(got), a.Rebalances)
+		}
+		return got[0]
+	}
+	if got, want := endsAtLeave(leaveScenario(t, "state:", reports(reads))), map[string]int64{"0_0": 9200, "0_1": 9201}; !maps.Equal(got, want) {
+		t.Errorf("end offsets at b's leave %v, want the host's read of 9 s %v", got, want)
+	}
+	if got, want := endsAtLeave(leaveScenario(t, "state:", reports(""))), map[string]int64{"0_0": 9900, "0_1": 9901, "0_2": 9902, "0_3": 9903}; !maps.Equal(got, want) {
+		t.Errorf("without host reads the end offsets at b's leave %v, want the recorded input's %v", got, want)
+	}
+}

@@ -70,6 +70,9 @@ func TestBadScenarios(t *testing.T) {
 		{"report value negative", strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "values": {"a": [{"at_s": 1, "task_end_offsets": {"0_0": -2}}]}}, "state"`, 1), `reports.values: "a" at 1: task_end_offsets: 0_0: -2 must be in`},
 		{"report value after the end", strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "values": {"a": [{"at_s": 11}]}}, "state"`, 1), `reports.values: "a": 11 must be in [0, duration_s]`},
 		{"report times and values", strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "at": {"a": [1]}, "values": {"a": [{"at_s": 2}]}}, "state"`, 1), `reports.values: "a" is in reports.at too`},
+		{"host read after the end", strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "host_reads": [{"at_s": 11}]}, "state"`, 1), `reports.host_reads[0]: at_s 11 must be in [0, duration_s]`},
+		{"host read of no task", strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "host_reads": [{"at_s": 1, "end_offsets": {"9_0": 5}}]}, "state"`, 1), `reports.host_reads[0]: end_offsets: no task "9_0"`},
+		{"host read negative", strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "host_reads": [{"at_s": 1, "end_offsets": {"0_0": -1}}]}, "state"`, 1), `reports.host_reads[0]: end_offsets: 0_0: -1 must be in`},
 		{"recorded input after the end", recordedInput(`{"at_s": 11, "end_offsets": {}}`), "recorded_inputs[0]: at_s 11 must be in [0, duration_s]"},
 		{"recorded end of no task", recordedInput(`{"at_s": 1, "end_offsets": {"1_0": 5}}`), `recorded_inputs[0]: end_offsets: no task "1_0"`},
 		{"recorded negative offset", recordedInput(`{"at_s": 1, "processes": {"p": {"0_1": -1}}}`), `recorded_inputs[0]: processes: "p": 0_1: -1 must be in [0, 2^50]`},
@@ -121,6 +124,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(strings.Replace(recordedInput(`{"at_s": 2, "probe": true, "end_offsets": {"0_0": 9}, "processes": {"a": {"0_0": 4, "0_1": 20}}}, {"at_s": 1}`),
 		`"events": [`, `"events": [{"at_s": 0, "join": "a"}, {"at_s": 1, "join": "b"}`, 1)))
 	f.Add([]byte(strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "values": {"a": [{"at_s": 2, "task_offsets": {"0_0": 4}, "task_end_offsets": {"0_0": 9, "0_1": 3}}, {"at_s": 1}]}}, "state"`, 1)))
+	f.Add([]byte(strings.Replace(withEvents(`{"at_s": 0, "join": "a"}`), `"state"`, `"reports": {"task_offset_interval_ms": 1000, "end_offsets_refresh_ms": 1000, "host_reads": [{"at_s": 2, "end_offsets": {"0_0": 9}}, {"at_s": 1, "end_offsets": {"0_0": 7, "0_1": 3}}]}, "state"`, 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := sim.Decode("fuzz", data, nil)
 		if err != nil || sc.DurationS*1000/float64(sc.TickMs) > 2000 || len(sc.Events) > 50 {

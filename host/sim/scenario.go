@@ -110,7 +110,9 @@ type Scenario struct {
 	// and reportVal the values of reports.values in the same order.
 	reportAt     map[string][]int64
 	reportVal    map[string][]reportValue
-	reportValues int // the offsets reportVal holds
+	reportValues int // the offsets reportVal and hostReads hold
+	// hostReads are reports.host_reads in time order.
+	hostReads []hostRead
 }
 
 // InitialMember is one member's part of the starting point.
@@ -159,6 +161,22 @@ type Reports struct {
 	// values (the times are its reports.at; a label is in at or values,
 	// not both).
 	Values map[string][]ReportValue `json:"values,omitempty"`
+	// HostReads are a recorded run's reads of the changelogs' end
+	// offsets by the host itself (what it fetched from the data plane
+	// and handed the coordinator), at the times it handed them. The core
+	// engine's host then knows, from the first read on, exactly the ends
+	// of the last read at or before each time (a task a read does not
+	// list: none), instead of the recorded inputs' end offsets, which
+	// mix the host's read with the members' reported ends. Before the
+	// first read, and in the model engine, the rules above hold.
+	HostReads []HostRead `json:"host_reads,omitempty"`
+}
+
+// HostRead is one read of the changelogs' end offsets by the host, by
+// task id (a task not listed: its end unknown, the read incomplete).
+type HostRead struct {
+	AtS        float64          `json:"at_s"`
+	EndOffsets map[string]int64 `json:"end_offsets,omitempty"`
 }
 
 // ReportValue is one recorded report of a member, by task id: the
@@ -403,6 +421,9 @@ func (sc *Scenario) validate() error {
 	if err := sc.validateReportTimes(); err != nil {
 		return err
 	}
+	if err := sc.validateHostReads(); err != nil {
+		return err
+	}
 	a := sc.Assignment
 	switch {
 	case a.NumStandbyReplicas < 0:
@@ -470,6 +491,41 @@ func (sc *Scenario) validateReportTimes() error {
 			return fmt.Errorf("reports.values: %w", err)
 		}
 	}
+	return nil
+}
+
+// hostRead is a HostRead as the replay uses it: per task, -1 unknown.
+type hostRead struct {
+	atMs int64
+	ends []int64
+}
+
+// validateHostReads checks reports.host_reads (times within the
+// scenario, at most MaxEvents, known task ids, the values bounded with
+// reports.values') and orders them by time.
+func (sc *Scenario) validateHostReads() error {
+	if sc.Reports == nil || sc.Reports.HostReads == nil {
+		return nil
+	}
+	reads := sc.Reports.HostReads
+	if len(reads) > MaxEvents {
+		return fmt.Errorf("reports.host_reads: %d exceed the limit %d", len(reads), MaxEvents)
+	}
+	total := len(sc.tasks)
+	for i, r := range reads {
+		if !finite(r.AtS) || r.AtS < 0 || r.AtS > sc.DurationS {
+			return fmt.Errorf("reports.host_reads[%d]: at_s %v must be in [0, duration_s]", i, r.AtS)
+		}
+		if sc.reportValues += total; sc.reportValues > maxRecordedValues {
+			return fmt.Errorf("reports.host_reads: more than %d offsets", maxRecordedValues)
+		}
+		hr := hostRead{atMs: ms(r.AtS), ends: none(total)}
+		if err := sc.recordedOffsets(r.EndOffsets, hr.ends); err != nil {
+			return fmt.Errorf("reports.host_reads[%d]: end_offsets: %w", i, err)
+		}
+		sc.hostReads = append(sc.hostReads, hr)
+	}
+	sort.SliceStable(sc.hostReads, func(i, j int) bool { return sc.hostReads[i].atMs < sc.hostReads[j].atMs })
 	return nil
 }
 
