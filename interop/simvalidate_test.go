@@ -105,8 +105,8 @@ func TestSimValidate(t *testing.T) {
 	}
 	markMatches(rows)
 	medians := medianRows(rows)
-	table := fmt.Sprintf("Measured on the real runs, per repetition and kind of run with both assignors pooled, and given to the model:\n\n%s\n%s\nMedians over the runs:\n\n%s",
-		head.String(), formatSimTable(rows), formatMedianTable(medians))
+	table := fmt.Sprintf("Measured on the real runs, per repetition and kind of run with both assignors pooled, and given to the model:\n\n%s\n%s\nMedians over the runs:\n\n%s\n%s",
+		head.String(), formatSimTable(rows), formatMedianTable(medians), formatTaskDiffs(rows))
 	t.Logf("sim-validate:\n%s", table)
 	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
 		t.Fatal(err)
@@ -916,8 +916,17 @@ func aggTasks() []string {
 // the task as an active that had restored its state ("Restored and ready
 // to run" until "Suspended from RUNNING").
 func (r *simRecording) realUnavailable() float64 {
+	var total float64
+	for _, s := range r.realUnavailableByTask() {
+		total += s
+	}
+	return total
+}
+
+// realUnavailableByTask is realUnavailable per task, in seconds.
+func (r *simRecording) realUnavailableByTask() map[string]float64 {
 	start := r.windowStart()
-	var total time.Duration
+	out := map[string]float64{}
 	for _, task := range aggTasks() {
 		var iv [][2]time.Time
 		for _, run := range r.Running {
@@ -933,9 +942,9 @@ func (r *simRecording) realUnavailable() float64 {
 				cursor = x[1]
 			}
 		}
-		total += r.End.Sub(start) - covered
+		out[task] = (r.End.Sub(start) - covered).Seconds()
 	}
-	return total.Seconds()
+	return out
 }
 
 // windowStart is when the compared window opens: the simulator's
@@ -1650,6 +1659,8 @@ type simRow struct {
 	// model is the same replay on the model engine (the figures above
 	// are the core engine's, and the ones the check judges).
 	model simEngine
+	// realByTask and simByTask split realUnavail and simUnavail by task.
+	realByTask, simByTask map[string]float64
 }
 
 // simEngine is a replay's figures on the model engine: tasks moved (per
@@ -1704,7 +1715,7 @@ func markMatches(rows []simRow) {
 // offset-reporting model's inputs), for its tasks moved.
 func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simModel) simRow {
 	t.Helper()
-	row := simRow{run: r.Run, assignor: r.Assignor, rep: r.Rep, realUnavail: r.realUnavailable()}
+	row := simRow{run: r.Run, assignor: r.Assignor, rep: r.Rep, realUnavail: r.realUnavailable(), realByTask: r.realUnavailableByTask()}
 	row.realMoved, row.realPer = r.realMoved()
 	row.inputs = len(r.recordedInputs(r.windowStart()))
 	base := filepath.Join(dir, r.name())
@@ -1722,6 +1733,10 @@ func compareSimRun(t *testing.T, r *simRecording, plugins, dir string, m simMode
 		return row
 	}
 	row.simMoved, row.simUnavail, row.simPer = a.Totals.TasksMoved, a.UnavailableTaskS, a.movedPer()
+	row.simByTask = map[string]float64{}
+	for _, x := range a.UnavailableByTask {
+		row.simByTask[x.Task] = x.S
+	}
 	row.delays = [5]int{a.Totals.RecordedGrants, a.Totals.ModelledGrants, a.Totals.RecordedHandOvers, a.Totals.ModelledHandOvers, a.Totals.RecordedStops}
 	row.modelMoved = row.simMoved
 	if row.inputs > 0 {
@@ -1758,9 +1773,13 @@ type simAssignorReport struct {
 		ModelledHandOvers int `json:"modelled_hand_overs"`
 		RecordedStops     int `json:"recorded_stops"`
 	} `json:"totals"`
-	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
-	Error            string  `json:"error"`
-	Rebalances       []struct {
+	UnavailableTaskS  float64 `json:"unavailable_task_seconds"`
+	UnavailableByTask []struct {
+		Task string  `json:"task"`
+		S    float64 `json:"seconds"`
+	} `json:"unavailable_by_task"`
+	Error      string `json:"error"`
+	Rebalances []struct {
 		Baseline   bool `json:"baseline"`
 		TasksMoved int  `json:"tasks_moved"`
 	} `json:"rebalances"`
@@ -1905,6 +1924,32 @@ func formatSimTable(rows []simRow) string {
 			r.delays[0], r.delays[1], r.delays[2], r.delays[3], r.delays[4],
 			r.realMoved, r.simMoved, r.match, r.realPer, r.simPer, r.modelMoved, r.realUnavail, r.simUnavail, simRatio(r.simUnavail, r.realUnavail),
 			r.model.moved, r.model.match, r.model.per, r.model.unavail, simRatio(r.model.unavail, r.realUnavail))
+	}
+	return b.String()
+}
+
+// simTaskDiffS is how far a task's unavailable seconds on core may be
+// from the real run's before formatTaskDiffs names it.
+const simTaskDiffS = 1.0
+
+// formatTaskDiffs names, per recording, the tasks whose unavailable
+// seconds on core differ from the real run's by more than simTaskDiffS,
+// with both figures: where a recording's total differs, which tasks
+// make the difference.
+func formatTaskDiffs(rows []simRow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Unavailable seconds per task, real / core, where they differ by more than %.0f s:\n\n", simTaskDiffS)
+	for _, r := range rows {
+		var diffs []string
+		for _, task := range aggTasks() {
+			if real, sim := r.realByTask[task], r.simByTask[task]; math.Abs(sim-real) > simTaskDiffS {
+				diffs = append(diffs, fmt.Sprintf("%s %.1f / %.1f", task, real, sim))
+			}
+		}
+		if len(diffs) == 0 {
+			diffs = []string{"none"}
+		}
+		fmt.Fprintf(&b, "- %s %s %d: %s\n", r.run, r.assignor, r.rep, strings.Join(diffs, ", "))
 	}
 	return b.String()
 }
@@ -2403,5 +2448,37 @@ func TestSimHostReads(t *testing.T) {
 	}
 	if got := derived(false); got != nil {
 		t.Errorf("host reads %v without the recorded inputs, want none", got)
+	}
+}
+
+// TestSimTaskDiffs: on a hand-built recording (no Kafka) the real
+// unavailable seconds split by task — 1_4 stopped at 20 s on one
+// instance and restored on another at 31 s, every other task running
+// throughout — and sum to the total; the table's per-task lines name a
+// task only where core's figure is more than a second off the real one.
+func TestSimTaskDiffs(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	r := &simRecording{Run: "scale-out", Assignor: "ha", Rep: 1, Start: t0, End: at(60)}
+	for _, task := range aggTasks() {
+		if task == "1_4" {
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: at(20)},
+				taskRun{Task: task, Instance: "b", From: at(31), To: r.End})
+			continue
+		}
+		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+	}
+	by := r.realUnavailableByTask()
+	if len(by) != 12 || math.Abs(by["1_4"]-11) > 1e-9 || by["1_0"] != 0 || math.Abs(r.realUnavailable()-11) > 1e-9 {
+		t.Fatalf("real unavailable by task %v, total %v; want 11 s for 1_4 alone", by, r.realUnavailable())
+	}
+	rows := []simRow{
+		{run: "scale-out", assignor: "ha", rep: 1, realByTask: by, simByTask: map[string]float64{"1_4": 2.1, "0_0": 0.5}},
+		{run: "scale-out", assignor: "sticky", rep: 1, realByTask: by, simByTask: map[string]float64{"1_4": 11.8}},
+	}
+	want := "Unavailable seconds per task, real / core, where they differ by more than 1 s:\n\n" +
+		"- scale-out ha 1: 1_4 11.0 / 2.1\n- scale-out sticky 1: none\n"
+	if got := formatTaskDiffs(rows); got != want {
+		t.Errorf("per-task lines:\n%s\nwant:\n%s", got, want)
 	}
 }

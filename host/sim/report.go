@@ -35,6 +35,10 @@ type AssignorReport struct {
 	// UnavailableTaskS is the sum over time of the tasks without a
 	// caught-up active (task-seconds).
 	UnavailableTaskS float64 `json:"unavailable_task_seconds"`
+	// UnavailableByTask splits UnavailableTaskS by task: each task that
+	// was without a caught-up active at some tick, in task order (a
+	// subtopology's partitions in order, the subtopologies as listed).
+	UnavailableByTask []TaskUnavailable `json:"unavailable_by_task,omitempty"`
 	// Rebalances lists every installed target, the baseline first.
 	Rebalances []Rebalance `json:"rebalances"`
 	// Unavailable is the number of tasks without a caught-up active,
@@ -47,6 +51,13 @@ type AssignorReport struct {
 	Conversions []Conversion `json:"conversions,omitempty"`
 
 	unavailableMs int64
+	taskMs        []int64 // per task: its unavailable time, ms
+}
+
+// TaskUnavailable is one task's part of the unavailable task-seconds.
+type TaskUnavailable struct {
+	Task string  `json:"task"`
+	S    float64 `json:"seconds"`
 }
 
 // Conversion is one online migration of the group: To is "streams" or

@@ -47,11 +47,40 @@ func (w *world) report(now int64) {
 
 // recordedValue replaces m's report with its i-th recorded value
 // (reports.values), the last of a tick that holds several; a member
-// without recorded values keeps the model's.
+// without recorded values keeps the model's. The value also says how far
+// the real process had restored then: a copy on m's process that the
+// replay restored less far is brought up to it (restoredTo), so the
+// replay's state is never behind what its own reports tell the
+// assignor.
 func (w *world) recordedValue(m *member, i int) {
 	if vals := w.sc.reportVal[m.label]; i < len(vals) {
 		copy(m.reported, vals[i].offs)
 		copy(m.reportedEnd, vals[i].ends)
+		w.restoredTo(m.process, vals[i])
+	}
+}
+
+// restoredTo brings the local state of process p up to recorded report
+// v: each stateful task v gives an offset for is at least that far — as
+// far behind the replay's changelog end as v's offset was behind v's end
+// for the task (the replay's changelogs follow the model, not the real
+// ones, and it is the lag that the assignor judged), or, without an end
+// in v, at v's offset (at most the changelog's end). State beyond it
+// stays.
+func (w *world) restoredTo(p string, v reportValue) {
+	l := w.local[p]
+	if l == nil {
+		return
+	}
+	for t, o := range v.offs {
+		if o < 0 || !w.stateful[t] {
+			continue
+		}
+		at := min(o, w.end[t])
+		if e := v.ends[t]; e >= 0 {
+			at = w.end[t] - max(e-o, 0)
+		}
+		l[t] = max(l[t], at)
 	}
 }
 

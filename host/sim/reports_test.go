@@ -188,3 +188,80 @@ func TestRecordedReportTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedReportRestores: a recorded report value (reports.values)
+// also says how far its member's process had restored. b joins at 5 s
+// and warms task 0 up at 100 records/s; its recorded report at 10 s
+// gives it 50 records behind the end it reported, so the warm-up is
+// caught up and the probe that follows hands b the active. The replay's
+// copy on b must then be as far as that report: it restores the last 50
+// records (0.5 s) and runs — not from the 500 records its own restore
+// reached by then (9,500 more at 100 records/s: unavailable from 10 s to
+// the end, 30 task-seconds, as before). The recorded lag is kept against
+// the replay's own end (10,000 here, 9,990 in the report). On both
+// engines.
+func TestRecordedReportRestores(t *testing.T) {
+	const yaml = `name: recorded-restore
+duration_s: 40
+tick_ms: 100
+heartbeat_interval_ms: 250
+subtopologies:
+  - {id: "0", partitions: 1, stateful: true}
+assignment: {num_standby_replicas: 0, num_warmup_replicas: 1, acceptable_recovery_lag: 100}
+state:
+  changelog_records: 10000
+  restore_records_per_s: 1000
+reports:
+  task_offset_interval_ms: 60000
+  end_offsets_refresh_ms: 60000
+  values:
+    b:
+      - {at_s: 10, task_offsets: {"0_0": 9940}, task_end_offsets: {"0_0": 9990}}
+events:
+  - {at_s: 0, join: a, member_id: a, process: pa}
+  - {at_s: 5, join: b, member_id: b, process: pb, restore_records_per_s: 100}
+`
+	// warm: b warms task 0 up until its offset in the assignor's input
+	// is within 100 of the end, then runs it.
+	warm := func(req *abi.AssignRequest) (*abi.AssignResponse, error) {
+		toB := false
+		for _, m := range req.Members {
+			for _, o := range m.TaskOffsets {
+				if m.ID == "b" && o.Task == 0 && o.Offset >= 9900 {
+					toB = true
+				}
+			}
+		}
+		resp := &abi.AssignResponse{NextProbeMs: -1}
+		for _, m := range req.Members {
+			a := abi.MemberAssignment{Active: []int32{}, Standby: []int32{}, Warmup: []int32{}}
+			switch {
+			case m.ID == "a" && !toB, m.ID == "b" && toB:
+				a.Active = []int32{0}
+			case m.ID == "b":
+				a.Warmup = []int32{0}
+			}
+			resp.Members = append(resp.Members, a)
+		}
+		return resp, nil
+	}
+	assignors := []sim.Assignor{{Name: "warm", Assign: warm}}
+	core, err := sim.RunCore(decode(t, "recorded-restore.yaml", []byte(yaml)), assignors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := sim.Run(decode(t, "recorded-restore.yaml", []byte(yaml)), assignors)
+	for engine, r := range map[string]*sim.Report{"model": model, "core": core} {
+		a := r.Assignors[0]
+		if a.Error != "" {
+			t.Fatalf("%s engine: %s", engine, a.Error)
+		}
+		if a.Totals.TasksMoved != 1 {
+			t.Errorf("%s engine: %d tasks moved, want 1 (task 0 to b)", engine, a.Totals.TasksMoved)
+		}
+		if a.UnavailableTaskS > 1 {
+			t.Errorf("%s engine: %.1f unavailable task-seconds (%v), want at most 1: b's copy is as far as its recorded report said",
+				engine, a.UnavailableTaskS, a.Unavailable)
+		}
+	}
+}

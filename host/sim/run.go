@@ -205,6 +205,16 @@ func (w *world) run() AssignorReport {
 // finish closes the totals after the last tick.
 func (w *world) finish() AssignorReport {
 	w.out.UnavailableTaskS = float64(w.out.unavailableMs) / 1000
+	i := 0
+	for _, sub := range w.sc.subs {
+		for p := range sub.Partitions {
+			if i < len(w.out.taskMs) && w.out.taskMs[i] > 0 {
+				w.out.UnavailableByTask = append(w.out.UnavailableByTask,
+					TaskUnavailable{Task: sub.ID + "_" + strconv.Itoa(int(p)), S: float64(w.out.taskMs[i]) / 1000})
+			}
+			i++
+		}
+	}
 	t := &w.out.Totals
 	t.SettleS = -1
 	if !w.settled {

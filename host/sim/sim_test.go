@@ -148,6 +148,15 @@ func TestLeaveHandChecked(t *testing.T) {
 				if got := a.Unavailable; !equalPoints(got, c.points) {
 					t.Errorf("%s: unavailable over time %v, want %v", a.Name, got, c.points)
 				}
+				// Per task: b's two tasks, half each, none when nothing waits.
+				byTask := a.UnavailableByTask
+				ok := (c.unavailableS == 0 && len(byTask) == 0) || (len(byTask) == 2 && byTask[0].Task != byTask[1].Task)
+				for _, x := range byTask {
+					ok = ok && x.S == c.unavailableS/2 && strings.HasPrefix(x.Task, "0_")
+				}
+				if !ok {
+					t.Errorf("%s: unavailable by task %+v, want b's two tasks at %v s each", a.Name, byTask, c.unavailableS/2)
+				}
 				last := a.Rebalances[len(a.Rebalances)-1]
 				if last.FromDeparted != 2 || last.Movement.Kept != 2 || last.Members != 1 || last.Reasons[0] == "" {
 					t.Errorf("%s: last target %+v", a.Name, last)

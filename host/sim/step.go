@@ -390,6 +390,16 @@ func (w *world) account(now int64) {
 	n := len(w.end) - available
 	dt := min(w.sc.TickMs, w.sc.durationMs()-now)
 	w.out.unavailableMs += int64(n) * dt
+	if n > 0 {
+		if w.out.taskMs == nil {
+			w.out.taskMs = make([]int64, len(w.end))
+		}
+		for t := range w.end {
+			if !w.running[t] && !w.byPrev[t] {
+				w.out.taskMs[t] += dt
+			}
+		}
+	}
 	w.out.Totals.MaxUnavailable = max(w.out.Totals.MaxUnavailable, n)
 	if settled := n == 0 && w.granting == 0 && w.balancedNoWarmups(); settled != w.settled {
 		w.settled = settled
