@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"time"
 )
@@ -18,9 +19,11 @@ import (
 // park, each a system call and a context switch, for tens of
 // microseconds of work that one thread would have run right after its
 // first. On one P those goroutines wait for the running one instead.
-// Once the process uses half a core, a second P pays for itself, and the
-// governor gives the process every P until it has been quiet again for a
-// second.
+// Once the process uses half a core, or a goroutine waited a millisecond
+// for the P (a burst, or a long computation such as an assignor run
+// holding it: Go preempts one only after 10 ms), a second P pays for
+// itself, and the governor gives the process every P until it has been
+// quiet again for a second.
 const (
 	// procsWindow is how often the governor looks at the process's CPU.
 	procsWindow = 100 * time.Millisecond
@@ -28,6 +31,9 @@ const (
 	// least this share of one core (its goroutines queue behind each
 	// other from there on) gives it every P.
 	procsRaiseBusy = 0.5
+	// procsRaiseWait: on one P, a window in which a goroutine waited this
+	// long to run (the runtime samples the waits) gives it every P too.
+	procsRaiseWait = time.Millisecond
 	// procsLowerBusy and procsQuietWindows: with every P, procsQuietWindows
 	// windows in a row below this share of one core put the process back
 	// on one P. The gap to procsRaiseBusy keeps it from flapping: the
@@ -45,10 +51,11 @@ type procsGovernor struct {
 }
 
 // next returns the Ps of the next window, given the CPU the process used
-// in the last one as a share of one core.
-func (g *procsGovernor) next(busy float64) int {
+// in the last one as a share of one core, and whether a goroutine waited
+// procsRaiseWait or longer to run in it.
+func (g *procsGovernor) next(busy float64, waited bool) int {
 	switch {
-	case g.cur < g.max && busy >= procsRaiseBusy:
+	case g.cur < g.max && (busy >= procsRaiseBusy || waited):
 		g.cur, g.quiet = g.max, 0
 	case g.cur > 1 && busy < procsLowerBusy:
 		if g.quiet++; g.quiet >= procsQuietWindows {
@@ -84,7 +91,7 @@ func governProcs(ctx context.Context, n int, environ []string) {
 		g := &procsGovernor{max: max, cur: max}
 		t := time.NewTicker(procsWindow)
 		defer t.Stop()
-		last, lastCPU := time.Now(), mustCPU()
+		last, lastCPU, waits := time.Now(), mustCPU(), newRunWaits()
 		for {
 			select {
 			case <-ctx.Done():
@@ -92,7 +99,7 @@ func governProcs(ctx context.Context, n int, environ []string) {
 				return
 			case now := <-t.C:
 				cpu := mustCPU()
-				g.apply(float64(cpu-lastCPU) / float64(now.Sub(last)))
+				g.apply(float64(cpu-lastCPU)/float64(now.Sub(last)), waits.since())
 				last, lastCPU = now, cpu
 			}
 		}
@@ -100,9 +107,9 @@ func governProcs(ctx context.Context, n int, environ []string) {
 }
 
 // apply sets GOMAXPROCS for the next window (next), given the last
-// one's CPU as a share of one core.
-func (g *procsGovernor) apply(busy float64) {
-	want := g.next(busy)
+// one's CPU as a share of one core and whether a goroutine waited long.
+func (g *procsGovernor) apply(busy float64, waited bool) {
+	want := g.next(busy, waited)
 	switch {
 	case want == runtime.GOMAXPROCS(0):
 	case want == 1:
@@ -120,4 +127,35 @@ func (g *procsGovernor) apply(busy float64) {
 func mustCPU() time.Duration {
 	cpu, _ := processCPU()
 	return cpu
+}
+
+// runWaits counts the goroutines the runtime saw wait procsRaiseWait or
+// longer to run (runtime/metrics' /sched/latencies).
+type runWaits struct {
+	sample []metrics.Sample
+	long   uint64 // the count at the last look
+}
+
+func newRunWaits() *runWaits {
+	w := &runWaits{sample: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
+	w.since()
+	return w
+}
+
+// since reports whether a goroutine waited long since the last look.
+func (w *runWaits) since() bool {
+	metrics.Read(w.sample)
+	if w.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return false
+	}
+	h := w.sample[0].Value.Float64Histogram()
+	var long uint64
+	for i, n := range h.Counts {
+		if h.Buckets[i] >= procsRaiseWait.Seconds() { // the bucket's lower bound
+			long += n
+		}
+	}
+	prev := w.long
+	w.long = long
+	return long > prev
 }

@@ -20,7 +20,7 @@ func TestProcsGovernor(t *testing.T) {
 	g := &procsGovernor{max: max, cur: max}
 	step := func(busy float64, want int) {
 		t.Helper()
-		g.apply(busy)
+		g.apply(busy, false)
 		if got := runtime.GOMAXPROCS(0); got != want || g.cur != want {
 			t.Fatalf("after a window at %.2f of a core: GOMAXPROCS %d (governor %d), want %d", busy, got, g.cur, want)
 		}
@@ -41,6 +41,33 @@ func TestProcsGovernor(t *testing.T) {
 		step(0.24, max)
 	}
 	step(0.24, 1)
+	g.apply(0.1, true) // a goroutine waited for the one P
+	if got := runtime.GOMAXPROCS(0); got != max {
+		t.Fatalf("after a long wait to run: GOMAXPROCS %d, want %d", got, max)
+	}
+}
+
+// runWaits sees a goroutine that waited for the process's one P while
+// another held it.
+func TestRunWaits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	w := newRunWaits()
+	w.since()
+	// The runtime samples one scheduling of a goroutine in eight: make
+	// several wait behind a busy one.
+	for range 64 {
+		done := make(chan struct{})
+		go func() { close(done) }() // runnable while this one spins
+		for start := time.Now(); time.Since(start) < 2*procsRaiseWait; {
+		}
+		<-done
+	}
+	if !w.since() {
+		t.Fatal("goroutines that waited 2 ms for the P: no long wait seen")
+	}
+	if w.since() {
+		t.Error("a second look with nothing new: a long wait seen again")
+	}
 }
 
 // runtime.procs: a GOMAXPROCS in the environment wins over it, a positive
