@@ -67,7 +67,8 @@ func (g *procsGovernor) next(busy float64, waited bool) int {
 	return g.cur
 }
 
-// governProcs applies runtime.procs: n > 0 sets GOMAXPROCS to n; 0 runs
+// governProcs applies runtime.procs: n > 0 sets GOMAXPROCS to n; n < 0
+// leaves the runtime's default; 0 runs
 // the governor until ctx ends, starting with every P (the start's replay
 // is over, but a busy server must not wait a window for its cores), and
 // then gives the runtime its default back. A GOMAXPROCS in the
@@ -79,8 +80,11 @@ func governProcs(ctx context.Context, n int, environ []string) {
 			return
 		}
 	}
-	if n > 0 {
+	switch {
+	case n > 0:
 		runtime.GOMAXPROCS(n)
+		return
+	case n < 0:
 		return
 	}
 	max := runtime.GOMAXPROCS(0)

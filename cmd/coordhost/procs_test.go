@@ -70,8 +70,8 @@ func TestRunWaits(t *testing.T) {
 	}
 }
 
-// runtime.procs: a GOMAXPROCS in the environment wins over it, a positive
-// value is set, and 0 starts at every P and gives the runtime its default
+// runtime.procs: a GOMAXPROCS in the environment wins over it, -1 leaves
+// the default, a positive value is set, and 0 starts at every P and gives the runtime its default
 // back when the context ends.
 func TestGovernProcs(t *testing.T) {
 	defer runtime.SetDefaultGOMAXPROCS()
@@ -80,6 +80,10 @@ func TestGovernProcs(t *testing.T) {
 	governProcs(context.Background(), 1, []string{"HOME=/", "GOMAXPROCS=4"})
 	if got := runtime.GOMAXPROCS(0); got != def {
 		t.Fatalf("GOMAXPROCS in the environment: %d Ps, want the default %d left", got, def)
+	}
+	governProcs(context.Background(), -1, nil)
+	if got := runtime.GOMAXPROCS(0); got != def {
+		t.Fatalf("runtime.procs=-1: %d Ps, want the default %d left", got, def)
 	}
 	governProcs(context.Background(), 3, nil)
 	if got := runtime.GOMAXPROCS(0); got != 3 {

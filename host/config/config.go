@@ -55,7 +55,8 @@ type Config struct {
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
 	// Procs is runtime.procs: coordhost serve's GOMAXPROCS, 0 for one P
-	// while the process is mostly idle and Go's default once it is busy.
+	// while the process is mostly idle and Go's default once it is busy,
+	// -1 for Go's default throughout.
 	// An embedding program keeps its own process's setting.
 	Procs int
 	// Pipeline bounds the rounds of a partition in flight (runtime.pipeline).
