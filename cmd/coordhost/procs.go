@@ -10,8 +10,8 @@ import (
 
 // The serving process runs its goroutines on one P (GOMAXPROCS=1) while
 // it is mostly idle and on Go's default number of Ps once it is busy
-// (runtime.procs=0, the default; docs/RATIONALE.md, "Why does coordhost
-// serve change its GOMAXPROCS?"). A request arriving at an idle process
+// (runtime.procs=0, opt-in; docs/RATIONALE.md, "Why is one P while idle
+// not the default?"). A request arriving at an idle process
 // wakes the thread blocked in the poller; with more than one P, every
 // further goroutine that becomes runnable meanwhile (another connection's
 // request arriving in the same instant) wakes a second thread for an idle

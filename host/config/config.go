@@ -54,9 +54,9 @@ type Config struct {
 	Embedded EmbeddedSecurity
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
-	// Procs is runtime.procs: coordhost serve's GOMAXPROCS, 0 for one P
-	// while the process is mostly idle and Go's default once it is busy,
-	// -1 for Go's default throughout.
+	// Procs is runtime.procs: coordhost serve's GOMAXPROCS, -1 (the
+	// default) for Go's default, 0 for one P while the process is mostly
+	// idle and Go's default once it is busy.
 	// An embedding program keeps its own process's setting.
 	Procs int
 	// Pipeline bounds the rounds of a partition in flight (runtime.pipeline).
