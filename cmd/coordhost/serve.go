@@ -42,7 +42,8 @@ func runServe(args, environ []string, stderr io.Writer, started func(*coordhost.
 		log.Error("coordhost failed to start", "err", err)
 		return 1
 	}
-	reserveGCHeadroom(environ) // gcheadroom.go
+	reserveGCHeadroom(environ)           // gcheadroom.go
+	governProcs(ctx, cfg.Procs, environ) // procs.go
 	if started != nil {
 		started(ch)
 	}

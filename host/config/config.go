@@ -54,6 +54,11 @@ type Config struct {
 	Embedded EmbeddedSecurity
 	// Workers runs the partitions (0: GOMAXPROCS).
 	Workers int
+	// Procs is runtime.procs: coordhost serve's GOMAXPROCS, -1 (the
+	// default) for Go's default, 0 for one P while the process is mostly
+	// idle and Go's default once it is busy.
+	// An embedding program keeps its own process's setting.
+	Procs int
 	// Pipeline bounds the rounds of a partition in flight (runtime.pipeline).
 	Pipeline int
 	// MaxQueuedPerGroup bounds the requests of one group waiting in its
@@ -393,6 +398,7 @@ func fromValues(v map[string]any) (*Config, error) {
 		Embedded: EmbeddedSecurity{SuperUsers: v["embedded.super.users"].([]string),
 			AllowEveryoneIfNoACLFound: v["embedded.allow.everyone.if.no.acl.found"].(bool)},
 		Workers:           int(v["runtime.workers"].(int64)),
+		Procs:             int(v["runtime.procs"].(int64)),
 		Pipeline:          int(v["runtime.pipeline"].(int64)),
 		MaxQueuedPerGroup: int(v["runtime.max.queued.per.group"].(int64)),
 		MaxGroups:         int(v["runtime.max.groups"].(int64)),

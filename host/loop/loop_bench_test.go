@@ -2,30 +2,72 @@ package loop
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/wire"
 )
 
 // BenchmarkLoopSteadyHeartbeat measures one steady streams heartbeat
 // through the loop (Handle: preparation, the group quota's charge,
-// stepping on the partition, the answer) of a member whose tasks are
-// reported, in a one-partition loop with a group quota.
+// stepping on the partition, the answer) of a member in a one-partition
+// loop with a group quota: "reported" sends its (empty) task lists,
+// "unreported" null ones, as a Streams client (and interop/hbload) does
+// once its tasks are reported.
 func BenchmarkLoopSteadyHeartbeat(b *testing.B) {
-	l := quotaLoop(b, assign.Builtins["sticky"].Native)
-	epoch := quotaBeat(b, l, "g", 0, 0).MemberEpoch
-	req := streamsJoin("g", "m", "in")
-	body := req.Body.(*kmsg.StreamsGroupHeartbeatRequest)
-	body.MemberEpoch, body.Topology = epoch, nil
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		resp, err := l.Handle(ctx, req)
-		if err != nil || resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode != 0 {
-			b.Fatalf("heartbeat: %v %+v", err, resp)
+	for _, reported := range []bool{true, false} {
+		name := "reported"
+		if !reported {
+			name = "unreported"
 		}
+		b.Run(name, func(b *testing.B) {
+			l := quotaLoop(b, assign.Builtins["sticky"].Native)
+			epoch := quotaBeat(b, l, "g", 0, 0).MemberEpoch
+			req := streamsJoin("g", "m", "in")
+			body := req.Body.(*kmsg.StreamsGroupHeartbeatRequest)
+			body.MemberEpoch, body.Topology = epoch, nil
+			if !reported {
+				// Report what the member is given, as its client
+				// does, until the answer is its epoch and tasks
+				// again (the assignor runs on its own goroutine),
+				// then send null lists.
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					resp := beat(b, l, req)
+					if resp.MemberEpoch == body.MemberEpoch && len(resp.ActiveTasks) > 0 && reflect.DeepEqual(resp.ActiveTasks, body.ActiveTasks) {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatalf("no steady answer: %+v", resp)
+					}
+					body.MemberEpoch = resp.MemberEpoch
+					body.ActiveTasks, body.StandbyTasks, body.WarmupTasks = resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks
+				}
+				body.ActiveTasks, body.StandbyTasks, body.WarmupTasks = nil, nil, nil
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resp, err := l.Handle(ctx, req)
+				if err != nil || resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode != 0 {
+					b.Fatalf("heartbeat: %v %+v", err, resp)
+				}
+			}
+		})
 	}
+}
+
+// beat sends req through l and fails b unless it is answered without an
+// error.
+func beat(b *testing.B, l *Loop, req *wire.Request) *kmsg.StreamsGroupHeartbeatResponse {
+	b.Helper()
+	resp, err := l.Handle(context.Background(), req)
+	if err != nil || resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode != 0 {
+		b.Fatalf("heartbeat: %v %+v", err, resp)
+	}
+	return resp.(*kmsg.StreamsGroupHeartbeatResponse)
 }

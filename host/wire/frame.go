@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,11 +32,26 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 
 // ReadFrameSize reads a frame's length prefix and checks it against max.
 func ReadFrameSize(r io.Reader, max int32) (int32, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return 0, err
+	var n int32
+	if br, ok := r.(*bufio.Reader); ok {
+		// From the buffer: a [4]byte passed to io.ReadFull would be
+		// allocated for every frame.
+		size, err := br.Peek(4)
+		if len(size) < 4 {
+			if len(size) > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF // as io.ReadFull reports it
+			}
+			return 0, err
+		}
+		n = int32(binary.BigEndian.Uint32(size))
+		br.Discard(4)
+	} else {
+		var size [4]byte
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			return 0, err
+		}
+		n = int32(binary.BigEndian.Uint32(size[:]))
 	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || n > max {
 		return 0, fmt.Errorf("%w: %d bytes (maximum %d)", ErrFrameSize, n, max)
 	}

@@ -224,12 +224,21 @@ func parseHeaderKeeping(frame []byte, keep func(id []byte) *string) (req *Reques
 	}
 	body.SetVersion(ver)
 	if body.IsFlexible() {
-		kmsg.SkipTags(&r)
+		skipTags(&r)
 	}
 	if err := r.Complete(); err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %s v%d header: %v", ErrMalformed, kmsg.NameForKey(key), ver, err)
 	}
 	return req, body, r.Src, nil
+}
+
+// skipTags skips a header's tagged fields as kmsg.SkipTags does, whose
+// interface parameter would make every request's reader a heap object.
+func skipTags(r *kbin.Reader) {
+	for num := r.Uvarint(); num > 0 && r.Ok(); num-- {
+		r.Uvarint() // tag
+		r.Span(int(r.Uvarint()))
+	}
 }
 
 // readClientID reads a header's nullable client id, made a string by keep.
