@@ -55,8 +55,9 @@ func (t *roundTaint) add(recs []Record) {
 }
 
 // work runs p on a worker: it settles the appends that ended, steps one
-// round if the pipeline has room, and releases the partition.
-func (p *partition) work() {
+// round if the pipeline has room, and releases the partition. It reports
+// whether the turn released a response since its last step (yield.go).
+func (p *partition) work() (yield bool) {
 	p.settle()
 	p.mu.Lock()
 	var evs []Event
@@ -72,7 +73,7 @@ func (p *partition) work() {
 	if len(evs) > 0 {
 		p.round(sh, evs)
 	}
-	p.release()
+	return p.release()
 }
 
 // canStepLocked reports whether the owner may step a new round: events
@@ -158,7 +159,9 @@ func (p *partition) inFlight() bool {
 // release ends the owner's turn: it settles what ended meanwhile, then
 // completes a stepped unload once nothing is in flight, or arms the timer
 // and hands the partition back to the pool if it can step, or lets it go.
-func (p *partition) release() {
+// It reports whether the owner released a response since it last yielded
+// (yield.go).
+func (p *partition) release() (yield bool) {
 	for {
 		p.mu.Lock()
 		if p.settleableLocked() {
@@ -166,10 +169,11 @@ func (p *partition) release() {
 			p.settle()
 			continue
 		}
+		yield, p.released = p.released, false
 		if p.stopping != nil && len(p.inflight) == 0 {
 			p.mu.Unlock()
 			p.unload()
-			return
+			return yield
 		}
 		p.armTimerLocked(p.shard)
 		if p.canStepLocked() {
@@ -178,7 +182,7 @@ func (p *partition) release() {
 			p.scheduled = false
 		}
 		p.mu.Unlock()
-		return
+		return yield
 	}
 }
 
@@ -201,6 +205,7 @@ func (p *partition) settle() bool {
 	for _, f := range hooks {
 		f()
 	}
+	p.released = p.released || len(hooks) > 0
 	for range n {
 		sh.Commit()
 	}
@@ -286,7 +291,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 			return
 		}
 		if ev.Read {
-			commit(sh)
+			p.commit(sh)
 		}
 		clean := false // ev's state is untouched by anything not yet durable
 		if len(recs) > 0 && p.untainted(ev, cur) {
@@ -297,6 +302,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 			p.seal(sh, recs, nil, false)
 			recs, cur, clean = nil, roundTaint{}, true
 		}
+		p.yieldIfReleased() // yield.go
 		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, ev.Input)
 		t1 := p.rt.cfg.Now()
@@ -376,10 +382,11 @@ func (p *partition) putBack(evs []Event, barrier bool) {
 
 // commit seals the round stepped so far and commits it: nothing of it, or
 // before it, waits for an append.
-func commit(sh Shard) {
+func (p *partition) commit(sh Shard) {
 	if s, ok := sh.(Sealer); ok {
 		if f := s.Seal(); f != nil {
 			f()
+			p.released = true
 		}
 	}
 	sh.Commit()
@@ -395,7 +402,7 @@ func (p *partition) seal(sh Shard, recs []Record, err error, early bool) {
 	p.mu.Lock()
 	if len(recs) == 0 && err == nil && len(p.inflight) == 0 {
 		p.mu.Unlock()
-		commit(sh)
+		p.commit(sh)
 		return
 	}
 	p.mu.Unlock()
@@ -410,6 +417,7 @@ func (p *partition) seal(sh Shard, recs []Record, err error, early bool) {
 		f := r.durable
 		r.durable = nil
 		f()
+		p.released = true
 	}
 	p.mu.Lock()
 	p.inflight = append(p.inflight, r)

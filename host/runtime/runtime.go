@@ -278,6 +278,10 @@ type partition struct {
 	stopping *unload
 	// quota: each key's step time over the last QuotaWindow (quota.go).
 	quota *quota
+	// released: the owner called a round's durable function (a response
+	// went) since it last yielded its core (yield.go); only the owner
+	// touches it.
+	released bool
 }
 
 // unload is the queued marker of an Unload.
@@ -348,7 +352,9 @@ func (r *Runtime) worker() {
 		case <-r.stop:
 			return
 		case p := <-r.ready:
-			p.work()
+			if p.work() {
+				goruntime.Gosched() // yield.go
+			}
 		}
 	}
 }

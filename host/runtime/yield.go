@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	goruntime "runtime"
 	"slices"
 	"time"
 )
@@ -67,4 +68,22 @@ func (p *partition) joinWaiting(evs []Event, next int, keys roundKeys) ([]Event,
 	p.queue = kept
 	p.countLocked(joined, -1)
 	return slices.Insert(evs, next, joined...), keys
+}
+
+// yieldIfReleased lets the goroutines waiting for a core run before the
+// owner's next step, if the owner released a response since it last
+// yielded. A response goes to its request's goroutine through a channel,
+// and Go runs the goroutine it wakes next on the waker's core, but only
+// once the waker blocks or is preempted: an owner stepping a flooded
+// group's events, or a worker taking turn after turn of a flooded
+// partition (it blocks only when no partition waits), kept a released
+// heartbeat waiting for the rest of its round, or for Go's 10 ms
+// preemption, while the other cores ran other work. The owner yields
+// before its next step in the round, and a worker after its turn
+// (Runtime.worker); the steps, their order and the rounds are the same.
+func (p *partition) yieldIfReleased() {
+	if p.released {
+		p.released = false
+		goruntime.Gosched()
+	}
 }
