@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"strconv"
@@ -25,7 +26,8 @@ import (
 // one at a time by classic ones again (the last one leaving downgrades
 // it), while a producer writes to every partition; each replacement is a
 // stop, the group settling without it, then a start, and each step begins
-// the assignment interval after the previous one settled. From the consumers'
+// the assignment interval and a random part of a heartbeat interval after
+// the previous one settled. From the consumers'
 // own rebalance callbacks and commits, in the order the JVM printed them:
 // no partition ever has two owners, a record is processed twice only if
 // it came after its partition's last successful commit, the roll's
@@ -424,9 +426,17 @@ func cmAssignmentInterval(t *testing.T) time.Duration {
 // side that settled sooner would wait longer; the last target came before
 // the settle, so from here the step's target is computed at the first
 // heartbeat after its change, on both sides alike (docs/CONSUMER.md).
+// A random part of one heartbeat interval is added: the settle follows
+// the members' last acknowledgements, which restart their heartbeat
+// clocks, so with a fixed pause the next step's change could come at
+// nearly the same point of the owners' heartbeat cycles in every run,
+// and a join's race (does a joiner heartbeat fall between two owners'
+// releases) go the same way run after run (docs/CONSUMER.md, "The
+// joiner's split and the heartbeat phases").
 func (s *cmSide) begin(step string) {
 	if !s.settledAt.IsZero() {
-		time.Sleep(time.Until(s.settledAt.Add(s.pace)))
+		phase := rand.N(time.Duration(heartbeatIntervalMs) * time.Millisecond)
+		time.Sleep(time.Until(s.settledAt.Add(s.pace + phase)))
 	}
 	s.steps = append(s.steps, cmStep{name: step, from: time.Now().UnixMilli()})
 }

@@ -66,7 +66,7 @@ func TestInteropConsumerRollCompare(t *testing.T) {
 	// Asked after the rolls, as TestInteropConsumerMigrationRoll does: the
 	// broker's offsets topic exists by then.
 	hbDiff := max(0, consumerHeartbeatInterval(t, ch.addr)-consumerHeartbeatInterval(t, b.addr))
-	head := fmt.Sprintf("`make consumer-roll-compare RUNS=%d`, commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after; both coordinators' consumer heartbeat interval 250 ms (coordhost's %v longer); each step begins %v (the assignment interval) after the previous one settled.\n\n",
+	head := fmt.Sprintf("`make consumer-roll-compare RUNS=%d`, commit %s, %s–%s UTC, load average (1/5/15 min) %s before, %s after; both coordinators' consumer heartbeat interval 250 ms (coordhost's %v longer); each step begins %v (the assignment interval) and a random part of one heartbeat interval after the previous one settled.\n\n",
 		runs, commit, started.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04"), loadBefore, loadAverage(), hbDiff, cmAssignmentInterval(t))
 	out := head + rollTable(rs, hbDiff) + stepTable(rs)
 	t.Log("\n" + out)
