@@ -562,18 +562,18 @@ func (c *Coordinator) bridgeHeartbeatAnswer(g *streamsGroup, m *streamsMember) i
 }
 
 // resumeBridgeHeartbeat answers a classic Heartbeat that waited for a
-// target, validated again against the group as it is now, as Kafka would
-// have validated it had it arrived in this order. A group converted back
-// to classic meanwhile (releaseParkedAtConversion: it has settled, so
-// the member is at its generation) answers NONE.
+// target, validated and answered against the group as it is now, as
+// Kafka would have had it arrived in this order — a settled classic-only
+// group may convert here, as at an unparked Heartbeat. A group converted
+// back to classic meanwhile (by an earlier answer of the same release)
+// answers as a classic group.
 func (c *Coordinator) resumeBridgeHeartbeat(g *streamsGroup, h *bridgedHeartbeat) *kmsg.HeartbeatResponse {
 	if live, ok := c.groups[g.id].(*streamsGroup); !ok || live != g {
-		return heartbeatResponse(h.req, errUnknownMemberID)
+		return heartbeatResponse(h.req, c.plainClassicHeartbeat(h.req))
 	}
 	m, code := bridgeMember(g, h.req.MemberID, h.req.InstanceID, h.req.Generation)
-	if code == 0 && g.mustRejoin(m) {
-		c.setJoinTimerIfAbsent(g, m)
-		code = errRebalanceInProgress
+	if code == 0 {
+		code = c.bridgeHeartbeatAnswer(g, m)
 	}
 	return heartbeatResponse(h.req, code)
 }
