@@ -563,17 +563,21 @@ func (c *Coordinator) bridgeHeartbeatAnswer(g *streamsGroup, m *streamsMember) i
 
 // resumeBridgeHeartbeat answers a classic Heartbeat that waited for a
 // target, validated and answered against the group as it is now, as
-// Kafka would have had it arrived in this order — a settled classic-only
-// group may convert here, as at an unparked Heartbeat. A group converted
-// back to classic meanwhile (by an earlier answer of the same release)
-// answers as a classic group.
+// Kafka would have had it arrived in this order. It does not convert a
+// settled classic-only group, as an unparked NONE answer does: it runs
+// while parked requests are being released, and a conversion releases
+// them too (releaseParkedAtConversion); the member's next Heartbeat or
+// JoinGroup converts it. A group no longer this streams group answers as
+// whatever the group now is (a conversion answers its parked requests
+// first, so this is a safeguard).
 func (c *Coordinator) resumeBridgeHeartbeat(g *streamsGroup, h *bridgedHeartbeat) *kmsg.HeartbeatResponse {
 	if live, ok := c.groups[g.id].(*streamsGroup); !ok || live != g {
 		return heartbeatResponse(h.req, c.plainClassicHeartbeat(h.req))
 	}
 	m, code := bridgeMember(g, h.req.MemberID, h.req.InstanceID, h.req.Generation)
-	if code == 0 {
-		code = c.bridgeHeartbeatAnswer(g, m)
+	if code == 0 && g.mustRejoin(m) {
+		c.setJoinTimerIfAbsent(g, m)
+		code = errRebalanceInProgress
 	}
 	return heartbeatResponse(h.req, code)
 }
