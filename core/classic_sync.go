@@ -104,23 +104,35 @@ func (c *Coordinator) classicStoreAssignment(g *classicGroup, req *kmsg.SyncGrou
 	g.transitionTo(classicStable, c.now)
 }
 
-// heartbeat handles a classic heartbeat request.
+// heartbeat handles a classic heartbeat request. A classic member's
+// heartbeat in a streams group may wait for the assignor run it started
+// (bridgeHeartbeat); it is then answered when the run's target is in.
 func (c *Coordinator) heartbeat(now int64, id RequestID, req *kmsg.HeartbeatRequest) Output {
 	c.begin(now)
-	r := kmsg.NewPtrHeartbeatResponse()
-	r.Version = req.Version
-	r.ErrorCode = c.classicHeartbeat(req)
-	c.respond(id, r)
+	if code, waits := c.classicHeartbeat(id, req); !waits {
+		c.respond(id, heartbeatResponse(req, code))
+	}
 	return c.end()
 }
 
-func (c *Coordinator) classicHeartbeat(req *kmsg.HeartbeatRequest) int16 {
+func heartbeatResponse(req *kmsg.HeartbeatRequest, code int16) *kmsg.HeartbeatResponse {
+	r := kmsg.NewPtrHeartbeatResponse()
+	r.Version = req.Version
+	r.ErrorCode = code
+	return r
+}
+
+func (c *Coordinator) classicHeartbeat(id RequestID, req *kmsg.HeartbeatRequest) (code int16, waits bool) {
 	if req.Group == "" {
-		return errInvalidGroupID
+		return errInvalidGroupID, false
 	}
 	if sg, ok := c.streamsGroupForClassic(req.Group); ok {
-		return c.bridgeHeartbeat(sg, req) // online migration
+		return c.bridgeHeartbeat(sg, id, req) // online migration
 	}
+	return c.plainClassicHeartbeat(req), false
+}
+
+func (c *Coordinator) plainClassicHeartbeat(req *kmsg.HeartbeatRequest) int16 {
 	if g, ok := c.consumerGroupForClassic(req.Group); ok {
 		return c.consumerBridgeHeartbeat(g, req) // online migration
 	}

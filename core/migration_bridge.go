@@ -510,11 +510,18 @@ func (c *Coordinator) bridgeSync(g *streamsGroup, req *kmsg.SyncGroupRequest) *k
 }
 
 // bridgeHeartbeat handles a Heartbeat from a classic member of a streams
-// group.
-func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatRequest) int16 {
+// group. A heartbeat that finds the group's target being computed (an
+// assignor run in flight, often one it started itself) waits for it, as
+// a streams heartbeat or a bridged JoinGroup does (up to AssignorWaitMs):
+// Kafka computes a due target inside the request that finds it due, so
+// the answer already says REBALANCE_IN_PROGRESS when the new target puts
+// the member behind. Answered before the run, the member would learn of
+// the target only at its next heartbeat, one heartbeat interval later.
+// waits reports that the answer comes later (releaseParked).
+func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, id RequestID, req *kmsg.HeartbeatRequest) (code int16, waits bool) {
 	m, code := bridgeMember(g, req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
-		return code
+		return code, false
 	}
 	c.scheduleSession(g, m.id)
 	if k := migrationSyncKey(g.id, m.id); c.timers[k].kind == timerMigrationSyncRestored {
@@ -525,6 +532,24 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 	// an empty target ("topology not ready") that nothing corrects later.
 	c.bridgeMaybeBump(g, m, m, true)
 	c.updateTargetIfDue(g, m.id)
+	if g.soft.inflight != nil && !g.soft.inflight.Probe && c.cfg.AssignorWaitMs > 0 && !g.mustRejoin(m) {
+		c.parkRequest(g, id, parkedHeartbeat{classic: &bridgedHeartbeat{id: id, req: req}})
+		return 0, true
+	}
+	return c.bridgeHeartbeatAnswer(g, m), false
+}
+
+// bridgedHeartbeat is a classic member's Heartbeat waiting for the
+// target being computed.
+type bridgedHeartbeat struct {
+	id  RequestID
+	req *kmsg.HeartbeatRequest
+}
+
+// bridgeHeartbeatAnswer is the answer to a valid classic Heartbeat:
+// REBALANCE_IN_PROGRESS (and a join timer) when the member must rejoin,
+// else NONE — after converting a classic-only group that can convert.
+func (c *Coordinator) bridgeHeartbeatAnswer(g *streamsGroup, m *streamsMember) int16 {
 	if g.mustRejoin(m) {
 		c.setJoinTimerIfAbsent(g, m)
 		return errRebalanceInProgress
@@ -534,6 +559,27 @@ func (c *Coordinator) bridgeHeartbeat(g *streamsGroup, req *kmsg.HeartbeatReques
 	// generation, so the answer stays NONE.
 	c.maybeDowngrade(g)
 	return 0
+}
+
+// resumeBridgeHeartbeat answers a classic Heartbeat that waited for a
+// target, validated and answered against the group as it is now, as
+// Kafka would have had it arrived in this order. It does not convert a
+// settled classic-only group, as an unparked NONE answer does: it runs
+// while parked requests are being released, and a conversion releases
+// them too (releaseParkedAtConversion); the member's next Heartbeat or
+// JoinGroup converts it. A group no longer this streams group answers as
+// whatever the group now is (a conversion answers its parked requests
+// first, so this is a safeguard).
+func (c *Coordinator) resumeBridgeHeartbeat(g *streamsGroup, h *bridgedHeartbeat) *kmsg.HeartbeatResponse {
+	if live, ok := c.groups[g.id].(*streamsGroup); !ok || live != g {
+		return heartbeatResponse(h.req, c.plainClassicHeartbeat(h.req))
+	}
+	m, code := bridgeMember(g, h.req.MemberID, h.req.InstanceID, h.req.Generation)
+	if code == 0 && g.mustRejoin(m) {
+		c.setJoinTimerIfAbsent(g, m)
+		code = errRebalanceInProgress
+	}
+	return heartbeatResponse(h.req, code)
 }
 
 // bridgeLeave handles a LeaveGroup on a non-empty streams group: each

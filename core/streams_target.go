@@ -448,8 +448,9 @@ func (c *Coordinator) parkRequest(g *streamsGroup, id RequestID, p parkedHeartbe
 // parkedHeartbeat is a heartbeat waiting for an assignor result, or a
 // classic member's JoinGroup (join, migration_bridge.go).
 type parkedHeartbeat struct {
-	hb   *hbState
-	join *bridgedJoin
+	hb      *hbState
+	join    *bridgedJoin
+	classic *bridgedHeartbeat // a classic member's Heartbeat (migration_bridge.go)
 }
 
 // orphanParked marks the parked heartbeats of a removed member: if the
@@ -478,6 +479,10 @@ func (c *Coordinator) releaseParked(g *streamsGroup) {
 			c.respond(p.join.id, c.resumeBridgeJoin(p.join))
 			continue
 		}
+		if p.classic != nil {
+			c.respond(p.classic.id, c.resumeBridgeHeartbeat(g, p.classic))
+			continue
+		}
 		sp := c.savepoint()
 		resp, e := c.resumeHeartbeat(p.hb)
 		if e != nil {
@@ -498,6 +503,12 @@ func (c *Coordinator) failParked(g *streamsGroup, e *kafkaError) {
 			r := classicJoinError(p.join.member, e.code)
 			r.Version = p.join.version
 			c.respond(p.join.id, r)
+			continue
+		}
+		if p.classic != nil {
+			// The run failed, not the member: answered as if the target
+			// had not been due.
+			c.respond(p.classic.id, c.resumeBridgeHeartbeat(g, p.classic))
 			continue
 		}
 		c.respond(p.hb.id, errorHeartbeatResponse(p.hb.req, e))

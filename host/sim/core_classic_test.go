@@ -55,11 +55,17 @@ func TestCoreEngineMigrationRoll(t *testing.T) {
 		// seconds a classic join takes of each other: back to classic
 		// once the last instance is back (its streams members' process
 		// returns on the classic protocol with the same process id, so
-		// it is not awaited any longer) and its group has settled.
+		// it is not awaited any longer) and its group has settled. On
+		// core that is at most three classic heartbeat intervals
+		// (classic_rejoin_ms, 3 s) after the return: one for every
+		// classic member to hear of the return's target, one for the
+		// revoking members' rejoin, one for the Heartbeat that finds the
+		// group settled; where in those intervals it falls depends on
+		// the members' heartbeat phases.
 		if mc, cc := conversionsTo(m.Conversions), conversionsTo(c.Conversions); !slices.Equal(mc, cc) || !slices.Equal(mc, []string{"streams", "classic"}) {
 			t.Errorf("%s: conversions model %v, core %v; want [streams classic] on both", m.Name, m.Conversions, c.Conversions)
-		} else if back, last := c.Conversions[1].AtS, 910.0; math.Abs(m.Conversions[1].AtS-back) > 6 || back < last || back > last+6 {
-			t.Errorf("%s: back to classic at %v s in the model, %v s on core; want both within 6 s of the last return at %v s", m.Name, m.Conversions[1].AtS, back, last)
+		} else if back, last := c.Conversions[1].AtS, 910.0; math.Abs(m.Conversions[1].AtS-back) > 6 || back < last || back > last+9 {
+			t.Errorf("%s: back to classic at %v s in the model, %v s on core; want them within 6 s of each other and core's within 9 s of the last return at %v s", m.Name, m.Conversions[1].AtS, back, last)
 		}
 		epochs := slices.IsSortedFunc(c.Rebalances, func(a, b sim.Rebalance) int { return int(a.Epoch - b.Epoch) })
 		if !epochs || c.Totals.Rebalances < m.Totals.Rebalances {
