@@ -728,13 +728,6 @@ var simProcMu sync.Mutex
 // broker (DescribeLogDirs: the batches as stored, which a fetch carries
 // as they are) and their mean end offset.
 func changelogSize(broker, topic string) (size, end int64, err error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
-	if err != nil {
-		return 0, 0, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	req := kmsg.NewPtrDescribeLogDirsRequest()
 	rt := kmsg.NewDescribeLogDirsRequestTopic()
 	rt.Topic = topic
@@ -742,7 +735,7 @@ func changelogSize(broker, topic string) (size, end int64, err error) {
 		rt.Partitions = append(rt.Partitions, p)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := askBroker[*kmsg.DescribeLogDirsResponse](broker, req)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -765,15 +758,24 @@ func changelogSize(broker, topic string) (size, end int64, err error) {
 	return sum / n, end, err
 }
 
-// changelogEnd is the mean end offset of topic's partitions.
-func changelogEnd(broker, topic string) (int64, error) {
+// askBroker sends req to broker with a client of its own and a 10 s
+// deadline.
+func askBroker[R any](broker string, req interface {
+	RequestWith(context.Context, kmsg.Requestor) (R, error)
+}) (R, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
 	if err != nil {
-		return 0, err
+		var none R
+		return none, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	return req.RequestWith(ctx, cl)
+}
+
+// changelogEnd is the mean end offset of topic's partitions.
+func changelogEnd(broker, topic string) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
@@ -783,7 +785,7 @@ func changelogEnd(broker, topic string) (int64, error) {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := askBroker[*kmsg.ListOffsetsResponse](broker, req)
 	if err != nil {
 		return 0, err
 	}
