@@ -76,8 +76,8 @@ func (q *RestoreQuota) cum(x int64) int64 {
 	return satAdd(q.HeadBytes, satMul(x-q.HeadRecords, q.RecordBytes))
 }
 
-// upTo is the last offset end reached from from with at most budget
-// bytes: the largest x in [from, end] with cum(x)-cum(from) <= budget.
+// upTo is how far a copy at offset from gets towards end with at most
+// budget bytes: the largest x in [from, end] with cum(x)-cum(from) <= budget.
 func (q *RestoreQuota) upTo(from, end, budget int64) int64 {
 	lo, hi := from, end
 	base := q.cum(from)
