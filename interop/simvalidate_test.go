@@ -228,6 +228,37 @@ type simRecording struct {
 	// offsets for the group, as its debug log shows them; recordings
 	// made before they were kept hold none.
 	HostReads []hostRead `json:"host_reads,omitempty"`
+	// Changelog is what the scale-out's changelog partitions held in
+	// bytes, as the broker stores them (what a fetch carries), after its
+	// padding and when the recording stopped; recordings made before it
+	// was kept hold none.
+	Changelog *changelogBytes `json:"changelog_bytes,omitempty"`
+}
+
+// changelogBytes: the mean bytes of a changelog partition after
+// prepareLargeState (its simPadRecords records of padding) and at the end
+// of the recording, with its mean end offset then.
+type changelogBytes struct {
+	PadBytes int64 `json:"pad_bytes"`
+	EndBytes int64 `json:"end_bytes"`
+	End      int64 `json:"end_offset"`
+}
+
+// restoreQuota is the derived scenario's restore_quota of a limited
+// instance: the quota and fetch size the run set, its padding's bytes as
+// the head of each changelog, and the app's records' bytes per offset
+// after it; nil without the measurements.
+func (c *changelogBytes) restoreQuota() map[string]any {
+	if c == nil || c.PadBytes <= 0 || c.End <= simPadRecords || c.EndBytes <= c.PadBytes {
+		return nil
+	}
+	return map[string]any{
+		"bytes_per_s":     simRestoreBytesPerS,
+		"fetch_max_bytes": simRestoreFetchBytes,
+		"head_records":    simPadRecords,
+		"head_bytes":      c.PadBytes,
+		"record_bytes":    max(1, int64(math.Round(float64(c.EndBytes-c.PadBytes)/float64(c.End-simPadRecords)))),
+	}
 }
 
 // hostRead is one read of the changelogs' end offsets by coordhost from
@@ -420,6 +451,9 @@ func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor st
 		s.fleet.setApp(aggApp)
 		s.fleet.setClose(closeLeave)
 		prepareLargeState(t, b.addr, group)
+		pad, _, err := changelogSize(b.addr, group+"-agg-changelog")
+		s.must("the padding's size", err)
+		rec.Changelog = &changelogBytes{PadBytes: pad}
 		for i := 3; i < 6; i++ {
 			s.fleet.cfgs[i].extra = append(s.fleet.cfgs[i].extra,
 				fmt.Sprintf("restore.consumer.max.partition.fetch.bytes=%d", simRestoreFetchBytes),
@@ -446,6 +480,11 @@ func recordSimRun(t *testing.T, dir string, b *broker, plugins, run, assignor st
 	api.quiet(t)
 	time.Sleep(steadyPeriod)
 	rec.End = time.Now()
+	if rec.Changelog != nil {
+		size, end, err := changelogSize(b.addr, group+"-agg-changelog")
+		s.must("the changelog's size", err)
+		rec.Changelog.EndBytes, rec.Changelog.End = size, end
+	}
 	targets, err := api.history()
 	s.must("history", err)
 	rec.Targets = targets
@@ -685,15 +724,58 @@ func (a *adminClient) openWindow(s *scenarioRun, rec *simRecording, broker strin
 // simProcMu guards the process maps written by pollProcesses.
 var simProcMu sync.Mutex
 
-// changelogEnd is the mean end offset of topic's partitions.
-func changelogEnd(broker, topic string) (int64, error) {
+// changelogSize is the mean size in bytes of topic's partitions on the
+// broker (DescribeLogDirs: the batches as stored, which a fetch carries
+// as they are) and their mean end offset.
+func changelogSize(broker, topic string) (size, end int64, err error) {
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	rt := kmsg.NewDescribeLogDirsRequestTopic()
+	rt.Topic = topic
+	for p := range int32(aggApp.partitions) {
+		rt.Partitions = append(rt.Partitions, p)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := askBroker[*kmsg.DescribeLogDirsResponse](broker, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	var sum, n int64
+	for _, d := range resp.Dirs {
+		if d.ErrorCode != 0 {
+			return 0, 0, fmt.Errorf("DescribeLogDirs %s: error code %d", d.Dir, d.ErrorCode)
+		}
+		for _, tp := range d.Topics {
+			for _, p := range tp.Partitions {
+				sum += p.Size
+				n++
+			}
+		}
+	}
+	if n != int64(aggApp.partitions) {
+		return 0, 0, fmt.Errorf("DescribeLogDirs %s: %d partitions, want %d", topic, n, aggApp.partitions)
+	}
+	end, err = changelogEnd(broker, topic)
+	return sum / n, end, err
+}
+
+// askBroker sends req to broker with a client of its own and a 10 s
+// deadline.
+func askBroker[R any](broker string, req interface {
+	RequestWith(context.Context, kmsg.Requestor) (R, error)
+}) (R, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
 	if err != nil {
-		return 0, err
+		var none R
+		return none, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	return req.RequestWith(ctx, cl)
+}
+
+// changelogEnd is the mean end offset of topic's partitions.
+func changelogEnd(broker, topic string) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
@@ -703,7 +785,7 @@ func changelogEnd(broker, topic string) (int64, error) {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := askBroker[*kmsg.ListOffsetsResponse](broker, req)
 	if err != nil {
 		return 0, err
 	}
@@ -1042,8 +1124,11 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		Process     string  `json:"process,omitempty"`
 		MemberID    string  `json:"member_id,omitempty"`
 		RestorePerS int64   `json:"restore_records_per_s,omitempty"`
-		Leave       string  `json:"leave,omitempty"`
-		Crash       string  `json:"crash,omitempty"`
+		// RestoreQuota: the limited instances' quota, with the
+		// changelog's measured bytes.
+		RestoreQuota map[string]any `json:"restore_quota,omitempty"`
+		Leave        string         `json:"leave,omitempty"`
+		Crash        string         `json:"crash,omitempty"`
 	}
 	simProcMu.Lock()
 	defer simProcMu.Unlock()
@@ -1090,7 +1175,11 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 			case "member-joined":
 				if !live[rs.Member] {
 					joinAt := max(0, r.joinTime(i, rs.Member).Sub(start).Seconds())
-					events = append(events, ev{AtS: joinAt, Join: rs.Member, Process: proc(rs.Member), MemberID: rs.Member, RestorePerS: limited})
+					e := ev{AtS: joinAt, Join: rs.Member, Process: proc(rs.Member), MemberID: rs.Member, RestorePerS: limited}
+					if limited > 0 {
+						e.RestoreQuota = r.Changelog.restoreQuota()
+					}
+					events = append(events, e)
 					live[rs.Member] = true
 				}
 			case "member-left":
@@ -2337,6 +2426,68 @@ func TestSimScenarioJoinTimes(t *testing.T) {
 	}
 	if want := "[0 a 28.5 x 28.65 y 28.65 z 49.5 v 50.6 u 58 w]"; fmt.Sprint(got) != want {
 		t.Errorf("joins %v, want %s", got, want)
+	}
+}
+
+// TestSimScenarioRestoreQuota: a scale-out recording with its changelog's
+// bytes measured gives each limited instance's join (a process that joins
+// after the baseline, with a limited link measured) the run's quota as
+// restore_quota: 8 KiB/s, fetches of 2 KiB, the padding's 2,000 records
+// as the head at their measured bytes, and the app's records at the bytes
+// per offset the rest of the partition measured ((250,000 - 60,000) /
+// (3,900 - 2,000) = 100); the baseline's member gets none, nor does a
+// recording without the measurements; the simulator accepts the scenario.
+func TestSimScenarioRestoreQuota(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 14, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	joined := histTarget{Epoch: 6, Time: at(20)}
+	joined.Reasons = append(joined.Reasons, struct {
+		Kind   string `json:"kind"`
+		Member string `json:"member,omitempty"`
+		Detail string `json:"detail,omitempty"`
+	}{"member-joined", "x", ""})
+	r := &simRecording{Start: t0, End: at(80), Baseline: 5, BaselineMembers: []string{"a"},
+		Configs: map[string]string{"streams.heartbeat.interval.ms": "250"},
+		Targets: []histTarget{{Epoch: 5, Time: t0}, joined}, ChangelogEnd: 3000,
+		Changelog: &changelogBytes{PadBytes: 60_000, EndBytes: 250_000, End: 3_900}}
+	for _, task := range aggTasks() {
+		r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+	}
+	quotas := func(r *simRecording) map[string]any {
+		t.Helper()
+		data, err := r.simScenario(simModel{restorePerS: 185}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.Decode("quota.json", data, nil); err != nil {
+			t.Errorf("the simulator refuses the derived scenario: %v", err)
+		}
+		var sc struct {
+			Events []struct {
+				Join  string         `json:"join"`
+				Quota map[string]any `json:"restore_quota"`
+			} `json:"events"`
+		}
+		if err := json.Unmarshal(data, &sc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]any{}
+		for _, e := range sc.Events {
+			if e.Join != "" && e.Quota != nil {
+				out[e.Join] = e.Quota
+			}
+		}
+		return out
+	}
+	got := quotas(r)
+	want := map[string]any{"bytes_per_s": float64(8192), "fetch_max_bytes": float64(2048), "head_records": float64(2000),
+		"head_bytes": float64(60_000), "record_bytes": float64(100)}
+	if fmt.Sprint(got["x"]) != fmt.Sprint(want) || got["a"] != nil {
+		t.Errorf("restore quotas %v, want x %v and none for a", got, want)
+	}
+	r.Changelog = nil
+	if got := quotas(r); got["x"] != nil {
+		t.Errorf("without the changelog's bytes: restore quota %v, want none", got["x"])
 	}
 }
 

@@ -16,6 +16,11 @@ const minimal = `{"duration_s": 10, "subtopologies": [{"id": "0", "partitions": 
 
 func withEvents(events string) string { return strings.Replace(minimal, "%s", events, 1) }
 
+// sharedEvents is withEvents with state.shared_restore.
+func sharedEvents(events string) string {
+	return strings.Replace(withEvents(events), `"restore_records_per_s": 100}`, `"restore_records_per_s": 100, "shared_restore": true}`, 1)
+}
+
 // TestBadScenarios: each broken file gives an error naming the field or
 // event and the value, never a panic.
 func TestBadScenarios(t *testing.T) {
@@ -62,6 +67,13 @@ func TestBadScenarios(t *testing.T) {
 		{"restart negative down", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "restart": ["a"], "down_s": -1}`), "down_s: -1"},
 		{"negative append", withEvents(`{"at_s": 1, "append_records_per_s": -5}`), "append_records_per_s: -5"},
 		{"restore rate without join", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "leave": "a", "restore_records_per_s": 100}`), "belong to a join"},
+		{"restore quota without join", withEvents(`{"at_s": 0, "join": "a"}, {"at_s": 1, "leave": "a", "restore_quota": {"bytes_per_s": 1000, "fetch_max_bytes": 200, "record_bytes": 1}}`), "belong to a join"},
+		{"restore quota without a shared link", withEvents(`{"at_s": 0, "join": "a", "restore_quota": {"bytes_per_s": 1000, "fetch_max_bytes": 200, "record_bytes": 1}}`), "needs state.shared_restore"},
+		{"restore quota of no bytes", sharedEvents(`{"at_s": 0, "join": "a", "restore_quota": {"bytes_per_s": 0, "fetch_max_bytes": 200, "record_bytes": 1}}`), "restore_quota.bytes_per_s: 0 must be in"},
+		{"restore quota without fetch bytes", sharedEvents(`{"at_s": 0, "join": "a", "restore_quota": {"bytes_per_s": 1000, "record_bytes": 1}}`), "restore_quota.fetch_max_bytes: 0 must be in"},
+		{"restore quota without record bytes", sharedEvents(`{"at_s": 0, "join": "a", "restore_quota": {"bytes_per_s": 1000, "fetch_max_bytes": 200}}`), "restore_quota.record_bytes: 0 must be in"},
+		{"restore quota head without bytes", sharedEvents(`{"at_s": 0, "join": "a", "restore_quota": {"bytes_per_s": 1000, "fetch_max_bytes": 200, "record_bytes": 1, "head_records": 5}}`), "head_records and head_bytes go together"},
+		{"restore quota negative round trip", sharedEvents(`{"at_s": 0, "join": "a", "restore_quota": {"bytes_per_s": 1000, "fetch_max_bytes": 200, "record_bytes": 1, "round_trip_ms": -1}}`), "restore_quota.round_trip_ms: -1 must be in"},
 		{"join restore rate zero", withEvents(`{"at_s": 0, "join": "a", "restore_records_per_s": 0}`), "events[0] (at_s 0): restore_records_per_s: 0 must be in (0, "},
 		{"zero report interval", strings.Replace(withEvents(""), `"state"`, `"reports": {"end_offsets_refresh_ms": 1000}, "state"`, 1), "reports.task_offset_interval_ms: 0 must be in"},
 		{"zero refresh", strings.Replace(withEvents(""), `"state"`, `"reports": {"task_offset_interval_ms": 1000}, "state"`, 1), "reports.end_offsets_refresh_ms: 0 must be in"},

@@ -92,6 +92,11 @@ type Totals struct {
 	// times state.record_bytes, when the scenario gives that.
 	RecordsRestored int64 `json:"records_restored"`
 	BytesRestored   int64 `json:"bytes_restored,omitempty"`
+	// ThrottledFetches counts the restore fetches a process's
+	// restore_quota throttled (each an empty response), and ThrottleMs
+	// sums their throttle times.
+	ThrottledFetches int   `json:"throttled_fetches,omitempty"`
+	ThrottleMs       int64 `json:"throttle_ms,omitempty"`
 	// SettledAtS is when the group last became settled — every task
 	// running on a caught-up active, no grant pending, no warm-up open,
 	// no crashed member, and the processes' active tasks per member at

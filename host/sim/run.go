@@ -83,21 +83,22 @@ type world struct {
 	epoch       int32
 	started     bool // the first target is installed
 	probeAt     int64
-	lastWarm    string             // caught-up warm-ups that started the last early probe
-	owner       map[int32]string   // active task -> member id in the installed target
-	readyAt     []int64            // per task: when its current owner may run it (handover_ms)
-	running     []bool             // per task: an active runs it on caught-up state (account)
-	grants      []grant            // per task: its pending grant to its new owner (member "": none)
-	granting    int                // pending grants
-	rate        map[string]int64   // per process given its own: restore records per second
-	carry       map[string]int64   // per process (shared_restore): sub-record remainder, record-milliseconds
-	listed      map[string][]int64 // per process: per task, the advance call that listed its copy to restore last
-	advances    int64              // advance calls so far
-	hostEnd     []int64            // per task (reports): the end offset the host read last
-	refreshAtMs int64              // when the host reads the end offsets next (reports)
-	recorded    []recorded         // the recorded inputs not yet due
-	prevRun     []prevRun          // per task: its previous owner runs it on (a recorded stop)
-	byPrev      []bool             // per task: running on its previous owner at this tick (account)
+	lastWarm    string                // caught-up warm-ups that started the last early probe
+	owner       map[int32]string      // active task -> member id in the installed target
+	readyAt     []int64               // per task: when its current owner may run it (handover_ms)
+	running     []bool                // per task: an active runs it on caught-up state (account)
+	grants      []grant               // per task: its pending grant to its new owner (member "": none)
+	granting    int                   // pending grants
+	rate        map[string]int64      // per process given its own: restore records per second
+	quota       map[string]*quotaLink // per process given a restore_quota: its restore consumer under it
+	carry       map[string]int64      // per process (shared_restore): sub-record remainder, record-milliseconds
+	listed      map[string][]int64    // per process: per task, the advance call that listed its copy to restore last
+	advances    int64                 // advance calls so far
+	hostEnd     []int64               // per task (reports): the end offset the host read last
+	refreshAtMs int64                 // when the host reads the end offsets next (reports)
+	recorded    []recorded            // the recorded inputs not yet due
+	prevRun     []prevRun             // per task: its previous owner runs it on (a recorded stop)
+	byPrev      []bool                // per task: running on its previous owner at this tick (account)
 	labelOf     map[string]string
 	procOf      map[string]string // member id -> label, process, of every member that joined
 	out         *AssignorReport
@@ -112,7 +113,7 @@ type world struct {
 
 func newWorld(sc *Scenario, a Assignor) *world {
 	w := &world{sc: sc, a: a, local: map[string][]int64{}, appendMs: sc.State.AppendPerS, probeAt: -1, recorded: sc.recorded,
-		rate: map[string]int64{}, carry: map[string]int64{}, listed: map[string][]int64{}, labelOf: map[string]string{}, procOf: map[string]string{},
+		rate: map[string]int64{}, quota: map[string]*quotaLink{}, carry: map[string]int64{}, listed: map[string][]int64{}, labelOf: map[string]string{}, procOf: map[string]string{},
 		classicOf: map[string]bool{}, away: map[string]int64{},
 		out: &AssignorReport{Name: a.Name, Version: a.Version, Rebalances: []Rebalance{}, Unavailable: []Point{}}, unavail: -1}
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x6368616e67656c6f)) // "changelo"
@@ -255,6 +256,9 @@ func (w *world) apply(s step, reasons []string) []string {
 		}
 		if s.n > 0 {
 			w.rate[m.process] = s.n
+		}
+		if s.quota != nil && w.quota[m.process] == nil {
+			w.quota[m.process] = &quotaLink{q: s.quota}
 		}
 		m.reportDueMs = -1
 		return append(reasons, "member-joined:"+s.label)

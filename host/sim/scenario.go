@@ -248,6 +248,13 @@ type Event struct {
 	// RestorePerS, on a join, is the restore rate of the member's
 	// process from then on (state.restore_records_per_s by default).
 	RestorePerS *int64 `json:"restore_records_per_s,omitempty"`
+	// RestoreQuota, on a join, puts a Kafka client quota on the restore
+	// consumer of the member's process from then on (it needs
+	// state.shared_restore): the process restores through fetches the
+	// quota paces, as Kafka 4.4's broker does, not at its records per
+	// second. A process keeps the quota's sensor (its client id) across
+	// its members' joins.
+	RestoreQuota *RestoreQuota `json:"restore_quota,omitempty"`
 	// Protocol, on a join or a restart, is the rebalance protocol the
 	// member (re)joins with: "streams" (the default) or "classic" (its
 	// group is bridged as coordhost bridges classic members, with
@@ -293,7 +300,8 @@ type step struct {
 	id      string // the member id of a join
 	process string
 	rack    string
-	n       int64 // an append's rate; a join's process's restore rate (0: the default)
+	n       int64         // an append's rate; a join's process's restore rate (0: the default)
+	quota   *RestoreQuota // a join's process's restore quota (nil: none)
 	// protocol of a join: "classic", "streams", or "" (the label's
 	// protocol when it joined before, else streams)
 	protocol string
@@ -752,8 +760,16 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 	if kinds != 1 {
 		return errors.New("want exactly one of join, leave, crash, restart, append_records_per_s, lose_state, coordhost_restart")
 	}
-	if (e.Process != "" || e.Rack != "" || e.MemberID != "" || e.RestorePerS != nil) && e.Join == "" {
-		return errors.New("process, rack, member_id and restore_records_per_s belong to a join")
+	if (e.Process != "" || e.Rack != "" || e.MemberID != "" || e.RestorePerS != nil || e.RestoreQuota != nil) && e.Join == "" {
+		return errors.New("process, rack, member_id, restore_records_per_s and restore_quota belong to a join")
+	}
+	if e.RestoreQuota != nil {
+		if !sc.State.SharedRestore {
+			return errQuotaNeedsShared
+		}
+		if err := e.RestoreQuota.validate("restore_quota"); err != nil {
+			return err
+		}
 	}
 	if e.RestorePerS != nil {
 		if err := sc.validateRestore("restore_records_per_s", *e.RestorePerS); err != nil {
@@ -784,6 +800,7 @@ func (sc *Scenario) expandEvent(e Event, procs, racks map[string]string, add fun
 		if e.RestorePerS != nil {
 			j.n = *e.RestorePerS
 		}
+		j.quota = e.RestoreQuota
 		add(j)
 	case e.Leave != "":
 		add(step{atMs: at, kind: stepLeave, label: e.Leave})

@@ -517,13 +517,17 @@ func (w *world) advance(now, grow int64) {
 			}
 			continue
 		}
-		w.carry[p] += rate * tick
-		budget := w.carry[p] / 1000
-		w.carry[p] %= 1000
 		set := c.active
 		if len(set) == 0 {
 			set = c.other
 		}
+		if q := w.quota[p]; q != nil {
+			w.fetch(q, l, set, now, tick)
+			continue
+		}
+		w.carry[p] += rate * tick
+		budget := w.carry[p] / 1000
+		w.carry[p] %= 1000
 		w.share(l, set, budget)
 	}
 }
