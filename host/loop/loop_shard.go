@@ -432,6 +432,16 @@ func (s *shard) NextDeadline() (int64, bool) {
 	return at, ok
 }
 
+// DeadlineBound implements runtime.DeadlineBounder: core's bound, not
+// before the end of a storage-failure backoff (as NextDeadline).
+func (s *shard) DeadlineBound() (int64, bool) {
+	at, ok := s.c.DeadlineBound()
+	if ok && at < s.retryAt {
+		at = s.retryAt
+	}
+	return at, ok
+}
+
 // Unload implements runtime.Shard: requests still waiting are answered
 // NOT_COORDINATOR.
 func (s *shard) Unload() {
