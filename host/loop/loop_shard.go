@@ -115,6 +115,8 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 		s.tick(now, in.Waiting)
 	case event:
 		s.handle(in, now)
+	case *event: // a client request's (submit)
+		s.handle(*in, now)
 	}
 	return s.newRecords()
 }

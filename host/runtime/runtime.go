@@ -38,6 +38,12 @@ type Shard interface {
 	Unload()
 }
 
+// Rejecter is an Event.Input that knows how to be rejected: a way to
+// give an event its Reject without a closure allocated per event.
+type Rejecter interface {
+	Reject(error)
+}
+
 // DeadlineBounder is a Shard that can tell, more cheaply than its
 // NextDeadline, a time no later than its next deadline, set whenever
 // NextDeadline's is: while the pending Tick is due no later than the
@@ -93,7 +99,8 @@ type Event struct {
 	// once every round before it is committed.
 	Read bool
 	// Reject, when set, is called instead of Step when the partition is
-	// unloaded before the event is handled.
+	// unloaded before the event is handled; when not set, an Input that is
+	// a Rejecter is rejected through it.
 	Reject func(error)
 	// Key is the event's fairness key (the group it is for). A round takes
 	// at most Config.MaxPerKey events of one key, leaving the rest queued
@@ -654,6 +661,8 @@ func (p *partition) rejectLater(evs []Event) {
 		}
 		if ev.Reject != nil {
 			ev.Reject(ErrNotCoordinator)
+		} else if r, ok := ev.Input.(Rejecter); ok {
+			r.Reject(ErrNotCoordinator)
 		}
 	}
 }

@@ -523,6 +523,11 @@ func p99(ds []time.Duration) time.Duration {
 	return ds[len(ds)*99/100]
 }
 
+// rejectingPut is an Input that is its own Rejecter.
+type rejectingPut struct{ rejected chan error }
+
+func (r rejectingPut) Reject(err error) { r.rejected <- err }
+
 // TestRuntimeUnloadTwiceAndQueuedRejects: events queued behind an unload
 // are rejected, not lost, and a second unload queued behind the first
 // returns with it.
@@ -542,6 +547,11 @@ func TestRuntimeUnloadTwiceAndQueuedRejects(t *testing.T) {
 	if err := rt.Submit(0, runtime.Event{Input: put{group: "g"}, Reject: func(err error) { rejected <- err }}); err != nil {
 		t.Fatal(err)
 	}
+	// An Input that is a Rejecter is rejected through it.
+	rejecter := rejectingPut{rejected: make(chan error, 1)}
+	if err := rt.Submit(0, runtime.Event{Input: rejecter}); err != nil {
+		t.Fatal(err)
+	}
 	second := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -552,6 +562,14 @@ func TestRuntimeUnloadTwiceAndQueuedRejects(t *testing.T) {
 	close(gate)
 	if err := <-rejected; !errors.Is(err, runtime.ErrNotCoordinator) {
 		t.Fatalf("event behind an unload: %v", err)
+	}
+	select {
+	case err := <-rejecter.rejected:
+		if !errors.Is(err, runtime.ErrNotCoordinator) {
+			t.Fatalf("Rejecter behind an unload: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Rejecter behind an unload was not rejected")
 	}
 	if err := <-second; err != nil {
 		t.Fatalf("second unload: %v", err)
