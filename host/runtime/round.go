@@ -275,9 +275,10 @@ func (p *partition) round(sh Shard, evs []Event) {
 	for i := 0; i < len(evs); i++ {
 		ev := evs[i]
 		if u, ok := ev.Input.(unload); ok {
+			stopping := u // not &u: u would be allocated for every event
 			p.seal(sh, recs, nil, false)
 			p.mu.Lock()
-			p.stopping = &u
+			p.stopping = &stopping
 			p.mu.Unlock()
 			p.rejectLater(evs[i+1:])
 			return
