@@ -33,7 +33,8 @@
 //     Call them between batches (right after Commit) to see committed
 //     state, as Kafka reads at the last committed offset.
 //   - The lifecycle: Replay / ReplayBytes, Loaded, Commit, Seal,
-//     CommitSealed, Rollback, NextDeadline.
+//     CommitSealed, Rollback, NextDeadline (DeadlineBound: a cheaper time
+//     no later than it).
 //
 // An input or request an entry point does not take is ErrUnknownInput,
 // never a panic, and changes nothing.

@@ -17,8 +17,9 @@ import (
 //     Dump, TimerKeys, LastAssignorError, StreamsChangelogs,
 //     KnownEndOffsets) serve the host's own bookkeeping. None of them
 //     changes state or timers.
-//   - Replay, ReplayBytes, Loaded, Commit, Seal, CommitSealed, Rollback and
-//     NextDeadline load the log, end batches and schedule the next Tick.
+//   - Replay, ReplayBytes, Loaded, Commit, Seal, CommitSealed, Rollback,
+//     NextDeadline and DeadlineBound load the log, end batches and
+//     schedule the next Tick.
 
 // ErrUnknownInput is returned by Step, Read and DecideOffsets for an input
 // or request they do not take.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -79,6 +80,11 @@ func TestTimersMovedLater(t *testing.T) {
 		}
 		c.end()
 		c.Commit()
+		// DeadlineBound, asked before anything moves the heap's entries,
+		// is set when a timer is and no later than the earliest.
+		if bound, ok := c.DeadlineBound(); ok != (len(model) > 0) || ok && bound > slices.Min(slices.Collect(maps.Values(model))) {
+			t.Fatalf("step %d: DeadlineBound %d %v, timers %v", step, bound, ok, model)
+		}
 		var want []timerEntry
 		for k, d := range model {
 			if d <= now {

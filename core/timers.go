@@ -403,6 +403,19 @@ func (c *Coordinator) NextDeadline() (int64, bool) {
 	return t.deadline, ok
 }
 
+// DeadlineBound returns a time no later than NextDeadline's, if a timer is
+// set, without the work NextDeadline may do to find the exact deadline: a
+// timer moved later keeps its heap entry, which NextDeadline moves when it
+// reaches the top (timerHeap), so after a steady heartbeat of the member
+// whose timer is earliest it pops and pushes an entry. A host whose pending
+// wake-up is no later than the bound needs nothing more.
+func (c *Coordinator) DeadlineBound() (int64, bool) {
+	if c.loading || len(c.timers) == 0 || len(c.timerHeap) == 0 {
+		return c.NextDeadline() // while loading the entries are not yet a heap
+	}
+	return c.timerHeap[0].deadline, true
+}
+
 // tick fires every timer whose deadline is <= now, earliest first (ties by
 // key), and returns what they produced.
 func (c *Coordinator) tick(now int64) Output {

@@ -61,6 +61,17 @@ type event struct {
 type call struct {
 	req  *wire.Request
 	done chan reply // buffered(1)
+	// ev is the request's event, handed to its partition by pointer
+	// (runtime.Event.Input): boxing the value would allocate a copy.
+	ev event
+}
+
+// Reject implements runtime.Rejecter: the event of a request its
+// partition was unloaded before stepping is answered NOT_COORDINATOR.
+func (e *event) Reject(error) {
+	if e.call != nil {
+		e.call.done <- reply{msg: notCoordinator(e.call.req)}
+	}
 }
 
 type reply struct {
@@ -346,13 +357,17 @@ func (l *Loop) submit(p int, ev event) error {
 	if err := l.serving(p); err != nil {
 		return err
 	}
-	rev := runtime.Event{Input: ev, Read: ev.read != nil, Key: ev.group}
-	if ev.call != nil {
-		rev.Shared = manyGroups(ev.call.req)
+	rev := runtime.Event{Read: ev.read != nil, Key: ev.group}
+	if c := ev.call; c == nil {
+		rev.Input = ev
+	} else {
+		// The event travels in its call, rejected through it (Reject).
+		c.ev = ev
+		rev.Input = &c.ev
+		rev.Shared = manyGroups(c.req)
 		// Holding back a request on a connection other groups share
 		// would hold their requests too (wire's groupsSeen).
-		rev.Spared = ev.call.req.SharedConn
-		rev.Reject = func(error) { ev.call.done <- reply{msg: notCoordinator(ev.call.req)} }
+		rev.Spared = c.req.SharedConn
 		// A client request is stepped on its connection's goroutine when
 		// its partition is idle: no hand-off to a worker and back.
 		rev.Inline = true

@@ -115,6 +115,8 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 		s.tick(now, in.Waiting)
 	case event:
 		s.handle(in, now)
+	case *event: // a client request's (submit)
+		s.handle(*in, now)
 	}
 	return s.newRecords()
 }
@@ -243,19 +245,41 @@ func (s *shard) newRecords() []runtime.Record {
 	return out
 }
 
-// sealedRound is a sealed round's batch and the requests its responses
-// answer, taken from pending when it was sealed.
+// sealedRound is a sealed round's batch and the answers of the requests
+// its responses answer.
 type sealedRound struct {
 	b       batch
-	claimed []claim
-	// answered: the claims were answered (the round was durable, or
-	// answered early because it depends on nothing in flight).
-	answered *atomic.Bool
+	answers *roundAnswers
 }
 
 type claim struct {
 	c *call
 	r core.Response
+}
+
+// roundAnswers are a sealed round's claims (the requests its responses
+// answer) and whether they were answered (the round was durable, or
+// answered early because it depends on nothing in flight): one object,
+// so that sealing a round of one request allocates little.
+type roundAnswers struct {
+	s        *shard
+	claimed  []claim
+	one      [1]claim // claimed's array for a round of one request
+	wrote    bool     // the round wrote records
+	answered atomic.Bool
+}
+
+// release answers the claims, once.
+func (a *roundAnswers) release() {
+	if !a.answered.CompareAndSwap(false, true) {
+		return
+	}
+	if a.wrote {
+		a.s.storeHealthy() // before the answers: no client sees an unready store after its write succeeded
+	}
+	for _, x := range a.claimed {
+		x.c.done <- reply{msg: x.r.Msg}
+	}
 }
 
 // Seal implements runtime.Sealer: the round's batch waits for its
@@ -265,7 +289,8 @@ type claim struct {
 func (s *shard) Seal() func() {
 	b := s.take()
 	b.create = s.l.holdInternalTopics(b.create) // before the responses that report them go
-	var cl []claim
+	a := &roundAnswers{s: s}
+	cl := a.one[:0]
 	for _, r := range b.responses {
 		if c, ok := s.pending[r.Request]; ok {
 			delete(s.pending, r.Request)
@@ -275,24 +300,14 @@ func (s *shard) Seal() func() {
 			cl = append(cl, claim{c: c, r: r})
 		}
 	}
-	answered := new(atomic.Bool)
-	s.sealed = append(s.sealed, sealedRound{b: b, claimed: cl, answered: answered})
+	a.claimed = cl
+	s.sealed = append(s.sealed, sealedRound{b: b, answers: a})
 	s.c.Seal()
 	if len(cl) == 0 {
 		return nil
 	}
-	wrote := len(b.records)+len(b.hostRecords) > 0
-	return func() {
-		if !answered.CompareAndSwap(false, true) {
-			return
-		}
-		if wrote {
-			s.storeHealthy() // before the answers: no client sees an unready store after its write succeeded
-		}
-		for _, x := range cl {
-			x.c.done <- reply{msg: x.r.Msg}
-		}
-	}
+	a.wrote = len(b.records)+len(b.hostRecords) > 0
+	return a.release
 }
 
 // Commit implements runtime.Shard: the oldest sealed round's records are
@@ -399,8 +414,8 @@ func (s *shard) takeAll() (batch, []claim) {
 	var all batch
 	var claimed []claim
 	for _, r := range s.sealed {
-		if r.answered.CompareAndSwap(false, true) { // not if answered early
-			claimed = append(claimed, r.claimed...)
+		if r.answers.answered.CompareAndSwap(false, true) { // not if answered early
+			claimed = append(claimed, r.answers.claimed...)
 		}
 	}
 	for _, b := range append(s.sealedBatches(), s.take()) {
@@ -426,6 +441,16 @@ func (s *shard) sealedBatches() []batch {
 // the end of a storage-failure backoff.
 func (s *shard) NextDeadline() (int64, bool) {
 	at, ok := s.c.NextDeadline()
+	if ok && at < s.retryAt {
+		at = s.retryAt
+	}
+	return at, ok
+}
+
+// DeadlineBound implements runtime.DeadlineBounder: core's bound, not
+// before the end of a storage-failure backoff (as NextDeadline).
+func (s *shard) DeadlineBound() (int64, bool) {
+	at, ok := s.c.DeadlineBound()
 	if ok && at < s.retryAt {
 		at = s.retryAt
 	}

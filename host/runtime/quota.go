@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,6 +33,12 @@ type quota struct {
 	start time.Time // of the current window
 	cur   map[string]use
 	prev  map[string]use
+	// delayedCur and delayedPrev: some key's step delayed other work in
+	// the current and the previous window; mayThrottle is their or, read
+	// without mu, so that while no key held anyone up (every key's
+	// throttle is then 0) a throttle costs no lock or clock read.
+	delayedCur, delayedPrev bool
+	mayThrottle             atomic.Bool
 }
 
 // use is what a key used of its partition in one window: the time
@@ -59,10 +66,14 @@ func (q *quota) roll(now time.Time) {
 	case d < 2*QuotaWindow:
 		q.prev, q.cur = q.cur, make(map[string]use, len(q.cur))
 		q.start = q.start.Add(QuotaWindow)
+		q.delayedPrev, q.delayedCur = q.delayedCur, false
+		q.mayThrottle.Store(q.delayedPrev)
 	default:
 		clear(q.prev)
 		q.cur = make(map[string]use)
 		q.start = now
+		q.delayedPrev, q.delayedCur = false, false
+		q.mayThrottle.Store(false)
 	}
 }
 
@@ -107,6 +118,10 @@ func (q *quota) step(key string, now time.Time, d time.Duration, delayed bool) {
 	u.spent += d
 	u.delayed = u.delayed || delayed
 	q.cur[key] = u
+	if delayed && !q.delayedCur {
+		q.delayedCur = true
+		q.mayThrottle.Store(true)
+	}
 	q.mu.Unlock()
 }
 
@@ -220,7 +235,11 @@ func (r *Runtime) Throttle(p int, key string) time.Duration {
 	if p < 0 || p >= len(r.parts) {
 		return 0
 	}
-	return r.parts[p].quota.throttle(key, r.cfg.Now())
+	q := r.parts[p].quota
+	if !q.on() || !q.mayThrottle.Load() {
+		return 0 // no key delayed others in the two windows (quota.throttle)
+	}
+	return q.throttle(key, r.cfg.Now())
 }
 
 // Charge adds d, time spent for key's request off the partition's workers

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -159,5 +160,36 @@ func TestSparedEventNotHeldBack(t *testing.T) {
 	}
 	if len(p.queue) != 2 || p.queue[0].Input != "f1" || p.queue[1].Input != "f2" || p.queued["flood"] != 2 {
 		t.Fatalf("left queued %v (counts %v)", p.queue, p.queued)
+	}
+}
+
+// TestQuotaMayThrottle: mayThrottle, which lets Runtime.Throttle answer 0
+// without the lock and the clock, is false only when every key's
+// throttle is 0, over random steps, delays and window rolls.
+func TestQuotaMayThrottle(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	now := time.Unix(1000, 0)
+	q := newQuota(5, time.Second)
+	keys := []string{"a", "b", "c"}
+	sawOff, sawOn := false, false
+	for i := range 20000 {
+		switch op := r.IntN(10); {
+		case op < 6:
+			q.step(keys[r.IntN(len(keys))], now, time.Duration(r.IntN(80))*time.Millisecond, r.IntN(20) == 0)
+		case op < 9:
+			now = now.Add(time.Duration(r.IntN(300)) * time.Millisecond)
+		default:
+			now = now.Add(time.Duration(r.IntN(3000)) * time.Millisecond)
+		}
+		may := q.mayThrottle.Load()
+		sawOn, sawOff = sawOn || may, sawOff || !may
+		for _, k := range keys {
+			if d := q.throttle(k, now); d != 0 && !may {
+				t.Fatalf("op %d: mayThrottle false, throttle(%s) %v", i, k, d)
+			}
+		}
+	}
+	if !sawOn || !sawOff {
+		t.Fatalf("mayThrottle never changed (on %v, off %v)", sawOn, sawOff)
 	}
 }

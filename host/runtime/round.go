@@ -275,9 +275,10 @@ func (p *partition) round(sh Shard, evs []Event) {
 	for i := 0; i < len(evs); i++ {
 		ev := evs[i]
 		if u, ok := ev.Input.(unload); ok {
+			stopping := u // not &u: u would be allocated for every event
 			p.seal(sh, recs, nil, false)
 			p.mu.Lock()
-			p.stopping = &u
+			p.stopping = &stopping
 			p.mu.Unlock()
 			p.rejectLater(evs[i+1:])
 			return
@@ -304,7 +305,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 		}
 		p.yieldIfReleased() // yield.go
 		t0 := p.rt.cfg.Now()
-		out, err := p.step(sh, ev.Input)
+		out, err := p.step(sh, t0.UnixMilli(), ev.Input)
 		t1 := p.rt.cfg.Now()
 		if ev.Key != "" && p.quota.on() { // quota.go
 			p.quota.step(ev.Key, t0, t1.Sub(t0), later.other(i, ev.Key) || p.delaysOthers(ev.Key))
@@ -546,11 +547,12 @@ func (p *partition) unload() {
 	close(stopping.done)
 }
 
-// step hands one input to the shard and validates what it wrote. A record
+// step hands one input to the shard, at now (the step's start, in
+// milliseconds of Config.Now), and validates what it wrote. A record
 // the log can never store fails the round (no append is tried), so the
 // record never reaches a write shared with other partitions.
-func (p *partition) step(sh Shard, in any) ([]Record, error) {
-	out := sh.Step(p.now(), in)
+func (p *partition) step(sh Shard, now int64, in any) ([]Record, error) {
+	out := sh.Step(now, in)
 	for _, r := range out {
 		if err := p.rt.cfg.Log.Validate(r); err != nil {
 			return nil, fmt.Errorf("partition %d: %w", p.id, err)

@@ -38,6 +38,20 @@ type Shard interface {
 	Unload()
 }
 
+// Rejecter is an Event.Input that knows how to be rejected: a way to
+// give an event its Reject without a closure allocated per event.
+type Rejecter interface {
+	Reject(error)
+}
+
+// DeadlineBounder is a Shard that can tell, more cheaply than its
+// NextDeadline, a time no later than its next deadline, set whenever
+// NextDeadline's is: while the pending Tick is due no later than the
+// bound, the runtime asks no more.
+type DeadlineBounder interface {
+	DeadlineBound() (int64, bool)
+}
+
 // Sealer is a Shard that can have several rounds uncommitted at once
 // (Kafka's pipelined appends): the runtime steps the next round on top of
 // the state of rounds whose appends are still in flight. Seal ends the
@@ -85,7 +99,8 @@ type Event struct {
 	// once every round before it is committed.
 	Read bool
 	// Reject, when set, is called instead of Step when the partition is
-	// unloaded before the event is handled.
+	// unloaded before the event is handled; when not set, an Input that is
+	// a Rejecter is rejected through it.
 	Reject func(error)
 	// Key is the event's fairness key (the group it is for). A round takes
 	// at most Config.MaxPerKey events of one key, leaving the rest queued
@@ -646,6 +661,8 @@ func (p *partition) rejectLater(evs []Event) {
 		}
 		if ev.Reject != nil {
 			ev.Reject(ErrNotCoordinator)
+		} else if r, ok := ev.Input.(Rejecter); ok {
+			r.Reject(ErrNotCoordinator)
 		}
 	}
 }
@@ -658,6 +675,14 @@ func (p *partition) now() int64 { return p.rt.cfg.Now().UnixMilli() }
 // heartbeat moves its member's session deadline later at every round, and
 // resetting a runtime timer each time cost more than the rare early Tick).
 func (p *partition) armTimerLocked(sh Shard) {
+	if b, isB := sh.(DeadlineBounder); isB && p.armedAt != 0 {
+		// A pending timer no later than a bound of the deadline passes
+		// the check below for the deadline too: the exact one, which may
+		// cost the shard work, is not needed.
+		if lb, ok := b.DeadlineBound(); ok && p.coversLocked(lb) {
+			return
+		}
+	}
 	at, ok := sh.NextDeadline()
 	if !ok {
 		if p.timer != nil {
@@ -666,19 +691,28 @@ func (p *partition) armTimerLocked(sh Shard) {
 		p.armedAt = 0
 		return
 	}
-	d := max(time.Duration(at-p.now())*time.Millisecond, 0)
-	// The pending timer must also fire within d (give or take the
-	// milliseconds deadlines are counted in): a Config.Now that is not the
-	// real clock may have moved ahead of it.
-	if p.armedAt != 0 && p.armedAt <= at && time.Until(p.fireAt) <= d+time.Millisecond {
+	if p.coversLocked(at) {
 		return
 	}
+	d := max(time.Duration(at-p.now())*time.Millisecond, 0)
 	p.armedAt, p.fireAt = at, time.Now().Add(d)
 	if p.timer == nil {
 		p.timer = time.AfterFunc(d, p.tick)
 		return
 	}
 	p.timer.Reset(d)
+}
+
+// coversLocked reports whether the pending timer fires no later than at:
+// it was armed for at or earlier, and fires within at's distance from now
+// (give or take the milliseconds deadlines are counted in: a Config.Now
+// that is not the real clock may have moved ahead of it).
+func (p *partition) coversLocked(at int64) bool {
+	if p.armedAt == 0 || p.armedAt > at {
+		return false
+	}
+	d := max(time.Duration(at-p.now())*time.Millisecond, 0)
+	return time.Until(p.fireAt) <= d+time.Millisecond
 }
 
 func (p *partition) tick() {

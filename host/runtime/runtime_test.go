@@ -447,6 +447,61 @@ func TestRuntimeTickAfterDeadlineMoves(t *testing.T) {
 	}
 }
 
+// boundShard is a kvShard with a DeadlineBound, bound, that counts its
+// NextDeadline calls.
+type boundShard struct {
+	*kvShard
+	bound int64
+	exact atomic.Int32
+}
+
+func (s *boundShard) NextDeadline() (int64, bool) {
+	s.exact.Add(1)
+	return s.kvShard.NextDeadline()
+}
+
+func (s *boundShard) DeadlineBound() (int64, bool) { return s.bound, s.bound != 0 }
+
+// While the pending Tick is due no later than a shard's DeadlineBound,
+// a round does not ask for the exact deadline (a steady heartbeat moving
+// the exact one later costs core a heap entry's move); once the bound
+// moves earlier than the pending Tick, the exact deadline is armed.
+func TestRuntimeArmsFromDeadlineBound(t *testing.T) {
+	ticks := 0
+	var s *boundShard
+	rt := startCfg(t, runtime.Config{Partitions: 1, Log: runtime.NewMemLog(), NewShard: func(int) (runtime.Shard, error) {
+		s = &boundShard{kvShard: newKV()}
+		s.ticks = &ticks
+		s.deadline = time.Now().Add(10 * time.Second).UnixMilli()
+		s.bound = s.deadline
+		return s, nil
+	}})
+	readTicks(rt, &ticks) // the timer is armed for the first deadline
+	put := func(onStep func()) {
+		stepped := make(chan error, 1)
+		rt.Submit(0, runtime.Event{Key: "g", Input: put{group: "g", key: "k", val: "v", reply: stepped, onStep: onStep}})
+		if err := <-stepped; err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := s.exact.Load()
+	for range 5 { // the exact deadline moves later, the bound stays
+		put(func() { s.deadline += 1000 })
+	}
+	readTicks(rt, &ticks)
+	if n := s.exact.Load() - before; n != 0 {
+		t.Fatalf("NextDeadline asked %d times while the pending Tick was no later than the bound", n)
+	}
+	put(func() { s.deadline = time.Now().Add(20 * time.Millisecond).UnixMilli(); s.bound = s.deadline })
+	giveUp := time.Now().Add(3 * time.Second)
+	for readTicks(rt, &ticks) < 1 {
+		if time.Now().After(giveUp) {
+			t.Fatalf("no Tick 3 s after the bound and the deadline moved 20 ms away")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // readTicks returns *ticks as partition 0's shard has counted them once
 // every round before this read is done.
 func readTicks(rt *runtime.Runtime, ticks *int) int {
@@ -468,6 +523,11 @@ func p99(ds []time.Duration) time.Duration {
 	return ds[len(ds)*99/100]
 }
 
+// rejectingPut is an Input that is its own Rejecter.
+type rejectingPut struct{ rejected chan error }
+
+func (r rejectingPut) Reject(err error) { r.rejected <- err }
+
 // TestRuntimeUnloadTwiceAndQueuedRejects: events queued behind an unload
 // are rejected, not lost, and a second unload queued behind the first
 // returns with it.
@@ -487,6 +547,11 @@ func TestRuntimeUnloadTwiceAndQueuedRejects(t *testing.T) {
 	if err := rt.Submit(0, runtime.Event{Input: put{group: "g"}, Reject: func(err error) { rejected <- err }}); err != nil {
 		t.Fatal(err)
 	}
+	// An Input that is a Rejecter is rejected through it.
+	rejecter := rejectingPut{rejected: make(chan error, 1)}
+	if err := rt.Submit(0, runtime.Event{Input: rejecter}); err != nil {
+		t.Fatal(err)
+	}
 	second := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -497,6 +562,14 @@ func TestRuntimeUnloadTwiceAndQueuedRejects(t *testing.T) {
 	close(gate)
 	if err := <-rejected; !errors.Is(err, runtime.ErrNotCoordinator) {
 		t.Fatalf("event behind an unload: %v", err)
+	}
+	select {
+	case err := <-rejecter.rejected:
+		if !errors.Is(err, runtime.ErrNotCoordinator) {
+			t.Fatalf("Rejecter behind an unload: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Rejecter behind an unload was not rejected")
 	}
 	if err := <-second; err != nil {
 		t.Fatalf("second unload: %v", err)

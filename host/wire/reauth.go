@@ -77,11 +77,14 @@ func (s *saslState) authenticated() bool { return s.gen > 0 }
 // gate closes the connection (an error) for a request a Kafka broker would
 // close it for: anything but SaslAuthenticate during a re-authentication,
 // and anything but SaslHandshake once the session expired.
-func (s *saslState) gate(key int16, now time.Time) error {
+func (s *saslState) gate(key int16) error {
 	switch {
 	case s.reauth != nil && key != int16(kmsg.SASLAuthenticate):
 		return fmt.Errorf("%w: %s during re-authentication", errReauth, kmsg.NameForKey(key))
-	case s.reauth == nil && s.expired(now) && key != int16(kmsg.SASLHandshake):
+	case s.reauth == nil && s.expiry.IsZero():
+		// No session lifetime: nothing expires, and the clock is not read
+		// (a request of a connection without one reads it often enough).
+	case s.reauth == nil && s.expired(time.Now()) && key != int16(kmsg.SASLHandshake):
 		return fmt.Errorf("%w: %s", errSessionExpired, kmsg.NameForKey(key))
 	}
 	return nil

@@ -415,7 +415,10 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	req, perr := func() (*Request, error) {
 		defer decoded() // even if parsing panics
-		t0 := time.Now()
+		t0 := start
+		if s.decoding != nil && len(frame) > smallFrame { // it may have waited for its slot
+			t0 = time.Now()
+		}
 		req, err := h.parse(frame)
 		if req != nil {
 			req.Decode = time.Since(t0)
@@ -467,7 +470,7 @@ func (c *conn) answerRefusal(ctx context.Context, r *refusal) error {
 func (c *conn) admit(req *Request) error {
 	s := c.s
 	c.certAuthenticate()
-	if err := c.sasl.gate(req.Key, time.Now()); err != nil {
+	if err := c.sasl.gate(req.Key); err != nil {
 		return err
 	}
 	auth := c.sasl.authenticated()
@@ -547,8 +550,11 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 	release = c.releaseFn
 	// The wait for budget is not idleness: the frame gets (nearly) a full
 	// idle timeout to arrive (unless Shutdown, which resets deadlines
-	// under s.mu, began).
-	c.extendRead(time.Now())
+	// under s.mu, began). A frame already in the buffer reads nothing
+	// more from the connection: the deadline does not matter to it.
+	if br.Buffered() < int(n) {
+		c.extendRead(time.Now())
+	}
 	if s.isDraining() {
 		c.grant.unread()
 		return nil, head{}, nil, nil, errDraining

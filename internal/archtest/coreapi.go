@@ -19,7 +19,7 @@ var CoreSurface = map[string]bool{
 	"Group": true, "GroupIDs": true, "Dump": true, "TimerKeys": true,
 	"LastAssignorError": true, "StreamsChangelogs": true, "KnownEndOffsets": true,
 	"Replay": true, "ReplayBytes": true, "Loaded": true, "Commit": true, "Seal": true,
-	"CommitSealed": true, "Rollback": true, "NextDeadline": true,
+	"CommitSealed": true, "Rollback": true, "NextDeadline": true, "DeadlineBound": true,
 	"DeferAssignorInputs": true,
 }
 
