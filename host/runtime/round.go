@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"slices"
 )
 
@@ -257,14 +258,15 @@ func (p *partition) durableLocked(n int) []func() {
 // while another key's event waits in the queue ends after the event that
 // passed them; its other events go back to the head of the queue, and
 // the next round ranks them with the waiting ones. Before that, once a
-// step ends YieldTime after the round began (or last looked), an event
-// of a key the round holds none of that waits in the queue joins the
-// round and is stepped next (yield.go).
+// step ends YieldTime after the round began (or last looked), the owner
+// yields its core, so that a goroutine woken meanwhile queues its event,
+// and an event of a key the round holds none of that waits in the queue
+// joins the round and is stepped next (yield.go).
 func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
 	var cur roundTaint
 	start := p.rt.cfg.Now()
-	looked := start // when the round last looked for other keys' events
+	p.looked = start // when the round last looked for other keys' events
 	var keys roundKeys
 	var later behind // who waits behind each step, while the quota is on
 	if p.quota.on() {
@@ -309,10 +311,11 @@ func (p *partition) round(sh Shard, evs []Event) {
 		if ev.Key != "" && p.quota.on() { // quota.go
 			p.quota.step(ev.Key, t0, t1.Sub(t0), later.other(i, ev.Key) || p.delaysOthers(ev.Key))
 		}
-		if t1.Sub(looked) >= p.rt.cfg.YieldTime {
+		if t1.Sub(p.looked) >= p.rt.cfg.YieldTime {
 			n := len(evs)
-			evs, keys = p.joinWaiting(evs, i+1, keys) // yield.go
-			looked = t1
+			goruntime.Gosched() // yield.go: whoever is about to queue an event runs first
+			evs, keys = p.joinWaiting(evs, i+1, keys)
+			p.looked = t1
 			if len(evs) != n && p.quota.on() {
 				later = newBehind(evs)
 			}

@@ -282,6 +282,9 @@ type partition struct {
 	// went) since it last yielded its core (yield.go); only the owner
 	// touches it.
 	released bool
+	// looked: when the owner, stepping a round, last yielded its core and
+	// looked for waiting events (yield.go); only the owner touches it.
+	looked time.Time
 }
 
 // unload is the queued marker of an Unload.
@@ -693,6 +696,6 @@ func (p *partition) tick() {
 			return // one pending tick is enough
 		}
 	}
-	p.queue = append(p.queue, Event{Input: Tick{Waiting: p.groupWaiting}})
+	p.queue = append(p.queue, Event{Input: Tick{Waiting: p.tickWaiting}})
 	p.scheduleLocked()
 }

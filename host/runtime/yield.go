@@ -87,3 +87,22 @@ func (p *partition) yieldIfReleased() {
 		goruntime.Gosched()
 	}
 }
+
+// tickWaiting is a Tick's Waiting: whether a group's event waits in the
+// queue (groupWaiting), looked for after the owner yields its core, at
+// most once every YieldTime of the Tick's step. A group's request does
+// not wait in the queue until its goroutine has run to queue it, and a
+// goroutine woken meanwhile (a client's timer, a connection's read) runs
+// next on the owner's core, but only once the owner blocks or is
+// preempted (10 ms), unless another core is idle and takes it: while a
+// slice of a mass expiry ran on a core, with the other busy (a collector's
+// mark worker takes one of two), a heartbeat was queued only after the
+// whole slice, and Waiting never saw it. round yields the same way before
+// each look for waiting events (joinWaiting).
+func (p *partition) tickWaiting() bool {
+	if now := p.rt.cfg.Now(); now.Sub(p.looked) >= p.rt.cfg.YieldTime {
+		goruntime.Gosched()
+		p.looked = now
+	}
+	return p.groupWaiting()
+}

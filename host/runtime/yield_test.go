@@ -64,3 +64,140 @@ func TestReleasedReplyRunsBeforeTheNextStep(t *testing.T) {
 		t.Fatal("the canary was not answered")
 	}
 }
+
+// spinShard's Tick is a slice of a mass expiry: units of spinUnit of
+// work, asking Tick.Waiting after each whether a group's event waits, as
+// the loop's shard asks between timers. Its deadline is due until its
+// first Tick is stepped, once the test makes it due.
+type spinShard struct {
+	started chan struct{} // closed as the Tick begins
+	units   chan int      // how many units the Tick ran
+	due     atomic.Bool
+	ticked  atomic.Bool
+	// A flood's events each take spinUnit; the first closes started.
+	// canaryAfter gets how many of them were stepped before the canary.
+	floods      atomic.Int64
+	canaryAfter chan int64
+}
+
+type (
+	spinCanary struct{}
+	spinFlood  struct{}
+)
+
+const (
+	spinUnit  = 20 * time.Microsecond
+	spinUnits = 250 // 5 ms: within Go's 10 ms preemption
+)
+
+func (s *spinShard) Replay(runtime.Record) error { return nil }
+func (s *spinShard) Commit()                     {}
+func (s *spinShard) Rollback(error)              {}
+func (s *spinShard) Unload()                     {}
+
+func (s *spinShard) NextDeadline() (int64, bool) {
+	if !s.due.Load() || s.ticked.Load() {
+		return 0, false
+	}
+	return time.Now().UnixMilli() - 1, true
+}
+
+func (s *spinShard) Step(_ int64, in any) []runtime.Record {
+	switch in.(type) {
+	case spinFlood:
+		if s.floods.Add(1) == 1 {
+			close(s.started)
+		}
+		spin(spinUnit)
+		return nil
+	case spinCanary:
+		if s.canaryAfter != nil {
+			s.canaryAfter <- s.floods.Load()
+		}
+		return nil
+	}
+	tick, ok := in.(runtime.Tick)
+	if !ok || s.ticked.Swap(true) {
+		return nil
+	}
+	close(s.started)
+	n := 0
+	for ; n < spinUnits; n++ {
+		if n > 0 && tick.Waiting != nil && tick.Waiting() {
+			break
+		}
+		spin(spinUnit)
+	}
+	s.units <- n
+	return nil
+}
+
+// spin keeps its core busy for d.
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// TestTickLetsAWokenGroupQueue: a group's request that becomes ready to
+// run while a slice of a mass expiry is stepped is queued, and seen by
+// the Tick's Waiting, before the slice ends. On one core (GOMAXPROCS 1),
+// a canary's goroutine, woken as the Tick begins, runs only when the
+// owner gives up its core: the Tick's Waiting must yield it, or the
+// canary's event is queued only after the whole slice.
+func TestTickLetsAWokenGroupQueue(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+	sh := &spinShard{started: make(chan struct{}), units: make(chan int, 1)}
+	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), QuotaPercent: -1,
+		YieldTime: 50 * time.Microsecond, NewShard: func(int) (runtime.Shard, error) { return sh, nil }})
+	go func() {
+		<-sh.started
+		if err := rt.Submit(0, runtime.Event{Key: "canary", Input: spinCanary{}}); err != nil {
+			t.Error(err)
+		}
+	}()
+	// The deadline is due from now: the release after this event's
+	// round arms the timer, whose Tick follows.
+	sh.due.Store(true)
+	if err := rt.Submit(0, runtime.Event{Key: "kick", Input: spinCanary{}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-sh.units:
+		if n >= 25 {
+			t.Fatalf("the Tick ran %d units of %v before it saw the canary's event (of %d), want under 25", n, spinUnit, spinUnits)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Tick")
+	}
+}
+
+// TestRoundLetsAWokenGroupQueue: as TestTickLetsAWokenGroupQueue, for a
+// flood's round: a canary's goroutine woken as the flood's first event is
+// stepped queues its event, which joins the round, before the flood's
+// other events are stepped.
+func TestRoundLetsAWokenGroupQueue(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+	const floods = 200 // 4 ms of steps: within Go's 10 ms preemption
+	sh := &spinShard{started: make(chan struct{}), canaryAfter: make(chan int64, 1)}
+	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), QuotaPercent: -1,
+		MaxPerKey: floods, YieldTime: 50 * time.Microsecond, NewShard: func(int) (runtime.Shard, error) { return sh, nil }})
+	go func() {
+		<-sh.started
+		if err := rt.Submit(0, runtime.Event{Key: "canary", Input: spinCanary{}}); err != nil {
+			t.Error(err)
+		}
+	}()
+	for range floods {
+		if err := rt.Submit(0, runtime.Event{Key: "flood", Input: spinFlood{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case n := <-sh.canaryAfter:
+		if n >= 25 {
+			t.Fatalf("the canary was stepped after %d of the flood's %d events of %v, want under 25", n, floods, spinUnit)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the canary was not stepped")
+	}
+}
