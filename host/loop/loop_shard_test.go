@@ -53,7 +53,7 @@ func TestTickFiresInSlices(t *testing.T) {
 
 // expiringGroup is a core with one streams group of members members
 // whose sessions have all ended at the returned time.
-func expiringGroup(t *testing.T, members int) (*core.Coordinator, int64) {
+func expiringGroup(t testing.TB, members int) (*core.Coordinator, int64) {
 	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Streams.SessionTimeoutMs = 45000
