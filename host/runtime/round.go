@@ -274,6 +274,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 	}
 	p.rounds++
 	early := false
+	deferred := false // the last step went before settling (stepsFirst)
 	for i := 0; i < len(evs); i++ {
 		ev := evs[i]
 		if u, ok := ev.Input.(unload); ok {
@@ -284,8 +285,19 @@ func (p *partition) round(sh Shard, evs []Event) {
 			p.rejectLater(evs[i+1:])
 			return
 		}
-		if p.settleable() && p.settle() {
-			recs, cur = nil, roundTaint{}
+		if !deferred && p.stepsFirst(ev, cur) {
+			// The rounds that became durable are committed after ev, not
+			// before: ev, an event of a group nothing in flight or in the
+			// round so far touches (a canary's heartbeat joining a mass
+			// expiry's slice), needs nothing of that commit, which for a
+			// slice of 64 fenced members took 0.1-0.3 ms. At most one step
+			// goes first in a row.
+			deferred = true
+		} else {
+			deferred = false
+			if p.settleable() && p.settle() {
+				recs, cur = nil, roundTaint{}
+			}
 		}
 		if ev.Read && (len(recs) > 0 || p.inFlight()) {
 			p.seal(sh, recs, nil, false)
@@ -371,6 +383,19 @@ func (p *partition) untainted(ev Event, cur roundTaint) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.independentLocked(ev.Key)
+}
+
+// stepsFirst reports whether ev may be stepped before the rounds that
+// became durable are settled: no append failed (a rollback is settled
+// first), ev is not a Read (it waits for every commit), and ev reads a
+// state untouched by anything not yet durable (untainted).
+func (p *partition) stepsFirst(ev Event, cur roundTaint) bool {
+	if ev.Read || ev.Shared || cur.any || cur.owners[ev.Key] {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed == nil && p.independentLocked(ev.Key)
 }
 
 // putBack returns evs, the rest of a round, to the head of the queue;
