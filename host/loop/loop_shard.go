@@ -158,7 +158,12 @@ func (s *shard) tick(now int64, waiting func() bool) []runtime.Record {
 		s.batch.add(out)
 		// Encoded timer by timer: the slice's end, which a waiting
 		// group's event waits for, encodes one timer's records, not the
-		// whole slice's.
+		// whole slice's. From the second timer on there is room for as
+		// many records per timer as a first one of a few records wrote
+		// (a mass expiry's slice: one allocation, not a doubling series).
+		if n == 1 && len(recs) <= 8 {
+			recs = slices.Grow(recs, len(recs)*(tickTimers-1))
+		}
 		recs = s.newRecords(recs)
 		if slices.ContainsFunc(out.Events, func(e core.Event) bool { return e.Kind == core.EventTargetPart }) {
 			if waiting != nil && waiting() {
