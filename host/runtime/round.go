@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	goruntime "runtime"
 	"slices"
 )
 
@@ -258,10 +257,10 @@ func (p *partition) durableLocked(n int) []func() {
 // while another key's event waits in the queue ends after the event that
 // passed them; its other events go back to the head of the queue, and
 // the next round ranks them with the waiting ones. Before that, once a
-// step ends YieldTime after the round began (or last looked), the owner
-// yields its core, so that a goroutine woken meanwhile queues its event,
-// and an event of a key the round holds none of that waits in the queue
-// joins the round and is stepped next (yield.go).
+// step ends YieldTime after the round began (or last looked), an event
+// of a key the round holds none of that waits in the queue joins the
+// round and is stepped next (yield.go). A Tick's Waiting looks the same
+// way, and yields the owner's core first (tickWaiting).
 func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
 	var cur roundTaint
@@ -325,8 +324,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 		}
 		if t1.Sub(p.looked) >= p.rt.cfg.YieldTime {
 			n := len(evs)
-			goruntime.Gosched() // yield.go: whoever is about to queue an event runs first
-			evs, keys = p.joinWaiting(evs, i+1, keys)
+			evs, keys = p.joinWaiting(evs, i+1, keys) // yield.go
 			p.looked = t1
 			if len(evs) != n && p.quota.on() {
 				later = newBehind(evs)

@@ -97,8 +97,11 @@ func (p *partition) yieldIfReleased() {
 // preempted (10 ms), unless another core is idle and takes it: while a
 // slice of a mass expiry ran on a core, with the other busy (a collector's
 // mark worker takes one of two), a heartbeat was queued only after the
-// whole slice, and Waiting never saw it. round yields the same way before
-// each look for waiting events (joinWaiting).
+// whole slice, and Waiting never saw it. A round does not yield so
+// before its looks (joinWaiting): between whole steps of a flood it
+// handed the core to the flood's own goroutines (an in-process client
+// building its next 20,000-subtopology join ran up to Go's 10 ms
+// preemption), and the canary on the flood's partition came out worse.
 func (p *partition) tickWaiting() bool {
 	if now := p.rt.cfg.Now(); now.Sub(p.looked) >= p.rt.cfg.YieldTime {
 		goruntime.Gosched()

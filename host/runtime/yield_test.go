@@ -74,16 +74,9 @@ type spinShard struct {
 	units   chan int      // how many units the Tick ran
 	due     atomic.Bool
 	ticked  atomic.Bool
-	// A flood's events each take spinUnit; the first closes started.
-	// canaryAfter gets how many of them were stepped before the canary.
-	floods      atomic.Int64
-	canaryAfter chan int64
 }
 
-type (
-	spinCanary struct{}
-	spinFlood  struct{}
-)
+type spinCanary struct{}
 
 const (
 	spinUnit  = 20 * time.Microsecond
@@ -103,19 +96,6 @@ func (s *spinShard) NextDeadline() (int64, bool) {
 }
 
 func (s *spinShard) Step(_ int64, in any) []runtime.Record {
-	switch in.(type) {
-	case spinFlood:
-		if s.floods.Add(1) == 1 {
-			close(s.started)
-		}
-		spin(spinUnit)
-		return nil
-	case spinCanary:
-		if s.canaryAfter != nil {
-			s.canaryAfter <- s.floods.Load()
-		}
-		return nil
-	}
 	tick, ok := in.(runtime.Tick)
 	if !ok || s.ticked.Swap(true) {
 		return nil
@@ -168,36 +148,5 @@ func TestTickLetsAWokenGroupQueue(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no Tick")
-	}
-}
-
-// TestRoundLetsAWokenGroupQueue: as TestTickLetsAWokenGroupQueue, for a
-// flood's round: a canary's goroutine woken as the flood's first event is
-// stepped queues its event, which joins the round, before the flood's
-// other events are stepped.
-func TestRoundLetsAWokenGroupQueue(t *testing.T) {
-	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
-	const floods = 200 // 4 ms of steps: within Go's 10 ms preemption
-	sh := &spinShard{started: make(chan struct{}), canaryAfter: make(chan int64, 1)}
-	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), QuotaPercent: -1,
-		MaxPerKey: floods, YieldTime: 50 * time.Microsecond, NewShard: func(int) (runtime.Shard, error) { return sh, nil }})
-	go func() {
-		<-sh.started
-		if err := rt.Submit(0, runtime.Event{Key: "canary", Input: spinCanary{}}); err != nil {
-			t.Error(err)
-		}
-	}()
-	for range floods {
-		if err := rt.Submit(0, runtime.Event{Key: "flood", Input: spinFlood{}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case n := <-sh.canaryAfter:
-		if n >= 25 {
-			t.Fatalf("the canary was stepped after %d of the flood's %d events of %v, want under 25", n, floods, spinUnit)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the canary was not stepped")
 	}
 }
