@@ -112,7 +112,7 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 	case runtime.Loaded:
 		s.loaded(now)
 	case runtime.Tick:
-		return s.tick(now, in.Waiting)
+		return s.tick(now, in)
 	case event:
 		s.handle(in, now)
 	}
@@ -128,7 +128,9 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // Tick however loaded the machine, unless a group's event waits in the
 // partition's queue (runtime.Tick.Waiting): then the slice ends once it
 // has run for tickYield, so that event waits for one timer's work and
-// not for a whole slice. Each timer is its own write in Kafka too
+// not for a whole slice; before it asks, it lets the goroutines waiting
+// for the core run (runtime.Tick.Yield), so that a group woken meanwhile
+// has queued its event. Each timer is its own write in Kafka too
 // (core.Tick{Limit: 1}), and Kafka queues each timer's event behind the
 // requests queued before it fired. A timer that armed a timer already
 // due ends its Tick: core continues at the next one, after the events
@@ -144,12 +146,18 @@ const (
 	tickYield  = 50 * time.Microsecond
 )
 
-func (s *shard) tick(now int64, waiting func() bool) []runtime.Record {
+func (s *shard) tick(now int64, in runtime.Tick) []runtime.Record {
 	start := time.Now()
+	waiting := in.Waiting
 	var recs []runtime.Record
 	for n := 0; n < tickTimers && (n < tickMin || time.Since(start) < tickTime); n++ {
-		if n > 0 && waiting != nil && time.Since(start) >= tickYield && waiting() {
-			return recs
+		if n > 0 && waiting != nil && time.Since(start) >= tickYield {
+			if in.Yield != nil {
+				in.Yield() // a group woken on this core queues its event first
+			}
+			if waiting() {
+				return recs
+			}
 		}
 		if at, ok := s.c.NextDeadline(); !ok || at > now {
 			return recs

@@ -66,8 +66,8 @@ func TestReleasedReplyRunsBeforeTheNextStep(t *testing.T) {
 }
 
 // spinShard's Tick is a slice of a mass expiry: units of spinUnit of
-// work, asking Tick.Waiting after each whether a group's event waits, as
-// the loop's shard asks between timers. Its deadline is due until its
+// work, yielding (Tick.Yield) and asking Tick.Waiting after each whether
+// a group's event waits, as the loop's shard does between timers. Its deadline is due until its
 // first Tick is stepped, once the test makes it due.
 type spinShard struct {
 	started chan struct{} // closed as the Tick begins
@@ -103,8 +103,13 @@ func (s *spinShard) Step(_ int64, in any) []runtime.Record {
 	close(s.started)
 	n := 0
 	for ; n < spinUnits; n++ {
-		if n > 0 && tick.Waiting != nil && tick.Waiting() {
-			break
+		if n > 0 && tick.Waiting != nil {
+			if tick.Yield != nil {
+				tick.Yield()
+			}
+			if tick.Waiting() {
+				break
+			}
 		}
 		spin(spinUnit)
 	}
@@ -122,7 +127,7 @@ func spin(d time.Duration) {
 // run while a slice of a mass expiry is stepped is queued, and seen by
 // the Tick's Waiting, before the slice ends. On one core (GOMAXPROCS 1),
 // a canary's goroutine, woken as the Tick begins, runs only when the
-// owner gives up its core: the Tick's Waiting must yield it, or the
+// owner gives up its core: the Tick's Yield must give it up, or the
 // canary's event is queued only after the whole slice.
 func TestTickLetsAWokenGroupQueue(t *testing.T) {
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
