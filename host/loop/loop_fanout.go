@@ -19,19 +19,10 @@ import (
 // requestGroup names the group whose partition a request (or a part of a
 // split request) goes to, and whether it changes runtime group configs.
 func requestGroup(req *wire.Request) (group string, configs bool) {
+	if g := wire.GroupOf(req.Body); g != "" {
+		return g, false
+	}
 	switch b := req.Body.(type) {
-	case *kmsg.StreamsGroupHeartbeatRequest:
-		return b.Group, false
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return b.Group, false
-	case *kmsg.JoinGroupRequest:
-		return b.Group, false
-	case *kmsg.SyncGroupRequest:
-		return b.Group, false
-	case *kmsg.HeartbeatRequest:
-		return b.Group, false
-	case *kmsg.LeaveGroupRequest:
-		return b.Group, false
 	case *kmsg.DeleteGroupsRequest:
 		if len(b.Groups) > 0 {
 			return b.Groups[0], false

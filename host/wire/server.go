@@ -450,7 +450,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return err
 	}
 	c.wrote = 0
-	if g := groupOf(req.Body); g != "" {
+	if g := GroupOf(req.Body); g != "" {
 		if g != c.wroteFor {
 			c.wroteFor = strings.Clone(g) // it may alias the frame
 		}
@@ -465,16 +465,21 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 // a request of req's group.
 func (c *conn) wireOf(req *Request) time.Duration {
 	d := c.read
-	if g := groupOf(req.Body); g != "" && g == c.wroteFor {
+	if g := GroupOf(req.Body); g != "" && g == c.wroteFor {
 		d += c.wrote
 	}
 	return d
 }
 
-// groupOf is the group of a request of one group whose body starts with
-// the group id (groupFirst); "" for any other.
-func groupOf(body kmsg.Request) string {
+// GroupOf is the group of a group-coordination request of one group
+// (a classic group's join, sync, heartbeat or leave, a consumer or
+// streams group heartbeat); "" for any other.
+func GroupOf(body kmsg.Request) string {
 	switch b := body.(type) {
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		return b.Group
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return b.Group
 	case *kmsg.JoinGroupRequest:
 		return b.Group
 	case *kmsg.SyncGroupRequest:
@@ -482,12 +487,6 @@ func groupOf(body kmsg.Request) string {
 	case *kmsg.HeartbeatRequest:
 		return b.Group
 	case *kmsg.LeaveGroupRequest:
-		return b.Group
-	case *kmsg.OffsetCommitRequest:
-		return b.Group
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return b.Group
-	case *kmsg.StreamsGroupHeartbeatRequest:
 		return b.Group
 	}
 	return ""
