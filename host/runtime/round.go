@@ -259,8 +259,8 @@ func (p *partition) durableLocked(n int) []func() {
 // the next round ranks them with the waiting ones. Before that, once a
 // step ends YieldTime after the round began (or last looked), an event
 // of a key the round holds none of that waits in the queue joins the
-// round and is stepped next (yield.go). A Tick's Waiting looks the same
-// way, and yields the owner's core first (tickWaiting).
+// round and is stepped next (yield.go). A Tick's timers look through
+// Tick.Waiting, after yielding the owner's core (Tick.Yield, tickYield).
 func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
 	var cur roundTaint
