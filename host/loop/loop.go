@@ -389,11 +389,12 @@ func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent t
 	group, configs := requestGroup(req)
 	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)
-	// Decoding the request (and what its handler did before queueing it,
-	// spent) was the group's work too, as Kafka's request quota counts
+	// Decoding the request, reading it and writing the group's answer
+	// before it (wire.Request.Wire), and what its handler did before
+	// queueing it (spent), was the group's work too, as Kafka's request quota counts
 	// a request's network-thread time: it counts towards the group's
 	// quota (loop_quota.go).
-	l.rt.Charge(p, group, req.Decode+spent)
+	l.rt.Charge(p, group, req.Decode+req.Wire+spent)
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}

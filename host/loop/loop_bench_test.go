@@ -2,13 +2,16 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/coordhost/coordhost/core"
 	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/runtime"
 	"github.com/coordhost/coordhost/host/wire"
 )
 
@@ -70,4 +73,40 @@ func beat(b *testing.B, l *Loop, req *wire.Request) *kmsg.StreamsGroupHeartbeatR
 		b.Fatalf("heartbeat: %v %+v", err, resp)
 	}
 	return resp.(*kmsg.StreamsGroupHeartbeatResponse)
+}
+
+// BenchmarkShardMassExpiry: every member of a streams group of n members
+// misses its session, and the shard fires the timers in Ticks as the
+// runtime hands them (the slices of shard.tick), each Tick's round
+// sealed and committed as after its append (records encoded, the
+// commit's events noted in the group's history and log). An op is the
+// expiry of the whole group; ns/member is one fenced member's share of
+// the partition's time, which a waiting group's event shares.
+//
+//	go test -run '^$' -bench ShardMassExpiry -benchmem ./host/loop
+func BenchmarkShardMassExpiry(b *testing.B) {
+	for _, n := range []int{10000} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			l := quotaLoop(b, assign.Builtins["sticky"].Native)
+			b.ReportAllocs()
+			ticks := 0
+			for b.Loop() {
+				b.StopTimer()
+				c, later := expiringGroup(b, n)
+				s := &shard{l: l, c: c, pending: map[core.RequestID]*call{}, configured: map[string]bool{}}
+				b.StartTimer()
+				for {
+					if at, ok := s.NextDeadline(); !ok || at > later {
+						break
+					}
+					s.Step(later, runtime.Tick{})
+					s.Seal()
+					s.Commit()
+					ticks++
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/member")
+			b.ReportMetric(float64(ticks)/float64(b.N), "ticks/op")
+		})
+	}
 }

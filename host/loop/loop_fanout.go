@@ -19,19 +19,10 @@ import (
 // requestGroup names the group whose partition a request (or a part of a
 // split request) goes to, and whether it changes runtime group configs.
 func requestGroup(req *wire.Request) (group string, configs bool) {
+	if g := wire.GroupOf(req.Body); g != "" {
+		return g, false
+	}
 	switch b := req.Body.(type) {
-	case *kmsg.StreamsGroupHeartbeatRequest:
-		return b.Group, false
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return b.Group, false
-	case *kmsg.JoinGroupRequest:
-		return b.Group, false
-	case *kmsg.SyncGroupRequest:
-		return b.Group, false
-	case *kmsg.HeartbeatRequest:
-		return b.Group, false
-	case *kmsg.LeaveGroupRequest:
-		return b.Group, false
 	case *kmsg.DeleteGroupsRequest:
 		if len(b.Groups) > 0 {
 			return b.Groups[0], false
@@ -147,7 +138,7 @@ func (l *Loop) deleteCoreGroups(ctx context.Context, req *wire.Request, body *km
 		sub := *body
 		sub.Groups = pick(body.Groups, idx)
 		subReq := *req
-		subReq.Body, subReq.Decode = &sub, 0 // decoded for every group: charged to none
+		subReq.Body, subReq.Decode, subReq.Wire = &sub, 0, 0 // decoded for every group: charged to none
 		r, err := l.do(ctx, &subReq, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
 			return l.step(c, now, core.Request{ID: id, Body: &sub})
 		}})
@@ -316,7 +307,7 @@ func (l *Loop) alterConfigsByPartition(ctx context.Context, req *wire.Request) (
 // node that owns it (onOwner).
 func (l *Loop) alterPart(ctx context.Context, req *wire.Request, sub kmsg.Request) (kmsg.Response, error) {
 	subReq := *req
-	subReq.Body, subReq.Decode = sub, 0 // decoded for every group: charged to none
+	subReq.Body, subReq.Decode, subReq.Wire = sub, 0, 0 // decoded for every group: charged to none
 	group, _ := requestGroup(&subReq)
 	return l.onOwner(ctx, &subReq, l.rt.PartitionFor(group), func() (kmsg.Response, error) { return l.alterGroupConfigs(ctx, &subReq) })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordhost/coordhost/abi"
 	"github.com/coordhost/coordhost/host/assign"
+	"github.com/coordhost/coordhost/host/wire"
 )
 
 // quotaLoop is a one-partition loop (nativeDeps) with a 5 % group
@@ -30,12 +31,18 @@ func quotaLoop(t testing.TB, fn assign.Native) *Loop {
 // its decoding having taken decode, and returns the answer.
 func quotaBeat(t testing.TB, l *Loop, group string, epoch int32, decode time.Duration) *kmsg.StreamsGroupHeartbeatResponse {
 	t.Helper()
+	return quotaBeatWith(t, l, group, epoch, func(req *wire.Request) { req.Decode = decode })
+}
+
+// quotaBeatWith is quotaBeat with the request's costs set by set.
+func quotaBeatWith(t testing.TB, l *Loop, group string, epoch int32, set func(*wire.Request)) *kmsg.StreamsGroupHeartbeatResponse {
+	t.Helper()
 	req := streamsJoin(group, "m", "in")
 	if epoch != 0 {
 		body := req.Body.(*kmsg.StreamsGroupHeartbeatRequest)
 		body.MemberEpoch, body.Topology = epoch, nil
 	}
-	req.Decode = decode
+	set(req)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := l.Handle(ctx, req)
@@ -124,6 +131,26 @@ func TestDecodeCountsTowardsQuota(t *testing.T) {
 	contend(t, l)
 	if resp := beatUntilThrottled(t, l, "huge", epoch, 300*time.Millisecond); resp.ThrottleMillis <= 0 {
 		t.Fatal("a heartbeat whose decoding took 300 ms was not throttled")
+	}
+	if other := quotaBeat(t, l, "other", 0, time.Millisecond); other.ThrottleMillis != 0 {
+		t.Fatalf("another group on the partition was throttled %d ms", other.ThrottleMillis)
+	}
+}
+
+// TestWireCountsTowardsQuota: as TestDecodeCountsTowardsQuota, for the
+// time its connection spent reading a request and writing the group's
+// answer before it (wire.Request.Wire).
+func TestWireCountsTowardsQuota(t *testing.T) {
+	l := quotaLoop(t, assign.Builtins["sticky"].Native)
+	epoch := quotaBeat(t, l, "chatty", 0, 0).MemberEpoch
+	contend(t, l)
+	wired := func(req *wire.Request) { req.Wire = 300 * time.Millisecond }
+	throttled := false
+	for deadline := time.Now().Add(5 * time.Second); !throttled && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		throttled = quotaBeatWith(t, l, "chatty", epoch, wired).ThrottleMillis > 0
+	}
+	if !throttled {
+		t.Fatal("a group whose requests took 300 ms each on their connection was not throttled")
 	}
 	if other := quotaBeat(t, l, "other", 0, time.Millisecond); other.ThrottleMillis != 0 {
 		t.Fatalf("another group on the partition was throttled %d ms", other.ThrottleMillis)

@@ -112,13 +112,13 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 	case runtime.Loaded:
 		s.loaded(now)
 	case runtime.Tick:
-		s.tick(now, in.Waiting)
+		return s.tick(now, in)
 	case event:
 		s.handle(in, now)
 	case *event: // a client request's (submit)
 		s.handle(*in, now)
 	}
-	return s.newRecords()
+	return s.newRecords(nil)
 }
 
 // A Tick fires at most tickTimers of the timers due, and past tickMin
@@ -130,7 +130,9 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // Tick however loaded the machine, unless a group's event waits in the
 // partition's queue (runtime.Tick.Waiting): then the slice ends once it
 // has run for tickYield, so that event waits for one timer's work and
-// not for a whole slice. Each timer is its own write in Kafka too
+// not for a whole slice; before it asks, it lets the goroutines waiting
+// for the core run (runtime.Tick.Yield), so that a group woken meanwhile
+// has queued its event. Each timer is its own write in Kafka too
 // (core.Tick{Limit: 1}), and Kafka queues each timer's event behind the
 // requests queued before it fired. A timer that armed a timer already
 // due ends its Tick: core continues at the next one, after the events
@@ -146,20 +148,36 @@ const (
 	tickYield  = 50 * time.Microsecond
 )
 
-func (s *shard) tick(now int64, waiting func() bool) {
+func (s *shard) tick(now int64, in runtime.Tick) []runtime.Record {
 	start := time.Now()
+	waiting := in.Waiting
+	var recs []runtime.Record
 	for n := 0; n < tickTimers && (n < tickMin || time.Since(start) < tickTime); n++ {
-		if n > 0 && waiting != nil && time.Since(start) >= tickYield && waiting() {
-			return
+		if n > 0 && waiting != nil && time.Since(start) >= tickYield {
+			if in.Yield != nil {
+				in.Yield() // a group woken on this core queues its event first
+			}
+			if waiting() {
+				return recs
+			}
 		}
 		if at, ok := s.c.NextDeadline(); !ok || at > now {
-			return
+			return recs
 		}
 		out := s.l.step(s.c, now, core.Tick{Limit: 1})
 		s.batch.add(out)
+		// Encoded timer by timer: the slice's end, which a waiting
+		// group's event waits for, encodes one timer's records, not the
+		// whole slice's. From the second timer on there is room for as
+		// many records per timer as a first one of a few records wrote
+		// (a mass expiry's slice: one allocation, not a doubling series).
+		if n == 1 && len(recs) <= 8 {
+			recs = slices.Grow(recs, len(recs)*(tickTimers-1))
+		}
+		recs = s.newRecords(recs)
 		if slices.ContainsFunc(out.Events, func(e core.Event) bool { return e.Kind == core.EventTargetPart }) {
 			if waiting != nil && waiting() {
-				return
+				return recs
 			}
 			continue // the next part is the timer it armed, due at once
 		}
@@ -168,9 +186,10 @@ func (s *shard) tick(now int64, waiting func() bool) {
 			// extended for the members that joined) fires at the next
 			// Tick, after the events queued meanwhile: Kafka enqueues
 			// its event behind them.
-			return
+			return recs
 		}
 	}
+	return recs
 }
 
 // loaded prepares a replayed partition: the topic image, each group's
@@ -228,11 +247,11 @@ func (s *shard) handle(ev event, now int64) {
 	s.batch.add(ev.mutate(s.c, now, id))
 }
 
-// newRecords encodes the records the batch gained since the last call.
-func (s *shard) newRecords() []runtime.Record {
+// newRecords appends to out the records the batch gained since the last
+// call, encoded.
+func (s *shard) newRecords(out []runtime.Record) []runtime.Record {
 	b := &s.batch
-	// Sized at once: a mass expiry's slices encode hundreds of records.
-	out := make([]runtime.Record, 0, len(b.records)-s.encoded+len(b.hostRecords)-s.encodedHost)
+	out = slices.Grow(out, len(b.records)-s.encoded+len(b.hostRecords)-s.encodedHost)
 	for _, r := range b.records[s.encoded:] {
 		k, v := corerecords.EncodeRecord(r)
 		out = append(out, runtime.Record{Key: k, Value: v, Owner: r.Key.Group()})

@@ -1,12 +1,14 @@
 package loop
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
+	corerecords "github.com/coordhost/coordhost/core/records"
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
@@ -27,7 +29,17 @@ func TestTickFiresInSlices(t *testing.T) {
 			break
 		}
 		before := len(c.TimerKeys())
-		s.Step(later, runtime.Tick{})
+		recs := s.Step(later, runtime.Tick{})
+		// Encoded timer by timer, the Tick's records are still its
+		// batch's, in order.
+		if len(recs) != len(s.batch.records) {
+			t.Fatalf("tick %d returned %d records, its batch holds %d", ticks, len(recs), len(s.batch.records))
+		}
+		for i, r := range s.batch.records {
+			if k, v := corerecords.EncodeRecord(r); !bytes.Equal(k, recs[i].Key) || !bytes.Equal(v, recs[i].Value) || recs[i].Owner != r.Key.Group() {
+				t.Fatalf("tick %d: record %d is not the batch's", ticks, i)
+			}
+		}
 		c.Commit()
 		s.batch = batch{}
 		s.encoded, s.encodedHost = 0, 0
@@ -53,7 +65,7 @@ func TestTickFiresInSlices(t *testing.T) {
 
 // expiringGroup is a core with one streams group of members members
 // whose sessions have all ended at the returned time.
-func expiringGroup(t *testing.T, members int) (*core.Coordinator, int64) {
+func expiringGroup(t testing.TB, members int) (*core.Coordinator, int64) {
 	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Streams.SessionTimeoutMs = 45000

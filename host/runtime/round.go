@@ -259,12 +259,13 @@ func (p *partition) durableLocked(n int) []func() {
 // the next round ranks them with the waiting ones. Before that, once a
 // step ends YieldTime after the round began (or last looked), an event
 // of a key the round holds none of that waits in the queue joins the
-// round and is stepped next (yield.go).
+// round and is stepped next (yield.go). A Tick's timers look through
+// Tick.Waiting, after yielding the owner's core (Tick.Yield, tickYield).
 func (p *partition) round(sh Shard, evs []Event) {
 	var recs []Record
 	var cur roundTaint
 	start := p.rt.cfg.Now()
-	looked := start // when the round last looked for other keys' events
+	p.looked = start // when the round last looked for other keys' events
 	var keys roundKeys
 	var later behind // who waits behind each step, while the quota is on
 	if p.quota.on() {
@@ -272,6 +273,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 	}
 	p.rounds++
 	early := false
+	deferred := false // the last step went before settling (stepsFirst)
 	for i := 0; i < len(evs); i++ {
 		ev := evs[i]
 		if u, ok := ev.Input.(unload); ok {
@@ -283,8 +285,19 @@ func (p *partition) round(sh Shard, evs []Event) {
 			p.rejectLater(evs[i+1:])
 			return
 		}
-		if p.settleable() && p.settle() {
-			recs, cur = nil, roundTaint{}
+		if !deferred && p.stepsFirst(ev, cur) {
+			// The rounds that became durable are committed after ev, not
+			// before: ev, an event of a group nothing in flight or in the
+			// round so far touches (a canary's heartbeat joining a mass
+			// expiry's slice), needs nothing of that commit, which for a
+			// slice of 64 fenced members took 0.1-0.3 ms. At most one step
+			// goes first in a row.
+			deferred = true
+		} else {
+			deferred = false
+			if p.settleable() && p.settle() {
+				recs, cur = nil, roundTaint{}
+			}
 		}
 		if ev.Read && (len(recs) > 0 || p.inFlight()) {
 			p.seal(sh, recs, nil, false)
@@ -310,10 +323,10 @@ func (p *partition) round(sh Shard, evs []Event) {
 		if ev.Key != "" && p.quota.on() { // quota.go
 			p.quota.step(ev.Key, t0, t1.Sub(t0), later.other(i, ev.Key) || p.delaysOthers(ev.Key))
 		}
-		if t1.Sub(looked) >= p.rt.cfg.YieldTime {
+		if t1.Sub(p.looked) >= p.rt.cfg.YieldTime {
 			n := len(evs)
 			evs, keys = p.joinWaiting(evs, i+1, keys) // yield.go
-			looked = t1
+			p.looked = t1
 			if len(evs) != n && p.quota.on() {
 				later = newBehind(evs)
 			}
@@ -369,6 +382,19 @@ func (p *partition) untainted(ev Event, cur roundTaint) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.independentLocked(ev.Key)
+}
+
+// stepsFirst reports whether ev may be stepped before the rounds that
+// became durable are settled: no append failed (a rollback is settled
+// first), ev is not a Read (it waits for every commit), and ev reads a
+// state untouched by anything not yet durable (untainted).
+func (p *partition) stepsFirst(ev Event, cur roundTaint) bool {
+	if ev.Read || ev.Shared || cur.any || cur.owners[ev.Key] {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed == nil && p.independentLocked(ev.Key)
 }
 
 // putBack returns evs, the rest of a round, to the head of the queue;

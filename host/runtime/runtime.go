@@ -89,6 +89,12 @@ type Tick struct {
 	// end the slice early then (the next Tick is queued at once while
 	// timers are due), so the group waits for less than a whole slice.
 	Waiting func() bool
+	// Yield, when set, lets the goroutines waiting for the core run, at
+	// most once every YieldTime of the round (tickWaiting): a shard that
+	// fires many small timers calls it before it asks Waiting, so that a
+	// group whose goroutine was woken on this core meanwhile can queue
+	// its event first.
+	Yield func()
 }
 
 // Event is one input for a partition.
@@ -297,6 +303,9 @@ type partition struct {
 	// went) since it last yielded its core (yield.go); only the owner
 	// touches it.
 	released bool
+	// looked: when the owner, stepping a round, last yielded its core and
+	// looked for waiting events (yield.go); only the owner touches it.
+	looked time.Time
 }
 
 // unload is the queued marker of an Unload.
@@ -727,6 +736,6 @@ func (p *partition) tick() {
 			return // one pending tick is enough
 		}
 	}
-	p.queue = append(p.queue, Event{Input: Tick{Waiting: p.groupWaiting}})
+	p.queue = append(p.queue, Event{Input: Tick{Waiting: p.groupWaiting, Yield: p.tickYield}})
 	p.scheduleLocked()
 }

@@ -87,3 +87,24 @@ func (p *partition) yieldIfReleased() {
 		goruntime.Gosched()
 	}
 }
+
+// tickYield is a Tick's Yield: the owner yields its core, at most once
+// every YieldTime of the Tick's step. A group's request does not wait in
+// the queue until its goroutine has run to queue it, and a goroutine
+// woken meanwhile (a client's timer, a connection's read) runs next on
+// the owner's core, but only once the owner blocks or is preempted
+// (10 ms), unless another core is idle and takes it: while a slice of a
+// mass expiry ran on a core, with the other busy (a collector's mark
+// worker takes one of two), a heartbeat was queued only after the whole
+// slice, and Waiting never saw it. Neither a round between its steps
+// (joinWaiting) nor a Tick writing the parts of an assignor's result
+// yields so: between a flood's steps, or its result's parts, the yield
+// handed the core to the flood's own goroutines (an in-process client
+// building its next join ran up to Go's 10 ms preemption), and the
+// canary on the flood's partition came out worse.
+func (p *partition) tickYield() {
+	if now := p.rt.cfg.Now(); now.Sub(p.looked) >= p.rt.cfg.YieldTime {
+		goruntime.Gosched()
+		p.looked = now
+	}
+}

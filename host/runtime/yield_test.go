@@ -64,3 +64,94 @@ func TestReleasedReplyRunsBeforeTheNextStep(t *testing.T) {
 		t.Fatal("the canary was not answered")
 	}
 }
+
+// spinShard's Tick is a slice of a mass expiry: units of spinUnit of
+// work, yielding (Tick.Yield) and asking Tick.Waiting after each whether
+// a group's event waits, as the loop's shard does between timers. Its deadline is due until its
+// first Tick is stepped, once the test makes it due.
+type spinShard struct {
+	started chan struct{} // closed as the Tick begins
+	units   chan int      // how many units the Tick ran
+	due     atomic.Bool
+	ticked  atomic.Bool
+}
+
+type spinCanary struct{}
+
+const (
+	spinUnit  = 20 * time.Microsecond
+	spinUnits = 250 // 5 ms: within Go's 10 ms preemption
+)
+
+func (s *spinShard) Replay(runtime.Record) error { return nil }
+func (s *spinShard) Commit()                     {}
+func (s *spinShard) Rollback(error)              {}
+func (s *spinShard) Unload()                     {}
+
+func (s *spinShard) NextDeadline() (int64, bool) {
+	if !s.due.Load() || s.ticked.Load() {
+		return 0, false
+	}
+	return time.Now().UnixMilli() - 1, true
+}
+
+func (s *spinShard) Step(_ int64, in any) []runtime.Record {
+	tick, ok := in.(runtime.Tick)
+	if !ok || s.ticked.Swap(true) {
+		return nil
+	}
+	close(s.started)
+	n := 0
+	for ; n < spinUnits; n++ {
+		if n > 0 && tick.Waiting != nil {
+			if tick.Yield != nil {
+				tick.Yield()
+			}
+			if tick.Waiting() {
+				break
+			}
+		}
+		spin(spinUnit)
+	}
+	s.units <- n
+	return nil
+}
+
+// spin keeps its core busy for d.
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// TestTickLetsAWokenGroupQueue: a group's request that becomes ready to
+// run while a slice of a mass expiry is stepped is queued, and seen by
+// the Tick's Waiting, before the slice ends. On one core (GOMAXPROCS 1),
+// a canary's goroutine, woken as the Tick begins, runs only when the
+// owner gives up its core: the Tick's Yield must give it up, or the
+// canary's event is queued only after the whole slice.
+func TestTickLetsAWokenGroupQueue(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+	sh := &spinShard{started: make(chan struct{}), units: make(chan int, 1)}
+	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), QuotaPercent: -1,
+		YieldTime: 50 * time.Microsecond, NewShard: func(int) (runtime.Shard, error) { return sh, nil }})
+	go func() {
+		<-sh.started
+		if err := rt.Submit(0, runtime.Event{Key: "canary", Input: spinCanary{}}); err != nil {
+			t.Error(err)
+		}
+	}()
+	// The deadline is due from now: the release after this event's
+	// round arms the timer, whose Tick follows.
+	sh.due.Store(true)
+	if err := rt.Submit(0, runtime.Event{Key: "kick", Input: spinCanary{}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-sh.units:
+		if n >= 25 {
+			t.Fatalf("the Tick ran %d units of %v before it saw the canary's event (of %d), want under 25", n, spinUnit, spinUnits)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Tick")
+	}
+}

@@ -61,6 +61,14 @@ type Request struct {
 	// request's cost before any handler sees it, which the group
 	// coordinator counts towards the group's quota.
 	Decode time.Duration
+	// Wire is the rest of the group's request work on its connection's
+	// goroutine, which the group coordinator counts towards the group's
+	// quota with Decode: copying the frame's body in when it had
+	// arrived whole (a read that may wait for the client's bytes is not
+	// counted), and encoding and writing the response to the request
+	// before it on the connection, when that request was of the same
+	// group (its write ends after the coordinator saw it).
+	Wire time.Duration
 	// SharedConn is true when the request came on a connection that
 	// carried requests of several groups lately (groupsSeen): a group's
 	// quota must not hold it back, or it would hold theirs too.

@@ -11,6 +11,7 @@ import (
 	"net"
 	goruntime "runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,6 +246,12 @@ type conn struct {
 	lastClientID *string
 	// groups: the groups of its recent group requests (throttle.go).
 	groups groupsSeen
+	// read is the time the frame being served took to copy in, when it
+	// had arrived whole (Request.Wire); wrote and wroteFor the time the
+	// last group request's response took to encode and write, and its
+	// group, charged with that group's next request on the connection.
+	read, wrote time.Duration
+	wroteFor    string
 	// rw is what the connection reads and writes (connIO): nc, or raw
 	// system calls on its socket.
 	rw io.ReadWriter
@@ -422,6 +429,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		req, err := h.parse(frame)
 		if req != nil {
 			req.Decode = time.Since(t0)
+			req.Wire = c.wireOf(req)
 		}
 		return req, err
 	}()
@@ -440,11 +448,51 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return err
 	}
 	mute := c.throttleFor(req, resp) // throttle.go; before resp is written
+	t0 := time.Now()
 	if err = c.writeResponse(req.CorrelationID, resp); err != nil {
 		return err
 	}
+	c.wrote = 0
+	if g := GroupOf(req.Body); g != "" {
+		if g != c.wroteFor {
+			c.wroteFor = strings.Clone(g) // it may alias the frame
+		}
+		c.wrote = time.Since(t0)
+	}
 	c.mute(ctx, mute)
 	return c.closeAfter
+}
+
+// wireOf returns req's Wire: the time its frame took to copy in, and
+// the time the connection's last response took to write if it answered
+// a request of req's group.
+func (c *conn) wireOf(req *Request) time.Duration {
+	d := c.read
+	if g := GroupOf(req.Body); g != "" && g == c.wroteFor {
+		d += c.wrote
+	}
+	return d
+}
+
+// GroupOf is the group of a group-coordination request of one group
+// (a classic group's join, sync, heartbeat or leave, a consumer or
+// streams group heartbeat); "" for any other.
+func GroupOf(body kmsg.Request) string {
+	switch b := body.(type) {
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		return b.Group
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return b.Group
+	case *kmsg.JoinGroupRequest:
+		return b.Group
+	case *kmsg.SyncGroupRequest:
+		return b.Group
+	case *kmsg.HeartbeatRequest:
+		return b.Group
+	case *kmsg.LeaveGroupRequest:
+		return b.Group
+	}
+	return ""
 }
 
 // answerRefusal answers a request screen refused, once it passed the
@@ -559,7 +607,12 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 		c.grant.unread()
 		return nil, head{}, nil, nil, errDraining
 	}
+	whole := br.Buffered() >= int(n) // nothing to wait for: a copy
+	t0 := time.Now()
 	frame, err = s.cfg.Limits.readBody(drain, br, n)
+	if c.read = 0; whole {
+		c.read = time.Since(t0)
+	}
 	if errors.Is(err, errFrameNotStarted) {
 		c.grant.unread()
 	}

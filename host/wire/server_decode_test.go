@@ -94,3 +94,36 @@ func groupServer(t *testing.T, seen func(*Request)) (*Server, net.Listener) {
 	})
 	return s, ln
 }
+
+// TestHandlerSeesWireTime: the group handler gets the time the
+// connection's goroutine spent on the group's request besides decoding
+// it (Request.Wire): the answer to the group's request before it on the
+// connection, encoded and written, counts with the next request of that
+// group, and with no request of another group.
+func TestHandlerSeesWireTime(t *testing.T) {
+	c := &conn{}
+	c.read, c.wrote, c.wroteFor = time.Microsecond, time.Millisecond, "g"
+	join := func(group string) *Request {
+		b := kmsg.NewPtrJoinGroupRequest()
+		b.Group = group
+		return &Request{Body: b}
+	}
+	if d := c.wireOf(join("g")); d != time.Millisecond+time.Microsecond {
+		t.Errorf("the next request of the group carries %v, want its read and the answer's write", d)
+	}
+	if d := c.wireOf(join("h")); d != time.Microsecond {
+		t.Errorf("a request of another group carries %v, want its read alone", d)
+	}
+	wire := make(chan time.Duration, 2)
+	_, ln := groupServer(t, func(req *Request) { wire <- req.Wire })
+	conn := dial(t, ln.Addr().String())
+	for i := range 2 {
+		body := join("g").Body
+		conn.send(body, 9, int16(i+1))
+		conn.recv(body)
+	}
+	<-wire
+	if d := <-wire; d <= 0 {
+		t.Fatalf("the group's second request on the connection got a wire time of %v", d)
+	}
+}
