@@ -420,6 +420,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if err != nil {
 		return err
 	}
+	group := "" // of a one-group coordination request (GroupOf)
 	req, perr := func() (*Request, error) {
 		defer decoded() // even if parsing panics
 		t0 := start
@@ -429,7 +430,8 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		req, err := h.parse(frame)
 		if req != nil {
 			req.Decode = time.Since(t0)
-			req.Wire = c.wireOf(req)
+			group = GroupOf(req.Body)
+			req.Wire = c.wireOf(group)
 		}
 		return req, err
 	}()
@@ -453,9 +455,9 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return err
 	}
 	c.wrote = 0
-	if g := GroupOf(req.Body); g != "" {
-		if g != c.wroteFor {
-			c.wroteFor = strings.Clone(g) // it may alias the frame
+	if group != "" {
+		if group != c.wroteFor {
+			c.wroteFor = strings.Clone(group) // it may alias the frame
 		}
 		c.wrote = time.Since(t0)
 	}
@@ -463,12 +465,12 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	return c.closeAfter
 }
 
-// wireOf returns req's Wire: the time its frame took to copy in, and
-// the time the connection's last response took to write if it answered
-// a request of req's group.
-func (c *conn) wireOf(req *Request) time.Duration {
+// wireOf returns the Wire of a request of group (GroupOf; "" for none):
+// the time its frame took to copy in, and the time the connection's last
+// response took to write if it answered a request of the same group.
+func (c *conn) wireOf(group string) time.Duration {
 	d := c.read
-	if g := GroupOf(req.Body); g != "" && g == c.wroteFor {
+	if group != "" && group == c.wroteFor {
 		d += c.wrote
 	}
 	return d

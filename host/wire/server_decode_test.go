@@ -108,10 +108,10 @@ func TestHandlerSeesWireTime(t *testing.T) {
 		b.Group = group
 		return &Request{Body: b}
 	}
-	if d := c.wireOf(join("g")); d != time.Millisecond+time.Microsecond {
+	if d := c.wireOf(GroupOf(join("g").Body)); d != time.Millisecond+time.Microsecond {
 		t.Errorf("the next request of the group carries %v, want its read and the answer's write", d)
 	}
-	if d := c.wireOf(join("h")); d != time.Microsecond {
+	if d := c.wireOf(GroupOf(join("h").Body)); d != time.Microsecond {
 		t.Errorf("a request of another group carries %v, want its read alone", d)
 	}
 	wire := make(chan time.Duration, 2)
