@@ -102,7 +102,7 @@ dst:
 	COORDHOST_DST_SEEDS=$(SEEDS) $(GO) test -count=1 -v -timeout 5h -run 'TestDST$$' ./internal/dst
 
 .PHONY: consumer-roll-compare
-## consumer-roll-compare: TestInteropConsumerMigrationRoll's paired classic -> consumer -> classic roll of real Java 4.4 consumers, on real Kafka 4.4 and through coordhost at once, RUNS times on one broker (default 3): per run and as medians the rebalance callbacks, longest processing gap and median handover (and its parts: to the assignment, then to the first commit) of each side, then each step's callbacks per consumer (docs/CONSUMER.md) -> build/consumer-roll-compare.md
+## consumer-roll-compare: TestInteropConsumerMigrationRoll's paired classic -> consumer -> classic roll of real Java 4.4 consumers, on real Kafka 4.4 and through coordhost at once, RUNS times on one broker (default 3): per run and as medians the rebalance callbacks, longest processing gap and median handover (and its parts: to the assignment, then to the first commit) of each side, where each run's longest gap was (step, partition, old and new owner, their callbacks), then each step's callbacks per consumer (docs/CONSUMER.md) -> build/consumer-roll-compare.md
 consumer-roll-compare:
 	@mkdir -p build
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_ROLL_RUNS=$(RUNS) COORDHOST_INTEROP_ROLL_OUT=$(CURDIR)/build/consumer-roll-compare.md \

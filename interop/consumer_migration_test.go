@@ -60,6 +60,34 @@ type cmResult struct {
 	// handovers are the gaps of the partitions that changed owner during
 	// the rolls, each split at the new owner's assignment callback.
 	handovers []cmHandover
+	// longest is where the longest gap (maxGap) was.
+	longest cmGap
+}
+
+// cmGap is one processing gap, as the consumers printed it: the step it
+// ended in, the partition, the consumer of the commit that opened it and
+// of the one that closed it, and, in milliseconds after the opening
+// commit, the old owner's callback that gave the partition up (revoked,
+// lost or closed), the new owner's assignment callback that gained it (-1
+// when either did not fall in the gap) and the closing commit.
+type cmGap struct {
+	step, part, from, to      string
+	revoked, assigned, commit int64
+}
+
+// String is "upgrade-0-join 3 c2 → n0 (revoked +280, assigned +300, commit +650)".
+func (g cmGap) String() string {
+	if g.to == "" {
+		return "none"
+	}
+	at := func(what string, ms int64) string {
+		if ms < 0 {
+			return what + " -"
+		}
+		return fmt.Sprintf("%s +%d", what, ms)
+	}
+	return fmt.Sprintf("%s %s %s → %s (%s, %s, commit +%d)", g.step, g.part, g.from, g.to,
+		at("revoked", g.revoked), at("assigned", g.assigned), g.commit)
 }
 
 // cmHandover is one partition's move from one consumer to another: from
@@ -573,6 +601,9 @@ func (s *cmSide) check(from, to int64) cmResult {
 	lastBy := map[string]string{}
 	gainedAt := map[string]int64{} // when the partition was last assigned to a consumer, and to which
 	gainedBy := map[string]string{}
+	releasedAt := map[string]int64{} // when a consumer last gave the partition up, and which
+	releasedBy := map[string]string{}
+	release := func(p, client string, ts int64) { releasedAt[p], releasedBy[p] = ts, client }
 	for _, l := range s.java.grep(`{"client":`) {
 		var ev cmEvent
 		if err := json.Unmarshal([]byte(l), &ev); err != nil {
@@ -602,6 +633,7 @@ func (s *cmSide) check(from, to int64) cmResult {
 			for p := range mine {
 				if !next[p] {
 					delete(owner, p)
+					release(p, ev.Client, ev.TS)
 				}
 			}
 			owned[ev.Client] = next
@@ -610,6 +642,7 @@ func (s *cmSide) check(from, to int64) cmResult {
 				if ev.Event == "closed" || contains(ev.Partitions, p) {
 					delete(owner, p)
 					delete(mine, p)
+					release(p, ev.Client, ev.TS)
 				}
 			}
 		case "commit":
@@ -631,7 +664,20 @@ func (s *cmSide) check(from, to int64) cmResult {
 				}
 				if prev, ok := last[p]; ok && ev.TS >= from && ev.TS <= to {
 					gap := time.Duration(ev.TS-prev) * time.Millisecond
-					r.maxGap = max(r.maxGap, gap)
+					if gap > r.maxGap {
+						r.maxGap = gap
+						r.longest = cmGap{part: p[strings.LastIndexByte(p, '-')+1:], from: lastBy[p], to: ev.Client,
+							revoked: -1, assigned: -1, commit: ev.TS - prev}
+						if st := s.stepAt(ev.TS); st != nil {
+							r.longest.step = st.name
+						}
+						if at := releasedAt[p]; at >= prev && releasedBy[p] == lastBy[p] {
+							r.longest.revoked = at - prev
+						}
+						if g := gainedAt[p]; g > prev && gainedBy[p] == ev.Client {
+							r.longest.assigned = g - prev
+						}
+					}
 					if st := s.stepAt(ev.TS); st != nil && gap > st.gap {
 						st.gap = gap
 						st.gapAt = fmt.Sprintf("(%s: %s's commit +0", p[strings.LastIndexByte(p, '-')+1:], lastBy[p])

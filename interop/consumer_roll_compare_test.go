@@ -163,6 +163,12 @@ func rollTable(rs []rollRun, hbDiff time.Duration) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d / %d / %d |\n", m.name, m.format(km), m.format(cm), yes, lower, equal, higher)
 	}
+	b.WriteString("\nWhere each run's longest gap was: the step it ended in, the partition, the consumer of the commit before it → of the one that ended it, and in ms after the commit before it the old owner's callback that gave the partition up, the new owner's assignment callback and the commit that ended it (- when none fell in the gap):\n\n| run | Kafka | coordhost |\n|---|---|---|\n")
+	for i, r := range rs {
+		if !r.failed {
+			fmt.Fprintf(&b, "| %d | %s | %s |\n", i+1, r.kafka.longest, r.through.longest)
+		}
+	}
 	return b.String()
 }
 

@@ -1,6 +1,8 @@
 package interop
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +63,45 @@ func TestStepPace(t *testing.T) {
 	s.begin("second")
 	if from := time.UnixMilli(s.steps[1].from); from.Before(s.settledAt.Add(s.pace).Truncate(time.Millisecond)) {
 		t.Errorf("the second step began %v after the first settled, want at least %v", from.Sub(s.settledAt), s.pace)
+	}
+}
+
+// TestRollLongestGap checks where the replay puts a side's longest gap:
+// the step its closing commit fell in, the partition, the old and the new
+// owner, and the old owner's release, the new owner's assignment callback
+// and the closing commit after the commit that opened it; and that the
+// compare's table prints it per run.
+func TestRollLongestGap(t *testing.T) {
+	line := func(client, event string, ts int64, rest string) string {
+		return `{"client":"` + client + `","event":"` + event + `"` + rest + `,"ts":` + strconv.FormatInt(ts, 10) + `}`
+	}
+	ranges := func(off int, parts ...int) string {
+		var rs []string
+		for _, p := range parts {
+			rs = append(rs, fmt.Sprintf(`"t-%d":[%d,%d]`, p, off, off))
+		}
+		return `,"error":null,"ranges":{` + strings.Join(rs, ",") + `}`
+	}
+	s := &cmSide{t: t, name: "test", java: &proc{lines: []string{
+		line("c0", "assigned", 100, `,"partitions":["t-0","t-1","t-2","t-3","t-4","t-5"],"generation":1`),
+		line("c0", "commit", 200, ranges(0, 0, 1, 2, 3, 4, 5)),
+		line("c0", "commit", 300, ranges(1, 0, 1, 2, 3, 4, 5)),
+		line("c0", "assigned", 1100, `,"partitions":["t-0","t-1","t-2"],"generation":2`),
+		line("c0", "commit", 1150, ranges(2, 0)),
+		line("n0", "assigned", 1400, `,"partitions":["t-3","t-4","t-5"],"generation":3`),
+		line("n0", "commit", 1600, ranges(2, 4, 5)),
+		line("n0", "commit", 1700, ranges(2, 3)),
+	}}, steps: []cmStep{{name: "classic"}, {name: "upgrade-0-join", from: 1000}}}
+	r := s.check(250, 10_000)
+	if r.maxGap != 1400*time.Millisecond {
+		t.Errorf("longest gap %v, want 1.4s", r.maxGap)
+	}
+	want := "upgrade-0-join 3 c0 → n0 (revoked +800, assigned +1100, commit +1400)"
+	if got := r.longest.String(); got != want {
+		t.Errorf("longest gap %q, want %q", got, want)
+	}
+	out := rollTable([]rollRun{{failed: true}, {kafka: r, through: cmResult{}}}, 0)
+	if row := "| 2 | " + want + " | none |\n"; !strings.Contains(out, row) {
+		t.Errorf("the table lacks %q:\n%s", row, out)
 	}
 }
