@@ -1010,23 +1010,29 @@ func (r *simRecording) realUnavailableByTask() map[string]float64 {
 	start := r.windowStart()
 	out := map[string]float64{}
 	for _, task := range aggTasks() {
-		var iv [][2]time.Time
-		for _, run := range r.Running {
-			if run.Task == task && run.To.After(start) && run.From.Before(r.End) {
-				iv = append(iv, [2]time.Time{maxTime(run.From, start), minTime(run.To, r.End)})
-			}
-		}
-		sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
-		covered, cursor := time.Duration(0), start
-		for _, x := range iv {
-			if x[1].After(cursor) {
-				covered += x[1].Sub(maxTime(x[0], cursor))
-				cursor = x[1]
-			}
-		}
-		out[task] = (r.End.Sub(start) - covered).Seconds()
+		out[task] = (r.End.Sub(start) - r.ranFor(task, start, r.End)).Seconds()
 	}
 	return out
+}
+
+// ranFor is how long within [from, to) some instance ran task as an active
+// that had restored its state (the union of its runs).
+func (r *simRecording) ranFor(task string, from, to time.Time) time.Duration {
+	var iv [][2]time.Time
+	for _, run := range r.Running {
+		if run.Task == task && run.To.After(from) && run.From.Before(to) {
+			iv = append(iv, [2]time.Time{maxTime(run.From, from), minTime(run.To, to)})
+		}
+	}
+	sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
+	covered, cursor := time.Duration(0), from
+	for _, x := range iv {
+		if x[1].After(cursor) {
+			covered += x[1].Sub(maxTime(x[0], cursor))
+			cursor = x[1]
+		}
+	}
+	return covered
 }
 
 // windowStart is when the compared window opens: the simulator's
@@ -1313,21 +1319,7 @@ func (r *simRecording) changelogGrowth() int64 {
 		if !okA || !okB || a < 0 || b < a {
 			continue
 		}
-		var iv [][2]time.Time
-		for _, run := range r.Running {
-			if run.Task == task && run.To.After(first.Time) && run.From.Before(last.Time) {
-				iv = append(iv, [2]time.Time{maxTime(run.From, first.Time), minTime(run.To, last.Time)})
-			}
-		}
-		sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
-		covered, cursor := time.Duration(0), first.Time
-		for _, x := range iv {
-			if x[1].After(cursor) {
-				covered += x[1].Sub(maxTime(x[0], cursor))
-				cursor = x[1]
-			}
-		}
-		if covered > 0 {
+		if covered := r.ranFor(task, first.Time, last.Time); covered > 0 {
 			grown += b - a
 			ran += covered.Seconds()
 		}
@@ -2543,12 +2535,13 @@ func TestSimScenarioRestoreQuota(t *testing.T) {
 
 // TestSimChangelogGrowth (no Kafka): the derived scenario's changelogs grow
 // at the offsets a running task's changelog grew by on the recording, not at
-// the load's records per task: five tasks that ran the 100 s between
-// coordhost's first and last end-offset read grew 4,200 offsets each, and
-// 1_0, unavailable 20 s of them, 3,360 (24,360 over 580 task-seconds: 42 a
-// second, where the input gave 33 records); the window's changelogs start
-// that much lower (3,000 read 10 s in: 2,580); without two reads, the
-// load's 33.
+// the load's records per task: five stateful tasks that ran the 100 s
+// between coordhost's first and last end-offset read grew 4,200 offsets
+// each, and 1_0, unavailable 20 s of them, 3,360 (24,360 over 580
+// task-seconds: 42 a second, where the input gave 33 records; the
+// stateless tasks, running too, have no changelog); the window's
+// changelogs start that much lower (3,000 read 10 s in: 2,580); without
+// two reads, the load's 33.
 func TestSimChangelogGrowth(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 17, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -2556,17 +2549,18 @@ func TestSimChangelogGrowth(t *testing.T) {
 		Configs: map[string]string{"streams.heartbeat.interval.ms": "250"},
 		Targets: []histTarget{{Epoch: 5, Time: t0}}, ChangelogEnd: 3000, ChangelogEndAt: at(10)}
 	first, last := hostRead{Time: t0, Ends: map[string]int64{}}, hostRead{Time: at(100), Ends: map[string]int64{}}
-	for i, task := range aggTasks() {
-		first.Ends[task] = int64(1000 * (i + 1))
-		grown := int64(4200)
+	for _, task := range aggTasks() {
+		if task[0] == '1' { // the stateful tasks: only they have changelogs
+			first.Ends[task] = 1000
+			last.Ends[task] = 1000 + 4200
+		}
 		if task == "1_0" {
-			grown = 3360
+			last.Ends[task] = 1000 + 3360
 			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: at(40)},
 				taskRun{Task: task, Instance: "a", From: at(60), To: r.End})
 		} else {
 			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
 		}
-		last.Ends[task] = first.Ends[task] + grown
 	}
 	r.HostReads = []hostRead{first, last}
 	if got := r.changelogGrowth(); got != 42 {
