@@ -1010,23 +1010,29 @@ func (r *simRecording) realUnavailableByTask() map[string]float64 {
 	start := r.windowStart()
 	out := map[string]float64{}
 	for _, task := range aggTasks() {
-		var iv [][2]time.Time
-		for _, run := range r.Running {
-			if run.Task == task && run.To.After(start) && run.From.Before(r.End) {
-				iv = append(iv, [2]time.Time{maxTime(run.From, start), minTime(run.To, r.End)})
-			}
-		}
-		sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
-		covered, cursor := time.Duration(0), start
-		for _, x := range iv {
-			if x[1].After(cursor) {
-				covered += x[1].Sub(maxTime(x[0], cursor))
-				cursor = x[1]
-			}
-		}
-		out[task] = (r.End.Sub(start) - covered).Seconds()
+		out[task] = (r.End.Sub(start) - r.ranFor(task, start, r.End)).Seconds()
 	}
 	return out
+}
+
+// ranFor is how long within [from, to) some instance ran task as an active
+// that had restored its state (the union of its runs).
+func (r *simRecording) ranFor(task string, from, to time.Time) time.Duration {
+	var iv [][2]time.Time
+	for _, run := range r.Running {
+		if run.Task == task && run.To.After(from) && run.From.Before(to) {
+			iv = append(iv, [2]time.Time{maxTime(run.From, from), minTime(run.To, to)})
+		}
+	}
+	sort.Slice(iv, func(i, j int) bool { return iv[i][0].Before(iv[j][0]) })
+	covered, cursor := time.Duration(0), from
+	for _, x := range iv {
+		if x[1].After(cursor) {
+			covered += x[1].Sub(maxTime(x[0], cursor))
+			cursor = x[1]
+		}
+	}
+	return covered
 }
 
 // windowStart is when the compared window opens: the simulator's
@@ -1254,7 +1260,7 @@ func (r *simRecording) simScenario(m simModel, recorded bool) ([]byte, error) {
 		},
 		"state": map[string]any{
 			"changelog_records":     r.changelogAt(start),
-			"append_records_per_s":  recordsPerSec / aggApp.partitions,
+			"append_records_per_s":  r.changelogGrowth(),
 			"restore_records_per_s": restorePerS,
 			"shared_restore":        true,
 		},
@@ -1284,8 +1290,44 @@ func (r *simRecording) changelogAt(start time.Time) int64 {
 	if r.ChangelogEndAt.IsZero() || !r.ChangelogEndAt.After(start) {
 		return r.ChangelogEnd
 	}
-	grown := int64(math.Round(r.ChangelogEndAt.Sub(start).Seconds() * float64(recordsPerSec/aggApp.partitions)))
+	grown := int64(math.Round(r.ChangelogEndAt.Sub(start).Seconds() * float64(r.changelogGrowth())))
 	return max(r.ChangelogEnd-grown, 0)
+}
+
+// changelogGrowth is how many offsets a task's changelog grows by per
+// second while the task runs, measured on the recording: the offsets the
+// changelogs grew by between coordhost's first and last end-offset read,
+// over the seconds in between in which each task ran (the instances' logs,
+// as realUnavailable reads them; nobody writes a changelog while its task
+// waits for its new owner). Under exactly-once each transaction's commit
+// marker takes an offset of every partition it wrote, so a changelog grows
+// faster than the input's records: with a commit every 100 ms, 42 offsets
+// a second against 33 records in the recordings of 5 December 2026. A
+// recording without two reads and a run between them gives the load's
+// records per task.
+func (r *simRecording) changelogGrowth() int64 {
+	load := int64(recordsPerSec / aggApp.partitions)
+	if len(r.HostReads) < 2 {
+		return load
+	}
+	first, last := r.HostReads[0], r.HostReads[len(r.HostReads)-1]
+	var grown int64
+	var ran float64
+	for _, task := range aggTasks() {
+		a, okA := first.Ends[task]
+		b, okB := last.Ends[task]
+		if !okA || !okB || a < 0 || b < a {
+			continue
+		}
+		if covered := r.ranFor(task, first.Time, last.Time); covered > 0 {
+			grown += b - a
+			ran += covered.Seconds()
+		}
+	}
+	if ran < 1 || grown <= 0 {
+		return load
+	}
+	return max(1, int64(math.Round(float64(grown)/ran)))
 }
 
 // joinTime is when member, whose join is a reason of the target
@@ -2488,6 +2530,66 @@ func TestSimScenarioRestoreQuota(t *testing.T) {
 	r.Changelog = nil
 	if got := quotas(r); got["x"] != nil {
 		t.Errorf("without the changelog's bytes: restore quota %v, want none", got["x"])
+	}
+}
+
+// TestSimChangelogGrowth (no Kafka): the derived scenario's changelogs grow
+// at the offsets a running task's changelog grew by on the recording, not at
+// the load's records per task: five stateful tasks that ran the 100 s
+// between coordhost's first and last end-offset read grew 4,200 offsets
+// each, and 1_0, unavailable 20 s of them, 3,360 (24,360 over 580
+// task-seconds: 42 a second, where the input gave 33 records; the
+// stateless tasks, running too, have no changelog); the window's
+// changelogs start that much lower (3,000 read 10 s in: 2,580); without
+// two reads, the load's 33.
+func TestSimChangelogGrowth(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 17, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	r := &simRecording{Start: t0, End: at(120), Baseline: 5, BaselineMembers: []string{"a"},
+		Configs: map[string]string{"streams.heartbeat.interval.ms": "250"},
+		Targets: []histTarget{{Epoch: 5, Time: t0}}, ChangelogEnd: 3000, ChangelogEndAt: at(10)}
+	first, last := hostRead{Time: t0, Ends: map[string]int64{}}, hostRead{Time: at(100), Ends: map[string]int64{}}
+	for _, task := range aggTasks() {
+		if task[0] == '1' { // the stateful tasks: only they have changelogs
+			first.Ends[task] = 1000
+			last.Ends[task] = 1000 + 4200
+		}
+		if task == "1_0" {
+			last.Ends[task] = 1000 + 3360
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: at(40)},
+				taskRun{Task: task, Instance: "a", From: at(60), To: r.End})
+		} else {
+			r.Running = append(r.Running, taskRun{Task: task, Instance: "a", From: at(-10), To: r.End})
+		}
+	}
+	r.HostReads = []hostRead{first, last}
+	if got := r.changelogGrowth(); got != 42 {
+		t.Errorf("changelog growth %d offsets/s, want 42", got)
+	}
+	if got := r.changelogAt(t0); got != 2580 {
+		t.Errorf("changelog at the window's opening %d, want 2580", got)
+	}
+	data, err := r.simScenario(simModel{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Decode("growth.json", data, nil); err != nil {
+		t.Errorf("the simulator refuses the derived scenario: %v", err)
+	}
+	var sc struct {
+		State struct {
+			AppendPerS int64 `json:"append_records_per_s"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.State.AppendPerS != 42 {
+		t.Errorf("append_records_per_s %d, want 42", sc.State.AppendPerS)
+	}
+	r.HostReads = r.HostReads[:1]
+	if got := r.changelogGrowth(); got != int64(recordsPerSec/aggApp.partitions) {
+		t.Errorf("one read: changelog growth %d, want the load's %d", got, recordsPerSec/aggApp.partitions)
 	}
 }
 
