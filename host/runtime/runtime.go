@@ -79,6 +79,17 @@ type Sealer interface {
 	Seal() (durable func())
 }
 
+// Finisher is a Sealer that can end a round that wrote no record while
+// no round is in flight in one call: Finish has the effect of Seal, then
+// calling the durable function it returned (if any), then Commit, and
+// reports whether that released a response. The runtime calls it instead
+// of those three then; a shard can skip there the bookkeeping that only
+// rounds waiting for an append need.
+type Finisher interface {
+	Sealer
+	Finish() (released bool)
+}
+
 // Loaded is the input a shard gets once its log is replayed.
 type Loaded struct{}
 
@@ -405,6 +416,13 @@ func (p *partition) enqueue(ev Event) error {
 	if ev.Key != "" && p.queued[ev.Key] >= p.rt.cfg.MaxQueuedPerKey {
 		p.mu.Unlock()
 		return ErrQueueFull
+	}
+	if ev.Inline && !p.scheduled && len(p.queue) == 0 && p.idleLocked(ev) {
+		p.scheduled = true // owned by this goroutine, as a worker owns it
+		sh := p.shard
+		p.mu.Unlock()
+		p.solo(sh, ev)
+		return nil
 	}
 	inline := ev.Inline && !p.scheduled && (len(p.queue) == 0 || p.stalledLocked(ev.Key))
 	p.queue = append(p.queue, ev)
