@@ -183,6 +183,10 @@ type Deps struct {
 	// deletes are then never written under coordhost's identity
 	// (offsets_gate.go).
 	OffsetsAs func(principal string) (offsets.Writer, error)
+
+	// fullRounds is runtime.Config.FullRounds (package tests compare the
+	// two paths).
+	fullRounds bool
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -304,7 +308,7 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
 		Now: now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup,
-		QuotaPercent: float64(d.GroupQuotaPercent), MaxThrottle: d.MaxThrottle})
+		QuotaPercent: float64(d.GroupQuotaPercent), MaxThrottle: d.MaxThrottle, FullRounds: d.fullRounds})
 	if err == nil && d.Ownership != nil {
 		err = d.Ownership.Start(l.rt)
 	} else if err == nil {

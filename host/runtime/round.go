@@ -450,7 +450,7 @@ func (p *partition) putBack(evs []Event, barrier bool) {
 // commit seals the round stepped so far and commits it: nothing of it, or
 // before it, waits for an append.
 func (p *partition) commit(sh Shard) {
-	if f, ok := sh.(Finisher); ok {
+	if f, ok := sh.(Finisher); ok && !p.rt.cfg.FullRounds {
 		if f.Finish() {
 			p.released = true
 		}

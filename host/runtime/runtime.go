@@ -229,6 +229,13 @@ type Config struct {
 	QuotaPercent float64
 	// MaxThrottle caps Runtime.Throttle (default DefaultMaxThrottle).
 	MaxThrottle time.Duration
+	// FullRounds turns off the shortcuts of a partition with nothing in
+	// flight: an Inline event there goes through the queue and a full
+	// round (not solo), and a round that wrote nothing ends with Seal,
+	// its durable function and Commit even on a Finisher. The answers,
+	// their order and the state are the same either way; tests compare
+	// the two.
+	FullRounds bool
 }
 
 // DefaultMaxQueuedPerKey is Config.MaxQueuedPerKey's default.
@@ -417,7 +424,7 @@ func (p *partition) enqueue(ev Event) error {
 		p.mu.Unlock()
 		return ErrQueueFull
 	}
-	if ev.Inline && !p.scheduled && len(p.queue) == 0 && p.idleLocked(ev) {
+	if ev.Inline && !p.rt.cfg.FullRounds && !p.scheduled && len(p.queue) == 0 && p.idleLocked(ev) {
 		p.scheduled = true // owned by this goroutine, as a worker owns it
 		sh := p.shard
 		p.mu.Unlock()
