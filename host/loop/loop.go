@@ -55,6 +55,9 @@ type event struct {
 	// group is the group the event is for, its fairness key in the
 	// partition's rounds (runtime.Event.Key); "" for partition-wide work.
 	group string
+	// charge is the group's time spent on the request before it is
+	// queued (runtime.Event.Charge).
+	charge time.Duration
 }
 
 // call is one client request waiting for its response.
@@ -397,7 +400,7 @@ func (l *Loop) submit(p int, ev event) error {
 	if err := l.serving(p); err != nil {
 		return err
 	}
-	rev := runtime.Event{Read: ev.read != nil, Key: ev.group}
+	rev := runtime.Event{Read: ev.read != nil, Key: ev.group, Charge: ev.charge}
 	if c := ev.call; c == nil {
 		rev.Input = ev
 	} else {
@@ -433,8 +436,8 @@ func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent t
 	// before it (wire.Request.Wire), and what its handler did before
 	// queueing it (spent), was the group's work too, as Kafka's request quota counts
 	// a request's network-thread time: it counts towards the group's
-	// quota (loop_quota.go).
-	l.rt.Charge(p, group, req.Decode+req.Wire+spent)
+	// quota (loop_quota.go), when its partition takes it (runtime.Event.Charge).
+	ev.charge = req.Decode + req.Wire + spent
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}

@@ -100,9 +100,9 @@ func (p *partition) solo(sh Shard, ev Event) {
 	t0 := p.rt.cfg.Now()
 	p.looked = t0
 	out, err := p.step(sh, t0.UnixMilli(), ev.Input)
-	if ev.Key != "" && p.quota.on() { // quota.go
+	if ev.Key != "" && p.quota.on() { // quota.go; the event's Charge with its step
 		t1 := p.rt.cfg.Now()
-		p.quota.step(ev.Key, t0, t1.Sub(t0), p.delaysOthers(ev.Key))
+		p.quota.step(ev.Key, t0, t1.Sub(t0)+ev.Charge, p.delaysOthers(ev.Key))
 	}
 	switch {
 	case err != nil:

@@ -151,6 +151,12 @@ type Event struct {
 	// flooded group keeps full (a mass expiry); a caller that must not run
 	// shard code sets none.
 	Inline bool
+	// Charge is time already spent for the event off the partition's
+	// owner (its request's decoding and preparation), counted towards
+	// Key's quota as Runtime.Charge counts it, when Submit takes the
+	// event — or, for an event stepped at once on an idle partition
+	// (solo), in one record with its step.
+	Charge time.Duration
 }
 
 // The errors Submit returns.
@@ -415,13 +421,16 @@ func (p *partition) enqueue(ev Event) error {
 	switch p.state {
 	case stateLoading:
 		p.mu.Unlock()
+		p.charge(ev)
 		return ErrLoadInProgress
 	case stateUnloaded:
 		p.mu.Unlock()
+		p.charge(ev)
 		return ErrNotCoordinator
 	}
 	if ev.Key != "" && p.queued[ev.Key] >= p.rt.cfg.MaxQueuedPerKey {
 		p.mu.Unlock()
+		p.charge(ev)
 		return ErrQueueFull
 	}
 	if ev.Inline && !p.rt.cfg.FullRounds && !p.scheduled && len(p.queue) == 0 && p.idleLocked(ev) {
@@ -431,6 +440,7 @@ func (p *partition) enqueue(ev Event) error {
 		p.solo(sh, ev)
 		return nil
 	}
+	p.charge(ev) // before its round can look at its key's quota (lock order: p.mu, then the quota's)
 	inline := ev.Inline && !p.scheduled && (len(p.queue) == 0 || p.stalledLocked(ev.Key))
 	p.queue = append(p.queue, ev)
 	p.countOneLocked(ev, 1)
@@ -443,6 +453,13 @@ func (p *partition) enqueue(ev Event) error {
 	p.scheduleLocked()
 	p.mu.Unlock()
 	return nil
+}
+
+// charge counts ev.Charge towards its key's quota (Event.Charge).
+func (p *partition) charge(ev Event) {
+	if ev.Charge > 0 {
+		p.quota.record(ev.Key, p.rt.cfg.Now(), ev.Charge)
+	}
 }
 
 // countLocked adds d to the queued count of each keyed event of evs.
