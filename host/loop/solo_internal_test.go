@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/assign"
-	"github.com/coordhost/coordhost/host/wire"
 )
 
 // TestSoloAnswersAsFullRounds: two loops on one clock, one taking the
@@ -41,11 +40,9 @@ func TestSoloAnswersAsFullRounds(t *testing.T) {
 	fast, full := newSide(false), newSide(true)
 	handle := func(l *Loop, body kmsg.Request) kmsg.Response {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		resp, err := l.Handle(ctx, &wire.Request{Key: body.Key(), Version: body.GetVersion(), Body: body})
-		if err != nil {
-			t.Fatalf("%s: %v", kmsg.NameForKey(body.Key()), err)
+		resp := handleReq(t, l, body) // offsets_gate_internal_test.go
+		if resp == nil {
+			t.FailNow()
 		}
 		return resp
 	}
