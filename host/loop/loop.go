@@ -55,22 +55,61 @@ type event struct {
 	// group is the group the event is for, its fairness key in the
 	// partition's rounds (runtime.Event.Key); "" for partition-wide work.
 	group string
+	// charge is the group's time spent on the request before it is
+	// queued (runtime.Event.Charge).
+	charge time.Duration
 }
 
 // call is one client request waiting for its response.
 type call struct {
-	req  *wire.Request
-	done chan reply // buffered(1)
+	req *wire.Request
 	// ev is the request's event, handed to its partition by pointer
 	// (runtime.Event.Input): boxing the value would allocate a copy.
 	ev event
+	// mu guards the answer: r once answered, and wake, the channel of a
+	// waiter that found no answer yet. A request stepped and answered on
+	// its own goroutine (runtime.Event.Inline, a round committed at once)
+	// finds its answer there when Submit returns, and makes no channel.
+	mu       sync.Mutex
+	r        reply
+	answered bool
+	wake     chan struct{}
+}
+
+// answer gives c its reply; only the first counts.
+func (c *call) answer(r reply) {
+	c.mu.Lock()
+	if c.answered {
+		c.mu.Unlock()
+		return
+	}
+	c.r, c.answered = r, true
+	w := c.wake
+	c.mu.Unlock()
+	if w != nil {
+		close(w)
+	}
+}
+
+// result returns c's reply if it came, else a channel closed once it does
+// (c.r is then set).
+func (c *call) result() (reply, bool, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answered {
+		return c.r, true, nil
+	}
+	if c.wake == nil {
+		c.wake = make(chan struct{})
+	}
+	return reply{}, false, c.wake
 }
 
 // Reject implements runtime.Rejecter: the event of a request its
 // partition was unloaded before stepping is answered NOT_COORDINATOR.
 func (e *event) Reject(error) {
 	if e.call != nil {
-		e.call.done <- reply{msg: notCoordinator(e.call.req)}
+		e.call.answer(reply{msg: notCoordinator(e.call.req)})
 	}
 }
 
@@ -147,6 +186,10 @@ type Deps struct {
 	// deletes are then never written under coordhost's identity
 	// (offsets_gate.go).
 	OffsetsAs func(principal string) (offsets.Writer, error)
+
+	// fullRounds is runtime.Config.FullRounds (package tests compare the
+	// two paths).
+	fullRounds bool
 }
 
 // Loop is the host's event loop: the GroupCoordinator of a running server.
@@ -268,7 +311,7 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
 		Now: now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup,
-		QuotaPercent: float64(d.GroupQuotaPercent), MaxThrottle: d.MaxThrottle})
+		QuotaPercent: float64(d.GroupQuotaPercent), MaxThrottle: d.MaxThrottle, FullRounds: d.fullRounds})
 	if err == nil && d.Ownership != nil {
 		err = d.Ownership.Start(l.rt)
 	} else if err == nil {
@@ -357,7 +400,7 @@ func (l *Loop) submit(p int, ev event) error {
 	if err := l.serving(p); err != nil {
 		return err
 	}
-	rev := runtime.Event{Read: ev.read != nil, Key: ev.group}
+	rev := runtime.Event{Read: ev.read != nil, Key: ev.group, Charge: ev.charge}
 	if c := ev.call; c == nil {
 		rev.Input = ev
 	} else {
@@ -385,7 +428,7 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 // request's goroutine (a streams heartbeat's preparation): that time is
 // charged with the request's decoding, in one quota record.
 func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent time.Duration) (kmsg.Response, error) {
-	ev.call = &call{req: req, done: make(chan reply, 1)}
+	ev.call = &call{req: req}
 	group, configs := requestGroup(req)
 	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)
@@ -393,23 +436,27 @@ func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent t
 	// before it (wire.Request.Wire), and what its handler did before
 	// queueing it (spent), was the group's work too, as Kafka's request quota counts
 	// a request's network-thread time: it counts towards the group's
-	// quota (loop_quota.go).
-	l.rt.Charge(p, group, req.Decode+req.Wire+spent)
+	// quota (loop_quota.go), when its partition takes it (runtime.Event.Charge).
+	ev.charge = req.Decode + req.Wire + spent
 	if err := l.submit(p, ev); err != nil {
 		return submitError(req, err), nil
 	}
-	select {
-	case r := <-ev.call.done:
-		if l.serving(p) != nil { // the lease ended while the request ran
+	r, ok, wake := ev.call.result()
+	if !ok {
+		select {
+		case <-wake:
+			r = ev.call.r // set before wake was closed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-l.done:
 			return notCoordinator(req), nil
 		}
-		l.throttle(p, group, r.msg) // loop_quota.go
-		return r.msg, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-l.done:
+	}
+	if l.serving(p) != nil { // the lease ended while the request ran
 		return notCoordinator(req), nil
 	}
+	l.throttle(p, group, r.msg) // loop_quota.go
+	return r.msg, r.err
 }
 
 // submitError is the answer to a request its partition did not take.

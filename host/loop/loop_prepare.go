@@ -27,7 +27,8 @@ var prepareSlots = make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))
 // request's goroutine, before the request is queued for its partition
 // (the partition's worker then only compares and applies), in a slot when
 // the topology is large. It returns how long the preparation itself took
-// (not the wait for a slot): the group's quota counts it (loop_quota.go).
+// (not the wait for a slot; 0 for a request of fixed size, fixedSize):
+// the group's quota counts it (loop_quota.go).
 func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*core.PreparedStreamsHeartbeat, time.Duration, error) {
 	// A topology over the default bound is only counted ahead (core
 	// prepares nothing of it): it needs no slot.
@@ -39,7 +40,21 @@ func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbea
 			return nil, 0, ctx.Err()
 		}
 	}
+	if fixedSize(req) {
+		// Nothing to prepare but a few fields: timing it would cost two
+		// clock reads, more than the preparation (the request's decoding
+		// is charged anyway).
+		return core.PrepareStreamsHeartbeat(req), 0, nil
+	}
 	start := time.Now()
 	prep := core.PrepareStreamsHeartbeat(req)
 	return prep, time.Since(start), nil
+}
+
+// fixedSize reports whether req carries none of the lists or the
+// topology whose size a preparation's work grows with: a steady Streams
+// client's heartbeat once its tasks are reported (null lists).
+func fixedSize(req *kmsg.StreamsGroupHeartbeatRequest) bool {
+	return req.Topology == nil && req.ActiveTasks == nil && req.StandbyTasks == nil && req.WarmupTasks == nil &&
+		req.ClientTags == nil && req.TaskOffsets == nil && req.TaskEndOffsets == nil
 }

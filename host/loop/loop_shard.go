@@ -297,7 +297,7 @@ func (a *roundAnswers) release() {
 		a.s.storeHealthy() // before the answers: no client sees an unready store after its write succeeded
 	}
 	for _, x := range a.claimed {
-		x.c.done <- reply{msg: x.r.Msg}
+		x.c.answer(reply{msg: x.r.Msg})
 	}
 }
 
@@ -327,6 +327,45 @@ func (s *shard) Seal() func() {
 	}
 	a.wrote = len(b.records)+len(b.hostRecords) > 0
 	return a.release
+}
+
+// Finish implements runtime.Finisher: the round being stepped wrote no
+// record and no round is in flight. A round whose batch holds only
+// responses — a steady heartbeat's answer, with nothing to note, run,
+// check, create or undo — is answered and committed here without being
+// sealed: its claims need no object of their own (they are answered at
+// once, and never again by a rollback, which can no longer reach the
+// round) and its batch's array is kept for the next round. Any other
+// round is sealed, released and committed as the runtime would.
+func (s *shard) Finish() bool {
+	b := &s.batch
+	if len(s.sealed) > 0 || len(b.records)+len(b.hostRecords)+len(b.events)+len(b.runs)+len(b.checks)+len(b.create)+len(b.failed)+len(b.undo) > 0 {
+		released := false
+		if f := s.Seal(); f != nil {
+			f()
+			released = true
+		}
+		s.Commit()
+		return released
+	}
+	s.c.Commit()
+	released := false
+	for i, r := range b.responses {
+		c, ok := s.pending[r.Request]
+		if !ok {
+			continue
+		}
+		delete(s.pending, r.Request)
+		if r.Msg != nil {
+			r.Msg.SetVersion(c.req.Version)
+		}
+		c.answer(reply{msg: r.Msg})
+		released = true
+		b.responses[i] = core.Response{}
+	}
+	b.responses = b.responses[:0]
+	s.encoded, s.encodedHost = 0, 0
+	return released
 }
 
 // Commit implements runtime.Shard: the oldest sealed round's records are
@@ -409,7 +448,7 @@ func (s *shard) Rollback(err error) {
 		s.l.dynMu.Unlock()
 	}
 	for _, x := range claimed {
-		x.c.done <- reply{msg: wire.ErrorResponse(x.c.req.Body, code)}
+		x.c.answer(reply{msg: wire.ErrorResponse(x.c.req.Body, code)})
 	}
 	for _, r := range b.responses {
 		s.failWith(r.Request, code)
@@ -480,7 +519,7 @@ func (s *shard) DeadlineBound() (int64, bool) {
 // NOT_COORDINATOR.
 func (s *shard) Unload() {
 	for id, c := range s.pending {
-		c.done <- reply{msg: notCoordinator(c.req)}
+		c.answer(reply{msg: notCoordinator(c.req)})
 		delete(s.pending, id)
 	}
 	s.l.byCore.Delete(s.c)
@@ -496,7 +535,7 @@ func (s *shard) failWith(id core.RequestID, code int16) {
 		return
 	}
 	delete(s.pending, id)
-	c.done <- reply{msg: wire.ErrorResponse(c.req.Body, code)}
+	c.answer(reply{msg: wire.ErrorResponse(c.req.Body, code)})
 }
 
 // statsLog counts a record log's appends for /metrics.

@@ -76,6 +76,46 @@ func (p *partition) work() (yield bool) {
 	return p.release()
 }
 
+// idleLocked reports whether ev, submitted to a partition with nothing
+// queued and nobody stepping it, can be stepped as a round of its own
+// right away (solo): no round is in flight (so nothing it could read
+// waits for an append, and nothing to settle first), no failed append
+// waits for its rollback, no unload is under way, and ev is not a Read
+// (which commits first).
+func (p *partition) idleLocked(ev Event) bool {
+	return !ev.Read && len(p.inflight) == 0 && p.failed == nil && !p.unloading && p.stopping == nil
+}
+
+// solo steps ev on its submitter's goroutine as a round of its own, the
+// partition idle (idleLocked) and owned by the caller: what work and
+// round do for a round of one event with nothing in flight — the step,
+// its quota charge, then a commit at once if it wrote no record, else
+// the seal that appends it — without going through the queue, the
+// settling of appends (there are none) or the checks for other keys'
+// events in the round (there are none). A steady heartbeat at an idle
+// partition, the commonest request, takes this path. Events queued
+// meanwhile are handed to the pool by release, as after any round.
+func (p *partition) solo(sh Shard, ev Event) {
+	p.rounds++
+	t0 := p.rt.cfg.Now()
+	p.looked = t0
+	out, err := p.step(sh, t0.UnixMilli(), ev.Input)
+	if ev.Key != "" && p.quota.on() { // quota.go; the event's Charge with its step
+		t1 := p.rt.cfg.Now()
+		p.quota.step(ev.Key, t0, t1.Sub(t0)+ev.Charge, p.delaysOthers(ev.Key))
+	}
+	switch {
+	case err != nil:
+		sh.Rollback(err) // nothing in flight: only ev's changes
+		p.commit(sh)     // what the rollback answered goes now
+	case len(out) == 0:
+		p.commit(sh)
+	default:
+		p.seal(sh, out, nil, false)
+	}
+	p.release()
+}
+
 // canStepLocked reports whether the owner may step a new round: events
 // are queued, no failed append waits for its rollback, the queue's head
 // does not wait for the rounds in flight, and the pipeline has room or a
@@ -410,6 +450,12 @@ func (p *partition) putBack(evs []Event, barrier bool) {
 // commit seals the round stepped so far and commits it: nothing of it, or
 // before it, waits for an append.
 func (p *partition) commit(sh Shard) {
+	if f, ok := sh.(Finisher); ok && !p.rt.cfg.FullRounds {
+		if f.Finish() {
+			p.released = true
+		}
+		return
+	}
 	if s, ok := sh.(Sealer); ok {
 		if f := s.Seal(); f != nil {
 			f()

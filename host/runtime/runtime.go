@@ -79,6 +79,17 @@ type Sealer interface {
 	Seal() (durable func())
 }
 
+// Finisher is a Sealer that can end a round that wrote no record while
+// no round is in flight in one call: Finish has the effect of Seal, then
+// calling the durable function it returned (if any), then Commit, and
+// reports whether that released a response. The runtime calls it instead
+// of those three then; a shard can skip there the bookkeeping that only
+// rounds waiting for an append need.
+type Finisher interface {
+	Sealer
+	Finish() (released bool)
+}
+
 // Loaded is the input a shard gets once its log is replayed.
 type Loaded struct{}
 
@@ -140,6 +151,12 @@ type Event struct {
 	// flooded group keeps full (a mass expiry); a caller that must not run
 	// shard code sets none.
 	Inline bool
+	// Charge is time already spent for the event off the partition's
+	// owner (its request's decoding and preparation), counted towards
+	// Key's quota as Runtime.Charge counts it, when Submit takes the
+	// event — or, for an event stepped at once on an idle partition
+	// (solo), in one record with its step.
+	Charge time.Duration
 }
 
 // The errors Submit returns.
@@ -218,6 +235,13 @@ type Config struct {
 	QuotaPercent float64
 	// MaxThrottle caps Runtime.Throttle (default DefaultMaxThrottle).
 	MaxThrottle time.Duration
+	// FullRounds turns off the shortcuts of a partition with nothing in
+	// flight: an Inline event there goes through the queue and a full
+	// round (not solo), and a round that wrote nothing ends with Seal,
+	// its durable function and Commit even on a Finisher. The answers,
+	// their order and the state are the same either way; tests compare
+	// the two.
+	FullRounds bool
 }
 
 // DefaultMaxQueuedPerKey is Config.MaxQueuedPerKey's default.
@@ -397,15 +421,26 @@ func (p *partition) enqueue(ev Event) error {
 	switch p.state {
 	case stateLoading:
 		p.mu.Unlock()
+		p.charge(ev)
 		return ErrLoadInProgress
 	case stateUnloaded:
 		p.mu.Unlock()
+		p.charge(ev)
 		return ErrNotCoordinator
 	}
 	if ev.Key != "" && p.queued[ev.Key] >= p.rt.cfg.MaxQueuedPerKey {
 		p.mu.Unlock()
+		p.charge(ev)
 		return ErrQueueFull
 	}
+	if ev.Inline && !p.rt.cfg.FullRounds && !p.scheduled && len(p.queue) == 0 && p.idleLocked(ev) {
+		p.scheduled = true // owned by this goroutine, as a worker owns it
+		sh := p.shard
+		p.mu.Unlock()
+		p.solo(sh, ev)
+		return nil
+	}
+	p.charge(ev) // before its round can look at its key's quota (lock order: p.mu, then the quota's)
 	inline := ev.Inline && !p.scheduled && (len(p.queue) == 0 || p.stalledLocked(ev.Key))
 	p.queue = append(p.queue, ev)
 	p.countOneLocked(ev, 1)
@@ -418,6 +453,13 @@ func (p *partition) enqueue(ev Event) error {
 	p.scheduleLocked()
 	p.mu.Unlock()
 	return nil
+}
+
+// charge counts ev.Charge towards its key's quota (Event.Charge).
+func (p *partition) charge(ev Event) {
+	if ev.Charge > 0 {
+		p.quota.record(ev.Key, p.rt.cfg.Now(), ev.Charge)
+	}
 }
 
 // countLocked adds d to the queued count of each keyed event of evs.
