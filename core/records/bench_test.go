@@ -1,14 +1,24 @@
 package records
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 )
 
-// benchRecords is a fixed mix of one steady streams group, one consumer
-// group and one classic group as BenchmarkGroupStateReplay's fleet holds
-// them (interop/statereplay_bench_test.go), encoded once.
+// benchRecords is benchRecordList encoded once.
 func benchRecords() (keys, values [][]byte) {
+	for _, r := range benchRecordList() {
+		k, v := EncodeRecord(r)
+		keys, values = append(keys, k), append(values, v)
+	}
+	return keys, values
+}
+
+// benchRecordList is a fixed mix of one steady streams group, one
+// consumer group and one classic group as BenchmarkGroupStateReplay's
+// fleet holds them (interop/statereplay_bench_test.go).
+func benchRecordList() []Record {
 	var recs []Record
 	const members = 10
 	g := "streams-app-000042"
@@ -56,11 +66,31 @@ func benchRecords() (keys, values [][]byte) {
 			RebalanceTimeout: 300000, SessionTimeout: 45000, Subscription: make([]byte, 24), Assignment: make([]byte, 32)})
 	}
 	recs = append(recs, Record{Key: GroupMetadataKey{GroupID: "classic-app-000042"}, Value: v})
-	for _, r := range recs {
-		k, v := EncodeRecord(r)
-		keys, values = append(keys, k), append(values, v)
+	return recs
+}
+
+// TestAppendRecordIsEncodeRecord: AppendRecord, after other bytes in
+// its buffer, writes what EncodeRecord returns, the key first, for
+// records and their tombstones.
+func TestAppendRecordIsEncodeRecord(t *testing.T) {
+	buf := []byte("before")
+	for _, r := range benchRecordList() {
+		for _, rec := range []Record{r, {Key: r.Key}} {
+			k, v := EncodeRecord(rec)
+			start := len(buf)
+			var kl int
+			buf, kl = AppendRecord(buf, rec)
+			if got := buf[start : start+kl]; !bytes.Equal(got, k) {
+				t.Fatalf("%T: key %x, EncodeRecord's %x", rec.Key, got, k)
+			}
+			if got := buf[start+kl:]; !bytes.Equal(got, v) || (v == nil) != (len(got) == 0) {
+				t.Fatalf("%T: value %x, EncodeRecord's %x", rec.Key, got, v)
+			}
+		}
 	}
-	return keys, values
+	if string(buf[:6]) != "before" {
+		t.Fatalf("the buffer's first bytes became %q", buf[:6])
+	}
 }
 
 // BenchmarkDecodeRecord decodes the mix above in log order, with

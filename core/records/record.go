@@ -125,13 +125,35 @@ func EncodeRecord(rec Record) (key, value []byte) {
 		return kw.b, nil
 	}
 	var vw writer
+	encodeValue(&vw, rec.Value)
+	return kw.b, vw.b
+}
+
+// AppendRecord appends rec's key bytes and then its value bytes, as
+// EncodeRecord returns them, to dst and returns the extended buffer and
+// the length of the key: the key is b[len(dst):len(dst)+keyLen], the
+// value the rest (none for a tombstone, rec.Value == nil). A host that
+// encodes many records into one buffer allocates once for them, not
+// once or more a record.
+func AppendRecord(dst []byte, rec Record) (b []byte, keyLen int) {
+	w := writer{b: dst}
+	w.int16(rec.Key.RecordType())
+	rec.Key.encodeKey(&w)
+	keyLen = len(w.b) - len(dst)
+	if rec.Value != nil {
+		encodeValue(&w, rec.Value)
+	}
+	return w.b, keyLen
+}
+
+// encodeValue writes v's version and v.
+func encodeValue(w *writer, v RecordValue) {
 	version := int16(0)
-	if vv, ok := rec.Value.(versionedValue); ok {
+	if vv, ok := v.(versionedValue); ok {
 		version = vv.valueVersion()
 	}
-	vw.int16(version)
-	rec.Value.encodeValue(&vw)
-	return kw.b, vw.b
+	w.int16(version)
+	v.encodeValue(w)
 }
 
 // DecodeRecord parses key and value bytes (value nil or empty-and-nil for a
