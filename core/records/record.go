@@ -129,21 +129,29 @@ func EncodeRecord(rec Record) (key, value []byte) {
 	return kw.b, vw.b
 }
 
-// AppendRecord appends rec's key bytes and then its value bytes, as
-// EncodeRecord returns them, to dst and returns the extended buffer and
-// the length of the key: the key is b[len(dst):len(dst)+keyLen], the
-// value the rest (none for a tombstone, rec.Value == nil). A host that
-// encodes many records into one buffer allocates once for them, not
-// once or more a record.
-func AppendRecord(dst []byte, rec Record) (b []byte, keyLen int) {
-	w := writer{b: dst}
+// Encoder appends records' bytes, as EncodeRecord returns them, to a
+// caller's buffer: a host that encodes many records into one buffer
+// allocates once for them, not once or more a record. The zero value is
+// ready; an Encoder is not safe for concurrent use.
+type Encoder struct {
+	w writer // reused: a writer handed to a record's methods escapes
+}
+
+// Append appends rec's key bytes and then its value bytes to dst and
+// returns the extended buffer and the length of the key: the key is
+// b[len(dst):len(dst)+keyLen], the value the rest (none for a tombstone,
+// rec.Value == nil).
+func (e *Encoder) Append(dst []byte, rec Record) (b []byte, keyLen int) {
+	w := &e.w
+	w.b = dst
 	w.int16(rec.Key.RecordType())
-	rec.Key.encodeKey(&w)
+	rec.Key.encodeKey(w)
 	keyLen = len(w.b) - len(dst)
 	if rec.Value != nil {
-		encodeValue(&w, rec.Value)
+		encodeValue(w, rec.Value)
 	}
-	return w.b, keyLen
+	b, w.b = w.b, nil
+	return b, keyLen
 }
 
 // encodeValue writes v's version and v.

@@ -52,7 +52,10 @@ type shard struct {
 // log hold the records until their append ends, and a log that keeps
 // them copies them (runtime.Log). A chunk lives as long as one record cut
 // from it does.
-type recordArena struct{ buf []byte }
+type recordArena struct {
+	buf []byte
+	enc corerecords.Encoder
+}
 
 const (
 	recordChunk = 16 << 10
@@ -68,7 +71,7 @@ func (a *recordArena) encode(r corerecords.Record) (k, v []byte) {
 		a.buf = make([]byte, 0, recordChunk)
 	}
 	tail := a.buf[len(a.buf):]
-	b, kl := corerecords.AppendRecord(tail, r)
+	b, kl := a.enc.Append(tail, r)
 	if len(b) <= cap(tail) { // written in place: the chunk's next record starts after it
 		a.buf = a.buf[:len(a.buf)+len(b)]
 	} // else it outgrew the chunk, and append gave it an array of its own
