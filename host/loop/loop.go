@@ -175,7 +175,9 @@ type Loop struct {
 	topicSig string
 	topics   []core.TopicMetadata // the image fetched at start, applied by each partition on load
 	history  *history
-	ab       *experiment.Runtime // rebalance history, shadow runs, split groups (host/experiment)
+	// groupEvents writes the INFO lines of committed events (eventlog.go).
+	groupEvents *groupEvents
+	ab          *experiment.Runtime // rebalance history, shadow runs, split groups (host/experiment)
 
 	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
 	offs      offsetGates // per-group queues of offset requests (offsets_gate.go)
@@ -244,7 +246,7 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 	}
 	l := &Loop{d: d, now: now, log: d.Log, stop: make(chan struct{}), done: make(chan struct{}), history: newHistory(),
 		dyn: map[string]map[string]string{}, fetched: map[string]time.Time{},
-		refreshNow: make(chan struct{}, 1)}
+		refreshNow: make(chan struct{}, 1), groupEvents: newGroupEvents(d.Log.Handler())}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.workers = newWorkerPool(l)
 	l.ab = experiment.New(l.ctx, &l.wg, experiment.Config{Log: l.log, Assignors: d.Assignors, HistoryTargets: d.HistoryTargets, HistoryInputs: d.HistoryInputs, Metrics: d.Metrics})
@@ -544,6 +546,7 @@ func (l *Loop) stopAll(ctx context.Context) error {
 	// fails and rolls back.
 	l.doneOnce.Do(func() {
 		close(l.done)
+		l.groupEvents.close() // the partitions stopped: their lines are written
 		if l.closer != nil {
 			if cerr := l.closer(); err == nil {
 				err = cerr

@@ -162,15 +162,19 @@ func (h *history) get(group string) []string {
 // ("group event"); other member events (joins, metadata, reconciliation)
 // are logged at DEBUG, as is each member's new assignment from the batch's
 // records, so a rebalance can be followed from coordhost's log alone.
-// A line is formatted only for a log that takes its level.
+// A line is formatted only for a log that takes its level, and the INFO
+// lines are written off the partition's goroutine (groupEvents), unless
+// the log takes DEBUG lines too: then every line is written here, in
+// order.
 func (l *Loop) noteCommitted(b *batch) {
 	l.ab.Observe(b.events)
 	ctx := context.Background()
 	info, debug := l.log.Enabled(ctx, slog.LevelInfo), l.log.Enabled(ctx, slog.LevelDebug)
 	now := time.Now()
+	lines := false // INFO lines to write
 	for _, e := range b.events {
 		l.stats.countEvent(e)
-		if e.MemberLevel() && e.Kind != core.EventMemberLeft && e.Kind != core.EventMemberFenced {
+		if !historyEvent(e) {
 			if debug {
 				l.log.Debug("member event", "group", e.Group, "member", e.Member, "event", string(e.Kind),
 					"reason", string(e.Reason), "member_epoch", e.MemberEpoch)
@@ -178,8 +182,16 @@ func (l *Loop) noteCommitted(b *batch) {
 			continue
 		}
 		l.history.noteEvent(now, e)
-		if info {
+		switch {
+		case debug:
 			l.log.LogAttrs(ctx, slog.LevelInfo, "group event", slog.String("group", e.Group), slog.String("event", describeEvent(e)))
+		case info:
+			lines = true
+		}
+	}
+	if lines {
+		if eb := (eventBatch{at: now, events: b.events}); !l.groupEvents.add(eb) {
+			writeGroupEvents(l.log.Handler(), eb)
 		}
 	}
 	if debug {
