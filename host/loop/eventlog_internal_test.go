@@ -22,8 +22,8 @@ type stuckHandler struct {
 }
 
 func (h stuckHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-func (h stuckHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h stuckHandler) WithGroup(string) slog.Handler             { return h }
+func (h stuckHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h stuckHandler) WithGroup(string) slog.Handler                { return h }
 func (h stuckHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "group event" {
 		return nil
