@@ -47,7 +47,7 @@ type shard struct {
 
 // recordArena encodes records into chunks of recordChunk bytes: the key
 // and value of each record are slices of a chunk, so a timer's records
-// (a fenced member's four) cost no allocation of their own. A chunk is
+// (a fenced member's) cost no allocation of their own. A chunk is
 // never written again where a record was cut from it: the runtime and the
 // log hold the records until their append ends, and a log that keeps
 // them copies them (runtime.Log). A chunk lives as long as one record cut
