@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -209,12 +208,6 @@ type batch struct {
 	// their speculative effect if the append fails.
 	hostRecords []store.Record
 	undo        []func()
-}
-
-// reserve makes room in b for n more outputs of o's records and events.
-func (b *batch) reserve(o core.Output, n int) {
-	b.records = slices.Grow(b.records, n*len(o.Records))
-	b.events = slices.Grow(b.events, n*len(o.Events))
 }
 
 func (b *batch) add(o core.Output) {

@@ -212,7 +212,6 @@ func (s *shard) tick(now int64, in runtime.Tick) []runtime.Record {
 		// (a mass expiry's slice: one allocation, not a doubling series).
 		if n == 1 && len(recs) <= 8 {
 			recs = slices.Grow(recs, len(recs)*(tickTimers-1))
-			s.batch.reserve(out, tickTimers-2) // and in the round's batch
 		}
 		recs = s.newRecords(recs)
 		if slices.ContainsFunc(out.Events, func(e core.Event) bool { return e.Kind == core.EventTargetPart }) {
