@@ -246,7 +246,7 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 	}
 	l := &Loop{d: d, now: now, log: d.Log, stop: make(chan struct{}), done: make(chan struct{}), history: newHistory(),
 		dyn: map[string]map[string]string{}, fetched: map[string]time.Time{},
-		refreshNow: make(chan struct{}, 1), groupEvents: newGroupEvents(d.Log.Handler())}
+		refreshNow: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.workers = newWorkerPool(l)
 	l.ab = experiment.New(l.ctx, &l.wg, experiment.Config{Log: l.log, Assignors: d.Assignors, HistoryTargets: d.HistoryTargets, HistoryInputs: d.HistoryInputs, Metrics: d.Metrics})
@@ -261,6 +261,7 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 		l.cancel()
 		return nil, err
 	}
+	l.groupEvents = newGroupEvents(d.Log.Handler()) // stopAll stops it
 	if d.Metrics != nil {
 		l.registerMetrics(d.Metrics)
 		l.registerProbeMetrics(d.Metrics)
