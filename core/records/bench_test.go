@@ -1,14 +1,26 @@
 package records
 
 import (
+	"bytes"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 )
 
-// benchRecords is a fixed mix of one steady streams group, one consumer
-// group and one classic group as BenchmarkGroupStateReplay's fleet holds
-// them (interop/statereplay_bench_test.go), encoded once.
+// benchRecords is benchRecordList encoded once.
 func benchRecords() (keys, values [][]byte) {
+	for _, r := range benchRecordList() {
+		k, v := EncodeRecord(r)
+		keys, values = append(keys, k), append(values, v)
+	}
+	return keys, values
+}
+
+// benchRecordList is a fixed mix of one steady streams group, one
+// consumer group and one classic group as BenchmarkGroupStateReplay's
+// fleet holds them (interop/statereplay_bench_test.go).
+func benchRecordList() []Record {
 	var recs []Record
 	const members = 10
 	g := "streams-app-000042"
@@ -56,11 +68,32 @@ func benchRecords() (keys, values [][]byte) {
 			RebalanceTimeout: 300000, SessionTimeout: 45000, Subscription: make([]byte, 24), Assignment: make([]byte, 32)})
 	}
 	recs = append(recs, Record{Key: GroupMetadataKey{GroupID: "classic-app-000042"}, Value: v})
-	for _, r := range recs {
-		k, v := EncodeRecord(r)
-		keys, values = append(keys, k), append(values, v)
+	return recs
+}
+
+// TestEncoderIsEncodeRecord: an Encoder, after other bytes in its
+// buffer, appends what EncodeRecord returns, the key first, for records
+// and their tombstones.
+func TestEncoderIsEncodeRecord(t *testing.T) {
+	var enc Encoder
+	buf := []byte("before")
+	for _, r := range benchRecordList() {
+		for _, rec := range []Record{r, {Key: r.Key}} {
+			k, v := EncodeRecord(rec)
+			start := len(buf)
+			var kl int
+			buf, kl = enc.Append(buf, rec)
+			if got := buf[start : start+kl]; !bytes.Equal(got, k) {
+				t.Fatalf("%T: key %x, EncodeRecord's %x", rec.Key, got, k)
+			}
+			if got := buf[start+kl:]; !bytes.Equal(got, v) || (v == nil) != (len(got) == 0) {
+				t.Fatalf("%T: value %x, EncodeRecord's %x", rec.Key, got, v)
+			}
+		}
 	}
-	return keys, values
+	if string(buf[:6]) != "before" {
+		t.Fatalf("the buffer's first bytes became %q", buf[:6])
+	}
 }
 
 // BenchmarkDecodeRecord decodes the mix above in log order, with
@@ -84,5 +117,42 @@ func BenchmarkDecodeRecord(b *testing.B) {
 				n++
 			}
 		})
+	}
+}
+
+// TestTagInPlace: a tagged field written in place is the bytes of one
+// encoded on its own (encodeTag), for payloads whose length takes one,
+// two and three bytes; and group metadata values with their tags
+// (assignment configs of every size, null) decode as written.
+func TestTagInPlace(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 20000} {
+		payload := bytes.Repeat([]byte{7}, n)
+		var want, got writer
+		want.b, got.b = []byte{1, 2}, []byte{1, 2}
+		want.tags(encodeTag(5, func(w *writer) { w.b = append(w.b, payload...) }))
+		got.uvarint(1)
+		got.tag(5, func(w *writer) { w.b = append(w.b, payload...) })
+		if !bytes.Equal(got.b, want.b) {
+			t.Fatalf("payload of %d bytes: %x, want %x", n, got.b[:min(len(got.b), 16)], want.b[:min(len(want.b), 16)])
+		}
+	}
+	long := strings.Repeat("v", 300)
+	for _, v := range []RecordValue{
+		StreamsGroupMetadataValue{Epoch: 3, MetadataHash: 9, ValidatedTopologyEpoch: -1, StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: -1},
+		StreamsGroupMetadataValue{Epoch: 3, MetadataHash: 9, ValidatedTopologyEpoch: 2, LastAssignmentConfigsNull: true, StoredDescriptionTopologyEpoch: 4, FailedDescriptionTopologyEpoch: 5},
+		StreamsGroupMetadataValue{Epoch: 3, ValidatedTopologyEpoch: -1, LastAssignmentConfigs: []KeyValue{{Key: "k", Value: long}, {Key: "n", Value: "1"}},
+			StoredDescriptionTopologyEpoch: -1, FailedDescriptionTopologyEpoch: 1},
+		ConsumerGroupMetadataValue{Epoch: 4, CreationTimeMs: -1},
+		ConsumerGroupMetadataValue{Epoch: 4, MetadataHash: -7, CreationTimeMs: 1764720000000},
+	} {
+		var key RecordKey = StreamsGroupMetadataKey{GroupID: "g"}
+		if _, ok := v.(ConsumerGroupMetadataValue); ok {
+			key = ConsumerGroupMetadataKey{GroupID: "g"}
+		}
+		k, b := EncodeRecord(Record{Key: key, Value: v})
+		got, err := DecodeRecord(k, b)
+		if err != nil || !reflect.DeepEqual(got.Value, v) {
+			t.Errorf("%+v decodes as %+v (%v)", v, got.Value, err)
+		}
 	}
 }

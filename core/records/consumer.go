@@ -302,14 +302,20 @@ func readTopicPartitions(r *reader, withEpochs bool) []TopicPartitions {
 
 func (v ConsumerGroupMetadataValue) encodeValue(w *writer) {
 	w.int32(v.Epoch)
-	var tags []taggedField
-	if v.MetadataHash != 0 {
-		tags = append(tags, encodeTag(0, func(w *writer) { w.int64(v.MetadataHash) }))
+	hash, created := v.MetadataHash != 0, v.CreationTimeMs != -1
+	n := 0
+	for _, set := range [...]bool{hash, created} {
+		if set {
+			n++
+		}
 	}
-	if v.CreationTimeMs != -1 {
-		tags = append(tags, encodeTag(1, func(w *writer) { w.int64(v.CreationTimeMs) }))
+	w.uvarint(n) // tags in place, as StreamsGroupMetadataValue's
+	if hash {
+		w.tagInt64(0, v.MetadataHash)
 	}
-	w.tags(tags...)
+	if created {
+		w.tagInt64(1, v.CreationTimeMs)
+	}
 }
 
 func decodeConsumerGroupMetadataValue(r *reader) RecordValue {

@@ -125,13 +125,43 @@ func EncodeRecord(rec Record) (key, value []byte) {
 		return kw.b, nil
 	}
 	var vw writer
+	encodeValue(&vw, rec.Value)
+	return kw.b, vw.b
+}
+
+// Encoder appends records' bytes, as EncodeRecord returns them, to a
+// caller's buffer: a host that encodes many records into one buffer
+// allocates once for them, not once or more a record. The zero value is
+// ready; an Encoder is not safe for concurrent use.
+type Encoder struct {
+	w writer // reused: a writer handed to a record's methods escapes
+}
+
+// Append appends rec's key bytes and then its value bytes to dst and
+// returns the extended buffer and the length of the key: the key is
+// b[len(dst):len(dst)+keyLen], the value the rest (none for a tombstone,
+// rec.Value == nil).
+func (e *Encoder) Append(dst []byte, rec Record) (b []byte, keyLen int) {
+	w := &e.w
+	w.b = dst
+	w.int16(rec.Key.RecordType())
+	rec.Key.encodeKey(w)
+	keyLen = len(w.b) - len(dst)
+	if rec.Value != nil {
+		encodeValue(w, rec.Value)
+	}
+	b, w.b = w.b, nil
+	return b, keyLen
+}
+
+// encodeValue writes v's version and v.
+func encodeValue(w *writer, v RecordValue) {
 	version := int16(0)
-	if vv, ok := rec.Value.(versionedValue); ok {
+	if vv, ok := v.(versionedValue); ok {
 		version = vv.valueVersion()
 	}
-	vw.int16(version)
-	rec.Value.encodeValue(&vw)
-	return kw.b, vw.b
+	w.int16(version)
+	v.encodeValue(w)
 }
 
 // DecodeRecord parses key and value bytes (value nil or empty-and-nil for a

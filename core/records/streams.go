@@ -369,23 +369,32 @@ func readTopicInfos(r *reader) []TopicInfo {
 func (v StreamsGroupMetadataValue) encodeValue(w *writer) {
 	w.int32(v.Epoch)
 	w.int64(v.MetadataHash)
-	var tags []taggedField
-	if v.ValidatedTopologyEpoch != -1 {
-		tags = append(tags, encodeTag(0, func(w *writer) { w.int32(v.ValidatedTopologyEpoch) }))
+	// Tags in place (a group's epoch bump writes this record; a mass
+	// expiry, once a fenced member).
+	validated, stored, failed := v.ValidatedTopologyEpoch != -1, v.StoredDescriptionTopologyEpoch != -1, v.FailedDescriptionTopologyEpoch != -1
+	configs := v.LastAssignmentConfigsNull || len(v.LastAssignmentConfigs) > 0
+	n := 0
+	for _, set := range [...]bool{validated, configs, stored, failed} {
+		if set {
+			n++
+		}
+	}
+	w.uvarint(n)
+	if validated {
+		w.tagInt32(0, v.ValidatedTopologyEpoch)
 	}
 	switch {
 	case v.LastAssignmentConfigsNull:
-		tags = append(tags, encodeTag(1, func(w *writer) { w.uvarint(0) }))
+		w.tag(1, func(w *writer) { w.uvarint(0) })
 	case len(v.LastAssignmentConfigs) > 0:
-		tags = append(tags, encodeTag(1, func(w *writer) { writeKeyValues(w, v.LastAssignmentConfigs) }))
+		w.tag(1, func(w *writer) { writeKeyValues(w, v.LastAssignmentConfigs) })
 	}
-	if v.StoredDescriptionTopologyEpoch != -1 {
-		tags = append(tags, encodeTag(2, func(w *writer) { w.int32(v.StoredDescriptionTopologyEpoch) }))
+	if stored {
+		w.tagInt32(2, v.StoredDescriptionTopologyEpoch)
 	}
-	if v.FailedDescriptionTopologyEpoch != -1 {
-		tags = append(tags, encodeTag(3, func(w *writer) { w.int32(v.FailedDescriptionTopologyEpoch) }))
+	if failed {
+		w.tagInt32(3, v.FailedDescriptionTopologyEpoch)
 	}
-	w.tags(tags...)
 }
 
 func decodeStreamsGroupMetadataValue(r *reader) RecordValue {

@@ -424,6 +424,35 @@ func (w *writer) tags(fields ...taggedField) {
 	}
 }
 
+// tag writes one field of a tagged-field section whose count was written:
+// the tag, the length of the payload fn writes, and the payload, in
+// place (no buffer of its own for the payload, as encodeTag's).
+func (w *writer) tag(tag int, fn func(w *writer)) {
+	w.uvarint(tag)
+	at := len(w.b)
+	fn(w)
+	n := len(w.b) - at
+	var l [binary.MaxVarintLen64]byte
+	ll := binary.PutUvarint(l[:], uint64(n))
+	w.b = append(w.b, l[:ll]...) // room for the length before the payload
+	copy(w.b[at+ll:], w.b[at:at+n])
+	copy(w.b[at:], l[:ll])
+}
+
+// tagInt32 writes a tagged field holding v (tag, as tag does).
+func (w *writer) tagInt32(tag int, v int32) {
+	w.uvarint(tag)
+	w.uvarint(4)
+	w.int32(v)
+}
+
+// tagInt64 writes a tagged field holding v (tag, as tag does).
+func (w *writer) tagInt64(tag int, v int64) {
+	w.uvarint(tag)
+	w.uvarint(8)
+	w.int64(v)
+}
+
 // encodeTag encodes one tagged field's payload with fn.
 func encodeTag(tag int, fn func(w *writer)) taggedField {
 	var w writer

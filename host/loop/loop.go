@@ -218,7 +218,9 @@ type Loop struct {
 	topicSig string
 	topics   []core.TopicMetadata // the image fetched at start, applied by each partition on load
 	history  *history
-	ab       *experiment.Runtime // rebalance history, shadow runs, split groups (host/experiment)
+	// groupEvents writes the INFO lines of committed events (eventlog.go).
+	groupEvents *groupEvents
+	ab          *experiment.Runtime // rebalance history, shadow runs, split groups (host/experiment)
 
 	fallbacks fallbackLog // groups whose last target came from a fallback assignor (any goroutine)
 	offs      offsetGates // per-group queues of offset requests (offsets_gate.go)
@@ -302,6 +304,7 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 		l.cancel()
 		return nil, err
 	}
+	l.groupEvents = newGroupEvents(d.Log.Handler()) // stopAll stops it
 	if d.Metrics != nil {
 		l.registerMetrics(d.Metrics)
 		l.registerProbeMetrics(d.Metrics)
@@ -591,6 +594,7 @@ func (l *Loop) stopAll(ctx context.Context) error {
 	// fails and rolls back.
 	l.doneOnce.Do(func() {
 		close(l.done)
+		l.groupEvents.close() // the partitions stopped: their lines are written
 		if l.closer != nil {
 			if cerr := l.closer(); err == nil {
 				err = cerr

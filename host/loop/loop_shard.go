@@ -41,6 +41,45 @@ type shard struct {
 	// rolled back and due again at once.
 	failures int
 	retryAt  int64
+	// arena holds the encoded records' bytes (recordArena).
+	arena recordArena
+}
+
+// recordArena encodes records into chunks of recordChunk bytes: the key
+// and value of each record are slices of a chunk, so a timer's records
+// (a fenced member's) cost no allocation of their own. A chunk is
+// never written again where a record was cut from it: the runtime and the
+// log hold the records until their append ends, and a log that keeps
+// them copies them (runtime.Log). A chunk lives as long as one record cut
+// from it does.
+type recordArena struct {
+	buf []byte
+	enc corerecords.Encoder
+}
+
+const (
+	recordChunk = 16 << 10
+	// recordRoom: with less left in a chunk, a record starts the next
+	// chunk, so that few records outgrow their chunk.
+	recordRoom = 1 << 10
+)
+
+// encode returns r's key and value bytes (value nil for a tombstone), as
+// records.EncodeRecord does.
+func (a *recordArena) encode(r corerecords.Record) (k, v []byte) {
+	if cap(a.buf)-len(a.buf) < recordRoom {
+		a.buf = make([]byte, 0, recordChunk)
+	}
+	tail := a.buf[len(a.buf):]
+	b, kl := a.enc.Append(tail, r)
+	if len(b) <= cap(tail) { // written in place: the chunk's next record starts after it
+		a.buf = a.buf[:len(a.buf)+len(b)]
+	} // else it outgrew the chunk, and append gave it an array of its own
+	k = b[:kl:kl]
+	if r.Value != nil {
+		v = b[kl:len(b):len(b)]
+	}
+	return k, v
 }
 
 // The backoff of a partition's timer-driven work while its appends fail
@@ -253,7 +292,7 @@ func (s *shard) newRecords(out []runtime.Record) []runtime.Record {
 	b := &s.batch
 	out = slices.Grow(out, len(b.records)-s.encoded+len(b.hostRecords)-s.encodedHost)
 	for _, r := range b.records[s.encoded:] {
-		k, v := corerecords.EncodeRecord(r)
+		k, v := s.arena.encode(r)
 		out = append(out, runtime.Record{Key: k, Value: v, Owner: r.Key.Group()})
 	}
 	for _, r := range b.hostRecords[s.encodedHost:] {

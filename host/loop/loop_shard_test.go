@@ -3,6 +3,7 @@ package loop
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -197,5 +198,45 @@ func TestTickLeavesDueTimerToNextTick(t *testing.T) {
 	tick()
 	if st, n := state(); st != "CompletingRebalance" || n != 3 {
 		t.Fatalf("after the join phase: %s with %d members, want CompletingRebalance with 3", st, n)
+	}
+}
+
+// TestRecordArena: records encoded by the shard's arena are
+// records.EncodeRecord's bytes, tombstones have a nil value, a record
+// larger than a chunk is whole, and appending to one record's key or
+// value (its capacity is its length) leaves every other record as it
+// was.
+func TestRecordArena(t *testing.T) {
+	big := strings.Repeat("x", 2*recordChunk)
+	var recs []corerecords.Record
+	for i := range 400 { // several chunks
+		m := fmt.Sprint("member-", i)
+		recs = append(recs,
+			corerecords.Record{Key: corerecords.StreamsGroupMemberMetadataKey{GroupID: "g", MemberID: m},
+				Value: corerecords.StreamsGroupMemberMetadataValue{ClientID: "c", ClientHost: "/h", ProcessID: "p", ClientTags: []corerecords.KeyValue{}}},
+			corerecords.Record{Key: corerecords.StreamsGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: m}})
+		if i == 200 {
+			recs = append(recs, corerecords.Record{Key: corerecords.StreamsGroupMemberMetadataKey{GroupID: "g", MemberID: big},
+				Value: corerecords.StreamsGroupMemberMetadataValue{ClientID: big, ClientTags: []corerecords.KeyValue{}}})
+		}
+	}
+	var a recordArena
+	type kv struct{ k, v []byte }
+	var got []kv
+	for _, r := range recs {
+		k, v := a.encode(r)
+		got = append(got, kv{k, v})
+	}
+	for i := range got { // scribble past each record's end
+		_ = append(got[i].k, 0xff, 0xff, 0xff)
+		if got[i].v != nil {
+			_ = append(got[i].v, 0xff, 0xff, 0xff)
+		}
+	}
+	for i, r := range recs {
+		k, v := corerecords.EncodeRecord(r)
+		if !bytes.Equal(got[i].k, k) || !bytes.Equal(got[i].v, v) || (got[i].v == nil) != (v == nil) {
+			t.Fatalf("record %d (%T): key %x value %x, want %x %x", i, r.Key, got[i].k, got[i].v, k, v)
+		}
 	}
 }

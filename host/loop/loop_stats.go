@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,39 +69,91 @@ func (l *Loop) registerMetrics(m *admin.Metrics) {
 }
 
 // history keeps the recent rebalance reasons of each group (for
-// /v1/groups/{id}); it is soft state, not replayed.
+// /v1/groups/{id}); it is soft state, not replayed. A committed event is
+// kept as core gave it and described only when read: a mass expiry
+// notes two events a fenced member on its partition's goroutine, which
+// then formats no line and allocates nothing for them.
 type history struct {
 	mu    sync.Mutex
-	byGrp map[string][]string
+	byGrp map[string]*groupHistory
 	limit int
+}
+
+// groupHistory is a group's last limit entries: appended to until full,
+// then a ring whose oldest entry is at next.
+type groupHistory struct {
+	entries []historyEntry
+	next    int
+}
+
+// historyEntry is a line given as is (what), or a committed event
+// (described by describeEvent when read).
+type historyEntry struct {
+	at    time.Time
+	what  string
+	event core.Event
+}
+
+func (e *historyEntry) line() string {
+	what := e.what
+	if what == "" {
+		what = describeEvent(e.event)
+	}
+	return e.at.UTC().Format(time.RFC3339Nano) + " " + what
 }
 
 // maxHistoryGroups bounds how many groups' events are kept.
 const maxHistoryGroups = 10000
 
-func newHistory() *history { return &history{byGrp: map[string][]string{}, limit: 20} }
+func newHistory() *history { return &history{byGrp: map[string]*groupHistory{}, limit: 20} }
 
+// note keeps what, a line of group's history.
 func (h *history) note(group, what string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	line := time.Now().UTC().Format(time.RFC3339Nano) + " " + what
-	if _, known := h.byGrp[group]; !known && len(h.byGrp) >= maxHistoryGroups {
-		for g := range h.byGrp { // forget some other group: bounded memory under group-id churn
-			delete(h.byGrp, g)
-			break
-		}
-	}
-	s := append(h.byGrp[group], line)
-	if len(s) > h.limit {
-		s = s[len(s)-h.limit:]
-	}
-	h.byGrp[group] = s
+	h.add(group, historyEntry{at: time.Now(), what: what})
 }
 
+// noteEvent keeps e, a committed event of its group, noted at at.
+func (h *history) noteEvent(at time.Time, e core.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.add(e.Group, historyEntry{at: at, event: e})
+}
+
+func (h *history) add(group string, e historyEntry) {
+	g := h.byGrp[group]
+	if g == nil {
+		if len(h.byGrp) >= maxHistoryGroups {
+			for g := range h.byGrp { // forget some other group: bounded memory under group-id churn
+				delete(h.byGrp, g)
+				break
+			}
+		}
+		g = &groupHistory{}
+		h.byGrp[group] = g
+	}
+	if len(g.entries) < h.limit {
+		g.entries = append(g.entries, e)
+		return
+	}
+	g.entries[g.next] = e
+	g.next = (g.next + 1) % len(g.entries)
+}
+
+// get returns group's history, oldest first.
 func (h *history) get(group string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]string(nil), h.byGrp[group]...)
+	g := h.byGrp[group]
+	if g == nil {
+		return nil
+	}
+	out := make([]string, 0, len(g.entries))
+	for i := range g.entries {
+		out = append(out, g.entries[(g.next+i)%len(g.entries)].line())
+	}
+	return out
 }
 
 // noteCommitted reports a committed batch: core's events say why each
@@ -109,39 +162,58 @@ func (h *history) get(group string) []string {
 // ("group event"); other member events (joins, metadata, reconciliation)
 // are logged at DEBUG, as is each member's new assignment from the batch's
 // records, so a rebalance can be followed from coordhost's log alone.
+// A line is formatted only for a log that takes its level, and the INFO
+// lines are written off the partition's goroutine (groupEvents), unless
+// the log takes DEBUG lines too: then every line is written here, in
+// order.
 func (l *Loop) noteCommitted(b *batch) {
 	l.ab.Observe(b.events)
+	ctx := context.Background()
+	info, debug := l.log.Enabled(ctx, slog.LevelInfo), l.log.Enabled(ctx, slog.LevelDebug)
+	now := time.Now()
+	lines := false // INFO lines to write
 	for _, e := range b.events {
 		l.stats.countEvent(e)
-		if e.MemberLevel() && e.Kind != core.EventMemberLeft && e.Kind != core.EventMemberFenced {
-			l.log.Debug("member event", "group", e.Group, "member", e.Member, "event", string(e.Kind),
-				"reason", string(e.Reason), "member_epoch", e.MemberEpoch)
+		if !historyEvent(e) {
+			if debug {
+				l.log.Debug("member event", "group", e.Group, "member", e.Member, "event", string(e.Kind),
+					"reason", string(e.Reason), "member_epoch", e.MemberEpoch)
+			}
 			continue
 		}
-		l.event(e.Group, describeEvent(e))
+		l.history.noteEvent(now, e)
+		switch {
+		case debug:
+			l.log.LogAttrs(ctx, slog.LevelInfo, "group event", slog.String("group", e.Group), slog.String("event", describeEvent(e)))
+		case info:
+			lines = true
+		}
 	}
-	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+	if lines {
+		if eb := (eventBatch{at: now, events: b.events}); !l.groupEvents.add(eb) {
+			writeGroupEvents(l.log.Handler(), eb)
+		}
+	}
+	if debug {
 		l.logAssignments(b.records)
 	}
 }
 
 // describeEvent renders a history and log line for e.
 func describeEvent(e core.Event) string {
-	why := ""
-	if e.Reason != "" {
-		why = " (" + string(e.Reason) + ")"
-	}
+	var b []byte
+	epoch := func(s string) []byte { return strconv.AppendInt(append(b, s...), int64(e.Epoch), 10) }
 	switch e.Kind {
 	case core.EventEpochBumped:
-		return fmt.Sprintf("group epoch bumped to %d%s", e.Epoch, why)
+		b = epoch("group epoch bumped to ")
 	case core.EventTargetAssigned:
-		return fmt.Sprintf("target assignment installed at epoch %d%s", e.Epoch, why)
+		b = epoch("target assignment installed at epoch ")
 	case core.EventAssignorResultDiscarded:
-		return fmt.Sprintf("assignor result for epoch %d discarded%s", e.Epoch, why)
+		b = append(epoch("assignor result for epoch "), " discarded"...)
 	case core.EventGenerationStored:
-		return fmt.Sprintf("classic generation %d stored%s", e.Epoch, why)
+		b = append(epoch("classic generation "), " stored"...)
 	case core.EventRebalanceStarted:
-		return fmt.Sprintf("classic rebalance started (generation %d)", e.Epoch)
+		return string(append(epoch("classic rebalance started (generation "), ')'))
 	case core.EventGroupDeleted:
 		return "group deleted"
 	case core.EventGroupCreated:
@@ -149,16 +221,23 @@ func describeEvent(e core.Event) string {
 	case core.EventGroupConverted:
 		switch e.Reason {
 		case core.ReasonOfflineToStreams, core.ReasonOnlineToStreams:
-			return "classic group converted to a streams group" + why
+			b = append(b, "classic group converted to a streams group"...)
 		case core.ReasonOfflineToClassic, core.ReasonOnlineToClassic:
-			return "streams group converted to a classic group" + why
+			b = append(b, "streams group converted to a classic group"...)
+		default:
+			return e.String()
 		}
 	case core.EventMemberLeft:
-		return fmt.Sprintf("member %s left%s", e.Member, why)
+		b = append(append(append(b, "member "...), e.Member...), " left"...)
 	case core.EventMemberFenced:
-		return fmt.Sprintf("member %s fenced%s", e.Member, why)
+		b = append(append(append(b, "member "...), e.Member...), " fenced"...)
+	default:
+		return e.String()
 	}
-	return e.String()
+	if e.Reason != "" {
+		b = append(append(append(b, " ("...), e.Reason...), ')')
+	}
+	return string(b)
 }
 
 // logAssignments logs, at DEBUG, the member metadata, targets (consumer
@@ -215,12 +294,6 @@ func partitionList(tps []records.TopicPartitions) string {
 		}
 	}
 	return b.String()
-}
-
-// event notes a group's rebalance reason and logs it.
-func (l *Loop) event(group, what string) {
-	l.history.note(group, what)
-	l.log.Info("group event", "group", group, "event", what)
 }
 
 // taskList renders tasks as Kafka Streams prints task ids: "0_1 0_3 1_2".

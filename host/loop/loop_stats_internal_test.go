@@ -3,6 +3,7 @@ package loop
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,85 @@ func (s *lockedBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestDescribeEventLines: the history and log line of each kind of
+// event, with and without a reason.
+func TestDescribeEventLines(t *testing.T) {
+	for _, c := range []struct {
+		e    core.Event
+		want string
+	}{
+		{core.Event{Kind: core.EventEpochBumped, Epoch: 5, Reason: core.ReasonMemberJoined}, "group epoch bumped to 5 (member-joined)"},
+		{core.Event{Kind: core.EventEpochBumped, Epoch: -3}, "group epoch bumped to -3"},
+		{core.Event{Kind: core.EventTargetAssigned, Epoch: 7}, "target assignment installed at epoch 7"},
+		{core.Event{Kind: core.EventAssignorResultDiscarded, Epoch: 2, Reason: core.ReasonMemberJoined}, "assignor result for epoch 2 discarded (member-joined)"},
+		{core.Event{Kind: core.EventGenerationStored, Epoch: 9}, "classic generation 9 stored"},
+		{core.Event{Kind: core.EventRebalanceStarted, Epoch: 4, Reason: core.ReasonMemberJoined}, "classic rebalance started (generation 4)"},
+		{core.Event{Kind: core.EventGroupDeleted, Reason: core.ReasonMemberJoined}, "group deleted"},
+		{core.Event{Kind: core.EventGroupCreated}, "group created"},
+		{core.Event{Kind: core.EventGroupConverted, Reason: core.ReasonOfflineToStreams}, "classic group converted to a streams group (" + string(core.ReasonOfflineToStreams) + ")"},
+		{core.Event{Kind: core.EventGroupConverted, Reason: core.ReasonOnlineToClassic}, "streams group converted to a classic group (" + string(core.ReasonOnlineToClassic) + ")"},
+		{core.Event{Kind: core.EventMemberLeft, Member: "m1"}, "member m1 left"},
+		{core.Event{Kind: core.EventMemberFenced, Member: "m2", Reason: core.ReasonSessionTimeout}, "member m2 fenced (session-timeout)"},
+	} {
+		if got := describeEvent(c.e); got != c.want {
+			t.Errorf("%v: %q, want %q", c.e, got, c.want)
+		}
+	}
+	other := core.Event{Kind: core.EventTopologyStored, Group: "g", Epoch: 3}
+	if got := describeEvent(other); got != other.String() {
+		t.Errorf("%v: %q, want its String", other, got)
+	}
+}
+
+// TestHistoryKeepsTheLastLines: a group's history holds its last limit
+// lines, oldest first, events and plain lines in the order noted.
+func TestHistoryKeepsTheLastLines(t *testing.T) {
+	h := newHistory()
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	for i := range 3*h.limit + 7 {
+		if i%3 == 0 {
+			h.note("g", fmt.Sprint("line ", i))
+		} else {
+			h.noteEvent(at, core.Event{Kind: core.EventEpochBumped, Group: "g", Epoch: int32(i)})
+		}
+	}
+	got := h.get("g")
+	if len(got) != h.limit {
+		t.Fatalf("%d lines, want %d", len(got), h.limit)
+	}
+	for j, line := range got {
+		i := 2*h.limit + 7 + j
+		want := fmt.Sprint("group epoch bumped to ", i)
+		if i%3 == 0 {
+			want = fmt.Sprint("line ", i)
+		} else if !strings.HasPrefix(line, "2026-12-05T10:00:00Z ") {
+			t.Errorf("line %d: %q, want the time it was noted first", j, line)
+		}
+		if !strings.HasSuffix(line, " "+want) {
+			t.Errorf("line %d: %q, want %q", j, line, want)
+		}
+	}
+	if got := h.get("other"); len(got) != 0 {
+		t.Errorf("a group never noted has lines %q", got)
+	}
+}
+
+// TestNoteCommittedAllocatesNothingUnlogged: with a log that takes no
+// INFO line, a fence's events (after its group's first) cost no
+// allocation: no line is formatted until the history is read.
+func TestNoteCommittedAllocatesNothingUnlogged(t *testing.T) {
+	l := &Loop{history: newHistory(), log: slog.New(slog.DiscardHandler)}
+	b := &batch{events: []core.Event{
+		{Kind: core.EventMemberFenced, Group: "g", Member: "m", Reason: core.ReasonSessionTimeout, MemberEpoch: -1},
+		{Kind: core.EventEpochBumped, Group: "g", Reason: core.ReasonMemberJoined, Epoch: 5},
+	}}
+	l.noteCommitted(b)
+	if n := testing.AllocsPerRun(100, func() { l.noteCommitted(b) }); n != 0 {
+		t.Errorf("%v allocations noting a fence's events", n)
+	}
+	if got := l.history.get("g"); len(got) != 20 || !strings.HasSuffix(got[19], "group epoch bumped to 5 (member-joined)") {
+		t.Errorf("history %q", got)
+	}
 }
