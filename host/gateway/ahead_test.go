@@ -114,7 +114,7 @@ func aheadServer(t *testing.T, b *holdingBroker) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ranges := map[int16]wire.VersionRange{int16(kmsg.Fetch): {4, 17}, int16(kmsg.OffsetForLeaderEpoch): {2, 4}, int16(kmsg.ListOffsets): {1, 10}}
+	ranges := map[int16]wire.VersionRange{int16(kmsg.Fetch): {Min: 4, Max: 17}, int16(kmsg.OffsetForLeaderEpoch): {Min: 2, Max: 4}, int16(kmsg.ListOffsets): {Min: 1, Max: 10}}
 	s := wire.NewServer(ln, wire.Config{Table: wire.NewTable(ranges),
 		Dial: func(ctx context.Context) (wire.Upstream, error) {
 			nc, err := net.Dial("tcp", b.addr)

@@ -177,8 +177,8 @@ func (c *conn) queue(release func(), answer func() error) {
 			}
 			if o.err != nil {
 				release()
-				c.nc.Close()
 				up.Close()
+				c.nc.Close()
 			}
 		}()
 		if prev != nil {
