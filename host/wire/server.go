@@ -401,8 +401,9 @@ func (c *conn) serve() {
 
 // serveOne reads, answers and writes one request, or sends it ahead of
 // the answers still outstanding and leaves its answer to be written in
-// turn (ahead.go); an error closes the connection. A panic while serving one request is a bug: it is logged with
-// the request's key and closes only this connection.
+// turn (ahead.go); an error closes the connection. A panic while serving
+// one request is a bug: it is logged with the request's key and closes
+// only this connection.
 func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
