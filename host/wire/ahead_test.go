@@ -179,21 +179,10 @@ func TestReadAheadGroupRequestWaits(t *testing.T) {
 // once the Fetch's answer came.
 func TestReadAheadKeepsTheGates(t *testing.T) {
 	t.Run("expired session", func(t *testing.T) {
-		link := newPipeLink()
-		addr, _ := aheadServer(t, link, Config{MaxReauth: 300 * time.Millisecond})
-		c := dial(t, addr)
-		c.login("PLAIN", "alice", "alice-pw")
-		fetch := kmsg.NewPtrFetchRequest()
-		c.send(fetch, 12, 10)
-		time.Sleep(400 * time.Millisecond) // the session ends while the Fetch is held
-		c.send(kmsg.NewPtrMetadataRequest(), 12, 11)
-		time.Sleep(settleDelay)
-		link.open()
-		c.expectAnswers(10, fetch)
-		c.expectClosed()
-		if got := link.sentKeys(); got != "Fetch" {
-			t.Fatalf("sent upstream: %q, want the Fetch alone", got)
-		}
+		closedBehindFetch(t, Config{MaxReauth: 300 * time.Millisecond}, func(c *client) {
+			time.Sleep(400 * time.Millisecond) // the session ends while the Fetch is held
+			c.send(kmsg.NewPtrMetadataRequest(), 12, 11)
+		})
 	})
 	t.Run("request budget", func(t *testing.T) {
 		link := newPipeLink()
@@ -203,10 +192,7 @@ func TestReadAheadKeepsTheGates(t *testing.T) {
 		c.login("PLAIN", "alice", "alice-pw")
 		fetch := kmsg.NewPtrFetchRequest()
 		c.send(fetch, 12, 10)
-		m := kmsg.NewPtrMetadataRequest()
-		topic := kmsg.NewMetadataRequestTopic()
-		topic.Topic = kmsg.StringPtr(strings.Repeat("t", budget-60)) // fits the budget, not beside the Fetch
-		m.Topics = append(m.Topics, topic)
+		m := metadataOf(budget - 60) // fits the budget, not beside the Fetch
 		c.send(m, 12, 11)
 		time.Sleep(settleDelay)
 		if got := link.sentKeys(); got != "Fetch" {
@@ -216,25 +202,39 @@ func TestReadAheadKeepsTheGates(t *testing.T) {
 		c.expectAnswers(10, fetch, m)
 	})
 	t.Run("frame over the limit", func(t *testing.T) {
-		link := newPipeLink()
-		addr, _ := aheadServer(t, link, Config{MaxRequestBytes: 512})
-		c := dial(t, addr)
-		c.login("PLAIN", "alice", "alice-pw")
-		fetch := kmsg.NewPtrFetchRequest()
-		c.send(fetch, 12, 10)
-		m := kmsg.NewPtrMetadataRequest()
-		topic := kmsg.NewMetadataRequestTopic()
-		topic.Topic = kmsg.StringPtr(strings.Repeat("t", 600))
-		m.Topics = append(m.Topics, topic)
-		c.send(m, 12, 11)
-		time.Sleep(settleDelay)
-		link.open()
-		c.expectAnswers(10, fetch)
-		c.expectClosed()
-		if got := link.sentKeys(); got != "Fetch" {
-			t.Fatalf("sent upstream: %q, want the Fetch alone", got)
-		}
+		closedBehindFetch(t, Config{MaxRequestBytes: 512}, func(c *client) {
+			c.send(metadataOf(600), 12, 11)
+		})
 	})
+}
+
+// metadataOf is a Metadata request naming one topic of n characters.
+func metadataOf(n int) *kmsg.MetadataRequest {
+	m := kmsg.NewPtrMetadataRequest()
+	topic := kmsg.NewMetadataRequestTopic()
+	topic.Topic = kmsg.StringPtr(strings.Repeat("t", n))
+	m.Topics = append(m.Topics, topic)
+	return m
+}
+
+// closedBehindFetch: what behind sends while a Fetch is held closes the
+// connection once the Fetch is answered, and never reaches the link.
+func closedBehindFetch(t *testing.T, cfg Config, behind func(c *client)) {
+	t.Helper()
+	link := newPipeLink()
+	addr, _ := aheadServer(t, link, cfg)
+	c := dial(t, addr)
+	c.login("PLAIN", "alice", "alice-pw")
+	fetch := kmsg.NewPtrFetchRequest()
+	c.send(fetch, 12, 10)
+	behind(c)
+	time.Sleep(settleDelay)
+	link.open()
+	c.expectAnswers(10, fetch)
+	c.expectClosed()
+	if got := link.sentKeys(); got != "Fetch" {
+		t.Fatalf("sent upstream: %q, want the Fetch alone", got)
+	}
 }
 
 // TestReadAheadFailureCloses: when the held Fetch fails, the connection
