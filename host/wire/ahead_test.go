@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -255,6 +254,6 @@ func TestReadAheadFailureCloses(t *testing.T) {
 		t.Fatal("the link is still open")
 	}
 	if got := link.sentKeys(); got != "Fetch Metadata" {
-		t.Fatalf("sent upstream: %q, want %q", got, fmt.Sprint("Fetch Metadata"))
+		t.Fatalf("sent upstream: %q, want %q", got, "Fetch Metadata")
 	}
 }
