@@ -41,6 +41,19 @@ func (l *pipeLink) sentKeys() string {
 	return strings.Join(l.sent, " ")
 }
 
+// waitSent waits until what was sent upstream is want, then a moment
+// more for anything beyond it to show.
+func (l *pipeLink) waitSent(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); l.sentKeys() != want && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(settleDelay)
+	if got := l.sentKeys(); got != want {
+		t.Fatalf("sent upstream while the Fetch is held: %q, want %q", got, want)
+	}
+}
+
 func (l *pipeLink) ForwardFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) ([]byte, func(), error) {
 	recv, err := l.SendFrame(ctx, req, frame, bodyAt)
 	if err != nil {
@@ -132,10 +145,7 @@ func TestReadAheadBounded(t *testing.T) {
 		c.send(m, 12, int16(11+i))
 		reqs = append(reqs, m)
 	}
-	time.Sleep(settleDelay)
-	if got, want := link.sentKeys(), "Fetch Metadata Metadata Metadata"; got != want {
-		t.Fatalf("sent upstream while the Fetch is held: %q, want %q", got, want)
-	}
+	link.waitSent(t, "Fetch Metadata Metadata Metadata")
 	link.open()
 	c.expectAnswers(10, reqs...)
 	_, _, keys := link.state() // what the link answered, ahead or not
@@ -247,13 +257,10 @@ func TestReadAheadFailureCloses(t *testing.T) {
 	c.login("PLAIN", "alice", "alice-pw")
 	c.send(kmsg.NewPtrFetchRequest(), 12, 10)
 	c.send(kmsg.NewPtrMetadataRequest(), 12, 11)
-	time.Sleep(settleDelay)
+	link.waitSent(t, "Fetch Metadata")
 	link.open()
 	c.expectClosed()
 	if _, closed, _ := link.state(); !closed {
 		t.Fatal("the link is still open")
-	}
-	if got := link.sentKeys(); got != "Fetch Metadata" {
-		t.Fatalf("sent upstream: %q, want %q", got, "Fetch Metadata")
 	}
 }
