@@ -22,7 +22,9 @@ const maxResponseBytes = 1 << 30
 // Link is one client connection's own connection to one data-plane node:
 // requests are written with the client's id and answered in order, and
 // every broker address in a response is rewritten to a coordhost listener.
-// A Link is used by one goroutine at a time (its client connection's).
+// A Link is used by its client connection: one goroutine sends (Send,
+// SendFrame, or the first half of Forward and ForwardFrame) while at most
+// one other reads the answers, in the order the requests were sent.
 type Link struct {
 	dp   *DataPlane
 	node int32
@@ -87,29 +89,64 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 
 // roundTrip writes req to the data plane and reads its answer.
 func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
-	defer l.arm(ctx, requestWait(req))()
+	recv, err := l.send(ctx, clientID, req)
+	if err != nil {
+		return nil, err
+	}
+	return recv()
+}
+
+// Send is Forward's first half (wire.Pipeliner): it writes req to the data
+// plane and returns the reading of its answer, to call after the answers
+// of the requests sent before it were read. The requests Forward answers
+// otherwise than by one round trip (the embedded data plane's) are
+// refused with wire.ErrNotPassable, nothing sent.
+func (l *Link) Send(ctx context.Context, clientID *string, req kmsg.Request) (recv func() (kmsg.Response, error), err error) {
+	if l.dp.cluster != nil {
+		return nil, wire.ErrNotPassable
+	}
+	return l.send(ctx, clientID, req)
+}
+
+// send writes req and returns the reading of its answer.
+func (l *Link) send(ctx context.Context, clientID *string, req kmsg.Request) (recv func() (kmsg.Response, error), err error) {
+	deadline, stop := l.arm(ctx, requestWait(req))
 	l.corr++
+	corr := l.corr
 	var opts []kmsg.RequestFormatterOpt
 	if clientID != nil {
 		opts = append(opts, kmsg.FormatterClientID(*clientID))
 	}
-	buf := kmsg.NewRequestFormatter(opts...).AppendRequest(nil, req, l.corr)
+	buf := kmsg.NewRequestFormatter(opts...).AppendRequest(nil, req, corr)
 	if _, err := l.nc.Write(buf); err != nil {
+		stop()
 		return nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, kmsg.NameForKey(req.Key()), err)
 	}
 	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
-		return nil, nil
+		stop()
+		return func() (kmsg.Response, error) { return nil, nil }, nil
 	}
+	return func() (kmsg.Response, error) {
+		defer stop()
+		if err := l.readBy(ctx, deadline); err != nil {
+			return nil, err
+		}
+		return l.receive(req, corr)
+	}, nil
+}
+
+// receive reads the answer of req, sent with correlation id corr.
+func (l *Link) receive(req kmsg.Request, corr int32) (kmsg.Response, error) {
 	frame, err := wire.ReadFrame(l.br, maxResponseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, kmsg.NameForKey(req.Key()), err)
 	}
-	corr, resp, err := wire.ParseResponse(frame, req)
+	got, resp, err := wire.ParseResponse(frame, req)
 	if err != nil {
 		return nil, fmt.Errorf("data-plane node %d: %w", l.node, err)
 	}
-	if corr != l.corr {
-		return nil, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, corr, l.corr)
+	if got != corr {
+		return nil, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, got, corr)
 	}
 	if err := l.dp.rewrite(resp); err != nil {
 		return nil, err
@@ -128,14 +165,29 @@ func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request
 
 // arm bounds the link's I/O for one request the data plane may hold for
 // wait: the request timeout beyond wait, or ctx's deadline if sooner, and
-// ctx's cancellation. The returned stop disarms the cancellation.
-func (l *Link) arm(ctx context.Context, wait time.Duration) (stop func() bool) {
-	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + wait)
+// ctx's cancellation. It sets the write deadline and returns the deadline
+// for reading the answer, which the reader sets once the answers before
+// it are read (a pipelined request's read deadline must not cut short
+// the wait of one sent before it). The returned stop disarms the
+// cancellation.
+func (l *Link) arm(ctx context.Context, wait time.Duration) (deadline time.Time, stop func() bool) {
+	deadline = time.Now().Add(l.dp.cfg.RequestTimeout + wait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	l.nc.SetDeadline(deadline)
-	return context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
+	l.nc.SetWriteDeadline(deadline)
+	return deadline, context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
+}
+
+// readBy sets the read deadline of an answer about to be read, unless
+// ctx ended: its cancellation's deadline is not to be moved.
+func (l *Link) readBy(ctx context.Context, deadline time.Time) error {
+	l.nc.SetReadDeadline(deadline)
+	if err := ctx.Err(); err != nil {
+		l.nc.SetDeadline(time.Now())
+		return fmt.Errorf("data-plane node %d: %w", l.node, err)
+	}
+	return nil
 }
 
 // anyCreated reports whether a CreateTopics response created a topic.
@@ -177,26 +229,51 @@ func requestWait(req kmsg.Request) time.Duration {
 // are decoded (wire.ErrNotPassable): it watches fetch sessions and
 // transactional offsets on the way.
 func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte, bodyAt int) (resp []byte, done func(), err error) {
+	recv, err := l.SendFrame(ctx, req, frame, bodyAt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return recv()
+}
+
+// SendFrame is ForwardFrame's first half (wire.Pipeliner): it writes the
+// frame and returns the reading of its answer, to call after the answers
+// of the requests sent before it were read.
+func (l *Link) SendFrame(ctx context.Context, req *wire.Request, frame []byte, bodyAt int) (recv func() (resp []byte, done func(), err error), err error) {
 	if l.dp.cluster != nil || bodyAt < 0 || bodyAt > len(frame) {
-		return nil, nil, wire.ErrNotPassable
+		return nil, wire.ErrNotPassable
 	}
 	hint, ok := frameHint(req.Key, req.Version, frame[bodyAt:])
 	if !ok {
-		return nil, nil, wire.ErrNotPassable // malformed: the decoded path refuses it as it always did
+		return nil, wire.ErrNotPassable // malformed: the decoded path refuses it as it always did
 	}
 	name := kmsg.NameForKey(req.Key)
-	defer l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)()
+	deadline, stop := l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)
 	l.corr++
-	binary.BigEndian.PutUint32(frame[4:8], uint32(l.corr))
+	corr := l.corr
+	binary.BigEndian.PutUint32(frame[4:8], uint32(corr))
 	var size [4]byte
 	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
 	bufs := net.Buffers{size[:], frame}
 	if _, err := bufs.WriteTo(l.nc); err != nil {
-		return nil, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
+		stop()
+		return nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
 	}
 	if hint.noResponse {
-		return nil, nil, nil
+		stop()
+		return func() ([]byte, func(), error) { return nil, nil, nil }, nil
 	}
+	return func() ([]byte, func(), error) {
+		defer stop()
+		if err := l.readBy(ctx, deadline); err != nil {
+			return nil, nil, err
+		}
+		return l.receiveFrame(req, name, corr)
+	}, nil
+}
+
+// receiveFrame reads the answer of a frame sent with correlation id corr.
+func (l *Link) receiveFrame(req *wire.Request, name string, corr int32) (resp []byte, done func(), err error) {
 	n, err := wire.ReadFrameSize(l.br, maxResponseBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
@@ -209,9 +286,9 @@ func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte
 		release()
 		return nil, nil, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
 	}
-	if corr := int32(binary.BigEndian.Uint32(buf)); corr != l.corr {
+	if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
 		release()
-		return nil, nil, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, corr, l.corr)
+		return nil, nil, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, got, corr)
 	}
 	out, err := l.rewriteFrame(req, buf)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,6 +68,12 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 	if err != nil {
 		return true, err
 	}
+	if p, ok := up.(Pipeliner); ok && c.startsAhead(req.Key) {
+		return c.sendFrameAhead(ctx, p, req, frame, bodyAt, start) // ahead.go
+	}
+	if err := c.settle(); err != nil {
+		return true, err
+	}
 	ff, ok := up.(FrameForwarder)
 	if !ok {
 		return false, nil
@@ -85,12 +90,7 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 		return true, err
 	}
 	defer done()
-	binary.BigEndian.PutUint32(resp, uint32(req.CorrelationID))
-	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], uint32(len(resp)))
-	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	bufs := net.Buffers{size[:], resp}
-	if _, err := bufs.WriteTo(c.nc); err != nil {
+	if err := c.writeFrame(req.CorrelationID, resp); err != nil {
 		return true, err
 	}
 	return true, c.closeAfter

@@ -259,9 +259,13 @@ type conn struct {
 	// (extendRead, extendWrite).
 	readBy, writeBy time.Time
 	// grant is the request budget held by the frame being served, given
-	// back by releaseFn (made once per connection: one frame at a time).
+	// back by releaseFn (made once per connection: one frame at a time;
+	// a frame sent ahead takes its grant along, detachGrant).
 	grant     grant
 	releaseFn func()
+	// ahead are the requests sent upstream whose answers are still to be
+	// written, in request order (ahead.go).
+	ahead []*outstanding
 }
 
 // grant is the request budget of one frame.
@@ -383,15 +387,23 @@ func (c *conn) serve() {
 	}
 	for {
 		if err := c.serveOne(ctx, br); err != nil {
+			// The answers of requests sent ahead are written first (as
+			// they would have been before this one was read); one that
+			// failed is why the connection closes.
+			if aerr := c.settle(); aerr != nil {
+				err = aerr
+			}
 			c.logClose(err)
 			return
 		}
 	}
 }
 
-// serveOne reads, answers and writes one request; an error closes the
-// connection. A panic while serving one request is a bug: it is logged with
-// the request's key and closes only this connection.
+// serveOne reads, answers and writes one request, or sends it ahead of
+// the answers still outstanding and leaves its answer to be written in
+// turn (ahead.go); an error closes the connection. A panic while serving
+// one request is a bug: it is logged with the request's key and closes
+// only this connection.
 func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -404,11 +416,17 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
+	if err := c.roomAhead(); err != nil { // ahead.go
+		return err
+	}
 	frame, h, release, refused, err := c.readFrame(ctx, br)
 	if err != nil {
 		return err
 	}
 	if refused != nil {
+		if err := c.settle(); err != nil {
+			return err
+		}
 		return c.answerRefusal(ctx, refused)
 	}
 	defer release()
@@ -436,8 +454,22 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return req, err
 	}()
 	frame = nil
+	ahead := len(c.ahead) > 0 && c.aheadable(req, perr)
+	if !ahead {
+		if err := c.settle(); err != nil {
+			return err
+		}
+	}
 	if req != nil {
 		if err := c.admit(req); err != nil {
+			return err
+		}
+	}
+	if ahead {
+		if handled, err := c.sendAhead(ctx, req, start); handled {
+			return err
+		}
+		if err := c.settle(); err != nil {
 			return err
 		}
 	}
