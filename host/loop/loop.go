@@ -58,9 +58,6 @@ type event struct {
 	// charge is the group's time spent on the request before it is
 	// queued (runtime.Event.Charge).
 	charge time.Duration
-	// inline lets the submitter step the event itself at an idle
-	// partition (runtime.Event.Inline), as a client request is.
-	inline bool
 }
 
 // call is one client request waiting for its response.
@@ -406,7 +403,7 @@ func (l *Loop) submit(p int, ev event) error {
 	if err := l.serving(p); err != nil {
 		return err
 	}
-	rev := runtime.Event{Read: ev.read != nil, Key: ev.group, Charge: ev.charge, Inline: ev.inline}
+	rev := runtime.Event{Read: ev.read != nil, Key: ev.group, Charge: ev.charge}
 	if c := ev.call; c == nil {
 		rev.Input = ev
 	} else {
@@ -479,15 +476,8 @@ func notCoordinator(req *wire.Request) kmsg.Response {
 
 // readOn runs fn on committed state of partition p and waits for it.
 func (l *Loop) readOn(ctx context.Context, p int, fn func(c *core.Coordinator, now int64) core.Output) error {
-	return l.readOnAs(ctx, p, false, fn)
-}
-
-// readOnAs is readOn; inline lets the calling goroutine step the read
-// itself when p is idle (runtime.Event.Inline): no worker is woken for it,
-// and the caller does not wait to be woken in turn.
-func (l *Loop) readOnAs(ctx context.Context, p int, inline bool, fn func(c *core.Coordinator, now int64) core.Output) error {
 	done := make(chan struct{})
-	ev := event{inline: inline, read: func(c *core.Coordinator, now int64) core.Output {
+	ev := event{read: func(c *core.Coordinator, now int64) core.Output {
 		defer close(done)
 		return fn(c, now)
 	}}
@@ -527,16 +517,11 @@ func (l *Loop) readGroup(ctx context.Context, group string, fn func(c *core.Coor
 // read runs fn on committed state of every partition, one partition after
 // the other (never two at once), so fn may gather into shared variables.
 func (l *Loop) read(ctx context.Context, fn func(c *core.Coordinator, now int64) core.Output) error {
-	return l.readAll(ctx, false, fn)
-}
-
-// readAll is read; inline as readOnAs's, for a background sweep.
-func (l *Loop) readAll(ctx context.Context, inline bool, fn func(c *core.Coordinator, now int64) core.Output) error {
 	for p := 0; p < l.rt.Partitions(); p++ {
 		if l.elsewhere(p) {
 			continue
 		}
-		if err := l.readOnAs(ctx, p, inline, fn); err != nil {
+		if err := l.readOn(ctx, p, fn); err != nil {
 			return err
 		}
 	}

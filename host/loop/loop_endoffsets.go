@@ -88,7 +88,7 @@ func dueForEndOffsets(changelogs map[string][]core.TaskChangelog, periods map[st
 func (l *Loop) readChangelogs() (map[string][]core.TaskChangelog, map[string]time.Duration, bool) {
 	m := map[string][]core.TaskChangelog{}
 	periods := map[string]time.Duration{}
-	err := l.readAll(l.ctx, true, func(c *core.Coordinator, _ int64) core.Output {
+	err := l.read(l.ctx, func(c *core.Coordinator, _ int64) core.Output {
 		cls := c.StreamsChangelogs()
 		maps.Copy(m, cls)
 		maps.Copy(periods, l.refreshPeriods(cls))
