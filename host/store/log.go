@@ -104,8 +104,11 @@ func shares(took time.Duration, reqs []*appendReq) {
 	}
 }
 
-// commit is the committer goroutine.
+// commit is the committer goroutine. It keeps its thread, so that the
+// thread's CPU time measures its transactions (AppendTimed).
 func (l *Log) commit() {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	defer close(l.done)
 	for {
 		var reqs []*appendReq
@@ -128,30 +131,14 @@ func (l *Log) commit() {
 		for i, r := range reqs {
 			batches[i] = r.batch
 		}
-		took, err := l.transact(batches)
-		shares(took, reqs)
+		cpu0 := threadCPU()
+		err := l.s.AppendPartitions(batches)
+		shares(threadCPU()-cpu0, reqs)
 		l.commits.Add(1)
 		for _, r := range reqs {
 			r.done <- err
 		}
 	}
-}
-
-// transact writes batches in one transaction and returns the CPU time
-// its thread spent on it (AppendTimed). The committer keeps its thread
-// for the transaction only, so that the thread's CPU time measures it.
-// Between transactions it waits unwired: a goroutine wired to a thread
-// is woken by handing its processor (P) to that thread, and the P, with
-// every goroutine queued on it, then waits until the kernel runs the
-// thread; on a busy machine that was milliseconds at a time, once per
-// transaction, and a flood's appends made it hundreds of times a second
-// (docs/HOST.md, "The committer's thread").
-func (l *Log) transact(batches []PartitionBatch) (time.Duration, error) {
-	goruntime.LockOSThread()
-	defer goruntime.UnlockOSThread()
-	cpu0 := threadCPU()
-	err := l.s.AppendPartitions(batches)
-	return threadCPU() - cpu0, err
 }
 
 // Commits returns the number of transactions (fsyncs) the committer made.
