@@ -336,9 +336,27 @@ func (a *roundAnswers) release() {
 		a.s.storeHealthy() // before the answers: no client sees an unready store after its write succeeded
 	}
 	for _, x := range a.claimed {
-		x.c.answer(reply{msg: x.r.Msg})
+		x.answer()
 	}
 }
+
+// claimOf takes the request r answers out of the pending table and
+// gives r the request's version: the claim to answer, or false if the
+// request is no longer pending (failed, or answered already).
+func (s *shard) claimOf(r core.Response) (claim, bool) {
+	c, ok := s.pending[r.Request]
+	if !ok {
+		return claim{}, false
+	}
+	delete(s.pending, r.Request)
+	if r.Msg != nil {
+		r.Msg.SetVersion(c.req.Version) // here, beside core, not on the appender
+	}
+	return claim{c: c, r: r}, true
+}
+
+// answer sends the claim's response to its request.
+func (x claim) answer() { x.c.answer(reply{msg: x.r.Msg}) }
 
 // Seal implements runtime.Sealer: the round's batch waits for its
 // append; the next round's starts. The round's responses are released
@@ -350,12 +368,8 @@ func (s *shard) Seal() func() {
 	a := &roundAnswers{s: s}
 	cl := a.one[:0]
 	for _, r := range b.responses {
-		if c, ok := s.pending[r.Request]; ok {
-			delete(s.pending, r.Request)
-			if r.Msg != nil {
-				r.Msg.SetVersion(c.req.Version) // here, beside core, not on the appender
-			}
-			cl = append(cl, claim{c: c, r: r})
+		if x, ok := s.claimOf(r); ok {
+			cl = append(cl, x)
 		}
 	}
 	a.claimed = cl
@@ -390,17 +404,11 @@ func (s *shard) Finish() bool {
 	s.c.Commit()
 	released := false
 	for i, r := range b.responses {
-		c, ok := s.pending[r.Request]
-		if !ok {
-			continue
+		if x, ok := s.claimOf(r); ok {
+			x.answer()
+			released = true
+			b.responses[i] = core.Response{}
 		}
-		delete(s.pending, r.Request)
-		if r.Msg != nil {
-			r.Msg.SetVersion(c.req.Version)
-		}
-		c.answer(reply{msg: r.Msg})
-		released = true
-		b.responses[i] = core.Response{}
 	}
 	b.responses = b.responses[:0]
 	s.encoded, s.encodedHost = 0, 0
