@@ -57,7 +57,12 @@ func (l *pipeLink) waitSent(t *testing.T, want string) {
 }
 
 func (l *pipeLink) ForwardFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) ([]byte, func(), error) {
-	recv, err := l.SendFrame(ctx, req, frame, bodyAt)
+	return forwardFrameBy(ctx, l, req, frame, bodyAt)
+}
+
+// forwardFrameBy is ForwardFrame over p's two halves.
+func forwardFrameBy(ctx context.Context, p Pipeliner, req *Request, frame []byte, bodyAt int) ([]byte, func(), error) {
+	recv, err := p.SendFrame(ctx, req, frame, bodyAt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,15 +167,24 @@ func TestReadAheadBounded(t *testing.T) {
 	}
 }
 
+// heldFetch serves link (aheadServer), logs a client in and sends a
+// Fetch (correlation id 10) that the link holds.
+func heldFetch(t *testing.T, link *pipeLink) (c *client, fetch *kmsg.FetchRequest, groups *atomic.Int32) {
+	t.Helper()
+	addr, groups := aheadServer(t, link, Config{})
+	c = dial(t, addr)
+	c.login("PLAIN", "alice", "alice-pw")
+	fetch = kmsg.NewPtrFetchRequest()
+	c.send(fetch, 12, 10)
+	return c, fetch, groups
+}
+
 // TestReadAheadGroupRequestWaits: a group request behind a held Fetch is
 // served only once the Fetch is answered.
 func TestReadAheadGroupRequestWaits(t *testing.T) {
 	link := newPipeLink()
-	addr, groups := aheadServer(t, link, Config{})
-	c := dial(t, addr)
-	c.login("PLAIN", "alice", "alice-pw")
-	fetch, hb := kmsg.NewPtrFetchRequest(), kmsg.NewPtrHeartbeatRequest()
-	c.send(fetch, 12, 10)
+	c, fetch, groups := heldFetch(t, link)
+	hb := kmsg.NewPtrHeartbeatRequest()
 	c.send(hb, 4, 11)
 	time.Sleep(settleDelay)
 	if n := groups.Load(); n != 0 {
@@ -343,11 +357,7 @@ func (l *orderedLink) Send(_ context.Context, _ *string, req kmsg.Request) (func
 }
 
 func (l *orderedLink) ForwardFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) ([]byte, func(), error) {
-	recv, err := l.SendFrame(ctx, req, frame, bodyAt)
-	if err != nil {
-		return nil, nil, err
-	}
-	return recv()
+	return forwardFrameBy(ctx, l, req, frame, bodyAt)
 }
 
 func (l *orderedLink) SendFrame(_ context.Context, req *Request, _ []byte, _ int) (func() ([]byte, func(), error), error) {
@@ -383,27 +393,46 @@ func orderedServer(t *testing.T, d *orderedPlane) string {
 	return ln.Addr().String()
 }
 
+// epochsBehindFetch serves d (orderedServer) to a client that sends a
+// Fetch (correlation id 10), which d holds, and an OffsetForLeaderEpoch
+// (11).
+func epochsBehindFetch(t *testing.T, d *orderedPlane) (c *client, fetch *kmsg.FetchRequest, ole *kmsg.OffsetForLeaderEpochRequest) {
+	t.Helper()
+	c = dial(t, orderedServer(t, d))
+	fetch, ole = kmsg.NewPtrFetchRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest()
+	c.send(fetch, 12, 10)
+	c.send(ole, 4, 11)
+	return c, fetch, ole
+}
+
+// releaseExpecting waits until the data plane answered held while it
+// holds the Fetch (then a moment more for anything beyond it to show),
+// releases the Fetch, reads both answers in request order, and checks
+// that the data plane answered all in all.
+func (d *orderedPlane) releaseExpecting(t *testing.T, c *client, fetch, ole kmsg.Request, held, all string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); d.answeredList() != held && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(settleDelay)
+	if got := d.answeredList(); got != held {
+		t.Fatalf("answered by the data plane while the Fetch is held: %q, want %q", got, held)
+	}
+	close(d.release)
+	c.expectAnswers(10, fetch, ole)
+	if got := d.answeredList(); got != all {
+		t.Fatalf("answered by the data plane: %q, want %q", got, all)
+	}
+}
+
 // TestReadAheadOffsetForLeaderEpochAside: an OffsetForLeaderEpoch read
 // behind a held Fetch is answered by the data plane on a link of its own
 // while the Fetch is still held, and written right after the Fetch's
 // answer, in request order; its link is closed once it is answered.
 func TestReadAheadOffsetForLeaderEpochAside(t *testing.T) {
 	d := &orderedPlane{release: make(chan struct{})}
-	c := dial(t, orderedServer(t, d))
-	fetch, ole := kmsg.NewPtrFetchRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest()
-	c.send(fetch, 12, 10)
-	c.send(ole, 4, 11)
-	for deadline := time.Now().Add(5 * time.Second); d.answeredList() == "" && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := d.answeredList(); got != "2:OffsetForLeaderEpoch" {
-		t.Fatalf("answered by the data plane while the Fetch is held: %q, want the OffsetForLeaderEpoch on a link of its own", got)
-	}
-	close(d.release)
-	c.expectAnswers(10, fetch, ole)
-	if got := d.answeredList(); got != "2:OffsetForLeaderEpoch 1:Fetch" {
-		t.Fatalf("answered by the data plane: %q", got)
-	}
+	c, fetch, ole := epochsBehindFetch(t, d)
+	d.releaseExpecting(t, c, fetch, ole, "2:OffsetForLeaderEpoch", "2:OffsetForLeaderEpoch 1:Fetch")
 	if n := d.closed.Load(); n != 1 {
 		t.Fatalf("links closed: %d, want the OffsetForLeaderEpoch's", n)
 	}
@@ -421,19 +450,8 @@ func TestReadAheadOffsetForLeaderEpochAside(t *testing.T) {
 // is answered after it.
 func TestReadAheadAsideFallsBack(t *testing.T) {
 	d := &orderedPlane{release: make(chan struct{}), failDial: func(n int32) bool { return n == 2 }}
-	c := dial(t, orderedServer(t, d))
-	fetch, ole := kmsg.NewPtrFetchRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest()
-	c.send(fetch, 12, 10)
-	c.send(ole, 4, 11)
-	time.Sleep(settleDelay)
-	if got := d.answeredList(); got != "" {
-		t.Fatalf("answered by the data plane while the Fetch is held: %q", got)
-	}
-	close(d.release)
-	c.expectAnswers(10, fetch, ole)
-	if got := d.answeredList(); got != "1:Fetch 1:OffsetForLeaderEpoch" {
-		t.Fatalf("answered by the data plane: %q", got)
-	}
+	c, fetch, ole := epochsBehindFetch(t, d)
+	d.releaseExpecting(t, c, fetch, ole, "", "1:Fetch 1:OffsetForLeaderEpoch")
 }
 
 // TestReadAheadAsideNotWithSASL: on a SASL-authenticated connection, whose
@@ -441,11 +459,8 @@ func TestReadAheadAsideFallsBack(t *testing.T) {
 // held Fetch goes on the connection's own link.
 func TestReadAheadAsideNotWithSASL(t *testing.T) {
 	link := newPipeLink()
-	addr, _ := aheadServer(t, link, Config{})
-	c := dial(t, addr)
-	c.login("PLAIN", "alice", "alice-pw")
-	fetch, ole := kmsg.NewPtrFetchRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest()
-	c.send(fetch, 12, 10)
+	c, fetch, _ := heldFetch(t, link)
+	ole := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	c.send(ole, 4, 11)
 	link.waitSent(t, "Fetch OffsetForLeaderEpoch")
 	link.open()
