@@ -130,8 +130,11 @@ func aheadServer(t *testing.T, b *holdingBroker) string {
 
 // TestForwardedFetchPipelinesNextRequests: while the data plane holds a
 // Fetch forwarded as a frame, the requests the client sends next on the
-// connection reach the data plane at once, over the same link, and the
-// answers come back in request order with the client's correlation ids.
+// connection reach the data plane at once, and the answers come back in
+// request order with the client's correlation ids. The OffsetForLeaderEpoch
+// goes on a connection of its own and is answered while the Fetch is held;
+// the ListOffsets goes over the Fetch's link, behind it (the holding broker
+// answers the Fetch when it arrives).
 func TestForwardedFetchPipelinesNextRequests(t *testing.T) {
 	b := startHoldingBroker(t, 3*time.Second)
 	nc, err := net.Dial("tcp", aheadServer(t, b))
@@ -152,6 +155,7 @@ func TestForwardedFetchPipelinesNextRequests(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // the Fetch is held upstream
 	epochs := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	send(epochs, 4, 101)
+	time.Sleep(50 * time.Millisecond) // answered on a connection of its own
 	list := kmsg.NewPtrListOffsetsRequest()
 	send(list, 7, 102)
 	br := bufio.NewReader(nc)
@@ -169,7 +173,7 @@ func TestForwardedFetchPipelinesNextRequests(t *testing.T) {
 		}
 	}
 	got := b.events()
-	want := []string{"received Fetch", "received OffsetForLeaderEpoch", "answered Fetch", "answered OffsetForLeaderEpoch", "received ListOffsets", "answered ListOffsets"}
+	want := []string{"received Fetch", "received OffsetForLeaderEpoch", "answered OffsetForLeaderEpoch", "received ListOffsets", "answered Fetch", "answered ListOffsets"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("data plane saw %q, want %q: the next request sent while the Fetch was held", got, want)
 	}

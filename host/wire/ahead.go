@@ -33,6 +33,23 @@ import (
 // one) waits until every answer before it is written, and is then served
 // as usual. A failure of any of them closes the connection, after the
 // answers before it were written.
+//
+// An OffsetForLeaderEpoch read ahead goes to the data plane on a link of
+// its own (sendAside), dialed for it and closed once it is answered, when
+// the connection's link carries no identity of the client (no SASL or
+// certificate login): the data plane answers it while it still holds the
+// Fetch, and its answer is written right after the Fetch's. A consumer
+// validating a newly assigned partition's position sends it to the
+// partition's leader, where its own fetch of its other partitions often
+// waits; a Kafka broker answers it only once the Fetch's answer is sent,
+// and the position is fetchable only from the consumer's fetch after the
+// one the answer arrived behind, which goes out as soon as the Fetch's
+// answer is read (a Java 4.4 consumer, group.protocol=consumer, sends it
+// without the partition when the validation's answer comes a millisecond
+// or more after the Fetch's). The request only reads the partition leader's
+// epoch and end offset, which the data plane may have answered on any
+// connection of the client; it is a deliberate difference from a Kafka
+// broker's one-request-at-a-time order on a connection (docs/CONSUMER.md).
 
 // Pipeliner is an Upstream that sends a request before the answers of the
 // requests sent before it are read: the data plane answers them in order.
@@ -54,6 +71,7 @@ const maxAhead = 4
 
 // outstanding is one request sent ahead whose answer is to be written.
 type outstanding struct {
+	fetch   bool          // a Fetch, which the data plane may hold
 	written chan struct{} // closed once answered (or failed)
 	err     error         // set before written is closed
 }
@@ -111,7 +129,7 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 		return true, err
 	}
 	release := c.detachGrant()
-	c.queue(release, func() error {
+	c.queue(req.Key, release, func() error {
 		resp, done, err := recv()
 		if o := c.s.cfg.Observer; o != nil {
 			o.Served(req.Key, time.Since(start), err)
@@ -126,10 +144,88 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 	return true, nil
 }
 
+// asideKeys are the requests read ahead that go to the data plane on a
+// link of their own (sendAside).
+var asideKeys = map[int16]bool{int16(kmsg.OffsetForLeaderEpoch): true}
+
+// asideable reports whether req, read ahead, may go on a link of its own:
+// one of asideKeys, on a connection whose link carries no identity of the
+// client (a fresh link from Dial is as good as it).
+func (c *conn) asideable(req *Request) bool {
+	return asideKeys[req.Key] && c.s.cfg.Dial != nil && !c.sasl.authenticated() && !c.sasl.cert && c.sasl.mech == "" && c.fetchHeld()
+}
+
+// fetchHeld reports whether a Fetch sent ahead is not answered yet.
+func (c *conn) fetchHeld() bool {
+	for _, o := range c.ahead {
+		if !o.fetch {
+			continue
+		}
+		select {
+		case <-o.written:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// sendAside sends a decoded request (already admitted) on a link dialed
+// for it, and queues the writing of its answer in turn; the link is closed
+// once the answer came. handled is false when no such link took the
+// request (it could not be dialed, cannot pipeline, or refused it): it goes
+// on the connection's own link then. An OffsetForLeaderEpoch is a read, so
+// one that reached the data plane before its link failed does no harm
+// sent again.
+func (c *conn) sendAside(ctx context.Context, req *Request, start time.Time) (handled bool) {
+	up, err := c.s.cfg.Dial(ctx)
+	if err != nil {
+		c.log.Debug("reading ahead: no link of its own for the request, it goes on the connection's", "api", kmsg.NameForKey(req.Key), "err", err.Error())
+		return false
+	}
+	p, ok := up.(Pipeliner)
+	if !ok {
+		up.Close()
+		return false
+	}
+	recv, err := p.Send(ctx, req.ClientID, req.Body)
+	if err != nil {
+		up.Close()
+		return false
+	}
+	type answer struct {
+		resp kmsg.Response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() { // the answer is read as soon as it comes, whatever is before it
+		resp, err := recv()
+		up.Close()
+		got <- answer{resp, err}
+	}()
+	release := c.detachGrant()
+	c.wrote = 0 // the last response written is no group's
+	c.queue(req.Key, release, func() error {
+		a := <-got
+		if o := c.s.cfg.Observer; o != nil {
+			o.Served(req.Key, time.Since(start), a.err)
+		}
+		release()
+		if a.err != nil || a.resp == nil {
+			return a.err
+		}
+		return c.writeResponse(req.CorrelationID, a.resp)
+	})
+	return true
+}
+
 // sendAhead sends a decoded request (already admitted) over the link and
 // queues the writing of its answer; handled is false, nothing sent, when
 // the link must answer it otherwise.
 func (c *conn) sendAhead(ctx context.Context, req *Request, start time.Time) (handled bool, err error) {
+	if c.asideable(req) && c.sendAside(ctx, req, start) {
+		return true, nil
+	}
 	p, ok := c.pipeliner()
 	if !ok {
 		return false, nil
@@ -143,7 +239,7 @@ func (c *conn) sendAhead(ctx context.Context, req *Request, start time.Time) (ha
 	}
 	release := c.detachGrant()
 	c.wrote = 0 // the last response written is no group's
-	c.queue(release, func() error {
+	c.queue(req.Key, release, func() error {
 		resp, err := recv()
 		if o := c.s.cfg.Observer; o != nil {
 			o.Served(req.Key, time.Since(start), err)
@@ -160,12 +256,12 @@ func (c *conn) sendAhead(ctx context.Context, req *Request, start time.Time) (ha
 // queue runs answer once the answers queued before it are written; if one
 // of them failed, this one fails too. A failure closes the client connection and the link, so the
 // connection's reader and the answers queued after it stop.
-func (c *conn) queue(release func(), answer func() error) {
+func (c *conn) queue(key int16, release func(), answer func() error) {
 	var prev *outstanding
 	if n := len(c.ahead); n > 0 {
 		prev = c.ahead[n-1]
 	}
-	o := &outstanding{written: make(chan struct{})}
+	o := &outstanding{fetch: key == int16(kmsg.Fetch), written: make(chan struct{})}
 	c.ahead = append(c.ahead, o)
 	up := c.up
 	go func() {

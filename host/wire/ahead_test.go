@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ type pipeLink struct {
 	fail    bool
 	mu      sync.Mutex
 	sent    []string
+	dials   atomic.Int32
 }
 
 // open answers the held Fetch (once).
@@ -55,7 +57,12 @@ func (l *pipeLink) waitSent(t *testing.T, want string) {
 }
 
 func (l *pipeLink) ForwardFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) ([]byte, func(), error) {
-	recv, err := l.SendFrame(ctx, req, frame, bodyAt)
+	return forwardFrameBy(ctx, l, req, frame, bodyAt)
+}
+
+// forwardFrameBy is ForwardFrame over p's two halves.
+func forwardFrameBy(ctx context.Context, p Pipeliner, req *Request, frame []byte, bodyAt int) ([]byte, func(), error) {
+	recv, err := p.SendFrame(ctx, req, frame, bodyAt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,10 +105,10 @@ func aheadServer(t *testing.T, link *pipeLink, cfg Config) (addr string, groups 
 	cl := &saslCluster{}
 	groups = new(atomic.Int32)
 	ranges := map[int16]VersionRange{int16(kmsg.SASLHandshake): {0, 1}, int16(kmsg.SASLAuthenticate): {0, 2},
-		int16(kmsg.Fetch): {4, 17}, int16(kmsg.Metadata): {0, 13}}
+		int16(kmsg.Fetch): {4, 17}, int16(kmsg.Metadata): {0, 13}, int16(kmsg.OffsetForLeaderEpoch): {0, 4}}
 	cfg.Table, cfg.SASLRequired = NewTable(ranges), true
 	link.saslLink = &saslLink{c: cl}
-	cfg.Dial = func(context.Context) (Upstream, error) { return link, nil }
+	cfg.Dial = func(context.Context) (Upstream, error) { link.dials.Add(1); return link, nil }
 	cfg.Group = func(_ context.Context, req *Request) (kmsg.Response, error) {
 		groups.Add(1)
 		return ErrorResponse(req.Body, 0), nil
@@ -160,15 +167,24 @@ func TestReadAheadBounded(t *testing.T) {
 	}
 }
 
+// heldFetch serves link (aheadServer), logs a client in and sends a
+// Fetch (correlation id 10) that the link holds.
+func heldFetch(t *testing.T, link *pipeLink) (c *client, fetch *kmsg.FetchRequest, groups *atomic.Int32) {
+	t.Helper()
+	addr, groups := aheadServer(t, link, Config{})
+	c = dial(t, addr)
+	c.login("PLAIN", "alice", "alice-pw")
+	fetch = kmsg.NewPtrFetchRequest()
+	c.send(fetch, 12, 10)
+	return c, fetch, groups
+}
+
 // TestReadAheadGroupRequestWaits: a group request behind a held Fetch is
 // served only once the Fetch is answered.
 func TestReadAheadGroupRequestWaits(t *testing.T) {
 	link := newPipeLink()
-	addr, groups := aheadServer(t, link, Config{})
-	c := dial(t, addr)
-	c.login("PLAIN", "alice", "alice-pw")
-	fetch, hb := kmsg.NewPtrFetchRequest(), kmsg.NewPtrHeartbeatRequest()
-	c.send(fetch, 12, 10)
+	c, fetch, groups := heldFetch(t, link)
+	hb := kmsg.NewPtrHeartbeatRequest()
 	c.send(hb, 4, 11)
 	time.Sleep(settleDelay)
 	if n := groups.Load(); n != 0 {
@@ -262,5 +278,194 @@ func TestReadAheadFailureCloses(t *testing.T) {
 	c.expectClosed()
 	if _, closed, _ := link.state(); !closed {
 		t.Fatal("the link is still open")
+	}
+}
+
+// orderedPlane is a fake data plane whose links answer their requests in
+// the order they came, as a Kafka broker answers a connection's: a Fetch
+// is held until release is closed, and nothing behind it on its link is
+// answered before it. answered lists what the data plane answered, in
+// order, as "link:API".
+type orderedPlane struct {
+	release  chan struct{}
+	failDial func(n int32) bool // the nth dial (from 1) fails
+	dials    atomic.Int32
+	closed   atomic.Int32
+	mu       sync.Mutex
+	answered []string
+}
+
+func (d *orderedPlane) dial(context.Context) (Upstream, error) {
+	n := d.dials.Add(1)
+	if d.failDial != nil && d.failDial(n) {
+		return nil, errors.New("data plane unreachable")
+	}
+	done := make(chan struct{})
+	close(done)
+	return &orderedLink{d: d, id: n, last: done}, nil
+}
+
+func (d *orderedPlane) answeredList() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.Join(d.answered, " ")
+}
+
+type orderedLink struct {
+	d    *orderedPlane
+	id   int32
+	mu   sync.Mutex
+	last chan struct{} // closed once the last request sent is answered
+}
+
+// submit has the data plane answer key after everything sent on the link
+// before it; the returned channel is closed once it did.
+func (l *orderedLink) submit(key int16) chan struct{} {
+	l.mu.Lock()
+	prev, done := l.last, make(chan struct{})
+	l.last = done
+	l.mu.Unlock()
+	go func() {
+		<-prev
+		if key == int16(kmsg.Fetch) {
+			<-l.d.release
+		}
+		l.d.mu.Lock()
+		l.d.answered = append(l.d.answered, fmt.Sprintf("%d:%s", l.id, kmsg.NameForKey(key)))
+		l.d.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+func (l *orderedLink) Forward(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
+	recv, err := l.Send(ctx, clientID, req)
+	if err != nil {
+		return nil, err
+	}
+	return recv()
+}
+
+func (l *orderedLink) Send(_ context.Context, _ *string, req kmsg.Request) (func() (kmsg.Response, error), error) {
+	done := l.submit(req.Key())
+	return func() (kmsg.Response, error) {
+		<-done
+		resp := req.ResponseKind()
+		resp.SetVersion(req.GetVersion())
+		return resp, nil
+	}, nil
+}
+
+func (l *orderedLink) ForwardFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) ([]byte, func(), error) {
+	return forwardFrameBy(ctx, l, req, frame, bodyAt)
+}
+
+func (l *orderedLink) SendFrame(_ context.Context, req *Request, _ []byte, _ int) (func() ([]byte, func(), error), error) {
+	done := l.submit(req.Key)
+	return func() ([]byte, func(), error) {
+		<-done
+		resp := kmsg.ResponseForKey(req.Key)
+		resp.SetVersion(req.Version)
+		return AppendResponse(nil, -1, resp)[4:], func() {}, nil
+	}, nil
+}
+
+func (l *orderedLink) Close() error { l.d.closed.Add(1); return nil }
+
+// orderedServer serves Fetch and OffsetForLeaderEpoch over d's links on a
+// listener without SASL.
+func orderedServer(t *testing.T, d *orderedPlane) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := map[int16]VersionRange{int16(kmsg.Fetch): {4, 17}, int16(kmsg.OffsetForLeaderEpoch): {0, 4}}
+	s := NewServer(ln, Config{Table: NewTable(ranges), Dial: d.dial})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	t.Cleanup(func() { // before Shutdown, which waits for the held Fetch
+		select {
+		case <-d.release:
+		default:
+			close(d.release)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// epochsBehindFetch serves d (orderedServer) to a client that sends a
+// Fetch (correlation id 10), which d holds, and an OffsetForLeaderEpoch
+// (11).
+func epochsBehindFetch(t *testing.T, d *orderedPlane) (c *client, fetch *kmsg.FetchRequest, ole *kmsg.OffsetForLeaderEpochRequest) {
+	t.Helper()
+	c = dial(t, orderedServer(t, d))
+	fetch, ole = kmsg.NewPtrFetchRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest()
+	c.send(fetch, 12, 10)
+	c.send(ole, 4, 11)
+	return c, fetch, ole
+}
+
+// releaseExpecting waits until the data plane answered held while it
+// holds the Fetch (then a moment more for anything beyond it to show),
+// releases the Fetch, reads both answers in request order, and checks
+// that the data plane answered all in all.
+func (d *orderedPlane) releaseExpecting(t *testing.T, c *client, fetch, ole kmsg.Request, held, all string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); d.answeredList() != held && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(settleDelay)
+	if got := d.answeredList(); got != held {
+		t.Fatalf("answered by the data plane while the Fetch is held: %q, want %q", got, held)
+	}
+	close(d.release)
+	c.expectAnswers(10, fetch, ole)
+	if got := d.answeredList(); got != all {
+		t.Fatalf("answered by the data plane: %q, want %q", got, all)
+	}
+}
+
+// TestReadAheadOffsetForLeaderEpochAside: an OffsetForLeaderEpoch read
+// behind a held Fetch is answered by the data plane on a link of its own
+// while the Fetch is still held, and written right after the Fetch's
+// answer, in request order; its link is closed once it is answered.
+func TestReadAheadOffsetForLeaderEpochAside(t *testing.T) {
+	d := &orderedPlane{release: make(chan struct{})}
+	c, fetch, ole := epochsBehindFetch(t, d)
+	d.releaseExpecting(t, c, fetch, ole, "2:OffsetForLeaderEpoch", "2:OffsetForLeaderEpoch 1:Fetch")
+	if n := d.closed.Load(); n != 1 {
+		t.Fatalf("links closed: %d, want the OffsetForLeaderEpoch's", n)
+	}
+	// The connection goes on as before on its own link.
+	time.Sleep(settleDelay) // the answers are written: nothing is ahead
+	c.send(ole, 4, 12)
+	c.expectAnswers(12, ole)
+	if got, n := d.answeredList(), d.dials.Load(); got != "2:OffsetForLeaderEpoch 1:Fetch 1:OffsetForLeaderEpoch" || n != 2 {
+		t.Fatalf("answered by the data plane: %q over %d links", got, n)
+	}
+}
+
+// TestReadAheadAsideFallsBack: when no link of its own can be dialed, the
+// OffsetForLeaderEpoch goes behind the Fetch on the connection's link and
+// is answered after it.
+func TestReadAheadAsideFallsBack(t *testing.T) {
+	d := &orderedPlane{release: make(chan struct{}), failDial: func(n int32) bool { return n == 2 }}
+	c, fetch, ole := epochsBehindFetch(t, d)
+	d.releaseExpecting(t, c, fetch, ole, "", "1:Fetch 1:OffsetForLeaderEpoch")
+}
+
+// TestReadAheadAsideNotWithSASL: on a SASL-authenticated connection, whose
+// link carries the client's login, an OffsetForLeaderEpoch read behind a
+// held Fetch goes on the connection's own link.
+func TestReadAheadAsideNotWithSASL(t *testing.T) {
+	link := newPipeLink()
+	c, fetch, _ := heldFetch(t, link)
+	ole := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	c.send(ole, 4, 11)
+	link.waitSent(t, "Fetch OffsetForLeaderEpoch")
+	link.open()
+	c.expectAnswers(10, fetch, ole)
+	if n := link.dials.Load(); n != 1 {
+		t.Fatalf("links dialed: %d, want the connection's alone", n)
 	}
 }
