@@ -92,9 +92,11 @@ func expiringGroup(t testing.TB, members int) (*core.Coordinator, int64) {
 }
 
 // TestTickYieldsToWaitingGroup: while a group's event waits
-// (runtime.Tick.Waiting reports true), a Tick ends as soon as it has run
-// for tickYield, after at least one timer, and fires no timer once it
-// was told a group waits; the expiry still ends with every member gone.
+// (runtime.Tick.Waiting reports true), a Tick ends after one timer, and
+// fires no timer once it was told a group waits; the expiry still ends
+// with every member gone. Before, a Tick asked only once it had run for
+// 50 µs, a few fenced members, which the waiting group's event waited
+// for.
 func TestTickYieldsToWaitingGroup(t *testing.T) {
 	const members = 300
 	c, later := expiringGroup(t, members)
@@ -127,6 +129,9 @@ func TestTickYieldsToWaitingGroup(t *testing.T) {
 		}
 		if fired >= 0 && n != fired {
 			t.Fatalf("tick %d fired %d timers after it was told a group waits", ticks, n-fired)
+		}
+		if n != 1 {
+			t.Fatalf("tick %d fired %d timers while a group waited, want 1", ticks, n)
 		}
 	}
 	if asked == 0 {
