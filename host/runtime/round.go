@@ -58,7 +58,8 @@ func (t *roundTaint) add(recs []Record) {
 // round if the pipeline has room, and releases the partition. It reports
 // whether the turn released a response since its last step (yield.go).
 // A worker that released a response yields its core before it settles
-// (yield.go). Run inline by a request's submitter (Event.Inline), it
+// rounds that became durable meanwhile (yield.go); with nothing to
+// settle it lets the partition go first, as before. Run inline by a request's submitter (Event.Inline), it
 // settles nothing itself: the round steps the request before the commits
 // when it may (stepsFirst), and the commits of the rounds that became
 // durable go to the pool with the partition (handOff), so the request's
@@ -80,8 +81,8 @@ func (p *partition) work(worker bool) (yield bool) {
 	p.mu.Unlock()
 	if len(evs) > 0 {
 		p.round(sh, evs)
-		if worker {
-			p.yieldIfReleased()
+		if worker && p.settleable() {
+			p.yieldIfReleased() // before the commits: the answer's goroutine needs none of them
 		}
 	}
 	if !worker {
