@@ -44,8 +44,9 @@ type shard struct {
 	// arena holds the encoded records' bytes (recordArena).
 	arena recordArena
 	// spare is a committed round's records array, emptied, for the next
-	// round's batch: a mass expiry's slices of 64 fenced members each grew
-	// one from nothing by doubling.
+	// round's batch when the round being stepped has one already: a mass
+	// expiry's slices of 64 fenced members each grew one from nothing by
+	// doubling.
 	spare []corerecords.Record
 }
 
@@ -441,9 +442,14 @@ func (s *shard) Commit() {
 	if len(b.create) > 0 {
 		s.l.createTopics(b.create)
 	}
-	if s.spare == nil && cap(b.records) <= maxSpare { // nothing reads a committed round's records
+	if cap(b.records) > 0 && cap(b.records) <= maxSpare { // nothing reads a committed round's records
 		clear(b.records)
-		s.spare = b.records[:0]
+		switch {
+		case cap(s.batch.records) == 0: // the round being stepped has written nothing yet
+			s.batch.records = b.records[:0]
+		case s.spare == nil:
+			s.spare = b.records[:0]
+		}
 	}
 }
 
