@@ -103,6 +103,28 @@ func TestTickTakesTheGroupWaitingBehindIt(t *testing.T) {
 	}
 }
 
+// heldMassRound starts one partition of an expiryShard with workers
+// workers and steps a round of the mass group that writes a record,
+// whose append it returns held, with the channel of that round's answer.
+func heldMassRound(t *testing.T, workers int) (*expiryShard, *runtime.Runtime, chan error, heldAppend) {
+	t.Helper()
+	sh := &expiryShard{pipeShard: newPipeShard(nil), tickBegan: make(chan struct{})}
+	log := &heldLog{Log: runtime.NewMemLog(), calls: make(chan heldAppend, 4)}
+	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: workers, Log: log, QuotaPercent: -1,
+		NewShard: func(int) (runtime.Shard, error) { return sh, nil }})
+	massReply := make(chan error, 1)
+	if err := rt.Submit(0, runtime.Event{Key: "mass", Input: pput{key: "mass-1", val: "fenced", owner: "mass", reply: massReply}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case held := <-log.calls:
+		return sh, rt, massReply, held
+	case <-time.After(10 * time.Second):
+		t.Fatal("the mass group's round was not appended")
+	}
+	return nil, nil, nil, heldAppend{}
+}
+
 // TestInlineStepLeavesTheCommitsToTheWorkers: a request stepped by its
 // own goroutine (Event.Inline) returns once its round is stepped, even
 // when a round before it became durable meanwhile: that round's commit
@@ -110,21 +132,7 @@ func TestTickTakesTheGroupWaitingBehindIt(t *testing.T) {
 // returns; before, the request's goroutine settled the durable round
 // itself, and its answer waited for the commit.
 func TestInlineStepLeavesTheCommitsToTheWorkers(t *testing.T) {
-	sh := &expiryShard{pipeShard: newPipeShard(nil), tickBegan: make(chan struct{})}
-	log := &heldLog{Log: runtime.NewMemLog(), calls: make(chan heldAppend, 4)}
-	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 2, Log: log, QuotaPercent: -1,
-		NewShard: func(int) (runtime.Shard, error) { return sh, nil }})
-	// The mass group's round, whose append is held.
-	massReply := make(chan error, 1)
-	if err := rt.Submit(0, runtime.Event{Key: "mass", Input: pput{key: "mass-1", val: "fenced", owner: "mass", reply: massReply}}); err != nil {
-		t.Fatal(err)
-	}
-	var held heldAppend
-	select {
-	case held = <-log.calls:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the mass group's round was not appended")
-	}
+	sh, rt, massReply, held := heldMassRound(t, 2)
 	commitHeld := make(chan struct{})
 	released := false
 	defer func() {
@@ -197,21 +205,8 @@ func TestWorkerYieldsBeforeItSettles(t *testing.T) {
 // goroutine ran.
 func committedBeforeTheCanaryRan(t *testing.T) bool {
 	t.Helper()
-	sh := &expiryShard{pipeShard: newPipeShard(nil), tickBegan: make(chan struct{})}
-	log := &heldLog{Log: runtime.NewMemLog(), calls: make(chan heldAppend, 4)}
-	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 1, Log: log, QuotaPercent: -1,
-		NewShard: func(int) (runtime.Shard, error) { return sh, nil }})
+	sh, rt, massReply, held := heldMassRound(t, 1)
 	defer rt.Close(context.Background())
-	massReply := make(chan error, 1)
-	if err := rt.Submit(0, runtime.Event{Key: "mass", Input: pput{key: "mass-1", val: "fenced", owner: "mass", reply: massReply}}); err != nil {
-		t.Fatal(err)
-	}
-	var held heldAppend
-	select {
-	case held = <-log.calls:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the mass group's round was not appended")
-	}
 	var canaryRan atomic.Bool
 	committedFirst := make(chan bool, 1)
 	sh.onCommit = func() {
