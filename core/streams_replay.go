@@ -35,12 +35,26 @@ func (c *Coordinator) streamsGroupForRecord(id string, create bool) (*streamsGro
 	}
 }
 
+// streamsHeader is what saveHeader keeps of a group: the fields its undo
+// restores, not a copy of the whole group (a fenced member's epoch bump
+// saved one, 420 bytes, for four int32s).
+type streamsHeader struct {
+	groupEpoch, validatedTopologyEpoch, storedDescEpoch, failedDescEpoch, assignmentEpoch int32
+	metadataHash, assignmentTimestamp                                                     int64
+	lastAssignmentConfigs                                                                 []records.KeyValue
+	topology                                                                              *records.StreamsGroupTopologyValue
+}
+
 // saveHeader makes the group's scalar fields undoable before a change.
 func (c *Coordinator) saveHeader(g *streamsGroup) {
 	if c.replaying {
-		return // nothing to undo, and the copy of the group would escape for nothing
+		return // nothing to undo, and the copy would escape for nothing
 	}
-	h := *g
+	h := streamsHeader{
+		groupEpoch: g.groupEpoch, validatedTopologyEpoch: g.validatedTopologyEpoch, storedDescEpoch: g.storedDescEpoch,
+		failedDescEpoch: g.failedDescEpoch, assignmentEpoch: g.assignmentEpoch, metadataHash: g.metadataHash,
+		assignmentTimestamp: g.assignmentTimestamp, lastAssignmentConfigs: g.lastAssignmentConfigs, topology: g.topology,
+	}
 	c.onUndo(func() {
 		g.groupEpoch, g.metadataHash, g.validatedTopologyEpoch = h.groupEpoch, h.metadataHash, h.validatedTopologyEpoch
 		g.lastAssignmentConfigs, g.storedDescEpoch, g.failedDescEpoch = h.lastAssignmentConfigs, h.storedDescEpoch, h.failedDescEpoch

@@ -43,7 +43,15 @@ type shard struct {
 	retryAt  int64
 	// arena holds the encoded records' bytes (recordArena).
 	arena recordArena
+	// spare is a committed round's records array, emptied, for the next
+	// round's batch when the round being stepped has one already: a mass
+	// expiry's slices of 64 fenced members each grew one from nothing by
+	// doubling.
+	spare []corerecords.Record
 }
+
+// maxSpare bounds the records array a shard keeps for its next round.
+const maxSpare = 4096
 
 // recordArena encodes records into chunks of recordChunk bytes: the key
 // and value of each record are slices of a chunk, so a timer's records
@@ -167,11 +175,13 @@ func (s *shard) Step(now int64, in any) []runtime.Record {
 // the partition's other groups step between the slices. The few timers
 // of ordinary work (a member's expiry and what it starts) stay in one
 // Tick however loaded the machine, unless a group's event waits in the
-// partition's queue (runtime.Tick.Waiting): then the slice ends once it
-// has run for tickYield, so that event waits for one timer's work and
-// not for a whole slice; before it asks, it lets the goroutines waiting
-// for the core run (runtime.Tick.Yield), so that a group woken meanwhile
-// has queued its event. Each timer is its own write in Kafka too
+// partition's queue (runtime.Tick.Waiting): then the slice ends after
+// the timer in progress, so that event waits for one timer's work (a
+// fenced member: 10-15 µs) and not for a whole slice; it is asked after
+// every timer but the first, so a slice fires at least one. Before it
+// asks, the slice lets the goroutines waiting for the core run
+// (runtime.Tick.Yield, at most once every 50 µs), so that a group woken
+// meanwhile has queued its event. Each timer is its own write in Kafka too
 // (core.Tick{Limit: 1}), and Kafka queues each timer's event behind the
 // requests queued before it fired. A timer that armed a timer already
 // due ends its Tick: core continues at the next one, after the events
@@ -184,7 +194,6 @@ const (
 	tickTimers = 64
 	tickMin    = 8
 	tickTime   = 2 * time.Millisecond
-	tickYield  = 50 * time.Microsecond
 )
 
 func (s *shard) tick(now int64, in runtime.Tick) []runtime.Record {
@@ -192,7 +201,7 @@ func (s *shard) tick(now int64, in runtime.Tick) []runtime.Record {
 	waiting := in.Waiting
 	var recs []runtime.Record
 	for n := 0; n < tickTimers && (n < tickMin || time.Since(start) < tickTime); n++ {
-		if n > 0 && waiting != nil && time.Since(start) >= tickYield {
+		if n > 0 && waiting != nil {
 			if in.Yield != nil {
 				in.Yield() // a group woken on this core queues its event first
 			}
@@ -441,6 +450,15 @@ func (s *shard) Commit() {
 	if len(b.create) > 0 {
 		s.l.createTopics(b.create)
 	}
+	if cap(b.records) > 0 && cap(b.records) <= maxSpare { // nothing reads a committed round's records
+		clear(b.records)
+		switch {
+		case cap(s.batch.records) == 0: // the round being stepped has written nothing yet
+			s.batch.records = b.records[:0]
+		case s.spare == nil:
+			s.spare = b.records[:0]
+		}
+	}
 }
 
 // storeHealthy records a durable append: a store that was failing is
@@ -508,7 +526,8 @@ func (s *shard) Rollback(err error) {
 
 func (s *shard) take() batch {
 	b := s.batch
-	s.batch, s.encoded, s.encodedHost = batch{}, 0, 0
+	s.batch, s.encoded, s.encodedHost = batch{records: s.spare}, 0, 0
+	s.spare = nil
 	return b
 }
 

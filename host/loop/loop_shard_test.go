@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordhost/coordhost/core"
 	corerecords "github.com/coordhost/coordhost/core/records"
+	"github.com/coordhost/coordhost/host/assign"
 	"github.com/coordhost/coordhost/host/runtime"
 )
 
@@ -92,9 +93,11 @@ func expiringGroup(t testing.TB, members int) (*core.Coordinator, int64) {
 }
 
 // TestTickYieldsToWaitingGroup: while a group's event waits
-// (runtime.Tick.Waiting reports true), a Tick ends as soon as it has run
-// for tickYield, after at least one timer, and fires no timer once it
-// was told a group waits; the expiry still ends with every member gone.
+// (runtime.Tick.Waiting reports true), a Tick ends after one timer, and
+// fires no timer once it was told a group waits; the expiry still ends
+// with every member gone. Before, a Tick asked only once it had run for
+// 50 µs, a few fenced members, which the waiting group's event waited
+// for.
 func TestTickYieldsToWaitingGroup(t *testing.T) {
 	const members = 300
 	c, later := expiringGroup(t, members)
@@ -127,6 +130,9 @@ func TestTickYieldsToWaitingGroup(t *testing.T) {
 		}
 		if fired >= 0 && n != fired {
 			t.Fatalf("tick %d fired %d timers after it was told a group waits", ticks, n-fired)
+		}
+		if n != 1 {
+			t.Fatalf("tick %d fired %d timers while a group waited, want 1", ticks, n)
 		}
 	}
 	if asked == 0 {
@@ -237,6 +243,44 @@ func TestRecordArena(t *testing.T) {
 		k, v := corerecords.EncodeRecord(r)
 		if !bytes.Equal(got[i].k, k) || !bytes.Equal(got[i].v, v) || (got[i].v == nil) != (v == nil) {
 			t.Fatalf("record %d (%T): key %x value %x, want %x %x", i, r.Key, got[i].k, got[i].v, k, v)
+		}
+	}
+}
+
+// TestCommittedRoundLendsItsRecords: the records array of a committed
+// round, emptied, is the next round's batch's (a mass expiry's slice grew
+// one from nothing, by doubling, each round); the next round's records
+// are its own, encoded as before, and the committed round's array holds
+// no record of it once handed on.
+func TestCommittedRoundLendsItsRecords(t *testing.T) {
+	const members = 200
+	l := quotaLoop(t, assign.Builtins["sticky"].Native)
+	c, later := expiringGroup(t, members)
+	s := &shard{l: l, c: c, pending: map[core.RequestID]*call{}, configured: map[string]bool{}}
+	var prev []corerecords.Record // the committed round's array
+	for round := 0; ; round++ {
+		if at, ok := s.NextDeadline(); !ok || at > later {
+			break
+		}
+		recs := s.Step(later, runtime.Tick{})
+		if len(s.batch.records) == 0 {
+			t.Fatalf("round %d wrote no record", round)
+		}
+		if round > 0 && &s.batch.records[:1][0] != &prev[:1][0] {
+			t.Fatalf("round %d: its batch's records are not the array the committed round lent", round)
+		}
+		for i, r := range s.batch.records {
+			if k, v := corerecords.EncodeRecord(r); !bytes.Equal(k, recs[i].Key) || !bytes.Equal(v, recs[i].Value) {
+				t.Fatalf("round %d: record %d is not the batch's", round, i)
+			}
+		}
+		prev = s.batch.records
+		s.Seal()
+		s.Commit()
+		for i, r := range prev[:cap(prev)] {
+			if r.Key != nil {
+				t.Fatalf("round %d: the committed array still holds record %d", round, i)
+			}
 		}
 	}
 }

@@ -57,8 +57,17 @@ func (t *roundTaint) add(recs []Record) {
 // work runs p on a worker: it settles the appends that ended, steps one
 // round if the pipeline has room, and releases the partition. It reports
 // whether the turn released a response since its last step (yield.go).
-func (p *partition) work() (yield bool) {
-	p.settle()
+// A worker that released a response yields its core before it settles
+// rounds that became durable meanwhile (yield.go); with nothing to
+// settle it lets the partition go first, as before. Run inline by a request's submitter (Event.Inline), it
+// settles nothing itself: the round steps the request before the commits
+// when it may (stepsFirst), and the commits of the rounds that became
+// durable go to the pool with the partition (handOff), so the request's
+// answer waits for neither.
+func (p *partition) work(worker bool) (yield bool) {
+	if worker {
+		p.settle()
+	}
 	p.mu.Lock()
 	var evs []Event
 	if p.canStepLocked() {
@@ -72,7 +81,28 @@ func (p *partition) work() (yield bool) {
 	p.mu.Unlock()
 	if len(evs) > 0 {
 		p.round(sh, evs)
+		if worker && p.settleable() {
+			p.yieldIfReleased() // before the commits: the answer's goroutine needs none of them
+		}
 	}
+	if !worker {
+		return p.handOff()
+	}
+	return p.release()
+}
+
+// handOff ends an inline owner's turn (work): if a round became durable
+// or an append failed meanwhile, the partition goes to the pool, still
+// owned, and a worker settles it; else it is released as by a worker.
+func (p *partition) handOff() (yield bool) {
+	p.mu.Lock()
+	if p.settleableLocked() {
+		yield, p.released = p.released, false
+		p.rt.ready <- p // capacity Partitions: never blocks
+		p.mu.Unlock()
+		return yield
+	}
+	p.mu.Unlock()
 	return p.release()
 }
 
@@ -363,7 +393,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 		if ev.Key != "" && p.quota.on() { // quota.go
 			p.quota.step(ev.Key, t0, t1.Sub(t0), later.other(i, ev.Key) || p.delaysOthers(ev.Key))
 		}
-		if t1.Sub(p.looked) >= p.rt.cfg.YieldTime {
+		if _, tick := ev.Input.(Tick); tick || t1.Sub(p.looked) >= p.rt.cfg.YieldTime {
 			n := len(evs)
 			evs, keys = p.joinWaiting(evs, i+1, keys) // yield.go
 			p.looked = t1

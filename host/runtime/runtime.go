@@ -400,7 +400,7 @@ func (r *Runtime) worker() {
 		case <-r.stop:
 			return
 		case p := <-r.ready:
-			if p.work() {
+			if p.work(true) {
 				goruntime.Gosched() // yield.go
 			}
 		}
@@ -447,7 +447,7 @@ func (p *partition) enqueue(ev Event) error {
 	if inline {
 		p.scheduled = true // owned by this goroutine, as a worker owns it
 		p.mu.Unlock()
-		p.work()
+		p.work(false)
 		return nil
 	}
 	p.scheduleLocked()
