@@ -59,8 +59,8 @@ func (t *roundTaint) add(recs []Record) {
 // whether the turn released a response since its last step (yield.go).
 // A worker that released a response yields its core before it settles
 // rounds that became durable meanwhile (yield.go); with nothing to
-// settle it lets the partition go first, as before. Run inline by a request's submitter (Event.Inline), it
-// settles nothing itself: the round steps the request before the commits
+// settle it releases the partition first. Run inline by a request's
+// submitter (Event.Inline), it settles nothing itself: the round steps the request before the commits
 // when it may (stepsFirst), and the commits of the rounds that became
 // durable go to the pool with the partition (handOff), so the request's
 // answer waits for neither.

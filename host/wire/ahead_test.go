@@ -43,15 +43,21 @@ func (l *pipeLink) sentKeys() string {
 	return strings.Join(l.sent, " ")
 }
 
+// settled polls get until it returns want (5 s at most), waits a moment
+// more for anything beyond it to show, and returns what get returns then.
+func settled(get func() string, want string) string {
+	for deadline := time.Now().Add(5 * time.Second); get() != want && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(settleDelay)
+	return get()
+}
+
 // waitSent waits until what was sent upstream is want, then a moment
 // more for anything beyond it to show.
 func (l *pipeLink) waitSent(t *testing.T, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); l.sentKeys() != want && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(settleDelay)
-	if got := l.sentKeys(); got != want {
+	if got := settled(l.sentKeys, want); got != want {
 		t.Fatalf("sent upstream while the Fetch is held: %q, want %q", got, want)
 	}
 }
@@ -411,11 +417,7 @@ func epochsBehindFetch(t *testing.T, d *orderedPlane) (c *client, fetch *kmsg.Fe
 // that the data plane answered all in all.
 func (d *orderedPlane) releaseExpecting(t *testing.T, c *client, fetch, ole kmsg.Request, held, all string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); d.answeredList() != held && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(settleDelay)
-	if got := d.answeredList(); got != held {
+	if got := settled(d.answeredList, held); got != held {
 		t.Fatalf("answered by the data plane while the Fetch is held: %q, want %q", got, held)
 	}
 	close(d.release)
