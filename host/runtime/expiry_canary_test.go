@@ -93,13 +93,19 @@ func TestTickTakesTheGroupWaitingBehindIt(t *testing.T) {
 		t.Fatal("the Tick's records were not appended")
 	}
 	defer func() { held.result <- nil }()
+	answeredWithin(t, reply, 3*time.Second, "the canary waiting behind the Tick was not answered while the Tick's append was held")
+}
+
+// answeredWithin fails the test with msg unless c gives nil within d.
+func answeredWithin(t *testing.T, c chan error, d time.Duration, msg string) {
+	t.Helper()
 	select {
-	case err := <-reply:
+	case err := <-c:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("the canary waiting behind the Tick was not answered while the Tick's append was held")
+	case <-time.After(d):
+		t.Fatal(msg)
 	}
 }
 
@@ -156,23 +162,10 @@ func TestInlineStepLeavesTheCommitsToTheWorkers(t *testing.T) {
 		t.Fatal("the canary was not stepped")
 	}
 	held.result <- nil
-	select {
-	case err := <-massReply: // durable: the appender released its answer
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the mass group's round was not answered after its append")
-	}
+	// durable: the appender releases its answer
+	answeredWithin(t, massReply, 10*time.Second, "the mass group's round was not answered after its append")
 	close(stepHeld)
-	select {
-	case err := <-returned:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("the canary's Submit waited for the commit of the round before it")
-	}
+	answeredWithin(t, returned, 3*time.Second, "the canary's Submit waited for the commit of the round before it")
 	close(commitHeld)
 	released = true
 	if err := <-reply; err != nil {
