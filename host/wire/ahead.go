@@ -144,15 +144,12 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 	return true, nil
 }
 
-// asideKeys are the requests read ahead that go to the data plane on a
-// link of their own (sendAside).
-var asideKeys = map[int16]bool{int16(kmsg.OffsetForLeaderEpoch): true}
-
-// asideable reports whether req, read ahead, may go on a link of its own:
-// one of asideKeys, on a connection whose link carries no identity of the
+// asideable reports whether req, read ahead, may go on a link of its own
+// (sendAside): an OffsetForLeaderEpoch, behind a Fetch the data plane
+// still holds, on a connection whose link carries no identity of the
 // client (a fresh link from Dial is as good as it).
 func (c *conn) asideable(req *Request) bool {
-	return asideKeys[req.Key] && c.s.cfg.Dial != nil && !c.sasl.authenticated() && !c.sasl.cert && c.sasl.mech == "" && c.fetchHeld()
+	return req.Key == int16(kmsg.OffsetForLeaderEpoch) && c.s.cfg.Dial != nil && !c.sasl.authenticated() && !c.sasl.cert && c.sasl.mech == "" && c.fetchHeld()
 }
 
 // fetchHeld reports whether a Fetch sent ahead is not answered yet.
