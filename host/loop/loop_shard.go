@@ -212,7 +212,7 @@ func (s *shard) tick(now int64, in runtime.Tick) []runtime.Record {
 		if at, ok := s.c.NextDeadline(); !ok || at > now {
 			return recs
 		}
-		out := s.l.step(s.c, now, core.Tick{Limit: 1})
+		out := s.l.step(s.c, now, core.Tick{Limit: 1, Scratch: true}) // copied by batch.add, read before the next step
 		s.batch.add(out)
 		// Encoded timer by timer: the slice's end, which a waiting
 		// group's event waits for, encodes one timer's records, not the
