@@ -290,10 +290,11 @@ func TestCommittedRoundLendsItsRecords(t *testing.T) {
 // fenced member, through the shard's Ticks as the runtime hands them
 // (each Tick's round sealed and committed), averaged over the members
 // fenced after the first Tick (whose round grows the arrays kept for the
-// rounds after it). Each fenced member's step allocated about 2.3 KB
-// before: output arrays of its own for every timer, a closure for every
-// undo of a member or target, the group's metadata key boxed again and
-// sort.Slice's closures for the target record it writes; the garbage
+// rounds after it). Each fenced member's step allocated about 2.0 KB
+// before (14 allocations; 1.1 KB and 6 since): output arrays of its own
+// for every timer, a closure for every undo of a member or target, the
+// group's metadata key boxed again, sort.Slice's closures for the target
+// record it writes and the batch's events array grown by doubling; the garbage
 // collector ran four or five times during a 0.15 s expiry of 10,000
 // members, stretching the steps a waiting heartbeat waits behind.
 func TestMassExpiryGarbagePerMember(t *testing.T) {
@@ -328,7 +329,7 @@ func TestMassExpiryGarbagePerMember(t *testing.T) {
 	perMember := float64(after.TotalAlloc-before.TotalAlloc) / float64(left)
 	allocs := float64(after.Mallocs-before.Mallocs) / float64(left)
 	t.Logf("%d members fenced: %.0f bytes, %.1f allocations per member", left, perMember, allocs)
-	const bound = 1500
+	const bound = 1300
 	if perMember > bound {
 		t.Errorf("a fenced member's garbage is %.0f bytes (%.1f allocations), more than %d", perMember, allocs, bound)
 	}
