@@ -43,8 +43,10 @@ type Coordinator struct {
 	sealed, committed  uint64
 	out                *Output
 	outBuf             Output // what out points at between begin and end
-	now                int64
-	replaying          bool
+	// scratch: the output arrays lent to scratch Ticks (Tick.Scratch).
+	scratch   Output
+	now       int64
+	replaying bool
 	// deferInputs: assignor runs leave their Input to BuildInput
 	// (DeferAssignorInputs).
 	deferInputs bool

@@ -10,8 +10,8 @@ import (
 // BenchmarkMassExpiry: every member of a Stable group of n members (4
 // tasks each, built by replay as BenchmarkHeartbeatSteady builds it)
 // misses its session, and the host fires the timers one at a time
-// (Tick{Limit: 1}, as the loop's shard does) with a commit after each.
-// An op is the expiry of the whole group; ns/member and allocs/member
+// (Tick{Limit: 1, Scratch: true}, as the loop's shard does) with a
+// commit after each. An op is the expiry of the whole group; ns/member and allocs/member
 // are one fenced member's share, the cost a mass expiry puts on its
 // partition per step.
 //
@@ -33,7 +33,7 @@ func BenchmarkMassExpiry(b *testing.B) {
 					if next, ok := c.NextDeadline(); !ok || next > at {
 						break
 					}
-					out, err := c.Step(at, Tick{Limit: 1})
+					out, err := c.Step(at, Tick{Limit: 1, Scratch: true})
 					if err != nil {
 						b.Fatal(err)
 					}

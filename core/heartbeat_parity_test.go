@@ -179,7 +179,7 @@ func heartbeatScript(t *testing.T, rng *rand.Rand, steps int) ([]string, []strin
 			lines = append(lines, fmt.Sprintf("tick|%d", now))
 			out = append(out, fmt.Sprintf("tick %d", now))
 			for {
-				o, fired := c.tickOne(now)
+				o, fired := c.tickOne(now, false)
 				if !fired {
 					break
 				}

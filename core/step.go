@@ -51,7 +51,16 @@ type Request struct {
 // assignor runs at once can fire one timer at a time and answer runs
 // between them, to sequence timers exactly as Kafka does (each of its
 // timers is a separate write whose target assignment is computed inline).
-type Tick struct{ Limit int }
+//
+// Scratch lends the Output's Records, Events and Timers from arrays the
+// Coordinator keeps for the next Tick that asks for them: they are valid
+// only until the Coordinator's next entry point, and the caller copies
+// what it keeps. A host firing a mass expiry one timer a Tick then
+// allocates no output arrays per fenced member.
+type Tick struct {
+	Limit   int
+	Scratch bool
+}
 
 // AssignorResult hands back the result (or the failure) of an assignor
 // run Output.AssignorRuns asked for.
@@ -137,7 +146,7 @@ func (c *Coordinator) Step(now int64, in Input) (Output, error) {
 	case Request:
 		return c.stepRequest(now, in)
 	case Tick:
-		return c.tickUpTo(now, in.Limit), nil
+		return c.tickUpTo(now, in.Limit, in.Scratch), nil
 	case AssignorResult:
 		return c.assignorResultPrepared(now, in.Run, in.Result, in.Err, in.Prepared), nil
 	case ProbeResult:
@@ -191,15 +200,17 @@ func (c *Coordinator) stepRequest(now int64, in Request) (Output, error) {
 	return Output{}, unknownRequest(in.Body)
 }
 
-// tickUpTo fires up to limit due timers (all of them for limit <= 0).
-func (c *Coordinator) tickUpTo(now int64, limit int) Output {
+// tickUpTo fires up to limit due timers (all of them for limit <= 0),
+// with scratch (and limit > 0) each timer's output in the lent arrays
+// (Tick.Scratch).
+func (c *Coordinator) tickUpTo(now int64, limit int, scratch bool) Output {
 	if limit <= 0 {
 		return c.tick(now)
 	}
 	var all Output
 	for i := range limit {
-		out, fired := c.tickOne(now)
-		if i == 0 {
+		out, fired := c.tickOne(now, scratch)
+		if i == 0 && (!scratch || limit == 1) {
 			all = out // one timer's output, not copied (a mass expiry fires one a step)
 		} else {
 			all.add(out)

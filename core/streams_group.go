@@ -130,10 +130,13 @@ type streamsGroup struct {
 	assignmentTimestamp    int64
 	topology               *records.StreamsGroupTopologyValue
 	topoDigest             storedTopologyDigest // of topology, computed on first use
-	members                map[string]*streamsMember
-	staticMembers          map[string]string // instance id -> member id
-	target                 map[string]tasksTuple
-	warmupTargets          map[string]struct{} // members whose target holds a warm-up (setTarget keeps it)
+	// metaKey is the group's metadata key boxed once (metadataKey): every
+	// epoch bump writes it, a mass expiry once for each fenced member.
+	metaKey       records.RecordKey
+	members       map[string]*streamsMember
+	staticMembers map[string]string // instance id -> member id
+	target        map[string]tasksTuple
+	warmupTargets map[string]struct{} // members whose target holds a warm-up (setTarget keeps it)
 
 	// Ownership indexes by process id, from assigned ∪ pending revocation.
 	activeOwner   map[TaskID]string
@@ -202,8 +205,8 @@ func (g *streamsGroup) updateState() {
 func (c *Coordinator) putMember(g *streamsGroup, m *streamsMember) {
 	old := g.members[m.id]
 	g.swapMember(old, m)
-	if !c.replaying { // the closure is an allocation a record, and a replay never rolls back
-		c.onUndo(func() { g.swapMember(m, old); g.updateState() })
+	if !c.replaying { // a replay never rolls back
+		c.undo = append(c.undo, undoEntry{g: g, what: undoMember, m: m, old: old})
 	}
 }
 
@@ -256,7 +259,7 @@ func (c *Coordinator) removeMember(g *streamsGroup, id string) {
 	}
 	g.swapMember(old, nil)
 	if !c.replaying {
-		c.onUndo(func() { g.swapMember(nil, old); g.updateState() })
+		c.undo = append(c.undo, undoEntry{g: g, what: undoMember, old: old})
 	}
 }
 
@@ -387,14 +390,7 @@ func (c *Coordinator) setTarget(g *streamsGroup, member string, t *tasksTuple) {
 	if c.replaying {
 		return
 	}
-	c.onUndo(func() {
-		if had {
-			g.target[member] = old
-		} else {
-			delete(g.target, member)
-		}
-		g.indexWarmupTarget(member)
-	})
+	c.undo = append(c.undo, undoEntry{g: g, what: undoTarget, member: member, target: old, had: had})
 }
 
 // requiredTopics lists the topics whose metadata the group depends on.
@@ -480,4 +476,12 @@ func strPtr(s *string) string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("%q", *s)
+}
+
+// metadataKey returns the group's metadata record key, boxed once.
+func (g *streamsGroup) metadataKey() records.RecordKey {
+	if g.metaKey == nil {
+		g.metaKey = records.StreamsGroupMetadataKey{GroupID: g.id}
+	}
+	return g.metaKey
 }

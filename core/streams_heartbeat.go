@@ -588,7 +588,7 @@ func assignmentConfigsAre(cfg StreamsConfig, kv []records.KeyValue) bool {
 // bumpGroupEpoch writes the group metadata with epoch+1 and the given
 // hash, validated topology epoch and assignment configs.
 func (c *Coordinator) bumpGroupEpoch(g *streamsGroup, hash int64, validated int32, configs []records.KeyValue) {
-	c.write(records.Record{Key: records.StreamsGroupMetadataKey{GroupID: g.id}, Value: records.StreamsGroupMetadataValue{
+	c.write(records.Record{Key: g.metadataKey(), Value: records.StreamsGroupMetadataValue{
 		Epoch: g.groupEpoch + 1, MetadataHash: hash, ValidatedTopologyEpoch: validated,
 		LastAssignmentConfigs: configs, StoredDescriptionTopologyEpoch: g.storedDescEpoch,
 		FailedDescriptionTopologyEpoch: g.failedDescEpoch,

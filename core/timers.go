@@ -435,9 +435,13 @@ func (c *Coordinator) tick(now int64) Output {
 // reports whether one fired. A host that answers assignor runs at once can
 // call it in a loop, answering runs between timers, to sequence timers
 // exactly as Kafka does (each of its timers is a separate write whose
-// target assignment is computed inline).
-func (c *Coordinator) tickOne(now int64) (Output, bool) {
+// target assignment is computed inline). With scratch its Records, Events
+// and Timers are in the arrays lent for it (Tick.Scratch).
+func (c *Coordinator) tickOne(now int64, scratch bool) (Output, bool) {
 	c.begin(now)
+	if scratch {
+		c.out.Records, c.out.Events, c.out.Timers = c.scratch.Records[:0], c.scratch.Events[:0], c.scratch.Timers[:0]
+	}
 	t, ok := c.peekTimer()
 	if ok && t.deadline <= now {
 		c.cancelTimer(t.key)
@@ -445,7 +449,30 @@ func (c *Coordinator) tickOne(now int64) (Output, bool) {
 	} else {
 		ok = false
 	}
-	return c.end(), ok
+	out := c.end()
+	if scratch {
+		c.keepScratch(out)
+	}
+	return out, ok
+}
+
+// scratchRoom bounds the arrays kept for the next scratch Tick: a fenced
+// member's output fits many times over, and a timer that wrote more (a
+// group's deletion) leaves its arrays to the garbage collector.
+const scratchRoom = 64
+
+// keepScratch keeps out's arrays for the next scratch Tick, those not
+// larger than scratchRoom.
+func (c *Coordinator) keepScratch(out Output) {
+	if cap(out.Records) <= scratchRoom {
+		c.scratch.Records = out.Records
+	}
+	if cap(out.Events) <= scratchRoom {
+		c.scratch.Events = out.Events
+	}
+	if cap(out.Timers) <= scratchRoom {
+		c.scratch.Timers = out.Timers
+	}
 }
 
 // TimerKeys lists scheduled timers as "key@deadline", sorted by key (for

@@ -14,13 +14,32 @@ package core
 // batches ever sealed and committed how many of them are final, so a batch's
 // number tells whether it is committed.
 
-// undoEntry is one entry of the undo log: fn, or (fn nil) a timer to put
-// back. The commonest change, a heartbeat resetting its member's session
-// timer, so needs no closure allocated (onUndoTimer).
+// undoEntry is one entry of the undo log: fn; or (fn nil, g set) a
+// streams group's member or target to put back; or a timer to put back.
+// The commonest changes — a heartbeat resetting its member's session
+// timer, a member stored or removed, a target set — so need no closure
+// allocated (onUndoTimer, putMember, removeMember, setTarget): a mass
+// expiry makes several of them for every member it fences.
 type undoEntry struct {
 	fn    func()
 	timer timerUndo
+	g     *streamsGroup
+	what  undoWhat
+	// undoMember: old goes back in place of m (either may be nil).
+	m, old *streamsMember
+	// undoTarget: member's target goes back to target, or away (!had).
+	member string
+	target tasksTuple
+	had    bool
 }
+
+// undoWhat says what an entry with a group puts back.
+type undoWhat uint8
+
+const (
+	undoMember undoWhat = iota
+	undoTarget
+)
 
 // timerUndo is what puts a timer back: its state before, if it had one.
 type timerUndo struct {
@@ -30,11 +49,22 @@ type timerUndo struct {
 }
 
 func (u *undoEntry) run(c *Coordinator) {
-	if u.fn != nil {
+	switch {
+	case u.fn != nil:
 		u.fn()
-		return
+	case u.g != nil && u.what == undoMember:
+		u.g.swapMember(u.m, u.old)
+		u.g.updateState()
+	case u.g != nil:
+		if u.had {
+			u.g.target[u.member] = u.target
+		} else {
+			delete(u.g.target, u.member)
+		}
+		u.g.indexWarmupTarget(u.member)
+	default:
+		c.restoreTimer(u.timer.key, u.timer.old, u.timer.had)
 	}
-	c.restoreTimer(u.timer.key, u.timer.old, u.timer.had)
 }
 
 // onUndo registers fn to run if the current batch is rolled back.

@@ -212,15 +212,21 @@ func (s *shard) tick(now int64, in runtime.Tick) []runtime.Record {
 		if at, ok := s.c.NextDeadline(); !ok || at > now {
 			return recs
 		}
-		out := s.l.step(s.c, now, core.Tick{Limit: 1})
+		out := s.l.step(s.c, now, core.Tick{Limit: 1, Scratch: true}) // copied by batch.add, read before the next step
 		s.batch.add(out)
 		// Encoded timer by timer: the slice's end, which a waiting
 		// group's event waits for, encodes one timer's records, not the
 		// whole slice's. From the second timer on there is room for as
 		// many records per timer as a first one of a few records wrote
-		// (a mass expiry's slice: one allocation, not a doubling series).
+		// (a mass expiry's slice: one allocation, not a doubling series),
+		// and in the batch for as many events per timer as the second
+		// wrote (the events are kept after the commit, the array is not
+		// lent again).
 		if n == 1 && len(recs) <= 8 {
 			recs = slices.Grow(recs, len(recs)*(tickTimers-1))
+		}
+		if n == 1 && len(out.Events) <= 8 {
+			s.batch.events = slices.Grow(s.batch.events, len(out.Events)*(tickTimers-2))
 		}
 		recs = s.newRecords(recs)
 		if slices.ContainsFunc(out.Events, func(e core.Event) bool { return e.Kind == core.EventTargetPart }) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,7 +180,13 @@ func TestRuntimeInlineWhileStalled(t *testing.T) {
 	first.result <- nil
 	pl.wait("f3")
 	pl.wait("|seal")
-	for range 2 {
-		pl.nextAppend().result <- nil
+	// f2's and f3's records go in one append or two: f3 is stepped and
+	// sealed once f1's append ended, and the appender takes f2 alone only
+	// if it looks before that seal (group commit takes every round sealed
+	// by then). Waiting for two appends failed when f3 was sealed first.
+	for appended := ""; !strings.Contains(appended, "f3"); {
+		h := pl.nextAppend()
+		appended += h.keys()
+		h.result <- nil
 	}
 }

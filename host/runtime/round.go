@@ -415,7 +415,11 @@ func (p *partition) round(sh Shard, evs []Event) {
 			// A round sealed just before ev holds no record of its key,
 			// so a clean ev needs no second look at the rounds in flight.
 			early = len(recs) == 0 && len(out) == 0 && (clean || p.untainted(ev, cur))
-			recs = append(recs, out...)
+			if len(recs) == 0 {
+				recs = out // the step's array, not a copy: a Tick's slice of a mass expiry is hundreds of records
+			} else {
+				recs = append(recs, out...)
+			}
 			cur.add(out)
 			if len(recs) == 0 && i < len(evs)-1 {
 				p.seal(sh, nil, nil, early)

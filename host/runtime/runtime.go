@@ -22,6 +22,9 @@ type Shard interface {
 	// Step handles one input — an Event's Input, Loaded{} once after
 	// replay, or Tick{} when NextDeadline has passed — and returns the
 	// records it wrote. Its effects stay pending until Commit or Rollback.
+	// The returned slice and its array are the runtime's from then on
+	// (it appends the round's later records to it and hands it to the
+	// Log): the Shard neither keeps nor reuses them.
 	Step(now int64, in any) []Record
 	// Commit makes what was stepped since the last Commit or Rollback
 	// final: the records are durable. For a Sealer it makes only the
