@@ -62,7 +62,20 @@ type StreamsConfig struct {
 	// RackAwareAssignmentTags are the client-tag keys rack-aware standby
 	// placement uses (group.streams.rack.aware.assignment.tags).
 	RackAwareAssignmentTags []string
+	// UnreleasedHeartbeatIntervalMs, when > 0, is the heartbeat interval
+	// answered to a member waiting for tasks other members still hold
+	// (UNRELEASED_TASKS), if shorter than HeartbeatIntervalMs, so it learns
+	// of their release sooner (coordhost's
+	// streams.unreleased.heartbeat.interval.ms; 0: off, every answer
+	// carries HeartbeatIntervalMs, as in Kafka 4.4). At least
+	// MinUnreleasedHeartbeatIntervalMs.
+	UnreleasedHeartbeatIntervalMs int32
 }
+
+// MinUnreleasedHeartbeatIntervalMs is the floor of a non-zero
+// StreamsConfig.UnreleasedHeartbeatIntervalMs: a waiting member heartbeats
+// at most once per 20 ms.
+const MinUnreleasedHeartbeatIntervalMs = 20
 
 // ClassicConfig is the set of classic-group broker settings.
 type ClassicConfig struct {
@@ -135,6 +148,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.acceptable.recovery.lag: %d must be >= 0", s.AcceptableRecoveryLag)
 	case s.ProbingIntervalMs < 0:
 		return fmt.Errorf("group.streams.probing.rebalance.interval.ms: %d must be >= 0", s.ProbingIntervalMs)
+	case s.UnreleasedHeartbeatIntervalMs != 0 && s.UnreleasedHeartbeatIntervalMs < MinUnreleasedHeartbeatIntervalMs:
+		return fmt.Errorf("streams.unreleased.heartbeat.interval.ms: %d must be 0 (off) or >= %d", s.UnreleasedHeartbeatIntervalMs, MinUnreleasedHeartbeatIntervalMs)
 	case len(c.Assignors) == 0:
 		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
 	case c.MaxGroups < 0:
@@ -181,6 +196,8 @@ type StreamsGroupOverrides struct {
 	ProbingIntervalMs       *int64   // streams.probing.rebalance.interval.ms
 	ProbingPolicy           *string  // the probing-policy plugin; "": core's built-in rule
 	RackAwareAssignmentTags []string // nil: broker default
+	// UnreleasedHeartbeatIntervalMs is streams.unreleased.heartbeat.interval.ms.
+	UnreleasedHeartbeatIntervalMs *int32
 }
 
 // Validate reports the first invalid override, naming its config key, so a
@@ -216,6 +233,9 @@ func (o StreamsGroupOverrides) Validate() error {
 	if o.AssignorName != nil && *o.AssignorName == "" {
 		return fmt.Errorf("streams.assignor.name: must not be empty")
 	}
+	if v := o.UnreleasedHeartbeatIntervalMs; v != nil && *v != 0 && (*v < MinUnreleasedHeartbeatIntervalMs) {
+		return fmt.Errorf("streams.unreleased.heartbeat.interval.ms: %d must be 0 (off) or >= %d", *v, MinUnreleasedHeartbeatIntervalMs)
+	}
 	return nil
 }
 
@@ -229,6 +249,7 @@ func (s StreamsConfig) Overrides() StreamsGroupOverrides {
 		NumWarmupReplicas: &s.NumWarmupReplicas, AcceptableRecoveryLag: &s.AcceptableRecoveryLag,
 		TaskOffsetIntervalMs: &s.TaskOffsetIntervalMs, ProbingIntervalMs: &s.ProbingIntervalMs,
 		ProbingPolicy: &s.ProbingPolicy, RackAwareAssignmentTags: nonNil(s.RackAwareAssignmentTags),
+		UnreleasedHeartbeatIntervalMs: &s.UnreleasedHeartbeatIntervalMs,
 	}
 }
 
@@ -263,6 +284,7 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 	set32(&s.AssignmentIntervalMs, o.AssignmentIntervalMs)
 	set32(&s.NumWarmupReplicas, o.NumWarmupReplicas)
 	set32(&s.TaskOffsetIntervalMs, o.TaskOffsetIntervalMs)
+	set32(&s.UnreleasedHeartbeatIntervalMs, o.UnreleasedHeartbeatIntervalMs)
 	if o.AssignorName != nil {
 		s.AssignorName = *o.AssignorName
 	}

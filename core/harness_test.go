@@ -27,8 +27,9 @@ type harness struct {
 	nextReq    RequestID
 	reqMember  map[RequestID]string
 	lastTopics []TopicMetadata
-	probes     int          // probing runs answered (warm-up scenarios)
-	checks     []ProbeCheck // probe checks not answered yet (probing-policy scenarios)
+	responses  []kmsg.Response // every committed response, in order
+	probes     int             // probing runs answered (warm-up scenarios)
+	checks     []ProbeCheck    // probe checks not answered yet (probing-policy scenarios)
 }
 
 // simClient is what a client believes: its epoch and the tasks it owns.
@@ -73,6 +74,7 @@ func (h *harness) finish(o Output, fail bool) string {
 	h.log = append(h.log, o.Records...)
 	for _, r := range o.Responses {
 		member := h.reqMember[r.Request]
+		h.responses = append(h.responses, r.Msg)
 		fmt.Fprintf(&b, "%s\n", fmtResponse("response "+member, r.Msg))
 		h.observe(member, r.Msg)
 	}

@@ -58,6 +58,7 @@ func scenarioConfig(t *testing.T, args map[string]string) Config {
 	num("standbys", &cfg.Streams.NumStandbyReplicas)
 	num("max-size", &cfg.Streams.MaxSize)
 	num("warmups", &cfg.Streams.NumWarmupReplicas)
+	num("unreleased-heartbeat", &cfg.Streams.UnreleasedHeartbeatIntervalMs)
 	if v, ok := args["acceptable-lag"]; ok {
 		cfg.Streams.AcceptableRecoveryLag = parseLag(v)
 	}

@@ -45,7 +45,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	resp := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version}
 	resp.Default()
 	resp.MemberID, resp.MemberEpoch = m.id, m.epoch
-	resp.HeartbeatIntervalMillis = cfg.HeartbeatIntervalMs
+	resp.HeartbeatIntervalMillis = heartbeatInterval(cfg, m)
 	resp.TaskOffsetIntervalMillis = cfg.TaskOffsetIntervalMs
 	if req.Version >= 1 {
 		resp.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
@@ -67,6 +67,23 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	}
 	resp.Status = c.heartbeatStatuses(g, m, hb, cfg.RackAwareAssignmentTags)
 	return resp, nil
+}
+
+// heartbeatInterval is the interval answered to m. Kafka 4.4 answers the
+// configured one to every member. With streams.unreleased.heartbeat.interval.ms
+// set (a deliberate difference, docs/RATIONALE.md), a member waiting for
+// tasks other members still hold (UNRELEASED_TASKS: they are granted at
+// its first heartbeat after their owners released them) is answered the
+// shorter of the two, so it learns of a release sooner; once it holds its
+// target, or waits for nothing but its own revocation, it is answered the
+// configured interval again. The Java client takes the interval from every
+// answer (updateHeartbeatIntervalMs), so the change is in effect from the
+// answer that carries it.
+func heartbeatInterval(cfg StreamsConfig, m *streamsMember) int32 {
+	if u := cfg.UnreleasedHeartbeatIntervalMs; u > 0 && m.state == memberUnreleasedTasks && u < cfg.HeartbeatIntervalMs {
+		return max(u, MinUnreleasedHeartbeatIntervalMs)
+	}
+	return cfg.HeartbeatIntervalMs
 }
 
 // heartbeatStatuses lists the statuses of a successful heartbeat.

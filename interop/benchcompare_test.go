@@ -149,14 +149,16 @@ func startBenchBroker(t *testing.T, dir string) *broker {
 
 // startBenchCoordhost starts coordhost with the suite's group settings
 // (the broker's delays and standbys), the comparison's session timeout and
-// heartbeat interval, info-level logging and the given number of runtime
+// heartbeat interval for every member (Kafka's rule: no shorter interval
+// for a member waiting for unreleased tasks), info-level logging and the given number of runtime
 // workers, and any extra flags.
 func startBenchCoordhost(t *testing.T, dir string, workers int, extra ...string) *coordhost {
 	t.Helper()
 	saved := coordhostFlags
 	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool {
 		return strings.HasPrefix(f, "--log.level=") || strings.HasPrefix(f, "--groups.defaults.streams.session.timeout.ms=") ||
-			strings.HasPrefix(f, "--groups.defaults.streams.heartbeat.interval.ms=")
+			strings.HasPrefix(f, "--groups.defaults.streams.heartbeat.interval.ms=") ||
+			strings.HasPrefix(f, "--groups.defaults.streams.unreleased.heartbeat.interval.ms=")
 	})
 	defer func() { coordhostFlags = saved }()
 	return startCoordhost(t, dir, "", append([]string{"--log.level=info", fmt.Sprintf("--runtime.workers=%d", workers),

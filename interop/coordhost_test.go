@@ -19,10 +19,14 @@ import (
 // coordhostFlags are the suite's coordhost settings beyond ports and
 // directories: the same 10 s session timeout, heartbeat interval and
 // start-up delays as the baseline broker (broker_test.go), one standby like
-// the instances.
+// the instances. One deliberate difference is on: a streams member waiting
+// for tasks other members still hold is told to heartbeat every
+// unreleasedHeartbeatIntervalMs (docs/RATIONALE.md); the broker tells it
+// heartbeatIntervalMs.
 var coordhostFlags = []string{
 	fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", sessionTimeoutMs),
 	fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", heartbeatIntervalMs),
+	fmt.Sprintf("--groups.defaults.streams.unreleased.heartbeat.interval.ms=%d", unreleasedHeartbeatIntervalMs),
 	fmt.Sprintf("--groups.defaults.consumer.session.timeout.ms=%d", sessionTimeoutMs),
 	fmt.Sprintf("--groups.defaults.consumer.heartbeat.interval.ms=%d", heartbeatIntervalMs),
 	"--groups.defaults.streams.initial.rebalance.delay.ms=0",
@@ -34,6 +38,10 @@ var coordhostFlags = []string{
 	// member-level group events (each member's assignment) for failure reports
 	"--log.level=debug",
 }
+
+// unreleasedHeartbeatIntervalMs is coordhost's
+// streams.unreleased.heartbeat.interval.ms in the suite.
+const unreleasedHeartbeatIntervalMs = 50
 
 var coordhostBuild struct {
 	once sync.Once

@@ -5,37 +5,40 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/coordhost/coordhost/core"
 )
 
 // Group is the effective configuration of one group. core reads it; the
 // field comments name the config keys.
 type Group struct {
-	StreamsSessionTimeoutMs        int32    // streams.session.timeout.ms
-	StreamsHeartbeatIntervalMs     int32    // streams.heartbeat.interval.ms
-	StreamsNumStandbyReplicas      int32    // streams.num.standby.replicas
-	StreamsNumWarmupReplicas       int32    // streams.num.warmup.replicas
-	StreamsAcceptableRecoveryLag   int64    // streams.acceptable.recovery.lag
-	StreamsProbingIntervalMs       int64    // streams.probing.rebalance.interval.ms
-	StreamsProbingPolicy           string   // streams.probing.policy
-	StreamsEndOffsetsRefreshMs     int32    // streams.end.offsets.refresh.ms
-	StreamsInitialRebalanceDelayMs int32    // streams.initial.rebalance.delay.ms
-	StreamsAssignmentIntervalMs    int32    // streams.assignment.interval.ms
-	StreamsTaskOffsetIntervalMs    int32    // streams.task.offset.interval.ms
-	StreamsAssignorName            string   // streams.assignor.name
-	StreamsAssignorTimeoutMs       int32    // streams.assignor.timeout.ms
-	StreamsAssignorShadow          []string // streams.assignor.shadow
-	StreamsMaxSize                 int32    // streams.max.size
-	StreamsMaxTopologySize         int32    // streams.max.topology.size
-	StreamsRackAwareAssignmentTags []string // streams.rack.aware.assignment.tags
-	StreamsMigrationPolicy         string   // streams.migration.policy
-	ConsumerMigrationPolicy        string   // group.consumer.migration.policy
-	InitialRebalanceDelayMs        int32    // group.initial.rebalance.delay.ms
-	MinSessionTimeoutMs            int32    // group.min.session.timeout.ms
-	MaxSessionTimeoutMs            int32    // group.max.session.timeout.ms
-	MaxSize                        int32    // group.max.size
-	ConsumerSessionTimeoutMs       int32    // consumer.session.timeout.ms
-	ConsumerHeartbeatIntervalMs    int32    // consumer.heartbeat.interval.ms
-	ConsumerAssignmentIntervalMs   int32    // consumer.assignment.interval.ms
+	StreamsSessionTimeoutMs              int32    // streams.session.timeout.ms
+	StreamsHeartbeatIntervalMs           int32    // streams.heartbeat.interval.ms
+	StreamsUnreleasedHeartbeatIntervalMs int32    // streams.unreleased.heartbeat.interval.ms
+	StreamsNumStandbyReplicas            int32    // streams.num.standby.replicas
+	StreamsNumWarmupReplicas             int32    // streams.num.warmup.replicas
+	StreamsAcceptableRecoveryLag         int64    // streams.acceptable.recovery.lag
+	StreamsProbingIntervalMs             int64    // streams.probing.rebalance.interval.ms
+	StreamsProbingPolicy                 string   // streams.probing.policy
+	StreamsEndOffsetsRefreshMs           int32    // streams.end.offsets.refresh.ms
+	StreamsInitialRebalanceDelayMs       int32    // streams.initial.rebalance.delay.ms
+	StreamsAssignmentIntervalMs          int32    // streams.assignment.interval.ms
+	StreamsTaskOffsetIntervalMs          int32    // streams.task.offset.interval.ms
+	StreamsAssignorName                  string   // streams.assignor.name
+	StreamsAssignorTimeoutMs             int32    // streams.assignor.timeout.ms
+	StreamsAssignorShadow                []string // streams.assignor.shadow
+	StreamsMaxSize                       int32    // streams.max.size
+	StreamsMaxTopologySize               int32    // streams.max.topology.size
+	StreamsRackAwareAssignmentTags       []string // streams.rack.aware.assignment.tags
+	StreamsMigrationPolicy               string   // streams.migration.policy
+	ConsumerMigrationPolicy              string   // group.consumer.migration.policy
+	InitialRebalanceDelayMs              int32    // group.initial.rebalance.delay.ms
+	MinSessionTimeoutMs                  int32    // group.min.session.timeout.ms
+	MaxSessionTimeoutMs                  int32    // group.max.session.timeout.ms
+	MaxSize                              int32    // group.max.size
+	ConsumerSessionTimeoutMs             int32    // consumer.session.timeout.ms
+	ConsumerHeartbeatIntervalMs          int32    // consumer.heartbeat.interval.ms
+	ConsumerAssignmentIntervalMs         int32    // consumer.assignment.interval.ms
 
 	// StreamsAssignorCandidate and StreamsAssignorCandidatePercent are
 	// streams.assignor.candidate.name and streams.assignor.candidate.percent.
@@ -166,6 +169,9 @@ func globMatch(p, s string) bool {
 func checkGroup(where string, g Group) error {
 	if g.StreamsHeartbeatIntervalMs >= g.StreamsSessionTimeoutMs {
 		return fmt.Errorf("config: %s: streams.heartbeat.interval.ms = %d must be below streams.session.timeout.ms = %d", where, g.StreamsHeartbeatIntervalMs, g.StreamsSessionTimeoutMs)
+	}
+	if v := g.StreamsUnreleasedHeartbeatIntervalMs; v != 0 && v < core.MinUnreleasedHeartbeatIntervalMs {
+		return fmt.Errorf("config: %s: streams.unreleased.heartbeat.interval.ms = %d must be 0 (off) or at least %d", where, v, core.MinUnreleasedHeartbeatIntervalMs)
 	}
 	if g.ConsumerHeartbeatIntervalMs >= g.ConsumerSessionTimeoutMs {
 		return fmt.Errorf("config: %s: consumer.heartbeat.interval.ms = %d must be below consumer.session.timeout.ms = %d", where, g.ConsumerHeartbeatIntervalMs, g.ConsumerSessionTimeoutMs)
