@@ -85,10 +85,15 @@ func (l *Limits) admit(addr net.Addr) (release func(), err error) {
 
 // acquire waits until n request bytes are granted; see budget.acquire.
 func (l *Limits) acquire(ctx context.Context, n int64) error {
+	return l.acquireOr(ctx, n, nil)
+}
+
+// acquireOr is acquire calling beforeWait, if set, before it waits.
+func (l *Limits) acquireOr(ctx context.Context, n int64, beforeWait func()) error {
 	if l == nil {
 		return nil
 	}
-	if err := l.budget.acquire(ctx, n); err != nil {
+	if err := l.budget.acquire(ctx, n, beforeWait); err != nil {
 		return err
 	}
 	if n >= largeFrame {
@@ -153,9 +158,10 @@ type budgetWaiter struct {
 	ready chan struct{}
 }
 
-// acquire blocks until n bytes are granted or ctx ends. A request for more
-// than the whole budget fails at once (it could never be granted).
-func (b *budget) acquire(ctx context.Context, n int64) error {
+// acquire blocks until n bytes are granted or ctx ends, calling
+// beforeWait, if set, before it blocks. A request for more than the whole
+// budget fails at once (it could never be granted).
+func (b *budget) acquire(ctx context.Context, n int64, beforeWait func()) error {
 	b.mu.Lock()
 	if n > b.size {
 		b.mu.Unlock()
@@ -169,6 +175,9 @@ func (b *budget) acquire(ctx context.Context, n int64) error {
 	w := &budgetWaiter{n: n, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
 	b.mu.Unlock()
+	if beforeWait != nil {
+		beforeWait()
+	}
 	select {
 	case <-w.ready:
 		return nil
