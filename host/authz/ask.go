@@ -157,7 +157,6 @@ func (c *cache) decideAll(ctx context.Context, w who, rs []resource, op kmsg.ACL
 	if len(missing) == 0 {
 		return out, nil
 	}
-	wire.Flush(ctx) // the connection's held answers go before the cluster is asked
 	v, err := ask(ctx, w.s, missing, op)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,5 @@ func (l *Local) idNames(ctx context.Context, rs []resource) (map[[16]byte]string
 	if len(ids) == 0 || l.TopicNames == nil {
 		return nil, nil
 	}
-	wire.Flush(ctx) // the connection's held answers go before the names are looked up
 	return l.TopicNames(ctx, ids)
 }

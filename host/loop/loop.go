@@ -446,9 +446,6 @@ func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent t
 	}
 	r, ok, wake := ev.call.result()
 	if !ok {
-		// The answers the connection holds go out before it waits
-		// (wire.Flush): this one was not answered in place.
-		wire.Flush(ctx)
 		select {
 		case <-wake:
 			r = ev.call.r // set before wake was closed
@@ -487,7 +484,6 @@ func (l *Loop) readOn(ctx context.Context, p int, fn func(c *core.Coordinator, n
 	if err := l.submit(p, ev); err != nil {
 		return err
 	}
-	wire.Flush(ctx) // the connection's held answers go before the wait
 	select {
 	case <-done:
 		// Checked again after the read, so nothing it decided (an answer,

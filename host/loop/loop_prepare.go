@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/core"
-	"github.com/coordhost/coordhost/host/wire"
 )
 
 // largeTopology is the number of topology entries (streams.max.topology.size
@@ -34,7 +33,6 @@ func prepareStreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbea
 	// A topology over the default bound is only counted ahead (core
 	// prepares nothing of it): it needs no slot.
 	if n := core.TopologyEntries(req.Topology); n > largeTopology && n <= core.DefaultMaxTopologySize {
-		wire.Flush(ctx) // the connection's held answers go before a wait for a slot
 		select {
 		case prepareSlots <- struct{}{}:
 			defer func() { <-prepareSlots }()

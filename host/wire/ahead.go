@@ -289,13 +289,8 @@ func (c *conn) queue(key int16, release func(), answer func() error) {
 }
 
 // writeFrame writes a response frame (without its size) as the answer of
-// correlationID, after any answers held before it (held.go).
+// correlationID.
 func (c *conn) writeFrame(correlationID int32, resp []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if err := c.flushLocked(); err != nil {
-		return err
-	}
 	binary.BigEndian.PutUint32(resp, uint32(correlationID))
 	var size [4]byte
 	binary.BigEndian.PutUint32(size[:], uint32(len(resp)))

@@ -85,15 +85,10 @@ func (l *Limits) admit(addr net.Addr) (release func(), err error) {
 
 // acquire waits until n request bytes are granted; see budget.acquire.
 func (l *Limits) acquire(ctx context.Context, n int64) error {
-	return l.acquireOr(ctx, n, nil)
-}
-
-// acquireOr is acquire calling beforeWait, if set, before it waits.
-func (l *Limits) acquireOr(ctx context.Context, n int64, beforeWait func()) error {
 	if l == nil {
 		return nil
 	}
-	if err := l.budget.acquire(ctx, n, beforeWait); err != nil {
+	if err := l.budget.acquire(ctx, n); err != nil {
 		return err
 	}
 	if n >= largeFrame {
@@ -158,10 +153,9 @@ type budgetWaiter struct {
 	ready chan struct{}
 }
 
-// acquire blocks until n bytes are granted or ctx ends, calling
-// beforeWait, if set, before it blocks. A request for more than the whole
-// budget fails at once (it could never be granted).
-func (b *budget) acquire(ctx context.Context, n int64, beforeWait func()) error {
+// acquire blocks until n bytes are granted or ctx ends. A request for more
+// than the whole budget fails at once (it could never be granted).
+func (b *budget) acquire(ctx context.Context, n int64) error {
 	b.mu.Lock()
 	if n > b.size {
 		b.mu.Unlock()
@@ -175,9 +169,6 @@ func (b *budget) acquire(ctx context.Context, n int64, beforeWait func()) error 
 	w := &budgetWaiter{n: n, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
 	b.mu.Unlock()
-	if beforeWait != nil {
-		beforeWait()
-	}
 	select {
 	case <-w.ready:
 		return nil

@@ -256,7 +256,7 @@ type conn struct {
 	// system calls on its socket.
 	rw io.ReadWriter
 	// readBy and writeBy are the read and write deadlines last set
-	// (extendRead, extendWrite; writeBy under wmu).
+	// (extendRead, extendWrite).
 	readBy, writeBy time.Time
 	// grant is the request budget held by the frame being served, given
 	// back by releaseFn (made once per connection: one frame at a time;
@@ -266,14 +266,6 @@ type conn struct {
 	// ahead are the requests sent upstream whose answers are still to be
 	// written, in request order (ahead.go).
 	ahead []*outstanding
-	// wmu guards the write buffer wbuf, the answers held in it (nheld,
-	// holding: held.go), the write deadline writeBy and werr, the error
-	// of a failed write, which every later write returns.
-	wmu     sync.Mutex
-	flushFn func() // flush, made once
-	nheld   int
-	holding atomic.Bool
-	werr    error
 }
 
 // grant is the request budget of one frame.
@@ -347,10 +339,21 @@ func (c *conn) clientHost() string {
 	return c.host
 }
 
-// writeResponse encodes resp into the connection's buffer and writes it,
-// with the answers held before it (held.go).
+// writeResponse encodes resp into the connection's buffer and writes it.
 func (c *conn) writeResponse(correlationID int32, resp kmsg.Response) error {
-	return c.hold(correlationID, resp, false)
+	c.extendWrite(time.Now())
+	b := AppendResponse(c.wbuf[:0], correlationID, resp)
+	w := c.rw
+	if w == nil { // a conn built without serve (tests)
+		w = c.nc
+	}
+	_, err := w.Write(b)
+	if cap(b) <= keptWriteBuffer {
+		c.wbuf = b
+	} else {
+		c.wbuf = nil
+	}
+	return err
 }
 
 func (c *conn) serve() {
@@ -382,14 +385,11 @@ func (c *conn) serve() {
 	if ctx == nil { // a Server built without NewServer (tests)
 		ctx = context.Background()
 	}
-	c.flushFn = c.flushHeld
-	ctx = WithFlush(ctx, c.flushFn) // held.go
 	for {
 		if err := c.serveOne(ctx, br); err != nil {
-			// The answers held and those of requests sent ahead are
-			// written first (as they would have been before this one was
-			// read); one that failed is why the connection closes.
-			c.flush()
+			// The answers of requests sent ahead are written first (as
+			// they would have been before this one was read); one that
+			// failed is why the connection closes.
 			if aerr := c.settle(); aerr != nil {
 				err = aerr
 			}
@@ -483,10 +483,7 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	mute := c.throttleFor(req, resp) // throttle.go; before resp is written
 	t0 := time.Now()
-	// The answer waits for the next one's if that one's request is
-	// already read and likely answered in place (held.go).
-	keep := mute <= 0 && c.closeAfter == nil && c.nextHeldFor(br)
-	if err = c.hold(req.CorrelationID, resp, keep); err != nil {
+	if err = c.writeResponse(req.CorrelationID, resp); err != nil {
 		return err
 	}
 	c.wrote = 0
@@ -622,7 +619,7 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 	if drain == nil { // a Server built without NewServer (tests)
 		drain = context.Background()
 	}
-	if err := s.cfg.Limits.acquireOr(drain, int64(n), c.flushFn); err != nil { // held answers go before a wait (held.go)
+	if err := s.cfg.Limits.acquire(drain, int64(n)); err != nil {
 		if errors.Is(err, context.Canceled) {
 			err = errDraining
 		}

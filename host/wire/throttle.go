@@ -95,7 +95,6 @@ func (c *conn) mute(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	c.flush() // nothing held waits through it (held.go); a failed write fails the next one
 	t := time.NewTimer(d)
 	defer t.Stop()
 	var drain <-chan struct{}
