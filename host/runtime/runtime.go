@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	goruntime "runtime"
-	"runtime/metrics"
 	"slices"
 	"sync"
 	"time"
@@ -334,9 +333,6 @@ type partition struct {
 	// looked: when the owner, stepping a round, last yielded its core and
 	// looked for waiting events (yield.go); only the owner touches it.
 	looked time.Time
-	// sched holds the scheduler's counts a Tick's Yield reads
-	// (yieldNeeded); only the owner touches it.
-	sched [3]metrics.Sample
 }
 
 // unload is the queued marker of an Unload.

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	goruntime "runtime"
-	"runtime/metrics"
 	"slices"
 	"time"
 )
@@ -103,43 +102,9 @@ func (p *partition) yieldIfReleased() {
 // handed the core to the flood's own goroutines (an in-process client
 // building its next join ran up to Go's 10 ms preemption), and the
 // canary on the flood's partition came out worse.
-//
-// It yields only when the yield can let someone run who could not
-// otherwise: a goroutine waits for a core and every core runs one
-// (yieldNeeded). With nothing waiting, or a core idle (Go wakes a
-// thread for it to take the woken goroutine), a Gosched only took the
-// owner off its core: during a mass expiry three yields in four found no
-// goroutine waiting for a core or a core idle, and the owner, off its
-// core, came back after up to a millisecond while a canary's event
-// queued meanwhile waited for it.
 func (p *partition) tickYield() {
 	if now := p.rt.cfg.Now(); now.Sub(p.looked) >= p.rt.cfg.YieldTime {
-		if yieldNeeded(&p.sched) {
-			gosched()
-		}
+		goruntime.Gosched()
 		p.looked = now
 	}
-}
-
-// gosched is runtime.Gosched; a test counts the Tick's yields through it.
-var gosched = goruntime.Gosched
-
-// yieldNeeded reports whether a goroutine waits for a core while every
-// core runs a goroutine (the caller's among them), from the scheduler's
-// counts (runtime/metrics, read into s, the owner's: about 0.1 µs and no
-// allocation, at most once per YieldTime of a Tick). The counts are
-// approximate (a run queue may change while they are read): a wrong
-// answer costs one yield, or one yield's wait, as before.
-func yieldNeeded(s *[3]metrics.Sample) bool {
-	if s[0].Name == "" {
-		s[0].Name = "/sched/gomaxprocs:threads"
-		s[1].Name = "/sched/goroutines/running:goroutines"
-		s[2].Name = "/sched/goroutines/runnable:goroutines"
-	}
-	metrics.Read(s[:])
-	procs, running, runnable := s[0].Value, s[1].Value, s[2].Value
-	if procs.Kind() != metrics.KindUint64 || running.Kind() != metrics.KindUint64 || runnable.Kind() != metrics.KindUint64 {
-		return true // a Go without these counts: yield as before
-	}
-	return runnable.Uint64() > 0 && running.Uint64() >= procs.Uint64()
 }
