@@ -58,9 +58,8 @@ func (t *roundTaint) add(recs []Record) {
 // round if the pipeline has room, and releases the partition. It reports
 // whether the turn released a response since its last step (yield.go).
 // A worker that released a response yields its core before it settles
-// rounds that became durable meanwhile, and before it hands the
-// partition back to the pool (yield.go); with nothing to settle and
-// nothing left to step it releases the partition first. Run inline by a request's
+// rounds that became durable meanwhile (yield.go); with nothing to
+// settle it releases the partition first. Run inline by a request's
 // submitter (Event.Inline), it settles nothing itself: the round steps the request before the commits
 // when it may (stepsFirst), and the commits of the rounds that became
 // durable go to the pool with the partition (handOff), so the request's
@@ -82,14 +81,8 @@ func (p *partition) work(worker bool) (yield bool) {
 	p.mu.Unlock()
 	if len(evs) > 0 {
 		p.round(sh, evs)
-		if worker && p.settleableOrSteppable() {
-			// Before the commits: the answer's goroutine needs none of
-			// them. And before the partition goes back to the pool: the
-			// hand-off wakes an idle worker, which Go runs next on this
-			// core, ahead of the answered goroutine, and that worker's
-			// first step (a mass expiry's next slice, to its first yield
-			// 50 µs in) came before the answer reached its goroutine.
-			p.yieldIfReleased()
+		if worker && p.settleable() {
+			p.yieldIfReleased() // before the commits: the answer's goroutine needs none of them
 		}
 	}
 	if !worker {
@@ -218,14 +211,6 @@ func (p *partition) independentLocked(key string) bool {
 // settleableLocked reports whether settle has something to do.
 func (p *partition) settleableLocked() bool {
 	return p.failed != nil || len(p.inflight) > 0 && p.inflight[0].done
-}
-
-// settleableOrSteppable reports whether the owner's release would
-// settle rounds or hand the partition back to the pool.
-func (p *partition) settleableOrSteppable() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.settleableLocked() || p.canStepLocked()
 }
 
 func (p *partition) settleable() bool {

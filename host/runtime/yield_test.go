@@ -65,57 +65,6 @@ func TestReleasedReplyRunsBeforeTheNextStep(t *testing.T) {
 	}
 }
 
-// TestReleasedReplyRunsBeforeTheNextWorker: a worker that answered a
-// request and hands its partition back to the pool, another worker idle,
-// lets the answered goroutine run before that worker steps. On one core
-// (GOMAXPROCS 1), with two workers: the canary's event is stepped on one
-// worker while the other waits for a partition, and a flood's events
-// wait behind it. The hand-off wakes the idle worker, which Go ran next
-// on the core, ahead of the canary's goroutine woken just before: it
-// stepped a flood's event (a mass expiry's next slice) before the
-// canary had its answer.
-func TestReleasedReplyRunsBeforeTheNextWorker(t *testing.T) {
-	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
-	const floods = 20
-	rt := startCfg(t, runtime.Config{Partitions: 1, Workers: 2, Log: runtime.NewMemLog(), QuotaPercent: -1,
-		NewShard: func(int) (runtime.Shard, error) { return newPipeShard(nil), nil }})
-	submit := func(key string, in pput) {
-		t.Helper()
-		if err := rt.Submit(0, runtime.Event{Key: key, Input: in}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A worker steps the canary's event and holds there while the
-	// flood is queued behind it; the other worker waits for work.
-	hold, entered := make(chan struct{}), make(chan struct{})
-	reply := make(chan error, 1)
-	submit("canary", pput{key: "canary", none: true, reply: reply, hold: hold, onStep: func() { close(entered) }})
-	<-entered
-	var stepped atomic.Int64
-	for i := range floods {
-		submit("flood", pput{key: fmt.Sprint("f", i), none: true, onStep: func() { stepped.Add(1) }})
-	}
-	woke := make(chan int64, 1)
-	waiting := make(chan struct{})
-	go func() {
-		close(waiting)
-		if err := <-reply; err != nil {
-			t.Error(err)
-		}
-		woke <- stepped.Load()
-	}()
-	<-waiting // on one core the goroutine runs until it blocks on reply
-	close(hold)
-	select {
-	case n := <-woke:
-		if n != 0 {
-			t.Fatalf("the canary's goroutine ran after %d of the flood's steps behind its answer, want 0", n)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the canary was not answered")
-	}
-}
-
 // spinShard's Tick is a slice of a mass expiry: units of spinUnit of
 // work, yielding (Tick.Yield) and asking Tick.Waiting after each whether
 // a group's event waits, as the loop's shard does between timers. Its deadline is due until its
