@@ -135,7 +135,7 @@ func (c *Coordinator) deleteStreamsGroup(g *streamsGroup) {
 	for _, id := range ids {
 		c.write(records.Record{Key: records.StreamsGroupMemberMetadataKey{GroupID: g.id, MemberID: id}})
 	}
-	c.write(records.Record{Key: records.StreamsGroupMetadataKey{GroupID: g.id}})
+	c.write(records.Record{Key: g.metadataKey()})
 	c.write(records.Record{Key: records.StreamsGroupTopologyKey{GroupID: g.id}})
 }
 
