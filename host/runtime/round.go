@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"slices"
 )
 
@@ -59,7 +60,8 @@ func (t *roundTaint) add(recs []Record) {
 // whether the turn released a response since its last step (yield.go).
 // A worker that released a response yields its core before it settles
 // rounds that became durable meanwhile (yield.go); with nothing to
-// settle it releases the partition first. Run inline by a request's
+// settle it releases the partition first, unless the partition has more
+// to do at once (release). Run inline by a request's
 // submitter (Event.Inline), it settles nothing itself: the round steps the request before the commits
 // when it may (stepsFirst), and the commits of the rounds that became
 // durable go to the pool with the partition (handOff), so the request's
@@ -88,7 +90,7 @@ func (p *partition) work(worker bool) (yield bool) {
 	if !worker {
 		return p.handOff()
 	}
-	return p.release()
+	return p.release(true)
 }
 
 // handOff ends an inline owner's turn (work): if a round became durable
@@ -103,7 +105,7 @@ func (p *partition) handOff() (yield bool) {
 		return yield
 	}
 	p.mu.Unlock()
-	return p.release()
+	return p.release(false)
 }
 
 // idleLocked reports whether ev, submitted to a partition with nothing
@@ -143,7 +145,7 @@ func (p *partition) solo(sh Shard, ev Event) {
 	default:
 		p.seal(sh, out, nil, false)
 	}
-	p.release()
+	p.release(false)
 }
 
 // canStepLocked reports whether the owner may step a new round: events
@@ -229,9 +231,10 @@ func (p *partition) inFlight() bool {
 // release ends the owner's turn: it settles what ended meanwhile, then
 // completes a stepped unload once nothing is in flight, or arms the timer
 // and hands the partition back to the pool if it can step, or lets it go.
-// It reports whether the owner released a response since it last yielded
-// (yield.go).
-func (p *partition) release() (yield bool) {
+// A worker that released a response yields first when the partition has
+// more to do at once (yieldsBeforeReleaseLocked, yield.go). It reports
+// whether the owner released a response since it last yielded (yield.go).
+func (p *partition) release(worker bool) (yield bool) {
 	for {
 		p.mu.Lock()
 		if p.settleableLocked() {
@@ -239,12 +242,19 @@ func (p *partition) release() (yield bool) {
 			p.settle()
 			continue
 		}
-		yield, p.released = p.released, false
 		if p.stopping != nil && len(p.inflight) == 0 {
+			yield, p.released = p.released, false
 			p.mu.Unlock()
 			p.unload()
 			return yield
 		}
+		if worker && p.released && p.yieldsBeforeReleaseLocked() {
+			p.released = false
+			p.mu.Unlock()
+			goruntime.Gosched()
+			continue
+		}
+		yield, p.released = p.released, false
 		p.armTimerLocked(p.shard)
 		if p.canStepLocked() {
 			p.rt.ready <- p // still owned; capacity Partitions: never blocks
@@ -591,7 +601,7 @@ func (p *partition) appendRounds() {
 			f() // the responses go now, even while a worker steps the partition
 		}
 		if own {
-			p.release()
+			p.release(false)
 		}
 		if err != nil {
 			return

@@ -108,3 +108,37 @@ func (p *partition) tickYield() {
 		p.looked = now
 	}
 }
+
+// yieldsBeforeReleaseLocked reports whether a worker that released a
+// response in its turn yields its core before it ends the turn (release),
+// rather than after (Runtime.worker): when the partition has more to do
+// at once — it can step again, so the turn hands it to the pool, or its
+// shard's next deadline is due, so the turn arms a timer that is due. A
+// response goes to its goroutine through a channel, and Go runs the
+// goroutine it wakes next on the waker's core, but a goroutine readied
+// after it on that core runs first: a worker parked on the pool, woken
+// by the hand-off, or the goroutine of a due timer (time.AfterFunc),
+// which the scheduler starts at the worker's yield, before the answered
+// goroutine, and which queues the Tick and wakes a worker for it. In a
+// mass expiry the answered heartbeat then waited for the next slice's
+// first Tick yield (55-90 µs). With nothing more to do at once the
+// partition is let go first, as before: yielding while still owning an
+// idle partition would queue a request that its own goroutine could
+// step.
+func (p *partition) yieldsBeforeReleaseLocked() bool {
+	return p.canStepLocked() || p.dueLocked()
+}
+
+// dueLocked reports whether the shard's next deadline has passed: its
+// bound first (DeadlineBounder), which is no later than the deadline and
+// costs the shard no work.
+func (p *partition) dueLocked() bool {
+	now := p.now()
+	if b, ok := p.shard.(DeadlineBounder); ok {
+		if lb, ok := b.DeadlineBound(); !ok || lb > now {
+			return false
+		}
+	}
+	at, ok := p.shard.NextDeadline()
+	return ok && at <= now
+}
