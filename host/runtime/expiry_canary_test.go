@@ -43,13 +43,21 @@ func (s *expiryShard) Step(now int64, in any) []runtime.Record {
 	if s.proceed != nil {
 		<-s.proceed
 	}
+	return fenceOnceWaiting(s.pipeShard, now, tick)
+}
+
+// fenceOnceWaiting is a slice of a mass expiry that ends for a group's
+// event: it waits until tick.Waiting reports one queued, then steps sh
+// with one record of owner "mass" (nothing if none is queued within 10
+// s: the test fails).
+func fenceOnceWaiting(sh *pipeShard, now int64, tick runtime.Tick) []runtime.Record {
 	for end := time.Now().Add(10 * time.Second); tick.Waiting == nil || !tick.Waiting(); {
 		if time.Now().After(end) {
-			return nil // the test fails: nothing was queued
+			return nil
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return s.pipeShard.Step(now, pput{key: "mass-1", val: "fenced", owner: "mass"})
+	return sh.Step(now, pput{key: "mass-1", val: "fenced", owner: "mass"})
 }
 
 func (s *expiryShard) Commit() {
@@ -272,13 +280,7 @@ func (s *slicedShard) Step(now int64, in any) []runtime.Record {
 	switch s.ticks.Add(1) {
 	case 1:
 		close(s.began)
-		for end := time.Now().Add(10 * time.Second); tick.Waiting == nil || !tick.Waiting(); {
-			if time.Now().After(end) {
-				return nil // the test fails: nothing was queued
-			}
-			time.Sleep(time.Millisecond)
-		}
-		return s.pipeShard.Step(now, pput{key: "mass-1", val: "fenced", owner: "mass"})
+		return fenceOnceWaiting(s.pipeShard, now, tick)
 	case 2:
 		s.second <- s.ran.Load()
 	}
