@@ -45,7 +45,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	resp := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version}
 	resp.Default()
 	resp.MemberID, resp.MemberEpoch = m.id, m.epoch
-	resp.HeartbeatIntervalMillis = heartbeatInterval(cfg, m)
+	resp.HeartbeatIntervalMillis = c.answeredInterval(g, cfg, m)
 	resp.TaskOffsetIntervalMillis = cfg.TaskOffsetIntervalMs
 	if req.Version >= 1 {
 		resp.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag

@@ -93,6 +93,16 @@ func TestCheckDynamicCrossKey(t *testing.T) {
 	if _, err := load(t, []string{"--groups.defaults.streams.unreleased.heartbeat.interval.ms=10"}); err == nil || !strings.Contains(err.Error(), "streams.unreleased.heartbeat.interval.ms = 10") {
 		t.Errorf("a file value below the floor: %v", err)
 	}
+	// Every member's interval in a roll: the same rule.
+	for v, ok := range map[string]bool{"0": true, "19": false, "1": false, "20": true, "50": true} {
+		err := c.Groups.CheckDynamic("g", map[string]string{"streams.rebalance.heartbeat.interval.ms": v})
+		if (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "must be 0 (off) or at least 20") {
+			t.Errorf("streams.rebalance.heartbeat.interval.ms=%s: %v", v, err)
+		}
+	}
+	if _, err := load(t, []string{"--groups.defaults.streams.rebalance.heartbeat.interval.ms=10"}); err == nil || !strings.Contains(err.Error(), "streams.rebalance.heartbeat.interval.ms = 10") {
+		t.Errorf("a file value below the floor: %v", err)
+	}
 	info, ok := GroupKey("streams.acceptable.recovery.lag")
 	if !ok || info.Type != "LONG" || !info.Kafka {
 		t.Fatalf("key info: %+v", info)
