@@ -402,18 +402,3 @@ func TestRollHeartbeatWindowNotReplayed(t *testing.T) {
 		t.Errorf("after a fail-over, reconciling: %d, want 50", got)
 	}
 }
-
-// TestRollHeartbeatIntervalValidation: 0 (off) or at least the floor,
-// broker-wide and per group.
-func TestRollHeartbeatIntervalValidation(t *testing.T) {
-	for v, ok := range map[int32]bool{0: true, 1: false, MinRebalanceHeartbeatIntervalMs - 1: false, MinRebalanceHeartbeatIntervalMs: true, 50: true, -1: false} {
-		cfg := DefaultConfig()
-		cfg.Streams.RebalanceHeartbeatIntervalMs = v
-		if err := cfg.Validate(); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "streams.rebalance.heartbeat.interval.ms") {
-			t.Errorf("broker-wide %d: %v", v, err)
-		}
-		if err := (StreamsGroupOverrides{RebalanceHeartbeatIntervalMs: &v}).Validate(); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "streams.rebalance.heartbeat.interval.ms") {
-			t.Errorf("per group %d: %v", v, err)
-		}
-	}
-}
