@@ -70,12 +70,34 @@ type StreamsConfig struct {
 	// carries HeartbeatIntervalMs, as in Kafka 4.4). At least
 	// MinUnreleasedHeartbeatIntervalMs.
 	UnreleasedHeartbeatIntervalMs int32
+	// RebalanceHeartbeatIntervalMs, when > 0, is the heartbeat interval
+	// answered to every streams-protocol member of a group in a roll (a
+	// member left or was fenced within the last session timeout, or a
+	// member has not reconciled with its target), if shorter than
+	// HeartbeatIntervalMs, so the members are already on it when the
+	// target changes (coordhost's streams.rebalance.heartbeat.interval.ms;
+	// 0: off, as in Kafka 4.4). At least MinRebalanceHeartbeatIntervalMs,
+	// and never below RebalanceHeartbeatMsPerMember per member of the
+	// group (streams_roll.go).
+	RebalanceHeartbeatIntervalMs int32
 }
 
 // MinUnreleasedHeartbeatIntervalMs is the floor of a non-zero
 // StreamsConfig.UnreleasedHeartbeatIntervalMs: a waiting member heartbeats
 // at most once per 20 ms.
 const MinUnreleasedHeartbeatIntervalMs = 20
+
+// MinRebalanceHeartbeatIntervalMs is the floor of a non-zero
+// StreamsConfig.RebalanceHeartbeatIntervalMs, the same as the waiting
+// members' floor.
+const MinRebalanceHeartbeatIntervalMs = MinUnreleasedHeartbeatIntervalMs
+
+// RebalanceHeartbeatMsPerMember bounds the interval answered in a roll
+// from below by the group's size: at least this many milliseconds per
+// member (classic members included), so a group of n members is answered
+// at least n ms and sends at most 1000 heartbeats a second in a roll,
+// whatever its size.
+const RebalanceHeartbeatMsPerMember = 1
 
 // ClassicConfig is the set of classic-group broker settings.
 type ClassicConfig struct {
@@ -150,6 +172,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.probing.rebalance.interval.ms: %d must be >= 0", s.ProbingIntervalMs)
 	case s.UnreleasedHeartbeatIntervalMs != 0 && s.UnreleasedHeartbeatIntervalMs < MinUnreleasedHeartbeatIntervalMs:
 		return fmt.Errorf("streams.unreleased.heartbeat.interval.ms: %d must be 0 (off) or >= %d", s.UnreleasedHeartbeatIntervalMs, MinUnreleasedHeartbeatIntervalMs)
+	case s.RebalanceHeartbeatIntervalMs != 0 && s.RebalanceHeartbeatIntervalMs < MinRebalanceHeartbeatIntervalMs:
+		return fmt.Errorf("streams.rebalance.heartbeat.interval.ms: %d must be 0 (off) or >= %d", s.RebalanceHeartbeatIntervalMs, MinRebalanceHeartbeatIntervalMs)
 	case len(c.Assignors) == 0:
 		return fmt.Errorf("group.streams.assignors: at least one assignor is required")
 	case c.MaxGroups < 0:
@@ -198,6 +222,8 @@ type StreamsGroupOverrides struct {
 	RackAwareAssignmentTags []string // nil: broker default
 	// UnreleasedHeartbeatIntervalMs is streams.unreleased.heartbeat.interval.ms.
 	UnreleasedHeartbeatIntervalMs *int32
+	// RebalanceHeartbeatIntervalMs is streams.rebalance.heartbeat.interval.ms.
+	RebalanceHeartbeatIntervalMs *int32
 }
 
 // Validate reports the first invalid override, naming its config key, so a
@@ -236,6 +262,9 @@ func (o StreamsGroupOverrides) Validate() error {
 	if v := o.UnreleasedHeartbeatIntervalMs; v != nil && *v != 0 && (*v < MinUnreleasedHeartbeatIntervalMs) {
 		return fmt.Errorf("streams.unreleased.heartbeat.interval.ms: %d must be 0 (off) or >= %d", *v, MinUnreleasedHeartbeatIntervalMs)
 	}
+	if v := o.RebalanceHeartbeatIntervalMs; v != nil && *v != 0 && (*v < MinRebalanceHeartbeatIntervalMs) {
+		return fmt.Errorf("streams.rebalance.heartbeat.interval.ms: %d must be 0 (off) or >= %d", *v, MinRebalanceHeartbeatIntervalMs)
+	}
 	return nil
 }
 
@@ -250,6 +279,7 @@ func (s StreamsConfig) Overrides() StreamsGroupOverrides {
 		TaskOffsetIntervalMs: &s.TaskOffsetIntervalMs, ProbingIntervalMs: &s.ProbingIntervalMs,
 		ProbingPolicy: &s.ProbingPolicy, RackAwareAssignmentTags: nonNil(s.RackAwareAssignmentTags),
 		UnreleasedHeartbeatIntervalMs: &s.UnreleasedHeartbeatIntervalMs,
+		RebalanceHeartbeatIntervalMs:  &s.RebalanceHeartbeatIntervalMs,
 	}
 }
 
@@ -285,6 +315,7 @@ func (c *Coordinator) streamsConfig(group string) StreamsConfig {
 	set32(&s.NumWarmupReplicas, o.NumWarmupReplicas)
 	set32(&s.TaskOffsetIntervalMs, o.TaskOffsetIntervalMs)
 	set32(&s.UnreleasedHeartbeatIntervalMs, o.UnreleasedHeartbeatIntervalMs)
+	set32(&s.RebalanceHeartbeatIntervalMs, o.RebalanceHeartbeatIntervalMs)
 	if o.AssignorName != nil {
 		s.AssignorName = *o.AssignorName
 	}

@@ -52,6 +52,7 @@ type migSim struct {
 	// coordinator (a host keeps them outside the log).
 	overrides *StreamsGroupOverrides
 	topics    []TopicMetadata // the topic metadata last given, given again after a restart
+	seen      func(Response)  // non-nil: called with every response delivered
 }
 
 // migInst is one Kafka Streams instance (one thread).
@@ -178,6 +179,9 @@ func (s *migSim) finish(o Output) {
 			s.lostGrant(r)
 			s.lost(r.Request)
 			continue
+		}
+		if s.seen != nil {
+			s.seen(r)
 		}
 		s.deliver(r)
 	}

@@ -45,7 +45,7 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	resp := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version}
 	resp.Default()
 	resp.MemberID, resp.MemberEpoch = m.id, m.epoch
-	resp.HeartbeatIntervalMillis = heartbeatInterval(cfg, m)
+	resp.HeartbeatIntervalMillis = c.answeredInterval(g, cfg, m)
 	resp.TaskOffsetIntervalMillis = cfg.TaskOffsetIntervalMs
 	if req.Version >= 1 {
 		resp.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
@@ -69,8 +69,9 @@ func (c *Coordinator) finishHeartbeat(hb *hbState) (*kmsg.StreamsGroupHeartbeatR
 	return resp, nil
 }
 
-// heartbeatInterval is the interval answered to m. Kafka 4.4 answers the
-// configured one to every member. With streams.unreleased.heartbeat.interval.ms
+// heartbeatInterval is the interval answered to m by the waiting member's
+// rule (answeredInterval combines it with the roll's, streams_roll.go).
+// Kafka 4.4 answers the configured one to every member. With streams.unreleased.heartbeat.interval.ms
 // set (a deliberate difference, docs/RATIONALE.md), a member waiting for
 // tasks other members still hold (UNRELEASED_TASKS: they are granted at
 // its first heartbeat after their owners released them) is answered the

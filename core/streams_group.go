@@ -115,6 +115,8 @@ type streamsSoft struct {
 	lastCheckDigest uint64           // assignor input the last ProbeCheck saw
 	noopProbeDigest uint64           // assignor input of the last probe that changed nothing
 	regroup         *processRegroup  // a restarted process whose members are still joining, or a closing one whose members are still leaving
+	lastDeparture   int64            // when a member last left or was fenced, if departed (streams_roll.go)
+	departed        bool
 }
 
 // streamsGroup is a KIP-1071 streams group.

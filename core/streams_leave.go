@@ -62,6 +62,7 @@ func (c *Coordinator) staticLeave(g *streamsGroup, m *streamsMember) {
 	c.write(currentAssignmentRecord(g.id, u))
 	c.emit(Event{Kind: EventMemberLeft, Group: g.id, Member: m.id, Reason: ReasonStaticLeave, Epoch: g.groupEpoch, MemberEpoch: staticLeaveEpoch})
 	c.cancelTimer(rebalanceTimerKey(g.id, m.id))
+	c.noteRollDeparture(g)
 }
 
 // fenceMember removes a member: its three tombstones in replay order, a
@@ -85,6 +86,7 @@ func (c *Coordinator) fenceMember(g *streamsGroup, id string, kind EventKind, re
 	c.cancelTimer(sessionTimerKey(g.id, id))
 	c.cancelTimer(rebalanceTimerKey(g.id, id))
 	delete(g.soft.taskOffsets, id)
+	c.noteRollDeparture(g)
 	c.afterFence(g, id) // online migration: classic timers, downgrade
 }
 

@@ -143,16 +143,31 @@ func TestUnreleasedHeartbeatIntervalAnswers(t *testing.T) {
 }
 
 // TestUnreleasedHeartbeatIntervalValidation: 0 (off) or at least the
-// floor, broker-wide and per group.
+// floor, broker-wide and per group, for the waiting members' interval and
+// for every member's in a roll (streams_roll.go).
 func TestUnreleasedHeartbeatIntervalValidation(t *testing.T) {
-	for v, ok := range map[int32]bool{0: true, 1: false, MinUnreleasedHeartbeatIntervalMs - 1: false, MinUnreleasedHeartbeatIntervalMs: true, 50: true, -1: false} {
-		cfg := DefaultConfig()
-		cfg.Streams.UnreleasedHeartbeatIntervalMs = v
-		if err := cfg.Validate(); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "streams.unreleased.heartbeat.interval.ms") {
-			t.Errorf("broker-wide %d: %v", v, err)
-		}
-		if err := (StreamsGroupOverrides{UnreleasedHeartbeatIntervalMs: &v}).Validate(); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "streams.unreleased.heartbeat.interval.ms") {
-			t.Errorf("per group %d: %v", v, err)
+	keys := []struct {
+		key   string
+		floor int32
+		set   func(*StreamsConfig, *StreamsGroupOverrides, int32)
+	}{
+		{"streams.unreleased.heartbeat.interval.ms", MinUnreleasedHeartbeatIntervalMs, func(c *StreamsConfig, o *StreamsGroupOverrides, v int32) {
+			c.UnreleasedHeartbeatIntervalMs, o.UnreleasedHeartbeatIntervalMs = v, &v
+		}},
+		{"streams.rebalance.heartbeat.interval.ms", MinRebalanceHeartbeatIntervalMs, func(c *StreamsConfig, o *StreamsGroupOverrides, v int32) {
+			c.RebalanceHeartbeatIntervalMs, o.RebalanceHeartbeatIntervalMs = v, &v
+		}},
+	}
+	for _, k := range keys {
+		for v, ok := range map[int32]bool{0: true, 1: false, k.floor - 1: false, k.floor: true, 50: true, -1: false} {
+			cfg, o := DefaultConfig(), StreamsGroupOverrides{}
+			k.set(&cfg.Streams, &o, v)
+			if err := cfg.Validate(); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), k.key) {
+				t.Errorf("%s broker-wide %d: %v", k.key, v, err)
+			}
+			if err := o.Validate(); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), k.key) {
+				t.Errorf("%s per group %d: %v", k.key, v, err)
+			}
 		}
 	}
 }

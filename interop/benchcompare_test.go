@@ -150,7 +150,7 @@ func startBenchBroker(t *testing.T, dir string) *broker {
 // startBenchCoordhost starts coordhost with the suite's group settings
 // (the broker's delays and standbys), the comparison's session timeout and
 // heartbeat interval for every member (Kafka's rule: no shorter interval
-// for a member waiting for unreleased tasks), info-level logging and the given number of runtime
+// for a member waiting for unreleased tasks, nor for a group in a roll), info-level logging and the given number of runtime
 // workers, and any extra flags.
 func startBenchCoordhost(t *testing.T, dir string, workers int, extra ...string) *coordhost {
 	t.Helper()
@@ -158,7 +158,8 @@ func startBenchCoordhost(t *testing.T, dir string, workers int, extra ...string)
 	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool {
 		return strings.HasPrefix(f, "--log.level=") || strings.HasPrefix(f, "--groups.defaults.streams.session.timeout.ms=") ||
 			strings.HasPrefix(f, "--groups.defaults.streams.heartbeat.interval.ms=") ||
-			strings.HasPrefix(f, "--groups.defaults.streams.unreleased.heartbeat.interval.ms=")
+			strings.HasPrefix(f, "--groups.defaults.streams.unreleased.heartbeat.interval.ms=") ||
+			strings.HasPrefix(f, "--groups.defaults.streams.rebalance.heartbeat.interval.ms=")
 	})
 	defer func() { coordhostFlags = saved }()
 	return startCoordhost(t, dir, "", append([]string{"--log.level=info", fmt.Sprintf("--runtime.workers=%d", workers),

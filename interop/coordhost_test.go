@@ -19,14 +19,17 @@ import (
 // coordhostFlags are the suite's coordhost settings beyond ports and
 // directories: the same 10 s session timeout, heartbeat interval and
 // start-up delays as the baseline broker (broker_test.go), one standby like
-// the instances. One deliberate difference is on: a streams member waiting
-// for tasks other members still hold is told to heartbeat every
-// unreleasedHeartbeatIntervalMs (docs/RATIONALE.md); the broker tells it
-// heartbeatIntervalMs.
+// the instances. Two deliberate differences are on (docs/RATIONALE.md): a
+// streams member waiting for tasks other members still hold is told to
+// heartbeat every unreleasedHeartbeatIntervalMs, and every streams member
+// of a group in a roll (a member left or was fenced within a session
+// timeout, or a member is not reconciled) every
+// rebalanceHeartbeatIntervalMs; the broker tells them heartbeatIntervalMs.
 var coordhostFlags = []string{
 	fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", sessionTimeoutMs),
 	fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", heartbeatIntervalMs),
 	fmt.Sprintf("--groups.defaults.streams.unreleased.heartbeat.interval.ms=%d", unreleasedHeartbeatIntervalMs),
+	fmt.Sprintf("--groups.defaults.streams.rebalance.heartbeat.interval.ms=%d", rebalanceHeartbeatIntervalMs),
 	fmt.Sprintf("--groups.defaults.consumer.session.timeout.ms=%d", sessionTimeoutMs),
 	fmt.Sprintf("--groups.defaults.consumer.heartbeat.interval.ms=%d", heartbeatIntervalMs),
 	"--groups.defaults.streams.initial.rebalance.delay.ms=0",
@@ -42,6 +45,10 @@ var coordhostFlags = []string{
 // unreleasedHeartbeatIntervalMs is coordhost's
 // streams.unreleased.heartbeat.interval.ms in the suite.
 const unreleasedHeartbeatIntervalMs = 50
+
+// rebalanceHeartbeatIntervalMs is coordhost's
+// streams.rebalance.heartbeat.interval.ms in the suite.
+const rebalanceHeartbeatIntervalMs = 50
 
 var coordhostBuild struct {
 	once sync.Once

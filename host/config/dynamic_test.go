@@ -82,16 +82,18 @@ func TestCheckDynamicCrossKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "group.min.session.timeout.ms = 1000 exceeds group.max.session.timeout.ms = 500") {
 		t.Fatalf("max below the file's min: %v", err)
 	}
-	// The waiting members' interval: 0 (off) or at least the floor, in
-	// the file and at run time alike.
-	for v, ok := range map[string]bool{"0": true, "19": false, "1": false, "20": true, "50": true} {
-		err := c.Groups.CheckDynamic("g", map[string]string{"streams.unreleased.heartbeat.interval.ms": v})
-		if (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "must be 0 (off) or at least 20") {
-			t.Errorf("streams.unreleased.heartbeat.interval.ms=%s: %v", v, err)
+	// The waiting members' interval and every member's in a roll: 0
+	// (off) or at least the floor, in the file and at run time alike.
+	for _, key := range []string{"streams.unreleased.heartbeat.interval.ms", "streams.rebalance.heartbeat.interval.ms"} {
+		for v, ok := range map[string]bool{"0": true, "19": false, "1": false, "20": true, "50": true} {
+			err := c.Groups.CheckDynamic("g", map[string]string{key: v})
+			if (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "must be 0 (off) or at least 20") {
+				t.Errorf("%s=%s: %v", key, v, err)
+			}
 		}
-	}
-	if _, err := load(t, []string{"--groups.defaults.streams.unreleased.heartbeat.interval.ms=10"}); err == nil || !strings.Contains(err.Error(), "streams.unreleased.heartbeat.interval.ms = 10") {
-		t.Errorf("a file value below the floor: %v", err)
+		if _, err := load(t, []string{"--groups.defaults." + key + "=10"}); err == nil || !strings.Contains(err.Error(), key+" = 10") {
+			t.Errorf("%s: a file value below the floor: %v", key, err)
+		}
 	}
 	info, ok := GroupKey("streams.acceptable.recovery.lag")
 	if !ok || info.Type != "LONG" || !info.Kafka {

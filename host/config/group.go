@@ -15,6 +15,7 @@ type Group struct {
 	StreamsSessionTimeoutMs              int32    // streams.session.timeout.ms
 	StreamsHeartbeatIntervalMs           int32    // streams.heartbeat.interval.ms
 	StreamsUnreleasedHeartbeatIntervalMs int32    // streams.unreleased.heartbeat.interval.ms
+	StreamsRebalanceHeartbeatIntervalMs  int32    // streams.rebalance.heartbeat.interval.ms
 	StreamsNumStandbyReplicas            int32    // streams.num.standby.replicas
 	StreamsNumWarmupReplicas             int32    // streams.num.warmup.replicas
 	StreamsAcceptableRecoveryLag         int64    // streams.acceptable.recovery.lag
@@ -172,6 +173,9 @@ func checkGroup(where string, g Group) error {
 	}
 	if v := g.StreamsUnreleasedHeartbeatIntervalMs; v != 0 && v < core.MinUnreleasedHeartbeatIntervalMs {
 		return fmt.Errorf("config: %s: streams.unreleased.heartbeat.interval.ms = %d must be 0 (off) or at least %d", where, v, core.MinUnreleasedHeartbeatIntervalMs)
+	}
+	if v := g.StreamsRebalanceHeartbeatIntervalMs; v != 0 && v < core.MinRebalanceHeartbeatIntervalMs {
+		return fmt.Errorf("config: %s: streams.rebalance.heartbeat.interval.ms = %d must be 0 (off) or at least %d", where, v, core.MinRebalanceHeartbeatIntervalMs)
 	}
 	if g.ConsumerHeartbeatIntervalMs >= g.ConsumerSessionTimeoutMs {
 		return fmt.Errorf("config: %s: consumer.heartbeat.interval.ms = %d must be below consumer.session.timeout.ms = %d", where, g.ConsumerHeartbeatIntervalMs, g.ConsumerSessionTimeoutMs)

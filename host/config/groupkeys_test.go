@@ -118,7 +118,8 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		"streams.task.offset.interval.ms": int64(17), "streams.assignor.name": "ha",
 		"streams.rack.aware.assignment.tags": []string{"zone"}, "streams.max.size": int64(19),
 		"streams.max.topology.size": int64(53), "streams.unreleased.heartbeat.interval.ms": int64(61),
-		"streams.migration.policy": "upgrade", "group.initial.rebalance.delay.ms": int64(23),
+		"streams.rebalance.heartbeat.interval.ms": int64(67),
+		"streams.migration.policy":                "upgrade", "group.initial.rebalance.delay.ms": int64(23),
 		"group.min.session.timeout.ms": int64(29), "group.max.session.timeout.ms": int64(31), "group.max.size": int64(37),
 		"consumer.session.timeout.ms": int64(50003), "consumer.heartbeat.interval.ms": int64(5003),
 		"consumer.assignment.interval.ms": int64(59),
@@ -137,7 +138,8 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 	want := core.DefaultConfig()
 	want.Streams = core.StreamsConfig{SessionTimeoutMs: 50001, HeartbeatIntervalMs: 5001, NumStandbyReplicas: 1, NumWarmupReplicas: 3,
 		AcceptableRecoveryLag: 7, ProbingIntervalMs: 9, InitialRebalanceDelayMs: 11, AssignmentIntervalMs: 13, TaskOffsetIntervalMs: 17,
-		AssignorName: "ha", RackAwareAssignmentTags: []string{"zone"}, MaxSize: 19, MaxTopologySize: 53, UnreleasedHeartbeatIntervalMs: 61}
+		AssignorName: "ha", RackAwareAssignmentTags: []string{"zone"}, MaxSize: 19, MaxTopologySize: 53, UnreleasedHeartbeatIntervalMs: 61,
+		RebalanceHeartbeatIntervalMs: 67}
 	want.StreamsMigrationPolicy = core.MigrationUpgrade
 	want.ConsumerMigrationPolicy = core.MigrationDowngrade
 	want.Classic = core.ClassicConfig{InitialRebalanceDelayMs: 23, MinSessionTimeoutMs: 29, MaxSessionTimeoutMs: 31, MaxSize: 37,
@@ -152,7 +154,7 @@ func TestCoreReceivesEveryKey(t *testing.T) {
 		t.Fatalf("host-only keys: %+v", g)
 	}
 	s, c, p := g.CoreGroup()
-	if *s.SessionTimeoutMs != 50001 || *s.AssignorName != "ha" || *s.ProbingPolicy != "" || *s.MaxTopologySize != 53 || *s.UnreleasedHeartbeatIntervalMs != 61 || *c.MaxSize != 37 || p != core.MigrationUpgrade {
+	if *s.SessionTimeoutMs != 50001 || *s.AssignorName != "ha" || *s.ProbingPolicy != "" || *s.MaxTopologySize != 53 || *s.UnreleasedHeartbeatIntervalMs != 61 || *s.RebalanceHeartbeatIntervalMs != 67 || *c.MaxSize != 37 || p != core.MigrationUpgrade {
 		t.Fatalf("per-group: streams %+v classic %+v policy %v", s, c, p)
 	}
 	if cons := g.CoreConsumer(); *cons.SessionTimeoutMs != 50003 || *cons.HeartbeatIntervalMs != 5003 || *cons.AssignmentIntervalMs != 59 {
