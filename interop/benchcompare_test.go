@@ -213,19 +213,8 @@ type benchRow struct {
 // $COORDHOST_INTEROP_BENCH_OUT. It asserts no timing, only that every
 // measured heartbeat was steady and error-free.
 func TestBenchCompare(t *testing.T) {
-	needInterop(t)
-	out := os.Getenv(benchOutEnv)
-	if out == "" {
-		t.Skipf("set %s (make bench-compare) to run the comparison", benchOutEnv)
-	}
-	runs, phase := 3, "10s"
-	if v := os.Getenv(benchRunsEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", benchRunsEnv, v)
-		}
-		runs = n
-	}
+	out := benchOutFile(t, benchOutEnv, "(make bench-compare) to run the comparison")
+	runs, phase := benchRuns(t), "10s"
 	if v := os.Getenv(benchPhaseEnv); v != "" {
 		phase = v
 	}
@@ -268,6 +257,32 @@ func TestBenchCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s\n%s", out, md)
+}
+
+// benchOutFile skips the test unless the interop suite runs and env names
+// the file to write its tables to, which it returns.
+func benchOutFile(t *testing.T, env, why string) string {
+	t.Helper()
+	needInterop(t)
+	out := os.Getenv(env)
+	if out == "" {
+		t.Skipf("set %s %s", env, why)
+	}
+	return out
+}
+
+// benchRuns is COORDHOST_INTEROP_BENCH_RUNS, 3 when unset.
+func benchRuns(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(benchRunsEnv)
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", benchRunsEnv, v)
+	}
+	return n
 }
 
 // benchMarkdown renders every run's figures and the medians the bars are

@@ -29,17 +29,8 @@ type paceRow struct {
 // the coordhost : Kafka ratios under each pacing to the file. It asserts
 // no timing, only steady, error-free heartbeats.
 func TestBenchComparePacing(t *testing.T) {
-	needInterop(t)
-	out := os.Getenv(benchPaceOutEnv)
-	if out == "" {
-		t.Skipf("set %s to run the pacing comparison", benchPaceOutEnv)
-	}
-	runs := 3
-	if v := os.Getenv(benchRunsEnv); v != "" {
-		if _, err := fmt.Sscan(v, &runs); err != nil || runs < 1 {
-			t.Fatalf("%s=%q: want a positive number", benchRunsEnv, v)
-		}
-	}
+	out := benchOutFile(t, benchPaceOutEnv, "to run the pacing comparison")
+	runs := benchRuns(t)
 	dir := logDir(t)
 	sh := benchShapes[0]
 	phases := []string{"rate=2000", "rate=20000"}
