@@ -25,6 +25,10 @@ const (
 	benchPhaseEnv = "COORDHOST_INTEROP_BENCH_PHASE"
 )
 
+// benchPace is hbload's pacing of the fixed-rate phases: request i due at
+// start + i/rate and sent then (not in a burst every millisecond).
+const benchPace = "even"
+
 // kafkaJVMFlags are the JVM options Kafka's own start script
 // (kafka-run-class.sh, kafka-server-start.sh) gives a broker by default —
 // full JIT and G1 — not the suite's small C1-only JVM, so the broker's CPU
@@ -42,21 +46,35 @@ var benchShapes = []benchShape{{"100 groups × 10", 100, 10}, {"1 group × 1000"
 
 // hbResult is one phase's RESULT line of hbload.
 type hbResult struct {
-	Phase        string  `json:"phase"`
-	TargetRate   float64 `json:"targetRate"`
-	Seconds      float64 `json:"seconds"`
-	Heartbeats   int64   `json:"heartbeats"`
-	Rate         float64 `json:"rate"`
-	P50us        float64 `json:"p50us"`
-	P99us        float64 `json:"p99us"`
-	Errors       int64   `json:"errors"`
-	Changed      int64   `json:"changed"`
-	ServerCPU    float64 `json:"serverCpuSec"`
-	IdleCPURate  float64 `json:"idleCpuPerSec"`
-	CPUPer10k    float64 `json:"cpuPer10k"`
-	NetCPUPer10k float64 `json:"netCpuPer10k"`
-	LoadCPU      float64 `json:"loadgenCpuSec"`
-	LoadAvg      string  `json:"loadavg"`
+	Phase        string   `json:"phase"`
+	TargetRate   float64  `json:"targetRate"`
+	Pace         string   `json:"pace"`
+	Pacing       hbPacing `json:"pacing"`
+	Seconds      float64  `json:"seconds"`
+	Heartbeats   int64    `json:"heartbeats"`
+	Rate         float64  `json:"rate"`
+	P50us        float64  `json:"p50us"`
+	P99us        float64  `json:"p99us"`
+	Errors       int64    `json:"errors"`
+	Changed      int64    `json:"changed"`
+	ServerCPU    float64  `json:"serverCpuSec"`
+	IdleCPURate  float64  `json:"idleCpuPerSec"`
+	CPUPer10k    float64  `json:"cpuPer10k"`
+	NetCPUPer10k float64  `json:"netCpuPer10k"`
+	LoadCPU      float64  `json:"loadgenCpuSec"`
+	LoadAvg      string   `json:"loadavg"`
+}
+
+// hbPacing is how an open-loop phase's requests left hbload: release
+// minus due time and gaps between releases, in µs; Burst is the fraction
+// of gaps under a tenth of 1/rate.
+type hbPacing struct {
+	LagP50us float64 `json:"lagP50us"`
+	LagP99us float64 `json:"lagP99us"`
+	GapP10us float64 `json:"gapP10us"`
+	GapP50us float64 `json:"gapP50us"`
+	GapP90us float64 `json:"gapP90us"`
+	Burst    float64 `json:"burstFrac"`
 }
 
 var hbloadBuild struct {
@@ -196,25 +214,14 @@ type benchRow struct {
 // $COORDHOST_INTEROP_BENCH_OUT. It asserts no timing, only that every
 // measured heartbeat was steady and error-free.
 func TestBenchCompare(t *testing.T) {
-	needInterop(t)
-	out := os.Getenv(benchOutEnv)
-	if out == "" {
-		t.Skipf("set %s (make bench-compare) to run the comparison", benchOutEnv)
-	}
-	runs, phase := 3, "10s"
-	if v := os.Getenv(benchRunsEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", benchRunsEnv, v)
-		}
-		runs = n
-	}
+	out := benchOutFile(t, benchOutEnv, "(make bench-compare) to run the comparison")
+	runs, phase := benchRuns(t), "10s"
 	if v := os.Getenv(benchPhaseEnv); v != "" {
 		phase = v
 	}
 	dir := logDir(t)
 	started, loadBefore, commit := time.Now().UTC(), loadAverage(), gitCommit()
-	hbArgs := []string{"-idle", "10s", "-warmup", "5s", "-duration", phase}
+	hbArgs := []string{"-idle", "10s", "-warmup", "5s", "-duration", phase, "-pace", benchPace}
 	var rows []benchRow
 	for run := 1; run <= runs; run++ {
 		kafkaClosed := map[string]float64{}
@@ -253,12 +260,38 @@ func TestBenchCompare(t *testing.T) {
 	t.Logf("wrote %s\n%s", out, md)
 }
 
+// benchOutFile skips the test unless the interop suite runs and env names
+// the file to write its tables to, which it returns.
+func benchOutFile(t *testing.T, env, why string) string {
+	t.Helper()
+	needInterop(t)
+	out := os.Getenv(env)
+	if out == "" {
+		t.Skipf("set %s %s", env, why)
+	}
+	return out
+}
+
+// benchRuns is COORDHOST_INTEROP_BENCH_RUNS, 3 when unset.
+func benchRuns(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(benchRunsEnv)
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", benchRunsEnv, v)
+	}
+	return n
+}
+
 // benchMarkdown renders every run's figures and the medians the bars are
 // about.
 func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time.Time, loadBefore string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); load average at start %s, at end %s.\n\n",
-		commit, started.Format("2006-01-02 15:04"), runs, phase, loadBefore, loadAverage())
+	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s; load average at start %s, at end %s.\n\n",
+		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, loadBefore, loadAverage())
 	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
 	for _, r := range rows {

@@ -11,8 +11,9 @@
 // two passes), then run the phases — closed loop ("closed": -conns
 // connections, -inflight requests in flight on each, a member never has two
 // heartbeats in flight) or open loop at a fixed rate ("rate=2000",
-// "rate=0.8x": 0.8 times this run's closed-loop throughput), each after a
-// warm-up — then measure the server's idle CPU with no requests, and
+// "rate=0.8x": 0.8 times this run's closed-loop throughput; -pace even
+// spaces the requests 1/rate apart, -pace tick releases them in a burst
+// every millisecond), each after a warm-up — then measure the server's idle CPU with no requests, and
 // finally leave. Each phase prints one line
 // "RESULT {json}"; latency is measured from the scheduled send time in an
 // open-loop phase, so a stalled server is not hidden by a stalled client.
@@ -55,6 +56,8 @@ type options struct {
 	phases    []string
 	settle    time.Duration
 	show      int64 // answers that changed something in a phase to print
+	pace      string
+	verbose   bool
 }
 
 func main() {
@@ -75,7 +78,14 @@ func main() {
 	flag.StringVar(&phases, "phases", "closed", "comma-separated phases: closed, rate=N, rate=Fx (F times this run's closed-loop rate)")
 	flag.DurationVar(&o.settle, "settle", 3*time.Minute, "bound on reaching steady state")
 	flag.Int64Var(&o.show, "show-changed", 0, "print (stderr) up to this many answers of the warm-ups and phases that changed something")
+	pace := flag.String("pace", paceEven, "open loop: even (request i due at start + i/rate, released at that time) or tick (all due requests released on a 1 ms ticker)")
+	flag.BoolVar(&o.verbose, "v", false, "print (stderr) each open-loop phase's pacing: release minus due time and gaps between releases")
 	flag.Parse()
+	var err error
+	if o.pace, err = parsePace(*pace); err != nil {
+		fmt.Fprintln(os.Stderr, "hbload:", err)
+		os.Exit(2)
+	}
 	o.phases = strings.Split(phases, ",")
 	if o.topic == "" {
 		o.topic = o.prefix + "-src"
@@ -90,25 +100,27 @@ func main() {
 
 // Result is one phase's figures, printed as "RESULT {json}".
 type Result struct {
-	Phase        string  `json:"phase"`
-	Groups       int     `json:"groups"`
-	Members      int     `json:"members"`
-	TargetRate   float64 `json:"targetRate,omitempty"` // open loop only
-	Seconds      float64 `json:"seconds"`
-	Heartbeats   int64   `json:"heartbeats"`
-	Rate         float64 `json:"rate"`
-	P50us        float64 `json:"p50us"`
-	P99us        float64 `json:"p99us"`
-	P999us       float64 `json:"p999us"`
-	MaxUs        float64 `json:"maxUs"`
-	Errors       int64   `json:"errors"`  // error codes and transport errors
-	Changed      int64   `json:"changed"` // responses carrying a new epoch or assignment
-	ServerCPU    float64 `json:"serverCpuSec"`
-	IdleCPURate  float64 `json:"idleCpuPerSec"` // server CPU-s per s with no requests, after the phases
-	CPUPer10k    float64 `json:"cpuPer10k"`     // ServerCPU per 10k heartbeats, idle not subtracted
-	NetCPUPer10k float64 `json:"netCpuPer10k"`  // (ServerCPU - IdleCPURate*Seconds) per 10k heartbeats
-	LoadCPU      float64 `json:"loadgenCpuSec"` // this process's CPU in the phase
-	LoadAvg      string  `json:"loadavg"`       // /proc/loadavg at the phase's end (1, 5, 15 min)
+	Phase        string     `json:"phase"`
+	Groups       int        `json:"groups"`
+	Members      int        `json:"members"`
+	TargetRate   float64    `json:"targetRate,omitempty"` // open loop only
+	Pace         string     `json:"pace,omitempty"`       // open loop only: even or tick
+	Pacing       *paceStats `json:"pacing,omitempty"`     // open loop only: how the requests really left
+	Seconds      float64    `json:"seconds"`
+	Heartbeats   int64      `json:"heartbeats"`
+	Rate         float64    `json:"rate"`
+	P50us        float64    `json:"p50us"`
+	P99us        float64    `json:"p99us"`
+	P999us       float64    `json:"p999us"`
+	MaxUs        float64    `json:"maxUs"`
+	Errors       int64      `json:"errors"`  // error codes and transport errors
+	Changed      int64      `json:"changed"` // responses carrying a new epoch or assignment
+	ServerCPU    float64    `json:"serverCpuSec"`
+	IdleCPURate  float64    `json:"idleCpuPerSec"` // server CPU-s per s with no requests, after the phases
+	CPUPer10k    float64    `json:"cpuPer10k"`     // ServerCPU per 10k heartbeats, idle not subtracted
+	NetCPUPer10k float64    `json:"netCpuPer10k"`  // (ServerCPU - IdleCPURate*Seconds) per 10k heartbeats
+	LoadCPU      float64    `json:"loadgenCpuSec"` // this process's CPU in the phase
+	LoadAvg      string     `json:"loadavg"`       // /proc/loadavg at the phase's end (1, 5, 15 min)
 }
 
 func run(ctx context.Context, o options) error {
@@ -320,8 +332,9 @@ func (g *gen) unsteady() string {
 }
 
 // load heartbeats for d at rate (0: closed loop) and returns the latencies,
-// the number of heartbeats that failed and that changed something.
-func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []time.Duration, errs, changed int64) {
+// the number of heartbeats that failed and that changed something, and in
+// an open-loop phase how the requests left against their due times.
+func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []time.Duration, errs, changed int64, pacing *paceStats) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	g.loading.Store(true)
@@ -331,13 +344,19 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 		wg   sync.WaitGroup
 		ne   atomic.Int64
 		nc   atomic.Int64
+		dues []time.Time // open loop: each request's due time ...
+		rels []time.Time // ... and when a sender took it
 		work = func(due func() (time.Time, bool)) {
 			defer wg.Done()
 			var mine []time.Duration
+			var myDue, myRel []time.Time
 			for {
 				at, ok := due()
 				if !ok {
 					break
+				}
+				if rate > 0 {
+					myDue, myRel = append(myDue, at), append(myRel, time.Now())
 				}
 				m := g.pick()
 				a, err := m.heartbeat(context.Background())
@@ -355,6 +374,7 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
+			dues, rels = append(dues, myDue...), append(rels, myRel...)
 			mu.Unlock()
 		}
 	)
@@ -365,7 +385,7 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 		}
 	} else {
 		ticks := make(chan time.Time, 1<<16)
-		go schedule(ctx, rate, ticks)
+		go schedule(ctx, g.o.pace, rate, ticks)
 		for i := 0; i < g.o.workers; i++ {
 			wg.Add(1)
 			go work(func() (time.Time, bool) {
@@ -377,33 +397,11 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 		}
 	}
 	wg.Wait()
-	return lat, ne.Load(), nc.Load()
-}
-
-// schedule sends the due time of every request of an open-loop phase:
-// rate per second from now until ctx ends, then closes ticks.
-func schedule(ctx context.Context, rate float64, ticks chan<- time.Time) {
-	defer close(ticks)
-	start := time.Now()
-	step := time.Duration(float64(time.Second) / rate)
-	tk := time.NewTicker(time.Millisecond)
-	defer tk.Stop()
-	var sent int64
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tk.C:
-			for due := start.Add(time.Duration(sent) * step); !due.After(now); due = start.Add(time.Duration(sent) * step) {
-				select {
-				case ticks <- due:
-				case <-ctx.Done():
-					return
-				}
-				sent++
-			}
-		}
+	if rate > 0 {
+		st := measurePace(dues, rels, rate)
+		pacing = &st
 	}
+	return lat, ne.Load(), nc.Load(), pacing
 }
 
 // pick locks and returns the next member without a heartbeat in flight.
@@ -420,7 +418,7 @@ func (g *gen) pick() *member {
 func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) Result {
 	c0, l0 := serverCPU(g.o.pid), selfCPU()
 	t0 := time.Now()
-	lat, errs, changed := g.load(ctx, rate, d)
+	lat, errs, changed, pacing := g.load(ctx, rate, d)
 	secs := time.Since(t0).Seconds()
 	c1, l1 := serverCPU(g.o.pid), selfCPU()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -430,8 +428,16 @@ func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) Result
 		}
 		return float64(lat[int(float64(len(lat)-1)*p)].Microseconds())
 	}
+	pace := ""
+	if rate > 0 {
+		pace = g.o.pace
+		if g.o.verbose {
+			b, _ := json.Marshal(pacing)
+			fmt.Fprintf(os.Stderr, "PACING %s %.0f/s %s\n", pace, rate, b)
+		}
+	}
 	return Result{
-		Groups: g.o.groups, Members: g.o.members, TargetRate: rate, Seconds: secs,
+		Groups: g.o.groups, Members: g.o.members, TargetRate: rate, Pace: pace, Pacing: pacing, Seconds: secs,
 		Heartbeats: int64(len(lat)), Rate: float64(len(lat)) / secs,
 		P50us: pct(0.5), P99us: pct(0.99), P999us: pct(0.999), MaxUs: pct(1),
 		Errors: errs, Changed: changed, ServerCPU: c1 - c0, LoadCPU: l1 - l0, LoadAvg: loadAvg(),
