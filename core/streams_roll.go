@@ -54,11 +54,8 @@ func rollInterval(cfg StreamsConfig, members int) int32 {
 	if r <= 0 {
 		return cfg.HeartbeatIntervalMs
 	}
-	r = max(r, MinRebalanceHeartbeatIntervalMs)
-	if bound := int64(members) * RebalanceHeartbeatMsPerMember; bound > int64(r) {
-		r = int32(min(bound, int64(cfg.HeartbeatIntervalMs)))
-	}
-	return min(r, cfg.HeartbeatIntervalMs)
+	bound := int64(members) * RebalanceHeartbeatMsPerMember
+	return int32(min(max(int64(r), MinRebalanceHeartbeatIntervalMs, bound), int64(cfg.HeartbeatIntervalMs)))
 }
 
 // answeredInterval is the heartbeat interval answered to m, a member of g:
