@@ -288,10 +288,35 @@ func (s StreamsConfig) Overrides() StreamsGroupOverrides {
 // count triggers a new assignment at the next heartbeat.
 func (c *Coordinator) setStreamsGroupConfig(group string, o StreamsGroupOverrides) {
 	c.overrides[group] = o
+	c.streamsCfg = streamsConfigMemo{}
 }
 
-// streamsConfig resolves a group's effective settings.
+// streamsConfigMemo is a group's settings as streamsConfig resolved them
+// in entry point entry (Coordinator.entry; never 0, replay's).
+type streamsConfigMemo struct {
+	entry uint64
+	group string
+	cfg   StreamsConfig
+}
+
+// streamsConfig resolves a group's effective settings. Within one entry
+// point they cannot change (settings are inputs of their own, taken
+// between entry points), so the last group's are resolved once an entry
+// point, however often its steps ask.
 func (c *Coordinator) streamsConfig(group string) StreamsConfig {
+	e := c.entry()
+	if m := &c.streamsCfg; e != 0 && m.entry == e && m.group == group {
+		return m.cfg
+	}
+	s := c.resolveStreamsConfig(group)
+	if e != 0 {
+		c.streamsCfg = streamsConfigMemo{entry: e, group: group, cfg: s}
+	}
+	return s
+}
+
+// resolveStreamsConfig is streamsConfig without the memo.
+func (c *Coordinator) resolveStreamsConfig(group string) StreamsConfig {
 	s := c.cfg.Streams
 	if s.AssignorName == "" {
 		s.AssignorName = c.cfg.Assignors[0]

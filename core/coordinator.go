@@ -57,6 +57,9 @@ type Coordinator struct {
 	loading bool
 	// entries counts the entry points begun (consumer_member_table.go).
 	entries uint64
+	// streamsCfg is the last group settings streamsConfig resolved, and
+	// in which entry point: a steady heartbeat asks four times.
+	streamsCfg streamsConfigMemo
 	// targetSlice overrides how many members' targets one step writes
 	// (streams_target_slices.go; 0: the default).
 	targetSlice int

@@ -49,6 +49,9 @@ type event struct {
 	read   func(c *core.Coordinator, now int64) core.Output
 	// call is the waiting request (nil for internal inputs).
 	call *call
+	// stepped: the event steps call's request whole (stepCall, with
+	// call.step's arguments) instead of calling mutate; no closure.
+	stepped bool
 	// configs marks an event that changes runtime group configs: it runs
 	// with dynMu held alone.
 	configs bool
@@ -63,6 +66,10 @@ type event struct {
 // call is one client request waiting for its response.
 type call struct {
 	req *wire.Request
+	// step is what a request core steps whole adds to it (event.stepped):
+	// kept in the call, which the request needs anyway, so that the event
+	// allocates no closure for it.
+	step steppedArgs
 	// ev is the request's event, handed to its partition by pointer
 	// (runtime.Event.Input): boxing the value would allocate a copy.
 	ev event
@@ -431,7 +438,9 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 // request's goroutine (a streams heartbeat's preparation): that time is
 // charged with the request's decoding, in one quota record.
 func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent time.Duration) (kmsg.Response, error) {
-	ev.call = &call{req: req}
+	if ev.call == nil {
+		ev.call = &call{req: req}
+	}
 	group, configs := requestGroup(req)
 	ev.configs, ev.group = ev.configs || configs, group
 	p := l.rt.PartitionFor(group)

@@ -106,13 +106,27 @@ func stepped(o steppedOpts) groupHandler {
 		// The preparation is the group's work too: doSpent charges it
 		// towards the group's quota with the request's decoding
 		// (loop_quota.go).
-		return l.doSpent(ctx, req, event{mutate: func(c *core.Coordinator, now int64, id core.RequestID) core.Output {
-			if o&configureGroup != 0 {
-				l.configure(c, group)
-			}
-			return l.step(c, now, core.Request{ID: id, Client: client, Body: req.Body, Prepared: prep})
-		}}, spent)
+		cl := &call{req: req, step: steppedArgs{opts: o, group: group, client: client, prep: prep}}
+		return l.doSpent(ctx, req, event{call: cl, stepped: true}, spent)
 	}
+}
+
+// steppedArgs are what stepped adds to a request core steps whole.
+type steppedArgs struct {
+	opts   steppedOpts
+	group  string
+	client core.ClientInfo
+	prep   *core.PreparedStreamsHeartbeat
+}
+
+// stepCall steps cl's request whole, as stepped built it, in partition
+// c's coordinator.
+func (l *Loop) stepCall(c *core.Coordinator, now int64, id core.RequestID, cl *call) core.Output {
+	st := &cl.step
+	if st.opts&configureGroup != 0 {
+		l.configure(c, st.group)
+	}
+	return l.step(c, now, core.Request{ID: id, Client: st.client, Body: cl.req.Body, Prepared: st.prep})
 }
 
 // typed adapts a handler of one request type.

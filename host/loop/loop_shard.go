@@ -298,6 +298,10 @@ func (s *shard) handle(ev event, now int64) {
 		s.l.dynMu.Lock()
 		defer s.l.dynMu.Unlock()
 	}
+	if ev.stepped {
+		s.batch.add(s.l.stepCall(s.c, now, id, ev.call))
+		return
+	}
 	s.batch.add(ev.mutate(s.c, now, id))
 }
 

@@ -75,7 +75,7 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 		return nil, head{}, nil
 	}
 	group := c.groups.note(peekedGroup)
-	if !c.groups.shared() {
+	if !c.groups.sharedNow() {
 		c.waitQuota(ctx, group)
 	}
 	if n <= smallFrame || key != int16(kmsg.StreamsGroupHeartbeat) || c.s.cfg.MaxTopologySize == nil {

@@ -271,21 +271,28 @@ func FuzzScreenAhead(f *testing.F) {
 // BenchmarkScreenUnthrottledHeartbeat: the round trip of a small group
 // request over loopback on a listener with no quota and on one whose
 // quota throttles no group, where screen looks at every group request's
-// group id before reading it. Compare the two with -count and benchstat.
+// group id before reading it; "groups=2" alternates two groups' requests
+// on the connection, as a load generator's connections shared by many
+// groups carry them. Compare with -count and benchstat.
 func BenchmarkScreenUnthrottledHeartbeat(b *testing.B) {
 	for _, q := range []struct {
-		name  string
-		quota GroupQuota
-	}{{"quota=none", nil}, {"quota=unthrottled", windowQuota{}}} {
+		name   string
+		quota  GroupQuota
+		groups int
+	}{{"quota=none", nil, 1}, {"quota=unthrottled", windowQuota{}, 1}, {"quota=unthrottled,groups=2", windowQuota{}, 2}} {
 		b.Run(q.name, func(b *testing.B) {
 			addr := startLimited(b, Config{MaxRequestBytes: 1 << 20, Limits: NewLimits(1<<20, 100, 100), Quota: q.quota})
 			c := dial(b, addr)
-			hb := kmsg.NewPtrHeartbeatRequest()
-			hb.Group, hb.MemberID = "busy", "m"
-			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, hb, 1)
+			var frames [][]byte
+			for i := range q.groups {
+				hb := kmsg.NewPtrHeartbeatRequest()
+				hb.Group, hb.MemberID = fmt.Sprintf("busy-%d", i), "m"
+				frames = append(frames, kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, hb, 1))
+			}
+			b.ReportAllocs()
 			b.ResetTimer()
-			for range b.N {
-				if _, err := c.c.Write(frame); err != nil {
+			for i := range b.N {
+				if _, err := c.c.Write(frames[i%len(frames)]); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := ReadFrame(c.br, 1<<20); err != nil {

@@ -252,6 +252,12 @@ type conn struct {
 	// group, charged with that group's next request on the connection.
 	read, wrote time.Duration
 	wroteFor    string
+	// readAt is when the frame being served was copied in, if readFrame
+	// timed its copy (the request's start); wroteAt when the connection's
+	// last answer was written, if timed and not muted after (the next
+	// request's read deadline is extended from it). Each is taken once:
+	// a clock read per request saved.
+	readAt, wroteAt time.Time
 	// rw is what the connection reads and writes (connIO): nc, or raw
 	// system calls on its socket.
 	rw io.ReadWriter
@@ -341,7 +347,12 @@ func (c *conn) clientHost() string {
 
 // writeResponse encodes resp into the connection's buffer and writes it.
 func (c *conn) writeResponse(correlationID int32, resp kmsg.Response) error {
-	c.extendWrite(time.Now())
+	return c.writeResponseAt(time.Now(), correlationID, resp)
+}
+
+// writeResponseAt is writeResponse with the clock read at its call.
+func (c *conn) writeResponseAt(now time.Time, correlationID int32, resp kmsg.Response) error {
+	c.extendWrite(now)
 	b := AppendResponse(c.wbuf[:0], correlationID, resp)
 	w := c.rw
 	if w == nil { // a conn built without serve (tests)
@@ -412,7 +423,12 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		}
 	}()
 	s := c.s
-	c.extendRead(time.Now())
+	c.groups.next()
+	now := c.wroteAt // the answer before was written just now, if timed
+	if c.wroteAt = (time.Time{}); now.IsZero() {
+		now = time.Now()
+	}
+	c.extendRead(now)
 	if s.isDraining() { // checked after setting the deadline: Shutdown resets it under s.mu
 		return errDraining
 	}
@@ -430,7 +446,10 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 		return c.answerRefusal(ctx, refused)
 	}
 	defer release()
-	start := time.Now()
+	start := c.readAt // the frame's copy just ended, if timed
+	if c.readAt = (time.Time{}); start.IsZero() {
+		start = time.Now()
+	}
 	if handled, err := c.passThrough(ctx, frame, start, release); handled {
 		return err
 	}
@@ -483,15 +502,23 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	}
 	mute := c.throttleFor(req, resp) // throttle.go; before resp is written
 	t0 := time.Now()
-	if err = c.writeResponse(req.CorrelationID, resp); err != nil {
+	if err = c.writeResponseAt(t0, req.CorrelationID, resp); err != nil {
 		return err
 	}
 	c.wrote = 0
 	if group != "" {
 		if group != c.wroteFor {
-			c.wroteFor = strings.Clone(group) // it may alias the frame
+			if group == c.groups.last {
+				c.wroteFor = c.groups.last // screen's copy: shared, not cloned again
+			} else {
+				c.wroteFor = strings.Clone(group) // it may alias the frame
+			}
 		}
-		c.wrote = time.Since(t0)
+		end := time.Now()
+		c.wrote = end.Sub(t0)
+		if mute <= 0 {
+			c.wroteAt = end
+		}
 	}
 	c.mute(ctx, mute)
 	return c.closeAfter
@@ -561,7 +588,7 @@ func (c *conn) admit(req *Request) error {
 		return fmt.Errorf("%w: %s before authentication", errUnauthenticated, kmsg.NameForKey(req.Key))
 	}
 	req.SASLUser, req.AuthGeneration, req.CertPrincipal, req.CertAuthenticated = c.sasl.user, c.sasl.gen, c.certPrincipal(), c.sasl.cert
-	req.SharedConn = c.groups.shared() // throttle.go
+	req.SharedConn = c.groups.sharedNow() // throttle.go
 	if s.cfg.Dial != nil {
 		req.Session, c.clientID = c, req.ClientID
 	}
@@ -644,8 +671,9 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 	whole := br.Buffered() >= int(n) // nothing to wait for: a copy
 	t0 := time.Now()
 	frame, err = s.cfg.Limits.readBody(drain, br, n)
-	if c.read = 0; whole {
-		c.read = time.Since(t0)
+	if c.read, c.readAt = 0, (time.Time{}); whole {
+		end := time.Now()
+		c.read, c.readAt = end.Sub(t0), end
 	}
 	if errors.Is(err, errFrameNotStarted) {
 		c.grant.unread()

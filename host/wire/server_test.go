@@ -475,3 +475,41 @@ func TestShutdownCancelsStuckHandlers(t *testing.T) {
 	}
 	c.expectClosed()
 }
+
+// TestTableLookup: the table's index answers as the list of its entries
+// says, for keys outside kmsg's range too, and Without leaves the table
+// it copies unchanged.
+func TestTableLookup(t *testing.T) {
+	tab := NewTable(map[int16]VersionRange{int16(kmsg.Produce): {Min: 3, Max: 9}, int16(kmsg.Fetch): {Min: 4, Max: 12}})
+	entries := tab.Entries()
+	byKey := map[int16]Entry{}
+	for i, e := range entries {
+		if i > 0 && entries[i-1].Key >= e.Key {
+			t.Fatalf("Entries not in key order: %v then %v", entries[i-1], e)
+		}
+		byKey[e.Key] = e
+	}
+	if _, ok := byKey[int16(kmsg.Produce)]; !ok || len(byKey) < 10 {
+		t.Fatalf("Entries: %v", entries)
+	}
+	for k := int16(-3); k <= int16(kmsg.MaxKey)+3; k++ {
+		e, ok := tab.Lookup(k)
+		want, wantOK := byKey[k]
+		if ok != wantOK || e != want {
+			t.Fatalf("Lookup(%d) = %v %v, want %v %v", k, e, ok, want, wantOK)
+		}
+		if ok && (!tab.Serves(k, e.Min) || !tab.Serves(k, e.Max) || tab.Serves(k, e.Max+1) || tab.Serves(k, e.Min-1)) {
+			t.Fatalf("Serves(%d) disagrees with %v", k, e)
+		}
+	}
+	less := tab.Without(kmsg.Produce, kmsg.Key(kmsg.MaxKey+1))
+	if _, ok := less.Lookup(int16(kmsg.Produce)); ok {
+		t.Fatal("Without(Produce) still serves Produce")
+	}
+	if _, ok := tab.Lookup(int16(kmsg.Produce)); !ok {
+		t.Fatal("Without changed the table it copied")
+	}
+	if len(less.Entries()) != len(entries)-1 {
+		t.Fatalf("Without(Produce): %d entries, want %d", len(less.Entries()), len(entries)-1)
+	}
+}

@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"sort"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -133,7 +131,15 @@ type Entry struct {
 // Table is the effective version table: what coordhost serves, and so
 // exactly what ApiVersions advertises. It is immutable once built.
 type Table struct {
-	entries map[int16]Entry
+	// entries holds each served key's entry at its index (served[key]
+	// true): a lookup on every request is an index, not a map's hash.
+	entries [kmsg.MaxKey + 1]Entry
+	served  [kmsg.MaxKey + 1]bool
+}
+
+// set serves e.
+func (t *Table) set(e Entry) {
+	t.entries[e.Key], t.served[e.Key] = e, true
 }
 
 // NewTable builds the table from the static specs, clamping every key that
@@ -142,7 +148,7 @@ type Table struct {
 // advertise is not served, so nothing is ever forwarded to a data plane that
 // does not register it.
 func NewTable(dataPlane map[int16]VersionRange) *Table {
-	t := &Table{entries: make(map[int16]Entry, len(specs))}
+	t := &Table{}
 	for _, s := range specs {
 		lo, hi := s.min, s.max
 		if km := kmsg.RequestForKey(int16(s.key)).MaxVersion(); hi > km {
@@ -158,7 +164,7 @@ func NewTable(dataPlane map[int16]VersionRange) *Table {
 		if lo > hi {
 			continue
 		}
-		t.entries[int16(s.key)] = Entry{Key: int16(s.key), Min: lo, Max: hi, Route: s.route}
+		t.set(Entry{Key: int16(s.key), Min: lo, Max: hi, Route: s.route})
 	}
 	return t
 }
@@ -168,34 +174,42 @@ var ConsumerGroupKeys = []kmsg.Key{kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGro
 
 // Without returns a copy of t that does not serve keys.
 func (t *Table) Without(keys ...kmsg.Key) *Table {
-	out := &Table{entries: make(map[int16]Entry, len(t.entries))}
-	for k, e := range t.entries {
-		out.entries[k] = e
-	}
+	out := *t
 	for _, k := range keys {
-		delete(out.entries, int16(k))
+		if int(k) < len(out.served) {
+			out.entries[k], out.served[k] = Entry{}, false
+		}
 	}
-	return out
+	return &out
 }
 
 // Lookup returns the entry of a served key.
 func (t *Table) Lookup(key int16) (Entry, bool) {
-	e, ok := t.entries[key]
-	return e, ok
+	if key < 0 || int(key) >= len(t.served) || !t.served[key] {
+		return Entry{}, false
+	}
+	return t.entries[key], true
 }
 
 // Serves reports whether key at version is served.
 func (t *Table) Serves(key, version int16) bool {
-	e, ok := t.entries[key]
+	e, ok := t.Lookup(key)
 	return ok && version >= e.Min && version <= e.Max
 }
 
 // Entries returns the served keys in key order.
 func (t *Table) Entries() []Entry {
-	out := make([]Entry, 0, len(t.entries))
-	for _, e := range t.entries {
-		out = append(out, e)
+	n := 0
+	for _, ok := range t.served {
+		if ok {
+			n++
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
+	out := make([]Entry, 0, n)
+	for k, e := range t.entries {
+		if t.served[k] {
+			out = append(out, e)
+		}
+	}
+	return out // in key order: the index is the key
 }

@@ -26,7 +26,7 @@ func (c *conn) muteFor(req *Request, resp kmsg.Response) time.Duration {
 // their requests for one group's use.
 func (c *conn) throttleFor(req *Request, resp kmsg.Response) time.Duration {
 	d, group := c.throttleOf(req, resp)
-	if d == 0 || !group || !c.groups.shared() {
+	if d == 0 || !group || !c.groups.sharedNow() {
 		return d
 	}
 	if t, ok := resp.(kmsg.SetThrottleResponse); ok {
@@ -68,7 +68,14 @@ const sharedFor = 2 * time.Second
 type groupsSeen struct {
 	last    string    // the group of the last group request
 	mixedAt time.Time // when a request followed another group's; zero: never
+	// known and isShared are sharedNow's answer for the request being
+	// served (its screen, gates and throttle ask it up to three times);
+	// next forgets it.
+	known, isShared bool
 }
+
+// next begins a request: sharedNow looks at the clock again.
+func (g *groupsSeen) next() { g.known = false }
 
 // note records a request of group, which may alias a read buffer, and
 // returns the group as kept: a copy is made only when the group changed.
@@ -78,9 +85,20 @@ func (g *groupsSeen) note(group string) string {
 	}
 	if g.last != "" {
 		g.mixedAt = time.Now()
+		g.known, g.isShared = true, true // mixed just now
 	}
 	g.last = strings.Clone(group)
 	return g.last
+}
+
+// sharedNow is shared as of the request's first question (note counts
+// as one): a request's screen, gates and throttle see one answer for the
+// price of at most one clock read.
+func (g *groupsSeen) sharedNow() bool {
+	if !g.known {
+		g.known, g.isShared = true, g.shared()
+	}
+	return g.isShared
 }
 
 // shared reports whether requests of two groups followed each other

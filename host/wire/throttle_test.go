@@ -162,3 +162,32 @@ func TestGroupsSeen(t *testing.T) {
 		t.Fatalf("only b for %v: still shared", sharedFor)
 	}
 }
+
+// TestGroupsSeenSharedNow: a request's answer is taken once and kept
+// until the next request; a request whose group differs from the last
+// one is shared at once, without another look at the clock.
+func TestGroupsSeenSharedNow(t *testing.T) {
+	var g groupsSeen
+	g.next()
+	g.note("a")
+	if g.sharedNow() {
+		t.Fatal("the first group's request: shared")
+	}
+	g.next()
+	g.note("b")
+	if !g.sharedNow() || g.mixedAt.IsZero() {
+		t.Fatalf("a request of another group: sharedNow %v, mixedAt %v", g.sharedNow(), g.mixedAt)
+	}
+	// The window ends while the request is served: its answer stands
+	// (the gates and the throttle see what screen saw) ...
+	g.mixedAt = time.Now().Add(-sharedFor)
+	if !g.sharedNow() {
+		t.Fatal("the request's answer changed while it was served")
+	}
+	// ... and the next request looks again.
+	g.next()
+	g.note("b")
+	if g.sharedNow() {
+		t.Fatalf("the next request after %v of b alone: still shared", sharedFor)
+	}
+}
