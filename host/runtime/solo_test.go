@@ -127,17 +127,7 @@ func waitIdle(t *testing.T, pl *pipeline) {
 // throttled once another key's event queued during its step, not while
 // none did.
 func TestSoloRealClockTimerAndQuota(t *testing.T) {
-	ticks := 0
-	var s *boundShard
-	rt := startCfg(t, runtime.Config{Partitions: 1, Log: runtime.NewMemLog(), QuotaPercent: 5, MaxThrottle: time.Hour,
-		NewShard: func(int) (runtime.Shard, error) {
-			s = &boundShard{kvShard: newKV()}
-			s.ticks = &ticks
-			s.deadline = time.Now().Add(10 * time.Second).UnixMilli()
-			s.bound = s.deadline
-			return s, nil
-		}})
-	readTicks(rt, &ticks) // the timer is armed for the first deadline
+	rt, s, ticks := startBound(t, runtime.Config{QuotaPercent: 5, MaxThrottle: time.Hour})
 	solo := func(key string, onStep func()) {
 		t.Helper()
 		me, stepped := goid(), uint64(0)
@@ -155,7 +145,7 @@ func TestSoloRealClockTimerAndQuota(t *testing.T) {
 	}
 	solo("g", func() { s.deadline = time.Now().Add(20 * time.Millisecond).UnixMilli(); s.bound = s.deadline })
 	giveUp := time.Now().Add(3 * time.Second)
-	for readTicks(rt, &ticks) < 1 {
+	for readTicks(rt, ticks) < 1 {
 		if time.Now().After(giveUp) {
 			t.Fatal("no Tick 3 s after a solo step moved the deadline 20 ms away")
 		}
