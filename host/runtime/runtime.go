@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -191,7 +192,8 @@ type Config struct {
 	Log Log
 	// NewShard builds the coordinator of partition p when it loads.
 	NewShard func(p int) (Shard, error)
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now). With time.Now itself, a step's
+	// readings also serve its timer check and quota charge.
 	Now func() time.Time
 	// MaxBatch bounds the events of one round (default 512).
 	MaxBatch int
@@ -280,7 +282,7 @@ const (
 // their Commits come in order.
 type Runtime struct {
 	cfg Config
-	// realClock: Config.Now is time.Now (it was not set), so one reading
+	// realClock: Config.Now is time.Now (unset, or set to it), so one reading
 	// of it serves where the real clock is read too (timerClock), and a
 	// step's end is read as its start plus the monotonic time since
 	// (partition.since).
@@ -354,8 +356,8 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = goruntime.GOMAXPROCS(0)
 	}
-	realClock := cfg.Now == nil
-	if realClock {
+	realClock := cfg.Now == nil || isTimeNow(cfg.Now)
+	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.MaxBatch <= 0 {
@@ -397,6 +399,12 @@ func New(cfg Config) (*Runtime, error) {
 		go r.worker()
 	}
 	return r, nil
+}
+
+// isTimeNow reports whether now is time.Now itself (as host/loop sets
+// it), not a clock of a test's.
+func isTimeNow(now func() time.Time) bool {
+	return reflect.ValueOf(now).Pointer() == reflect.ValueOf(time.Now).Pointer()
 }
 
 // Partitions returns the partition count.
