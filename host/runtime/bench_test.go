@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coordhost/coordhost/host/runtime"
 )
@@ -36,5 +37,48 @@ func BenchmarkRuntimeWorkers(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// idleShard is a Finisher that writes no record, as a steady heartbeat
+// is stepped: its deadline, a session's, stays 45 s ahead and its
+// DeadlineBound is the deadline, so a pending timer covers it.
+type idleShard struct{ deadline int64 }
+
+func (s *idleShard) Replay(runtime.Record) error { return nil }
+func (s *idleShard) Step(now int64, _ any) []runtime.Record {
+	if s.deadline == 0 {
+		s.deadline = now + 45_000
+	}
+	return nil
+}
+func (s *idleShard) Commit()                      {}
+func (s *idleShard) Rollback(error)               {}
+func (s *idleShard) NextDeadline() (int64, bool)  { return s.deadline, s.deadline != 0 }
+func (s *idleShard) DeadlineBound() (int64, bool) { return s.NextDeadline() }
+func (s *idleShard) Unload()                      {}
+func (s *idleShard) Seal() func()                 { return nil }
+func (s *idleShard) Finish() bool                 { return true }
+
+// BenchmarkSubmitIdle: an Inline event of one group at an idle
+// partition, stepped on the submitter's goroutine (solo) by a shard that
+// does nothing: the runtime's own cost around a step, quota and timer
+// check included (docs/BENCHMARKS.md).
+func BenchmarkSubmitIdle(b *testing.B) {
+	rt := startCfg(b, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), Now: time.Now, // as host/loop sets it
+		NewShard: func(int) (runtime.Shard, error) { return &idleShard{}, nil }})
+	ev := runtime.Event{Input: struct{}{}, Key: "group-1", Inline: true}
+	// The Loaded round goes first, on a worker; the first step arms the
+	// timer.
+	if err := rt.Submit(0, ev); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := rt.Submit(0, ev); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -177,6 +177,9 @@ func (p *partition) delaysOthers(key string) bool {
 	if len(p.rt.ready) > 0 {
 		return true
 	}
+	if p.keys.Load() == 0 {
+		return false // no event waits in p's queue: no lock to take
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.queued) > 1 || len(p.queued) == 1 && p.queued[key] == 0

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -191,5 +192,25 @@ func TestQuotaMayThrottle(t *testing.T) {
 	}
 	if !sawOn || !sawOff {
 		t.Fatalf("mayThrottle never changed (on %v, off %v)", sawOn, sawOff)
+	}
+}
+
+// TestIsTimeNow: time.Now passed as Config.Now (as host/loop does) is
+// the real clock, whose readings one step shares (timerClock); a test's
+// clock, even one that returns time.Now(), is not.
+func TestIsTimeNow(t *testing.T) {
+	if !isTimeNow(time.Now) {
+		t.Fatal("time.Now not recognised")
+	}
+	if isTimeNow(func() time.Time { return time.Now() }) {
+		t.Fatal("a closure taken for time.Now")
+	}
+	rt, err := New(Config{Now: time.Now, Log: NewMemLog(), NewShard: func(int) (Shard, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	if !rt.realClock {
+		t.Fatal("Config.Now = time.Now: not the real clock")
 	}
 }

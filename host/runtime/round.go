@@ -4,6 +4,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"slices"
+	"time"
 )
 
 // sealed is a round whose stepping is over: its records wait for their
@@ -132,9 +133,11 @@ func (p *partition) solo(sh Shard, ev Event) {
 	t0 := p.rt.cfg.Now()
 	p.looked = t0
 	out, err := p.step(sh, t0.UnixMilli(), ev.Input)
+	at := t0                          // the latest reading of the clock, for release's timer check
 	if ev.Key != "" && p.quota.on() { // quota.go; the event's Charge with its step
-		t1 := p.rt.cfg.Now()
+		t1 := p.since(t0)
 		p.quota.step(ev.Key, t0, t1.Sub(t0)+ev.Charge, p.delaysOthers(ev.Key))
+		at = t1
 	}
 	switch {
 	case err != nil:
@@ -145,7 +148,17 @@ func (p *partition) solo(sh Shard, ev Event) {
 	default:
 		p.seal(sh, out, nil, false)
 	}
-	p.release(false)
+	p.releaseAt(false, at)
+}
+
+// since returns the time on Config.Now at the end of a step that began
+// at t0: with the real clock, t0 plus the monotonic time since, one
+// clock read where time.Now takes two.
+func (p *partition) since(t0 time.Time) time.Time {
+	if p.rt.realClock {
+		return t0.Add(time.Since(t0))
+	}
+	return p.rt.cfg.Now()
 }
 
 // canStepLocked reports whether the owner may step a new round: events
@@ -235,6 +248,12 @@ func (p *partition) inFlight() bool {
 // more to do at once (yieldsBeforeReleaseLocked, yield.go). It reports
 // whether the owner released a response since it last yielded (yield.go).
 func (p *partition) release(worker bool) (yield bool) {
+	return p.releaseAt(worker, time.Time{})
+}
+
+// releaseAt is release with at, the owner's latest reading of the clock
+// (zero: none), for the timer check (timerClock).
+func (p *partition) releaseAt(worker bool, at time.Time) (yield bool) {
 	for {
 		p.mu.Lock()
 		if p.settleableLocked() {
@@ -255,7 +274,7 @@ func (p *partition) release(worker bool) (yield bool) {
 			continue
 		}
 		yield, p.released = p.released, false
-		p.armTimerLocked(p.shard)
+		p.armTimerLocked(p.shard, at)
 		if p.canStepLocked() {
 			p.rt.ready <- p // still owned; capacity Partitions: never blocks
 		} else {
@@ -399,7 +418,7 @@ func (p *partition) round(sh Shard, evs []Event) {
 		p.yieldIfReleased() // yield.go
 		t0 := p.rt.cfg.Now()
 		out, err := p.step(sh, t0.UnixMilli(), ev.Input)
-		t1 := p.rt.cfg.Now()
+		t1 := p.since(t0)
 		if ev.Key != "" && p.quota.on() { // quota.go
 			p.quota.step(ev.Key, t0, t1.Sub(t0), later.other(i, ev.Key) || p.delaysOthers(ev.Key))
 		}
@@ -653,6 +672,7 @@ func (p *partition) unload() {
 	p.state, p.shard, p.unloading, p.stopping, p.barrier = stateUnloaded, nil, false, nil, false
 	p.queue, p.scheduled = nil, false
 	clear(p.queued)
+	p.keys.Store(0)
 	if p.timer != nil {
 		p.timer.Stop()
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	goruntime "runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -190,7 +192,8 @@ type Config struct {
 	Log Log
 	// NewShard builds the coordinator of partition p when it loads.
 	NewShard func(p int) (Shard, error)
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now). With time.Now itself, a step's
+	// readings also serve its timer check and quota charge.
 	Now func() time.Time
 	// MaxBatch bounds the events of one round (default 512).
 	MaxBatch int
@@ -278,12 +281,17 @@ const (
 // rounds (Config.Pipeline); they are appended together after it, and
 // their Commits come in order.
 type Runtime struct {
-	cfg   Config
-	parts []*partition
-	ready chan *partition
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
+	cfg Config
+	// realClock: Config.Now is time.Now (unset, or set to it), so one reading
+	// of it serves where the real clock is read too (timerClock), and a
+	// step's end is read as its start plus the monotonic time since
+	// (partition.since).
+	realClock bool
+	parts     []*partition
+	ready     chan *partition
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	once      sync.Once
 }
 
 type partition struct {
@@ -292,8 +300,10 @@ type partition struct {
 	mu    sync.Mutex
 	state partState
 	queue []Event
-	// queued counts the events of each Event.Key in queue.
+	// queued counts the events of each Event.Key in queue; keys is
+	// len(queued), read without mu (delaysOthers).
 	queued map[string]int
+	keys   atomic.Int32
 	// unloading: an unload is queued; rounds then take the queue in order.
 	unloading bool
 	// scheduled: the partition is owned — in the ready queue, on a
@@ -346,6 +356,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = goruntime.GOMAXPROCS(0)
 	}
+	realClock := cfg.Now == nil || isTimeNow(cfg.Now)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -379,7 +390,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Log == nil || cfg.NewShard == nil {
 		return nil, errors.New("runtime: Log and NewShard are required")
 	}
-	r := &Runtime{cfg: cfg, ready: make(chan *partition, cfg.Partitions), stop: make(chan struct{})}
+	r := &Runtime{cfg: cfg, realClock: realClock, ready: make(chan *partition, cfg.Partitions), stop: make(chan struct{})}
 	for p := 0; p < cfg.Partitions; p++ {
 		r.parts = append(r.parts, &partition{id: p, rt: r, queued: map[string]int{}, quota: newQuota(cfg.QuotaPercent, cfg.MaxThrottle)})
 	}
@@ -388,6 +399,12 @@ func New(cfg Config) (*Runtime, error) {
 		go r.worker()
 	}
 	return r, nil
+}
+
+// isTimeNow reports whether now is time.Now itself (as host/loop sets
+// it), not a clock of a test's.
+func isTimeNow(now func() time.Time) bool {
+	return reflect.ValueOf(now).Pointer() == reflect.ValueOf(time.Now).Pointer()
 }
 
 // Partitions returns the partition count.
@@ -477,8 +494,12 @@ func (p *partition) countOneLocked(ev Event, d int) {
 	if ev.Key == "" {
 		return
 	}
+	n := len(p.queued)
 	if p.queued[ev.Key] += d; p.queued[ev.Key] <= 0 {
 		delete(p.queued, ev.Key)
+	}
+	if len(p.queued) != n {
+		p.keys.Store(int32(len(p.queued)))
 	}
 }
 
@@ -723,21 +744,54 @@ func (p *partition) rejectLater(evs []Event) {
 
 func (p *partition) now() int64 { return p.rt.cfg.Now().UnixMilli() }
 
+// timerClock is the time a timer check reads, once for the whole check:
+// Config.Now's for the deadlines (counted in its milliseconds) and the
+// real clock's for the timer (a time.Timer runs on it). When Config.Now
+// is the real clock, one reading serves both, and at is the time the
+// caller read already (solo's, after its step), if any: the check
+// compares distances from that reading on both sides, so an earlier one
+// gives the same answer.
+type timerClock struct {
+	p         *partition
+	at        time.Time // the caller's reading, if any
+	now, real time.Time
+	read      bool
+}
+
+func (c *timerClock) get() (now, real time.Time) {
+	if c.read {
+		return c.now, c.real
+	}
+	c.read = true
+	switch {
+	case !c.p.rt.realClock:
+		c.now, c.real = c.p.rt.cfg.Now(), time.Now()
+	case c.at.IsZero():
+		c.now = time.Now()
+		c.real = c.now
+	default:
+		c.now, c.real = c.at, c.at
+	}
+	return c.now, c.real
+}
+
 // armTimerLocked schedules a Tick at the shard's next deadline. A timer
 // still pending for that deadline or an earlier one is left as it is: it
 // fires early at worst, and the Tick it queues re-arms it (a steady
 // heartbeat moves its member's session deadline later at every round, and
 // resetting a runtime timer each time cost more than the rare early Tick).
-func (p *partition) armTimerLocked(sh Shard) {
+// at is the caller's reading of the clock, if it has one (timerClock).
+func (p *partition) armTimerLocked(sh Shard, at time.Time) {
+	c := timerClock{p: p, at: at}
 	if b, isB := sh.(DeadlineBounder); isB && p.armedAt != 0 {
 		// A pending timer no later than a bound of the deadline passes
 		// the check below for the deadline too: the exact one, which may
 		// cost the shard work, is not needed.
-		if lb, ok := b.DeadlineBound(); ok && p.coversLocked(lb) {
+		if lb, ok := b.DeadlineBound(); ok && p.coversLocked(lb, &c) {
 			return
 		}
 	}
-	at, ok := sh.NextDeadline()
+	deadline, ok := sh.NextDeadline()
 	if !ok {
 		if p.timer != nil {
 			p.timer.Stop()
@@ -745,11 +799,15 @@ func (p *partition) armTimerLocked(sh Shard) {
 		p.armedAt = 0
 		return
 	}
-	if p.coversLocked(at) {
+	if p.coversLocked(deadline, &c) {
 		return
 	}
-	d := max(time.Duration(at-p.now())*time.Millisecond, 0)
-	p.armedAt, p.fireAt = at, time.Now().Add(d)
+	// Armed from a fresh reading, not the caller's: the timer runs from
+	// now, and fireAt must say when it fires.
+	fresh := timerClock{p: p}
+	now, real := fresh.get()
+	d := max(time.Duration(deadline-now.UnixMilli())*time.Millisecond, 0)
+	p.armedAt, p.fireAt = deadline, real.Add(d)
 	if p.timer == nil {
 		p.timer = time.AfterFunc(d, p.tick)
 		return
@@ -760,13 +818,15 @@ func (p *partition) armTimerLocked(sh Shard) {
 // coversLocked reports whether the pending timer fires no later than at:
 // it was armed for at or earlier, and fires within at's distance from now
 // (give or take the milliseconds deadlines are counted in: a Config.Now
-// that is not the real clock may have moved ahead of it).
-func (p *partition) coversLocked(at int64) bool {
+// that is not the real clock may have moved ahead of it). It reads no
+// clock when no timer is pending for at or earlier.
+func (p *partition) coversLocked(at int64, c *timerClock) bool {
 	if p.armedAt == 0 || p.armedAt > at {
 		return false
 	}
-	d := max(time.Duration(at-p.now())*time.Millisecond, 0)
-	return time.Until(p.fireAt) <= d+time.Millisecond
+	now, real := c.get()
+	d := max(time.Duration(at-now.UnixMilli())*time.Millisecond, 0)
+	return p.fireAt.Sub(real) <= d+time.Millisecond
 }
 
 func (p *partition) tick() {

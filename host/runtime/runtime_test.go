@@ -462,21 +462,32 @@ func (s *boundShard) NextDeadline() (int64, bool) {
 
 func (s *boundShard) DeadlineBound() (int64, bool) { return s.bound, s.bound != 0 }
 
+// startBound starts cfg with one partition, its shard a boundShard whose
+// deadline and bound are 10 s away, the timer armed for them; ticks
+// counts its Ticks (readTicks).
+func startBound(t *testing.T, cfg runtime.Config) (*runtime.Runtime, *boundShard, *int) {
+	t.Helper()
+	ticks := new(int)
+	var s *boundShard
+	cfg.Partitions, cfg.Log = 1, runtime.NewMemLog()
+	cfg.NewShard = func(int) (runtime.Shard, error) {
+		s = &boundShard{kvShard: newKV()}
+		s.ticks = ticks
+		s.deadline = time.Now().Add(10 * time.Second).UnixMilli()
+		s.bound = s.deadline
+		return s, nil
+	}
+	rt := startCfg(t, cfg)
+	readTicks(rt, ticks) // the timer is armed for the first deadline
+	return rt, s, ticks
+}
+
 // While the pending Tick is due no later than a shard's DeadlineBound,
 // a round does not ask for the exact deadline (a steady heartbeat moving
 // the exact one later costs core a heap entry's move); once the bound
 // moves earlier than the pending Tick, the exact deadline is armed.
 func TestRuntimeArmsFromDeadlineBound(t *testing.T) {
-	ticks := 0
-	var s *boundShard
-	rt := startCfg(t, runtime.Config{Partitions: 1, Log: runtime.NewMemLog(), NewShard: func(int) (runtime.Shard, error) {
-		s = &boundShard{kvShard: newKV()}
-		s.ticks = &ticks
-		s.deadline = time.Now().Add(10 * time.Second).UnixMilli()
-		s.bound = s.deadline
-		return s, nil
-	}})
-	readTicks(rt, &ticks) // the timer is armed for the first deadline
+	rt, s, ticks := startBound(t, runtime.Config{})
 	put := func(onStep func()) {
 		stepped := make(chan error, 1)
 		rt.Submit(0, runtime.Event{Key: "g", Input: put{group: "g", key: "k", val: "v", reply: stepped, onStep: onStep}})
@@ -488,13 +499,13 @@ func TestRuntimeArmsFromDeadlineBound(t *testing.T) {
 	for range 5 { // the exact deadline moves later, the bound stays
 		put(func() { s.deadline += 1000 })
 	}
-	readTicks(rt, &ticks)
+	readTicks(rt, ticks)
 	if n := s.exact.Load() - before; n != 0 {
 		t.Fatalf("NextDeadline asked %d times while the pending Tick was no later than the bound", n)
 	}
 	put(func() { s.deadline = time.Now().Add(20 * time.Millisecond).UnixMilli(); s.bound = s.deadline })
 	giveUp := time.Now().Add(3 * time.Second)
-	for readTicks(rt, &ticks) < 1 {
+	for readTicks(rt, ticks) < 1 {
 		if time.Now().After(giveUp) {
 			t.Fatalf("no Tick 3 s after the bound and the deadline moved 20 ms away")
 		}

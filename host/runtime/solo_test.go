@@ -118,3 +118,58 @@ func waitIdle(t *testing.T, pl *pipeline) {
 		}
 	}
 }
+
+// TestSoloRealClockTimerAndQuota: on the runtime's own clock (Config.Now
+// unset, where a solo step's clock readings serve its quota charge and
+// the timer check alike), a solo step that brings the deadline from
+// 10 s to 20 ms away still gets its Tick on time, and a solo step's time
+// counts towards its key's quota: a key stepping more than its share is
+// throttled once another key's event queued during its step, not while
+// none did.
+func TestSoloRealClockTimerAndQuota(t *testing.T) {
+	rt, s, ticks := startBound(t, runtime.Config{QuotaPercent: 5, MaxThrottle: time.Hour})
+	solo := func(key string, onStep func()) {
+		t.Helper()
+		me, stepped := goid(), uint64(0)
+		reply := make(chan error, 1)
+		in := put{group: key, key: "k", val: "v", reply: reply, onStep: func() { stepped = goid(); onStep() }}
+		if err := rt.Submit(0, runtime.Event{Key: key, Inline: true, Input: in}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-reply; err != nil {
+			t.Fatal(err)
+		}
+		if stepped != me {
+			t.Fatalf("%s's event was not stepped on its submitter's goroutine (solo)", key)
+		}
+	}
+	solo("g", func() { s.deadline = time.Now().Add(20 * time.Millisecond).UnixMilli(); s.bound = s.deadline })
+	giveUp := time.Now().Add(3 * time.Second)
+	for readTicks(rt, ticks) < 1 {
+		if time.Now().After(giveUp) {
+			t.Fatal("no Tick 3 s after a solo step moved the deadline 20 ms away")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// 60 ms of step time is more than 5 % of the quota's second.
+	solo("big", func() { time.Sleep(60 * time.Millisecond) })
+	if d := rt.Throttle(0, "big"); d != 0 {
+		t.Fatalf("big, its steps delaying nobody: throttled %v", d)
+	}
+	waiting := make(chan error, 1)
+	solo("big", func() {
+		if err := rt.Submit(0, runtime.Event{Key: "canary", Input: put{group: "canary", key: "k", val: "v", reply: waiting}}); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+	if d := rt.Throttle(0, "big"); d == 0 {
+		t.Fatal("big: canary waited behind its solo step, not throttled")
+	}
+	if d := rt.Throttle(0, "canary"); d != 0 {
+		t.Fatalf("canary, under its share: throttled %v", d)
+	}
+}
