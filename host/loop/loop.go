@@ -280,11 +280,18 @@ func New(d Deps) (*Loop, error) {
 // NewContext is New with the start-up I/O (store replay, topic
 // metadata, end offsets) bounded by ctx.
 func NewContext(ctx context.Context, d Deps) (*Loop, error) {
-	return newLoop(ctx, d, time.Now)
+	return newLoop(ctx, d, nil)
 }
 
-// newLoop is NewContext on the clock now.
+// newLoop is NewContext on the clock now (nil: the real clock, time.Now).
 func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
+	// The runtime is given a test's clock only: with none it knows it
+	// runs on the real one, whose readings a step shares with its timer
+	// check and quota charge (runtime.Config.Now).
+	rtNow := now
+	if now == nil {
+		now = time.Now
+	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -320,7 +327,7 @@ func newLoop(ctx context.Context, d Deps, now func() time.Time) (*Loop, error) {
 		l.refreshTopicsNow()
 	}
 	l.rt, err = runtime.New(runtime.Config{Partitions: parts, Workers: d.Workers, Log: l.rlog, NewShard: l.newShard,
-		Now: now, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup,
+		Now: rtNow, MaxBatch: maxBatch, Pipeline: d.Pipeline, MaxQueuedPerKey: d.MaxQueuedPerGroup,
 		QuotaPercent: float64(d.GroupQuotaPercent), MaxThrottle: d.MaxThrottle, FullRounds: d.fullRounds})
 	if err == nil && d.Ownership != nil {
 		err = d.Ownership.Start(l.rt)

@@ -65,7 +65,7 @@ func (s *idleShard) Finish() bool                 { return true }
 // does nothing: the runtime's own cost around a step, quota and timer
 // check included (docs/BENCHMARKS.md).
 func BenchmarkSubmitIdle(b *testing.B) {
-	rt := startCfg(b, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), Now: time.Now, // as host/loop sets it
+	rt := startCfg(b, runtime.Config{Partitions: 1, Workers: 1, Log: runtime.NewMemLog(), // the real clock, as host/loop runs it
 		NewShard: func(int) (runtime.Shard, error) { return &idleShard{}, nil }})
 	ev := runtime.Event{Input: struct{}{}, Key: "group-1", Inline: true}
 	// The Loaded round goes first, on a worker; the first step arms the

@@ -195,22 +195,22 @@ func TestQuotaMayThrottle(t *testing.T) {
 	}
 }
 
-// TestIsTimeNow: time.Now passed as Config.Now (as host/loop does) is
-// the real clock, whose readings one step shares (timerClock); a test's
-// clock, even one that returns time.Now(), is not.
-func TestIsTimeNow(t *testing.T) {
-	if !isTimeNow(time.Now) {
-		t.Fatal("time.Now not recognised")
-	}
-	if isTimeNow(func() time.Time { return time.Now() }) {
-		t.Fatal("a closure taken for time.Now")
-	}
-	rt, err := New(Config{Now: time.Now, Log: NewMemLog(), NewShard: func(int) (Shard, error) { return nil, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
-	if !rt.realClock {
-		t.Fatal("Config.Now = time.Now: not the real clock")
+// TestRealClockUnlessGiven: a runtime given no clock runs on the real
+// one, whose readings one step shares (timerClock); one given a clock,
+// even one that returns time.Now(), reads that clock wherever it needs
+// the time.
+func TestRealClockUnlessGiven(t *testing.T) {
+	for _, c := range []struct {
+		now  func() time.Time
+		real bool
+	}{{nil, true}, {func() time.Time { return time.Now() }, false}} {
+		rt, err := New(Config{Now: c.now, Log: NewMemLog(), NewShard: func(int) (Shard, error) { return nil, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rt.realClock != c.real {
+			t.Errorf("Config.Now set %v: realClock %v, want %v", c.now != nil, rt.realClock, c.real)
+		}
+		rt.Close(context.Background())
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -192,8 +191,9 @@ type Config struct {
 	Log Log
 	// NewShard builds the coordinator of partition p when it loads.
 	NewShard func(p int) (Shard, error)
-	// Now is the clock (default time.Now). With time.Now itself, a step's
-	// readings also serve its timer check and quota charge.
+	// Now is a test's clock. Unset, the runtime runs on the real clock
+	// (time.Now), and a step's readings of it also serve its timer check
+	// and quota charge; a clock set here is read wherever time is needed.
 	Now func() time.Time
 	// MaxBatch bounds the events of one round (default 512).
 	MaxBatch int
@@ -282,7 +282,7 @@ const (
 // their Commits come in order.
 type Runtime struct {
 	cfg Config
-	// realClock: Config.Now is time.Now (unset, or set to it), so one reading
+	// realClock: Config.Now was unset (time.Now), so one reading
 	// of it serves where the real clock is read too (timerClock), and a
 	// step's end is read as its start plus the monotonic time since
 	// (partition.since).
@@ -356,7 +356,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = goruntime.GOMAXPROCS(0)
 	}
-	realClock := cfg.Now == nil || isTimeNow(cfg.Now)
+	realClock := cfg.Now == nil
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -399,12 +399,6 @@ func New(cfg Config) (*Runtime, error) {
 		go r.worker()
 	}
 	return r, nil
-}
-
-// isTimeNow reports whether now is time.Now itself (as host/loop sets
-// it), not a clock of a test's.
-func isTimeNow(now func() time.Time) bool {
-	return reflect.ValueOf(now).Pointer() == reflect.ValueOf(time.Now).Pointer()
 }
 
 // Partitions returns the partition count.
