@@ -9,7 +9,7 @@ import (
 
 // notReadyGroup is a coordinator with streams group "g" of n members
 // whose topology reads a topic the image lacks: the group is not ready,
-// and every join writes the empty target (writeEmptyTarget).
+// and every join writes the empty target (writeTarget with none).
 func notReadyGroup(t *testing.T, n int) *Coordinator {
 	t.Helper()
 	cfg := DefaultConfig()
@@ -31,8 +31,9 @@ func notReadyGroup(t *testing.T, n int) *Coordinator {
 }
 
 // TestNotReadyTargetWritesOnlyChanges: the target a join to a group
-// whose topology is not ready writes (writeEmptyTarget) is writeTarget's
-// with no tasks for anyone — the same records in the same order, for
+// whose topology is not ready writes (writeTarget with no targets) is
+// the member-by-member one's with no tasks for anyone — the same records
+// in the same order, for
 // members with an empty target, with tasks, and without one — and the
 // join does not copy every member id to sort them: a join to a group of
 // 4,000 members allocated 16 bytes a member more than one to a group of
@@ -52,18 +53,18 @@ func TestNotReadyTargetWritesOnlyChanges(t *testing.T) {
 	c.end()
 	c.Commit()
 	c.begin(1001)
-	c.writeTarget(g, 77, map[string]tasksTuple{})
+	writeTargetPerMember(c, g, 77, map[string]tasksTuple{})
 	want := c.end()
 	c.Rollback()
 	c.begin(1001)
-	c.writeEmptyTarget(g, 77)
+	c.writeTarget(g, 77, nil)
 	got := c.end()
 	c.Rollback()
 	if len(want.Records) != 5 { // four members and the metadata
-		t.Fatalf("writeTarget wrote %d records, want 5", len(want.Records))
+		t.Fatalf("the member-by-member target wrote %d records, want 5", len(want.Records))
 	}
 	if !reflect.DeepEqual(got.Records, want.Records) {
-		t.Fatalf("writeEmptyTarget wrote\n%+v\nwant writeTarget's\n%+v", got.Records, want.Records)
+		t.Fatalf("writeTarget wrote\n%+v\nwant the member-by-member target's\n%+v", got.Records, want.Records)
 	}
 
 	perJoin := func(n int) uint64 {
@@ -88,4 +89,18 @@ func TestNotReadyTargetWritesOnlyChanges(t *testing.T) {
 	if large > small+16<<10 {
 		t.Fatalf("a join allocated %d bytes in a group of 4,000 members, %d in one of 100: it copies every member", large, small)
 	}
+}
+
+// writeTargetPerMember is the target written member by member, every
+// member id sorted and each target compared as it is written: what
+// writeTarget writes, the reference its records are checked against.
+func writeTargetPerMember(c *Coordinator, g *streamsGroup, epoch int32, targets map[string]tasksTuple) {
+	for _, id := range g.sortedMemberIDs() {
+		t, ok := targets[id]
+		if !ok {
+			t = emptyTuple()
+		}
+		c.writeMemberTarget(g, id, t)
+	}
+	c.writeTargetEpoch(g, epoch)
 }

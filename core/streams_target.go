@@ -75,7 +75,7 @@ func (c *Coordinator) startAssignment(g *streamsGroup) bool {
 		return true
 	}
 	if !g.soft.configured.ready() || g.validatedTopologyEpoch != g.topology.Epoch {
-		c.writeEmptyTarget(g, g.groupEpoch)
+		c.writeTarget(g, g.groupEpoch, nil)
 		c.emitGroup(EventTargetAssigned, g.id, ReasonTopologyNotReady, g.groupEpoch)
 		return false
 	}
@@ -240,39 +240,27 @@ func compareRefs(a, b TaskRef) int {
 }
 
 // writeTarget writes the target records for epoch: a member record for
-// every member whose target changed (or had none), then the metadata.
+// every member whose target changed (or had none), by member id, then
+// the metadata. A member missing from targets (all of them when targets
+// is nil: a topology not ready) gets no tasks. Only the members written
+// are sorted: a join to a not-ready group rewrote the whole group's
+// empty target a join, sorting every member id, which grew every join of
+// a flood of them on its partition (docs/HOST.md, "What a canary on the
+// flooded group's own partition waits for").
 func (c *Coordinator) writeTarget(g *streamsGroup, epoch int32, targets map[string]tasksTuple) {
-	for _, id := range g.sortedMemberIDs() {
+	var changed []string
+	for id := range g.members {
+		if old, had := g.target[id]; !had || !old.equal(targets[id]) { // a missing target: no tasks
+			changed = append(changed, id)
+		}
+	}
+	sort.Strings(changed)
+	for _, id := range changed {
 		t, ok := targets[id]
 		if !ok {
 			t = emptyTuple()
 		}
-		c.writeMemberTarget(g, id, t)
-	}
-	c.writeTargetEpoch(g, epoch)
-}
-
-// writeEmptyTarget is writeTarget with no tasks for anyone (a topology
-// not ready): the same records in the same order — a member record for
-// each member whose target is not empty already (a member that just
-// joined has none), by member id, then the metadata — without sorting
-// every member id or comparing every member's target with a new empty
-// one. A join to a group whose topology is not ready writes this target;
-// a flood of such joins grows the group by a member a join, and each
-// join sorted and compared the whole group's targets on its partition
-// (half a millisecond at 2,000 members), which the partition's other
-// groups waited for (docs/HOST.md, "What a canary on the flooded
-// group's own partition waits for").
-func (c *Coordinator) writeEmptyTarget(g *streamsGroup, epoch int32) {
-	var ids []string
-	for id := range g.members {
-		if t, had := g.target[id]; !had || !t.empty() {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		c.write(targetRecord(g.id, id, emptyTuple()))
+		c.write(targetRecord(g.id, id, t))
 	}
 	c.writeTargetEpoch(g, epoch)
 }

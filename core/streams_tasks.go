@@ -96,11 +96,6 @@ func setsEqual(a, b taskSet) bool {
 	return true
 }
 
-// empty reports whether t holds no task (equal to emptyTuple()).
-func (t tasksTuple) empty() bool {
-	return len(t.active) == 0 && len(t.standby) == 0 && len(t.warmup) == 0
-}
-
 func (t tasksTuple) equal(u tasksTuple) bool {
 	return setsEqual(t.active, u.active) && setsEqual(t.standby, u.standby) && setsEqual(t.warmup, u.warmup)
 }
