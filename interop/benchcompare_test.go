@@ -63,6 +63,19 @@ type hbResult struct {
 	NetCPUPer10k float64  `json:"netCpuPer10k"`
 	LoadCPU      float64  `json:"loadgenCpuSec"`
 	LoadAvg      string   `json:"loadavg"`
+	// The server's context switches per heartbeat, all and involuntary
+	// (hbload's Result); nil when not read.
+	Switches    *float64 `json:"serverSwitchesPerHb"`
+	InvSwitches *float64 `json:"serverInvoluntarySwitchesPerHb"`
+}
+
+// switches renders a phase's server context switches per heartbeat, the
+// involuntary ones in brackets.
+func (r hbResult) switches() string {
+	if r.Switches == nil || r.InvSwitches == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%.2f)", *r.Switches, *r.InvSwitches)
 }
 
 // hbPacing is how an open-loop phase's requests left hbload: release
@@ -292,7 +305,7 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time
 	var b strings.Builder
 	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s; load average at start %s, at end %s.\n\n",
 		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, loadBefore, loadAverage())
-	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary) | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
 	for _, r := range rows {
 		for _, ph := range phases {
@@ -304,8 +317,8 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time
 			if ph == "rate=0.8x" {
 				label = fmt.Sprintf("rate=%.0f", x.TargetRate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.2f | %.2f | %.3f | %.3f | %.3f | %s |\n", r.run, r.server, r.shape.name, label,
-				x.Rate, x.P50us/1000, x.P99us/1000, x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.LoadAvg)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.2f | %.2f | %.3f | %.3f | %.3f | %s | %s |\n", r.run, r.server, r.shape.name, label,
+				x.Rate, x.P50us/1000, x.P99us/1000, x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.switches(), x.LoadAvg)
 		}
 	}
 	// ratios are f(a)/f(b) run by run, a and b naming a server and shape:
@@ -350,11 +363,36 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time
 	for _, ph := range phases[:2] {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", ph, ratios(side{kafka, big}, side{kafka, small}, ph, net), ratios(side{ch2, big}, side{ch2, small}, ph, net))
 	}
+	// What each server's threads did per answer: where coordhost's CPU
+	// per heartbeat at a fixed rate exceeds its closed loop's, the extra
+	// follows the sleeps and wake-ups (docs/BENCHMARKS.md).
+	b.WriteString("\nServer context switches per heartbeat (involuntary in brackets), median over the runs:\n\n| shape | phase | Kafka | coordhost |\n|---|---|---|---|\n")
+	for _, sh := range benchShapes {
+		for _, ph := range phases {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", sh.name, ph, medianSwitches(rows, kafka, sh, ph), medianSwitches(rows, ch2, sh, ph))
+		}
+	}
 	b.WriteString("\nCoordhost runtime workers, closed loop, 2 : 1:\n\n| shape | throughput | CPU / heartbeat |\n|---|---|---|\n")
 	for _, sh := range benchShapes {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", sh.name, ratios(side{ch2, sh}, side{ch1, sh}, "closed", rate), ratios(side{ch2, sh}, side{ch1, sh}, "closed", net))
 	}
 	return b.String()
+}
+
+// medianSwitches is the median over the runs of server's context
+// switches per heartbeat in shape and phase, the involuntary ones in
+// brackets; "-" when none were read.
+func medianSwitches(rows []benchRow, server string, sh benchShape, ph string) string {
+	var all, inv []float64
+	for _, r := range rows {
+		if x, ok := r.res[ph]; ok && r.server == server && r.shape == sh && x.Switches != nil && x.InvSwitches != nil {
+			all, inv = append(all, *x.Switches), append(inv, *x.InvSwitches)
+		}
+	}
+	if len(all) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%.2f)", medianF(all), medianF(inv))
 }
 
 func medianF(v []float64) float64 {
@@ -388,8 +426,46 @@ func TestBenchCompareSmoke(t *testing.T) {
 		if r.ServerCPU <= 0 {
 			t.Errorf("phase %s: server CPU %v s: /proc/%d/stat not read", ph, r.ServerCPU, c.proc.cmd.Process.Pid)
 		}
+		// Every answer at 500/s finds the server asleep in its poller at
+		// least now and then: a server that never switched was not read.
+		if r.Switches == nil || *r.Switches <= 0 || r.InvSwitches == nil || *r.InvSwitches > *r.Switches {
+			t.Errorf("phase %s: server context switches per heartbeat %s: /proc/%d/task not read", ph, r.switches(), c.proc.cmd.Process.Pid)
+		}
 		if r.P50us <= 0 || r.P99us < r.P50us {
 			t.Errorf("phase %s: latency p50 %vµs p99 %vµs", ph, r.P50us, r.P99us)
 		}
+	}
+}
+
+// The bench's tables carry each phase's server context switches per
+// heartbeat from hbload's RESULT line, and their medians.
+func TestBenchMarkdownSwitches(t *testing.T) {
+	var rows []benchRow
+	for run, line := range []string{
+		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.2,"serverInvoluntarySwitchesPerHb":0.05}`,
+		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.4,"serverInvoluntarySwitchesPerHb":0.07}`,
+		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.9,"serverInvoluntarySwitchesPerHb":0.01}`,
+		`{"phase":"closed","heartbeats":1000}`, // an older hbload: not read
+	} {
+		var r hbResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, benchRow{server: "coordhost w=2", run: run + 1, shape: benchShapes[0], res: map[string]hbResult{"closed": r}})
+	}
+	if got := medianSwitches(rows, "coordhost w=2", benchShapes[0], "closed"); got != "0.40 (0.05)" {
+		t.Errorf("median = %q, want 0.40 (0.05)", got)
+	}
+	if got := medianSwitches(rows, "kafka", benchShapes[0], "closed"); got != "-" {
+		t.Errorf("median with no rows = %q, want -", got)
+	}
+	md := benchMarkdown(rows, 4, "10s", "abc", time.Unix(0, 0).UTC(), "0 0 0")
+	for _, want := range []string{"| 0.20 (0.05) |", "| 0.90 (0.01) |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("tables lack %q:\n%s", want, md)
+		}
+	}
+	if n := strings.Count(md, "| 4 | coordhost w=2 | 100 groups × 10 | closed | 0 | 0.00 | 0.00 | 0.000 | 0.000 | 0.000 | - |"); n != 1 {
+		t.Errorf("the run without switches renders them as -: found %d times\n%s", n, md)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coordhost/coordhost/interop/proccpu"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -120,7 +121,13 @@ type Result struct {
 	CPUPer10k    float64    `json:"cpuPer10k"`     // ServerCPU per 10k heartbeats, idle not subtracted
 	NetCPUPer10k float64    `json:"netCpuPer10k"`  // (ServerCPU - IdleCPURate*Seconds) per 10k heartbeats
 	LoadCPU      float64    `json:"loadgenCpuSec"` // this process's CPU in the phase
-	LoadAvg      string     `json:"loadavg"`       // /proc/loadavg at the phase's end (1, 5, 15 min)
+	// The server's context switches per heartbeat in the phase, over
+	// the threads that lived through it (proccpu.Switches): how often a
+	// server thread went to sleep (voluntary) or lost its CPU
+	// (involuntary) for each answer. Absent without -pid.
+	SwitchesPerHb    *float64 `json:"serverSwitchesPerHb,omitempty"`
+	InvSwitchesPerHb *float64 `json:"serverInvoluntarySwitchesPerHb,omitempty"`
+	LoadAvg          string   `json:"loadavg"` // /proc/loadavg at the phase's end (1, 5, 15 min)
 }
 
 func run(ctx context.Context, o options) error {
@@ -416,11 +423,13 @@ func (g *gen) pick() *member {
 
 // measure runs one measured phase.
 func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) Result {
+	s0, sok0 := proccpu.ReadSwitches(g.o.pid)
 	c0, l0 := serverCPU(g.o.pid), selfCPU()
 	t0 := time.Now()
 	lat, errs, changed, pacing := g.load(ctx, rate, d)
 	secs := time.Since(t0).Seconds()
 	c1, l1 := serverCPU(g.o.pid), selfCPU()
+	s1, sok1 := proccpu.ReadSwitches(g.o.pid)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) float64 {
 		if len(lat) == 0 {
@@ -441,7 +450,19 @@ func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) Result
 		Heartbeats: int64(len(lat)), Rate: float64(len(lat)) / secs,
 		P50us: pct(0.5), P99us: pct(0.99), P999us: pct(0.999), MaxUs: pct(1),
 		Errors: errs, Changed: changed, ServerCPU: c1 - c0, LoadCPU: l1 - l0, LoadAvg: loadAvg(),
+		SwitchesPerHb:    perHeartbeat(sok0 && sok1, s1.Voluntary+s1.Involuntary-s0.Voluntary-s0.Involuntary, len(lat)),
+		InvSwitchesPerHb: perHeartbeat(sok0 && sok1, s1.Involuntary-s0.Involuntary, len(lat)),
 	}
+}
+
+// perHeartbeat is n per heartbeat, nil when n was not read or there
+// were no heartbeats.
+func perHeartbeat(ok bool, n int64, heartbeats int) *float64 {
+	if !ok || heartbeats == 0 {
+		return nil
+	}
+	v := float64(n) / float64(heartbeats)
+	return &v
 }
 
 // leave sends every member's leave heartbeat (epoch -1), so the server is
