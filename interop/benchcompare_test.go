@@ -55,6 +55,7 @@ type hbResult struct {
 	Rate         float64  `json:"rate"`
 	P50us        float64  `json:"p50us"`
 	P99us        float64  `json:"p99us"`
+	P999us       float64  `json:"p999us"`
 	Errors       int64    `json:"errors"`
 	Changed      int64    `json:"changed"`
 	ServerCPU    float64  `json:"serverCpuSec"`
@@ -305,7 +306,7 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time
 	var b strings.Builder
 	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s; load average at start %s, at end %s.\n\n",
 		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, loadBefore, loadAverage())
-	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary) | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | p99.9 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary) | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
 	for _, r := range rows {
 		for _, ph := range phases {
@@ -317,8 +318,8 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time
 			if ph == "rate=0.8x" {
 				label = fmt.Sprintf("rate=%.0f", x.TargetRate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.2f | %.2f | %.3f | %.3f | %.3f | %s | %s |\n", r.run, r.server, r.shape.name, label,
-				x.Rate, x.P50us/1000, x.P99us/1000, x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.switches(), x.LoadAvg)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f | %s | %s |\n", r.run, r.server, r.shape.name, label,
+				x.Rate, x.P50us/1000, x.P99us/1000, x.P999us/1000, x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.switches(), x.LoadAvg)
 		}
 	}
 	// ratios are f(a)/f(b) run by run, a and b naming a server and shape:
@@ -437,12 +438,12 @@ func TestBenchCompareSmoke(t *testing.T) {
 	}
 }
 
-// The bench's tables carry each phase's server context switches per
+// The bench's tables carry each phase's p99.9 and server context switches per
 // heartbeat from hbload's RESULT line, and their medians.
-func TestBenchMarkdownSwitches(t *testing.T) {
+func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 	var rows []benchRow
 	for run, line := range []string{
-		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.2,"serverInvoluntarySwitchesPerHb":0.05}`,
+		`{"phase":"closed","heartbeats":1000,"p99us":1500,"p999us":2500,"serverSwitchesPerHb":0.2,"serverInvoluntarySwitchesPerHb":0.05}`,
 		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.4,"serverInvoluntarySwitchesPerHb":0.07}`,
 		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.9,"serverInvoluntarySwitchesPerHb":0.01}`,
 		`{"phase":"closed","heartbeats":1000}`, // an older hbload: not read
@@ -460,12 +461,12 @@ func TestBenchMarkdownSwitches(t *testing.T) {
 		t.Errorf("median with no rows = %q, want -", got)
 	}
 	md := benchMarkdown(rows, 4, "10s", "abc", time.Unix(0, 0).UTC(), "0 0 0")
-	for _, want := range []string{"| 0.20 (0.05) |", "| 0.90 (0.01) |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |"} {
+	for _, want := range []string{"| 1.50 | 2.50 | 0.000 | 0.000 | 0.000 | 0.20 (0.05) |", "| 0.90 (0.01) |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("tables lack %q:\n%s", want, md)
 		}
 	}
-	if n := strings.Count(md, "| 4 | coordhost w=2 | 100 groups × 10 | closed | 0 | 0.00 | 0.00 | 0.000 | 0.000 | 0.000 | - |"); n != 1 {
+	if n := strings.Count(md, "| 4 | coordhost w=2 | 100 groups × 10 | closed | 0 | 0.00 | 0.00 | 0.00 | 0.000 | 0.000 | 0.000 | - |"); n != 1 {
 		t.Errorf("the run without switches renders them as -: found %d times\n%s", n, md)
 	}
 }
