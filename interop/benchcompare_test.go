@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The wire comparison of streams heartbeats (`make bench-compare`,
@@ -23,6 +25,7 @@ const (
 	benchOutEnv   = "COORDHOST_INTEROP_BENCH_OUT"
 	benchRunsEnv  = "COORDHOST_INTEROP_BENCH_RUNS"
 	benchPhaseEnv = "COORDHOST_INTEROP_BENCH_PHASE"
+	benchPinEnv   = "COORDHOST_INTEROP_BENCH_PIN"
 )
 
 // benchPace is hbload's pacing of the fixed-rate phases: request i due at
@@ -127,7 +130,7 @@ func runHBLoad(t *testing.T, dir, name, addr string, pid int, sh benchShape, arg
 	t.Helper()
 	args = append([]string{"-bootstrap", addr, "-pid", strconv.Itoa(pid), "-prefix", name,
 		"-groups", strconv.Itoa(sh.groups), "-members", strconv.Itoa(sh.members)}, args...)
-	p := startProc(t, "hbload-"+name, dir, hbloadBinary(t), args...)
+	p := pinnedTo(benchLoadCPUs, func() *proc { return startProc(t, "hbload-"+name, dir, hbloadBinary(t), args...) })
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Minute):
@@ -234,12 +237,15 @@ func TestBenchCompare(t *testing.T) {
 		phase = v
 	}
 	dir := logDir(t)
+	serverCPUs, loadCPUs := benchPinning(t)
+	benchLoadCPUs = loadCPUs
+	defer func() { benchLoadCPUs = "" }()
 	started, loadBefore, commit := time.Now().UTC(), loadAverage(), gitCommit()
 	hbArgs := []string{"-idle", "10s", "-warmup", "5s", "-duration", phase, "-pace", benchPace}
 	var rows []benchRow
 	for run := 1; run <= runs; run++ {
 		kafkaClosed := map[string]float64{}
-		b := startBenchBroker(t, dir)
+		b := pinnedTo(serverCPUs, func() *broker { return startBenchBroker(t, dir) })
 		warmUp(t, dir, fmt.Sprintf("k%d", run), b.addr)
 		for i, sh := range benchShapes {
 			name := fmt.Sprintf("k%d-%d", run, i)
@@ -249,7 +255,7 @@ func TestBenchCompare(t *testing.T) {
 		}
 		b.proc.kill()
 		for _, w := range []int{2, 1} {
-			c := startBenchCoordhost(t, dir, w)
+			c := pinnedTo(serverCPUs, func() *coordhost { return startBenchCoordhost(t, dir, w) })
 			warmUp(t, dir, fmt.Sprintf("c%d-w%d", run, w), c.addr)
 			for i, sh := range benchShapes {
 				name := fmt.Sprintf("c%d-w%d-%d", run, w, i)
@@ -267,7 +273,11 @@ func TestBenchCompare(t *testing.T) {
 			c.proc.kill()
 		}
 	}
-	md := benchMarkdown(rows, runs, phase, commit, started, loadBefore)
+	pinning := "not pinned"
+	if serverCPUs != "" {
+		pinning = fmt.Sprintf("each server pinned to CPUs %s and hbload to CPUs %s (taskset -c)", serverCPUs, loadCPUs)
+	}
+	md := benchMarkdown(rows, runs, phase, commit, pinning, started, loadBefore)
 	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -286,6 +296,44 @@ func benchOutFile(t *testing.T, env, why string) string {
 	return out
 }
 
+// benchLoadCPUs is the CPU list runHBLoad pins hbload to ("": none).
+var benchLoadCPUs string
+
+// benchPinning is, with COORDHOST_INTEROP_BENCH_PIN=1, the CPUs each
+// server is pinned to and those the load generator is pinned to: the
+// first half of the CPUs this process may run on and the rest, so both
+// servers get the same cores and the generator competes with neither.
+// Unset, nothing is pinned; set without taskset or with fewer than two
+// CPUs, the test fails.
+func benchPinning(t *testing.T) (server, load string) {
+	t.Helper()
+	switch v := os.Getenv(benchPinEnv); v {
+	case "", "0":
+		return "", ""
+	case "1":
+	default:
+		t.Fatalf("%s=%q: want 1 or 0", benchPinEnv, v)
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Fatalf("%s=1 needs taskset (util-linux): %v", benchPinEnv, err)
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatalf("%s=1: the CPUs this process may use: %v", benchPinEnv, err)
+	}
+	var cpus []string
+	for i := 0; i < len(set)*64; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, strconv.Itoa(i))
+		}
+	}
+	if len(cpus) < 2 {
+		t.Fatalf("%s=1 needs two CPUs or more, this process may use %v", benchPinEnv, cpus)
+	}
+	half := len(cpus) / 2
+	return strings.Join(cpus[:half], ","), strings.Join(cpus[half:], ",")
+}
+
 // benchRuns is COORDHOST_INTEROP_BENCH_RUNS, 3 when unset.
 func benchRuns(t *testing.T) int {
 	t.Helper()
@@ -302,10 +350,10 @@ func benchRuns(t *testing.T) int {
 
 // benchMarkdown renders every run's figures and the medians the bars are
 // about.
-func benchMarkdown(rows []benchRow, runs int, phase, commit string, started time.Time, loadBefore string) string {
+func benchMarkdown(rows []benchRow, runs int, phase, commit, pinning string, started time.Time, loadBefore string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s; load average at start %s, at end %s.\n\n",
-		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, loadBefore, loadAverage())
+	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s; %s; load average at start %s, at end %s.\n\n",
+		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, pinning, loadBefore, loadAverage())
 	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | p99.9 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary) | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
 	for _, r := range rows {
@@ -460,7 +508,7 @@ func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 	if got := medianSwitches(rows, "kafka", benchShapes[0], "closed"); got != "-" {
 		t.Errorf("median with no rows = %q, want -", got)
 	}
-	md := benchMarkdown(rows, 4, "10s", "abc", time.Unix(0, 0).UTC(), "0 0 0")
+	md := benchMarkdown(rows, 4, "10s", "abc", "not pinned", time.Unix(0, 0).UTC(), "0 0 0")
 	for _, want := range []string{"| 1.50 | 2.50 | 0.000 | 0.000 | 0.000 | 0.20 (0.05) |", "| 0.90 (0.01) |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("tables lack %q:\n%s", want, md)
@@ -468,5 +516,60 @@ func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 	}
 	if n := strings.Count(md, "| 4 | coordhost w=2 | 100 groups × 10 | closed | 0 | 0.00 | 0.00 | 0.00 | 0.000 | 0.000 | 0.000 | - |"); n != 1 {
 		t.Errorf("the run without switches renders them as -: found %d times\n%s", n, md)
+	}
+}
+
+// A process started under pinnedTo runs on the CPUs given, keeps its own
+// pid (taskset execs it), and a process started after it is not pinned.
+func TestPinnedProcess(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("taskset (util-linux) not found: %v", err)
+		}
+		t.Skipf("taskset (util-linux) not found: %v", err)
+	}
+	t.Setenv(benchPinEnv, "1")
+	server, load := benchPinning(t)
+	if server == "" || load == "" || server == load {
+		t.Fatalf("benchPinning = %q, %q: want two disjoint, non-empty lists", server, load)
+	}
+	dir := t.TempDir()
+	allowed := func(p *proc) string {
+		t.Helper()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		t.Fatalf("no Cpus_allowed_list in /proc/%d/status", p.cmd.Process.Pid)
+		return ""
+	}
+	// The exec of sleep by taskset takes a moment: wait for the pid's
+	// command to be sleep before reading its CPUs.
+	execd := func(p *proc) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.cmd.Process.Pid)); err == nil && strings.TrimSpace(string(b)) == "sleep" {
+				return
+			}
+		}
+		t.Fatalf("process %d did not become sleep", p.cmd.Process.Pid)
+	}
+	first := strings.Split(server, ",")[0]
+	p := pinnedTo(first, func() *proc { return startProc(t, "pinned", dir, "sleep", "30") })
+	defer p.kill()
+	execd(p)
+	if got := allowed(p); got != first {
+		t.Errorf("pinned process runs on CPUs %q, want %q", got, first)
+	}
+	q := startProc(t, "unpinned", dir, "sleep", "30")
+	defer q.kill()
+	execd(q)
+	if got := allowed(q); got == first {
+		t.Errorf("a process started after pinnedTo runs on CPUs %q only: the pin leaked", got)
 	}
 }

@@ -68,10 +68,27 @@ func createLog(logDir, name string) (*os.File, error) {
 	}
 }
 
+// procCPUs, when set, is the CPU list (taskset -c) startProc pins the
+// processes it starts to, every thread of them included: the benchmarks
+// set it around a start (pinnedTo) and leave it empty otherwise.
+var procCPUs string
+
+// pinnedTo runs start with the processes it starts pinned to cpus (a
+// taskset list; "" pins nothing).
+func pinnedTo[T any](cpus string, start func() T) T {
+	saved := procCPUs
+	procCPUs = cpus
+	defer func() { procCPUs = saved }()
+	return start()
+}
+
 // startProc runs the executable path with args as process name, logging to
 // logDir/name.log (see createLog); it is killed at the end of the test if still running.
 func startProc(t *testing.T, name, logDir, path string, args ...string) *proc {
 	t.Helper()
+	if procCPUs != "" { // taskset execs the command: the pid stays the process's
+		path, args = "taskset", append([]string{"-c", procCPUs, path}, args...)
+	}
 	p := &proc{name: name, cmd: exec.Command(path, args...), done: make(chan struct{})}
 	p.cmd.Env = childEnv()
 	p.cond = sync.NewCond(&p.mu)
