@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,7 +80,13 @@ func (r hbResult) switches() string {
 	if r.Switches == nil || r.InvSwitches == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f (%.2f)", *r.Switches, *r.InvSwitches)
+	return fmtSwitches(*r.Switches, *r.InvSwitches)
+}
+
+// fmtSwitches renders context switches per heartbeat, the involuntary
+// ones in brackets.
+func fmtSwitches(all, involuntary float64) string {
+	return fmt.Sprintf("%.2f (%.2f)", all, involuntary)
 }
 
 // hbPacing is how an open-loop phase's requests left hbload: release
@@ -441,7 +448,7 @@ func medianSwitches(rows []benchRow, server string, sh benchShape, ph string) st
 	if len(all) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f (%.2f)", medianF(all), medianF(inv))
+	return fmtSwitches(medianF(all), medianF(inv))
 }
 
 func medianF(v []float64) float64 {
@@ -527,6 +534,9 @@ func TestPinnedProcess(t *testing.T) {
 			t.Fatalf("taskset (util-linux) not found: %v", err)
 		}
 		t.Skipf("taskset (util-linux) not found: %v", err)
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skipf("pinning splits the CPUs in two; this process may use %d", runtime.NumCPU())
 	}
 	t.Setenv(benchPinEnv, "1")
 	server, load := benchPinning(t)
