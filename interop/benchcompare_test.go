@@ -33,6 +33,13 @@ const (
 // start + i/rate and sent then (not in a burst every millisecond).
 const benchPace = "even"
 
+// benchOpen is hbload's sender of the fixed-rate phases: one thread that
+// writes each request at its due time and reads every answer over raw
+// sockets, cheap enough that the generator does not take from the broker
+// the CPU the broker needs to serve 80 % of its own closed-loop rate
+// (docs/BENCHMARKS.md, "A cheaper sender for the fixed rates").
+const benchOpen = "raw"
+
 // kafkaJVMFlags are the JVM options Kafka's own start script
 // (kafka-run-class.sh, kafka-server-start.sh) gives a broker by default —
 // full JIT and G1 — not the suite's small C1-only JVM, so the broker's CPU
@@ -248,7 +255,7 @@ func TestBenchCompare(t *testing.T) {
 	benchLoadCPUs = loadCPUs
 	defer func() { benchLoadCPUs = "" }()
 	started, loadBefore, commit := time.Now().UTC(), loadAverage(), gitCommit()
-	hbArgs := []string{"-idle", "10s", "-warmup", "5s", "-duration", phase, "-pace", benchPace}
+	hbArgs := []string{"-idle", "10s", "-warmup", "5s", "-duration", phase, "-pace", benchPace, "-open", benchOpen}
 	var rows []benchRow
 	for run := 1; run <= runs; run++ {
 		kafkaClosed := map[string]float64{}
@@ -359,8 +366,8 @@ func benchRuns(t *testing.T) int {
 // about.
 func benchMarkdown(rows []benchRow, runs int, phase, commit, pinning string, started time.Time, loadBefore string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s; %s; load average at start %s, at end %s.\n\n",
-		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, pinning, loadBefore, loadAverage())
+	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s, sent -open %s; %s; load average at start %s, at end %s.\n\n",
+		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, benchOpen, pinning, loadBefore, loadAverage())
 	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | p99.9 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary) | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
 	for _, r := range rows {

@@ -25,7 +25,8 @@ type paceRow struct {
 // rounds (COORDHOST_INTEROP_BENCH_RUNS, default 3) of Kafka 4.4 with
 // -pace tick, Kafka with -pace even, coordhost (2 workers) with tick and
 // with even, each on a fresh server after the 45 s warm-up, 100 groups ×
-// 10, phases rate=2000 and rate=20000. It writes every run's figures and
+// 10, phases rate=2000 and rate=20000, sent as the comparison sends them
+// (benchOpen). It writes every run's figures and
 // the coordhost : Kafka ratios under each pacing to the file. It asserts
 // no timing, only steady, error-free heartbeats.
 func TestBenchComparePacing(t *testing.T) {
@@ -53,7 +54,7 @@ func TestBenchComparePacing(t *testing.T) {
 				}
 				warmUp(t, dir, name, addr)
 				res := runHBLoad(t, dir, name, addr, pid, sh, "-idle", "10s", "-warmup", "5s", "-duration", "10s",
-					"-pace", pace, "-phases", strings.Join(phases, ","))
+					"-pace", pace, "-open", benchOpen, "-phases", strings.Join(phases, ","))
 				kill()
 				rows = append(rows, paceRow{round, server, pace, t0, res})
 				t.Logf("%s done at %s, loadavg %s", name, time.Now().UTC().Format("15:04:05"), loadAverage())

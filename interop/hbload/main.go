@@ -13,7 +13,9 @@
 // heartbeats in flight) or open loop at a fixed rate ("rate=2000",
 // "rate=0.8x": 0.8 times this run's closed-loop throughput; -pace even
 // spaces the requests 1/rate apart, -pace tick releases them in a burst
-// every millisecond), each after a warm-up — then measure the server's idle CPU with no requests, and
+// every millisecond; -open raw sends them from one thread over raw
+// sockets, -open kgo hands each to one of -senders goroutines sending
+// through kgo, raw.go), each after a warm-up — then measure the server's idle CPU with no requests, and
 // finally leave. Each phase prints one line
 // "RESULT {json}"; latency is measured from the scheduled send time in an
 // open-loop phase, so a stalled server is not hidden by a stalled client.
@@ -28,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +61,7 @@ type options struct {
 	settle    time.Duration
 	show      int64 // answers that changed something in a phase to print
 	pace      string
+	open      string // open-loop sender: raw or kgo
 	verbose   bool
 }
 
@@ -80,10 +84,15 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 3*time.Minute, "bound on reaching steady state")
 	flag.Int64Var(&o.show, "show-changed", 0, "print (stderr) up to this many answers of the warm-ups and phases that changed something")
 	pace := flag.String("pace", paceEven, "open loop: even (request i due at start + i/rate, released at that time) or tick (all due requests released on a 1 ms ticker)")
+	open := flag.String("open", openRaw, "open-loop sender: raw (one thread writes each request at its due time and reads every answer, over raw sockets) or kgo (a paced release handed to one of -senders goroutines, each sending through kgo)")
 	flag.BoolVar(&o.verbose, "v", false, "print (stderr) each open-loop phase's pacing: release minus due time and gaps between releases")
 	flag.Parse()
 	var err error
 	if o.pace, err = parsePace(*pace); err != nil {
+		fmt.Fprintln(os.Stderr, "hbload:", err)
+		os.Exit(2)
+	}
+	if o.open, err = parseOpen(*open); err != nil {
 		fmt.Fprintln(os.Stderr, "hbload:", err)
 		os.Exit(2)
 	}
@@ -106,6 +115,7 @@ type Result struct {
 	Members      int        `json:"members"`
 	TargetRate   float64    `json:"targetRate,omitempty"` // open loop only
 	Pace         string     `json:"pace,omitempty"`       // open loop only: even or tick
+	Open         string     `json:"open,omitempty"`       // open loop only: the sender, raw or kgo
 	Pacing       *paceStats `json:"pacing,omitempty"`     // open loop only: how the requests really left
 	Seconds      float64    `json:"seconds"`
 	Heartbeats   int64      `json:"heartbeats"`
@@ -154,9 +164,14 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		if o.warmup > 0 {
-			g.load(ctx, rate, o.warmup)
+			if _, _, _, _, err := g.load(ctx, rate, o.warmup); err != nil {
+				return fmt.Errorf("phase %s, warm-up: %w", ph, err)
+			}
 		}
-		r := g.measure(ctx, rate, o.phase)
+		r, err := g.measure(ctx, rate, o.phase)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", ph, err)
+		}
 		r.Phase = ph
 		if ph == "closed" {
 			closedRate = r.Rate
@@ -213,6 +228,7 @@ func phaseRate(ph string, closed float64) (float64, error) {
 type gen struct {
 	o       options
 	conns   []*coordinator
+	raw     *rawSender // open-loop sender with -open raw
 	members []*member
 	next    atomic.Int64 // round-robin cursor over members
 	// loading is set while load runs; shown counts the changed answers
@@ -224,7 +240,7 @@ type gen struct {
 func newGen(ctx context.Context, o options) (*gen, error) {
 	g := &gen{o: o}
 	for i := 0; i < o.conns; i++ {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.RequestRetries(0))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.RequestRetries(0), kgo.ClientID(clientID))
 		if err != nil {
 			return nil, err
 		}
@@ -239,11 +255,23 @@ func newGen(ctx context.Context, o options) (*gen, error) {
 		group := fmt.Sprintf("%s-%04d", o.prefix, gi)
 		for mi := 0; mi < o.members; mi++ {
 			id := fmt.Sprintf("%s-m%04d-%04d", o.prefix, gi, mi)
-			m := &member{conn: g.conns[len(g.members)%len(g.conns)], group: group, id: id, process: "p-" + id, topic: o.topic}
+			m := &member{idx: len(g.members), conn: g.conns[len(g.members)%len(g.conns)], group: group, id: id, process: "p-" + id, topic: o.topic}
 			if o.show > 0 {
 				m.show = g.showChanged
 			}
 			g.members = append(g.members, m)
+		}
+	}
+	if o.open == openRaw && slices.ContainsFunc(o.phases, func(ph string) bool { return ph != "closed" }) {
+		v, err := heartbeatVersion(ctx, g.conns[0])
+		if err == nil {
+			// One raw connection beside each kgo one, member i on the
+			// i-th of each.
+			g.raw, err = newRawSender(g.conns[0].addr, o.conns, v)
+		}
+		if err != nil {
+			g.close()
+			return nil, err
 		}
 	}
 	return g, nil
@@ -258,6 +286,9 @@ func (g *gen) showChanged(line string) {
 }
 
 func (g *gen) close() {
+	if g.raw != nil {
+		g.raw.close()
+	}
 	for _, c := range g.conns {
 		c.cl.Close()
 	}
@@ -341,7 +372,17 @@ func (g *gen) unsteady() string {
 // load heartbeats for d at rate (0: closed loop) and returns the latencies,
 // the number of heartbeats that failed and that changed something, and in
 // an open-loop phase how the requests left against their due times.
-func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []time.Duration, errs, changed int64, pacing *paceStats) {
+func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []time.Duration, errs, changed int64, pacing *paceStats, err error) {
+	if rate > 0 && g.raw != nil {
+		g.loading.Store(true)
+		defer g.loading.Store(false)
+		r := g.raw.load(ctx, rate, d, g.o.pace, min(g.o.workers, len(g.members)), g.pick)
+		if r.err != nil {
+			return nil, 0, 0, nil, r.err
+		}
+		st := measurePace(r.dues, r.rels, rate)
+		return r.lat, r.errs, r.changed, &st, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	g.loading.Store(true)
@@ -408,7 +449,7 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 		st := measurePace(dues, rels, rate)
 		pacing = &st
 	}
-	return lat, ne.Load(), nc.Load(), pacing
+	return lat, ne.Load(), nc.Load(), pacing, nil
 }
 
 // pick locks and returns the next member without a heartbeat in flight.
@@ -422,11 +463,14 @@ func (g *gen) pick() *member {
 }
 
 // measure runs one measured phase.
-func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) Result {
+func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) (Result, error) {
 	s0, sok0 := proccpu.ReadSwitches(g.o.pid)
 	c0, l0 := serverCPU(g.o.pid), selfCPU()
 	t0 := time.Now()
-	lat, errs, changed, pacing := g.load(ctx, rate, d)
+	lat, errs, changed, pacing, err := g.load(ctx, rate, d)
+	if err != nil {
+		return Result{}, err
+	}
 	secs := time.Since(t0).Seconds()
 	c1, l1 := serverCPU(g.o.pid), selfCPU()
 	s1, sok1 := proccpu.ReadSwitches(g.o.pid)
@@ -437,22 +481,22 @@ func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) Result
 		}
 		return float64(lat[int(float64(len(lat)-1)*p)].Microseconds())
 	}
-	pace := ""
+	pace, open := "", ""
 	if rate > 0 {
-		pace = g.o.pace
+		pace, open = g.o.pace, g.o.open
 		if g.o.verbose {
 			b, _ := json.Marshal(pacing)
 			fmt.Fprintf(os.Stderr, "PACING %s %.0f/s %s\n", pace, rate, b)
 		}
 	}
 	return Result{
-		Groups: g.o.groups, Members: g.o.members, TargetRate: rate, Pace: pace, Pacing: pacing, Seconds: secs,
+		Groups: g.o.groups, Members: g.o.members, TargetRate: rate, Pace: pace, Open: open, Pacing: pacing, Seconds: secs,
 		Heartbeats: int64(len(lat)), Rate: float64(len(lat)) / secs,
 		P50us: pct(0.5), P99us: pct(0.99), P999us: pct(0.999), MaxUs: pct(1),
 		Errors: errs, Changed: changed, ServerCPU: c1 - c0, LoadCPU: l1 - l0, LoadAvg: loadAvg(),
 		SwitchesPerHb:    perHeartbeat(sok0 && sok1, s1.Voluntary+s1.Involuntary-s0.Voluntary-s0.Involuntary, len(lat)),
 		InvSwitchesPerHb: perHeartbeat(sok0 && sok1, s1.Involuntary-s0.Involuntary, len(lat)),
-	}
+	}, nil
 }
 
 // perHeartbeat is n per heartbeat, nil when n was not read or there

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +26,7 @@ import (
 // every assignment at once (its tasks are stateless).
 type member struct {
 	mu      sync.Mutex
+	idx     int // place in gen.members
 	conn    kmsg.Requestor
 	group   string
 	id      string
@@ -57,7 +60,15 @@ const statusAssignmentDelayed = 5
 
 // heartbeat sends one heartbeat (m.mu held by the caller) and applies the
 // answer.
-func (m *member) heartbeat(ctx context.Context) (a answer, err error) {
+func (m *member) heartbeat(ctx context.Context) (answer, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	resp, err := m.request().RequestWith(cctx, m.conn)
+	cancel()
+	return m.apply(resp, err)
+}
+
+// request is the member's next heartbeat (m.mu held).
+func (m *member) request() *kmsg.StreamsGroupHeartbeatRequest {
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = m.group, m.id, m.epoch
 	if m.epoch == 0 {
@@ -70,9 +81,12 @@ func (m *member) heartbeat(ctx context.Context) (a answer, err error) {
 	if m.report {
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = orEmpty(m.tasks[0]), orEmpty(m.tasks[1]), orEmpty(m.tasks[2])
 	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	resp, err := req.RequestWith(cctx, m.conn)
-	cancel()
+	return req
+}
+
+// apply takes in the answer to the member's last request (m.mu held):
+// the response, or the error that stood in for it.
+func (m *member) apply(resp *kmsg.StreamsGroupHeartbeatResponse, err error) (a answer, _ error) {
 	if err != nil {
 		m.lastErr = err.Error()
 		return answer{}, err
@@ -125,8 +139,9 @@ func (m *member) owned() int {
 // kgo connection: kgo routes only the group APIs it knows, and the streams
 // APIs are not among them. (One node serves every group here.)
 type coordinator struct {
-	cl *kgo.Client
-	b  *kgo.Broker
+	cl   *kgo.Client
+	b    *kgo.Broker
+	addr string // host:port, as FindCoordinator gave it
 }
 
 func (c *coordinator) find(ctx context.Context) error {
@@ -141,12 +156,14 @@ func (c *coordinator) find(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("FindCoordinator: %w", err)
 		}
-		node, code := resp.NodeID, resp.ErrorCode
+		node, code, host, port := resp.NodeID, resp.ErrorCode, resp.Host, resp.Port
 		if len(resp.Coordinators) > 0 {
-			node, code = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
+			co := resp.Coordinators[0]
+			node, code, host, port = co.NodeID, co.ErrorCode, co.Host, co.Port
 		}
 		if code == 0 {
 			c.b = c.cl.Broker(int(node))
+			c.addr = net.JoinHostPort(host, strconv.Itoa(int(port)))
 			return nil
 		}
 		if time.Now().After(deadline) {
