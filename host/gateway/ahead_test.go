@@ -76,8 +76,10 @@ func (b *holdingBroker) serve(nc net.Conn) {
 	answer := func(h *wire.Request, why string) {
 		resp := kmsg.ResponseForKey(h.Key)
 		resp.SetVersion(h.Version)
-		nc.Write(wire.AppendResponse(nil, h.CorrelationID, resp))
+		// Noted before it is written: a test that has read every answer
+		// then finds every answer noted.
 		b.note(fmt.Sprintf("answered %s%s", kmsg.NameForKey(h.Key), why))
+		nc.Write(wire.AppendResponse(nil, h.CorrelationID, resp))
 	}
 	for {
 		select {
