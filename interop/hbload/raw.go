@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -35,6 +36,14 @@ func parseOpen(s string) (string, error) {
 		return s, nil
 	}
 	return "", fmt.Errorf("-open %q: want %s or %s", s, openRaw, openKgo)
+}
+
+// rawResult is what one open-loop window of the raw sender measured.
+type rawResult struct {
+	lat           []time.Duration
+	errs, changed int64
+	dues, rels    []time.Time // each request's due time and release
+	err           error
 }
 
 // maxFrame bounds a response's size: a steady heartbeat's answer is tens

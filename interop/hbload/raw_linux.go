@@ -93,14 +93,6 @@ func (s *rawSender) close() {
 	s.conns = nil
 }
 
-// rawResult is what one open-loop window of the raw sender measured.
-type rawResult struct {
-	lat           []time.Duration
-	errs, changed int64
-	dues, rels    []time.Time
-	err           error
-}
-
 // load releases heartbeats at rate per second for d, paced as pace says,
 // at most limit in flight (a due request waits for a free slot and its
 // latency counts from its due time), members taken by pick, and then
@@ -121,8 +113,7 @@ func (s *rawSender) load(ctx context.Context, rate float64, d time.Duration, pac
 const rawDrain = 30 * time.Second
 
 func (s *rawSender) loop(ctx context.Context, rate float64, d time.Duration, pace string, limit int, pick func() *member) (r rawResult) {
-	// A failed prctl only costs precision (the default slack is 50 µs).
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	fineTimerSlack()
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		r.err = fmt.Errorf("epoll_create1: %w", err)
@@ -148,7 +139,7 @@ func (s *rawSender) loop(ctx context.Context, rate float64, d time.Duration, pac
 	}
 	clk, err := newMonoClock()
 	if err != nil {
-		r.err = err
+		r.err = fmt.Errorf("clock_gettime: %w", err)
 		return r
 	}
 
@@ -381,22 +372,3 @@ func (s *rawSender) read(c *rawConn, answer func(*rawConn, []byte) error) error 
 	c.in = c.in[:copy(c.in, rest)]
 	return nil
 }
-
-// monoClock maps a time.Time to CLOCK_MONOTONIC nanoseconds, for
-// timerfd_settime: Go's time differences use its monotonic reading, which
-// is CLOCK_MONOTONIC on Linux.
-type monoClock struct {
-	wall time.Time
-	base int64
-}
-
-func newMonoClock() (monoClock, error) {
-	var ts unix.Timespec
-	wall := time.Now()
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return monoClock{}, fmt.Errorf("clock_gettime: %w", err)
-	}
-	return monoClock{wall, ts.Nano()}, nil
-}
-
-func (k monoClock) mono(t time.Time) int64 { return k.base + t.Sub(k.wall).Nanoseconds() }

@@ -11,13 +11,6 @@ import (
 // rawSender needs epoll and timerfd: elsewhere -open raw says so.
 type rawSender struct{}
 
-type rawResult struct {
-	lat           []time.Duration
-	errs, changed int64
-	dues, rels    []time.Time
-	err           error
-}
-
 var errRawLinux = errors.New("-open raw needs Linux (epoll, timerfd); use -open kgo")
 
 func newRawSender(string, int, int16) (*rawSender, error) { return nil, errRawLinux }
