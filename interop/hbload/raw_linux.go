@@ -29,6 +29,7 @@ type rawSender struct {
 // a Kafka server answers a connection's requests in order.
 type rawConn struct {
 	fd      int
+	tag     int32 // its place in rawSender.conns: the epoll events' data
 	corr    int32
 	in      []byte // bytes read and not yet parsed, at in[:len(in)]
 	out     []byte // bytes the socket did not take yet
@@ -81,7 +82,7 @@ func newRawSender(addr string, n int, v int16) (*rawSender, error) {
 			s.close()
 			return nil, fmt.Errorf("raw connection to %s: %w", addr, err)
 		}
-		s.conns = append(s.conns, &rawConn{fd: fd, in: make([]byte, 0, 64<<10)})
+		s.conns = append(s.conns, &rawConn{fd: fd, tag: int32(len(s.conns)), in: make([]byte, 0, 64<<10)})
 	}
 	return s, nil
 }
@@ -131,8 +132,8 @@ func (s *rawSender) loop(ctx context.Context, rate float64, d time.Duration, pac
 		r.err = fmt.Errorf("epoll_ctl timerfd: %w", err)
 		return r
 	}
-	for i, c := range s.conns {
-		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}); err != nil {
+	for _, c := range s.conns {
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: c.tag}); err != nil {
 			r.err = fmt.Errorf("epoll_ctl: %w", err)
 			return r
 		}
@@ -270,14 +271,22 @@ func (s *rawSender) loop(ctx context.Context, rate float64, d time.Duration, pac
 	}
 }
 
-// write sends b on c, keeping what the socket does not take for EPOLLOUT.
+// write sends b on c: queued behind what the socket did not take yet, or
+// written now, keeping what it does not take for EPOLLOUT.
 func (s *rawSender) write(ep int, c *rawConn, b []byte) error {
-	if len(c.out) > 0 {
-		c.out = append(c.out, b...)
+	c.out = append(c.out, b...)
+	if c.polling {
 		return nil
 	}
-	for len(b) > 0 {
-		n, err := unix.Write(c.fd, b)
+	return s.flush(ep, c)
+}
+
+// flush writes what c holds, as far as the socket takes it, and polls
+// for room while some is left.
+func (s *rawSender) flush(ep int, c *rawConn) error {
+	off := 0
+	for off < len(c.out) {
+		n, err := unix.Write(c.fd, c.out[off:])
 		if err == unix.EINTR {
 			continue
 		}
@@ -287,51 +296,19 @@ func (s *rawSender) write(ep int, c *rawConn, b []byte) error {
 		if err != nil {
 			return fmt.Errorf("write: %w", err)
 		}
-		b = b[n:]
+		off += n
 	}
-	if len(b) == 0 {
-		return nil
-	}
-	c.out = append(c.out[:0], b...)
-	return s.pollOut(ep, c, true)
-}
-
-// flush writes what c holds back, as far as the socket takes it.
-func (s *rawSender) flush(ep int, c *rawConn) error {
-	for len(c.out) > 0 {
-		n, err := unix.Write(c.fd, c.out)
-		if err == unix.EINTR {
-			continue
+	c.out = c.out[:copy(c.out, c.out[off:])]
+	if on := len(c.out) > 0; on != c.polling {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: c.tag}
+		if on {
+			ev.Events |= unix.EPOLLOUT
 		}
-		if err == unix.EAGAIN {
-			return nil
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+			return fmt.Errorf("epoll_ctl: %w", err)
 		}
-		if err != nil {
-			return fmt.Errorf("write: %w", err)
-		}
-		c.out = c.out[n:]
+		c.polling = on
 	}
-	c.out = nil
-	return s.pollOut(ep, c, false)
-}
-
-func (s *rawSender) pollOut(ep int, c *rawConn, on bool) error {
-	if c.polling == on {
-		return nil
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN}
-	if on {
-		ev.Events |= unix.EPOLLOUT
-	}
-	for i, x := range s.conns {
-		if x == c {
-			ev.Fd = int32(i)
-		}
-	}
-	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
-		return fmt.Errorf("epoll_ctl: %w", err)
-	}
-	c.polling = on
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 )
 
 // hbServer answers StreamsGroupHeartbeat on loopback as a steady group
@@ -262,5 +263,36 @@ func TestRawSenderNoServer(t *testing.T) {
 	ln.Close()
 	if _, err := newRawSender(addr, 1, 0); err == nil || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("newRawSender to a closed port: %v", err)
+	}
+}
+
+// A server that stops reading for a while: the requests the sockets do
+// not take wait in the sender (polled for room) and go out in order
+// once it reads again; every one is answered and matched.
+func TestRawSenderSocketFull(t *testing.T) {
+	s := newHBServer(t)
+	var paused atomic.Bool
+	s.answer = func(*kmsg.StreamsGroupHeartbeatRequest) (int16, bool) {
+		if paused.CompareAndSwap(false, true) {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return 0, true
+	}
+	rs := s.dial(1)
+	// Small buffers: 300 ms of requests at 20,000/s (about 400 KB) do
+	// not fit in them.
+	if err := unix.SetsockoptInt(rs.conns[0].fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+		t.Fatal(err)
+	}
+	ms, pick := rawMembers(8000)
+	r := rs.load(context.Background(), 20000, 400*time.Millisecond, paceEven, len(ms), pick)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.lat) == 0 || int64(len(r.lat)) != s.seen.Load() || len(r.lat) != len(r.dues) {
+		t.Fatalf("%d answers, %d sent, server saw %d", len(r.lat), len(r.dues), s.seen.Load())
+	}
+	if rs.conns[0].polling || len(rs.conns[0].out) != 0 {
+		t.Errorf("after the window: polling %v, %d bytes held", rs.conns[0].polling, len(rs.conns[0].out))
 	}
 }
