@@ -373,9 +373,9 @@ func (g *gen) unsteady() string {
 // the number of heartbeats that failed and that changed something, and in
 // an open-loop phase how the requests left against their due times.
 func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []time.Duration, errs, changed int64, pacing *paceStats, err error) {
+	g.loading.Store(true)
+	defer g.loading.Store(false)
 	if rate > 0 && g.raw != nil {
-		g.loading.Store(true)
-		defer g.loading.Store(false)
 		r := g.raw.load(ctx, rate, d, g.o.pace, min(g.o.workers, len(g.members)), g.pick)
 		if r.err != nil {
 			return nil, 0, 0, nil, r.err
@@ -385,8 +385,6 @@ func (g *gen) load(ctx context.Context, rate float64, d time.Duration) (lat []ti
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	g.loading.Store(true)
-	defer g.loading.Store(false)
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup

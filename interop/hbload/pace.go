@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -24,12 +26,14 @@ const (
 	paceTick = "tick"
 )
 
-func parsePace(s string) (string, error) {
-	switch s {
-	case paceEven, paceTick:
+func parsePace(s string) (string, error) { return parseChoice("pace", s, paceEven, paceTick) }
+
+// parseChoice returns s if it is one of the flag's choices.
+func parseChoice(flag, s string, choices ...string) (string, error) {
+	if slices.Contains(choices, s) {
 		return s, nil
 	}
-	return "", fmt.Errorf("-pace %q: want %s or %s", s, paceEven, paceTick)
+	return "", fmt.Errorf("-%s %q: want %s", flag, s, strings.Join(choices, " or "))
 }
 
 // evenDue is request i's due time at rate per second from start.

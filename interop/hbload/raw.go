@@ -30,13 +30,7 @@ const (
 	openKgo = "kgo"
 )
 
-func parseOpen(s string) (string, error) {
-	switch s {
-	case openRaw, openKgo:
-		return s, nil
-	}
-	return "", fmt.Errorf("-open %q: want %s or %s", s, openRaw, openKgo)
-}
+func parseOpen(s string) (string, error) { return parseChoice("open", s, openRaw, openKgo) }
 
 // rawResult is what one open-loop window of the raw sender measured.
 type rawResult struct {
