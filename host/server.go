@@ -268,6 +268,12 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 	delete(s.reserved, node)
 	adv := s.advertisedHost()
 	port := ln.Addr().(*net.TCPAddr).Port
+	var begin wire.BeginFunc
+	if b, ok := s.wiring.Coordinator.(interface {
+		Begin(context.Context, *wire.Request) (kmsg.Response, wire.Wait, error)
+	}); ok { // the event loop itself, no authorizer in front of it
+		begin = b.Begin
+	}
 	srv := wire.NewServer(ln, wire.Config{
 		Advertised: wire.Broker{NodeID: node, Host: adv, Port: int32(port)}, Features: s.dp.Features(),
 		Table: s.table, MaxRequestBytes: s.cfg.Kafka.MaxRequestBytes, IdleTimeout: s.cfg.Kafka.IdleTimeout, TLS: s.tls,
@@ -275,13 +281,24 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		MaxReauth: s.cfg.Kafka.MaxReauth, CertLogin: s.certLogin,
 		MaxTopologySize: func(group string) int32 { return s.cfg.Groups.For(group).StreamsMaxTopologySize }, Quota: s.wiring.Quota,
 		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
-		Group: s.wiring.Coordinator.Handle, Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
+		Group: s.wiring.Coordinator.Handle, Begin: begin, Poller: s.pollerMode(), Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}
 	s.listeners[node] = l
 	s.order = append(s.order, node)
 	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.host, strconv.Itoa(int(l.port))), "data_plane_node", node)
 	return l.host, l.port, nil
+}
+
+// pollerMode is kafka.poller for the listeners: off when runtime.procs
+// runs the process on one P, now or at times (the governor), where the
+// poller's goroutine would keep the only P while it waits.
+func (s *Server) pollerMode() wire.PollerMode {
+	m, err := wire.ParsePollerMode(s.cfg.Kafka.Poller)
+	if err != nil || s.cfg.Procs == 0 || s.cfg.Procs == 1 {
+		return wire.PollerOff // the value was checked with the configuration
+	}
+	return m
 }
 
 // bindLocked binds the listener socket of data-plane node, or returns

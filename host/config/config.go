@@ -109,6 +109,9 @@ type Kafka struct {
 	// and SASL; until then frames are at most SASLMaxReceiveBytes.
 	SASLRequired        bool
 	SASLMaxReceiveBytes int32
+	// Poller is kafka.poller: "off", "auto" or "on" (host/wire's
+	// PollerMode).
+	Poller string
 	// MaxReauth is kafka.connections.max.reauth.ms (0: the cluster's
 	// session lifetime alone).
 	MaxReauth time.Duration
@@ -366,6 +369,7 @@ func fromValues(v map[string]any) (*Config, error) {
 			QueuedMaxRequestBytes: v["kafka.queued.max.request.bytes"].(int64), LargeFrameBytesPerSecond: v["kafka.large.frame.bytes.per.second"].(int64),
 			MaxConnections: int(v["kafka.max.connections.total"].(int64)), MaxConnectionsPerIP: int(v["kafka.max.connections.per.ip"].(int64)),
 			SASLRequired: v["kafka.sasl.required"].(bool), SASLMaxReceiveBytes: int32(v["kafka.sasl.max.receive.bytes"].(int64)),
+			Poller:    v["kafka.poller"].(string),
 			MaxReauth: time.Duration(v["kafka.connections.max.reauth.ms"].(int64)) * time.Millisecond,
 		},
 		DataDir: v["data.dir"].(string),

@@ -445,6 +445,16 @@ func (l *Loop) do(ctx context.Context, req *wire.Request, ev event) (kmsg.Respon
 // request's goroutine (a streams heartbeat's preparation): that time is
 // charged with the request's decoding, in one quota record.
 func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent time.Duration) (kmsg.Response, error) {
+	resp, wait, err := l.beginSpent(req, ev, spent)
+	if wait == nil {
+		return resp, err
+	}
+	return wait(ctx)
+}
+
+// beginSpent is doSpent without the wait: the answer when it is ready at
+// once, else wait, which waits for it.
+func (l *Loop) beginSpent(req *wire.Request, ev event, spent time.Duration) (kmsg.Response, wire.Wait, error) {
 	if ev.call == nil {
 		ev.call = &call{req: req}
 	}
@@ -458,19 +468,27 @@ func (l *Loop) doSpent(ctx context.Context, req *wire.Request, ev event, spent t
 	// quota (loop_quota.go), when its partition takes it (runtime.Event.Charge).
 	ev.charge = req.Decode + req.Wire + spent
 	if err := l.submit(p, ev); err != nil {
-		return submitError(req, err), nil
+		return submitError(req, err), nil, nil
 	}
 	r, ok, wake := ev.call.result()
-	if !ok {
+	if ok {
+		resp, err := l.answered(p, group, req, r)
+		return resp, nil, err
+	}
+	return nil, func(ctx context.Context) (kmsg.Response, error) {
 		select {
 		case <-wake:
-			r = ev.call.r // set before wake was closed
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-l.done:
 			return notCoordinator(req), nil
 		}
-	}
+		return l.answered(p, group, req, ev.call.r) // set before wake was closed
+	}, nil
+}
+
+// answered is the answer to req, stepped in partition p, given its reply r.
+func (l *Loop) answered(p int, group string, req *wire.Request, r reply) (kmsg.Response, error) {
 	if l.serving(p) != nil { // the lease ended while the request ran
 		return notCoordinator(req), nil
 	}

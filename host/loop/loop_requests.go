@@ -87,28 +87,60 @@ const (
 // group's partition.
 func stepped(o steppedOpts) groupHandler {
 	return func(l *Loop, ctx context.Context, req *wire.Request) (kmsg.Response, error) {
-		client := core.ClientInfo{ClientID: req.ClientIDString(), ClientHost: req.ClientHost}
-		if o&countHeartbeat != 0 {
-			l.stats.heartbeats.Add(1)
+		resp, wait, err := l.beginStepped(ctx, req, o)
+		if wait == nil {
+			return resp, err
 		}
-		if o&describableTopics != 0 {
-			client.DescribableTopic = authz.DescribableTopics(ctx)
-		}
-		group, _ := requestGroup(req)
-		var prep *core.PreparedStreamsHeartbeat
-		var spent time.Duration
-		if b, ok := req.Body.(*kmsg.StreamsGroupHeartbeatRequest); ok && o&prepareStreams != 0 {
-			var err error
-			if prep, spent, err = prepareStreamsHeartbeat(ctx, b); err != nil {
-				return nil, err
-			}
-		}
-		// The preparation is the group's work too: doSpent charges it
-		// towards the group's quota with the request's decoding
-		// (loop_quota.go).
-		cl := &call{req: req, step: steppedArgs{opts: o, group: group, client: client, prep: prep}}
-		return l.doSpent(ctx, req, event{call: cl, stepped: true}, spent)
+		return wait(ctx)
 	}
+}
+
+// beginKeys are the requests Begin steps without waiting, with their
+// options (as groupHandlers has them).
+var beginKeys = map[kmsg.Key]steppedOpts{
+	kmsg.StreamsGroupHeartbeat:  countHeartbeat | configureGroup | prepareStreams,
+	kmsg.ConsumerGroupHeartbeat: countHeartbeat | configureGroup | describableTopics,
+	kmsg.Heartbeat:              countHeartbeat,
+}
+
+// Begin answers req as Handle does, without waiting: a heartbeat is
+// stepped at once when its partition is idle, and its answer returned
+// if it is ready then (it wrote no records). Otherwise wait, to be called
+// on another goroutine, waits for the answer as Handle would have; every
+// other request is left whole to wait.
+func (l *Loop) Begin(ctx context.Context, req *wire.Request) (kmsg.Response, wire.Wait, error) {
+	o, ok := beginKeys[kmsg.Key(req.Key)]
+	if !ok {
+		return nil, func(ctx context.Context) (kmsg.Response, error) { return l.Handle(ctx, req) }, nil
+	}
+	l.stats.requests.Add(1)
+	return l.beginStepped(ctx, req, o)
+}
+
+// beginStepped steps req, a request core steps whole, in its group's
+// partition; see beginSpent.
+func (l *Loop) beginStepped(ctx context.Context, req *wire.Request, o steppedOpts) (kmsg.Response, wire.Wait, error) {
+	client := core.ClientInfo{ClientID: req.ClientIDString(), ClientHost: req.ClientHost}
+	if o&countHeartbeat != 0 {
+		l.stats.heartbeats.Add(1)
+	}
+	if o&describableTopics != 0 {
+		client.DescribableTopic = authz.DescribableTopics(ctx)
+	}
+	group, _ := requestGroup(req)
+	var prep *core.PreparedStreamsHeartbeat
+	var spent time.Duration
+	if b, ok := req.Body.(*kmsg.StreamsGroupHeartbeatRequest); ok && o&prepareStreams != 0 {
+		var err error
+		if prep, spent, err = prepareStreamsHeartbeat(ctx, b); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The preparation is the group's work too: beginSpent charges it
+	// towards the group's quota with the request's decoding
+	// (loop_quota.go).
+	cl := &call{req: req, step: steppedArgs{opts: o, group: group, client: client, prep: prep}}
+	return l.beginSpent(req, event{call: cl, stepped: true}, spent)
 }
 
 // steppedArgs are what stepped adds to a request core steps whole.

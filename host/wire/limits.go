@@ -97,6 +97,22 @@ func (l *Limits) acquire(ctx context.Context, n int64) error {
 	return nil
 }
 
+// tryAcquire grants n bytes of a small frame if they are free now, as
+// acquire would at once, and reports whether it did.
+func (l *Limits) tryAcquire(n int64) bool {
+	if l == nil {
+		return true
+	}
+	b := &l.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > smallFrame || b.avail < n {
+		return false
+	}
+	b.avail -= n
+	return true
+}
+
 // release gives n bytes back.
 func (l *Limits) release(n int64) {
 	if l == nil {

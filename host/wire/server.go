@@ -31,6 +31,14 @@ type Upstream interface {
 // GroupFunc answers a group-coordination request.
 type GroupFunc func(ctx context.Context, req *Request) (kmsg.Response, error)
 
+// Wait waits for the answer to a request a BeginFunc started.
+type Wait func(ctx context.Context) (kmsg.Response, error)
+
+// BeginFunc answers a group-coordination request as a GroupFunc does,
+// without waiting: the answer if it is ready at once, else a Wait for
+// it, which the connection's goroutine calls.
+type BeginFunc func(ctx context.Context, req *Request) (kmsg.Response, Wait, error)
+
 // Observer is told about every request served (for metrics); it may be nil.
 type Observer interface {
 	Served(key int16, d time.Duration, err error)
@@ -67,6 +75,12 @@ type Config struct {
 	Dial func(ctx context.Context) (Upstream, error)
 	// Group answers group-coordination requests.
 	Group GroupFunc
+	// Begin, when set, answers group requests as Group does without
+	// waiting: with it and Poller on or auto, on Linux, a listener
+	// without TLS, SASL or client certificates serves its connections'
+	// heartbeats from the process's own poller (fast.go).
+	Begin  BeginFunc
+	Poller PollerMode
 	// Log receives connection-level events.
 	Log *slog.Logger
 	// Observer, if set, counts requests and connections.
@@ -115,6 +129,10 @@ type Server struct {
 	// while the small requests of other connections wait for one. nil
 	// bounds nothing.
 	decoding chan struct{}
+	// poll is the process's poller (fast.go), or nil; releasePoll gives
+	// the listener's reference back.
+	poll        *poller
+	releasePoll func()
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -149,9 +167,27 @@ func NewServer(ln net.Listener, cfg Config) *Server {
 	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), decoding: make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)-1))}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
+	if cfg.Begin != nil && cfg.Poller != PollerOff && cfg.TLS == nil && !cfg.SASLRequired && cfg.CertLogin == nil {
+		p, release, err := sharedPoller()
+		if err != nil {
+			cfg.Log.Warn("kafka listener serves every request on its connection's goroutine", "err", err.Error())
+		}
+		s.poll, s.releasePoll = p, release
+		if p != nil && cfg.Poller == PollerOn {
+			p.forceOn()
+		}
+	}
 	s.wg.Add(1)
 	go s.accept()
 	return s
+}
+
+// ctx is every request's context (s.base).
+func (s *Server) ctx() context.Context {
+	if s.base == nil { // a Server built without NewServer (tests)
+		return context.Background()
+	}
+	return s.base
 }
 
 // Addr is the listening address.
@@ -174,6 +210,7 @@ func (s *Server) accept() {
 			continue
 		}
 		c := &conn{s: s, nc: nc, unadmit: unadmit, log: s.cfg.Log.With("remote", nc.RemoteAddr().String())}
+		c.nc, c.pc = s.adoptConn(nc)
 		s.mu.Lock()
 		if s.draining {
 			s.mu.Unlock()
@@ -205,7 +242,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	s.ln.Close()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() {
+		s.wg.Wait()
+		if s.releasePoll != nil {
+			s.releasePoll()
+		}
+		close(done)
+	}()
 	select {
 	case <-done:
 		s.cancel()
@@ -272,6 +315,14 @@ type conn struct {
 	// ahead are the requests sent upstream whose answers are still to be
 	// written, in request order (ahead.go).
 	ahead []*outstanding
+
+	// pc is nc when the listener's poller adopted it (fast.go); hand is
+	// what its goroutine finishes after a park, fbuf the bytes read while
+	// parked, serveFast the park's serve.
+	pc        *pollConn
+	hand      handoff
+	fbuf      []byte
+	serveFast func() bool
 }
 
 // grant is the request budget of one frame.
@@ -392,11 +443,25 @@ func (c *conn) serve() {
 	// connection costs little.
 	c.rw = connIO(c.nc)
 	br := bufio.NewReaderSize(c.rw, 8<<10)
-	ctx := s.base
-	if ctx == nil { // a Server built without NewServer (tests)
-		ctx = context.Background()
-	}
+	ctx := s.ctx()
 	for {
+		if err := c.repoll(br); err != nil {
+			c.logClose(err)
+			return
+		}
+		if c.parkable(br) {
+			finished, err := c.parkAndServe(ctx)
+			if err != nil {
+				if aerr := c.settle(); aerr != nil {
+					err = aerr
+				}
+				c.logClose(err)
+				return
+			}
+			if finished {
+				continue
+			}
+		}
 		if err := c.serveOne(ctx, br); err != nil {
 			// The answers of requests sent ahead are written first (as
 			// they would have been before this one was read); one that
@@ -492,6 +557,9 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 			return err
 		}
 	}
+	if req != nil {
+		c.noteBeat(req.Key, start)
+	}
 	resp, err := c.respond(ctx, req, perr)
 	if s.cfg.Observer != nil && req != nil {
 		s.cfg.Observer.Served(req.Key, time.Since(start), err)
@@ -500,28 +568,46 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if err != nil || resp == nil {
 		return err
 	}
+	if err := c.writeAnswer(ctx, req, resp, group); err != nil {
+		return err
+	}
+	return c.closeAfter
+}
+
+// writeAnswer writes resp, the answer to req of group ("" for none), and
+// mutes the connection for its throttle.
+func (c *conn) writeAnswer(ctx context.Context, req *Request, resp kmsg.Response, group string) error {
 	mute := c.throttleFor(req, resp) // throttle.go; before resp is written
 	t0 := time.Now()
-	if err = c.writeResponseAt(t0, req.CorrelationID, resp); err != nil {
+	if err := c.writeResponseAt(t0, req.CorrelationID, resp); err != nil {
 		return err
 	}
 	c.wrote = 0
-	if group != "" {
-		if group != c.wroteFor {
-			if group == c.groups.last {
-				c.wroteFor = c.groups.last // screen's copy: shared, not cloned again
-			} else {
-				c.wroteFor = strings.Clone(group) // it may alias the frame
-			}
-		}
-		end := time.Now()
-		c.wrote = end.Sub(t0)
-		if mute <= 0 {
-			c.wroteAt = end
+	c.noteWritten(group, t0, mute)
+	c.mute(ctx, mute)
+	return nil
+}
+
+// noteWritten notes the answer to a request of group, written from t0 to
+// now: its time is charged with the group's next request on the
+// connection (wireOf), and, unmuted, the next read deadline is extended
+// from its end.
+func (c *conn) noteWritten(group string, t0 time.Time, mute time.Duration) {
+	if group == "" {
+		return
+	}
+	if group != c.wroteFor {
+		if group == c.groups.last {
+			c.wroteFor = c.groups.last // screen's copy: shared, not cloned again
+		} else {
+			c.wroteFor = strings.Clone(group) // it may alias the frame
 		}
 	}
-	c.mute(ctx, mute)
-	return c.closeAfter
+	end := time.Now()
+	c.wrote = end.Sub(t0)
+	if mute <= 0 {
+		c.wroteAt = end
+	}
 }
 
 // wireOf returns the Wire of a request of group (GroupOf; "" for none):
