@@ -360,6 +360,42 @@ func TestPollerEngagement(t *testing.T) {
 	if p.engaged.Load() {
 		t.Fatal("engaged after a quiet gap")
 	}
+
+	// Engaged, then not keeping up: off, and off for pollerCooldown
+	// whatever the rate.
+	beat(200, 100*time.Millisecond)
+	if !p.engaged.Load() {
+		t.Fatal("not engaged at 2,000/s")
+	}
+	p.saturated.Store(true)
+	beat(200, 100*time.Millisecond)
+	p.saturated.Store(false)
+	if p.engaged.Load() {
+		t.Fatal("engaged while saturated")
+	}
+	beat(200*40, 4*time.Second)
+	if p.engaged.Load() {
+		t.Fatal("engaged within the cooldown")
+	}
+	beat(200*20, 2*time.Second)
+	if !p.engaged.Load() {
+		t.Fatal("not engaged after the cooldown")
+	}
+
+	// The rate times the least cost seen decides: one window inflated by
+	// preemption does not keep it off.
+	p.engaged.Store(false)
+	p.recordCost(10*time.Millisecond, 1000, t0) // 10 µs an edge
+	p.recordCost(40*time.Millisecond, 1000, t0) // 40 µs: preempted
+	beat(3000, 100*time.Millisecond)            // 30,000/s: 0.3 at 10 µs
+	if !p.engaged.Load() {
+		t.Fatal("kept off by an inflated window")
+	}
+	p.engaged.Store(false)
+	beat(6000, 100*time.Millisecond) // 60,000/s: 0.6 at 10 µs
+	if p.engaged.Load() {
+		t.Fatal("engaged where one goroutine would not keep up")
+	}
 }
 
 // A connection moves into the poller between requests once it is

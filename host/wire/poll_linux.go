@@ -53,10 +53,18 @@ type poller struct {
 	engaged atomic.Bool
 	beats   atomic.Int64 // heartbeats since rateAt
 	rateAt  atomic.Int64 // start of the current rate window, in Unix ns
-	// cost is what serving an edge cost the poller in its last busy
-	// window, in ns (run); served counts the edges of the current one.
+	// cost is the least serving an edge cost the poller in a busy window
+	// of the last pollerCostAge, in ns, from costAt (run): busy time is
+	// wall time, which a thread preempting the poller's inflates, so the
+	// least is the cost. served counts the current window's edges.
 	cost   atomic.Int64
+	costAt time.Time
 	served int
+	// offUntil, in Unix ns, keeps the poller disengaged for
+	// pollerCooldown after it gave its connections back for not keeping
+	// up, so that a load it cannot serve does not move them back and
+	// forth.
+	offUntil atomic.Int64
 	// force is PollerOn's forceOn, which engages the poller whatever the
 	// rate (still not while it does not keep up), or forceOff, which
 	// keeps it off; 0 (PollerAuto) leaves it to the rate.
@@ -78,6 +86,8 @@ const (
 	pollerOff        = 500
 	pollerRateWindow = 100 * time.Millisecond
 	pollerFits       = 0.5
+	pollerCostAge    = 10 * time.Second
+	pollerCooldown   = 5 * time.Second
 )
 
 // note counts a heartbeat served at now, by either path, and re-decides
@@ -96,13 +106,30 @@ func (p *poller) note(now time.Time) {
 	}
 	rate := float64(p.beats.Swap(0)) / time.Duration(ns-from).Seconds()
 	if p.engaged.Load() {
-		p.engaged.Store((force == forceOn || rate >= pollerOff) && !p.saturated.Load())
+		if p.saturated.Load() {
+			p.offUntil.Store(ns + int64(pollerCooldown))
+			p.engaged.Store(false)
+			return
+		}
+		p.engaged.Store(force == forceOn || rate >= pollerOff)
 		return
 	}
 	// Engage where one goroutine keeps up: the rate times what a request
-	// cost the poller when it last served (0 before it ever did).
+	// costs the poller (0 before it ever served).
 	cost := time.Duration(p.cost.Load())
-	p.engaged.Store((force == forceOn || rate >= pollerOn) && rate*cost.Seconds() < pollerFits)
+	p.engaged.Store((force == forceOn || rate >= pollerOn) && rate*cost.Seconds() < pollerFits && ns >= p.offUntil.Load())
+}
+
+// recordCost notes a window of run's in which serving served edges took
+// busy, at now (see cost).
+func (p *poller) recordCost(busy time.Duration, served int, now time.Time) {
+	if served < 100 {
+		return
+	}
+	if c := int64(busy) / int64(served); c < p.cost.Load() || p.cost.Load() == 0 || now.Sub(p.costAt) > pollerCostAge {
+		p.cost.Store(c)
+		p.costAt = now
+	}
 }
 
 // forceOn engages the poller whatever the rate (PollerOn).
@@ -215,9 +242,7 @@ func (p *poller) run() {
 		}
 		if d := now.Sub(window); d >= pollerWindow {
 			share := float64(busy) / float64(d)
-			if p.served >= 100 {
-				p.cost.Store(int64(busy) / int64(p.served))
-			}
+			p.recordCost(busy, p.served, now)
 			p.served = 0
 			switch {
 			case runtime.GOMAXPROCS(0) < 2: // lowered since: serve nothing here
