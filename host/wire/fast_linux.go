@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"net"
 	"os"
-	"runtime/debug"
 	"slices"
 	"syscall"
 	"time"
@@ -34,8 +32,7 @@ func (c *conn) parkAndServe(ctx context.Context) (finished bool, err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("BUG: panic while serving a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			err = fmt.Errorf("panic: %v", p)
+			err = c.panicked(p)
 		}
 	}()
 	return true, c.finishHandoff(ctx)
@@ -48,8 +45,7 @@ func (c *conn) parkAndServe(ctx context.Context) (finished bool, err error) {
 func (c *conn) fastServe() (stay bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("BUG: panic while serving a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			c.hand = handoff{err: fmt.Errorf("panic: %v", p)}
+			c.hand = handoff{err: c.panicked(p)}
 			c.grant.release() // if the request held its budget still
 			c.fbuf = c.fbuf[:0]
 			stay = false
@@ -120,16 +116,16 @@ func (c *conn) serveFrame(frame []byte) (taken bool) {
 		return false
 	}
 	var h head
+	var peeked string
 	if q := s.cfg.Quota; q != nil { // as screen: a group over its quota waits on the goroutine
-		hh, peeked, _, ok := groupAhead(frame, c.keepClientID)
-		if !ok || q.GroupThrottle(peeked) > 0 {
+		var ok bool
+		if h, peeked, _, ok = groupAhead(frame, c.keepClientID); !ok || q.GroupThrottle(peeked) > 0 {
 			return false
 		}
-		c.groups.next()
+	}
+	c.groups.next()
+	if peeked != "" {
 		c.groups.note(peeked)
-		h = hh
-	} else {
-		c.groups.next()
 	}
 	c.wroteAt = time.Time{} // the next request's read deadline is extended from its start
 	if !s.cfg.Limits.tryAcquire(int64(len(frame))) {
@@ -175,23 +171,17 @@ func (c *conn) serveFrame(frame []byte) (taken bool) {
 	b := AppendResponse(c.wbuf[:0], req.CorrelationID, resp)
 	t0 := time.Now()
 	n, errno := c.pc.writeRaw(b)
+	c.wrote = 0
+	c.hand.mute = mute
 	switch {
 	case errno != 0 && errno != syscall.EAGAIN:
-		c.hand.err = c.pc.opError("write", os.NewSyscallError("write", errno))
+		c.hand = handoff{err: c.pc.opError("write", os.NewSyscallError("write", errno))}
 	case n < len(b):
 		c.hand.unwritten = slices.Clone(b[n:])
-		c.hand.mute = mute
-		c.wrote = 0
 	default:
-		c.wrote = 0
 		c.noteWritten(group, t0, mute)
-		c.hand.mute = mute
 	}
-	if cap(b) <= keptWriteBuffer {
-		c.wbuf = b
-	} else {
-		c.wbuf = nil
-	}
+	c.keepWriteBuffer(b)
 	return true
 }
 

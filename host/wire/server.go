@@ -410,12 +410,25 @@ func (c *conn) writeResponseAt(now time.Time, correlationID int32, resp kmsg.Res
 		w = c.nc
 	}
 	_, err := w.Write(b)
+	c.keepWriteBuffer(b)
+	return err
+}
+
+// keepWriteBuffer keeps b, a response just written, as the connection's
+// buffer for the next one, unless it grew over keptWriteBuffer.
+func (c *conn) keepWriteBuffer(b []byte) {
 	if cap(b) <= keptWriteBuffer {
 		c.wbuf = b
 	} else {
 		c.wbuf = nil
 	}
-	return err
+}
+
+// panicked logs p, a panic recovered while serving a request (a bug), and
+// returns the error that closes the connection.
+func (c *conn) panicked(p any) error {
+	c.log.Error("BUG: panic while serving a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return fmt.Errorf("panic: %v", p)
 }
 
 func (c *conn) serve() {
@@ -483,8 +496,7 @@ func (c *conn) serve() {
 func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("BUG: panic while serving a request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			err = fmt.Errorf("panic: %v", p)
+			err = c.panicked(p)
 		}
 	}()
 	s := c.s
