@@ -133,6 +133,9 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if s.tls, err = loadTLS(cfg.Kafka); err != nil {
 		return nil, err
 	}
+	if s.pollerMode() != wire.PollerOff {
+		s.pollerMetrics()
+	}
 	s.limits = wire.NewLimits(cfg.Kafka.QueuedMaxRequestBytes, cfg.Kafka.MaxConnections, cfg.Kafka.MaxConnectionsPerIP).
 		WithLargeFrameRate(cfg.Kafka.LargeFrameBytesPerSecond)
 	if cfg.Store.Kind != "kafka" && s.rlog == nil { // the kafka store is opened with the coordinator (stateTopicLog)
@@ -299,6 +302,26 @@ func (s *Server) pollerMode() wire.PollerMode {
 		return wire.PollerOff // the value was checked with the configuration
 	}
 	return m
+}
+
+// pollerMetrics registers the process's poller's metrics.
+func (s *Server) pollerMetrics() {
+	count := func(f func(wire.PollerStats) int64) func() float64 {
+		return func() float64 { return float64(f(wire.ReadPollerStats())) }
+	}
+	s.metrics.Gauge("kafka_poller_engaged", "1 while connections move into the process's poller (kafka.poller).", func() float64 {
+		if wire.ReadPollerStats().Engaged {
+			return 1
+		}
+		return 0
+	})
+	s.metrics.Counter("kafka_poller_served_total", "Requests answered on the process's poller's goroutine.", count(func(p wire.PollerStats) int64 { return p.Served }))
+	s.metrics.Counter("kafka_poller_handed_back_total", "Times a parked connection went back to its own goroutine.", count(func(p wire.PollerStats) int64 { return p.HandedBack }))
+	s.metrics.Counter("kafka_poller_engagements_total", "Times the process's poller engaged.", count(func(p wire.PollerStats) int64 { return p.Engagements }))
+	s.metrics.Gauge("kafka_poller_edge_cpu_seconds", "CPU time serving one socket's readiness cost the process's poller's thread, in its last measured time slice.", func() float64 {
+		return wire.ReadPollerStats().EdgeCPU.Seconds()
+	})
+	s.metrics.Counter("kafka_poller_saturations_total", "Times the process's poller stopped serving for not keeping up.", count(func(p wire.PollerStats) int64 { return p.Saturations }))
 }
 
 // bindLocked binds the listener socket of data-plane node, or returns

@@ -18,6 +18,7 @@ func TestMetricsText(t *testing.T) {
 	m.Served(0, time.Second, nil)
 	m.Gauge("store_records_at_start", "Records at start.", func() float64 { return 7 })
 	m.Gauge("coordhost_probe_checks_total", "Already prefixed.", func() float64 { return 3 })
+	m.Counter("kafka_poller_served_total", "A counter.", func() float64 { return 5 })
 	var b strings.Builder
 	if _, err := m.WriteTo(&b); err != nil {
 		t.Fatal(err)
@@ -30,6 +31,7 @@ func TestMetricsText(t *testing.T) {
 		`coordhost_kafka_request_seconds_total{api="Metadata"} 3` + "\n",
 		"# TYPE coordhost_store_records_at_start gauge\ncoordhost_store_records_at_start 7\n",
 		"\ncoordhost_probe_checks_total 3\n",
+		"# TYPE coordhost_kafka_poller_served_total counter\ncoordhost_kafka_poller_served_total 5\n",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b.String())

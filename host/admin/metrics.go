@@ -42,8 +42,9 @@ type apiStats struct {
 }
 
 type gauge struct {
-	help string
-	fn   func() float64
+	help    string
+	fn      func() float64
+	counter bool // a counter's TYPE
 }
 
 // NewMetrics returns an empty registry.
@@ -78,7 +79,18 @@ func (m *Metrics) Gauge(name, help string, fn func() float64) {
 	if !strings.HasPrefix(name, "coordhost_") {
 		name = "coordhost_" + name
 	}
-	m.gauges[name] = gauge{help, fn}
+	m.gauges[name] = gauge{help: help, fn: fn}
+}
+
+// Counter registers a counter named name (coordhost_ prefix added unless
+// it has it) read by fn at scrape time; fn never decreases.
+func (m *Metrics) Counter(name, help string, fn func() float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !strings.HasPrefix(name, "coordhost_") {
+		name = "coordhost_" + name
+	}
+	m.gauges[name] = gauge{help: help, fn: fn, counter: true}
 }
 
 // GaugeFamily registers a labelled gauge named name (coordhost_ prefix
@@ -118,7 +130,11 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	fnames, fs := sorted(m.families)
 	m.mu.Unlock()
 	for i, n := range names {
-		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", n, gs[i].help, n, n, gs[i].fn())
+		kind := "gauge"
+		if gs[i].counter {
+			kind = "counter"
+		}
+		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", n, gs[i].help, n, kind, n, gs[i].fn())
 	}
 	for i, n := range fnames {
 		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s gauge\n", n, fs[i].help, n)

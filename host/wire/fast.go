@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,6 +49,37 @@ func ParsePollerMode(s string) (PollerMode, error) {
 		return PollerOn, nil
 	}
 	return PollerOff, fmt.Errorf("kafka.poller: %q is not off, auto or on", s)
+}
+
+// PollerStats are the process's poller's counts since the process
+// started (the metrics' coordhost_kafka_poller_*).
+type PollerStats struct {
+	Engaged     bool  // connections move into the poller now
+	Served      int64 // requests answered on the poller's goroutine
+	HandedBack  int64 // times a parked connection went back to its goroutine
+	Engagements int64 // times the poller engaged
+	Saturations int64 // times it stopped serving for not keeping up
+	// EdgeCPU is the CPU time serving a socket's readiness cost the
+	// poller's thread in its last measured slice.
+	EdgeCPU time.Duration
+}
+
+// pollStats are the counts of ReadPollerStats, kept across pollers.
+var pollStats struct {
+	served, handedBack, engagements, saturations atomic.Int64
+}
+
+// ReadPollerStats returns the process's poller's counts.
+func ReadPollerStats() PollerStats {
+	engaged, cost := pollerState()
+	return PollerStats{
+		Engaged:     engaged,
+		EdgeCPU:     cost,
+		Served:      pollStats.served.Load(),
+		HandedBack:  pollStats.handedBack.Load(),
+		Engagements: pollStats.engagements.Load(),
+		Saturations: pollStats.saturations.Load(),
+	}
 }
 
 // fastBuffer is a parked connection's read buffer: heartbeats are a few

@@ -48,6 +48,7 @@ func (c *conn) fastServe() (stay bool) {
 			c.hand = handoff{err: c.panicked(p)}
 			c.grant.release() // if the request held its budget still
 			c.fbuf = c.fbuf[:0]
+			pollStats.handedBack.Add(1)
 			stay = false
 		}
 	}()
@@ -92,6 +93,7 @@ func (c *conn) fastServe() (stay bool) {
 // handBack gives the bytes read and not served to the connection's
 // goroutine and hands the connection back.
 func (c *conn) handBack() bool {
+	pollStats.handedBack.Add(1)
 	if len(c.fbuf) > 0 {
 		c.pc.handBack(c.fbuf)
 		c.fbuf = c.fbuf[:0]
@@ -181,6 +183,7 @@ func (c *conn) serveFrame(frame []byte) (taken bool) {
 	default:
 		c.noteWritten(group, t0, mute)
 	}
+	pollStats.served.Add(1)
 	c.keepWriteBuffer(b)
 	return true
 }

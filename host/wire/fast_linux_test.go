@@ -84,6 +84,7 @@ func heartbeat(group string) *kmsg.ConsumerGroupHeartbeatRequest {
 func TestParkedHeartbeatsServedByPoller(t *testing.T) {
 	f := startFastServer(t, Config{})
 	c := dial(t, f.addr)
+	before := ReadPollerStats()
 	for i := range 50 {
 		hb := heartbeat("g")
 		c.send(hb, 1, int16(i))
@@ -94,6 +95,9 @@ func TestParkedHeartbeatsServedByPoller(t *testing.T) {
 	if f.begun.Load() != 50 || f.grouped.Load() != 0 {
 		t.Fatalf("begun %d, by the goroutine %d; want 50, 0", f.begun.Load(), f.grouped.Load())
 	}
+	if st := ReadPollerStats(); !st.Engaged || st.Served-before.Served < 49 { // the first is the goroutine's
+		t.Fatalf("poller stats %+v, before %+v", st, before)
+	}
 }
 
 // Pipelined requests of every kind are answered in order whoever serves
@@ -103,6 +107,7 @@ func TestParkedHeartbeatsServedByPoller(t *testing.T) {
 func TestParkedPipelinedInOrder(t *testing.T) {
 	f := startFastServer(t, Config{})
 	c := dial(t, f.addr)
+	handed := ReadPollerStats().HandedBack
 	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
 	var buf []byte
 	var reqs []kmsg.Request
@@ -137,6 +142,9 @@ func TestParkedPipelinedInOrder(t *testing.T) {
 	// wait back; the goroutine then serves what it was handed.
 	if f.begun.Load()+f.waited.Load()+f.grouped.Load() != 40 || f.begun.Load() < 1 || f.waited.Load() < 1 {
 		t.Fatalf("begun %d, waited %d, by the goroutine %d", f.begun.Load(), f.waited.Load(), f.grouped.Load())
+	}
+	if n := ReadPollerStats().HandedBack - handed; n < 1 {
+		t.Fatalf("handed back %d times", n)
 	}
 }
 
@@ -340,21 +348,23 @@ func TestPollerEngagement(t *testing.T) {
 			p.note(t0)
 		}
 	}
-	beat(90, 100*time.Millisecond) // 900/s
+	// per100ms is n beats a second over one 100 ms window.
+	per100ms := func(rate int) { beat(rate/10, 100*time.Millisecond) }
+	per100ms(pollerOn - 100)
 	if p.engaged.Load() {
-		t.Fatal("engaged at 900/s")
+		t.Fatal("engaged below pollerOn")
 	}
-	beat(110, 100*time.Millisecond) // 1,100/s
+	per100ms(pollerOn + 100)
 	if !p.engaged.Load() {
-		t.Fatal("not engaged at 1,100/s")
+		t.Fatal("not engaged above pollerOn")
 	}
-	beat(60, 100*time.Millisecond) // 600/s: stays
+	per100ms(pollerOff + 100) // stays
 	if !p.engaged.Load() {
-		t.Fatal("disengaged at 600/s")
+		t.Fatal("disengaged above pollerOff")
 	}
-	beat(40, 100*time.Millisecond) // 400/s
+	per100ms(pollerOff - 100)
 	if p.engaged.Load() {
-		t.Fatal("engaged at 400/s")
+		t.Fatal("engaged below pollerOff")
 	}
 	beat(2, 10*time.Second) // a long quiet gap
 	if p.engaged.Load() {
@@ -363,38 +373,98 @@ func TestPollerEngagement(t *testing.T) {
 
 	// Engaged, then not keeping up: off, and off for pollerCooldown
 	// whatever the rate.
-	beat(200, 100*time.Millisecond)
+	rate := 2 * pollerOn
+	per100ms(rate)
 	if !p.engaged.Load() {
-		t.Fatal("not engaged at 2,000/s")
+		t.Fatalf("not engaged at %d/s", rate)
 	}
 	p.saturated.Store(true)
-	beat(200, 100*time.Millisecond)
+	per100ms(rate)
 	p.saturated.Store(false)
 	if p.engaged.Load() {
 		t.Fatal("engaged while saturated")
 	}
-	beat(200*40, 4*time.Second)
+	beat(rate/10*40, 4*time.Second)
 	if p.engaged.Load() {
 		t.Fatal("engaged within the cooldown")
 	}
-	beat(200*20, 2*time.Second)
+	beat(rate/10*20, 2*time.Second)
 	if !p.engaged.Load() {
 		t.Fatal("not engaged after the cooldown")
 	}
 
-	// The rate times the least cost seen decides: one window inflated by
-	// preemption does not keep it off.
+	// The rate times the cost decides.
 	p.engaged.Store(false)
-	p.recordCost(10*time.Millisecond, 1000, t0) // 10 µs an edge
-	p.recordCost(40*time.Millisecond, 1000, t0) // 40 µs: preempted
-	beat(3000, 100*time.Millisecond)            // 30,000/s: 0.3 at 10 µs
+	p.cost.Store(int64(10 * time.Microsecond))
+	beat(3000, 100*time.Millisecond) // 30,000/s: 0.3 at 10 µs
 	if !p.engaged.Load() {
-		t.Fatal("kept off by an inflated window")
+		t.Fatal("not engaged where one goroutine keeps up")
 	}
 	p.engaged.Store(false)
 	beat(6000, 100*time.Millisecond) // 60,000/s: 0.6 at 10 µs
 	if p.engaged.Load() {
 		t.Fatal("engaged where one goroutine would not keep up")
+	}
+}
+
+// A slice is measured by its thread's CPU time: one spent waiting, as a
+// preempted thread does, adds wall time and little CPU; one spent
+// running adds its CPU.
+func TestPollerSliceCPU(t *testing.T) {
+	runtime.LockOSThread() // the slice's thread stays this one
+	defer runtime.UnlockOSThread()
+	p := &poller{}
+	s := p.startSlice(time.Now())
+	time.Sleep(20 * time.Millisecond)
+	p.endSlice(s, time.Now())
+	if p.wall < float64(20*time.Millisecond) || p.busy > float64(5*time.Millisecond) {
+		t.Fatalf("a slice spent waiting: %v on the CPU over %v", time.Duration(p.busy), time.Duration(p.wall))
+	}
+	busy := p.busy
+	s = p.startSlice(time.Now())
+	for spin := time.Now(); time.Since(spin) < 20*time.Millisecond; {
+	}
+	p.endSlice(s, time.Now())
+	if got := p.busy - busy; got < float64(10*time.Millisecond) {
+		t.Fatalf("a slice spent running 20 ms added %v on the CPU", time.Duration(got))
+	}
+}
+
+// Saturation and cost are over the recent slices: a slice's spike
+// decides neither; a sustained share over pollerBusy saturates the
+// poller until it falls below pollerIdle.
+func TestPollerSaturation(t *testing.T) {
+	p := &poller{}
+	slices := func(n int, share float64, edges int) {
+		for range n {
+			p.measure(time.Duration(share*float64(pollerSlice)), pollerSlice, edges)
+		}
+	}
+	slices(50, 0.3, 100) // 24 µs an edge
+	if p.saturated.Load() {
+		t.Fatal("saturated at 30 %")
+	}
+	if c := time.Duration(p.cost.Load()); c < 23*time.Microsecond || c > 25*time.Microsecond {
+		t.Fatalf("cost %v, want 24 µs", c)
+	}
+	slices(1, 1, 25) // the collector took this one: 320 µs an edge
+	if p.saturated.Load() {
+		t.Fatal("saturated by one slice")
+	}
+	if c := time.Duration(p.cost.Load()); c > 48*time.Microsecond {
+		t.Fatalf("cost %v after one slice's spike", c)
+	}
+	slices(25, 0.9, 300) // 200 ms at 90 %
+	if !p.saturated.Load() || pollStats.saturations.Load() == 0 {
+		t.Fatal("not saturated at 90 %")
+	}
+	slices(50, 0.5, 100)
+	if !p.saturated.Load() {
+		t.Fatal("no longer saturated above pollerIdle")
+	}
+	slices(50, 0.2, 100)
+	if p.saturated.Load() {
+		t.Fatal("still saturated at 20 %")
 	}
 }
 

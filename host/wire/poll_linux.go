@@ -2,6 +2,7 @@ package wire
 
 import (
 	"io"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -46,20 +47,23 @@ type poller struct {
 
 	// engaged is set while the process serves at least pollerOn
 	// heartbeats a second (note), and cleared below pollerOff: only then
-	// do connections move into the poller and park. At a few hundred a
-	// second the P its goroutine keeps while it waits costs more than it
-	// saves (Go's monitor thread takes it back after 10 ms and then polls
-	// every 20 µs for a while), so connections then stay in Go's poller.
+	// do connections move into the poller and park. Below that it saves
+	// little CPU, and one goroutine serving every parked connection
+	// answers later at the tail than Go's poller, which wakes any idle
+	// thread (docs/BENCHMARKS.md, "The process's own poller"); at a few
+	// hundred a second the P its goroutine keeps while it waits costs
+	// more than it saves (Go's monitor thread takes it back after 10 ms
+	// and then polls every 20 µs for a while).
 	engaged atomic.Bool
 	beats   atomic.Int64 // heartbeats since rateAt
 	rateAt  atomic.Int64 // start of the current rate window, in Unix ns
-	// cost is the least serving an edge cost the poller in a busy window
-	// of the last pollerCostAge, in ns, from costAt (run): busy time is
-	// wall time, which a thread preempting the poller's inflates, so the
-	// least is the cost. served counts the current window's edges.
-	cost   atomic.Int64
-	costAt time.Time
-	served int
+	// cost is the CPU time serving an edge cost the poller's thread, in
+	// ns (measure). served counts the current slice's edges; busy, wall
+	// and edges are the CPU time, wall time and edges of the slices
+	// measured, each decayed by pollerDecay, only run uses them.
+	cost              atomic.Int64
+	served            int
+	busy, wall, edges float64
 	// offUntil, in Unix ns, keeps the poller disengaged for
 	// pollerCooldown after it gave its connections back for not keeping
 	// up, so that a load it cannot serve does not move them back and
@@ -82,11 +86,11 @@ const (
 // serving below which it engages (under pollerBusy, where it gives
 // connections back).
 const (
-	pollerOn         = 1000
-	pollerOff        = 500
+	pollerOn         = 5000
+	pollerOff        = 3000
 	pollerRateWindow = 100 * time.Millisecond
 	pollerFits       = 0.5
-	pollerCostAge    = 10 * time.Second
+	pollerCostEdges  = 32
 	pollerCooldown   = 5 * time.Second
 )
 
@@ -95,7 +99,7 @@ const (
 func (p *poller) note(now time.Time) {
 	force := p.force.Load()
 	if force == forceOff {
-		p.engaged.Store(false)
+		p.engage(false)
 		return
 	}
 	p.beats.Add(1)
@@ -108,45 +112,52 @@ func (p *poller) note(now time.Time) {
 	if p.engaged.Load() {
 		if p.saturated.Load() {
 			p.offUntil.Store(ns + int64(pollerCooldown))
-			p.engaged.Store(false)
+			p.engage(false)
 			return
 		}
-		p.engaged.Store(force == forceOn || rate >= pollerOff)
+		p.engage(force == forceOn || rate >= pollerOff)
 		return
 	}
 	// Engage where one goroutine keeps up: the rate times what a request
 	// costs the poller (0 before it ever served).
 	cost := time.Duration(p.cost.Load())
-	p.engaged.Store((force == forceOn || rate >= pollerOn) && rate*cost.Seconds() < pollerFits && ns >= p.offUntil.Load())
+	p.engage((force == forceOn || rate >= pollerOn) && rate*cost.Seconds() < pollerFits && ns >= p.offUntil.Load())
 }
 
-// recordCost notes a window of run's in which serving served edges took
-// busy, at now (see cost).
-func (p *poller) recordCost(busy time.Duration, served int, now time.Time) {
-	if served < 100 {
-		return
+// engage sets engaged to on, counting the times it engages.
+func (p *poller) engage(on bool) {
+	if p.engaged.Swap(on) != on && on {
+		pollStats.engagements.Add(1)
 	}
-	if c := int64(busy) / int64(served); c < p.cost.Load() || p.cost.Load() == 0 || now.Sub(p.costAt) > pollerCostAge {
-		p.cost.Store(c)
-		p.costAt = now
+}
+
+// pollerState reports whether the process's poller is engaged, and its
+// cost.
+func pollerState() (engaged bool, cost time.Duration) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.p == nil {
+		return false, 0
 	}
+	return shared.p.engaged.Load(), time.Duration(shared.p.cost.Load())
 }
 
 // forceOn engages the poller whatever the rate (PollerOn).
 func (p *poller) forceOn() {
 	p.force.Store(forceOn)
-	p.engaged.Store(true)
+	p.engage(true)
 }
 
 // serves reports whether parked connections are served here now.
 func (p *poller) serves() bool { return p.engaged.Load() && !p.saturated.Load() }
 
-// The poller's load, measured over windows of pollerWindow: saturated
-// from pollerBusy of a window spent serving, back below pollerIdle.
+// The poller's load, measured at the end of each of its goroutine's time
+// slices over the recent ones (measure): saturated from pollerBusy of
+// its time spent on the CPU, back below pollerIdle.
 const (
-	pollerWindow = 10 * time.Millisecond
-	pollerBusy   = 0.7
-	pollerIdle   = 0.4
+	pollerBusy  = 0.7
+	pollerIdle  = 0.4
+	pollerDecay = 100 * time.Millisecond
 )
 
 // pollerSlice is how long the poller's goroutine runs before it gives its
@@ -231,28 +242,13 @@ func (p *poller) close() {
 func (p *poller) run() {
 	defer close(p.done)
 	evs := make([]unix.EpollEvent, 128)
-	slice := time.Now()
-	window, busy := slice, time.Duration(0)
+	slice := p.startSlice(time.Now())
 	for {
 		n, err := unix.EpollWait(p.ep, evs, -1)
-		now := time.Now()
-		if now.Sub(slice) >= pollerSlice {
+		if now := time.Now(); now.Sub(slice.at) >= pollerSlice {
+			p.endSlice(slice, now)
 			runtime.Gosched()
-			slice = now
-		}
-		if d := now.Sub(window); d >= pollerWindow {
-			share := float64(busy) / float64(d)
-			p.recordCost(busy, p.served, now)
-			p.served = 0
-			switch {
-			case runtime.GOMAXPROCS(0) < 2: // lowered since: serve nothing here
-				p.saturated.Store(true)
-			case p.saturated.Load():
-				p.saturated.Store(share >= pollerIdle)
-			default:
-				p.saturated.Store(share >= pollerBusy)
-			}
-			window, busy = now, 0
+			slice = p.startSlice(time.Now())
 		}
 		if err != nil {
 			if err == unix.EINTR {
@@ -272,8 +268,72 @@ func (p *poller) run() {
 				p.served++
 			}
 		}
-		busy += time.Since(now)
 	}
+}
+
+// slice is one of run's time slices, between two Gosched: its start, and
+// the thread run was on then and that thread's CPU time.
+type slice struct {
+	at  time.Time
+	tid int
+	cpu time.Duration
+}
+
+func (p *poller) startSlice(now time.Time) slice {
+	p.served = 0
+	cpu, tid := threadCPU()
+	return slice{at: now, tid: tid, cpu: cpu}
+}
+
+// endSlice measures the slice s ending at now by the CPU time its thread
+// spent, not by the wall time: a thread preempting the poller's would
+// inflate that. run gives its P back only between slices, so it stays on
+// one thread through a slice unless a lock parked it or the collector
+// preempted it; such a slice, seen by the thread's change, is not
+// measured.
+func (p *poller) endSlice(s slice, now time.Time) {
+	cpu, tid := threadCPU()
+	if tid != s.tid || tid == 0 || cpu < s.cpu || cpu-s.cpu > now.Sub(s.at) {
+		return
+	}
+	p.measure(cpu-s.cpu, now.Sub(s.at), p.served)
+}
+
+// measure takes a slice of wall time in which run's thread spent busy
+// CPU time serving served edges: it decides saturated and the cost of
+// an edge. The share and the cost are over the recent slices, each
+// weighed down by e every pollerDecay since it ended: a slice's spike
+// (the collector's assist, a stop of the world) does not decide alone.
+func (p *poller) measure(busy, wall time.Duration, served int) {
+	d := math.Exp(-float64(wall) / float64(pollerDecay))
+	p.busy = p.busy*d + float64(busy)
+	p.wall = p.wall*d + float64(wall)
+	p.edges = p.edges*d + float64(served)
+	if p.edges >= pollerCostEdges {
+		p.cost.Store(int64(p.busy / p.edges))
+	}
+	share := p.busy / p.wall
+	switch {
+	case runtime.GOMAXPROCS(0) < 2: // lowered since: serve nothing here
+		p.saturated.Store(true)
+	case p.saturated.Load():
+		p.saturated.Store(share >= pollerIdle)
+	case share >= pollerBusy:
+		p.saturated.Store(true)
+		pollStats.saturations.Add(1)
+	}
+}
+
+// threadCPU is the CPU time of the calling goroutine's thread, and the
+// thread's id; tid is 0 when the goroutine changed threads meanwhile.
+func threadCPU() (cpu time.Duration, tid int) {
+	tid = unix.Gettid()
+	var ts unix.Timespec
+	err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	if err != nil || unix.Gettid() != tid {
+		return 0, 0
+	}
+	return time.Duration(ts.Nano()), tid
 }
 
 // adopt moves tc's socket into the poller: a duplicate of its descriptor

@@ -2,7 +2,10 @@
 
 package wire
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 type poller struct{}
 
@@ -15,3 +18,5 @@ func sharedPoller() (*poller, func(), error) { return nil, func() {}, nil }
 func (p *poller) close() {}
 
 func (p *poller) forceOn() {}
+
+func pollerState() (bool, time.Duration) { return false, 0 }
