@@ -79,6 +79,9 @@ type hbResult struct {
 	// (hbload's Result); nil when not read.
 	Switches    *float64 `json:"serverSwitchesPerHb"`
 	InvSwitches *float64 `json:"serverInvoluntarySwitchesPerHb"`
+	// The share of the heartbeats coordhost's own poller answered; nil
+	// for Kafka, or when not read.
+	PollerShare *float64 `json:"pollerServedShare"`
 }
 
 // switches renders a phase's server context switches per heartbeat, the
@@ -86,6 +89,9 @@ type hbResult struct {
 func (r hbResult) switches() string {
 	if r.Switches == nil || r.InvSwitches == nil {
 		return "-"
+	}
+	if r.PollerShare != nil {
+		return fmt.Sprintf("%s; poller %.0f %%", fmtSwitches(*r.Switches, *r.InvSwitches), 100**r.PollerShare)
 	}
 	return fmtSwitches(*r.Switches, *r.InvSwitches)
 }
@@ -277,7 +283,7 @@ func TestBenchCompare(t *testing.T) {
 				if w == 2 {
 					phases = fmt.Sprintf("closed,rate=2000,rate=%.0f", 0.8*kafkaClosed[sh.name])
 				}
-				res := runHBLoad(t, dir, name, c.addr, c.proc.cmd.Process.Pid, sh, append(hbArgs, "-phases", phases)...)
+				res := runHBLoad(t, dir, name, c.addr, c.proc.cmd.Process.Pid, sh, append(hbArgs, "-phases", phases, "-metrics", c.metricsURL())...)
 				if k := fmt.Sprintf("rate=%.0f", 0.8*kafkaClosed[sh.name]); w == 2 {
 					res["rate=0.8x"] = res[k] // the row shows the rate itself
 					delete(res, k)
@@ -368,7 +374,7 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit, pinning string, sta
 	var b strings.Builder
 	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s, sent -open %s; %s; load average at start %s, at end %s.\n\n",
 		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, benchOpen, pinning, loadBefore, loadAverage())
-	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | p99.9 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary) | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | p99.9 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary); share coordhost's own poller answered | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
 	for _, r := range rows {
 		for _, ph := range phases {
@@ -480,7 +486,7 @@ func TestBenchCompareSmoke(t *testing.T) {
 	dir := logDir(t)
 	c := startBenchCoordhost(t, dir, 2)
 	res := runHBLoad(t, dir, "smoke", c.addr, c.proc.cmd.Process.Pid, benchShape{"10 × 10", 10, 10},
-		"-idle", "1s", "-warmup", "1s", "-duration", "2s", "-phases", "closed,rate=500")
+		"-idle", "1s", "-warmup", "1s", "-duration", "2s", "-phases", "closed,rate=500", "-metrics", c.metricsURL())
 	for _, ph := range []string{"closed", "rate=500"} {
 		r, ok := res[ph]
 		if !ok {
@@ -497,8 +503,16 @@ func TestBenchCompareSmoke(t *testing.T) {
 		if r.P50us <= 0 || r.P99us < r.P50us {
 			t.Errorf("phase %s: latency p50 %vµs p99 %vµs", ph, r.P50us, r.P99us)
 		}
+		// kafka.poller is auto by default, so the metric is there; at
+		// 500/s the poller is not engaged.
+		if r.PollerShare == nil || *r.PollerShare < 0 || *r.PollerShare > 1.1 || ph == "rate=500" && *r.PollerShare > 0 {
+			t.Errorf("phase %s: share answered by the poller %v: coordhost's metrics not read", ph, r.PollerShare)
+		}
 	}
 }
+
+// metricsURL is coordhost's Prometheus page on its admin listener.
+func (c *coordhost) metricsURL() string { return "http://" + c.adminAddr() + "/metrics" }
 
 // The bench's tables carry each phase's p99.9 and server context switches per
 // heartbeat from hbload's RESULT line, and their medians.
@@ -507,7 +521,7 @@ func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 	for run, line := range []string{
 		`{"phase":"closed","heartbeats":1000,"p99us":1500,"p999us":2500,"serverSwitchesPerHb":0.2,"serverInvoluntarySwitchesPerHb":0.05}`,
 		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.4,"serverInvoluntarySwitchesPerHb":0.07}`,
-		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.9,"serverInvoluntarySwitchesPerHb":0.01}`,
+		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.9,"serverInvoluntarySwitchesPerHb":0.01,"pollerServedShare":0.987}`,
 		`{"phase":"closed","heartbeats":1000}`, // an older hbload: not read
 	} {
 		var r hbResult
@@ -523,7 +537,7 @@ func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 		t.Errorf("median with no rows = %q, want -", got)
 	}
 	md := benchMarkdown(rows, 4, "10s", "abc", "not pinned", time.Unix(0, 0).UTC(), "0 0 0")
-	for _, want := range []string{"| 1.50 | 2.50 | 0.000 | 0.000 | 0.000 | 0.20 (0.05) |", "| 0.90 (0.01) |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |"} {
+	for _, want := range []string{"| 1.50 | 2.50 | 0.000 | 0.000 | 0.000 | 0.20 (0.05) |", "| 0.90 (0.01); poller 99 % |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("tables lack %q:\n%s", want, md)
 		}

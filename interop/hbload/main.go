@@ -24,10 +24,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -47,6 +50,7 @@ import (
 type options struct {
 	bootstrap string
 	pid       int
+	metrics   string // coordhost's /metrics URL: the share its poller answered
 	prefix    string
 	topic     string
 	groups    int
@@ -70,6 +74,7 @@ func main() {
 	var phases string
 	flag.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "server address")
 	flag.IntVar(&o.pid, "pid", 0, "server process id whose CPU time is measured (0: none)")
+	flag.StringVar(&o.metrics, "metrics", "", "coordhost's metrics URL (http://admin/metrics): each phase reports the share of its heartbeats coordhost's own poller answered")
 	flag.StringVar(&o.prefix, "prefix", "hb", "group and member name prefix")
 	flag.StringVar(&o.topic, "topic", "", "source topic, created with -members partitions (default prefix-src)")
 	flag.IntVar(&o.groups, "groups", 1, "streams groups")
@@ -137,7 +142,11 @@ type Result struct {
 	// (involuntary) for each answer. Absent without -pid.
 	SwitchesPerHb    *float64 `json:"serverSwitchesPerHb,omitempty"`
 	InvSwitchesPerHb *float64 `json:"serverInvoluntarySwitchesPerHb,omitempty"`
-	LoadAvg          string   `json:"loadavg"` // /proc/loadavg at the phase's end (1, 5, 15 min)
+	// PollerShare is the share of the phase's heartbeats coordhost's own
+	// poller answered (coordhost_kafka_poller_served_total). Absent
+	// without -metrics or when the metric is not there (kafka.poller off).
+	PollerShare *float64 `json:"pollerServedShare,omitempty"`
+	LoadAvg     string   `json:"loadavg"` // /proc/loadavg at the phase's end (1, 5, 15 min)
 }
 
 func run(ctx context.Context, o options) error {
@@ -462,6 +471,7 @@ func (g *gen) pick() *member {
 
 // measure runs one measured phase.
 func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) (Result, error) {
+	p0, pok0 := pollerServed(g.o.metrics)
 	s0, sok0 := proccpu.ReadSwitches(g.o.pid)
 	c0, l0 := serverCPU(g.o.pid), selfCPU()
 	t0 := time.Now()
@@ -472,6 +482,7 @@ func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) (Resul
 	secs := time.Since(t0).Seconds()
 	c1, l1 := serverCPU(g.o.pid), selfCPU()
 	s1, sok1 := proccpu.ReadSwitches(g.o.pid)
+	p1, pok1 := pollerServed(g.o.metrics)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) float64 {
 		if len(lat) == 0 {
@@ -494,7 +505,34 @@ func (g *gen) measure(ctx context.Context, rate float64, d time.Duration) (Resul
 		Errors: errs, Changed: changed, ServerCPU: c1 - c0, LoadCPU: l1 - l0, LoadAvg: loadAvg(),
 		SwitchesPerHb:    perHeartbeat(sok0 && sok1, s1.Voluntary+s1.Involuntary-s0.Voluntary-s0.Involuntary, len(lat)),
 		InvSwitchesPerHb: perHeartbeat(sok0 && sok1, s1.Involuntary-s0.Involuntary, len(lat)),
+		PollerShare:      perHeartbeat(pok0 && pok1, p1-p0, len(lat)),
 	}, nil
+}
+
+// pollerServed reads coordhost_kafka_poller_served_total from url (a
+// Prometheus text page); ok is false without url, on any error, or when
+// the page has no such line.
+func pollerServed(url string) (n int64, ok bool) {
+	if url == "" {
+		return 0, false
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, false
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, found := strings.CutPrefix(sc.Text(), "coordhost_kafka_poller_served_total "); found {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f), err == nil
+		}
+	}
+	return 0, false
 }
 
 // perHeartbeat is n per heartbeat, nil when n was not read or there

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -50,5 +53,31 @@ func TestServerCPU(t *testing.T) {
 	}
 	if math.Abs(s-r) > 0.1 {
 		t.Errorf("/proc/%d/stat grew by %.2f s, getrusage by %.2f s", pid, s, r)
+	}
+}
+
+// pollerServed reads coordhost's counter from a Prometheus page, and
+// reports no figure for a page without it, a failed request or no URL.
+func TestPollerServed(t *testing.T) {
+	page := "# HELP coordhost_kafka_poller_engaged x\ncoordhost_kafka_poller_engaged 1\n" +
+		"# TYPE coordhost_kafka_poller_served_total counter\ncoordhost_kafka_poller_served_total 123456\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			fmt.Fprint(w, page)
+		case "/off":
+			fmt.Fprint(w, "coordhost_kafka_connections 3\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	if n, ok := pollerServed(srv.URL + "/metrics"); !ok || n != 123456 {
+		t.Errorf("pollerServed = %d, %v; want 123456, true", n, ok)
+	}
+	for _, url := range []string{srv.URL + "/off", srv.URL + "/missing", ""} {
+		if n, ok := pollerServed(url); ok {
+			t.Errorf("pollerServed(%q) = %d, true; want no figure", url, n)
+		}
 	}
 }
