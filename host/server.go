@@ -318,8 +318,8 @@ func (s *Server) pollerMetrics() {
 	s.metrics.Counter("kafka_poller_served_total", "Requests answered on the process's poller's goroutine.", count(func(p wire.PollerStats) int64 { return p.Served }))
 	s.metrics.Counter("kafka_poller_handed_back_total", "Times a parked connection went back to its own goroutine.", count(func(p wire.PollerStats) int64 { return p.HandedBack }))
 	s.metrics.Counter("kafka_poller_engagements_total", "Times the process's poller engaged.", count(func(p wire.PollerStats) int64 { return p.Engagements }))
-	s.metrics.Gauge("kafka_poller_edge_cpu_seconds", "CPU time serving one socket's readiness cost the process's poller's thread, over its recent time slices.", func() float64 {
-		return wire.ReadPollerStats().EdgeCPU.Seconds()
+	s.metrics.Gauge("kafka_poller_request_cpu_seconds", "CPU time a request it answered cost the process's poller's thread, over its recent time slices.", func() float64 {
+		return wire.ReadPollerStats().RequestCPU.Seconds()
 	})
 	s.metrics.Counter("kafka_poller_saturations_total", "Times the process's poller stopped serving for not keeping up.", count(func(p wire.PollerStats) int64 { return p.Saturations }))
 }

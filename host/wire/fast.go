@@ -59,9 +59,9 @@ type PollerStats struct {
 	HandedBack  int64 // times a parked connection went back to its goroutine
 	Engagements int64 // times the poller engaged
 	Saturations int64 // times it stopped serving for not keeping up
-	// EdgeCPU is the CPU time serving a socket's readiness cost the
-	// poller's thread in its last measured slice.
-	EdgeCPU time.Duration
+	// RequestCPU is the CPU time a request it answered cost the
+	// poller's thread, over its recent time slices.
+	RequestCPU time.Duration
 }
 
 // pollStats are the counts of ReadPollerStats, kept across pollers.
@@ -74,7 +74,7 @@ func ReadPollerStats() PollerStats {
 	engaged, cost := pollerState()
 	return PollerStats{
 		Engaged:     engaged,
-		EdgeCPU:     cost,
+		RequestCPU:  cost,
 		Served:      pollStats.served.Load(),
 		HandedBack:  pollStats.handedBack.Load(),
 		Engagements: pollStats.engagements.Load(),

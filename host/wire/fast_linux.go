@@ -184,6 +184,7 @@ func (c *conn) serveFrame(frame []byte) (taken bool) {
 		c.noteWritten(group, t0, mute)
 	}
 	pollStats.served.Add(1)
+	c.pc.p.answered++ // on the poller's goroutine
 	c.keepWriteBuffer(b)
 	return true
 }

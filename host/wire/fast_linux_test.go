@@ -435,9 +435,9 @@ func TestPollerSliceCPU(t *testing.T) {
 // poller until it falls below pollerIdle.
 func TestPollerSaturation(t *testing.T) {
 	p := &poller{}
-	slices := func(n int, share float64, edges int) {
+	slices := func(n int, share float64, answered int) {
 		for range n {
-			p.measure(time.Duration(share*float64(pollerSlice)), pollerSlice, edges)
+			p.measure(time.Duration(share*float64(pollerSlice)), pollerSlice, answered)
 		}
 	}
 	slices(50, 0.3, 100) // 24 µs an edge

@@ -57,13 +57,17 @@ type poller struct {
 	engaged atomic.Bool
 	beats   atomic.Int64 // heartbeats since rateAt
 	rateAt  atomic.Int64 // start of the current rate window, in Unix ns
-	// cost is the CPU time serving an edge cost the poller's thread, in
-	// ns (measure). served counts the current slice's edges; busy, wall
-	// and edges are the CPU time, wall time and edges of the slices
-	// measured, each decayed by pollerDecay, only run uses them.
-	cost              atomic.Int64
-	served            int
-	busy, wall, edges float64
+	// cost is the CPU time the poller's thread spends, in ns, per request
+	// it answers (measure): the unit of the heartbeat rate note compares
+	// it with, whether an edge brings one request or several pipelined
+	// ones (a cost per edge, taken in a closed loop's pipelining, kept
+	// it off at rates it serves well). answered counts the current slice's
+	// answers (serveFrame); busy, wall and reqs are the CPU time, wall
+	// time and answers of the slices measured, each decayed by
+	// pollerDecay. Only run's goroutine uses them.
+	cost             atomic.Int64
+	answered         int
+	busy, wall, reqs float64
 	// offUntil, in Unix ns, keeps the poller disengaged for
 	// pollerCooldown after it gave its connections back for not keeping
 	// up, so that a load it cannot serve does not move them back and
@@ -90,7 +94,7 @@ const (
 	pollerOff        = 3000
 	pollerRateWindow = 100 * time.Millisecond
 	pollerFits       = 0.5
-	pollerCostEdges  = 32
+	pollerCostReqs   = 32
 	pollerCooldown   = 5 * time.Second
 )
 
@@ -265,7 +269,6 @@ func (p *poller) run() {
 			p.mu.Unlock()
 			if c != nil {
 				c.edge(ev.Events)
-				p.served++
 			}
 		}
 	}
@@ -280,7 +283,7 @@ type slice struct {
 }
 
 func (p *poller) startSlice(now time.Time) slice {
-	p.served = 0
+	p.answered = 0
 	cpu, tid := threadCPU()
 	return slice{at: now, tid: tid, cpu: cpu}
 }
@@ -296,21 +299,21 @@ func (p *poller) endSlice(s slice, now time.Time) {
 	if tid != s.tid || tid == 0 || cpu < s.cpu || cpu-s.cpu > now.Sub(s.at) {
 		return
 	}
-	p.measure(cpu-s.cpu, now.Sub(s.at), p.served)
+	p.measure(cpu-s.cpu, now.Sub(s.at), p.answered)
 }
 
 // measure takes a slice of wall time in which run's thread spent busy
-// CPU time serving served edges: it decides saturated and the cost of
+// CPU time answering answered requests: it decides saturated and the cost of
 // an edge. The share and the cost are over the recent slices, each
 // weighed down by e every pollerDecay since it ended: a slice's spike
 // (the collector's assist, a stop of the world) does not decide alone.
-func (p *poller) measure(busy, wall time.Duration, served int) {
+func (p *poller) measure(busy, wall time.Duration, answered int) {
 	d := math.Exp(-float64(wall) / float64(pollerDecay))
 	p.busy = p.busy*d + float64(busy)
 	p.wall = p.wall*d + float64(wall)
-	p.edges = p.edges*d + float64(served)
-	if p.edges >= pollerCostEdges {
-		p.cost.Store(int64(p.busy / p.edges))
+	p.reqs = p.reqs*d + float64(answered)
+	if p.reqs >= pollerCostReqs {
+		p.cost.Store(int64(p.busy / p.reqs))
 	}
 	share := p.busy / p.wall
 	switch {
