@@ -513,3 +513,36 @@ func TestConnMovesBetweenPollers(t *testing.T) {
 		t.Fatalf("%d connections still in the poller", n)
 	}
 }
+
+// The poller's cost is counted per request it answers: requests
+// pipelined on one readiness each count, and the cost is measured from
+// them alone.
+func TestPollerCostPerRequest(t *testing.T) {
+	f := startFastServer(t, Config{})
+	f.s.poll.cost.Store(0)
+	c := dial(t, f.addr)
+	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	corr := int32(0)
+	for deadline := time.Now().Add(5 * time.Second); f.s.poll.cost.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no cost after %d requests answered by the poller", f.begun.Load())
+		}
+		var buf []byte
+		hb := heartbeat("g")
+		for range 8 { // one write, one readiness
+			buf = append(buf, fm.AppendRequest(nil, hb, corr)...) // it sizes the frame from dst[0]
+			corr++
+		}
+		if _, err := c.c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		for i := corr - 8; i < corr; i++ {
+			if got, _ := c.recv(hb); got != i {
+				t.Fatalf("correlation id %d, want %d", got, i)
+			}
+		}
+	}
+	if st := ReadPollerStats(); st.RequestCPU <= 0 || st.RequestCPU > time.Second {
+		t.Fatalf("cost per request %v", st.RequestCPU)
+	}
+}
