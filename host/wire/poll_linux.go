@@ -303,8 +303,8 @@ func (p *poller) endSlice(s slice, now time.Time) {
 }
 
 // measure takes a slice of wall time in which run's thread spent busy
-// CPU time answering answered requests: it decides saturated and the cost of
-// an edge. The share and the cost are over the recent slices, each
+// CPU time and answered requests: it decides saturated and the cost of a
+// request. The share and the cost are over the recent slices, each
 // weighed down by e every pollerDecay since it ended: a slice's spike
 // (the collector's assist, a stop of the world) does not decide alone.
 func (p *poller) measure(busy, wall time.Duration, answered int) {
