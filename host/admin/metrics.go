@@ -74,23 +74,24 @@ func (m *Metrics) Conn(delta int) { m.conns.Add(int64(delta)) }
 // Gauge registers a gauge named name (with the coordhost_ prefix added
 // unless it has it) read by fn at scrape time.
 func (m *Metrics) Gauge(name, help string, fn func() float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !strings.HasPrefix(name, "coordhost_") {
-		name = "coordhost_" + name
-	}
-	m.gauges[name] = gauge{help: help, fn: fn}
+	m.register(name, gauge{help: help, fn: fn})
 }
 
 // Counter registers a counter named name (coordhost_ prefix added unless
 // it has it) read by fn at scrape time; fn never decreases.
 func (m *Metrics) Counter(name, help string, fn func() float64) {
+	m.register(name, gauge{help: help, fn: fn, counter: true})
+}
+
+// register adds g as name, with the coordhost_ prefix added unless it
+// has it.
+func (m *Metrics) register(name string, g gauge) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !strings.HasPrefix(name, "coordhost_") {
 		name = "coordhost_" + name
 	}
-	m.gauges[name] = gauge{help: help, fn: fn, counter: true}
+	m.gauges[name] = g
 }
 
 // GaugeFamily registers a labelled gauge named name (coordhost_ prefix
