@@ -183,8 +183,10 @@ func (c *conn) serveFrame(frame []byte) (taken bool) {
 	default:
 		c.noteWritten(group, t0, mute)
 	}
-	pollStats.served.Add(1)
-	c.pc.p.answered++ // on the poller's goroutine
+	if c.hand.err == nil { // answered, or its rest handed on
+		pollStats.served.Add(1)
+		c.pc.p.answered++ // on the poller's goroutine
+	}
 	c.keepWriteBuffer(b)
 	return true
 }
