@@ -254,7 +254,17 @@ type rawConn struct {
 
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	return dialRawFrom(t, "", addr)
+}
+
+// dialRawFrom is dialRaw from the local IP address from ("" for any).
+func dialRawFrom(t *testing.T, from, addr string) *rawConn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
