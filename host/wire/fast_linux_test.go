@@ -393,9 +393,10 @@ func TestPollerEngagement(t *testing.T) {
 		t.Fatal("not engaged after the cooldown")
 	}
 
-	// The rate times the cost decides.
+	// The rate times a recent cost decides.
 	p.engaged.Store(false)
 	p.cost.Store(int64(10 * time.Microsecond))
+	p.costAt.Store(t0.UnixNano())
 	beat(3000, 100*time.Millisecond) // 30,000/s: 0.3 at 10 µs
 	if !p.engaged.Load() {
 		t.Fatal("not engaged where one goroutine keeps up")
@@ -404,6 +405,17 @@ func TestPollerEngagement(t *testing.T) {
 	beat(6000, 100*time.Millisecond) // 60,000/s: 0.6 at 10 µs
 	if p.engaged.Load() {
 		t.Fatal("engaged where one goroutine would not keep up")
+	}
+	secs := int(pollerCostFor/time.Second) - 1 // 60,000/s up to a second before the cost is old
+	beat(60000*secs, time.Duration(secs)*time.Second)
+	if p.engaged.Load() {
+		t.Fatal("engaged where one goroutine would not keep up, its cost still recent")
+	}
+	// A cost the poller has not measured again for pollerCostFor no
+	// longer keeps it off: it was taken under other conditions.
+	beat(60000*2, 2*time.Second)
+	if !p.engaged.Load() {
+		t.Fatal("an old cost kept the poller off")
 	}
 }
 
@@ -435,9 +447,11 @@ func TestPollerSliceCPU(t *testing.T) {
 // poller until it falls below pollerIdle.
 func TestPollerSaturation(t *testing.T) {
 	p := &poller{}
+	end := time.Unix(1000, 0)
 	slices := func(n int, share float64, answered int) {
 		for range n {
-			p.measure(time.Duration(share*float64(pollerSlice)), pollerSlice, answered)
+			end = end.Add(pollerSlice)
+			p.measure(end, time.Duration(share*float64(pollerSlice)), pollerSlice, answered)
 		}
 	}
 	slices(50, 0.3, 100) // 24 µs an edge
@@ -446,6 +460,9 @@ func TestPollerSaturation(t *testing.T) {
 	}
 	if c := time.Duration(p.cost.Load()); c < 23*time.Microsecond || c > 25*time.Microsecond {
 		t.Fatalf("cost %v, want 24 µs", c)
+	}
+	if at := time.Unix(0, p.costAt.Load()); !at.Equal(end) {
+		t.Fatalf("cost measured at %v, want the last slice's end %v", at, end)
 	}
 	slices(1, 1, 25) // the collector took this one: 320 µs an edge
 	if p.saturated.Load() {

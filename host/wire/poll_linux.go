@@ -66,6 +66,7 @@ type poller struct {
 	// time and answers of the slices measured, each decayed by
 	// pollerDecay. Only run's goroutine uses them.
 	cost             atomic.Int64
+	costAt           atomic.Int64 // when cost was last measured, in Unix ns
 	answered         int
 	busy, wall, reqs float64
 	// offUntil, in Unix ns, keeps the poller disengaged for
@@ -88,13 +89,19 @@ const (
 // disengages, measured over windows of at least pollerRateWindow.
 // pollerFits is the share of its time the poller is predicted to spend
 // serving below which it engages (under pollerBusy, where it gives
-// connections back).
+// connections back). The poller measures its cost only while it serves,
+// so a cost older than pollerCostFor no longer decides: taken under
+// other conditions (a closed loop that saturated it, a busier machine),
+// it would keep the poller off for good. Past it the rate alone
+// engages, and a load the poller cannot serve saturates it again within
+// about a second and costs one more cooldown.
 const (
 	pollerOn         = 5000
 	pollerOff        = 3000
 	pollerRateWindow = 100 * time.Millisecond
 	pollerFits       = 0.5
 	pollerCostReqs   = 32
+	pollerCostFor    = 10 * time.Second
 	pollerCooldown   = 5 * time.Second
 )
 
@@ -123,9 +130,13 @@ func (p *poller) note(now time.Time) {
 		return
 	}
 	// Engage where one goroutine keeps up: the rate times what a request
-	// costs the poller (0 before it ever served).
-	cost := time.Duration(p.cost.Load())
-	p.engage((force == forceOn || rate >= pollerOn) && rate*cost.Seconds() < pollerFits && ns >= p.offUntil.Load())
+	// costs the poller, while that cost is recent (none before it ever
+	// served).
+	fits := true
+	if ns-p.costAt.Load() < int64(pollerCostFor) {
+		fits = rate*time.Duration(p.cost.Load()).Seconds() < pollerFits
+	}
+	p.engage((force == forceOn || rate >= pollerOn) && fits && ns >= p.offUntil.Load())
 }
 
 // engage sets engaged to on, counting the times it engages.
@@ -299,21 +310,23 @@ func (p *poller) endSlice(s slice, now time.Time) {
 	if tid != s.tid || tid == 0 || cpu < s.cpu || cpu-s.cpu > now.Sub(s.at) {
 		return
 	}
-	p.measure(cpu-s.cpu, now.Sub(s.at), p.answered)
+	p.measure(now, cpu-s.cpu, now.Sub(s.at), p.answered)
 }
 
-// measure takes a slice of wall time in which run's thread spent busy
-// CPU time and answered requests: it decides saturated and the cost of a
-// request. The share and the cost are over the recent slices, each
-// weighed down by e every pollerDecay since it ended: a slice's spike
-// (the collector's assist, a stop of the world) does not decide alone.
-func (p *poller) measure(busy, wall time.Duration, answered int) {
+// measure takes a slice of wall time, ending at end, in which run's
+// thread spent busy CPU time and answered requests: it decides saturated
+// and the cost of a request. The share and the cost are over the recent
+// slices, each weighed down by e every pollerDecay since it ended: a
+// slice's spike (the collector's assist, a stop of the world) does not
+// decide alone.
+func (p *poller) measure(end time.Time, busy, wall time.Duration, answered int) {
 	d := math.Exp(-float64(wall) / float64(pollerDecay))
 	p.busy = p.busy*d + float64(busy)
 	p.wall = p.wall*d + float64(wall)
 	p.reqs = p.reqs*d + float64(answered)
 	if p.reqs >= pollerCostReqs {
 		p.cost.Store(int64(p.busy / p.reqs))
+		p.costAt.Store(end.UnixNano())
 	}
 	share := p.busy / p.wall
 	switch {
