@@ -442,6 +442,34 @@ func TestPollerSliceCPU(t *testing.T) {
 	}
 }
 
+// A slice spent running all along may show a little more CPU time than
+// wall time (each clock is read after the wall clock): it counts as all
+// busy. Much more, or a change of thread, is not measured.
+func TestPollerSliceSkew(t *testing.T) {
+	p := &poller{}
+	at := time.Unix(1000, 0)
+	s := slice{at: at, tid: 7, cpu: time.Second}
+	end := at.Add(pollerSlice)
+	p.endSliceWith(s, end, s.cpu+pollerSlice+5*time.Microsecond, 7)
+	if p.wall != float64(pollerSlice) || p.busy != float64(pollerSlice) {
+		t.Fatalf("a running slice with a few µs of skew: %v busy over %v, want all of %v", time.Duration(p.busy), time.Duration(p.wall), pollerSlice)
+	}
+	for _, bad := range []struct {
+		cpu time.Duration
+		tid int
+	}{
+		{s.cpu + pollerSlice + 2*pollerSkew, 7}, // more CPU than the skew explains
+		{s.cpu + pollerSlice/2, 8},              // another thread
+		{s.cpu + pollerSlice/2, 0},              // moved while read
+		{s.cpu - time.Microsecond, 7},           // a clock going back
+	} {
+		p.endSliceWith(s, end, bad.cpu, bad.tid)
+		if p.wall != float64(pollerSlice) {
+			t.Fatalf("measured a slice with CPU %v on thread %d", bad.cpu-s.cpu, bad.tid)
+		}
+	}
+}
+
 // Saturation and cost are over the recent slices: a slice's spike
 // decides neither; a sustained share over pollerBusy saturates the
 // poller until it falls below pollerIdle.

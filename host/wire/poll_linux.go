@@ -307,10 +307,22 @@ func (p *poller) startSlice(now time.Time) slice {
 // measured.
 func (p *poller) endSlice(s slice, now time.Time) {
 	cpu, tid := threadCPU()
-	if tid != s.tid || tid == 0 || cpu < s.cpu || cpu-s.cpu > now.Sub(s.at) {
+	p.endSliceWith(s, now, cpu, tid)
+}
+
+// pollerSkew is how much more CPU time than wall time a slice may show:
+// each clock is read a little after the wall clock, so a slice spent
+// running all along can show a few microseconds more. More is a clock
+// read on another thread, and the slice is not measured.
+const pollerSkew = time.Millisecond
+
+// endSliceWith is endSlice with the thread's CPU time and id read at now.
+func (p *poller) endSliceWith(s slice, now time.Time, cpu time.Duration, tid int) {
+	busy, wall := cpu-s.cpu, now.Sub(s.at)
+	if tid != s.tid || tid == 0 || busy < 0 || busy > wall+pollerSkew {
 		return
 	}
-	p.measure(now, cpu-s.cpu, now.Sub(s.at), p.answered)
+	p.measure(now, min(busy, wall), wall, p.answered)
 }
 
 // measure takes a slice of wall time, ending at end, in which run's
