@@ -96,6 +96,17 @@ func (r hbResult) switches() string {
 	return fmtSwitches(*r.Switches, *r.InvSwitches)
 }
 
+// lag renders how late an open-loop phase's requests left hbload, p99
+// and max in ms, "-" for a closed loop. A phase's latencies count from
+// each request's due time, so a sender that fell behind shows here and
+// in the tail of both servers alike.
+func (r hbResult) lag() string {
+	if !strings.HasPrefix(r.Phase, "rate=") {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f / %.2f", r.Pacing.LagP99us/1000, r.Pacing.LagMaxUs/1000)
+}
+
 // fmtSwitches renders context switches per heartbeat, the involuntary
 // ones in brackets.
 func fmtSwitches(all, involuntary float64) string {
@@ -108,6 +119,7 @@ func fmtSwitches(all, involuntary float64) string {
 type hbPacing struct {
 	LagP50us float64 `json:"lagP50us"`
 	LagP99us float64 `json:"lagP99us"`
+	LagMaxUs float64 `json:"lagMaxUs"`
 	GapP10us float64 `json:"gapP10us"`
 	GapP50us float64 `json:"gapP50us"`
 	GapP90us float64 `json:"gapP90us"`
@@ -374,7 +386,7 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit, pinning string, sta
 	var b strings.Builder
 	fmt.Fprintf(&b, "Commit %s, %s UTC, %d runs alternating Kafka 4.4 / coordhost 2 workers / coordhost 1 worker; %s measured per phase after a 5 s warm-up (idle baseline: 10 s after the phases, members still joined); fixed rates paced -pace %s, sent -open %s; %s; load average at start %s, at end %s.\n\n",
 		commit, started.Format("2006-01-02 15:04"), runs, phase, benchPace, benchOpen, pinning, loadBefore, loadAverage())
-	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | p99.9 ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary); share coordhost's own poller answered | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| run | server | shape | phase | heartbeats/s | p50 ms | p99 ms | p99.9 ms | hbload's send lag p99 / max ms | server CPU-s / 10k | idle-subtracted | loadgen CPU-s / 10k | server context switches / heartbeat (involuntary); share coordhost's own poller answered | load average |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	phases := []string{"closed", "rate=2000", "rate=0.8x"}
 	for _, r := range rows {
 		for _, ph := range phases {
@@ -386,8 +398,8 @@ func benchMarkdown(rows []benchRow, runs int, phase, commit, pinning string, sta
 			if ph == "rate=0.8x" {
 				label = fmt.Sprintf("rate=%.0f", x.TargetRate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f | %s | %s |\n", r.run, r.server, r.shape.name, label,
-				x.Rate, x.P50us/1000, x.P99us/1000, x.P999us/1000, x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.switches(), x.LoadAvg)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %s | %.3f | %.3f | %.3f | %s | %s |\n", r.run, r.server, r.shape.name, label,
+				x.Rate, x.P50us/1000, x.P99us/1000, x.P999us/1000, x.lag(), x.CPUPer10k, x.NetCPUPer10k, x.LoadCPU/float64(x.Heartbeats)*1e4, x.switches(), x.LoadAvg)
 		}
 	}
 	// ratios are f(a)/f(b) run by run, a and b naming a server and shape:
@@ -514,8 +526,9 @@ func TestBenchCompareSmoke(t *testing.T) {
 // metricsURL is coordhost's Prometheus page on its admin listener.
 func (c *coordhost) metricsURL() string { return "http://" + c.adminAddr() + "/metrics" }
 
-// The bench's tables carry each phase's p99.9 and server context switches per
-// heartbeat from hbload's RESULT line, and their medians.
+// The bench's tables carry each phase's p99.9, hbload's send lag at a
+// fixed rate and server context switches per heartbeat from hbload's
+// RESULT line, and their medians.
 func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 	var rows []benchRow
 	for run, line := range []string{
@@ -523,12 +536,13 @@ func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.4,"serverInvoluntarySwitchesPerHb":0.07}`,
 		`{"phase":"closed","heartbeats":1000,"serverSwitchesPerHb":0.9,"serverInvoluntarySwitchesPerHb":0.01,"pollerServedShare":0.987}`,
 		`{"phase":"closed","heartbeats":1000}`, // an older hbload: not read
+		`{"phase":"rate=2000","heartbeats":1000,"pacing":{"lagP99us":1250,"lagMaxUs":31500}}`,
 	} {
 		var r hbResult
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
-		rows = append(rows, benchRow{server: "coordhost w=2", run: run + 1, shape: benchShapes[0], res: map[string]hbResult{"closed": r}})
+		rows = append(rows, benchRow{server: "coordhost w=2", run: run + 1, shape: benchShapes[0], res: map[string]hbResult{r.Phase: r}})
 	}
 	if got := medianSwitches(rows, "coordhost w=2", benchShapes[0], "closed"); got != "0.40 (0.05)" {
 		t.Errorf("median = %q, want 0.40 (0.05)", got)
@@ -537,12 +551,12 @@ func TestBenchMarkdownTailAndSwitches(t *testing.T) {
 		t.Errorf("median with no rows = %q, want -", got)
 	}
 	md := benchMarkdown(rows, 4, "10s", "abc", "not pinned", time.Unix(0, 0).UTC(), "0 0 0")
-	for _, want := range []string{"| 1.50 | 2.50 | 0.000 | 0.000 | 0.000 | 0.20 (0.05) |", "| 0.90 (0.01); poller 99 % |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |"} {
+	for _, want := range []string{"| 1.50 | 2.50 | - | 0.000 | 0.000 | 0.000 | 0.20 (0.05) |", "| 0.90 (0.01); poller 99 % |", "| 100 groups × 10 | closed | - | 0.40 (0.05) |", "| rate=2000 | 0 | 0.00 | 0.00 | 0.00 | 1.25 / 31.50 | 0.000 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("tables lack %q:\n%s", want, md)
 		}
 	}
-	if n := strings.Count(md, "| 4 | coordhost w=2 | 100 groups × 10 | closed | 0 | 0.00 | 0.00 | 0.00 | 0.000 | 0.000 | 0.000 | - |"); n != 1 {
+	if n := strings.Count(md, "| 4 | coordhost w=2 | 100 groups × 10 | closed | 0 | 0.00 | 0.00 | 0.00 | - | 0.000 | 0.000 | 0.000 | - |"); n != 1 {
 		t.Errorf("the run without switches renders them as -: found %d times\n%s", n, md)
 	}
 }
