@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -21,7 +23,10 @@ import (
 const (
 	benchGWOutEnv  = "COORDHOST_INTEROP_BENCH_GW_OUT"
 	benchGWBaseEnv = "COORDHOST_INTEROP_BENCH_GW_BASE" // a coordhost binary of another commit, run as a third side
-	benchGWRecords = 200000                            // per throughput phase: 200 MiB of 1 KiB records
+	// benchGWRecords is the records of a throughput phase: 488 MiB of
+	// 1 KiB records, about a second at either side's rate, so that the
+	// consumer's start and a single slow round trip do not decide it.
+	benchGWRecords = 500000
 	benchGWRate    = 2000                              // records/s of the latency phase
 	benchGWLatency = 15 * time.Second
 	// benchGWLatencyWarm is sent at the same rate before the latency
@@ -74,7 +79,7 @@ func TestBenchGateway(t *testing.T) {
 	coordhostFlags = saved
 	bpid := b.proc.cmd.Process.Pid
 	for _, side := range all { // the broker's JIT, and both sides' connections, before anything is measured
-		gatewayRun(t, sides[side], "gw-warm-"+side, bpid, pids[side])
+		gatewayRun(t, sides[side], b.addr, "gw-warm-"+side, bpid, pids[side])
 	}
 	res := map[string][]gwResult{}
 	for run := 1; run <= runs; run++ {
@@ -83,13 +88,13 @@ func TestBenchGateway(t *testing.T) {
 			slices.Reverse(order)
 		}
 		for _, side := range order {
-			r := gatewayRun(t, sides[side], fmt.Sprintf("gw-%s-%d", side, run), bpid, pids[side])
+			r := gatewayRun(t, sides[side], b.addr, fmt.Sprintf("gw-%s-%d", side, run), bpid, pids[side])
 			t.Logf("run %d %s: produce %.1f MiB/s, fetch %.1f MiB/s, p50 %v, p99 %v", run, side, r.produce, r.fetch, r.p50, r.p99)
 			res[side] = append(res[side], r)
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "# bench-gateway\n\ncommit %s, started %s, load average before %s, after %s; %d runs per side, alternated; %d records of %d B per throughput phase, acks=all, %d partitions; latency at %d records/s for %v after %v unmeasured (producer linger 0)\n\n",
+	fmt.Fprintf(&sb, "# bench-gateway\n\ncommit %s, started %s, load average before %s, after %s; %d runs per side, alternated; %d records of %d B (incompressible, sent uncompressed) per throughput phase, acks=all, %d partitions; latency at %d records/s for %v after %v unmeasured (producer linger 0)\n\n",
 		commit, started.Format(time.RFC3339), loadBefore, loadAverage(), runs, benchGWRecords, benchGWRecSize, benchGWParts, benchGWRate, benchGWLatency, benchGWLatencyWarm)
 	sb.WriteString("| run | produce direct MiB/s | produce gateway | ratio | fetch direct MiB/s | fetch gateway | ratio | p50 direct | p50 gateway | p99 direct | p99 gateway | added p99 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range res["direct"] {
@@ -128,18 +133,22 @@ func TestBenchGateway(t *testing.T) {
 
 // gatewayRun creates topic through addr, then produces benchGWRecords
 // records (acks=all) and fetches them back, each timed, then runs the
-// fixed-rate latency phase on a second topic.
-func gatewayRun(t *testing.T, addr, topic string, brokerPid, gwPid int) gwResult {
+// fixed-rate latency phase on a second topic. It deletes both topics on
+// the broker at brokerAddr at the end: half a GiB a run would otherwise
+// pile up in the page cache and the broker's disk over the runs.
+func gatewayRun(t *testing.T, addr, brokerAddr, topic string, brokerPid, gwPid int) gwResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	for _, tp := range []string{topic, topic + "-lat"} {
+	topics := []string{topic, topic + "-lat"}
+	for _, tp := range topics {
 		createBenchTopic(ctx, t, addr, tp)
 	}
+	defer deleteBenchTopics(ctx, t, brokerAddr, topics)
 	var r gwResult
 	mib := float64(benchGWRecords*benchGWRecSize) / (1 << 20)
 	p := benchClient(t, addr, kgo.DefaultProduceTopic(topic))
-	value := make([]byte, benchGWRecSize)
+	value := benchValue()
 	gib := float64(benchGWRecords*benchGWRecSize) / (1 << 30)
 	b0, g0 := proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid)
 	start := time.Now()
@@ -180,6 +189,7 @@ func gatewayRun(t *testing.T, addr, topic string, brokerPid, gwPid int) gwResult
 func latencyPhase(ctx context.Context, t *testing.T, addr, topic string) (p50, p99 time.Duration) {
 	t.Helper()
 	warm := int(benchGWLatencyWarm.Seconds() * benchGWRate)
+	value := benchValue()
 	total := int(benchGWLatency.Seconds() * benchGWRate)
 	cons := benchClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	defer cons.Close()
@@ -206,7 +216,7 @@ func latencyPhase(ctx context.Context, t *testing.T, addr, topic string) (p50, p
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
 		}
-		v := make([]byte, benchGWRecSize)
+		v := slices.Clone(value)
 		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
 		binary.BigEndian.PutUint64(v[8:], uint64(i))
 		p.Produce(ctx, &kgo.Record{Value: v}, nil)
@@ -219,9 +229,21 @@ func latencyPhase(ctx context.Context, t *testing.T, addr, topic string) (p50, p
 	return lat[len(lat)/2], lat[len(lat)*99/100]
 }
 
+// benchValue is a record value of benchGWRecSize bytes that does not
+// compress: the same pseudo-random bytes in every run.
+func benchValue() []byte {
+	v := make([]byte, benchGWRecSize)
+	rand.NewChaCha8([32]byte{'g', 'w'}).Read(v)
+	return v
+}
+
+// benchClient is a client of addr that sends its batches uncompressed
+// (kgo's default is snappy): with benchValue's bytes, the bytes on the
+// wire are the records' own, so a phase's MiB/s is what crossed the data
+// path.
 func benchClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequiredAcks(kgo.AllISRAcks())}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +261,29 @@ func createBenchTopic(ctx context.Context, t *testing.T, addr, topic string) {
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("creating %s: %v %+v", topic, err, resp)
+	}
+}
+
+func deleteBenchTopics(ctx context.Context, t *testing.T, addr string, topics []string) {
+	t.Helper()
+	cl := benchClient(t, addr)
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	for _, tp := range topics {
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(tp)
+		req.Topics = append(req.Topics, rt)
+		req.TopicNames = append(req.TopicNames, tp)
+	}
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("deleting %v: %v", topics, err)
+	}
+	for _, r := range resp.Topics {
+		if r.ErrorCode != 0 {
+			t.Fatalf("deleting %v: %v", topics, kerr.ErrorForCode(r.ErrorCode))
+		}
 	}
 }
 
