@@ -283,7 +283,7 @@ func (s *Server) advertise(node int32) (string, int32, error) {
 		Limits: s.limits, SASLRequired: s.cfg.Kafka.SASLRequired || s.cfg.Embedded.Enabled(), PreAuthMaxRequestBytes: s.cfg.Kafka.SASLMaxReceiveBytes,
 		MaxReauth: s.cfg.Kafka.MaxReauth, CertLogin: s.certLogin,
 		MaxTopologySize: func(group string) int32 { return s.cfg.Groups.For(group).StreamsMaxTopologySize }, Quota: s.wiring.Quota,
-		Dial:  func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) },
+		Dial: func(ctx context.Context) (wire.Upstream, error) { return s.dp.Dial(ctx, node) }, ForwardsFrames: s.dp.ForwardsFrames(),
 		Group: s.wiring.Coordinator.Handle, Begin: begin, Poller: s.pollerMode(), Log: s.log.With("listener", ln.Addr().String(), "node", node), Observer: s.metrics,
 	})
 	l := &listener{srv: srv, host: adv, port: int32(port)}

@@ -248,6 +248,11 @@ func (d *DataPlane) discover(ctx context.Context) error {
 // Versions returns the API version ranges the data plane advertises.
 func (d *DataPlane) Versions() map[int16]wire.VersionRange { return d.versions }
 
+// ForwardsFrames reports whether the links forward Produce and Fetch
+// frames as they came (Link.SendFrame): to an external cluster, which
+// reads them itself; the embedded one's requests are decoded.
+func (d *DataPlane) ForwardsFrames() bool { return d.cluster == nil }
+
 // Features returns the KIP-584 features the data plane advertised.
 func (d *DataPlane) Features() *wire.Features { return &d.features }
 

@@ -1,10 +1,14 @@
 package wire
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DefaultLargeFrameBytesPerSecond is the default rate at which the
@@ -37,6 +41,26 @@ func (p *pace) reserve(n int) time.Time {
 	return at
 }
 
+// forwardedAsCame reports whether the frame whose start br holds is a
+// Produce that goes to the data plane as it came (passThrough): on a
+// listener whose links forward frames, a Produce of a version the table
+// forwards. Such a frame is not paced: a producer whose batches make
+// requests over 1 MiB (franz-go's default sends up to a batch of 1 MB per
+// partition in one request) would otherwise be held to the large-frame
+// rate, shared by the whole process.
+func (c *conn) forwardedAsCame(br *bufio.Reader) bool {
+	if !c.s.cfg.ForwardsFrames || c.s.cfg.Dial == nil {
+		return false
+	}
+	b, _ := br.Peek(4)
+	if len(b) < 4 || int16(binary.BigEndian.Uint16(b)) != int16(kmsg.Produce) {
+		return false
+	}
+	e, ok := c.s.cfg.Table.Lookup(int16(kmsg.Produce))
+	ver := int16(binary.BigEndian.Uint16(b[2:]))
+	return ok && e.Route == RouteForward && ver >= e.Min && ver <= e.Max
+}
+
 // WithLargeFrameRate sets the rate, in bytes a second, at which the bytes
 // of frames over 1 MiB are read, over all listeners sharing l (0: as fast
 // as they arrive), and returns l. It is set once, before l is used.
@@ -48,10 +72,10 @@ func (l *Limits) WithLargeFrameRate(bytesPerSecond int64) *Limits {
 }
 
 // readBody reads the n bytes of a frame whose size was read and whose
-// bytes the budget granted: at l's large-frame rate when n is over
-// largeFrame, until ctx ends.
-func (l *Limits) readBody(ctx context.Context, r io.Reader, n int32) ([]byte, error) {
-	if l == nil || l.pace.rate <= 0 || n <= largeFrame {
+// bytes the budget granted: at l's large-frame rate when paced and n is
+// over largeFrame, until ctx ends.
+func (l *Limits) readBody(ctx context.Context, r io.Reader, n int32, paced bool) ([]byte, error) {
+	if l == nil || !paced || l.pace.rate <= 0 || n <= largeFrame {
 		return readFrameBody(r, n)
 	}
 	buf, err := allocOnArrival(r, n)

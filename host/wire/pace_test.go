@@ -78,7 +78,7 @@ func TestLargeFrameOfGonePeerAllocatesNothing(t *testing.T) {
 	for _, lim := range []*Limits{nil, NewLimits(n, 10, 10).WithLargeFrameRate(1 << 40)} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := lim.readBody(context.Background(), bytes.NewReader(nil), n)
+		_, err := lim.readBody(context.Background(), bytes.NewReader(nil), n, true)
 		runtime.ReadMemStats(&after)
 		if !errors.Is(err, io.ErrUnexpectedEOF) || !errors.Is(err, errFrameNotStarted) {
 			t.Fatalf("paced=%v: error %v, want an unexpected EOF", lim != nil, err)
@@ -88,9 +88,70 @@ func TestLargeFrameOfGonePeerAllocatesNothing(t *testing.T) {
 		}
 		body := bytes.Repeat([]byte{7}, 3<<20+5)
 		body[0], body[len(body)-1] = 1, 9
-		got, err := lim.readBody(context.Background(), bytes.NewReader(body), int32(len(body)))
+		got, err := lim.readBody(context.Background(), bytes.NewReader(body), int32(len(body)), true)
 		if err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("paced=%v: read %d bytes (equal %v), error %v", lim != nil, len(got), bytes.Equal(got, body), err)
 		}
 	}
+}
+
+// forwardingRecorder is a recorder that forwards Produce frames as they
+// came, as a link to an external cluster does.
+type forwardingRecorder struct{ recorder }
+
+func (r *forwardingRecorder) ForwardFrame(_ context.Context, req *Request, _ []byte, _ int) ([]byte, func(), error) {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(req.Version)
+	return AppendResponse(nil, -1, resp)[4:], func() {}, nil
+}
+
+// TestForwardedProduceNotPaced: at a large-frame rate of one byte a
+// second, a 2 MiB Produce is answered at once on a listener whose links
+// forward frames (an external cluster), while on the same listener a
+// 2 MiB Metadata, and on one whose links decode (the embedded cluster)
+// the same Produce, are not read.
+func TestForwardedProduceNotPaced(t *testing.T) {
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks, produce.TimeoutMillis = -1, 1000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = make([]byte, 2<<20)
+	rt.Partitions = append(rt.Partitions, rp)
+	produce.Topics = append(produce.Topics, rt)
+	meta := kmsg.NewPtrMetadataRequest()
+	for range 2200 {
+		meta.Topics = append(meta.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(strings.Repeat("t", 990))})
+	}
+	serve := func(forwards bool) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim := NewLimits(16<<20, 10, 10).WithLargeFrameRate(1)
+		s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 8 << 20, Limits: lim, ForwardsFrames: forwards,
+			Dial: func(context.Context) (Upstream, error) { return &forwardingRecorder{}, nil }})
+		t.Cleanup(func() { s.Shutdown(context.Background()) })
+		return ln.Addr().String()
+	}
+	unanswered := func(c *client, what string) {
+		t.Helper()
+		c.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.br.ReadByte(); err == nil {
+			t.Fatalf("%s over 1 MiB was answered at a rate of one byte a second", what)
+		}
+	}
+	forwarding := serve(true)
+	c := dial(t, forwarding)
+	c.send(produce, 9, 1)
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if corr, _ := c.recv(produce); corr != 1 {
+		t.Fatalf("correlation id %d", corr)
+	}
+	m := dial(t, forwarding)
+	m.send(meta, 12, 2)
+	unanswered(m, "a Metadata")
+	d := dial(t, serve(false))
+	d.send(produce, 9, 3)
+	unanswered(d, "a Produce to links that decode it")
 }

@@ -73,6 +73,13 @@ type Config struct {
 	// Dial opens the data-plane link of one new client connection. It is
 	// called lazily, at the connection's first forwarded request.
 	Dial func(ctx context.Context) (Upstream, error)
+	// ForwardsFrames: Dial's links forward Produce frames as they came
+	// (FrameForwarder) to a cluster that reads them, an external one. A
+	// Produce over 1 MiB is then read as it arrives, not at the
+	// large-frame pace: it is the data path, which the process forwards
+	// without decoding, and the request budget bounds its memory as any
+	// frame's (pace.go).
+	ForwardsFrames bool
 	// Group answers group-coordination requests.
 	Group GroupFunc
 	// Begin, when set, answers group requests as Group does without
@@ -768,7 +775,7 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 	}
 	whole := br.Buffered() >= int(n) // nothing to wait for: a copy
 	t0 := time.Now()
-	frame, err = s.cfg.Limits.readBody(drain, br, n)
+	frame, err = s.cfg.Limits.readBody(drain, br, n, !c.forwardedAsCame(br))
 	if c.read, c.readAt = 0, (time.Time{}); whole {
 		end := time.Now()
 		c.read, c.readAt = end.Sub(t0), end
