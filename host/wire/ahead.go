@@ -12,17 +12,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Reading ahead behind a forwarded Fetch.
+// Reading ahead behind a forwarded Fetch or Produce.
 //
 // A connection serves its requests one at a time, except behind a Fetch
-// forwarded as a frame to a link that can pipeline (Pipeliner): while the
-// data plane holds the Fetch (a long poll), the connection reads its next
-// request and, when that one is forwarded to the data plane too (any
+// or a Produce forwarded as a frame to a link that can pipeline
+// (Pipeliner): while the data plane holds it (a Fetch's long poll, a
+// Produce's wait for its acks), the connection reads its next request
+// and, when that one is forwarded to the data plane too (any
 // RouteForward key but the SASL ones), sends it on the same link at once
-// instead of after the Fetch's answer. A Kafka broker has such a request
-// read and queued behind the Fetch and answers it as soon as the Fetch's
-// answer is sent; without reading ahead it would reach the broker only
-// then, one hop late. The data plane answers a link's requests in order;
+// instead of after the answer. A Kafka broker has such a request read and
+// queued behind the one it holds and answers it as soon as that answer is
+// sent; without reading ahead it would reach the broker only then, one hop
+// late, and a producer with several requests in flight (franz-go's
+// idempotent producer sends up to five) would have one. The data plane
+// answers a link's requests in order;
 // the answers are written to the client in request order by one goroutine
 // at a time (each waits for the one before it).
 //
@@ -86,9 +89,10 @@ func (c *conn) pipeliner() (Pipeliner, bool) {
 }
 
 // startsAhead reports whether a request frame of key forwarded as a frame
-// goes ahead: a Fetch, or anything behind one still outstanding.
+// goes ahead: a Fetch or a Produce, or anything behind one still
+// outstanding.
 func (c *conn) startsAhead(key int16) bool {
-	return len(c.ahead) > 0 || key == int16(kmsg.Fetch)
+	return len(c.ahead) > 0 || key == int16(kmsg.Fetch) || key == int16(kmsg.Produce)
 }
 
 // aheadable reports whether a decoded request may be sent while answers

@@ -14,15 +14,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// pipeLink is a saslLink that pipelines: a Fetch's answer is held until
-// release is closed (then it fails if fail is set); every other request is
-// answered as saslLink answers it. sent lists what was sent upstream
-// through the pipelining halves, in order.
+// pipeLink is a saslLink that pipelines: a Fetch's answer (and, with
+// holdProduce, a Produce's) is held until release is closed (then it
+// fails if fail is set); every other request is answered as saslLink
+// answers it. sent lists what was sent upstream through the pipelining
+// halves, in order.
 type pipeLink struct {
 	*saslLink
-	release chan struct{}
-	once    sync.Once
-	fail    bool
+	release     chan struct{}
+	once        sync.Once
+	fail        bool
+	holdProduce bool
 	mu      sync.Mutex
 	sent    []string
 	dials   atomic.Int32
@@ -78,7 +80,7 @@ func forwardFrameBy(ctx context.Context, p Pipeliner, req *Request, frame []byte
 func (l *pipeLink) SendFrame(ctx context.Context, req *Request, _ []byte, _ int) (func() ([]byte, func(), error), error) {
 	l.record(req.Key)
 	return func() ([]byte, func(), error) {
-		if req.Key == int16(kmsg.Fetch) {
+		if req.Key == int16(kmsg.Fetch) || req.Key == int16(kmsg.Produce) && l.holdProduce {
 			select {
 			case <-l.release:
 			case <-ctx.Done():
@@ -111,7 +113,7 @@ func aheadServer(t *testing.T, link *pipeLink, cfg Config) (addr string, groups 
 	cl := &saslCluster{}
 	groups = new(atomic.Int32)
 	ranges := map[int16]VersionRange{int16(kmsg.SASLHandshake): {0, 1}, int16(kmsg.SASLAuthenticate): {0, 2},
-		int16(kmsg.Fetch): {4, 17}, int16(kmsg.Metadata): {0, 13}, int16(kmsg.OffsetForLeaderEpoch): {0, 4}}
+		int16(kmsg.Fetch): {4, 17}, int16(kmsg.Produce): {3, 12}, int16(kmsg.Metadata): {0, 13}, int16(kmsg.OffsetForLeaderEpoch): {0, 4}}
 	cfg.Table, cfg.SASLRequired = NewTable(ranges), true
 	link.saslLink = &saslLink{c: cl}
 	cfg.Dial = func(context.Context) (Upstream, error) { link.dials.Add(1); return link, nil }
@@ -173,13 +175,49 @@ func TestReadAheadBounded(t *testing.T) {
 	}
 }
 
+// TestProducePipelined: Produce requests forwarded as frames go to the
+// link one after another without waiting for the answers before them, as
+// a producer with several requests in flight sends them to a broker; a
+// group request behind them waits for their answers, and every answer
+// comes in request order.
+func TestProducePipelined(t *testing.T) {
+	link := newPipeLink()
+	link.holdProduce = true
+	c, groups := loggedIn(t, link)
+	var reqs []kmsg.Request
+	for i := range 3 {
+		p := kmsg.NewPtrProduceRequest()
+		p.Acks, p.TimeoutMillis = -1, 1000
+		c.send(p, 9, int16(20+i))
+		reqs = append(reqs, p)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	c.send(hb, 4, 23)
+	link.waitSent(t, "Produce Produce Produce")
+	if n := groups.Load(); n != 0 {
+		t.Fatalf("a group request behind unanswered Produce requests was served (%d)", n)
+	}
+	link.open()
+	c.expectAnswers(20, append(reqs, hb)...)
+	if n := groups.Load(); n != 1 {
+		t.Fatalf("group requests served: %d, want 1", n)
+	}
+}
+
+// loggedIn serves link (aheadServer) and logs a client in.
+func loggedIn(t *testing.T, link *pipeLink) (*client, *atomic.Int32) {
+	t.Helper()
+	addr, groups := aheadServer(t, link, Config{})
+	c := dial(t, addr)
+	c.login("PLAIN", "alice", "alice-pw")
+	return c, groups
+}
+
 // heldFetch serves link (aheadServer), logs a client in and sends a
 // Fetch (correlation id 10) that the link holds.
 func heldFetch(t *testing.T, link *pipeLink) (c *client, fetch *kmsg.FetchRequest, groups *atomic.Int32) {
 	t.Helper()
-	addr, groups := aheadServer(t, link, Config{})
-	c = dial(t, addr)
-	c.login("PLAIN", "alice", "alice-pw")
+	c, groups = loggedIn(t, link)
 	fetch = kmsg.NewPtrFetchRequest()
 	c.send(fetch, 12, 10)
 	return c, fetch, groups
@@ -274,9 +312,7 @@ func closedBehindFetch(t *testing.T, cfg Config, behind func(c *client)) {
 func TestReadAheadFailureCloses(t *testing.T) {
 	link := newPipeLink()
 	link.fail = true
-	addr, _ := aheadServer(t, link, Config{})
-	c := dial(t, addr)
-	c.login("PLAIN", "alice", "alice-pw")
+	c, _ := loggedIn(t, link)
 	c.send(kmsg.NewPtrFetchRequest(), 12, 10)
 	c.send(kmsg.NewPtrMetadataRequest(), 12, 11)
 	link.waitSent(t, "Fetch Metadata")
