@@ -3,6 +3,7 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,19 +200,23 @@ const (
 // comparison's session timeout and heartbeat interval, and the group
 // coordinator spread over 50 __consumer_offsets partitions (Kafka's
 // default; coordhost's default is 50 partitions too).
-func startBenchBroker(t *testing.T, dir string) *broker {
+func startBenchBroker(t *testing.T, dir string, extra ...map[string]string) *broker {
 	t.Helper()
 	saved := jvmFlags
 	jvmFlags = kafkaJVMFlags
 	defer func() { jvmFlags = saved }()
 	port := freePort(t)
-	return launchBroker(t, dir, port, map[string]string{
+	props := map[string]string{
 		"listeners":                           fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
 		"advertised.listeners":                fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
 		"offsets.topic.num.partitions":        "50",
 		"group.streams.session.timeout.ms":    fmt.Sprint(benchSessionMs),
 		"group.streams.heartbeat.interval.ms": fmt.Sprint(benchIntervalMs),
-	})
+	}
+	for _, e := range extra {
+		maps.Copy(props, e)
+	}
+	return launchBroker(t, dir, port, props)
 }
 
 // startBenchCoordhost starts coordhost with the suite's group settings

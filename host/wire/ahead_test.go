@@ -25,9 +25,9 @@ type pipeLink struct {
 	once        sync.Once
 	fail        bool
 	holdProduce bool
-	mu      sync.Mutex
-	sent    []string
-	dials   atomic.Int32
+	mu          sync.Mutex
+	sent        []string
+	dials       atomic.Int32
 }
 
 // open answers the held Fetch (once).
