@@ -60,7 +60,8 @@ import (
 // in the order of the sends, from one goroutine at a time, possibly while
 // the next request is being sent.
 type Pipeliner interface {
-	// SendFrame is ForwardFrame's first half.
+	// SendFrame is ForwardFrame's first half; it must not keep frame
+	// once it returned, nor read it in recv.
 	SendFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) (recv func() (resp []byte, done func(), err error), err error)
 	// Send is Forward's first half; it returns ErrNotPassable, having sent
 	// nothing, for a request Forward answers otherwise than by one round

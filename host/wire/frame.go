@@ -27,7 +27,7 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readFrameBody(r, n)
+	return readFrameBody(r, n, nil)
 }
 
 // ReadFrameSize reads a frame's length prefix and checks it against max.
@@ -58,8 +58,9 @@ func ReadFrameSize(r io.Reader, max int32) (int32, error) {
 	return n, nil
 }
 
-// readFrameBody reads the n bytes of a frame whose size was read.
-func readFrameBody(r io.Reader, n int32) ([]byte, error) {
+// readFrameBody reads the n bytes of a frame whose size was read, into a
+// buffer kept by l (framepool.go; l may be nil) when over largeFrame.
+func readFrameBody(r io.Reader, n int32, l *Limits) ([]byte, error) {
 	if n <= largeFrame {
 		buf := make([]byte, n)
 		if err := readPart(r, buf, n); err != nil {
@@ -67,7 +68,7 @@ func readFrameBody(r io.Reader, n int32) ([]byte, error) {
 		}
 		return buf, nil
 	}
-	buf, err := allocOnArrival(r, n)
+	buf, err := l.allocOnArrival(r, n)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +87,12 @@ var errFrameNotStarted = errors.New("no byte of the frame's body arrived")
 // which it holds: a peer that declared a large frame and went away (a
 // connection closed while it waited for the request budget) costs no
 // allocation of n bytes.
-func allocOnArrival(r io.Reader, n int32) ([]byte, error) {
+func (l *Limits) allocOnArrival(r io.Reader, n int32) ([]byte, error) {
 	var first [1]byte
 	if err := readPart(r, first[:], n); err != nil {
 		return nil, fmt.Errorf("%w: %w", errFrameNotStarted, err)
 	}
-	buf := make([]byte, n)
+	buf := l.frameBuffer(n)
 	buf[0] = first[0]
 	return buf, nil
 }

@@ -29,6 +29,7 @@ type Limits struct {
 
 	garbage atomic.Int64 // large-frame bytes released since the last forced collection
 	pace    pace         // of large frames' bytes (pace.go)
+	frames  framePool    // buffers of large frames forwarded (framepool.go)
 }
 
 // NewLimits returns limits for budget request bytes in flight (at least

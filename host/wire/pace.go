@@ -76,9 +76,9 @@ func (l *Limits) WithLargeFrameRate(bytesPerSecond int64) *Limits {
 // over largeFrame, until ctx ends.
 func (l *Limits) readBody(ctx context.Context, r io.Reader, n int32, paced bool) ([]byte, error) {
 	if l == nil || !paced || l.pace.rate <= 0 || n <= largeFrame {
-		return readFrameBody(r, n)
+		return readFrameBody(r, n, l)
 	}
-	buf, err := allocOnArrival(r, n)
+	buf, err := l.allocOnArrival(r, n)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,9 @@ import (
 type FrameForwarder interface {
 	// ForwardFrame sends frame (a whole request of req's key and
 	// version, without its size prefix, its body at bodyAt as
-	// ParseHeader found it; it may change the correlation id in place)
+	// ParseHeader found it; it may change the correlation id in place,
+	// and must not keep frame once it returned: its buffer is read into
+	// again)
 	// and returns the response frame without its size
 	// prefix, starting with a correlation id the caller overwrites, or
 	// nil for a request that gets no response (Produce acks=0). done
@@ -69,7 +71,12 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 		return true, err
 	}
 	if p, ok := up.(Pipeliner); ok && c.startsAhead(req.Key) {
-		return c.sendFrameAhead(ctx, p, req, frame, bodyAt, start) // ahead.go
+		handled, err := c.sendFrameAhead(ctx, p, req, frame, bodyAt, start) // ahead.go
+		// Written to the link, or never to be: its buffer is read into again.
+		if handled {
+			s.cfg.Limits.recycle(frame)
+		}
+		return handled, err
 	}
 	if err := c.settle(); err != nil {
 		return true, err
@@ -82,6 +89,7 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 	if errors.Is(err, ErrNotPassable) {
 		return false, nil
 	}
+	s.cfg.Limits.recycle(frame)
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Served(req.Key, time.Since(start), err)
 	}

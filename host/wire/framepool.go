@@ -1,0 +1,98 @@
+package wire
+
+import (
+	"sync"
+	"time"
+)
+
+// Buffers of large frames forwarded as they came.
+//
+// A Produce over largeFrame forwarded to an external cluster (passThrough)
+// is written to the link before its answer comes, and its buffer is not
+// read again: the next large frame is read into it instead of into a
+// fresh one. A fresh buffer of a few MiB is zeroed by Go and faulted in
+// page by page by the kernel, about a fifth of the gateway's CPU while it
+// forwarded franz-go's 6 MB Produce requests (docs/BENCHMARKS.md). The
+// idle buffers kept are at most a quarter of the request budget, the
+// garbage of large frames the forced collection otherwise lets
+// accumulate (collectIfDue), and they are let go once none was taken
+// for framePoolIdle.
+
+// framePoolIdle is how long kept buffers wait for a large frame before
+// they are given to the collector.
+const framePoolIdle = 10 * time.Second
+
+// framePool holds buffers of large frames no longer read.
+type framePool struct {
+	mu    sync.Mutex
+	free  [][]byte
+	bytes int64 // the capacities of free's buffers
+	idle  *time.Timer
+}
+
+// frameBuffer returns a buffer of n bytes (over largeFrame) for a frame
+// to be read into: a kept one, or a fresh one.
+func (l *Limits) frameBuffer(n int32) []byte {
+	if l != nil {
+		if b := l.frames.take(int(n)); b != nil {
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// take removes and returns the smallest kept buffer of at least n bytes,
+// or nil.
+func (p *framePool) take(n int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for i, b := range p.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := p.free[best]
+	last := len(p.free) - 1
+	p.free[best], p.free[last] = p.free[last], nil
+	p.free = p.free[:last]
+	p.bytes -= int64(cap(b))
+	return b
+}
+
+// recycle keeps the buffer of frame, a frame over largeFrame that nothing
+// reads any more, for the next large frame, while the kept buffers stay
+// within a quarter of the budget. A kept frame is no garbage: the
+// release of its bytes (release) does not count toward a forced
+// collection.
+func (l *Limits) recycle(frame []byte) {
+	if l == nil || len(frame) <= largeFrame {
+		return
+	}
+	p := &l.frames
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := int64(cap(frame))
+	if p.bytes+c > l.budget.size/4 {
+		return
+	}
+	p.free = append(p.free, frame[:0])
+	p.bytes += c
+	l.garbage.Add(-int64(len(frame)))
+	if p.idle == nil {
+		p.idle = time.AfterFunc(framePoolIdle, p.drop)
+	} else {
+		p.idle.Reset(framePoolIdle)
+	}
+}
+
+// drop gives every kept buffer to the collector.
+func (p *framePool) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.free)
+	p.free, p.bytes = nil, 0
+}
