@@ -11,8 +11,9 @@ import (
 // is written to the link before its answer comes, and its buffer is not
 // read again: the next large frame is read into it instead of into a
 // fresh one. A fresh buffer of a few MiB is zeroed by Go and faulted in
-// page by page by the kernel, about a fifth of the gateway's CPU while it
-// forwarded franz-go's 6 MB Produce requests (docs/BENCHMARKS.md). The
+// page by page by the kernel, and the released ones force collections
+// (collectIfDue): kept, the gateway's CPU per GiB of franz-go's 6 MB
+// Produce requests halved (docs/BENCHMARKS.md). The
 // idle buffers kept are at most a quarter of the request budget, the
 // garbage of large frames the forced collection otherwise lets
 // accumulate (collectIfDue), and they are let go once none was taken
