@@ -106,8 +106,7 @@ func (c *conn) aheadable(req *Request, perr error) bool {
 	if _, ok := c.pipeliner(); !ok {
 		return false
 	}
-	e, ok := c.s.cfg.Table.Lookup(req.Key)
-	if !ok || e.Route != RouteForward || req.Version < e.Min || req.Version > e.Max {
+	if !c.s.cfg.Table.Routes(req.Key, req.Version, RouteForward) {
 		return false
 	}
 	return req.Key != int16(kmsg.SASLHandshake) && req.Key != int16(kmsg.SASLAuthenticate)

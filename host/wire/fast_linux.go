@@ -114,7 +114,7 @@ func (c *conn) serveFrame(frame []byte) (taken bool) {
 	if !fastKey(key) {
 		return false
 	}
-	if e, ok := s.cfg.Table.Lookup(key); !ok || e.Route != RouteGroup || ver < e.Min || ver > e.Max {
+	if !s.cfg.Table.Routes(key, ver, RouteGroup) {
 		return false
 	}
 	var h head

@@ -56,9 +56,7 @@ func (c *conn) forwardedAsCame(br *bufio.Reader) bool {
 	if len(b) < 4 || int16(binary.BigEndian.Uint16(b)) != int16(kmsg.Produce) {
 		return false
 	}
-	e, ok := c.s.cfg.Table.Lookup(int16(kmsg.Produce))
-	ver := int16(binary.BigEndian.Uint16(b[2:]))
-	return ok && e.Route == RouteForward && ver >= e.Min && ver <= e.Max
+	return c.s.cfg.Table.Routes(int16(kmsg.Produce), int16(binary.BigEndian.Uint16(b[2:])), RouteForward)
 }
 
 // WithLargeFrameRate sets the rate, in bytes a second, at which the bytes

@@ -60,7 +60,7 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 	if perr != nil {
 		return false, nil
 	}
-	if e, ok := s.cfg.Table.Lookup(req.Key); !ok || e.Route != RouteForward || req.Version < e.Min || req.Version > e.Max {
+	if !s.cfg.Table.Routes(req.Key, req.Version, RouteForward) {
 		return false, nil
 	}
 	if err := c.admit(req); err != nil {

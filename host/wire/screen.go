@@ -66,7 +66,7 @@ func (c *conn) screen(ctx context.Context, br *bufio.Reader, n int32) (*refusal,
 	case !groupFirst(key) || n <= smallFrame && c.s.cfg.Quota == nil:
 		return nil, head{}, nil
 	}
-	if e, ok := c.s.cfg.Table.Lookup(key); !ok || e.Route != RouteGroup || ver < e.Min || ver > e.Max {
+	if !c.s.cfg.Table.Routes(key, ver, RouteGroup) {
 		return nil, head{}, nil
 	}
 	prefix, _ := br.Peek(min(int(n), br.Size()))

@@ -197,6 +197,12 @@ func (t *Table) Serves(key, version int16) bool {
 	return ok && version >= e.Min && version <= e.Max
 }
 
+// Routes reports whether key at version is served and goes route's way.
+func (t *Table) Routes(key, version int16, route Route) bool {
+	e, ok := t.Lookup(key)
+	return ok && e.Route == route && version >= e.Min && version <= e.Max
+}
+
 // Entries returns the served keys in key order.
 func (t *Table) Entries() []Entry {
 	n := 0
