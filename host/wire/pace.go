@@ -49,7 +49,7 @@ func (p *pace) reserve(n int) time.Time {
 // partition in one request) would otherwise be held to the large-frame
 // rate, shared by the whole process.
 func (c *conn) forwardedAsCame(br *bufio.Reader) bool {
-	if !c.s.cfg.ForwardsFrames || c.s.cfg.Dial == nil {
+	if !c.s.cfg.ForwardsFrames {
 		return false
 	}
 	b, _ := br.Peek(4)

@@ -95,16 +95,6 @@ func TestLargeFrameOfGonePeerAllocatesNothing(t *testing.T) {
 	}
 }
 
-// forwardingRecorder is a recorder that forwards Produce frames as they
-// came, as a link to an external cluster does.
-type forwardingRecorder struct{ recorder }
-
-func (r *forwardingRecorder) ForwardFrame(_ context.Context, req *Request, _ []byte, _ int) ([]byte, func(), error) {
-	resp := kmsg.NewPtrProduceResponse()
-	resp.SetVersion(req.Version)
-	return AppendResponse(nil, -1, resp)[4:], func() {}, nil
-}
-
 // TestForwardedProduceNotPaced: at a large-frame rate of one byte a
 // second, a 2 MiB Produce is answered at once on a listener whose links
 // forward frames (an external cluster), while on the same listener a
@@ -130,7 +120,7 @@ func TestForwardedProduceNotPaced(t *testing.T) {
 		}
 		lim := NewLimits(16<<20, 10, 10).WithLargeFrameRate(1)
 		s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 8 << 20, Limits: lim, ForwardsFrames: forwards,
-			Dial: func(context.Context) (Upstream, error) { return &forwardingRecorder{}, nil }})
+			Dial: func(context.Context) (Upstream, error) { return &frameLink{saslLink: &saslLink{c: &saslCluster{}}}, nil }})
 		t.Cleanup(func() { s.Shutdown(context.Background()) })
 		return ln.Addr().String()
 	}

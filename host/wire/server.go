@@ -775,7 +775,8 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 	}
 	whole := br.Buffered() >= int(n) // nothing to wait for: a copy
 	t0 := time.Now()
-	frame, err = s.cfg.Limits.readBody(drain, br, n, !c.forwardedAsCame(br))
+	paced := n > largeFrame && !c.forwardedAsCame(br) // a small frame's head is not looked at
+	frame, err = s.cfg.Limits.readBody(drain, br, n, paced)
 	if c.read, c.readAt = 0, (time.Time{}); whole {
 		end := time.Now()
 		c.read, c.readAt = end.Sub(t0), end
