@@ -120,7 +120,9 @@ func TestForwardedProduceNotPaced(t *testing.T) {
 		}
 		lim := NewLimits(16<<20, 10, 10).WithLargeFrameRate(1)
 		s := NewServer(ln, Config{Table: NewTable(kafka44), MaxRequestBytes: 8 << 20, Limits: lim, ForwardsFrames: forwards,
-			Dial: func(context.Context) (Upstream, error) { return &frameLink{saslLink: &saslLink{c: &saslCluster{}}}, nil }})
+			Dial: func(context.Context) (Upstream, error) {
+				return &frameLink{saslLink: &saslLink{c: &saslCluster{}}}, nil
+			}})
 		t.Cleanup(func() { s.Shutdown(context.Background()) })
 		return ln.Addr().String()
 	}
