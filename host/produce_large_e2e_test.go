@@ -25,13 +25,14 @@ func largeValue(i int) []byte {
 	return v
 }
 
-// TestLargeProducesThroughGatewayIntact: the requests over 1 MiB of three
+// TestLargeRecordsThroughGatewayIntact: the requests over 1 MiB of three
 // franz-go producers at once, several in flight each, go through the
 // gateway to an external cluster (forwarded as they came, their buffers
 // read into again by the requests after them, on any connection) and
 // every record arrives as it was sent, read back from the cluster
-// directly.
-func TestLargeProducesThroughGatewayIntact(t *testing.T) {
+// directly and through the gateway (whose Fetch answers of several MiB
+// are streamed to the consumer).
+func TestLargeRecordsThroughGatewayIntact(t *testing.T) {
 	var largest atomic.Int64
 	dp := newObservedCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(6, "big"))
 	dp.c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -76,7 +77,15 @@ func TestLargeProducesThroughGatewayIntact(t *testing.T) {
 	if n := largest.Load(); n <= 1<<20 {
 		t.Fatalf("the largest Produce carried %d bytes of records: none over 1 MiB was forwarded", n)
 	}
-	c, err := kgo.NewClient(kgo.SeedBrokers(dp.c.ListenAddrs()[0]), kgo.ConsumeTopics("big"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	readIntact(ctx, t, dp.c.ListenAddrs()[0], records)
+	readIntact(ctx, t, srv.KafkaAddr(), records) // Fetch answers streamed through
+}
+
+// readIntact consumes topic big from addr until it read records records,
+// each once and as largeValue made it.
+func readIntact(ctx context.Context, t *testing.T, addr string, records int) {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("big"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +94,12 @@ func TestLargeProducesThroughGatewayIntact(t *testing.T) {
 	for got := 0; got < records; {
 		fs := c.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
-			t.Fatal(err)
+			t.Fatalf("consuming from %s: %v", addr, err)
 		}
 		for _, r := range fs.Records() {
 			i := int(binary.BigEndian.Uint64(r.Value))
 			if i >= records || seen[i] || string(r.Value) != string(largeValue(i)) {
-				t.Fatalf("record %d at %d/%d arrived changed or twice", i, r.Partition, r.Offset)
+				t.Fatalf("from %s: record %d at %d/%d arrived changed or twice", addr, i, r.Partition, r.Offset)
 			}
 			seen[i] = true
 			got++

@@ -240,27 +240,16 @@ func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte
 // frame and returns the reading of its answer, to call after the answers
 // of the requests sent before it were read.
 func (l *Link) SendFrame(ctx context.Context, req *wire.Request, frame []byte, bodyAt int) (recv func() (resp []byte, done func(), err error), err error) {
-	if l.dp.cluster != nil || bodyAt < 0 || bodyAt > len(frame) {
-		return nil, wire.ErrNotPassable
-	}
-	hint, ok := frameHint(req.Key, req.Version, frame[bodyAt:])
-	if !ok {
-		return nil, wire.ErrNotPassable // malformed: the decoded path refuses it as it always did
+	hint, err := l.frameHint(req, frame, bodyAt)
+	if err != nil {
+		return nil, err
 	}
 	name := kmsg.NameForKey(req.Key)
-	deadline, stop := l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)
-	l.corr++
-	corr := l.corr
-	binary.BigEndian.PutUint32(frame[4:8], uint32(corr))
-	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
-	bufs := net.Buffers{size[:], frame}
-	if _, err := bufs.WriteTo(l.nc); err != nil {
-		stop()
-		return nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
+	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, hint)
+	if err != nil {
+		return nil, err
 	}
 	if hint.noResponse {
-		stop()
 		return func() ([]byte, func(), error) { return nil, nil, nil }, nil
 	}
 	return func() ([]byte, func(), error) {
@@ -270,6 +259,127 @@ func (l *Link) SendFrame(ctx context.Context, req *wire.Request, frame []byte, b
 		}
 		return l.receiveFrame(req, name, corr)
 	}, nil
+}
+
+// streamedFetchVersion is the version a Fetch goes to the data plane as
+// when its answer is streamed (StreamFrame). Kafka 4.4's Fetch v16 to v18
+// requests are v15's bytes but for tagged fields only a follower sets
+// (v17's replica directory id, v18's high watermark), and their answers
+// are v15's but for KIP-951's node endpoints (v16+): an answer to v15
+// decodes as the same answer to the client's version, and it names no
+// broker to rewrite, so it can be written on before it is read whole.
+// The difference: a consumer learns where a moved partition leader is
+// from a metadata refresh, not from the fetch's answer.
+const streamedFetchVersion = 15
+
+// StreamFrame is SendFrame for a Fetch to an external cluster, whose
+// answer recv copies to the client as it arrives (wire.Streamer):
+// spliced in the kernel when both connections are plain TCP, never held
+// whole in memory. A Fetch of v16 or later goes as v15
+// (streamedFetchVersion). Other requests are refused with
+// wire.ErrNotPassable, nothing sent.
+func (l *Link) StreamFrame(ctx context.Context, req *wire.Request, frame []byte, bodyAt int) (recv func(correlationID int32, begin func() io.Writer) error, err error) {
+	if req.Key != int16(kmsg.Fetch) {
+		return nil, wire.ErrNotPassable
+	}
+	hint, err := l.frameHint(req, frame, bodyAt)
+	if err != nil {
+		return nil, err
+	}
+	if req.Version > streamedFetchVersion {
+		binary.BigEndian.PutUint16(frame[2:4], uint16(streamedFetchVersion))
+	}
+	name := kmsg.NameForKey(req.Key)
+	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, hint)
+	if err != nil {
+		return nil, err
+	}
+	return func(clientCorr int32, begin func() io.Writer) error {
+		defer stop()
+		if err := l.readBy(ctx, deadline); err != nil {
+			return err
+		}
+		return l.streamFrame(name, corr, clientCorr, begin)
+	}, nil
+}
+
+// frameHint reads what forwarding a frame needs from its body; a request
+// the link must decode (the embedded data plane's, or a body too short
+// for its hint: the decoded path refuses it as it always did) is refused
+// with wire.ErrNotPassable.
+func (l *Link) frameHint(req *wire.Request, frame []byte, bodyAt int) (forwardHint, error) {
+	if l.dp.cluster != nil || bodyAt < 0 || bodyAt > len(frame) {
+		return forwardHint{}, wire.ErrNotPassable
+	}
+	hint, ok := frameHint(req.Key, req.Version, frame[bodyAt:])
+	if !ok {
+		return forwardHint{}, wire.ErrNotPassable
+	}
+	return hint, nil
+}
+
+// sendFrame writes a request frame with the link's next correlation id
+// and returns it, the deadline of its answer, and the disarming of the
+// request's cancellation (Link.arm), which the send disarms itself when
+// it fails or no answer is due.
+func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, hint forwardHint) (corr int32, deadline time.Time, stop func() bool, err error) {
+	deadline, stop = l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)
+	l.corr++
+	corr = l.corr
+	binary.BigEndian.PutUint32(frame[4:8], uint32(corr))
+	var size [4]byte
+	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
+	bufs := net.Buffers{size[:], frame}
+	if _, err := bufs.WriteTo(l.nc); err != nil {
+		stop()
+		return 0, time.Time{}, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
+	}
+	if hint.noResponse {
+		stop()
+	}
+	return corr, deadline, stop, nil
+}
+
+// streamFrame reads the answer of a frame sent with correlation id corr
+// and writes it on as it arrives, with the client's correlation id, to
+// the writer begin returns once the answer's size and correlation id
+// came.
+func (l *Link) streamFrame(name string, corr, clientCorr int32, begin func() io.Writer) error {
+	n, err := wire.ReadFrameSize(l.br, maxResponseBytes)
+	if err != nil {
+		return fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
+	}
+	if n < 4 {
+		return fmt.Errorf("data-plane node %d: %s response of %d bytes", l.node, name, n)
+	}
+	head, err := l.br.Peek(4)
+	if err != nil {
+		return fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
+	}
+	if got := int32(binary.BigEndian.Uint32(head)); got != corr {
+		return fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, got, corr)
+	}
+	l.br.Discard(4)
+	w := begin()
+	var hdr [8]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(n))
+	binary.BigEndian.PutUint32(hdr[4:], uint32(clientCorr))
+	rest := int(n) - 4
+	// What the link's reader holds of the answer goes with the header;
+	// the rest comes straight from the socket.
+	held, _ := l.br.Peek(min(l.br.Buffered(), rest))
+	bufs := net.Buffers{hdr[:], held}
+	if _, err := bufs.WriteTo(w); err != nil {
+		return fmt.Errorf("data-plane node %d: writing %s response to the client: %w", l.node, name, err)
+	}
+	rest -= len(held)
+	l.br.Discard(len(held))
+	if rest > 0 {
+		if _, err := io.CopyN(w, l.nc, int64(rest)); err != nil {
+			return fmt.Errorf("data-plane node %d: streaming %s response: %w", l.node, name, err)
+		}
+	}
+	return nil
 }
 
 // receiveFrame reads the answer of a frame sent with correlation id corr.

@@ -1,8 +1,14 @@
 package gateway
 
 import (
+	"bufio"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -117,21 +123,8 @@ func TestForwardFrameProduceFetch(t *testing.T) {
 	if resp := forwardFrame(t, l, produceReq(0, "three")); resp != nil {
 		t.Fatalf("acks=0 answered: %+v", resp)
 	}
-	md := kmsg.NewPtrMetadataRequest()
-	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}
-	mdr, err := md.RequestWith(ctxT(t), d.Admin())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := kmsg.NewPtrFetchRequest()
+	f := fetchAll(t, d, 1<<20)
 	f.SetVersion(16)
-	f.MaxWaitMillis, f.MaxBytes, f.SessionEpoch = 100, 1<<20, -1
-	ft := kmsg.NewFetchRequestTopic()
-	ft.TopicID = mdr.Topics[0].TopicID
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	f.Topics = append(f.Topics, ft)
 	fr := forwardFrame(t, l, f).(*kmsg.FetchResponse)
 	values := fetchedValues(t, fr.Topics[0].Partitions[0].RecordBatches)
 	if len(values) != 3 || values[0] != "one" || values[2] != "three" {
@@ -170,4 +163,135 @@ func TestForwardFrameRewritesLeaderEndpoints(t *testing.T) {
 	if _, _, err := el.ForwardFrame(ctxT(t), h, frame, bodyAt); err != wire.ErrNotPassable {
 		t.Fatalf("embedded ForwardFrame: %v, want ErrNotPassable", err)
 	}
+}
+
+// TestStreamFrameFetch: a consumer's Fetch of the latest version goes to
+// the cluster as v15, and its answer, larger than the link's read buffer,
+// reaches the client's TCP connection as the cluster sent it (the same
+// bytes as a v15 Fetch read whole) with the client's correlation id, and
+// decodes as the answer of the client's version.
+func TestStreamFrameFetch(t *testing.T) {
+	c, d := openExternal(t)
+	var versions []int16
+	var mu sync.Mutex
+	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		versions = append(versions, req.GetVersion())
+		mu.Unlock()
+		return nil, nil, false
+	})
+	l, err := d.Dial(ctxT(t), d.Nodes()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const records = 40
+	var want []string
+	for i := range records {
+		v := fmt.Sprintf("%03d%s", i, strings.Repeat("v", 10<<10))
+		forwardFrame(t, l, produceReq(-1, v))
+		want = append(want, v)
+	}
+	fetch := fetchAll(t, d, records<<20)
+	fetch.SetVersion(fetch.MaxVersion())
+	if fetch.GetVersion() <= streamedFetchVersion {
+		t.Fatalf("kmsg's latest Fetch is v%d: nothing to send as v%d", fetch.GetVersion(), streamedFetchVersion)
+	}
+	frame := frameOf(fetch, 77)
+	h, bodyAt, err := wire.ParseHeader(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := l.StreamFrame(ctxT(t), h, frame, bodyAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, client := tcpPair(t)
+	got := make(chan []byte, 1)
+	go func() {
+		f, err := wire.ReadFrame(bufio.NewReader(client), 1<<30)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- f
+	}()
+	began := false
+	if err := recv(1234, func() io.Writer { began = true; return server }); err != nil || !began {
+		t.Fatalf("streaming the answer: %v (writer asked for: %v)", err, began)
+	}
+	server.Close() // a short answer ends in EOF
+	streamed := <-got
+	if streamed == nil {
+		t.FailNow()
+	}
+	if len(streamed) <= 64<<10 {
+		t.Fatalf("the answer has %d bytes: not beyond the link's 64 KiB read buffer", len(streamed))
+	}
+	corr, resp, err := wire.ParseResponse(streamed, fetch)
+	if err != nil || corr != 1234 {
+		t.Fatalf("streamed answer: correlation id %d, %v", corr, err)
+	}
+	values := fetchedValues(t, resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+	if strings.Join(values, ",") != strings.Join(want, ",") {
+		t.Fatalf("fetched %d values, not the %d produced", len(values), len(want))
+	}
+
+	v15 := fetchAll(t, d, records<<20)
+	v15.SetVersion(streamedFetchVersion)
+	frame = frameOf(v15, 77)
+	h, bodyAt, _ = wire.ParseHeader(frame)
+	whole, done, err := l.ForwardFrame(ctxT(t), h, frame, bodyAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if string(streamed[4:]) != string(whole[4:]) {
+		t.Fatalf("streamed answer (%d bytes) differs from v%d's read whole (%d bytes)", len(streamed), streamedFetchVersion, len(whole))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(versions) != 2 || versions[0] != streamedFetchVersion {
+		t.Fatalf("the cluster got Fetch versions %v, want v%d twice", versions, streamedFetchVersion)
+	}
+}
+
+// fetchAll is a sessionless Fetch of partition 0 of topic t from offset 0.
+func fetchAll(t *testing.T, d *DataPlane, maxBytes int32) *kmsg.FetchRequest {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}
+	mdr, err := md.RequestWith(ctxT(t), d.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := kmsg.NewPtrFetchRequest()
+	f.MaxWaitMillis, f.MaxBytes, f.SessionEpoch = 100, maxBytes, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.TopicID = mdr.Topics[0].TopicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = maxBytes
+	ft.Partitions = append(ft.Partitions, fp)
+	f.Topics = append(f.Topics, ft)
+	return f
+}
+
+// tcpPair is two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close(); client.Close() })
+	return server, client
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"time"
@@ -69,6 +70,22 @@ type Pipeliner interface {
 	Send(ctx context.Context, clientID *string, req kmsg.Request) (recv func() (kmsg.Response, error), err error)
 }
 
+// Streamer is a Pipeliner that can copy an answer to the client as it
+// arrives from the data plane instead of reading it whole first: a Fetch
+// answer of several MiB then reaches the client while the rest of it is
+// still on the way, and is never held in the host's memory.
+type Streamer interface {
+	// StreamFrame is SendFrame whose recv writes the answer itself: once
+	// its size and correlation id came, recv calls begin for the writer
+	// (the client connection, its write deadline set) and writes the
+	// whole answer to it, size prefix and correlationID first, the rest
+	// as the data plane sent it. An error after begin leaves the client
+	// with part of a frame: the connection is closed. It returns
+	// ErrNotPassable, having sent nothing, for a request whose answer it
+	// must read whole (SendFrame then serves it).
+	StreamFrame(ctx context.Context, req *Request, frame []byte, bodyAt int) (recv func(correlationID int32, begin func() io.Writer) error, err error)
+}
+
 // maxAhead bounds a connection's requests sent upstream whose answers are
 // not yet written: the Fetch and up to three requests read behind it.
 const maxAhead = 4
@@ -125,6 +142,12 @@ func (c *conn) detachGrant() (release func()) {
 // sendFrameAhead sends a frame (already admitted) over p and queues the
 // writing of its answer.
 func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, frame []byte, bodyAt int, start time.Time) (handled bool, err error) {
+	if st, ok := p.(Streamer); ok {
+		recv, err := st.StreamFrame(ctx, req, frame, bodyAt)
+		if !errors.Is(err, ErrNotPassable) {
+			return c.streamAhead(req, recv, err, start)
+		}
+	}
 	recv, err := p.SendFrame(ctx, req, frame, bodyAt)
 	if errors.Is(err, ErrNotPassable) {
 		return false, nil
@@ -144,6 +167,27 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 		}
 		defer done()
 		return c.writeFrame(req.CorrelationID, resp)
+	})
+	return true, nil
+}
+
+// streamAhead queues the writing of a streamed answer (Streamer) of a
+// frame sent ahead; sendErr is the sending's.
+func (c *conn) streamAhead(req *Request, recv func(int32, func() io.Writer) error, sendErr error, start time.Time) (handled bool, err error) {
+	if sendErr != nil {
+		return true, sendErr
+	}
+	release := c.detachGrant()
+	c.queue(req.Key, release, func() error {
+		err := recv(req.CorrelationID, func() io.Writer {
+			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+			return c.nc
+		})
+		if o := c.s.cfg.Observer; o != nil {
+			o.Served(req.Key, time.Since(start), err)
+		}
+		release()
+		return err
 	})
 	return true, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,9 +27,13 @@ type pipeLink struct {
 	once        sync.Once
 	fail        bool
 	holdProduce bool
-	mu          sync.Mutex
-	sent        []string
-	dials       atomic.Int32
+	// midStream, when set, makes the link stream a Fetch's answer
+	// (Streamer): it writes the answer's first half, then waits for
+	// midStream to close before it writes the rest (or fails, with fail).
+	midStream chan struct{}
+	mu        sync.Mutex
+	sent      []string
+	dials     atomic.Int32
 }
 
 // open answers the held Fetch (once).
@@ -93,6 +99,33 @@ func (l *pipeLink) SendFrame(ctx context.Context, req *Request, _ []byte, _ int)
 		resp := kmsg.ResponseForKey(req.Key)
 		resp.SetVersion(req.Version)
 		return AppendResponse(nil, -1, resp)[4:], func() {}, nil
+	}, nil
+}
+
+func (l *pipeLink) StreamFrame(ctx context.Context, req *Request, _ []byte, _ int) (func(int32, func() io.Writer) error, error) {
+	if l.midStream == nil || req.Key != int16(kmsg.Fetch) {
+		return nil, ErrNotPassable
+	}
+	l.record(req.Key)
+	return func(corr int32, begin func() io.Writer) error {
+		select {
+		case <-l.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		resp := kmsg.ResponseForKey(req.Key)
+		resp.SetVersion(req.Version)
+		frame := AppendResponse(nil, corr, resp)
+		w := begin()
+		if _, err := w.Write(frame[:len(frame)/2]); err != nil {
+			return err
+		}
+		<-l.midStream
+		if l.fail {
+			return errors.New("link broken mid-answer")
+		}
+		_, err := w.Write(frame[len(frame)/2:])
+		return err
 	}, nil
 }
 
@@ -201,6 +234,54 @@ func TestProducePipelined(t *testing.T) {
 	c.expectAnswers(20, append(reqs, hb)...)
 	if n := groups.Load(); n != 1 {
 		t.Fatalf("group requests served: %d, want 1", n)
+	}
+}
+
+// TestFetchAnswerStreamed: a link that streams a Fetch's answer
+// (Streamer) writes it to the client as it comes, with the client's
+// correlation id, before the answer is whole, and the answers read ahead
+// behind it follow in order; an answer broken midway closes the
+// connection.
+func TestFetchAnswerStreamed(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) {
+			link := newPipeLink()
+			link.midStream, link.fail = make(chan struct{}), broken
+			c, fetch, _ := heldFetch(t, link)
+			md := kmsg.NewPtrMetadataRequest()
+			c.send(md, 12, 11)
+			link.waitSent(t, "Fetch Metadata")
+			link.open()
+			resp := kmsg.ResponseForKey(fetch.Key())
+			resp.SetVersion(fetch.GetVersion())
+			whole := AppendResponse(nil, 10, resp)
+			first := make([]byte, len(whole)/2)
+			c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(c.br, first); err != nil {
+				t.Fatalf("reading the first half of the Fetch answer while the link holds the rest: %v", err)
+			}
+			if string(first) != string(whole[:len(first)]) {
+				t.Fatalf("first half %x, want %x (size, the client's correlation id, body)", first, whole[:len(first)])
+			}
+			c.c.SetReadDeadline(time.Now().Add(settleDelay))
+			if n, err := c.br.Peek(1); len(n) > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("more of the answer than the link wrote: %d bytes, %v", len(n), err)
+			}
+			c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			close(link.midStream)
+			if broken {
+				rest := make([]byte, len(whole)-len(first))
+				if n, err := io.ReadFull(c.br, rest); err == nil {
+					t.Fatalf("the rest of a broken answer arrived (%d bytes)", n)
+				}
+				return
+			}
+			rest := make([]byte, len(whole)-len(first))
+			if _, err := io.ReadFull(c.br, rest); err != nil || string(rest) != string(whole[len(first):]) {
+				t.Fatalf("rest of the Fetch answer: %x, %v; want %x", rest, err, whole[len(first):])
+			}
+			c.expectAnswers(11, md)
+		})
 	}
 }
 
