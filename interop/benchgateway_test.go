@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -65,17 +66,29 @@ func TestBenchGateway(t *testing.T) {
 	started, loadBefore, commit := time.Now().UTC(), loadAverage(), gitCommit()
 	// A run's topics are deleted at its end (gatewayRun); their files go
 	// at once instead of a minute later, during another side's run.
-	b := startBenchBroker(t, dir, map[string]string{"file.delete.delay.ms": "0"})
+	// Pinned, the broker and this process (the clients) share the first
+	// half of the CPUs and every gateway has the rest to itself, as a
+	// gateway on hosts of its own would: what it adds is then its hops,
+	// not its CPU taken from the broker and the clients.
+	mainCPUs, gwCPUs := benchPinning(t)
+	pinning := "not pinned: broker, clients and gateway share every CPU"
+	if mainCPUs != "" {
+		pinSelf(t, mainCPUs)
+		t.Cleanup(func() { pinSelf(t, mainCPUs+","+gwCPUs) })
+		pinning = fmt.Sprintf("broker and clients pinned to CPUs %s, the gateway to CPUs %s (taskset)", mainCPUs, gwCPUs)
+	}
+	b := pinnedTo(mainCPUs, func() *broker { return startBenchBroker(t, dir, map[string]string{"file.delete.delay.ms": "0"}) })
 	saved := coordhostFlags
 	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool { return strings.HasPrefix(f, "--log.level=") })
-	c := startCoordhost(t, dir, b.addr, "--log.level=info")
+	startGateway := func() *coordhost { return startCoordhost(t, dir, b.addr, "--log.level=info") }
+	c := pinnedTo(gwCPUs, startGateway)
 	sides := map[string]string{"direct": b.addr, "gateway": c.addr}
 	pids := map[string]int{"direct": 0, "gateway": c.proc.cmd.Process.Pid}
 	all := []string{"direct", "gateway"}
 	if base := os.Getenv(benchGWBaseEnv); base != "" {
 		own := coordhostBuild.bin
 		coordhostBuild.bin = base
-		bc := startCoordhost(t, dir, b.addr, "--log.level=info")
+		bc := pinnedTo(gwCPUs, startGateway)
 		coordhostBuild.bin = own
 		sides["base"], pids["base"], all = bc.addr, bc.proc.cmd.Process.Pid, append(all, "base")
 	}
@@ -104,8 +117,8 @@ func TestBenchGateway(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "# bench-gateway\n\ncommit %s, started %s, load average before %s, after %s; %d runs per side, alternated; %d records of %d B (incompressible, sent uncompressed) per throughput phase, acks=all, %d partitions; latency at %d records/s for %v after %v unmeasured (producer linger 0)\n\n",
-		commit, started.Format(time.RFC3339), loadBefore, loadAverage(), runs, benchGWRecords, benchGWRecSize, benchGWParts, benchGWRate, benchGWLatency, benchGWLatencyWarm)
+	fmt.Fprintf(&sb, "# bench-gateway\n\ncommit %s, started %s, load average before %s, after %s; %d runs per side, alternated; %d records of %d B (incompressible, sent uncompressed) per throughput phase, acks=all, %d partitions; latency at %d records/s for %v after %v unmeasured (producer linger 0); %s\n\n",
+		commit, started.Format(time.RFC3339), loadBefore, loadAverage(), runs, benchGWRecords, benchGWRecSize, benchGWParts, benchGWRate, benchGWLatency, benchGWLatencyWarm, pinning)
 	sb.WriteString("| run | produce direct MiB/s | produce gateway | ratio | fetch direct MiB/s | fetch gateway | ratio | p50 direct | p50 gateway | p99 direct | p99 gateway | added p99 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range res["direct"] {
 		d, g := res["direct"][i], res["gateway"][i]
@@ -237,6 +250,15 @@ func latencyPhase(ctx context.Context, t *testing.T, addr, topic string) (p50, p
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return lat[len(lat)/2], lat[len(lat)*99/100]
+}
+
+// pinSelf pins every thread of this process to cpus (taskset -a -p);
+// threads started later inherit it from the thread that starts them.
+func pinSelf(t *testing.T, cpus string) {
+	t.Helper()
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		t.Fatalf("pinning this process to CPUs %s: %v: %s", cpus, err, out)
+	}
 }
 
 // benchValue is a record value of benchGWRecSize bytes that does not
