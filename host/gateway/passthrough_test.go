@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -15,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/wire"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // openExternal starts a cluster on a TCP port and opens it as an external
@@ -167,9 +170,10 @@ func TestForwardFrameRewritesLeaderEndpoints(t *testing.T) {
 
 // TestStreamFrameFetch: a consumer's Fetch of the latest version goes to
 // the cluster as v15, and its answer, larger than the link's read buffer,
-// reaches the client's TCP connection as the cluster sent it (the same
-// bytes as a v15 Fetch read whole) with the client's correlation id, and
-// decodes as the answer of the client's version.
+// reaches the client's connection, plain TCP (spliced) or TLS, as the
+// cluster sent it (the same bytes as a v15 Fetch read whole) with the
+// client's correlation id, and decodes as the answer of the client's
+// version.
 func TestStreamFrameFetch(t *testing.T) {
 	c, d := openExternal(t)
 	var versions []int16
@@ -193,66 +197,76 @@ func TestStreamFrameFetch(t *testing.T) {
 		forwardFrame(t, l, produceReq(-1, v))
 		want = append(want, v)
 	}
-	fetch := fetchAll(t, d, records<<20)
-	fetch.SetVersion(fetch.MaxVersion())
-	if fetch.GetVersion() <= streamedFetchVersion {
-		t.Fatalf("kmsg's latest Fetch is v%d: nothing to send as v%d", fetch.GetVersion(), streamedFetchVersion)
-	}
-	frame := frameOf(fetch, 77)
-	h, bodyAt, err := wire.ParseHeader(frame)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv, err := l.StreamFrame(ctxT(t), h, frame, bodyAt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, client := tcpPair(t)
-	got := make(chan []byte, 1)
-	go func() {
-		f, err := wire.ReadFrame(bufio.NewReader(client), 1<<30)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- f
-	}()
-	began := false
-	if err := recv(1234, func() io.Writer { began = true; return server }); err != nil || !began {
-		t.Fatalf("streaming the answer: %v (writer asked for: %v)", err, began)
-	}
-	server.Close() // a short answer ends in EOF
-	streamed := <-got
-	if streamed == nil {
-		t.FailNow()
-	}
-	if len(streamed) <= 64<<10 {
-		t.Fatalf("the answer has %d bytes: not beyond the link's 64 KiB read buffer", len(streamed))
-	}
-	corr, resp, err := wire.ParseResponse(streamed, fetch)
-	if err != nil || corr != 1234 {
-		t.Fatalf("streamed answer: correlation id %d, %v", corr, err)
-	}
-	values := fetchedValues(t, resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
-	if strings.Join(values, ",") != strings.Join(want, ",") {
-		t.Fatalf("fetched %d values, not the %d produced", len(values), len(want))
-	}
-
 	v15 := fetchAll(t, d, records<<20)
 	v15.SetVersion(streamedFetchVersion)
-	frame = frameOf(v15, 77)
-	h, bodyAt, _ = wire.ParseHeader(frame)
+	frame := frameOf(v15, 77)
+	h, bodyAt, _ := wire.ParseHeader(frame)
 	whole, done, err := l.ForwardFrame(ctxT(t), h, frame, bodyAt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer done()
-	if string(streamed[4:]) != string(whole[4:]) {
-		t.Fatalf("streamed answer (%d bytes) differs from v%d's read whole (%d bytes)", len(streamed), streamedFetchVersion, len(whole))
+	if len(whole) <= 64<<10 {
+		t.Fatalf("the answer has %d bytes: not beyond the link's 64 KiB read buffer", len(whole))
+	}
+
+	pki := testtool.NewPKI(t, "stream-ca")
+	cert := pki.Issue(t, pkix.Name{CommonName: "127.0.0.1"})
+	for _, transport := range []string{"tcp", "tls"} {
+		t.Run(transport, func(t *testing.T) {
+			fetch := fetchAll(t, d, records<<20)
+			fetch.SetVersion(fetch.MaxVersion())
+			if fetch.GetVersion() <= streamedFetchVersion {
+				t.Fatalf("kmsg's latest Fetch is v%d: nothing to send as v%d", fetch.GetVersion(), streamedFetchVersion)
+			}
+			frame := frameOf(fetch, 77)
+			h, bodyAt, err := wire.ParseHeader(frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recv, err := l.StreamFrame(ctxT(t), h, frame, bodyAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			server, client := tcpPair(t)
+			if transport == "tls" {
+				server = tls.Server(server, &tls.Config{Certificates: []tls.Certificate{cert}})
+				client = tls.Client(client, &tls.Config{RootCAs: pki.Pool, ServerName: "127.0.0.1"})
+			}
+			got := make(chan []byte, 1)
+			go func() {
+				f, err := wire.ReadFrame(bufio.NewReader(client), 1<<30)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- f
+			}()
+			began := false
+			if err := recv(1234, func() io.Writer { began = true; return server }); err != nil || !began {
+				t.Fatalf("streaming the answer: %v (writer asked for: %v)", err, began)
+			}
+			server.Close() // a short answer ends in EOF
+			streamed := <-got
+			if streamed == nil {
+				t.FailNow()
+			}
+			corr, resp, err := wire.ParseResponse(streamed, fetch)
+			if err != nil || corr != 1234 {
+				t.Fatalf("streamed answer: correlation id %d, %v", corr, err)
+			}
+			values := fetchedValues(t, resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+			if strings.Join(values, ",") != strings.Join(want, ",") {
+				t.Fatalf("fetched %d values, not the %d produced", len(values), len(want))
+			}
+			if string(streamed[4:]) != string(whole[4:]) {
+				t.Fatalf("streamed answer (%d bytes) differs from v%d's read whole (%d bytes)", len(streamed), streamedFetchVersion, len(whole))
+			}
+		})
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(versions) != 2 || versions[0] != streamedFetchVersion {
-		t.Fatalf("the cluster got Fetch versions %v, want v%d twice", versions, streamedFetchVersion)
+	if len(versions) != 3 || versions[1] != streamedFetchVersion || versions[2] != streamedFetchVersion {
+		t.Fatalf("the cluster got Fetch versions %v, want v%d three times", versions, streamedFetchVersion)
 	}
 }
 
