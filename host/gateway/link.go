@@ -345,19 +345,9 @@ func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, hint fo
 // the writer begin returns once the answer's size and correlation id
 // came.
 func (l *Link) streamFrame(name string, corr, clientCorr int32, begin func() io.Writer) error {
-	n, err := wire.ReadFrameSize(l.br, maxResponseBytes)
+	n, err := l.answerHead(name, corr)
 	if err != nil {
-		return fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
-	}
-	if n < 4 {
-		return fmt.Errorf("data-plane node %d: %s response of %d bytes", l.node, name, n)
-	}
-	head, err := l.br.Peek(4)
-	if err != nil {
-		return fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
-	}
-	if got := int32(binary.BigEndian.Uint32(head)); got != corr {
-		return fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, got, corr)
+		return err
 	}
 	l.br.Discard(4)
 	w := begin()
@@ -382,23 +372,36 @@ func (l *Link) streamFrame(name string, corr, clientCorr int32, begin func() io.
 	return nil
 }
 
-// receiveFrame reads the answer of a frame sent with correlation id corr.
-func (l *Link) receiveFrame(req *wire.Request, name string, corr int32) (resp []byte, done func(), err error) {
+// answerHead reads the size of the next answer and checks, without
+// consuming it, that the correlation id after it is corr.
+func (l *Link) answerHead(name string, corr int32) (size int32, err error) {
 	n, err := wire.ReadFrameSize(l.br, maxResponseBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
+		return 0, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
 	}
 	if n < 4 {
-		return nil, nil, fmt.Errorf("data-plane node %d: %s response of %d bytes", l.node, name, n)
+		return 0, fmt.Errorf("data-plane node %d: %s response of %d bytes", l.node, name, n)
+	}
+	head, err := l.br.Peek(4)
+	if err != nil {
+		return 0, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
+	}
+	if got := int32(binary.BigEndian.Uint32(head)); got != corr {
+		return 0, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, got, corr)
+	}
+	return n, nil
+}
+
+// receiveFrame reads the answer of a frame sent with correlation id corr.
+func (l *Link) receiveFrame(req *wire.Request, name string, corr int32) (resp []byte, done func(), err error) {
+	n, err := l.answerHead(name, corr)
+	if err != nil {
+		return nil, nil, err
 	}
 	buf, release := getFrame(int(n))
 	if _, err := io.ReadFull(l.br, buf); err != nil {
 		release()
 		return nil, nil, fmt.Errorf("data-plane node %d: reading %s response: %w", l.node, name, err)
-	}
-	if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
-		release()
-		return nil, nil, fmt.Errorf("data-plane node %d: response correlation id %d, want %d", l.node, got, corr)
 	}
 	out, err := l.rewriteFrame(req, buf)
 	if err != nil {

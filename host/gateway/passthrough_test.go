@@ -309,3 +309,42 @@ func tcpPair(t *testing.T) (server, client net.Conn) {
 	t.Cleanup(func() { server.Close(); client.Close() })
 	return server, client
 }
+
+// TestAnswerOfAnotherCorrelationIDRefused: an answer whose correlation id
+// is not the request's is refused, read whole or streamed, and nothing of
+// a streamed one reaches the client.
+func TestAnswerOfAnotherCorrelationIDRefused(t *testing.T) {
+	_, d := openExternal(t)
+	for _, streamed := range []bool{false, true} {
+		cluster, nc := tcpPair(t)
+		go func() { // answers every request with the next correlation id
+			br := bufio.NewReader(cluster)
+			for {
+				f, err := wire.ReadFrame(br, 1<<20)
+				if err != nil {
+					return
+				}
+				answer := make([]byte, 9)
+				binary.BigEndian.PutUint32(answer, 5)
+				binary.BigEndian.PutUint32(answer[4:], binary.BigEndian.Uint32(f[4:8])+1)
+				cluster.Write(answer)
+			}
+		}()
+		l := &Link{dp: d, node: 0, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}
+		frame := frameOf(fetchAll(t, d, 1<<20), 77)
+		h, bodyAt, _ := wire.ParseHeader(frame)
+		var err error
+		if streamed {
+			recv, serr := l.StreamFrame(ctxT(t), h, frame, bodyAt)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			err = recv(1, func() io.Writer { t.Error("the client was written to"); return io.Discard })
+		} else {
+			_, _, err = l.ForwardFrame(ctxT(t), h, frame, bodyAt)
+		}
+		if err == nil || !strings.Contains(err.Error(), "correlation id") {
+			t.Fatalf("streamed %v: %v, want a correlation id error", streamed, err)
+		}
+	}
+}

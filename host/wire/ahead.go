@@ -144,8 +144,13 @@ func (c *conn) detachGrant() (release func()) {
 func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, frame []byte, bodyAt int, start time.Time) (handled bool, err error) {
 	if st, ok := p.(Streamer); ok {
 		recv, err := st.StreamFrame(ctx, req, frame, bodyAt)
-		if !errors.Is(err, ErrNotPassable) {
-			return c.streamAhead(req, recv, err, start)
+		switch {
+		case errors.Is(err, ErrNotPassable): // read whole: SendFrame's
+		case err != nil:
+			return true, err
+		default:
+			c.streamAhead(req, recv, start)
+			return true, nil
 		}
 	}
 	recv, err := p.SendFrame(ctx, req, frame, bodyAt)
@@ -172,11 +177,8 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 }
 
 // streamAhead queues the writing of a streamed answer (Streamer) of a
-// frame sent ahead; sendErr is the sending's.
-func (c *conn) streamAhead(req *Request, recv func(int32, func() io.Writer) error, sendErr error, start time.Time) (handled bool, err error) {
-	if sendErr != nil {
-		return true, sendErr
-	}
+// frame sent ahead.
+func (c *conn) streamAhead(req *Request, recv func(int32, func() io.Writer) error, start time.Time) {
 	release := c.detachGrant()
 	c.queue(req.Key, release, func() error {
 		err := recv(req.CorrelationID, func() io.Writer {
@@ -189,7 +191,6 @@ func (c *conn) streamAhead(req *Request, recv func(int32, func() io.Writer) erro
 		release()
 		return err
 	})
-	return true, nil
 }
 
 // asideable reports whether req, read ahead, may go on a link of its own
