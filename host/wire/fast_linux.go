@@ -185,7 +185,7 @@ func (c *conn) serveFrame(frame []byte) (taken bool) {
 	}
 	if c.hand.err == nil { // answered, or its rest handed on
 		pollStats.served.Add(1)
-		c.pc.p.answered++ // on the poller's goroutine
+		c.pc.p.answered.Add(1)
 	}
 	c.keepWriteBuffer(b)
 	return true

@@ -62,12 +62,13 @@ type poller struct {
 	// it with, whether an edge brings one request or several pipelined
 	// ones (a cost per edge, taken in a closed loop's pipelining, kept
 	// it off at rates it serves well). answered counts the current slice's
-	// answers (serveFrame); busy, wall and reqs are the CPU time, wall
+	// answers (serveFrame, which also runs on a connection's goroutine as
+	// it parks: hence atomic); busy, wall and reqs are the CPU time, wall
 	// time and answers of the slices measured, each decayed by
-	// pollerDecay. Only run's goroutine uses them.
+	// pollerDecay. Only run's goroutine uses those.
 	cost             atomic.Int64
 	costAt           atomic.Int64 // when cost was last measured, in Unix ns
-	answered         int
+	answered         atomic.Int64
 	busy, wall, reqs float64
 	// offUntil, in Unix ns, keeps the poller disengaged for
 	// pollerCooldown after it gave its connections back for not keeping
@@ -294,7 +295,7 @@ type slice struct {
 }
 
 func (p *poller) startSlice(now time.Time) slice {
-	p.answered = 0
+	p.answered.Store(0)
 	cpu, tid := threadCPU()
 	return slice{at: now, tid: tid, cpu: cpu}
 }
@@ -322,7 +323,7 @@ func (p *poller) endSliceWith(s slice, now time.Time, cpu time.Duration, tid int
 	if tid != s.tid || tid == 0 || busy < 0 || busy > wall+pollerSkew {
 		return
 	}
-	p.measure(now, min(busy, wall), wall, p.answered)
+	p.measure(now, min(busy, wall), wall, int(p.answered.Load()))
 }
 
 // measure takes a slice of wall time, ending at end, in which run's
