@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -31,6 +32,12 @@ type Link struct {
 	nc   net.Conn
 	br   *bufio.Reader
 	corr int32
+
+	// The wait for the next answer (Await), guarded by amu.
+	amu      sync.Mutex
+	due      []time.Time // the deadlines of the answers not yet read, in order
+	awaiting bool        // Await waits in br
+	woken    bool        // Wake was called since Await last returned
 }
 
 // Dial opens a Link to data-plane node. It implements wire.Config.Dial for
@@ -90,7 +97,7 @@ func (l *Link) Forward(ctx context.Context, clientID *string, req kmsg.Request) 
 // roundTrip writes req to the data plane and reads its answer.
 func (l *Link) roundTrip(ctx context.Context, clientID *string, req kmsg.Request) (kmsg.Response, error) {
 	recv, err := l.send(ctx, clientID, req)
-	if err != nil {
+	if err != nil || recv == nil {
 		return nil, err
 	}
 	return recv()
@@ -124,8 +131,9 @@ func (l *Link) send(ctx context.Context, clientID *string, req kmsg.Request) (re
 	}
 	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
 		stop()
-		return func() (kmsg.Response, error) { return nil, nil }, nil
+		return nil, nil
 	}
+	l.answerDue(deadline)
 	return func() (kmsg.Response, error) {
 		defer stop()
 		if err := l.readBy(ctx, deadline); err != nil {
@@ -182,6 +190,7 @@ func (l *Link) arm(ctx context.Context, wait time.Duration) (deadline time.Time,
 // readBy sets the read deadline of an answer about to be read, unless
 // ctx ended: its cancellation's deadline is not to be moved.
 func (l *Link) readBy(ctx context.Context, deadline time.Time) error {
+	l.answerRead()
 	l.nc.SetReadDeadline(deadline)
 	if err := ctx.Err(); err != nil {
 		l.nc.SetDeadline(time.Now())
@@ -230,7 +239,7 @@ func requestWait(req kmsg.Request) time.Duration {
 // transactional offsets on the way.
 func (l *Link) ForwardFrame(ctx context.Context, req *wire.Request, frame []byte, bodyAt int) (resp []byte, done func(), err error) {
 	recv, err := l.SendFrame(ctx, req, frame, bodyAt)
-	if err != nil {
+	if err != nil || recv == nil {
 		return nil, nil, err
 	}
 	return recv()
@@ -250,7 +259,7 @@ func (l *Link) SendFrame(ctx context.Context, req *wire.Request, frame []byte, b
 		return nil, err
 	}
 	if hint.noResponse {
-		return func() ([]byte, func(), error) { return nil, nil, nil }, nil
+		return nil, nil
 	}
 	return func() ([]byte, func(), error) {
 		defer stop()
@@ -336,8 +345,73 @@ func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, hint fo
 	}
 	if hint.noResponse {
 		stop()
+	} else {
+		l.answerDue(deadline)
 	}
 	return corr, deadline, stop, nil
+}
+
+// Await waits until the link holds the start of an answer (wire.Awaiter):
+// the connection's answerer waits here between answers, so that the
+// request sent next needs no goroutine woken to read its answer. It
+// returns an error if the link failed, or if the answer due first of a
+// request sent during the wait is late (answerDue).
+func (l *Link) Await() error {
+	l.amu.Lock()
+	if l.woken {
+		l.woken = false
+		l.amu.Unlock()
+		return nil
+	}
+	l.awaiting = true
+	var by time.Time // no answer due: no deadline
+	if len(l.due) > 0 {
+		by = l.due[0]
+	}
+	l.nc.SetReadDeadline(by)
+	l.amu.Unlock()
+	_, err := l.br.Peek(1)
+	l.amu.Lock()
+	defer l.amu.Unlock()
+	l.awaiting = false
+	if l.woken {
+		l.woken = false
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("data-plane node %d: waiting for an answer: %w", l.node, err)
+	}
+	return nil
+}
+
+// Wake makes an Await in progress, or the next one, return
+// (wire.Awaiter).
+func (l *Link) Wake() {
+	l.amu.Lock()
+	defer l.amu.Unlock()
+	l.woken = true
+	l.nc.SetReadDeadline(time.Now())
+}
+
+// answerDue notes a request sent whose answer is due by deadline: the
+// first answer due bounds an Await, as it bounds its read (readBy).
+func (l *Link) answerDue(deadline time.Time) {
+	l.amu.Lock()
+	defer l.amu.Unlock()
+	l.due = append(l.due, deadline)
+	if l.awaiting && len(l.due) == 1 && !l.woken {
+		l.nc.SetReadDeadline(deadline)
+	}
+}
+
+// answerRead notes that the answer due first is being read.
+func (l *Link) answerRead() {
+	l.amu.Lock()
+	defer l.amu.Unlock()
+	if n := len(l.due); n > 0 { // a few at most: the requests pipelined
+		copy(l.due, l.due[1:])
+		l.due = l.due[:n-1]
+	}
 }
 
 // streamFrame reads the answer of a frame sent with correlation id corr

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,9 +27,12 @@ import (
 // sent; without reading ahead it would reach the broker only then, one hop
 // late, and a producer with several requests in flight (franz-go's
 // idempotent producer sends up to five) would have one. The data plane
-// answers a link's requests in order;
-// the answers are written to the client in request order by one goroutine
-// at a time (each waits for the one before it).
+// answers a link's requests in order; the answers are written to the
+// client in request order by the connection's answerer, a goroutine that
+// lives while answers are due and, between them, waits in the link's
+// reader for the next one (Awaiter). A request sent then needs no
+// goroutine started or woken for its answer: the answer's arrival wakes
+// the one that writes it.
 //
 // A request read ahead passes the same gates as any other (screen, the
 // request budget, admit) and holds its bytes of the budget until its
@@ -59,7 +63,8 @@ import (
 // requests sent before it are read: the data plane answers them in order.
 // The recv each send returns reads that request's answer; recvs are called
 // in the order of the sends, from one goroutine at a time, possibly while
-// the next request is being sent.
+// the next request is being sent. A nil recv means the request gets no
+// answer (a Produce with acks=0).
 type Pipeliner interface {
 	// SendFrame is ForwardFrame's first half; it must not keep frame
 	// once it returned, nor read it in recv.
@@ -68,6 +73,20 @@ type Pipeliner interface {
 	// nothing, for a request Forward answers otherwise than by one round
 	// trip.
 	Send(ctx context.Context, clientID *string, req kmsg.Request) (recv func() (kmsg.Response, error), err error)
+}
+
+// Awaiter is a Pipeliner whose next answer can be waited for before the
+// request it answers is sent. Await is called only while no recv runs;
+// sends may run during it.
+type Awaiter interface {
+	// Await returns once the link holds the start of an answer to read,
+	// or Wake was called (during it or since the last Await returned),
+	// or the first answer due of a request sent during it is late, or
+	// the link failed; it returns an error for the last two. The recv
+	// after it reads as it would have without it.
+	Await() error
+	// Wake makes an Await in progress, or the next one, return.
+	Wake()
 }
 
 // Streamer is a Pipeliner that can copy an answer to the client as it
@@ -157,11 +176,12 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 	if errors.Is(err, ErrNotPassable) {
 		return false, nil
 	}
-	if err != nil {
+	if err != nil || recv == nil {
+		c.unanswered(req, start, err)
 		return true, err
 	}
 	release := c.detachGrant()
-	c.queue(req.Key, release, func() error {
+	c.queue(req.Key, true, release, func() error {
 		resp, done, err := recv()
 		if o := c.s.cfg.Observer; o != nil {
 			o.Served(req.Key, time.Since(start), err)
@@ -180,7 +200,7 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 // frame sent ahead.
 func (c *conn) streamAhead(req *Request, recv func(int32, func() io.Writer) error, start time.Time) {
 	release := c.detachGrant()
-	c.queue(req.Key, release, func() error {
+	c.queue(req.Key, true, release, func() error {
 		err := recv(req.CorrelationID, func() io.Writer {
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
 			return c.nc
@@ -251,7 +271,7 @@ func (c *conn) sendAside(ctx context.Context, req *Request, start time.Time) (ha
 	}()
 	release := c.detachGrant()
 	c.wrote = 0 // the last response written is no group's
-	c.queue(req.Key, release, func() error {
+	c.queue(req.Key, false, release, func() error {
 		a := <-got
 		if o := c.s.cfg.Observer; o != nil {
 			o.Served(req.Key, time.Since(start), a.err)
@@ -280,12 +300,13 @@ func (c *conn) sendAhead(ctx context.Context, req *Request, start time.Time) (ha
 	if errors.Is(err, ErrNotPassable) {
 		return false, nil
 	}
-	if err != nil {
+	if err != nil || recv == nil {
+		c.unanswered(req, start, err)
 		return true, err
 	}
 	release := c.detachGrant()
 	c.wrote = 0 // the last response written is no group's
-	c.queue(req.Key, release, func() error {
+	c.queue(req.Key, true, release, func() error {
 		resp, err := recv()
 		if o := c.s.cfg.Observer; o != nil {
 			o.Served(req.Key, time.Since(start), err)
@@ -299,10 +320,22 @@ func (c *conn) sendAhead(ctx context.Context, req *Request, start time.Time) (ha
 	return true, nil
 }
 
-// queue runs answer once the answers queued before it are written; if one
-// of them failed, this one fails too. A failure closes the client connection and the link, so the
-// connection's reader and the answers queued after it stop.
-func (c *conn) queue(key int16, release func(), answer func() error) {
+// unanswered notes a request sent ahead that gets no answer (a Produce
+// with acks=0), or whose send failed with err: nothing is queued, and the
+// request's budget is given back with its frame.
+func (c *conn) unanswered(req *Request, start time.Time, err error) {
+	if o := c.s.cfg.Observer; o != nil {
+		o.Served(req.Key, time.Since(start), err)
+	}
+}
+
+// queue has the connection's answerer run answer once the answers queued
+// before it are written; if one of them failed, this one fails too. A
+// failure closes the client connection and the link, so the connection's
+// reader and the answers queued after it stop. fromLink tells that the
+// answer's first bytes come on the connection's link: the answerer waiting
+// there for the next answer (Awaiter) is then left waiting.
+func (c *conn) queue(key int16, fromLink bool, release func(), answer func() error) {
 	var prev *outstanding
 	if n := len(c.ahead); n > 0 {
 		prev = c.ahead[n-1]
@@ -310,7 +343,7 @@ func (c *conn) queue(key int16, release func(), answer func() error) {
 	o := &outstanding{fetch: key == int16(kmsg.Fetch), written: make(chan struct{})}
 	c.ahead = append(c.ahead, o)
 	up := c.up
-	go func() {
+	c.answers.push(up, fromLink, func() {
 		defer close(o.written)
 		defer func() {
 			if p := recover(); p != nil {
@@ -323,18 +356,121 @@ func (c *conn) queue(key int16, release func(), answer func() error) {
 				c.nc.Close()
 			}
 		}()
-		if prev != nil {
-			<-prev.written
-		}
-		// After a failure before it the link is closed: answer's read
-		// fails at once, and the request's budget and link state are given
-		// back on the way.
+		// The answers before it are written (the answerer runs them in
+		// order). After a failure before it the link is closed: answer's
+		// read fails at once, and the request's budget and link state are
+		// given back on the way.
 		err := answer()
 		if prev != nil && prev.err != nil {
 			err = prev.err
 		}
 		o.err = err
-	}()
+	})
+}
+
+// answerer runs a connection's queued answers in order on a goroutine of
+// its own, started by the first answer queued and ended by stop, or once
+// its link failed with nothing queued. Between answers it waits in the
+// link's reader (Awaiter), so that an answer queued while it waits there
+// needs no wake-up of its own; an answer that is not the link's (sendAside)
+// wakes it. Without an Awaiter it waits for the next answer queued.
+type answerer struct {
+	mu       sync.Mutex
+	queued   sync.Cond // signalled when an answer is queued or stop set
+	answers  []func()
+	link     Awaiter // the link it waits in; nil if it cannot
+	running  bool    // its goroutine is alive
+	idle     bool    // it waits on queued
+	awaiting bool    // it waits in link.Await
+	stopping bool
+	done     chan struct{} // closed when its goroutine ends
+}
+
+// push queues answer, an answer of up's (or of another link, fromLink
+// false), and has the answerer run it in turn.
+func (a *answerer) push(up Upstream, fromLink bool, answer func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.answers = append(a.answers, answer)
+	switch {
+	case !a.running:
+		a.link, _ = up.(Awaiter)
+		a.running, a.done = true, make(chan struct{})
+		if a.queued.L == nil {
+			a.queued.L = &a.mu
+		}
+		go a.run(a.done)
+	case a.idle:
+		a.queued.Signal()
+	case a.awaiting && !fromLink:
+		a.link.Wake()
+	}
+}
+
+// run is the answerer's goroutine.
+func (a *answerer) run(done chan struct{}) {
+	defer close(done)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	await := a.link != nil // the next wait is in the link's reader
+	for {
+		if len(a.answers) > 0 {
+			answer := a.answers[0]
+			a.answers[0] = nil
+			a.answers = a.answers[1:]
+			a.mu.Unlock()
+			answer()
+			a.mu.Lock()
+			await = a.link != nil
+			continue
+		}
+		if a.stopping {
+			a.running, a.stopping = false, false
+			return
+		}
+		if !await {
+			a.idle = true
+			a.queued.Wait()
+			a.idle = false
+			continue
+		}
+		a.awaiting = true
+		a.mu.Unlock()
+		err := a.link.Await()
+		a.mu.Lock()
+		a.awaiting = false
+		// The start of an answer, a wake, or the link's end: what is
+		// queued, if anything, is run next. An answer that comes before
+		// its request is queued (it was sent first) is waited for on
+		// queued, not by reading again.
+		await = false
+		if err != nil && len(a.answers) == 0 {
+			a.running = false // what is queued next fails on its own read
+			return
+		}
+	}
+}
+
+// stop ends the answerer's goroutine once it ran what is queued and, with
+// wait, waits for it: the link is then the connection's own to use.
+func (a *answerer) stop(wait bool) {
+	a.mu.Lock()
+	if !a.running {
+		a.mu.Unlock()
+		return
+	}
+	a.stopping = true
+	switch {
+	case a.idle:
+		a.queued.Signal()
+	case a.awaiting:
+		a.link.Wake()
+	}
+	done := a.done
+	a.mu.Unlock()
+	if wait {
+		<-done
+	}
 }
 
 // writeFrame writes a response frame (without its size) as the answer of
@@ -379,14 +515,19 @@ func (c *conn) roomAhead() error {
 	return c.pruneAhead()
 }
 
-// settle waits until every outstanding answer is written; it returns the
-// error of one that failed.
+// settle waits until every outstanding answer is written and the
+// answerer stopped; it returns the error of one that failed.
 func (c *conn) settle() error {
 	for len(c.ahead) > 0 {
 		<-c.ahead[len(c.ahead)-1].written
 		if err := c.pruneAhead(); err != nil {
+			// The connection closes: the answers after the one that
+			// failed fail at once (its link and the client's connection
+			// are closed) on the answerer's goroutine, which then ends.
+			c.answers.stop(false)
 			return err
 		}
 	}
+	c.answers.stop(true)
 	return nil
 }

@@ -322,6 +322,9 @@ type conn struct {
 	// ahead are the requests sent upstream whose answers are still to be
 	// written, in request order (ahead.go).
 	ahead []*outstanding
+	// answers writes those answers, one at a time, on a goroutine of its
+	// own (ahead.go).
+	answers answerer
 
 	// pc is nc when the listener's poller adopted it (fast.go); hand is
 	// what its goroutine finishes after a park, fbuf the bytes read while
