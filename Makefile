@@ -130,7 +130,7 @@ sim-validate:
 		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop
 
 .PHONY: bench-gateway
-## bench-gateway: the data path through coordhost's gateway vs directly to the same real Kafka 4.4 broker (kgo, 1 KiB incompressible records sent uncompressed, acks=all, 6 partitions): produce and fetch throughput and end-to-end p50/p99 at 2,000 records/s, RUNS alternating runs per side (default 3; COORDHOST_INTEROP_BENCH_PIN=1 gives the gateway half the CPUs to itself, the broker and clients the other half; docs/BENCHMARKS.md; about 4 minutes) -> build/bench-gateway.md
+## bench-gateway: the data path through coordhost's gateway vs directly to the same real Kafka 4.4 broker (kgo, 1 KiB incompressible records sent uncompressed, acks=all, 6 partitions): produce and fetch throughput, end-to-end p50/p99 at 2,000 records/s and the gateway's CPU per GiB and per 10,000 records of that phase, RUNS alternating runs per side (default 3; COORDHOST_INTEROP_BENCH_PIN=1 gives the gateway half the CPUs to itself, the broker and clients the other half; docs/BENCHMARKS.md; about 4 minutes) -> build/bench-gateway.md
 bench-gateway:
 	@mkdir -p build
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_GW_OUT=$(CURDIR)/build/bench-gateway.md \

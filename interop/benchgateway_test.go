@@ -47,6 +47,10 @@ type gwResult struct {
 	// CPU-seconds per GiB of the broker and of coordhost (gateway side
 	// only) in the produce and the fetch phase: robust on a loaded machine.
 	brokerProduce, brokerFetch, gwProduce, gwFetch float64
+	// CPU-seconds of coordhost (gateway side only) per 10,000 records of
+	// the latency phase, where each record is a request of its own: what
+	// a forwarded request costs besides its bytes.
+	gwLatency float64
 }
 
 // TestBenchGateway measures the data path through coordhost's gateway
@@ -125,17 +129,17 @@ func TestBenchGateway(t *testing.T) {
 		fmt.Fprintf(&sb, "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %v | %v | %v | %v | %v |\n", i+1, d.produce, g.produce, g.produce/d.produce,
 			d.fetch, g.fetch, g.fetch/d.fetch, d.p50.Round(10*time.Microsecond), g.p50.Round(10*time.Microsecond), d.p99.Round(10*time.Microsecond), g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond))
 	}
-	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, and the broker on each side):\n\n| run | broker produce direct | via gateway | gateway produce | broker fetch direct | via gateway | gateway fetch |\n|---|---|---|---|---|---|---|\n")
+	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, and the broker on each side), and the gateway's CPU-seconds per 10,000 records of the latency phase (warm-up included):\n\n| run | broker produce direct | via gateway | gateway produce | broker fetch direct | via gateway | gateway fetch | gateway latency phase |\n|---|---|---|---|---|---|---|---|\n")
 	for i := range res["direct"] {
 		d, g := res["direct"][i], res["gateway"][i]
-		fmt.Fprintf(&sb, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i+1, d.brokerProduce, g.brokerProduce, g.gwProduce, d.brokerFetch, g.brokerFetch, g.gwFetch)
+		fmt.Fprintf(&sb, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f |\n", i+1, d.brokerProduce, g.brokerProduce, g.gwProduce, d.brokerFetch, g.brokerFetch, g.gwFetch, g.gwLatency)
 	}
 	if base := res["base"]; len(base) > 0 {
-		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch |\n|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
+		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch | CPU-s per 10k records of the latency phase |\n|---|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
 		for i := range base {
 			d, g := res["direct"][i], base[i]
-			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
-				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch)
+			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f | %.3f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
+				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch, g.gwLatency)
 		}
 	}
 	var prod, fetch []float64
@@ -201,7 +205,9 @@ func gatewayRun(t *testing.T, addr, brokerAddr, topic string, brokerPid, gwPid i
 	r.fetch = mib / time.Since(start).Seconds()
 	r.brokerFetch, r.gwFetch = (proccpu.Seconds(brokerPid)-b0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
 	cons.Close()
+	g0 = proccpu.Seconds(gwPid)
 	r.p50, r.p99 = latencyPhase(ctx, t, addr, topic+"-lat")
+	r.gwLatency = (proccpu.Seconds(gwPid) - g0) / ((benchGWLatency + benchGWLatencyWarm).Seconds() * benchGWRate / 1e4)
 	return r
 }
 
