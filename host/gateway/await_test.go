@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/coordhost/coordhost/host/wire"
+	"github.com/coordhost/coordhost/internal/testtool"
 )
 
 // scriptedCluster is the cluster's end of a link: it reads the requests
@@ -23,6 +27,25 @@ type scriptedCluster struct {
 func newScriptedLink(t *testing.T, d *DataPlane) (*Link, *scriptedCluster) {
 	t.Helper()
 	cluster, nc := tcpPair(t)
+	return scriptedLinkOver(t, d, cluster, nc)
+}
+
+// newScriptedTLSLink is newScriptedLink over TLS.
+func newScriptedTLSLink(t *testing.T, d *DataPlane) (*Link, *scriptedCluster) {
+	t.Helper()
+	pki := testtool.NewPKI(t, "await-ca")
+	cert := pki.Issue(t, pkix.Name{CommonName: "127.0.0.1"})
+	cluster, nc := tcpPair(t)
+	client := tls.Client(nc, &tls.Config{RootCAs: pki.Pool, ServerName: "127.0.0.1"})
+	l, sc := scriptedLinkOver(t, d, tls.Server(cluster, &tls.Config{Certificates: []tls.Certificate{cert}}), client)
+	if err := client.Handshake(); err != nil { // as Dial does
+		t.Fatal(err)
+	}
+	return l, sc
+}
+
+func scriptedLinkOver(t *testing.T, d *DataPlane, cluster, nc net.Conn) (*Link, *scriptedCluster) {
+	t.Helper()
 	t.Cleanup(func() { cluster.Close(); nc.Close() })
 	sc := &scriptedCluster{t: t, got: make(chan int32, 8), w: func(b []byte) error { _, err := cluster.Write(b); return err }}
 	go func() {
@@ -56,6 +79,10 @@ func (sc *scriptedCluster) answer() {
 		sc.t.Fatal("no request reached the cluster")
 	}
 }
+
+// quiet is how long nothing is to happen before an assertion that it
+// did not.
+const quiet = 100 * time.Millisecond
 
 // await runs l.Await on a goroutine of its own.
 func await(l *Link) chan error {
@@ -112,7 +139,6 @@ func sendProduce(t *testing.T, l *Link, timeoutMs int32) func() ([]byte, func(),
 // by its answer's deadline.
 func TestLinkAwait(t *testing.T) {
 	_, d := openExternal(t)
-	const quiet = 100 * time.Millisecond
 
 	t.Run("answer", func(t *testing.T) {
 		l, sc := newScriptedLink(t, d)
@@ -136,23 +162,13 @@ func TestLinkAwait(t *testing.T) {
 
 	t.Run("woken", func(t *testing.T) {
 		l, sc := newScriptedLink(t, d)
-		done := await(l)
-		if _, ok := returned(done, quiet); ok {
-			t.Fatal("Await returned with nothing sent")
-		}
-		l.Wake()
-		if err, ok := returned(done, 5*time.Second); !ok || err != nil {
-			t.Fatalf("Await woken: returned %v, %v", ok, err)
-		}
-		l.Wake() // before the next Await: it returns at once
-		if err, ok := returned(await(l), 5*time.Second); !ok || err != nil {
-			t.Fatalf("Await after a Wake: returned %v, %v", ok, err)
-		}
-		recv := sendProduce(t, l, 5000) // the wake's deadline is gone
-		sc.answer()
-		if _, _, err := recv(); err != nil {
-			t.Fatalf("reading an answer after a wake: %v", err)
-		}
+		woken(t, l, sc)
+	})
+	// A wake cuts the wait short with a deadline: a TLS link reads on
+	// after it as a plain one does.
+	t.Run("woken over TLS", func(t *testing.T) {
+		l, sc := newScriptedTLSLink(t, d)
+		woken(t, l, sc)
 	})
 
 	t.Run("late", func(t *testing.T) {
@@ -184,4 +200,27 @@ func TestLinkAwait(t *testing.T) {
 			t.Fatalf("%d answers due after a Produce with acks=0", n)
 		}
 	})
+}
+
+// woken: Await returns once woken, and at once when woken before it;
+// the link then reads an answer as usual.
+func woken(t *testing.T, l *Link, sc *scriptedCluster) {
+	t.Helper()
+	done := await(l)
+	if _, ok := returned(done, quiet); ok {
+		t.Fatal("Await returned with nothing sent")
+	}
+	l.Wake()
+	if err, ok := returned(done, 5*time.Second); !ok || err != nil {
+		t.Fatalf("Await woken: returned %v, %v", ok, err)
+	}
+	l.Wake() // before the next Await: it returns at once
+	if err, ok := returned(await(l), 5*time.Second); !ok || err != nil {
+		t.Fatalf("Await after a Wake: returned %v, %v", ok, err)
+	}
+	recv := sendProduce(t, l, 5000) // the wake's deadline is gone
+	sc.answer()
+	if _, _, err := recv(); err != nil {
+		t.Fatalf("reading an answer after a wake: %v", err)
+	}
 }

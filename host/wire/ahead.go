@@ -414,10 +414,11 @@ func (a *answerer) run(done chan struct{}) {
 	defer a.mu.Unlock()
 	await := a.link != nil // the next wait is in the link's reader
 	for {
-		if len(a.answers) > 0 {
+		if n := len(a.answers); n > 0 {
 			answer := a.answers[0]
-			a.answers[0] = nil
-			a.answers = a.answers[1:]
+			copy(a.answers, a.answers[1:]) // a few at most (maxAhead)
+			a.answers[n-1] = nil
+			a.answers = a.answers[:n-1]
 			a.mu.Unlock()
 			answer()
 			a.mu.Lock()

@@ -194,8 +194,8 @@ func TestAnswererWaitsInLink(t *testing.T) {
 		t.Fatal("the answerer does not wait in the link after the last answer")
 	}
 	awaits, wakes, overlap := link.counts()
-	if awaits != rounds || wakes != 0 {
-		t.Fatalf("after %d round trips: %d waits in the link, %d wake-ups; want one wait after each answer and no wake-up", rounds, awaits, wakes)
+	if awaits != rounds || wakes != 0 || len(overlap) > 0 {
+		t.Fatalf("after %d round trips: %d waits in the link, %d wake-ups, link read during a wait: %q; want one wait after each answer and no wake-up", rounds, awaits, wakes, overlap)
 	}
 	// A group request is served once every answer before it is written,
 	// and the answerer has left the link: the Metadata after it is

@@ -451,6 +451,7 @@ func (c *conn) serve() {
 		if c.up != nil {
 			c.up.Close()
 		}
+		c.answers.stop(false) // on every way out, settled or not (ahead.go)
 		c.sasl.closeReauth()
 		c.nc.Close()
 		if c.unadmit != nil {
