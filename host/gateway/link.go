@@ -30,6 +30,7 @@ type Link struct {
 	dp   *DataPlane
 	node int32
 	nc   net.Conn
+	rw   io.ReadWriter // nc's socket I/O (wire.SocketIO); nil: nc
 	br   *bufio.Reader
 	corr int32
 
@@ -66,7 +67,16 @@ func (d *DataPlane) Dial(ctx context.Context, node int32) (*Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dialing data-plane node %d at %s: %w", node, addr, err)
 	}
-	return &Link{dp: d, node: node, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}, nil
+	rw := wire.SocketIO(nc)
+	return &Link{dp: d, node: node, nc: nc, rw: rw, br: bufio.NewReaderSize(rw, 64<<10)}, nil
+}
+
+// conn is what the link reads and writes its connection through.
+func (l *Link) conn() io.ReadWriter {
+	if l.rw != nil {
+		return l.rw
+	}
+	return l.nc
 }
 
 // Forward sends req and returns the rewritten response; it returns nil
@@ -125,7 +135,7 @@ func (l *Link) send(ctx context.Context, clientID *string, req kmsg.Request) (re
 		opts = append(opts, kmsg.FormatterClientID(*clientID))
 	}
 	buf := kmsg.NewRequestFormatter(opts...).AppendRequest(nil, req, corr)
-	if _, err := l.nc.Write(buf); err != nil {
+	if _, err := l.conn().Write(buf); err != nil {
 		stop()
 		return nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, kmsg.NameForKey(req.Key()), err)
 	}
@@ -338,8 +348,7 @@ func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, hint fo
 	binary.BigEndian.PutUint32(frame[4:8], uint32(corr))
 	var size [4]byte
 	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
-	bufs := net.Buffers{size[:], frame}
-	if _, err := bufs.WriteTo(l.nc); err != nil {
+	if _, err := wire.WriteTwo(l.conn(), size[:], frame); err != nil {
 		stop()
 		return 0, time.Time{}, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
 	}
@@ -432,8 +441,7 @@ func (l *Link) streamFrame(name string, corr, clientCorr int32, begin func() io.
 	// What the link's reader holds of the answer goes with the header;
 	// the rest comes straight from the socket.
 	held, _ := l.br.Peek(min(l.br.Buffered(), rest))
-	bufs := net.Buffers{hdr[:], held}
-	if _, err := bufs.WriteTo(w); err != nil {
+	if _, err := wire.WriteTwo(w, hdr[:], held); err != nil {
 		return fmt.Errorf("data-plane node %d: writing %s response to the client: %w", l.node, name, err)
 	}
 	rest -= len(held)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -203,7 +202,7 @@ func (c *conn) streamAhead(req *Request, recv func(int32, func() io.Writer) erro
 	c.queue(req.Key, true, release, func() error {
 		err := recv(req.CorrelationID, func() io.Writer {
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-			return c.nc
+			return c.writer()
 		})
 		if o := c.s.cfg.Observer; o != nil {
 			o.Served(req.Key, time.Since(start), err)
@@ -481,9 +480,18 @@ func (c *conn) writeFrame(correlationID int32, resp []byte) error {
 	var size [4]byte
 	binary.BigEndian.PutUint32(size[:], uint32(len(resp)))
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	bufs := net.Buffers{size[:], resp}
-	_, err := bufs.WriteTo(c.nc)
+	_, err := WriteTwo(c.writer(), size[:], resp)
 	return err
+}
+
+// writer is what the connection's answers are written to: its socket's
+// raw I/O (connIO), or the connection itself in a conn built without
+// serve (tests).
+func (c *conn) writer() io.Writer {
+	if c.rw != nil {
+		return c.rw
+	}
+	return c.nc
 }
 
 // pruneAhead forgets the answers written; it returns the error of one

@@ -29,8 +29,10 @@ type rawIO struct {
 
 	// The state of the read and of the write in progress (one of each
 	// at a time, as on a net.Conn), shared with their callbacks, which
-	// are made once so that a call allocates nothing.
+	// are made once so that a call allocates nothing. wr2 is the second
+	// buffer of a WriteTwo.
 	rd, wr       rawCall
+	wr2          []byte
 	readFn, wrFn func(fd uintptr) bool
 }
 
@@ -56,7 +58,7 @@ func connIO(nc net.Conn) io.ReadWriter {
 	}
 	r := &rawIO{nc: nc, rc: rc}
 	r.readFn = r.readOnce
-	r.wrFn = r.writeAll
+	r.wrFn = r.writeTwo
 	return r
 }
 
@@ -79,12 +81,26 @@ func (r *rawIO) readOnce(fd uintptr) bool {
 	}
 }
 
-// writeAll writes all of r.wr.buf, r.wr.n counting what was written; false asks
-// the poller to wait for room in the socket's buffer.
-func (r *rawIO) writeAll(fd uintptr) bool {
-	for w := &r.wr; w.n < len(w.buf); {
-		rest := w.buf[w.n:]
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(rest))), uintptr(len(rest)))
+// writeTwo writes all of r.wr.buf then all of r.wr2 (if any) with
+// writev(2), r.wr.n counting what was written of both; false asks the
+// poller to wait for room in the socket's buffer.
+func (r *rawIO) writeTwo(fd uintptr) bool {
+	w := &r.wr
+	for total := len(w.buf) + len(r.wr2); w.n < total; {
+		var iov [2]syscall.Iovec
+		cnt := 0
+		if w.n < len(w.buf) {
+			rest := w.buf[w.n:]
+			iov[0] = syscall.Iovec{Base: unsafe.SliceData(rest)}
+			iov[0].SetLen(len(rest))
+			cnt++
+		}
+		if rest := r.wr2[max(w.n-len(w.buf), 0):]; len(rest) > 0 {
+			iov[cnt] = syscall.Iovec{Base: unsafe.SliceData(rest)}
+			iov[cnt].SetLen(len(rest))
+			cnt++
+		}
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(cnt))
 		switch e {
 		case 0:
 			w.n += int(n)
@@ -97,6 +113,33 @@ func (r *rawIO) writeAll(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// WriteTwo writes all of a then all of b, in one writev(2) when the
+// socket takes them (net.Buffers' WriteTo on a net.Conn, without the
+// scheduler's system-call state).
+func (r *rawIO) WriteTwo(a, b []byte) (int, error) {
+	r.wr, r.wr2 = rawCall{buf: a}, b
+	err := r.rc.Write(r.wrFn)
+	n, errno := r.wr.n, r.wr.errno
+	r.wr.buf, r.wr2 = nil, nil
+	switch {
+	case err != nil:
+		return n, err
+	case errno != 0:
+		return n, r.opError("write", errno)
+	}
+	return n, nil
+}
+
+// ReadFrom copies from src as the connection's own ReadFrom does
+// (splice(2) from a TCP socket, io.Copy's buffer otherwise): a large
+// answer streamed on keeps its path in the kernel.
+func (r *rawIO) ReadFrom(src io.Reader) (int64, error) {
+	if rf, ok := r.nc.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(struct{ io.Writer }{r}, src)
 }
 
 // Read reads into p as net.Conn's Read does: io.EOF at the end of the
@@ -121,19 +164,7 @@ func (r *rawIO) Read(p []byte) (int, error) {
 }
 
 // Write writes all of p as net.Conn's Write does.
-func (r *rawIO) Write(p []byte) (int, error) {
-	r.wr = rawCall{buf: p}
-	err := r.rc.Write(r.wrFn)
-	n, errno := r.wr.n, r.wr.errno
-	r.wr.buf = nil
-	switch {
-	case err != nil:
-		return n, err
-	case errno != 0:
-		return n, r.opError("write", errno)
-	}
-	return n, nil
-}
+func (r *rawIO) Write(p []byte) (int, error) { return r.WriteTwo(p, nil) }
 
 func (r *rawIO) opError(op string, errno syscall.Errno) error {
 	return &net.OpError{Op: op, Net: r.nc.LocalAddr().Network(), Source: r.nc.LocalAddr(), Addr: r.nc.RemoteAddr(), Err: os.NewSyscallError(op, errno)}

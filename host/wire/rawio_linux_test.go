@@ -122,3 +122,57 @@ func TestRawIOOnlyForTCP(t *testing.T) {
 		t.Fatalf("connIO of a pipe is %T, want the pipe itself", rw)
 	}
 }
+
+// WriteTwo writes both buffers whole and in order through a socket whose
+// buffers fill up midway (the first buffer larger than they are, and the
+// second), and ReadFrom moves a stream from another socket as the
+// connection's own ReadFrom does.
+func TestRawIOWriteTwoAndReadFrom(t *testing.T) {
+	for _, sizes := range [][2]int{{8 << 20, 3}, {4, 8 << 20}, {3 << 20, 5 << 20}, {0, 1 << 10}} {
+		client, server := tcpPair(t)
+		w := SocketIO(server)
+		if _, ok := w.(twoWriter); !ok {
+			t.Fatalf("SocketIO of a TCP connection is %T, which cannot write two buffers at once", w)
+		}
+		a := bytes.Repeat([]byte("a0123456789"), sizes[0]/11+1)[:sizes[0]]
+		b := bytes.Repeat([]byte("b9876543210"), sizes[1]/11+1)[:sizes[1]]
+		done := make(chan error, 1)
+		go func() {
+			n, err := WriteTwo(w, a, b)
+			if err == nil && n != int64(len(a)+len(b)) {
+				err = io.ErrShortWrite
+			}
+			done <- err
+		}()
+		got := make([]byte, len(a)+len(b))
+		if _, err := io.ReadFull(client, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%v: WriteTwo: %v", sizes, err)
+		}
+		if !bytes.Equal(got[:len(a)], a) || !bytes.Equal(got[len(a):], b) {
+			t.Fatalf("%v: the bytes written arrived changed", sizes)
+		}
+	}
+
+	src, srcPeer := tcpPair(t)
+	client, server := tcpPair(t)
+	payload := bytes.Repeat([]byte("stream"), 1<<20)
+	go func() { srcPeer.Write(payload); srcPeer.Close() }()
+	done := make(chan error, 1)
+	go func() {
+		n, err := io.CopyN(SocketIO(server), src, int64(len(payload)))
+		if err == nil && n != int64(len(payload)) {
+			err = io.ErrShortWrite
+		}
+		done <- err
+	}()
+	got := make([]byte, len(payload))
+	if _, err := io.ReadFull(client, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("ReadFrom: %v, bytes intact: %v", err, bytes.Equal(got, payload))
+	}
+}
