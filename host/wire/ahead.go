@@ -445,7 +445,7 @@ func (a *answerer) run(done chan struct{}) {
 		// queued, not by reading again.
 		await = false
 		if err != nil && len(a.answers) == 0 {
-			a.running = false // what is queued next fails on its own read
+			a.running, a.stopping = false, false // what is queued next fails on its own read
 			return
 		}
 	}

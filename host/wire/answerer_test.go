@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -22,9 +23,12 @@ type awaitingLink struct {
 	ready   int  // answers the data plane sent that no recv took yet
 	woken   bool // Wake since the last Await returned
 	waiting bool // an Await is in progress
-	awaits  int
-	wakes   int
-	overlap []string
+	// brokenWake makes an Await that a Wake ends fail, as one does
+	// whose link failed at the same time.
+	brokenWake bool
+	awaits     int
+	wakes      int
+	overlap    []string
 }
 
 func newAwaitingLink(l *orderedLink) *awaitingLink {
@@ -74,7 +78,11 @@ func (a *awaitingLink) Await() error {
 	for a.ready == 0 && !a.woken {
 		a.arrived.Wait()
 	}
+	woken := a.woken
 	a.waiting, a.woken = false, false
+	if woken && a.brokenWake {
+		return errors.New("link broken")
+	}
 	return nil
 }
 
@@ -235,5 +243,34 @@ func TestAheadWithoutAnswer(t *testing.T) {
 	c.expectAnswers(43, md)
 	if _, _, overlap := link.counts(); len(overlap) > 0 {
 		t.Fatalf("link read during a wait: %q", overlap)
+	}
+}
+
+// TestAnswererStoppedAsItsWaitFails: an answerer stopped while its wait in
+// the link fails ends all the same, and the next request sent ahead gets
+// an answerer that waits in the link again after its answer.
+func TestAnswererStoppedAsItsWaitFails(t *testing.T) {
+	addr, link, _ := awaitingServer(t)
+	c := dial(t, addr)
+	p := produceAcks(-1)
+	c.send(p, 9, 50)
+	c.expectAnswers(50, p)
+	if !link.awaitingNow() {
+		t.Fatal("the answerer does not wait in the link after the answer")
+	}
+	link.mu.Lock()
+	link.brokenWake = true
+	link.mu.Unlock()
+	hb := kmsg.NewPtrHeartbeatRequest() // stops the answerer: its wait fails
+	c.send(hb, 4, 51)
+	c.expectAnswers(51, hb)
+	link.mu.Lock()
+	link.brokenWake = false
+	link.mu.Unlock()
+	p = produceAcks(-1)
+	c.send(p, 9, 52)
+	c.expectAnswers(52, p)
+	if !link.awaitingNow() {
+		t.Fatal("after a stop that met a failed wait, the next answerer does not wait in the link")
 	}
 }
