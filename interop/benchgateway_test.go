@@ -152,6 +152,21 @@ func TestBenchGateway(t *testing.T) {
 	slices.Sort(fetch)
 	slices.Sort(added)
 	fmt.Fprintf(&sb, "\nmedian of the runs: produce %.2f× direct, fetch %.2f× direct, added p99 %v\n", prod[len(prod)/2], fetch[len(fetch)/2], added[len(added)/2].Round(10*time.Microsecond))
+	// A run's ratio moves with direct's own rate, which moved almost
+	// threefold between runs of one set (the broker's CPU per GiB
+	// produced with it): each side's median rate over the runs, and
+	// their ratio, say the same with one slow direct run weighing less.
+	rate := func(side string, of func(gwResult) float64) float64 {
+		var v []float64
+		for _, r := range res[side] {
+			v = append(v, of(r))
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	dp, gp := rate("direct", func(r gwResult) float64 { return r.produce }), rate("gateway", func(r gwResult) float64 { return r.produce })
+	df, gf := rate("direct", func(r gwResult) float64 { return r.fetch }), rate("gateway", func(r gwResult) float64 { return r.fetch })
+	fmt.Fprintf(&sb, "median rates over the runs: produce direct %.1f MiB/s, gateway %.1f (%.2f×); fetch direct %.1f MiB/s, gateway %.1f (%.2f×)\n", dp, gp, gp/dp, df, gf, gf/df)
 	if err := os.WriteFile(out, []byte(sb.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
