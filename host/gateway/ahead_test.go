@@ -123,7 +123,7 @@ func aheadServer(t *testing.T, b *holdingBroker) string {
 			if err != nil {
 				return nil, err
 			}
-			return &Link{dp: d, node: 0, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}, nil
+			return newLink(d, 0, nc), nil
 		},
 		Group: func(context.Context, *wire.Request) (kmsg.Response, error) { panic("no group requests") }})
 	t.Cleanup(func() { s.Shutdown(context.Background()) })

@@ -62,7 +62,7 @@ func scriptedLinkOver(t *testing.T, d *DataPlane, cluster, nc net.Conn) (*Link, 
 			sc.got <- h.CorrelationID
 		}
 	}()
-	return &Link{dp: d, node: 0, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}, sc
+	return newLink(d, 0, nc), sc
 }
 
 // answer answers the next request read, as a Produce of version 11.

@@ -30,7 +30,7 @@ type Link struct {
 	dp   *DataPlane
 	node int32
 	nc   net.Conn
-	rw   io.ReadWriter // nc's socket I/O (wire.SocketIO); nil: nc
+	rw   io.ReadWriter // nc's socket I/O (wire.SocketIO)
 	br   *bufio.Reader
 	corr int32
 
@@ -67,16 +67,14 @@ func (d *DataPlane) Dial(ctx context.Context, node int32) (*Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dialing data-plane node %d at %s: %w", node, addr, err)
 	}
-	rw := wire.SocketIO(nc)
-	return &Link{dp: d, node: node, nc: nc, rw: rw, br: bufio.NewReaderSize(rw, 64<<10)}, nil
+	return newLink(d, node, nc), nil
 }
 
-// conn is what the link reads and writes its connection through.
-func (l *Link) conn() io.ReadWriter {
-	if l.rw != nil {
-		return l.rw
-	}
-	return l.nc
+// newLink is the Link to node over nc, read and written through nc's
+// socket I/O (wire.SocketIO).
+func newLink(d *DataPlane, node int32, nc net.Conn) *Link {
+	rw := wire.SocketIO(nc)
+	return &Link{dp: d, node: node, nc: nc, rw: rw, br: bufio.NewReaderSize(rw, 64<<10)}
 }
 
 // Forward sends req and returns the rewritten response; it returns nil
@@ -135,7 +133,7 @@ func (l *Link) send(ctx context.Context, clientID *string, req kmsg.Request) (re
 		opts = append(opts, kmsg.FormatterClientID(*clientID))
 	}
 	buf := kmsg.NewRequestFormatter(opts...).AppendRequest(nil, req, corr)
-	if _, err := l.conn().Write(buf); err != nil {
+	if _, err := l.rw.Write(buf); err != nil {
 		stop()
 		return nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, kmsg.NameForKey(req.Key()), err)
 	}
@@ -348,7 +346,7 @@ func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, hint fo
 	binary.BigEndian.PutUint32(frame[4:8], uint32(corr))
 	var size [4]byte
 	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
-	if _, err := wire.WriteTwo(l.conn(), size[:], frame); err != nil {
+	if _, err := wire.WriteTwo(l.rw, size[:], frame); err != nil {
 		stop()
 		return 0, time.Time{}, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
 	}

@@ -330,7 +330,7 @@ func TestAnswerOfAnotherCorrelationIDRefused(t *testing.T) {
 				cluster.Write(answer)
 			}
 		}()
-		l := &Link{dp: d, node: 0, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}
+		l := newLink(d, 0, nc)
 		frame := frameOf(fetchAll(t, d, 1<<20), 77)
 		h, bodyAt, _ := wire.ParseHeader(frame)
 		var err error
