@@ -187,20 +187,12 @@ func (l *Link) receive(req kmsg.Request, corr int32) (kmsg.Response, error) {
 // the wait of one sent before it). The returned stop disarms the
 // cancellation.
 func (l *Link) arm(ctx context.Context, wait time.Duration) (deadline time.Time, stop func() bool) {
-	deadline = l.answerBy(ctx, wait)
-	l.nc.SetWriteDeadline(deadline)
-	return deadline, context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
-}
-
-// answerBy is the deadline of a request sent now that the data plane may
-// hold for wait: the request timeout beyond wait, or ctx's deadline if
-// sooner.
-func (l *Link) answerBy(ctx context.Context, wait time.Duration) time.Time {
-	deadline := time.Now().Add(l.dp.cfg.RequestTimeout + wait)
+	deadline = time.Now().Add(l.dp.cfg.RequestTimeout + wait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	return deadline
+	l.nc.SetWriteDeadline(deadline)
+	return deadline, context.AfterFunc(ctx, func() { l.nc.SetDeadline(time.Now()) }) // cancellation unblocks I/O
 }
 
 // readBy sets the read deadline of an answer about to be read, unless
@@ -269,30 +261,8 @@ func (l *Link) SendFrame(ctx context.Context, req *wire.Request, frame []byte, b
 	if err != nil {
 		return nil, err
 	}
-	return l.sendFrameFor(ctx, req, frame, nil, 0, time.Time{}, hint)
-}
-
-// SendStream is SendFrame for a Produce to an external cluster of which
-// only head was read (wire.RequestStreamer): the rest of the frame is
-// copied from rest to the cluster as it arrives, spliced in the kernel
-// when both connections are plain TCP, never held whole in memory. Other
-// requests, and a head too short for the Produce's acks and timeout, are
-// refused with wire.ErrNotPassable, nothing sent or read.
-func (l *Link) SendStream(ctx context.Context, req *wire.Request, head []byte, bodyAt int, rest io.Reader, restN int64, restBy time.Time) (recv func() (resp []byte, done func(), err error), err error) {
-	if req.Key != int16(kmsg.Produce) || restN < 0 {
-		return nil, wire.ErrNotPassable
-	}
-	hint, err := l.frameHint(req, head, bodyAt)
-	if err != nil {
-		return nil, err
-	}
-	return l.sendFrameFor(ctx, req, head, rest, restN, restBy, hint)
-}
-
-// sendFrameFor is SendFrame's and SendStream's send and recv.
-func (l *Link) sendFrameFor(ctx context.Context, req *wire.Request, frame []byte, rest io.Reader, restN int64, restBy time.Time, hint forwardHint) (recv func() (resp []byte, done func(), err error), err error) {
 	name := kmsg.NameForKey(req.Key)
-	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, rest, restN, restBy, hint)
+	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +307,7 @@ func (l *Link) StreamFrame(ctx context.Context, req *wire.Request, frame []byte,
 		binary.BigEndian.PutUint16(frame[2:4], uint16(streamedFetchVersion))
 	}
 	name := kmsg.NameForKey(req.Key)
-	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, nil, 0, time.Time{}, hint)
+	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -368,40 +338,17 @@ func (l *Link) frameHint(req *wire.Request, frame []byte, bodyAt int) (forwardHi
 // sendFrame writes a request frame with the link's next correlation id
 // and returns it, the deadline of its answer, and the disarming of the
 // request's cancellation (Link.arm), which the send disarms itself when
-// it fails or no answer is due. The frame is frame followed by restN
-// bytes copied from rest (SendStream; none for SendFrame), which come by
-// restBy (no deadline if zero): the data plane has the request timeout
-// beyond it to take them, and the answer's deadline counts from the end
-// of the send, as it does from a whole frame's.
-func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, rest io.Reader, restN int64, restBy time.Time, hint forwardHint) (corr int32, deadline time.Time, stop func() bool, err error) {
-	wait := time.Duration(max(hint.waitMs, 0)) * time.Millisecond
-	deadline, stop = l.arm(ctx, wait)
-	if restN > 0 {
-		by := time.Time{}
-		if !restBy.IsZero() {
-			by = restBy.Add(l.dp.cfg.RequestTimeout)
-		}
-		if d, ok := ctx.Deadline(); ok && (by.IsZero() || d.Before(by)) {
-			by = d
-		}
-		l.nc.SetWriteDeadline(by)
-	}
+// it fails or no answer is due.
+func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, hint forwardHint) (corr int32, deadline time.Time, stop func() bool, err error) {
+	deadline, stop = l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)
 	l.corr++
 	corr = l.corr
 	binary.BigEndian.PutUint32(frame[4:8], uint32(corr))
 	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], uint32(int64(len(frame))+restN))
+	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
 	if _, err := wire.WriteTwo(l.rw, size[:], frame); err != nil {
 		stop()
 		return 0, time.Time{}, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
-	}
-	if restN > 0 {
-		// The link's ReadFrom splices from a plain TCP connection.
-		if _, err := io.CopyN(l.rw, rest, restN); err != nil {
-			stop()
-			return 0, time.Time{}, nil, fmt.Errorf("data-plane node %d: streaming %s from the client: %w", l.node, name, err)
-		}
-		deadline = l.answerBy(ctx, wait)
 	}
 	if hint.noResponse {
 		stop()

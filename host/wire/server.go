@@ -523,9 +523,6 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if err := c.roomAhead(); err != nil { // ahead.go
 		return err
 	}
-	if handled, err := c.streamIn(ctx, br); handled { // streamin.go
-		return err
-	}
 	frame, h, release, refused, err := c.readFrame(ctx, br)
 	if err != nil {
 		return err
