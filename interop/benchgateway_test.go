@@ -135,11 +135,11 @@ func TestBenchGateway(t *testing.T) {
 		fmt.Fprintf(&sb, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f |\n", i+1, d.brokerProduce, g.brokerProduce, g.gwProduce, d.brokerFetch, g.brokerFetch, g.gwFetch, g.gwLatency)
 	}
 	if base := res["base"]; len(base) > 0 {
-		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch | CPU-s per 10k records of the latency phase |\n|---|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
+		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch | broker CPU-s/GiB produce, fetch | CPU-s per 10k records of the latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
 		for i := range base {
 			d, g := res["direct"][i], base[i]
-			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f | %.3f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
-				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch, g.gwLatency)
+			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f | %.2f, %.2f | %.3f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
+				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch, g.brokerProduce, g.brokerFetch, g.gwLatency)
 		}
 	}
 	var prod, fetch []float64
