@@ -179,7 +179,14 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 		c.unanswered(req, start, err)
 		return true, err
 	}
-	release := c.detachGrant()
+	c.queueFrameAnswer(req, recv, start, c.detachGrant())
+	return true, nil
+}
+
+// queueFrameAnswer queues the writing of the answer recv reads for a
+// frame sent ahead; release gives the frame's budget back once the answer
+// came.
+func (c *conn) queueFrameAnswer(req *Request, recv func() ([]byte, func(), error), start time.Time, release func()) {
 	c.queue(req.Key, true, release, func() error {
 		resp, done, err := recv()
 		if o := c.s.cfg.Observer; o != nil {
@@ -192,7 +199,6 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 		defer done()
 		return c.writeFrame(req.CorrelationID, resp)
 	})
-	return true, nil
 }
 
 // streamAhead queues the writing of a streamed answer (Streamer) of a
