@@ -34,6 +34,7 @@ func TestInteropCoordhost(t *testing.T) {
 		roll := runOnlineRoll(t, "4 online roll, external Kafka", dir, bootstrap, append(others, b.proc)...)
 		rows = append(rows, roll...)
 		checkGapRatio(t, roll)
+		t.Run("large-produce", func(t *testing.T) { runLargeProduce(t, bootstrap, b.addr) })
 	})
 	if len(rows) > 0 {
 		table := formatTable(rows)
