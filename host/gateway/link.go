@@ -264,24 +264,26 @@ func (l *Link) SendFrame(ctx context.Context, req *wire.Request, frame []byte, b
 	return l.sendFrameFor(ctx, req, frame, nil, 0, hint)
 }
 
-// SendStream is SendFrame for a Produce to an external cluster given as
-// its head and the reader of the rest (wire.RequestStreamer): a rest held
-// in the kernel (wire.KernelReader) is spliced to a plain TCP link, never
-// copied through the process. Other requests, and a head too short for
-// the Produce's acks and timeout, are refused with wire.ErrNotPassable,
-// nothing sent or read.
-func (l *Link) SendStream(ctx context.Context, req *wire.Request, head []byte, bodyAt int, rest io.Reader, restN int64) (recv func() (resp []byte, done func(), err error), err error) {
-	if req.Key != int16(kmsg.Produce) || restN < 0 {
+// StreamRequest is SendFrame for a Produce to an external cluster given
+// as its head and, to send, the reader of the rest
+// (wire.RequestStreamer): a rest held in the kernel (wire.KernelReader)
+// is spliced to a plain TCP link, never copied through the process.
+// Other requests, and a head too short for the Produce's acks and
+// timeout, are refused with wire.ErrNotPassable, nothing sent.
+func (l *Link) StreamRequest(req *wire.Request, head []byte, bodyAt int) (send func(ctx context.Context, rest io.Reader, restN int64) (recv func() (resp []byte, done func(), err error), err error), err error) {
+	if req.Key != int16(kmsg.Produce) {
 		return nil, wire.ErrNotPassable
 	}
 	hint, err := l.frameHint(req, head, bodyAt)
 	if err != nil {
 		return nil, err
 	}
-	return l.sendFrameFor(ctx, req, head, rest, restN, hint)
+	return func(ctx context.Context, rest io.Reader, restN int64) (func() ([]byte, func(), error), error) {
+		return l.sendFrameFor(ctx, req, head, rest, restN, hint)
+	}, nil
 }
 
-// sendFrameFor is SendFrame's and SendStream's send and recv.
+// sendFrameFor is SendFrame's and StreamRequest's send and recv.
 func (l *Link) sendFrameFor(ctx context.Context, req *wire.Request, frame []byte, rest io.Reader, restN int64, hint forwardHint) (recv func() (resp []byte, done func(), err error), err error) {
 	name := kmsg.NameForKey(req.Key)
 	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, rest, restN, hint)
@@ -361,7 +363,7 @@ func (l *Link) frameHint(req *wire.Request, frame []byte, bodyAt int) (forwardHi
 // and returns it, the deadline of its answer, and the disarming of the
 // request's cancellation (Link.arm), which the send disarms itself when
 // it fails or no answer is due. The frame is frame followed by restN
-// bytes of rest (SendStream; none for SendFrame).
+// bytes of rest (StreamRequest; none for SendFrame).
 func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, rest io.Reader, restN int64, hint forwardHint) (corr int32, deadline time.Time, stop func() bool, err error) {
 	deadline, stop = l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)
 	l.corr++

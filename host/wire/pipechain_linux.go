@@ -26,7 +26,6 @@ const (
 type pipeChain struct {
 	pipes [][2]int // read end, write end
 	fill  []int    // bytes in each pipe
-	n     int64    // bytes held
 	at    int      // the pipe Read is reading
 }
 
@@ -93,7 +92,6 @@ func (p *pipeChain) fillFrom(tc *net.TCPConn, n int64) error {
 			return true
 		})
 		p.fill[i] += in
-		p.n += int64(in)
 		n -= int64(in)
 		if err == nil {
 			err = serr
@@ -129,7 +127,6 @@ func (p *pipeChain) SpliceTo(tc *net.TCPConn) (int64, error) {
 					return true
 				}
 				p.fill[p.at] -= int(k)
-				p.n -= k
 				done += k
 			}
 			return true
@@ -159,6 +156,5 @@ func (p *pipeChain) Read(b []byte) (int, error) {
 		return 0, fmt.Errorf("reading a pipe: %w", err)
 	}
 	p.fill[p.at] -= k
-	p.n -= int64(k)
 	return k, nil
 }

@@ -18,18 +18,19 @@ import (
 // held in kernel pipes (KernelReader) then goes on without passing
 // through the host's memory.
 type RequestStreamer interface {
-	// SendStream is SendFrame for a frame given as head (the frame
+	// StreamRequest is SendFrame for a frame given as head (the frame
 	// without its size prefix, from its start: its header, and the start
-	// of its body at bodyAt) and its other restN bytes, read from rest.
-	// It writes head, with a correlation id of its own set in place, and
-	// then rest. An error once it began writing leaves the data plane
-	// with part of a frame: the caller closes the connection, and with it
-	// the link. It returns ErrNotPassable, having written nothing and
-	// read nothing from rest, for a request it must have whole.
-	SendStream(ctx context.Context, req *Request, head []byte, bodyAt int, rest io.Reader, restN int64) (recv func() (resp []byte, done func(), err error), err error)
+	// of its body at bodyAt) and a reader of the rest, in two steps: it
+	// decides from head alone, sending nothing, and returns
+	// ErrNotPassable for a request it must have whole; send then writes
+	// head, with a correlation id of its own set in place, and the
+	// frame's other restN bytes, read from rest. An error once send began
+	// writing leaves the data plane with part of a frame: the caller
+	// closes the connection, and with it the link.
+	StreamRequest(req *Request, head []byte, bodyAt int) (send func(ctx context.Context, rest io.Reader, restN int64) (recv func() (resp []byte, done func(), err error), err error), err error)
 }
 
-// KernelReader is a rest given to SendStream whose bytes are held in the
+// KernelReader is a rest given to StreamRequest's send whose bytes are held in the
 // kernel: SpliceTo moves them to a TCP socket without copying them through
 // the process (splice(2)); Read reads them for any other writer.
 type KernelReader interface {
@@ -88,7 +89,15 @@ func (c *conn) pipeIn(ctx context.Context, br *bufio.Reader) (handled bool, err 
 	if !ok {
 		return false, nil
 	}
-	restN := int64(n) - int64(len(prefix)-4)
+	head := bytes.Clone(prefix[4:])
+	send, err := rs.StreamRequest(req, head, bodyAt)
+	if errors.Is(err, ErrNotPassable) {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	restN := int64(n) - int64(len(head))
 	makePipes := newPipeChain
 	if s.cfg.makePipes != nil {
 		makePipes = s.cfg.makePipes
@@ -99,7 +108,6 @@ func (c *conn) pipeIn(ctx context.Context, br *bufio.Reader) (handled bool, err 
 		return false, nil
 	}
 	defer chain.Close()
-	head := bytes.Clone(prefix[4:])
 	br.Discard(len(prefix))
 	if err := c.grantFrame(n); err != nil {
 		return true, err
@@ -110,19 +118,7 @@ func (c *conn) pipeIn(ctx context.Context, br *bufio.Reader) (handled bool, err 
 	if err := chain.fillFrom(tc, restN); err != nil {
 		return true, err
 	}
-	recv, err := rs.SendStream(ctx, req, head, bodyAt, chain, restN)
-	if errors.Is(err, ErrNotPassable) {
-		// Read whole after all, from the pipes, under the same grant.
-		frame := make([]byte, int(n))
-		copy(frame, head)
-		if _, err := io.ReadFull(chain, frame[len(head):]); err != nil {
-			return true, err
-		}
-		if handled, err := c.passThrough(ctx, frame, start, release); handled {
-			return true, err
-		}
-		return true, errors.New("a Produce read into pipes could not be forwarded")
-	}
+	recv, err := send(ctx, chain, restN)
 	if err != nil || recv == nil {
 		c.unanswered(req, start, err)
 		return true, err

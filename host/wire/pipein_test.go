@@ -16,7 +16,7 @@ import (
 )
 
 // streamLink is a frameLink that pipelines and takes a frame's body as a
-// reader (RequestStreamer): it reads what SendStream is given, and
+// reader (RequestStreamer): it reads what its send is given, and
 // records each frame it got whole or as a head and a reader, as the data
 // plane would have read it, and how much of the request budget was in
 // flight as it did.
@@ -24,10 +24,11 @@ type streamLink struct {
 	*frameLink
 	mu       sync.Mutex
 	whole    [][]byte // frames sent by SendFrame
-	streamed [][]byte // frames sent by SendStream: head and rest
+	streamed [][]byte // frames sent as a head and a reader of the rest
 	sources  []string // the type rest had
-	inFlight []int64  // the budget's bytes in flight during SendStream
+	inFlight []int64  // the budget's bytes in flight during a send
 	lim      *Limits
+	refuse   bool // StreamRequest answers ErrNotPassable
 }
 
 func (l *streamLink) SendFrame(_ context.Context, req *Request, frame []byte, _ int) (func() ([]byte, func(), error), error) {
@@ -37,7 +38,19 @@ func (l *streamLink) SendFrame(_ context.Context, req *Request, frame []byte, _ 
 	return l.answer(req), nil
 }
 
-func (l *streamLink) SendStream(_ context.Context, req *Request, head []byte, _ int, rest io.Reader, restN int64) (func() ([]byte, func(), error), error) {
+func (l *streamLink) StreamRequest(req *Request, head []byte, _ int) (func(context.Context, io.Reader, int64) (func() ([]byte, func(), error), error), error) {
+	l.mu.Lock()
+	refuse := l.refuse
+	l.mu.Unlock()
+	if refuse {
+		return nil, ErrNotPassable
+	}
+	return func(_ context.Context, rest io.Reader, restN int64) (func() ([]byte, func(), error), error) {
+		return l.send(req, head, rest, restN)
+	}, nil
+}
+
+func (l *streamLink) send(req *Request, head []byte, rest io.Reader, restN int64) (func() ([]byte, func(), error), error) {
 	frame := bytes.Clone(head)
 	binary.BigEndian.PutUint32(frame[4:], 0xC0DE) // the link's own correlation id, in place
 	copy(head[4:8], frame[4:8])
@@ -185,6 +198,21 @@ func TestProduceReadIntoPipes(t *testing.T) {
 	}
 	if whole, streamed, _, _ := link.got(); len(streamed) != 0 || len(whole) != 1 || !bytes.Equal(whole[0][8:], bigFrame[12:]) {
 		t.Fatalf("a large Produce without pipes: %d given as a reader, %d whole", len(streamed), len(whole))
+	}
+
+	// A link that refuses the frame from its head: read whole, nothing of
+	// it taken from the connection before.
+	addr, link = serve(true, nil)
+	link.mu.Lock()
+	link.refuse = true
+	link.mu.Unlock()
+	rf := dial(t, addr)
+	rf.send(big, 9, 6)
+	if corr, _ := rf.recv(big); corr != 6 {
+		t.Fatalf("a large Produce the link refuses to stream: correlation id %d", corr)
+	}
+	if whole, streamed, _, _ := link.got(); len(streamed) != 0 || len(whole) != 1 || !bytes.Equal(whole[0][8:], bigFrame[12:]) {
+		t.Fatalf("a large Produce the link refuses to stream: %d given as a reader, %d whole", len(streamed), len(whole))
 	}
 
 	// Links that decode: the frame is read whole.
