@@ -1,11 +1,11 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"syscall"
+	"unsafe"
 )
 
 // pipeChainPipe is the size of each pipe of a pipeChain: Linux's default
@@ -23,10 +23,16 @@ const (
 // the process's memory. Its pipes are made before anything is read, so a
 // system that refuses them (a user's pipe pages used up, descriptors
 // used up) costs nothing but the frame's ordinary read.
+//
+// A pipe holds 256 pieces of what a socket received, not 1 MiB of bytes:
+// bytes that came in small pieces (a network card's packets) fill its
+// slots first. What the pipes cannot hold then is read into memory, the
+// chain's tail, within the request budget that granted the whole frame.
 type pipeChain struct {
 	pipes [][2]int // read end, write end
 	fill  []int    // bytes in each pipe
 	at    int      // the pipe Read is reading
+	tail  []byte   // the bytes after the pipes', read into memory
 }
 
 // newPipeChain makes the pipes for n bytes.
@@ -54,12 +60,12 @@ func (p *pipeChain) Close() {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
 	}
-	p.pipes, p.fill = nil, nil
+	p.pipes, p.fill, p.tail = nil, nil, nil
 }
 
 // fillFrom moves n bytes, all the chain was made for, from tc's socket
-// into the pipes, waiting for them in tc's poller (its read deadline
-// holds).
+// into the pipes, and what they cannot hold into its tail, waiting for
+// them in tc's poller (its read deadline holds).
 func (p *pipeChain) fillFrom(tc *net.TCPConn, n int64) error {
 	rc, err := tc.SyscallConn()
 	if err != nil {
@@ -67,7 +73,7 @@ func (p *pipeChain) fillFrom(tc *net.TCPConn, n int64) error {
 	}
 	for i := 0; n > 0; i++ {
 		if i == len(p.pipes) {
-			return errors.New("pipe chain: more bytes than its pipes were made for")
+			return p.readTail(tc, n)
 		}
 		want, in := int(min(n, pipeChainPipe)), 0
 		var serr error
@@ -77,8 +83,10 @@ func (p *pipeChain) fillFrom(tc *net.TCPConn, n int64) error {
 				switch {
 				case errno == syscall.EINTR:
 					continue
-				case errno == syscall.EAGAIN: // the pipe has room for want: the socket is empty
-					return false
+				case errno == syscall.EAGAIN:
+					// The socket is empty, or the pipe's slots are all
+					// taken by small pieces: then the next pipe goes on.
+					return queued(fd) > 0
 				case errno != nil:
 					serr = errno
 				case k == 0:
@@ -101,6 +109,28 @@ func (p *pipeChain) fillFrom(tc *net.TCPConn, n int64) error {
 		}
 	}
 	return nil
+}
+
+// readTail reads the chain's last n bytes from tc into memory.
+func (p *pipeChain) readTail(tc *net.TCPConn, n int64) error {
+	p.tail = make([]byte, n)
+	if _, err := io.ReadFull(tc, p.tail); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return nil
+}
+
+// queued is the bytes in socket fd's receive queue (TIOCINQ, which is SIOCINQ on a socket); 0 when the
+// kernel will not say.
+func queued(fd uintptr) int {
+	var q int32
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&q))); errno != 0 {
+		return 0
+	}
+	return int(q)
 }
 
 // SpliceTo moves the bytes held to tc's socket, waiting for room in tc's
@@ -138,6 +168,14 @@ func (p *pipeChain) SpliceTo(tc *net.TCPConn) (int64, error) {
 			return done, err
 		}
 	}
+	if len(p.tail) > 0 {
+		k, err := tc.Write(p.tail)
+		done += int64(k)
+		p.tail = p.tail[k:]
+		if err != nil {
+			return done, err
+		}
+	}
 	return done, nil
 }
 
@@ -149,7 +187,12 @@ func (p *pipeChain) Read(b []byte) (int, error) {
 		p.at++
 	}
 	if p.at == len(p.pipes) {
-		return 0, io.EOF
+		if len(p.tail) == 0 {
+			return 0, io.EOF
+		}
+		k := copy(b, p.tail)
+		p.tail = p.tail[k:]
+		return k, nil
 	}
 	k, err := syscall.Read(p.pipes[p.at][0], b[:min(len(b), p.fill[p.at])])
 	if err != nil {

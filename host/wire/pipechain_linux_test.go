@@ -2,8 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -32,7 +35,8 @@ func tcpConns(t *testing.T) (a, b *net.TCPConn) {
 
 // TestPipeChain: 2.5 MiB written in pieces on one TCP connection are
 // moved into the pipes of a chain (three of them), then spliced whole to
-// another TCP connection, or read, byte for byte; a source that ends
+// another TCP connection, or read, byte for byte, also when they come in
+// pieces too small for the pipes to hold them all; a source that ends
 // early fails the fill with an unexpected EOF.
 func TestPipeChain(t *testing.T) {
 	data := make([]byte, 5<<19)
@@ -67,32 +71,121 @@ func TestPipeChain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, dst := tcpConns(t)
-		got := make(chan []byte, 1)
-		go func() {
-			b, _ := io.ReadAll(io.LimitReader(dst, int64(len(data))))
-			got <- b
-		}()
-		if n, err := p.SpliceTo(out); err != nil || n != int64(len(data)) {
-			t.Fatalf("spliced %d of %d bytes: %v", n, len(data), err)
-		}
-		if !bytes.Equal(<-got, data) {
-			t.Fatal("the bytes spliced differ from those sent")
-		}
+		spliceOut(t, p, data)
 	})
 	t.Run("read", func(t *testing.T) {
 		p, err := fill(t, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := io.ReadAll(p)
-		if err != nil || !bytes.Equal(b, data) {
-			t.Fatalf("read %d bytes (%v), want the %d sent", len(b), err, len(data))
+		readOut(t, p, data)
+	})
+	// Bytes that come in many small pieces, each from a page of its own
+	// (a network card's packets, here sendfile(2) of 512 bytes a page),
+	// take a pipe's slot each: a pipe holds 256 of them, a fraction of its
+	// 1 MiB. The chain reads what its pipes cannot hold into memory.
+	fillPieces := func(t *testing.T) *pipeChain {
+		const piece = 512
+		f, err := os.CreateTemp(t.TempDir(), "pieces")
+		if err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { f.Close() })
+		spread := make([]byte, len(data)/piece*4096)
+		for i := 0; i*piece < len(data); i++ {
+			copy(spread[i*4096:], data[i*piece:(i+1)*piece])
+		}
+		if _, err := f.Write(spread); err != nil {
+			t.Fatal(err)
+		}
+		src, in := tcpConns(t)
+		src.SetNoDelay(true)
+		sent := make(chan error, 1)
+		go func() {
+			rc, err := src.SyscallConn()
+			if err != nil {
+				sent <- err
+				return
+			}
+			for i := 0; i*piece < len(data) && err == nil; i++ {
+				off, left := int64(i*4096), piece
+				werr := rc.Write(func(fd uintptr) bool {
+					for left > 0 {
+						k, err := syscall.Sendfile(int(fd), int(f.Fd()), &off, left)
+						if err == syscall.EAGAIN {
+							return false
+						}
+						if err != nil {
+							return true
+						}
+						left -= k
+					}
+					return true
+				})
+				if werr != nil || left > 0 {
+					err = fmt.Errorf("sendfile of piece %d: %v", i, werr)
+				}
+			}
+			sent <- err
+		}()
+		p, err := newPipeChain(int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		if err := p.fillFrom(in, int64(len(data))); err != nil {
+			t.Fatalf("fill from small pieces: %v", err)
+		}
+		if err := <-sent; err != nil {
+			t.Fatal(err)
+		}
+		if len(p.tail) == 0 {
+			t.Fatal("every byte went into the pipes: the pieces were not small")
+		}
+		return p
+	}
+	// Bytes that come in many small pieces, each from a page of its own
+	// (a network card's packets, here sendfile(2) of 512 bytes a page),
+	// take a pipe's slot each: a pipe holds 256 of them, a fraction of its
+	// 1 MiB. The chain reads what its pipes cannot hold into memory.
+	t.Run("small pieces spliced", func(t *testing.T) {
+		p := fillPieces(t)
+		spliceOut(t, p, data)
+	})
+	t.Run("small pieces read", func(t *testing.T) {
+		p := fillPieces(t)
+		readOut(t, p, data)
 	})
 	t.Run("short", func(t *testing.T) {
 		if _, err := fill(t, data[:2<<20]); err != io.ErrUnexpectedEOF {
 			t.Fatalf("a source ending early: %v", err)
 		}
 	})
+}
+
+// spliceOut splices what p holds to a TCP connection and checks that its
+// peer reads want.
+func spliceOut(t *testing.T, p *pipeChain, want []byte) {
+	t.Helper()
+	out, dst := tcpConns(t)
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(dst, int64(len(want))))
+		got <- b
+	}()
+	if n, err := p.SpliceTo(out); err != nil || n != int64(len(want)) {
+		t.Fatalf("spliced %d of %d bytes: %v", n, len(want), err)
+	}
+	if !bytes.Equal(<-got, want) {
+		t.Fatal("the bytes spliced differ from those sent")
+	}
+}
+
+// readOut reads what p holds and checks that it is want.
+func readOut(t *testing.T, p *pipeChain, want []byte) {
+	t.Helper()
+	b, err := io.ReadAll(p)
+	if err != nil || !bytes.Equal(b, want) {
+		t.Fatalf("read %d bytes (%v), want the %d sent", len(b), err, len(want))
+	}
 }
