@@ -17,26 +17,35 @@ const clockTicks = 100
 // Seconds is the user+system CPU seconds of process pid so far (all its
 // threads, live and exited), 0 when pid is 0 or unreadable.
 func Seconds(pid int) float64 {
+	u, s := Times(pid)
+	return u + s
+}
+
+// Times is the user and the system CPU seconds of process pid so far
+// (all its threads, live and exited), 0 and 0 when pid is 0 or
+// unreadable. The system part is the kernel's work on the process's
+// behalf: its system calls, and the page faults of memory it touches.
+func Times(pid int) (user, system float64) {
 	if pid == 0 {
-		return 0
+		return 0, 0
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// The command name (field 2) may hold spaces; fields after it start
 	// with state (field 3), so utime (14) and stime (15) are at 11 and 12.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return 0
+		return 0, 0
 	}
 	u, _ := strconv.ParseFloat(f[11], 64)
 	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / clockTicks
+	return u / clockTicks, s / clockTicks
 }
 
 // Switches are a process's context switches so far, summed over the

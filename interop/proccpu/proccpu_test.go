@@ -3,6 +3,7 @@ package proccpu
 import (
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -52,5 +53,52 @@ func TestReadSwitchesCountsSleeps(t *testing.T) {
 	}
 	if _, ok := ReadSwitches(0); ok {
 		t.Error("ReadSwitches(0): ok, want not read")
+	}
+}
+
+// Work in user space raises the user time, work in the kernel (page
+// faults of freshly mapped memory) the system time; pid 0 reads nothing.
+func TestTimesSplitsUserAndSystem(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	pid := os.Getpid()
+	grows := func(part func() float64, work func()) bool {
+		from := part()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+			work()
+			if part()-from >= 0.05 {
+				return true
+			}
+		}
+		return false
+	}
+	user := func() float64 { u, _ := Times(pid); return u }
+	system := func() float64 { _, s := Times(pid); return s }
+	x := 1
+	if !grows(user, func() {
+		for i := range 10_000_000 {
+			x = x*31 + i
+		}
+	}) {
+		t.Errorf("user time did not grow by 0.05 s over a busy loop (%d)", x)
+	}
+	if !grows(system, func() {
+		m, err := syscall.Mmap(-1, 0, 16<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(m); i += os.Getpagesize() {
+			m[i] = 1
+		}
+		syscall.Munmap(m)
+	}) {
+		t.Error("system time did not grow by 0.05 s over page faults of fresh memory")
+	}
+	if u, s := Times(0); u != 0 || s != 0 {
+		t.Errorf("Times(0) = %v, %v, want 0, 0", u, s)
+	}
+	if u, s := Times(pid); Seconds(pid) < u+s-0.02 {
+		t.Errorf("Seconds = %v, below user %v + system %v read before it", Seconds(pid), u, s)
 	}
 }
