@@ -261,32 +261,8 @@ func (l *Link) SendFrame(ctx context.Context, req *wire.Request, frame []byte, b
 	if err != nil {
 		return nil, err
 	}
-	return l.sendFrameFor(ctx, req, frame, nil, 0, hint)
-}
-
-// StreamRequest is SendFrame for a Produce to an external cluster given
-// as its head and, to send, the reader of the rest
-// (wire.RequestStreamer): a rest held in the kernel (wire.KernelReader)
-// is spliced to a plain TCP link, never copied through the process.
-// Other requests, and a head too short for the Produce's acks and
-// timeout, are refused with wire.ErrNotPassable, nothing sent.
-func (l *Link) StreamRequest(req *wire.Request, head []byte, bodyAt int) (send func(ctx context.Context, rest io.Reader, restN int64) (recv func() (resp []byte, done func(), err error), err error), err error) {
-	if req.Key != int16(kmsg.Produce) {
-		return nil, wire.ErrNotPassable
-	}
-	hint, err := l.frameHint(req, head, bodyAt)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, rest io.Reader, restN int64) (func() ([]byte, func(), error), error) {
-		return l.sendFrameFor(ctx, req, head, rest, restN, hint)
-	}, nil
-}
-
-// sendFrameFor is SendFrame's and StreamRequest's send and recv.
-func (l *Link) sendFrameFor(ctx context.Context, req *wire.Request, frame []byte, rest io.Reader, restN int64, hint forwardHint) (recv func() (resp []byte, done func(), err error), err error) {
 	name := kmsg.NameForKey(req.Key)
-	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, rest, restN, hint)
+	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +307,7 @@ func (l *Link) StreamFrame(ctx context.Context, req *wire.Request, frame []byte,
 		binary.BigEndian.PutUint16(frame[2:4], uint16(streamedFetchVersion))
 	}
 	name := kmsg.NameForKey(req.Key)
-	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, nil, 0, hint)
+	corr, deadline, stop, err := l.sendFrame(ctx, name, frame, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -362,24 +338,17 @@ func (l *Link) frameHint(req *wire.Request, frame []byte, bodyAt int) (forwardHi
 // sendFrame writes a request frame with the link's next correlation id
 // and returns it, the deadline of its answer, and the disarming of the
 // request's cancellation (Link.arm), which the send disarms itself when
-// it fails or no answer is due. The frame is frame followed by restN
-// bytes of rest (StreamRequest; none for SendFrame).
-func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, rest io.Reader, restN int64, hint forwardHint) (corr int32, deadline time.Time, stop func() bool, err error) {
+// it fails or no answer is due.
+func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, hint forwardHint) (corr int32, deadline time.Time, stop func() bool, err error) {
 	deadline, stop = l.arm(ctx, time.Duration(max(hint.waitMs, 0))*time.Millisecond)
 	l.corr++
 	corr = l.corr
 	binary.BigEndian.PutUint32(frame[4:8], uint32(corr))
 	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], uint32(int64(len(frame))+restN))
+	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
 	if _, err := wire.WriteTwo(l.rw, size[:], frame); err != nil {
 		stop()
 		return 0, time.Time{}, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
-	}
-	if restN > 0 {
-		if err := l.writeRest(rest, restN); err != nil {
-			stop()
-			return 0, time.Time{}, nil, fmt.Errorf("data-plane node %d: writing %s: %w", l.node, name, err)
-		}
 	}
 	if hint.noResponse {
 		stop()
@@ -387,22 +356,6 @@ func (l *Link) sendFrame(ctx context.Context, name string, frame []byte, rest io
 		l.answerDue(deadline)
 	}
 	return corr, deadline, stop, nil
-}
-
-// writeRest writes the n bytes of a frame's rest: spliced from the kernel
-// when rest holds them there and the link is plain TCP, copied otherwise.
-func (l *Link) writeRest(rest io.Reader, n int64) error {
-	if kr, ok := rest.(wire.KernelReader); ok {
-		if tc, ok := l.nc.(*net.TCPConn); ok {
-			done, err := kr.SpliceTo(tc)
-			if err == nil && done != n {
-				err = fmt.Errorf("%d bytes of the frame's %d after its head", done, n)
-			}
-			return err
-		}
-	}
-	_, err := io.CopyN(l.rw, rest, n)
-	return err
 }
 
 // Await waits until the link holds the start of an answer (wire.Awaiter):

@@ -179,14 +179,7 @@ func (c *conn) sendFrameAhead(ctx context.Context, p Pipeliner, req *Request, fr
 		c.unanswered(req, start, err)
 		return true, err
 	}
-	c.queueFrameAnswer(req, recv, start, c.detachGrant())
-	return true, nil
-}
-
-// queueFrameAnswer queues the writing of the answer recv reads for a
-// frame sent ahead; release gives the frame's budget back once the answer
-// came.
-func (c *conn) queueFrameAnswer(req *Request, recv func() ([]byte, func(), error), start time.Time, release func()) {
+	release := c.detachGrant()
 	c.queue(req.Key, true, release, func() error {
 		resp, done, err := recv()
 		if o := c.s.cfg.Observer; o != nil {
@@ -199,6 +192,7 @@ func (c *conn) queueFrameAnswer(req *Request, recv func() ([]byte, func(), error
 		defer done()
 		return c.writeFrame(req.CorrelationID, resp)
 	})
+	return true, nil
 }
 
 // streamAhead queues the writing of a streamed answer (Streamer) of a

@@ -56,9 +56,19 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 	if s.cfg.Dial == nil || len(frame) < 2 || !passThroughKeys[int16(binary.BigEndian.Uint16(frame))] {
 		return false, nil
 	}
-	req, bodyAt, up, forwarded, err := c.forwardGates(ctx, frame)
-	if !forwarded || err != nil {
-		return forwarded, err
+	req, bodyAt, perr := ParseHeader(frame)
+	if perr != nil {
+		return false, nil
+	}
+	if !s.cfg.Table.Routes(req.Key, req.Version, RouteForward) {
+		return false, nil
+	}
+	if err := c.admit(req); err != nil {
+		return true, err
+	}
+	up, err := c.upstream(ctx)
+	if err != nil {
+		return true, err
 	}
 	if p, ok := up.(Pipeliner); ok && c.startsAhead(req.Key) {
 		handled, err := c.sendFrameAhead(ctx, p, req, frame, bodyAt, start) // ahead.go
@@ -92,22 +102,4 @@ func (c *conn) passThrough(ctx context.Context, frame []byte, start time.Time, r
 		return true, err
 	}
 	return true, c.closeAfter
-}
-
-// forwardGates parses the header of a frame (whole, or its start) and,
-// for a request forwarded as a frame, passes the gates every request
-// passes (admit) and returns the connection's link. forwarded is false,
-// nothing done, when the frame is not forwarded as a frame (a header the
-// full parse will refuse, another route); err is the gates' refusal or
-// the link's failure to open.
-func (c *conn) forwardGates(ctx context.Context, frame []byte) (req *Request, bodyAt int, up Upstream, forwarded bool, err error) {
-	req, bodyAt, perr := ParseHeader(frame)
-	if perr != nil || !c.s.cfg.Table.Routes(req.Key, req.Version, RouteForward) {
-		return nil, 0, nil, false, nil
-	}
-	if err := c.admit(req); err != nil {
-		return req, bodyAt, nil, true, err
-	}
-	up, err = c.upstream(ctx)
-	return req, bodyAt, up, true, err
 }

@@ -112,10 +112,6 @@ type Config struct {
 	// MaxReauth caps the SASL session lifetime a client is told and held
 	// to (Kafka's connections.max.reauth.ms); 0 leaves the cluster's.
 	MaxReauth time.Duration
-
-	// makePipes, set by tests, makes the pipes a large Produce is read
-	// into instead of newPipeChain (pipein.go).
-	makePipes func(n int64) (*pipeChain, error)
 }
 
 // Server is a Kafka listener: it frames requests, answers each connection's
@@ -527,9 +523,6 @@ func (c *conn) serveOne(ctx context.Context, br *bufio.Reader) (err error) {
 	if err := c.roomAhead(); err != nil { // ahead.go
 		return err
 	}
-	if handled, err := c.pipeIn(ctx, br); handled { // pipein.go
-		return err
-	}
 	frame, h, release, refused, err := c.readFrame(ctx, br)
 	if err != nil {
 		return err
@@ -758,9 +751,19 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 	if refused != nil || err != nil {
 		return nil, head{}, nil, refused, err
 	}
-	drain, err := c.acquireFrame(n)
-	if err != nil {
+	drain := s.drain
+	if drain == nil { // a Server built without NewServer (tests)
+		drain = context.Background()
+	}
+	if err := s.cfg.Limits.acquire(drain, int64(n)); err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = errDraining
+		}
 		return nil, head{}, nil, nil, err
+	}
+	c.grant = grant{l: s.cfg.Limits, n: int64(n), held: true}
+	if c.releaseFn == nil {
+		c.releaseFn = c.grant.release
 	}
 	release = c.releaseFn
 	// The wait for budget is not idleness: the frame gets (nearly) a full
@@ -793,29 +796,6 @@ func (c *conn) readFrame(ctx context.Context, br *bufio.Reader) (frame []byte, h
 		return nil, head{}, nil, nil, err
 	}
 	return frame, h, release, nil, nil
-}
-
-// acquireFrame waits for the request budget to grant a frame of n bytes
-// and holds the grant as the connection's (c.grant: c.releaseFn gives it
-// back, detachGrant moves it to the frame's answer). drain is what the
-// wait ends with: a Shutdown that gave up waiting.
-func (c *conn) acquireFrame(n int32) (drain context.Context, err error) {
-	s := c.s
-	drain = s.drain
-	if drain == nil { // a Server built without NewServer (tests)
-		drain = context.Background()
-	}
-	if err := s.cfg.Limits.acquire(drain, int64(n)); err != nil {
-		if errors.Is(err, context.Canceled) {
-			err = errDraining
-		}
-		return nil, err
-	}
-	c.grant = grant{l: s.cfg.Limits, n: int64(n), held: true}
-	if c.releaseFn == nil {
-		c.releaseFn = c.grant.release
-	}
-	return drain, nil
 }
 
 // respond decides the response to one parsed (or unparsable) request. A nil
