@@ -104,6 +104,10 @@ func utf16String(units []uint16) (string, error) {
 
 // javaCompare orders strings as java.lang.String.compareTo does: by UTF-16
 // code units, which differs from Go's byte order for supplementary characters.
+// Strings that are not valid UTF-8 and differ only in bytes that both decode
+// to U+FFFD tie in UTF-16 order; their bytes break the tie, so that the order
+// is total and a sort of distinct strings does not depend on their input
+// order.
 func javaCompare(a, b string) int {
 	if !hasHighPlane(a) && !hasHighPlane(b) {
 		return strings.Compare(a, b) // byte order = code point order = UTF-16 order here
@@ -114,7 +118,10 @@ func javaCompare(a, b string) int {
 			return int(ua[i]) - int(ub[i])
 		}
 	}
-	return len(ua) - len(ub)
+	if d := len(ua) - len(ub); d != 0 {
+		return d
+	}
+	return strings.Compare(a, b)
 }
 
 // hasHighPlane reports whether s may hold a character at or above U+E000,

@@ -218,6 +218,23 @@ func TestJavaCompareMatchesUTF16Order(t *testing.T) {
 	}
 }
 
+// Distinct strings never tie, also when their invalid bytes decode to the
+// same U+FFFD: a sort of a member's client tags (describeSubscriptionInfo)
+// or of its topics then gives one order whatever the order they came in.
+func TestJavaCompareIsTotalOnInvalidUTF8(t *testing.T) {
+	a, b := "k\xee", "k\xf0"
+	if javaCompare(a, b) == 0 || javaCompare(a, b) > 0 == (javaCompare(b, a) > 0) {
+		t.Fatalf("javaCompare(%q, %q) = %d, reversed %d: want a strict order", a, b, javaCompare(a, b), javaCompare(b, a))
+	}
+	s1 := &SubscriptionInfo{Version: 11, ClientTags: []ClientTag{{Key: a, Value: "z1"}, {Key: b, Value: ""}}}
+	s2 := &SubscriptionInfo{Version: 11, ClientTags: []ClientTag{{Key: b, Value: ""}, {Key: a, Value: "z1"}}}
+	for range 20 { // map iteration order varies between calls
+		if d1, d2 := describeSubscriptionInfo(s1), describeSubscriptionInfo(s2); d1 != d2 {
+			t.Fatalf("the same tags in another order describe differently:\n %s\n %s", d1, d2)
+		}
+	}
+}
+
 // TestKmsgAloneIsTooLenient shows why DecodeSubscription and
 // DecodeAssignment check the bytes before handing them to kmsg: kmsg reads a
 // negative version and a null (-1) array, which Java's ConsumerProtocol
