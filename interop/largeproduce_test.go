@@ -37,9 +37,9 @@ func (h *largeProduceHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int,
 
 // runLargeProduce produces records through coordhost's gateway in
 // batches large enough that franz-go's Produce requests exceed 1 MiB (the
-// gateway moves those through kernel pipes, not its memory), and reads
-// them back from the broker itself: every record is there, in order per
-// partition, byte for byte, and no request had to be sent again.
+// gateway forwards those as frames, unpaced), and reads them back from
+// the broker itself: every record is there, in order per partition, byte
+// for byte, and no request had to be sent again.
 func runLargeProduce(t *testing.T, gateway, brokerAddr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
