@@ -54,6 +54,10 @@ type gwResult struct {
 	// brokerProduceSys is the system part of brokerProduce: the kernel's
 	// copy of the records into the page cache, with its page faults.
 	brokerProduceSys float64
+	// CPU-seconds per GiB of the test process in the produce and the
+	// fetch phase: the clients' own (the producer, then the consumer),
+	// which the hop changes too (docs/BENCHMARKS.md).
+	clientProduce, clientFetch float64
 	// CPU-seconds of coordhost (gateway side only) per 10,000 records of
 	// the latency phase, where each record is a request of its own: what
 	// a forwarded request costs besides its bytes.
@@ -136,17 +140,18 @@ func TestBenchGateway(t *testing.T) {
 		fmt.Fprintf(&sb, "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %v | %v | %v | %v | %v |\n", i+1, d.produce, g.produce, g.produce/d.produce,
 			d.fetch, g.fetch, g.fetch/d.fetch, d.p50.Round(10*time.Microsecond), g.p50.Round(10*time.Microsecond), d.p99.Round(10*time.Microsecond), g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond))
 	}
-	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, and the broker on each side, with the system part of the broker's produce in brackets), and the gateway's CPU-seconds per 10,000 records of the latency phase (warm-up included):\n\n| run | broker produce direct | via gateway | gateway produce | broker fetch direct | via gateway | gateway fetch | gateway latency phase |\n|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, the broker on each side, with the system part of the broker's produce in brackets, and the test process, whose clients are the producer and then the consumer), and the gateway's CPU-seconds per 10,000 records of the latency phase (warm-up included):\n\n| run | broker produce direct | via gateway | gateway produce | producer direct | via gateway | broker fetch direct | via gateway | gateway fetch | consumer direct | via gateway | gateway latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range res["direct"] {
 		d, g := res["direct"][i], res["gateway"][i]
-		fmt.Fprintf(&sb, "| %d | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.2f | %.2f | %.2f | %.3f |\n", i+1, d.brokerProduce, d.brokerProduceSys, g.brokerProduce, g.brokerProduceSys, g.gwProduce, d.brokerFetch, g.brokerFetch, g.gwFetch, g.gwLatency)
+		fmt.Fprintf(&sb, "| %d | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f |\n", i+1, d.brokerProduce, d.brokerProduceSys, g.brokerProduce, g.brokerProduceSys, g.gwProduce, d.clientProduce, g.clientProduce,
+			d.brokerFetch, g.brokerFetch, g.gwFetch, d.clientFetch, g.clientFetch, g.gwLatency)
 	}
 	if base := res["base"]; len(base) > 0 {
-		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch | broker CPU-s/GiB produce (system), fetch | CPU-s per 10k records of the latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
+		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch | broker CPU-s/GiB produce (system), fetch | producer, consumer CPU-s/GiB | CPU-s per 10k records of the latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
 		for i := range base {
 			d, g := res["direct"][i], base[i]
-			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f | %.2f (%.2f), %.2f | %.3f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
-				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch, g.brokerProduce, g.brokerProduceSys, g.brokerFetch, g.gwLatency)
+			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f | %.2f (%.2f), %.2f | %.2f, %.2f | %.3f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
+				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch, g.brokerProduce, g.brokerProduceSys, g.brokerFetch, g.clientProduce, g.clientFetch, g.gwLatency)
 		}
 	}
 	var prod, fetch []float64
@@ -201,7 +206,7 @@ func gatewayRun(t *testing.T, addr, brokerAddr, topic string, brokerPid, gwPid i
 	gib := float64(benchGWRecords*benchGWRecSize) / (1 << 30)
 	warmFreeMemory(t, benchGWTouchMiB)
 	bu0, bs0 := proccpu.Times(brokerPid)
-	g0 := proccpu.Seconds(gwPid)
+	g0, c0 := proccpu.Seconds(gwPid), proccpu.Seconds(os.Getpid())
 	start := time.Now()
 	for i := 0; i < benchGWRecords; i++ {
 		p.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
@@ -216,10 +221,11 @@ func gatewayRun(t *testing.T, addr, brokerAddr, topic string, brokerPid, gwPid i
 	r.produce = mib / time.Since(start).Seconds()
 	bu, bs := proccpu.Times(brokerPid)
 	r.brokerProduce, r.brokerProduceSys, r.gwProduce = (bu+bs-bu0-bs0)/gib, (bs-bs0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
+	r.clientProduce = (proccpu.Seconds(os.Getpid()) - c0) / gib
 	p.Close()
 	cons := benchClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	warmFreeMemory(t, benchGWTouchMiB)
-	b0, g0 := proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid)
+	b0, g0, c0 := proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid), proccpu.Seconds(os.Getpid())
 	start = time.Now()
 	for n := 0; n < benchGWRecords; {
 		fs := cons.PollFetches(ctx)
@@ -230,6 +236,7 @@ func gatewayRun(t *testing.T, addr, brokerAddr, topic string, brokerPid, gwPid i
 	}
 	r.fetch = mib / time.Since(start).Seconds()
 	r.brokerFetch, r.gwFetch = (proccpu.Seconds(brokerPid)-b0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
+	r.clientFetch = (proccpu.Seconds(os.Getpid()) - c0) / gib
 	cons.Close()
 	g0 = proccpu.Seconds(gwPid)
 	r.p50, r.p99 = latencyPhase(ctx, t, addr, topic+"-lat")
