@@ -52,6 +52,12 @@ type phaseResult struct {
 	In             int64   `json:"in"`
 	Out            int64   `json:"out"`
 	PartitionGapMs []int64 `json:"partitionGapMs"`
+	// LatencyP50Ms, LatencyP99Ms and LatencyMaxMs are the time from a
+	// record's produce to its output's read, over the outputs read in
+	// the phase (-1: none).
+	LatencyP50Ms int64 `json:"latencyP50Ms"`
+	LatencyP99Ms int64 `json:"latencyP99Ms"`
+	LatencyMaxMs int64 `json:"latencyMaxMs"`
 	// WorstProducedMs and WorstKey name, per partition, the record whose
 	// gap is PartitionGapMs: when it was produced, and its key.
 	WorstProducedMs []int64  `json:"worstProducedMs"`

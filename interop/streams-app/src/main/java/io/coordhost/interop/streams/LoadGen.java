@@ -31,7 +31,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * checks every record: the aggregate for (key, n) must be count=n and
  * sum=n(n+1)/2, and each (key, n) must appear exactly once. The processing gap
  * of an input partition is the largest (time the output was read minus the
- * input's produce time) over its records.
+ * input's produce time) over its records; a phase also gives the median, 99th
+ * percentile and maximum of that time over the outputs read in it.
  *
  * <p>Phases split the run: a record counts as "in" for the phase it was
  * produced in, and as "out" (with its gap) for the phase its output was read
@@ -302,6 +303,8 @@ public final class LoadGen {
         final long[] maxGapMs;
         final long[] worstProducedMs; // produce time of the record with the partition's max gap
         final String[] worstKey;
+        /** Outputs read in the phase by their latency (read minus produce time, ms). */
+        final java.util.TreeMap<Long, Long> latencyMs = new java.util.TreeMap<>();
         long in;
         long out;
 
@@ -321,6 +324,27 @@ public final class LoadGen {
             }
         }
 
+        /** Counts one output's latency. */
+        void latency(long producedMs, long readMs) {
+            latencyMs.merge(readMs - producedMs, 1L, Long::sum);
+        }
+
+        /** The latency of the output at quantile q of those counted, -1 if none. */
+        long latencyQuantile(double q) {
+            long total = 0;
+            for (long c : latencyMs.values()) {
+                total += c;
+            }
+            long rank = (long) (total * q);
+            for (var e : latencyMs.entrySet()) {
+                rank -= e.getValue();
+                if (rank < 0) {
+                    return e.getKey();
+                }
+            }
+            return -1;
+        }
+
         String json() {
             StringBuilder g = new StringBuilder("[");
             for (int i = 0; i < maxGapMs.length; i++) {
@@ -336,7 +360,9 @@ public final class LoadGen {
             }
             g.append(']');
             return "{\"name\":\"" + name + "\",\"startMs\":" + startMs + ",\"in\":" + in
-                + ",\"out\":" + out + ",\"partitionGapMs\":" + g + "}";
+                + ",\"out\":" + out + ",\"latencyP50Ms\":" + latencyQuantile(0.5)
+                + ",\"latencyP99Ms\":" + latencyQuantile(0.99) + ",\"latencyMaxMs\":"
+                + (latencyMs.isEmpty() ? -1 : latencyMs.lastKey()) + ",\"partitionGapMs\":" + g + "}";
         }
     }
 
@@ -447,6 +473,7 @@ public final class LoadGen {
             Phase ph = phaseOf(readMs);
             ph.out++;
             ph.gap(part, key, producedMs, readMs);
+            ph.latency(producedMs, readMs);
         }
 
         /** A gap measured on the second output: counts toward the phase's gap only. */
