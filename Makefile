@@ -130,11 +130,11 @@ sim-validate:
 		$(GO) test -count=1 -v -timeout 60m -run 'TestSimValidate$$' ./interop
 
 .PHONY: bench-gateway
-## bench-gateway: the data path through coordhost's gateway vs directly to the same real Kafka 4.4 broker (kgo, 1 KiB incompressible records sent uncompressed, acks=all, 6 partitions): produce and fetch throughput, end-to-end p50/p99 at 2,000 records/s and the gateway's CPU per GiB and per 10,000 records of that phase, RUNS alternating runs per side (default 3; COORDHOST_INTEROP_BENCH_PIN=1 gives the gateway half the CPUs to itself, the broker and clients the other half; docs/BENCHMARKS.md; about 4 minutes) -> build/bench-gateway.md
+## bench-gateway: the data path through coordhost's gateway vs directly to the same real Kafka 4.4 broker, with kgo and with Kafka's Java client (1 KiB incompressible records sent uncompressed, acks=all, 6 partitions): produce and fetch throughput, end-to-end p50/p99 at 2,000 records/s and the gateway's CPU per GiB and per 10,000 records of that phase; then the interop Streams app's end-to-end latency (exactly-once, streams protocol); each client a series of RUNS alternating runs per side (default 3; COORDHOST_INTEROP_BENCH_GW_CLIENTS=kgo,java,app picks them; COORDHOST_INTEROP_BENCH_PIN=1 gives the gateway half the CPUs to itself, the broker and clients the other half; docs/BENCHMARKS.md; about 20 minutes, 4 with kgo alone) -> build/bench-gateway.md
 bench-gateway:
 	@mkdir -p build
 	COORDHOST_INTEROP=1 COORDHOST_INTEROP_BENCH_RUNS=$(RUNS) COORDHOST_INTEROP_BENCH_GW_OUT=$(CURDIR)/build/bench-gateway.md \
-		$(GO) test -count=1 -v -timeout 30m -run 'TestBenchGateway$$' ./interop
+		$(GO) test -count=1 -v -timeout 90m -run 'TestBenchGateway$$' ./interop
 
 .PHONY: bench-replay
 ## bench-replay: Replay of one partition of RECORDS records (default 1000000) from the state topic on a real Kafka 4.4 broker and from the bbolt store, RUNS alternating replays each; then STATE group-state records (default 1000000: streams, consumer and classic groups) loaded by a restarted Kafka 4.4 broker and by a starting coordhost, RUNS runs (docs/BENCHMARKS.md; WHICH=state or WHICH=topic runs one; SIDE=kafka or SIDE=coordhost one side of the group-state run) -> build/bench-replay.md, build/bench-replay-state.md

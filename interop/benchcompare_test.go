@@ -219,24 +219,32 @@ func startBenchBroker(t *testing.T, dir string, extra ...map[string]string) *bro
 	return launchBroker(t, dir, port, props)
 }
 
-// startBenchCoordhost starts coordhost with the suite's group settings
-// (the broker's delays and standbys), the comparison's session timeout and
-// heartbeat interval for every member (Kafka's rule: no shorter interval
-// for a member waiting for unreleased tasks, nor for a group in a roll), info-level logging and the given number of runtime
-// workers, and any extra flags.
+// startBenchCoordhost starts coordhost on its embedded data plane with
+// benchCoordhostFlags, the given number of runtime workers, and any extra
+// flags.
 func startBenchCoordhost(t *testing.T, dir string, workers int, extra ...string) *coordhost {
 	t.Helper()
 	saved := coordhostFlags
-	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool {
+	coordhostFlags = benchCoordhostFlags()
+	defer func() { coordhostFlags = saved }()
+	return startCoordhost(t, dir, "", append([]string{fmt.Sprintf("--runtime.workers=%d", workers)}, extra...)...)
+}
+
+// benchCoordhostFlags are the suite's coordhost flags (the broker's
+// delays and standbys) with the comparison's session timeout and
+// heartbeat interval for every streams member, as startBenchBroker gives
+// the broker (Kafka's rule: no shorter interval for a member waiting for
+// unreleased tasks, nor for a group in a roll), and info-level logging.
+func benchCoordhostFlags() []string {
+	flags := slices.DeleteFunc(slices.Clone(coordhostFlags), func(f string) bool {
 		return strings.HasPrefix(f, "--log.level=") || strings.HasPrefix(f, "--groups.defaults.streams.session.timeout.ms=") ||
 			strings.HasPrefix(f, "--groups.defaults.streams.heartbeat.interval.ms=") ||
 			strings.HasPrefix(f, "--groups.defaults.streams.unreleased.heartbeat.interval.ms=") ||
 			strings.HasPrefix(f, "--groups.defaults.streams.rebalance.heartbeat.interval.ms=")
 	})
-	defer func() { coordhostFlags = saved }()
-	return startCoordhost(t, dir, "", append([]string{"--log.level=info", fmt.Sprintf("--runtime.workers=%d", workers),
+	return append(flags, "--log.level=info",
 		fmt.Sprintf("--groups.defaults.streams.session.timeout.ms=%d", benchSessionMs),
-		fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", benchIntervalMs)}, extra...)...)
+		fmt.Sprintf("--groups.defaults.streams.heartbeat.interval.ms=%d", benchIntervalMs))
 }
 
 // warmUp runs 100 × 10 steady heartbeats, closed loop, for 45 s on a

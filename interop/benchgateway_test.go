@@ -25,6 +25,11 @@ import (
 const (
 	benchGWOutEnv  = "COORDHOST_INTEROP_BENCH_GW_OUT"
 	benchGWBaseEnv = "COORDHOST_INTEROP_BENCH_GW_BASE" // a coordhost binary of another commit, run as a third side
+	// benchGWClientsEnv names the clients whose phases a run measures,
+	// comma-separated: "kgo" (franz-go, in this process), "java" (Kafka's
+	// own Java client, interop/streams-app's DataPathBench) and "app" (the
+	// interop app, Kafka Streams with exactly-once); all three by default.
+	benchGWClientsEnv = "COORDHOST_INTEROP_BENCH_GW_CLIENTS"
 	// benchGWRecords is the records of a throughput phase: 488 MiB of
 	// 1 KiB records, about a second at either side's rate, so that the
 	// consumer's start and a single slow round trip do not decide it.
@@ -93,64 +98,151 @@ func TestBenchGateway(t *testing.T) {
 		pinning = fmt.Sprintf("broker and clients pinned to CPUs %s, the gateway to CPUs %s (taskset)", mainCPUs, gwCPUs)
 	}
 	b := pinnedTo(mainCPUs, func() *broker { return startBenchBroker(t, dir, map[string]string{"file.delete.delay.ms": "0"}) })
+	// The gateways coordinate the app's group with the broker's group
+	// settings (benchCoordhostFlags).
 	saved := coordhostFlags
-	coordhostFlags = slices.DeleteFunc(slices.Clone(saved), func(f string) bool { return strings.HasPrefix(f, "--log.level=") })
-	startGateway := func() *coordhost { return startCoordhost(t, dir, b.addr, "--log.level=info") }
+	coordhostFlags = benchCoordhostFlags()
+	startGateway := func() *coordhost { return startCoordhost(t, dir, b.addr) }
 	c := pinnedTo(gwCPUs, startGateway)
 	sides := map[string]string{"direct": b.addr, "gateway": c.addr}
 	pids := map[string]int{"direct": 0, "gateway": c.proc.cmd.Process.Pid}
+	metrics := map[string]string{"direct": "", "gateway": c.metricsURL()}
 	all := []string{"direct", "gateway"}
 	if base := os.Getenv(benchGWBaseEnv); base != "" {
 		own := coordhostBuild.bin
 		coordhostBuild.bin = base
 		bc := pinnedTo(gwCPUs, startGateway)
 		coordhostBuild.bin = own
-		sides["base"], pids["base"], all = bc.addr, bc.proc.cmd.Process.Pid, append(all, "base")
+		sides["base"], pids["base"], metrics["base"], all = bc.addr, bc.proc.cmd.Process.Pid, bc.metricsURL(), append(all, "base")
 	}
 	coordhostFlags = saved
 	bpid := b.proc.cmd.Process.Pid
-	// The broker's JIT and heap sizing, and every side's connections,
-	// before anything is measured: after one unmeasured run of each side,
-	// the first measured run (direct's, first in run 1) still had the
-	// broker spend two to three times the CPU per GiB of produce of the
-	// runs after it, and run 1's ratio favoured the gateway.
-	for round := range benchGWWarmRounds {
-		for _, side := range all {
-			gatewayRun(t, sides[side], b.addr, fmt.Sprintf("gw-warm-%s-%d", side, round), bpid, pids[side])
+	// Each client gets a series of its own, one after the other: its
+	// warm-up rounds, then its runs, every side in turn. In one series
+	// of all three interleaved (each side's kgo, Java and app phases one
+	// after the other), kgo's consumer cost the test process about a
+	// third more CPU per GiB direct than in a series of its own, and its
+	// direct fetch rate fell from 825–890 to 670–724 MiB/s
+	// (docs/BENCHMARKS.md).
+	clients := benchGWClients(t)
+	res := map[string]map[string][]gwResult{} // client, side
+	appRes := map[string][]appResult{}
+	for _, cl := range clients {
+		res[cl] = map[string][]gwResult{}
+		var jc *javaClients
+		if cl == "java" {
+			jc = pinnedTo(mainCPUs, func() *javaClients { return startJavaClients(t, dir) })
 		}
-	}
-	res := map[string][]gwResult{}
-	for run := 1; run <= runs; run++ {
-		order := slices.Clone(all)
-		if run%2 == 0 {
-			slices.Reverse(order)
+		// The broker's JIT and heap sizing, and every side's connections,
+		// before anything is measured: after one unmeasured run of each
+		// side, the first measured run (direct's, first in run 1) still
+		// had the broker spend two to three times the CPU per GiB of
+		// produce of the runs after it, and run 1's ratio favoured the
+		// gateway. For the app, whose runs take about a minute each, one
+		// round starts the broker's transaction paths and the gateway's
+		// group coordination.
+		warm := benchGWWarmRounds
+		if cl == "app" {
+			warm = 1
 		}
-		for _, side := range order {
-			r := gatewayRun(t, sides[side], b.addr, fmt.Sprintf("gw-%s-%d", side, run), bpid, pids[side])
-			t.Logf("run %d %s: produce %.1f MiB/s, fetch %.1f MiB/s, p50 %v, p99 %v", run, side, r.produce, r.fetch, r.p50, r.p99)
-			res[side] = append(res[side], r)
+		for i := -warm + 1; i <= runs; i++ {
+			order := slices.Clone(all)
+			if i%2 == 0 {
+				slices.Reverse(order)
+			}
+			for _, side := range order {
+				name := fmt.Sprintf("%s-%d", side, i)
+				if i <= 0 {
+					name = fmt.Sprintf("warm-%s-%d", side, -i)
+				}
+				switch cl {
+				case "app":
+					r := appRun(t, dir, sides[side], metrics[side], name, bpid, pids[side])
+					t.Logf("%s, app: p50 %v, p99 %v, max %v", name, r.p50, r.p99, r.max)
+					if i > 0 {
+						appRes[side] = append(appRes[side], r)
+					}
+				default:
+					r := gatewayRun(t, cl, jc, sides[side], b.addr, "gw-"+name+"-"+cl, bpid, pids[side])
+					t.Logf("%s, %s: produce %.1f MiB/s, fetch %.1f MiB/s, p50 %v, p99 %v", name, cl, r.produce, r.fetch, r.p50, r.p99)
+					if i > 0 {
+						res[cl][side] = append(res[cl][side], r)
+					}
+				}
+			}
+		}
+		if jc != nil {
+			jc.stop(t)
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "# bench-gateway\n\ncommit %s, started %s, load average before %s, after %s; %d runs per side, alternated; %d records of %d B (incompressible, sent uncompressed) per throughput phase, acks=all, %d partitions; latency at %d records/s for %v after %v unmeasured (producer linger 0); %s\n\n",
+	fmt.Fprintf(&sb, "# bench-gateway\n\ncommit %s, started %s, load average before %s, after %s; %d runs per side, alternated; %d records of %d B (incompressible, sent uncompressed) per throughput phase, acks=all, %d partitions; latency at %d records/s for %v after %v unmeasured (producer linger 0); %s\n",
 		commit, started.Format(time.RFC3339), loadBefore, loadAverage(), runs, benchGWRecords, benchGWRecSize, benchGWParts, benchGWRate, benchGWLatency, benchGWLatencyWarm, pinning)
+	for _, cl := range clients {
+		if cl == "app" {
+			writeAppReport(&sb, appRes)
+		} else {
+			writeGWReport(&sb, cl, res[cl])
+		}
+	}
+	if err := os.WriteFile(out, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + sb.String())
+}
+
+// benchGWClientNames are the clients a run can measure, each with the
+// heading of its part of the report.
+var benchGWClientNames = map[string]string{
+	"kgo":  "kgo (franz-go), in the test process: batches up to 1 MB, linger 10 ms (0 in the latency phase)",
+	"app":  fmt.Sprintf("the interop app (App.java: Kafka Streams 4.4.0, exactly-once v2, commit.interval.ms 100, group.protocol %s, %d instances of one thread, one standby; the suite's JVM flags), LoadGen producing %d records/s over %d partitions; measured for %v once its output caught up: the time from a record's produce to its output's read (read_committed), in ms", benchAppProtocol, benchAppInstances, recordsPerSec, inputPartitions, benchAppMeasure),
+	"java": "Kafka's Java client (kafka-clients 4.4.0), one JVM for every side (DataPathBench): its defaults (batch.size 16 KiB, linger.ms 5; 0 in the latency phase), acks=all, compression none",
+}
+
+// benchGWClients is the clients of benchGWClientsEnv, in the report's
+// order.
+func benchGWClients(t *testing.T) []string {
+	t.Helper()
+	v := os.Getenv(benchGWClientsEnv)
+	if v == "" {
+		return []string{"kgo", "java", "app"}
+	}
+	var out []string
+	for _, cl := range []string{"kgo", "java", "app"} {
+		if slices.Contains(strings.Split(v, ","), cl) {
+			out = append(out, cl)
+		}
+	}
+	for _, cl := range strings.Split(v, ",") {
+		if _, ok := benchGWClientNames[cl]; !ok {
+			t.Fatalf("%s=%q: %q is not a client (kgo, java, app)", benchGWClientsEnv, v, cl)
+		}
+	}
+	return out
+}
+
+// writeGWReport writes one client's tables: every run's rates and
+// latencies per side, the CPU-seconds per GiB, the third side's figures,
+// and the medians.
+func writeGWReport(sb *strings.Builder, client string, res map[string][]gwResult) {
+	fmt.Fprintf(sb, "\n## %s\n\n", benchGWClientNames[client])
 	sb.WriteString("| run | produce direct MiB/s | produce gateway | ratio | fetch direct MiB/s | fetch gateway | ratio | p50 direct | p50 gateway | p99 direct | p99 gateway | added p99 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range res["direct"] {
 		d, g := res["direct"][i], res["gateway"][i]
-		fmt.Fprintf(&sb, "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %v | %v | %v | %v | %v |\n", i+1, d.produce, g.produce, g.produce/d.produce,
+		fmt.Fprintf(sb, "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %v | %v | %v | %v | %v |\n", i+1, d.produce, g.produce, g.produce/d.produce,
 			d.fetch, g.fetch, g.fetch/d.fetch, d.p50.Round(10*time.Microsecond), g.p50.Round(10*time.Microsecond), d.p99.Round(10*time.Microsecond), g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond))
 	}
-	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, the broker on each side, with the system part of the broker's produce in brackets, and the test process, whose clients are the producer and then the consumer), and the gateway's CPU-seconds per 10,000 records of the latency phase (warm-up included):\n\n| run | broker produce direct | via gateway | gateway produce | producer direct | via gateway | broker fetch direct | via gateway | gateway fetch | consumer direct | via gateway | gateway latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("\nCPU-seconds per GiB (user+system from /proc; the gateway's own process, the broker on each side, with the system part of the broker's produce in brackets, and the client's process, whose clients are the producer and then the consumer), and the gateway's CPU-seconds per 10,000 records of the latency phase (warm-up included):\n\n| run | broker produce direct | via gateway | gateway produce | producer direct | via gateway | broker fetch direct | via gateway | gateway fetch | consumer direct | via gateway | gateway latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range res["direct"] {
 		d, g := res["direct"][i], res["gateway"][i]
-		fmt.Fprintf(&sb, "| %d | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f |\n", i+1, d.brokerProduce, d.brokerProduceSys, g.brokerProduce, g.brokerProduceSys, g.gwProduce, d.clientProduce, g.clientProduce,
+		fmt.Fprintf(sb, "| %d | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f |\n", i+1, d.brokerProduce, d.brokerProduceSys, g.brokerProduce, g.brokerProduceSys, g.gwProduce, d.clientProduce, g.clientProduce,
 			d.brokerFetch, g.brokerFetch, g.gwFetch, d.clientFetch, g.clientFetch, g.gwLatency)
 	}
 	if base := res["base"]; len(base) > 0 {
-		fmt.Fprintf(&sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch | broker CPU-s/GiB produce (system), fetch | producer, consumer CPU-s/GiB | CPU-s per 10k records of the latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
+		fmt.Fprintf(sb, "\nThe same runs through the gateway of %s (base):\n\n| run | produce base MiB/s | ratio to direct | fetch base MiB/s | ratio to direct | p99 base | added p99 | gateway CPU-s/GiB produce | fetch | broker CPU-s/GiB produce (system), fetch | producer, consumer CPU-s/GiB | CPU-s per 10k records of the latency phase |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", os.Getenv(benchGWBaseEnv))
 		for i := range base {
 			d, g := res["direct"][i], base[i]
-			fmt.Fprintf(&sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f | %.2f (%.2f), %.2f | %.2f, %.2f | %.3f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
+			fmt.Fprintf(sb, "| %d | %.1f | %.2f | %.1f | %.2f | %v | %v | %.2f | %.2f | %.2f (%.2f), %.2f | %.2f, %.2f | %.3f |\n", i+1, g.produce, g.produce/d.produce, g.fetch, g.fetch/d.fetch,
 				g.p99.Round(10*time.Microsecond), (g.p99 - d.p99).Round(10*time.Microsecond), g.gwProduce, g.gwFetch, g.brokerProduce, g.brokerProduceSys, g.brokerFetch, g.clientProduce, g.clientFetch, g.gwLatency)
 		}
 	}
@@ -163,7 +255,7 @@ func TestBenchGateway(t *testing.T) {
 	slices.Sort(prod)
 	slices.Sort(fetch)
 	slices.Sort(added)
-	fmt.Fprintf(&sb, "\nmedian of the runs: produce %.2f× direct, fetch %.2f× direct, added p99 %v\n", prod[len(prod)/2], fetch[len(fetch)/2], added[len(added)/2].Round(10*time.Microsecond))
+	fmt.Fprintf(sb, "\nmedian of the runs: produce %.2f× direct, fetch %.2f× direct, added p99 %v\n", prod[len(prod)/2], fetch[len(fetch)/2], added[len(added)/2].Round(10*time.Microsecond))
 	// A run's ratio moves with direct's own rate, which moved almost
 	// threefold between runs of one set (the broker's CPU per GiB
 	// produced with it): each side's median rate over the runs, and
@@ -178,27 +270,39 @@ func TestBenchGateway(t *testing.T) {
 	}
 	dp, gp := rate("direct", func(r gwResult) float64 { return r.produce }), rate("gateway", func(r gwResult) float64 { return r.produce })
 	df, gf := rate("direct", func(r gwResult) float64 { return r.fetch }), rate("gateway", func(r gwResult) float64 { return r.fetch })
-	fmt.Fprintf(&sb, "median rates over the runs: produce direct %.1f MiB/s, gateway %.1f (%.2f×); fetch direct %.1f MiB/s, gateway %.1f (%.2f×)\n", dp, gp, gp/dp, df, gf, gf/df)
-	if err := os.WriteFile(out, []byte(sb.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + sb.String())
+	fmt.Fprintf(sb, "median rates over the runs: produce direct %.1f MiB/s, gateway %.1f (%.2f×); fetch direct %.1f MiB/s, gateway %.1f (%.2f×)\n", dp, gp, gp/dp, df, gf, gf/df)
 }
 
-// gatewayRun creates topic through addr, then produces benchGWRecords
-// records (acks=all) and fetches them back, each timed, then runs the
-// fixed-rate latency phase on a second topic. It deletes both topics on
-// the broker at brokerAddr at the end: half a GiB a run would otherwise
-// pile up in the page cache and the broker's disk over the runs.
-func gatewayRun(t *testing.T, addr, brokerAddr, topic string, brokerPid, gwPid int) gwResult {
+// gatewayRun runs client's phases through addr (kgoRun or javaClients.run).
+func gatewayRun(t *testing.T, client string, jc *javaClients, addr, brokerAddr, topic string, brokerPid, gwPid int) gwResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	if client == "java" {
+		return jc.run(t, addr, brokerAddr, topic, brokerPid, gwPid)
+	}
+	return kgoRun(t, addr, brokerAddr, topic, brokerPid, gwPid)
+}
+
+// benchTopics creates topic and topic-lat through addr, for a run's
+// throughput and latency phases, and returns what deletes them on the
+// broker at brokerAddr: half a GiB a run would otherwise pile up in the
+// page cache and the broker's disk over the runs.
+func benchTopics(ctx context.Context, t *testing.T, addr, brokerAddr, topic string) (remove func()) {
+	t.Helper()
 	topics := []string{topic, topic + "-lat"}
 	for _, tp := range topics {
 		createBenchTopic(ctx, t, addr, tp)
 	}
-	defer deleteBenchTopics(ctx, t, brokerAddr, topics)
+	return func() { deleteBenchTopics(ctx, t, brokerAddr, topics) }
+}
+
+// kgoRun produces benchGWRecords records (acks=all) to topic through addr
+// with kgo and fetches them back, each timed, then runs the fixed-rate
+// latency phase on topic-lat.
+func kgoRun(t *testing.T, addr, brokerAddr, topic string, brokerPid, gwPid int) gwResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	defer benchTopics(ctx, t, addr, brokerAddr, topic)()
 	var r gwResult
 	mib := float64(benchGWRecords*benchGWRecSize) / (1 << 20)
 	p := benchClient(t, addr, kgo.DefaultProduceTopic(topic))
