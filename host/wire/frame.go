@@ -59,20 +59,25 @@ func ReadFrameSize(r io.Reader, max int32) (int32, error) {
 }
 
 // readFrameBody reads the n bytes of a frame whose size was read, into a
-// buffer kept by l (framepool.go; l may be nil) when over largeFrame.
+// buffer kept by l (framepool.go; l may be nil) when over pooledFrame.
 func readFrameBody(r io.Reader, n int32, l *Limits) ([]byte, error) {
-	if n <= largeFrame {
-		buf := make([]byte, n)
-		if err := readPart(r, buf, n); err != nil {
+	if n > largeFrame {
+		buf, err := l.allocOnArrival(r, n)
+		if err != nil {
+			return nil, err
+		}
+		if err := readPart(r, buf[1:], n); err != nil {
 			return nil, err
 		}
 		return buf, nil
 	}
-	buf, err := l.allocOnArrival(r, n)
-	if err != nil {
-		return nil, err
+	var buf []byte
+	if n > pooledFrame {
+		buf = l.frameBuffer(n)
+	} else {
+		buf = make([]byte, n)
 	}
-	if err := readPart(r, buf[1:], n); err != nil {
+	if err := readPart(r, buf, n); err != nil {
 		return nil, err
 	}
 	return buf, nil

@@ -5,19 +5,27 @@ import (
 	"time"
 )
 
-// Buffers of large frames forwarded as they came.
+// Buffers of frames forwarded as they came.
 //
-// A Produce over largeFrame forwarded to an external cluster (passThrough)
-// is written to the link before its answer comes, and its buffer is not
-// read again: the next large frame is read into it instead of into a
-// fresh one. A fresh buffer of a few MiB is zeroed by Go and faulted in
-// page by page by the kernel, and the released ones force collections
-// (collectIfDue): kept, the gateway's CPU per GiB of franz-go's 6 MB
-// Produce requests halved (docs/BENCHMARKS.md). The
-// idle buffers kept are at most a quarter of the request budget, the
-// garbage of large frames the forced collection otherwise lets
-// accumulate (collectIfDue), and they are let go once none was taken
-// for framePoolIdle.
+// A Produce over pooledFrame forwarded to an external cluster
+// (passThrough) is written to the link before its answer comes, and its
+// buffer is not read again: the next frame over pooledFrame is read into
+// it instead of into a fresh one. A fresh buffer of a few MiB is zeroed by
+// Go and faulted in page by page by the kernel, and the released ones
+// force collections (collectIfDue): kept, the gateway's CPU per GiB of
+// franz-go's 6 MB Produce requests halved. The Java producer's requests
+// (a 16 KiB batch per partition by default, tens to hundreds of KiB) are
+// under largeFrame but over Go's own large-object size, so each fresh one
+// is zeroed too: 8 % of the gateway's CPU while one produced through it
+// (docs/BENCHMARKS.md). The idle buffers kept are at most a quarter of
+// the request budget, the garbage of large frames the forced collection
+// otherwise lets accumulate (collectIfDue), and they are let go once none
+// was taken for framePoolIdle.
+
+// pooledFrame is the size over which a frame's buffer comes from the
+// pool and goes back to it: Go's largest small-object size, above which
+// every allocation is zeroed and has pages of its own.
+const pooledFrame = 32 << 10
 
 // framePoolIdle is how long kept buffers wait for a large frame before
 // they are given to the collector.
@@ -31,7 +39,7 @@ type framePool struct {
 	idle  *time.Timer
 }
 
-// frameBuffer returns a buffer of n bytes (over largeFrame) for a frame
+// frameBuffer returns a buffer of n bytes (over pooledFrame) for a frame
 // to be read into: a kept one, or a fresh one.
 func (l *Limits) frameBuffer(n int32) []byte {
 	if l != nil {
@@ -64,13 +72,13 @@ func (p *framePool) take(n int) []byte {
 	return b
 }
 
-// recycle keeps the buffer of frame, a frame over largeFrame that nothing
-// reads any more, for the next large frame, while the kept buffers stay
-// within a quarter of the budget. A kept frame is no garbage: the
-// release of its bytes (release) does not count toward a forced
-// collection.
+// recycle keeps the buffer of frame, a frame over pooledFrame that
+// nothing reads any more, for the next such frame, while the kept buffers
+// stay within a quarter of the budget. A kept frame is no garbage: the
+// release of its bytes (release, for a large frame) does not count toward
+// a forced collection.
 func (l *Limits) recycle(frame []byte) {
-	if l == nil || len(frame) <= largeFrame {
+	if l == nil || len(frame) <= pooledFrame {
 		return
 	}
 	p := &l.frames
@@ -82,7 +90,9 @@ func (l *Limits) recycle(frame []byte) {
 	}
 	p.free = append(p.free, frame[:0])
 	p.bytes += c
-	l.garbage.Add(-int64(len(frame)))
+	if len(frame) >= largeFrame {
+		l.garbage.Add(-int64(len(frame)))
+	}
 	if p.idle == nil {
 		p.idle = time.AfterFunc(framePoolIdle, p.drop)
 	} else {
