@@ -140,7 +140,7 @@ func (j *javaClients) run(t *testing.T, addr, brokerAddr, topic string, brokerPi
 	warm := int(benchGWLatencyWarm.Seconds() * benchGWRate)
 	total := int(benchGWLatency.Seconds() * benchGWRate)
 	g0 = proccpu.Seconds(gwPid)
-	j.send(t, "latency %s %s-lat %d %d %d", addr, topic, benchGWRate, warm, total)
+	j.send(t, "latency %s %s-lat %d %d %d %d", addr, topic, benchGWRate, warm, total, benchGWRecSize)
 	res = j.result(t, "latency", 4*time.Minute)
 	if res["records"] != int64(total) {
 		t.Fatalf("Java latency phase: %d of %d records", res["records"], total)

@@ -203,22 +203,18 @@ var benchGWClientNames = map[string]string{
 // order.
 func benchGWClients(t *testing.T) []string {
 	t.Helper()
+	all := []string{"kgo", "java", "app"}
 	v := os.Getenv(benchGWClientsEnv)
 	if v == "" {
-		return []string{"kgo", "java", "app"}
+		return all
 	}
-	var out []string
-	for _, cl := range []string{"kgo", "java", "app"} {
-		if slices.Contains(strings.Split(v, ","), cl) {
-			out = append(out, cl)
-		}
-	}
-	for _, cl := range strings.Split(v, ",") {
-		if _, ok := benchGWClientNames[cl]; !ok {
+	asked := strings.Split(v, ",")
+	for _, cl := range asked {
+		if !slices.Contains(all, cl) {
 			t.Fatalf("%s=%q: %q is not a client (kgo, java, app)", benchGWClientsEnv, v, cl)
 		}
 	}
-	return out
+	return slices.DeleteFunc(all, func(cl string) bool { return !slices.Contains(asked, cl) })
 }
 
 // writeGWReport writes one client's tables: every run's rates and

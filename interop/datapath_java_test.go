@@ -40,7 +40,7 @@ func TestInteropJavaDataPath(t *testing.T) {
 	}
 
 	const warm, total = 100, 400
-	j.send(t, "latency %s %s-lat %d %d %d", c.addr, topic, 200, warm, total)
+	j.send(t, "latency %s %s-lat %d %d %d %d", c.addr, topic, 200, warm, total, benchGWRecSize)
 	res = j.result(t, "latency", 2*time.Minute)
 	if res["records"] != total || res["p50us"] <= 0 || res["p99us"] < res["p50us"] {
 		t.Fatalf("latency: %v, want %d records, 0 < p50 <= p99", res, total)

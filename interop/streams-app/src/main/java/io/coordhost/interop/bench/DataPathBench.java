@@ -42,8 +42,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   <li>{@code fetch BOOTSTRAP TOPIC RECORDS}: a consumer with the client's defaults,
  *       no group, every partition assigned from the start; "READY", "go", then polls
  *       until RECORDS records came. "RESULT fetch nanos=N records=N bytes=N".
- *   <li>{@code latency BOOTSTRAP TOPIC RATE WARM TOTAL}: a producer with linger.ms=0
- *       sends RATE records a second, each stamped with its send time and number, and a
+ *   <li>{@code latency BOOTSTRAP TOPIC RATE WARM TOTAL SIZE}: a producer with linger.ms=0
+ *       sends RATE records of SIZE bytes (at least 16) a second, each stamped with its send time and number, and a
  *       consumer of the same topic (fetch.max.wait.ms=100) takes the time from the send
  *       to its poll of each record after the first WARM. "RESULT latency p50us=N
  *       p99us=N records=N".
@@ -66,7 +66,8 @@ public final class DataPathBench {
                 switch (f[0]) {
                     case "produce" -> produce(in, f[1], f[2], Integer.parseInt(f[3]), Integer.parseInt(f[4]));
                     case "fetch" -> fetch(in, f[1], f[2], Integer.parseInt(f[3]));
-                    case "latency" -> latency(f[1], f[2], Integer.parseInt(f[3]), Integer.parseInt(f[4]), Integer.parseInt(f[5]));
+                    case "latency" -> latency(f[1], f[2], Integer.parseInt(f[3]), Integer.parseInt(f[4]), Integer.parseInt(f[5]),
+                            Integer.parseInt(f[6]));
                     case "quit" -> {
                         return;
                     }
@@ -178,7 +179,8 @@ public final class DataPathBench {
         }
     }
 
-    private static void latency(String bootstrap, String topic, int rate, int warm, int total) throws Exception {
+    private static void latency(String bootstrap, String topic, int rate, int warm, int total, int size)
+            throws Exception {
         Properties pp = producerProps(bootstrap);
         pp.put("linger.ms", "0");
         Properties cp = consumerProps(bootstrap);
@@ -215,7 +217,7 @@ public final class DataPathBench {
                 }
             }, "latency-consumer");
             reader.start();
-            byte[] v = value(1024);
+            byte[] v = value(size);
             AtomicLong errors = new AtomicLong();
             long interval = TimeUnit.SECONDS.toNanos(1) / rate;
             long start = System.nanoTime();
