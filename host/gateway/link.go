@@ -437,7 +437,8 @@ func (l *Link) streamFrame(name string, corr, clientCorr int32, begin func() io.
 	binary.BigEndian.PutUint32(hdr[4:], uint32(clientCorr))
 	rest := int(n) - 4
 	// What the link's reader holds of the answer goes with the header;
-	// the rest comes straight from the socket.
+	// the rest comes straight from the socket, a long one in pieces of
+	// at least 256 KiB but its last (wire.CopyBulk).
 	held, _ := l.br.Peek(min(l.br.Buffered(), rest))
 	if _, err := wire.WriteTwo(w, hdr[:], held); err != nil {
 		return fmt.Errorf("data-plane node %d: writing %s response to the client: %w", l.node, name, err)
@@ -445,7 +446,7 @@ func (l *Link) streamFrame(name string, corr, clientCorr int32, begin func() io.
 	rest -= len(held)
 	l.br.Discard(len(held))
 	if rest > 0 {
-		if _, err := io.CopyN(w, l.nc, int64(rest)); err != nil {
+		if _, err := wire.CopyBulk(w, l.nc, int64(rest)); err != nil {
 			return fmt.Errorf("data-plane node %d: streaming %s response: %w", l.node, name, err)
 		}
 	}

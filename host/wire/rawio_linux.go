@@ -200,3 +200,28 @@ func (r *rawIO) skip(n int64) (ok bool, err error) {
 	}
 	return true, nil
 }
+
+// swapRecvLowWater sets nc's SO_RCVLOWAT to n bytes and returns the
+// value it had: its reader is woken, and the socket polled readable, only
+// once n bytes are queued (or the peer closed, or the receive window is
+// nearly full). ok is false, nothing changed, when nc is not a plain TCP
+// connection or the kernel refused.
+func swapRecvLowWater(nc net.Conn, n int) (prev int, ok bool) {
+	tc, isTCP := nc.(*net.TCPConn)
+	if !isTCP {
+		return 0, false
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		if prev, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT); serr == nil {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, n)
+		}
+	}); err != nil || serr != nil {
+		return 0, false
+	}
+	return prev, true
+}

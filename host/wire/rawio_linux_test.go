@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -174,5 +175,78 @@ func TestRawIOWriteTwoAndReadFrom(t *testing.T) {
 	}
 	if err := <-done; err != nil || !bytes.Equal(got, payload) {
 		t.Fatalf("ReadFrom: %v, bytes intact: %v", err, bytes.Equal(got, payload))
+	}
+}
+
+// recvLowWater is nc's SO_RCVLOWAT.
+func recvLowWater(t *testing.T, nc net.Conn) int {
+	t.Helper()
+	rc, err := nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) { v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT) }); err != nil || gerr != nil {
+		t.Fatal(err, gerr)
+	}
+	return v
+}
+
+// CopyBulk moves exactly n bytes, long or short, between two TCP
+// connections (the gateway's streamed answer: the data plane's link to
+// the client's connection), and leaves the source's low-water mark as it
+// was, so the bytes after the transfer are read as they come. A long
+// transfer whose bytes trickle in, the last ones after a pause, still
+// ends as soon as its last byte came: the low-water mark never asks for
+// more bytes than the transfer has left.
+func TestCopyBulkMovesExactlyAndRestoresTheSocket(t *testing.T) {
+	for _, n := range []int{1000, bulkMin - 1, bulkMin, bulkMin + bulkLowWater + 12345} {
+		for _, trickle := range []bool{false, true} {
+			upPeer, up := tcpPair(t)     // the data plane writes to upPeer, the gateway reads up
+			down, downPeer := tcpPair(t) // the gateway writes to down, the client reads downPeer
+			payload := make([]byte, n)
+			for i := range payload {
+				payload[i] = byte(i * 7)
+			}
+			trailer := []byte("next answer")
+			go func() {
+				if !trickle {
+					upPeer.Write(payload)
+				} else {
+					for i := 0; i < n; i += 64 << 10 {
+						upPeer.Write(payload[i:min(i+64<<10, n)])
+						time.Sleep(time.Millisecond)
+					}
+				}
+				time.Sleep(20 * time.Millisecond)
+				upPeer.Write(trailer)
+			}()
+			got := make(chan []byte, 1)
+			go func() {
+				b := make([]byte, n)
+				io.ReadFull(downPeer, b)
+				got <- b
+			}()
+			was := recvLowWater(t, up)
+			up.SetReadDeadline(time.Now().Add(10 * time.Second))
+			m, err := CopyBulk(connIO(down), up, int64(n))
+			if err != nil || m != int64(n) {
+				t.Fatalf("n=%d trickle=%v: copied %d, %v", n, trickle, m, err)
+			}
+			if b := <-got; !bytes.Equal(b, payload) {
+				t.Fatalf("n=%d trickle=%v: the client got other bytes", n, trickle)
+			}
+			// 0 and 1 mean the same to the kernel (one byte), which
+			// stores a 0 as 1.
+			if lw := recvLowWater(t, up); max(lw, 1) != max(was, 1) {
+				t.Fatalf("n=%d trickle=%v: SO_RCVLOWAT left at %d, want %d as before", n, trickle, lw, was)
+			}
+			tb := make([]byte, len(trailer))
+			up.SetReadDeadline(time.Now().Add(2 * time.Second))
+			if _, err := io.ReadFull(up, tb); err != nil || !bytes.Equal(tb, trailer) {
+				t.Fatalf("n=%d trickle=%v: the bytes after the transfer: %q, %v", n, trickle, tb, err)
+			}
+		}
 	}
 }

@@ -26,3 +26,35 @@ func WriteTwo(w io.Writer, a, b []byte) (int64, error) {
 	bufs := net.Buffers{a, b}
 	return bufs.WriteTo(w)
 }
+
+// bulkLowWater is how many bytes of a long transfer a socket queues
+// before it wakes its reader (SO_RCVLOWAT), and bulkMin the shortest
+// transfer read so.
+const (
+	bulkLowWater = 256 << 10
+	bulkMin      = 4 * bulkLowWater
+)
+
+// CopyBulk copies n bytes from src to dst as io.CopyN does (spliced in
+// the kernel when both are plain TCP connections). When n is at least
+// bulkMin and src is a plain TCP socket, src's reader is woken only once
+// bulkLowWater bytes are queued, until the last bulkLowWater bytes, which
+// are copied as they come: a data plane sends a large answer faster than
+// one hop takes it on, and each wake-up costs the gateway a thread switch
+// and the client one more (docs/RATIONALE.md). The transfer's end is not
+// delayed: only the bytes before its last bulkLowWater wait for company.
+func CopyBulk(dst io.Writer, src net.Conn, n int64) (int64, error) {
+	var done int64
+	if n < bulkMin {
+		return io.CopyN(dst, src, n)
+	}
+	if prev, ok := swapRecvLowWater(src, bulkLowWater); ok {
+		m, err := io.CopyN(dst, src, n-bulkLowWater)
+		swapRecvLowWater(src, prev)
+		if done += m; err != nil {
+			return done, err
+		}
+	}
+	m, err := io.CopyN(dst, src, n-done)
+	return done + m, err
+}
