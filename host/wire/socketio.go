@@ -44,14 +44,15 @@ const (
 // and the client one more (docs/RATIONALE.md). The transfer's end is not
 // delayed: only the bytes before its last bulkLowWater wait for company.
 func CopyBulk(dst io.Writer, src net.Conn, n int64) (int64, error) {
-	var done int64
 	if n < bulkMin {
 		return io.CopyN(dst, src, n)
 	}
+	var done int64
 	if prev, ok := swapRecvLowWater(src, bulkLowWater); ok {
-		m, err := io.CopyN(dst, src, n-bulkLowWater)
+		var err error
+		done, err = io.CopyN(dst, src, n-bulkLowWater)
 		swapRecvLowWater(src, prev)
-		if done += m; err != nil {
+		if err != nil {
 			return done, err
 		}
 	}
