@@ -156,12 +156,10 @@ func writeAppReport(sb *strings.Builder, res map[string][]appResult) {
 		for _, r := range res[side] {
 			v = append(v, of(r))
 		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		return median(v)
 	}
-	slices.Sort(added)
 	p50 := func(r appResult) time.Duration { return r.p50 }
 	p99 := func(r appResult) time.Duration { return r.p99 }
 	fmt.Fprintf(sb, "\nmedians over the runs: p50 direct %v, gateway %v; p99 direct %v, gateway %v; added p99 (median of the runs') %v\n",
-		med("direct", p50), med("gateway", p50), med("direct", p99), med("gateway", p99), added[len(added)/2])
+		med("direct", p50), med("gateway", p50), med("direct", p99), med("gateway", p99), median(added))
 }

@@ -95,6 +95,22 @@ func (j *javaClients) result(t *testing.T, phase string, d time.Duration) map[st
 	return out
 }
 
+// timed runs one of the client's timed phases, cmd a produce or fetch
+// command: once the client is ready (its clients have the topic's
+// metadata), before runs (the machine's memory touched, CPU counters
+// read), then the go is given. It returns the phase's RESULT fields,
+// waiting up to d for them.
+func (j *javaClients) timed(t *testing.T, cmd string, before func(), d time.Duration) map[string]int64 {
+	t.Helper()
+	j.send(t, "%s", cmd)
+	j.await(t, "READY", time.Minute)
+	if before != nil {
+		before()
+	}
+	j.send(t, "go")
+	return j.result(t, strings.Fields(cmd)[0], d)
+}
+
 // run is kgoRun's phases with Kafka's Java client: produce and fetch
 // timed by the client itself from the driver's "go" (given once the
 // client has the topic's metadata and the machine's memory is touched,
@@ -109,13 +125,12 @@ func (j *javaClients) run(t *testing.T, addr, brokerAddr, topic string, brokerPi
 	mib := float64(benchGWRecords*benchGWRecSize) / (1 << 20)
 	gib := mib / 1024
 
-	j.send(t, "produce %s %s %d %d", addr, topic, benchGWRecords, benchGWRecSize)
-	j.await(t, "READY", time.Minute)
-	warmFreeMemory(t, benchGWTouchMiB)
-	bu0, bs0 := proccpu.Times(brokerPid)
-	g0, c0 := proccpu.Seconds(gwPid), proccpu.Seconds(jpid)
-	j.send(t, "go")
-	res := j.result(t, "produce", 4*time.Minute)
+	var bu0, bs0, g0, c0 float64
+	res := j.timed(t, fmt.Sprintf("produce %s %s %d %d", addr, topic, benchGWRecords, benchGWRecSize), func() {
+		warmFreeMemory(t, benchGWTouchMiB)
+		bu0, bs0 = proccpu.Times(brokerPid)
+		g0, c0 = proccpu.Seconds(gwPid), proccpu.Seconds(jpid)
+	}, 4*time.Minute)
 	if res["errors"] != 0 || res["records"] != benchGWRecords {
 		t.Fatalf("Java producer: %d records, %d failed", res["records"], res["errors"])
 	}
@@ -124,12 +139,11 @@ func (j *javaClients) run(t *testing.T, addr, brokerAddr, topic string, brokerPi
 	r.brokerProduce, r.brokerProduceSys, r.gwProduce = (bu+bs-bu0-bs0)/gib, (bs-bs0)/gib, (proccpu.Seconds(gwPid)-g0)/gib
 	r.clientProduce = (proccpu.Seconds(jpid) - c0) / gib
 
-	j.send(t, "fetch %s %s %d", addr, topic, benchGWRecords)
-	j.await(t, "READY", time.Minute)
-	warmFreeMemory(t, benchGWTouchMiB)
-	b0, g0, c0 := proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid), proccpu.Seconds(jpid)
-	j.send(t, "go")
-	res = j.result(t, "fetch", 4*time.Minute)
+	var b0 float64
+	res = j.timed(t, fmt.Sprintf("fetch %s %s %d", addr, topic, benchGWRecords), func() {
+		warmFreeMemory(t, benchGWTouchMiB)
+		b0, g0, c0 = proccpu.Seconds(brokerPid), proccpu.Seconds(gwPid), proccpu.Seconds(jpid)
+	}, 4*time.Minute)
 	if res["records"] != benchGWRecords || res["bytes"] != benchGWRecords*benchGWRecSize {
 		t.Fatalf("Java consumer: %d records of %d bytes in all, want %d of %d B", res["records"], res["bytes"], benchGWRecords, benchGWRecSize)
 	}

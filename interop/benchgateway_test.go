@@ -248,10 +248,7 @@ func writeGWReport(sb *strings.Builder, client string, res map[string][]gwResult
 		d, g := res["direct"][i], res["gateway"][i]
 		prod, fetch, added = append(prod, g.produce/d.produce), append(fetch, g.fetch/d.fetch), append(added, g.p99-d.p99)
 	}
-	slices.Sort(prod)
-	slices.Sort(fetch)
-	slices.Sort(added)
-	fmt.Fprintf(sb, "\nmedian of the runs: produce %.2f× direct, fetch %.2f× direct, added p99 %v\n", prod[len(prod)/2], fetch[len(fetch)/2], added[len(added)/2].Round(10*time.Microsecond))
+	fmt.Fprintf(sb, "\nmedian of the runs: produce %.2f× direct, fetch %.2f× direct, added p99 %v\n", medianF(prod), medianF(fetch), median(added).Round(10*time.Microsecond))
 	// A run's ratio moves with direct's own rate, which moved almost
 	// threefold between runs of one set (the broker's CPU per GiB
 	// produced with it): each side's median rate over the runs, and
@@ -261,8 +258,7 @@ func writeGWReport(sb *strings.Builder, client string, res map[string][]gwResult
 		for _, r := range res[side] {
 			v = append(v, of(r))
 		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		return medianF(v)
 	}
 	dp, gp := rate("direct", func(r gwResult) float64 { return r.produce }), rate("gateway", func(r gwResult) float64 { return r.produce })
 	df, gf := rate("direct", func(r gwResult) float64 { return r.fetch }), rate("gateway", func(r gwResult) float64 { return r.fetch })

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -23,18 +24,12 @@ func TestInteropJavaDataPath(t *testing.T) {
 	createBenchTopic(ctx, t, c.addr, topic+"-lat")
 	j := startJavaClients(t, dir)
 
-	j.send(t, "produce %s %s %d %d", c.addr, topic, records, benchGWRecSize)
-	j.await(t, "READY", time.Minute)
-	j.send(t, "go")
-	res := j.result(t, "produce", 2*time.Minute)
+	res := j.timed(t, fmt.Sprintf("produce %s %s %d %d", c.addr, topic, records, benchGWRecSize), nil, 2*time.Minute)
 	if res["records"] != records || res["errors"] != 0 || res["nanos"] <= 0 {
 		t.Fatalf("produce: %v, want %d records, no error", res, records)
 	}
 
-	j.send(t, "fetch %s %s %d", c.addr, topic, records)
-	j.await(t, "READY", time.Minute)
-	j.send(t, "go")
-	res = j.result(t, "fetch", 2*time.Minute)
+	res = j.timed(t, fmt.Sprintf("fetch %s %s %d", c.addr, topic, records), nil, 2*time.Minute)
 	if res["records"] != records || res["bytes"] != records*benchGWRecSize {
 		t.Fatalf("fetch: %v, want %d records of %d B", res, records, benchGWRecSize)
 	}
